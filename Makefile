@@ -1,0 +1,29 @@
+# The two commands a newcomer needs: `make run` (the demo) and `make test` (every test).
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+PYTHON ?= python3
+export PYTHONPATH := $(CURDIR)/$(BUILD_DIR)/python:$(PYTHONPATH)
+
+.PHONY: deps build test test-cpp test-python run bench clean
+
+deps:
+	bash scripts/install_deps.sh
+
+$(BUILD_DIR)/build.ninja $(BUILD_DIR)/Makefile:
+	cmake -S . -B $(BUILD_DIR) -DPython_EXECUTABLE=$$(command -v $(PYTHON))
+
+build: $(BUILD_DIR)/Makefile
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: deps build
+	$(BUILD_DIR)/braze_tests --gtest_brief=1
+	$(PYTHON) -m pytest -q tests/python
+
+run: deps build
+	$(PYTHON) examples/layer_norm_demo.py
+
+bench: deps build
+	$(BUILD_DIR)/braze_benchmarks
+
+clean:
+	rm -rf $(BUILD_DIR)

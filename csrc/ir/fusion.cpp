@@ -1,0 +1,204 @@
+#include "ir/fusion.h"
+
+#include "ir/error.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace braze {
+namespace {
+thread_local Fusion* current_fusion = nullptr;
+}  // namespace
+
+FusionGuard::FusionGuard(Fusion* fusion) : previous_(current_fusion) { current_fusion = fusion; }
+FusionGuard::~FusionGuard() { current_fusion = previous_; }
+
+Fusion* FusionGuard::current() {
+  BRAZE_CHECK(current_fusion != nullptr, "no fusion is being defined (use a FusionGuard or `with FusionDefinition() as fd`)");
+  return current_fusion;
+}
+
+Fusion::Fusion(const Fusion& other) { *this = other; }
+
+Fusion& Fusion::operator=(const Fusion& other) {
+  if (this == &other) return *this;
+  vals_.clear();
+  exprs_.clear();
+  inputs_.clear();
+  outputs_.clear();
+  output_aliases_.clear();
+  std::unordered_map<const Val*, Val*> map;
+  for (const auto& val : other.vals_) {
+    Val* copy = nullptr;
+    if (val->isTensor()) {
+      const TensorView* tv = val->asTensor();
+      copy = new TensorView(this, tv->id(), tv->dtype(), tv->domain(), tv->layout(), tv->isCpu());
+    } else {
+      const Scalar* s = val->asScalar();
+      copy = new Scalar(this, s->id(), s->dtype(), s->value());
+    }
+    vals_.emplace_back(copy);
+    map[val.get()] = copy;
+  }
+  auto mapAll = [&](const std::vector<Val*>& vals) {
+    std::vector<Val*> mapped;
+    for (Val* v : vals) mapped.push_back(map.at(v));
+    return mapped;
+  };
+  for (const auto& expr : other.exprs_) {
+    auto* copy = new Expr(expr->id(), expr->kind(), mapAll(expr->inputs()), mapAll(expr->outputs()), expr->attrs());
+    exprs_.emplace_back(copy);
+    for (Val* out : copy->outputs_) out->definition_ = copy;
+    for (Val* in : copy->inputs_) in->uses_.push_back(copy);
+  }
+  inputs_ = mapAll(other.inputs_);
+  outputs_ = mapAll(other.outputs_);
+  for (const auto& [out, in] : other.output_aliases_) output_aliases_[map.at(out)] = map.at(in);
+  next_id_ = other.next_id_;
+  next_expr_id_ = other.next_expr_id_;
+  return *this;
+}
+
+Fusion::Fusion(Fusion&& other) noexcept { *this = std::move(other); }
+
+Fusion& Fusion::operator=(Fusion&& other) noexcept {
+  vals_ = std::move(other.vals_);
+  exprs_ = std::move(other.exprs_);
+  inputs_ = std::move(other.inputs_);
+  outputs_ = std::move(other.outputs_);
+  output_aliases_ = std::move(other.output_aliases_);
+  next_id_ = other.next_id_;
+  next_expr_id_ = other.next_expr_id_;
+  adoptNodes();
+  return *this;
+}
+
+void Fusion::adoptNodes() {
+  for (auto& val : vals_) val->fusion_ = this;
+}
+
+TensorView* Fusion::newTensor(DataType dtype, std::vector<IterDomain> domain, TensorLayout layout, bool is_cpu) {
+  BRAZE_ASSERT(dtype != DataType::Null, "a tensor needs a dtype");
+  auto* tv = new TensorView(this, nextId(), dtype, std::move(domain), std::move(layout), is_cpu);
+  vals_.emplace_back(tv);
+  return tv;
+}
+
+Scalar* Fusion::newScalar(DataType dtype, std::optional<ScalarValue> value) {
+  BRAZE_ASSERT(dtype != DataType::Null, "a scalar needs a dtype");
+  auto* s = new Scalar(this, nextId(), dtype, std::move(value));
+  vals_.emplace_back(s);
+  return s;
+}
+
+Scalar* Fusion::constant(ScalarValue value, DataType dtype) {
+  if (dtype == DataType::Null) {
+    dtype = std::holds_alternative<bool>(value)      ? DataType::Bool
+            : std::holds_alternative<int64_t>(value) ? DataType::Int64
+                                                     : DataType::Double;
+  }
+  // Store the value in the variant alternative that matches the dtype, so printing is faithful.
+  if (isBool(dtype)) {
+    value = toDouble(value) != 0.0;
+  } else if (isIntegral(dtype)) {
+    value = toInt(value);
+  } else {
+    value = toDouble(value);
+  }
+  return newScalar(dtype, value);
+}
+
+Expr* Fusion::newExpr(OpKind kind, std::vector<Val*> inputs, std::vector<Val*> outputs, Attributes attrs) {
+  for (Val* v : inputs) BRAZE_ASSERT(v != nullptr && v->fusion() == this, "{}: operand from another fusion", opName(kind));
+  auto* expr = new Expr(next_expr_id_++, kind, std::move(inputs), std::move(outputs), std::move(attrs));
+  exprs_.emplace_back(expr);
+  for (Val* out : expr->outputs_) {
+    BRAZE_ASSERT(out->definition_ == nullptr, "{} already has a definition", out->name());
+    out->definition_ = expr;
+  }
+  for (Val* in : expr->inputs_) {
+    if (std::find(in->uses_.begin(), in->uses_.end(), expr) == in->uses_.end()) in->uses_.push_back(expr);
+  }
+  return expr;
+}
+
+void Fusion::replaceInput(Expr* consumer, Val* original, Val* replacement) {
+  bool found = false;
+  for (Val*& in : consumer->inputs_) {
+    if (in == original) {
+      in = replacement;
+      found = true;
+    }
+  }
+  BRAZE_ASSERT(found, "{} is not an operand of {}", original->name(), consumer->name());
+  std::erase(original->uses_, consumer);
+  if (std::find(replacement->uses_.begin(), replacement->uses_.end(), consumer) == replacement->uses_.end()) {
+    replacement->uses_.push_back(consumer);
+  }
+}
+
+void Fusion::addInput(Val* val) {
+  BRAZE_CHECK(val->definition() == nullptr, "{} is computed by {} and cannot be a fusion input", val->name(),
+              val->definition() ? val->definition()->name() : "");
+  BRAZE_CHECK(!isInput(val), "{} is already a fusion input", val->name());
+  inputs_.push_back(val);
+}
+
+void Fusion::addOutput(Val* val) {
+  BRAZE_CHECK(val->fusion() == this, "add_output: {} belongs to another fusion", val->name());
+  outputs_.push_back(val);
+}
+
+void Fusion::aliasOutputToInput(Val* output, Val* input) {
+  BRAZE_CHECK(isInput(input), "add_output(alias_input={}): {} is not a fusion input", input->name(), input->name());
+  BRAZE_TYPE_CHECK(output->isTensor() && input->isTensor(), "add_output: only tensors can alias ({} -> {})",
+                   output->name(), input->name());
+  BRAZE_TYPE_CHECK(output->dtype() == input->dtype(),
+                   "add_output: {} of dtype {} cannot alias input {} of dtype {} (dtypes must match)", output->name(),
+                   braze::toString(output->dtype()), input->name(), braze::toString(input->dtype()));
+  BRAZE_CHECK(output->asTensor()->rank() == input->asTensor()->rank(),
+              "add_output: {} of rank {} cannot alias input {} of rank {} (ranks must match)", output->name(),
+              output->asTensor()->rank(), input->name(), input->asTensor()->rank());
+  for (const auto& [out, in] : output_aliases_) {
+    BRAZE_CHECK(in != input, "add_output: input {} is already aliased by output {}", input->name(), out->name());
+  }
+  addOutput(output);
+  output_aliases_[output] = input;
+}
+
+bool Fusion::isInput(const Val* val) const { return std::find(inputs_.begin(), inputs_.end(), val) != inputs_.end(); }
+bool Fusion::isOutput(const Val* val) const { return std::find(outputs_.begin(), outputs_.end(), val) != outputs_.end(); }
+
+Val* Fusion::valById(int64_t id) const {
+  for (const auto& v : vals_) {
+    if (v->id() == id) return v.get();
+  }
+  return nullptr;
+}
+
+std::vector<Expr*> Fusion::exprsToEvaluate() const {
+  // Depth-first from the outputs in their order, operands before users: deterministic, and robust
+  // to passes that insert exprs after their consumers were created.
+  std::vector<Expr*> order;
+  std::unordered_set<const Expr*> done;
+  std::vector<std::pair<Expr*, size_t>> stack;
+  auto visit = [&](Val* root) {
+    if (root->definition() == nullptr || done.count(root->definition())) return;
+    stack.emplace_back(root->definition(), 0);
+    while (!stack.empty()) {
+      auto& [expr, next_input] = stack.back();
+      if (next_input < expr->inputs().size()) {
+        Expr* def = expr->inputs()[next_input++]->definition();
+        if (def != nullptr && !done.count(def)) stack.emplace_back(def, 0);
+        continue;
+      }
+      if (done.insert(expr).second) order.push_back(expr);
+      stack.pop_back();
+    }
+  };
+  for (Val* out : outputs_) visit(out);
+  return order;
+}
+
+}  // namespace braze

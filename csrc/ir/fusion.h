@@ -1,0 +1,84 @@
+// A Fusion owns a graph of values and exprs, its inputs and outputs, and the outputs that the user
+// declared to alias (be written into) an input. Builders in ops.h add to the current fusion, set by
+// FusionGuard (thread-local), as nvFuser's frontend does.
+#pragma once
+
+#include "ir/expr.h"
+#include "ir/val.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace braze {
+
+class Fusion {
+ public:
+  Fusion() = default;
+  Fusion(const Fusion& other);  // deep copy: same ids, same names, same printout
+  Fusion& operator=(const Fusion& other);
+  Fusion(Fusion&& other) noexcept;
+  Fusion& operator=(Fusion&& other) noexcept;
+  ~Fusion() = default;
+
+  // Creating nodes.
+  TensorView* newTensor(DataType dtype, std::vector<IterDomain> domain, TensorLayout layout = {}, bool is_cpu = false);
+  Scalar* newScalar(DataType dtype, std::optional<ScalarValue> value = std::nullopt);
+  Scalar* constant(ScalarValue value, DataType dtype = DataType::Null);  // Null: Bool/Int64/Double by value
+  Expr* newExpr(OpKind kind, std::vector<Val*> inputs, std::vector<Val*> outputs, Attributes attrs = {});
+
+  // Graph edits used by passes: make `consumer` read `replacement` where it read `original`.
+  void replaceInput(Expr* consumer, Val* original, Val* replacement);
+
+  // Inputs and outputs.
+  void addInput(Val* val);
+  void addOutput(Val* val);
+  // The output is written into the input's memory (in-place update); the output must match it.
+  void aliasOutputToInput(Val* output, Val* input);
+  const std::vector<Val*>& inputs() const { return inputs_; }
+  const std::vector<Val*>& outputs() const { return outputs_; }
+  // Output -> input it aliases, for outputs declared with add_output(t, alias_input=...).
+  const std::map<Val*, Val*>& outputAliases() const { return output_aliases_; }
+  bool isInput(const Val* val) const;
+  bool isOutput(const Val* val) const;
+
+  // Every node, in creation order.
+  const std::vector<std::unique_ptr<Val>>& vals() const { return vals_; }
+  const std::vector<std::unique_ptr<Expr>>& allExprs() const { return exprs_; }
+  Val* valById(int64_t id) const;
+  // The exprs the outputs depend on, each after its operands' definitions: the order to evaluate.
+  std::vector<Expr*> exprsToEvaluate() const;
+
+  // Readable IR, one line per expr (like nvFuser's fusion_ir), and a runnable Python definition.
+  std::string toString() const;
+  std::string toPython() const;
+
+ private:
+  int64_t nextId() { return next_id_++; }
+  void adoptNodes();  // after a move: point every Val back at this fusion
+
+  std::vector<std::unique_ptr<Val>> vals_;
+  std::vector<std::unique_ptr<Expr>> exprs_;
+  std::vector<Val*> inputs_;
+  std::vector<Val*> outputs_;
+  std::map<Val*, Val*> output_aliases_;
+  int64_t next_id_ = 0;
+  int64_t next_expr_id_ = 0;
+};
+
+// Sets the fusion that op builders add to, for the lifetime of the guard.
+class FusionGuard {
+ public:
+  explicit FusionGuard(Fusion* fusion);
+  ~FusionGuard();
+  FusionGuard(const FusionGuard&) = delete;
+  FusionGuard& operator=(const FusionGuard&) = delete;
+  static Fusion* current();  // throws if there is none
+
+ private:
+  Fusion* previous_;
+};
+
+}  // namespace braze

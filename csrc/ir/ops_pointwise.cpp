@@ -1,0 +1,135 @@
+// Elementwise builders: unary, binary, ternary ops and cast, with PyTorch's type promotion.
+#include "ir/error.h"
+#include "ir/ops.h"
+#include "ir/ops_util.h"
+
+#include <algorithm>
+
+namespace braze {
+namespace {
+
+using detail::broadcastDims;
+using detail::fusionOf;
+
+// PyTorch's result_type: tensors decide the type unless a scalar is of a higher category
+// (tensor int + scalar float -> the default float type, Float).
+DataType promotedType(const std::vector<Val*>& operands) {
+  std::optional<DataType> tensor_type;
+  std::optional<DataType> scalar_type;
+  for (Val* v : operands) {
+    auto& slot = v->isTensor() ? tensor_type : scalar_type;
+    slot = slot ? promoteTypes(*slot, v->dtype()) : v->dtype();
+  }
+  if (!tensor_type) return *scalar_type;
+  if (!scalar_type) return *tensor_type;
+  if (categoryOf(*scalar_type) > categoryOf(*tensor_type)) {
+    // A double scalar with a float tensor keeps the tensor's width; so does an int scalar.
+    return defaultTypeOf(categoryOf(*scalar_type));
+  }
+  return *tensor_type;
+}
+
+// nvFuser computes Half, BFloat16 and fp8 arithmetic in Float and returns Float; scripts written for
+// it cast back themselves (the seed layer_norm does), so braze returns the same types.
+DataType computeType(DataType dtype) {
+  return (dtype == DataType::Half || dtype == DataType::BFloat16 || isFloat8(dtype)) ? DataType::Float : dtype;
+}
+
+DataType resultType(OpKind kind, DataType promoted, const std::vector<Val*>& operands) {
+  switch (opInfo(kind).result) {
+    case ResultType::SameAsInput: return promoted;
+    case ResultType::Promoted: return computeType(promoted);
+    case ResultType::FloatOfPromoted: return isFloating(promoted) ? computeType(promoted) : DataType::Float;
+    case ResultType::Bool: return DataType::Bool;
+    case ResultType::IntegerOnly: {
+      for (Val* v : operands) {
+        BRAZE_TYPE_CHECK(isIntegral(v->dtype()) || isBool(v->dtype()),
+                         "{}: expected integer or bool operands, but {} has dtype {}", opName(kind), v->name(),
+                         toString(v->dtype()));
+      }
+      return promoted;
+    }
+    case ResultType::NotApplicable: break;
+  }
+  BRAZE_UNREACHABLE("{} is not elementwise", opName(kind));
+}
+
+Val* elementwise(OpKind kind, std::vector<Val*> operands, DataType dtype) {
+  Fusion* fusion = fusionOf(operands);
+  for (Val* v : operands) {
+    BRAZE_TYPE_CHECK(v->dtype() != DataType::Null, "{}: operand {} has no dtype", opName(kind), v->name());
+  }
+  Val* out = nullptr;
+  const bool any_tensor = std::any_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor(); });
+  if (any_tensor) {
+    out = detail::newTensorLike(fusion, dtype, broadcastDims(opName(kind), operands));
+  } else {
+    out = fusion->newScalar(dtype);
+  }
+  fusion->newExpr(kind, std::move(operands), {out});
+  return out;
+}
+
+}  // namespace
+
+Val* unaryOp(OpKind kind, Val* x) {
+  BRAZE_ASSERT(opInfo(kind).category == OpCategory::Unary, "{} is not a unary op", opName(kind));
+  BRAZE_CHECK(x != nullptr, "{}: operand is None", opName(kind));
+  if (kind == OpKind::LogicalNot || kind == OpKind::BitwiseNot) {
+    BRAZE_TYPE_CHECK(kind == OpKind::LogicalNot || isIntegral(x->dtype()) || isBool(x->dtype()),
+                     "bitwise_not: expected an integer or bool operand, but {} has dtype {}", x->name(),
+                     toString(x->dtype()));
+  }
+  return elementwise(kind, {x}, resultType(kind, x->dtype(), {x}));
+}
+
+Val* binaryOp(OpKind kind, Val* a, Val* b) {
+  BRAZE_ASSERT(opInfo(kind).category == OpCategory::Binary, "{} is not a binary op", opName(kind));
+  BRAZE_CHECK(a != nullptr && b != nullptr, "{}: an operand is None", opName(kind));
+  const DataType promoted = promotedType({a, b});
+  return elementwise(kind, {a, b}, resultType(kind, promoted, {a, b}));
+}
+
+Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
+  BRAZE_ASSERT(opInfo(kind).category == OpCategory::Ternary && kind != OpKind::Addcmul, "{} is not a 3-operand op",
+               opName(kind));
+  BRAZE_CHECK(a != nullptr && b != nullptr && c != nullptr, "{}: an operand is None", opName(kind));
+  DataType dtype = DataType::Null;
+  switch (kind) {
+    case OpKind::Where:
+      BRAZE_TYPE_CHECK(isBool(a->dtype()), "where: the condition {} must be Bool, got {}", a->name(),
+                       toString(a->dtype()));
+      dtype = promotedType({b, c});
+      break;
+    case OpKind::Lerp:
+      dtype = promotedType({a, b, c});
+      BRAZE_TYPE_CHECK(isFloating(dtype), "lerp: expected floating operands, got {}", toString(dtype));
+      dtype = computeType(dtype);
+      break;
+    case OpKind::Clamp:
+    case OpKind::Threshold:
+      // The bounds adapt to x's type (a Python float bound on a bf16 tensor keeps bf16).
+      dtype = a->isTensor() ? a->dtype() : promotedType({a, b, c});
+      break;
+    default: BRAZE_UNREACHABLE("ternaryOp({})", opName(kind));
+  }
+  return elementwise(kind, {a, b, c}, dtype);
+}
+
+Val* addcmul(Val* x, Val* t1, Val* t2, Val* value) {
+  BRAZE_CHECK(x && t1 && t2 && value, "addcmul: an operand is None");
+  BRAZE_CHECK(value->isScalar(), "addcmul: value must be a scalar, got tensor {}", value->name());
+  return elementwise(OpKind::Addcmul, {x, t1, t2, value}, computeType(promotedType({x, t1, t2, value})));
+}
+
+Val* cast(Val* x, DataType dtype) {
+  BRAZE_CHECK(x != nullptr, "cast: operand is None");
+  BRAZE_TYPE_CHECK(dtype != DataType::Null, "cast: a target dtype is required for {}", x->name());
+  Fusion* fusion = fusionOf({x});
+  Val* out = x->isTensor() ? static_cast<Val*>(detail::newTensorLike(fusion, dtype, x->asTensor()->logical()))
+                           : fusion->newScalar(dtype);
+  fusion->newExpr(OpKind::CastOp, {x}, {out}, {{"dtype", dtype}});
+  return out;
+}
+
+}  // namespace braze

@@ -1,0 +1,23 @@
+// Helpers shared by the builders in ops_*.cpp (not part of the public API).
+#pragma once
+
+#include "ir/ops.h"
+
+#include <string_view>
+
+namespace braze::detail {
+
+Fusion* fusionOf(const std::vector<Val*>& operands);
+// A row-major contiguous layout for a new tensor with these dims (nullopt for broadcast dims).
+TensorLayout defaultLayout(const std::vector<IterDomain>& dims);
+// A new intermediate tensor (row-major, contiguous) in the fusion.
+TensorView* newTensorLike(Fusion* fusion, DataType dtype, std::vector<IterDomain> dims);
+// A constant or symbolic extent from a scalar: its value if constant, else kSymbolic.
+int64_t staticValueOr(Val* scalar, int64_t otherwise);
+// Checks that a shape argument is an integer scalar.
+void checkShapeScalar(Val* v, std::string_view op, std::string_view what);
+std::string shapeString(const TensorView* tv);
+// The dims of several operands combined elementwise (all ranks equal), or a clear error.
+std::vector<IterDomain> broadcastDims(std::string_view op, const std::vector<Val*>& operands);
+
+}  // namespace braze::detail

@@ -1,0 +1,90 @@
+#include "ir/val.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+
+#include <cmath>
+
+namespace braze {
+
+std::string toString(const ScalarValue& value) {
+  if (const bool* b = std::get_if<bool>(&value)) return *b ? "True" : "False";
+  if (const int64_t* i = std::get_if<int64_t>(&value)) return fmt::format("{}", *i);
+  const double d = std::get<double>(value);
+  if (std::isnan(d)) return "float('nan')";
+  if (std::isinf(d)) return d > 0 ? "float('inf')" : "float('-inf')";
+  // Shortest text that parses back to the same double, always with a '.' or exponent (reads as float).
+  std::string text = fmt::format("{}", d);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+double toDouble(const ScalarValue& value) {
+  return std::visit([](auto v) { return static_cast<double>(v); }, value);
+}
+
+int64_t toInt(const ScalarValue& value) {
+  return std::visit([](auto v) { return static_cast<int64_t>(v); }, value);
+}
+
+std::string_view toString(IterType type) {
+  switch (type) {
+    case IterType::Iteration: return "i";
+    case IterType::Reduction: return "r";
+    case IterType::Broadcast: return "b";
+    case IterType::Expanded: return "bS";
+  }
+  return "?";
+}
+
+bool Val::isFusionInput() const { return fusion_->isInput(this); }
+bool Val::isFusionOutput() const { return fusion_->isOutput(this); }
+
+TensorView* Val::asTensor() {
+  BRAZE_ASSERT(is_tensor_, "{} is not a tensor", name());
+  return static_cast<TensorView*>(this);
+}
+const TensorView* Val::asTensor() const {
+  BRAZE_ASSERT(is_tensor_, "{} is not a tensor", name());
+  return static_cast<const TensorView*>(this);
+}
+Scalar* Val::asScalar() {
+  BRAZE_ASSERT(!is_tensor_, "{} is not a scalar", name());
+  return static_cast<Scalar*>(this);
+}
+const Scalar* Val::asScalar() const {
+  BRAZE_ASSERT(!is_tensor_, "{} is not a scalar", name());
+  return static_cast<const Scalar*>(this);
+}
+
+std::string Val::name() const { return fmt::format("{}{}", is_tensor_ ? "T" : "S", id_); }
+
+std::vector<IterDomain> TensorView::logical() const {
+  std::vector<IterDomain> dims;
+  dims.reserve(domain_.size());
+  for (const IterDomain& id : domain_) {
+    if (!id.isReduction()) dims.push_back(id);
+  }
+  return dims;
+}
+
+int64_t TensorView::rank() const {
+  int64_t rank = 0;
+  for (const IterDomain& id : domain_) rank += id.isReduction() ? 0 : 1;
+  return rank;
+}
+
+std::vector<int64_t> TensorView::staticShape() const {
+  std::vector<int64_t> shape;
+  for (const IterDomain& id : logical()) shape.push_back(id.extent);
+  return shape;
+}
+
+int64_t TensorView::normalizeAxis(int64_t axis, std::string_view op) const {
+  const int64_t r = rank();
+  BRAZE_INDEX_CHECK(axis >= -r && axis < r, "{}: dim {} is out of range for {} of rank {} (expected a dim in [{}, {}))",
+                    op, axis, name(), r, -r, r);
+  return axis < 0 ? axis + r : axis;
+}
+
+}  // namespace braze

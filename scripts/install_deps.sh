@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what braze needs to build and test, and only what is missing; safe to re-run.
+# System packages come from apt, Python packages from pip; nothing else is downloaded.
+set -euo pipefail
+
+apt_packages=(cmake g++ make libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libdlpack-dev ccache)
+pip_packages=(nanobind numpy ml_dtypes pytest hypothesis scikit-build-core)
+
+missing_apt=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
+done
+if [ ${#missing_apt[@]} -gt 0 ]; then
+  echo "install_deps: apt-get install ${missing_apt[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing_apt[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+missing_pip=()
+for p in "${pip_packages[@]}"; do
+  module=${p//-/_}
+  [ "$p" = "scikit-build-core" ] && module=scikit_build_core
+  "$python" -c "import $module" 2>/dev/null || missing_pip+=("$p")
+done
+if [ ${#missing_pip[@]} -gt 0 ]; then
+  echo "install_deps: pip install ${missing_pip[*]}"
+  "$python" -m pip install -q "${missing_pip[@]}"
+fi
+
+# The CUDA toolkit (headers and NVRTC) is needed to compile kernels, never to build or load braze.
+if ! ls /usr/local/cuda/include/cuda.h >/dev/null 2>&1; then
+  echo "install_deps: note: no CUDA toolkit under /usr/local/cuda; kernel compilation tests will skip"
+fi
