@@ -24,6 +24,9 @@ TensorView* defineTensor(const std::vector<int64_t>& shape, const std::vector<st
 Scalar* defineScalar(DataType dtype, std::optional<ScalarValue> value = std::nullopt);
 
 // ---- elementwise (operands may be tensors or scalars; tensors must have equal ranks) ------------
+// PyTorch's result_type: tensors decide the type unless a scalar is of a higher category (tensor int
+// + scalar float -> Float). The type an elementwise op computes in, before Half/BFloat16 -> Float.
+DataType promotedType(const std::vector<Val*>& operands);
 Val* unaryOp(OpKind kind, Val* x);
 Val* binaryOp(OpKind kind, Val* a, Val* b);
 // where(cond, a, b), lerp(start, end, weight), clamp(x, min, max), threshold(x, threshold, value),

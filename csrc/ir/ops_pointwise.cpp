@@ -11,8 +11,8 @@ namespace {
 using detail::broadcastDims;
 using detail::fusionOf;
 
-// PyTorch's result_type: tensors decide the type unless a scalar is of a higher category
-// (tensor int + scalar float -> the default float type, Float).
+}  // namespace
+
 DataType promotedType(const std::vector<Val*>& operands) {
   std::optional<DataType> tensor_type;
   std::optional<DataType> scalar_type;
@@ -28,6 +28,8 @@ DataType promotedType(const std::vector<Val*>& operands) {
   }
   return *tensor_type;
 }
+
+namespace {
 
 // nvFuser computes Half, BFloat16 and fp8 arithmetic in Float and returns Float; scripts written for
 // it cast back themselves (the seed layer_norm does), so braze returns the same types.

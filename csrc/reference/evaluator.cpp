@@ -1,10 +1,91 @@
+// The evaluator's driver: checks and binds inputs, evaluates exprs in dependency order by category,
+// and returns the outputs.
 #include "reference/evaluator.h"
 
 #include "ir/error.h"
+#include "reference/eval_ops.h"
+#include "reference/input_check.h"
+
+#include <unordered_map>
 
 namespace braze {
-// Placeholder while the evaluator is being written in this session; replaced before commit.
-std::vector<HostValue> evaluate(const Fusion&, const std::vector<HostValue>&) {
-  throwError(ErrorKind::Runtime, __FILE__, __LINE__, "evaluate: not implemented yet");
+namespace {
+
+using reference::Operands;
+
+std::vector<HostValue> evalExpr(const Expr& expr, const Operands& operands) {
+  switch (opInfo(expr.kind()).category) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary:
+    case OpCategory::Cast: return reference::evalElementwise(expr, operands);
+    case OpCategory::Reduction:
+    case OpCategory::Normalization: return reference::evalReduction(expr, operands);
+    case OpCategory::Meta:
+    case OpCategory::Data:
+    case OpCategory::ScalarQuery: return reference::evalShapeOp(expr, operands);
+    case OpCategory::Creation: return reference::evalCreation(expr, operands);
+    case OpCategory::Indexing: return reference::evalIndexing(expr, operands);
+    case OpCategory::Matmul: return reference::evalMatmul(expr, operands);
+    case OpCategory::Quantize: return reference::evalQuantize(expr, operands);
+  }
+  BRAZE_UNREACHABLE("no evaluator for {}", expr.name());
 }
+
+}  // namespace
+
+std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValue>& inputs) {
+  checkInputs(fusion, inputs);
+  std::unordered_map<const Val*, HostValue> values;
+  for (size_t i = 0; i < inputs.size(); ++i) values.emplace(fusion.inputs()[i], inputs[i]);
+  for (const auto& val : fusion.vals()) {
+    if (val->isScalar() && val->asScalar()->isConstant()) values.emplace(val.get(), *val->asScalar()->value());
+  }
+  for (const Expr* expr : fusion.exprsToEvaluate()) {
+    Operands operands;
+    for (const Val* in : expr->inputs()) {
+      auto it = values.find(in);
+      BRAZE_ASSERT(it != values.end(), "{} has no value when evaluating {}", in->name(), expr->name());
+      operands.push_back(&it->second);
+    }
+    std::vector<HostValue> results = evalExpr(*expr, operands);
+    BRAZE_ASSERT(results.size() == expr->outputs().size(), "{} produced {} values for {} outputs", expr->name(),
+                 results.size(), expr->outputs().size());
+    for (size_t i = 0; i < results.size(); ++i) values.insert_or_assign(expr->outputs()[i], std::move(results[i]));
+  }
+  // Copy every output first, then write the aliased ones into their inputs: an output that views an
+  // aliased input must show the value from before the in-place update.
+  std::vector<HostValue> outputs;
+  std::vector<std::pair<HostTensor, HostTensor>> in_place;  // (input storage, new value)
+  for (const Val* out : fusion.outputs()) {
+    const HostValue& value = values.at(out);
+    auto alias = fusion.outputAliases().find(const_cast<Val*>(out));
+    if (alias != fusion.outputAliases().end()) {
+      const HostTensor& target = std::get<HostTensor>(values.at(alias->second));
+      const HostTensor& result = std::get<HostTensor>(value);
+      BRAZE_CHECK(target.sizes() == result.sizes(), "output {} has shape [{}] but aliases input {} of shape [{}]",
+                  out->name(), fmt::join(result.sizes(), ", "), alias->second->name(), fmt::join(target.sizes(), ", "));
+      in_place.emplace_back(target, result.contiguous());
+      continue;  // like nvFuser, an output written into an input is not returned
+    }
+    if (const auto* tensor = std::get_if<HostTensor>(&value)) {
+      outputs.emplace_back(fusion.isInput(out) ? *tensor : tensor->contiguous());
+    } else {
+      outputs.push_back(value);
+    }
+  }
+  for (auto& [target, value] : in_place) {
+    int64_t next = 0;
+    forEachIndex(target.sizes(), [&](const std::vector<int64_t>& index) {
+      const int64_t offset = target.offsetOf(index);
+      if (isFloating(target.dtype())) {
+        target.writeDouble(offset, value.readDouble(next++));
+      } else {
+        target.writeInt(offset, value.readInt(next++));
+      }
+    });
+  }
+  return outputs;
+}
+
 }  // namespace braze

@@ -1,0 +1,189 @@
+// Elementwise ops (unary, binary, ternary, cast) with broadcasting over equal-rank operands.
+#include "ir/error.h"
+#include "ir/ops.h"
+#include "reference/eval_ops.h"
+#include "reference/pointwise_math.h"
+
+#include <cmath>
+
+namespace braze::reference {
+namespace {
+
+// One operand of an elementwise op: a tensor read through broadcast strides, or a scalar.
+struct Source {
+  const HostTensor* tensor = nullptr;
+  std::vector<int64_t> strides;  // 0 on broadcast dims
+  ScalarValue scalar;
+};
+
+// The result shape: each dim's size is shared by every operand that is not 1 there. A size-1 dim
+// broadcasts only where the definition says so (checked when the fusion was built and inputs bound).
+std::vector<int64_t> broadcastShape(const Expr& expr, const Operands& operands) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const auto* t = std::get_if<HostTensor>(operands[i]);
+    if (t == nullptr) continue;
+    if (shape.empty() && t->rank() > 0) shape.assign(t->rank(), 1);
+    BRAZE_ASSERT(static_cast<int64_t>(shape.size()) == t->rank() || t->rank() == 0, "{}: operand ranks differ", expr.name());
+    for (int64_t d = 0; d < t->rank(); ++d) {
+      const int64_t s = t->sizes()[d];
+      if (s == shape[d] || s == 1) continue;
+      BRAZE_CHECK(shape[d] == 1, "{}: dim {} has size {} in one operand and {} in {} ({})", expr.name(), d, shape[d], s,
+                  expr.input(i)->name(), "sizes must match, or be 1 on a broadcast dim");
+      shape[d] = s;
+    }
+  }
+  return shape;
+}
+
+std::vector<Source> sources(const Operands& operands, const std::vector<int64_t>& shape) {
+  std::vector<Source> result;
+  for (const HostValue* v : operands) {
+    Source s;
+    if (const auto* t = std::get_if<HostTensor>(v)) {
+      s.tensor = t;
+      s.strides.assign(shape.size(), 0);
+      for (int64_t d = 0; d < t->rank(); ++d) s.strides[d] = (t->sizes()[d] == 1) ? 0 : t->strides()[d];
+    } else {
+      s.scalar = scalarOf(*v);
+    }
+    result.push_back(std::move(s));
+  }
+  return result;
+}
+
+// Iterates every index of `shape` keeping each source's element offset up to date (row-major order).
+template <typename Fn>
+void forEachElement(const std::vector<int64_t>& shape, const std::vector<Source>& srcs, Fn&& fn) {
+  std::vector<int64_t> offsets(srcs.size(), 0);
+  int64_t linear = 0;
+  forEachIndex(shape, [&](const std::vector<int64_t>& index) {
+    for (size_t s = 0; s < srcs.size(); ++s) {
+      if (srcs[s].tensor == nullptr) continue;
+      int64_t off = 0;
+      for (size_t d = 0; d < index.size(); ++d) off += index[d] * srcs[s].strides[d];
+      offsets[s] = off;
+    }
+    fn(linear++, offsets);
+  });
+}
+
+bool computesInFloat(const Expr& expr, DataType promoted) {
+  return isFloating(promoted) || opInfo(expr.kind()).result == ResultType::FloatOfPromoted;
+}
+
+// The type an op computes in: the builder's promotion of its value operands (not where's condition,
+// nor clamp's and threshold's bounds, which adapt to x).
+DataType computeDtype(const Expr& expr) {
+  const auto& in = expr.inputs();
+  if (expr.kind() == OpKind::Where) return promotedType({in[1], in[2]});
+  if (expr.kind() == OpKind::Clamp || expr.kind() == OpKind::Threshold) {
+    return in[0]->isTensor() ? in[0]->dtype() : promotedType(in);
+  }
+  return promotedType(in);
+}
+
+double readD(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readDouble(offset) : toDouble(s.scalar); }
+int64_t readI(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readInt(offset) : toInt(s.scalar); }
+
+double ternaryFloat(OpKind kind, double a, double b, double c) {
+  switch (kind) {
+    case OpKind::Where: return a != 0.0 ? b : c;
+    case OpKind::Lerp:  // torch's form: exact at both ends
+      return std::abs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1.0 - c);
+    case OpKind::Clamp: return std::isnan(a) ? a : std::min(std::max(a, b), c);
+    case OpKind::Threshold: return a <= b ? c : a;
+    default: BRAZE_UNREACHABLE("ternaryFloat({})", opName(kind));
+  }
+}
+
+int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c) {
+  switch (kind) {
+    case OpKind::Where: return a != 0 ? b : c;
+    case OpKind::Clamp: return std::min(std::max(a, b), c);
+    case OpKind::Threshold: return a <= b ? c : a;
+    default: BRAZE_UNREACHABLE("ternaryInt({})", opName(kind));
+  }
+}
+
+// Evaluates one element in float64.
+double elementFloat(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {
+  const OpKind kind = expr.kind();
+  switch (opInfo(kind).category) {
+    case OpCategory::Unary: return unaryFloat(kind, readD(srcs[0], off[0]), dtype);
+    case OpCategory::Binary: return binaryFloat(kind, readD(srcs[0], off[0]), readD(srcs[1], off[1]), dtype);
+    case OpCategory::Ternary:
+      if (kind == OpKind::Addcmul) {
+        return readD(srcs[0], off[0]) + readD(srcs[3], off[3]) * readD(srcs[1], off[1]) * readD(srcs[2], off[2]);
+      }
+      return ternaryFloat(kind, readD(srcs[0], off[0]), readD(srcs[1], off[1]), readD(srcs[2], off[2]));
+    default: BRAZE_UNREACHABLE("elementFloat({})", expr.name());
+  }
+}
+
+int64_t elementInt(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {
+  const OpKind kind = expr.kind();
+  switch (opInfo(kind).category) {
+    case OpCategory::Unary: return unaryInt(kind, readI(srcs[0], off[0]), dtype);
+    case OpCategory::Binary: return binaryInt(kind, readI(srcs[0], off[0]), readI(srcs[1], off[1]), dtype);
+    case OpCategory::Ternary:
+      if (kind == OpKind::Addcmul) {
+        const auto p = static_cast<uint64_t>(readI(srcs[3], off[3])) * static_cast<uint64_t>(readI(srcs[1], off[1])) *
+                       static_cast<uint64_t>(readI(srcs[2], off[2]));
+        return static_cast<int64_t>(static_cast<uint64_t>(readI(srcs[0], off[0])) + p);
+      }
+      return ternaryInt(kind, readI(srcs[0], off[0]), readI(srcs[1], off[1]), readI(srcs[2], off[2]));
+    default: BRAZE_UNREACHABLE("elementInt({})", expr.name());
+  }
+}
+
+// Writes a float64 result into the output's type: rounding for floats, CUDA's conversion for ints.
+void storeFloat(HostTensor& out, int64_t offset, double v) {
+  if (isFloating(out.dtype())) {
+    out.writeDouble(offset, v);
+  } else {
+    out.writeInt(offset, floatToInt(v, out.dtype()));
+  }
+}
+
+ScalarValue scalarResult(DataType dtype, bool in_float, double f, int64_t i) {
+  if (isBool(dtype)) return in_float ? f != 0.0 : i != 0;
+  if (isIntegral(dtype)) return in_float ? floatToInt(f, dtype) : wrapToType(i, dtype);
+  return roundToType(in_float ? f : static_cast<double>(i), dtype);
+}
+
+}  // namespace
+
+std::vector<HostValue> evalElementwise(const Expr& expr, const Operands& operands) {
+  const Val* out_val = expr.output(0);
+  const DataType out_dtype = out_val->dtype();
+  const bool is_cast = expr.kind() == OpKind::CastOp;
+  const DataType dtype = is_cast ? expr.input(0)->dtype() : computeDtype(expr);
+  const bool in_float = is_cast ? isFloating(dtype) : computesInFloat(expr, dtype);
+  const std::vector<int64_t> shape = broadcastShape(expr, operands);
+  const std::vector<Source> srcs = sources(operands, shape);
+
+  auto computeFloat = [&](const std::vector<int64_t>& off) {
+    return is_cast ? readD(srcs[0], off[0]) : elementFloat(expr, srcs, off, out_dtype);  // nextafter steps in the result type
+  };
+  auto computeInt = [&](const std::vector<int64_t>& off) {
+    return is_cast ? readI(srcs[0], off[0]) : elementInt(expr, srcs, off, dtype);
+  };
+
+  if (out_val->isScalar()) {
+    const std::vector<int64_t> none(srcs.size(), 0);
+    return {in_float ? scalarResult(out_dtype, true, computeFloat(none), 0)
+                     : scalarResult(out_dtype, false, 0.0, computeInt(none))};
+  }
+  HostTensor out = HostTensor::empty(out_dtype, shape);
+  forEachElement(shape, srcs, [&](int64_t linear, const std::vector<int64_t>& off) {
+    if (in_float) {
+      storeFloat(out, linear, computeFloat(off));
+    } else {
+      out.writeInt(linear, computeInt(off));
+    }
+  });
+  return {out};
+}
+
+}  // namespace braze::reference

@@ -1,0 +1,266 @@
+// Meta ops evaluate to views of their operand's storage (strides and offset, no copy), as bookending
+// will do on the GPU; pad and cat build new tensors; size reads a shape.
+#include "ir/error.h"
+#include "reference/eval_ops.h"
+#include "reference/pointwise_math.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace braze::reference {
+namespace {
+
+std::vector<int64_t> intsOf(const Operands& operands, size_t first, size_t count) {
+  std::vector<int64_t> values;
+  for (size_t i = first; i < first + count; ++i) values.push_back(intOf(*operands[i]));
+  return values;
+}
+
+HostTensor broadcastInDim(const Expr& expr, const HostTensor& in, const Operands& operands) {
+  const auto shape = intsOf(operands, 1, operands.size() - 1);
+  const auto& bdims = expr.attrs().getInts("broadcast_dims");
+  std::vector<int64_t> strides(shape.size(), 0);  // unmapped dims are new: stride 0
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    const int64_t d = bdims[i];
+    const int64_t size = in.sizes()[i];
+    BRAZE_CHECK(size == shape[d] || size == 1,
+                "broadcast_in_dim: input dim {} of {} has size {} but shape[{}] is {} (only size-1 dims expand)", i,
+                expr.input(0)->name(), size, d, shape[d]);
+    strides[d] = (size == 1 && shape[d] != 1) ? 0 : in.strides()[i];
+  }
+  return in.view(shape, strides, in.offset());
+}
+
+HostTensor expand(const Expr& expr, const HostTensor& in, const Operands& operands) {
+  auto shape = intsOf(operands, 1, operands.size() - 1);
+  std::vector<int64_t> strides = in.strides();
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    if (shape[d] == -1) shape[d] = in.sizes()[d];
+    if (shape[d] == in.sizes()[d]) continue;
+    BRAZE_CHECK(in.sizes()[d] == 1, "expand: dim {} of {} has size {} and cannot be expanded to {}", d,
+                expr.input(0)->name(), in.sizes()[d], shape[d]);
+    strides[d] = 0;
+  }
+  return in.view(shape, strides, in.offset());
+}
+
+HostTensor reshape(const Expr& expr, const HostTensor& in, const Operands& operands) {
+  auto shape = intsOf(operands, 1, operands.size() - 1);
+  int64_t known = 1;
+  int64_t inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      BRAZE_CHECK(inferred < 0, "reshape: more than one -1 in new_shape [{}]", fmt::join(shape, ", "));
+      inferred = static_cast<int64_t>(i);
+    } else {
+      BRAZE_CHECK(shape[i] >= 0, "reshape: new_shape [{}] has a negative size", fmt::join(shape, ", "));
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    BRAZE_CHECK(known != 0 && in.numel() % known == 0, "reshape: cannot infer the -1 in [{}] for {} elements",
+                fmt::join(shape, ", "), in.numel());
+    shape[inferred] = in.numel() / known;
+    known *= shape[inferred];
+  }
+  BRAZE_CHECK(known == in.numel(), "reshape: {} of shape [{}] has {} elements, new_shape [{}] has {}",
+              expr.input(0)->name(), fmt::join(in.sizes(), ", "), in.numel(), fmt::join(shape, ", "), known);
+  // The reference copies to row-major and views that; whether the GPU can view instead is the alias
+  // analysis' question, not the oracle's.
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * std::max<int64_t>(shape[d + 1], 1);
+  const HostTensor flat = in.contiguous();
+  return flat.view(shape, strides, flat.offset());
+}
+
+HostTensor permute(const Expr& expr, const HostTensor& in) {
+  const auto& dims = expr.attrs().getInts("dims");
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d : dims) {
+    sizes.push_back(in.sizes()[d]);
+    strides.push_back(in.strides()[d]);
+  }
+  return in.view(sizes, strides, in.offset());
+}
+
+HostTensor squeeze(const Expr& expr, const HostTensor& in) {
+  const auto& dims = expr.attrs().getInts("dims");
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    const bool removed = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (removed) {
+      // An expanded dim (stride 0) holds one value however long it is: dropping it loses nothing.
+      BRAZE_CHECK(in.sizes()[d] == 1 || in.strides()[d] == 0, "squeeze: dim {} of {} has size {}, not 1", d,
+                  expr.input(0)->name(), in.sizes()[d]);
+      continue;
+    }
+    sizes.push_back(in.sizes()[d]);
+    strides.push_back(in.strides()[d]);
+  }
+  return in.view(sizes, strides, in.offset());
+}
+
+HostTensor slice(const Expr& expr, const HostTensor& in, const Operands& operands) {
+  const int64_t rank = in.rank();
+  const auto starts = intsOf(operands, 1, rank);
+  const auto ends = intsOf(operands, 1 + rank, rank);
+  const auto steps = intsOf(operands, 1 + 2 * rank, rank);
+  const bool manual = expr.attrs().getBool("manual_normalization");
+  std::vector<int64_t> sizes(rank), strides(rank);
+  int64_t offset = in.offset();
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t extent = in.sizes()[d];
+    int64_t start = starts[d];
+    int64_t end = ends[d];
+    const int64_t step = steps[d];
+    BRAZE_CHECK(step >= 1, "slice: stride {} of dim {} must be positive", step, d);
+    if (!manual) {  // Python slicing: negative from the end, then clamped
+      if (start < 0) start += extent;
+      if (end < 0) end += extent;
+      start = std::clamp<int64_t>(start, 0, extent);
+      end = std::clamp<int64_t>(end, start, extent);
+    }
+    BRAZE_INDEX_CHECK(start >= 0 && start <= end && end <= extent,
+                      "slice: dim {} of {}: [{}, {}) is not within [0, {}] (manual_normalization=True)", d,
+                      expr.input(0)->name(), start, end, extent);
+    sizes[d] = (end - start + step - 1) / step;
+    strides[d] = in.strides()[d] * step;
+    offset += start * in.strides()[d];
+  }
+  return in.view(sizes, strides, offset);
+}
+
+void copyElement(HostTensor& out, int64_t out_offset, const HostTensor& in, int64_t in_offset) {
+  const int64_t bytes = sizeOf(out.dtype());
+  std::memcpy(out.data() + out_offset * bytes, in.data() + in_offset * bytes, bytes);
+}
+
+HostTensor copy(const HostTensor& in) { return in.contiguous(); }
+
+HostTensor pad(const Expr& expr, const HostTensor& in, const Operands& operands) {
+  const auto widths = intsOf(operands, 2, operands.size() - 2);
+  const ScalarValue value = scalarOf(*operands[1]);
+  std::vector<int64_t> left(in.rank(), 0), shape = in.sizes();
+  for (size_t pair = 0; pair < widths.size() / 2; ++pair) {
+    const int64_t d = in.rank() - 1 - static_cast<int64_t>(pair);
+    left[d] = widths[2 * pair];
+    shape[d] += widths[2 * pair] + widths[2 * pair + 1];
+    BRAZE_CHECK(shape[d] >= 0, "pad: dim {} of {} would have negative size {}", d, expr.input(0)->name(), shape[d]);
+  }
+  HostTensor out = HostTensor::empty(in.dtype(), shape);
+  HostTensor fill = HostTensor::empty(in.dtype(), {1});
+  if (isFloating(in.dtype())) {
+    fill.writeDouble(0, toDouble(value));
+  } else {
+    fill.writeInt(0, std::holds_alternative<double>(value) ? floatToInt(toDouble(value), in.dtype()) : toInt(value));
+  }
+  int64_t linear = 0;
+  forEachIndex(shape, [&](const std::vector<int64_t>& index) {
+    std::vector<int64_t> src(index.size());
+    bool inside = true;
+    for (size_t d = 0; d < index.size(); ++d) {
+      src[d] = index[d] - left[d];
+      inside = inside && src[d] >= 0 && src[d] < in.sizes()[d];
+    }
+    if (inside) {
+      copyElement(out, linear++, in, in.offsetOf(src));
+    } else {
+      copyElement(out, linear++, fill, 0);
+    }
+  });
+  return out;
+}
+
+HostTensor cat(const Expr& expr, const Operands& operands) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  const HostTensor& first = tensorOf(*operands[0]);
+  std::vector<int64_t> shape = first.sizes();
+  shape[dim] = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const HostTensor& t = tensorOf(*operands[i]);
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      BRAZE_CHECK(d == dim || t.sizes()[d] == first.sizes()[d],
+                  "cat: {} has size {} on dim {} but {} has {} (only dim {} may differ)", expr.input(i)->name(),
+                  t.sizes()[d], d, expr.input(0)->name(), first.sizes()[d], dim);
+    }
+    shape[dim] += t.sizes()[dim];
+  }
+  HostTensor out = HostTensor::empty(first.dtype(), shape);
+  int64_t base = 0;
+  for (const HostValue* v : operands) {
+    const HostTensor& t = tensorOf(*v);
+    forEachIndex(t.sizes(), [&](const std::vector<int64_t>& index) {
+      std::vector<int64_t> dst = index;
+      dst[dim] += base;
+      copyElement(out, out.offsetOf(dst), t, t.offsetOf(index));
+    });
+    base += t.sizes()[dim];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<HostValue> evalShapeOp(const Expr& expr, const Operands& operands) {
+  const HostTensor& in = tensorOf(*operands[0]);
+  switch (expr.kind()) {
+    case OpKind::Broadcast: {
+      const auto& flags = expr.attrs().getInts("is_broadcast_dim");
+      std::vector<int64_t> sizes, strides;
+      int64_t next = 0;
+      for (int64_t f : flags) {
+        sizes.push_back(f ? 1 : in.sizes()[next]);
+        strides.push_back(f ? 0 : in.strides()[next]);
+        next += f ? 0 : 1;
+      }
+      return {in.view(sizes, strides, in.offset())};
+    }
+    case OpKind::BroadcastInDim: return {broadcastInDim(expr, in, operands)};
+    case OpKind::Expand: return {expand(expr, in, operands)};
+    case OpKind::Reshape: return {reshape(expr, in, operands)};
+    case OpKind::Permute: return {permute(expr, in)};
+    case OpKind::Squeeze: return {squeeze(expr, in)};
+    case OpKind::Slice: return {slice(expr, in, operands)};
+    case OpKind::Set:
+    case OpKind::SegmentSet: return {copy(in)};
+    case OpKind::Pad: return {pad(expr, in, operands)};
+    case OpKind::Cat: return {cat(expr, operands)};
+    case OpKind::Size: return {ScalarValue{in.sizes()[expr.attrs().getInt("dim")]}};
+    default: BRAZE_UNREACHABLE("evalShapeOp({})", expr.name());
+  }
+}
+
+std::vector<HostValue> evalCreation(const Expr& expr, const Operands& operands) {
+  const DataType dtype = expr.output(0)->dtype();
+  auto write = [&](HostTensor& t, int64_t i, double f, int64_t n, bool is_float) {
+    if (isFloating(dtype)) {
+      t.writeDouble(i, is_float ? f : static_cast<double>(n));
+    } else {
+      t.writeInt(i, is_float ? floatToInt(f, dtype) : n);
+    }
+  };
+  if (expr.kind() == OpKind::Full) {
+    const auto shape = intsOf(operands, 1, operands.size() - 1);
+    for (int64_t s : shape) BRAZE_CHECK(s >= 0, "full: shape [{}] has a negative size", fmt::join(shape, ", "));
+    const ScalarValue fill = scalarOf(*operands[0]);
+    const bool is_float = std::holds_alternative<double>(fill);
+    HostTensor out = HostTensor::empty(dtype, shape);
+    for (int64_t i = 0; i < out.numel(); ++i) write(out, i, toDouble(fill), toInt(fill), is_float);
+    return {out};
+  }
+  BRAZE_ASSERT(expr.kind() == OpKind::Iota, "evalCreation({})", expr.name());
+  const int64_t length = intOf(*operands[0]);
+  BRAZE_CHECK(length >= 0, "iota: length {} is negative", length);
+  const ScalarValue start = scalarOf(*operands[1]);
+  const ScalarValue step = scalarOf(*operands[2]);
+  const bool is_float = isFloating(dtype);
+  HostTensor out = HostTensor::empty(dtype, {length});
+  for (int64_t i = 0; i < length; ++i) {
+    const auto n = static_cast<int64_t>(static_cast<uint64_t>(toInt(start)) + static_cast<uint64_t>(i) * toInt(step));
+    write(out, i, toDouble(start) + static_cast<double>(i) * toDouble(step), n, is_float);
+  }
+  return {out};
+}
+
+}  // namespace braze::reference

@@ -1,0 +1,16 @@
+// Checks execute-time inputs against a fusion's definitions before anything runs, so a mistake is
+// reported as "input 1: expected BFloat16, got Float" rather than as a wrong answer or a crash.
+#pragma once
+
+#include "ir/fusion.h"
+#include "reference/host_tensor.h"
+
+#include <vector>
+
+namespace braze {
+
+// Count, tensor-vs-scalar, dtype, rank, static extents, broadcast (size-1) and expanded (stride-0)
+// dims, and declared contiguity in the declared stride order.
+void checkInputs(const Fusion& fusion, const std::vector<HostValue>& inputs);
+
+}  // namespace braze

@@ -1,0 +1,260 @@
+#include "reference/pointwise_math.h"
+
+#include "ir/error.h"
+#include "reference/numerics.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace braze::reference {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Inverse error function: Newton steps on erfc (accurate in the tails, where erf rounds to 1) from
+// a logarithmic first guess; converges to full double precision (there is no std::erfinv).
+double erfinv(double y) {
+  if (std::isnan(y) || y < -1.0 || y > 1.0) return kNaN;
+  if (y == 0.0) return y;
+  if (y == 1.0 || y == -1.0) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  const double target = 1.0 - std::abs(y);  // solve erfc(x) = target for x > 0
+  double x = std::abs(y) < 0.7 ? std::abs(y) * 0.886226925 : std::sqrt(-std::log(target / 2.0));
+  for (int i = 0; i < 100; ++i) {
+    const double step = (std::erfc(x) - target) / (-2.0 / std::sqrt(M_PI) * std::exp(-x * x));
+    x -= step;
+    if (std::abs(step) <= 1e-16 * x) break;
+  }
+  return std::copysign(x, y);
+}
+
+int widthOf(DataType dtype) { return static_cast<int>(sizeOf(dtype) * 8); }
+
+// Integer power by squaring with wrap-around; negative exponents give 0 except for bases 1 and -1,
+// as torch and nvFuser define it.
+int64_t intPow(int64_t base, int64_t exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    BRAZE_CHECK(base != 0, "pow: 0 raised to the negative integer power {} is undefined", exp);
+    return 0;
+  }
+  uint64_t result = 1;
+  uint64_t b = static_cast<uint64_t>(base);
+  while (exp > 0) {
+    if (exp & 1) result *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return static_cast<int64_t>(result);
+}
+
+double pythonRemainder(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+}  // namespace
+
+double roundToType(double x, DataType dtype) {
+  switch (dtype) {
+    case DataType::Double: return x;
+    case DataType::Float: return numerics::toFloat(x);
+    case DataType::Half: return numerics::fromHalfBits(numerics::toHalfBits(x));
+    case DataType::BFloat16: return numerics::fromBFloat16Bits(numerics::toBFloat16Bits(x));
+    case DataType::Float8_e4m3fn: return numerics::fromFloat8E4M3FnBits(numerics::toFloat8E4M3FnBits(x));
+    case DataType::Float8_e5m2: return numerics::fromFloat8E5M2Bits(numerics::toFloat8E5M2Bits(x));
+    case DataType::Float8_e4m3fnuz: return numerics::fromFloat8E4M3FnuzBits(numerics::toFloat8E4M3FnuzBits(x));
+    case DataType::Float8_e5m2fnuz: return numerics::fromFloat8E5M2FnuzBits(numerics::toFloat8E5M2FnuzBits(x));
+    default:
+      if (isBool(dtype)) return x != 0.0 ? 1.0 : 0.0;
+      return static_cast<double>(floatToInt(x, dtype));
+  }
+}
+
+int64_t floatToInt(double x, DataType dtype) {
+  if (isBool(dtype)) return x != 0.0;  // NaN is nonzero: true, as a C++ conversion gives
+  if (std::isnan(x)) return 0;
+  const double t = std::trunc(x);
+  const auto lo = static_cast<double>(integerMin(dtype));
+  const auto hi = static_cast<double>(integerMax(dtype));
+  if (t <= lo) return integerMin(dtype);
+  if (t >= hi) return integerMax(dtype);
+  return static_cast<int64_t>(t);
+}
+
+int64_t wrapToType(int64_t x, DataType dtype) {
+  switch (dtype) {
+    case DataType::Bool: return x != 0;
+    case DataType::Int8: return static_cast<int8_t>(x);
+    case DataType::UInt8: return static_cast<uint8_t>(x);
+    case DataType::Int16: return static_cast<int16_t>(x);
+    case DataType::Int32: return static_cast<int32_t>(x);
+    default: return x;
+  }
+}
+
+double unaryFloat(OpKind kind, double x, DataType dtype) {
+  switch (kind) {
+    case OpKind::Abs: return std::abs(x);
+    case OpKind::Acos: return std::acos(x);
+    case OpKind::Acosh: return std::acosh(x);
+    case OpKind::Asin: return std::asin(x);
+    case OpKind::Asinh: return std::asinh(x);
+    case OpKind::Atan: return std::atan(x);
+    case OpKind::Atanh: return std::atanh(x);
+    case OpKind::Ceil: return std::ceil(x);
+    case OpKind::Cos: return std::cos(x);
+    case OpKind::Cosh: return std::cosh(x);
+    case OpKind::Erf: return std::erf(x);
+    case OpKind::Erfc: return std::erfc(x);
+    case OpKind::Erfcinv: return erfinv(1.0 - x);
+    case OpKind::Erfinv: return erfinv(x);
+    case OpKind::Exp: return std::exp(x);
+    case OpKind::Exp2: return std::exp2(x);
+    case OpKind::Expm1: return std::expm1(x);
+    case OpKind::Floor: return std::floor(x);
+    case OpKind::Frac: return x - std::trunc(x);
+    case OpKind::IsFinite: return std::isfinite(x);
+    case OpKind::IsInf: return std::isinf(x);
+    case OpKind::IsNan: return std::isnan(x);
+    case OpKind::IsNegInf: return std::isinf(x) && x < 0;
+    case OpKind::IsPosInf: return std::isinf(x) && x > 0;
+    case OpKind::IsReal: return 1.0;  // no complex types yet: every value is real
+    case OpKind::Lgamma: return std::lgamma(x);
+    case OpKind::Log: return std::log(x);
+    case OpKind::Log10: return std::log10(x);
+    case OpKind::Log1p: return std::log1p(x);
+    case OpKind::Log2: return std::log2(x);
+    case OpKind::LogicalNot: return x == 0.0;
+    case OpKind::Neg: return -x;
+    case OpKind::Real: return x;
+    case OpKind::Reciprocal: return 1.0 / x;
+    case OpKind::Relu: return x > 0 ? x : (std::isnan(x) ? x : 0.0);
+    case OpKind::Round: return std::nearbyint(x);  // half to even, like torch.round
+    case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::Sign: return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0));
+    case OpKind::SignBit: return std::signbit(x);
+    case OpKind::Silu: return x / (1.0 + std::exp(-x));
+    case OpKind::Sin: return std::sin(x);
+    case OpKind::Sinh: return std::sinh(x);
+    case OpKind::Sqrt: return std::sqrt(x);
+    case OpKind::Tan: return std::tan(x);
+    case OpKind::Tanh: return std::tanh(x);
+    case OpKind::Trunc: return std::trunc(x);
+    default: BRAZE_UNREACHABLE("{} has no floating unary math (dtype {})", opName(kind), toString(dtype));
+  }
+}
+
+int64_t unaryInt(OpKind kind, int64_t x, DataType dtype) {
+  switch (kind) {
+    case OpKind::Abs: return x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
+    case OpKind::BitwiseNot: return isBool(dtype) ? !x : ~x;
+    case OpKind::Ceil:
+    case OpKind::Floor:
+    case OpKind::Round:
+    case OpKind::Trunc:
+    case OpKind::Real: return x;
+    case OpKind::Frac: return 0;
+    case OpKind::IsFinite:
+    case OpKind::IsReal: return 1;
+    case OpKind::IsInf:
+    case OpKind::IsNan:
+    case OpKind::IsNegInf:
+    case OpKind::IsPosInf: return 0;
+    case OpKind::LogicalNot: return x == 0;
+    case OpKind::Neg: return static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+    case OpKind::Relu: return x > 0 ? x : 0;
+    case OpKind::Sign: return (x > 0) - (x < 0);
+    case OpKind::SignBit: return x < 0;
+    default: BRAZE_UNREACHABLE("{} has no integer unary math (dtype {})", opName(kind), toString(dtype));
+  }
+}
+
+double binaryFloat(OpKind kind, double a, double b, DataType dtype) {
+  switch (kind) {
+    case OpKind::Add: return a + b;
+    case OpKind::Sub: return a - b;
+    case OpKind::Mul: return a * b;
+    case OpKind::Div:
+    case OpKind::TrueDiv: return a / b;
+    case OpKind::Atan2: return std::atan2(a, b);
+    case OpKind::Fmod:
+    case OpKind::Mod: return std::fmod(a, b);
+    case OpKind::Remainder: return pythonRemainder(a, b);
+    case OpKind::Pow: return std::pow(a, b);
+    case OpKind::Maximum: return (std::isnan(a) || std::isnan(b)) ? kNaN : std::max(a, b);
+    case OpKind::Minimum: return (std::isnan(a) || std::isnan(b)) ? kNaN : std::min(a, b);
+    case OpKind::NextAfter:
+      // The next representable value of the computing type, not of float64.
+      if (dtype == DataType::Double) return std::nextafter(a, b);
+      return std::nextafter(static_cast<float>(a), static_cast<float>(b));
+    case OpKind::Eq: return a == b;
+    case OpKind::Ne: return a != b;
+    case OpKind::Lt: return a < b;
+    case OpKind::Le: return a <= b;
+    case OpKind::Gt: return a > b;
+    case OpKind::Ge: return a >= b;
+    case OpKind::LogicalAnd: return a != 0.0 && b != 0.0;
+    case OpKind::LogicalOr: return a != 0.0 || b != 0.0;
+    default: BRAZE_UNREACHABLE("{} has no floating binary math", opName(kind));
+  }
+}
+
+int64_t binaryInt(OpKind kind, int64_t a, int64_t b, DataType dtype) {
+  const auto ua = static_cast<uint64_t>(a);
+  const auto ub = static_cast<uint64_t>(b);
+  const int width = widthOf(dtype);
+  switch (kind) {
+    case OpKind::Add: return static_cast<int64_t>(ua + ub);
+    case OpKind::Sub: return static_cast<int64_t>(ua - ub);
+    case OpKind::Mul: return static_cast<int64_t>(ua * ub);
+    case OpKind::Div:
+      BRAZE_CHECK(b != 0, "div: integer division by zero (undefined in C++ and CUDA)");
+      if (a == std::numeric_limits<int64_t>::min() && b == -1) return a;  // wraps
+      return a / b;                                                      // truncates toward zero, as C++
+    case OpKind::Fmod:
+    case OpKind::Mod:
+      BRAZE_CHECK(b != 0, "{}: integer modulo by zero (undefined in C++ and CUDA)", opName(kind));
+      if (b == -1) return 0;
+      return a % b;  // the sign of the dividend
+    case OpKind::Remainder: {
+      BRAZE_CHECK(b != 0, "remainder: integer modulo by zero (undefined in C++ and CUDA)");
+      if (b == -1) return 0;
+      int64_t r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;  // the sign of the divisor, as Python
+      return r;
+    }
+    case OpKind::Pow: return intPow(a, b);
+    case OpKind::Maximum: return std::max(a, b);
+    case OpKind::Minimum: return std::min(a, b);
+    case OpKind::Eq: return a == b;
+    case OpKind::Ne: return a != b;
+    case OpKind::Lt: return a < b;
+    case OpKind::Le: return a <= b;
+    case OpKind::Gt: return a > b;
+    case OpKind::Ge: return a >= b;
+    case OpKind::LogicalAnd: return a != 0 && b != 0;
+    case OpKind::LogicalOr: return a != 0 || b != 0;
+    case OpKind::BitwiseAnd: return a & b;
+    case OpKind::BitwiseOr: return a | b;
+    case OpKind::BitwiseXor: return a ^ b;
+    case OpKind::Gcd: return std::gcd(a, b);
+    // Shifts by the type's width or more are undefined in C++; braze defines them as shifting out every bit.
+    case OpKind::BitwiseLeftShift:
+      return (b < 0 || b >= width) ? 0 : static_cast<int64_t>(ua << b);
+    case OpKind::BitwiseRightShift:
+      if (b < 0 || b >= width) return (a < 0 && isSigned(dtype)) ? -1 : 0;
+      return a >> b;  // arithmetic: sign-filling for signed types
+    case OpKind::LogicalRightShift: {
+      if (b < 0 || b >= width) return 0;
+      const uint64_t mask = width == 64 ? ~uint64_t{0} : ((uint64_t{1} << width) - 1);
+      return static_cast<int64_t>((ua & mask) >> b);  // zero-filling, on the type's own width
+    }
+    default: BRAZE_UNREACHABLE("{} has no integer binary math", opName(kind));
+  }
+}
+
+}  // namespace braze::reference

@@ -1,0 +1,26 @@
+// The math of every elementwise op on one element, in the two domains the reference computes in:
+// float64 for floating results, exact int64 (wrapped to the dtype on store) for integers and bools.
+#pragma once
+
+#include "ir/data_type.h"
+#include "ir/op_kind.h"
+
+#include <cstdint>
+
+namespace braze::reference {
+
+// `dtype` is the type the op computes in (the promoted operand type): some ops depend on its width
+// (shifts, nextafter) or on whether it is signed.
+double unaryFloat(OpKind kind, double x, DataType dtype);
+int64_t unaryInt(OpKind kind, int64_t x, DataType dtype);
+double binaryFloat(OpKind kind, double a, double b, DataType dtype);
+int64_t binaryInt(OpKind kind, int64_t a, int64_t b, DataType dtype);
+
+// Rounds a float64 to what a value of `dtype` holds (identity for Double).
+double roundToType(double x, DataType dtype);
+// Float -> integer conversion as CUDA does it: truncate toward zero, saturate, NaN -> 0.
+int64_t floatToInt(double x, DataType dtype);
+// Wraps an int64 to the width and signedness of an integer dtype, as a C++ conversion does.
+int64_t wrapToType(int64_t x, DataType dtype);
+
+}  // namespace braze::reference

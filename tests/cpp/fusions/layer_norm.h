@@ -1,0 +1,35 @@
+// The nanoGPT layer_norm from shared/seeds/001 (nvFuser PR #2815), built with the C++ builders exactly
+// as the seed's FusionDefinition builds it: bf16 in, float math, bf16 out, weight and bias broadcast.
+#pragma once
+
+#include "ir/ops.h"
+
+namespace braze::testing {
+
+struct LayerNormShape {
+  int64_t batch = 16;
+  int64_t seq = 128;
+  int64_t hidden = 1600;
+};
+
+// Inputs: x [batch, seq, hidden] (symbolic sizes), weight [hidden], bias [hidden]; output bf16.
+inline void defineLayerNorm(Fusion& fusion, const LayerNormShape& s, double eps = 1e-5) {
+  FusionGuard guard(&fusion);
+  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16, false, {2, 1, 0});
+  TensorView* weight = defineTensor({-1}, {true}, DataType::BFloat16, false, {0});
+  TensorView* bias = defineTensor({-1}, {true}, DataType::BFloat16, false, {0});
+  auto c = [&](int64_t v) -> Val* { return fusion.constant(v); };
+  Val* xf = cast(x, DataType::Float);
+  auto [var, mean] = varMean(xf->asTensor(), {2}, /*correction=*/0.0, /*keepdim=*/false);
+  TensorView* var_b = broadcastInDim(var, {c(s.batch), c(s.seq), c(1)}, {0, 1});
+  TensorView* mean_b = broadcastInDim(mean, {c(s.batch), c(s.seq), c(1)}, {0, 1});
+  Val* rstd = unaryOp(OpKind::Rsqrt, add(var_b, fusion.constant(eps)));
+  const std::vector<Val*> full_shape{c(s.batch), c(s.seq), c(s.hidden)};
+  Val* centered = sub(xf, broadcastInDim(mean_b, full_shape, {0, 1, 2}));
+  Val* normed = mul(centered, broadcastInDim(rstd->asTensor(), full_shape, {0, 1, 2}));
+  Val* scaled = mul(normed, cast(broadcastInDim(weight, full_shape, {2}), DataType::Float));
+  Val* shifted = add(scaled, cast(broadcastInDim(bias, full_shape, {2}), DataType::Float));
+  fusion.addOutput(cast(shifted, DataType::BFloat16));
+}
+
+}  // namespace braze::testing
