@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (see shared/GPU.md): unpack the carried dependency debs, build,
+# run the whole C++ and Python suite (GPU tests enabled where they exist), run the GPU benchmarks,
+# and print a short table last. Logs go to $OUT when it is set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/braze_gpu_check}
+mkdir -p "$out"
+
+if [ -d .gpu-deps ]; then
+  mkdir -p /tmp/deps && for f in .gpu-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  export CMAKE_PREFIX_PATH=/tmp/deps/usr LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  # Debian's googletest package ships sources only under /usr/src; libgtest-dev has the built libraries.
+fi
+python=${PYTHON:-python3}
+generator=""
+command -v ninja >/dev/null && generator="-G Ninja"
+
+status() { printf '%-28s %s\n' "$1" "$2" | tee -a "$out/summary.txt"; }
+: > "$out/summary.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$out/gpu.txt"
+
+t0=$(date +%s)
+if cmake -S . -B build-gpu $generator -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $python)" \
+     > "$out/configure.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
+  status build "ok ($(( $(date +%s) - t0 )) s)"
+else
+  status build "FAILED (see build.log)"; tail -30 "$out/configure.log" "$out/build.log"; cat "$out/summary.txt"; exit 1
+fi
+
+rc=0
+if build-gpu/braze_tests --gtest_brief=1 > "$out/cpp_tests.log" 2>&1; then
+  status "C++ tests" "$(grep -E '^\[  PASSED' "$out/cpp_tests.log" | head -1)"
+else
+  status "C++ tests" "FAILED"; rc=1; tail -40 "$out/cpp_tests.log"
+fi
+if PYTHONPATH=build-gpu/python $python -m pytest -q tests/python > "$out/py_tests.log" 2>&1; then
+  status "Python tests" "$(tail -1 "$out/py_tests.log")"
+else
+  status "Python tests" "FAILED: $(tail -1 "$out/py_tests.log")"; rc=1; tail -40 "$out/py_tests.log"
+fi
+if PYTHONPATH=build-gpu/python $python examples/layer_norm_demo.py > "$out/demo.log" 2>&1; then
+  status "demo (layer_norm)" "$(tail -1 "$out/demo.log")"
+else
+  status "demo (layer_norm)" "FAILED"; rc=1; tail -20 "$out/demo.log"
+fi
+# GPU benchmarks (benchmarks/python/compare.py) arrive with the GPU runtime; none exist yet.
+if [ -f benchmarks/python/compare.py ]; then
+  PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py > "$out/compare.log" 2>&1 || rc=1
+  status "GPU benchmarks" "see compare.log"
+else
+  status "GPU benchmarks" "none yet (GPU runtime not implemented)"
+fi
+echo "== braze gpu_check on $(cat "$out/gpu.txt") =="
+cat "$out/summary.txt"
+exit $rc
