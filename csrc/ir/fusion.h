@@ -29,6 +29,13 @@ class Fusion {
   Scalar* constant(ScalarValue value, DataType dtype = DataType::Null);  // Null: Bool/Int64/Double by value
   Expr* newExpr(OpKind kind, std::vector<Val*> inputs, std::vector<Val*> outputs, Attributes attrs = {});
 
+  // For deserialization (ir/json.cpp) only: the next val and expr created get these ids, so a restored
+  // fusion keeps its names. The caller keeps ids unique, and ends by setting them past the largest.
+  void restoreNextIds(int64_t next_val_id, int64_t next_expr_id) {
+    next_id_ = next_val_id;
+    next_expr_id_ = next_expr_id;
+  }
+
   // Graph edits used by passes: make `consumer` read `replacement` where it read `original`.
   void replaceInput(Expr* consumer, Val* original, Val* replacement);
 
