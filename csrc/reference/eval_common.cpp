@@ -2,6 +2,8 @@
 #include "ir/error.h"
 #include "reference/eval_ops.h"
 
+#include <cstring>
+
 namespace braze::reference {
 
 const HostTensor& tensorOf(const HostValue& value) {
@@ -18,18 +20,9 @@ ScalarValue scalarOf(const HostValue& value) {
 
 int64_t intOf(const HostValue& value) { return toInt(scalarOf(value)); }
 
-double readAsDouble(const HostTensor& t, int64_t element_offset) { return t.readDouble(element_offset); }
-
-void writeFromDouble(HostTensor& t, int64_t element_offset, double value) {
-  if (isFloating(t.dtype())) {
-    t.writeDouble(element_offset, value);
-  } else if (isBool(t.dtype())) {
-    t.writeInt(element_offset, value != 0.0);
-  } else {
-    BRAZE_ASSERT(false, "writeFromDouble into integer tensor: convert explicitly");
-  }
+void copyElement(HostTensor& out, int64_t out_offset, const HostTensor& in, int64_t in_offset) {
+  const int64_t bytes = sizeOf(out.dtype());
+  std::memcpy(out.data() + out_offset * bytes, in.data() + in_offset * bytes, bytes);
 }
-
-double scalarAsDouble(const ScalarValue& v) { return toDouble(v); }
 
 }  // namespace braze::reference

@@ -14,11 +14,6 @@ int64_t checkedIndex(const Expr& expr, int64_t value, int64_t extent, int64_t di
   return value;
 }
 
-void copyElement(HostTensor& out, int64_t out_offset, const HostTensor& in, int64_t in_offset) {
-  const int64_t bytes = sizeOf(out.dtype());
-  std::memcpy(out.data() + out_offset * bytes, in.data() + in_offset * bytes, bytes);
-}
-
 }  // namespace
 
 std::vector<HostValue> evalIndexing(const Expr& expr, const Operands& operands) {

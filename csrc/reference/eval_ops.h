@@ -24,10 +24,7 @@ std::vector<HostValue> evalQuantize(const Expr& expr, const Operands& operands);
 const HostTensor& tensorOf(const HostValue& value);
 ScalarValue scalarOf(const HostValue& value);
 int64_t intOf(const HostValue& value);
-// Reads any element as float64 (for floating math), and writes a float64 into any dtype.
-double readAsDouble(const HostTensor& t, int64_t element_offset);
-void writeFromDouble(HostTensor& t, int64_t element_offset, double value);
-// A scalar value converted to a dtype's representation, for writing into a tensor.
-double scalarAsDouble(const ScalarValue& v);
+// Copies one element's bytes (same dtype on both sides).
+void copyElement(HostTensor& out, int64_t out_offset, const HostTensor& in, int64_t in_offset);
 
 }  // namespace braze::reference

@@ -131,11 +131,6 @@ HostTensor slice(const Expr& expr, const HostTensor& in, const Operands& operand
   return in.view(sizes, strides, offset);
 }
 
-void copyElement(HostTensor& out, int64_t out_offset, const HostTensor& in, int64_t in_offset) {
-  const int64_t bytes = sizeOf(out.dtype());
-  std::memcpy(out.data() + out_offset * bytes, in.data() + in_offset * bytes, bytes);
-}
-
 HostTensor copy(const HostTensor& in) { return in.contiguous(); }
 
 HostTensor pad(const Expr& expr, const HostTensor& in, const Operands& operands) {
