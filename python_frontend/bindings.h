@@ -1,0 +1,15 @@
+// The braze._C module is assembled from one bind function per concept; module.cpp calls them in
+// order. Each file binds the C++ API thinly: argument conversion and nvFuser naming live in the
+// pure-Python package (python_frontend/braze/), so the C++ side stays a mirror of csrc/ir.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace braze::python {
+
+void bindErrors(nanobind::module_& m);   // braze::Error kinds -> ValueError / TypeError / ...
+void bindIr(nanobind::module_& m);       // DataType, Fusion, Val handles, FusionGuard, definitions
+void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
+void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
+
+}  // namespace braze::python

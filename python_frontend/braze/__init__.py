@@ -1,0 +1,33 @@
+"""braze: a tensor-fusion library with nvFuser's legacy Python frontend.
+
+    from braze import FusionDefinition, DataType
+
+Execution currently runs the CPU reference evaluator on numpy inputs (ml_dtypes for bf16/fp8).
+"""
+
+from ._C import DataType
+from .fusion_definition import FusionDefinition
+from .handles import Scalar, Tensor
+from .ops import op_names
+from .tensor_descriptor import compute_contiguity, compute_tensor_descriptor
+
+try:
+    from ._C import __version__
+except ImportError:  # pragma: no cover - set by CMake from the project version
+    __version__ = "0.0.0"
+
+
+def version() -> str:
+    return __version__
+
+
+__all__ = [
+    "DataType",
+    "FusionDefinition",
+    "Scalar",
+    "Tensor",
+    "compute_contiguity",
+    "compute_tensor_descriptor",
+    "op_names",
+    "version",
+]

@@ -1,0 +1,127 @@
+"""fd.execute on host inputs: wraps numpy memory (no copy) as HostTensors, runs the CPU reference
+evaluator, and returns numpy arrays / Python numbers.
+
+Checked here, with the input's index in every message: what only Python can see (GPU objects,
+numpy dtypes braze lacks, read-only arrays updated in place). Everything the definition says about
+an input (count, dtype, rank, extents, contiguity, expanded stride 0) is checked by the evaluator
+(csrc/reference/input_check.cpp) before anything runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C, dtypes
+
+_GPU_INPUTS = "GPU inputs are not supported yet (the GPU runtime is a later issue); pass numpy arrays"
+
+# nvFuser's execute keywords: accepted so scripts written for nvFuser run, and ignored because they
+# configure its GPU executor (scheduling, profiling, repro capture), which braze does not have yet.
+_IGNORED_KWARGS = {
+    "override_user_schedule",
+    "capture_debug_output",
+    "print_repro",
+    "profile",
+    "save_repro_inputs",
+    "_enable_options",
+    "_disable_options",
+}
+
+
+def execute(fd, inputs, device, kwargs) -> list:
+    unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
+    if unknown:
+        raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"execute(device={device!r}): {_GPU_INPUTS}; leave device unset or pass 'cpu'")
+    fusion = fd._fusion
+    flat = _flatten(inputs)
+    aliased = {v.id for v in fusion.aliased_inputs()}
+    definitions = fusion.inputs()
+    args = []
+    copied = []  # (user's array, the copy braze writes into) for in-place inputs that had to be copied
+    for i, value in enumerate(flat):
+        # numpy scalars and 0-D arrays are interchangeable; take the form the definition expects.
+        known = i < len(definitions)
+        if known and definitions[i].is_tensor and isinstance(value, np.generic):
+            value = np.asarray(value)
+        elif known and not definitions[i].is_tensor and isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if dtypes.is_python_number(value):
+            args.append(dtypes.python_number(value))
+            continue
+        array = _input_array(i, value)
+        in_place = i < len(definitions) and definitions[i].id in aliased
+        if in_place and not array.flags.writeable:
+            name = definitions[i].name
+            raise ValueError(f"input {i}: {name} is updated in place (add_output(..., alias_input={name})) but the array is read-only")
+        borrowed = _wrappable(array)
+        if borrowed is not array and in_place:
+            copied.append((array, borrowed))
+        args.append(_wrap(borrowed))
+
+    # The evaluator checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents,
+    # stride 0 on expanded dims and the declared contiguity, naming the input's index.
+    outputs = _C.evaluate(fusion, args)
+    for original, copy in copied:
+        np.copyto(original, copy)  # the in-place update must land in the user's array
+    return [_to_python(out) for out in outputs]
+
+
+def _flatten(inputs) -> list:
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"execute: inputs must be a list, got {type(inputs).__name__}")
+    flat = []
+    for x in inputs:
+        if isinstance(x, (list, tuple)):
+            flat.extend(x)  # a define_vector(n) input: one element per symbolic scalar
+        else:
+            flat.append(x)
+    return flat
+
+
+def _input_array(i, value) -> np.ndarray:
+    """The numpy array for tensor input i, or a clear error."""
+    if isinstance(value, np.ndarray):
+        array = value
+    elif hasattr(value, "__cuda_array_interface__"):
+        raise RuntimeError(f"input {i}: {_GPU_INPUTS}")
+    elif hasattr(value, "__dlpack__"):
+        # A CPU tensor of another library (a torch CPU tensor) is read through DLPack without a copy.
+        device = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else None
+        if device != 1:  # kDLCPU
+            raise RuntimeError(f"input {i}: {_GPU_INPUTS}")
+        array = np.from_dlpack(value)
+    else:
+        raise TypeError(f"input {i}: expected a numpy array or a Python number, got {type(value).__name__}")
+    if dtypes.from_numpy_dtype(array.dtype) is None:
+        raise TypeError(f"input {i}: numpy dtype {array.dtype} is not supported by braze")
+    return array
+
+
+def _wrappable(array: np.ndarray) -> np.ndarray:
+    """The array itself when HostTensor can borrow it; else a copy. Negative strides (and strides
+    that are not a multiple of the item size) are copied with order='K', which keeps the dims'
+    memory order, so the evaluator's contiguity check sees the copy's layout."""
+    if all(s >= 0 and s % array.itemsize == 0 for s in array.strides):
+        return array
+    return np.array(array, order="K", copy=True)
+
+
+def _wrap(array: np.ndarray):
+    strides = [s // array.itemsize for s in array.strides]
+    if array.size == 0:
+        # numpy gives every dim of an empty array stride 0; no element is ever read, so describe it
+        # as row-major rather than have it fail a contiguity check.
+        strides = [int(np.prod(array.shape[d + 1:], dtype=np.int64)) for d in range(array.ndim)]
+    address = array.__array_interface__["data"][0]
+    dtype = dtypes.from_numpy_dtype(array.dtype)
+    return _C.HostTensor.wrap(address, dtype, list(array.shape), strides, array)
+
+
+def _to_python(out):
+    if not isinstance(out, _C.HostTensor):
+        return out
+    raw = out._raw_array()
+    want = dtypes.to_numpy_dtype(out.dtype)
+    return raw if raw.dtype == want else raw.view(want)

@@ -1,0 +1,196 @@
+"""FusionDefinition: nvFuser's legacy Python frontend, on braze.
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(t0, 2.0))
+    (out,) = fd.execute([np.ones((2, 3), np.float32)])
+
+The definition methods check their Python arguments here and leave the IR checks (shapes,
+dtypes, dims) to the C++ builders, whose errors already name the op and the operands.
+"""
+
+from __future__ import annotations
+
+from . import _C
+from . import _convert as cv
+from . import dtypes, execute as _execute
+from . import tensor_descriptor as td
+from .handles import Scalar, Tensor, wrap
+from .ops import Operators
+
+DataType = _C.DataType
+
+_NO_CODEGEN = (
+    "{}: braze has no GPU code generation yet (the CUDA emitter is a later issue); fd.execute runs the "
+    "CPU reference evaluator. fd.fusion_ir() shows the fusion."
+)
+
+
+class FusionDefinition:
+    """A fusion being defined (inside `with`) or defined (after it), and its execution."""
+
+    def __init__(self, id=None, max_length=9999, use_multidevice_executor=False, backend_type=None):
+        # id, max_length and the multidevice arguments exist for nvFuser compatibility; braze has
+        # no FusionCache yet, so they change nothing.
+        self._fusion = _C.Fusion()
+        self._guard = None
+        self._state = "new"  # -> "open" inside `with` -> "done"
+        self.ops = Operators(self)
+
+    # ---- definition scope ------------------------------------------------------------------------
+    def __enter__(self):
+        if self._state != "new":
+            raise RuntimeError("FusionDefinition: a definition can only be entered once")
+        self._guard = _C.FusionGuard(self._fusion)
+        self._guard.__enter__()
+        self._state = "open"
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._guard.__exit__(None, None, None)
+        self._guard = None
+        self._state = "done"
+        return False
+
+    def _check_open(self, what: str):
+        if self._state == "open":
+            return
+        if self._state == "new":
+            raise RuntimeError(f"{what}: the definition is not open; define inside `with FusionDefinition() as fd:`")
+        raise RuntimeError(f"{what}: attempting to add to a completed definition (the `with` block has ended)")
+
+    # ---- inputs ----------------------------------------------------------------------------------
+    def define_tensor(
+        self,
+        shape=None,
+        contiguity=None,
+        dtype=DataType.Float,
+        is_cpu=False,
+        stride_order=None,
+        *,
+        sizes=None,
+        strides=None,
+        static_sizes=False,
+    ) -> Tensor:
+        """A tensor input. nvFuser's overloads:
+
+        - define_tensor(shape, contiguity: list[bool|None], dtype, is_cpu, stride_order)
+        - define_tensor(shape, contiguity: bool = False, ...): True on every dim of shape != 1
+        - define_tensor(sizes=, strides=, dtype, static_sizes=False, is_cpu): from a strided array
+
+        shape entries: -1 symbolic, 1 broadcast, n static. With stride_order, contiguity is listed
+        in allocation order (outermost first).
+        """
+        self._check_open("define_tensor")
+        dtype = cv.data_type(dtype, "define_tensor", "dtype")
+        is_cpu = cv.flag(is_cpu, "define_tensor", "is_cpu")
+        if sizes is not None or strides is not None:
+            if shape is not None or contiguity is not None or stride_order:
+                raise TypeError("define_tensor: give either sizes= and strides=, or shape= (with contiguity=)")
+            if sizes is None or strides is None:
+                raise TypeError("define_tensor: sizes= and strides= must be given together")
+            sizes = cv.ints(sizes, "define_tensor", "sizes", allow_single=False)
+            strides = cv.ints(strides, "define_tensor", "strides", allow_single=False)
+            contiguity, stride_order = td.compute_tensor_descriptor(sizes, strides)
+            shape = td.descriptor_shape(sizes, strides, cv.flag(static_sizes, "define_tensor", "static_sizes"))
+        else:
+            if shape is None:
+                raise TypeError("define_tensor: shape is required (or sizes= and strides=)")
+            shape = cv.ints(shape, "define_tensor", "shape", allow_single=False)
+            stride_order = td.normalize_stride_order(stride_order, len(shape))
+            contiguity = td.expand_contiguity(contiguity, shape, stride_order)
+        return Tensor(_C.define_tensor(self._fusion, shape, contiguity, dtype, is_cpu, stride_order), self)
+
+    def define_scalar(self, value=None, dtype=None) -> Scalar:
+        """A constant (value given; dtype inferred bool -> Bool, int -> Int64, float -> Double, or cast
+        to dtype), or a symbolic scalar input (value None, dtype given) bound at execute."""
+        self._check_open("define_scalar")
+        if dtype is not None:
+            dtype = cv.data_type(dtype, "define_scalar", "dtype")
+        if dtype == DataType.Null:
+            dtype = None
+        if value is None:
+            if dtype is None:
+                raise TypeError("define_scalar: a symbolic scalar (value None) needs a dtype, e.g. dtype=DataType.Double")
+            return Scalar(_C.define_scalar(self._fusion, dtype), self)
+        if not dtypes.is_python_number(value):
+            raise TypeError(f"define_scalar: value must be a bool, int or float, got {cv.describe(value)}")
+        return Scalar(cv.constant(self, value, dtype), self)
+
+    def define_constant(self, value, dtype=None) -> Scalar:
+        """Deprecated nvFuser spelling of define_scalar(value, dtype)."""
+        return self.define_scalar(value, dtype)
+
+    def define_vector(self, values=None, dtype=DataType.Int, *, size=None) -> list:
+        """A list of Int64 scalars: define_vector(n) makes n symbolic inputs (execute takes a list there),
+        define_vector([16, s1, 1]) mixes constants (ints >= -1) and Scalars."""
+        self._check_open("define_vector")
+        if cv.data_type(dtype, "define_vector", "dtype") != DataType.Int64:
+            raise TypeError(f"define_vector: only DataType.Int vectors are supported, got DataType.{dtype.name}")
+        if size is not None:
+            if values is not None:
+                raise TypeError("define_vector: give values or size=, not both")
+            values = size
+        if isinstance(values, (list, tuple)):
+            for i, v in enumerate(values):
+                if isinstance(v, int) and not isinstance(v, bool) and v < -1:
+                    raise ValueError(f"define_vector: values[{i}] = {v} (expected -1 or a size >= 0)")
+            return [wrap(v, self) for v in cv.shape(self, values, "define_vector", "values")]
+        n = cv.integer(values, "define_vector", "size")
+        if n < 0:
+            raise ValueError(f"define_vector: size must be >= 0, got {n}")
+        return [Scalar(_C.define_scalar(self._fusion, DataType.Int64), self) for _ in range(n)]
+
+    # ---- outputs ---------------------------------------------------------------------------------
+    def add_output(self, output, alias_input=None, *, stride_order=None):
+        """Marks a Tensor or Scalar as a fusion output. With alias_input (a fusion input tensor), the
+        result is written into that input's array in place and not returned by execute."""
+        self._check_open("add_output")
+        if stride_order:
+            raise ValueError("add_output: stride_order= (an output allocation order) is not supported yet")
+        if alias_input is not None:
+            out = cv.tensor(self, output, "add_output", "output")
+            self._fusion.alias_output_to_input(out, cv.tensor(self, alias_input, "add_output", "alias_input"))
+            return
+        self._fusion.add_output(cv.val(self, output, "add_output", "output"))
+
+    # ---- execution -------------------------------------------------------------------------------
+    def execute(self, inputs, device=None, **kwargs) -> list:
+        """Runs the fusion on host inputs (numpy arrays, ml_dtypes arrays for bf16/fp8, Python numbers
+        for symbolic scalars, lists for define_vector inputs) and returns the outputs as a list."""
+        if self._state == "new" and hasattr(self, "definition"):
+            # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute.
+            with self:
+                self.definition()
+        if self._state == "open":
+            raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
+        return _execute.execute(self, inputs, device, kwargs)
+
+    # ---- introspection ---------------------------------------------------------------------------
+    def fusion_ir(self) -> str:
+        """The unscheduled fusion, one op per line."""
+        return self._fusion.to_string()
+
+    def inputs(self) -> list:
+        return [wrap(v, self) for v in self._fusion.inputs()]
+
+    def outputs(self) -> list:
+        return [wrap(v, self) for v in self._fusion.outputs()]
+
+    def __repr__(self) -> str:
+        """A runnable Python script that rebuilds this fusion."""
+        return self._fusion.to_python()
+
+    __str__ = __repr__
+
+    def last_cuda_code(self, intrinsic_code=False, override_user_schedule=False) -> str:
+        raise RuntimeError(_NO_CODEGEN.format("last_cuda_code"))
+
+    def cuda_code_for(self, inputs, intrinsic_code=False, override_user_schedule=False) -> str:
+        raise RuntimeError(_NO_CODEGEN.format("cuda_code_for"))
+
+    def last_scheduled_fusion_ir(self, tensor_transforms=False, override_user_schedule=False) -> str:
+        raise RuntimeError(_NO_CODEGEN.format("last_scheduled_fusion_ir"))
+
+    def scheduled_fusion_ir_for(self, inputs, tensor_transforms=False, override_user_schedule=False) -> str:
+        raise RuntimeError(_NO_CODEGEN.format("scheduled_fusion_ir_for"))

@@ -1,0 +1,114 @@
+"""Indexing, matmul and quantization fd.ops: index_select, select, gather, take_along_axis,
+matmul, bmm, linear, and braze's own quantize / dequantize.
+"""
+
+from __future__ import annotations
+
+from . import _C
+from . import _convert as cv
+from .handles import Tensor
+
+DataType = _C.DataType
+
+
+class IndexingOps:
+    def index_select(self, arg, index, dim):
+        """fd.ops.index_select(arg, index, dim): out[..., i, ...] = arg[..., index[i], ...]."""
+        self._begin("index_select")
+        fd = self._fd
+        x = cv.tensor(fd, arg, "index_select", "arg")
+        idx = cv.tensor(fd, index, "index_select", "index")
+        return self._wrap(_C.index_select(x, idx, cv.integer(dim, "index_select", "dim")))
+
+    def select(self, arg, index, dim):
+        """fd.ops.select(arg, index, dim): the slice at `index` along dim, which is removed.
+
+        Recorded as full([1], index) -> index_select -> squeeze (braze has no select op of its own).
+        """
+        self._begin("select")
+        fd = self._fd
+        x = cv.tensor(fd, arg, "select", "arg")
+        i = cv.scalar(fd, index, "select", "index", DataType.Int64)
+        dim = cv.integer(dim, "select", "dim")
+        one = cv.constant(fd, 1, DataType.Int64)
+        picked = _C.index_select(x, _C.full([one], i, DataType.Int64), dim)
+        return self._wrap(_C.squeeze(picked, [dim], False))
+
+    def gather(self, arg1, index, dim):
+        """fd.ops.gather(arg1, index, dim): torch.gather (index may be smaller on other dims)."""
+        self._begin("gather")
+        fd = self._fd
+        x = cv.tensor(fd, arg1, "gather", "arg1")
+        idx = cv.tensor(fd, index, "gather", "index")
+        return self._wrap(_C.gather(x, idx, cv.integer(dim, "gather", "dim")))
+
+    def take_along_axis(self, arg1, index, dim):
+        """fd.ops.take_along_axis(arg1, index, dim): numpy's take_along_axis."""
+        self._begin("take_along_axis")
+        fd = self._fd
+        x = cv.tensor(fd, arg1, "take_along_axis", "arg1")
+        idx = cv.tensor(fd, index, "take_along_axis", "index")
+        return self._wrap(_C.take_along_axis(x, idx, cv.integer(dim, "take_along_axis", "dim")))
+
+    def matmul(self, arg1, arg2, /, dtype=DataType.Null):
+        """fd.ops.matmul(a, b): torch.matmul shapes. Integer operands accumulate exactly (Int32 result
+        by default); braze's dtype= overrides the result type."""
+        self._begin("matmul")
+        fd = self._fd
+        a = cv.tensor(fd, arg1, "matmul", "arg1")
+        b = cv.tensor(fd, arg2, "matmul", "arg2")
+        return self._wrap(_C.matmul(a, b, cv.data_type(dtype, "matmul", "dtype")))
+
+    def bmm(self, mat1, mat2, /):
+        """fd.ops.bmm(mat1, mat2): batched matmul of two 3-D tensors."""
+        self._begin("bmm")
+        fd = self._fd
+        a = cv.tensor(fd, mat1, "bmm", "mat1")
+        b = cv.tensor(fd, mat2, "bmm", "mat2")
+        if a.ndim != 3 or b.ndim != 3:
+            raise ValueError(f"bmm: expected 3-D tensors, got {a.name} of rank {a.ndim} and {b.name} of rank {b.ndim}")
+        return self._wrap(_C.matmul(a, b, DataType.Null))
+
+    def linear(self, arg1, arg2, bias=None, dtype=DataType.Null):
+        """fd.ops.linear(input, weight, bias=None) = input @ weight.T + bias; weight is [out, in].
+        braze's dtype= overrides the result type, as for matmul."""
+        self._begin("linear")
+        fd = self._fd
+        a = cv.tensor(fd, arg1, "linear", "arg1")
+        w = cv.tensor(fd, arg2, "linear", "arg2")
+        b = cv.optional_tensor(fd, bias, "linear", "bias")
+        return self._wrap(_C.linear(a, w, b, cv.data_type(dtype, "linear", "dtype")))
+
+    def quantize(self, x, scale, zero_point=None, dtype=DataType.Int8, axis=None, block_shape=None):
+        """fd.ops.quantize(x, scale, zero_point=None, dtype=DataType.Int8, axis=None, block_shape=None).
+
+        q = saturate(round_half_even(x / scale) + zero_point). Per tensor (a one-element scale, or a
+        Scalar / Python number), per channel (a 1-D scale with axis=), or per block (block_shape=).
+        """
+        return self._quant("quantize", _C.quantize, x, scale, zero_point, dtype, axis, block_shape)
+
+    def dequantize(self, q, scale, zero_point=None, dtype=DataType.Float, axis=None, block_shape=None):
+        """fd.ops.dequantize(q, scale, zero_point=None, dtype=DataType.Float, axis=None, block_shape=None).
+
+        x = (q - zero_point) * scale; the same granularities as quantize.
+        """
+        return self._quant("dequantize", _C.dequantize, q, scale, zero_point, dtype, axis, block_shape)
+
+    def _quant(self, op, builder, x, scale, zero_point, dtype, axis, block_shape):
+        self._begin(op)
+        fd = self._fd
+        t = cv.tensor(fd, x, op, "x" if op == "quantize" else "q")
+        s = self._quant_param(scale, op, "scale", DataType.Float)
+        zp = None if zero_point is None else self._quant_param(zero_point, op, "zero_point", DataType.Int32)
+        dtype = cv.data_type(dtype, op, "dtype")
+        axis = None if axis is None else cv.integer(axis, op, "axis")
+        blocks = [] if block_shape is None else cv.ints(block_shape, op, "block_shape", allow_single=False)
+        return self._wrap(builder(t, s, zp, dtype, axis, blocks))
+
+    def _quant_param(self, x, op, arg, number_dtype):
+        """A scale or zero point: a Tensor, or a Scalar / number made into a 0-D tensor (per tensor)."""
+        fd = self._fd
+        if isinstance(x, Tensor):
+            return cv.tensor(fd, x, op, arg)
+        s = cv.scalar(fd, x, op, arg, number_dtype)  # a TypeError naming op and arg for anything else
+        return _C.full([], s, s.dtype)

@@ -1,0 +1,14 @@
+// Entry point of the braze._C extension. Order matters: the DataType enum and the IR classes must
+// be registered before any function whose signature mentions them.
+#include "bindings.h"
+
+NB_MODULE(_C, m) {
+  m.doc() = "braze: C++ core of the tensor-fusion library (the Python API is the `braze` package)";
+#ifdef BRAZE_VERSION
+  m.attr("__version__") = BRAZE_VERSION;
+#endif
+  braze::python::bindErrors(m);
+  braze::python::bindIr(m);
+  braze::python::bindOps(m);
+  braze::python::bindExecute(m);
+}

@@ -1,0 +1,97 @@
+"""Shared helpers of the Python tests: defining inputs like given numpy arrays, running a fusion,
+and comparing with a numpy reference with a tolerance that depends on the output dtype."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from braze import DataType, FusionDefinition
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+NUMPY_TO_BRAZE = {
+    np.dtype(np.bool_): DataType.Bool,
+    np.dtype(np.int8): DataType.Int8,
+    np.dtype(np.uint8): DataType.UInt8,
+    np.dtype(np.int16): DataType.Int16,
+    np.dtype(np.int32): DataType.Int32,
+    np.dtype(np.int64): DataType.Int64,
+    np.dtype(np.float16): DataType.Half,
+    np.dtype(np.float32): DataType.Float,
+    np.dtype(np.float64): DataType.Double,
+    BF16: DataType.BFloat16,
+    np.dtype(ml_dtypes.float8_e4m3fn): DataType.Float8_e4m3fn,
+    np.dtype(ml_dtypes.float8_e5m2): DataType.Float8_e5m2,
+    np.dtype(ml_dtypes.float8_e4m3fnuz): DataType.Float8_e4m3fnuz,
+    np.dtype(ml_dtypes.float8_e5m2fnuz): DataType.Float8_e5m2fnuz,
+}
+
+# (rtol, atol) per output dtype: about two units in the last place, since the reference is rounded
+# to the output dtype once and the evaluator may round once more inside an op.
+TOLERANCE = {
+    np.dtype(np.float64): (1e-12, 1e-12),
+    np.dtype(np.float32): (1e-6, 1e-6),
+    np.dtype(np.float16): (2e-3, 1e-3),
+    BF16: (1.6e-2, 1e-2),
+}
+
+
+def is_floating(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype == BF16 or "float8" in dtype.name
+
+
+def define_like(fd, array, static_sizes=False):
+    """The fusion input for `array`, layout taken from its strides (nvFuser's from_pytorch)."""
+    array = np.asarray(array)
+    strides = [s // array.itemsize for s in array.strides]
+    return fd.define_tensor(
+        sizes=list(array.shape), strides=strides, dtype=NUMPY_TO_BRAZE[array.dtype], static_sizes=static_sizes
+    )
+
+
+def run(build, inputs):
+    """Defines an input for each array (numbers become symbolic scalars), calls build(fd, *handles),
+    adds what it returns as outputs, and executes. Returns (outputs, fd)."""
+    with FusionDefinition() as fd:
+        handles = []
+        for x in inputs:
+            if isinstance(x, np.ndarray):
+                handles.append(define_like(fd, x))
+            else:
+                dtype = DataType.Bool if isinstance(x, bool) else DataType.Int64 if isinstance(x, int) else DataType.Double
+                handles.append(fd.define_scalar(None, dtype=dtype))
+        outs = build(fd, *handles)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        for out in outs:
+            fd.add_output(out)
+    return fd.execute(list(inputs)), fd
+
+
+def as_reference(array):
+    """An input as the reference sees it: float64 for floating types, int64 for integers."""
+    array = np.asarray(array)
+    if array.dtype == np.bool_:
+        return array.copy()
+    if is_floating(array.dtype):
+        return array.astype(np.float64)
+    return array.astype(np.int64)
+
+
+def assert_matches(got, expected, dtype, what=""):
+    """got (braze's output) has numpy dtype `dtype`, expected's shape, and expected's values once
+    expected is rounded to `dtype` (within that dtype's tolerance)."""
+    dtype = np.dtype(dtype)
+    if not isinstance(got, np.ndarray):
+        assert np.asarray(got).item() == np.asarray(expected).item(), what
+        return
+    assert got.dtype == dtype, f"{what}: dtype {got.dtype}, expected {dtype}"
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    if is_floating(dtype):
+        rtol, atol = TOLERANCE.get(dtype, (0.0, 0.0))  # fp8 outputs are rounded once: exact
+        rounded = expected.astype(dtype).astype(np.float64)
+        np.testing.assert_allclose(got.astype(np.float64), rounded, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, expected.astype(dtype), err_msg=what)

@@ -1,0 +1,149 @@
+"""Mistakes give the builtin exception that fits (ValueError, TypeError, IndexError, RuntimeError)
+and a message naming the op (or the input's index), the operand and what was expected."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+
+
+def _definition_error(build, exc, match):
+    with FusionDefinition() as fd:
+        with pytest.raises(exc, match=match):
+            build(fd)
+
+
+def _t(fd, shape=(-1, -1), dtype=DataType.Float):
+    return fd.define_tensor(shape=list(shape), contiguity=True, dtype=dtype)
+
+
+DEFINITION_ERRORS = [
+    ("reduction-dim-out-of-range", lambda fd: fd.ops.sum(_t(fd), dims=[5]), IndexError, r"sum: dim 5 is out of range"),
+    ("var-dim-out-of-range", lambda fd: fd.ops.var(_t(fd), dims=[-3]), IndexError, r"var: dim -3"),
+    ("permute-not-a-permutation", lambda fd: fd.ops.permute(_t(fd), [0, 0]), ValueError, r"permute: .*not a permutation"),
+    ("permute-wrong-length", lambda fd: fd.ops.permute(_t(fd), [0]), ValueError, r"permute: dims \[0\] has 1 entries"),
+    ("cat-mismatched-shapes", lambda fd: fd.ops.cat([_t(fd, (2, 3)), _t(fd, (4, 5))], dim=1), ValueError,
+     r"cat: dim 0 of T1 \[4, 5\] does not match T0 \[2, 3\]"),
+    ("cat-mismatched-dtypes", lambda fd: fd.ops.cat([_t(fd), _t(fd, dtype=DataType.Half)]), TypeError,
+     r"cat: all tensors need dtype Float"),
+    ("cat-manual-padding", lambda fd: fd.ops.cat([_t(fd)], 0, manual_padding=True), ValueError, "manual_padding"),
+    ("add-different-ranks", lambda fd: fd.ops.add(_t(fd, (-1,)), _t(fd)), ValueError,
+     r"add: operands must have the same rank, .*use broadcast_in_dim"),
+    ("add-static-extents-differ", lambda fd: fd.ops.add(_t(fd, (2, 3)), _t(fd, (2, 4))), ValueError,
+     r"add: dim 1 has extent 3 in T0"),
+    ("where-condition-not-bool", lambda fd: fd.ops.where(_t(fd), 1.0, 2.0), TypeError, r"where: the condition T0 must be Bool"),
+    ("bitwise-and-of-floats", lambda fd: fd.ops.bitwise_and(_t(fd), _t(fd)), TypeError,
+     r"bitwise_and: expected integer or bool operands"),
+    ("numpy-array-as-operand", lambda fd: fd.ops.add(np.ones(3), _t(fd)), TypeError,
+     r"add: lhs must be a Tensor, a Scalar or a Python number, got a numpy array"),
+    ("string-as-operand", lambda fd: fd.ops.exp("x"), TypeError, r"exp: arg must be .* got str 'x'"),
+    ("scalar-where-tensor-expected", lambda fd: fd.ops.sum(fd.define_scalar(1.0)), TypeError,
+     r"sum: arg must be a Tensor, got Scalar S0"),
+    ("shape-entry-not-int", lambda fd: fd.ops.reshape(_t(fd), [2, 1.5]), TypeError,
+     r"reshape: new_shape\[1\] must be an int"),
+    ("broadcast-in-dim-bad-dims", lambda fd: fd.ops.broadcast_in_dim(_t(fd, (-1,)), [3, 4], [2]), IndexError,
+     r"broadcast_in_dim: broadcast_dims\[0\] = 2 is out of range"),
+    ("squeeze-non-broadcast-dim", lambda fd: fd.ops.squeeze(_t(fd), [0]), ValueError, r"squeeze: dim 0 of T0"),
+    ("reshape-wrong-element-count", lambda fd: fd.ops.reshape(_t(fd, (2, 3)), [4, 2]), ValueError,
+     r"reshape: T0 \[2, 3\] has 6 elements but new_shape has 8"),
+    ("matmul-inner-dims", lambda fd: fd.ops.matmul(_t(fd, (2, 3)), _t(fd, (4, 5))), ValueError, r"matmul: inner dims differ"),
+    ("imag-of-real", lambda fd: fd.ops.imag(_t(fd)), TypeError, r"imag: T0 has the real dtype DataType.Float"),
+    ("quantize-bad-dtype", lambda fd: fd.ops.quantize(_t(fd), 0.5, dtype=DataType.Float), TypeError,
+     r"quantize: the output dtype must be Int8"),
+    ("cast-without-dtype", lambda fd: fd.ops.cast(_t(fd), "float"), TypeError, r"cast: dtype must be a DataType"),
+    ("define-tensor-contiguity-length", lambda fd: fd.define_tensor(shape=[-1, -1], contiguity=[True]), ValueError,
+     r"define_tensor: contiguity has 1 entries but shape \[-1, -1\] has 2"),
+    ("define-tensor-contiguous-broadcast", lambda fd: fd.define_tensor(shape=[1], contiguity=[True]), ValueError,
+     r"define_tensor: dim 0 has size 1, a broadcast dim, so its contiguity must be None"),
+    ("define-tensor-bad-stride-order", lambda fd: fd.define_tensor(shape=[-1, -1], stride_order=[0, 0]), ValueError,
+     r"define_tensor: stride_order \[0, 0\] is not a permutation"),
+    ("define-tensor-is-cpu-rank-1", lambda fd: fd.define_tensor(shape=[-1], is_cpu=True), ValueError,
+     r"is_cpu=True is only allowed for 0-dim tensors"),
+    ("define-scalar-no-dtype", lambda fd: fd.define_scalar(), TypeError, r"define_scalar: a symbolic scalar .* needs a dtype"),
+    ("define-scalar-bad-value", lambda fd: fd.define_scalar("1"), TypeError, r"define_scalar: value must be a bool, int or float"),
+    ("alias-dtype-mismatch", lambda fd: fd.add_output(fd.ops.cast(_t(fd), DataType.Half), alias_input=fd.inputs()[0]),
+     TypeError, r"add_output: T1 of dtype Half cannot alias input T0 of dtype Float"),
+]
+
+
+@pytest.mark.parametrize("build, exc, match", [c[1:] for c in DEFINITION_ERRORS], ids=[c[0] for c in DEFINITION_ERRORS])
+def test_definition_error(build, exc, match):
+    _definition_error(build, exc, match)
+
+
+def test_operands_from_another_definition():
+    with FusionDefinition() as other:
+        foreign = other.define_tensor(shape=[-1])
+    with FusionDefinition() as fd:
+        with pytest.raises(ValueError, match=r"add: rhs T0 belongs to another FusionDefinition"):
+            fd.ops.add(fd.define_tensor(shape=[-1]), foreign)
+
+
+def _three_inputs():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.BFloat16)
+        c = fd.define_tensor(shape=[4, 1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.add(fd.ops.add(a, fd.ops.broadcast(b, [True, False])), c))
+    return fd
+
+
+GOOD = [np.ones((4, 3), np.float32), np.ones(3, ml_dtypes.bfloat16), np.ones((4, 1), np.float32)]
+
+
+def _replace(index, value):
+    inputs = list(GOOD)
+    inputs[index] = value
+    return inputs
+
+
+EXECUTE_ERRORS = [
+    ("count", GOOD[:2], ValueError, r"expected 3 inputs, got 2"),
+    ("dtype", _replace(1, np.ones(3, np.float32)), TypeError, r"input 1 \(T1\): expected dtype BFloat16, got Float"),
+    ("rank", _replace(0, np.ones(3, np.float32)), ValueError, r"input 0 \(T0\): expected rank 2"),
+    ("static-size", _replace(2, np.ones((5, 1), np.float32)), ValueError,
+     r"input 2 \(T2\): dim 0 was defined with static size 4, got 5"),
+    ("broadcast-size", _replace(2, np.ones((4, 2), np.float32)), ValueError,
+     r"input 2 \(T2\): dim 1 was defined as a broadcast dim \(size 1\), got size 2"),
+    ("not-contiguous", _replace(0, np.ones((4, 6), np.float32)[:, ::2]), ValueError,
+     r"input 0 \(T0\): dim 1 was defined as contiguous"),
+    ("transposed-not-declared", _replace(0, np.ones((3, 4), np.float32).T), ValueError,
+     r"input 0 \(T0\): dim 1 was defined as contiguous"),
+    ("unsupported-numpy-dtype", _replace(0, np.ones((4, 3), np.uint16)), TypeError,
+     r"input 0: numpy dtype uint16 is not supported"),
+    ("list-of-lists", _replace(0, "not an array"), TypeError, r"input 0: expected a numpy array or a Python number, got str"),
+    ("scalar-for-tensor", _replace(1, 2.0), TypeError, r"input 1 \(T1\): expected a BFloat16 tensor of rank 1, got the scalar"),
+]
+
+
+@pytest.mark.parametrize("inputs, exc, match", [c[1:] for c in EXECUTE_ERRORS], ids=[c[0] for c in EXECUTE_ERRORS])
+def test_execute_input_error(inputs, exc, match):
+    fd = _three_inputs()
+    fd.execute(GOOD)  # the good inputs run
+    with pytest.raises(exc, match=match):
+        fd.execute(inputs)
+
+
+def test_expanded_dim_needs_stride_zero():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[None, True])
+        fd.add_output(fd.ops.set(t))
+    with pytest.raises(ValueError, match=r"input 0 \(T0\): dim 0 was defined as an expanded broadcast \(stride 0\)"):
+        fd.execute([np.ones((3, 4), np.float32)])
+
+
+def test_float_for_an_integer_scalar_input():
+    with FusionDefinition() as fd:
+        s = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.add(s, 1))
+    with pytest.raises(TypeError, match=r"input 0 \(S0\): expected a Int64 scalar, got the float 2.5"):
+        fd.execute([2.5])
+
+
+def test_execute_while_open():
+    with FusionDefinition() as fd:
+        with pytest.raises(RuntimeError, match="still open"):
+            fd.execute([])

@@ -1,0 +1,200 @@
+"""fd.execute on host inputs: every dtype, layouts (strided, transposed, reversed, expanded),
+scalar and vector inputs, in-place (aliased) outputs, scalar outputs, and the keywords kept for
+nvFuser compatibility."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+from helpers import NUMPY_TO_BRAZE, define_like, run
+
+
+def _copy_fusion(dtype, **define):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(dtype=dtype, **define)
+        fd.add_output(fd.ops.set(t))
+    return fd
+
+
+@pytest.mark.parametrize("np_dtype", list(NUMPY_TO_BRAZE), ids=lambda d: np.dtype(d).name)
+def test_every_dtype_round_trips(np_dtype):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, size=(3, 5)).astype(np_dtype)
+    fd = _copy_fusion(NUMPY_TO_BRAZE[np.dtype(np_dtype)], shape=[-1, -1], contiguity=True)
+    (out,) = fd.execute([x])
+    assert out.dtype == x.dtype and out.shape == x.shape
+    np.testing.assert_array_equal(out.view(np.uint8), x.view(np.uint8))  # bit-exact
+
+
+def test_transposed_input_with_stride_order():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4).T  # shape (4, 3), strides (1, 4): column-major
+    fd = _copy_fusion(DataType.Float, shape=[-1, -1], contiguity=[True, True], stride_order=[0, 1])
+    np.testing.assert_array_equal(fd.execute([x])[0], x)
+
+
+def test_sliced_input_declared_non_contiguous():
+    x = np.arange(30, dtype=np.float32).reshape(5, 6)[1:4, ::2]
+    fd = _copy_fusion(DataType.Float, shape=[-1, -1], contiguity=False)
+    np.testing.assert_array_equal(fd.execute([x])[0], x)
+
+
+def test_reversed_input_is_copied():
+    x = np.arange(10, dtype=np.int32)[::-1]
+    fd = _copy_fusion(DataType.Int32, shape=[-1], contiguity=False)
+    np.testing.assert_array_equal(fd.execute([x])[0], x)
+
+
+def test_expanded_input_keeps_stride_zero():
+    row = np.arange(5, dtype=np.float32)
+    x = np.broadcast_to(row, (4, 5))  # strides (0, 4)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[None, True])
+        fd.add_output(fd.ops.sum(t, dims=[0]))
+    np.testing.assert_allclose(fd.execute([x])[0], 4 * row)
+
+
+def test_static_and_broadcast_dims():
+    x = np.ones((2, 1, 3), np.float32)
+    fd = _copy_fusion(DataType.Float, shape=[2, 1, -1], contiguity=True)
+    assert fd.execute([x])[0].shape == (2, 1, 3)
+
+
+def test_zero_dim_and_empty_tensors():
+    with FusionDefinition() as fd:
+        s = fd.define_tensor(shape=[], contiguity=[], is_cpu=True)
+        e = fd.define_tensor(shape=[-1, -1], contiguity=True)
+        fd.add_output(fd.ops.mul(s, 2.0))
+        fd.add_output(fd.ops.sum(e, dims=[0]))
+    zero_d, summed = fd.execute([np.array(1.5, np.float32), np.zeros((0, 3), np.float32)])
+    assert zero_d.shape == () and zero_d == 3.0
+    np.testing.assert_array_equal(summed, np.zeros(3, np.float32))
+    assert fd.execute([np.float32(1.5), np.zeros((0, 3), np.float32)])[0] == 3.0  # a numpy scalar for a 0-D tensor
+
+
+@pytest.mark.parametrize("value", [2, 2.5, True, np.float32(2.5), np.int64(2), np.array(2.5), ml_dtypes.bfloat16(2.5)],
+                         ids=["int", "float", "bool", "np.float32", "np.int64", "0-d array", "bfloat16"])
+def test_symbolic_scalar_inputs(value):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Double)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.mul(t, s))
+    (out,) = fd.execute([np.ones(3), value])
+    np.testing.assert_array_equal(out, np.full(3, float(value)))
+
+
+def test_vector_inputs_are_flattened():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True)
+        shape = fd.define_vector(2)
+        fd.add_output(fd.ops.broadcast_in_dim(t, shape, [1]))
+    (out,) = fd.execute([np.arange(3, dtype=np.float32), [4, 3]])
+    np.testing.assert_array_equal(out, np.broadcast_to(np.arange(3, dtype=np.float32), (4, 3)))
+
+
+def test_scalar_outputs_are_python_numbers():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=True)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.size(t, 1))
+        fd.add_output(fd.ops.mul(s, 2))
+        fd.add_output(fd.ops.lt(s, 0.0))
+    n, doubled, negative = fd.execute([np.zeros((2, 9), np.float32), -1.25])
+    assert (n, doubled, negative) == (9, -2.5, True)
+    assert type(n) is int and type(doubled) is float and type(negative) is bool
+
+
+def test_input_returned_as_output():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=True)
+        fd.add_output(t)
+    np.testing.assert_array_equal(fd.execute([x])[0], x)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "reversed"])
+def test_aliased_output_updates_the_input_in_place(layout):
+    x = np.arange(5, dtype=np.float32)
+    view = x if layout == "contiguous" else x[::-1]
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=layout == "contiguous")
+        fd.add_output(fd.ops.add(t, 1.0), alias_input=t)
+        fd.add_output(fd.ops.mul(t, 2.0))
+    before = view.copy()
+    outputs = fd.execute([view])
+    assert len(outputs) == 1  # like nvFuser, the in-place output is not returned
+    np.testing.assert_array_equal(outputs[0], before * 2)
+    np.testing.assert_array_equal(view, before + 1)
+
+
+def test_read_only_input_cannot_be_updated_in_place():
+    x = np.broadcast_to(np.float32(1), (4,))
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[None])
+        fd.add_output(fd.ops.add(t, 1.0), alias_input=t)
+    with pytest.raises(ValueError, match="input 0: T0 is updated in place .* read-only"):
+        fd.execute([x])
+
+
+def test_outputs_are_independent_arrays():
+    x = np.ones(4, np.float32)
+    (a,), _ = run(lambda fd, t: fd.ops.neg(t), [x])
+    a[0] = 7  # writable, and owned by the result
+    (b,), _ = run(lambda fd, t: fd.ops.neg(t), [x])
+    assert b[0] == -1 and x[0] == 1
+
+
+def test_bf16_outputs_are_ml_dtypes_arrays():
+    x = np.linspace(-2, 2, 7).astype(ml_dtypes.bfloat16)
+    (out,), _ = run(lambda fd, t: fd.ops.cast(fd.ops.mul(t, t), DataType.BFloat16), [x])
+    assert out.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(out, (x.astype(np.float64) ** 2).astype(ml_dtypes.bfloat16))
+
+
+def test_cpu_dlpack_objects_are_read_without_copy():
+    class CpuTensor:  # what a torch CPU tensor looks like to braze
+        def __init__(self, array):
+            self._array = array
+
+        def __dlpack__(self, **kwargs):
+            return self._array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self._array.__dlpack_device__()
+
+    x = np.arange(4, dtype=np.float32)
+    (out,), _ = run(lambda fd, t: fd.ops.add(t, 1.0), [x])
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.add(define_like(fd, x), 1.0))
+    np.testing.assert_array_equal(fd.execute([CpuTensor(x)])[0], out)
+
+
+class _CudaArray:
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+class _CudaDlpack:
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("must not be called")
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA
+
+
+@pytest.mark.parametrize("gpu_input", [_CudaArray(), _CudaDlpack()], ids=["cuda_array_interface", "dlpack_cuda"])
+def test_gpu_inputs_are_refused_clearly(gpu_input):
+    fd = _copy_fusion(DataType.Float, shape=[-1], contiguity=True)
+    with pytest.raises(RuntimeError, match="input 0: GPU inputs are not supported yet .* pass numpy arrays"):
+        fd.execute([gpu_input])
+
+
+def test_execute_keywords():
+    fd = _copy_fusion(DataType.Float, shape=[-1], contiguity=True)
+    x = np.ones(2, np.float32)
+    fd.execute([x], device="cpu", profile=False, print_repro=False, _enable_options=[])  # accepted, ignored
+    with pytest.raises(RuntimeError, match="GPU"):
+        fd.execute([x], device="cuda:0")
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        fd.execute([x], no_such_option=True)
