@@ -3,6 +3,7 @@
 #include "ir/error.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -178,26 +179,44 @@ Val* Fusion::valById(int64_t id) const {
 }
 
 std::vector<Expr*> Fusion::exprsToEvaluate() const {
-  // Depth-first from the outputs in their order, operands before users: deterministic, and robust
-  // to passes that insert exprs after their consumers were created.
+  // The exprs the outputs need, in creation order wherever dependencies allow (Kahn's algorithm taking
+  // the oldest ready expr first): the printout then follows the definition, and stays valid when a
+  // pass inserts an expr after the exprs that consume it.
+  std::unordered_set<const Expr*> needed;
+  std::vector<Val*> stack(outputs_.begin(), outputs_.end());
+  while (!stack.empty()) {
+    Val* v = stack.back();
+    stack.pop_back();
+    Expr* def = v->definition();
+    if (def == nullptr || !needed.insert(def).second) continue;
+    stack.insert(stack.end(), def->inputs().begin(), def->inputs().end());
+  }
+  std::unordered_map<const Expr*, int> waiting;  // operands whose definition has not been emitted
+  std::set<std::pair<int64_t, Expr*>> ready;      // ordered by expr id
+  for (const auto& e : exprs_) {
+    if (!needed.count(e.get())) continue;
+    int count = 0;
+    for (Val* in : e->inputs()) count += (in->definition() != nullptr && needed.count(in->definition())) ? 1 : 0;
+    waiting[e.get()] = count;
+    if (count == 0) ready.emplace(e->id(), e.get());
+  }
   std::vector<Expr*> order;
-  std::unordered_set<const Expr*> done;
-  std::vector<std::pair<Expr*, size_t>> stack;
-  auto visit = [&](Val* root) {
-    if (root->definition() == nullptr || done.count(root->definition())) return;
-    stack.emplace_back(root->definition(), 0);
-    while (!stack.empty()) {
-      auto& [expr, next_input] = stack.back();
-      if (next_input < expr->inputs().size()) {
-        Expr* def = expr->inputs()[next_input++]->definition();
-        if (def != nullptr && !done.count(def)) stack.emplace_back(def, 0);
-        continue;
+  while (!ready.empty()) {
+    Expr* expr = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(expr);
+    for (Val* out : expr->outputs()) {
+      for (Expr* use : out->uses()) {
+        auto it = waiting.find(use);
+        if (it == waiting.end()) continue;
+        // Counted per operand slot, so add(T3, T3) waits for T3 twice and is released once.
+        for (Val* in : use->inputs()) {
+          if (in == out && --it->second == 0) ready.emplace(use->id(), use);
+        }
       }
-      if (done.insert(expr).second) order.push_back(expr);
-      stack.pop_back();
     }
-  };
-  for (Val* out : outputs_) visit(out);
+  }
+  BRAZE_ASSERT(order.size() == needed.size(), "the fusion graph has a cycle");
   return order;
 }
 

@@ -33,7 +33,6 @@ constexpr OpInfo kOps[] = {
     {K::Expm1, "expm1", C::Unary, R::FloatOfPromoted},
     {K::Floor, "floor", C::Unary, R::SameAsInput},
     {K::Frac, "frac", C::Unary, R::SameAsInput},
-    {K::Imag, "imag", C::Unary, R::SameAsInput},
     {K::IsFinite, "isfinite", C::Unary, R::Bool},
     {K::IsInf, "isinf", C::Unary, R::Bool},
     {K::IsNan, "isnan", C::Unary, R::Bool},

@@ -39,7 +39,7 @@ enum class ResultType : uint8_t {
 enum class OpKind : uint16_t {
   // Unary
   Abs, Acos, Acosh, Asin, Asinh, Atan, Atanh, BitwiseNot, Ceil, Cos, Cosh, Erf, Erfc, Erfcinv, Erfinv,
-  Exp, Exp2, Expm1, Floor, Frac, Imag, IsFinite, IsInf, IsNan, IsNegInf, IsPosInf, IsReal, Lgamma, Log,
+  Exp, Exp2, Expm1, Floor, Frac, IsFinite, IsInf, IsNan, IsNegInf, IsPosInf, IsReal, Lgamma, Log,
   Log10, Log1p, Log2, LogicalNot, Neg, Real, Reciprocal, Relu, Round, Rsqrt, Sigmoid, Sign, SignBit,
   Silu, Sin, Sinh, Sqrt, Tan, Tanh, Trunc,
   // Binary

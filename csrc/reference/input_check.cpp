@@ -44,12 +44,14 @@ void checkTensor(size_t index, const TensorView* tv, const HostTensor& t) {
       BRAZE_CHECK(size == id.extent, "input {} ({}): dim {} was defined with static size {}, got {}", index, tv->name(),
                   d, id.extent, size);
     }
-    if (id.type == IterType::Expanded) {
+    if (id.type == IterType::Expanded && t.numel() > 0) {
       BRAZE_CHECK(size <= 1 || t.strides()[d] == 0,
                   "input {} ({}): dim {} was defined as an expanded broadcast (stride 0), got stride {}", index,
                   tv->name(), d, t.strides()[d]);
     }
   }
+  // An empty tensor has no memory to lay out (numpy even gives it stride 0 everywhere).
+  if (t.numel() == 0) return;
   // contiguity[d] == true: dim d's stride is the next inner dim's stride times its size (1 if innermost).
   const auto& contiguity = tv->layout().contiguity;
   int64_t expected = 1;

@@ -110,14 +110,9 @@ def test_repr_rebuilds_the_same_fusion(define):
 
 # The printer lists exprs in evaluation order (depth-first from the outputs); where that differs from
 # the order the values were created, the rebuilt fusion numbers them differently (T13 becomes T8).
-_RENUMBERED = pytest.mark.xfail(
-    strict=True, reason="Fusion::toPython prints exprs in exprsToEvaluate order, not creation order: names change"
-)
-
-
 @pytest.mark.parametrize(
     "define",
-    [pytest.param(f, marks=_RENUMBERED) if f in (_layer_norm, _creation_indexing_quant) else f for f in FUSIONS],
+    FUSIONS,
     ids=IDS,
 )
 def test_repr_rebuilds_the_same_names(define):

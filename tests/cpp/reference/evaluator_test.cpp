@@ -333,3 +333,21 @@ TEST(Evaluator, AliasedOutputIsWrittenIntoItsInputAndNotReturned) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+TEST(Evaluator, EmptyInputsSkipLayoutChecks) {
+  // numpy gives an empty array stride 0 everywhere; there is no memory whose layout could be wrong.
+  int dummy = 0;
+  const auto outs = run(
+      [](Fusion& f) {
+        auto* a = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+        f.addOutput(reduce(OpKind::Sum, a, {1}));
+      },
+      {HostTensor::wrap(&dummy, DataType::Int32, {3, 0}, {0, 0})});
+  EXPECT_EQ(valuesOf(asTensor(outs[0])), (std::vector<double>{0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace braze
