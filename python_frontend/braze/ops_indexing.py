@@ -12,13 +12,16 @@ DataType = _C.DataType
 
 
 class IndexingOps:
+    def _indexed(self, name, arg, arg_name, index, dim):
+        """The shared body of index_select / gather / take_along_axis: check, then build with _C.<name>."""
+        self._begin(name)
+        x = cv.tensor(self._fd, arg, name, arg_name)
+        idx = cv.tensor(self._fd, index, name, "index")
+        return self._wrap(getattr(_C, name)(x, idx, cv.integer(dim, name, "dim")))
+
     def index_select(self, arg, index, dim):
         """fd.ops.index_select(arg, index, dim): out[..., i, ...] = arg[..., index[i], ...]."""
-        self._begin("index_select")
-        fd = self._fd
-        x = cv.tensor(fd, arg, "index_select", "arg")
-        idx = cv.tensor(fd, index, "index_select", "index")
-        return self._wrap(_C.index_select(x, idx, cv.integer(dim, "index_select", "dim")))
+        return self._indexed("index_select", arg, "arg", index, dim)
 
     def select(self, arg, index, dim):
         """fd.ops.select(arg, index, dim): the slice at `index` along dim, which is removed.
@@ -36,19 +39,11 @@ class IndexingOps:
 
     def gather(self, arg1, index, dim):
         """fd.ops.gather(arg1, index, dim): torch.gather (index may be smaller on other dims)."""
-        self._begin("gather")
-        fd = self._fd
-        x = cv.tensor(fd, arg1, "gather", "arg1")
-        idx = cv.tensor(fd, index, "gather", "index")
-        return self._wrap(_C.gather(x, idx, cv.integer(dim, "gather", "dim")))
+        return self._indexed("gather", arg1, "arg1", index, dim)
 
     def take_along_axis(self, arg1, index, dim):
         """fd.ops.take_along_axis(arg1, index, dim): numpy's take_along_axis."""
-        self._begin("take_along_axis")
-        fd = self._fd
-        x = cv.tensor(fd, arg1, "take_along_axis", "arg1")
-        idx = cv.tensor(fd, index, "take_along_axis", "index")
-        return self._wrap(_C.take_along_axis(x, idx, cv.integer(dim, "take_along_axis", "dim")))
+        return self._indexed("take_along_axis", arg1, "arg1", index, dim)
 
     def matmul(self, arg1, arg2, /, dtype=DataType.Null):
         """fd.ops.matmul(a, b): torch.matmul shapes. Integer operands accumulate exactly (Int32 result
