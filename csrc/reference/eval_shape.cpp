@@ -1,6 +1,7 @@
 // Meta ops evaluate to views of their operand's storage (strides and offset, no copy), as bookending
 // will do on the GPU; pad and cat build new tensors; size reads a shape.
 #include "ir/error.h"
+#include "ir/shape_rules.h"
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"
 
@@ -19,53 +20,27 @@ std::vector<int64_t> intsOf(const Operands& operands, size_t first, size_t count
 
 HostTensor broadcastInDim(const Expr& expr, const HostTensor& in, const Operands& operands) {
   const auto shape = intsOf(operands, 1, operands.size() - 1);
+  checkBroadcastInDim(expr, in.sizes(), shape);
   const auto& bdims = expr.attrs().getInts("broadcast_dims");
   std::vector<int64_t> strides(shape.size(), 0);  // unmapped dims are new: stride 0
   for (size_t i = 0; i < bdims.size(); ++i) {
     const int64_t d = bdims[i];
-    const int64_t size = in.sizes()[i];
-    BRAZE_CHECK(size == shape[d] || size == 1,
-                "broadcast_in_dim: input dim {} of {} has size {} but shape[{}] is {} (only size-1 dims expand)", i,
-                expr.input(0)->name(), size, d, shape[d]);
-    strides[d] = (size == 1 && shape[d] != 1) ? 0 : in.strides()[i];
+    strides[d] = (in.sizes()[i] == 1 && shape[d] != 1) ? 0 : in.strides()[i];
   }
   return in.view(shape, strides, in.offset());
 }
 
 HostTensor expand(const Expr& expr, const HostTensor& in, const Operands& operands) {
-  auto shape = intsOf(operands, 1, operands.size() - 1);
+  const auto shape = expandSizes(expr, in.sizes(), intsOf(operands, 1, operands.size() - 1));
   std::vector<int64_t> strides = in.strides();
   for (int64_t d = 0; d < in.rank(); ++d) {
-    if (shape[d] == -1) shape[d] = in.sizes()[d];
-    if (shape[d] == in.sizes()[d]) continue;
-    BRAZE_CHECK(in.sizes()[d] == 1, "expand: dim {} of {} has size {} and cannot be expanded to {}", d,
-                expr.input(0)->name(), in.sizes()[d], shape[d]);
-    strides[d] = 0;
+    if (shape[d] != in.sizes()[d]) strides[d] = 0;
   }
   return in.view(shape, strides, in.offset());
 }
 
 HostTensor reshape(const Expr& expr, const HostTensor& in, const Operands& operands) {
-  auto shape = intsOf(operands, 1, operands.size() - 1);
-  int64_t known = 1;
-  int64_t inferred = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      BRAZE_CHECK(inferred < 0, "reshape: more than one -1 in new_shape [{}]", fmt::join(shape, ", "));
-      inferred = static_cast<int64_t>(i);
-    } else {
-      BRAZE_CHECK(shape[i] >= 0, "reshape: new_shape [{}] has a negative size", fmt::join(shape, ", "));
-      known *= shape[i];
-    }
-  }
-  if (inferred >= 0) {
-    BRAZE_CHECK(known != 0 && in.numel() % known == 0, "reshape: cannot infer the -1 in [{}] for {} elements",
-                fmt::join(shape, ", "), in.numel());
-    shape[inferred] = in.numel() / known;
-    known *= shape[inferred];
-  }
-  BRAZE_CHECK(known == in.numel(), "reshape: {} of shape [{}] has {} elements, new_shape [{}] has {}",
-              expr.input(0)->name(), fmt::join(in.sizes(), ", "), in.numel(), fmt::join(shape, ", "), known);
+  const auto shape = reshapeSizes(expr, in.sizes(), intsOf(operands, 1, operands.size() - 1));
   // The reference copies to row-major and views that; whether the GPU can view instead is the alias
   // analysis' question, not the oracle's.
   std::vector<int64_t> strides(shape.size(), 1);
@@ -102,31 +77,13 @@ HostTensor squeeze(const Expr& expr, const HostTensor& in) {
 }
 
 HostTensor slice(const Expr& expr, const HostTensor& in, const Operands& operands) {
-  const int64_t rank = in.rank();
-  const auto starts = intsOf(operands, 1, rank);
-  const auto ends = intsOf(operands, 1 + rank, rank);
-  const auto steps = intsOf(operands, 1 + 2 * rank, rank);
-  const bool manual = expr.attrs().getBool("manual_normalization");
-  std::vector<int64_t> sizes(rank), strides(rank);
+  const auto dims = sliceDims(expr, in.sizes(), intsOf(operands, 1, operands.size() - 1));
+  std::vector<int64_t> sizes, strides;
   int64_t offset = in.offset();
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t extent = in.sizes()[d];
-    int64_t start = starts[d];
-    int64_t end = ends[d];
-    const int64_t step = steps[d];
-    BRAZE_CHECK(step >= 1, "slice: stride {} of dim {} must be positive", step, d);
-    if (!manual) {  // Python slicing: negative from the end, then clamped
-      if (start < 0) start += extent;
-      if (end < 0) end += extent;
-      start = std::clamp<int64_t>(start, 0, extent);
-      end = std::clamp<int64_t>(end, start, extent);
-    }
-    BRAZE_INDEX_CHECK(start >= 0 && start <= end && end <= extent,
-                      "slice: dim {} of {}: [{}, {}) is not within [0, {}] (manual_normalization=True)", d,
-                      expr.input(0)->name(), start, end, extent);
-    sizes[d] = (end - start + step - 1) / step;
-    strides[d] = in.strides()[d] * step;
-    offset += start * in.strides()[d];
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    sizes.push_back(dims[d].size);
+    strides.push_back(in.strides()[d] * dims[d].step);
+    offset += dims[d].start * in.strides()[d];
   }
   return in.view(sizes, strides, offset);
 }

@@ -13,7 +13,7 @@ namespace {
 
 using reference::Operands;
 
-std::vector<HostValue> evalExpr(const Expr& expr, const Operands& operands) {
+std::vector<HostValue> evalByCategory(const Expr& expr, const Operands& operands) {
   switch (opInfo(expr.kind()).category) {
     case OpCategory::Unary:
     case OpCategory::Binary:
@@ -34,6 +34,13 @@ std::vector<HostValue> evalExpr(const Expr& expr, const Operands& operands) {
 
 }  // namespace
 
+std::vector<HostValue> evaluateExpr(const Expr& expr, const std::vector<const HostValue*>& operands) {
+  std::vector<HostValue> results = evalByCategory(expr, operands);
+  BRAZE_ASSERT(results.size() == expr.outputs().size(), "{} produced {} values for {} outputs", expr.name(),
+               results.size(), expr.outputs().size());
+  return results;
+}
+
 std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValue>& inputs) {
   checkInputs(fusion, inputs);
   std::unordered_map<const Val*, HostValue> values;
@@ -48,11 +55,14 @@ std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValu
       BRAZE_ASSERT(it != values.end(), "{} has no value when evaluating {}", in->name(), expr->name());
       operands.push_back(&it->second);
     }
-    std::vector<HostValue> results = evalExpr(*expr, operands);
-    BRAZE_ASSERT(results.size() == expr->outputs().size(), "{} produced {} values for {} outputs", expr->name(),
-                 results.size(), expr->outputs().size());
+    std::vector<HostValue> results = evaluateExpr(*expr, operands);
     for (size_t i = 0; i < results.size(); ++i) values.insert_or_assign(expr->outputs()[i], std::move(results[i]));
   }
+  return collectOutputs(fusion, values, /*row_major=*/true);
+}
+
+std::vector<HostValue> collectOutputs(const Fusion& fusion, const std::unordered_map<const Val*, HostValue>& values,
+                                      bool row_major) {
   // Copy every output first, then write the aliased ones into their inputs: an output that views an
   // aliased input must show the value from before the in-place update.
   std::vector<HostValue> outputs;
@@ -69,7 +79,7 @@ std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValu
       continue;  // like nvFuser, an output written into an input is not returned
     }
     if (const auto* tensor = std::get_if<HostTensor>(&value)) {
-      outputs.emplace_back(fusion.isInput(out) ? *tensor : tensor->contiguous());
+      outputs.emplace_back(fusion.isInput(out) || !row_major ? *tensor : tensor->contiguous());
     } else {
       outputs.push_back(value);
     }

@@ -6,6 +6,7 @@
 #include "ir/fusion.h"
 #include "reference/host_tensor.h"
 
+#include <unordered_map>
 #include <vector>
 
 namespace braze {
@@ -15,5 +16,15 @@ namespace braze {
 // with aliasOutputToInput) are written into that input and, like nvFuser, not returned.
 // Outputs are row-major, except outputs that are fusion inputs, which are returned as given.
 std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValue>& inputs);
+
+// One expr on its operands' values (in the expr's input order): the unit that segmented execution
+// and the planner's scalar folding reuse. Meta ops return views, except reshape and set, which copy.
+std::vector<HostValue> evaluateExpr(const Expr& expr, const std::vector<const HostValue*>& operands);
+
+// The fusion's outputs from a map holding every output's value: aliased outputs are written into
+// their inputs (and not returned, as nvFuser does); other tensors are returned row-major when
+// `row_major` is set (the oracle's convention), or as they are (views stay views).
+std::vector<HostValue> collectOutputs(const Fusion& fusion, const std::unordered_map<const Val*, HostValue>& values,
+                                      bool row_major);
 
 }  // namespace braze

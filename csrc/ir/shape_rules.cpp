@@ -1,0 +1,83 @@
+#include "ir/shape_rules.h"
+
+#include "ir/error.h"
+#include "ir/val.h"
+
+#include <algorithm>
+
+namespace braze {
+
+std::vector<int64_t> reshapeSizes(const Expr& reshape, const std::vector<int64_t>& in_sizes,
+                                  std::vector<int64_t> shape) {
+  int64_t numel = 1;
+  for (int64_t s : in_sizes) numel *= s;
+  int64_t known = 1;
+  int64_t inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      BRAZE_CHECK(inferred < 0, "reshape: more than one -1 in new_shape [{}]", fmt::join(shape, ", "));
+      inferred = static_cast<int64_t>(i);
+    } else {
+      BRAZE_CHECK(shape[i] >= 0, "reshape: new_shape [{}] has a negative size", fmt::join(shape, ", "));
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    BRAZE_CHECK(known != 0 && numel % known == 0, "reshape: cannot infer the -1 in [{}] for {} elements",
+                fmt::join(shape, ", "), numel);
+    shape[inferred] = numel / known;
+    known *= shape[inferred];
+  }
+  BRAZE_CHECK(known == numel, "reshape: {} of shape [{}] has {} elements, new_shape [{}] has {}",
+              reshape.input(0)->name(), fmt::join(in_sizes, ", "), numel, fmt::join(shape, ", "), known);
+  return shape;
+}
+
+std::vector<SliceDim> sliceDims(const Expr& slice, const std::vector<int64_t>& in_sizes,
+                                const std::vector<int64_t>& scalars) {
+  const size_t rank = in_sizes.size();
+  BRAZE_ASSERT(scalars.size() == 3 * rank, "slice: {} scalars for rank {}", scalars.size(), rank);
+  const bool manual = slice.attrs().getBool("manual_normalization");
+  std::vector<SliceDim> dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t extent = in_sizes[d];
+    int64_t start = scalars[d];
+    int64_t end = scalars[rank + d];
+    const int64_t step = scalars[2 * rank + d];
+    BRAZE_CHECK(step >= 1, "slice: stride {} of dim {} must be positive", step, d);
+    if (!manual) {  // Python slicing: negative from the end, then clamped
+      if (start < 0) start += extent;
+      if (end < 0) end += extent;
+      start = std::clamp<int64_t>(start, 0, extent);
+      end = std::clamp<int64_t>(end, start, extent);
+    }
+    BRAZE_INDEX_CHECK(start >= 0 && start <= end && end <= extent,
+                      "slice: dim {} of {}: [{}, {}) is not within [0, {}] (manual_normalization=True)", d,
+                      slice.input(0)->name(), start, end, extent);
+    dims[d] = {start, (end - start + step - 1) / step, step};
+  }
+  return dims;
+}
+
+std::vector<int64_t> expandSizes(const Expr& expand, const std::vector<int64_t>& in_sizes,
+                                 std::vector<int64_t> shape) {
+  for (size_t d = 0; d < in_sizes.size(); ++d) {
+    if (shape[d] == -1) shape[d] = in_sizes[d];
+    BRAZE_CHECK(shape[d] == in_sizes[d] || in_sizes[d] == 1,
+                "expand: dim {} of {} has size {} and cannot be expanded to {}", d, expand.input(0)->name(),
+                in_sizes[d], shape[d]);
+  }
+  return shape;
+}
+
+void checkBroadcastInDim(const Expr& bid, const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& shape) {
+  const auto& bdims = bid.attrs().getInts("broadcast_dims");
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    const int64_t d = bdims[i];
+    BRAZE_CHECK(in_sizes[i] == shape[d] || in_sizes[i] == 1,
+                "broadcast_in_dim: input dim {} of {} has size {} but shape[{}] is {} (only size-1 dims expand)", i,
+                bid.input(0)->name(), in_sizes[i], d, shape[d]);
+  }
+}
+
+}  // namespace braze

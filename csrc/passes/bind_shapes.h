@@ -1,0 +1,46 @@
+// Binding a fusion to one execute's inputs: every tensor's concrete sizes, every scalar's value,
+// and each fusion input's strides, offset and pointer alignment. Segmentation, bookending and the
+// cost model read these; nothing here touches tensor data (a 16384x4096 layer_norm binds in
+// microseconds).
+#pragma once
+
+#include "ir/fusion.h"
+#include "passes/alias_analysis.h"
+#include "reference/host_tensor.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace braze {
+
+struct InputLayout {
+  StridedLayout layout;
+  int64_t alignment_bytes = 16;  // the largest power of two (up to 256) dividing the first element's address
+};
+
+class BoundShapes {
+ public:
+  const std::vector<int64_t>& sizesOf(const Val* tensor) const;
+  int64_t numel(const Val* tensor) const;
+  // Bytes a kernel moves to read or write the tensor once: broadcast and expanded dims hold one value.
+  int64_t uniqueBytes(const Val* tensor) const;
+  const ScalarValue& scalarOf(const Val* scalar) const;
+  bool hasScalar(const Val* scalar) const { return scalars_.count(scalar) != 0; }
+  const InputLayout& inputLayout(const Val* fusion_input) const;
+  // The values of an expr's scalar operands (every input after the first), as integers.
+  std::vector<int64_t> intOperands(const Expr& expr) const;
+  // For passes that add a tensor with the sizes of an existing one (a segment_set).
+  void bindSameAs(const Val* added, const Val* existing) { sizes_[added] = sizesOf(existing); }
+
+ private:
+  friend BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs);
+  std::unordered_map<const Val*, std::vector<int64_t>> sizes_;
+  std::unordered_map<const Val*, ScalarValue> scalars_;
+  std::unordered_map<const Val*, InputLayout> inputs_;
+};
+
+// Checks the inputs against the definitions (as the reference evaluator does: clear errors naming
+// the input), then infers every tensor's sizes and folds every scalar expr.
+BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs);
+
+}  // namespace braze

@@ -1,0 +1,30 @@
+// The alias "scheduler": a group of meta ops whose every output is a strided view of the group's
+// inputs runs on the host as views (no kernel, no copy), per the alias analysis.
+#include "ir/fusion.h"
+#include "scheduler/registry.h"
+
+#include <unordered_map>
+
+namespace braze {
+
+Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  if (!facts.all_meta) {
+    for (const Expr* expr : candidate.exprs) {
+      if (!isMetaOp(expr->kind())) return Verdict::no(fmt::format("{} computes (not a meta op)", exprLabel(*expr)));
+    }
+  }
+  // Fusion inputs come with their real layouts; tensors written by a kernel are row-major.
+  std::unordered_map<const Val*, StridedLayout> layouts;
+  for (const Val* in : candidate.inputs) {
+    if (!in->isTensor()) continue;
+    layouts[in] = in->fusion()->isInput(in) ? bound.inputLayout(in).layout : StridedLayout::rowMajor(bound.sizesOf(in));
+  }
+  for (const Expr* expr : candidate.exprs) {
+    ViewResult view = viewThrough(*expr, layouts.at(expr->input(0)), bound.intOperands(*expr));
+    if (!view.is_view) return Verdict::no(std::move(view.reason));
+    layouts[expr->output(0)] = std::move(view.layout);
+  }
+  return Verdict::yes();
+}
+
+}  // namespace braze

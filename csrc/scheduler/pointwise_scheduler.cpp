@@ -1,0 +1,20 @@
+// The pointwise scheduler's structural check. A pointwise kernel iterates over each output's index
+// space and reads every tensor through the composed index maps of the meta ops between them, so
+// meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit; only
+// reductions (which need a reduction scheduler) and matmuls (no scheduler yet) do not.
+#include "scheduler/registry.h"
+
+namespace braze {
+
+Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  (void)candidate;
+  (void)bound;
+  if (facts.unsupported != nullptr) {
+    return Verdict::no(fmt::format("{} has no kernel scheduler yet (a matmul scheduler is later work)",
+                                   exprLabel(*facts.unsupported)));
+  }
+  if (!facts.reductions.empty()) return Verdict::no(fmt::format("{} is a reduction", exprLabel(*facts.reductions[0])));
+  return Verdict::yes();
+}
+
+}  // namespace braze

@@ -1,0 +1,30 @@
+// What the reduction and inner-persistent schedulers share: every reduction of a group must reduce
+// the same dims of same-sized inputs (one "reduction domain"), so one kernel can walk the kept
+// (outer) index space and, for each outer index, the reduced elements.
+#pragma once
+
+#include "scheduler/registry.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace braze {
+
+struct ReductionDomain {
+  std::vector<int64_t> input_sizes;  // the reductions' input sizes
+  std::vector<int64_t> dims;         // reduced dims, ascending
+  int64_t full_numel = 1;            // elements of a reduction input
+  int64_t outer_numel = 1;           // elements of a reduction result (kept dims)
+  bool inner = false;                // the reduced dims are the innermost ones (a suffix, ignoring size-1 dims)
+};
+
+// The group's one reduction domain, or why there is none (differing domains, no reduction).
+std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound);
+
+// The first output of the group that a kernel over `domain` cannot write (its size is neither a
+// row's nor a reduction result's), as a refusal reason; empty when all fit.
+std::string outputOutsideDomain(const Candidate& candidate, const ReductionDomain& domain, const BoundShapes& bound);
+
+}  // namespace braze

@@ -1,0 +1,82 @@
+#include "scheduler/registry.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+
+#include <array>
+
+namespace braze {
+
+std::string_view toString(SchedulerKind kind) {
+  switch (kind) {
+    case SchedulerKind::Alias: return "alias";
+    case SchedulerKind::InnerPersistent: return "inner_persistent";
+    case SchedulerKind::Reduction: return "reduction";
+    case SchedulerKind::Transpose: return "transpose";
+    case SchedulerKind::Pointwise: return "pointwise";
+  }
+  BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
+}
+
+std::span<const SchedulerKind> schedulersInPriorityOrder() {
+  static constexpr std::array kOrder{SchedulerKind::Alias, SchedulerKind::InnerPersistent, SchedulerKind::Reduction,
+                                     SchedulerKind::Transpose, SchedulerKind::Pointwise};
+  return kOrder;
+}
+
+CandidateFacts analyzeCandidate(const Candidate& candidate) {
+  CandidateFacts facts;
+  for (const Expr* expr : candidate.exprs) {
+    const OpCategory category = opInfo(expr->kind()).category;
+    facts.all_meta = facts.all_meta && category == OpCategory::Meta;
+    if (category == OpCategory::Matmul && facts.unsupported == nullptr) facts.unsupported = expr;
+    bool after = category == OpCategory::Reduction || category == OpCategory::Normalization;
+    if (after) facts.reductions.push_back(expr);
+    for (const Val* in : expr->inputs()) after = after || facts.after_reduction.count(in) != 0;
+    if (after) {
+      for (const Val* out : expr->outputs()) facts.after_reduction.insert(out);
+    }
+  }
+  return facts;
+}
+
+Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const CandidateFacts& facts,
+                    const BoundShapes& bound) {
+  switch (kind) {
+    case SchedulerKind::Alias: return canScheduleAlias(candidate, facts, bound);
+    case SchedulerKind::InnerPersistent: return canScheduleInnerPersistent(candidate, facts, bound);
+    case SchedulerKind::Reduction: return canScheduleReduction(candidate, facts, bound);
+    case SchedulerKind::Transpose: return canScheduleTranspose(candidate, facts, bound);
+    case SchedulerKind::Pointwise: return canSchedulePointwise(candidate, facts, bound);
+  }
+  BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
+}
+
+SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound) {
+  const CandidateFacts facts = analyzeCandidate(candidate);
+  SchedulerChoice choice;
+  for (SchedulerKind kind : schedulersInPriorityOrder()) {
+    Verdict v = canSchedule(kind, candidate, facts, bound);
+    if (v.ok) {
+      choice.kind = kind;
+      return choice;
+    }
+    choice.refusals.emplace_back(kind, std::move(v.reason));
+  }
+  return choice;
+}
+
+}  // namespace braze
+
+namespace braze {
+
+std::string exprLabel(const Expr& expr) {
+  std::vector<std::string> outs, ins;
+  for (const Val* v : expr.outputs()) outs.push_back(v->name());
+  for (const Val* v : expr.inputs()) {
+    if (v->isTensor()) ins.push_back(v->name());
+  }
+  return fmt::format("{} = {}({})", fmt::join(outs, ", "), expr.name(), fmt::join(ins, ", "));
+}
+
+}  // namespace braze

@@ -1,0 +1,71 @@
+// The scheduler registry: which scheduler can turn a group of exprs into one kernel (or, for the
+// alias scheduler, into host-side views). canSchedule holds the structural checks; heuristics and
+// size-dependent limits (does a row fit in registers) come with each scheduler's heuristic.
+// The segmenter asks chooseScheduler for every union it considers, so it must stay cheap: one pass
+// over the group's exprs.
+#pragma once
+
+#include "ir/error.h"
+#include "passes/bind_shapes.h"
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace braze {
+
+// In priority order: the first that accepts a group schedules it.
+enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Pointwise };
+std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...
+std::span<const SchedulerKind> schedulersInPriorityOrder();
+
+// A group of exprs the segmenter proposes as one segment: exprs in evaluation order, the tensors
+// it reads from outside and the tensors it must write (read by another segment, or fusion outputs).
+struct Candidate {
+  std::vector<const Expr*> exprs;
+  std::vector<const Val*> inputs;
+  std::vector<const Val*> outputs;
+};
+
+// Facts every scheduler's check needs, computed once per candidate.
+struct CandidateFacts {
+  std::vector<const Expr*> reductions;               // reduction and normalization exprs
+  std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
+  const Expr* unsupported = nullptr;                 // an expr no kernel scheduler handles yet (matmul)
+  bool all_meta = true;
+};
+CandidateFacts analyzeCandidate(const Candidate& candidate);
+
+struct Verdict {
+  bool ok = false;
+  std::string reason;  // why not, when !ok
+  static Verdict yes() { return {true, ""}; }
+  static Verdict no(std::string why) { return {false, std::move(why)}; }
+};
+
+Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const CandidateFacts& facts,
+                    const BoundShapes& bound);
+
+struct SchedulerChoice {
+  std::optional<SchedulerKind> kind;                            // none: no scheduler accepts the group
+  std::vector<std::pair<SchedulerKind, std::string>> refusals;  // the schedulers before it, with reasons
+};
+SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound);
+
+// Each scheduler's structural check (one file each).
+Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleTranspose(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+
+}  // namespace braze
+
+namespace braze {
+// "T5 = sum(T3)": how refusal reasons name an expr.
+std::string exprLabel(const Expr& expr);
+}  // namespace braze

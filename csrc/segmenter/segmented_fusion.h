@@ -1,0 +1,60 @@
+// The segmenter's result: the prepared fusion (after bookending) cut into segments, each either an
+// alias segment (host-side views of its inputs, no kernel) or a kernel segment with the scheduler
+// that accepted it. Segments are in an order that respects their dependencies.
+#pragma once
+
+#include "ir/fusion.h"
+#include "passes/bind_shapes.h"
+#include "passes/mark_aliases_prepare.h"
+#include "scheduler/registry.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace braze {
+
+enum class SegmentKind { Alias, Kernel };
+std::string_view toString(SegmentKind kind);
+
+struct Segment {
+  int64_t id = 0;
+  SegmentKind kind = SegmentKind::Kernel;
+  std::optional<SchedulerKind> scheduler;  // Alias for alias segments; empty when no scheduler accepts
+  std::vector<const Expr*> exprs;          // in evaluation order, with the input views it reads inlined
+  std::vector<const Val*> inputs;          // tensors read from fusion inputs or other segments
+  std::vector<const Val*> outputs;         // tensors other segments or the user read
+  std::vector<std::pair<SchedulerKind, std::string>> refusals;  // schedulers tried before, with reasons
+  std::optional<int64_t> vectorize;        // set by the schedulers' heuristics (a later stage)
+};
+
+// Why two segments joined by a tensor were not merged: one of a closed list, and the detail.
+enum class CutReason { SchedulerRefused, SegmentSet, WouldCreateCycle, MoreTraffic };
+std::string_view toString(CutReason reason);
+struct SegmentEdge {
+  int64_t producer = 0;  // segment ids
+  int64_t consumer = 0;
+  const Val* tensor = nullptr;
+  CutReason reason = CutReason::SchedulerRefused;
+  std::string detail;
+};
+
+struct SegmentedFusion {
+  std::shared_ptr<const Fusion> fusion;  // the prepared fusion; every pointer below points into it
+  BoundShapes bound;                     // the sizes and scalars the plan was made for
+  std::vector<Segment> segments;
+  std::vector<SegmentEdge> edges;
+  BookendReport bookending;
+
+  int64_t kernelCount() const;
+  int64_t aliasCount() const;
+  // The segment that writes `tensor` (by name, "T5"), or null if it is a fusion input.
+  const Segment* producerOf(const Val* tensor) const;
+  // A readable table: one row per segment (kind, scheduler, vectorize, inputs, outputs, ops), then the
+  // cuts with their reasons and the bookending decisions.
+  std::string toString() const;
+  std::string toDot() const;  // Graphviz
+};
+
+}  // namespace braze

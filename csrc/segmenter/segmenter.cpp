@@ -1,0 +1,394 @@
+#include "segmenter/segmenter.h"
+
+#include "ir/error.h"
+#include "passes/alias_analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace braze {
+namespace {
+
+struct Group {
+  std::vector<int64_t> nodes;  // node indices, ascending (= evaluation order)
+  int64_t min_pos = 0;
+  int64_t max_pos = 0;
+  bool has_segment_set = false;
+  bool all_meta = true;
+  int64_t bytes = 0;  // what a kernel for the group reads and writes
+};
+
+struct MergeVerdict {
+  bool ok = false;
+  CutReason reason = CutReason::SchedulerRefused;
+  std::string detail;
+};
+
+class Segmenter {
+ public:
+  Segmenter(std::shared_ptr<const Fusion> fusion, BoundShapes bound) : fusion_(std::move(fusion)), bound_(std::move(bound)) {
+    for (const Expr* e : fusion_->exprsToEvaluate()) {
+      eval_pos_[e] = static_cast<int64_t>(eval_pos_.size());
+      if (e->outputs().empty() || !e->output(0)->isTensor()) continue;   // scalar math: folded on the host
+      if (isMetaOp(e->kind()) && e->kind() != OpKind::SegmentSet && inputViewRoot(e->output(0)) != nullptr &&
+          !isCopiedOutput(e->output(0))) {
+        continue;  // an input view: inlined into each reader
+      }
+      node_of_[e] = static_cast<int64_t>(nodes_.size());
+      nodes_.push_back(e);
+    }
+    parent_.resize(nodes_.size());
+    std::iota(parent_.begin(), parent_.end(), 0);
+    groups_.resize(nodes_.size());
+    stamp_.assign(nodes_.size(), 0);
+    version_.assign(nodes_.size(), 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      const Expr* e = nodes_[i];
+      for (const Val* out : e->outputs()) producer_[out] = i;
+      Group& g = groups_[i];
+      g.nodes = {i};
+      g.min_pos = g.max_pos = i;
+      g.has_segment_set = e->kind() == OpKind::SegmentSet;
+      g.all_meta = isMetaOp(e->kind());
+    }
+    consumer_nodes_.resize(nodes_.size());
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      for (const Val* out : nodes_[i]->outputs()) {
+        for (const Expr* use : out->uses()) {
+          auto u = node_of_.find(use);
+          if (u != node_of_.end()) consumer_nodes_[i].push_back(u->second);
+        }
+      }
+    }
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) groups_[i].bytes = bytesOf(candidateOf({i}));
+  }
+
+  // An output that is an input view but not a strided view of the input's actual layout (a reshape
+  // of an expanded or transposed input): a kernel must write it, so its last op becomes a node that
+  // can join other kernels (litGPT's GQA v, which is expanded and then reshaped).
+  bool isCopiedOutput(const Val* tensor) const {
+    if (!tensor->isFusionOutput() || tensor->isFusionInput()) return false;
+    const Val* root = inputViewRoot(tensor);
+    StridedLayout layout = bound_.inputLayout(root).layout;
+    for (const Expr* e : inputViewChain(tensor)) {
+      ViewResult view = viewThrough(*e, layout, bound_.intOperands(*e));
+      if (!view.is_view) return true;
+      layout = std::move(view.layout);
+    }
+    return false;
+  }
+
+  SegmentedFusion run() {
+    mergeToFixpoint();
+    return buildResult();
+  }
+
+ private:
+  int64_t find(int64_t i) {
+    while (parent_[i] != i) {
+      parent_[i] = parent_[parent_[i]];
+      i = parent_[i];
+    }
+    return i;
+  }
+
+  bool isNodeUse(const Expr* use) const { return node_of_.count(use) != 0; }
+
+  // The candidate for a set of nodes (given as the group roots they belong to).
+  Candidate candidateOf(const std::vector<int64_t>& roots) {
+    std::vector<int64_t> members;
+    for (int64_t r : roots) members.insert(members.end(), groups_[r].nodes.begin(), groups_[r].nodes.end());
+    std::sort(members.begin(), members.end());
+    auto inside = [&](int64_t node) {
+      const int64_t r = find(node);
+      return std::find(roots.begin(), roots.end(), r) != roots.end();
+    };
+    Candidate c;
+    std::unordered_set<const Val*> seen_in;
+    for (int64_t n : members) {
+      const Expr* e = nodes_[n];
+      c.exprs.push_back(e);
+      for (const Val* in : e->inputs()) {
+        if (!in->isTensor()) continue;
+        auto p = producer_.find(in);
+        if ((p == producer_.end() || !inside(p->second)) && seen_in.insert(in).second) c.inputs.push_back(in);
+      }
+      for (const Val* out : e->outputs()) {
+        bool read_outside = out->isFusionOutput();
+        for (const Expr* use : out->uses()) {
+          auto u = node_of_.find(use);
+          read_outside = read_outside || (u != node_of_.end() && !inside(u->second));
+        }
+        if (read_outside) c.outputs.push_back(out);
+      }
+    }
+    return c;
+  }
+
+  int64_t bytesOf(const Candidate& c) const {
+    int64_t bytes = 0;
+    for (const Val* in : c.inputs) bytes += bound_.uniqueBytes(in);
+    for (const Val* out : c.outputs) bytes += bound_.numel(out) * sizeOf(out->dtype());
+    return bytes;
+  }
+
+  // Groups reading a tensor that `g` writes.
+  template <typename Fn>
+  void forEachConsumer(int64_t g, Fn&& fn) {
+    for (int64_t n : groups_[g].nodes) {
+      for (int64_t u : consumer_nodes_[n]) {
+        const int64_t c = find(u);
+        if (c != g) fn(c);
+      }
+    }
+  }
+
+  // Whether some path leads from group `from` to group `to` through a third group. Groups whose
+  // every node comes after all of `to`'s cannot lead to it, which keeps the search local.
+  bool reachesIndirectly(int64_t from, int64_t to) {
+    ++current_stamp_;
+    std::vector<int64_t> stack;
+    forEachConsumer(from, [&](int64_t c) {
+      if (c != to && stamp_[c] != current_stamp_) {
+        stamp_[c] = current_stamp_;
+        stack.push_back(c);
+      }
+    });
+    const int64_t limit = groups_[to].max_pos;
+    while (!stack.empty()) {
+      const int64_t g = stack.back();
+      stack.pop_back();
+      if (groups_[g].min_pos > limit) continue;
+      bool found = false;
+      forEachConsumer(g, [&](int64_t c) {
+        if (c == to) found = true;
+        if (c != from && stamp_[c] != current_stamp_) {
+          stamp_[c] = current_stamp_;
+          stack.push_back(c);
+        }
+      });
+      if (found) return true;
+    }
+    return false;
+  }
+
+  MergeVerdict verdict(int64_t a, int64_t b, Candidate* union_out = nullptr) {
+    const Group& ga = groups_[a];
+    const Group& gb = groups_[b];
+    if ((ga.has_segment_set || gb.has_segment_set) && !(ga.all_meta && gb.all_meta)) {
+      const Group& g = ga.has_segment_set ? ga : gb;
+      const Expr* cut = nullptr;
+      for (int64_t n : g.nodes) {
+        if (nodes_[n]->kind() == OpKind::SegmentSet) cut = nodes_[n];
+      }
+      return {false, CutReason::SegmentSet,
+              fmt::format("{} is a segment_set (a hard cut, from the user or from bookending)", cut->output(0)->name())};
+    }
+    // A path from x to y needs one of x's nodes before one of y's.
+    if ((ga.min_pos < gb.max_pos && reachesIndirectly(a, b)) || (gb.min_pos < ga.max_pos && reachesIndirectly(b, a))) {
+      return {false, CutReason::WouldCreateCycle, "another segment lies on a path between them"};
+    }
+    Candidate c = candidateOf({a, b});
+    const int64_t bytes = bytesOf(c);
+    if (bytes > ga.bytes + gb.bytes) {
+      return {false, CutReason::MoreTraffic,
+              fmt::format("one kernel would move {} B, two move {} B", bytes, ga.bytes + gb.bytes)};
+    }
+    const SchedulerChoice choice = chooseScheduler(c, bound_);
+    if (!choice.kind) {
+      std::vector<std::string> why;
+      for (const auto& [kind, reason] : choice.refusals) why.push_back(fmt::format("{}: {}", toString(kind), reason));
+      return {false, CutReason::SchedulerRefused, fmt::format("{}", fmt::join(why, "; "))};
+    }
+    if (union_out != nullptr) *union_out = std::move(c);
+    return {true, CutReason::SchedulerRefused, ""};
+  }
+
+  bool tryMerge(int64_t a, int64_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    // A refusal stands until one of the two groups changes: the fixpoint's last pass re-asks them all.
+    const auto key = std::minmax(a, b);
+    const auto versions = std::make_pair(version_[key.first], version_[key.second]);
+    auto refused = refused_.find(key);
+    if (refused != refused_.end() && refused->second == versions) return false;
+    Candidate c;
+    if (!verdict(a, b, &c).ok) {
+      refused_[key] = versions;
+      return false;
+    }
+    const int64_t bytes = bytesOf(c);
+    if (groups_[b].min_pos < groups_[a].min_pos) std::swap(a, b);  // the earlier group stays the root
+    Group& root = groups_[a];
+    Group& other = groups_[b];
+    std::vector<int64_t> merged;
+    std::merge(root.nodes.begin(), root.nodes.end(), other.nodes.begin(), other.nodes.end(), std::back_inserter(merged));
+    root.nodes = std::move(merged);
+    root.min_pos = std::min(root.min_pos, other.min_pos);
+    root.max_pos = std::max(root.max_pos, other.max_pos);
+    root.has_segment_set = root.has_segment_set || other.has_segment_set;
+    root.all_meta = root.all_meta && other.all_meta;
+    root.bytes = bytes;
+    other.nodes.clear();
+    parent_[b] = a;
+    ++version_[a];
+    return true;
+  }
+
+  void mergeToFixpoint() {
+    // Siblings: the node readers of each fusion input (through its views) and of each node output.
+    std::map<int64_t, std::vector<int64_t>> readers;  // source val id -> reader nodes, ascending
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      for (const Val* in : nodes_[i]->inputs()) {
+        if (!in->isTensor()) continue;
+        const Val* root = inputViewRoot(in);
+        auto& list = readers[(root != nullptr ? root : in)->id()];
+        if (list.empty() || list.back() != i) list.push_back(i);
+      }
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
+        for (const Val* in : nodes_[i]->inputs()) {
+          auto p = producer_.find(in);
+          if (p != producer_.end()) changed = tryMerge(p->second, i) || changed;
+        }
+      }
+      for (const auto& [source, list] : readers) {  // siblings reading one source
+        for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
+      }
+    }
+  }
+
+  SegmentedFusion buildResult();
+
+  std::shared_ptr<const Fusion> fusion_;
+  BoundShapes bound_;
+  std::unordered_map<const Expr*, int64_t> eval_pos_;
+  std::vector<const Expr*> nodes_;
+  std::unordered_map<const Expr*, int64_t> node_of_;
+  std::unordered_map<const Val*, int64_t> producer_;
+  std::vector<int64_t> parent_;
+  std::vector<Group> groups_;
+  std::vector<std::vector<int64_t>> consumer_nodes_;  // per node: the nodes reading its outputs
+  std::vector<int64_t> stamp_;
+  int64_t current_stamp_ = 0;
+  std::vector<int64_t> version_;  // per group root: bumped on every merge into it
+  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> refused_;
+};
+
+SegmentedFusion Segmenter::buildResult() {
+  SegmentedFusion result;
+  // Outputs that are input views: alias segments reading only the input.
+  std::unordered_set<const Val*> done;
+  for (const Val* out : fusion_->outputs()) {
+    if (!out->isTensor() || out->isFusionInput() || inputViewRoot(out) == nullptr || node_of_.count(out->definition()) ||
+        !done.insert(out).second) {
+      continue;
+    }
+    Candidate c{inputViewChain(out), {inputViewRoot(out)}, {out}};
+    SchedulerChoice choice = chooseScheduler(c, bound_);  // a view unless a reshape cannot be one: then a copy
+    Segment s;
+    s.kind = choice.kind == SchedulerKind::Alias ? SegmentKind::Alias : SegmentKind::Kernel;
+    s.scheduler = choice.kind;
+    s.exprs = std::move(c.exprs);
+    s.inputs = std::move(c.inputs);
+    s.outputs = std::move(c.outputs);
+    s.refusals = std::move(choice.refusals);
+    result.segments.push_back(std::move(s));
+  }
+  // Groups in dependency order (Kahn's algorithm, earliest first among the ready ones).
+  std::vector<int64_t> roots;
+  for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+    if (find(i) == i) roots.push_back(i);
+  }
+  std::map<int64_t, int64_t> pending;  // root -> producer groups not yet placed
+  std::map<int64_t, std::set<int64_t>> consumers;
+  for (int64_t r : roots) {
+    pending[r];
+    forEachConsumer(r, [&](int64_t c) { consumers[r].insert(c); });
+  }
+  for (auto& [r, cs] : consumers) {
+    for (int64_t c : cs) ++pending[c];
+  }
+  std::set<std::pair<int64_t, int64_t>> ready;  // (min_pos, root)
+  for (int64_t r : roots) {
+    if (pending[r] == 0) ready.insert({groups_[r].min_pos, r});
+  }
+  std::unordered_map<int64_t, int64_t> segment_of_root;
+  while (!ready.empty()) {
+    const int64_t r = ready.begin()->second;
+    ready.erase(ready.begin());
+    for (int64_t c : consumers[r]) {
+      if (--pending[c] == 0) ready.insert({groups_[c].min_pos, c});
+    }
+    // The group's exprs plus the input-view chains it reads, in evaluation order.
+    std::vector<const Expr*> exprs;
+    std::unordered_set<const Expr*> added;
+    for (int64_t n : groups_[r].nodes) {
+      for (const Val* in : nodes_[n]->inputs()) {
+        if (!in->isTensor() || in->isFusionInput() || inputViewRoot(in) == nullptr) continue;
+        for (const Expr* e : inputViewChain(in)) {
+          if (added.insert(e).second) exprs.push_back(e);
+        }
+      }
+      if (added.insert(nodes_[n]).second) exprs.push_back(nodes_[n]);
+    }
+    std::sort(exprs.begin(), exprs.end(), [&](const Expr* a, const Expr* b) { return eval_pos_.at(a) < eval_pos_.at(b); });
+    Candidate c = candidateOf({r});
+    c.exprs = exprs;
+    std::vector<const Val*> inputs;  // what the kernel reads: views replaced by the inputs they view
+    for (const Val* in : c.inputs) {
+      const Val* root = inputViewRoot(in);
+      const Val* source = root != nullptr ? root : in;
+      if (std::find(inputs.begin(), inputs.end(), source) == inputs.end()) inputs.push_back(source);
+    }
+    c.inputs = inputs;
+    SchedulerChoice choice = chooseScheduler(c, bound_);
+    Segment s;
+    s.kind = choice.kind == SchedulerKind::Alias ? SegmentKind::Alias : SegmentKind::Kernel;
+    s.scheduler = choice.kind;
+    s.exprs = std::move(c.exprs);
+    s.inputs = std::move(c.inputs);
+    s.outputs = std::move(c.outputs);
+    s.refusals = std::move(choice.refusals);
+    segment_of_root[r] = static_cast<int64_t>(result.segments.size());
+    result.segments.push_back(std::move(s));
+  }
+  BRAZE_ASSERT(segment_of_root.size() == roots.size(), "the segment graph has a cycle");
+  for (size_t i = 0; i < result.segments.size(); ++i) result.segments[i].id = static_cast<int64_t>(i);
+  // Every cut between two groups, with the reason they stayed apart.
+  for (int64_t r : roots) {
+    for (int64_t c : consumers[r]) {
+      const MergeVerdict v = verdict(r, c);
+      for (const Val* t : candidateOf({r}).outputs) {
+        bool read = false;
+        for (const Expr* use : t->uses()) {
+          auto u = node_of_.find(use);
+          read = read || (u != node_of_.end() && find(u->second) == c);
+        }
+        if (!read) continue;
+        result.edges.push_back({segment_of_root.at(r), segment_of_root.at(c), t,
+                                v.ok ? CutReason::SchedulerRefused : v.reason,
+                                v.ok ? "merging them is allowed but was not reached" : v.detail});
+      }
+    }
+  }
+  result.fusion = fusion_;
+  result.bound = std::move(bound_);
+  return result;
+}
+
+}  // namespace
+
+SegmentedFusion segmentFusion(std::shared_ptr<const Fusion> fusion, BoundShapes bound) {
+  return Segmenter(std::move(fusion), std::move(bound)).run();
+}
+
+}  // namespace braze
