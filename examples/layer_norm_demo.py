@@ -70,6 +70,7 @@ inputs = [
     rng.standard_normal((1600,)).astype(ml_dtypes.bfloat16),
     rng.standard_normal((1600,)).astype(ml_dtypes.bfloat16),
 ]
+plan = fd.explain(inputs)
 (out,) = fd.execute(inputs)
 
 
@@ -90,6 +91,8 @@ passed = out.dtype == ml_dtypes.bfloat16 and out.shape == expected.shape and boo
 
 print("braze layer_norm demo (nanoGPT layer_norm, seed NVIDIA/Fuser PR #2815)")
 print("  backend:        CPU reference evaluator (no GPU runtime yet)")
+kernels = ", ".join(s.scheduler for s in plan.segments if s.kind == "kernel")
+print(f"  plan:           {plan.kernel_count} kernel ({kernels}), {plan.alias_count} alias segment(s)")
 print(f"  input:          {inputs[0].shape} bfloat16, weight/bias {inputs[1].shape} bfloat16")
 print(f"  output:         {out.shape} {out.dtype}")
 print(f"  max abs error:  {error.max():.3e} (vs float64 numpy layer norm, eps 1e-5, biased variance)")

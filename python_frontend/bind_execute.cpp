@@ -6,6 +6,7 @@
 // strides on the way in, an integer array of the same item size on the way out, which
 // braze/execute.py views as the right numpy dtype.
 #include "bindings.h"
+#include "host_values.h"
 #include "scalar_value.h"
 
 #include "ir/error.h"
@@ -62,14 +63,6 @@ nb::object rawArray(nb::handle self) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-HostValue hostValueFromPython(nb::handle item, size_t index) {
-  if (nb::isinstance<HostTensor>(item)) return nb::cast<HostTensor>(item);
-  auto value = scalarValueFromPython(item);
-  BRAZE_TYPE_CHECK(value.has_value(), "input {}: expected a tensor or a bool/int/float, got {}", index,
-                   nb::cast<std::string>(nb::str(item.type())));
-  return *value;
-}
-
 nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
   std::vector<HostValue> inputs;
   inputs.reserve(py_inputs.size());
@@ -80,8 +73,22 @@ nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
     nb::gil_scoped_release release;
     outputs = evaluate(fusion, inputs);
   }
+  return hostValuesToPython(std::move(outputs));
+}
+
+}  // namespace
+
+HostValue hostValueFromPython(nb::handle item, size_t index) {
+  if (nb::isinstance<HostTensor>(item)) return nb::cast<HostTensor>(item);
+  auto value = scalarValueFromPython(item);
+  BRAZE_TYPE_CHECK(value.has_value(), "input {}: expected a tensor or a bool/int/float, got {}", index,
+                   nb::cast<std::string>(nb::str(item.type())));
+  return *value;
+}
+
+nb::list hostValuesToPython(std::vector<HostValue> values) {
   nb::list result;
-  for (HostValue& out : outputs) {
+  for (HostValue& out : values) {
     if (auto* tensor = std::get_if<HostTensor>(&out)) {
       result.append(nb::cast(std::move(*tensor)));
     } else {
@@ -90,8 +97,6 @@ nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
   }
   return result;
 }
-
-}  // namespace
 
 void bindExecute(nb::module_& m) {
   nb::class_<HostTensor>(m, "HostTensor", "A tensor in host memory (sizes and strides in elements)")

@@ -11,5 +11,6 @@ void bindErrors(nanobind::module_& m);   // braze::Error kinds -> ValueError / T
 void bindIr(nanobind::module_& m);       // DataType, Fusion, Val handles, FusionGuard, definitions
 void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
 void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
+void bindPlan(nanobind::module_& m);     // fd.explain plans and planned (segmented) execution
 
 }  // namespace braze::python

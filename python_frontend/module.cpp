@@ -11,4 +11,5 @@ NB_MODULE(_C, m) {
   braze::python::bindIr(m);
   braze::python::bindOps(m);
   braze::python::bindExecute(m);
+  braze::python::bindPlan(m);
 }

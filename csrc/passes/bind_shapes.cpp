@@ -86,7 +86,12 @@ Sizes outputSizes(const Expr& expr, size_t output, const BoundShapes& bound) {
     case OpCategory::Reduction:
     case OpCategory::Normalization: return reducedSizes(sizes(0), expr);
     case OpCategory::Meta: {
+      // Sizes only; broadcast and expanded dims get stride 0 so squeezing an expanded dim is allowed.
       StridedLayout in = StridedLayout::rowMajor(sizes(0));
+      const auto dims = expr.input(0)->asTensor()->logical();
+      for (size_t d = 0; d < dims.size() && d < in.strides.size(); ++d) {
+        if (dims[d].isBroadcast()) in.strides[d] = 0;
+      }
       return viewThrough(expr, in, bound.intOperands(expr)).layout.sizes;
     }
     case OpCategory::Data: {

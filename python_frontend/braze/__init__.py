@@ -2,10 +2,11 @@
 
     from braze import FusionDefinition, DataType
 
-Execution currently runs the CPU reference evaluator on numpy inputs (ml_dtypes for bf16/fp8).
+Execution currently plans the fusion (bookending, segmentation) and runs the plan on the CPU
+reference evaluator on numpy inputs (ml_dtypes for bf16/fp8); `fd.explain(inputs)` shows the plan.
 """
 
-from ._C import DataType
+from ._C import DataType, Plan, Segment
 from .fusion_definition import FusionDefinition
 from .handles import Scalar, Tensor
 from .ops import op_names
@@ -24,6 +25,8 @@ def version() -> str:
 __all__ = [
     "DataType",
     "FusionDefinition",
+    "Plan",
+    "Segment",
     "Scalar",
     "Tensor",
     "compute_contiguity",

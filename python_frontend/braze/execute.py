@@ -1,5 +1,7 @@
-"""fd.execute on host inputs: wraps numpy memory (no copy) as HostTensors, runs the CPU reference
-evaluator, and returns numpy arrays / Python numbers.
+"""fd.execute and fd.explain on host inputs: wraps numpy memory (no copy) as HostTensors, plans the
+fusion (bookending, segmentation) and runs the plan on the CPU, segment by segment, returning numpy
+arrays / Python numbers. Outputs that are views of an input (bookended meta ops) share its memory,
+as torch's views do.
 
 Checked here, with the input's index in every message: what only Python can see (GPU objects,
 numpy dtypes braze lacks, read-only arrays updated in place). Everything the definition says about
@@ -28,18 +30,45 @@ _IGNORED_KWARGS = {
 }
 
 
+_BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
+
+
 def execute(fd, inputs, device, kwargs) -> list:
+    bookend = kwargs.pop("bookend", "auto")
     unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
     if unknown:
         raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
     if device is not None and str(device) != "cpu":
         raise RuntimeError(f"execute(device={device!r}): {_GPU_INPUTS}; leave device unset or pass 'cpu'")
+    args, copied = _host_args(fd, inputs)
+    # The planner checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents, stride 0
+    # on expanded dims and the declared contiguity, naming the input's index.
+    outputs = _C.execute(fd._fusion, args, _policy(bookend))
+    for original, copy in copied:
+        np.copyto(original, copy)  # the in-place update must land in the user's array
+    return [_to_python(out) for out in outputs]
+
+
+def explain(fd, inputs, bookend):
+    args, _ = _host_args(fd, inputs)
+    return _C.explain(fd._fusion, args, _policy(bookend))
+
+
+def _policy(bookend) -> str:
+    if bookend not in _BOOKEND_POLICIES:
+        raise ValueError(f"bookend={bookend!r}: expected one of {', '.join(_BOOKEND_POLICIES)}")
+    return bookend
+
+
+def _host_args(fd, inputs):
+    """HostTensors (numpy memory, borrowed) and Python numbers for the inputs, plus the (user array,
+    copy) pairs of in-place inputs that had to be copied to be borrowed."""
     fusion = fd._fusion
     flat = _flatten(inputs)
     aliased = {v.id for v in fusion.aliased_inputs()}
     definitions = fusion.inputs()
     args = []
-    copied = []  # (user's array, the copy braze writes into) for in-place inputs that had to be copied
+    copied = []
     for i, value in enumerate(flat):
         # numpy scalars and 0-D arrays are interchangeable; take the form the definition expects.
         known = i < len(definitions)
@@ -59,13 +88,7 @@ def execute(fd, inputs, device, kwargs) -> list:
         if borrowed is not array and in_place:
             copied.append((array, borrowed))
         args.append(_wrap(borrowed))
-
-    # The evaluator checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents,
-    # stride 0 on expanded dims and the declared contiguity, naming the input's index.
-    outputs = _C.evaluate(fusion, args)
-    for original, copy in copied:
-        np.copyto(original, copy)  # the in-place update must land in the user's array
-    return [_to_python(out) for out in outputs]
+    return args, copied
 
 
 def _flatten(inputs) -> list:

@@ -166,6 +166,16 @@ class FusionDefinition:
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
         return _execute.execute(self, inputs, device, kwargs)
 
+    def explain(self, inputs, *, bookend="auto"):
+        """How braze would run this fusion for these inputs, without running it: a Plan whose
+        `segments` each have `kind` ("alias" or "kernel"), `scheduler`, `vectorize`, `inputs`,
+        `outputs`, `ops` and the `refusals` of the schedulers tried before. `str(plan)` is a table,
+        `plan.to_dot()` Graphviz. `bookend` forces the bookending policy: "auto" (the cost model),
+        "none", "outputs" or "both"; execute takes the same keyword."""
+        if self._state == "open":
+            raise RuntimeError("explain: the definition is still open; call explain after the `with` block")
+        return _execute.explain(self, inputs, bookend)
+
     # ---- introspection ---------------------------------------------------------------------------
     def fusion_ir(self) -> str:
         """The unscheduled fusion, one op per line."""

@@ -1,0 +1,128 @@
+// Plans in Python: fd.explain(inputs) returns a Plan; execute runs one on the CPU (alias outputs
+// come back as views of the inputs). Segments are handed over as plain records of names and
+// strings, so a Python object never points into a plan that has gone away.
+#include "bindings.h"
+#include "host_values.h"
+
+#include "ir/dump.h"
+#include "segmenter/explain.h"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+
+namespace braze::python {
+namespace {
+
+struct SegmentRecord {
+  int64_t id = 0;
+  std::string kind;
+  std::optional<std::string> scheduler;
+  std::optional<int64_t> vectorize;
+  std::vector<std::string> inputs, outputs, ops;
+  std::vector<std::pair<std::string, std::string>> refusals;  // (scheduler, reason)
+};
+
+std::vector<std::string> namesOf(const std::vector<const Val*>& vals) {
+  std::vector<std::string> names;
+  for (const Val* v : vals) names.push_back(v->name());
+  return names;
+}
+
+SegmentRecord recordOf(const Segment& s) {
+  SegmentRecord r;
+  r.id = s.id;
+  r.kind = std::string(toString(s.kind));
+  if (s.scheduler) r.scheduler = std::string(toString(*s.scheduler));
+  r.vectorize = s.vectorize;
+  r.inputs = namesOf(s.inputs);
+  r.outputs = namesOf(s.outputs);
+  for (const Expr* e : s.exprs) r.ops.emplace_back(e->name());
+  for (const auto& [kind, reason] : s.refusals) r.refusals.emplace_back(std::string(toString(kind)), reason);
+  return r;
+}
+
+std::vector<HostValue> hostInputs(nb::list py_inputs) {
+  std::vector<HostValue> inputs;
+  for (size_t i = 0; i < py_inputs.size(); ++i) inputs.push_back(hostValueFromPython(py_inputs[i], i));
+  return inputs;
+}
+
+SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std::string& bookend) {
+  const PlanOptions options{bookendPolicyFromString(bookend)};
+  const auto inputs = hostInputs(py_inputs);
+  nb::gil_scoped_release release;
+  return explain(fusion, inputs, options);
+}
+
+nb::list executeHost(const Fusion& fusion, nb::list py_inputs, const std::string& bookend) {
+  const PlanOptions options{bookendPolicyFromString(bookend)};
+  const auto inputs = hostInputs(py_inputs);
+  std::vector<HostValue> outputs;
+  {
+    nb::gil_scoped_release release;  // the reference evaluator is slow; let other threads run
+    outputs = executeSegmented(fusion, inputs, options);
+  }
+  return hostValuesToPython(std::move(outputs));
+}
+
+}  // namespace
+
+void bindPlan(nb::module_& m) {
+  nb::class_<SegmentRecord>(m, "Segment", "one segment of a plan: an alias segment (views) or a kernel")
+      .def_ro("id", &SegmentRecord::id)
+      .def_ro("kind", &SegmentRecord::kind, "'alias' (host-side views, no kernel) or 'kernel'")
+      .def_ro("scheduler", &SegmentRecord::scheduler, "'pointwise', 'inner_persistent', ...; None if none accepts")
+      .def_ro("vectorize", &SegmentRecord::vectorize, "the vectorize factor; None until the schedulers choose one")
+      .def_ro("inputs", &SegmentRecord::inputs, "names of the tensors it reads (as in fd's repr)")
+      .def_ro("outputs", &SegmentRecord::outputs, "names of the tensors it writes for others")
+      .def_ro("ops", &SegmentRecord::ops, "its ops, in evaluation order")
+      .def_ro("refusals", &SegmentRecord::refusals, "(scheduler, reason) for each scheduler tried before")
+      .def("__repr__", [](const SegmentRecord& s) {
+        return fmt::format("Segment(id={}, kind='{}', scheduler={}, inputs=[{}], outputs=[{}])", s.id, s.kind,
+                           s.scheduler ? "'" + *s.scheduler + "'" : "None", fmt::join(s.inputs, ", "),
+                           fmt::join(s.outputs, ", "));
+      });
+  nb::class_<SegmentedFusion>(m, "Plan", "how braze will run a fusion for given inputs (fd.explain)")
+      .def_prop_ro("segments",
+                   [](const SegmentedFusion& p) {
+                     std::vector<SegmentRecord> records;
+                     for (const Segment& s : p.segments) records.push_back(recordOf(s));
+                     return records;
+                   })
+      .def_prop_ro("kernel_count", &SegmentedFusion::kernelCount)
+      .def_prop_ro("alias_count", &SegmentedFusion::aliasCount)
+      .def_prop_ro("cuts",
+                   [](const SegmentedFusion& p) {
+                     std::vector<std::tuple<int64_t, int64_t, std::string, std::string, std::string>> cuts;
+                     for (const SegmentEdge& e : p.edges) {
+                       cuts.emplace_back(e.producer, e.consumer, e.tensor->name(), std::string(toString(e.reason)),
+                                         e.detail);
+                     }
+                     return cuts;
+                   },
+                   "(producer id, consumer id, tensor, reason, detail) for every tensor passed between segments")
+      .def_prop_ro("bookending",
+                   [](const SegmentedFusion& p) {
+                     std::vector<std::tuple<std::string, std::string, bool, std::string>> rows;
+                     for (const BookendDecision& d : p.bookending.decisions) {
+                       rows.emplace_back(d.side == BookendDecision::Side::Input ? "input" : "output", d.chain,
+                                         d.bookended, d.reason);
+                     }
+                     return rows;
+                   },
+                   "(side, chain, bookended, reason) for every meta-op chain at an input or output")
+      .def("__str__", &SegmentedFusion::toString)
+      .def("__repr__", &SegmentedFusion::toString)
+      .def("to_dot", &SegmentedFusion::toDot, "the plan as a Graphviz digraph");
+  m.def("explain", &explainHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
+        "plans the fusion for these inputs without running it");
+  m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
+        "plans and runs the fusion on the CPU, segment by segment; alias outputs are views of the inputs");
+}
+
+}  // namespace braze::python

@@ -1,0 +1,209 @@
+"""fd.explain: the plan braze makes for given inputs (alias segments, kernels, schedulers, cut
+reasons, bookending), and planned execution: alias outputs share the input's memory, and results
+equal an independent numpy computation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+
+from helpers import BF16, assert_matches
+
+# ---- litGPT qkv split + RoPE (litgpt 0.5.0), as Thunder's benchmark defines it -----------------------
+
+
+def define_rope(fd, B, T, n_head, n_groups, hs, n_elem):
+    q_per_kv = n_head // n_groups
+    shape = [B, T, (n_head + 2 * n_groups) * hs]
+    qkv = fd.define_tensor(shape=shape, contiguity=[None if n == 1 else True for n in shape], dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[T, n_elem], contiguity=[True, True], dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[T, n_elem], contiguity=[True, True], dtype=DataType.BFloat16)
+    x = fd.ops.reshape(qkv, [B, T, n_groups, q_per_kv + 2, hs])
+    x = fd.ops.permute(x, [0, 2, 3, 1, 4])
+
+    def split(lo, hi):
+        return fd.ops.slice(x, [0, 0, lo, 0, 0], [B, n_groups, hi, T, hs], [1, 1, 1, 1, 1])
+
+    q, k, v = split(0, q_per_kv), split(q_per_kv, q_per_kv + 1), split(q_per_kv + 1, q_per_kv + 2)
+    if n_groups != n_head:
+        k = fd.ops.expand(k, [B, n_groups, q_per_kv, T, hs])
+        v = fd.ops.expand(v, [B, n_groups, q_per_kv, T, hs])
+    q, k, v = (fd.ops.reshape(t, [B, -1, T, hs]) for t in (q, k, v))
+
+    def last(t, lo, hi):
+        return fd.ops.slice(t, [0, 0, 0, lo], [B, n_head, T, hi], [1, 1, 1, 1])
+
+    def rope(t):
+        part = last(t, 0, n_elem)
+        x1, x2 = last(part, 0, n_elem // 2), last(part, n_elem // 2, n_elem)
+        rotated = fd.ops.cat([fd.ops.cast(fd.ops.neg(x2), DataType.BFloat16), x1], -1)
+        shape = [B, n_head, T, n_elem]
+        cos_b = fd.ops.broadcast_in_dim(cos, shape, [2, 3])
+        sin_b = fd.ops.broadcast_in_dim(sin, shape, [2, 3])
+        roped = fd.ops.cast(fd.ops.add(fd.ops.mul(part, cos_b), fd.ops.mul(rotated, sin_b)), DataType.BFloat16)
+        return fd.ops.cat([roped, last(t, n_elem, hs)], -1)
+
+    fd.add_output(rope(q))
+    fd.add_output(rope(k))
+    fd.add_output(v)
+
+
+def rope_numpy(qkv, cos, sin, n_head, n_groups, hs, n_elem):
+    B, T, _ = qkv.shape
+    q_per_kv = n_head // n_groups
+    x = qkv.reshape(B, T, n_groups, q_per_kv + 2, hs).transpose(0, 2, 3, 1, 4)
+    q, k, v = x[:, :, :q_per_kv], x[:, :, q_per_kv:q_per_kv + 1], x[:, :, q_per_kv + 1:]
+    if n_groups != n_head:
+        k = np.broadcast_to(k, (B, n_groups, q_per_kv, T, hs))
+        v = np.broadcast_to(v, (B, n_groups, q_per_kv, T, hs))
+    q, k, v = (t.reshape(B, -1, T, hs) for t in (q, k, v))
+
+    def rope(t):
+        part = t[..., :n_elem].astype(np.float32)
+        x1, x2 = part[..., : n_elem // 2], part[..., n_elem // 2:]
+        rotated = np.concatenate([-x2, x1], axis=-1)
+        roped = (part * cos.astype(np.float32) + rotated * sin.astype(np.float32)).astype(BF16)
+        return np.concatenate([roped, t[..., n_elem:]], axis=-1)
+
+    return rope(q), rope(k), v
+
+
+def rope_inputs(B, T, n_head, n_groups, hs, n_elem, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        rng.standard_normal((B, T, (n_head + 2 * n_groups) * hs)).astype(BF16),
+        rng.standard_normal((T, n_elem)).astype(BF16),
+        rng.standard_normal((T, n_elem)).astype(BF16),
+    ]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        dict(B=2, T=6, n_head=4, n_groups=4, hs=8, n_elem=8),  # multi-head (Llama-2 style)
+        dict(B=1, T=5, n_head=8, n_groups=2, hs=8, n_elem=4),  # grouped-query (Llama-3 style), partial rope
+    ],
+    ids=["mha", "gqa"],
+)
+def test_litgpt_rope_is_one_kernel_and_matches_numpy(config):
+    with FusionDefinition() as fd:
+        define_rope(fd, **config)
+    inputs = rope_inputs(**config)
+    plan = fd.explain(inputs)
+    assert plan.kernel_count == 1, str(plan)
+    (kernel,) = [s for s in plan.segments if s.kind == "kernel"]
+    assert kernel.scheduler == "pointwise"
+    q, k, v = fd.execute(inputs)
+    want = rope_numpy(*inputs, **{k_: config[k_] for k_ in ("n_head", "n_groups", "hs", "n_elem")})
+    for name, got, expected in zip("qkv", (q, k, v), want):
+        assert_matches(got, np.asarray(expected).astype(np.float64), BF16, name)
+    if config["n_groups"] == config["n_head"]:
+        # v is a view of qkv: an alias segment, sharing the input's memory as torch's view would.
+        assert plan.alias_count == 1 and np.shares_memory(v, inputs[0])
+    else:
+        # expand then reshape cannot be a view: the one kernel writes v too.
+        assert len(kernel.outputs) == 3 and not np.shares_memory(v, inputs[0])
+
+
+def test_meta_only_outputs_are_views_of_the_input():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(x, [-1, 8]))
+        fd.add_output(fd.ops.permute(x, [2, 0, 1]))
+        fd.add_output(fd.ops.slice(x, [0, 1, 0], [4, 6, 8], [1, 2, 1]))
+    x = np.random.default_rng(1).standard_normal((4, 6, 8)).astype(np.float32)
+    plan = fd.explain([x])
+    assert plan.kernel_count == 0 and plan.alias_count == 3
+    assert all(s.kind == "alias" and s.scheduler == "alias" for s in plan.segments)
+    outs = fd.execute([x])
+    for got, want in zip(outs, [x.reshape(-1, 8), x.transpose(2, 0, 1), x[:, 1:6:2, :]]):
+        np.testing.assert_array_equal(got, want)
+        assert np.shares_memory(got, x)
+        assert got.strides == want.strides  # strides like numpy's own views
+
+
+def test_seed_layer_norm_plan_is_one_inner_persistent_kernel():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        xf = fd.ops.cast(x, DataType.Float)
+        var, mean = fd.ops.var_mean(xf, dims=[2], correction=0, keepdim=False)
+        shape = [4, 3, 1]
+        rstd = fd.ops.rsqrt(fd.ops.add(fd.ops.broadcast_in_dim(var, shape, [0, 1]), 1e-5))
+        full = [4, 3, 16]
+        centered = fd.ops.sub(xf, fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(mean, shape, [0, 1]), full, [0, 1, 2]))
+        normed = fd.ops.mul(centered, fd.ops.broadcast_in_dim(rstd, full, [0, 1, 2]))
+        fd.add_output(fd.ops.cast(fd.ops.mul(normed, fd.ops.cast(fd.ops.broadcast_in_dim(w, full, [2]), DataType.Float)), DataType.BFloat16))
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((4, 3, 16)).astype(BF16), rng.standard_normal(16).astype(BF16)]
+    plan = fd.explain(inputs)
+    (kernel,) = plan.segments
+    assert (kernel.kind, kernel.scheduler, kernel.vectorize) == ("kernel", "inner_persistent", None)
+    assert [name for name, _ in kernel.refusals] == ["alias"]
+    assert "var_mean" in kernel.ops and kernel.inputs == ["T0", "T1"]
+    text = str(plan)
+    assert "inner_persistent" in text and "bookending (policy auto)" in text
+    assert plan.to_dot().startswith("digraph plan {")
+    both = fd.explain(inputs, bookend="both")
+    assert both.kernel_count == 1 and both.alias_count == 1  # the weight's broadcast becomes a view
+    (out,) = fd.execute(inputs, bookend="both")
+    (ref,) = fd.execute(inputs, bookend="none")
+    np.testing.assert_array_equal(out.astype(np.float32), ref.astype(np.float32))
+
+
+def test_cuts_name_their_reason():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[0], keepdim=True)
+        fd.add_output(fd.ops.sub(x, fd.ops.expand(s, [5, 7])))
+        e = fd.ops.segment_set(fd.ops.exp(x))
+        fd.add_output(fd.ops.log(e))
+    x = np.random.default_rng(3).random((5, 7)).astype(np.float32) + 0.5
+    plan = fd.explain([x])
+    reasons = {reason for _, _, _, reason, _ in plan.cuts}
+    assert reasons == {"scheduler refused", "segment_set"}, str(plan)
+    a, b = fd.execute([x])
+    np.testing.assert_allclose(a, x - x.sum(axis=0, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(b, x, rtol=1e-6)
+
+
+def test_bad_bookend_policy_is_a_value_error():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+    with pytest.raises(ValueError, match="bookend='sometimes'"):
+        fd.explain([np.ones(3, np.float32)], bookend="sometimes")
+
+
+def test_explain_checks_inputs_like_execute():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+    with pytest.raises(TypeError, match="input 0 .*expected dtype Float, got Double"):
+        fd.explain([np.ones(3)])
+
+
+def test_braze_dump_segments_prints_the_plan_at_execute():
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from braze import DataType, FusionDefinition
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            fd.add_output(fd.ops.permute(fd.ops.exp(x), [1, 0]))
+        fd.execute([np.ones((2, 3), np.float32)])
+        """
+    )
+    env = dict(os.environ, BRAZE_DUMP="segments")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "plan: 1 segment(s), 1 kernel(s), 0 alias" in result.stderr
+    assert "output T1 -> permute -> T2" in result.stderr
