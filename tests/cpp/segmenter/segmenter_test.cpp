@@ -275,6 +275,24 @@ TEST(Segmenter, MatmulHasNoSchedulerYetButStillRunsOnTheReference) {
   EXPECT_FALSE(plan.segments[0].scheduler.has_value());
 }
 
+TEST(Segmenter, NeverMergesAcrossAPathThroughAnotherSegment) {
+  // exp feeds the matmul (no scheduler) and the add; the add also reads the matmul. Merging exp with
+  // the add would make the matmul both a producer and a consumer of that one kernel.
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* w = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* e = unaryOp(OpKind::Exp, x)->asTensor();
+    f.addOutput(add(e, matmul(e, w)));
+  }
+  const SegmentedFusion plan = expectMatchesReference(f, randomInputs(f, 1, {{4, 4}, {4, 4}}));
+  EXPECT_EQ(plan.segments.size(), 3u) << plan.toString();
+  bool cycle = false;
+  for (const SegmentEdge& e : plan.edges) cycle = cycle || e.reason == CutReason::WouldCreateCycle;
+  EXPECT_TRUE(cycle) << plan.toString();
+}
+
 TEST(Segmenter, TransformerBlocksMatchTheReferenceAndStayFewKernels) {
   Fusion f;
   testing::defineTransformerBlocks(f, {}, 3);
