@@ -51,7 +51,9 @@ Fusion& Fusion::operator=(const Fusion& other) {
     auto* copy = new Expr(expr->id(), expr->kind(), mapAll(expr->inputs()), mapAll(expr->outputs()), expr->attrs());
     exprs_.emplace_back(copy);
     for (Val* out : copy->outputs_) out->definition_ = copy;
-    for (Val* in : copy->inputs_) in->uses_.push_back(copy);
+    for (Val* in : copy->inputs_) {  // one use per expr, as newExpr records it, even for mul(x, x)
+      if (in->uses_.empty() || in->uses_.back() != copy) in->uses_.push_back(copy);
+    }
   }
   inputs_ = mapAll(other.inputs_);
   outputs_ = mapAll(other.outputs_);

@@ -20,6 +20,9 @@ struct Group {
   bool has_segment_set = false;
   bool all_meta = true;
   int64_t bytes = 0;  // what a kernel for the group reads and writes
+  // A topological level of the group graph: every edge goes from a lower level to a higher one.
+  // Node positions cannot serve: a sibling merge makes a group span positions other groups sit in.
+  int64_t level = 0;
 };
 
 struct MergeVerdict {
@@ -51,7 +54,7 @@ class Segmenter {
       for (const Val* out : e->outputs()) producer_[out] = i;
       Group& g = groups_[i];
       g.nodes = {i};
-      g.min_pos = g.max_pos = i;
+      g.min_pos = g.max_pos = g.level = i;
       g.has_segment_set = e->kind() == OpKind::SegmentSet;
       g.all_meta = isMetaOp(e->kind());
     }
@@ -147,26 +150,26 @@ class Segmenter {
     }
   }
 
-  // Whether some path leads from group `from` to group `to` through a third group. Groups whose
-  // every node comes after all of `to`'s cannot lead to it, which keeps the search local.
+  // Whether some path leads from group `from` to group `to` through a third group. Levels rise
+  // along every path, so groups at or above `to`'s level cannot lead to it: the search stays local.
   bool reachesIndirectly(int64_t from, int64_t to) {
+    const int64_t limit = groups_[to].level;
+    if (groups_[from].level >= limit) return false;
     ++current_stamp_;
     std::vector<int64_t> stack;
     forEachConsumer(from, [&](int64_t c) {
-      if (c != to && stamp_[c] != current_stamp_) {
+      if (c != to && stamp_[c] != current_stamp_ && groups_[c].level < limit) {
         stamp_[c] = current_stamp_;
         stack.push_back(c);
       }
     });
-    const int64_t limit = groups_[to].max_pos;
     while (!stack.empty()) {
       const int64_t g = stack.back();
       stack.pop_back();
-      if (groups_[g].min_pos > limit) continue;
       bool found = false;
       forEachConsumer(g, [&](int64_t c) {
         if (c == to) found = true;
-        if (c != from && stamp_[c] != current_stamp_) {
+        if (c != from && stamp_[c] != current_stamp_ && groups_[c].level < limit) {
           stamp_[c] = current_stamp_;
           stack.push_back(c);
         }
@@ -174,6 +177,22 @@ class Segmenter {
       if (found) return true;
     }
     return false;
+  }
+
+  // After a merge the group takes the higher of the two levels; consumers that no longer sit above
+  // it are pushed up, transitively (the graph is acyclic, so this ends).
+  void restoreLevels(int64_t merged) {
+    std::vector<int64_t> stack{merged};
+    while (!stack.empty()) {
+      const int64_t g = stack.back();
+      stack.pop_back();
+      forEachConsumer(g, [&](int64_t c) {
+        if (groups_[c].level <= groups_[g].level) {
+          groups_[c].level = groups_[g].level + 1;
+          stack.push_back(c);
+        }
+      });
+    }
   }
 
   MergeVerdict verdict(int64_t a, int64_t b, Candidate* union_out = nullptr) {
@@ -188,8 +207,7 @@ class Segmenter {
       return {false, CutReason::SegmentSet,
               fmt::format("{} is a segment_set (a hard cut, from the user or from bookending)", cut->output(0)->name())};
     }
-    // A path from x to y needs one of x's nodes before one of y's.
-    if ((ga.min_pos < gb.max_pos && reachesIndirectly(a, b)) || (gb.min_pos < ga.max_pos && reachesIndirectly(b, a))) {
+    if (reachesIndirectly(a, b) || reachesIndirectly(b, a)) {
       return {false, CutReason::WouldCreateCycle, "another segment lies on a path between them"};
     }
     Candidate c = candidateOf({a, b});
@@ -234,9 +252,11 @@ class Segmenter {
     root.has_segment_set = root.has_segment_set || other.has_segment_set;
     root.all_meta = root.all_meta && other.all_meta;
     root.bytes = bytes;
+    root.level = std::max(root.level, other.level);
     other.nodes.clear();
     parent_[b] = a;
     ++version_[a];
+    restoreLevels(a);
     return true;
   }
 

@@ -293,6 +293,35 @@ TEST(Segmenter, NeverMergesAcrossAPathThroughAnotherSegment) {
   EXPECT_TRUE(cycle) << plan.toString();
 }
 
+TEST(Segmenter, SiblingMergesNeverCloseALongCycle) {
+  // Merging siblings makes groups span other groups' positions; the cycle check must still find
+  // the path p3 -> p4 -> {p0, p5} -> p1 -> p2 before merging p2 with p3 (both read C).
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* a = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* c = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* s = segmentSet(unaryOp(OpKind::Neg, a)->asTensor());
+    f.addOutput(add(s, c));
+    TensorView* x2 = segmentSet(add(c, c)->asTensor());
+    f.addOutput(add(a, x2));
+  }
+  expectMatchesReference(f, randomInputs(f, 1, {{6}, {6}}));
+}
+
+TEST(Segmenter, ForcedBookendingOfAViewReadTwiceByOneOp) {
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* v = permute(x, {1, 0});
+    f.addOutput(mul(v, v));
+  }
+  const SegmentedFusion plan = expectMatchesReference(f, randomInputs(f, 1, {{3, 5}}), {.bookend = BookendPolicy::Both});
+  EXPECT_EQ(plan.kernelCount(), 1);
+  EXPECT_EQ(plan.aliasCount(), 1) << plan.toString();
+}
+
 TEST(Segmenter, TransformerBlocksMatchTheReferenceAndStayFewKernels) {
   Fusion f;
   testing::defineTransformerBlocks(f, {}, 3);
