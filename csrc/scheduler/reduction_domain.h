@@ -20,7 +20,8 @@ struct ReductionDomain {
   bool inner = false;                // the reduced dims are the innermost ones (a suffix, ignoring size-1 dims)
 };
 
-// The group's one reduction domain, or why there is none (differing domains, no reduction).
+// The group's one reduction domain, or why there is none (an op no kernel handles, no reduction,
+// differing domains): the first check of both reduction schedulers.
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound);
 
 // The first output of the group that a kernel over `domain` cannot write (its size is neither a

@@ -7,9 +7,6 @@
 namespace braze {
 
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
-  if (facts.unsupported != nullptr) {
-    return Verdict::no(fmt::format("{} has no kernel scheduler yet", exprLabel(*facts.unsupported)));
-  }
   auto domain_or = commonReductionDomain(facts, bound);
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);

@@ -29,7 +29,22 @@ struct MergeVerdict {
   bool ok = false;
   CutReason reason = CutReason::SchedulerRefused;
   std::string detail;
+  int64_t bytes = 0;  // what the union moves, when ok
 };
+
+// A segment for `candidate`, with whichever scheduler accepts it (an alias segment if the alias
+// scheduler does).
+Segment segmentFor(Candidate candidate, const BoundShapes& bound) {
+  SchedulerChoice choice = chooseScheduler(candidate, bound);
+  Segment s;
+  s.kind = choice.kind == SchedulerKind::Alias ? SegmentKind::Alias : SegmentKind::Kernel;
+  s.scheduler = choice.kind;
+  s.exprs = std::move(candidate.exprs);
+  s.inputs = std::move(candidate.inputs);
+  s.outputs = std::move(candidate.outputs);
+  s.refusals = std::move(choice.refusals);
+  return s;
+}
 
 class Segmenter {
  public:
@@ -223,7 +238,7 @@ class Segmenter {
       return {false, CutReason::SchedulerRefused, fmt::format("{}", fmt::join(why, "; "))};
     }
     if (union_out != nullptr) *union_out = std::move(c);
-    return {true, CutReason::SchedulerRefused, ""};
+    return {true, CutReason::SchedulerRefused, "", bytes};
   }
 
   bool tryMerge(int64_t a, int64_t b) {
@@ -236,11 +251,12 @@ class Segmenter {
     auto refused = refused_.find(key);
     if (refused != refused_.end() && refused->second == versions) return false;
     Candidate c;
-    if (!verdict(a, b, &c).ok) {
+    const MergeVerdict v = verdict(a, b, &c);
+    if (!v.ok) {
       refused_[key] = versions;
       return false;
     }
-    const int64_t bytes = bytesOf(c);
+    const int64_t bytes = v.bytes;
     if (groups_[b].min_pos < groups_[a].min_pos) std::swap(a, b);  // the earlier group stays the root
     Group& root = groups_[a];
     Group& other = groups_[b];
@@ -312,16 +328,8 @@ SegmentedFusion Segmenter::buildResult() {
         !done.insert(out).second) {
       continue;
     }
-    Candidate c{inputViewChain(out), {inputViewRoot(out)}, {out}};
-    SchedulerChoice choice = chooseScheduler(c, bound_);  // a view unless a reshape cannot be one: then a copy
-    Segment s;
-    s.kind = choice.kind == SchedulerKind::Alias ? SegmentKind::Alias : SegmentKind::Kernel;
-    s.scheduler = choice.kind;
-    s.exprs = std::move(c.exprs);
-    s.inputs = std::move(c.inputs);
-    s.outputs = std::move(c.outputs);
-    s.refusals = std::move(choice.refusals);
-    result.segments.push_back(std::move(s));
+    // A view, unless a reshape cannot be one: then a kernel copies it.
+    result.segments.push_back(segmentFor({inputViewChain(out), {inputViewRoot(out)}, {out}}, bound_));
   }
   // Groups in dependency order (Kahn's algorithm, earliest first among the ready ones).
   std::vector<int64_t> roots;
@@ -370,24 +378,17 @@ SegmentedFusion Segmenter::buildResult() {
       if (std::find(inputs.begin(), inputs.end(), source) == inputs.end()) inputs.push_back(source);
     }
     c.inputs = inputs;
-    SchedulerChoice choice = chooseScheduler(c, bound_);
-    Segment s;
-    s.kind = choice.kind == SchedulerKind::Alias ? SegmentKind::Alias : SegmentKind::Kernel;
-    s.scheduler = choice.kind;
-    s.exprs = std::move(c.exprs);
-    s.inputs = std::move(c.inputs);
-    s.outputs = std::move(c.outputs);
-    s.refusals = std::move(choice.refusals);
     segment_of_root[r] = static_cast<int64_t>(result.segments.size());
-    result.segments.push_back(std::move(s));
+    result.segments.push_back(segmentFor(std::move(c), bound_));
   }
   BRAZE_ASSERT(segment_of_root.size() == roots.size(), "the segment graph has a cycle");
   for (size_t i = 0; i < result.segments.size(); ++i) result.segments[i].id = static_cast<int64_t>(i);
   // Every cut between two groups, with the reason they stayed apart.
   for (int64_t r : roots) {
+    const std::vector<const Val*> written = candidateOf({r}).outputs;
     for (int64_t c : consumers[r]) {
       const MergeVerdict v = verdict(r, c);
-      for (const Val* t : candidateOf({r}).outputs) {
+      for (const Val* t : written) {
         bool read = false;
         for (const Expr* use : t->uses()) {
           auto u = node_of_.find(use);
