@@ -4,7 +4,9 @@
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"
 
+#include <array>
 #include <cmath>
+#include <span>
 
 namespace braze::reference {
 namespace {
@@ -86,55 +88,19 @@ DataType computeDtype(const Expr& expr) {
 double readD(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readDouble(offset) : toDouble(s.scalar); }
 int64_t readI(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readInt(offset) : toInt(s.scalar); }
 
-double ternaryFloat(OpKind kind, double a, double b, double c) {
-  switch (kind) {
-    case OpKind::Where: return a != 0.0 ? b : c;
-    case OpKind::Lerp:  // torch's form: exact at both ends
-      return std::abs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1.0 - c);
-    case OpKind::Clamp: return std::isnan(a) ? a : std::min(std::max(a, b), c);
-    case OpKind::Threshold: return a <= b ? c : a;
-    default: BRAZE_UNREACHABLE("ternaryFloat({})", opName(kind));
-  }
-}
-
-int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c) {
-  switch (kind) {
-    case OpKind::Where: return a != 0 ? b : c;
-    case OpKind::Clamp: return std::min(std::max(a, b), c);
-    case OpKind::Threshold: return a <= b ? c : a;
-    default: BRAZE_UNREACHABLE("ternaryInt({})", opName(kind));
-  }
-}
-
-// Evaluates one element in float64.
+// Reads one element of every operand and evaluates it in float64 (or exactly in int64, below).
 double elementFloat(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {
-  const OpKind kind = expr.kind();
-  switch (opInfo(kind).category) {
-    case OpCategory::Unary: return unaryFloat(kind, readD(srcs[0], off[0]), dtype);
-    case OpCategory::Binary: return binaryFloat(kind, readD(srcs[0], off[0]), readD(srcs[1], off[1]), dtype);
-    case OpCategory::Ternary:
-      if (kind == OpKind::Addcmul) {
-        return readD(srcs[0], off[0]) + readD(srcs[3], off[3]) * readD(srcs[1], off[1]) * readD(srcs[2], off[2]);
-      }
-      return ternaryFloat(kind, readD(srcs[0], off[0]), readD(srcs[1], off[1]), readD(srcs[2], off[2]));
-    default: BRAZE_UNREACHABLE("elementFloat({})", expr.name());
-  }
+  std::array<double, 4> x{};
+  BRAZE_ASSERT(srcs.size() <= x.size(), "{}: {} operands", expr.name(), srcs.size());
+  for (size_t i = 0; i < srcs.size(); ++i) x[i] = readD(srcs[i], off[i]);
+  return elementwiseFloat(expr.kind(), std::span<const double>(x.data(), srcs.size()), dtype);
 }
 
 int64_t elementInt(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {
-  const OpKind kind = expr.kind();
-  switch (opInfo(kind).category) {
-    case OpCategory::Unary: return unaryInt(kind, readI(srcs[0], off[0]), dtype);
-    case OpCategory::Binary: return binaryInt(kind, readI(srcs[0], off[0]), readI(srcs[1], off[1]), dtype);
-    case OpCategory::Ternary:
-      if (kind == OpKind::Addcmul) {
-        const auto p = static_cast<uint64_t>(readI(srcs[3], off[3])) * static_cast<uint64_t>(readI(srcs[1], off[1])) *
-                       static_cast<uint64_t>(readI(srcs[2], off[2]));
-        return static_cast<int64_t>(static_cast<uint64_t>(readI(srcs[0], off[0])) + p);
-      }
-      return ternaryInt(kind, readI(srcs[0], off[0]), readI(srcs[1], off[1]), readI(srcs[2], off[2]));
-    default: BRAZE_UNREACHABLE("elementInt({})", expr.name());
-  }
+  std::array<int64_t, 4> x{};
+  BRAZE_ASSERT(srcs.size() <= x.size(), "{}: {} operands", expr.name(), srcs.size());
+  for (size_t i = 0; i < srcs.size(); ++i) x[i] = readI(srcs[i], off[i]);
+  return elementwiseInt(expr.kind(), std::span<const int64_t>(x.data(), srcs.size()), dtype);
 }
 
 // Writes a float64 result into the output's type: rounding for floats, CUDA's conversion for ints.

@@ -3,6 +3,7 @@
 #include "ir/error.h"
 #include "reference/numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -254,6 +255,51 @@ int64_t binaryInt(OpKind kind, int64_t a, int64_t b, DataType dtype) {
       return static_cast<int64_t>((ua & mask) >> b);  // zero-filling, on the type's own width
     }
     default: BRAZE_UNREACHABLE("{} has no integer binary math", opName(kind));
+  }
+}
+
+double ternaryFloat(OpKind kind, double a, double b, double c) {
+  switch (kind) {
+    case OpKind::Where: return a != 0.0 ? b : c;
+    case OpKind::Lerp:  // torch's form: exact at both ends
+      return std::abs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1.0 - c);
+    case OpKind::Clamp: return std::isnan(a) ? a : std::min(std::max(a, b), c);
+    case OpKind::Threshold: return a <= b ? c : a;
+    default: BRAZE_UNREACHABLE("ternaryFloat({})", opName(kind));
+  }
+}
+
+int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c) {
+  switch (kind) {
+    case OpKind::Where: return a != 0 ? b : c;
+    case OpKind::Clamp: return std::min(std::max(a, b), c);
+    case OpKind::Threshold: return a <= b ? c : a;
+    default: BRAZE_UNREACHABLE("ternaryInt({})", opName(kind));
+  }
+}
+
+double elementwiseFloat(OpKind kind, std::span<const double> x, DataType dtype) {
+  switch (opInfo(kind).category) {
+    case OpCategory::Unary: return unaryFloat(kind, x[0], dtype);
+    case OpCategory::Binary: return binaryFloat(kind, x[0], x[1], dtype);
+    case OpCategory::Ternary:
+      if (kind == OpKind::Addcmul) return x[0] + x[3] * x[1] * x[2];
+      return ternaryFloat(kind, x[0], x[1], x[2]);
+    default: BRAZE_UNREACHABLE("elementwiseFloat({})", opName(kind));
+  }
+}
+
+int64_t elementwiseInt(OpKind kind, std::span<const int64_t> x, DataType dtype) {
+  switch (opInfo(kind).category) {
+    case OpCategory::Unary: return unaryInt(kind, x[0], dtype);
+    case OpCategory::Binary: return binaryInt(kind, x[0], x[1], dtype);
+    case OpCategory::Ternary:
+      if (kind == OpKind::Addcmul) {
+        const auto p = static_cast<uint64_t>(x[3]) * static_cast<uint64_t>(x[1]) * static_cast<uint64_t>(x[2]);
+        return static_cast<int64_t>(static_cast<uint64_t>(x[0]) + p);
+      }
+      return ternaryInt(kind, x[0], x[1], x[2]);
+    default: BRAZE_UNREACHABLE("elementwiseInt({})", opName(kind));
   }
 }
 

@@ -6,6 +6,7 @@
 #include "ir/op_kind.h"
 
 #include <cstdint>
+#include <span>
 
 namespace braze::reference {
 
@@ -15,6 +16,14 @@ double unaryFloat(OpKind kind, double x, DataType dtype);
 int64_t unaryInt(OpKind kind, int64_t x, DataType dtype);
 double binaryFloat(OpKind kind, double a, double b, DataType dtype);
 int64_t binaryInt(OpKind kind, int64_t a, int64_t b, DataType dtype);
+// where(cond, a, b), lerp(start, end, weight), clamp(x, lo, hi), threshold(x, threshold, value).
+double ternaryFloat(OpKind kind, double a, double b, double c);
+int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c);
+
+// One element of any unary, binary or ternary op (addcmul's operands: x, t1, t2, value), dispatched
+// on the op's category: what evalElementwise computes per element and the kernel simulator reuses.
+double elementwiseFloat(OpKind kind, std::span<const double> x, DataType dtype);
+int64_t elementwiseInt(OpKind kind, std::span<const int64_t> x, DataType dtype);
 
 // Rounds a float64 to what a value of `dtype` holds (identity for Double).
 double roundToType(double x, DataType dtype);

@@ -29,45 +29,59 @@ SegmentedFusion explain(const Fusion& fusion, const std::vector<HostValue>& inpu
   return plan;
 }
 
-std::vector<HostValue> runOnReference(const SegmentedFusion& plan, const std::vector<HostValue>& inputs) {
+std::unordered_map<const Val*, HostValue> planValues(const SegmentedFusion& plan, const std::vector<HostValue>& inputs) {
   const Fusion& fusion = *plan.fusion;
-  BRAZE_ASSERT(inputs.size() == fusion.inputs().size(), "runOnReference: {} inputs for a plan of {}", inputs.size(),
+  BRAZE_ASSERT(inputs.size() == fusion.inputs().size(), "running a plan: {} inputs for a plan of {}", inputs.size(),
                fusion.inputs().size());
   std::unordered_map<const Val*, HostValue> values;
   for (size_t i = 0; i < inputs.size(); ++i) values.emplace(fusion.inputs()[i], inputs[i]);
   for (const auto& val : fusion.vals()) {
     if (val->isScalar() && plan.bound.hasScalar(val.get())) values.emplace(val.get(), plan.bound.scalarOf(val.get()));
   }
+  return values;
+}
+
+void runAliasSegment(const SegmentedFusion& plan, const Segment& segment,
+                     std::unordered_map<const Val*, HostValue>& values) {
+  for (const Expr* e : segment.exprs) {
+    const HostTensor& in = std::get<HostTensor>(values.at(e->input(0)));
+    const ViewResult view = viewThrough(*e, StridedLayout{in.sizes(), in.strides(), in.offset()},
+                                        plan.bound.intOperands(*e));
+    BRAZE_ASSERT(view.is_view, "alias segment {}: {}", segment.id, view.reason);
+    values.insert_or_assign(e->output(0), in.view(view.layout.sizes, view.layout.strides, view.layout.offset));
+  }
+}
+
+void runSegmentOnReference(const Segment& segment, std::unordered_map<const Val*, HostValue>& values) {
+  // A kernel sees only its inputs and scalars, and leaves only its outputs behind.
+  std::unordered_map<const Val*, HostValue> local;
+  for (const Val* in : segment.inputs) local.emplace(in, values.at(in));
+  for (const Expr* e : segment.exprs) {
+    std::vector<const HostValue*> operands;
+    for (const Val* in : e->inputs()) {
+      auto it = in->isScalar() ? values.find(in) : local.find(in);
+      BRAZE_ASSERT(it != (in->isScalar() ? values.end() : local.end()), "segment {}: {} reads {}, which it has no "
+                   "value for", segment.id, e->name(), in->name());
+      operands.push_back(&it->second);
+    }
+    std::vector<HostValue> results = evaluateExpr(*e, operands);
+    for (size_t i = 0; i < results.size(); ++i) local.insert_or_assign(e->output(i), std::move(results[i]));
+  }
+  for (const Val* out : segment.outputs) {
+    values.insert_or_assign(out, std::get<HostTensor>(local.at(out)).contiguous());
+  }
+}
+
+std::vector<HostValue> runOnReference(const SegmentedFusion& plan, const std::vector<HostValue>& inputs) {
+  auto values = planValues(plan, inputs);
   for (const Segment& segment : plan.segments) {
     if (segment.kind == SegmentKind::Alias) {
-      for (const Expr* e : segment.exprs) {
-        const HostTensor& in = std::get<HostTensor>(values.at(e->input(0)));
-        const ViewResult view = viewThrough(*e, StridedLayout{in.sizes(), in.strides(), in.offset()},
-                                            plan.bound.intOperands(*e));
-        BRAZE_ASSERT(view.is_view, "alias segment {}: {}", segment.id, view.reason);
-        values.insert_or_assign(e->output(0), in.view(view.layout.sizes, view.layout.strides, view.layout.offset));
-      }
-      continue;
-    }
-    // A kernel sees only its inputs and scalars, and leaves only its outputs behind.
-    std::unordered_map<const Val*, HostValue> local;
-    for (const Val* in : segment.inputs) local.emplace(in, values.at(in));
-    for (const Expr* e : segment.exprs) {
-      std::vector<const HostValue*> operands;
-      for (const Val* in : e->inputs()) {
-        auto it = in->isScalar() ? values.find(in) : local.find(in);
-        BRAZE_ASSERT(it != (in->isScalar() ? values.end() : local.end()), "segment {}: {} reads {}, which it has no "
-                     "value for", segment.id, e->name(), in->name());
-        operands.push_back(&it->second);
-      }
-      std::vector<HostValue> results = evaluateExpr(*e, operands);
-      for (size_t i = 0; i < results.size(); ++i) local.insert_or_assign(e->output(i), std::move(results[i]));
-    }
-    for (const Val* out : segment.outputs) {
-      values.insert_or_assign(out, std::get<HostTensor>(local.at(out)).contiguous());
+      runAliasSegment(plan, segment, values);
+    } else {
+      runSegmentOnReference(segment, values);
     }
   }
-  return collectOutputs(fusion, values, /*row_major=*/false);
+  return collectOutputs(*plan.fusion, values, /*row_major=*/false);
 }
 
 std::vector<HostValue> executeSegmented(const Fusion& fusion, const std::vector<HostValue>& inputs,

@@ -26,7 +26,8 @@ struct Segment {
   std::vector<const Val*> inputs;          // tensors read from fusion inputs or other segments
   std::vector<const Val*> outputs;         // tensors other segments or the user read
   std::vector<std::pair<SchedulerKind, std::string>> refusals;  // schedulers tried before, with reasons
-  std::optional<int64_t> vectorize;        // set by the schedulers' heuristics (a later stage)
+  std::optional<int64_t> vectorize;        // set by the schedulers' heuristics when the plan is compiled
+  std::string heuristics;                  // the heuristics' parameters, one line, once compiled
 };
 
 // Why two segments joined by a tensor were not merged: one of a closed list, and the detail.

@@ -1,0 +1,438 @@
+#include "kernel/kernel_ir.h"
+
+#include "ir/error.h"
+
+#include <bit>
+#include <cstring>
+
+namespace braze::kernel {
+
+std::string_view toString(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Any: return "any";
+    case ReduceOp::All: return "all";
+  }
+  return "?";
+}
+
+ExprId KernelBuilder::intern(KExpr e) {
+  std::vector<int64_t> key{static_cast<int64_t>(e.kind), static_cast<int64_t>(e.dtype), e.index,
+                           static_cast<int64_t>(e.op), static_cast<int64_t>(e.from), e.i,
+                           std::bit_cast<int64_t>(e.f), e.ref};
+  key.insert(key.end(), e.args.begin(), e.args.end());
+  auto [it, inserted] = interned_.try_emplace(std::move(key), static_cast<ExprId>(k_.exprs.size()));
+  if (inserted) k_.exprs.push_back(std::move(e));
+  return it->second;
+}
+
+std::optional<int64_t> KernelBuilder::constValue(ExprId id) const {
+  const KExpr& e = k_.exprs[id];
+  if (e.kind == EKind::ConstInt || e.kind == EKind::ConstBool) return e.i;
+  return std::nullopt;
+}
+
+ExprId KernelBuilder::index(int64_t value) {
+  KExpr e;
+  e.kind = EKind::ConstInt;
+  e.index = true;
+  e.i = value;
+  return intern(e);
+}
+
+ExprId KernelBuilder::boolean(bool value) {
+  KExpr e;
+  e.kind = EKind::ConstBool;
+  e.dtype = DataType::Bool;
+  e.i = value;
+  return intern(e);
+}
+
+ExprId KernelBuilder::constant(double value, DataType dtype) {
+  if (!isFloating(dtype)) return constantInt(static_cast<int64_t>(value), dtype);
+  KExpr e;
+  e.kind = EKind::ConstFloat;
+  e.dtype = dtype;
+  e.f = value;
+  return intern(e);
+}
+
+ExprId KernelBuilder::constantInt(int64_t value, DataType dtype) {
+  if (isFloating(dtype)) return constant(static_cast<double>(value), dtype);
+  if (isBool(dtype)) return boolean(value != 0);
+  KExpr e;
+  e.kind = EKind::ConstInt;
+  e.dtype = dtype;
+  e.i = value;
+  return intern(e);
+}
+
+ExprId KernelBuilder::threadIdx(int axis) {
+  KExpr e;
+  e.kind = EKind::ThreadIdx;
+  e.index = true;
+  e.i = axis;
+  return intern(e);
+}
+
+ExprId KernelBuilder::blockIdx(int axis) {
+  KExpr e;
+  e.kind = EKind::BlockIdx;
+  e.index = true;
+  e.i = axis;
+  return intern(e);
+}
+
+ExprId KernelBuilder::ref(VarId var) {
+  const KVar& v = k_.vars[var];
+  KExpr e;
+  e.kind = EKind::VarRef;
+  e.dtype = v.dtype;
+  e.index = v.index;
+  e.ref = var;
+  return intern(e);
+}
+
+ExprId KernelBuilder::binaryIndex(EKind kind, ExprId a, ExprId b) {
+  KExpr e;
+  e.kind = kind;
+  const bool predicate = kind == EKind::Lt || kind == EKind::Le || kind == EKind::Eq || kind == EKind::And ||
+                         kind == EKind::Or;
+  e.dtype = predicate ? DataType::Bool : DataType::Int64;
+  e.index = !predicate;
+  e.args = {a, b};
+  return intern(e);
+}
+
+// Index arithmetic folds constants and identities, so that specialized kernels print and simulate
+// only the arithmetic that depends on a thread, a block or a loop.
+ExprId KernelBuilder::add(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return index(*ca + *cb);
+  if (ca && *ca == 0) return b;
+  if (cb && *cb == 0) return a;
+  return binaryIndex(EKind::Add, a, b);
+}
+
+ExprId KernelBuilder::sub(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return index(*ca - *cb);
+  if (cb && *cb == 0) return a;
+  if (a == b) return index(0);
+  return binaryIndex(EKind::Sub, a, b);
+}
+
+ExprId KernelBuilder::mul(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return index(*ca * *cb);
+  if ((ca && *ca == 0) || (cb && *cb == 0)) return index(0);
+  if (ca && *ca == 1) return b;
+  if (cb && *cb == 1) return a;
+  return binaryIndex(EKind::Mul, a, b);
+}
+
+ExprId KernelBuilder::div(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  BRAZE_ASSERT(!cb || *cb != 0, "kernel index division by zero");
+  if (ca && cb) return index(*ca / *cb);
+  if (cb && *cb == 1) return a;
+  if (ca && *ca == 0) return a;
+  return binaryIndex(EKind::Div, a, b);
+}
+
+ExprId KernelBuilder::mod(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  BRAZE_ASSERT(!cb || *cb != 0, "kernel index modulo by zero");
+  if (ca && cb) return index(*ca % *cb);
+  if (cb && *cb == 1) return index(0);
+  if (ca && *ca == 0) return a;
+  return binaryIndex(EKind::Mod, a, b);
+}
+
+ExprId KernelBuilder::min(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return index(std::min(*ca, *cb));
+  return binaryIndex(EKind::Min, a, b);
+}
+
+ExprId KernelBuilder::lt(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return boolean(*ca < *cb);
+  return binaryIndex(EKind::Lt, a, b);
+}
+
+ExprId KernelBuilder::le(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return boolean(*ca <= *cb);
+  return binaryIndex(EKind::Le, a, b);
+}
+
+ExprId KernelBuilder::eq(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return boolean(*ca == *cb);
+  return binaryIndex(EKind::Eq, a, b);
+}
+
+ExprId KernelBuilder::land(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca) return *ca ? b : boolean(false);
+  if (cb) return *cb ? a : boolean(false);
+  if (a == b) return a;
+  return binaryIndex(EKind::And, a, b);
+}
+
+ExprId KernelBuilder::lor(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca) return *ca ? boolean(true) : b;
+  if (cb) return *cb ? boolean(true) : a;
+  return binaryIndex(EKind::Or, a, b);
+}
+
+ExprId KernelBuilder::lnot(ExprId a) {
+  if (auto ca = constValue(a)) return boolean(!*ca);
+  KExpr e;
+  e.kind = EKind::Not;
+  e.dtype = DataType::Bool;
+  e.args = {a};
+  return intern(e);
+}
+
+ExprId KernelBuilder::select(ExprId cond, ExprId a, ExprId b) {
+  if (auto c = constValue(cond)) return *c ? a : b;
+  if (a == b) return a;
+  KExpr e;
+  e.kind = EKind::Select;
+  e.dtype = k_.exprs[a].dtype;
+  e.index = k_.exprs[a].index;
+  e.args = {cond, a, b};
+  return intern(e);
+}
+
+ExprId KernelBuilder::elementwise(OpKind op, DataType dtype, std::vector<ExprId> args) {
+  KExpr e;
+  e.kind = EKind::Elementwise;
+  e.op = op;
+  e.dtype = dtype;
+  e.args = std::move(args);
+  return intern(e);
+}
+
+ExprId KernelBuilder::cast(ExprId value, DataType to) {
+  const KExpr& v = k_.exprs[value];
+  if (v.dtype == to && !v.index) return value;
+  KExpr e;
+  e.kind = EKind::Cast;
+  e.from = v.dtype;
+  e.dtype = to;
+  e.args = {value};
+  return intern(e);
+}
+
+ExprId KernelBuilder::indexToValue(ExprId idx, DataType dtype) {
+  KExpr e;
+  e.kind = EKind::IndexToValue;
+  e.dtype = dtype;
+  e.args = {idx};
+  return intern(e);
+}
+
+ExprId KernelBuilder::valueToIndex(ExprId value) {
+  if (k_.exprs[value].index) return value;
+  KExpr e;
+  e.kind = EKind::ValueToIndex;
+  e.index = true;
+  e.args = {value};
+  return intern(e);
+}
+
+ExprId KernelBuilder::load(TensorId tensor, ExprId offset) {
+  KExpr e;
+  e.kind = EKind::Load;
+  e.dtype = k_.tensors[tensor].dtype;
+  e.ref = tensor;
+  e.args = {offset};
+  return intern(e);
+}
+
+ExprId KernelBuilder::localRead(VarId array, ExprId at) {
+  KExpr e;
+  e.kind = EKind::LocalRead;
+  e.dtype = k_.vars[array].dtype;
+  e.ref = array;
+  e.args = {at};
+  return intern(e);
+}
+
+int64_t KernelBuilder::divisibility(ExprId id) const {
+  static constexpr int64_t kMax = int64_t{1} << 20;
+  const KExpr& e = k_.exprs[id];
+  auto pow2 = [](int64_t v) { return v == 0 ? kMax : std::min<int64_t>(kMax, v & -v); };
+  switch (e.kind) {
+    case EKind::ConstInt: return pow2(e.i < 0 ? -e.i : e.i);
+    case EKind::Add:
+    case EKind::Sub: return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
+    case EKind::Mul: return std::min(kMax, divisibility(e.args[0]) * divisibility(e.args[1]));
+    case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
+    default: return 1;
+  }
+}
+
+VarId KernelBuilder::scalarVar(std::string prefix, DataType dtype, bool is_index) {
+  const int n = name_counts_[prefix]++;
+  KVar v;
+  v.name = n == 0 && prefix.size() > 1 ? prefix : prefix + std::to_string(n);
+  v.dtype = dtype;
+  v.index = is_index;
+  k_.vars.push_back(std::move(v));
+  return static_cast<VarId>(k_.vars.size() - 1);
+}
+
+VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, VarKind kind) {
+  const VarId id = scalarVar(std::move(prefix), dtype);
+  k_.vars[id].kind = kind;
+  k_.vars[id].size = size;
+  return id;
+}
+
+TensorId KernelBuilder::addTensor(TensorParam param) {
+  k_.tensors.push_back(std::move(param));
+  return static_cast<TensorId>(k_.tensors.size() - 1);
+}
+
+std::vector<Stmt>& KernelBuilder::current() { return open_.empty() ? k_.body : *open_.back().target; }
+
+void KernelBuilder::pushTarget(std::vector<Stmt>* target) { open_.push_back({nullptr, target}); }
+
+void KernelBuilder::popTarget() {
+  BRAZE_ASSERT(!open_.empty() && open_.back().stmt == nullptr, "popTarget without a pushed target");
+  open_.pop_back();
+}
+
+void KernelBuilder::push(Stmt s) { current().push_back(std::move(s)); }
+
+void KernelBuilder::let(VarId var, ExprId value) {
+  Stmt s;
+  s.kind = SKind::Let;
+  s.var = var;
+  s.a = value;
+  push(std::move(s));
+}
+
+ExprId KernelBuilder::letValue(std::string prefix, ExprId value) {
+  const KExpr& e = k_.exprs[value];
+  if (e.kind == EKind::ConstInt || e.kind == EKind::ConstFloat || e.kind == EKind::ConstBool ||
+      e.kind == EKind::VarRef) {
+    return value;
+  }
+  const VarId var = scalarVar(std::move(prefix), e.dtype, e.index);
+  let(var, value);
+  return ref(var);
+}
+
+void KernelBuilder::assign(VarId var, ExprId value) {
+  Stmt s;
+  s.kind = SKind::Assign;
+  s.var = var;
+  s.a = value;
+  push(std::move(s));
+}
+
+void KernelBuilder::declare(VarId array) {
+  Stmt s;
+  s.kind = SKind::Declare;
+  s.var = array;
+  push(std::move(s));
+}
+
+void KernelBuilder::localWrite(VarId array, ExprId at, ExprId value) {
+  Stmt s;
+  s.kind = SKind::LocalWrite;
+  s.var = array;
+  s.a = at;
+  s.b = value;
+  push(std::move(s));
+}
+
+void KernelBuilder::store(TensorId tensor, ExprId offset, ExprId value) {
+  Stmt s;
+  s.kind = SKind::Store;
+  s.tensor = tensor;
+  s.a = offset;
+  s.b = value;
+  push(std::move(s));
+}
+
+void KernelBuilder::vecLoad(VarId array, ExprId at, TensorId tensor, ExprId offset, int width) {
+  Stmt s;
+  s.kind = SKind::VecLoad;
+  s.var = array;
+  s.tensor = tensor;
+  s.a = offset;
+  s.b = at;
+  s.width = width;
+  push(std::move(s));
+}
+
+void KernelBuilder::vecStore(TensorId tensor, ExprId offset, VarId array, ExprId at, int width) {
+  Stmt s;
+  s.kind = SKind::VecStore;
+  s.var = array;
+  s.tensor = tensor;
+  s.a = offset;
+  s.b = at;
+  s.width = width;
+  push(std::move(s));
+}
+
+void KernelBuilder::blockReduce(VarId var, ReduceOp op, int axis) {
+  Stmt s;
+  s.kind = SKind::BlockReduce;
+  s.var = var;
+  s.reduce = op;
+  s.axis = axis;
+  push(std::move(s));
+}
+
+void KernelBuilder::barrier() {
+  Stmt s;
+  s.kind = SKind::Barrier;
+  push(std::move(s));
+}
+
+void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
+  Stmt s;
+  s.kind = SKind::For;
+  s.var = var;
+  s.a = begin;
+  s.b = end;
+  s.c = step;
+  s.unroll = unroll;
+  push(std::move(s));
+  Stmt* opened = &current().back();
+  open_.push_back({opened, &opened->body});
+}
+
+void KernelBuilder::openIf(ExprId cond) {
+  Stmt s;
+  s.kind = SKind::If;
+  s.a = cond;
+  push(std::move(s));
+  Stmt* opened = &current().back();
+  open_.push_back({opened, &opened->body});
+}
+
+void KernelBuilder::openElse() {
+  BRAZE_ASSERT(!open_.empty() && open_.back().stmt != nullptr && open_.back().stmt->kind == SKind::If,
+               "openElse without an open if");
+  open_.back().target = &open_.back().stmt->orelse;
+}
+
+void KernelBuilder::close() {
+  BRAZE_ASSERT(!open_.empty() && open_.back().stmt != nullptr, "close without an open block");
+  open_.pop_back();
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,199 @@
+// The kernel IR: one kernel as its two consumers (the CUDA emitter and the CPU simulator) need it.
+// Typed scalar expressions (interned, so equal index arithmetic is one node), statements (let, for,
+// if, loads and stores, vector loads and stores, block reductions, barriers), tensor parameters with
+// the layout the kernel was specialized for, and a fixed launch shape. Kernels are specialized on
+// sizes and strides (like torch.compile with static shapes): index arithmetic folds to constants.
+#pragma once
+
+#include "ir/data_type.h"
+#include "ir/op_kind.h"
+#include "ir/val.h"
+#include "passes/alias_analysis.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <optional>
+#include <vector>
+
+namespace braze::kernel {
+
+using ExprId = int32_t;
+using VarId = int32_t;
+using TensorId = int32_t;
+
+enum class EKind : uint8_t {
+  ConstInt,     // index or integer constant (i)
+  ConstFloat,   // floating constant (f)
+  ConstBool,    // (i)
+  VarRef,       // a local scalar or loop variable (var)
+  ThreadIdx,    // threadIdx.{x,y} (axis in i)
+  BlockIdx,     // blockIdx.{x,y}
+  // Index and predicate arithmetic on `index` values (and bools).
+  Add, Sub, Mul, Div, Mod, Min, Lt, Le, Eq, And, Or, Not, Select,
+  Elementwise,  // an OpKind on compute values (op), result of Val dtype `dtype`
+  Cast,         // a compute value of dtype `from` to `dtype`
+  IndexToValue, // an index value as a value of `dtype` (iota, gathers' index as data)
+  ValueToIndex, // an integer value used as an index
+  Load,         // tensor[offset] converted to its compute type (tensor, a = offset)
+  LocalRead,    // array[a]
+};
+
+struct KExpr {
+  EKind kind = EKind::ConstInt;
+  DataType dtype = DataType::Int64;  // the value's dtype; index values are Int64 with index = true
+  bool index = false;
+  OpKind op = OpKind::Add;   // Elementwise
+  DataType from = DataType::Null;  // Cast
+  int64_t i = 0;             // ConstInt/ConstBool value; ThreadIdx/BlockIdx axis
+  double f = 0;              // ConstFloat
+  int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor
+  std::vector<ExprId> args;  // operands
+};
+
+enum class VarKind : uint8_t { Scalar, LocalArray, SharedArray };
+
+struct KVar {
+  std::string name;
+  DataType dtype = DataType::Float;
+  bool index = false;
+  VarKind kind = VarKind::Scalar;
+  int64_t size = 0;  // arrays
+};
+
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Any, All };
+std::string_view toString(ReduceOp op);
+
+enum class SKind : uint8_t {
+  Let,        // var = a (declares)
+  Assign,     // var = a
+  Declare,    // declares an array var
+  LocalWrite, // var[a] = b
+  For,        // for var in [a, b) step c (unrolled when `unroll`)
+  If,         // if a { body } else { orelse }
+  Store,      // tensor[a] = b (converted to the tensor's storage type)
+  VecLoad,    // var[b .. b+width) = tensor[a .. a+width)   (one `width`-element aligned access)
+  VecStore,   // tensor[a .. a+width) = var[b .. b+width)
+  BlockReduce,// var = reduce(op, var) over the threads that share the other thread index (axis)
+  Barrier,
+};
+
+struct Stmt {
+  SKind kind = SKind::Let;
+  VarId var = -1;
+  TensorId tensor = -1;
+  ExprId a = -1, b = -1, c = -1;
+  int32_t width = 1;
+  bool unroll = false;
+  int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
+  ReduceOp reduce = ReduceOp::Sum;
+  std::vector<Stmt> body, orelse;
+};
+
+struct TensorParam {
+  std::string name;       // "T3"
+  DataType dtype = DataType::Float;
+  bool output = false;
+  const Val* val = nullptr;      // the segment's input or output it stands for
+  const Val* storage = nullptr;  // whose buffer is passed: val, or the fusion input an alias view reads
+  StridedLayout layout;      // what the kernel indexes: sizes, strides and offset in elements from the bound pointer
+  int64_t alignment_bytes = 16;
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<TensorParam> tensors;
+  std::vector<KExpr> exprs;
+  std::vector<KVar> vars;
+  std::vector<Stmt> body;
+  std::array<int64_t, 2> grid{1, 1};
+  std::array<int64_t, 2> block{1, 1};
+  bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)
+  int64_t vectorize = 1;    // elements per vector access along the innermost dim
+  std::string summary;      // the heuristics, one line: what explain and the dumps print
+
+  int64_t threadsPerBlock() const { return block[0] * block[1]; }
+};
+
+// Builds a kernel's expressions and statements: interns expressions, folds constant index math,
+// and appends statements to the innermost open block.
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(Kernel& kernel) : k_(kernel) {}
+  Kernel& kernel() { return k_; }
+  const KExpr& expr(ExprId id) const { return k_.exprs[id]; }
+
+  ExprId index(int64_t value);
+  ExprId boolean(bool value);
+  ExprId constant(double value, DataType dtype);
+  ExprId constantInt(int64_t value, DataType dtype);
+  ExprId threadIdx(int axis);
+  ExprId blockIdx(int axis);
+  ExprId ref(VarId var);
+  ExprId add(ExprId a, ExprId b);
+  ExprId sub(ExprId a, ExprId b);
+  ExprId mul(ExprId a, ExprId b);
+  ExprId div(ExprId a, ExprId b);
+  ExprId mod(ExprId a, ExprId b);
+  ExprId min(ExprId a, ExprId b);
+  ExprId lt(ExprId a, ExprId b);
+  ExprId le(ExprId a, ExprId b);
+  ExprId eq(ExprId a, ExprId b);
+  ExprId land(ExprId a, ExprId b);
+  ExprId lor(ExprId a, ExprId b);
+  ExprId lnot(ExprId a);
+  ExprId select(ExprId cond, ExprId a, ExprId b);
+  ExprId elementwise(OpKind op, DataType dtype, std::vector<ExprId> args);
+  ExprId cast(ExprId value, DataType to);
+  ExprId indexToValue(ExprId index, DataType dtype);
+  ExprId valueToIndex(ExprId value);
+  ExprId load(TensorId tensor, ExprId offset);
+  ExprId localRead(VarId array, ExprId at);
+
+  std::optional<int64_t> constValue(ExprId id) const;
+  // The largest power of two (up to 2^20) known to divide the index value: what vectorized accesses need.
+  int64_t divisibility(ExprId id) const;
+
+  VarId scalarVar(std::string prefix, DataType dtype, bool is_index = false);
+  VarId arrayVar(std::string prefix, DataType dtype, int64_t size, VarKind kind = VarKind::LocalArray);
+  TensorId addTensor(TensorParam param);
+
+  // Statements go to the innermost open block.
+  void let(VarId var, ExprId value);
+  ExprId letValue(std::string prefix, ExprId value);  // a new scalar var holding value, as an expression
+  void assign(VarId var, ExprId value);
+  void declare(VarId array);
+  void localWrite(VarId array, ExprId at, ExprId value);
+  void store(TensorId tensor, ExprId offset, ExprId value);
+  void vecLoad(VarId array, ExprId at, TensorId tensor, ExprId offset, int width);
+  void vecStore(TensorId tensor, ExprId offset, VarId array, ExprId at, int width);
+  void blockReduce(VarId var, ReduceOp op, int axis);
+  void barrier();
+  // Opens a block: the statements added until the matching close() form its body.
+  void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
+  void openIf(ExprId cond);
+  void openElse();  // switches the innermost open if to its else branch
+  void close();
+  // Sends statements to `target` until popTarget(): code built out of order (what goes before a
+  // loop is found while building its body) is collected in detached lists and spliced later.
+  void pushTarget(std::vector<Stmt>* target);
+  void popTarget();
+  std::vector<Stmt>& current();
+
+ private:
+  ExprId intern(KExpr e);
+  ExprId binaryIndex(EKind kind, ExprId a, ExprId b);
+  void push(Stmt s);
+
+  Kernel& k_;
+  std::map<std::vector<int64_t>, ExprId> interned_;  // every field of a KExpr, encoded
+  struct Open {
+    Stmt* stmt;                 // the open For/If (null for a pushed target)
+    std::vector<Stmt>* target;  // where its statements go
+  };
+  std::vector<Open> open_;
+  std::map<std::string, int> name_counts_;
+};
+
+}  // namespace braze::kernel

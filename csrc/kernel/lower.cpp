@@ -1,0 +1,131 @@
+#include "kernel/lower.h"
+
+#include "ir/error.h"
+#include "scheduler/vectorization.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace braze::kernel {
+namespace {
+
+int64_t maxOffset(const StridedLayout& layout) {
+  int64_t off = layout.offset;
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.sizes[d] > 0) off += (layout.sizes[d] - 1) * std::abs(layout.strides[d]);
+  }
+  return off;
+}
+
+}  // namespace
+
+InputLayout segmentInputLayout(const SegmentedFusion& plan, const Val* input) {
+  const Fusion& fusion = *plan.fusion;
+  if (fusion.isInput(input)) return plan.bound.inputLayout(input);
+  const Segment* producer = plan.producerOf(input);
+  if (producer != nullptr && producer->kind == SegmentKind::Alias) {
+    const Val* root = inputViewRoot(input);
+    BRAZE_ASSERT(root != nullptr, "alias segment output {} is not a view of a fusion input", input->name());
+    InputLayout layout = plan.bound.inputLayout(root);
+    for (const Expr* e : inputViewChain(input)) {
+      ViewResult view = viewThrough(*e, layout.layout, plan.bound.intOperands(*e));
+      BRAZE_ASSERT(view.is_view, "alias segment output {} is not a view: {}", input->name(), view.reason);
+      layout.layout = std::move(view.layout);
+    }
+    return layout;
+  }
+  return InputLayout{StridedLayout::rowMajor(plan.bound.sizesOf(input)), 16};
+}
+
+Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const DeviceInfo& device) {
+  BRAZE_CHECK(segment.kind == SegmentKind::Kernel && segment.scheduler.has_value(),
+              "segment {} has no kernel scheduler ({}); it cannot be compiled", segment.id,
+              segment.refusals.empty() ? "alias segment" : segment.refusals.back().second);
+  LoweringContext ctx{plan, segment, device, Kernel{}, {}, {}, 1, {}};
+  Kernel& k = ctx.kernel;
+  k.name = fmt::format("braze_s{}_{}", segment.id, toString(*segment.scheduler));
+  KernelBuilder kb(k);
+  int64_t max_offset = 0;
+  for (const Val* in : segment.inputs) {
+    if (!in->isTensor()) continue;
+    const InputLayout layout = segmentInputLayout(plan, in);
+    const Segment* producer = plan.producerOf(in);
+    const bool aliased = producer != nullptr && producer->kind == SegmentKind::Alias;
+    TensorParam p{in->name(), in->dtype(), false, in, aliased ? inputViewRoot(in) : in, layout.layout,
+                  layout.alignment_bytes};
+    max_offset = std::max(max_offset, maxOffset(p.layout));
+    ctx.input_factors.push_back(vectorizeFactor(in->dtype(), p.layout, p.alignment_bytes));
+    ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(in->dtype()));
+    ctx.inputs[in] = kb.addTensor(std::move(p));
+  }
+  for (const Val* out : segment.outputs) {
+    TensorParam p{out->name(), out->dtype(), true, out, out, StridedLayout::rowMajor(plan.bound.sizesOf(out)), 16};
+    max_offset = std::max(max_offset, maxOffset(p.layout));
+    ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(out->dtype()));
+    ctx.outputs[out] = kb.addTensor(std::move(p));
+  }
+  // 32-bit index arithmetic is faster; every offset and every element count must fit.
+  int64_t max_elements = 0;
+  for (const Expr* e : segment.exprs) {
+    for (const Val* v : e->outputs()) {
+      if (v->isTensor()) max_elements = std::max(max_elements, plan.bound.numel(v));
+    }
+  }
+  k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();
+  switch (*segment.scheduler) {
+    case SchedulerKind::Pointwise:
+    case SchedulerKind::Transpose: lowerPointwise(ctx); break;
+    case SchedulerKind::Reduction: lowerReduction(ctx, false); break;
+    case SchedulerKind::InnerPersistent: lowerReduction(ctx, true); break;
+    case SchedulerKind::Alias: BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
+  }
+  return std::move(ctx.kernel);
+}
+
+void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
+               const std::function<void(Chunk&)>& build) {
+  Chunk chunk;
+  const ExprId lane = width > 1 ? kb.ref(lane_var) : -1;
+  vb.beginChunk(&chunk.pre, width > 1 ? &chunk.body : &chunk.pre, width, lane);
+  build(chunk);
+  kb.openIf(predicate);
+  auto& target = kb.current();
+  target.insert(target.end(), std::make_move_iterator(chunk.pre.begin()), std::make_move_iterator(chunk.pre.end()));
+  if (width > 1 && !chunk.body.empty()) {
+    kb.openFor(lane_var, kb.index(0), kb.index(width), kb.index(1), /*unroll=*/true);
+    kb.current() = std::move(chunk.body);
+    kb.close();
+  }
+  auto& after = kb.current();
+  after.insert(after.end(), std::make_move_iterator(chunk.post.begin()), std::make_move_iterator(chunk.post.end()));
+  kb.close();
+}
+
+void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
+                 ExprId value) {
+  const TensorParam& param = kb.kernel().tensors[out];
+  int64_t coefficient = 0;
+  const ExprId base = vb.flatOffset(param.layout, index, &coefficient);
+  const int64_t width = vb.width();
+  const int64_t bytes = width * sizeOf(param.dtype);
+  if (width > 1 && coefficient == 1 && !vb.laneDependent(base) && kb.divisibility(base) % width == 0 &&
+      param.alignment_bytes % bytes == 0) {
+    const VarId buffer = kb.arrayVar("out", param.dtype, width);
+    kb.pushTarget(&chunk.pre);
+    kb.declare(buffer);
+    kb.popTarget();
+    kb.pushTarget(&chunk.body);
+    kb.localWrite(buffer, vb.lane(), value);
+    kb.popTarget();
+    kb.pushTarget(&chunk.post);
+    kb.vecStore(out, base, buffer, kb.index(0), static_cast<int>(width));
+    kb.popTarget();
+    return;
+  }
+  const ExprId offset = coefficient == 0 ? base : kb.add(base, kb.mul(vb.lane(), kb.index(coefficient)));
+  kb.pushTarget(width > 1 ? &chunk.body : &chunk.pre);
+  kb.store(out, offset, value);
+  kb.popTarget();
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,52 @@
+// Lowering: from a kernel segment of a plan, and the device it will run on, to kernel IR. The
+// segment's scheduler picks the loop structure (pointwise chunks, or rows for the reductions), its
+// heuristics the sizes; the ValueBuilder fills the loops with the segment's math.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "kernel/value_builder.h"
+#include "scheduler/device_info.h"
+#include "scheduler/heuristics.h"
+#include "segmenter/segmented_fusion.h"
+
+#include <functional>
+#include <unordered_map>
+
+namespace braze::kernel {
+
+// The layout and alignment a kernel sees for a segment input: a fusion input as bound, an alias
+// segment's output as the view it is, another kernel's output as a fresh row-major buffer.
+InputLayout segmentInputLayout(const SegmentedFusion& plan, const Val* input);
+
+// Throws (naming the segment and the reason) for a segment no kernel scheduler accepted.
+Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const DeviceInfo& device);
+
+// What the per-scheduler lowerings share: the kernel with its tensor parameters, and the builders.
+struct LoweringContext {
+  const SegmentedFusion& plan;
+  const Segment& segment;
+  const DeviceInfo& device;
+  Kernel kernel;
+  std::unordered_map<const Val*, TensorId> inputs;   // segment input -> parameter
+  std::unordered_map<const Val*, TensorId> outputs;  // segment output -> parameter
+  int64_t widest_dtype_bytes = 1;
+  std::vector<int64_t> input_factors;  // vectorizeFactor of every input parameter
+};
+
+void lowerPointwise(LoweringContext& ctx);
+void lowerReduction(LoweringContext& ctx, bool persistent_wanted);
+
+// One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
+// lanes (vector stores).
+struct Chunk {
+  std::vector<Stmt> pre, body, post;
+};
+// Emits `if (predicate) { pre; for lane { body }; post }`, with `build` filling the chunk through vb.
+void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
+               const std::function<void(Chunk&)>& build);
+// Stores value (of the output's dtype) at `index` of an output parameter: through a lane buffer and
+// one vector store when the access allows it, else one scalar store per lane.
+void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
+                 ExprId value);
+
+}  // namespace braze::kernel

@@ -1,0 +1,100 @@
+// The pointwise (and, for now, transpose) lowering. Each thread computes `unroll` chunks of
+// `vectorize` consecutive output elements; outputs of different shapes share one launch, each group
+// of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
+#include "ir/error.h"
+#include "kernel/lower.h"
+#include "scheduler/vectorization.h"
+
+#include <numeric>
+
+namespace braze::kernel {
+namespace {
+
+struct OutputGroup {
+  std::vector<int64_t> sizes;
+  std::vector<const Val*> outputs;
+  int64_t numel = 0;
+  int64_t blocks = 0;
+  int64_t first_block = 0;
+};
+
+std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
+  std::vector<OutputGroup> groups;
+  for (const Val* out : ctx.segment.outputs) {
+    const auto& sizes = ctx.plan.bound.sizesOf(out);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const OutputGroup& g) { return g.sizes == sizes; });
+    if (it == groups.end()) {
+      groups.push_back({sizes, {}, ctx.plan.bound.numel(out), 0, 0});
+      it = std::prev(groups.end());
+    }
+    it->outputs.push_back(out);
+  }
+  return groups;
+}
+
+}  // namespace
+
+void lowerPointwise(LoweringContext& ctx) {
+  std::vector<OutputGroup> groups = groupOutputs(ctx);
+  VectorizeInput vin;
+  vin.widest_dtype_bytes = ctx.widest_dtype_bytes;
+  vin.tensor_factors = ctx.input_factors;
+  vin.inner_extent = 0;
+  PointwiseProblem problem;
+  int64_t bytes = 0;
+  for (const auto& t : ctx.kernel.tensors) bytes += sizeOf(t.dtype);
+  problem.bytes_per_element = bytes;
+  for (const OutputGroup& g : groups) {
+    vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(g.sizes));
+    problem.total_elements += g.numel;
+    if (g.numel >= std::accumulate(problem.sizes.begin(), problem.sizes.end(), int64_t{1}, std::multiplies<>()) ||
+        problem.sizes.empty()) {
+      problem.sizes = g.sizes;
+    }
+  }
+  problem.max_vectorize = kernelVectorize(vin);
+  const PointwiseParams params = pointwiseHeuristics(ctx.device, problem);
+  const int64_t vec = params.vectorize;
+
+  int64_t total_blocks = 0;
+  for (OutputGroup& g : groups) {
+    const int64_t chunks = g.numel / vec;
+    g.blocks = (chunks + params.block * params.unroll - 1) / (params.block * params.unroll);
+    g.first_block = total_blocks;
+    total_blocks += g.blocks;
+  }
+  Kernel& k = ctx.kernel;
+  k.grid = {total_blocks, 1};
+  k.block = {params.block, 1};
+  PointwiseParams shown = params;
+  shown.grid = total_blocks;
+  k.summary = shown.toString();
+  k.vectorize = vec;
+
+  KernelBuilder kb(k);
+  ValueBuilder vb(kb, ctx.plan.bound, ctx.segment.exprs, ctx.inputs);
+  const VarId u = kb.scalarVar("u", DataType::Int64, true);
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
+  for (const OutputGroup& g : groups) {
+    if (g.blocks == 0) continue;
+    const ExprId block = kb.blockIdx(0);
+    const bool guarded = groups.size() > 1;
+    if (guarded) {
+      kb.openIf(kb.land(kb.le(kb.index(g.first_block), block), kb.lt(block, kb.index(g.first_block + g.blocks))));
+    }
+    const ExprId local_block = kb.sub(block, kb.index(g.first_block));
+    kb.openFor(u, kb.index(0), kb.index(params.unroll), kb.index(1), /*unroll=*/true);
+    const ExprId chunk = kb.add(kb.mul(kb.add(kb.mul(local_block, kb.index(params.unroll)), kb.ref(u)),
+                                       kb.index(params.block)),
+                                kb.threadIdx(0));
+    const ExprId chunk_var = kb.letValue("chunk", chunk);
+    emitChunk(kb, vb, kb.lt(chunk_var, kb.index(g.numel / vec)), vec, lane, [&](Chunk& c) {
+      const auto index = vb.unflatten(kb.mul(chunk_var, kb.index(vec)), vec > 1, g.sizes);
+      for (const Val* out : g.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+    });
+    kb.close();
+    if (guarded) kb.close();
+  }
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,302 @@
+#include "kernel/simulator.h"
+
+#include "ir/error.h"
+#include "kernel/element_math.h"
+
+#include <cmath>
+#include <limits>
+
+namespace braze::kernel {
+namespace {
+
+using Mask = std::vector<char>;
+
+OpKind combineOf(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return OpKind::Add;
+    case ReduceOp::Prod: return OpKind::Mul;
+    case ReduceOp::Max: return OpKind::Maximum;
+    case ReduceOp::Min: return OpKind::Minimum;
+    case ReduceOp::Any: return OpKind::LogicalOr;
+    case ReduceOp::All: return OpKind::LogicalAnd;
+  }
+  return OpKind::Add;
+}
+
+class Simulator {
+ public:
+  Simulator(const Kernel& k, std::vector<HostTensor*> tensors) : k_(k), tensors_(std::move(tensors)) {
+    BRAZE_ASSERT(tensors_.size() == k.tensors.size(), "kernel {} takes {} tensors, got {}", k.name,
+                 k.tensors.size(), tensors_.size());
+    threads_ = k.threadsPerBlock();
+    scalars_.assign(k.vars.size(), {});
+    arrays_.assign(k.vars.size(), {});
+    for (size_t v = 0; v < k.vars.size(); ++v) {
+      if (k.vars[v].kind == VarKind::Scalar) scalars_[v].assign(threads_, SimValue{});
+    }
+    for (size_t t = 0; t < k.tensors.size(); ++t) {
+      const StridedLayout& l = k.tensors[t].layout;
+      int64_t lo = l.offset, hi = l.offset;
+      bool empty = false;
+      for (size_t d = 0; d < l.sizes.size(); ++d) {
+        if (l.sizes[d] == 0) empty = true;
+        const int64_t span = (l.sizes[d] - 1) * l.strides[d];
+        (span < 0 ? lo : hi) += span;
+      }
+      bounds_.push_back(empty ? std::make_pair(int64_t{1}, int64_t{0}) : std::make_pair(lo, hi));
+    }
+  }
+
+  void run() {
+    for (int64_t by = 0; by < k_.grid[1]; ++by) {
+      for (int64_t bx = 0; bx < k_.grid[0]; ++bx) {
+        block_ = {bx, by};
+        exec(k_.body, Mask(threads_, 1));
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(int64_t t, const std::string& what) const {
+    throwError(ErrorKind::Index, __FILE__, __LINE__,
+               fmt::format("kernel {}: {} (block ({}, {}), thread ({}, {}))", k_.name, what, block_[0], block_[1],
+                           t % k_.block[0], t / k_.block[0]));
+  }
+
+  void checkAccess(int64_t t, TensorId tensor, int64_t offset, int64_t width) const {
+    const auto [lo, hi] = bounds_[tensor];
+    if (offset < lo || offset + width - 1 > hi) {
+      fail(t, fmt::format("{} access of {} at element offset {} is outside [{}, {}]", width > 1 ? "vector" : "scalar",
+                          k_.tensors[tensor].name, offset, lo, hi));
+    }
+  }
+
+  SimValue read(TensorId tensor, int64_t offset) const {
+    const HostTensor& h = *tensors_[tensor];
+    SimValue v;
+    if (isFloating(h.dtype())) {
+      v.f = h.readDouble(offset);
+    } else {
+      v.i = h.readInt(offset);
+    }
+    return v;
+  }
+
+  void write(TensorId tensor, int64_t offset, SimValue v) {
+    HostTensor& h = *tensors_[tensor];
+    if (isFloating(h.dtype())) {
+      h.writeDouble(offset, v.f);
+    } else {
+      h.writeInt(offset, v.i);
+    }
+  }
+
+  int64_t indexValue(int64_t v) const {
+    // The emitted CUDA computes indices in 32 bits unless the kernel asked for 64: wrap the same way.
+    return k_.index64 ? v : static_cast<int64_t>(static_cast<int32_t>(v));
+  }
+
+  SimValue eval(ExprId id, int64_t t) {
+    const KExpr& e = k_.exprs[id];
+    auto I = [&](size_t a) { return eval(e.args[a], t).i; };
+    SimValue r;
+    switch (e.kind) {
+      case EKind::ConstInt:
+      case EKind::ConstBool: r.i = e.i; return r;
+      case EKind::ConstFloat: r.f = e.f; return r;
+      case EKind::VarRef: return scalars_[e.ref][t];
+      case EKind::ThreadIdx: r.i = e.i == 0 ? t % k_.block[0] : t / k_.block[0]; return r;
+      case EKind::BlockIdx: r.i = block_[e.i]; return r;
+      case EKind::Add: r.i = indexValue(I(0) + I(1)); return r;
+      case EKind::Sub: r.i = indexValue(I(0) - I(1)); return r;
+      case EKind::Mul: r.i = indexValue(I(0) * I(1)); return r;
+      case EKind::Div:
+      case EKind::Mod: {
+        const int64_t a = I(0), b = I(1);
+        if (b == 0) fail(t, "index division by zero");
+        r.i = e.kind == EKind::Div ? a / b : a % b;
+        return r;
+      }
+      case EKind::Min: r.i = std::min(I(0), I(1)); return r;
+      case EKind::Lt: r.i = I(0) < I(1); return r;
+      case EKind::Le: r.i = I(0) <= I(1); return r;
+      case EKind::Eq: r.i = I(0) == I(1); return r;
+      case EKind::And: r.i = I(0) && I(1); return r;
+      case EKind::Or: r.i = I(0) || I(1); return r;
+      case EKind::Not: r.i = !I(0); return r;
+      case EKind::Select: return eval(e.args[0], t).i ? eval(e.args[1], t) : eval(e.args[2], t);
+      case EKind::Elementwise: {
+        SimValue ops[4];
+        DataType dtypes[4];
+        const size_t n = e.args.size();
+        BRAZE_ASSERT(n <= 4, "elementwise with {} operands", n);
+        for (size_t a = 0; a < n; ++a) {
+          ops[a] = eval(e.args[a], t);
+          dtypes[a] = k_.exprs[e.args[a]].dtype;
+        }
+        return simElementwise(e.op, e.dtype, {ops, n}, {dtypes, n});
+      }
+      case EKind::Cast: return simCast(eval(e.args[0], t), e.from, e.dtype);
+      case EKind::IndexToValue: {
+        const int64_t i = I(0);
+        if (isFloating(e.dtype)) {
+          r.f = static_cast<double>(i);
+        } else {
+          r.i = i;
+        }
+        return r;
+      }
+      case EKind::ValueToIndex: r.i = I(0); return r;
+      case EKind::Load: {
+        const int64_t offset = I(0);
+        checkAccess(t, e.ref, offset, 1);
+        return read(e.ref, offset);
+      }
+      case EKind::LocalRead: return arrayAt(e.ref, t, I(0));
+    }
+    BRAZE_UNREACHABLE("simulator: expression kind {}", static_cast<int>(e.kind));
+  }
+
+  SimValue& arrayAt(VarId var, int64_t t, int64_t i) {
+    const KVar& v = k_.vars[var];
+    if (i < 0 || i >= v.size) fail(t, fmt::format("index {} outside local array {}[{}]", i, v.name, v.size));
+    return arrays_[var][t * v.size + i];
+  }
+
+  void requireFullBlock(const Mask& mask, const char* what) {
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (!mask[t]) fail(t, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
+    }
+  }
+
+  void exec(const std::vector<Stmt>& stmts, const Mask& mask) {
+    for (const Stmt& s : stmts) execOne(s, mask);
+  }
+
+  void execOne(const Stmt& s, const Mask& mask) {
+    switch (s.kind) {
+      case SKind::Let:
+      case SKind::Assign:
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (mask[t]) scalars_[s.var][t] = eval(s.a, t);
+        }
+        return;
+      case SKind::Declare: {
+        const KVar& v = k_.vars[s.var];
+        // Poison: a read before a write shows up as NaN (or an absurd integer) in the results.
+        arrays_[s.var].assign(threads_ * v.size, SimValue{std::numeric_limits<double>::quiet_NaN(), -123456789});
+        return;
+      }
+      case SKind::LocalWrite:
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (mask[t]) arrayAt(s.var, t, eval(s.a, t).i) = eval(s.b, t);
+        }
+        return;
+      case SKind::For: execFor(s, mask); return;
+      case SKind::If: {
+        Mask then_mask(threads_, 0), else_mask(threads_, 0);
+        bool any_then = false, any_else = false;
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (!mask[t]) continue;
+          const bool c = eval(s.a, t).i != 0;
+          (c ? then_mask : else_mask)[t] = 1;
+          (c ? any_then : any_else) = true;
+        }
+        if (any_then) exec(s.body, then_mask);
+        if (any_else && !s.orelse.empty()) exec(s.orelse, else_mask);
+        return;
+      }
+      case SKind::Store:
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (!mask[t]) continue;
+          const int64_t offset = eval(s.a, t).i;
+          checkAccess(t, s.tensor, offset, 1);
+          write(s.tensor, offset, eval(s.b, t));
+        }
+        return;
+      case SKind::VecLoad:
+      case SKind::VecStore: execVector(s, mask); return;
+      case SKind::BlockReduce: execReduce(s, mask); return;
+      case SKind::Barrier: requireFullBlock(mask, "a barrier"); return;
+    }
+  }
+
+  void execFor(const Stmt& s, Mask mask) {
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (mask[t]) scalars_[s.var][t] = eval(s.a, t);
+    }
+    while (true) {
+      bool any = false;
+      for (int64_t t = 0; t < threads_; ++t) {
+        if (!mask[t]) continue;
+        mask[t] = scalars_[s.var][t].i < eval(s.b, t).i;
+        any = any || mask[t];
+      }
+      if (!any) return;
+      exec(s.body, mask);
+      for (int64_t t = 0; t < threads_; ++t) {
+        if (mask[t]) scalars_[s.var][t].i += eval(s.c, t).i;
+      }
+    }
+  }
+
+  void execVector(const Stmt& s, const Mask& mask) {
+    const TensorParam& p = k_.tensors[s.tensor];
+    const int64_t bytes = s.width * sizeOf(p.dtype);
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (!mask[t]) continue;
+      const int64_t offset = eval(s.a, t).i;
+      const int64_t at = eval(s.b, t).i;
+      checkAccess(t, s.tensor, offset, s.width);
+      const auto address = reinterpret_cast<uintptr_t>(tensors_[s.tensor]->data()) + offset * sizeOf(p.dtype);
+      if (address % bytes != 0) {
+        fail(t, fmt::format("{}-byte vector access of {} at element offset {} is misaligned (address % {} = {})", bytes,
+                            p.name, offset, bytes, address % bytes));
+      }
+      for (int64_t j = 0; j < s.width; ++j) {
+        if (s.kind == SKind::VecLoad) {
+          arrayAt(s.var, t, at + j) = read(s.tensor, offset + j);
+        } else {
+          write(s.tensor, offset + j, arrayAt(s.var, t, at + j));
+        }
+      }
+    }
+  }
+
+  void execReduce(const Stmt& s, const Mask& mask) {
+    requireFullBlock(mask, "a block reduction");
+    const DataType dtype = k_.vars[s.var].dtype;
+    const OpKind combine = combineOf(s.reduce);
+    const int64_t bx = k_.block[0], by = k_.block[1];
+    const int64_t groups = s.axis == 0 ? by : bx;
+    const int64_t members = s.axis == 0 ? bx : by;
+    auto thread = [&](int64_t g, int64_t m) { return s.axis == 0 ? g * bx + m : m * bx + g; };
+    const DataType dtypes[2] = {dtype, dtype};
+    for (int64_t g = 0; g < groups; ++g) {
+      // A tree, as the emitted shuffle/shared-memory reduction combines: pairs at distance 1, 2, 4...
+      std::vector<SimValue> values(members);
+      for (int64_t m = 0; m < members; ++m) values[m] = scalars_[s.var][thread(g, m)];
+      for (int64_t step = 1; step < members; step *= 2) {
+        for (int64_t m = 0; m + step < members; m += 2 * step) {
+          const SimValue pair[2] = {values[m], values[m + step]};
+          values[m] = simElementwise(combine, dtype, pair, dtypes);
+        }
+      }
+      for (int64_t m = 0; m < members; ++m) scalars_[s.var][thread(g, m)] = values[0];
+    }
+  }
+
+  const Kernel& k_;
+  std::vector<HostTensor*> tensors_;
+  int64_t threads_ = 1;
+  std::array<int64_t, 2> block_{0, 0};
+  std::vector<std::vector<SimValue>> scalars_;
+  std::vector<std::vector<SimValue>> arrays_;
+  std::vector<std::pair<int64_t, int64_t>> bounds_;
+};
+
+}  // namespace
+
+void simulate(const Kernel& kernel, std::vector<HostTensor*> tensors) { Simulator(kernel, std::move(tensors)).run(); }
+
+}  // namespace braze::kernel

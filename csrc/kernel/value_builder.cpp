@@ -1,0 +1,420 @@
+#include "kernel/value_builder.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "ir/shape_rules.h"
+
+#include <algorithm>
+
+namespace braze::kernel {
+namespace {
+
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * std::max<int64_t>(sizes[d + 1], 1);
+  }
+  return strides;
+}
+
+}  // namespace
+
+int64_t innerExtent(const std::vector<int64_t>& sizes) {
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] > 1) return sizes[d];
+  }
+  return 1;
+}
+
+ValueBuilder::ValueBuilder(KernelBuilder& kb, const BoundShapes& bound, const std::vector<const Expr*>& exprs,
+                           std::unordered_map<const Val*, TensorId> params)
+    : kb_(kb), bound_(bound), params_(std::move(params)) {
+  for (const Expr* e : exprs) {
+    for (const Val* out : e->outputs()) defined_[out] = e;
+  }
+}
+
+void ValueBuilder::beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, int64_t width, ExprId lane) {
+  pre_ = pre;
+  body_ = body;
+  width_ = width;
+  lane_ = lane;
+  memo_.clear();
+  vector_loads_.clear();
+  if (lane >= 0) lane_vars_.insert(kb_.expr(lane).ref);
+}
+
+bool ValueBuilder::laneDependent(ExprId e) {
+  if (auto it = lane_dependent_.find(e); it != lane_dependent_.end()) return it->second;
+  const KExpr& x = kb_.expr(e);
+  bool dep = false;
+  if (x.kind == EKind::VarRef) {
+    dep = lane_vars_.count(x.ref) != 0;
+  } else {
+    for (ExprId a : x.args) dep = dep || laneDependent(a);
+  }
+  lane_dependent_[e] = dep;
+  return dep;
+}
+
+ExprId ValueBuilder::bind(const char* prefix, ExprId value) {
+  const bool dep = laneDependent(value);
+  kb_.pushTarget(dep ? body_ : pre_);
+  const ExprId bound = kb_.letValue(prefix, value);
+  kb_.popTarget();
+  if (dep && kb_.expr(bound).kind == EKind::VarRef) lane_vars_.insert(kb_.expr(bound).ref);
+  return bound;
+}
+
+ExprId ValueBuilder::materialize(const Idx& i) { return i.lane ? kb_.add(i.base, lane_) : i.base; }
+
+std::vector<Idx> ValueBuilder::unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes) {
+  std::vector<Idx> index(sizes.size());
+  const auto strides = rowMajorStrides(sizes);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    ExprId q = kb_.div(linear_base, kb_.index(strides[d]));
+    if (d > 0) q = kb_.mod(q, kb_.index(sizes[d]));
+    index[d].base = sizes[d] == 1 ? kb_.index(0) : q;
+  }
+  // The lane stays on the last dim of size > 1: callers guarantee the base is a multiple of the
+  // width and that extent is too, so base + lane never carries into another dim.
+  if (lane) {
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (sizes[d] > 1) {
+        index[d].lane = true;
+        return index;
+      }
+    }
+    BRAZE_ASSERT(false, "vectorized index into a tensor of one element");
+  }
+  return index;
+}
+
+ExprId ValueBuilder::flatOffset(const StridedLayout& layout, const std::vector<Idx>& index, int64_t* lane_coefficient) {
+  BRAZE_ASSERT(layout.sizes.size() == index.size(), "index rank {} for a tensor of rank {}", index.size(),
+               layout.sizes.size());
+  ExprId offset = kb_.index(layout.offset);
+  int64_t coefficient = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (layout.strides[d] == 0 || layout.sizes[d] == 1) continue;
+    offset = kb_.add(offset, kb_.mul(index[d].base, kb_.index(layout.strides[d])));
+    if (index[d].lane) coefficient += layout.strides[d];
+  }
+  *lane_coefficient = coefficient;
+  return offset;
+}
+
+ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
+  const TensorParam& param = kb_.kernel().tensors[tensor];
+  int64_t coefficient = 0;
+  const ExprId base = flatOffset(param.layout, index, &coefficient);
+  const int64_t bytes = width_ * sizeOf(param.dtype);
+  const bool lane_free_base = !laneDependent(base);
+  const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&
+                      param.alignment_bytes % bytes == 0;
+  if (vector) {
+    const auto key = std::make_pair(tensor, base);
+    if (cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0) {
+      auto [it, fresh] = cached_.try_emplace(key, -1);
+      if (fresh) {
+        it->second = kb_.arrayVar("cache", param.dtype, cache_.chunks * width_);
+        kb_.pushTarget(cache_.declarations);
+        kb_.declare(it->second);
+        kb_.popTarget();
+        kb_.pushTarget(pre_);
+        kb_.vecLoad(it->second, kb_.mul(cache_.chunk, kb_.index(width_)), tensor, base, static_cast<int>(width_));
+        kb_.popTarget();
+      }
+      return kb_.localRead(it->second, kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_));
+    }
+    auto it = vector_loads_.find(key);
+    if (it == vector_loads_.end()) {
+      const VarId array = kb_.arrayVar("v", param.dtype, width_);
+      kb_.pushTarget(pre_);
+      kb_.declare(array);
+      kb_.vecLoad(array, kb_.index(0), tensor, base, static_cast<int>(width_));
+      kb_.popTarget();
+      it = vector_loads_.emplace(key, array).first;
+    }
+    return kb_.localRead(it->second, lane_);
+  }
+  const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
+  if (cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0) {
+    // Per-lane or lane-invariant scalar loads are cached too: a slot per chunk (and lane).
+    const auto key = std::make_pair(tensor, offset);
+    const bool per_lane = laneDependent(offset);
+    auto [it, fresh] = cached_.try_emplace(key, -1);
+    const ExprId slot = per_lane ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : cache_.chunk;
+    if (fresh) {
+      it->second = kb_.arrayVar("cache", param.dtype, cache_.chunks * (per_lane ? width_ : 1));
+      kb_.pushTarget(cache_.declarations);
+      kb_.declare(it->second);
+      kb_.popTarget();
+      kb_.pushTarget(per_lane ? body_ : pre_);
+      kb_.localWrite(it->second, slot, kb_.load(tensor, offset));
+      kb_.popTarget();
+    }
+    return kb_.localRead(it->second, slot);
+  }
+  return bind("x", kb_.load(tensor, offset));
+}
+
+ExprId ValueBuilder::scalar(const Val* val) {
+  const ScalarValue& v = bound_.scalarOf(val);
+  if (isFloating(val->dtype())) return kb_.constant(toDouble(v), val->dtype());
+  return kb_.constantInt(toInt(v), val->dtype());
+}
+
+ExprId ValueBuilder::valueAt(const Val* val, const std::vector<Idx>& index) {
+  if (val->isScalar()) return scalar(val);
+  if (auto it = results_.find(val); it != results_.end()) return it->second;
+  std::vector<int64_t> key;
+  for (const Idx& i : index) {
+    key.push_back(i.base);
+    key.push_back(i.lane);
+  }
+  auto memo_key = std::make_pair(val, std::move(key));
+  if (auto it = memo_.find(memo_key); it != memo_.end()) return it->second;
+  ExprId result;
+  if (auto p = params_.find(val); p != params_.end()) {
+    result = loadAt(p->second, index);
+  } else {
+    auto d = defined_.find(val);
+    BRAZE_ASSERT(d != defined_.end(), "kernel lowering: {} is neither computed in the segment nor one of its inputs",
+                 val->name());
+    result = compute(*d->second, val, index);
+  }
+  memo_.emplace(std::move(memo_key), result);
+  return result;
+}
+
+std::vector<Idx> ValueBuilder::mapOperand(const Val* operand, const Val* out, const std::vector<Idx>& index) {
+  const auto& in_sizes = bound_.sizesOf(operand);
+  const auto& out_sizes = bound_.sizesOf(out);
+  if (in_sizes.empty()) return {};
+  std::vector<Idx> mapped = index;
+  for (size_t d = 0; d < in_sizes.size(); ++d) {
+    if (in_sizes[d] == 1 && out_sizes[d] != 1) mapped[d] = Idx{kb_.index(0), false};
+  }
+  return mapped;
+}
+
+ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector<Idx>& index) {
+  const OpCategory category = opInfo(expr.kind()).category;
+  switch (category) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary:
+    case OpCategory::Cast: {
+      std::vector<ExprId> args;
+      for (const Val* in : expr.inputs()) args.push_back(valueAt(in, in->isTensor() ? mapOperand(in, out, index) : index));
+      const ExprId value = category == OpCategory::Cast ? kb_.cast(args[0], out->dtype())
+                                                       : kb_.elementwise(expr.kind(), out->dtype(), std::move(args));
+      return bind("t", value);
+    }
+    case OpCategory::Meta: return valueAt(expr.input(0), mapMeta(expr, index));
+    case OpCategory::Data: return expr.kind() == OpKind::Pad ? pad(expr, index) : cat(expr, index);
+    case OpCategory::Creation: return creation(expr, index);
+    case OpCategory::Indexing: return indexing(expr, index);
+    case OpCategory::Quantize: return quantize(expr, index);
+    default:
+      BRAZE_UNREACHABLE("kernel lowering: {} cannot be computed per element (it needs a reduction or matmul kernel)",
+                        expr.name());
+  }
+}
+
+std::vector<Idx> ValueBuilder::mapMeta(const Expr& expr, const std::vector<Idx>& index) {
+  const Val* in = expr.input(0);
+  const auto& in_sizes = bound_.sizesOf(in);
+  const auto& out_sizes = bound_.sizesOf(expr.output(0));
+  const Idx zero{kb_.index(0), false};
+  std::vector<Idx> mapped;
+  switch (expr.kind()) {
+    case OpKind::Set:
+    case OpKind::SegmentSet: return index;
+    case OpKind::Broadcast: {
+      const auto& flags = expr.attrs().getInts("is_broadcast_dim");
+      for (size_t d = 0; d < flags.size(); ++d) {
+        if (!flags[d]) mapped.push_back(index[d]);
+      }
+      break;
+    }
+    case OpKind::BroadcastInDim: {
+      const auto& bdims = expr.attrs().getInts("broadcast_dims");
+      for (size_t i = 0; i < bdims.size(); ++i) {
+        mapped.push_back(in_sizes[i] == 1 ? zero : index[bdims[i]]);
+      }
+      break;
+    }
+    case OpKind::Expand:
+      for (size_t d = 0; d < in_sizes.size(); ++d) mapped.push_back(in_sizes[d] != out_sizes[d] ? zero : index[d]);
+      break;
+    case OpKind::Permute: {
+      const auto& dims = expr.attrs().getInts("dims");
+      mapped.assign(in_sizes.size(), zero);
+      for (size_t i = 0; i < dims.size(); ++i) mapped[dims[i]] = index[i];
+      break;
+    }
+    case OpKind::Squeeze: {
+      const auto& dims = expr.attrs().getInts("dims");
+      size_t next = 0;
+      for (int64_t d = 0; d < static_cast<int64_t>(in_sizes.size()); ++d) {
+        const bool removed = std::find(dims.begin(), dims.end(), d) != dims.end();
+        mapped.push_back(removed ? zero : index[next++]);
+      }
+      break;
+    }
+    case OpKind::Slice: {
+      const auto dims = sliceDims(expr, in_sizes, bound_.intOperands(expr));
+      for (size_t d = 0; d < dims.size(); ++d) {
+        const Idx& i = index[d];
+        if (dims[d].step == 1) {
+          mapped.push_back({kb_.add(i.base, kb_.index(dims[d].start)), i.lane});
+        } else {
+          mapped.push_back({kb_.add(kb_.mul(materialize(i), kb_.index(dims[d].step)), kb_.index(dims[d].start)), false});
+        }
+      }
+      break;
+    }
+    case OpKind::Reshape: return mapReshape(expr, index);
+    default: BRAZE_UNREACHABLE("kernel lowering: meta op {}", expr.name());
+  }
+  return mapped;
+}
+
+std::vector<Idx> ValueBuilder::mapReshape(const Expr& expr, const std::vector<Idx>& index) {
+  const auto& in_sizes = bound_.sizesOf(expr.input(0));
+  const auto& out_sizes = bound_.sizesOf(expr.output(0));
+  const auto out_strides = rowMajorStrides(out_sizes);
+  ExprId linear = kb_.index(0);
+  bool lane = false;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (out_sizes[d] == 1) continue;
+    Idx i = index[d];
+    if (i.lane && out_strides[d] != 1) i = Idx{materialize(i), false};
+    linear = kb_.add(linear, kb_.mul(i.base, kb_.index(out_strides[d])));
+    lane = lane || i.lane;
+  }
+  // The lane survives when it cannot carry out of the operand's last dim.
+  const bool keep_lane = lane && innerExtent(in_sizes) % width_ == 0 &&
+                         kb_.divisibility(linear) % width_ == 0;
+  if (lane && !keep_lane) linear = kb_.add(linear, lane_);
+  return unflatten(linear, keep_lane, in_sizes);
+}
+
+std::pair<Idx, ExprId> ValueBuilder::shifted(const Idx& i, int64_t offset, int64_t size) {
+  // With a lane, the bounds test on the base alone is exact when base, offset and size are all
+  // multiples of the width: the whole vector is inside or outside together.
+  if (i.lane && (offset % width_ != 0 || size % width_ != 0 || kb_.divisibility(i.base) % width_ != 0)) {
+    return shifted(Idx{materialize(i), false}, offset, size);
+  }
+  const ExprId rel = kb_.sub(i.base, kb_.index(offset));
+  const ExprId inside = kb_.land(kb_.le(kb_.index(0), rel), kb_.lt(rel, kb_.index(size)));
+  return {Idx{kb_.select(inside, rel, kb_.index(0)), i.lane}, inside};
+}
+
+ExprId ValueBuilder::pad(const Expr& expr, const std::vector<Idx>& index) {
+  const Val* in = expr.input(0);
+  const auto& in_sizes = bound_.sizesOf(in);
+  const auto widths = bound_.intOperands(expr);  // [value, widths...]: intOperands skips the tensor
+  const int64_t rank = static_cast<int64_t>(in_sizes.size());
+  const DataType dtype = expr.output(0)->dtype();
+  const ExprId fill = kb_.cast(scalar(expr.input(1)), dtype);
+  for (int64_t s : in_sizes) {
+    if (s == 0) return fill;
+  }
+  std::vector<Idx> mapped = index;
+  ExprId inside = kb_.boolean(true);
+  const size_t pairs = (widths.size() - 1) / 2;
+  for (size_t pair = 0; pair < pairs; ++pair) {
+    const int64_t d = rank - 1 - static_cast<int64_t>(pair);
+    auto [idx, ok] = shifted(index[d], widths[1 + 2 * pair], in_sizes[d]);
+    mapped[d] = idx;
+    inside = kb_.land(inside, ok);
+  }
+  const ExprId value = valueAt(in, mapped);
+  return bind("pad", kb_.select(inside, value, fill));
+}
+
+ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  int64_t begin = 0;
+  ExprId result = -1;
+  for (const Val* in : expr.inputs()) {
+    const int64_t size = bound_.sizesOf(in)[dim];
+    if (size == 0) continue;
+    auto [idx, inside] = shifted(index[dim], begin, size);
+    std::vector<Idx> mapped = index;
+    mapped[dim] = idx;
+    const ExprId value = valueAt(in, mapped);
+    result = result < 0 ? value : kb_.select(inside, value, result);
+    begin += size;
+  }
+  BRAZE_ASSERT(result >= 0, "cat of empty tensors evaluated at an index");
+  return bind("cat", result);
+}
+
+ExprId ValueBuilder::creation(const Expr& expr, const std::vector<Idx>& index) {
+  const DataType dtype = expr.output(0)->dtype();
+  if (expr.kind() == OpKind::Full) return kb_.cast(scalar(expr.input(0)), dtype);
+  // iota: start + i * step, computed as the reference does (float64 for floats, wrapping int64).
+  const DataType math = isFloating(dtype) ? DataType::Double : DataType::Int64;
+  const ExprId i = kb_.indexToValue(materialize(index[0]), math);
+  const ExprId start = kb_.cast(scalar(expr.input(1)), math);
+  const ExprId step = kb_.cast(scalar(expr.input(2)), math);
+  const ExprId value = kb_.elementwise(OpKind::Add, math, {start, kb_.elementwise(OpKind::Mul, math, {i, step})});
+  return bind("iota", kb_.cast(value, dtype));
+}
+
+ExprId ValueBuilder::indexing(const Expr& expr, const std::vector<Idx>& index) {
+  const Val* x = expr.input(0);
+  const Val* idx_tensor = expr.input(1);
+  const int64_t dim = expr.attrs().getInt("dim");
+  const auto& x_sizes = bound_.sizesOf(x);
+  const auto& i_sizes = bound_.sizesOf(idx_tensor);
+  std::vector<Idx> src = index;
+  ExprId selected;
+  if (expr.kind() == OpKind::IndexSelect) {
+    selected = valueAt(idx_tensor, {index[dim]});
+  } else {
+    std::vector<Idx> at = index;
+    for (size_t d = 0; d < x_sizes.size(); ++d) {
+      if (i_sizes[d] == 1) at[d] = Idx{kb_.index(0), false};
+      if (static_cast<int64_t>(d) != dim && x_sizes[d] == 1) src[d] = Idx{kb_.index(0), false};
+    }
+    selected = valueAt(idx_tensor, at);
+  }
+  src[dim] = Idx{bind("i", kb_.valueToIndex(selected)), false};
+  return valueAt(x, src);
+}
+
+ExprId ValueBuilder::quantize(const Expr& expr, const std::vector<Idx>& index) {
+  const Val* x = expr.input(0);
+  const Val* scale = expr.input(1);
+  const std::string& granularity = expr.attrs().getString("granularity");
+  std::vector<Idx> at;
+  if (granularity == "tensor") {
+    at.assign(bound_.sizesOf(scale).size(), Idx{kb_.index(0), false});
+  } else if (granularity == "channel") {
+    at = {index[expr.attrs().getInt("axis")]};
+  } else {
+    const auto& block = expr.attrs().getInts("block_shape");
+    for (size_t d = 0; d < index.size(); ++d) at.push_back({kb_.div(materialize(index[d]), kb_.index(block[d])), false});
+  }
+  const DataType f64 = DataType::Double;
+  const ExprId s = kb_.cast(valueAt(scale, at), f64);
+  const ExprId zp = expr.inputs().size() > 2 ? kb_.cast(valueAt(expr.input(2), at), f64) : kb_.constant(0.0, f64);
+  const ExprId xv = kb_.cast(valueAt(x, index), f64);
+  const DataType out = expr.output(0)->dtype();
+  ExprId value;
+  if (expr.kind() == OpKind::Dequantize) {
+    value = kb_.elementwise(OpKind::Mul, f64, {kb_.elementwise(OpKind::Sub, f64, {xv, zp}), s});
+  } else {
+    value = kb_.elementwise(OpKind::TrueDiv, f64, {xv, s});
+    // Integers: round half to even, add the zero point, saturate (the cast saturates).
+    if (!isFloat8(out)) value = kb_.elementwise(OpKind::Add, f64, {kb_.elementwise(OpKind::Round, f64, {value}), zp});
+  }
+  return bind("q", kb_.cast(value, out));
+}
+
+}  // namespace braze::kernel

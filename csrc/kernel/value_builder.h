@@ -1,0 +1,100 @@
+// The value of any tensor of a segment at a symbolic index, built as kernel IR by composing the index
+// maps of the ops between it and the tensors the kernel reads (design: "a kernel iterates over an
+// output's index space, and every tensor it reads is indexed by composing the index maps"). Slices,
+// pads, cats, reshapes, broadcasts and gathers become index arithmetic; elementwise ops become
+// expressions bound to local variables.
+//
+// Vectorization: code for a chunk of `width` consecutive elements along the innermost dim is built
+// once, for a symbolic lane. An index component is `base + lane` while that stays exact; a load
+// whose offset is then `base + lane` with `base` a multiple of width (and an aligned pointer) is one
+// vector load before the lane loop; a load that does not depend on the lane is one scalar load
+// before it; anything else is a scalar load per lane.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "passes/bind_shapes.h"
+
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace braze::kernel {
+
+// The extent vectorized lanes walk along: the last dim of size > 1 (1 when there is none).
+int64_t innerExtent(const std::vector<int64_t>& sizes);
+
+struct Idx {
+  ExprId base = -1;
+  bool lane = false;  // the index is base + lane
+};
+
+// Remembers loads across the passes of a persistent kernel (the row kept in registers): each load
+// is stored in an array indexed by the chunk, filled by the first pass that needs it.
+struct LoadCache {
+  std::vector<Stmt>* declarations = nullptr;  // where the arrays are declared (before the passes)
+  ExprId chunk = -1;                          // the chunk loop's index
+  int64_t chunks = 0;
+  std::unordered_set<TensorId> tensors;       // the tensors kept: those with an element per row element
+};
+
+class ValueBuilder {
+ public:
+  // `params`: the segment's inputs and the tensor parameters they are read from.
+  ValueBuilder(KernelBuilder& kb, const BoundShapes& bound, const std::vector<const Expr*>& exprs,
+               std::unordered_map<const Val*, TensorId> params);
+
+  // Starts a chunk: lane-invariant statements go to `pre`, the others to `body` (the lane loop's
+  // body; the same list as `pre` when width is 1). Forgets the values of the previous chunk.
+  void beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, int64_t width, ExprId lane);
+  void setLoadCache(const LoadCache& cache) { cache_ = cache; }
+  void clearLoadCache() { cache_ = LoadCache{}; cached_.clear(); }
+
+  ExprId valueAt(const Val* val, const std::vector<Idx>& index);
+  // A reduction computed by the kernel: its value (per row) wherever it is read.
+  void setResult(const Val* val, ExprId value) { results_[val] = value; }
+
+  // Index helpers for the lowering.
+  std::vector<Idx> unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes);
+  ExprId materialize(const Idx& i);  // base + lane as one expression
+  ExprId flatOffset(const StridedLayout& layout, const std::vector<Idx>& index, int64_t* lane_coefficient);
+  bool laneDependent(ExprId e);
+  // Binds value to a new local in the right list (pre or body).
+  ExprId bind(const char* prefix, ExprId value);
+  int64_t width() const { return width_; }
+  ExprId lane() const { return lane_; }
+
+ private:
+  ExprId compute(const Expr& expr, const Val* out, const std::vector<Idx>& index);
+  ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
+  std::vector<Idx> mapOperand(const Val* operand, const Val* out, const std::vector<Idx>& index);
+  std::vector<Idx> mapMeta(const Expr& expr, const std::vector<Idx>& index);
+  std::vector<Idx> mapReshape(const Expr& expr, const std::vector<Idx>& index);
+  ExprId pad(const Expr& expr, const std::vector<Idx>& index);
+  ExprId cat(const Expr& expr, const std::vector<Idx>& index);
+  ExprId creation(const Expr& expr, const std::vector<Idx>& index);
+  ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
+  ExprId quantize(const Expr& expr, const std::vector<Idx>& index);
+  ExprId scalar(const Val* val);
+  // `i - offset` limited to [0, size) (0 outside) and whether it was inside: pads and cats read
+  // only in-bounds addresses and then select.
+  std::pair<Idx, ExprId> shifted(const Idx& i, int64_t offset, int64_t size);
+
+  KernelBuilder& kb_;
+  const BoundShapes& bound_;
+  std::unordered_map<const Val*, const Expr*> defined_;
+  std::unordered_map<const Val*, TensorId> params_;
+  std::unordered_map<const Val*, ExprId> results_;
+  std::map<std::pair<const Val*, std::vector<int64_t>>, ExprId> memo_;
+  std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
+  std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes
+  std::unordered_set<VarId> lane_vars_;
+  std::unordered_map<ExprId, bool> lane_dependent_;
+  std::vector<Stmt>* pre_ = nullptr;
+  std::vector<Stmt>* body_ = nullptr;
+  int64_t width_ = 1;
+  ExprId lane_ = -1;
+  LoadCache cache_;
+};
+
+}  // namespace braze::kernel

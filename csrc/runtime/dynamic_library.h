@@ -1,0 +1,38 @@
+// A shared library opened with dlopen: how braze reaches NVRTC and the CUDA driver without linking
+// them, so one build runs (and skips its GPU work) on machines that have neither.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+namespace braze::runtime {
+
+class DynamicLibrary {
+ public:
+  // The first candidate that dlopen accepts (a bare name is searched for as the loader does, a path is
+  // opened as is); nullopt when none can be opened.
+  static std::optional<DynamicLibrary> open(std::span<const std::string> candidates);
+
+  DynamicLibrary(DynamicLibrary&& other) noexcept;
+  DynamicLibrary& operator=(DynamicLibrary&& other) noexcept;
+  DynamicLibrary(const DynamicLibrary&) = delete;
+  DynamicLibrary& operator=(const DynamicLibrary&) = delete;
+  // Closes the handle: the library stays loaded while anyone else (another DynamicLibrary, PyTorch)
+  // holds it. Owners whose function pointers must outlive static destruction keep theirs alive on
+  // purpose (see nvrtc.cpp).
+  ~DynamicLibrary();
+
+  // The address of `name`, or nullptr when the library does not export it.
+  void* symbol(const char* name) const;
+  // The candidate that was opened, as it was given.
+  const std::string& path() const { return path_; }
+
+ private:
+  DynamicLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace braze::runtime

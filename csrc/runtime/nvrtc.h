@@ -1,0 +1,41 @@
+// Runtime compilation of generated CUDA C++ to a cubin with NVRTC. libnvrtc is opened with dlopen on
+// first use, so braze builds and runs (without compiling kernels) where no CUDA toolkit is installed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace braze::runtime {
+
+struct CompileOptions {
+  std::string arch = "sm_90";  // "sm_80", "sm_90", "sm_90a": compiled to a cubin for exactly this arch
+  bool fmad = true;
+  std::optional<int> maxrregcount = std::nullopt;
+  bool lineinfo = false;
+};
+
+struct CompiledKernel {
+  std::vector<char> cubin;
+  std::string log;      // NVRTC's log (empty when there were no warnings)
+  std::string options;  // the options used, joined by spaces (for cache keys and error messages)
+};
+
+// libnvrtc can be loaded and the CUDA include dir was found.
+bool nvrtcAvailable();
+// NVRTC's version, "13.0"; "" when libnvrtc cannot be loaded.
+std::string nvrtcVersion();
+// The first of $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include, /opt/cuda/include,
+// /usr/lib/cuda/include that has cuda_bf16.h; "" if none has.
+std::string cudaIncludeDir();
+
+// Compiles `source` (a whole translation unit with extern "C" __global__ kernels) to a cubin.
+// When compilation fails, throws braze::Error (ErrorKind::Runtime) naming `what` (the fusion or
+// kernel name), with NVRTC's log and the path where the source was saved ($TMPDIR or /tmp, as
+// braze_<what>_<hash>.cu; the log's line numbers refer to that file). Throws a Runtime error
+// "NVRTC not found (looked for ...)" when libnvrtc cannot be loaded, and one naming the directories
+// searched when the CUDA headers cannot be found.
+CompiledKernel compileCuda(std::string_view source, std::string_view what, const CompileOptions& options);
+
+}  // namespace braze::runtime

@@ -1,0 +1,48 @@
+// What the heuristics know about a GPU: counts and sizes that bound occupancy, shared memory and the
+// bandwidth a kernel can reach. Heuristics take a DeviceInfo as data (a preset in tests, the driver's
+// answer at run time) and never query the device themselves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace braze {
+
+// The defaults are an H100 SXM's, so a default-constructed DeviceInfo is a sensible target.
+struct DeviceInfo {
+  std::string name = "NVIDIA H100 80GB HBM3";
+  int major = 9, minor = 0;  // compute capability
+  int sm_count = 132;
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_threads_per_sm = 2048;
+  int regs_per_sm = 65536;
+  int max_regs_per_thread = 255;
+  int64_t smem_per_sm = 228 * 1024;           // bytes
+  int64_t smem_per_block_optin = 227 * 1024;  // the most one block may use after opting in
+  int64_t l2_bytes = 50 * 1024 * 1024;
+  double memory_bandwidth_gbs = 3352;  // peak HBM GB/s (from clock and bus width when read from the driver)
+
+  // "sm_90": the arch NVRTC compiles for. Arch-specific targets such as sm_90a are not used by
+  // default: a cubin for them runs on that arch only, and braze's kernels do not need their features.
+  std::string arch() const;
+  // One line for explain and dumps: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, ...)".
+  std::string toString() const;
+  bool operator==(const DeviceInfo&) const = default;
+
+  // Published numbers for the GPUs braze is tuned and tested on.
+  static DeviceInfo h100Sxm();
+  static DeviceInfo h200();
+  static DeviceInfo a100();  // SXM4 80GB
+  static DeviceInfo l4();
+  // "h100", "h200", "a100", "l4" (case-insensitive); nullopt for any other name.
+  static std::optional<DeviceInfo> preset(std::string_view name);
+};
+
+// The device `ordinal` as the CUDA driver describes it (libcuda.so.1 through dlopen); nullopt when
+// there is no driver, no device, or no device with that ordinal.
+std::optional<DeviceInfo> queryDevice(int ordinal = 0);
+
+}  // namespace braze

@@ -1,0 +1,64 @@
+// The schedulers' heuristics: pure functions of a device description and a summary of the segment's
+// shapes, strides, dtypes and alignment, so they are unit-tested with a described H100 or A100 and
+// no GPU. The kernel lowering turns their parameters into loops; explain and BRAZE_DUMP=heuristics
+// print them.
+#pragma once
+
+#include "scheduler/device_info.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braze {
+
+// Vectorization of a whole kernel: the largest power of two that every tensor accessed along the
+// vectorized dim allows (vectorizeFactor of each, in elements), capped at 16 bytes for the widest
+// dtype the kernel moves, and dividing the vectorized extent.
+struct VectorizeInput {
+  int64_t widest_dtype_bytes = 4;
+  int64_t inner_extent = 1;                // the extent the lanes walk along (output's last dim, or the row)
+  std::vector<int64_t> tensor_factors;     // vectorizeFactor(...) of each tensor read or written
+};
+int64_t kernelVectorize(const VectorizeInput& input);
+
+struct PointwiseProblem {
+  std::vector<int64_t> sizes;       // the largest output's sizes
+  int64_t total_elements = 0;       // over all outputs
+  int64_t max_vectorize = 1;        // kernelVectorize
+  int64_t bytes_per_element = 0;    // traffic per output element (every input and output, once)
+};
+
+struct PointwiseParams {
+  int64_t vectorize = 1;
+  int64_t unroll = 1;         // vector chunks per thread
+  int64_t block = 128;        // threads per block
+  int64_t grid = 1;           // blocks (for the whole kernel; the lowering splits them among output groups)
+  std::string toString() const;
+};
+PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwiseProblem& problem);
+
+struct ReductionProblem {
+  int64_t rows = 1;             // kept elements (outer_numel)
+  int64_t row_length = 1;       // reduced elements per row
+  bool inner = true;            // the reduced dims are the innermost
+  bool wants_persistent = false;// a result is broadcast back over the row (inner persistent scheduler)
+  int64_t max_vectorize = 1;    // kernelVectorize along the row (inner) or the kept dims (outer)
+  int64_t cached_tensors = 1;   // tensors a persistent kernel keeps per row element
+  int64_t widest_dtype_bytes = 4;
+};
+
+struct ReductionParams {
+  bool inner = true;
+  bool persistent = false;      // the row stays in registers: one read of HBM
+  int64_t vectorize = 1;
+  int64_t threads_x = 32;       // inner: threads per row; outer: kept elements per block
+  int64_t threads_y = 1;        // inner: rows per block; outer: threads splitting the reduced dims
+  int64_t chunks = 1;           // inner: vector chunks per thread per row (persistent: exact, unrolled)
+  int64_t grid = 1;
+  std::string why;              // one sentence: why persistent or not
+  std::string toString() const;
+};
+ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);
+
+}  // namespace braze

@@ -1,0 +1,62 @@
+// Test helpers for generated kernels: run a fusion through the whole pipeline on the CPU simulator
+// and compare with the reference evaluator within dtype-aware tolerances (kernels accumulate in
+// float where the reference uses float64, and CUDA's float math is not correctly rounded).
+#pragma once
+
+#include "fusions/plan_util.h"
+#include "kernel/run_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace braze::testing {
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+inline Tolerance toleranceFor(DataType dtype) {
+  switch (dtype) {
+    case DataType::Double: return {1e-12, 1e-12};
+    case DataType::Float: return {2e-5, 2e-5};
+    case DataType::Half: return {4e-3, 1e-3};
+    case DataType::BFloat16: return {1.6e-2, 1e-2};
+    default: return isFloat8(dtype) ? Tolerance{0.26, 0.05} : Tolerance{0, 0};
+  }
+}
+
+inline void expectClose(const std::vector<HostValue>& got, const std::vector<HostValue>& want,
+                        const std::string& what = "") {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const HostTensor& g = asTensor(got[i]);
+    const HostTensor& w = asTensor(want[i]);
+    ASSERT_EQ(g.sizes(), w.sizes()) << what << " output " << i;
+    ASSERT_EQ(g.dtype(), w.dtype()) << what << " output " << i;
+    const Tolerance tol = toleranceFor(w.dtype());
+    const auto gv = valuesOf(g), wv = valuesOf(w);
+    for (size_t k = 0; k < gv.size(); ++k) {
+      if (std::isnan(wv[k])) {
+        ASSERT_TRUE(std::isnan(gv[k])) << what << " output " << i << " element " << k << ": got " << gv[k];
+      } else if (std::isinf(wv[k])) {
+        ASSERT_EQ(gv[k], wv[k]) << what << " output " << i << " element " << k;
+      } else {
+        ASSERT_LE(std::abs(gv[k] - wv[k]), tol.atol + tol.rtol * std::abs(wv[k]))
+            << what << " output " << i << " element " << k << ": got " << gv[k] << ", want " << wv[k];
+      }
+    }
+  }
+}
+
+// The whole pipeline on the simulator against the reference; returns the compiled plan.
+inline kernel::CompiledPlan expectSimulatorMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                                   const kernel::ExecuteOptions& options = {}) {
+  kernel::CompiledPlan compiled;
+  const auto got = kernel::executeOnSimulator(fusion, inputs, options, &compiled);
+  expectClose(got, evaluate(fusion, inputs));
+  return compiled;
+}
+
+}  // namespace braze::testing
