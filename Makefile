@@ -3,6 +3,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 export PYTHONPATH := $(CURDIR)/$(BUILD_DIR)/python:$(PYTHONPATH)
+# cuobjdump and nvdisasm from PyPI (scripts/install_deps.sh) when the toolkit has none.
+export PATH := $(PATH):$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" 2>/dev/null)/nvidia/cu13/bin
 
 .PHONY: deps build test test-cpp test-python run bench clean
 

@@ -30,6 +30,16 @@ if [ ${#missing_pip[@]} -gt 0 ]; then
   "$python" -m pip install -q "${missing_pip[@]}"
 fi
 
+# cuobjdump (and the nvdisasm it runs) read the SASS of compiled kernels, for the test that checks
+# 128-bit loads. Some toolkit installs lack them; NVIDIA publishes both on PyPI.
+if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
+  pip_bin="$("$python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/nvidia/cu13/bin"
+  if [ ! -x "$pip_bin/cuobjdump" ] || [ ! -x "$pip_bin/nvdisasm" ]; then
+    echo "install_deps: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
+    "$python" -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm || echo "install_deps: note: no cuobjdump; SASS checks will skip"
+  fi
+fi
+
 # The CUDA toolkit (headers and NVRTC) is needed to compile kernels, never to build or load braze.
 if ! ls /usr/local/cuda/include/cuda.h >/dev/null 2>&1; then
   echo "install_deps: note: no CUDA toolkit under /usr/local/cuda; kernel compilation tests will skip"

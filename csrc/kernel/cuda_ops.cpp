@@ -23,100 +23,100 @@ constexpr std::string_view kPreamble = R"CUDA(#include <cuda_fp16.h>
 
 // ---- float arithmetic: one IEEE rounding per op, never contracted into an FMA (the reference rounds
 // ---- the result of every op to its dtype)
-static __device__ __forceinline__ float braze_add(float a, float b) { return __fadd_rn(a, b); }
-static __device__ __forceinline__ double braze_add(double a, double b) { return __dadd_rn(a, b); }
-static __device__ __forceinline__ float braze_sub(float a, float b) { return __fsub_rn(a, b); }
-static __device__ __forceinline__ double braze_sub(double a, double b) { return __dsub_rn(a, b); }
-static __device__ __forceinline__ float braze_mul(float a, float b) { return __fmul_rn(a, b); }
-static __device__ __forceinline__ double braze_mul(double a, double b) { return __dmul_rn(a, b); }
-static __device__ __forceinline__ float braze_div(float a, float b) { return __fdiv_rn(a, b); }
-static __device__ __forceinline__ double braze_div(double a, double b) { return __ddiv_rn(a, b); }
-static __device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
-static __device__ __forceinline__ double braze_sqrt(double a) { return __dsqrt_rn(a); }
-static __device__ __forceinline__ float braze_abs(float a) { return fabsf(a); }
-static __device__ __forceinline__ double braze_abs(double a) { return fabs(a); }
-static __device__ __forceinline__ float braze_exp(float a) { return expf(a); }
-static __device__ __forceinline__ double braze_exp(double a) { return exp(a); }
-static __device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
-static __device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
-static __device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
-static __device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
-static __device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
-static __device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ __forceinline__ float braze_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double braze_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float braze_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double braze_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float braze_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double braze_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float braze_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double braze_div(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
+__device__ __forceinline__ double braze_sqrt(double a) { return __dsqrt_rn(a); }
+__device__ __forceinline__ float braze_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ double braze_abs(double a) { return fabs(a); }
+__device__ __forceinline__ float braze_exp(float a) { return expf(a); }
+__device__ __forceinline__ double braze_exp(double a) { return exp(a); }
+__device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
+__device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
+__device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
+__device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 
 // std::max / std::min exactly: a NaN second operand is ignored and max(-0.0, 0.0) is -0.0 (fmaxf differs).
-template <typename T> static __device__ __forceinline__ T braze_max(T a, T b) { return (a < b) ? b : a; }
-template <typename T> static __device__ __forceinline__ T braze_min(T a, T b) { return (b < a) ? b : a; }
+template <typename T> __device__ __forceinline__ T braze_max(T a, T b) { return (a < b) ? b : a; }
+template <typename T> __device__ __forceinline__ T braze_min(T a, T b) { return (b < a) ? b : a; }
 
 // ---- float ops (unaryFloat, binaryFloat, ternaryFloat)
-template <typename T> static __device__ __forceinline__ T braze_relu(T x) {
+template <typename T> __device__ __forceinline__ T braze_relu(T x) {
   return x > T(0) ? x : (isnan(x) ? x : T(0));
 }
-template <typename T> static __device__ __forceinline__ T braze_sign(T x) {
+template <typename T> __device__ __forceinline__ T braze_sign(T x) {
   return isnan(x) ? x : T(int(x > T(0)) - int(x < T(0)));
 }
-template <typename T> static __device__ __forceinline__ T braze_frac(T x) { return braze_sub(x, braze_trunc(x)); }
-template <typename T> static __device__ __forceinline__ T braze_sigmoid(T x) {
+template <typename T> __device__ __forceinline__ T braze_frac(T x) { return braze_sub(x, braze_trunc(x)); }
+template <typename T> __device__ __forceinline__ T braze_sigmoid(T x) {
   return braze_div(T(1), braze_add(T(1), braze_exp(-x)));
 }
-template <typename T> static __device__ __forceinline__ T braze_silu(T x) {
+template <typename T> __device__ __forceinline__ T braze_silu(T x) {
   return braze_div(x, braze_add(T(1), braze_exp(-x)));
 }
-template <typename T> static __device__ __forceinline__ bool braze_isposinf(T x) { return isinf(x) && x > T(0); }
-template <typename T> static __device__ __forceinline__ bool braze_isneginf(T x) { return isinf(x) && x < T(0); }
+template <typename T> __device__ __forceinline__ bool braze_isposinf(T x) { return isinf(x) && x > T(0); }
+template <typename T> __device__ __forceinline__ bool braze_isneginf(T x) { return isinf(x) && x < T(0); }
 // Python's remainder: the sign of the divisor.
-template <typename T> static __device__ __forceinline__ T braze_remainder(T a, T b) {
+template <typename T> __device__ __forceinline__ T braze_remainder(T a, T b) {
   T r = braze_fmod(a, b);
   if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = braze_add(r, b);
   return r;
 }
-template <typename T> static __device__ __forceinline__ T braze_maximum(T a, T b) {
+template <typename T> __device__ __forceinline__ T braze_maximum(T a, T b) {
   return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_max(a, b);
 }
-template <typename T> static __device__ __forceinline__ T braze_minimum(T a, T b) {
+template <typename T> __device__ __forceinline__ T braze_minimum(T a, T b) {
   return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_min(a, b);
 }
 // torch's lerp: exact at both ends.
-template <typename T> static __device__ __forceinline__ T braze_lerp(T a, T b, T w) {
+template <typename T> __device__ __forceinline__ T braze_lerp(T a, T b, T w) {
   return braze_abs(w) < T(0.5) ? braze_add(a, braze_mul(w, braze_sub(b, a)))
                                : braze_sub(b, braze_mul(braze_sub(b, a), braze_sub(T(1), w)));
 }
-template <typename T> static __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) {
+template <typename T> __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) {
   return isnan(x) ? x : braze_min(braze_max(x, lo), hi);
 }
-template <typename T> static __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
+template <typename T> __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
   return braze_add(x, braze_mul(braze_mul(value, t1), t2));
 }
 // The reference's erfcinv is erfinv(1 - x) in double (so x below 2^-53 gives inf, as it does there).
-static __device__ __forceinline__ double braze_erfcinv(double x) { return erfinv(__dsub_rn(1.0, x)); }
+__device__ __forceinline__ double braze_erfcinv(double x) { return erfinv(__dsub_rn(1.0, x)); }
 
 // ---- integer ops on long long (unaryInt, binaryInt): wrap-around through unsigned arithmetic
-static __device__ __forceinline__ long long braze_add_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_add_i(long long a, long long b) {
   return (long long)((unsigned long long)a + (unsigned long long)b);
 }
-static __device__ __forceinline__ long long braze_sub_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_sub_i(long long a, long long b) {
   return (long long)((unsigned long long)a - (unsigned long long)b);
 }
-static __device__ __forceinline__ long long braze_mul_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_mul_i(long long a, long long b) {
   return (long long)((unsigned long long)a * (unsigned long long)b);
 }
-static __device__ __forceinline__ long long braze_neg_i(long long a) { return (long long)(0ULL - (unsigned long long)a); }
-static __device__ __forceinline__ long long braze_abs_i(long long a) { return a < 0 ? braze_neg_i(a) : a; }
-static __device__ __forceinline__ long long braze_relu_i(long long a) { return a > 0 ? a : 0LL; }
-static __device__ __forceinline__ long long braze_sign_i(long long a) { return (long long)(int(a > 0) - int(a < 0)); }
+__device__ __forceinline__ long long braze_neg_i(long long a) { return (long long)(0ULL - (unsigned long long)a); }
+__device__ __forceinline__ long long braze_abs_i(long long a) { return a < 0 ? braze_neg_i(a) : a; }
+__device__ __forceinline__ long long braze_relu_i(long long a) { return a > 0 ? a : 0LL; }
+__device__ __forceinline__ long long braze_sign_i(long long a) { return (long long)(int(a > 0) - int(a < 0)); }
 // Division truncates toward zero; the reference rejects a zero divisor, kernels give 0.
-static __device__ __forceinline__ long long braze_div_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_div_i(long long a, long long b) {
   if (b == 0) return 0;
   if (b == -1) return braze_neg_i(a);  // INT64_MIN / -1 wraps
   return a / b;
 }
 // fmod and mod: the sign of the dividend.
-static __device__ __forceinline__ long long braze_fmod_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_fmod_i(long long a, long long b) {
   if (b == 0 || b == -1) return 0;
   return a % b;
 }
 // remainder: the sign of the divisor, as Python.
-static __device__ __forceinline__ long long braze_remainder_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_remainder_i(long long a, long long b) {
   if (b == 0 || b == -1) return 0;
   long long r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -124,7 +124,7 @@ static __device__ __forceinline__ long long braze_remainder_i(long long a, long 
 }
 // Power by squaring, wrapping; a negative exponent gives 0 except for bases 1 and -1 (torch's rule;
 // the reference rejects 0 ** negative, kernels give 0).
-static __device__ __forceinline__ long long braze_pow_i(long long base, long long exp) {
+__device__ __forceinline__ long long braze_pow_i(long long base, long long exp) {
   if (exp < 0) {
     if (base == 1) return 1;
     if (base == -1) return (exp % 2 == 0) ? 1 : -1;
@@ -140,7 +140,7 @@ static __device__ __forceinline__ long long braze_pow_i(long long base, long lon
   return (long long)result;
 }
 // std::gcd: the gcd of the magnitudes (gcd(INT64_MIN, 0) wraps to INT64_MIN, as libstdc++ gives).
-static __device__ __forceinline__ long long braze_gcd_i(long long a, long long b) {
+__device__ __forceinline__ long long braze_gcd_i(long long a, long long b) {
   unsigned long long x = a < 0 ? 0ULL - (unsigned long long)a : (unsigned long long)a;
   unsigned long long y = b < 0 ? 0ULL - (unsigned long long)b : (unsigned long long)b;
   while (y != 0) {
@@ -151,32 +151,32 @@ static __device__ __forceinline__ long long braze_gcd_i(long long a, long long b
   return (long long)x;
 }
 // Shifts by the type's width or more shift out every bit (undefined in C++, defined by braze).
-static __device__ __forceinline__ long long braze_shl_i(long long a, long long b, int width) {
+__device__ __forceinline__ long long braze_shl_i(long long a, long long b, int width) {
   return (b < 0 || b >= width) ? 0LL : (long long)((unsigned long long)a << b);
 }
-static __device__ __forceinline__ long long braze_shr_i(long long a, long long b, int width, bool is_signed) {
+__device__ __forceinline__ long long braze_shr_i(long long a, long long b, int width, bool is_signed) {
   if (b < 0 || b >= width) return (a < 0 && is_signed) ? -1LL : 0LL;
   return a >> b;
 }
-static __device__ __forceinline__ long long braze_lshr_i(long long a, long long b, int width) {
+__device__ __forceinline__ long long braze_lshr_i(long long a, long long b, int width) {
   if (b < 0 || b >= width) return 0;
   const unsigned long long mask = width == 64 ? ~0ULL : ((1ULL << width) - 1);
   return (long long)(((unsigned long long)a & mask) >> b);
 }
-static __device__ __forceinline__ long long braze_threshold_i(long long x, long long t, long long v) { return x <= t ? v : x; }
-template <typename T> static __device__ __forceinline__ T braze_threshold(T x, T t, T v) { return x <= t ? v : x; }
-static __device__ __forceinline__ long long braze_addcmul_i(long long x, long long t1, long long t2, long long value) {
+__device__ __forceinline__ long long braze_threshold_i(long long x, long long t, long long v) { return x <= t ? v : x; }
+template <typename T> __device__ __forceinline__ T braze_threshold(T x, T t, T v) { return x <= t ? v : x; }
+__device__ __forceinline__ long long braze_addcmul_i(long long x, long long t1, long long t2, long long value) {
   const unsigned long long p = (unsigned long long)value * (unsigned long long)t1 * (unsigned long long)t2;
   return (long long)((unsigned long long)x + p);
 }
 
 // ---- conversions to integer types
-static __device__ __forceinline__ long long braze_wrap_i8(long long v) { return (long long)(signed char)v; }
-static __device__ __forceinline__ long long braze_wrap_u8(long long v) { return (long long)(unsigned char)v; }
-static __device__ __forceinline__ long long braze_wrap_i16(long long v) { return (long long)(short)v; }
-static __device__ __forceinline__ long long braze_wrap_i32(long long v) { return (long long)(int)v; }
+__device__ __forceinline__ long long braze_wrap_i8(long long v) { return (long long)(signed char)v; }
+__device__ __forceinline__ long long braze_wrap_u8(long long v) { return (long long)(unsigned char)v; }
+__device__ __forceinline__ long long braze_wrap_i16(long long v) { return (long long)(short)v; }
+__device__ __forceinline__ long long braze_wrap_i32(long long v) { return (long long)(int)v; }
 // floatToInt: truncate toward zero, saturate to [lo, hi], NaN -> 0 (what CUDA's cvt.rzi does).
-static __device__ __forceinline__ long long braze_float_to_int(double x, long long lo, long long hi) {
+__device__ __forceinline__ long long braze_float_to_int(double x, long long lo, long long hi) {
   if (isnan(x)) return 0;
   const double t = trunc(x);
   if (t <= (double)lo) return lo;
@@ -185,40 +185,40 @@ static __device__ __forceinline__ long long braze_float_to_int(double x, long lo
 }
 
 // ---- rounding to the narrow float types (numerics.cpp), from float or directly from double (one rounding)
-static __device__ __forceinline__ float braze_round_half(float x) { return __half2float(__float2half_rn(x)); }
-static __device__ __forceinline__ float braze_round_half(double x) { return __half2float(__double2half(x)); }
-static __device__ __forceinline__ float braze_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-static __device__ __forceinline__ float braze_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
+__device__ __forceinline__ float braze_round_half(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float braze_round_half(double x) { return __half2float(__double2half(x)); }
+__device__ __forceinline__ float braze_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float braze_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
 
 // e4m3fn and e5m2: CUDA's conversions, saturating to the largest finite value (inf included).
-static __device__ __forceinline__ float braze_e4m3fn_to_float(__nv_fp8_storage_t bits) {
+__device__ __forceinline__ float braze_e4m3fn_to_float(__nv_fp8_storage_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
 }
-static __device__ __forceinline__ float braze_e5m2_to_float(__nv_fp8_storage_t bits) {
+__device__ __forceinline__ float braze_e5m2_to_float(__nv_fp8_storage_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E5M2)));
 }
-static __device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(float x) {
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(float x) {
   return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
-static __device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(double x) {
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(double x) {
   return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
-static __device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(float x) {
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(float x) {
   return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
 }
-static __device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(double x) {
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(double x) {
   return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
 }
-static __device__ __forceinline__ float braze_round_e4m3fn(float x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
-static __device__ __forceinline__ float braze_round_e4m3fn(double x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
-static __device__ __forceinline__ float braze_round_e5m2(float x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
-static __device__ __forceinline__ float braze_round_e5m2(double x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
-static __device__ __forceinline__ __nv_fp8_e4m3 braze_store_e4m3fn(float x) {
+__device__ __forceinline__ float braze_round_e4m3fn(float x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
+__device__ __forceinline__ float braze_round_e4m3fn(double x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
+__device__ __forceinline__ float braze_round_e5m2(float x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
+__device__ __forceinline__ float braze_round_e5m2(double x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
+__device__ __forceinline__ __nv_fp8_e4m3 braze_store_e4m3fn(float x) {
   __nv_fp8_e4m3 r;
   r.__x = braze_to_e4m3fn(x);
   return r;
 }
-static __device__ __forceinline__ __nv_fp8_e5m2 braze_store_e5m2(float x) {
+__device__ __forceinline__ __nv_fp8_e5m2 braze_store_e5m2(float x) {
   __nv_fp8_e5m2 r;
   r.__x = braze_to_e5m2(x);
   return r;
@@ -226,7 +226,7 @@ static __device__ __forceinline__ __nv_fp8_e5m2 braze_store_e5m2(float x) {
 
 // e4m3fnuz (bias 8) and e5m2fnuz (bias 16): no inf, no -0, the one NaN is 0x80; saturating. CUDA has
 // no type for them: numerics.cpp's encode/decode in software, stored as unsigned char.
-static __device__ __forceinline__ unsigned char braze_to_fnuz(double v, int man_bits, int bias) {
+__device__ __forceinline__ unsigned char braze_to_fnuz(double v, int man_bits, int bias) {
   if (isnan(v)) return 0x80;
   const unsigned long long bits = (unsigned long long)__double_as_longlong(v);
   const unsigned long long sign = (bits >> 63) != 0 ? 0x80ULL : 0ULL;
@@ -259,7 +259,7 @@ static __device__ __forceinline__ unsigned char braze_to_fnuz(double v, int man_
   if (code == 0) return 0;  // -0 (or a tiny negative) would land on the NaN code
   return (unsigned char)(sign | code);
 }
-static __device__ __forceinline__ float braze_from_fnuz(unsigned char bits, int man_bits, int bias) {
+__device__ __forceinline__ float braze_from_fnuz(unsigned char bits, int man_bits, int bias) {
   if (bits == 0x80) return __int_as_float(0x7fc00000);
   const int code = bits & 0x7f;
   const int exp_field = code >> man_bits;
@@ -269,12 +269,12 @@ static __device__ __forceinline__ float braze_from_fnuz(unsigned char bits, int 
                                          : ldexpf((float)(mantissa | (1 << man_bits)), qmin + exp_field - 1);
   return (bits & 0x80) != 0 ? -magnitude : magnitude;
 }
-static __device__ __forceinline__ unsigned char braze_to_e4m3fnuz(double x) { return braze_to_fnuz(x, 3, 8); }
-static __device__ __forceinline__ unsigned char braze_to_e5m2fnuz(double x) { return braze_to_fnuz(x, 2, 16); }
-static __device__ __forceinline__ float braze_e4m3fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 3, 8); }
-static __device__ __forceinline__ float braze_e5m2fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 2, 16); }
-static __device__ __forceinline__ float braze_round_e4m3fnuz(double x) { return braze_e4m3fnuz_to_float(braze_to_e4m3fnuz(x)); }
-static __device__ __forceinline__ float braze_round_e5m2fnuz(double x) { return braze_e5m2fnuz_to_float(braze_to_e5m2fnuz(x)); }
+__device__ __forceinline__ unsigned char braze_to_e4m3fnuz(double x) { return braze_to_fnuz(x, 3, 8); }
+__device__ __forceinline__ unsigned char braze_to_e5m2fnuz(double x) { return braze_to_fnuz(x, 2, 16); }
+__device__ __forceinline__ float braze_e4m3fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 3, 8); }
+__device__ __forceinline__ float braze_e5m2fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 2, 16); }
+__device__ __forceinline__ float braze_round_e4m3fnuz(double x) { return braze_e4m3fnuz_to_float(braze_to_e4m3fnuz(x)); }
+__device__ __forceinline__ float braze_round_e5m2fnuz(double x) { return braze_e5m2fnuz_to_float(braze_to_e5m2fnuz(x)); }
 )CUDA";
 
 // An expression and the dtype of the value it holds (an operand's dtype, or the compute type an op
@@ -345,17 +345,17 @@ std::string toResult(const Value& v, DataType dtype) {
       default: return v.text;
     }
   }
-  // A floating result. Integers convert exactly (to double when wider than float's 24 bits: the
-  // reference rounds an int64 to double, then to the dtype) and then round like any float.
+  // A floating result, rounded once from the value's own type, or from an integer converted exactly
+  // (through double when wider than float's 24 bits: the reference rounds an int64 to double, then to the dtype).
   const DataType from = (held == DataType::Double || !fitsFloat(v.dtype)) ? DataType::Double : DataType::Float;
-  const std::string x = held == from ? v.text : asMath(v, from);
-  if (dtype == DataType::Double) return held == DataType::Double ? v.text : asMath(v, DataType::Double);
-  if (dtype == DataType::Float) return from == DataType::Float ? x : fmt::format("__double2float_rn({})", x);
-  // fnuz rounding is done from double (software, exact either way).
-  if (dtype == DataType::Float8_e4m3fnuz || dtype == DataType::Float8_e5m2fnuz) {
-    return fmt::format("{}({})", roundHelper(dtype), held == DataType::Double ? v.text : asMath(v, DataType::Double));
+  auto as = [&](DataType math) { return held == math ? v.text : asMath(v, math); };
+  switch (dtype) {
+    case DataType::Double: return as(DataType::Double);
+    case DataType::Float: return from == DataType::Float ? as(from) : fmt::format("__double2float_rn({})", as(from));
+    case DataType::Float8_e4m3fnuz:
+    case DataType::Float8_e5m2fnuz: return fmt::format("{}({})", roundHelper(dtype), as(DataType::Double));  // software
+    default: return fmt::format("{}({})", roundHelper(dtype), as(from));
   }
-  return fmt::format("{}({})", roundHelper(dtype), x);
 }
 
 std::string_view mathSuffix(DataType math) { return math == DataType::Float ? "f" : ""; }
@@ -402,7 +402,7 @@ Value floatUnary(OpKind kind, DataType math, const std::string& x) {
     case OpKind::IsNan: return b(fmt::format("((bool)isnan({}))", x));
     case OpKind::IsNegInf: return b(call("braze_isneginf", a));
     case OpKind::IsPosInf: return b(call("braze_isposinf", a));
-    case OpKind::IsReal: return b("true");  // no complex types: every value is real
+    case OpKind::IsReal: return b(fmt::format("((void){}, true)", x));  // no complex types: every value is real
     case OpKind::Lgamma: return m("lgamma");
     case OpKind::Log: return m("log");
     case OpKind::Log10: return m("log10");
@@ -478,13 +478,15 @@ Value intUnary(OpKind kind, DataType dtype, const std::string& x) {
     case OpKind::Round:
     case OpKind::Trunc:
     case OpKind::Real: return {x, i64};
-    case OpKind::Frac: return {"0LL", i64};
+    // Constant results still name the operand, discarded, so a kernel that loads it into a variable
+    // has no unused variable (nvcc warns).
+    case OpKind::Frac: return {fmt::format("((void){}, 0LL)", x), i64};
     case OpKind::IsFinite:
-    case OpKind::IsReal: return b("true");
+    case OpKind::IsReal: return b(fmt::format("((void){}, true)", x));
     case OpKind::IsInf:
     case OpKind::IsNan:
     case OpKind::IsNegInf:
-    case OpKind::IsPosInf: return b("false");
+    case OpKind::IsPosInf: return b(fmt::format("((void){}, false)", x));
     case OpKind::LogicalNot: return b(fmt::format("({} == 0)", x));
     case OpKind::Neg: return {fmt::format("braze_neg_i({})", x), i64};
     case OpKind::Relu: return {fmt::format("braze_relu_i({})", x), i64};

@@ -51,7 +51,7 @@ struct Operand {
 // A C++ expression equal to what the reference stores for one element of op `kind` (Unary, Binary,
 // Ternary with addcmul's operands x, t1, t2, value; Cast forwards to cudaCast) whose output Val has
 // dtype `result_dtype`. The expression has type cudaComputeTypeName(result_dtype) and is already
-// rounded or wrapped to result_dtype. Each operand's expression appears in it at most once. Throws a type
+// rounded or wrapped to result_dtype. Each operand's expression appears in it exactly once. Throws a type
 // error where the reference has no math for the op (silu of an integer).
 std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const Operand> operands);
 

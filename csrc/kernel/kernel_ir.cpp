@@ -275,6 +275,8 @@ int64_t KernelBuilder::divisibility(ExprId id) const {
     case EKind::Add:
     case EKind::Sub: return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Mul: return std::min(kMax, divisibility(e.args[0]) * divisibility(e.args[1]));
+    case EKind::Mod:  // a % b = a - b * (a / b)
+      return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
     default: return 1;
   }

@@ -179,11 +179,20 @@ std::string arrayOf(DataType dtype) {
   }
 }
 
+// `auto name = expr;` and a check that expr has exactly the type `type` (the contract of cuda_ops.h).
+std::string typed(std::string_view name, std::string_view expr, std::string_view type) {
+  return fmt::format("auto {} = {}; static_assert(braze_same<decltype({}), {}>::value, \"{}\");", name, expr, name, type,
+                     type);
+}
+
 // One kernel per op evaluating every accepted signature into an output, then one kernel that loads,
-// stores and spells literals of every storage type. Compiled by the test below; NVRTC later.
+// stores and spells literals of every storage type; each expression's type is checked. Compiled by the
+// test below (NVRTC later).
 std::string allOpsTestKernel() {
   std::ostringstream src;
   src << cudaOpsPreamble() << "\n";
+  src << "template <class A, class B> struct braze_same { static constexpr bool value = false; };\n"
+         "template <class A> struct braze_same<A, A> { static constexpr bool value = true; };\n\n";
   std::optional<OpKind> open;
   std::map<std::string, int> next;  // output slots used in the open kernel, per output array
   std::set<std::string> emitted;
@@ -210,7 +219,8 @@ std::string allOpsTestKernel() {
     const std::string expr = cudaElementwise(s.kind, s.result, operands);
     // Many signatures emit the same text (add of Int8 and Int16 either way round); compile each once.
     if (!emitted.insert(out + expr).second) continue;
-    src << fmt::format("  {}[{}] = {};  // {}\n", out, next[out]++, expr, describe(s));
+    src << fmt::format("  {{ {} {}[{}] = v; }}  // {}\n", typed("v", expr, cudaComputeTypeName(s.result)), out, next[out]++,
+                       describe(s));
   }
   close();
 
@@ -221,15 +231,18 @@ std::string allOpsTestKernel() {
   }
   for (size_t k = 0; k < std::size(kAllDataTypes); ++k) {
     const DataType d = kAllDataTypes[k];
+    const std::string_view compute = cudaComputeTypeName(d);
+    const std::string_view storage = cudaStorageTypeName(d);
     src << fmt::format("  {{  // {}\n", toString(d));
-    src << fmt::format("    const {} v = {};\n", cudaComputeTypeName(d), cudaFromStorage(fmt::format("s{}[0]", k), d));
+    src << fmt::format("    {}\n", typed("v", cudaFromStorage(fmt::format("s{}[0]", k), d), compute));
     int slot = 0;
-    src << fmt::format("    o{}[{}] = {};\n", k, slot++, cudaToStorage("v", d));
-    for (double x : {0.0, -0.0, 1.5, -2.75, 0.1, 1e30, -1e-40, 4e-45, kInf, -kInf, kNaN}) {
-      src << fmt::format("    o{}[{}] = {};\n", k, slot++, cudaToStorage(cudaLiteral(x, d), d));
-    }
-    for (int64_t x : {int64_t{0}, int64_t{-1}, int64_t{300}, kI64Min, kI64Max}) {
-      src << fmt::format("    o{}[{}] = {};\n", k, slot++, cudaToStorage(cudaLiteral(x, d), d));
+    src << fmt::format("    {{ {} o{}[{}] = s; }}\n", typed("s", cudaToStorage("v", d), storage), k, slot++);
+    std::vector<std::string> literals;
+    for (double x : {0.0, -0.0, 1.5, -2.75, 0.1, 1e30, -1e-40, 4e-45, kInf, -kInf, kNaN}) literals.push_back(cudaLiteral(x, d));
+    for (int64_t x : {int64_t{0}, int64_t{-1}, int64_t{300}, kI64Min, kI64Max}) literals.push_back(cudaLiteral(x, d));
+    for (const std::string& literal : literals) {
+      src << fmt::format("    {{ {} {} o{}[{}] = s; }}\n", typed("c", literal, compute), typed("s", cudaToStorage("c", d), storage),
+                         k, slot++);
     }
     src << "  }\n";
   }
