@@ -5,6 +5,8 @@
 #include "host_values.h"
 
 #include "ir/dump.h"
+#include "kernel/cuda_emitter.h"
+#include "kernel/run_plan.h"
 #include "segmenter/explain.h"
 
 #include <nanobind/stl/optional.h>
@@ -23,6 +25,7 @@ struct SegmentRecord {
   std::string kind;
   std::optional<std::string> scheduler;
   std::optional<int64_t> vectorize;
+  std::string heuristics;
   std::vector<std::string> inputs, outputs, ops;
   std::vector<std::pair<std::string, std::string>> refusals;  // (scheduler, reason)
 };
@@ -39,6 +42,7 @@ SegmentRecord recordOf(const Segment& s) {
   r.kind = std::string(toString(s.kind));
   if (s.scheduler) r.scheduler = std::string(toString(*s.scheduler));
   r.vectorize = s.vectorize;
+  r.heuristics = s.heuristics;
   r.inputs = namesOf(s.inputs);
   r.outputs = namesOf(s.outputs);
   for (const Expr* e : s.exprs) r.ops.emplace_back(e->name());
@@ -52,22 +56,51 @@ std::vector<HostValue> hostInputs(nb::list py_inputs) {
   return inputs;
 }
 
-SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std::string& bookend) {
-  const PlanOptions options{bookendPolicyFromString(bookend)};
-  const auto inputs = hostInputs(py_inputs);
-  nb::gil_scoped_release release;
-  return explain(fusion, inputs, options);
+DeviceInfo deviceNamed(const std::string& name) {
+  auto device = DeviceInfo::preset(name);
+  BRAZE_CHECK(device.has_value(), "device={}: expected one of h100, h200, a100, l4", name);
+  return *device;
 }
 
-nb::list executeHost(const Fusion& fusion, nb::list py_inputs, const std::string& bookend) {
+// The plan with the heuristics' choices filled in (vectorize, launch shape) for the device.
+SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
+                            const std::string& device) {
   const PlanOptions options{bookendPolicyFromString(bookend)};
+  const DeviceInfo target = deviceNamed(device);
+  const auto inputs = hostInputs(py_inputs);
+  nb::gil_scoped_release release;
+  return kernel::compilePlan(explain(fusion, inputs, options), target).plan;
+}
+
+std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
+                                     const std::string& device) {
+  const PlanOptions options{bookendPolicyFromString(bookend)};
+  const DeviceInfo target = deviceNamed(device);
+  const auto inputs = hostInputs(py_inputs);
+  nb::gil_scoped_release release;
+  std::vector<std::string> sources;
+  for (const auto& k : kernel::compilePlan(explain(fusion, inputs, options), target).kernels) {
+    if (k) sources.push_back(kernel::emitCuda(*k));
+  }
+  return sources;
+}
+
+// Runs the whole pipeline on the CPU simulator; returns the outputs and each kernel's CUDA source.
+std::pair<nb::list, std::vector<std::string>> executeHost(const Fusion& fusion, nb::list py_inputs,
+                                                          const std::string& bookend, const std::string& device) {
+  kernel::ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
   const auto inputs = hostInputs(py_inputs);
   std::vector<HostValue> outputs;
+  std::vector<std::string> sources;
   {
-    nb::gil_scoped_release release;  // the reference evaluator is slow; let other threads run
-    outputs = executeSegmented(fusion, inputs, options);
+    nb::gil_scoped_release release;  // the simulator is slow; let other threads run
+    kernel::CompiledPlan compiled;
+    outputs = kernel::executeOnSimulator(fusion, inputs, options, &compiled);
+    for (const auto& k : compiled.kernels) {
+      if (k) sources.push_back(kernel::emitCuda(*k));
+    }
   }
-  return hostValuesToPython(std::move(outputs));
+  return {hostValuesToPython(std::move(outputs)), std::move(sources)};
 }
 
 }  // namespace
@@ -77,7 +110,8 @@ void bindPlan(nb::module_& m) {
       .def_ro("id", &SegmentRecord::id)
       .def_ro("kind", &SegmentRecord::kind, "'alias' (host-side views, no kernel) or 'kernel'")
       .def_ro("scheduler", &SegmentRecord::scheduler, "'pointwise', 'inner_persistent', ...; None if none accepts")
-      .def_ro("vectorize", &SegmentRecord::vectorize, "the vectorize factor; None until the schedulers choose one")
+      .def_ro("vectorize", &SegmentRecord::vectorize, "the vectorize factor the heuristics chose; None for aliases")
+      .def_ro("heuristics", &SegmentRecord::heuristics, "the heuristics' parameters, one line")
       .def_ro("inputs", &SegmentRecord::inputs, "names of the tensors it reads (as in fd's repr)")
       .def_ro("outputs", &SegmentRecord::outputs, "names of the tensors it writes for others")
       .def_ro("ops", &SegmentRecord::ops, "its ops, in evaluation order")
@@ -120,9 +154,13 @@ void bindPlan(nb::module_& m) {
       .def("__repr__", &SegmentedFusion::toString)
       .def("to_dot", &SegmentedFusion::toDot, "the plan as a Graphviz digraph");
   m.def("explain", &explainHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
-        "plans the fusion for these inputs without running it");
+        nb::arg("device") = "h100", "plans the fusion for these inputs and a device, without running it");
+  m.def("cuda_code_for", &cudaCodeFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
+        nb::arg("device") = "h100", "the CUDA source of each kernel the plan for these inputs generates");
   m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
-        "plans and runs the fusion on the CPU, segment by segment; alias outputs are views of the inputs");
+        nb::arg("device") = "h100",
+        "plans, lowers and runs the fusion's kernels on the CPU simulator; alias outputs are views of the inputs; "
+        "returns (outputs, CUDA source of each kernel)");
 }
 
 }  // namespace braze::python

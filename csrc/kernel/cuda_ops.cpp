@@ -273,8 +273,12 @@ __device__ __forceinline__ unsigned char braze_to_e4m3fnuz(double x) { return br
 __device__ __forceinline__ unsigned char braze_to_e5m2fnuz(double x) { return braze_to_fnuz(x, 2, 16); }
 __device__ __forceinline__ float braze_e4m3fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 3, 8); }
 __device__ __forceinline__ float braze_e5m2fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 2, 16); }
-__device__ __forceinline__ float braze_round_e4m3fnuz(double x) { return braze_e4m3fnuz_to_float(braze_to_e4m3fnuz(x)); }
-__device__ __forceinline__ float braze_round_e5m2fnuz(double x) { return braze_e5m2fnuz_to_float(braze_to_e5m2fnuz(x)); }
+__device__ __forceinline__ float braze_round_e4m3fnuz(double x) {
+  return braze_e4m3fnuz_to_float(braze_to_e4m3fnuz(x));
+}
+__device__ __forceinline__ float braze_round_e5m2fnuz(double x) {
+  return braze_e5m2fnuz_to_float(braze_to_e5m2fnuz(x));
+}
 )CUDA";
 
 // An expression and the dtype of the value it holds (an operand's dtype, or the compute type an op
@@ -287,7 +291,9 @@ struct Value {
 std::string paren(std::string_view s) { return fmt::format("({})", s); }
 
 // Holds every value of `dtype` exactly in float (so float math on it rounds only where the reference does).
-bool fitsFloat(DataType dtype) { return dtype != DataType::Double && dtype != DataType::Int32 && dtype != DataType::Int64; }
+bool fitsFloat(DataType dtype) {
+  return dtype != DataType::Double && dtype != DataType::Int32 && dtype != DataType::Int64;
+}
 
 // `v` as a float or double (`math`), exactly unless a Double or a wide integer meets float math.
 std::string asMath(const Value& v, DataType math) {
@@ -297,13 +303,17 @@ std::string asMath(const Value& v, DataType math) {
   return fmt::format("(({}){})", cudaComputeTypeName(math), paren(v.text));
 }
 
+// floatToInt of a float or double into the range of integer `dtype`.
+std::string floatToInt(const Value& v, DataType dtype) {
+  return fmt::format("braze_float_to_int((double){}, {}, {})", paren(v.text),
+                     cudaLiteral(integerMin(dtype), DataType::Int64), cudaLiteral(integerMax(dtype), DataType::Int64));
+}
+
 std::string asInt(const Value& v) {
   switch (computeTypeOf(v.dtype)) {
     case DataType::Int64: return paren(v.text);
     case DataType::Bool: return fmt::format("((long long){})", paren(v.text));
-    default:  // a Python float operand of integer math: truncated toward zero, saturating
-      return fmt::format("braze_float_to_int((double){}, {}, {})", paren(v.text), cudaLiteral(integerMin(DataType::Int64), DataType::Int64),
-                         cudaLiteral(integerMax(DataType::Int64), DataType::Int64));
+    default: return floatToInt(v, DataType::Int64);  // a Python float bound of integer math: truncated, saturating
   }
 }
 
@@ -333,10 +343,7 @@ std::string toResult(const Value& v, DataType dtype) {
   if (isBool(dtype)) return asBool(v);
   if (isIntegral(dtype)) {
     if (held == DataType::Bool) return fmt::format("((long long){})", paren(v.text));
-    if (held != DataType::Int64) {
-      return fmt::format("braze_float_to_int((double){}, {}, {})", paren(v.text), cudaLiteral(integerMin(dtype), DataType::Int64),
-                         cudaLiteral(integerMax(dtype), DataType::Int64));
-    }
+    if (held != DataType::Int64) return floatToInt(v, dtype);
     switch (dtype) {
       case DataType::Int8: return fmt::format("braze_wrap_i8({})", v.text);
       case DataType::UInt8: return fmt::format("braze_wrap_u8({})", v.text);
@@ -414,7 +421,8 @@ Value floatUnary(OpKind kind, DataType math, const std::string& x) {
     case OpKind::Reciprocal: return {fmt::format("braze_div({}, {})", one, x), math};
     case OpKind::Relu: return h("braze_relu");
     case OpKind::Round: return m("rint");  // half to even, as std::nearbyint
-    case OpKind::Rsqrt: return {fmt::format("braze_div({}, braze_sqrt({}))", one, x), math};  // 1 / sqrt, as the reference
+    // 1 / sqrt as the reference computes it, each correctly rounded (rsqrtf is off by up to 2 ulp).
+    case OpKind::Rsqrt: return {fmt::format("braze_div({}, braze_sqrt({}))", one, x), math};
     case OpKind::Sigmoid: return h("braze_sigmoid");
     case OpKind::Sign: return h("braze_sign");
     case OpKind::SignBit: return b(fmt::format("((bool)signbit({}))", x));
@@ -450,7 +458,9 @@ Value floatBinary(OpKind kind, DataType math, DataType result_dtype, const std::
     case OpKind::NextAfter: {
       // The next value of the result's type, not of the math type (the reference passes the output dtype).
       if (result_dtype == DataType::Double) return {fmt::format("nextafter({}, {})", x, y), DataType::Double};
-      auto f = [&](const std::string& s) { return math == DataType::Float ? s : fmt::format("__double2float_rn({})", s); };
+      auto f = [&](const std::string& s) {
+        return math == DataType::Float ? s : fmt::format("__double2float_rn({})", s);
+      };
       return {fmt::format("nextafterf({}, {})", f(x), f(y)), DataType::Float};
     }
     case OpKind::Eq: return cmp("==");
@@ -650,7 +660,8 @@ std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const 
       switch (kind) {
         case OpKind::Where: out = {fmt::format("({} ? {} : {})", asBool(in[0]), x[1], x[2]), DataType::Int64}; break;
         case OpKind::Clamp:
-          out = {fmt::format("braze_min<long long>(braze_max<long long>({}, {}), {})", x[0], x[1], x[2]), DataType::Int64};
+          out = {fmt::format("braze_min<long long>(braze_max<long long>({}, {}), {})", x[0], x[1], x[2]),
+                 DataType::Int64};
           break;
         case OpKind::Threshold: out = {call("braze_threshold_i", x), DataType::Int64}; break;
         case OpKind::Addcmul: out = {call("braze_addcmul_i", x), DataType::Int64}; break;
@@ -720,7 +731,9 @@ std::string cudaLiteral(double value, DataType dtype) {
 std::string cudaLiteral(int64_t value, DataType dtype) {
   const DataType compute = computeTypeOf(dtype);
   if (compute == DataType::Bool) return value != 0 ? "true" : "false";
-  if (compute != DataType::Int64) return floatLiteral(reference::roundToType(static_cast<double>(value), dtype), compute);
+  if (compute != DataType::Int64) {
+    return floatLiteral(reference::roundToType(static_cast<double>(value), dtype), compute);
+  }
   const int64_t v = reference::wrapToType(value, dtype);
   // -9223372036854775808LL would be the negation of a literal too large for long long.
   if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";

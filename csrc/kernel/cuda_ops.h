@@ -36,7 +36,7 @@ std::string_view cudaComputeTypeName(DataType dtype);
 // "short", "int", "long long", "bool", "float", "double".
 std::string_view cudaStorageTypeName(DataType dtype);
 
-// The includes (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h) and `static __device__ __forceinline__ braze_*`
+// The includes (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h) and `__device__ __forceinline__ braze_*`
 // helpers every kernel source starts with: once-rounded float arithmetic, Python remainder, integer pow
 // and gcd, shifts of a given width, fp8 fnuz conversions in software (bit for bit numerics.cpp),
 // CUDA-style saturating float -> integer conversion, rounding to each narrow float type.

@@ -62,8 +62,9 @@ SimValue simElementwise(OpKind kind, DataType result_dtype, std::span<const SimV
                         std::span<const DataType> operand_dtypes) {
   BRAZE_ASSERT(isElementwise(kind), "simElementwise: {} is not elementwise", opName(kind));
   const size_t n = operandCount(kind);
-  BRAZE_ASSERT(operands.size() == n && operand_dtypes.size() == n, "simElementwise: {} takes {} operands, got {} ({} dtypes)",
-               opName(kind), n, operands.size(), operand_dtypes.size());
+  BRAZE_ASSERT(operands.size() == n && operand_dtypes.size() == n,
+               "simElementwise: {} takes {} operands, got {} ({} dtypes)", opName(kind), n, operands.size(),
+               operand_dtypes.size());
   if (kind == OpKind::CastOp) return simCast(operands[0], operand_dtypes[0], result_dtype);
 
   if (computesInFloat(kind, result_dtype, operand_dtypes)) {
@@ -72,7 +73,8 @@ SimValue simElementwise(OpKind kind, DataType result_dtype, std::span<const SimV
       x[k] = isFloating(operand_dtypes[k]) ? operands[k].f : static_cast<double>(operands[k].i);
     }
     // The reference hands the float math the OUTPUT dtype: nextafter steps in the result's type.
-    return fromFloat(reference::elementwiseFloat(kind, std::span<const double>(x.data(), n), result_dtype), result_dtype);
+    const double v = reference::elementwiseFloat(kind, std::span<const double>(x.data(), n), result_dtype);
+    return fromFloat(v, result_dtype);
   }
   std::array<int64_t, kMaxOperands> x{};
   for (size_t k = 0; k < n; ++k) {

@@ -19,22 +19,22 @@ int64_t maxOffset(const StridedLayout& layout) {
 
 }  // namespace
 
-InputLayout segmentInputLayout(const SegmentedFusion& plan, const Val* input) {
-  const Fusion& fusion = *plan.fusion;
-  if (fusion.isInput(input)) return plan.bound.inputLayout(input);
+SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input) {
+  if (plan.fusion->isInput(input)) return {plan.bound.inputLayout(input), input};
   const Segment* producer = plan.producerOf(input);
-  if (producer != nullptr && producer->kind == SegmentKind::Alias) {
-    const Val* root = inputViewRoot(input);
-    BRAZE_ASSERT(root != nullptr, "alias segment output {} is not a view of a fusion input", input->name());
-    InputLayout layout = plan.bound.inputLayout(root);
-    for (const Expr* e : inputViewChain(input)) {
-      ViewResult view = viewThrough(*e, layout.layout, plan.bound.intOperands(*e));
-      BRAZE_ASSERT(view.is_view, "alias segment output {} is not a view: {}", input->name(), view.reason);
-      layout.layout = std::move(view.layout);
-    }
-    return layout;
+  if (producer != nullptr && producer->kind == SegmentKind::Kernel) {
+    return {InputLayout{StridedLayout::rowMajor(plan.bound.sizesOf(input)), 16}, input};
   }
-  return InputLayout{StridedLayout::rowMajor(plan.bound.sizesOf(input)), 16};
+  // Made by an alias segment (its output, or a view inside it): the view its meta op makes of its
+  // operand, itself a view, a fusion input or a kernel's buffer.
+  const Expr* e = input->definition();
+  BRAZE_ASSERT(e != nullptr && isMetaOp(e->kind()), "segment input {} is neither an input, a kernel output nor a view",
+               input->name());
+  SegmentInputView view = segmentInputView(plan, e->input(0));
+  ViewResult result = viewThrough(*e, view.layout.layout, plan.bound.intOperands(*e));
+  BRAZE_ASSERT(result.is_view, "alias segment output {} is not a view: {}", input->name(), result.reason);
+  view.layout.layout = std::move(result.layout);
+  return view;
 }
 
 Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const DeviceInfo& device) {
@@ -48,11 +48,8 @@ Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const D
   int64_t max_offset = 0;
   for (const Val* in : segment.inputs) {
     if (!in->isTensor()) continue;
-    const InputLayout layout = segmentInputLayout(plan, in);
-    const Segment* producer = plan.producerOf(in);
-    const bool aliased = producer != nullptr && producer->kind == SegmentKind::Alias;
-    TensorParam p{in->name(), in->dtype(), false, in, aliased ? inputViewRoot(in) : in, layout.layout,
-                  layout.alignment_bytes};
+    const auto [layout, storage] = segmentInputView(plan, in);
+    TensorParam p{in->name(), in->dtype(), false, in, storage, layout.layout, layout.alignment_bytes};
     max_offset = std::max(max_offset, maxOffset(p.layout));
     ctx.input_factors.push_back(vectorizeFactor(in->dtype(), p.layout, p.alignment_bytes));
     ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(in->dtype()));

@@ -14,9 +14,13 @@
 
 namespace braze::kernel {
 
-// The layout and alignment a kernel sees for a segment input: a fusion input as bound, an alias
-// segment's output as the view it is, another kernel's output as a fresh row-major buffer.
-InputLayout segmentInputLayout(const SegmentedFusion& plan, const Val* input);
+// What a kernel reads for a segment input: a fusion input as bound, another kernel's output as a fresh
+// row-major buffer, an alias segment's output as the view it makes of one of those (`storage`).
+struct SegmentInputView {
+  InputLayout layout;
+  const Val* storage = nullptr;  // whose buffer the view's offsets start from
+};
+SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input);
 
 // Throws (naming the segment and the reason) for a segment no kernel scheduler accepted.
 Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const DeviceInfo& device);

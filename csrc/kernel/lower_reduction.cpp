@@ -238,7 +238,9 @@ class RowLowering {
         const ExprId linear = domainLinear(index);
         const bool lane = params_.vectorize > 1;
         for (const Val* out : full) {
-          const auto at = vb_.unflatten(linear, lane, bound_.sizesOf(out));
+          // Same shape as the domain: the same index, so loads match the cached ones of earlier passes.
+          const bool same = bound_.sizesOf(out) == domain_.input_sizes;
+          const auto at = same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out));
           storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
         }
       });

@@ -62,6 +62,7 @@ std::string SegmentedFusion::toString() const {
     text += fmt::format("  {:<3} {:<6} {:<16} {:<9} {:<22} {:<22} {}\n", s.id, braze::toString(s.kind),
                         schedulerName(s), s.vectorize ? fmt::format("{}", *s.vectorize) : "-", names(s.inputs),
                         names(s.outputs), opNames(s.exprs));
+    if (!s.heuristics.empty()) text += fmt::format("        heuristics: {}\n", s.heuristics);
     for (const auto& [kind, reason] : s.refusals) {
       text += fmt::format("        {} refused: {}\n", braze::toString(kind), reason);
     }

@@ -35,6 +35,7 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 
 def execute(fd, inputs, device, kwargs) -> list:
     bookend = kwargs.pop("bookend", "auto")
+    kwargs_device = kwargs.pop("target", "h100")
     unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
     if unknown:
         raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
@@ -43,15 +44,28 @@ def execute(fd, inputs, device, kwargs) -> list:
     args, copied = _host_args(fd, inputs)
     # The planner checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents, stride 0
     # on expanded dims and the declared contiguity, naming the input's index.
-    outputs = _C.execute(fd._fusion, args, _policy(bookend))
+    outputs, sources = _C.execute(fd._fusion, args, _policy(bookend), _device_name(kwargs_device))
+    fd._last_cuda_code = "\n".join(sources)
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     return [_to_python(out) for out in outputs]
 
 
-def explain(fd, inputs, bookend):
+def explain(fd, inputs, bookend, target="h100"):
     args, _ = _host_args(fd, inputs)
-    return _C.explain(fd._fusion, args, _policy(bookend))
+    return _C.explain(fd._fusion, args, _policy(bookend), _device_name(target))
+
+
+def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
+    args, _ = _host_args(fd, inputs)
+    return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
+
+
+def _device_name(target) -> str:
+    """The GPU the heuristics plan for (host inputs run on the simulator as that GPU would)."""
+    if not isinstance(target, str):
+        raise TypeError(f"target={target!r}: expected a device name such as 'h100', 'h200', 'a100' or 'l4'")
+    return target
 
 
 def _policy(bookend) -> str:

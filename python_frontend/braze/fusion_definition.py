@@ -20,9 +20,9 @@ from .ops import Operators
 
 DataType = _C.DataType
 
-_NO_CODEGEN = (
-    "{}: braze has no GPU code generation yet (the CUDA emitter is a later issue); fd.execute runs the "
-    "CPU reference evaluator. fd.fusion_ir() shows the fusion."
+_NO_SCHEDULED_IR = (
+    "{}: braze keeps no scheduled fusion IR (its schedules are kernel IR); fd.last_cuda_code() and "
+    "fd.cuda_code_for(inputs) show the generated kernels, fd.explain(inputs) the plan and heuristics."
 )
 
 
@@ -166,15 +166,24 @@ class FusionDefinition:
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
         return _execute.execute(self, inputs, device, kwargs)
 
-    def explain(self, inputs, *, bookend="auto"):
+    def explain(self, inputs, *, bookend="auto", target="h100"):
         """How braze would run this fusion for these inputs, without running it: a Plan whose
         `segments` each have `kind` ("alias" or "kernel"), `scheduler`, `vectorize`, `inputs`,
         `outputs`, `ops` and the `refusals` of the schedulers tried before. `str(plan)` is a table,
         `plan.to_dot()` Graphviz. `bookend` forces the bookending policy: "auto" (the cost model),
-        "none", "outputs" or "both"; execute takes the same keyword."""
+        "none", "outputs" or "both"; execute takes the same keyword. `target` names the GPU the
+        heuristics plan for ("h100", "h200", "a100", "l4"); each kernel segment shows its `vectorize`
+        and `heuristics`."""
         if self._state == "open":
             raise RuntimeError("explain: the definition is still open; call explain after the `with` block")
-        return _execute.explain(self, inputs, bookend)
+        return _execute.explain(self, inputs, bookend, target)
+
+    def last_cuda_code(self, intrinsic_code=False, override_user_schedule=False) -> str:
+        """The CUDA C++ of the kernels the last execute generated (one translation unit each)."""
+        code = getattr(self, "_last_cuda_code", None)
+        if code is None:
+            raise RuntimeError("last_cuda_code: nothing has been executed yet")
+        return code
 
     # ---- introspection ---------------------------------------------------------------------------
     def fusion_ir(self) -> str:
@@ -193,14 +202,12 @@ class FusionDefinition:
 
     __str__ = __repr__
 
-    def last_cuda_code(self, intrinsic_code=False, override_user_schedule=False) -> str:
-        raise RuntimeError(_NO_CODEGEN.format("last_cuda_code"))
-
     def cuda_code_for(self, inputs, intrinsic_code=False, override_user_schedule=False) -> str:
-        raise RuntimeError(_NO_CODEGEN.format("cuda_code_for"))
+        """The CUDA C++ of the kernels braze generates for these inputs, without running them."""
+        return _execute.cuda_code_for(self, inputs)
 
     def last_scheduled_fusion_ir(self, tensor_transforms=False, override_user_schedule=False) -> str:
-        raise RuntimeError(_NO_CODEGEN.format("last_scheduled_fusion_ir"))
+        raise RuntimeError(_NO_SCHEDULED_IR.format("last_scheduled_fusion_ir"))
 
     def scheduled_fusion_ir_for(self, inputs, tensor_transforms=False, override_user_schedule=False) -> str:
-        raise RuntimeError(_NO_CODEGEN.format("scheduled_fusion_ir_for"))
+        raise RuntimeError(_NO_SCHEDULED_IR.format("scheduled_fusion_ir_for"))

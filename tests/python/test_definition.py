@@ -226,11 +226,18 @@ def test_inputs_outputs_and_fusion_ir():
     assert ir.startswith("Inputs:") and "mul(T0, S1)" in ir
 
 
-def test_last_cuda_code_says_codegen_is_not_available():
+def test_last_cuda_code_before_and_after_execute():
     with FusionDefinition() as fd:
-        fd.add_output(fd.define_tensor(shape=[-1]))
-    with pytest.raises(RuntimeError, match="no GPU code generation yet"):
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+    with pytest.raises(RuntimeError, match="nothing has been executed yet"):
         fd.last_cuda_code()
+    x = np.arange(8, dtype=np.float32)
+    (out,) = fd.execute([x])
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    code = fd.last_cuda_code()
+    assert 'extern "C" __global__' in code and "braze_s0_pointwise" in code
+    assert fd.cuda_code_for([x]) == code
 
 
 def test_contiguity_is_stored_per_logical_dim():

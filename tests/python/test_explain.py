@@ -146,7 +146,9 @@ def test_seed_layer_norm_plan_is_one_inner_persistent_kernel():
     inputs = [rng.standard_normal((4, 3, 16)).astype(BF16), rng.standard_normal(16).astype(BF16)]
     plan = fd.explain(inputs)
     (kernel,) = plan.segments
-    assert (kernel.kind, kernel.scheduler, kernel.vectorize) == ("kernel", "inner_persistent", None)
+    # 16 bf16 per row: 16-byte vectors of 8; the row stays in registers.
+    assert (kernel.kind, kernel.scheduler, kernel.vectorize) == ("kernel", "inner_persistent", 8)
+    assert "inner persistent" in kernel.heuristics and "vectorize 8" in kernel.heuristics
     assert [name for name, _ in kernel.refusals] == ["alias"]
     assert "var_mean" in kernel.ops and kernel.inputs == ["T0", "T1"]
     text = str(plan)

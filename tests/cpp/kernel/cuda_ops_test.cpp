@@ -33,8 +33,8 @@ constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 // The dtypes binary and ternary ops are crossed over (fp8 is covered by unary, cast and same-type pairs).
-constexpr DataType kCore[] = {DataType::Bool,  DataType::Int8,     DataType::UInt8, DataType::Int16,  DataType::Int32,
-                              DataType::Int64, DataType::Half,     DataType::BFloat16, DataType::Float, DataType::Double};
+constexpr DataType kCore[] = {DataType::Bool,  DataType::Int8, DataType::UInt8,    DataType::Int16, DataType::Int32,
+                              DataType::Int64, DataType::Half, DataType::BFloat16, DataType::Float, DataType::Double};
 // Python scalars: what fd.define_scalar gives for bool, int and float.
 constexpr DataType kScalars[] = {DataType::Bool, DataType::Int64, DataType::Double};
 
@@ -211,16 +211,19 @@ std::string allOpsTestKernel() {
           "    float* of, double* od, long long* oi, bool* ob) {{\n",
           opName(s.kind));
     }
+    // Operands are locals, as an emitter loads them: an expression that ignored one would leave an unused variable.
     std::vector<Operand> operands;
+    std::string loads;
     for (size_t k = 0; k < s.operands.size(); ++k) {
-      operands.push_back({fmt::format("{}[{}]", arrayOf(s.operands[k].dtype), k), s.operands[k].dtype});
+      const DataType d = s.operands[k].dtype;
+      operands.push_back({fmt::format("x{}", k), d});
+      loads += fmt::format("const {} x{} = {}[{}]; ", cudaComputeTypeName(d), k, arrayOf(d), k);
     }
     const std::string out = "o" + arrayOf(s.result);
-    const std::string expr = cudaElementwise(s.kind, s.result, operands);
+    const std::string statement = loads + typed("v", cudaElementwise(s.kind, s.result, operands), cudaComputeTypeName(s.result));
     // Many signatures emit the same text (add of Int8 and Int16 either way round); compile each once.
-    if (!emitted.insert(out + expr).second) continue;
-    src << fmt::format("  {{ {} {}[{}] = v; }}  // {}\n", typed("v", expr, cudaComputeTypeName(s.result)), out, next[out]++,
-                       describe(s));
+    if (!emitted.insert(out + statement).second) continue;
+    src << fmt::format("  {{ {} {}[{}] = v; }}  // {}\n", statement, out, next[out]++, describe(s));
   }
   close();
 
@@ -472,6 +475,20 @@ TEST(ElementMath, SimulatorMatchesTheReferenceOnEverySignature) {
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST(CudaOps, EveryOperandAppearsExactlyOnce) {
+  for (const Signature& s : allSignatures()) {
+    if (!emittable(s)) continue;
+    std::vector<Operand> operands;
+    for (size_t k = 0; k < s.operands.size(); ++k) operands.push_back({fmt::format("OPERAND{}_", k), s.operands[k].dtype});
+    const std::string expr = cudaElementwise(s.kind, s.result, operands);
+    for (const Operand& o : operands) {
+      size_t count = 0;
+      for (size_t at = expr.find(o.expr); at != std::string::npos; at = expr.find(o.expr, at + 1)) ++count;
+      EXPECT_EQ(count, 1u) << describe(s) << ": " << expr;
+    }
+  }
 }
 
 TEST(ElementMath, TheEmitterRejectsExactlyWhatTheSimulatorCannotCompute) {

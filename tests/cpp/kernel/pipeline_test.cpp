@@ -58,6 +58,22 @@ TEST(Pipeline, LayerNormWithAMisalignedInputFallsBackToNarrowerVectors) {
   EXPECT_EQ(onlyKernel(expectSimulatorMatches(f, inputs)).vectorize, 1);
 }
 
+TEST(Pipeline, BookendedWeightViewsAreReadFromTheirRootWithItsAlignment) {
+  // bookend=both turns the weight's broadcast into an alias segment; the kernel reads the view from
+  // the weight's own buffer, and a weight 2 bytes off 16-byte alignment narrows the vectors.
+  Fusion f;
+  testing::defineLayerNorm(f, {.batch = 2, .seq = 3, .hidden = 64});
+  auto inputs = randomInputs(f, 6, {{2, 3, 64}, {64}, {64}});
+  const kernel::ExecuteOptions both{{.bookend = BookendPolicy::Both}, DeviceInfo::h100Sxm()};
+  auto compiled = expectSimulatorMatches(f, inputs, both);
+  EXPECT_EQ(compiled.plan.aliasCount(), 2) << compiled.plan.toString();
+  EXPECT_EQ(onlyKernel(compiled).vectorize, 8);
+  const HostTensor big = testing::randomTensor(DataType::BFloat16, {65}, 7);
+  inputs[1] = big.view({64}, {1}, 1);
+  compiled = expectSimulatorMatches(f, inputs, both);
+  EXPECT_EQ(onlyKernel(compiled).vectorize, 1);
+}
+
 TEST(Pipeline, LitGptRopeMatchesTheReference) {
   for (int64_t groups : {4, 2}) {
     Fusion f;
