@@ -56,6 +56,12 @@ def explain(fd, inputs, bookend, target="h100"):
     return _C.explain(fd._fusion, args, _policy(bookend), _device_name(target))
 
 
+def reference(fd, inputs) -> list:
+    """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with)."""
+    args, _ = _host_args(fd, inputs)
+    return [_to_python(out) for out in _C.evaluate(fd._fusion, args)]
+
+
 def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))

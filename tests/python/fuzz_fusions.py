@@ -1,0 +1,121 @@
+"""Random fusions for the differential fuzzer, generated as Python source: the source is what runs,
+so a failing case prints itself as a standalone reproducer.
+
+A case has 1-3 inputs of one "full" shape (rank 1-3, sizes including 1, odd and prime), each maybe
+transposed in memory, strided, offset by one element or an expanded broadcast, in float32, bfloat16
+or float16; then 2-6 ops drawn from elementwise math, casts, broadcasts and expands of reductions
+(normalization patterns), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs.
+"""
+
+from __future__ import annotations
+
+import random
+
+SIZES = [1, 2, 3, 5, 7, 8, 13, 16, 24, 32, 33]
+DTYPES = [("np.float32", "Float"), ("np.float32", "Float"), ("ml_dtypes.bfloat16", "BFloat16"), ("np.float16", "Half")]
+UNARY = ["exp", "neg", "abs", "relu", "sin", "tanh", "sigmoid", "silu"]
+BINARY = ["add", "mul", "sub", "maximum", "minimum"]
+LAYOUTS = ["contiguous", "contiguous", "transposed", "strided", "offset", "expanded"]
+
+
+def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random.Random) -> list[str]:
+    """Lines making numpy input x{i} with the given layout (values uniform in [-2, 2])."""
+    n = f"x{i}"
+    lines = [f"rng = np.random.default_rng({rng.randrange(1 << 30)})"]
+    full = f"({', '.join(map(str, shape))},)"
+    if layout == "transposed" and len(shape) > 1:
+        order = list(range(len(shape)))
+        rng.shuffle(order)
+        inverse = [order.index(d) for d in range(len(shape))]
+        permuted = tuple(shape[d] for d in order)
+        lines.append(f"{n} = rng.uniform(-2, 2, {permuted}).astype({dtype}).transpose({inverse})")
+    elif layout == "strided":
+        doubled = shape[:-1] + [shape[-1] * 2]
+        lines.append(f"{n} = rng.uniform(-2, 2, {tuple(doubled)}).astype({dtype})[..., ::2]")
+    elif layout == "offset":
+        count = 1
+        for s in shape:
+            count *= s
+        lines.append(f"{n} = rng.uniform(-2, 2, {count + 1}).astype({dtype})[1:].reshape({full})")
+    elif layout == "expanded":
+        d = rng.randrange(len(shape))
+        small = list(shape)
+        small[d] = 1
+        lines.append(f"{n} = np.broadcast_to(rng.uniform(-2, 2, {tuple(small)}).astype({dtype}), {full})")
+    else:
+        lines.append(f"{n} = rng.uniform(-2, 2, {full}).astype({dtype})")
+    return lines
+
+
+def generate(seed: int) -> str:
+    """The source of one case: defines `fd` and `inputs`."""
+    rng = random.Random(seed)
+    rank = rng.randint(1, 3)
+    shape = [rng.choice(SIZES) for _ in range(rank)]
+    n_inputs = rng.randint(1, 3)
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", ""]
+    dtypes = [rng.choice(DTYPES) for _ in range(n_inputs)]
+    for i in range(n_inputs):
+        lines += _input_source(i, shape, dtypes[i][0], rng.choice(LAYOUTS), rng)
+    lines.append(f"inputs = [{', '.join(f'x{i}' for i in range(n_inputs))}]")
+    lines.append("with FusionDefinition() as fd:")
+    body = []
+    for i in range(n_inputs):
+        body.append(f"t{i} = fd.define_tensor(sizes=list(x{i}.shape), strides=[s // x{i}.itemsize for s in x{i}.strides], "
+                    f"dtype=DataType.{dtypes[i][1]})")
+        body.append(f"t{i} = fd.ops.cast(t{i}, DataType.Float)")
+    live = [f"t{i}" for i in range(n_inputs)]
+    extra_outputs = []
+    count = n_inputs
+    full = f"[{', '.join(map(str, shape))}]"
+    for _ in range(rng.randint(2, 6)):
+        name = f"t{count}"
+        count += 1
+        a = rng.choice(live)
+        kind = rng.random()
+        if kind < 0.25:
+            body.append(f"{name} = fd.ops.{rng.choice(UNARY)}({a})")
+        elif kind < 0.45:
+            body.append(f"{name} = fd.ops.{rng.choice(BINARY)}({a}, {rng.choice(live)})")
+        elif kind < 0.6:
+            # A reduction broadcast back over the full shape (norms, softmax) or kept as an output.
+            dims = sorted(rng.sample(range(rank), rng.randint(1, rank)))
+            op = rng.choice(["sum", "max", "min"])
+            body.append(f"r{count} = fd.ops.{op}({a}, dims={dims}, keepdim=True)")
+            if rng.random() < 0.3:
+                extra_outputs.append(f"r{count}")
+            body.append(f"{name} = fd.ops.sub({a}, fd.ops.expand(r{count}, {full}))")
+        elif kind < 0.68:
+            body.append(f"v{count}, m{count} = fd.ops.var_mean({a}, dims=[{rank - 1}], correction=1, keepdim=True)")
+            body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, fd.ops.expand(m{count}, {full})), "
+                        f"fd.ops.rsqrt(fd.ops.add(fd.ops.expand(v{count}, {full}), 1e-5)))")
+        elif kind < 0.76 and rank > 1:
+            order = list(range(rank))
+            rng.shuffle(order)
+            inverse = [order.index(d) for d in range(rank)]
+            body.append(f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})")
+        elif kind < 0.84 and shape[-1] > 1:
+            k = rng.randint(1, shape[-1] - 1)
+            starts = [0] * rank
+            starts[-1] = k
+            body.append(f"{name} = fd.ops.pad(fd.ops.slice({a}, {starts}, {shape}), [{k}, 0], 0.5)")
+        elif kind < 0.92 and shape[-1] > 1:
+            k = rng.randint(1, shape[-1] - 1)
+            head_end = list(shape)
+            head_end[-1] = k
+            tail_start = [0] * rank
+            tail_start[-1] = k
+            body.append(f"{name} = fd.ops.cat([fd.ops.slice({a}, {tail_start}, {shape}), "
+                        f"fd.ops.neg(fd.ops.slice({a}, {[0] * rank}, {head_end}))], dim={rank - 1})")
+        else:
+            total = 1
+            for s in shape:
+                total *= s
+            body.append(f"{name} = fd.ops.reshape(fd.ops.sin(fd.ops.reshape({a}, [{total}])), {full})")
+        live.append(name)
+    outputs = rng.sample(live[n_inputs:], min(len(live) - n_inputs, rng.randint(1, 2))) + extra_outputs
+    out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
+    for out in outputs:
+        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"

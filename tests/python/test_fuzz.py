@@ -1,0 +1,65 @@
+"""Differential fuzzer: random fusions (fuzz_fusions.py) through the whole pipeline (bookending,
+segmentation, heuristics, kernel IR, CPU simulator) against the reference evaluator.
+
+BRAZE_FUZZ_CASES (default 1000) and BRAZE_FUZZ_SEED (default 0) choose the cases; a failure prints the
+case's source, a standalone Python reproducer."""
+
+from __future__ import annotations
+
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import execute as _execute
+from fuzz_fusions import generate
+
+CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
+FIRST = int(os.environ.get("BRAZE_FUZZ_SEED", "0"))
+BATCHES = 20
+
+# Kernels accumulate in float where the reference uses float64, and bf16 outputs round once more.
+# Random fusions can cancel catastrophically (x - mean of a constant row, scaled by rsqrt(1e-5)):
+# absolute errors of a few 1e-4 there are float arithmetic, not bugs.
+TOLERANCE = {np.dtype(np.float32): (1e-3, 1e-3), np.dtype(ml_dtypes.bfloat16): (2e-2, 2e-2)}
+
+
+def _check(seed: int) -> bool:
+    """Runs one case; False when the generator made a fusion the reference itself rejects."""
+    source = generate(seed)
+    scope: dict = {}
+    try:
+        exec(compile(source, f"<fuzz case {seed}>", "exec"), scope)
+        fd, inputs = scope["fd"], scope["inputs"]
+        want = _execute.reference(fd, inputs)
+    except ValueError:
+        return False
+    reproducer = (
+        f"# braze fuzz case {seed}: run this file to reproduce\n{source}"
+        "got = fd.execute(inputs)\nfrom braze import execute\nwant = execute.reference(fd, inputs)\n"
+        "for g, w in zip(got, want):\n    print(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))\n"
+    )
+    try:
+        got = fd.execute(inputs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            rtol, atol = TOLERANCE[np.dtype(w.dtype)]
+            if "var_mean" in source:
+                # A constant row (an expanded input) has variance 0: float rounding of x - mean is
+                # then scaled by rsqrt(1e-5) ~ 316 and summed, where the float64 reference gets 0.
+                atol *= 400
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+    except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
+        raise AssertionError(f"{type(error).__name__}: {error}\n\n{reproducer}") from error
+    return True
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_random_fusions_match_the_reference(batch):
+    per_batch = (CASES + BATCHES - 1) // BATCHES
+    seeds = range(FIRST + batch * per_batch, min(FIRST + CASES, FIRST + (batch + 1) * per_batch))
+    valid = sum(_check(seed) for seed in seeds)
+    # The generator must not drift into mostly invalid fusions, or the fuzzer would test nothing.
+    assert valid >= 0.9 * len(seeds), f"only {valid} of {len(seeds)} generated fusions were valid"
