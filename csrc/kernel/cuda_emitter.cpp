@@ -48,18 +48,6 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 }
 )";
 
-OpKind combineOf(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return OpKind::Add;
-    case ReduceOp::Prod: return OpKind::Mul;
-    case ReduceOp::Max: return OpKind::Maximum;
-    case ReduceOp::Min: return OpKind::Minimum;
-    case ReduceOp::Any: return OpKind::LogicalOr;
-    case ReduceOp::All: return OpKind::LogicalAnd;
-  }
-  return OpKind::Add;
-}
-
 class Emitter {
  public:
   explicit Emitter(const Kernel& k) : k_(k) {}

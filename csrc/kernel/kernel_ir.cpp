@@ -19,6 +19,18 @@ std::string_view toString(ReduceOp op) {
   return "?";
 }
 
+OpKind combineOf(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return OpKind::Add;
+    case ReduceOp::Prod: return OpKind::Mul;
+    case ReduceOp::Max: return OpKind::Maximum;
+    case ReduceOp::Min: return OpKind::Minimum;
+    case ReduceOp::Any: return OpKind::LogicalOr;
+    case ReduceOp::All: return OpKind::LogicalAnd;
+  }
+  return OpKind::Add;
+}
+
 ExprId KernelBuilder::intern(KExpr e) {
   std::vector<int64_t> key{static_cast<int64_t>(e.kind), static_cast<int64_t>(e.dtype), e.index,
                            static_cast<int64_t>(e.op), static_cast<int64_t>(e.from), e.i,

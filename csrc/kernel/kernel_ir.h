@@ -64,6 +64,8 @@ struct KVar {
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Any, All };
 std::string_view toString(ReduceOp op);
+// The elementwise op that combines two partial results of a reduction (sum -> add, max -> maximum).
+OpKind combineOf(ReduceOp op);
 
 enum class SKind : uint8_t {
   Let,        // var = a (declares)

@@ -19,20 +19,15 @@ DataType accumulatorType(DataType out) {
   return out;
 }
 
-struct ReduceKind {
-  ReduceOp op;
-  OpKind combine;
-};
-
-ReduceKind reduceKind(OpKind kind) {
+ReduceOp reduceOpOf(OpKind kind) {
   switch (kind) {
-    case OpKind::Sum: return {ReduceOp::Sum, OpKind::Add};
-    case OpKind::Prod: return {ReduceOp::Prod, OpKind::Mul};
-    case OpKind::Max: return {ReduceOp::Max, OpKind::Maximum};
-    case OpKind::Min: return {ReduceOp::Min, OpKind::Minimum};
-    case OpKind::Any: return {ReduceOp::Any, OpKind::LogicalOr};
-    case OpKind::All: return {ReduceOp::All, OpKind::LogicalAnd};
-    default: BRAZE_UNREACHABLE("reduceKind({})", opName(kind));
+    case OpKind::Sum: return ReduceOp::Sum;
+    case OpKind::Prod: return ReduceOp::Prod;
+    case OpKind::Max: return ReduceOp::Max;
+    case OpKind::Min: return ReduceOp::Min;
+    case OpKind::Any: return ReduceOp::Any;
+    case OpKind::All: return ReduceOp::All;
+    default: BRAZE_UNREACHABLE("reduceOpOf({})", opName(kind));
   }
 }
 
@@ -176,16 +171,16 @@ class RowLowering {
   }
 
   // acc = combine over this thread's elements of value(index), then across the threads of a row.
-  ExprId accumulate(DataType acc_type, ReduceKind kind, const std::function<ExprId(const std::vector<Idx>&)>& value) {
+  ExprId accumulate(DataType acc_type, ReduceOp op, const std::function<ExprId(const std::vector<Idx>&)>& value) {
     const VarId acc = kb_.scalarVar("acc", acc_type);
-    kb_.let(acc, identity(kb_, kind.op, acc_type));
+    kb_.let(acc, identity(kb_, op, acc_type));
     forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
       const ExprId v = kb_.cast(value(index), acc_type);
       kb_.pushTarget(params_.vectorize > 1 ? &c.body : &c.pre);
-      kb_.assign(acc, kb_.elementwise(kind.combine, acc_type, {kb_.ref(acc), v}));
+      kb_.assign(acc, kb_.elementwise(combineOf(op), acc_type, {kb_.ref(acc), v}));
       kb_.popTarget();
     });
-    kb_.blockReduce(acc, kind.op, params_.inner ? 0 : 1);
+    kb_.blockReduce(acc, op, params_.inner ? 0 : 1);
     return kb_.ref(acc);
   }
 
@@ -194,7 +189,7 @@ class RowLowering {
     if (opInfo(e.kind()).category == OpCategory::Reduction) {
       const DataType out = e.output(0)->dtype();
       const bool cast_first = isFloating(out) && isFloating(in->dtype());
-      const ExprId total = accumulate(accumulatorType(out), reduceKind(e.kind()), [&](const std::vector<Idx>& index) {
+      const ExprId total = accumulate(accumulatorType(out), reduceOpOf(e.kind()), [&](const std::vector<Idx>& index) {
         const ExprId v = vb_.valueAt(in, index);
         return cast_first ? kb_.cast(v, out) : v;
       });
@@ -205,10 +200,10 @@ class RowLowering {
     // double outputs); n is the reduced element count.
     const DataType acc = e.output(0)->dtype() == DataType::Double ? DataType::Double : DataType::Float;
     const ExprId n = kb_.constant(static_cast<double>(row_length_), acc);
-    const ExprId sum = accumulate(acc, {ReduceOp::Sum, OpKind::Add},
+    const ExprId sum = accumulate(acc, ReduceOp::Sum,
                                   [&](const std::vector<Idx>& index) { return vb_.valueAt(in, index); });
     const ExprId mean = kb_.letValue("mean", kb_.elementwise(OpKind::TrueDiv, acc, {sum, n}));
-    const ExprId m2 = accumulate(acc, {ReduceOp::Sum, OpKind::Add}, [&](const std::vector<Idx>& index) {
+    const ExprId m2 = accumulate(acc, ReduceOp::Sum, [&](const std::vector<Idx>& index) {
       const ExprId d = kb_.elementwise(OpKind::Sub, acc, {kb_.cast(vb_.valueAt(in, index), acc), mean});
       return vb_.bind("d2", kb_.elementwise(OpKind::Mul, acc, {d, d}));
     });

@@ -11,18 +11,6 @@ namespace {
 
 using Mask = std::vector<char>;
 
-OpKind combineOf(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return OpKind::Add;
-    case ReduceOp::Prod: return OpKind::Mul;
-    case ReduceOp::Max: return OpKind::Maximum;
-    case ReduceOp::Min: return OpKind::Minimum;
-    case ReduceOp::Any: return OpKind::LogicalOr;
-    case ReduceOp::All: return OpKind::LogicalAnd;
-  }
-  return OpKind::Add;
-}
-
 class Simulator {
  public:
   Simulator(const Kernel& k, std::vector<HostTensor*> tensors) : k_(k), tensors_(std::move(tensors)) {
