@@ -65,6 +65,9 @@ class Emitter {
     out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
                        fmt::join(params, ", "));
     body_ = &out;
+    // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
+    // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
+    if (k_.shared_bytes > 0) line(1, "extern __shared__ __align__(16) unsigned char braze_smem[];");
     block(k_.body, 1);
     out += "}\n";
     return out;
@@ -129,9 +132,16 @@ class Emitter {
     switch (s.kind) {
       case SKind::Let: line(depth, fmt::format("{} {} = {};", type(s.var), k_.vars[s.var].name, e(s.a))); return;
       case SKind::Assign: line(depth, fmt::format("{} = {};", k_.vars[s.var].name, e(s.a))); return;
-      case SKind::Declare:
-        line(depth, fmt::format("{} {}[{}];", type(s.var), k_.vars[s.var].name, k_.vars[s.var].size));
+      case SKind::Declare: {
+        const KVar& v = k_.vars[s.var];
+        if (v.kind == VarKind::SharedArray) {
+          line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared", type(s.var),
+                                  v.name, type(s.var), v.shared_offset, v.size));
+        } else {
+          line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+        }
         return;
+      }
       case SKind::LocalWrite: line(depth, fmt::format("{}[{}] = {};", k_.vars[s.var].name, e(s.a), e(s.b))); return;
       case SKind::For: {
         const std::string& v = k_.vars[s.var].name;

@@ -1,6 +1,7 @@
 #include "kernel/kernel_ir.h"
 
 #include "ir/error.h"
+#include "kernel/cuda_ops.h"
 
 #include <bit>
 #include <cstring>
@@ -308,6 +309,10 @@ VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, 
   const VarId id = scalarVar(std::move(prefix), dtype);
   k_.vars[id].kind = kind;
   k_.vars[id].size = size;
+  if (kind == VarKind::SharedArray) {
+    k_.vars[id].shared_offset = k_.shared_bytes;
+    k_.shared_bytes += (size * sizeOf(computeTypeOf(dtype)) + 15) / 16 * 16;  // arrays hold compute values
+  }
   return id;
 }
 

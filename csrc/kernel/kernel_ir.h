@@ -37,7 +37,7 @@ enum class EKind : uint8_t {
   IndexToValue, // an index value as a value of `dtype` (iota, gathers' index as data)
   ValueToIndex, // an integer value used as an index
   Load,         // tensor[offset] converted to its compute type (tensor, a = offset)
-  LocalRead,    // array[a]
+  LocalRead,    // array[a] (a thread's local array, or the block's shared array)
 };
 
 struct KExpr {
@@ -60,6 +60,7 @@ struct KVar {
   bool index = false;
   VarKind kind = VarKind::Scalar;
   int64_t size = 0;  // arrays
+  int64_t shared_offset = 0;  // SharedArray: byte offset in the block's dynamic shared memory
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Any, All };
@@ -70,8 +71,8 @@ OpKind combineOf(ReduceOp op);
 enum class SKind : uint8_t {
   Let,        // var = a (declares)
   Assign,     // var = a
-  Declare,    // declares an array var
-  LocalWrite, // var[a] = b
+  Declare,    // declares an array var (a shared array: its pointer into the block's shared memory)
+  LocalWrite, // var[a] = b (local or shared array)
   For,        // for var in [a, b) step c (unrolled when `unroll`)
   If,         // if a { body } else { orelse }
   Store,      // tensor[a] = b (converted to the tensor's storage type)
@@ -113,6 +114,7 @@ struct Kernel {
   std::array<int64_t, 2> block{1, 1};
   bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
+  int64_t shared_bytes = 0; // dynamic shared memory per block: the SharedArray vars, 16-byte aligned
   std::string summary;      // the heuristics, one line: what explain and the dumps print
 
   int64_t threadsPerBlock() const { return block[0] * block[1]; }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 namespace braze::kernel {
 namespace {
@@ -140,15 +141,45 @@ class Simulator {
         checkAccess(t, e.ref, offset, 1);
         return read(e.ref, offset);
       }
-      case EKind::LocalRead: return arrayAt(e.ref, t, I(0));
+      case EKind::LocalRead: {
+        const int64_t i = I(0);
+        if (k_.vars[e.ref].kind == VarKind::SharedArray) noteShared(e.ref, t, i, false);
+        return arrayAt(e.ref, t, i);
+      }
     }
     BRAZE_UNREACHABLE("simulator: expression kind {}", static_cast<int>(e.kind));
   }
 
   SimValue& arrayAt(VarId var, int64_t t, int64_t i) {
     const KVar& v = k_.vars[var];
-    if (i < 0 || i >= v.size) fail(t, fmt::format("index {} outside local array {}[{}]", i, v.name, v.size));
-    return arrays_[var][t * v.size + i];
+    const bool shared = v.kind == VarKind::SharedArray;
+    if (i < 0 || i >= v.size) {
+      fail(t, fmt::format("index {} outside {} array {}[{}]", i, shared ? "shared" : "local", v.name, v.size));
+    }
+    return arrays_[var][shared ? i : t * v.size + i];
+  }
+
+  // Lockstep execution would hide a missing barrier, so shared accesses are checked instead: between
+  // two barriers, an element one thread wrote may be read or written by no other thread, and an
+  // element read by one thread may not be written by another.
+  void noteShared(VarId var, int64_t t, int64_t i, bool write) {
+    if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
+    SharedAccess& a = shared_[var][i];
+    const KVar& v = k_.vars[var];
+    if (a.epoch != epoch_) a = SharedAccess{epoch_, -1, -1};
+    if (a.writer >= 0 && a.writer != t) {
+      fail(t, fmt::format("{} shared {}[{}], which thread {} wrote, with no barrier in between", write ? "writes" : "reads",
+                          v.name, i, a.writer));
+    }
+    if (write) {
+      if (a.reader >= 0 && a.reader != t) {
+        fail(t, fmt::format("writes shared {}[{}], which {} read, with no barrier in between", v.name, i,
+                            a.reader == kManyReaders ? std::string("other threads") : fmt::format("thread {}", a.reader)));
+      }
+      a.writer = t;
+    } else {
+      a.reader = a.reader < 0 || a.reader == t ? t : kManyReaders;
+    }
   }
 
   void requireFullBlock(const Mask& mask, const char* what) {
@@ -172,14 +203,26 @@ class Simulator {
       case SKind::Declare: {
         const KVar& v = k_.vars[s.var];
         // Poison: a read before a write shows up as NaN (or an absurd integer) in the results.
-        arrays_[s.var].assign(threads_ * v.size, SimValue{std::numeric_limits<double>::quiet_NaN(), -123456789});
+        const bool shared = v.kind == VarKind::SharedArray;
+        arrays_[s.var].assign((shared ? 1 : threads_) * v.size,
+                              SimValue{std::numeric_limits<double>::quiet_NaN(), -123456789});
+        if (shared) shared_[s.var].assign(v.size, SharedAccess{});
         return;
       }
-      case SKind::LocalWrite:
+      case SKind::LocalWrite: {
+        const bool shared = k_.vars[s.var].kind == VarKind::SharedArray;
+        // All values first: a shared write must not be seen by another thread's value in the same statement.
+        std::vector<std::pair<int64_t, SimValue>> writes(threads_);
         for (int64_t t = 0; t < threads_; ++t) {
-          if (mask[t]) arrayAt(s.var, t, eval(s.a, t).i) = eval(s.b, t);
+          if (mask[t]) writes[t] = {eval(s.a, t).i, eval(s.b, t)};
+        }
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (!mask[t]) continue;
+          if (shared) noteShared(s.var, t, writes[t].first, true);
+          arrayAt(s.var, t, writes[t].first) = writes[t].second;
         }
         return;
+      }
       case SKind::For: execFor(s, mask); return;
       case SKind::If: {
         Mask then_mask(threads_, 0), else_mask(threads_, 0);
@@ -205,7 +248,10 @@ class Simulator {
       case SKind::VecLoad:
       case SKind::VecStore: execVector(s, mask); return;
       case SKind::BlockReduce: execReduce(s, mask); return;
-      case SKind::Barrier: requireFullBlock(mask, "a barrier"); return;
+      case SKind::Barrier:
+        requireFullBlock(mask, "a barrier");
+        ++epoch_;
+        return;
     }
   }
 
@@ -253,6 +299,8 @@ class Simulator {
 
   void execReduce(const Stmt& s, const Mask& mask) {
     requireFullBlock(mask, "a block reduction");
+    // The emitted reduction synchronizes the block unless it is a warp shuffle (see the emitter).
+    if (!(s.axis == 0 && k_.block[0] <= 32 && k_.vars[s.var].dtype != DataType::Bool)) ++epoch_;
     const DataType dtype = k_.vars[s.var].dtype;
     const OpKind combine = combineOf(s.reduce);
     const int64_t bx = k_.block[0], by = k_.block[1];
@@ -281,6 +329,14 @@ class Simulator {
   std::vector<std::vector<SimValue>> scalars_;
   std::vector<std::vector<SimValue>> arrays_;
   std::vector<std::pair<int64_t, int64_t>> bounds_;
+  struct SharedAccess {
+    int64_t epoch = -1;
+    int64_t writer = -1;
+    int64_t reader = -1;
+  };
+  static constexpr int64_t kManyReaders = -2;
+  std::unordered_map<VarId, std::vector<SharedAccess>> shared_;
+  int64_t epoch_ = 0;  // barriers passed by the block
 };
 
 }  // namespace
