@@ -59,7 +59,8 @@ class Emitter {
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
     for (const TensorParam& t : k_.tensors) {
-      params.push_back(fmt::format("{}{}* __restrict__ {}", t.output ? "" : "const ", cudaStorageTypeName(t.dtype),
+      const bool written = t.output || t.workspace;
+      params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", cudaStorageTypeName(t.dtype),
                                    t.name));
     }
     out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
@@ -112,7 +113,13 @@ class Emitter {
       case EKind::Cast: return cudaCast({a(0), x.from}, x.dtype);
       case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", cudaComputeTypeName(x.dtype), a(0));
       case EKind::ValueToIndex: return fmt::format("static_cast<idx_t>({})", a(0));
-      case EKind::Load: return cudaFromStorage(fmt::format("{}[{}]", k_.tensors[x.ref].name, a(0)), x.dtype);
+      case EKind::Load: {
+        const TensorParam& t = k_.tensors[x.ref];
+        // Workspace values come from other blocks of this launch: read them from L2, never a stale L1 line.
+        const std::string at = t.workspace ? fmt::format("__ldcg(&{}[{}])", t.name, a(0))
+                                           : fmt::format("{}[{}]", t.name, a(0));
+        return cudaFromStorage(at, x.dtype);
+      }
       case EKind::LocalRead: return fmt::format("{}[{}]", k_.vars[x.ref].name, a(0));
     }
     BRAZE_UNREACHABLE("emitter: expression kind {}", static_cast<int>(x.kind));
@@ -177,6 +184,11 @@ class Emitter {
         return;
       }
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
+      case SKind::Fence: line(depth, "__threadfence();"); return;
+      case SKind::AtomicAdd:
+        line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
+                                k_.tensors[s.tensor].name, e(s.a), e(s.b)));
+        return;
     }
   }
 

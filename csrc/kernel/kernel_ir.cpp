@@ -421,6 +421,24 @@ void KernelBuilder::barrier() {
   push(std::move(s));
 }
 
+void KernelBuilder::fence() {
+  Stmt s;
+  s.kind = SKind::Fence;
+  push(std::move(s));
+}
+
+void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value) {
+  BRAZE_ASSERT(k_.tensors[tensor].dtype == DataType::Int32, "atomicAdd on {} of dtype {}", k_.tensors[tensor].name,
+               toString(k_.tensors[tensor].dtype));
+  Stmt s;
+  s.kind = SKind::AtomicAdd;
+  s.var = old_value;
+  s.tensor = tensor;
+  s.a = offset;
+  s.b = value;
+  push(std::move(s));
+}
+
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
   Stmt s;
   s.kind = SKind::For;

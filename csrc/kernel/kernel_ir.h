@@ -80,6 +80,8 @@ enum class SKind : uint8_t {
   VecStore,   // tensor[a .. a+width) = var[b .. b+width)
   BlockReduce,// var = reduce(op, var) over the threads that share the other thread index (axis)
   Barrier,
+  Fence,      // makes this thread's global writes visible to the other blocks before what follows
+  AtomicAdd,  // declares var = the old value of tensor[a] (an Int32 tensor), which becomes tensor[a] + b
 };
 
 struct Stmt {
@@ -102,6 +104,11 @@ struct TensorParam {
   const Val* storage = nullptr;  // whose buffer is passed: val, or the fusion input an alias view reads
   StridedLayout layout;      // what the kernel indexes: sizes, strides and offset in elements from the bound pointer
   int64_t alignment_bytes = 16;
+  // Scratch memory of the kernel itself (grid reduction partials and semaphores): no Val, sized by
+  // `layout`, allocated by whoever launches. `zeroed`: must be all zeros at the first launch; the kernel
+  // leaves it zeroed again, so one allocation serves every launch.
+  bool workspace = false;
+  bool zeroed = false;
 };
 
 struct Kernel {
@@ -174,6 +181,8 @@ class KernelBuilder {
   void vecStore(TensorId tensor, ExprId offset, VarId array, ExprId at, int width);
   void blockReduce(VarId var, ReduceOp op, int axis);
   void barrier();
+  void fence();
+  void atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

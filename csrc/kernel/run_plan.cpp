@@ -47,9 +47,26 @@ std::vector<HostValue> runOnSimulator(const CompiledPlan& compiled, const std::v
     for (const TensorParam& p : kernel.tensors) {
       if (p.output) values.insert_or_assign(p.val, HostTensor::empty(p.dtype, plan.bound.sizesOf(p.val)));
     }
+    std::vector<HostTensor> workspaces;  // zero-filled, as a launcher provides them
+    workspaces.reserve(kernel.tensors.size());
     std::vector<HostTensor*> bound;
-    for (const TensorParam& p : kernel.tensors) bound.push_back(&std::get<HostTensor>(values.at(p.storage)));
-    simulate(kernel, std::move(bound));
+    for (const TensorParam& p : kernel.tensors) {
+      if (p.workspace) {
+        bound.push_back(&workspaces.emplace_back(HostTensor::empty(p.dtype, {p.layout.numel()})));
+      } else {
+        bound.push_back(&std::get<HostTensor>(values.at(p.storage)));
+      }
+    }
+    simulate(kernel, bound);
+    for (size_t t = 0; t < kernel.tensors.size(); ++t) {
+      const TensorParam& p = kernel.tensors[t];
+      if (!p.zeroed) continue;
+      for (int64_t i = 0; i < bound[t]->numel(); ++i) {
+        BRAZE_CHECK_KIND(ErrorKind::Index, bound[t]->readInt(i) == 0,
+                    "kernel {} left its workspace {} non-zero at element {}: the next launch would misread it",
+                    kernel.name, p.name, i);
+      }
+    }
   }
   return collectOutputs(*plan.fusion, values, /*row_major=*/false);
 }

@@ -4,7 +4,10 @@
 #include "kernel/element_math.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <unordered_map>
 
 namespace braze::kernel {
@@ -36,12 +39,18 @@ class Simulator {
     }
   }
 
+  // Blocks run one at a time, in a scrambled (but reproducible) order: a GPU promises no order, and
+  // code that assumed one (say, that the last block of a grid reduction is the one with the highest
+  // index) would fail here too.
   void run() {
-    for (int64_t by = 0; by < k_.grid[1]; ++by) {
-      for (int64_t bx = 0; bx < k_.grid[0]; ++bx) {
-        block_ = {bx, by};
-        exec(k_.body, Mask(threads_, 1));
-      }
+    const int64_t blocks = k_.grid[0] * k_.grid[1];
+    std::vector<int64_t> order(blocks);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(std::hash<std::string>{}(k_.name));
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t b : order) {
+      block_ = {b % k_.grid[0], b / k_.grid[0]};
+      exec(k_.body, Mask(threads_, 1));
     }
   }
 
@@ -248,6 +257,18 @@ class Simulator {
       case SKind::VecLoad:
       case SKind::VecStore: execVector(s, mask); return;
       case SKind::BlockReduce: execReduce(s, mask); return;
+      case SKind::Fence: return;  // blocks run one after another: writes are visible at once
+      case SKind::AtomicAdd:
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (!mask[t]) continue;
+          const int64_t offset = eval(s.a, t).i;
+          checkAccess(t, s.tensor, offset, 1);
+          SimValue old = read(s.tensor, offset);
+          scalars_[s.var][t] = old;
+          old.i += eval(s.b, t).i;
+          write(s.tensor, offset, old);
+        }
+        return;
       case SKind::Barrier:
         requireFullBlock(mask, "a barrier");
         ++epoch_;

@@ -112,20 +112,19 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   const bool lane_free_base = !laneDependent(base);
   const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&
                       param.alignment_bytes % bytes == 0;
+  const bool cached = cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0;
   if (vector) {
     const auto key = std::make_pair(tensor, base);
-    if (cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0) {
-      auto [it, fresh] = cached_.try_emplace(key, -1);
-      if (fresh) {
-        it->second = kb_.arrayVar("cache", param.dtype, cache_.chunks * width_);
-        kb_.pushTarget(cache_.declarations);
-        kb_.declare(it->second);
-        kb_.popTarget();
-        kb_.pushTarget(pre_);
-        kb_.vecLoad(it->second, kb_.mul(cache_.chunk, kb_.index(width_)), tensor, base, static_cast<int>(width_));
-        kb_.popTarget();
-      }
-      return kb_.localRead(it->second, kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_));
+    const ExprId slot = cached ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : -1;
+    bool fresh = false;
+    const VarId cache = cached ? cacheArray(tensor, base, cache_.chunks * width_, &fresh) : -1;
+    if (cached && !fresh) return kb_.localRead(cache, cacheSlot(slot));
+    if (cached && !cache_.shared) {
+      // Registers: the vector load fills the chunk's slots of the array directly.
+      kb_.pushTarget(pre_);
+      kb_.vecLoad(cache, kb_.mul(cache_.chunk, kb_.index(width_)), tensor, base, static_cast<int>(width_));
+      kb_.popTarget();
+      return kb_.localRead(cache, slot);
     }
     auto it = vector_loads_.find(key);
     if (it == vector_loads_.end()) {
@@ -136,27 +135,47 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
       kb_.popTarget();
       it = vector_loads_.emplace(key, array).first;
     }
-    return kb_.localRead(it->second, lane_);
-  }
-  const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
-  if (cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0) {
-    // Per-lane or lane-invariant scalar loads are cached too: a slot per chunk (and lane).
-    const auto key = std::make_pair(tensor, offset);
-    const bool per_lane = laneDependent(offset);
-    auto [it, fresh] = cached_.try_emplace(key, -1);
-    const ExprId slot = per_lane ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : cache_.chunk;
-    if (fresh) {
-      it->second = kb_.arrayVar("cache", param.dtype, cache_.chunks * (per_lane ? width_ : 1));
-      kb_.pushTarget(cache_.declarations);
-      kb_.declare(it->second);
-      kb_.popTarget();
-      kb_.pushTarget(per_lane ? body_ : pre_);
-      kb_.localWrite(it->second, slot, kb_.load(tensor, offset));
+    const ExprId value = kb_.localRead(it->second, lane_);
+    if (cached) {  // shared: lanes are not adjacent there, so each lane is written on its own
+      kb_.pushTarget(body_);
+      kb_.localWrite(cache, cacheSlot(slot), value);
       kb_.popTarget();
     }
-    return kb_.localRead(it->second, slot);
+    return value;
+  }
+  const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
+  if (cached) {
+    // Per-lane or lane-invariant scalar loads are cached too: a slot per chunk (and lane).
+    const bool per_lane = laneDependent(offset);
+    const ExprId slot = per_lane ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : cache_.chunk;
+    bool fresh = false;
+    const VarId cache = cacheArray(tensor, offset, cache_.chunks * (per_lane ? width_ : 1), &fresh);
+    if (fresh) {
+      kb_.pushTarget(per_lane ? body_ : pre_);
+      kb_.localWrite(cache, cacheSlot(slot), kb_.load(tensor, offset));
+      kb_.popTarget();
+    }
+    return kb_.localRead(cache, cacheSlot(slot));
   }
   return bind("x", kb_.load(tensor, offset));
+}
+
+VarId ValueBuilder::cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh) {
+  auto [it, inserted] = cached_.try_emplace(std::make_pair(tensor, key), -1);
+  *fresh = inserted;
+  if (inserted) {
+    const DataType dtype = kb_.kernel().tensors[tensor].dtype;
+    it->second = cache_.shared ? kb_.arrayVar("cache", dtype, slots * cache_.threads, VarKind::SharedArray)
+                               : kb_.arrayVar("cache", dtype, slots);
+    kb_.pushTarget(cache_.declarations);
+    kb_.declare(it->second);
+    kb_.popTarget();
+  }
+  return it->second;
+}
+
+ExprId ValueBuilder::cacheSlot(ExprId slot) {
+  return cache_.shared ? kb_.add(kb_.mul(slot, kb_.index(cache_.threads)), cache_.thread) : slot;
 }
 
 ExprId ValueBuilder::scalar(const Val* val) {

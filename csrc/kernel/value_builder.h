@@ -36,6 +36,12 @@ struct LoadCache {
   ExprId chunk = -1;                          // the chunk loop's index
   int64_t chunks = 0;
   std::unordered_set<TensorId> tensors;       // the tensors kept: those with an element per row element
+  // In shared memory instead of registers (rows too large for the register file): one array for the
+  // block, where a thread's slot s is element s * threads + thread, so a warp's accesses fall in
+  // distinct banks. Every thread reads back only what it wrote: no barrier is needed.
+  bool shared = false;
+  ExprId thread = -1;   // the thread's linear index in the block
+  int64_t threads = 1;
 };
 
 class ValueBuilder {
@@ -67,6 +73,9 @@ class ValueBuilder {
  private:
   ExprId compute(const Expr& expr, const Val* out, const std::vector<Idx>& index);
   ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
+  // The cache array for (tensor, key) holding `slots` values per thread; `fresh` when just declared.
+  VarId cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh);
+  ExprId cacheSlot(ExprId slot);
   std::vector<Idx> mapOperand(const Val* operand, const Val* out, const std::vector<Idx>& index);
   std::vector<Idx> mapMeta(const Expr& expr, const std::vector<Idx>& index);
   std::vector<Idx> mapReshape(const Expr& expr, const std::vector<Idx>& index);

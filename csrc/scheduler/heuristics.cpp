@@ -21,6 +21,9 @@ constexpr int64_t kPersistentValuesPerThread = 96;
 // Threads per block the heuristics aim at: four warps keep enough blocks per SM for latency hiding
 // and make a block reduction cheap.
 constexpr int64_t kTargetBlock = 128;
+// Reduced elements per split of a grid reduction, at least: below that, writing and combining the
+// partials costs more than the parallelism gains.
+constexpr int64_t kMinSplit = 4096;
 
 }  // namespace
 
@@ -51,29 +54,62 @@ PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwisePro
 }
 
 std::string ReductionParams::toString() const {
+  const std::string split =
+      splits > 1 ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length) : "";
   if (!inner) {
-    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced), grid {}", vectorize, threads_x,
-                       threads_y, grid);
+    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced), grid {}{} ({})", vectorize,
+                       threads_x, threads_y, grid, split, why);
   }
-  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread, grid {} ({})",
-                     persistent ? "inner persistent" : "inner reduction", vectorize, threads_x, threads_y, chunks, grid,
-                     why);
+  const char* kind = !persistent ? "inner reduction" : shared_cache ? "inner persistent (shared memory)"
+                                                                      : "inner persistent";
+  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread, grid {}{} ({})",
+                     kind, vectorize, threads_x, threads_y, chunks, grid, split, why);
 }
+
+namespace {
+
+// Values a thread may keep in registers: what a block of `threads` leaves per thread of the SM's
+// register file (a 1024-thread block gets 64 registers each), less the kernel's own indexing and
+// temporaries, so a row never spills to local memory.
+int64_t registerValuesPerThread(const DeviceInfo& device, int64_t threads) {
+  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, device.regs_per_sm / std::max<int64_t>(threads, 1));
+  return std::min(kPersistentValuesPerThread, std::max<int64_t>(regs - 32, 0));
+}
+
+// Splits of a row among blocks when the rows alone leave the GPU mostly idle: enough blocks for two
+// waves, but every split long enough (`min_split` elements) that the partials stay cheap.
+int64_t chooseSplits(const DeviceInfo& device, int64_t blocks, int64_t row_length, int64_t min_split) {
+  if (blocks >= device.sm_count) return 1;
+  const int64_t wanted = ceilDiv(2 * static_cast<int64_t>(device.sm_count), std::max<int64_t>(blocks, 1));
+  return std::clamp<int64_t>(std::min(wanted, row_length / std::max<int64_t>(min_split, 1)), 1, 65535);
+}
+
+ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams p) {
+  // Consecutive threads take consecutive (vectors of) kept elements: coalesced; threads in y split the
+  // reduced elements and are combined by a block reduction.
+  const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
+  p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, 32);
+  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, kTargetBlock * 2 / p.threads_x);
+  p.grid = ceilDiv(kept_vectors, p.threads_x);
+  p.why = "reduced dims are outer";
+  if (problem.splittable) {
+    p.splits = chooseSplits(device, p.grid, problem.row_length, std::max<int64_t>(p.threads_y * 16, kMinSplit / 8));
+    if (p.splits > 1) {
+      p.split_length = ceilDiv(problem.row_length, p.splits);
+      p.splits = ceilDiv(problem.row_length, p.split_length);
+      p.why = fmt::format("{} blocks would leave most of {} SMs idle", p.grid, device.sm_count);
+    }
+  }
+  return p;
+}
+
+}  // namespace
 
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem) {
   ReductionParams p;
   p.inner = problem.inner;
   p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
-  if (!problem.inner) {
-    // Outer: consecutive threads take consecutive kept elements (coalesced); threads in y split the
-    // reduced elements and are combined by a block reduction.
-    p.vectorize = 1;
-    p.threads_x = std::clamp<int64_t>(nextPow2(problem.rows), 1, 32);
-    p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, kTargetBlock * 2 / p.threads_x);
-    p.grid = ceilDiv(problem.rows, p.threads_x);
-    p.why = "reduced dims are outer";
-    return p;
-  }
+  if (!problem.inner) return outerReduction(device, problem, p);
   const int64_t row_chunks = std::max<int64_t>(ceilDiv(problem.row_length, p.vectorize), 1);
   // Threads per row: a power of two leaving few idle lanes, with at most 8 chunks per thread.
   int64_t best = -1;
@@ -93,17 +129,39 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   p.chunks = ceilDiv(row_chunks, p.threads_x);
   p.threads_y = std::max<int64_t>(kTargetBlock / p.threads_x, 1);
   p.threads_y = std::min(p.threads_y, nextPow2(problem.rows));
-  const int64_t values = p.chunks * p.vectorize * std::max<int64_t>(problem.cached_tensors, 1);
-  if (problem.wants_persistent && values <= kPersistentValuesPerThread) {
+  p.grid = std::max<int64_t>(ceilDiv(problem.rows, p.threads_y), 1);
+  const int64_t threads = p.threads_x * p.threads_y;
+  const int64_t cached = std::max<int64_t>(problem.cached_tensors, 1);
+  const int64_t values = p.chunks * p.vectorize * cached;
+  const int64_t register_budget = registerValuesPerThread(device, threads);
+  // Shared memory for a row: every thread's values, plus what the block reduction itself declares.
+  const int64_t shared_bytes = values * threads * problem.cached_value_bytes;
+  const int64_t shared_budget = device.smem_per_block_optin - threads * 8;
+  if (problem.wants_persistent && values <= register_budget) {
     p.persistent = true;
     p.why = fmt::format("row kept in registers: {} values per thread", values);
+  } else if (problem.wants_persistent && shared_bytes <= shared_budget) {
+    p.persistent = true;
+    p.shared_cache = true;
+    p.why = fmt::format("row kept in shared memory: {} values per thread > {} for registers, {} KiB per block",
+                        values, register_budget, ceilDiv(shared_bytes, 1024));
   } else if (problem.wants_persistent) {
-    p.why = fmt::format("row too large for registers ({} values per thread > {}): re-read from L2/HBM", values,
-                        kPersistentValuesPerThread);
+    p.why = fmt::format("row too large to keep ({} values per thread, {} KiB per block): re-read from L2/HBM", values,
+                        ceilDiv(shared_bytes, 1024));
   } else {
     p.why = "plain reduction";
+    if (problem.splittable) {
+      // A split walks whole passes of the block over the row: a multiple of threads_x chunks.
+      const int64_t pass = p.threads_x * p.vectorize;
+      p.splits = chooseSplits(device, p.grid, problem.row_length, std::max<int64_t>(pass * 4, kMinSplit));
+      if (p.splits > 1) {
+        p.split_length = ceilDiv(ceilDiv(problem.row_length, p.splits), pass) * pass;
+        p.splits = ceilDiv(problem.row_length, p.split_length);
+        p.chunks = p.split_length / pass;
+        p.why = fmt::format("{} rows would leave most of {} SMs idle", problem.rows, device.sm_count);
+      }
+    }
   }
-  p.grid = std::max<int64_t>(ceilDiv(problem.rows, p.threads_y), 1);
   return p;
 }
 

@@ -59,4 +59,23 @@ inline kernel::CompiledPlan expectSimulatorMatches(const Fusion& fusion, const s
   return compiled;
 }
 
+// Constant scalar Vals: the sizes of a broadcast or expand.
+inline std::vector<Val*> ints(Fusion& f, const std::vector<int64_t>& values) {
+  std::vector<Val*> out;
+  for (int64_t v : values) out.push_back(f.constant(v));
+  return out;
+}
+
+// The plan's one kernel (a test failure when there are several, an exception when none).
+inline const kernel::Kernel& onlyKernel(const kernel::CompiledPlan& compiled) {
+  const kernel::Kernel* found = nullptr;
+  for (const auto& k : compiled.kernels) {
+    if (!k) continue;
+    EXPECT_EQ(found, nullptr) << "more than one kernel:\n" << compiled.plan.toString();
+    found = &*k;
+  }
+  if (found == nullptr) throw std::runtime_error("no kernel in plan:\n" + compiled.plan.toString());
+  return *found;
+}
+
 }  // namespace braze::testing

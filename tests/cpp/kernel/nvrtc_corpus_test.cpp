@@ -14,11 +14,7 @@
 namespace braze {
 namespace {
 
-std::vector<Val*> ints(Fusion& f, const std::vector<int64_t>& v) {
-  std::vector<Val*> out;
-  for (int64_t x : v) out.push_back(f.constant(x));
-  return out;
-}
+using testing::ints;
 
 struct CorpusEntry {
   std::string name;
@@ -68,6 +64,28 @@ std::vector<CorpusEntry> corpus() {
     }
     add("int_gather_pad", f,
         {testing::randomTensor(DataType::Int32, {5, 6}, 1), testing::tensorOf(DataType::Int64, {3}, {4, 0, 2})});
+  }
+  {
+    // Grid reductions (inner over few long rows, outer over a long column, booleans) and a layer_norm
+    // row kept in shared memory: workspace, atomics, fences and dynamic shared memory.
+    auto f = std::make_shared<Fusion>();
+    {
+      FusionGuard g(f.get());
+      TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+      f->addOutput(reduce(OpKind::Sum, x, {1}));
+      f->addOutput(reduce(OpKind::Any, binaryOp(OpKind::Gt, x, f->constant(1.5))->asTensor(), {1}));
+    }
+    add("grid_inner", f, testing::randomInputs(*f, 4, {{3, 40001}}));
+    auto o = std::make_shared<Fusion>();
+    {
+      FusionGuard g(o.get());
+      TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+      o->addOutput(reduce(OpKind::Max, x, {0}));
+    }
+    add("grid_outer", o, testing::randomInputs(*o, 5, {{20011, 64}}));
+    auto ln = std::make_shared<Fusion>();
+    testing::defineLayerNorm(*ln, {.batch = 2, .seq = 1, .hidden = 40960});
+    add("shared_layer_norm", ln, testing::randomInputs(*ln, 6, {{2, 1, 40960}, {40960}, {40960}}));
   }
   return entries;
 }

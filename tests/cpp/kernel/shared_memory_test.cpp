@@ -22,7 +22,9 @@ Kernel rotateThroughShared(int64_t n, int64_t shift, bool with_barrier) {
   k.name = "rotate";
   k.block = {n, 1};
   KernelBuilder kb(k);
-  TensorParam in{.name = "T0", .dtype = DataType::Float};
+  TensorParam in;
+  in.name = "T0";
+  in.dtype = DataType::Float;
   in.layout = StridedLayout{{n}, {1}, 0};
   TensorParam out = in;
   out.name = "T1";

@@ -1,0 +1,142 @@
+// The reduction schedules beyond one block per row, through the simulator against the reference:
+// grid reductions (few long rows split among blocks, the last block combining the partials), outer
+// reductions vectorized over the kept dims, and persistent rows kept in shared memory when they do
+// not fit in registers. Each test also checks that the heuristics chose the schedule under test.
+#include "fusions/kernel_util.h"
+#include "fusions/layer_norm.h"
+#include "ir/ops.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+using testing::expectSimulatorMatches;
+using testing::ints;
+using testing::onlyKernel;
+using testing::randomInputs;
+
+bool says(const kernel::Kernel& k, const std::string& what) { return k.summary.find(what) != std::string::npos; }
+
+TEST(ReductionSchedules, FewLongRowsAreSplitAcrossBlocks) {
+  for (OpKind kind : {OpKind::Sum, OpKind::Max, OpKind::Min}) {
+    Fusion f;
+    {
+      FusionGuard g(&f);
+      TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+      f.addOutput(reduce(kind, x, {1}));
+    }
+    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 11, {{3, 40001}}));
+    const kernel::Kernel& k = onlyKernel(compiled);
+    EXPECT_TRUE(says(k, "split over")) << k.summary;
+    EXPECT_GT(k.grid[1], 1) << k.summary;
+  }
+}
+
+TEST(ReductionSchedules, GridReductionOfSeveralResultsWithAPerRowEpilogue) {
+  // Two reductions share the partial buffers' round; the epilogue combines them per row.
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    Val* xf = cast(x, DataType::Float);
+    TensorView* s = reduce(OpKind::Sum, xf->asTensor(), {2});
+    TensorView* m = reduce(OpKind::Max, xf->asTensor(), {2});
+    f.addOutput(cast(add(mul(s, f.constant(0.5)), m), DataType::BFloat16));
+    f.addOutput(s);
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 12, {{2, 1, 40000}}));
+  const kernel::Kernel& k = onlyKernel(compiled);
+  EXPECT_TRUE(says(k, "split over")) << k.summary;
+  EXPECT_EQ(k.vectorize, 4) << k.summary;  // the float output s caps the vectors at 16 bytes of float
+}
+
+TEST(ReductionSchedules, GridReductionOfIntegersAndBooleans) {
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* i = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+    f.addOutput(reduce(OpKind::Sum, i, {1}));
+    f.addOutput(reduce(OpKind::Any, binaryOp(OpKind::Gt, i, f.constant(int64_t{1}))->asTensor(), {1}));
+    f.addOutput(reduce(OpKind::All, binaryOp(OpKind::Gt, i, f.constant(int64_t{-3}))->asTensor(), {1}));
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 13, {{2, 20000}}));
+  EXPECT_TRUE(says(onlyKernel(compiled), "split over")) << onlyKernel(compiled).summary;
+}
+
+TEST(ReductionSchedules, OuterReductionOfManyRowsIsSplitAcrossBlocks) {
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f.addOutput(reduce(OpKind::Sum, x, {0}));
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 14, {{20011, 8}}));
+  const kernel::Kernel& k = onlyKernel(compiled);
+  EXPECT_TRUE(says(k, "outer reduction")) << k.summary;
+  EXPECT_TRUE(says(k, "split over")) << k.summary;
+  EXPECT_EQ(k.vectorize, 4) << k.summary;
+}
+
+TEST(ReductionSchedules, OuterReductionsAreVectorizedAlongTheKeptDims) {
+  for (int64_t kept : {64, 24, 7}) {
+    Fusion f;
+    {
+      FusionGuard g(&f);
+      TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+      Val* xf = cast(x, DataType::Float);
+      auto [v, m] = varMean(xf->asTensor(), {0}, 1.0, false);
+      f.addOutput(cast(reduce(OpKind::Sum, xf->asTensor(), {0}), DataType::BFloat16));
+      f.addOutput(v);
+      f.addOutput(m);
+    }
+    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 15, {{37, 2, kept}}));
+    const kernel::Kernel& k = onlyKernel(compiled);
+    EXPECT_TRUE(says(k, "outer reduction")) << k.summary;
+    // Float outputs (var, mean) cap the vectors at 4 lanes (16 bytes of float); 7 kept elements allow none.
+    EXPECT_EQ(k.vectorize, kept == 7 ? 1 : 4) << k.summary;
+  }
+}
+
+TEST(ReductionSchedules, OuterNormalizationRunsAsAVectorizedReductionAndPointwiseKernel) {
+  // x - mean over dim 0, broadcast back: no scheduler keeps an outer row, so the plan cuts after the
+  // reduction; both kernels vectorize along the kept dim.
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* m = reduce(OpKind::Sum, x, {0}, true);
+    f.addOutput(sub(x, expand(m, ints(f, {29, 32}))));
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 16, {{29, 32}}));
+  ASSERT_EQ(compiled.plan.kernelCount(), 2) << compiled.plan.toString();
+  for (const auto& k : compiled.kernels) EXPECT_EQ(k->vectorize, 4) << k->summary;
+}
+
+TEST(ReductionSchedules, RowsTooLargeForRegistersStayInSharedMemory) {
+  Fusion f;
+  testing::defineLayerNorm(f, {.batch = 2, .seq = 1, .hidden = 40960});
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 17, {{2, 1, 40960}, {40960}, {40960}}));
+  const kernel::Kernel& k = onlyKernel(compiled);
+  EXPECT_TRUE(says(k, "inner persistent (shared memory)")) << k.summary;
+  EXPECT_GT(k.shared_bytes, 48 * 1024) << k.summary;
+  EXPECT_LE(k.shared_bytes, DeviceInfo::h100Sxm().smem_per_block_optin);
+}
+
+TEST(ReductionSchedules, PersistentRowsInSharedMemoryWithATail) {
+  // An odd row: the last chunk is partly out of range, and its slots are never read back.
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* m = reduce(OpKind::Max, x, {1}, true);
+    Val* e = unaryOp(OpKind::Exp, sub(x, expand(m, ints(f, {2, 41011}))));
+    TensorView* s = reduce(OpKind::Sum, e->asTensor(), {1}, true);
+    f.addOutput(div(e, expand(s, ints(f, {2, 41011}))));
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 18, {{2, 41011}}));
+  EXPECT_TRUE(says(onlyKernel(compiled), "shared memory")) << onlyKernel(compiled).summary;
+}
+
+}  // namespace
+}  // namespace braze

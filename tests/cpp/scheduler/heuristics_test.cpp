@@ -1,0 +1,92 @@
+// The heuristics as pure functions of a described device and a problem summary: no GPU, no fusion.
+#include "scheduler/heuristics.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+TEST(Heuristics, VectorizeIsLimitedByEveryTensorTheWidestDtypeAndTheExtent) {
+  EXPECT_EQ(kernelVectorize({.widest_dtype_bytes = 2, .inner_extent = 1600, .tensor_factors = {8, 8, 8}}), 8);
+  EXPECT_EQ(kernelVectorize({.widest_dtype_bytes = 4, .inner_extent = 1600, .tensor_factors = {8, 8}}), 4);
+  EXPECT_EQ(kernelVectorize({.widest_dtype_bytes = 2, .inner_extent = 1600, .tensor_factors = {8, 2}}), 2);
+  EXPECT_EQ(kernelVectorize({.widest_dtype_bytes = 2, .inner_extent = 37, .tensor_factors = {8}}), 1);
+  EXPECT_EQ(kernelVectorize({.widest_dtype_bytes = 2, .inner_extent = 12, .tensor_factors = {8}}), 4);
+}
+
+TEST(Heuristics, PointwiseUnrollsOnlyWhenTheGpuIsFullSeveralTimesOver) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const PointwiseParams small = pointwiseHeuristics(h100, {.sizes = {7}, .total_elements = 7, .max_vectorize = 1});
+  EXPECT_EQ(small.block, 32);
+  EXPECT_EQ(small.unroll, 1);
+  EXPECT_EQ(small.grid, 1);
+  const int64_t big_n = int64_t{1} << 28;
+  const PointwiseParams big = pointwiseHeuristics(h100, {.sizes = {big_n}, .total_elements = big_n, .max_vectorize = 8});
+  EXPECT_EQ(big.vectorize, 8);
+  EXPECT_GT(big.unroll, 1);
+  EXPECT_EQ(big.grid * big.block * big.unroll * big.vectorize, big_n);
+}
+
+ReductionProblem layerNormRows(int64_t rows, int64_t hidden, int64_t vectorize) {
+  return {.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = vectorize,
+          .cached_tensors = 1, .widest_dtype_bytes = 2};
+}
+
+TEST(Heuristics, LayerNormRowsStayInRegistersWithinTheRegisterFile) {
+  const ReductionParams p = reductionHeuristics(DeviceInfo::h100Sxm(), layerNormRows(2048, 1600, 8));
+  EXPECT_TRUE(p.persistent);
+  EXPECT_FALSE(p.shared_cache);
+  EXPECT_EQ(p.vectorize, 8);
+  EXPECT_EQ(p.threads_x * p.chunks * p.vectorize >= 1600, true);
+  EXPECT_EQ(p.splits, 1);
+}
+
+TEST(Heuristics, AThousandThreadBlockKeepsFewerValuesPerThreadThanASmallBlock) {
+  // 1024 threads share 64K registers: 64 each, so 40 values per thread must leave registers.
+  const ReductionParams p = reductionHeuristics(DeviceInfo::h100Sxm(), layerNormRows(4, 40960, 8));
+  EXPECT_EQ(p.threads_x, 1024);
+  EXPECT_EQ(p.chunks, 5);
+  EXPECT_TRUE(p.persistent);
+  EXPECT_TRUE(p.shared_cache) << p.toString();
+  // A row no block can keep: re-read.
+  const ReductionParams huge = reductionHeuristics(DeviceInfo::h100Sxm(), layerNormRows(4, 1 << 20, 8));
+  EXPECT_FALSE(huge.persistent) << huge.toString();
+  EXPECT_NE(huge.why.find("re-read"), std::string::npos);
+}
+
+TEST(Heuristics, FewLongRowsAreSplitUntilTheGpuIsFull) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  ReductionProblem sum{.rows = 4, .row_length = 1 << 22, .inner = true, .max_vectorize = 4, .splittable = true};
+  const ReductionParams p = reductionHeuristics(h100, sum);
+  EXPECT_GT(p.splits, 1);
+  EXPECT_GE(p.grid * p.splits, h100.sm_count);
+  EXPECT_LE(p.grid * p.splits, 4 * h100.sm_count);
+  EXPECT_GE(p.splits * p.split_length, sum.row_length);
+  EXPECT_EQ(p.split_length % (p.threads_x * p.vectorize), 0);
+  // Many rows fill the GPU by themselves; a statistic (not splittable) never splits.
+  sum.rows = 16384;
+  EXPECT_EQ(reductionHeuristics(h100, sum).splits, 1);
+  sum.rows = 4;
+  sum.splittable = false;
+  EXPECT_EQ(reductionHeuristics(h100, sum).splits, 1);
+  // A short row is not worth splitting.
+  const ReductionProblem short_rows{.rows = 4, .row_length = 512, .inner = true, .max_vectorize = 4, .splittable = true};
+  EXPECT_EQ(reductionHeuristics(h100, short_rows).splits, 1);
+}
+
+TEST(Heuristics, OuterReductionsVectorizeTheKeptDimAndSplitLongColumns) {
+  const DeviceInfo a100 = DeviceInfo::a100();
+  const ReductionProblem column_sum{
+      .rows = 4096, .row_length = 16384, .inner = false, .max_vectorize = 4, .splittable = true};
+  const ReductionParams p = reductionHeuristics(a100, column_sum);
+  EXPECT_FALSE(p.inner);
+  EXPECT_EQ(p.vectorize, 4);
+  EXPECT_EQ(p.threads_x, 32);
+  EXPECT_EQ(p.grid, 4096 / (32 * 4));
+  EXPECT_GT(p.splits, 1) << p.toString();
+  EXPECT_GE(p.grid * p.splits, a100.sm_count);
+  EXPECT_NE(p.toString().find("split over"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace braze
