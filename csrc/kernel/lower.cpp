@@ -63,6 +63,10 @@ Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const D
   }
   // 32-bit index arithmetic is faster; every offset and every element count must fit.
   int64_t max_elements = 0;
+  for (const Val* in : segment.inputs) {
+    // An expanded input's logical size (what the kernel's linear indices span), not its storage.
+    if (in->isTensor()) max_elements = std::max(max_elements, plan.bound.numel(in));
+  }
   for (const Expr* e : segment.exprs) {
     for (const Val* v : e->outputs()) {
       if (v->isTensor()) max_elements = std::max(max_elements, plan.bound.numel(v));

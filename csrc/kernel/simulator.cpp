@@ -89,9 +89,13 @@ class Simulator {
     }
   }
 
-  int64_t indexValue(int64_t v) const {
-    // The emitted CUDA computes indices in 32 bits unless the kernel asked for 64: wrap the same way.
-    return k_.index64 ? v : static_cast<int64_t>(static_cast<int32_t>(v));
+  int64_t indexValue(int64_t v, int64_t t) const {
+    // The emitted CUDA computes indices in 32 bits unless the kernel asked for 64, where an overflow is
+    // undefined behaviour: report it (the lowering should have chosen 64-bit indexing).
+    if (!k_.index64 && v != static_cast<int64_t>(static_cast<int32_t>(v))) {
+      fail(t, fmt::format("32-bit index arithmetic overflows: {}", v));
+    }
+    return v;
   }
 
   SimValue eval(ExprId id, int64_t t) {
@@ -105,9 +109,9 @@ class Simulator {
       case EKind::VarRef: return scalars_[e.ref][t];
       case EKind::ThreadIdx: r.i = e.i == 0 ? t % k_.block[0] : t / k_.block[0]; return r;
       case EKind::BlockIdx: r.i = block_[e.i]; return r;
-      case EKind::Add: r.i = indexValue(I(0) + I(1)); return r;
-      case EKind::Sub: r.i = indexValue(I(0) - I(1)); return r;
-      case EKind::Mul: r.i = indexValue(I(0) * I(1)); return r;
+      case EKind::Add: r.i = indexValue(I(0) + I(1), t); return r;
+      case EKind::Sub: r.i = indexValue(I(0) - I(1), t); return r;
+      case EKind::Mul: r.i = indexValue(I(0) * I(1), t); return r;
       case EKind::Div:
       case EKind::Mod: {
         const int64_t a = I(0), b = I(1);

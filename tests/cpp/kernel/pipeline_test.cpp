@@ -5,6 +5,8 @@
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
 #include "ir/ops.h"
+#include "kernel/cuda_emitter.h"
+#include "runtime/nvrtc.h"
 
 #include <gtest/gtest.h>
 
@@ -185,6 +187,35 @@ TEST(Pipeline, OutOfBoundsAccessesAreReportedWithTheKernelName) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("braze_s"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("outside"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+TEST(Pipeline, TensorsOf2To31ElementsOrMoreSwitchTo64BitIndexing) {
+  // An expanded input with 2^32 logical elements (one row of storage): the reduction's linear indices
+  // pass 2^31, so the kernel indexes with 64 bits; the same fusion at 2^20 elements uses 32.
+  for (int64_t rows : {int64_t{1} << 16, int64_t{16}}) {
+    Fusion f;
+    {
+      FusionGuard g(&f);
+      TensorView* x = defineTensor({-1, -1}, {std::nullopt, true}, DataType::Float);
+      f.addOutput(reduce(OpKind::Sum, x, {1}));
+    }
+    const HostTensor row = testing::randomTensor(DataType::Float, {65536}, 3);
+    const std::vector<HostValue> inputs{row.view({rows, 65536}, {0, 1}, 0)};
+    const auto compiled = kernel::compilePlan(explain(f, inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = onlyKernel(compiled);
+    const bool huge = rows * 65536 >= (int64_t{1} << 31);
+    EXPECT_EQ(k.index64, huge);
+    const std::string source = kernel::emitCuda(k);
+    EXPECT_NE(source.find(huge ? "typedef long long idx_t;" : "typedef int idx_t;"), std::string::npos);
+    if (!runtime::nvrtcAvailable()) continue;
+    EXPECT_TRUE(runtime::compileCuda(source, k.name, {.arch = "sm_90"}).log.empty());
   }
 }
 
