@@ -10,8 +10,8 @@ namespace {
 
 // Shared by every kernel: an aligned vector type (so one access is one 8- or 16-byte instruction) and a
 // block reduction over threadIdx.x or threadIdx.y. Threads with the same threadIdx.y are consecutive
-// lanes of a warp, so an x-reduction of up to 32 threads is a shuffle butterfly; otherwise a tree in
-// shared memory, the same pairing the simulator uses.
+// lanes of a warp, so an x-reduction of up to 32 threads is a shuffle butterfly, and one over whole
+// warps a butterfly per warp and a pass over the warps' results; otherwise a tree in shared memory.
 constexpr std::string_view kKernelPreamble = R"(
 template <typename T, int N>
 struct __align__(sizeof(T) * N) BrazeVec {
@@ -27,6 +27,20 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 #pragma unroll
     for (int offset = BX / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset, BX));
     return v;
+  } else if constexpr (AXIS == 0 && BX % 32 == 0 && !BrazeIsBool<T>::value) {
+    // Whole warps along x: a butterfly in each warp, then every thread combines its row's warp
+    // results from shared memory (broadcast reads): two barriers instead of one per tree level.
+    constexpr int W = BX / 32;
+    __shared__ T warp_results[BY * W];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (threadIdx.x % 32 == 0) warp_results[threadIdx.y * W + threadIdx.x / 32] = v;
+    __syncthreads();
+    T result = warp_results[threadIdx.y * W];
+#pragma unroll
+    for (int w = 1; w < W; ++w) result = combine(result, warp_results[threadIdx.y * W + w]);
+    __syncthreads();
+    return result;
   } else {
     __shared__ T smem[BX * BY];
     const int tx = threadIdx.x, ty = threadIdx.y;

@@ -334,7 +334,8 @@ class Simulator {
     auto thread = [&](int64_t g, int64_t m) { return s.axis == 0 ? g * bx + m : m * bx + g; };
     const DataType dtypes[2] = {dtype, dtype};
     for (int64_t g = 0; g < groups; ++g) {
-      // A tree, as the emitted shuffle/shared-memory reduction combines: pairs at distance 1, 2, 4...
+      // A tree of pairs at distance 1, 2, 4... The GPU combines in another order (shuffle butterflies),
+      // which changes float results only by rounding: tests compare within tolerances.
       std::vector<SimValue> values(members);
       for (int64_t m = 0; m < members; ++m) values[m] = scalars_[s.var][thread(g, m)];
       for (int64_t step = 1; step < members; step *= 2) {
