@@ -1,7 +1,10 @@
-// The pointwise (and, for now, transpose) lowering. Each thread computes `unroll` chunks of
+// The pointwise (and, for now, transpose) lowering. 1D: each thread computes `unroll` chunks of
 // `vectorize` consecutive output elements; outputs of different shapes share one launch, each group
-// of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
+// of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel). 2D, when
+// an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns, a thread
+// walks several rows of one column vector, so the broadcast input's vector is read once per thread.
 #include "ir/error.h"
+#include "kernel/access_probe.h"
 #include "kernel/lower.h"
 #include "scheduler/vectorization.h"
 
@@ -32,6 +35,34 @@ std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
   return groups;
 }
 
+void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const OutputGroup& group) {
+  Kernel& k = ctx.kernel;
+  const int64_t vec = params.vectorize;
+  k.grid = {params.grid, params.grid_y};
+  k.block = {params.threads_x, params.threads_y};
+  k.summary = params.toString();
+  k.vectorize = vec;
+  const std::vector<int64_t> row_sizes(group.sizes.begin(), group.sizes.begin() + params.break_point);
+  const std::vector<int64_t> column_sizes(group.sizes.begin() + params.break_point, group.sizes.end());
+  KernelBuilder kb(k);
+  ValueBuilder vb(kb, ctx.plan.bound, ctx.segment.exprs, ctx.inputs);
+  const VarId u = kb.scalarVar("u", DataType::Int64, true);
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
+  const ExprId column = kb.letValue("column", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.threads_x)), kb.threadIdx(0)));
+  const ExprId column_ok = kb.lt(column, kb.index(params.inner / vec));
+  kb.openFor(u, kb.index(0), kb.index(params.unroll), kb.index(1), /*unroll=*/params.unroll <= 8);
+  const ExprId row = kb.letValue(
+      "row", kb.add(kb.mul(kb.add(kb.mul(kb.blockIdx(1), kb.index(params.unroll)), kb.ref(u)), kb.index(params.threads_y)),
+                    kb.threadIdx(1)));
+  emitChunk(kb, vb, kb.land(column_ok, kb.lt(row, kb.index(params.outer))), vec, lane, [&](Chunk& c) {
+    std::vector<Idx> index = vb.unflatten(row, false, row_sizes);
+    const auto columns = vb.unflatten(kb.mul(column, kb.index(vec)), vec > 1, column_sizes);
+    index.insert(index.end(), columns.begin(), columns.end());
+    for (const Val* out : group.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+  });
+  kb.close();
+}
+
 }  // namespace
 
 void lowerPointwise(LoweringContext& ctx) {
@@ -53,7 +84,17 @@ void lowerPointwise(LoweringContext& ctx) {
     }
   }
   problem.max_vectorize = kernelVectorize(vin);
+  if (groups.size() == 1) {
+    const auto access = probeInputAccess(ctx, groups[0].outputs[0]);
+    for (const auto& [val, tensor] : ctx.inputs) {
+      if (access[tensor].strides) problem.input_strides.push_back(*access[tensor].strides);
+    }
+  }
   const PointwiseParams params = pointwiseHeuristics(ctx.device, problem);
+  if (params.break_point > 0) {
+    lowerPointwise2D(ctx, params, groups[0]);
+    return;
+  }
   const int64_t vec = params.vectorize;
 
   int64_t total_blocks = 0;

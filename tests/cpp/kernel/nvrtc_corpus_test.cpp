@@ -86,6 +86,14 @@ std::vector<CorpusEntry> corpus() {
     auto ln = std::make_shared<Fusion>();
     testing::defineLayerNorm(*ln, {.batch = 2, .seq = 1, .hidden = 40960});
     add("shared_layer_norm", ln, testing::randomInputs(*ln, 6, {{2, 1, 40960}, {40960}, {40960}}));
+    auto bias = std::make_shared<Fusion>();
+    {
+      FusionGuard g(bias.get());
+      TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+      TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+      bias->addOutput(braze::add(x, broadcastInDim(b, ints(*bias, {64, 4096}), {1})));
+    }
+    add("pointwise_2d_bias", bias, testing::randomInputs(*bias, 7, {{64, 4096}, {4096}}));
   }
   return entries;
 }

@@ -90,3 +90,33 @@ TEST(Heuristics, OuterReductionsVectorizeTheKeptDimAndSplitLongColumns) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+TEST(Heuristics, PointwiseTilesIn2DWhenAnInputIsBroadcastAlongTheLeadingDims) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  PointwiseProblem bias_add{.sizes = {16, 128, 1600}, .total_elements = 16 * 128 * 1600, .max_vectorize = 8};
+  bias_add.input_strides = {{204800, 1600, 1}, {0, 0, 1}};
+  const PointwiseParams p = pointwiseHeuristics(h100, bias_add);
+  EXPECT_EQ(p.break_point, 2);
+  EXPECT_EQ(p.outer, 16 * 128);
+  EXPECT_EQ(p.inner, 1600);
+  EXPECT_EQ(p.threads_x, 128);
+  EXPECT_GE(p.grid * p.threads_x * p.vectorize, 1600);
+  EXPECT_GE(p.grid_y * p.threads_y * p.unroll, 16 * 128);
+  EXPECT_LE(p.grid_y, 65535);
+  // No broadcast: 1D.
+  bias_add.input_strides = {{204800, 1600, 1}, {204800, 1600, 1}};
+  EXPECT_EQ(pointwiseHeuristics(h100, bias_add).break_point, 0);
+  // Very many rows: rows per thread grow until grid y fits.
+  PointwiseProblem tall{.sizes = {1 << 26, 4}, .total_elements = int64_t{1} << 28, .max_vectorize = 4};
+  tall.input_strides = {{4, 1}, {0, 1}};
+  const PointwiseParams t = pointwiseHeuristics(h100, tall);
+  EXPECT_EQ(t.break_point, 1);
+  EXPECT_LE(t.grid_y, 65535);
+  EXPECT_GE(t.grid_y * t.threads_y * t.unroll, int64_t{1} << 26);
+}
+
+}  // namespace
+}  // namespace braze
