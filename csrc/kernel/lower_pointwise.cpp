@@ -1,6 +1,6 @@
-// The pointwise (and, for now, transpose) lowering. Each thread computes `unroll` chunks of
-// `vectorize` consecutive output elements; outputs of different shapes share one launch, each group
-// of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
+// The pointwise lowering (also the transpose lowering's fallback). Each thread computes `unroll`
+// chunks of `vectorize` consecutive output elements; outputs of different shapes share one launch,
+// each group of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
 #include "ir/error.h"
 #include "kernel/lower.h"
 #include "scheduler/vectorization.h"
@@ -8,31 +8,6 @@
 #include <numeric>
 
 namespace braze::kernel {
-namespace {
-
-struct OutputGroup {
-  std::vector<int64_t> sizes;
-  std::vector<const Val*> outputs;
-  int64_t numel = 0;
-  int64_t blocks = 0;
-  int64_t first_block = 0;
-};
-
-std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
-  std::vector<OutputGroup> groups;
-  for (const Val* out : ctx.segment.outputs) {
-    const auto& sizes = ctx.plan.bound.sizesOf(out);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const OutputGroup& g) { return g.sizes == sizes; });
-    if (it == groups.end()) {
-      groups.push_back({sizes, {}, ctx.plan.bound.numel(out), 0, 0});
-      it = std::prev(groups.end());
-    }
-    it->outputs.push_back(out);
-  }
-  return groups;
-}
-
-}  // namespace
 
 void lowerPointwise(LoweringContext& ctx) {
   std::vector<OutputGroup> groups = groupOutputs(ctx);
