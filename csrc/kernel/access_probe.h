@@ -1,8 +1,7 @@
 // How each tensor a kernel reads moves when the output index moves: the element stride of every
-// input parameter along every output dim, found by building the output's value at constant indices
-// (the origin and one step along each dim) in scratch kernels, where constant folding turns every
-// load offset into a number. Schedulers use it to see broadcasts (stride 0 along a dim) and
-// transposes (stride 1 along a dim that is not the output's innermost) through any chain of ops.
+// input parameter along every output dim, measured by the load probe (load_probe.h) on a scratch
+// kernel. The pointwise heuristics use it to see broadcasts (stride 0 along the leading dims)
+// through any chain of ops.
 #pragma once
 
 #include "kernel/lower.h"

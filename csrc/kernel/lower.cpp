@@ -74,13 +74,27 @@ Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const D
   }
   k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();
   switch (*segment.scheduler) {
-    case SchedulerKind::Pointwise:
-    case SchedulerKind::Transpose: lowerPointwise(ctx); break;
+    case SchedulerKind::Pointwise: lowerPointwise(ctx); break;
+    case SchedulerKind::Transpose: lowerTranspose(ctx); break;
     case SchedulerKind::Reduction: lowerReduction(ctx, false); break;
     case SchedulerKind::InnerPersistent: lowerReduction(ctx, true); break;
     case SchedulerKind::Alias: BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
   }
   return std::move(ctx.kernel);
+}
+
+std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
+  std::vector<OutputGroup> groups;
+  for (const Val* out : ctx.segment.outputs) {
+    const auto& sizes = ctx.plan.bound.sizesOf(out);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const OutputGroup& g) { return g.sizes == sizes; });
+    if (it == groups.end()) {
+      groups.push_back({sizes, {}, ctx.plan.bound.numel(out), 0, 0});
+      it = std::prev(groups.end());
+    }
+    it->outputs.push_back(out);
+  }
+  return groups;
 }
 
 void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,

@@ -37,8 +37,22 @@ struct LoweringContext {
   std::vector<int64_t> input_factors;  // vectorizeFactor of every input parameter
 };
 
+// The segment's outputs by shape, in order of first appearance: a pointwise or transpose kernel
+// iterates over each group's index space in its own range of blocks.
+struct OutputGroup {
+  std::vector<int64_t> sizes;
+  std::vector<const Val*> outputs;
+  int64_t numel = 0;
+  int64_t blocks = 0;       // filled by the lowering
+  int64_t first_block = 0;
+};
+std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx);
+
 void lowerPointwise(LoweringContext& ctx);
 void lowerReduction(LoweringContext& ctx, bool persistent_wanted);
+// Shared-memory tiles for segments that read an input across the output's inner dim; falls back to
+// lowerPointwise (saying why in the kernel's summary) when no load can be staged.
+void lowerTranspose(LoweringContext& ctx);
 
 // One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
 // lanes (vector stores).

@@ -1,8 +1,8 @@
-// The pointwise (and, for now, transpose) lowering. 1D: each thread computes `unroll` chunks of
-// `vectorize` consecutive output elements; outputs of different shapes share one launch, each group
-// of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel). 2D, when
-// an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns, a thread
-// walks several rows of one column vector, so the broadcast input's vector is read once per thread.
+// The pointwise lowering (also the transpose lowering's fallback). 1D: each thread computes `unroll`
+// chunks of `vectorize` consecutive output elements; outputs of different shapes share one launch,
+// each group of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
+// 2D, when an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns,
+// a thread walks several rows of one column vector, so the broadcast input's vector is read once.
 #include "ir/error.h"
 #include "kernel/access_probe.h"
 #include "kernel/lower.h"
@@ -12,28 +12,6 @@
 
 namespace braze::kernel {
 namespace {
-
-struct OutputGroup {
-  std::vector<int64_t> sizes;
-  std::vector<const Val*> outputs;
-  int64_t numel = 0;
-  int64_t blocks = 0;
-  int64_t first_block = 0;
-};
-
-std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
-  std::vector<OutputGroup> groups;
-  for (const Val* out : ctx.segment.outputs) {
-    const auto& sizes = ctx.plan.bound.sizesOf(out);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const OutputGroup& g) { return g.sizes == sizes; });
-    if (it == groups.end()) {
-      groups.push_back({sizes, {}, ctx.plan.bound.numel(out), 0, 0});
-      it = std::prev(groups.end());
-    }
-    it->outputs.push_back(out);
-  }
-  return groups;
-}
 
 void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const OutputGroup& group) {
   Kernel& k = ctx.kernel;

@@ -108,6 +108,10 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   const TensorParam& param = kb_.kernel().tensors[tensor];
   int64_t coefficient = 0;
   const ExprId base = flatOffset(param.layout, index, &coefficient);
+  if (interceptor_) {
+    const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
+    if (auto value = interceptor_(tensor, offset)) return bind("s", *value);
+  }
   const int64_t bytes = width_ * sizeOf(param.dtype);
   const bool lane_free_base = !laneDependent(base);
   const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&

@@ -14,7 +14,9 @@
 #include "kernel/kernel_ir.h"
 #include "passes/bind_shapes.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -44,6 +46,11 @@ struct LoadCache {
   int64_t threads = 1;
 };
 
+// Called with every load's tensor and element offset (for a vectorized index, the lane's offset:
+// base + lane * stride); a value it returns is used instead of the load. The transpose lowering uses
+// it to record the loads of an output point and to read staged tensors from shared memory instead.
+using LoadInterceptor = std::function<std::optional<ExprId>(TensorId tensor, ExprId offset)>;
+
 class ValueBuilder {
  public:
   // `params`: the segment's inputs and the tensor parameters they are read from.
@@ -55,6 +62,7 @@ class ValueBuilder {
   void beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, int64_t width, ExprId lane);
   void setLoadCache(const LoadCache& cache) { cache_ = cache; }
   void clearLoadCache() { cache_ = LoadCache{}; cached_.clear(); }
+  void setLoadInterceptor(LoadInterceptor interceptor) { interceptor_ = std::move(interceptor); }
 
   ExprId valueAt(const Val* val, const std::vector<Idx>& index);
   // A reduction computed by the kernel: its value (per row) wherever it is read.
@@ -104,6 +112,7 @@ class ValueBuilder {
   int64_t width_ = 1;
   ExprId lane_ = -1;
   LoadCache cache_;
+  LoadInterceptor interceptor_;
 };
 
 }  // namespace braze::kernel

@@ -53,6 +53,19 @@ std::vector<CorpusEntry> corpus() {
     add(std::string("softmax_") + std::string(toString(dtype)), f, testing::randomInputs(*f, 3, {{64, 4096}}));
   }
   {
+    // Shared-memory tiles (two groups: y = permute(x) * 2 + bias, z = x + 1) with partial tiles.
+    auto f = std::make_shared<Fusion>();
+    {
+      FusionGuard g(f.get());
+      TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+      TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+      Val* y = braze::add(mul(permute(x, {0, 2, 1}), f->constant(2.0)), broadcastInDim(b, ints(*f, {4, 200, 72}), {2}));
+      f->addOutput(cast(y, DataType::BFloat16));
+      f->addOutput(cast(braze::add(x, f->constant(1.0)), DataType::BFloat16));
+    }
+    add("transpose_tiles", f, testing::randomInputs(*f, 4, {{4, 72, 200}, {72}}));
+  }
+  {
     auto f = std::make_shared<Fusion>();
     {
       FusionGuard g(f.get());
