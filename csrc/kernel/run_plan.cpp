@@ -71,8 +71,7 @@ std::vector<HostValue> runOnSimulator(const CompiledPlan& compiled, const std::v
   return collectOutputs(*plan.fusion, values, /*row_major=*/false);
 }
 
-std::vector<HostValue> executeOnSimulator(const Fusion& fusion, const std::vector<HostValue>& inputs,
-                                          const ExecuteOptions& options, CompiledPlan* compiled_out) {
+CompiledPlan planAndCompile(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options) {
   CompiledPlan compiled = compilePlan(explain(fusion, inputs, options.plan), options.device);
   if (dumpEnabled("segments")) std::fprintf(stderr, "%s", compiled.plan.toString().c_str());
   for (const auto& k : compiled.kernels) {
@@ -80,6 +79,12 @@ std::vector<HostValue> executeOnSimulator(const Fusion& fusion, const std::vecto
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k->name.c_str(), k->summary.c_str());
     if (dumpEnabled("kernel")) std::fprintf(stderr, "%s\n", emitCuda(*k).c_str());
   }
+  return compiled;
+}
+
+std::vector<HostValue> executeOnSimulator(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                          const ExecuteOptions& options, CompiledPlan* compiled_out) {
+  CompiledPlan compiled = planAndCompile(fusion, inputs, options);
   std::vector<HostValue> outputs = runOnSimulator(compiled, inputs);
   if (compiled_out != nullptr) *compiled_out = std::move(compiled);
   return outputs;

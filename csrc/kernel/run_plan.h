@@ -28,8 +28,11 @@ struct ExecuteOptions {
   PlanOptions plan;
   DeviceInfo device = DeviceInfo::h100Sxm();
 };
-// explain + compilePlan + runOnSimulator. BRAZE_DUMP: "segments" prints the plan, "heuristics" each
-// kernel's parameters, "kernel" the CUDA source (to stderr).
+// explain + compilePlan for options.device. BRAZE_DUMP: "segments" prints the plan, "heuristics" each
+// kernel's parameters, "kernel" the CUDA source (to stderr). The first half of every execute.
+CompiledPlan planAndCompile(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options);
+
+// planAndCompile + runOnSimulator.
 std::vector<HostValue> executeOnSimulator(const Fusion& fusion, const std::vector<HostValue>& inputs,
                                           const ExecuteOptions& options = {}, CompiledPlan* compiled_out = nullptr);
 

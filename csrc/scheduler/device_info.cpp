@@ -1,7 +1,7 @@
 #include "scheduler/device_info.h"
 
 #include "ir/error.h"
-#include "runtime/dynamic_library.h"
+#include "runtime/cuda_driver.h"
 
 #include <cctype>
 
@@ -66,12 +66,6 @@ std::optional<DeviceInfo> DeviceInfo::preset(std::string_view name) {
 
 namespace {
 
-// The driver's declarations braze needs, so the build never needs cuda.h: CUresult and
-// CUdevice_attribute are C enums (int-sized), CUdevice an int, CUDA_SUCCESS is 0.
-using CuResult = int;
-using CuDevice = int;
-constexpr CuResult kCudaSuccess = 0;
-
 // CU_DEVICE_ATTRIBUTE_* values from cuda.h; they are part of the driver's ABI and never renumbered.
 enum Attribute : int {
   kMaxThreadsPerBlock = 1,           // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
@@ -88,62 +82,21 @@ enum Attribute : int {
   kMaxSharedMemoryPerBlockOptin = 97,  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 };
 
-struct DriverApi {
-  runtime::DynamicLibrary library;
-  CuResult (*init)(unsigned int flags) = nullptr;
-  CuResult (*deviceGetCount)(int* count) = nullptr;
-  CuResult (*deviceGet)(CuDevice* device, int ordinal) = nullptr;
-  CuResult (*deviceGetName)(char* name, int length, CuDevice device) = nullptr;
-  CuResult (*deviceGetAttribute)(int* value, int attribute, CuDevice device) = nullptr;
-};
-
-template <typename Fn>
-bool resolve(const runtime::DynamicLibrary& library, const char* name, Fn& fn) {
-  fn = reinterpret_cast<Fn>(library.symbol(name));
-  return fn != nullptr;
-}
-
-// nullptr when there is no driver, it lacks a function, or cuInit fails (no device, or a driver
-// without a usable GPU, as in containers that mount libcuda but no /dev/nvidia*).
-const DriverApi* loadDriver() {
-  const std::string candidates[] = {"libcuda.so.1", "libcuda.so"};
-  std::optional<runtime::DynamicLibrary> library = runtime::DynamicLibrary::open(candidates);
-  if (!library) return nullptr;
-  auto* api = new DriverApi{std::move(*library)};
-  const runtime::DynamicLibrary& lib = api->library;
-  const bool complete = resolve(lib, "cuInit", api->init) && resolve(lib, "cuDeviceGetCount", api->deviceGetCount) &&
-                        resolve(lib, "cuDeviceGet", api->deviceGet) &&
-                        resolve(lib, "cuDeviceGetName", api->deviceGetName) &&
-                        resolve(lib, "cuDeviceGetAttribute", api->deviceGetAttribute);
-  if (!complete || api->init(0) != kCudaSuccess) {
-    delete api;
-    return nullptr;
-  }
-  return api;
-}
-
-// Loaded and initialized once (thread-safe static initialization), and never unloaded: other
-// statics may still query the device while the process exits.
-const DriverApi* driver() {
-  static const DriverApi* api = loadDriver();
-  return api;
-}
-
 }  // namespace
 
 std::optional<DeviceInfo> queryDevice(int ordinal) {
-  const DriverApi* api = driver();
+  using runtime::kCudaSuccess;
+  const runtime::CudaDriver* api = runtime::cudaDriver();
   if (api == nullptr) return std::nullopt;
   int count = 0;
   if (api->deviceGetCount(&count) != kCudaSuccess || ordinal < 0 || ordinal >= count) return std::nullopt;
-  CuDevice device = 0;
+  runtime::CuDevice device = 0;
   if (api->deviceGet(&device, ordinal) != kCudaSuccess) return std::nullopt;
 
   auto attribute = [&](Attribute id, const char* what) {
     int value = 0;
-    const CuResult result = api->deviceGetAttribute(&value, id, device);
-    BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, result == kCudaSuccess,
-                     "cuDeviceGetAttribute({}) failed with CUresult {} for device {}", what, result, ordinal);
+    api->check(api->deviceGetAttribute(&value, id, device), fmt::format("cuDeviceGetAttribute({})", what),
+               fmt::format("device {}", ordinal));
     return value;
   };
   DeviceInfo info;

@@ -41,7 +41,7 @@ struct DeviceInfo {
   static std::optional<DeviceInfo> preset(std::string_view name);
 };
 
-// The device `ordinal` as the CUDA driver describes it (libcuda.so.1 through dlopen); nullopt when
+// The device `ordinal` as the CUDA driver describes it (runtime/cuda_driver.h); nullopt when
 // there is no driver, no device, or no device with that ordinal.
 std::optional<DeviceInfo> queryDevice(int ordinal = 0);
 

@@ -1,10 +1,13 @@
-// Test helpers for generated kernels: run a fusion through the whole pipeline on the CPU simulator
-// and compare with the reference evaluator within dtype-aware tolerances (kernels accumulate in
+// Test helpers for generated kernels: run a fusion through the whole pipeline on the CPU simulator or
+// a GPU and compare with the reference evaluator within dtype-aware tolerances (kernels accumulate in
 // float where the reference uses float64, and CUDA's float math is not correctly rounded).
 #pragma once
 
 #include "fusions/plan_util.h"
+#include "kernel/run_gpu.h"
 #include "kernel/run_plan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/nvrtc.h"
 
 #include <gtest/gtest.h>
 
@@ -66,7 +69,28 @@ inline std::vector<Val*> ints(Fusion& f, const std::vector<int64_t>& values) {
   return out;
 }
 
-// The plan's one kernel (a test failure when there are several, an exception when none).
+// Why GPU tests cannot run here ("" when they can): no driver or device, or no NVRTC.
+inline std::string gpuUnavailableReason() {
+  if (!runtime::cudaAvailable()) return runtime::cudaUnavailableReason();
+  if (!runtime::nvrtcAvailable()) return "NVRTC not found (no libnvrtc, or no CUDA include dir with cuda_bf16.h)";
+  return "";
+}
+
+#define BRAZE_SKIP_WITHOUT_GPU()                                                            \
+  if (const std::string reason = ::braze::testing::gpuUnavailableReason(); !reason.empty()) { \
+    GTEST_SKIP() << "GPU test skipped: " << reason;                                          \
+  }
+
+// The whole pipeline on the GPU (compiled for the device it runs on) against the reference.
+inline kernel::CompiledPlan expectGpuMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                             const kernel::ExecuteOptions& options = {}) {
+  kernel::CompiledPlan compiled;
+  const auto got = kernel::executeOnGpu(fusion, inputs, options, &compiled);
+  expectClose(got, evaluate(fusion, inputs));
+  return compiled;
+}
+
+// The one kernel of a plan (a test failure when there are several).
 inline const kernel::Kernel& onlyKernel(const kernel::CompiledPlan& compiled) {
   const kernel::Kernel* found = nullptr;
   for (const auto& k : compiled.kernels) {

@@ -5,6 +5,7 @@
 #include "fusions/kernel_util.h"
 #include "ir/error.h"
 #include "kernel/cuda_emitter.h"
+#include "kernel/run_gpu.h"
 #include "kernel/simulator.h"
 #include "runtime/nvrtc.h"
 
@@ -15,12 +16,14 @@ namespace {
 
 using namespace kernel;
 
-// out[t] = in[(t + shift) % n] through a shared array, for a block of n threads: each thread writes
-// its own element and reads a neighbour's.
-Kernel rotateThroughShared(int64_t n, int64_t shift, bool with_barrier) {
+// out[i] = in[(i + shift) % n] through a shared array of n floats, for a block of `threads` threads
+// (n by default): each thread stages elements t, t + threads, ... and reads a neighbour's. With more
+// elements than threads the array can outgrow the 48 KiB a launch gets without opting in.
+Kernel rotateThroughShared(int64_t n, int64_t shift, bool with_barrier, int64_t threads = 0) {
+  if (threads == 0) threads = n;
   Kernel k;
   k.name = "rotate";
-  k.block = {n, 1};
+  k.block = {threads, 1};
   KernelBuilder kb(k);
   TensorParam in;
   in.name = "T0";
@@ -32,11 +35,23 @@ Kernel rotateThroughShared(int64_t n, int64_t shift, bool with_barrier) {
   const TensorId tin = kb.addTensor(in), tout = kb.addTensor(out);
   const VarId tile = kb.arrayVar("tile", DataType::Float, n, VarKind::SharedArray);
   kb.declare(tile);
-  const ExprId t = kb.threadIdx(0);
-  kb.localWrite(tile, t, kb.load(tin, t));
+  const VarId j = kb.scalarVar("j", DataType::Int64, /*is_index=*/true);
+  auto forEachOwnElement = [&](auto body) {
+    kb.openFor(j, kb.index(0), kb.index(n), kb.index(threads), /*unroll=*/false);
+    body(kb.add(kb.ref(j), kb.threadIdx(0)));
+    kb.close();
+  };
+  forEachOwnElement([&](ExprId i) { kb.localWrite(tile, i, kb.load(tin, i)); });
   if (with_barrier) kb.barrier();
-  kb.store(tout, t, kb.localRead(tile, kb.mod(kb.add(t, kb.index(shift)), kb.index(n))));
+  forEachOwnElement([&](ExprId i) {
+    kb.store(tout, i, kb.localRead(tile, kb.mod(kb.add(i, kb.index(shift)), kb.index(n))));
+  });
   return k;
+}
+
+void expectRotated(const HostTensor& in, const HostTensor& out, int64_t shift) {
+  const int64_t n = in.numel();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out.readDouble(i), in.readDouble((i + shift) % n)) << i;
 }
 
 TEST(SharedMemory, SimulatorRunsStagedValuesAcrossABarrier) {
@@ -46,7 +61,7 @@ TEST(SharedMemory, SimulatorRunsStagedValuesAcrossABarrier) {
   HostTensor in = testing::randomTensor(DataType::Float, {n}, 7);
   HostTensor out = HostTensor::empty(DataType::Float, {n});
   simulate(k, {&in, &out});
-  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(out.readDouble(i), in.readDouble((i + 5) % n)) << i;
+  expectRotated(in, out, 5);
 }
 
 TEST(SharedMemory, SimulatorReportsAMissingBarrier) {
@@ -67,7 +82,7 @@ TEST(SharedMemory, SimulatorAllowsAThreadToReadItsOwnWriteWithoutABarrier) {
   HostTensor in = testing::randomTensor(DataType::Float, {32}, 7);
   HostTensor out = HostTensor::empty(DataType::Float, {32});
   simulate(k, {&in, &out});
-  for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(out.readDouble(i), in.readDouble(i));
+  expectRotated(in, out, 0);
 }
 
 TEST(SharedMemory, EmitsDynamicSharedMemoryThatNvrtcCompiles) {
@@ -78,6 +93,31 @@ TEST(SharedMemory, EmitsDynamicSharedMemoryThatNvrtcCompiles) {
   if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: compilation not checked";
   const auto compiled = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
   EXPECT_TRUE(compiled.log.empty()) << compiled.log;
+}
+
+// The same kernels on the GPU: shared arrays placed in dynamic shared memory, the launch's size, and
+// above 48 KiB the function attribute a launch needs (without it the launch fails).
+TEST(SharedMemory, GpuRunsStagedValuesAcrossABarrier) {
+  BRAZE_SKIP_WITHOUT_GPU();
+  const Kernel k = rotateThroughShared(128, 3, true);
+  HostTensor in = testing::randomTensor(DataType::Float, {128}, 7);
+  HostTensor out = HostTensor::empty(DataType::Float, {128});
+  runKernelOnGpu(k, {&in, &out});
+  expectRotated(in, out, 3);
+}
+
+TEST(SharedMemory, GpuRunsATileLargerThan48KiB) {
+  BRAZE_SKIP_WITHOUT_GPU();
+  const int64_t n = 16384;  // 64 KiB of floats, 64 per thread
+  const Kernel k = rotateThroughShared(n, 1000, true, /*threads=*/256);
+  ASSERT_EQ(k.shared_bytes, 64 * 1024);
+  HostTensor in = testing::randomTensor(DataType::Float, {n}, 9);
+  HostTensor out = HostTensor::empty(DataType::Float, {n});
+  runKernelOnGpu(k, {&in, &out});
+  expectRotated(in, out, 1000);
+  HostTensor simulated = HostTensor::empty(DataType::Float, {n});
+  simulate(k, {&in, &simulated});
+  expectRotated(in, simulated, 1000);
 }
 
 }  // namespace

@@ -1,0 +1,152 @@
+#include "runtime/cuda_driver.h"
+
+#include "ir/error.h"
+#include "runtime/dynamic_library.h"
+
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace braze::runtime {
+namespace {
+
+const std::string kDriverNames[] = {"libcuda.so.1", "libcuda.so"};
+
+template <typename Fn>
+bool resolve(const DynamicLibrary& library, const char* name, Fn& fn) {
+  fn = reinterpret_cast<Fn>(library.symbol(name));
+  return fn != nullptr;
+}
+
+struct LoadedDriver {
+  std::optional<DynamicLibrary> library;
+  CudaDriver api;
+  bool usable = false;
+  std::string reason;  // why it is not usable
+};
+
+// Resolves every function first, so a driver too old for one of them is reported as such instead of
+// crashing on a null pointer at the first launch.
+bool resolveAll(const DynamicLibrary& lib, CudaDriver& api, std::string& missing) {
+  const std::pair<const char*, bool> found[] = {
+      {"cuInit", resolve(lib, "cuInit", api.init)},
+      {"cuDeviceGetCount", resolve(lib, "cuDeviceGetCount", api.deviceGetCount)},
+      {"cuDeviceGet", resolve(lib, "cuDeviceGet", api.deviceGet)},
+      {"cuDeviceGetName", resolve(lib, "cuDeviceGetName", api.deviceGetName)},
+      {"cuDeviceGetAttribute", resolve(lib, "cuDeviceGetAttribute", api.deviceGetAttribute)},
+      {"cuDevicePrimaryCtxRetain", resolve(lib, "cuDevicePrimaryCtxRetain", api.devicePrimaryCtxRetain)},
+      {"cuCtxSetCurrent", resolve(lib, "cuCtxSetCurrent", api.ctxSetCurrent)},
+      {"cuCtxSynchronize", resolve(lib, "cuCtxSynchronize", api.ctxSynchronize)},
+      {"cuModuleLoadData", resolve(lib, "cuModuleLoadData", api.moduleLoadData)},
+      {"cuModuleGetFunction", resolve(lib, "cuModuleGetFunction", api.moduleGetFunction)},
+      {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", api.funcSetAttribute)},
+      {"cuLaunchKernel", resolve(lib, "cuLaunchKernel", api.launchKernel)},
+      {"cuMemAlloc_v2", resolve(lib, "cuMemAlloc_v2", api.memAlloc)},
+      {"cuMemFree_v2", resolve(lib, "cuMemFree_v2", api.memFree)},
+      {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", api.memcpyHtoD)},
+      {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", api.memcpyDtoH)},
+      {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", api.memsetD8)},
+      {"cuGetErrorName", resolve(lib, "cuGetErrorName", api.getErrorName)},
+      {"cuGetErrorString", resolve(lib, "cuGetErrorString", api.getErrorString)},
+  };
+  for (const auto& [name, ok] : found) {
+    if (!ok) missing += missing.empty() ? name : fmt::format(", {}", name);
+  }
+  return missing.empty();
+}
+
+LoadedDriver* loadDriver() {
+  // Never freed: kernel caches and device buffers may be released from static destructors, after a
+  // function-local static holding the library would already be gone.
+  auto* loaded = new LoadedDriver;
+  loaded->library = DynamicLibrary::open(kDriverNames);
+  if (!loaded->library) {
+    loaded->reason = fmt::format("no CUDA driver found; host inputs run on the CPU simulator (looked for {})",
+                                 fmt::join(kDriverNames, ", "));
+    return loaded;
+  }
+  CudaDriver& api = loaded->api;
+  std::string missing;
+  if (!resolveAll(*loaded->library, api, missing)) {
+    loaded->reason = fmt::format("the CUDA driver {} lacks {}; host inputs run on the CPU simulator",
+                                 loaded->library->path(), missing);
+    return loaded;
+  }
+  // cuInit fails with CUDA_ERROR_NO_DEVICE where libcuda is mounted but no GPU is (CI containers).
+  if (const CuResult result = api.init(0); result != kCudaSuccess) {
+    loaded->reason = fmt::format("cuInit failed: {}; host inputs run on the CPU simulator", api.errorText(result));
+    return loaded;
+  }
+  int count = 0;
+  if (const CuResult result = api.deviceGetCount(&count); result != kCudaSuccess || count == 0) {
+    loaded->reason = fmt::format("the CUDA driver sees no device ({}); host inputs run on the CPU simulator",
+                                 result == kCudaSuccess ? "0 devices" : api.errorText(result));
+    return loaded;
+  }
+  loaded->usable = true;
+  return loaded;
+}
+
+// Loaded once per process; C++ makes the first call's initialization thread-safe.
+const LoadedDriver& loaded() {
+  static const LoadedDriver* driver = loadDriver();
+  return *driver;
+}
+
+}  // namespace
+
+std::string CudaDriver::errorText(CuResult result) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (getErrorName == nullptr || getErrorName(result, &name) != kCudaSuccess || name == nullptr) {
+    return fmt::format("CUresult {}", result);
+  }
+  if (getErrorString(result, &text) != kCudaSuccess || text == nullptr) return name;
+  return fmt::format("{} ({})", name, text);
+}
+
+void CudaDriver::check(CuResult result, std::string_view call, std::string_view context) const {
+  if (result == kCudaSuccess) return;
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false, "{} failed: {}{}", call, errorText(result),
+                   context.empty() ? std::string() : fmt::format(" ({})", context));
+}
+
+const CudaDriver* cudaDriver() {
+  const LoadedDriver& driver = loaded();
+  return driver.usable ? &driver.api : nullptr;
+}
+
+bool cudaAvailable() { return cudaDriver() != nullptr; }
+
+const std::string& cudaUnavailableReason() { return loaded().reason; }
+
+const CudaDriver& requireCudaDriver() {
+  const CudaDriver* driver = cudaDriver();
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, driver != nullptr, "{}", cudaUnavailableReason());
+  return *driver;
+}
+
+const CudaDriver& useDevice(int ordinal) {
+  const CudaDriver& driver = requireCudaDriver();
+  // Retained once per device and never released: the primary context lives as long as the process,
+  // and releasing it while cached modules still point into it would invalidate them.
+  static std::mutex mutex;
+  static std::map<int, CuContext> contexts;
+  CuContext context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = contexts.find(ordinal);
+    if (it == contexts.end()) {
+      CuDevice device = 0;
+      driver.check(driver.deviceGet(&device, ordinal), "cuDeviceGet", fmt::format("device {}", ordinal));
+      driver.check(driver.devicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
+                   fmt::format("device {}", ordinal));
+      it = contexts.emplace(ordinal, context).first;
+    }
+    context = it->second;
+  }
+  driver.check(driver.ctxSetCurrent(context), "cuCtxSetCurrent", fmt::format("device {}", ordinal));
+  return driver;
+}
+
+}  // namespace braze::runtime

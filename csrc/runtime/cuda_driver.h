@@ -1,0 +1,73 @@
+// The CUDA driver API, reached through dlopen of libcuda.so.1: braze never links against CUDA, so one
+// build loads and runs its CPU paths (the simulator, the reference) on machines with no driver, and
+// runs kernels on the GPU where there is one. Only the few functions braze calls are declared.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace braze::runtime {
+
+// The driver's types, declared here so that building braze never needs cuda.h: CUresult and the
+// attribute enums are C enums (int-sized), CUdevice an int, CUdeviceptr a 64-bit integer; contexts,
+// modules, functions and streams are opaque pointers. CUDA_SUCCESS is 0.
+using CuResult = int;
+using CuDevice = int;
+using CuDevicePtr = unsigned long long;
+using CuContext = struct CuContextOpaque*;
+using CuModule = struct CuModuleOpaque*;
+using CuFunction = struct CuFunctionOpaque*;
+using CuStream = struct CuStreamOpaque*;
+constexpr CuResult kCudaSuccess = 0;
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a launch may ask for more than 48 KiB of dynamic
+// shared memory only after the function's limit was raised to it.
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+
+// Pointers to the driver's functions, resolved once. The _v2 entry points are the ones cuda.h maps
+// the plain names to since CUDA 3.2 (64-bit sizes and pointers).
+struct CudaDriver {
+  CuResult (*init)(unsigned int flags) = nullptr;                                        // cuInit
+  CuResult (*deviceGetCount)(int* count) = nullptr;                                      // cuDeviceGetCount
+  CuResult (*deviceGet)(CuDevice* device, int ordinal) = nullptr;                        // cuDeviceGet
+  CuResult (*deviceGetName)(char* name, int length, CuDevice device) = nullptr;          // cuDeviceGetName
+  CuResult (*deviceGetAttribute)(int* value, int attribute, CuDevice device) = nullptr;  // cuDeviceGetAttribute
+  CuResult (*devicePrimaryCtxRetain)(CuContext* context, CuDevice device) = nullptr;     // cuDevicePrimaryCtxRetain
+  CuResult (*ctxSetCurrent)(CuContext context) = nullptr;                                // cuCtxSetCurrent
+  CuResult (*ctxSynchronize)() = nullptr;                                                // cuCtxSynchronize
+  CuResult (*moduleLoadData)(CuModule* module, const void* image) = nullptr;             // cuModuleLoadData
+  CuResult (*moduleGetFunction)(CuFunction* function, CuModule module, const char* name) = nullptr;
+  CuResult (*funcSetAttribute)(CuFunction function, int attribute, int value) = nullptr;  // cuFuncSetAttribute
+  CuResult (*launchKernel)(CuFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                           unsigned block_y, unsigned block_z, unsigned shared_bytes, CuStream stream, void** params,
+                           void** extra) = nullptr;                                         // cuLaunchKernel
+  CuResult (*memAlloc)(CuDevicePtr* pointer, size_t bytes) = nullptr;                     // cuMemAlloc_v2
+  CuResult (*memFree)(CuDevicePtr pointer) = nullptr;                                     // cuMemFree_v2
+  CuResult (*memcpyHtoD)(CuDevicePtr dst, const void* src, size_t bytes) = nullptr;       // cuMemcpyHtoD_v2
+  CuResult (*memcpyDtoH)(void* dst, CuDevicePtr src, size_t bytes) = nullptr;             // cuMemcpyDtoH_v2
+  CuResult (*memsetD8)(CuDevicePtr dst, unsigned char value, size_t bytes) = nullptr;     // cuMemsetD8_v2
+  CuResult (*getErrorName)(CuResult result, const char** name) = nullptr;                 // cuGetErrorName
+  CuResult (*getErrorString)(CuResult result, const char** text) = nullptr;               // cuGetErrorString
+
+  // "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
+  std::string errorText(CuResult result) const;
+  // Throws braze::Error (ErrorKind::Runtime) "<call> failed: <errorText>[ (<context>)]" unless success.
+  void check(CuResult result, std::string_view call, std::string_view context = {}) const;
+};
+
+// The driver, loaded and initialized (cuInit) on first use; nullptr when there is no libcuda, it lacks
+// a function, cuInit fails, or it sees no device (containers often mount libcuda without a GPU).
+const CudaDriver* cudaDriver();
+bool cudaAvailable();
+// Why cudaDriver() is null, for skips and errors: with no libcuda at all it is "no CUDA driver found;
+// host inputs run on the CPU simulator (looked for libcuda.so.1, libcuda.so)". "" when available.
+const std::string& cudaUnavailableReason();
+// The driver, or a Runtime error carrying cudaUnavailableReason().
+const CudaDriver& requireCudaDriver();
+
+// Makes device `ordinal`'s primary context (the one the CUDA runtime and PyTorch share) current on the
+// calling thread, retaining it on first use; returns the driver. Device memory, modules and launches
+// below all need a current context, and a new thread has none.
+const CudaDriver& useDevice(int ordinal = 0);
+
+}  // namespace braze::runtime

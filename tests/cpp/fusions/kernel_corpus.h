@@ -1,0 +1,361 @@
+// The fusions every kernel target runs, with their inputs and what their plans must look like: the
+// acceptance fusions (seed layer_norm, litGPT RoPE, softmax) and the layouts that break kernels (odd
+// and size-1 dims, broadcast and expanded inputs, transposed, sliced and misaligned inputs, integer
+// gathers and pads, inner and outer reductions over each dim). One list, several targets:
+// pipeline_test runs the small corpus on the CPU simulator, nvrtc_corpus_test compiles the large one,
+// and gpu_pipeline_test runs both on a GPU where there is one.
+#pragma once
+
+#include "fusions/kernel_util.h"
+#include "fusions/layer_norm.h"
+#include "fusions/rope.h"
+#include "ir/ops.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace braze::testing {
+
+struct KernelCase {
+  std::shared_ptr<Fusion> fusion = std::make_shared<Fusion>();
+  std::vector<HostValue> inputs;
+  kernel::ExecuteOptions options;
+  // What the plan must look like (vectorize factor, kernel count), checked on every target.
+  std::function<void(const kernel::CompiledPlan&)> expect;
+};
+
+// A named case, built only when its test runs: gtest registers every parameter at start-up, and the
+// large cases hold megabytes of inputs.
+struct KernelCaseMaker {
+  std::string name;  // a gtest parameter name: letters, digits and '_'
+  std::function<KernelCase()> make;
+};
+
+inline std::string caseName(const ::testing::TestParamInfo<KernelCaseMaker>& info) { return info.param.name; }
+// How gtest prints a failing case's parameter (instead of its bytes).
+inline void PrintTo(const KernelCaseMaker& maker, std::ostream* os) { *os << maker.name; }
+
+inline std::function<void(const kernel::CompiledPlan&)> expectVectorize(int64_t factor) {
+  return [factor](const kernel::CompiledPlan& compiled) {
+    const kernel::Kernel& k = onlyKernel(compiled);
+    EXPECT_EQ(k.vectorize, factor) << k.summary;
+  };
+}
+
+inline std::function<void(const kernel::CompiledPlan&)> expectOneKernel() {
+  return [](const kernel::CompiledPlan& compiled) {
+    EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
+  };
+}
+
+// bf16 layer_norm of [batch, seq, hidden]; `x_offset` elements into a larger buffer when non-zero
+// (2 bytes per element: an offset of 1 defeats 16-byte vectors).
+inline KernelCase layerNormCase(LayerNormShape shape, uint64_t seed, int64_t x_offset = 0) {
+  KernelCase c;
+  defineLayerNorm(*c.fusion, shape);
+  c.inputs = randomInputs(*c.fusion, seed, {{shape.batch, shape.seq, shape.hidden}, {shape.hidden}, {shape.hidden}});
+  if (x_offset != 0) {
+    const int64_t n = shape.batch * shape.seq * shape.hidden;
+    const HostTensor big = randomTensor(DataType::BFloat16, {n + x_offset}, seed + 10);
+    c.inputs[0] = big.view({shape.batch, shape.seq, shape.hidden}, {shape.seq * shape.hidden, shape.hidden, 1}, x_offset);
+  }
+  return c;
+}
+
+inline KernelCase ropeCase(const RopeConfig& config, uint64_t seed) {
+  KernelCase c;
+  defineLitGptQkvSplitRope(*c.fusion, config);
+  c.inputs = randomInputs(*c.fusion, seed);
+  return c;
+}
+
+// Softmax over the rows of a [rows, cols] tensor, computed in float (double for double inputs) and
+// stored as `dtype`; with `column_sums`, also the sums over dim 0 (an outer reduction beside the inner
+// one). Double math for double: a float softmax stored as double would be held to double's tolerance,
+// and CUDA's expf is not correctly rounded (1 ulp off the reference on an H100).
+inline KernelCase softmaxCase(int64_t rows, int64_t cols, DataType dtype, bool column_sums, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, dtype);
+    Val* xf = cast(x, dtype == DataType::Double ? DataType::Double : DataType::Float);
+    TensorView* m = reduce(OpKind::Max, xf->asTensor(), {1}, /*keepdim=*/true);
+    Val* e = unaryOp(OpKind::Exp, sub(xf, expand(m, ints(f, {rows, cols}))));
+    TensorView* s = reduce(OpKind::Sum, e->asTensor(), {1}, /*keepdim=*/true);
+    f.addOutput(cast(div(e, expand(s, ints(f, {rows, cols}))), dtype));
+    if (column_sums) f.addOutput(reduce(OpKind::Sum, xf->asTensor(), {0}));
+  }
+  c.inputs = randomInputs(f, seed, {{rows, cols}});
+  return c;
+}
+
+inline KernelCase reductionCase(OpKind kind, int64_t dim) {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
+    c.fusion->addOutput(reduce(kind, x, {dim}));
+  }
+  c.inputs = randomInputs(*c.fusion, 7, {{3, 17, 5}});
+  return c;
+}
+
+inline KernelCase varMeanAndIntSumCase() {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* i = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+    auto [v, m] = varMean(x, {1}, 1.0, false);
+    c.fusion->addOutput(v);
+    c.fusion->addOutput(m);
+    c.fusion->addOutput(reduce(OpKind::Sum, i, {0}));
+  }
+  c.inputs = randomInputs(*c.fusion, 8, {{6, 31}, {9, 4}});
+  return c;
+}
+
+// A weight broadcast along two dims, a transposed half input, a slice, a pad and a cat.
+inline KernelCase viewsPointwiseCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* a = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* t = defineTensor({-1, -1}, {true, true}, DataType::Half);
+    Val* bb = broadcastInDim(b, ints(f, {3, 5, 8}), {2});
+    Val* tt = broadcastInDim(permute(t, {1, 0}), ints(f, {3, 5, 8}), {1, 2});
+    Val* s = slice(a, ints(f, {0, 1, 0}), ints(f, {3, 6, 8}), ints(f, {1, 1, 1}), false);
+    Val* out = add(mul(cast(s, DataType::Float), bb), cast(tt, DataType::Float));
+    f.addOutput(cast(out, DataType::BFloat16));
+    f.addOutput(pad(a, ints(f, {1, 2}), f.constant(0.5)));
+    f.addOutput(cat({a, a}, 2));
+  }
+  c.inputs = randomInputs(f, 21, {{3, 6, 8}, {8}, {8, 5}});
+  return c;
+}
+
+inline KernelCase reshapeAndRowSumCase(int64_t n) {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    c.fusion->addOutput(unaryOp(OpKind::Exp, reshape(x, ints(*c.fusion, {n * 3}))));
+    c.fusion->addOutput(reduce(OpKind::Sum, x, {1}));
+  }
+  c.inputs = randomInputs(*c.fusion, 30 + n, {{n, 3}});
+  return c;
+}
+
+// The case that dropped nvFuser's vectorization to 1: a weight given as an expanded broadcast.
+inline KernelCase expandedWeightCase() {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* w = defineTensor({-1, -1, -1}, {std::nullopt, std::nullopt, true}, DataType::BFloat16);
+    c.fusion->addOutput(cast(mul(x, w), DataType::BFloat16));
+  }
+  const HostTensor w = randomTensor(DataType::BFloat16, {1600}, 4);
+  c.inputs = {randomTensor(DataType::BFloat16, {4, 8, 1600}, 3), w.view({4, 8, 1600}, {0, 0, 1}, 0)};
+  c.expect = expectVectorize(8);
+  return c;
+}
+
+// x[index] along dim 0, the index tensor given as data.
+inline KernelCase indexSelectCase() {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* i = defineTensor({-1}, {true}, DataType::Int64);
+    c.fusion->addOutput(indexSelect(x, i, 0));
+  }
+  c.inputs = {tensorOf(DataType::Float, {3}, {1, 2, 3}), tensorOf(DataType::Int64, {2}, {0, 1})};
+  return c;
+}
+
+inline KernelCase intGatherPadSumCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+    TensorView* i = defineTensor({-1}, {true}, DataType::Int64);
+    f.addOutput(indexSelect(x, i, 0));
+    f.addOutput(pad(x, ints(f, {1, 1}), f.constant(int64_t{0})));
+    f.addOutput(reduce(OpKind::Sum, x, {1}));
+  }
+  c.inputs = {randomTensor(DataType::Int32, {5, 6}, 1), tensorOf(DataType::Int64, {3}, {4, 0, 2})};
+  return c;
+}
+
+// Two outputs of different layouts from one input, with partial tiles: y = permute(x) * 2 + bias
+// (the innermost dim changes: shared-memory tiles once a transpose scheduler takes it) and z = x + 1.
+inline KernelCase transposeTilesCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+    Val* y = add(mul(permute(x, {0, 2, 1}), f.constant(2.0)), broadcastInDim(b, ints(f, {4, 200, 72}), {2}));
+    f.addOutput(cast(y, DataType::BFloat16));
+    f.addOutput(cast(add(x, f.constant(1.0)), DataType::BFloat16));
+  }
+  c.inputs = randomInputs(f, 4, {{4, 72, 200}, {72}});
+  return c;
+}
+
+// The schedules beyond one block per row or per chunk (reduction_schedules_test and
+// pointwise_schedules_test check them on the simulator at these shapes): grid reductions inner and
+// outer (partials, an atomic counter, fences), a persistent row in shared memory (dynamic shared
+// memory over 48 KiB), and 2D pointwise tiles.
+inline KernelCase gridInnerCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f.addOutput(reduce(OpKind::Sum, x, {1}));
+    f.addOutput(reduce(OpKind::Any, binaryOp(OpKind::Gt, x, f.constant(1.5))->asTensor(), {1}));
+  }
+  c.inputs = randomInputs(f, 4, {{3, 40001}});
+  return c;
+}
+
+inline KernelCase gridOuterCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    f.addOutput(reduce(OpKind::Max, x, {0}));
+    f.addOutput(reduce(OpKind::Sum, cast(x, DataType::Float)->asTensor(), {0}));
+  }
+  c.inputs = randomInputs(f, 5, {{20011, 64}});
+  return c;
+}
+
+inline KernelCase pointwise2DBiasCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+    f.addOutput(braze::add(x, broadcastInDim(b, ints(f, {1000, 4096}), {1})));
+  }
+  c.inputs = randomInputs(f, 7, {{1000, 4096}, {4096}});
+  return c;
+}
+
+// Small enough for the simulator: each case runs there in well under a second.
+inline std::vector<KernelCaseMaker> smallKernelCorpus() {
+  std::vector<KernelCaseMaker> cases = {
+      {"seed_layer_norm_2x3x1600",
+       [] {
+         KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 1600}, 3);
+         c.expect = [](const kernel::CompiledPlan& compiled) {
+           const kernel::Kernel& k = onlyKernel(compiled);
+           EXPECT_EQ(k.vectorize, 8) << k.summary;
+           EXPECT_NE(k.summary.find("inner persistent"), std::string::npos) << k.summary;
+         };
+         return c;
+       }},
+      {"layer_norm_odd_hidden_37",
+       [] {
+         KernelCase c = layerNormCase({.batch = 3, .seq = 1, .hidden = 37}, 4);
+         c.expect = expectVectorize(1);
+         return c;
+       }},
+      {"layer_norm_misaligned_input",
+       [] {
+         KernelCase c = layerNormCase({.batch = 2, .seq = 2, .hidden = 64}, 5, /*x_offset=*/1);
+         c.expect = expectVectorize(1);
+         return c;
+       }},
+      // bookend=both turns the weights' broadcasts into alias segments; the kernel reads the views
+      // from the weights' own buffers, with their alignment.
+      {"layer_norm_bookended_weights",
+       [] {
+         KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 64}, 6);
+         c.options.plan.bookend = BookendPolicy::Both;
+         c.expect = [](const kernel::CompiledPlan& compiled) {
+           EXPECT_EQ(compiled.plan.aliasCount(), 2) << compiled.plan.toString();
+           EXPECT_EQ(onlyKernel(compiled).vectorize, 8);
+         };
+         return c;
+       }},
+      {"layer_norm_bookended_misaligned_weight",
+       [] {
+         KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 64}, 6);
+         c.options.plan.bookend = BookendPolicy::Both;
+         c.inputs[1] = randomTensor(DataType::BFloat16, {65}, 7).view({64}, {1}, 1);  // 2 bytes off 16
+         c.expect = expectVectorize(1);
+         return c;
+       }},
+      {"rope_mha", [] { return ropeCase({.batch = 2, .seq = 5, .heads = 4, .groups = 4, .head = 16, .rope_n_elem = 8}, 11); }},
+      {"rope_gqa", [] { return ropeCase({.batch = 2, .seq = 5, .heads = 4, .groups = 2, .head = 16, .rope_n_elem = 8}, 11); }},
+      {"softmax_float_7x33",
+       [] {
+         KernelCase c = softmaxCase(7, 33, DataType::Float, false, 2);
+         c.expect = expectOneKernel();
+         return c;
+       }},
+      {"softmax_bf16_5x512",
+       [] {
+         KernelCase c = softmaxCase(5, 512, DataType::BFloat16, false, 2);
+         c.expect = expectOneKernel();
+         return c;
+       }},
+      {"softmax_double_7x33", [] { return softmaxCase(7, 33, DataType::Double, /*column_sums=*/true, 2); }},
+      {"var_mean_and_int_sum", varMeanAndIntSumCase},
+      {"views_pointwise_pad_cat", viewsPointwiseCase},
+      {"expanded_weight_keeps_vector_width", expandedWeightCase},
+      {"index_select", indexSelectCase},
+  };
+  for (int64_t n : {1, 7, 13}) {
+    cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
+  }
+  for (int64_t dim : {0, 1, 2}) {
+    for (OpKind kind : {OpKind::Sum, OpKind::Max, OpKind::Min, OpKind::Prod}) {
+      cases.push_back({fmt::format("reduce_{}_dim{}", opName(kind), dim), [kind, dim] { return reductionCase(kind, dim); }});
+    }
+  }
+  return cases;
+}
+
+// The shapes of the benchmarks: compiled everywhere NVRTC is, run on the GPU only (the simulator
+// would take minutes).
+inline std::vector<KernelCaseMaker> largeKernelCorpus() {
+  std::vector<KernelCaseMaker> cases = {
+      {"seed_layer_norm_16x128x1600",
+       [] {
+         KernelCase c = layerNormCase({.batch = 16, .seq = 128, .hidden = 1600}, 1);
+         c.expect = expectVectorize(8);
+         return c;
+       }},
+      {"rope_mha_32_heads",
+       [] { return ropeCase({.batch = 1, .seq = 64, .heads = 32, .groups = 32, .head = 128, .rope_n_elem = 128}, 2); }},
+      {"rope_gqa_8_groups",
+       [] { return ropeCase({.batch = 1, .seq = 64, .heads = 32, .groups = 8, .head = 128, .rope_n_elem = 128}, 2); }},
+      {"int_gather_pad_sum", intGatherPadSumCase},
+      {"transpose_tiles", transposeTilesCase},
+      {"grid_reduction_inner", gridInnerCase},
+      {"grid_reduction_outer", gridOuterCase},
+      {"layer_norm_row_in_shared_memory",
+       [] { return layerNormCase({.batch = 2, .seq = 1, .hidden = 40960}, 6); }},
+      {"pointwise_2d_bias", pointwise2DBiasCase},
+  };
+  for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
+    cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),
+                     [dtype] { return softmaxCase(64, 4096, dtype, /*column_sums=*/true, 3); }});
+  }
+  return cases;
+}
+
+}  // namespace braze::testing
