@@ -41,6 +41,20 @@ if [ "$gpu_skips" = 0 ]; then
 else
   status "GPU tests" "$gpu_skips SKIPPED: $(grep -m1 -o 'GPU test skipped: .*' "$out/cpp_tests.log")"; rc=1
 fi
+# The GPU tests again under compute-sanitizer: out-of-bounds or misaligned accesses (memcheck) and
+# shared-memory races (racecheck) in the generated kernels.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+  for tool in memcheck racecheck; do
+    "$sanitizer" --tool $tool --print-limit 20 build-gpu/braze_tests --gtest_filter='Gpu*:SharedMemory*' \
+      --gtest_brief=1 > "$out/$tool.log" 2>&1
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -1)
+    status "$tool" "${summary:-no summary (see $tool.log)}"
+    echo "$summary" | grep -qE "SUMMARY: 0 (errors|hazards)" || rc=1
+  done
+else
+  status "compute-sanitizer" "not found"
+fi
 if PYTHONPATH=build-gpu/python $python -m pytest -q tests/python > "$out/py_tests.log" 2>&1; then
   status "Python tests" "$(tail -1 "$out/py_tests.log")"
 else
