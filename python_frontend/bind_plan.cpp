@@ -85,6 +85,45 @@ std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, c
   return sources;
 }
 
+// Each kernel of the plan as a launcher needs it: source, name, launch shape, and what each parameter
+// binds to ("input" i / "output" i of the fusion, "intermediate", or "workspace" of n elements).
+nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend, const std::string& device) {
+  kernel::ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
+  const auto inputs = hostInputs(py_inputs);
+  const kernel::CompiledPlan compiled = kernel::compilePlan(explain(fusion, inputs, options.plan), options.device);
+  auto position = [](const std::vector<Val*>& vals, const Val* v) -> int64_t {
+    const auto it = std::find(vals.begin(), vals.end(), v);
+    return it == vals.end() ? -1 : it - vals.begin();
+  };
+  nb::list kernels;
+  for (const auto& k : compiled.kernels) {
+    if (!k) continue;
+    nb::list params;
+    for (const kernel::TensorParam& p : k->tensors) {
+      nb::dict d;
+      d["name"] = p.name;
+      d["dtype"] = std::string(toString(p.dtype));
+      d["numel"] = p.layout.numel();
+      d["zeroed"] = p.zeroed;
+      const int64_t in = p.workspace ? -1 : position(compiled.plan.fusion->inputs(), p.storage);
+      const int64_t out = p.workspace ? -1 : position(compiled.plan.fusion->outputs(), p.val);
+      d["role"] = p.workspace ? "workspace" : in >= 0 ? "input" : out >= 0 && p.output ? "output" : "intermediate";
+      d["index"] = in >= 0 ? in : out;
+      params.append(d);
+    }
+    nb::dict d;
+    d["name"] = k->name;
+    d["source"] = kernel::emitCuda(*k);
+    d["grid"] = nb::make_tuple(k->grid[0], k->grid[1]);
+    d["block"] = nb::make_tuple(k->block[0], k->block[1]);
+    d["shared_bytes"] = k->shared_bytes;
+    d["summary"] = k->summary;
+    d["params"] = params;
+    kernels.append(d);
+  }
+  return kernels;
+}
+
 // Runs the whole pipeline on the CPU simulator; returns the outputs and each kernel's CUDA source.
 std::pair<nb::list, std::vector<std::string>> executeHost(const Fusion& fusion, nb::list py_inputs,
                                                           const std::string& bookend, const std::string& device) {
@@ -157,6 +196,10 @@ void bindPlan(nb::module_& m) {
         nb::arg("device") = "h100", "plans the fusion for these inputs and a device, without running it");
   m.def("cuda_code_for", &cudaCodeFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100", "the CUDA source of each kernel the plan for these inputs generates");
+  m.def("kernels_for", &kernelsFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
+        nb::arg("device") = "h100",
+        "each kernel of the plan: name, source, grid, block, shared_bytes, summary and params (role, index, dtype, "
+        "numel, zeroed), for launching it outside braze");
   m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",
         "plans, lowers and runs the fusion's kernels on the CPU simulator; alias outputs are views of the inputs; "

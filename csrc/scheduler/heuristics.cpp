@@ -25,6 +25,8 @@ constexpr int64_t kTargetBlock = 128;
 // Reduced elements per split of a grid reduction, at least: below that, writing and combining the
 // partials costs more than the parallelism gains.
 constexpr int64_t kMinSplit = 4096;
+// Vector chunks a thread of a reduction walks per row, at most (fewer threads per row above that).
+constexpr int64_t kMaxChunksPerThread = 8;
 // Threads per transpose block: eight warps, so a 32x32 tile is four points per thread in each phase.
 constexpr int64_t kTransposeThreads = 256;
 // Staged tiles per block: at most a quarter of an SM's shared memory (four blocks stay resident to
@@ -175,12 +177,12 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
   if (!problem.inner) return outerReduction(device, problem, p);
   const int64_t row_chunks = std::max<int64_t>(ceilDiv(problem.row_length, p.vectorize), 1);
-  // Threads per row: a power of two leaving few idle lanes, with at most 8 chunks per thread.
+  // Threads per row: a power of two leaving few idle lanes, with at most kMaxChunksPerThread chunks each.
   int64_t best = -1;
   double best_waste = 2.0;
   for (int64_t t = 1; t <= device.max_threads_per_block; t *= 2) {
     const int64_t chunks = ceilDiv(row_chunks, t);
-    if (chunks > 8) continue;
+    if (chunks > kMaxChunksPerThread) continue;
     const double waste = 1.0 - static_cast<double>(row_chunks) / static_cast<double>(chunks * t);
     // Prefer fewer threads unless they leave much more of the last chunk idle.
     if (best < 0 || waste + 1e-9 < best_waste - 0.1) {

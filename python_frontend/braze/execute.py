@@ -67,6 +67,12 @@ def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
+def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
+    """Each kernel braze generates for these inputs, with its launch shape and parameter bindings."""
+    args, _ = _host_args(fd, inputs)
+    return _C.kernels_for(fd._fusion, args, _policy(bookend), _device_name(target))
+
+
 def _device_name(target) -> str:
     """The GPU the heuristics plan for (host inputs run on the simulator as that GPU would)."""
     if not isinstance(target, str):

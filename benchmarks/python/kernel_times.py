@@ -1,0 +1,240 @@
+"""Device time of braze's generated kernels against torch eager and torch.compile, on the GPU.
+
+Until braze launches from Python (the GPU runtime issue), this times the kernels alone: braze plans
+each fusion for the H100 (fd.explain's heuristics), the CUDA of each kernel is compiled by CuPy's NVRTC
+and launched on torch tensors. Each case is checked against torch eager first. Times are medians of
+CUDA-event-timed launches, rotating among input copies so that they do not sit in L2; the roofline is
+a device-to-device copy measured in the same run. Host overhead is not measured here.
+
+    python benchmarks/python/kernel_times.py [--reps 100] [--only layer_norm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import cupy as cp
+import ml_dtypes
+import numpy as np
+import torch
+
+import braze
+from braze import DataType, FusionDefinition
+from braze import execute as bx
+
+sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
+from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
+
+L2_BYTES = 50 << 20
+BF16 = ml_dtypes.bfloat16
+
+
+def define_layer_norm(fd, rows, hidden):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, DataType.Float)
+    var, mean = fd.ops.var_mean(xf, dims=[1], correction=0, keepdim=False)
+    mean_b = fd.ops.broadcast_in_dim(mean, [rows, hidden], [0])
+    rstd_b = fd.ops.broadcast_in_dim(fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5))), [rows, hidden], [0])
+    y = fd.ops.mul(fd.ops.sub(xf, mean_b), rstd_b)
+    y = fd.ops.add(fd.ops.mul(y, fd.ops.cast(fd.ops.broadcast_in_dim(w, [rows, hidden], [1]), DataType.Float)),
+                   fd.ops.cast(fd.ops.broadcast_in_dim(b, [rows, hidden], [1]), DataType.Float))
+    fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+
+
+def define_rms_norm(fd, rows, hidden):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, DataType.Float)
+    ms = fd.ops.sum(fd.ops.mul(xf, xf), [1], keepdim=True)
+    rstd = fd.ops.rsqrt(fd.ops.add(fd.ops.div(ms, fd.define_scalar(float(hidden))), fd.define_scalar(1e-6)))
+    y = fd.ops.mul(fd.ops.mul(xf, fd.ops.expand(rstd, [rows, hidden])),
+                   fd.ops.cast(fd.ops.broadcast_in_dim(w, [rows, hidden], [1]), DataType.Float))
+    fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+
+
+def define_softmax(fd, rows, hidden):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, DataType.Float)
+    m = fd.ops.max(xf, [1], keepdim=True)
+    e = fd.ops.exp(fd.ops.sub(xf, fd.ops.expand(m, [rows, hidden])))
+    s = fd.ops.sum(e, [1], keepdim=True)
+    fd.add_output(fd.ops.cast(fd.ops.div(e, fd.ops.expand(s, [rows, hidden])), DataType.BFloat16))
+
+
+def torch_layer_norm(x, w, b):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b, 1e-5)
+
+
+def torch_rms_norm(x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)
+
+
+def torch_softmax(x):
+    return torch.softmax(x.float(), -1).to(x.dtype)
+
+
+def torch_rope(qkv, cos, sin, n_head, n_groups, hs, n_elem):
+    B, T, _ = qkv.shape
+    q_per_kv = n_head // n_groups
+    x = qkv.view(B, T, n_groups, q_per_kv + 2, hs).permute(0, 2, 3, 1, 4)
+    q, k, v = x.split((q_per_kv, 1, 1), dim=2)
+    if n_groups != n_head:
+        k = k.expand(B, n_groups, q_per_kv, T, hs)
+        v = v.expand(B, n_groups, q_per_kv, T, hs)
+    q, k, v = (t.reshape(B, -1, T, hs) for t in (q, k, v))
+
+    def rope(t):
+        part = t[..., :n_elem]
+        x1, x2 = part[..., : n_elem // 2], part[..., n_elem // 2:]
+        # litgpt computes in the inputs' dtype; with float cos/sin (the correctness check) it rounds once.
+        roped = (part * cos + torch.cat((-x2, x1), -1) * sin).to(t.dtype)
+        return torch.cat((roped, t[..., n_elem:]), -1)
+
+    return rope(q), rope(k), v
+
+
+def cases():
+    def norm(name, define, ref, rows, hidden, with_weight, with_bias):
+        def make_inputs(gen):
+            xs = [torch.randn(rows, hidden, dtype=torch.bfloat16, device="cuda", generator=gen)]
+            if with_weight:
+                xs.append(torch.randn(hidden, dtype=torch.bfloat16, device="cuda", generator=gen))
+            if with_bias:
+                xs.append(torch.randn(hidden, dtype=torch.bfloat16, device="cuda", generator=gen))
+            return xs
+        return name, lambda fd: define(fd, rows, hidden), ref, make_inputs, None
+
+    yield norm("layer_norm 16x128x1600", define_layer_norm, torch_layer_norm, 2048, 1600, True, True)
+    yield norm("layer_norm 16384x4096", define_layer_norm, torch_layer_norm, 16384, 4096, True, True)
+    yield norm("rms_norm 16384x4096", define_rms_norm, torch_rms_norm, 16384, 4096, True, False)
+    yield norm("softmax 16384x4096", define_softmax, torch_softmax, 16384, 4096, False, False)
+    for name, cfg in [("rope llama-2-7b", dict(B=2, T=4096, n_head=32, n_groups=32, hs=128, n_elem=128)),
+                      ("rope llama-3-70b", dict(B=1, T=8192, n_head=64, n_groups=8, hs=128, n_elem=128))]:
+        def make_inputs(gen, cfg=cfg):
+            width = (cfg["n_head"] + 2 * cfg["n_groups"]) * cfg["hs"]
+            return [torch.randn(cfg["B"], cfg["T"], width, dtype=torch.bfloat16, device="cuda", generator=gen),
+                    torch.randn(cfg["T"], cfg["n_elem"], dtype=torch.bfloat16, device="cuda", generator=gen),
+                    torch.randn(cfg["T"], cfg["n_elem"], dtype=torch.bfloat16, device="cuda", generator=gen)]
+        rope_args = {k: cfg[k] for k in ("n_head", "n_groups", "hs", "n_elem")}
+        yield (name, lambda fd, cfg=cfg: define_rope(fd, **cfg),
+               lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos, sin, **a), make_inputs,
+               lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a))
+
+
+def host_copy(t):
+    """A numpy array with the tensor's shape, dtype and strides, for braze to plan with."""
+    a = t.detach().float().cpu().numpy() if t.dtype == torch.bfloat16 else t.cpu().numpy()
+    return np.ascontiguousarray(a).astype(BF16) if t.dtype == torch.bfloat16 else a
+
+
+def median_us(fn, input_sets, reps, per_graph=20):
+    """Median device time of fn(inputs), in microseconds: `per_graph` calls (cycling through the input
+    sets) are captured in one CUDA graph, so host launch overhead stays out of the measurement."""
+    for i in range(3):
+        fn(input_sets[i % len(input_sets)])
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(per_graph):
+            fn(input_sets[i % len(input_sets)])
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    graph.replay()
+    times = []
+    for _ in range(reps):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / per_graph)
+    return statistics.median(times)
+
+
+class BrazeKernels:
+    """The plan's kernels, compiled by CuPy and launched on torch tensors."""
+
+    def __init__(self, fd, sample_inputs):
+        self.kernels = bx.kernels_for(fd, [host_copy(t) for t in sample_inputs])
+        self.functions, self.workspaces = [], []
+        for k in self.kernels:
+            module = cp.RawModule(code=k["source"], options=("-std=c++17",))
+            fn = module.get_function(k["name"])
+            if k["shared_bytes"] > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = k["shared_bytes"]
+            self.functions.append(fn)
+            ws = []
+            for p in k["params"]:
+                if p["role"] == "workspace":
+                    ws.append(torch.zeros(p["numel"] * 8, dtype=torch.uint8, device="cuda"))  # zeroed, 8 B each
+                elif p["role"] == "intermediate":
+                    raise NotImplementedError("multi-kernel plans with intermediates are not timed yet")
+            self.workspaces.append(ws)
+        self.summaries = [k["summary"] for k in self.kernels]
+
+    def outputs_for(self, outputs_like):
+        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in outputs_like]
+
+    def __call__(self, inputs, outputs):
+        for k, fn, ws in zip(self.kernels, self.functions, self.workspaces):
+            args, w = [], iter(ws)
+            for p in k["params"]:
+                t = inputs[p["index"]] if p["role"] == "input" else outputs[p["index"]] if p["role"] == "output" else next(w)
+                args.append(cp.uint64(t.data_ptr()))
+            # torch's current stream: the one a CUDA graph capture records.
+            stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+            fn(k["grid"], k["block"], tuple(args), shared_mem=k["shared_bytes"], stream=stream)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=100)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
+    args = parser.parse_args()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    # Copy roofline: 256 MiB copied device to device.
+    src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_us = median_us(lambda _: dst.copy_(src), [None], 20)
+    copy_gbs = 2 * src.numel() / copy_us / 1e3
+    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s")
+    print(f"{'case':26} {'braze us':>9} {'eager us':>9} {'compile us':>10} {'braze GB/s':>10} {'% copy':>7}  kernel")
+    for name, define, ref, make_inputs, check in cases():
+        if args.only and args.only not in name:
+            continue
+        with FusionDefinition() as fd:
+            define(fd)
+        sample = make_inputs(gen)
+        bytes_in = sum(t.numel() * t.element_size() for t in sample)
+        copies = max(2, -(-3 * L2_BYTES // max(bytes_in, 1)))
+        input_sets = [sample] + [make_inputs(gen) for _ in range(min(copies, 8) - 1)]
+        want = (check or ref)(*sample)
+        want = list(want) if isinstance(want, tuple) else [want]
+        kernels = BrazeKernels(fd, sample)
+        # Alias outputs (views of an input) are not written by any kernel: compare only kernel outputs.
+        written = sorted({p["index"] for k in kernels.kernels for p in k["params"] if p["role"] == "output"})
+        outs = kernels.outputs_for(want)
+        kernels(sample, outs)
+        torch.cuda.synchronize()
+        for i in written:
+            torch.testing.assert_close(outs[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
+        bytes_out = sum(want[i].numel() * want[i].element_size() for i in written)
+        out_sets = [kernels.outputs_for(want) for _ in input_sets]
+        pairs = list(zip(input_sets, out_sets))
+        braze_us = median_us(lambda io: kernels(io[0], io[1]), pairs, args.reps)
+        eager_us = median_us(lambda xs: ref(*xs), input_sets, args.reps)
+        compile_us = float("nan")
+        if args.compile:
+            compiled = torch.compile(ref)
+            compile_us = median_us(lambda xs: compiled(*xs), input_sets, args.reps)
+        gbs = (bytes_in + bytes_out) / braze_us / 1e3
+        print(f"{name:26} {braze_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:10.0f} "
+              f"{100 * gbs / copy_gbs:6.0f}%  {'; '.join(kernels.summaries)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
