@@ -25,8 +25,9 @@ constexpr int64_t kTargetBlock = 128;
 // Reduced elements per split of a grid reduction, at least: below that, writing and combining the
 // partials costs more than the parallelism gains.
 constexpr int64_t kMinSplit = 4096;
-// Vector chunks a thread of a reduction walks per row, at most (fewer threads per row above that).
-constexpr int64_t kMaxChunksPerThread = 8;
+// Vector chunks a thread of a reduction walks per row, at most (fewer threads per row above that). On an
+// H100 (benchmarks/python/kernel_times.py), 4 beat 8, 2 and 1 on the bf16 16384x4096 norms and softmax.
+constexpr int64_t kMaxChunksPerThread = 4;
 // Threads per transpose block: eight warps, so a 32x32 tile is four points per thread in each phase.
 constexpr int64_t kTransposeThreads = 256;
 // Staged tiles per block: at most a quarter of an SM's shared memory (four blocks stay resident to
