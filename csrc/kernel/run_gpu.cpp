@@ -217,6 +217,33 @@ void runKernelOnGpu(const Kernel& kernel, const std::vector<HostTensor*>& tensor
   }
 }
 
+UploadedTensor uploadToDevice(const HostTensor& t) {
+  runtime::useDevice(kDevice);
+  DeviceTensor d = upload(t);
+  UploadedTensor u;
+  u.tensor = {d.pointer(), t.dtype(), t.sizes(), t.strides(), kDevice};
+  u.buffer = std::move(d.buffer);
+  return u;
+}
+
+HostTensor downloadFromDevice(const runtime::DeviceTensor& t) {
+  const runtime::CudaDriver& driver = runtime::useDevice(t.device);
+  driver.check(driver.ctxSynchronize(), "cuCtxSynchronize", "before downloading a tensor");
+  Span span{0, t.numel() == 0 ? 0 : 1};
+  for (size_t d = 0; d < t.sizes.size() && span.hi > 0; ++d) {
+    const int64_t reach = (t.sizes[d] - 1) * t.strides[d];
+    (reach < 0 ? span.lo : span.hi) += reach;
+  }
+  const int64_t item = sizeOf(t.dtype);
+  auto storage = std::shared_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(std::max<int64_t>(span.hi - span.lo, 1) * item)]);
+  if (span.hi > span.lo) {
+    driver.check(driver.memcpyDtoH(storage.get(), t.data + static_cast<runtime::CuDevicePtr>(span.lo * item),
+                                   static_cast<size_t>((span.hi - span.lo) * item)),
+                 "cuMemcpyDtoH");
+  }
+  return HostTensor::wrap(storage.get() - span.lo * item, t.dtype, t.sizes, t.strides, storage).contiguous();
+}
+
 std::vector<HostValue> runOnGpu(const CompiledPlan& compiled, const std::vector<HostValue>& inputs) {
   return GpuPlanRun(compiled, inputs).run();
 }

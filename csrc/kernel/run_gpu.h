@@ -9,6 +9,8 @@
 #pragma once
 
 #include "kernel/run_plan.h"
+#include "runtime/device_buffer.h"
+#include "runtime/device_tensor.h"
 
 #include <vector>
 
@@ -29,5 +31,15 @@ std::vector<HostValue> runOnGpu(const CompiledPlan& compiled, const std::vector<
 // must target the GPU the kernels run on) + runOnGpu.
 std::vector<HostValue> executeOnGpu(const Fusion& fusion, const std::vector<HostValue>& inputs,
                                     const ExecuteOptions& options = {}, CompiledPlan* compiled_out = nullptr);
+
+// A host tensor copied to device memory with its layout and its first element's address modulo 256
+// (what plans depend on), and back: for tests and tools that feed the FusionCache from host data.
+struct UploadedTensor {
+  runtime::DeviceBuffer buffer;
+  runtime::DeviceTensor tensor;
+};
+UploadedTensor uploadToDevice(const HostTensor& t);
+// Any device tensor (strided, a view) as a new row-major host tensor.
+HostTensor downloadFromDevice(const runtime::DeviceTensor& t);
 
 }  // namespace braze::kernel

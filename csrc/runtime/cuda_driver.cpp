@@ -46,6 +46,12 @@ bool resolveAll(const DynamicLibrary& lib, CudaDriver& api, std::string& missing
       {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", api.memcpyHtoD)},
       {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", api.memcpyDtoH)},
       {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", api.memsetD8)},
+      {"cuMemAllocAsync", resolve(lib, "cuMemAllocAsync", api.memAllocAsync)},
+      {"cuMemFreeAsync", resolve(lib, "cuMemFreeAsync", api.memFreeAsync)},
+      {"cuMemsetD8Async", resolve(lib, "cuMemsetD8Async", api.memsetD8Async)},
+      {"cuStreamSynchronize", resolve(lib, "cuStreamSynchronize", api.streamSynchronize)},
+      {"cuDeviceGetDefaultMemPool", resolve(lib, "cuDeviceGetDefaultMemPool", api.deviceGetDefaultMemPool)},
+      {"cuMemPoolSetAttribute", resolve(lib, "cuMemPoolSetAttribute", api.memPoolSetAttribute)},
       {"cuGetErrorName", resolve(lib, "cuGetErrorName", api.getErrorName)},
       {"cuGetErrorString", resolve(lib, "cuGetErrorString", api.getErrorString)},
   };

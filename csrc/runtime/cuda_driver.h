@@ -19,6 +19,9 @@ using CuContext = struct CuContextOpaque*;
 using CuModule = struct CuModuleOpaque*;
 using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
+using CuMemPool = struct CuMemPoolOpaque*;
+// CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: bytes a pool keeps cached instead of returning them to the OS.
+constexpr int kMemPoolAttrReleaseThreshold = 4;
 constexpr CuResult kCudaSuccess = 0;
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a launch may ask for more than 48 KiB of dynamic
 // shared memory only after the function's limit was raised to it.
@@ -46,6 +49,14 @@ struct CudaDriver {
   CuResult (*memcpyHtoD)(CuDevicePtr dst, const void* src, size_t bytes) = nullptr;       // cuMemcpyHtoD_v2
   CuResult (*memcpyDtoH)(void* dst, CuDevicePtr src, size_t bytes) = nullptr;             // cuMemcpyDtoH_v2
   CuResult (*memsetD8)(CuDevicePtr dst, unsigned char value, size_t bytes) = nullptr;     // cuMemsetD8_v2
+  // Stream-ordered allocation (the device's default memory pool, which caches freed blocks) and the
+  // stream operations the FusionCache's execute path uses.
+  CuResult (*memAllocAsync)(CuDevicePtr* pointer, size_t bytes, CuStream stream) = nullptr;  // cuMemAllocAsync
+  CuResult (*memFreeAsync)(CuDevicePtr pointer, CuStream stream) = nullptr;                 // cuMemFreeAsync
+  CuResult (*memsetD8Async)(CuDevicePtr dst, unsigned char value, size_t bytes, CuStream stream) = nullptr;
+  CuResult (*streamSynchronize)(CuStream stream) = nullptr;                                 // cuStreamSynchronize
+  CuResult (*deviceGetDefaultMemPool)(CuMemPool* pool, CuDevice device) = nullptr;  // cuDeviceGetDefaultMemPool
+  CuResult (*memPoolSetAttribute)(CuMemPool pool, int attribute, void* value) = nullptr;  // cuMemPoolSetAttribute
   CuResult (*getErrorName)(CuResult result, const char** name) = nullptr;                 // cuGetErrorName
   CuResult (*getErrorString)(CuResult result, const char** text) = nullptr;               // cuGetErrorString
 

@@ -58,7 +58,7 @@ CuFunction loadCudaKernel(const std::string& source, const std::string& name, co
 }
 
 void launchCudaKernel(CuFunction function, const std::string& name, const LaunchShape& shape,
-                      std::vector<void*>& args) {
+                      std::vector<void*>& args, CuStream stream) {
   const CudaDriver& driver = requireCudaDriver();
   if (shape.shared_bytes > kDefaultDynamicSharedLimit) {
     driver.check(driver.funcSetAttribute(function, kFuncAttributeMaxDynamicSharedSizeBytes,
@@ -69,7 +69,7 @@ void launchCudaKernel(CuFunction function, const std::string& name, const Launch
   const unsigned shared = shape.shared_bytes == 0 ? 0u : launchDim(shape.shared_bytes, name, "shared memory");
   driver.check(driver.launchKernel(function, launchDim(shape.grid[0], name, "grid.x"),
                                    launchDim(shape.grid[1], name, "grid.y"), 1, launchDim(shape.block[0], name, "block.x"),
-                                   launchDim(shape.block[1], name, "block.y"), 1, shared, nullptr, args.data(), nullptr),
+                                   launchDim(shape.block[1], name, "block.y"), 1, shared, stream, args.data(), nullptr),
                "cuLaunchKernel",
                fmt::format("kernel {}, grid ({}, {}), block ({}, {}), {} bytes of shared memory", name, shape.grid[0],
                            shape.grid[1], shape.block[0], shape.block[1], shape.shared_bytes));

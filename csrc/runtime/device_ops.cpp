@@ -1,0 +1,89 @@
+#include "runtime/device_ops.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace braze::runtime {
+namespace {
+
+constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
+
+class CudaDeviceOps final : public DeviceOps {
+ public:
+  explicit CudaDeviceOps(int ordinal) : ordinal_(ordinal), driver_(useDevice(ordinal)) {
+    CuDevice device = 0;
+    driver_.check(driver_.deviceGet(&device, ordinal), "cuDeviceGet");
+    CuMemPool pool = nullptr;
+    driver_.check(driver_.deviceGetDefaultMemPool(&pool, device), "cuDeviceGetDefaultMemPool");
+    uint64_t keep_everything = std::numeric_limits<uint64_t>::max();
+    driver_.check(driver_.memPoolSetAttribute(pool, kMemPoolAttrReleaseThreshold, &keep_everything),
+                  "cuMemPoolSetAttribute(RELEASE_THRESHOLD)");
+  }
+
+  void bindThread() override {
+    thread_local int bound = -1;
+    if (bound != ordinal_) {
+      useDevice(ordinal_);
+      bound = ordinal_;
+    }
+  }
+
+  CuFunction load(const std::string& source, const std::string& name, const std::string& arch,
+                  int64_t shared_bytes) override {
+    const CuFunction function = loadCudaKernel(source, name, arch, ordinal_);
+    if (shared_bytes > kDefaultDynamicSharedLimit) {
+      driver_.check(driver_.funcSetAttribute(function, kFuncAttributeMaxDynamicSharedSizeBytes,
+                                             static_cast<int>(shared_bytes)),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", name, shared_bytes));
+    }
+    return function;
+  }
+
+  CuDevicePtr allocate(size_t bytes, CuStream stream) override {
+    CuDevicePtr pointer = 0;
+    driver_.check(driver_.memAllocAsync(&pointer, bytes == 0 ? 1 : bytes, stream), "cuMemAllocAsync",
+                  fmt::format("{} bytes", bytes));
+    return pointer;
+  }
+
+  void release(CuDevicePtr pointer, CuStream stream) override {
+    driver_.check(driver_.memFreeAsync(pointer, stream), "cuMemFreeAsync");
+  }
+
+  void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) override {
+    driver_.check(driver_.memsetD8Async(pointer, 0, bytes, stream), "cuMemsetD8Async");
+  }
+
+  void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) override {
+    driver_.check(driver_.launchKernel(function, static_cast<unsigned>(shape.grid[0]),
+                                       static_cast<unsigned>(shape.grid[1]), 1, static_cast<unsigned>(shape.block[0]),
+                                       static_cast<unsigned>(shape.block[1]), 1,
+                                       static_cast<unsigned>(shape.shared_bytes), stream, args, nullptr),
+                  "cuLaunchKernel");
+  }
+
+ private:
+  int ordinal_;
+  const CudaDriver& driver_;
+};
+
+}  // namespace
+
+DeviceOps& cudaDeviceOps(int ordinal) {
+  static std::mutex mutex;
+  static auto* ops = new std::map<int, std::unique_ptr<CudaDeviceOps>>;  // never destroyed, like the driver
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = (*ops)[ordinal];
+  if (!slot) slot = std::make_unique<CudaDeviceOps>(ordinal);
+  return *slot;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,40 @@
+// Tensors in device memory as the GPU execute path sees them: what DLPack describes (a pointer to the
+// first element, sizes and strides in elements, a dtype, a device), and the outputs it hands back.
+#pragma once
+
+#include "ir/data_type.h"
+#include "reference/host_tensor.h"
+#include "runtime/cuda_driver.h"
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+namespace braze::runtime {
+
+struct DeviceTensor {
+  CuDevicePtr data = 0;  // address of element [0, ..., 0]
+  DataType dtype = DataType::Float;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements
+  int device = 0;                // CUDA device ordinal
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
+};
+
+using DeviceValue = std::variant<DeviceTensor, ScalarValue>;
+
+struct DeviceOutput {
+  DeviceTensor tensor;
+  // Keeps the memory alive; releasing the last reference returns it to the stream-ordered pool. Null
+  // for a view of an input (alias_of says which): the caller keeps that input alive.
+  std::shared_ptr<void> owner;
+  int64_t alias_of = -1;  // index of the fusion input whose memory this output views, or -1
+};
+
+}  // namespace braze::runtime

@@ -1,0 +1,79 @@
+#include "runtime/fusion_cache.h"
+
+#include "ir/error.h"
+
+#include <mutex>
+
+namespace braze::runtime {
+
+FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options, DeviceOps* ops,
+                         std::optional<DeviceInfo> device)
+    : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)) {
+  BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
+}
+
+std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream) {
+  const InputSignature signature = InputSignature::of(inputs);
+  const PreparedPlan* plan = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = plans_.find(signature); it != plans_.end()) plan = it->second.get();
+  }
+  if (plan == nullptr) plan = &prepareMiss(inputs, signature);
+  DeviceOps& ops = opsFor(deviceOf(inputs));
+  ops.bindThread();
+  return plan->run(inputs, stream, ops);
+}
+
+const PreparedPlan& FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
+  const InputSignature signature = InputSignature::of(inputs);
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = plans_.find(signature); it != plans_.end()) return *it->second;
+  }
+  return prepareMiss(inputs, signature);
+}
+
+size_t FusionCache::size() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return plans_.size();
+}
+
+int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
+  int device = -1;
+  size_t first = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    if (t == nullptr) continue;
+    if (device < 0) {
+      device = t->device;
+      first = i;
+    }
+    BRAZE_CHECK(t->device == device, "input {} is on cuda:{} but input {} is on cuda:{}: all tensor inputs of a fusion "
+                "must be on one GPU", i, t->device, first, device);
+  }
+  return device < 0 ? 0 : device;
+}
+
+DeviceOps& FusionCache::opsFor(int device) { return ops_ != nullptr ? *ops_ : cudaDeviceOps(device); }
+
+const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature) {
+  const int device = deviceOf(inputs);
+  DeviceOps& ops = opsFor(device);
+  ops.bindThread();
+  DeviceInfo info;
+  if (device_) {
+    info = *device_;
+  } else {
+    const std::optional<DeviceInfo> queried = queryDevice(device);
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "CUDA device {} cannot be queried", device);
+    info = *queried;
+  }
+  // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
+  auto plan = std::make_unique<PreparedPlan>(*fusion_, inputs, options_, info, ops);
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  auto [it, inserted] = plans_.emplace(signature, std::move(plan));
+  return *it->second;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,155 @@
+#include "runtime/prepared_plan.h"
+
+#include "ir/error.h"
+#include "kernel/cuda_emitter.h"
+#include "kernel/lower.h"
+
+#include <unordered_map>
+
+namespace braze::runtime {
+namespace {
+
+// A host stand-in for a device tensor: planning reads sizes, strides and the pointer's alignment,
+// never the data, so the device address itself is what it is given.
+HostValue planningValue(const DeviceValue& v) {
+  if (const auto* t = std::get_if<DeviceTensor>(&v)) {
+    return HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t->data)), t->dtype, t->sizes, t->strides);
+  }
+  return std::get<ScalarValue>(v);
+}
+
+size_t bytesOf(const StridedLayout& layout, DataType dtype) {
+  return static_cast<size_t>(std::max<int64_t>(layout.numel(), 1) * sizeOf(dtype));
+}
+
+}  // namespace
+
+int32_t PreparedPlan::addSlot(Slot slot) {
+  slots_.push_back(slot);
+  return static_cast<int32_t>(slots_.size() - 1);
+}
+
+PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
+                           const DeviceInfo& device, DeviceOps& ops) {
+  std::vector<HostValue> host;
+  host.reserve(inputs.size());
+  for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
+  compiled_ = kernel::planAndCompile(fusion, host, {options, device});
+  const SegmentedFusion& plan = compiled_.plan;
+  std::unordered_map<const Val*, int32_t> slot_of;
+  for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
+    const Val* in = plan.fusion->inputs()[i];
+    if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
+  }
+  for (size_t s = 0; s < plan.segments.size(); ++s) {
+    const Segment& segment = plan.segments[s];
+    if (segment.kind == SegmentKind::Alias) continue;  // views: resolved below, where outputs need them
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, compiled_.kernels[s].has_value(),
+                     "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
+                     "(numpy) inputs, on the CPU",
+                     segment.id, segment.exprs.empty() ? "" : opName(segment.exprs.front()->kind()),
+                     segment.refusals.empty() ? "no reason given" : segment.refusals.back().second);
+    const kernel::Kernel& k = *compiled_.kernels[s];
+    Launch launch;
+    launch.shape = {k.grid, k.block, k.shared_bytes};
+    for (const kernel::TensorParam& p : k.tensors) {
+      if (p.workspace) {
+        launch.slots.push_back(addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed}));
+      } else if (p.output) {
+        const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(p.layout, p.dtype)});
+        slot_of[p.val] = slot;
+        launch.slots.push_back(slot);
+      } else {
+        auto it = slot_of.find(p.storage);
+        BRAZE_ASSERT(it != slot_of.end(), "kernel {} reads {} before anything writes it", k.name, p.storage->name());
+        launch.slots.push_back(it->second);
+      }
+    }
+    sources_.push_back(kernel::emitCuda(k));
+    launch.function = ops.load(sources_.back(), k.name, device.arch(), k.shared_bytes);
+    max_params_ = std::max(max_params_, launch.slots.size());
+    launches_.push_back(std::move(launch));
+  }
+  for (const Val* out : plan.fusion->outputs()) {
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, out->isTensor(), "output {} is a scalar: the GPU path returns tensors only",
+                     out->name());
+    // Where the output's elements live: its own buffer, or (a view) the buffer of what it views.
+    const kernel::SegmentInputView view = kernel::segmentInputView(plan, out);
+    Output o;
+    o.slot = slot_of.at(view.storage);
+    o.byte_offset = view.layout.layout.offset * sizeOf(out->dtype());
+    o.tensor.dtype = out->dtype();
+    o.tensor.sizes = view.layout.layout.sizes;
+    o.tensor.strides = view.layout.layout.strides;
+    if (slots_[o.slot].kind == SlotKind::Buffer) slots_[o.slot].returned = true;
+    outputs_.push_back(std::move(o));
+  }
+}
+
+std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream,
+                                            DeviceOps& ops) const {
+  // Scratch reused by every run on this thread: after the first, binding allocates nothing.
+  thread_local std::vector<CuDevicePtr> pointers;
+  thread_local std::vector<CuDevicePtr> values;
+  thread_local std::vector<void*> args;
+  thread_local std::vector<std::shared_ptr<void>> owners;
+  pointers.assign(slots_.size(), 0);
+  owners.assign(slots_.size(), nullptr);
+  int device = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.kind == SlotKind::Input) {
+      const auto& t = std::get<DeviceTensor>(inputs[slot.input]);
+      pointers[i] = t.data;
+      device = t.device;
+      continue;
+    }
+    pointers[i] = ops.allocate(slot.bytes, stream);
+    if (slot.zeroed) ops.zero(pointers[i], slot.bytes, stream);
+  }
+  values.resize(max_params_);
+  args.resize(max_params_);
+  for (const Launch& launch : launches_) {
+    for (size_t p = 0; p < launch.slots.size(); ++p) {
+      values[p] = pointers[launch.slots[p]];
+      args[p] = &values[p];
+    }
+    ops.launch(launch.function, launch.shape, args.data(), stream);
+  }
+  std::vector<DeviceOutput> outputs;
+  outputs.reserve(outputs_.size());
+  for (const Output& o : outputs_) {
+    DeviceOutput out{o.tensor, nullptr, -1};
+    out.tensor.data = pointers[o.slot] + static_cast<CuDevicePtr>(o.byte_offset);
+    out.tensor.device = device;
+    const Slot& slot = slots_[o.slot];
+    if (slot.kind == SlotKind::Input) {
+      out.alias_of = slot.input;
+    } else {
+      if (!owners[o.slot]) {
+        // Freed on the legacy default stream: ordered after the work of every blocking stream, and
+        // valid however long the caller keeps the tensor (its own stream may be gone by then).
+        const CuDevicePtr pointer = pointers[o.slot];
+        DeviceOps* device_ops = &ops;
+        owners[o.slot] = std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<uintptr_t>(pointer)),
+                                               [device_ops, pointer](void*) {
+                                                 try {
+                                                   device_ops->release(pointer, nullptr);
+                                                 } catch (...) {
+                                                   // At exit the context may be gone: nothing to free then.
+                                                 }
+                                               });
+      }
+      out.owner = owners[o.slot];
+    }
+    outputs.push_back(std::move(out));
+  }
+  // Intermediates and workspaces go back to the pool after the launches that use them (stream order).
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].kind != SlotKind::Input && !slots_[i].returned) ops.release(pointers[i], stream);
+  }
+  owners.assign(slots_.size(), nullptr);
+  return outputs;
+}
+
+}  // namespace braze::runtime

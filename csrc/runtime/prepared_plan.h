@@ -1,0 +1,62 @@
+// A fusion made ready to launch for one input signature: planned, lowered and compiled once, with
+// everything a launch needs decided up front (which buffer each kernel parameter binds to, what to
+// allocate, which outputs are views of inputs). Running it binds pointers, allocates outputs and
+// intermediates from the stream-ordered pool, and launches: no planning, no strings, no maps.
+#pragma once
+
+#include "kernel/run_plan.h"
+#include "runtime/device_ops.h"
+#include "runtime/device_tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braze::runtime {
+
+class PreparedPlan {
+ public:
+  // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
+  // `device`, and loads every kernel through `ops`. Throws for a plan the GPU cannot run yet: a
+  // segment no kernel scheduler accepts (a matmul), or a scalar output.
+  PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
+               const DeviceInfo& device, DeviceOps& ops);
+
+  // Launches the kernels in order on `stream` for inputs with the signature it was prepared for.
+  // Outputs a kernel writes are fresh pool allocations; views of inputs come back as views.
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops) const;
+
+  const kernel::CompiledPlan& compiled() const { return compiled_; }
+  const std::vector<std::string>& cudaCode() const { return sources_; }
+
+ private:
+  enum class SlotKind : uint8_t { Input, Buffer, Workspace };
+  struct Slot {
+    SlotKind kind = SlotKind::Buffer;
+    int64_t input = -1;   // Input: the fusion input's index
+    size_t bytes = 0;     // Buffer, Workspace
+    bool zeroed = false;  // Workspace that must start zeroed
+    bool returned = false;  // a fusion output's memory: owned by the caller after the run
+  };
+  struct Launch {
+    CuFunction function = nullptr;
+    LaunchShape shape;
+    std::vector<int32_t> slots;  // the slot each kernel parameter binds to
+  };
+  struct Output {
+    int32_t slot = -1;
+    int64_t byte_offset = 0;
+    DeviceTensor tensor;  // dtype, sizes and strides (data is filled per run)
+  };
+
+  int32_t addSlot(Slot slot);
+
+  kernel::CompiledPlan compiled_;
+  std::vector<std::string> sources_;
+  std::vector<Slot> slots_;
+  std::vector<Launch> launches_;
+  std::vector<Output> outputs_;
+  size_t max_params_ = 0;
+};
+
+}  // namespace braze::runtime

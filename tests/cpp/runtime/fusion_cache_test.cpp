@@ -1,0 +1,171 @@
+// The FusionCache's host side, with kernels neither loaded nor launched (NoOpDeviceOps) and the plan
+// made for a described H100: which signatures share a plan, what a run allocates, launches and frees,
+// outputs that are views of inputs, and the errors for inputs it cannot run. GPU runs of the same
+// path are in gpu_fusion_cache_test.cpp.
+#include "fusions/kernel_corpus.h"
+#include "runtime/fusion_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace braze {
+namespace {
+
+using runtime::DeviceTensor;
+using runtime::DeviceValue;
+using runtime::FusionCache;
+using runtime::NoOpDeviceOps;
+
+DeviceTensor contiguous(runtime::CuDevicePtr data, DataType dtype, std::vector<int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
+  return {data, dtype, std::move(sizes), std::move(strides), 0};
+}
+
+std::shared_ptr<Fusion> layerNorm() {
+  auto f = std::make_shared<Fusion>();
+  testing::defineLayerNorm(*f, {.batch = 16, .seq = 128, .hidden = 1600});
+  return f;
+}
+
+std::vector<DeviceValue> layerNormInputs(runtime::CuDevicePtr x) {
+  return {contiguous(x, DataType::BFloat16, {16, 128, 1600}), contiguous(0x200000, DataType::BFloat16, {1600}),
+          contiguous(0x300000, DataType::BFloat16, {1600})};
+}
+
+TEST(FusionCache, OneSignatureIsPlannedOnceAndRunsWithoutReplanning) {
+  NoOpDeviceOps ops;
+  FusionCache cache(layerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  const auto outputs = cache.run(layerNormInputs(0x100000));
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].tensor.sizes, (std::vector<int64_t>{16, 128, 1600}));
+  EXPECT_EQ(outputs[0].tensor.strides, (std::vector<int64_t>{204800, 1600, 1}));
+  EXPECT_EQ(outputs[0].tensor.dtype, DataType::BFloat16);
+  EXPECT_NE(outputs[0].owner, nullptr);
+  EXPECT_EQ(outputs[0].alias_of, -1);
+  // Other pointers with the same alignment: the same plan.
+  cache.run(layerNormInputs(0x500000));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(ops.launches.load(), 2);
+  // One output allocation per run, nothing else; released when the caller drops it.
+  EXPECT_EQ(ops.allocations.load(), 2);
+  EXPECT_EQ(ops.releases.load(), 1);  // the second run's output, dropped at once; the first's is still held
+}
+
+TEST(FusionCache, SizesAlignmentAndScalarsSelectThePlan) {
+  NoOpDeviceOps ops;
+  FusionCache cache(layerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  EXPECT_EQ(cache.prepare(layerNormInputs(0x100000)).compiled().kernels.back()->vectorize, 8);
+  // x two bytes off 16-byte alignment: another plan, with narrower accesses.
+  const auto& misaligned = cache.prepare(layerNormInputs(0x100002));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(misaligned.compiled().kernels.back()->vectorize, 1);
+  // Aligned to 32 bytes instead of 16: the same plan (vectors never exceed 16 bytes).
+  cache.prepare(layerNormInputs(0x100020));
+  EXPECT_EQ(cache.size(), 2u);
+
+  auto scaled = std::make_shared<Fusion>();
+  {
+    FusionGuard g(scaled.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    Val* s = defineScalar(DataType::Double);
+    scaled->addOutput(mul(x, s));
+  }
+  FusionCache by_scalar(scaled, {}, &ops, DeviceInfo::h100Sxm());
+  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
+  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
+  EXPECT_EQ(by_scalar.size(), 1u);
+  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{3.0}});
+  EXPECT_EQ(by_scalar.size(), 2u);  // kernels are specialized on scalar values
+}
+
+TEST(FusionCache, OutputsThatViewAnInputComeBackAsViews) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(permute(x, {1, 0}));
+    f->addOutput(add(x, f->constant(1.0)));
+  }
+  NoOpDeviceOps ops;
+  FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const auto outputs = cache.run({contiguous(0x100000, DataType::Float, {3, 5})});
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].alias_of, 0);
+  EXPECT_EQ(outputs[0].owner, nullptr);
+  EXPECT_EQ(outputs[0].tensor.data, 0x100000u);
+  EXPECT_EQ(outputs[0].tensor.sizes, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(outputs[0].tensor.strides, (std::vector<int64_t>{1, 5}));
+  EXPECT_EQ(outputs[1].alias_of, -1);
+  EXPECT_EQ(ops.launches.load(), 1);
+}
+
+TEST(FusionCache, GridReductionWorkspacesAreAllocatedZeroedAndReturned) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(reduce(OpKind::Sum, x, {1}));
+  }
+  NoOpDeviceOps ops;
+  FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  {
+    const auto outputs = cache.run({contiguous(0x100000, DataType::Float, {3, 1 << 20})});
+    EXPECT_EQ(ops.allocations.load(), 3);  // the output, the partials, the semaphores
+    EXPECT_EQ(ops.releases.load(), 2);     // the workspaces, right after the launch
+  }
+  EXPECT_EQ(ops.releases.load(), 3);  // the output, once the caller let it go
+}
+
+TEST(FusionCache, InputsItCannotRunGetClearErrors) {
+  NoOpDeviceOps ops;
+  FusionCache cache(layerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  auto inputs = layerNormInputs(0x100000);
+  std::get<DeviceTensor>(inputs[1]).device = 1;
+  try {
+    cache.run(inputs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 1 is on cuda:1 but input 0 is on cuda:0"), std::string::npos)
+        << e.what();
+  }
+  inputs = layerNormInputs(0x100000);
+  std::get<DeviceTensor>(inputs[0]).dtype = DataType::Float;
+  EXPECT_THROW(cache.run(inputs), Error);
+  EXPECT_EQ(cache.size(), 0u);
+
+  auto mm = std::make_shared<Fusion>();
+  {
+    FusionGuard g(mm.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    mm->addOutput(matmul(a, b));
+  }
+  FusionCache matmuls(mm, {}, &ops, DeviceInfo::h100Sxm());
+  try {
+    matmuls.run({contiguous(0x100000, DataType::Float, {4, 4}), contiguous(0x200000, DataType::Float, {4, 4})});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no GPU kernel"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
+  NoOpDeviceOps ops;
+  FusionCache cache(layerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      // Two signatures: x 16-byte aligned, or 2 bytes off.
+      for (int i = 0; i < 50; ++i) cache.run(layerNormInputs(0x100000 + 0x10000 * t + (i % 2 == 0 ? 0 : 2)));
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(ops.launches.load(), 200);
+  EXPECT_EQ(ops.allocations.load(), ops.releases.load());
+}
+
+}  // namespace
+}  // namespace braze

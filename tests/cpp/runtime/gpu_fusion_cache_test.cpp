@@ -1,0 +1,59 @@
+// The FusionCache on a real GPU: every case of the kernel corpus, its inputs uploaded with their
+// layouts and alignment, run twice through one cache (the second run a cache hit, on a stream-ordered
+// pool allocation), outputs downloaded and compared with the reference evaluator. Skips without a GPU.
+#include "fusions/kernel_corpus.h"
+#include "kernel/run_gpu.h"
+#include "runtime/fusion_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+class GpuFusionCache : public ::testing::TestWithParam<testing::KernelCaseMaker> {};
+
+TEST_P(GpuFusionCache, CachedRunsMatchTheReference) {
+  BRAZE_SKIP_WITHOUT_GPU();
+  const testing::KernelCase c = GetParam().make();
+  std::vector<kernel::UploadedTensor> uploads;
+  uploads.reserve(c.inputs.size());
+  std::vector<runtime::DeviceValue> inputs;
+  for (const HostValue& v : c.inputs) {
+    if (const auto* t = std::get_if<HostTensor>(&v)) {
+      inputs.push_back(uploads.emplace_back(kernel::uploadToDevice(*t)).tensor);
+    } else {
+      inputs.push_back(std::get<ScalarValue>(v));
+    }
+  }
+  runtime::FusionCache cache(c.fusion, c.options.plan);
+  const std::vector<HostValue> want = evaluate(*c.fusion, c.inputs);
+  for (int run = 0; run < 2; ++run) {
+    const auto outputs = cache.run(inputs);
+    std::vector<HostValue> got;
+    for (const auto& out : outputs) got.push_back(kernel::downloadFromDevice(out.tensor));
+    testing::expectClose(got, want, "run " + std::to_string(run));
+  }
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuSmall, GpuFusionCache, ::testing::ValuesIn(testing::smallKernelCorpus()),
+                         testing::caseName);
+INSTANTIATE_TEST_SUITE_P(GpuLarge, GpuFusionCache, ::testing::ValuesIn(testing::largeKernelCorpus()),
+                         testing::caseName);
+
+TEST(GpuFusionCacheErrors, WithoutADriverTheErrorSaysSo) {
+  if (runtime::cudaAvailable()) GTEST_SKIP() << "a CUDA driver and device are present";
+  const testing::KernelCase c = testing::indexSelectCase();
+  runtime::FusionCache cache(c.fusion);
+  runtime::DeviceTensor x{0x1000, DataType::Float, {3}, {1}, 0};
+  runtime::DeviceTensor i{0x2000, DataType::Int64, {2}, {1}, 0};
+  try {
+    cache.run({x, i});
+    FAIL() << "ran without a driver";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA driver found"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braze
