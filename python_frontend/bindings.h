@@ -12,5 +12,6 @@ void bindIr(nanobind::module_& m);       // DataType, Fusion, Val handles, Fusio
 void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
 void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
 void bindPlan(nanobind::module_& m);     // fd.explain plans and planned (segmented) execution
+void bindGpu(nanobind::module_& m);      // the FusionCache: device tensors in and out through DLPack
 
 }  // namespace braze::python

@@ -12,4 +12,5 @@ NB_MODULE(_C, m) {
   braze::python::bindOps(m);
   braze::python::bindExecute(m);
   braze::python::bindPlan(m);
+  braze::python::bindGpu(m);
 }

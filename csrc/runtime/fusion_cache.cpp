@@ -22,6 +22,7 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   if (plan == nullptr) plan = &prepareMiss(inputs, signature);
   DeviceOps& ops = opsFor(deviceOf(inputs));
   ops.bindThread();
+  last_.store(plan, std::memory_order_relaxed);
   return plan->run(inputs, stream, ops);
 }
 
@@ -37,6 +38,11 @@ const PreparedPlan& FusionCache::prepare(const std::vector<DeviceValue>& inputs)
 size_t FusionCache::size() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   return plans_.size();
+}
+
+std::vector<std::string> FusionCache::lastCudaCode() const {
+  const PreparedPlan* plan = last_.load(std::memory_order_relaxed);
+  return plan == nullptr ? std::vector<std::string>{} : plan->cudaCode();
 }
 
 int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {

@@ -10,6 +10,7 @@
 #include "runtime/input_signature.h"
 #include "runtime/prepared_plan.h"
 
+#include <atomic>
 #include <memory>
 #include <shared_mutex>
 #include <unordered_map>
@@ -28,6 +29,8 @@ class FusionCache {
   // The plan for these inputs, prepared if it was not.
   const PreparedPlan& prepare(const std::vector<DeviceValue>& inputs);
   size_t size() const;
+  // The CUDA sources of the plan the last run used (empty before the first run).
+  std::vector<std::string> lastCudaCode() const;
 
  private:
   const PreparedPlan& prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature);
@@ -40,6 +43,7 @@ class FusionCache {
   std::optional<DeviceInfo> device_;
   mutable std::shared_mutex mutex_;
   std::unordered_map<InputSignature, std::unique_ptr<PreparedPlan>, InputSignature::Hash> plans_;
+  std::atomic<const PreparedPlan*> last_{nullptr};  // plans are never removed, so the pointer stays valid
 };
 
 }  // namespace braze::runtime

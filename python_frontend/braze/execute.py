@@ -1,7 +1,9 @@
-"""fd.execute and fd.explain on host inputs: wraps numpy memory (no copy) as HostTensors, plans the
-fusion (bookending, segmentation) and runs the plan on the CPU, segment by segment, returning numpy
-arrays / Python numbers. Outputs that are views of an input (bookended meta ops) share its memory,
-as torch's views do.
+"""fd.execute and fd.explain. Host inputs (numpy): wraps numpy memory (no copy) as HostTensors, plans
+the fusion (bookending, segmentation) and runs the plan's kernels on the CPU simulator, returning numpy
+arrays / Python numbers. GPU inputs (torch, CuPy or JAX tensors on a CUDA device, through DLPack): the
+fusion's FusionCache runs it on that GPU, on the caller's stream (torch's or CuPy's current stream
+unless `stream=` is given), and returns tensors of the inputs' framework. Outputs that are views of an
+input (bookended meta ops) share its memory, as torch's views do.
 
 Checked here, with the input's index in every message: what only Python can see (GPU objects,
 numpy dtypes braze lacks, read-only arrays updated in place). Everything the definition says about
@@ -15,7 +17,7 @@ import numpy as np
 
 from . import _C, dtypes
 
-_GPU_INPUTS = "GPU inputs are not supported yet (the GPU runtime is a later issue); pass numpy arrays"
+_MIXED_INPUTS = "give every tensor input on one GPU, or every one on the CPU (numpy, run on the CPU simulator)"
 
 # nvFuser's execute keywords: accepted so scripts written for nvFuser run, and ignored because they
 # configure its GPU executor (scheduling, profiling, repro capture), which braze does not have yet.
@@ -36,19 +38,82 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 def execute(fd, inputs, device, kwargs) -> list:
     bookend = kwargs.pop("bookend", "auto")
     kwargs_device = kwargs.pop("target", "h100")
+    stream = kwargs.pop("stream", None)
     unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
     if unknown:
         raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
+    flat = _flatten(inputs)
+    if any(_on_cuda(x) for x in flat):
+        if device is not None and str(device) == "cpu":
+            raise RuntimeError("execute(device='cpu'): the inputs are on a GPU; " + _MIXED_INPUTS)
+        return _execute_gpu(fd, flat, _policy(bookend), stream)
     if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"execute(device={device!r}): {_GPU_INPUTS}; leave device unset or pass 'cpu'")
+        raise RuntimeError(f"execute(device={device!r}): the inputs are host (numpy) arrays, which run on the CPU "
+                           "simulator; pass tensors on the GPU to run there")
     args, copied = _host_args(fd, inputs)
     # The planner checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents, stride 0
     # on expanded dims and the declared contiguity, naming the input's index.
     outputs, sources = _C.execute(fd._fusion, args, _policy(bookend), _device_name(kwargs_device))
     fd._last_cuda_code = "\n".join(sources)
+    fd._last_run_was_gpu = False
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     return [_to_python(out) for out in outputs]
+
+
+def _on_cuda(x) -> bool:
+    """A tensor on a CUDA device (DLPack device type 2), told without importing its framework."""
+    device = getattr(x, "__dlpack_device__", None)
+    if device is None or isinstance(x, np.ndarray):
+        return False
+    try:
+        return device()[0] == 2
+    except Exception:  # noqa: BLE001 - an object that cannot say where it lives is not a GPU tensor
+        return False
+
+
+def _framework_of(flat) -> str:
+    for x in flat:
+        module = type(x).__module__.split(".")[0]
+        if module == "torch":
+            return "torch"
+        if module == "cupy":
+            return "cupy"
+        if module in ("jax", "jaxlib"):
+            return "jax"
+    return "dlpack"
+
+
+def _current_stream(framework, flat) -> int:
+    """The caller's stream, as the framework of the inputs defines it."""
+    if framework == "torch":
+        import torch
+
+        device = next(x.device for x in flat if isinstance(x, torch.Tensor) and x.is_cuda)
+        return torch.cuda.current_stream(device).cuda_stream
+    if framework == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0  # the legacy default stream, which orders after the work of every blocking stream
+
+
+def _execute_gpu(fd, flat, bookend, stream) -> list:
+    caches = fd.__dict__.setdefault("_gpu_caches", {})
+    cache = caches.get(bookend)
+    if cache is None:
+        cache = caches[bookend] = _C.FusionCache(fd._fusion, bookend)
+    framework = _framework_of(flat)
+    if stream is None:
+        stream = _current_stream(framework, flat)
+    elif not isinstance(stream, int):
+        stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None)
+        if stream is None:
+            raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
+    outputs = cache.run(flat, int(stream), framework)
+    fd._last_gpu_cache = cache
+    fd._last_run_was_gpu = True
+    return outputs
 
 
 def explain(fd, inputs, bookend, target="h100"):
@@ -134,7 +199,8 @@ def _input_array(i, value) -> np.ndarray:
     if isinstance(value, np.ndarray):
         array = value
     elif hasattr(value, "__cuda_array_interface__"):
-        raise RuntimeError(f"input {i}: {_GPU_INPUTS}")
+        raise RuntimeError(f"input {i}: a GPU array without DLPack (only __cuda_array_interface__): pass a torch, "
+                           "CuPy or JAX tensor (read through DLPack), or a numpy array")
     elif hasattr(value, "__dlpack__"):
         # A CPU tensor of another library (a torch CPU tensor) is read through DLPack without a copy.
         device = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else None

@@ -169,3 +169,26 @@ TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    f->addOutput(add(x, x));
+  }
+  runtime::NoOpDeviceOps ops;
+  runtime::FusionCache cache(std::make_shared<Fusion>(*f), {}, &ops, DeviceInfo::h100Sxm());
+  try {
+    cache.run({ScalarValue{1.0}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braze

@@ -1,0 +1,190 @@
+// The GPU execute path in Python: a FusionCache per fusion (and bookending policy), fed with any
+// object that speaks DLPack and lives on a CUDA device (torch, CuPy, JAX), and outputs handed back
+// through DLPack as the caller's framework's tensors. Views of inputs come back as views: their
+// DLPack owner is the input object itself.
+#include "bindings.h"
+
+#include "ir/error.h"
+#include "passes/mark_aliases_prepare.h"
+#include "runtime/fusion_cache.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <fmt/format.h>
+
+namespace braze::python {
+namespace {
+
+namespace nb = nanobind;
+using runtime::DeviceOutput;
+using runtime::DeviceTensor;
+using runtime::DeviceValue;
+
+constexpr int kDLCUDA = 2;
+
+DataType dataTypeOf(nb::dlpack::dtype d, size_t input) {
+  using nb::dlpack::dtype_code;
+  const auto code = static_cast<dtype_code>(d.code);
+  BRAZE_TYPE_CHECK(d.lanes == 1, "input {}: vector dtypes (lanes {}) are not supported", input, d.lanes);
+  switch (code) {
+    case dtype_code::Bool: return DataType::Bool;
+    case dtype_code::Float:
+      if (d.bits == 16) return DataType::Half;
+      if (d.bits == 32) return DataType::Float;
+      if (d.bits == 64) return DataType::Double;
+      break;
+    case dtype_code::Bfloat:
+      if (d.bits == 16) return DataType::BFloat16;
+      break;
+    case dtype_code::Int:
+      if (d.bits == 8) return DataType::Int8;
+      if (d.bits == 16) return DataType::Int16;
+      if (d.bits == 32) return DataType::Int32;
+      if (d.bits == 64) return DataType::Int64;
+      break;
+    case dtype_code::UInt:
+      if (d.bits == 8) return DataType::UInt8;
+      break;
+    case dtype_code::Float8_E4M3FN: return DataType::Float8_e4m3fn;
+    case dtype_code::Float8_E5M2: return DataType::Float8_e5m2;
+    default: break;
+  }
+  BRAZE_TYPE_CHECK(false, "input {}: DLPack dtype (code {}, {} bits) has no braze dtype", input, d.code, d.bits);
+  return DataType::Null;
+}
+
+nb::dlpack::dtype dlpackOf(DataType dtype) {
+  using nb::dlpack::dtype_code;
+  auto make = [](dtype_code code, int bits) { return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1}; };
+  switch (dtype) {
+    case DataType::Bool: return make(dtype_code::Bool, 8);
+    case DataType::Half: return make(dtype_code::Float, 16);
+    case DataType::Float: return make(dtype_code::Float, 32);
+    case DataType::Double: return make(dtype_code::Float, 64);
+    case DataType::BFloat16: return make(dtype_code::Bfloat, 16);
+    case DataType::Int8: return make(dtype_code::Int, 8);
+    case DataType::Int16: return make(dtype_code::Int, 16);
+    case DataType::Int32: return make(dtype_code::Int, 32);
+    case DataType::Int64: return make(dtype_code::Int, 64);
+    case DataType::UInt8: return make(dtype_code::UInt, 8);
+    case DataType::Float8_e4m3fn: return make(dtype_code::Float8_E4M3FN, 8);
+    case DataType::Float8_e5m2: return make(dtype_code::Float8_E5M2, 8);
+    default: BRAZE_TYPE_CHECK(false, "output dtype {} cannot be exported through DLPack", toString(dtype));
+  }
+  return {};
+}
+
+// A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
+DeviceTensor deviceTensorOf(nb::handle object, size_t i) {
+  nb::ndarray<> array;
+  if (!nb::try_cast(object, array)) {
+    PyErr_Clear();  // what __dlpack__ raised, if it did: replaced by the error below
+    const std::string type = nb::cast<std::string>(nb::type_name(object.type()));
+    throw Error(ErrorKind::Type,
+                fmt::format("input {}: a {} is neither a number nor a tensor readable through DLPack", i, type));
+  }
+  BRAZE_CHECK(array.device_type() == kDLCUDA,
+              "input {}: on DLPack device type {}, not CUDA: give every tensor input on one GPU, or every one on the "
+              "CPU (numpy), which runs on the CPU simulator",
+              i, array.device_type());
+  DeviceTensor t;
+  t.data = reinterpret_cast<uintptr_t>(array.data_handle()) + array.byte_offset();
+  t.dtype = dataTypeOf(array.dtype(), i);
+  t.device = array.device_id();
+  t.sizes.assign(array.shape_ptr(), array.shape_ptr() + array.ndim());
+  if (array.stride_ptr() != nullptr) {
+    t.strides.assign(array.stride_ptr(), array.stride_ptr() + array.ndim());
+  } else {  // DLPack: no strides means row-major
+    t.strides.assign(t.sizes.size(), 1);
+    for (int64_t d = static_cast<int64_t>(t.sizes.size()) - 2; d >= 0; --d) t.strides[d] = t.strides[d + 1] * t.sizes[d + 1];
+  }
+  return t;
+}
+
+template <typename Framework>
+nb::object exportAs(const DeviceOutput& out, nb::handle owner) {
+  std::vector<size_t> shape(out.tensor.sizes.begin(), out.tensor.sizes.end());
+  nb::ndarray<Framework> array(reinterpret_cast<void*>(static_cast<uintptr_t>(out.tensor.data)), shape.size(),
+                               shape.data(), owner, out.tensor.strides.data(), dlpackOf(out.tensor.dtype), kDLCUDA,
+                               out.tensor.device);
+  return nb::cast(array, nb::rv_policy::reference);
+}
+
+// The inputs as the FusionCache takes them: Python numbers as scalars, everything else a device tensor.
+std::vector<DeviceValue> deviceValues(nb::list py_inputs) {
+  std::vector<DeviceValue> inputs;
+  inputs.reserve(py_inputs.size());
+  for (size_t i = 0; i < py_inputs.size(); ++i) {
+    nb::handle item = py_inputs[i];
+    if (nb::isinstance<nb::bool_>(item)) {
+      inputs.emplace_back(ScalarValue{nb::cast<bool>(item)});
+    } else if (nb::isinstance<nb::int_>(item)) {
+      inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
+    } else if (nb::isinstance<nb::float_>(item)) {
+      inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
+    } else {
+      inputs.emplace_back(deviceTensorOf(item, i));
+    }
+  }
+  return inputs;
+}
+
+// Runs the cached fusion; outputs as `framework` ("torch", "cupy", "jax", or "dlpack": objects with
+// __dlpack__ for any consumer).
+nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework) {
+  const std::vector<DeviceValue> inputs = deviceValues(py_inputs);
+  std::vector<DeviceOutput> outputs;
+  {
+    nb::gil_scoped_release release;  // planning and compiling take milliseconds on a miss
+    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream));
+  }
+  nb::list result;
+  for (DeviceOutput& out : outputs) {
+    nb::object owner;
+    if (out.alias_of >= 0) {
+      owner = nb::borrow(py_inputs[out.alias_of]);  // a view: the input keeps the memory
+    } else {
+      auto* keep = new std::shared_ptr<void>(std::move(out.owner));
+      owner = nb::capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
+    }
+    if (framework == "torch") {
+      result.append(exportAs<nb::pytorch>(out, owner));
+    } else if (framework == "cupy") {
+      result.append(exportAs<nb::cupy>(out, owner));
+    } else if (framework == "jax") {
+      result.append(exportAs<nb::jax>(out, owner));
+    } else {
+      result.append(exportAs<nb::no_framework>(out, owner));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+void bindGpu(nb::module_& m) {
+  nb::class_<runtime::FusionCache>(m, "FusionCache",
+                                   "a fusion's GPU executions: input signature -> prepared plan (kernels compiled once)")
+      .def(
+          "__init__",
+          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend) {
+            new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), PlanOptions{bookendPolicyFromString(bookend)});
+          },
+          nb::arg("fusion"), nb::arg("bookend") = "auto")
+      .def("run", &run, nb::arg("inputs"), nb::arg("stream") = 0, nb::arg("framework") = "torch",
+           "runs on the inputs' GPU on `stream` (a CUstream handle; 0: the legacy default stream); returns the "
+           "outputs as `framework` tensors")
+      .def(
+          "cuda_code",
+          [](runtime::FusionCache& cache, nb::list py_inputs) {
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs);
+            return cache.prepare(inputs).cudaCode();
+          },
+          "the CUDA source of each kernel of the plan for these inputs")
+      .def("last_cuda_code", &runtime::FusionCache::lastCudaCode, "the CUDA of the plan the last run used")
+      .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
+}
+
+}  // namespace braze::python
