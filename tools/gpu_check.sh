@@ -65,13 +65,18 @@ if PYTHONPATH=build-gpu/python $python examples/layer_norm_demo.py > "$out/demo.
 else
   status "demo (layer_norm)" "FAILED"; rc=1; tail -20 "$out/demo.log"
 fi
-# GPU benchmarks (benchmarks/python/compare.py) do not exist yet.
-if [ -f benchmarks/python/compare.py ]; then
-  PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py > "$out/compare.log" 2>&1 || rc=1
-  status "GPU benchmarks" "see compare.log"
+# GPU benchmarks: braze vs torch eager and torch.compile, the copy roofline, Python host latency; then
+# the C++ host-overhead benchmarks (cached execute with no-op launches, and on the GPU).
+if PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --compile > "$out/compare.log" 2>&1; then
+  status "GPU benchmarks" "ok (compare.log)"
 else
-  status "GPU benchmarks" "none yet"
+  status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
+build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch' > "$out/host_bench.log" 2>&1 || rc=1
 echo "== braze gpu_check on $(cat "$out/gpu.txt") =="
 cat "$out/summary.txt"
+echo "== benchmarks/python/compare.py"
+cat "$out/compare.log"
+echo "== host overhead (C++)"
+grep -E "^BM_" "$out/host_bench.log"
 exit $rc

@@ -1,17 +1,21 @@
-"""Device time of braze's generated kernels against torch eager and torch.compile, on the GPU.
+"""braze against torch eager and torch.compile on the GPU, in one run, with the copy roofline.
 
-Until braze launches from Python (the GPU runtime issue), this times the kernels alone: braze plans
-each fusion for the H100 (fd.explain's heuristics), the CUDA of each kernel is compiled by CuPy's NVRTC
-and launched on torch tensors. Each case is checked against torch eager first. Times are medians of
-CUDA-event-timed launches, rotating among input copies so that they do not sit in L2; the roofline is
-a device-to-device copy measured in the same run. Host overhead is not measured here.
+Per case: `braze` is fd.execute on torch tensors, per call, host overhead included (the median of
+CUDA-event-timed calls); `kernel` is the device time of braze's kernels alone (the same CUDA, compiled
+by CuPy and launched inside a CUDA graph, so no host time counts); eager and torch.compile are timed
+like `kernel` (CUDA graphs). Inputs rotate among copies so that they do not sit in L2; GB/s counts the
+minimal bytes (every input read once, every output written once) against the measured device-to-device
+copy bandwidth. Each case is first checked against torch. Then the host latency of a cached tiny
+fusion from Python against a bare cuLaunchKernel (ctypes) of the same kernel, in the same run.
 
-    python benchmarks/python/kernel_times.py [--reps 100] [--only layer_norm]
+    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import time
 import statistics
 import sys
 
@@ -132,6 +136,21 @@ def host_copy(t):
     return np.ascontiguousarray(a).astype(BF16) if t.dtype == torch.bfloat16 else a
 
 
+def median_call_us(fn, input_sets, reps):
+    """Median time of one call as the GPU sees it, host work included: events around each call."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i in range(3):
+        fn(input_sets[i % len(input_sets)])
+    times = []
+    for i in range(reps):
+        start.record()
+        fn(input_sets[i % len(input_sets)])
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
 def median_us(fn, input_sets, reps, per_graph=20):
     """Median device time of fn(inputs), in microseconds: `per_graph` calls (cycling through the input
     sets) are captured in one CUDA graph, so host launch overhead stays out of the measurement."""
@@ -202,7 +221,8 @@ def main():
     copy_us = median_us(lambda _: dst.copy_(src), [None], 20)
     copy_gbs = 2 * src.numel() / copy_us / 1e3
     print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s")
-    print(f"{'case':26} {'braze us':>9} {'eager us':>9} {'compile us':>10} {'braze GB/s':>10} {'% copy':>7}  kernel")
+    print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'GB/s':>6} "
+          f"{'% copy':>7}  heuristics")
     for name, define, ref, make_inputs, check in cases():
         if args.only and args.only not in name:
             continue
@@ -225,15 +245,59 @@ def main():
         bytes_out = sum(want[i].numel() * want[i].element_size() for i in written)
         out_sets = [kernels.outputs_for(want) for _ in input_sets]
         pairs = list(zip(input_sets, out_sets))
-        braze_us = median_us(lambda io: kernels(io[0], io[1]), pairs, args.reps)
+        kernel_us = median_us(lambda io: kernels(io[0], io[1]), pairs, args.reps)
+        braze_us = median_call_us(lambda xs: fd.execute(xs), input_sets, args.reps)
         eager_us = median_us(lambda xs: ref(*xs), input_sets, args.reps)
         compile_us = float("nan")
         if args.compile:
             compiled = torch.compile(ref)
             compile_us = median_us(lambda xs: compiled(*xs), input_sets, args.reps)
-        gbs = (bytes_in + bytes_out) / braze_us / 1e3
-        print(f"{name:26} {braze_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:10.0f} "
+        gbs = (bytes_in + bytes_out) / kernel_us / 1e3
+        print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:6.0f} "
               f"{100 * gbs / copy_gbs:6.0f}%  {'; '.join(kernels.summaries)}", flush=True)
+        got = fd.execute(sample)
+        for i in written:
+            torch.testing.assert_close(got[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
+    host_latency(args.reps * 10)
+
+
+def host_latency(calls):
+    """Per-call host time of a cached one-kernel fusion on a 1-element tensor, from Python, against a
+    bare cuLaunchKernel of the same kernel through ctypes: the floor any Python launcher pays."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, x))
+    x = torch.ones(1, device="cuda")
+    kernels = BrazeKernels(fd, [x])
+    (k,) = kernels.kernels
+    out = torch.empty(1, device="cuda")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    function = ctypes.c_void_p(kernels.functions[0].ptr)
+    pointers = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr())]
+    params = (ctypes.c_void_p * 2)(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in pointers])
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def bare():
+        cuda.cuLaunchKernel(function, k["grid"][0], k["grid"][1], 1, k["block"][0], k["block"][1], 1,
+                            k["shared_bytes"], stream, params, None)
+
+    def timed(fn):
+        for _ in range(100):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            samples.append((time.perf_counter() - t0) / calls * 1e6)
+        return statistics.median(samples)
+
+    execute_us = timed(lambda: fd.execute([x]))
+    bare_us = timed(bare)
+    print(f"host latency (Python, cached 1-element add): fd.execute {execute_us:.1f} us per call, bare "
+          f"cuLaunchKernel {bare_us:.1f} us, overhead {execute_us - bare_us:.1f} us")
 
 
 if __name__ == "__main__":
