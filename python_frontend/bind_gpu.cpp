@@ -77,8 +77,8 @@ nb::dlpack::dtype dlpackOf(DataType dtype) {
 }
 
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
-DeviceTensor deviceTensorOf(nb::handle object, size_t i) {
-  nb::ndarray<> array;
+DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported) {
+  nb::ndarray<nb::ro> array;  // braze never writes its inputs; read-only producers are accepted
   if (!nb::try_cast(object, array)) {
     PyErr_Clear();  // what __dlpack__ raised, if it did: replaced by the error below
     const std::string type = nb::cast<std::string>(nb::type_name(object.type()));
@@ -91,6 +91,7 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i) {
               i, array.device_type());
   DeviceTensor t;
   t.data = reinterpret_cast<uintptr_t>(array.data_handle()) + array.byte_offset();
+  imported.push_back(array);  // __dlpack__ may hand out a copy: keep it alive for the run
   t.dtype = dataTypeOf(array.dtype(), i);
   t.device = array.device_id();
   t.sizes.assign(array.shape_ptr(), array.shape_ptr() + array.ndim());
@@ -113,7 +114,7 @@ nb::object exportAs(const DeviceOutput& out, nb::handle owner) {
 }
 
 // The inputs as the FusionCache takes them: Python numbers as scalars, everything else a device tensor.
-std::vector<DeviceValue> deviceValues(nb::list py_inputs) {
+std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported) {
   std::vector<DeviceValue> inputs;
   inputs.reserve(py_inputs.size());
   for (size_t i = 0; i < py_inputs.size(); ++i) {
@@ -125,7 +126,7 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs) {
     } else if (nb::isinstance<nb::float_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
     } else {
-      inputs.emplace_back(deviceTensorOf(item, i));
+      inputs.emplace_back(deviceTensorOf(item, i, imported));
     }
   }
   return inputs;
@@ -134,11 +135,14 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs) {
 // Runs the cached fusion; outputs as `framework` ("torch", "cupy", "jax", or "dlpack": objects with
 // __dlpack__ for any consumer).
 nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework) {
-  const std::vector<DeviceValue> inputs = deviceValues(py_inputs);
+  std::vector<nb::ndarray<nb::ro>> imported;
+  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+  // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
+  const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
   {
     nb::gil_scoped_release release;  // planning and compiling take milliseconds on a miss
-    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream));
+    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream), wait);
   }
   nb::list result;
   for (DeviceOutput& out : outputs) {
@@ -156,7 +160,7 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
     } else if (framework == "jax") {
       result.append(exportAs<nb::jax>(out, owner));
     } else {
-      result.append(exportAs<nb::no_framework>(out, owner));
+      result.append(exportAs<nb::array_api>(out, owner));  // an object with __dlpack__, for any consumer
     }
   }
   return result;
@@ -179,7 +183,9 @@ void bindGpu(nb::module_& m) {
       .def(
           "cuda_code",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
-            const std::vector<DeviceValue> inputs = deviceValues(py_inputs);
+            std::vector<nb::ndarray<nb::ro>> imported;
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+            nb::gil_scoped_release release;
             return cache.prepare(inputs).cudaCode();
           },
           "the CUDA source of each kernel of the plan for these inputs")

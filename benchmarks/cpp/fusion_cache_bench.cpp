@@ -106,12 +106,17 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{contiguous(x.address(), DataType::Float, {1})};
   const runtime::PreparedPlan& plan = cache.prepare(inputs);
   const kernel::Kernel& k = *plan.compiled().kernels.back();
-  const runtime::CuFunction function = runtime::loadCudaKernel(plan.cudaCode().back(), k.name, DeviceInfo().arch());
+  const runtime::CuFunction function =
+      runtime::loadCudaKernel(plan.cudaCode().back(), k.name, queryDevice(0).value_or(DeviceInfo()).arch());
   runtime::CuDevicePtr args[2] = {x.address(), y.address()};
-  std::vector<void*> params{&args[0], &args[1]};
+  void* params[2] = {&args[0], &args[1]};
+  const runtime::CudaDriver& driver = runtime::requireCudaDriver();
   int64_t calls = 0;
   for (auto _ : state) {
-    runtime::launchCudaKernel(function, k.name, {k.grid, k.block, k.shared_bytes}, params);
+    // The driver call alone: no checks, no strings.
+    driver.launchKernel(function, static_cast<unsigned>(k.grid[0]), static_cast<unsigned>(k.grid[1]), 1,
+                        static_cast<unsigned>(k.block[0]), static_cast<unsigned>(k.block[1]), 1, 0, nullptr, params,
+                        nullptr);
     if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");
   }
   runtime::synchronizeDevice("benchmark");

@@ -37,6 +37,9 @@ bool resolveAll(const DynamicLibrary& lib, CudaDriver& api, std::string& missing
       {"cuDevicePrimaryCtxRetain", resolve(lib, "cuDevicePrimaryCtxRetain", api.devicePrimaryCtxRetain)},
       {"cuCtxSetCurrent", resolve(lib, "cuCtxSetCurrent", api.ctxSetCurrent)},
       {"cuCtxSynchronize", resolve(lib, "cuCtxSynchronize", api.ctxSynchronize)},
+      {"cuCtxGetCurrent", resolve(lib, "cuCtxGetCurrent", api.ctxGetCurrent)},
+      {"cuCtxPushCurrent_v2", resolve(lib, "cuCtxPushCurrent_v2", api.ctxPushCurrent)},
+      {"cuCtxPopCurrent_v2", resolve(lib, "cuCtxPopCurrent_v2", api.ctxPopCurrent)},
       {"cuModuleLoadData", resolve(lib, "cuModuleLoadData", api.moduleLoadData)},
       {"cuModuleGetFunction", resolve(lib, "cuModuleGetFunction", api.moduleGetFunction)},
       {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", api.funcSetAttribute)},
@@ -132,26 +135,28 @@ const CudaDriver& requireCudaDriver() {
   return *driver;
 }
 
-const CudaDriver& useDevice(int ordinal) {
+CuContext primaryContext(int ordinal) {
   const CudaDriver& driver = requireCudaDriver();
   // Retained once per device and never released: the primary context lives as long as the process,
   // and releasing it while cached modules still point into it would invalidate them.
   static std::mutex mutex;
   static std::map<int, CuContext> contexts;
-  CuContext context = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = contexts.find(ordinal);
-    if (it == contexts.end()) {
-      CuDevice device = 0;
-      driver.check(driver.deviceGet(&device, ordinal), "cuDeviceGet", fmt::format("device {}", ordinal));
-      driver.check(driver.devicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
-                   fmt::format("device {}", ordinal));
-      it = contexts.emplace(ordinal, context).first;
-    }
-    context = it->second;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = contexts.find(ordinal);
+  if (it == contexts.end()) {
+    CuDevice device = 0;
+    CuContext context = nullptr;
+    driver.check(driver.deviceGet(&device, ordinal), "cuDeviceGet", fmt::format("device {}", ordinal));
+    driver.check(driver.devicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
+                 fmt::format("device {}", ordinal));
+    it = contexts.emplace(ordinal, context).first;
   }
-  driver.check(driver.ctxSetCurrent(context), "cuCtxSetCurrent", fmt::format("device {}", ordinal));
+  return it->second;
+}
+
+const CudaDriver& useDevice(int ordinal) {
+  const CudaDriver& driver = requireCudaDriver();
+  driver.check(driver.ctxSetCurrent(primaryContext(ordinal)), "cuCtxSetCurrent", fmt::format("device {}", ordinal));
   return driver;
 }
 

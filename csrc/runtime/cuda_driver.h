@@ -38,6 +38,9 @@ struct CudaDriver {
   CuResult (*devicePrimaryCtxRetain)(CuContext* context, CuDevice device) = nullptr;     // cuDevicePrimaryCtxRetain
   CuResult (*ctxSetCurrent)(CuContext context) = nullptr;                                // cuCtxSetCurrent
   CuResult (*ctxSynchronize)() = nullptr;                                                // cuCtxSynchronize
+  CuResult (*ctxGetCurrent)(CuContext* context) = nullptr;                               // cuCtxGetCurrent
+  CuResult (*ctxPushCurrent)(CuContext context) = nullptr;                               // cuCtxPushCurrent_v2
+  CuResult (*ctxPopCurrent)(CuContext* context) = nullptr;                               // cuCtxPopCurrent_v2
   CuResult (*moduleLoadData)(CuModule* module, const void* image) = nullptr;             // cuModuleLoadData
   CuResult (*moduleGetFunction)(CuFunction* function, CuModule module, const char* name) = nullptr;
   CuResult (*funcSetAttribute)(CuFunction function, int attribute, int value) = nullptr;  // cuFuncSetAttribute
@@ -80,5 +83,7 @@ const CudaDriver& requireCudaDriver();
 // calling thread, retaining it on first use; returns the driver. Device memory, modules and launches
 // below all need a current context, and a new thread has none.
 const CudaDriver& useDevice(int ordinal = 0);
+// Device `ordinal`'s primary context, retained on first use (without making it current).
+CuContext primaryContext(int ordinal);
 
 }  // namespace braze::runtime

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace braze::runtime {
 namespace {
@@ -17,7 +18,8 @@ constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
 
 class CudaDeviceOps final : public DeviceOps {
  public:
-  explicit CudaDeviceOps(int ordinal) : ordinal_(ordinal), driver_(useDevice(ordinal)) {
+  explicit CudaDeviceOps(int ordinal)
+      : ordinal_(ordinal), driver_(requireCudaDriver()), context_(primaryContext(ordinal)) {
     CuDevice device = 0;
     driver_.check(driver_.deviceGet(&device, ordinal), "cuDeviceGet");
     CuMemPool pool = nullptr;
@@ -27,12 +29,21 @@ class CudaDeviceOps final : public DeviceOps {
                   "cuMemPoolSetAttribute(RELEASE_THRESHOLD)");
   }
 
-  void bindThread() override {
-    thread_local int bound = -1;
-    if (bound != ordinal_) {
-      useDevice(ordinal_);
-      bound = ordinal_;
-    }
+  void enter() override {
+    CuContext current = nullptr;
+    driver_.check(driver_.ctxGetCurrent(&current), "cuCtxGetCurrent");
+    const bool push = current != context_;
+    if (push) driver_.check(driver_.ctxPushCurrent(context_), "cuCtxPushCurrent", fmt::format("device {}", ordinal_));
+    pushed().push_back(push);
+  }
+
+  void leave() override {
+    auto& stack = pushed();
+    if (stack.empty()) return;
+    const bool push = stack.back();
+    stack.pop_back();
+    CuContext popped = nullptr;
+    if (push) driver_.ctxPopCurrent(&popped);  // in a destructor: nothing useful to do with an error
   }
 
   CuFunction load(const std::string& source, const std::string& name, const std::string& arch,
@@ -55,11 +66,16 @@ class CudaDeviceOps final : public DeviceOps {
   }
 
   void release(CuDevicePtr pointer, CuStream stream) override {
+    DeviceScope scope(*this);  // an output's last reference may drop on any thread
     driver_.check(driver_.memFreeAsync(pointer, stream), "cuMemFreeAsync");
   }
 
   void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) override {
     driver_.check(driver_.memsetD8Async(pointer, 0, bytes, stream), "cuMemsetD8Async");
+  }
+
+  void synchronize(CuStream stream) override {
+    driver_.check(driver_.streamSynchronize(stream), "cuStreamSynchronize");
   }
 
   void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) override {
@@ -71,8 +87,15 @@ class CudaDeviceOps final : public DeviceOps {
   }
 
  private:
+  // Per thread: whether each open enter() pushed the context (and leave() must pop it).
+  static std::vector<bool>& pushed() {
+    thread_local std::vector<bool> stack;
+    return stack;
+  }
+
   int ordinal_;
   const CudaDriver& driver_;
+  CuContext context_;
 };
 
 }  // namespace

@@ -15,24 +15,43 @@ namespace braze::runtime {
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
-  // Makes the device's context current on the calling thread (once per thread): every other call
-  // needs it, and a thread the caller created has none.
-  virtual void bindThread() {}
+  // Makes the device's context current on the calling thread until the matching leave(), restoring
+  // whatever was current before (the caller's framework may be on another device): every other call
+  // needs it, and a thread the caller created has none. Nests.
+  virtual void enter() {}
+  virtual void leave() {}
   // Compiles (or finds in the kernel caches) and loads a kernel; raises its shared-memory limit once
   // when `shared_bytes` needs it, so launches need no attribute call.
   virtual CuFunction load(const std::string& source, const std::string& name, const std::string& arch,
                           int64_t shared_bytes) = 0;
   virtual CuDevicePtr allocate(size_t bytes, CuStream stream) = 0;
+  // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
+  // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
   virtual void release(CuDevicePtr pointer, CuStream stream) = 0;
   virtual void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) = 0;
+  // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
+  virtual void synchronize(CuStream stream) = 0;
   // `args`: one pointer per kernel parameter, to the parameter's value.
   virtual void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) = 0;
 };
 
 // The driver on device `ordinal`, allocating from the device's default memory pool, which is told to
 // keep freed memory cached (a release threshold of all memory), so steady-state executes reuse blocks
-// without returning to the driver's allocator.
+// without returning to the driver's allocator. (That setting is process-wide: a library sharing the
+// default pool through cudaMallocAsync keeps its freed memory cached too.)
 DeviceOps& cudaDeviceOps(int ordinal = 0);
+
+// enter() .. leave() for a scope.
+class DeviceScope {
+ public:
+  explicit DeviceScope(DeviceOps& ops) : ops_(ops) { ops_.enter(); }
+  ~DeviceScope() { ops_.leave(); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  DeviceOps& ops_;
+};
 
 // Does nothing and hands out distinct, 256-byte aligned fake addresses; counts what was asked.
 class NoOpDeviceOps final : public DeviceOps {
@@ -44,6 +63,7 @@ class NoOpDeviceOps final : public DeviceOps {
   }
   void release(CuDevicePtr, CuStream) override { ++releases; }
   void zero(CuDevicePtr, size_t, CuStream) override {}
+  void synchronize(CuStream) override {}
   void launch(CuFunction, const LaunchShape&, void**, CuStream) override { ++launches; }
 
   std::atomic<int64_t> allocations{0}, releases{0}, launches{0};

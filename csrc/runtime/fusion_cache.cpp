@@ -12,7 +12,7 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
 }
 
-std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream) {
+std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait) {
   const InputSignature signature = InputSignature::of(inputs);
   const PreparedPlan* plan = nullptr;
   {
@@ -21,9 +21,11 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   }
   if (plan == nullptr) plan = &prepareMiss(inputs, signature);
   DeviceOps& ops = opsFor(deviceOf(inputs));
-  ops.bindThread();
+  DeviceScope scope(ops);
   last_.store(plan, std::memory_order_relaxed);
-  return plan->run(inputs, stream, ops);
+  std::vector<DeviceOutput> outputs = plan->run(inputs, stream, ops);
+  if (wait) ops.synchronize(stream);
+  return outputs;
 }
 
 const PreparedPlan& FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
@@ -61,12 +63,24 @@ int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
   return device < 0 ? 0 : device;
 }
 
-DeviceOps& FusionCache::opsFor(int device) { return ops_ != nullptr ? *ops_ : cudaDeviceOps(device); }
+DeviceOps& FusionCache::opsFor(int device) {
+  if (ops_ != nullptr) return *ops_;
+  // Remembered per device: cudaDeviceOps() takes a global lock, which the cached path should not.
+  if (device >= 0 && device < static_cast<int>(device_ops_.size())) {
+    DeviceOps* known = device_ops_[device].load(std::memory_order_acquire);
+    if (known == nullptr) {
+      known = &cudaDeviceOps(device);
+      device_ops_[device].store(known, std::memory_order_release);
+    }
+    return *known;
+  }
+  return cudaDeviceOps(device);
+}
 
 const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature) {
   const int device = deviceOf(inputs);
   DeviceOps& ops = opsFor(device);
-  ops.bindThread();
+  DeviceScope scope(ops);
   DeviceInfo info;
   if (device_) {
     info = *device_;

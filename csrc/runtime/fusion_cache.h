@@ -10,6 +10,7 @@
 #include "runtime/input_signature.h"
 #include "runtime/prepared_plan.h"
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <shared_mutex>
@@ -24,8 +25,9 @@ class FusionCache {
   explicit FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options = {}, DeviceOps* ops = nullptr,
                        std::optional<DeviceInfo> device = std::nullopt);
 
-  // Runs the fusion on the inputs' device, on `stream` (nullptr: the legacy default stream).
-  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr);
+  // Runs the fusion on the inputs' device, on `stream` (nullptr: the legacy default stream); with
+  // `wait`, returns only once the outputs are written (for consumers that ignore the stream).
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false);
   // The plan for these inputs, prepared if it was not.
   const PreparedPlan& prepare(const std::vector<DeviceValue>& inputs);
   size_t size() const;
@@ -44,6 +46,7 @@ class FusionCache {
   mutable std::shared_mutex mutex_;
   std::unordered_map<InputSignature, std::unique_ptr<PreparedPlan>, InputSignature::Hash> plans_;
   std::atomic<const PreparedPlan*> last_{nullptr};  // plans are never removed, so the pointer stays valid
+  std::array<std::atomic<DeviceOps*>, 16> device_ops_{};
 };
 
 }  // namespace braze::runtime

@@ -34,6 +34,9 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
   std::vector<HostValue> host;
   host.reserve(inputs.size());
   for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, fusion.outputAliases().empty(),
+                   "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
+                   "not do yet; run it with host (numpy) inputs");
   compiled_ = kernel::planAndCompile(fusion, host, {options, device});
   const SegmentedFusion& plan = compiled_.plan;
   std::unordered_map<const Val*, int32_t> slot_of;
@@ -66,6 +69,8 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
       }
     }
     sources_.push_back(kernel::emitCuda(k));
+    // No block to run (a zero-size dim): its outputs exist (empty) but nothing is launched.
+    if (k.grid[0] * k.grid[1] == 0) continue;
     launch.function = ops.load(sources_.back(), k.name, device.arch(), k.shared_bytes);
     max_params_ = std::max(max_params_, launch.slots.size());
     launches_.push_back(std::move(launch));
@@ -96,25 +101,33 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   int device = 0;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const Slot& slot = slots_[i];
-    if (slot.kind == SlotKind::Input) {
-      const auto& t = std::get<DeviceTensor>(inputs[slot.input]);
-      pointers[i] = t.data;
-      device = t.device;
-      continue;
+  size_t allocated = 0;  // slots [0, allocated) are bound: released again if a launch fails
+  try {
+    for (; allocated < slots_.size(); ++allocated) {
+      const Slot& slot = slots_[allocated];
+      if (slot.kind == SlotKind::Input) {
+        const auto& t = std::get<DeviceTensor>(inputs[slot.input]);
+        pointers[allocated] = t.data;
+        device = t.device;
+        continue;
+      }
+      pointers[allocated] = ops.allocate(slot.bytes, stream);
+      if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
     }
-    pointers[i] = ops.allocate(slot.bytes, stream);
-    if (slot.zeroed) ops.zero(pointers[i], slot.bytes, stream);
-  }
-  values.resize(max_params_);
-  args.resize(max_params_);
-  for (const Launch& launch : launches_) {
-    for (size_t p = 0; p < launch.slots.size(); ++p) {
-      values[p] = pointers[launch.slots[p]];
-      args[p] = &values[p];
+    values.resize(max_params_);
+    args.resize(max_params_);
+    for (const Launch& launch : launches_) {
+      for (size_t p = 0; p < launch.slots.size(); ++p) {
+        values[p] = pointers[launch.slots[p]];
+        args[p] = &values[p];
+      }
+      ops.launch(launch.function, launch.shape, args.data(), stream);
     }
-    ops.launch(launch.function, launch.shape, args.data(), stream);
+  } catch (...) {
+    for (size_t i = 0; i < allocated; ++i) {
+      if (slots_[i].kind != SlotKind::Input) ops.release(pointers[i], stream);
+    }
+    throw;
   }
   std::vector<DeviceOutput> outputs;
   outputs.reserve(outputs_.size());
@@ -127,14 +140,14 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       out.alias_of = slot.input;
     } else {
       if (!owners[o.slot]) {
-        // Freed on the legacy default stream: ordered after the work of every blocking stream, and
-        // valid however long the caller keeps the tensor (its own stream may be gone by then).
+        // Freed on the stream it was allocated on (ordered after the kernels that wrote it, and after
+        // whatever the caller queued there since), from whichever thread drops it last.
         const CuDevicePtr pointer = pointers[o.slot];
         DeviceOps* device_ops = &ops;
         owners[o.slot] = std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<uintptr_t>(pointer)),
-                                               [device_ops, pointer](void*) {
+                                               [device_ops, pointer, stream](void*) {
                                                  try {
-                                                   device_ops->release(pointer, nullptr);
+                                                   device_ops->release(pointer, stream);
                                                  } catch (...) {
                                                    // At exit the context may be gone: nothing to free then.
                                                  }

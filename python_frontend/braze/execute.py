@@ -107,9 +107,13 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
     if stream is None:
         stream = _current_stream(framework, flat)
     elif not isinstance(stream, int):
-        stream = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None)
+        # torch's default stream has handle 0: test for the attribute, not the value.
+        stream = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
         if stream is None:
             raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
+    if framework == "torch":
+        # torch refuses __dlpack__ on tensors that require grad; braze only reads them.
+        flat = [x.detach() if getattr(x, "requires_grad", False) else x for x in flat]
     outputs = cache.run(flat, int(stream), framework)
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
@@ -205,7 +209,7 @@ def _input_array(i, value) -> np.ndarray:
         # A CPU tensor of another library (a torch CPU tensor) is read through DLPack without a copy.
         device = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else None
         if device != 1:  # kDLCPU
-            raise RuntimeError(f"input {i}: {_GPU_INPUTS}")
+            raise RuntimeError(f"input {i}: a tensor on DLPack device type {device}, which is neither the CPU nor a CUDA GPU")
         array = np.from_dlpack(value)
     else:
         raise TypeError(f"input {i}: expected a numpy array or a Python number, got {type(value).__name__}")
