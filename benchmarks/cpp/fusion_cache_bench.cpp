@@ -107,7 +107,8 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   const runtime::PreparedPlan& plan = cache.prepare(inputs);
   const kernel::Kernel& k = *plan.compiled().kernels.back();
   const runtime::CuFunction function =
-      runtime::loadCudaKernel(plan.cudaCode().back(), k.name, queryDevice(0).value_or(DeviceInfo()).arch());
+      runtime::loadCudaKernel(plan.cudaCode().back(), k.name,
+                              runtime::kernelCompileOptions(queryDevice(0).value_or(DeviceInfo()).arch()));
   runtime::CuDevicePtr args[2] = {x.address(), y.address()};
   void* params[2] = {&args[0], &args[1]};
   const runtime::CudaDriver& driver = runtime::requireCudaDriver();

@@ -13,8 +13,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace braze::kernel {
@@ -122,6 +122,7 @@ struct Kernel {
   bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
   int64_t shared_bytes = 0; // dynamic shared memory per block: the SharedArray vars, 16-byte aligned
+  std::optional<int> maxrregcount;  // a register cap for NVRTC, when the heuristics want one for occupancy
   std::string summary;      // the heuristics, one line: what explain and the dumps print
 
   int64_t threadsPerBlock() const { return block[0] * block[1]; }

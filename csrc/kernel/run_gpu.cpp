@@ -83,13 +83,22 @@ void download(const DeviceTensor& d, HostTensor& t) {
                     static_cast<size_t>((span.hi - span.lo) * item));
 }
 
-// Compiles (or finds in the cache), launches and waits: a fault is reported with the kernel's name.
-void launch(const Kernel& kernel, const std::string& arch, std::vector<runtime::CuDevicePtr> pointers) {
+// No block to run (a tensor with a zero-size dim): the simulator runs none either, and such a kernel
+// is neither compiled nor launched.
+bool hasBlocks(const Kernel& kernel) { return kernel.grid[0] * kernel.grid[1] != 0; }
+
+runtime::CompileJob compileJob(const Kernel& kernel, const std::string& arch) {
+  runtime::CompileOptions options = runtime::kernelCompileOptions(arch);
+  options.maxrregcount = kernel.maxrregcount;
+  return {emitCuda(kernel), kernel.name, std::move(options)};
+}
+
+// Launches `function` (the kernel, compiled and loaded) and waits: a fault is reported with the
+// kernel's name.
+void launch(const Kernel& kernel, runtime::CuFunction function, std::vector<runtime::CuDevicePtr> pointers) {
   BRAZE_ASSERT(pointers.size() == kernel.tensors.size(), "kernel {}: {} pointers for {} parameters", kernel.name,
                pointers.size(), kernel.tensors.size());
-  // No block to run (a tensor with a zero-size dim): the simulator runs none either.
-  if (kernel.grid[0] * kernel.grid[1] == 0) return;
-  const runtime::CuFunction function = runtime::loadCudaKernel(emitCuda(kernel), kernel.name, arch, kDevice);
+  if (!hasBlocks(kernel)) return;
   // The kernel's own scratch memory (grid reduction partials, poisoned; semaphores, zeroed).
   std::vector<std::pair<size_t, DeviceBuffer>> workspaces;
   for (size_t i = 0; i < kernel.tensors.size(); ++i) {
@@ -132,6 +141,21 @@ class GpuPlanRun {
       : compiled_(compiled), plan_(compiled.plan), values_(planValues(plan_, inputs)), arch_(currentDevice().arch()) {}
 
   std::vector<HostValue> run() {
+    // Every kernel is compiled (or found in the caches) before the first launch, all at once: a cold
+    // plan then waits for its slowest kernel instead of the sum, and a compile error comes before any
+    // device work.
+    std::vector<runtime::CompileJob> jobs;
+    std::vector<size_t> job_segments;
+    for (size_t s = 0; s < plan_.segments.size(); ++s) {
+      const std::optional<Kernel>& kernel = compiled_.kernels[s];
+      if (plan_.segments[s].kind == SegmentKind::Alias || !kernel || !hasBlocks(*kernel)) continue;
+      jobs.push_back(compileJob(*kernel, arch_));
+      job_segments.push_back(s);
+    }
+    const std::vector<runtime::CuFunction> loaded = runtime::loadCudaKernels(jobs, kDevice);
+    std::vector<runtime::CuFunction> functions(plan_.segments.size(), nullptr);
+    for (size_t j = 0; j < loaded.size(); ++j) functions[job_segments[j]] = loaded[j];
+
     for (size_t s = 0; s < plan_.segments.size(); ++s) {
       const Segment& segment = plan_.segments[s];
       if (segment.kind == SegmentKind::Alias) {
@@ -140,7 +164,7 @@ class GpuPlanRun {
         for (const Val* in : segment.inputs) needOnHost(values_.at(in));
         runSegmentOnReference(segment, values_);
       } else {
-        runKernel(*compiled_.kernels[s]);
+        runKernel(*compiled_.kernels[s], functions[s]);
       }
     }
     for (const Val* out : plan_.fusion->outputs()) needOnHost(values_.at(out));  // aliased outputs too
@@ -148,7 +172,7 @@ class GpuPlanRun {
   }
 
  private:
-  void runKernel(const Kernel& kernel) {
+  void runKernel(const Kernel& kernel, runtime::CuFunction function) {
     for (const TensorParam& p : kernel.tensors) {
       if (!p.output) continue;
       HostTensor placeholder = HostTensor::empty(p.dtype, plan_.bound.sizesOf(p.val));
@@ -158,7 +182,7 @@ class GpuPlanRun {
     }
     std::vector<runtime::CuDevicePtr> pointers;
     for (const TensorParam& p : kernel.tensors) pointers.push_back(p.workspace ? 0 : onDevice(p.storage).pointer());
-    launch(kernel, arch_, std::move(pointers));
+    launch(kernel, function, std::move(pointers));
   }
 
   // The device copy of a buffer: a kernel output is there already; a fusion input, or the output of
@@ -211,7 +235,9 @@ void runKernelOnGpu(const Kernel& kernel, const std::vector<HostTensor*>& tensor
     device.push_back(kernel.tensors[i].output ? allocatePoisoned(*tensors[i]) : upload(*tensors[i]));
     pointers.push_back(device.back().pointer());
   }
-  launch(kernel, arch, std::move(pointers));
+  const runtime::CuFunction function =
+      hasBlocks(kernel) ? runtime::loadCudaKernels({compileJob(kernel, arch)}, kDevice).front() : nullptr;
+  launch(kernel, function, std::move(pointers));
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (kernel.tensors[i].output) download(device[i], *tensors[i]);
   }

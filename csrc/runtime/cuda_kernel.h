@@ -1,10 +1,11 @@
-// Generated CUDA source to a launched kernel: compiled with NVRTC for the device's arch, loaded into
-// the current context with cuModuleLoadData, and launched with cuLaunchKernel. Loaded kernels are
-// cached in memory by (arch, source) for the life of the process, so a plan run twice compiles once;
-// the disk cache and FusionCache come later.
+// Generated CUDA source to a launched kernel: compiled with NVRTC for the device's arch (through the
+// kernel cache: memory, then disk, then NVRTC), loaded into the current context with cuModuleLoadData,
+// and launched with cuLaunchKernel. Loaded functions are kept for the life of the process, so a plan
+// run twice compiles and loads once.
 #pragma once
 
 #include "runtime/cuda_driver.h"
+#include "runtime/parallel_compile.h"
 
 #include <array>
 #include <cstdint>
@@ -13,9 +14,16 @@
 
 namespace braze::runtime {
 
-// The extern "C" kernel `name` of `source`, compiled for `arch` ("sm_90") and loaded into device
-// `ordinal`'s primary context (made current). Compile errors carry NVRTC's log (see compileCuda).
-CuFunction loadCudaKernel(const std::string& source, const std::string& name, const std::string& arch,
+// The options braze compiles its kernels with for `arch` ("sm_90", from DeviceInfo::arch()): fmad on,
+// and -lineinfo when BRAZE_LINEINFO is set to anything but "" or "0" (profilers and compute-sanitizer
+// then map SASS back to source lines, at no cost in speed). maxrregcount is the heuristics' to set.
+CompileOptions kernelCompileOptions(std::string arch);
+
+// The extern "C" kernel of each job (its `name`), compiled with its options and loaded into device
+// `ordinal`'s primary context (made current). Kernels not loaded before are compiled in parallel
+// (compileAll: a compile error names its kernel and carries NVRTC's log), then loaded in order.
+std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int ordinal = 0);
+CuFunction loadCudaKernel(const std::string& source, const std::string& name, const CompileOptions& options,
                           int ordinal = 0);
 
 struct LaunchShape {

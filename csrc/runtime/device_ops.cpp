@@ -46,16 +46,16 @@ class CudaDeviceOps final : public DeviceOps {
     if (push) driver_.ctxPopCurrent(&popped);  // in a destructor: nothing useful to do with an error
   }
 
-  CuFunction load(const std::string& source, const std::string& name, const std::string& arch,
-                  int64_t shared_bytes) override {
-    const CuFunction function = loadCudaKernel(source, name, arch, ordinal_);
-    if (shared_bytes > kDefaultDynamicSharedLimit) {
-      driver_.check(driver_.funcSetAttribute(function, kFuncAttributeMaxDynamicSharedSizeBytes,
-                                             static_cast<int>(shared_bytes)),
+  std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>& shared_bytes) override {
+    std::vector<CuFunction> functions = loadCudaKernels(jobs, ordinal_);
+    for (size_t i = 0; i < functions.size(); ++i) {
+      if (shared_bytes[i] <= kDefaultDynamicSharedLimit) continue;
+      driver_.check(driver_.funcSetAttribute(functions[i], kFuncAttributeMaxDynamicSharedSizeBytes,
+                                             static_cast<int>(shared_bytes[i])),
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", name, shared_bytes));
+                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", jobs[i].name, shared_bytes[i]));
     }
-    return function;
+    return functions;
   }
 
   CuDevicePtr allocate(size_t bytes, CuStream stream) override {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace braze::runtime {
 
@@ -20,10 +21,9 @@ class DeviceOps {
   // needs it, and a thread the caller created has none. Nests.
   virtual void enter() {}
   virtual void leave() {}
-  // Compiles (or finds in the kernel caches) and loads a kernel; raises its shared-memory limit once
-  // when `shared_bytes` needs it, so launches need no attribute call.
-  virtual CuFunction load(const std::string& source, const std::string& name, const std::string& arch,
-                          int64_t shared_bytes) = 0;
+  // Compiles (or finds in the kernel caches, in parallel) and loads the kernels of a plan; raises a
+  // kernel's shared-memory limit once when its `shared_bytes` needs it, so launches need no attribute call.
+  virtual std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>& shared_bytes) = 0;
   virtual CuDevicePtr allocate(size_t bytes, CuStream stream) = 0;
   // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
   // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
@@ -56,7 +56,9 @@ class DeviceScope {
 // Does nothing and hands out distinct, 256-byte aligned fake addresses; counts what was asked.
 class NoOpDeviceOps final : public DeviceOps {
  public:
-  CuFunction load(const std::string&, const std::string&, const std::string&, int64_t) override { return nullptr; }
+  std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>&) override {
+    return std::vector<CuFunction>(jobs.size(), nullptr);
+  }
   CuDevicePtr allocate(size_t bytes, CuStream) override {
     ++allocations;
     return next_.fetch_add((bytes + 255) / 256 * 256 + 256);

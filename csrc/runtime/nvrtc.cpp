@@ -180,18 +180,18 @@ std::string cudaIncludeDir() {
   return "";
 }
 
-CompiledKernel compileCuda(std::string_view source, std::string_view what, const CompileOptions& options) {
-  const NvrtcApi& api = requireNvrtc();
+std::vector<std::string> nvrtcArguments(const CompileOptions& options) {
   BRAZE_CHECK(options.arch.starts_with("sm_"),
-              "compileCuda({}): arch '{}' is not a real architecture such as sm_90 (a cubin needs one)", what,
-              options.arch);
-  BRAZE_CHECK(!options.maxrregcount || *options.maxrregcount > 0,
-              "compileCuda({}): maxrregcount must be positive, got {}", what, options.maxrregcount.value_or(0));
+              "NVRTC: arch '{}' is not a real architecture such as sm_90 (a cubin needs one)", options.arch);
+  BRAZE_CHECK(!options.maxrregcount || *options.maxrregcount > 0, "NVRTC: maxrregcount must be positive, got {}",
+              options.maxrregcount.value_or(0));
   const std::string include_dir = cudaIncludeDir();
   BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, !include_dir.empty(),
                    "CUDA headers not found: none of {} has cuda_bf16.h; set CUDA_HOME to the CUDA toolkit",
                    fmt::join(includeDirCandidates(), ", "));
 
+  // -default-device: a function or variable declared without __host__/__device__ (a constexpr helper, a
+  // lookup table) is compiled for the device, so a kernel may use it instead of failing to compile.
   std::vector<std::string> args = {"--gpu-architecture=" + options.arch, "-default-device", "--std=c++17"};
   // NVRTC has no built-in CUDA headers: cuda_bf16.h, cuda_fp16.h and cuda_fp8.h come from the toolkit's
   // include dir (under NVRTC they skip <nv/target>, <utility> and <cstring>, which NVRTC provides).
@@ -204,6 +204,18 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
   args.push_back(options.fmad ? "--fmad=true" : "--fmad=false");
   if (options.maxrregcount) args.push_back(fmt::format("--maxrregcount={}", *options.maxrregcount));
   if (options.lineinfo) args.push_back("-lineinfo");
+  return args;
+}
+
+CompiledKernel compileCuda(std::string_view source, std::string_view what, const CompileOptions& options) {
+  const NvrtcApi& api = requireNvrtc();
+  const std::vector<std::string> args = [&] {
+    try {
+      return nvrtcArguments(options);
+    } catch (const Error& error) {  // name the kernel whose options are wrong
+      throw Error(error.kind(), fmt::format("compileCuda({}): {}", what, error.what()));
+    }
+  }();
 
   CompiledKernel kernel;
   kernel.options = fmt::format("{}", fmt::join(args, " "));

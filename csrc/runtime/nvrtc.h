@@ -14,6 +14,8 @@ struct CompileOptions {
   bool fmad = true;
   std::optional<int> maxrregcount = std::nullopt;
   bool lineinfo = false;
+  // Ordered, so options can be part of a map key (the loaded-kernel cache).
+  auto operator<=>(const CompileOptions&) const = default;
 };
 
 struct CompiledKernel {
@@ -29,6 +31,12 @@ std::string nvrtcVersion();
 // The first of $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include, /opt/cuda/include,
 // /usr/lib/cuda/include that has cuda_bf16.h; "" if none has.
 std::string cudaIncludeDir();
+
+// The arguments compileCuda passes to NVRTC for `options` (arch, -default-device, the CUDA include dirs,
+// fmad, maxrregcount, -lineinfo): what CompiledKernel::options holds, joined by spaces, and so a part of
+// every kernel cache key (a different toolkit's headers make a different cubin). Throws a Value error
+// for a virtual arch or a non-positive maxrregcount, a Runtime error when the CUDA headers are missing.
+std::vector<std::string> nvrtcArguments(const CompileOptions& options);
 
 // Compiles `source` (a whole translation unit with extern "C" __global__ kernels) to a cubin.
 // When compilation fails, throws braze::Error (ErrorKind::Runtime) naming `what` (the fusion or

@@ -40,6 +40,8 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
   compiled_ = kernel::planAndCompile(fusion, host, {options, device});
   const SegmentedFusion& plan = compiled_.plan;
   std::unordered_map<const Val*, int32_t> slot_of;
+  std::vector<CompileJob> jobs;
+  std::vector<int64_t> shared_bytes;
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
     const Val* in = plan.fusion->inputs()[i];
     if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
@@ -71,10 +73,16 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     sources_.push_back(kernel::emitCuda(k));
     // No block to run (a zero-size dim): its outputs exist (empty) but nothing is launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
-    launch.function = ops.load(sources_.back(), k.name, device.arch(), k.shared_bytes);
+    CompileOptions compile = kernelCompileOptions(device.arch());
+    compile.maxrregcount = k.maxrregcount;
+    jobs.push_back({sources_.back(), k.name, compile});
+    shared_bytes.push_back(k.shared_bytes);
     max_params_ = std::max(max_params_, launch.slots.size());
     launches_.push_back(std::move(launch));
   }
+  // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
+  const std::vector<CuFunction> functions = ops.load(jobs, shared_bytes);
+  for (size_t i = 0; i < launches_.size(); ++i) launches_[i].function = functions[i];
   for (const Val* out : plan.fusion->outputs()) {
     BRAZE_CHECK_KIND(ErrorKind::Runtime, out->isTensor(), "output {} is a scalar: the GPU path returns tensors only",
                      out->name());

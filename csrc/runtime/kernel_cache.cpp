@@ -1,0 +1,94 @@
+#include "runtime/kernel_cache.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace braze::runtime {
+
+std::string_view toString(CompileSource source) {
+  switch (source) {
+    case CompileSource::Memory: return "memory";
+    case CompileSource::Disk: return "disk";
+    case CompileSource::Nvrtc: return "nvrtc";
+  }
+  return "?";
+}
+
+std::string kernelCacheKey(std::string_view source, const CompileOptions& options) {
+  // Text, one field a line, so an entry's key can be read in a hex dump; the source goes last because
+  // it is the only field that may hold newlines.
+  return fmt::format("nvrtc {}\noptions {}\nsource\n{}", nvrtcVersion(), fmt::join(nvrtcArguments(options), " "),
+                     source);
+}
+
+KernelCache::KernelCache(const std::optional<std::filesystem::path>& disk_root)
+    : disk_(disk_root ? std::make_unique<KernelDiskCache>(*disk_root) : nullptr) {}
+
+CachedKernel KernelCache::compile(std::string_view source, std::string_view what, const CompileOptions& options) {
+  const std::string key = [&] {
+    try {
+      return kernelCacheKey(source, options);
+    } catch (const Error& error) {  // name the kernel whose options are wrong
+      throw Error(error.kind(), fmt::format("compiling kernel {}: {}", what, error.what()));
+    }
+  }();
+  std::promise<Result> promise;
+  std::shared_future<Result> earlier;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, inserted] = kernels_.try_emplace(key);
+    if (inserted) {
+      it->second = promise.get_future().share();
+    } else {
+      ++stats_.memory_hits;
+      earlier = it->second;
+    }
+  }
+  // Waits if another thread is still compiling it; rethrows that thread's compile error.
+  if (earlier.valid()) return {earlier.get(), CompileSource::Memory};
+
+  // This thread owns the key until the promise is fulfilled. Disk and NVRTC run outside the lock, so
+  // different kernels load and compile in parallel.
+  try {
+    std::optional<CompiledKernel> kernel = disk_ ? disk_->load(key) : std::nullopt;
+    const CompileSource from = kernel ? CompileSource::Disk : CompileSource::Nvrtc;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++(kernel ? stats_.disk_hits : stats_.compiles);
+    }
+    if (!kernel) {
+      kernel = compileCuda(source, what, options);
+      if (disk_) disk_->store(key, *kernel);
+    }
+    auto result = std::make_shared<const CompiledKernel>(std::move(*kernel));
+    promise.set_value(result);
+    return {std::move(result), from};
+  } catch (...) {
+    // Forgotten, so that a later call compiles again instead of replaying this error forever (the
+    // error may be the environment's, such as a missing header, and fixed since); waiters get it now.
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      kernels_.erase(key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+KernelCacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+KernelCache& processKernelCache() {
+  static auto* cache = new KernelCache(kernelCacheDirFromEnv());
+  return *cache;
+}
+
+CachedKernel compileCached(std::string_view source, std::string_view what, const CompileOptions& options) {
+  return processKernelCache().compile(source, what, options);
+}
+
+}  // namespace braze::runtime

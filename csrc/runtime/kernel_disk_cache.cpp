@@ -1,0 +1,204 @@
+#include "runtime/kernel_disk_cache.h"
+
+#include "runtime/sha256.h"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace braze::runtime {
+namespace {
+
+// An entry file:
+//   kMagic                                  the format's name and version, one text line
+//   sizes of key, options, log, cubin       four little-endian uint64
+//   SHA-256 of options + log + cubin        32 bytes: catches torn writes and bit rot (the key needs
+//                                           none: it is compared byte for byte with the one asked for)
+//   key, options, log, cubin                the bytes themselves
+// Bump kFormatVersion and the magic's version together whenever this layout changes: the version names
+// the directory too, so old entries are then in another directory and never misread.
+constexpr int kFormatVersion = 1;
+constexpr std::string_view kMagic = "braze kernel cache entry v1\n";
+constexpr size_t kHeaderSize = kMagic.size() + 4 * sizeof(uint64_t) + sizeof(Sha256Digest);
+// No kernel comes near this; a larger size field means a corrupt header, not an allocation to attempt.
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
+
+void appendU64(std::string& out, uint64_t value) {
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+uint64_t readU64(const char* p) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return value;
+}
+
+std::string encodeEntry(std::string_view key, const CompiledKernel& kernel) {
+  const std::string_view cubin(kernel.cubin.data(), kernel.cubin.size());
+  Sha256 checksum;
+  checksum.update(kernel.options);
+  checksum.update(kernel.log);
+  checksum.update(cubin);
+  const Sha256Digest digest = checksum.finish();
+
+  std::string out;
+  out.reserve(kHeaderSize + key.size() + kernel.options.size() + kernel.log.size() + cubin.size());
+  out += kMagic;
+  appendU64(out, key.size());
+  appendU64(out, kernel.options.size());
+  appendU64(out, kernel.log.size());
+  appendU64(out, cubin.size());
+  out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+  out += key;
+  out += kernel.options;
+  out += kernel.log;
+  out += cubin;
+  return out;
+}
+
+// nullopt for anything but a whole, intact entry of `key`.
+std::optional<CompiledKernel> decodeEntry(std::string_view bytes, std::string_view key) {
+  if (bytes.size() < kHeaderSize || bytes.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+  const char* sizes = bytes.data() + kMagic.size();
+  uint64_t size[4];  // key, options, log, cubin
+  for (int i = 0; i < 4; ++i) {
+    size[i] = readU64(sizes + 8 * i);
+    if (size[i] > kMaxEntryBytes) return std::nullopt;
+  }
+  const std::string_view payload = bytes.substr(kHeaderSize);
+  if (payload.size() != size[0] + size[1] + size[2] + size[3] || size[0] != key.size() || size[3] == 0) {
+    return std::nullopt;
+  }
+  // The key first: on another key's entry (a hash collision) this is the cheap way out.
+  if (payload.substr(0, size[0]) != key) return std::nullopt;
+  const Sha256Digest digest = sha256(payload.substr(size[0]));
+  if (std::memcmp(digest.data(), sizes + 32, digest.size()) != 0) return std::nullopt;
+
+  CompiledKernel kernel;
+  kernel.options = std::string(payload.substr(size[0], size[1]));
+  kernel.log = std::string(payload.substr(size[0] + size[1], size[2]));
+  const std::string_view cubin = payload.substr(size[0] + size[1] + size[2]);
+  kernel.cubin.assign(cubin.begin(), cubin.end());
+  return kernel;
+}
+
+// The whole file, or nullopt if it cannot be read (missing, a directory, unreadable, too large).
+std::optional<std::string> readFile(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> bytes;
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) <= 4 * kMaxEntryBytes) {
+    std::string data(static_cast<size_t>(info.st_size), '\0');
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t got = ::read(fd, data.data() + done, data.size() - done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;  // shrank under us (or an error): whatever was read fails decoding
+      done += static_cast<size_t>(got);
+    }
+    data.resize(done);
+    bytes = std::move(data);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+bool writeAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(wrote));
+  }
+  return true;
+}
+
+std::optional<std::filesystem::path> absoluteEnvPath(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  std::filesystem::path path(value);
+  // The XDG base-directory spec: a relative path in these variables is invalid and ignored.
+  if (path.is_relative()) return std::nullopt;
+  return path;
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> kernelCacheDirFromEnv() {
+  if (const char* off = std::getenv("BRAZE_DISABLE_DISK_CACHE");
+      off != nullptr && *off != '\0' && std::string_view(off) != "0") {
+    return std::nullopt;
+  }
+  // Set but empty is the documented way to turn the cache off from a shell: BRAZE_CACHE_DIR= cmd.
+  if (const char* dir = std::getenv("BRAZE_CACHE_DIR")) {
+    if (*dir == '\0') return std::nullopt;
+    return std::filesystem::path(dir);
+  }
+  if (auto xdg = absoluteEnvPath("XDG_CACHE_HOME")) return *xdg / "braze";
+  if (auto home = absoluteEnvPath("HOME")) return *home / ".cache" / "braze";
+  return std::nullopt;
+}
+
+KernelDiskCache::KernelDiskCache(const std::filesystem::path& root)
+    : dir_(root / fmt::format("kernels-v{}", kFormatVersion)) {}
+
+std::filesystem::path KernelDiskCache::entryPath(std::string_view key) const {
+  return dir_ / (toHex(sha256(key)) + ".entry");
+}
+
+std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const {
+  const std::optional<std::string> bytes = readFile(entryPath(key));
+  if (!bytes) return std::nullopt;
+  return decodeEntry(*bytes, key);
+}
+
+bool KernelDiskCache::store(std::string_view key, const CompiledKernel& kernel) {
+  if (!writable()) return false;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) {
+    stopWriting(fmt::format("cannot create {}: {}", dir_.string(), ec.message()));
+    return false;
+  }
+  const std::filesystem::path path = entryPath(key);
+  // In the same directory as the entry, so rename() replaces it atomically: a concurrent reader opens
+  // either the old file or the new one, never a half-written one.
+  std::string temp = (dir_ / ("." + path.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) {
+    stopWriting(fmt::format("cannot create a file in {}: {}", dir_.string(), std::strerror(errno)));
+    return false;
+  }
+  // mkstemp makes the file private (0600); entries hold nothing secret, and a cache directory shared
+  // by several users (BRAZE_CACHE_DIR) must be readable by all of them.
+  ::fchmod(fd, 0644);
+  const bool written = writeAll(fd, encodeEntry(key, kernel));
+  const int write_errno = errno;
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = !written ? write_errno : errno;
+    ::unlink(temp.c_str());
+    stopWriting(fmt::format("cannot write {}: {}", path.string(), std::strerror(error)));
+    return false;
+  }
+  return true;
+}
+
+void KernelDiskCache::stopWriting(const std::string& why) {
+  // exchange: of several threads failing at once, only one warns.
+  if (!writable_.exchange(false)) return;
+  fmt::print(stderr,
+             "braze: warning: not saving compiled kernels to disk ({}); set BRAZE_CACHE_DIR to a writable "
+             "directory, or BRAZE_DISABLE_DISK_CACHE=1 to silence this\n",
+             why);
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,36 @@
+// SHA-256 (FIPS 180-4), for content-addressed caches: the kernel disk cache names an entry after the
+// digest of its key and checks each entry's bytes against a stored digest. A 64-bit hash such as FNV-1a
+// is too weak for either job: among many cached kernels a collision would hand back another kernel's
+// cubin, and a torn or bit-flipped file could pass its check.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace braze::runtime {
+
+using Sha256Digest = std::array<uint8_t, 32>;
+
+// Incremental form, for data that arrives in pieces (an entry's key, log and cubin).
+class Sha256 {
+ public:
+  Sha256();
+  void update(std::string_view bytes);
+  Sha256Digest finish();  // the object is spent afterwards
+
+ private:
+  void compress(const uint8_t* block);
+
+  std::array<uint32_t, 8> state_;
+  std::array<uint8_t, 64> pending_{};  // the bytes of a not yet full block
+  size_t pending_size_ = 0;
+  uint64_t total_bytes_ = 0;
+};
+
+Sha256Digest sha256(std::string_view bytes);
+// 64 lowercase hex digits.
+std::string toHex(const Sha256Digest& digest);
+
+}  // namespace braze::runtime

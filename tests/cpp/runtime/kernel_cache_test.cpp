@@ -1,0 +1,210 @@
+// Compiling through the caches with NVRTC (no GPU needed): a second process (here, a second cache on
+// the same directory) gets the first one's cubin from disk, byte for byte; any change to source, arch
+// or options compiles anew; a damaged entry is recompiled and rewritten; an unusable directory leaves
+// only the memory cache; and threads asking at once get correct cubins, sharing compiles.
+#include "ir/error.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+namespace braze::runtime {
+namespace {
+
+using testing::ScopedEnv;
+using testing::TempDir;
+
+#define SKIP_WITHOUT_NVRTC() \
+  if (!nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked"
+
+// A small kernel whose name and constant vary, so tests can make as many distinct sources as they need.
+std::string scaleKernel(const std::string& name, float factor = 2.0f) {
+  return "extern \"C\" __global__ void " + name + "(float* x, int n) {\n" +
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n" + "  if (i < n) x[i] *= " + std::to_string(factor) +
+         "f;\n}\n";
+}
+
+// The cubin names its kernels (ELF symbols): how a test tells whose cubin it was handed.
+bool cubinMentions(const CompiledKernel& kernel, const std::string& name) {
+  return std::string_view(kernel.cubin.data(), kernel.cubin.size()).find(name) != std::string_view::npos;
+}
+
+const CompileOptions kSm90{.arch = "sm_90"};
+
+TEST(KernelCache, SecondCacheOnTheDirectoryHitsDiskWithTheSameCubin) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  const std::string source = scaleKernel("scale");
+  KernelCache first(dir.path());
+  const CachedKernel compiled = first.compile(source, "scale", kSm90);
+  EXPECT_EQ(compiled.source, CompileSource::Nvrtc);
+  const CachedKernel again = first.compile(source, "scale", kSm90);
+  EXPECT_EQ(again.source, CompileSource::Memory);
+  EXPECT_EQ(again.kernel, compiled.kernel);  // the same object: a memory hit copies nothing
+  EXPECT_EQ(first.stats(), (KernelCacheStats{.memory_hits = 1, .disk_hits = 0, .compiles = 1}));
+
+  KernelCache second(dir.path());  // what a new process sees
+  const CachedKernel loaded = second.compile(source, "scale", kSm90);
+  EXPECT_EQ(loaded.source, CompileSource::Disk);
+  EXPECT_EQ(loaded.kernel->cubin, compiled.kernel->cubin);
+  EXPECT_EQ(loaded.kernel->log, compiled.kernel->log);
+  EXPECT_EQ(loaded.kernel->options, compiled.kernel->options);
+  EXPECT_EQ(second.stats(), (KernelCacheStats{.memory_hits = 0, .disk_hits = 1, .compiles = 0}));
+}
+
+TEST(KernelCache, ChangingSourceArchOrAnyOptionMisses) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  const std::string source = scaleKernel("scale");
+  KernelCache(dir.path()).compile(source, "scale", kSm90);
+  KernelCache cache(dir.path());
+  EXPECT_EQ(cache.compile(source + "// changed\n", "scale", kSm90).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_80"}).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .fmad = false}).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .maxrregcount = 32}).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .lineinfo = true}).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source, "scale", kSm90).source, CompileSource::Disk);
+  // The kernel's name is for messages only: the same source under another name is the same cubin.
+  EXPECT_EQ(cache.compile(source, "another_name", kSm90).source, CompileSource::Memory);
+}
+
+TEST(KernelCache, KeyHoldsTheNvrtcVersionAndArguments) {
+  SKIP_WITHOUT_NVRTC();
+  const std::string key = kernelCacheKey("SOURCE", {.arch = "sm_80", .maxrregcount = 40, .lineinfo = true});
+  EXPECT_NE(key.find("nvrtc " + nvrtcVersion() + "\n"), std::string::npos) << key;
+  for (const char* part : {"--gpu-architecture=sm_80", "-default-device", "--fmad=true", "--maxrregcount=40",
+                           "-lineinfo", "-I"}) {
+    EXPECT_NE(key.find(part), std::string::npos) << part << " missing from " << key;
+  }
+  EXPECT_TRUE(key.ends_with("\nSOURCE")) << key;
+}
+
+TEST(KernelCache, DamagedEntryIsRecompiledAndRewritten) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  const std::string source = scaleKernel("scale");
+  const CachedKernel original = KernelCache(dir.path()).compile(source, "scale", kSm90);
+  const std::filesystem::path entry = KernelDiskCache(dir.path()).entryPath(kernelCacheKey(source, kSm90));
+  ASSERT_TRUE(std::filesystem::exists(entry));
+  for (const char* damage : {"truncate", "garbage"}) {
+    SCOPED_TRACE(damage);
+    if (std::string_view(damage) == "truncate") {
+      std::filesystem::resize_file(entry, std::filesystem::file_size(entry) / 2);
+    } else {
+      std::ofstream(entry, std::ios::binary | std::ios::trunc) << "not a cache entry at all";
+    }
+    const CachedKernel recompiled = KernelCache(dir.path()).compile(source, "scale", kSm90);
+    EXPECT_EQ(recompiled.source, CompileSource::Nvrtc);
+    EXPECT_EQ(recompiled.kernel->cubin, original.kernel->cubin);
+    const CachedKernel reloaded = KernelCache(dir.path()).compile(source, "scale", kSm90);
+    EXPECT_EQ(reloaded.source, CompileSource::Disk);  // the entry was rewritten
+    EXPECT_EQ(reloaded.kernel->cubin, original.kernel->cubin);
+  }
+}
+
+TEST(KernelCache, UnusableDirectoryLeavesTheMemoryCache) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  std::ofstream(dir.path() / "a_file") << "not a directory";
+  KernelCache cache(dir.path() / "a_file" / "cache");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(cache.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Nvrtc);
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warnings.find("not saving compiled kernels"), std::string::npos) << warnings;
+  EXPECT_FALSE(cache.disk()->writable());
+  EXPECT_EQ(cache.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Memory);
+  KernelCache memory_only(std::nullopt);
+  EXPECT_EQ(memory_only.disk(), nullptr);
+  EXPECT_EQ(memory_only.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Nvrtc);
+}
+
+TEST(KernelCache, CompileErrorsAreThrownEveryTimeAndNeverStored) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  ScopedEnv tmpdir("TMPDIR", dir.path().string());  // where the broken kernel's source is saved
+  KernelCache cache(dir.path());
+  const std::string broken = "extern \"C\" __global__ void broken(float* x) { x[0] = 1.0f }\n";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      cache.compile(broken, "broken_fusion", kSm90);
+      FAIL() << "a kernel with a syntax error compiled";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("'broken_fusion'"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(cache.stats().compiles, 2);
+  try {
+    cache.compile(broken, "virtual_arch", {.arch = "compute_90"});
+    FAIL() << "a virtual arch was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("virtual_arch"), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(cache.disk()->entryPath(kernelCacheKey(broken, kSm90))));
+}
+
+// This test binary points BRAZE_CACHE_DIR at a directory of its own (cache_dir_environment.cpp), and
+// the process's cache, which GPU runs compile through, must be there: never in the real ~/.cache.
+TEST(KernelCache, ProcessCacheLivesWhereTheEnvironmentSays) {
+  const std::optional<std::filesystem::path> root = kernelCacheDirFromEnv();
+  const KernelDiskCache* disk = processKernelCache().disk();
+  ASSERT_EQ(disk != nullptr, root.has_value());
+  if (!root) GTEST_SKIP() << "the disk cache is turned off in this environment";
+  EXPECT_EQ(disk->directory().parent_path(), *root);
+  SKIP_WITHOUT_NVRTC();
+  const std::string source = scaleKernel("process_cache_probe", 3.5f);
+  const CachedKernel first = compileCached(source, "process_cache_probe", kSm90);
+  EXPECT_EQ(compileCached(source, "process_cache_probe", kSm90).source, CompileSource::Memory);
+  EXPECT_TRUE(std::filesystem::exists(disk->entryPath(kernelCacheKey(source, kSm90))));
+  EXPECT_EQ(KernelCache(*root).compile(source, "process_cache_probe", kSm90).kernel->cubin, first.kernel->cubin);
+}
+
+// Two caches on one directory stand for two processes; threads of each ask for the same few kernels.
+TEST(KernelCache, ConcurrentCompilesGetTheirOwnCorrectCubins) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  const std::vector<std::string> names = {"scale_a", "scale_b", "scale_c"};
+  std::vector<std::string> sources;
+  std::vector<std::vector<char>> expected;
+  for (size_t i = 0; i < names.size(); ++i) {
+    sources.push_back(scaleKernel(names[i], 1.0f + static_cast<float>(i)));
+    expected.push_back(compileCuda(sources[i], names[i], kSm90).cubin);  // NVRTC is deterministic
+  }
+  KernelCache processes[2] = {KernelCache(dir.path()), KernelCache(dir.path())};
+  constexpr int kThreads = 8;
+  std::vector<CachedKernel> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const size_t i = static_cast<size_t>(t) % names.size();
+      try {
+        got[t] = processes[t % 2].compile(sources[i], names[i], kSm90);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    SCOPED_TRACE(t);
+    ASSERT_EQ(errors[t], "");
+    const size_t i = static_cast<size_t>(t) % names.size();
+    EXPECT_EQ(got[t].kernel->cubin, expected[i]);
+    EXPECT_TRUE(cubinMentions(*got[t].kernel, names[i]));
+  }
+  // Within one cache, threads wanting the same kernel share one compile or disk load.
+  for (KernelCache& cache : processes) {
+    const KernelCacheStats stats = cache.stats();
+    EXPECT_EQ(stats.compiles + stats.disk_hits, static_cast<int64_t>(names.size()));
+    EXPECT_EQ(stats.compiles + stats.disk_hits + stats.memory_hits, kThreads / 2);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(KernelCache(dir.path()).compile(sources[i], names[i], kSm90).kernel->cubin, expected[i]);
+  }
+}
+
+}  // namespace
+}  // namespace braze::runtime

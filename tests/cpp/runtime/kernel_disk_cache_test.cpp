@@ -1,0 +1,159 @@
+// The disk cache's file handling, without NVRTC: entries round-trip, anything wrong with one makes it a
+// miss (never a crash, never another key's cubin), an unusable directory turns writing off without an
+// error, and the environment picks the directory.
+#include "runtime/kernel_disk_cache.h"
+#include "runtime/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace braze::runtime {
+namespace {
+
+using testing::ScopedEnv;
+using testing::TempDir;
+
+CompiledKernel fakeKernel(const std::string& cubin_text) {
+  CompiledKernel kernel;
+  kernel.cubin.assign(cubin_text.begin(), cubin_text.end());
+  kernel.log = "warning: something harmless";
+  kernel.options = "--gpu-architecture=sm_90 -default-device";
+  return kernel;
+}
+
+void expectSame(const CompiledKernel& got, const CompiledKernel& expected) {
+  EXPECT_EQ(got.cubin, expected.cubin);
+  EXPECT_EQ(got.log, expected.log);
+  EXPECT_EQ(got.options, expected.options);
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(KernelDiskCache, StoredEntryLoadsBackInAVersionedDirectory) {
+  TempDir dir;
+  KernelDiskCache cache(dir.path());
+  EXPECT_EQ(cache.directory(), dir.path() / "kernels-v1");
+  EXPECT_FALSE(cache.load("key A"));  // nothing there yet, and no directory either
+  const CompiledKernel a = fakeKernel(std::string("\x7f" "ELF cubin\0with nul bytes", 24));
+  ASSERT_TRUE(cache.store("key A", a));
+  const std::optional<CompiledKernel> loaded = KernelDiskCache(dir.path()).load("key A");
+  ASSERT_TRUE(loaded);
+  expectSame(*loaded, a);
+  EXPECT_FALSE(cache.load("key B"));
+  EXPECT_EQ(cache.entryPath("key A").parent_path(), cache.directory());
+}
+
+TEST(KernelDiskCache, StoreReplacesAndLeavesNoTemporaryFiles) {
+  TempDir dir;
+  KernelDiskCache cache(dir.path());
+  ASSERT_TRUE(cache.store("key", fakeKernel("old")));
+  ASSERT_TRUE(cache.store("key", fakeKernel("new")));
+  expectSame(*cache.load("key"), fakeKernel("new"));
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(cache.directory())) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{cache.entryPath("key").filename().string()});
+}
+
+// A different key in the file under this key's name is what a hash collision would look like.
+TEST(KernelDiskCache, AnotherKeysEntryIsAMiss) {
+  TempDir dir;
+  KernelDiskCache cache(dir.path());
+  ASSERT_TRUE(cache.store("key A", fakeKernel("cubin of A")));
+  std::filesystem::copy_file(cache.entryPath("key A"), cache.entryPath("key B"));
+  EXPECT_FALSE(cache.load("key B"));
+  EXPECT_TRUE(cache.load("key A"));
+}
+
+TEST(KernelDiskCache, DamagedEntriesAreMisses) {
+  TempDir dir;
+  KernelDiskCache cache(dir.path());
+  ASSERT_TRUE(cache.store("key", fakeKernel("a cubin of some length")));
+  const std::filesystem::path path = cache.entryPath("key");
+  const std::string good = readFile(path);
+
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {"empty", ""},
+      {"header only", good.substr(0, 40)},
+      {"truncated", good.substr(0, good.size() - 5)},
+      {"extra bytes", good + "trailing"},
+      {"garbage", std::string(good.size(), '\x5a')},
+      {"cubin byte flipped", good.substr(0, good.size() - 1) + static_cast<char>(good.back() ^ 1)},
+      {"size field huge", [&] {
+         std::string bad = good;
+         bad[bad.find('\n') + 1 + 31] = '\x7f';  // the top byte of the cubin size
+         return bad;
+       }()},
+  };
+  for (const auto& [what, bytes] : damaged) {
+    SCOPED_TRACE(what);
+    writeFile(path, bytes);
+    EXPECT_FALSE(cache.load("key"));
+  }
+  // A directory where the file should be: unreadable as an entry.
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  EXPECT_FALSE(cache.load("key"));
+  std::filesystem::remove(path);
+  writeFile(path, good);
+  EXPECT_TRUE(cache.load("key"));
+}
+
+// A root below a regular file can never be created, whoever runs the test (root ignores permissions).
+TEST(KernelDiskCache, UncreatableDirectoryTurnsWritingOffWithoutAnError) {
+  TempDir dir;
+  writeFile(dir.path() / "a_file", "not a directory");
+  KernelDiskCache cache(dir.path() / "a_file" / "cache");
+  EXPECT_TRUE(cache.writable());
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.store("key", fakeKernel("cubin")));
+  EXPECT_FALSE(cache.store("other key", fakeKernel("cubin")));
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(cache.writable());
+  EXPECT_FALSE(cache.load("key"));
+  // One warning, not one per kernel, saying where and how to turn it off.
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  EXPECT_NE(warnings.find("a_file"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("BRAZE_DISABLE_DISK_CACHE"), std::string::npos) << warnings;
+}
+
+TEST(KernelDiskCache, DirectoryComesFromTheEnvironment) {
+  ScopedEnv off("BRAZE_DISABLE_DISK_CACHE", std::nullopt);
+  ScopedEnv dir("BRAZE_CACHE_DIR", std::nullopt);
+  ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  ScopedEnv home("HOME", "/home/someone");
+  EXPECT_EQ(kernelCacheDirFromEnv(), std::filesystem::path("/home/someone/.cache/braze"));
+  {
+    ScopedEnv relative_xdg("XDG_CACHE_HOME", "relative/cache");  // invalid by the XDG spec: ignored
+    EXPECT_EQ(kernelCacheDirFromEnv(), std::filesystem::path("/home/someone/.cache/braze"));
+  }
+  ScopedEnv xdg_set("XDG_CACHE_HOME", "/xdg/cache");
+  EXPECT_EQ(kernelCacheDirFromEnv(), std::filesystem::path("/xdg/cache/braze"));
+  {
+    ScopedEnv chosen("BRAZE_CACHE_DIR", "/tmp/chosen");
+    EXPECT_EQ(kernelCacheDirFromEnv(), std::filesystem::path("/tmp/chosen"));
+    ScopedEnv not_off("BRAZE_DISABLE_DISK_CACHE", "0");
+    EXPECT_EQ(kernelCacheDirFromEnv(), std::filesystem::path("/tmp/chosen"));
+    ScopedEnv disabled("BRAZE_DISABLE_DISK_CACHE", "1");
+    EXPECT_EQ(kernelCacheDirFromEnv(), std::nullopt);
+  }
+  {
+    ScopedEnv empty("BRAZE_CACHE_DIR", "");
+    EXPECT_EQ(kernelCacheDirFromEnv(), std::nullopt);
+  }
+  ScopedEnv no_xdg("XDG_CACHE_HOME", std::nullopt);
+  ScopedEnv no_home("HOME", std::nullopt);
+  EXPECT_EQ(kernelCacheDirFromEnv(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace braze::runtime
