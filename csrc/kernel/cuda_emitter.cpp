@@ -68,7 +68,7 @@ class Emitter {
 
   std::string run() {
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
-    out += cudaOpsPreamble();
+    out += cudaOpsPreamble(usesFp8());
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
@@ -89,6 +89,21 @@ class Emitter {
   }
 
  private:
+  // Whether any value of the kernel is e4m3fn or e5m2 (CUDA's fp8 types and conversions needed).
+  bool usesFp8() const {
+    auto fp8 = [](DataType d) { return d == DataType::Float8_e4m3fn || d == DataType::Float8_e5m2; };
+    for (const TensorParam& t : k_.tensors) {
+      if (fp8(t.dtype)) return true;
+    }
+    for (const KExpr& e : k_.exprs) {
+      if (fp8(e.dtype) || fp8(e.from)) return true;
+    }
+    for (const KVar& v : k_.vars) {
+      if (fp8(v.dtype)) return true;
+    }
+    return false;
+  }
+
   std::string type(VarId var) const {
     const KVar& v = k_.vars[var];
     return v.index ? "idx_t" : std::string(cudaComputeTypeName(v.dtype));

@@ -19,7 +19,9 @@ namespace {
 // each says which, and the GPU results are compared with the simulator's (element_math.h).
 constexpr std::string_view kPreamble = R"CUDA(#include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#ifdef BRAZE_FP8
 #include <cuda_fp8.h>
+#endif
 
 // ---- float arithmetic: one IEEE rounding per op, never contracted into an FMA (the reference rounds
 // ---- the result of every op to its dtype)
@@ -190,6 +192,7 @@ __device__ __forceinline__ float braze_round_half(double x) { return __half2floa
 __device__ __forceinline__ float braze_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ float braze_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
 
+#ifdef BRAZE_FP8
 // e4m3fn and e5m2: CUDA's conversions, saturating to the largest finite value (inf included).
 __device__ __forceinline__ float braze_e4m3fn_to_float(__nv_fp8_storage_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
@@ -223,6 +226,7 @@ __device__ __forceinline__ __nv_fp8_e5m2 braze_store_e5m2(float x) {
   r.__x = braze_to_e5m2(x);
   return r;
 }
+#endif  // BRAZE_FP8
 
 // e4m3fnuz (bias 8) and e5m2fnuz (bias 16): no inf, no -0, the one NaN is 0x80; saturating. CUDA has
 // no type for them: numerics.cpp's encode/decode in software, stored as unsigned char.
@@ -612,7 +616,11 @@ std::string_view cudaStorageTypeName(DataType dtype) {
   BRAZE_UNREACHABLE("cudaStorageTypeName({})", toString(dtype));
 }
 
-std::string_view cudaOpsPreamble() { return kPreamble; }
+std::string cudaOpsPreamble(bool fp8) {
+  // cuda_fp8.h is a quarter of an otherwise empty kernel's NVRTC time: only kernels that move e4m3fn
+  // or e5m2 values include it (the fnuz types are converted in software and need no header).
+  return fp8 ? "#define BRAZE_FP8 1\n" + std::string(kPreamble) : std::string(kPreamble);
+}
 
 std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const Operand> operands) {
   BRAZE_ASSERT(isElementwise(kind), "cudaElementwise: {} is not elementwise", opName(kind));

@@ -40,7 +40,8 @@ std::string_view cudaStorageTypeName(DataType dtype);
 // helpers every kernel source starts with: once-rounded float arithmetic, Python remainder, integer pow
 // and gcd, shifts of a given width, fp8 fnuz conversions in software (bit for bit numerics.cpp),
 // CUDA-style saturating float -> integer conversion, rounding to each narrow float type.
-std::string_view cudaOpsPreamble();
+// `fp8`: also CUDA's e4m3fn/e5m2 conversions and cuda_fp8.h, which only kernels with those dtypes need.
+std::string cudaOpsPreamble(bool fp8);
 
 // An operand: a C++ expression of type cudaComputeTypeName(dtype), where dtype is the Val's dtype.
 struct Operand {

@@ -190,7 +190,7 @@ std::string typed(std::string_view name, std::string_view expr, std::string_view
 // test below (NVRTC later).
 std::string allOpsTestKernel() {
   std::ostringstream src;
-  src << cudaOpsPreamble() << "\n";
+  src << cudaOpsPreamble(/*fp8=*/true) << "\n";
   src << "template <class A, class B> struct braze_same { static constexpr bool value = false; };\n"
          "template <class A> struct braze_same<A, A> { static constexpr bool value = true; };\n\n";
   std::optional<OpKind> open;
