@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 
+#include <cstdio>
 #include <mutex>
 
 namespace braze::runtime {
@@ -93,6 +94,13 @@ const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inp
   auto plan = std::make_unique<PreparedPlan>(*fusion_, inputs, options_, info, ops);
   std::unique_lock<std::shared_mutex> lock(mutex_);
   auto [it, inserted] = plans_.emplace(signature, std::move(plan));
+  if (inserted && plans_.size() == kManySignatures) {
+    // Said once per fusion: a workload whose shapes keep changing pays a compile for each new one.
+    std::fprintf(stderr,
+                 "braze: a fusion was prepared for %zu different input signatures; its kernels are specialized on "
+                 "sizes, strides, alignment and scalar values, so every new one is planned and compiled again\n",
+                 plans_.size());
+  }
   return *it->second;
 }
 

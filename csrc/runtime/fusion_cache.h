@@ -31,6 +31,8 @@ class FusionCache {
   // The plan for these inputs, prepared if it was not.
   const PreparedPlan& prepare(const std::vector<DeviceValue>& inputs);
   size_t size() const;
+  // After this many signatures the cache warns once (stderr) that each new one costs a compile.
+  static constexpr size_t kManySignatures = 16;
   // The CUDA sources of the plan the last run used (empty before the first run).
   std::vector<std::string> lastCudaCode() const;
 

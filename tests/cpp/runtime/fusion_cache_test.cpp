@@ -173,6 +173,26 @@ TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
 namespace braze {
 namespace {
 
+TEST(FusionCache, ManySignaturesAreWarnedAboutOnce) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    f->addOutput(add(x, x));
+  }
+  runtime::NoOpDeviceOps ops;
+  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  ::testing::internal::CaptureStderr();
+  for (int64_t n = 1; n <= static_cast<int64_t>(runtime::FusionCache::kManySignatures) + 4; ++n) {
+    cache.run({runtime::DeviceTensor{0x100000, DataType::Float, {n}, {1}, 0}});
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cache.size(), runtime::FusionCache::kManySignatures + 4);
+  const auto first = err.find("different input signatures");
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find("different input signatures", first + 1), std::string::npos) << err;
+}
+
 TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
   auto f = std::make_shared<Fusion>();
   {
