@@ -98,8 +98,7 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
   if (array.stride_ptr() != nullptr) {
     t.strides.assign(array.stride_ptr(), array.stride_ptr() + array.ndim());
   } else {  // DLPack: no strides means row-major
-    t.strides.assign(t.sizes.size(), 1);
-    for (int64_t d = static_cast<int64_t>(t.sizes.size()) - 2; d >= 0; --d) t.strides[d] = t.strides[d + 1] * t.sizes[d + 1];
+    t.strides = StridedLayout::rowMajor(t.sizes).strides;
   }
   return t;
 }

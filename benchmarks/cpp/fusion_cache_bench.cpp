@@ -15,20 +15,14 @@ namespace {
 using runtime::DeviceTensor;
 using runtime::DeviceValue;
 
-DeviceTensor contiguous(runtime::CuDevicePtr data, DataType dtype, std::vector<int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
-  return {data, dtype, std::move(sizes), std::move(strides), 0};
-}
-
 void BM_CachedExecuteNoOpLaunch_LayerNorm(benchmark::State& state) {
   auto fusion = std::make_shared<Fusion>();
   testing::defineLayerNorm(*fusion, {.batch = 16, .seq = 128, .hidden = 1600});
   runtime::NoOpDeviceOps ops;
   runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
-  const std::vector<DeviceValue> inputs{contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
-                                        contiguous(0x200000, DataType::BFloat16, {1600}),
-                                        contiguous(0x300000, DataType::BFloat16, {1600})};
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
+                                        DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+                                        DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
   cache.run(inputs);  // the miss: planned and "compiled" once
   for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs));
   state.counters["launches"] = static_cast<double>(ops.launches.load());
@@ -42,18 +36,18 @@ void BM_CachedExecuteNoOpLaunch_Rope(benchmark::State& state) {
   runtime::NoOpDeviceOps ops;
   runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
   const int64_t width = (c.heads + 2 * c.groups) * c.head;
-  const std::vector<DeviceValue> inputs{contiguous(0x100000, DataType::BFloat16, {c.batch, c.seq, width}),
-                                        contiguous(0x200000, DataType::BFloat16, {c.seq, c.rope_n_elem}),
-                                        contiguous(0x300000, DataType::BFloat16, {c.seq, c.rope_n_elem})};
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {c.batch, c.seq, width}),
+                                        DeviceTensor::contiguous(0x200000, DataType::BFloat16, {c.seq, c.rope_n_elem}),
+                                        DeviceTensor::contiguous(0x300000, DataType::BFloat16, {c.seq, c.rope_n_elem})};
   cache.run(inputs);
   for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs));
 }
 BENCHMARK(BM_CachedExecuteNoOpLaunch_Rope)->Unit(benchmark::kNanosecond);
 
 void BM_InputSignature(benchmark::State& state) {
-  const std::vector<DeviceValue> inputs{contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
-                                        contiguous(0x200000, DataType::BFloat16, {1600}),
-                                        contiguous(0x300000, DataType::BFloat16, {1600})};
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
+                                        DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+                                        DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
   for (auto _ : state) benchmark::DoNotOptimize(runtime::InputSignature::of(inputs));
 }
 BENCHMARK(BM_InputSignature)->Unit(benchmark::kNanosecond);
@@ -83,7 +77,7 @@ void BM_GpuLaunch_CachedExecute(benchmark::State& state) {
   runtime::useDevice(0);
   runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(256);
   runtime::FusionCache cache(tinyAdd());
-  const std::vector<DeviceValue> inputs{contiguous(x.address(), DataType::Float, {1})};
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {1})};
   cache.run(inputs);
   int64_t calls = 0;
   for (auto _ : state) {
@@ -103,7 +97,7 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(256);
   runtime::DeviceBuffer y = runtime::DeviceBuffer::allocate(256);
   runtime::FusionCache cache(tinyAdd());
-  const std::vector<DeviceValue> inputs{contiguous(x.address(), DataType::Float, {1})};
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {1})};
   const runtime::PreparedPlan& plan = cache.prepare(inputs);
   const kernel::Kernel& k = *plan.compiled().kernels.back();
   const runtime::CuFunction function =

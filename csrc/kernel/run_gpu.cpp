@@ -37,15 +37,19 @@ struct Span {
   int64_t hi = 0;
 };
 
-Span spanOf(const HostTensor& t) {
-  if (t.numel() == 0) return {};
+Span spanOf(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  for (int64_t size : sizes) {
+    if (size == 0) return {};
+  }
   Span span{0, 1};
-  for (int64_t d = 0; d < t.rank(); ++d) {
-    const int64_t reach = (t.sizes()[d] - 1) * t.strides()[d];
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t reach = (sizes[d] - 1) * strides[d];
     (reach < 0 ? span.lo : span.hi) += reach;
   }
   return span;
 }
+
+Span spanOf(const HostTensor& t) { return spanOf(t.sizes(), t.strides()); }
 
 // Device memory laid out like the host tensor's storage span, with the first element at the same
 // address modulo 256 as on the host: the kernel was specialized for the host pointer's alignment (a
@@ -255,11 +259,7 @@ UploadedTensor uploadToDevice(const HostTensor& t) {
 HostTensor downloadFromDevice(const runtime::DeviceTensor& t) {
   const runtime::CudaDriver& driver = runtime::useDevice(t.device);
   driver.check(driver.ctxSynchronize(), "cuCtxSynchronize", "before downloading a tensor");
-  Span span{0, t.numel() == 0 ? 0 : 1};
-  for (size_t d = 0; d < t.sizes.size() && span.hi > 0; ++d) {
-    const int64_t reach = (t.sizes[d] - 1) * t.strides[d];
-    (reach < 0 ? span.lo : span.hi) += reach;
-  }
+  const Span span = spanOf(t.sizes, t.strides);
   const int64_t item = sizeOf(t.dtype);
   auto storage = std::shared_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(std::max<int64_t>(span.hi - span.lo, 1) * item)]);
   if (span.hi > span.lo) {

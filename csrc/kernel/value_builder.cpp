@@ -7,18 +7,6 @@
 #include <algorithm>
 
 namespace braze::kernel {
-namespace {
-
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * std::max<int64_t>(sizes[d + 1], 1);
-  }
-  return strides;
-}
-
-}  // namespace
-
 int64_t innerExtent(const std::vector<int64_t>& sizes) {
   for (size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] > 1) return sizes[d];
@@ -70,7 +58,7 @@ ExprId ValueBuilder::materialize(const Idx& i) { return i.lane ? kb_.add(i.base,
 
 std::vector<Idx> ValueBuilder::unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes) {
   std::vector<Idx> index(sizes.size());
-  const auto strides = rowMajorStrides(sizes);
+  const auto strides = StridedLayout::rowMajor(sizes).strides;
   for (size_t d = 0; d < sizes.size(); ++d) {
     ExprId q = kb_.div(linear_base, kb_.index(strides[d]));
     if (d > 0) q = kb_.mod(q, kb_.index(sizes[d]));
@@ -308,7 +296,7 @@ std::vector<Idx> ValueBuilder::mapMeta(const Expr& expr, const std::vector<Idx>&
 std::vector<Idx> ValueBuilder::mapReshape(const Expr& expr, const std::vector<Idx>& index) {
   const auto& in_sizes = bound_.sizesOf(expr.input(0));
   const auto& out_sizes = bound_.sizesOf(expr.output(0));
-  const auto out_strides = rowMajorStrides(out_sizes);
+  const auto out_strides = StridedLayout::rowMajor(out_sizes).strides;
   ExprId linear = kb_.index(0);
   bool lane = false;
   for (size_t d = 0; d < index.size(); ++d) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/data_type.h"
+#include "passes/alias_analysis.h"
 #include "reference/host_tensor.h"
 #include "runtime/cuda_driver.h"
 
@@ -19,6 +20,12 @@ struct DeviceTensor {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
   int device = 0;                // CUDA device ordinal
+
+  // A row-major tensor at `data` (what DLPack means by a tensor without strides).
+  static DeviceTensor contiguous(CuDevicePtr data, DataType dtype, std::vector<int64_t> sizes, int device = 0) {
+    std::vector<int64_t> strides = StridedLayout::rowMajor(sizes).strides;
+    return {data, dtype, std::move(sizes), std::move(strides), device};
+  }
 
   int64_t numel() const {
     int64_t n = 1;

@@ -18,24 +18,9 @@ namespace braze {
 namespace {
 
 using testing::expectSimulatorMatches;
+using testing::ints;
+using testing::onlyKernel;
 using testing::randomInputs;
-
-std::vector<Val*> ints(Fusion& f, const std::vector<int64_t>& v) {
-  std::vector<Val*> out;
-  for (int64_t x : v) out.push_back(f.constant(x));
-  return out;
-}
-
-const kernel::Kernel& onlyKernel(const kernel::CompiledPlan& compiled) {
-  const kernel::Kernel* found = nullptr;
-  for (const auto& k : compiled.kernels) {
-    if (!k) continue;
-    EXPECT_EQ(found, nullptr) << "more than one kernel:\n" << compiled.plan.toString();
-    found = &*k;
-  }
-  if (found == nullptr) throw std::runtime_error("no kernel in plan:\n" + compiled.plan.toString());
-  return *found;
-}
 
 bool isTiled(const kernel::Kernel& k) { return k.summary.rfind("transpose: tile", 0) == 0 && k.shared_bytes > 0; }
 

@@ -17,12 +17,6 @@ using runtime::DeviceValue;
 using runtime::FusionCache;
 using runtime::NoOpDeviceOps;
 
-DeviceTensor contiguous(runtime::CuDevicePtr data, DataType dtype, std::vector<int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
-  return {data, dtype, std::move(sizes), std::move(strides), 0};
-}
-
 std::shared_ptr<Fusion> layerNorm() {
   auto f = std::make_shared<Fusion>();
   testing::defineLayerNorm(*f, {.batch = 16, .seq = 128, .hidden = 1600});
@@ -30,8 +24,9 @@ std::shared_ptr<Fusion> layerNorm() {
 }
 
 std::vector<DeviceValue> layerNormInputs(runtime::CuDevicePtr x) {
-  return {contiguous(x, DataType::BFloat16, {16, 128, 1600}), contiguous(0x200000, DataType::BFloat16, {1600}),
-          contiguous(0x300000, DataType::BFloat16, {1600})};
+  return {DeviceTensor::contiguous(x, DataType::BFloat16, {16, 128, 1600}),
+          DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+          DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
 }
 
 TEST(FusionCache, OneSignatureIsPlannedOnceAndRunsWithoutReplanning) {
@@ -73,10 +68,10 @@ TEST(FusionCache, SizesAlignmentAndScalarsSelectThePlan) {
     scaled->addOutput(mul(x, s));
   }
   FusionCache by_scalar(scaled, {}, &ops, DeviceInfo::h100Sxm());
-  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
-  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
+  by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
+  by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
   EXPECT_EQ(by_scalar.size(), 1u);
-  by_scalar.run({contiguous(0x100000, DataType::Float, {64}), ScalarValue{3.0}});
+  by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{3.0}});
   EXPECT_EQ(by_scalar.size(), 2u);  // kernels are specialized on scalar values
 }
 
@@ -90,7 +85,7 @@ TEST(FusionCache, OutputsThatViewAnInputComeBackAsViews) {
   }
   NoOpDeviceOps ops;
   FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
-  const auto outputs = cache.run({contiguous(0x100000, DataType::Float, {3, 5})});
+  const auto outputs = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5})});
   ASSERT_EQ(outputs.size(), 2u);
   EXPECT_EQ(outputs[0].alias_of, 0);
   EXPECT_EQ(outputs[0].owner, nullptr);
@@ -111,7 +106,7 @@ TEST(FusionCache, GridReductionWorkspacesAreAllocatedZeroedAndReturned) {
   NoOpDeviceOps ops;
   FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   {
-    const auto outputs = cache.run({contiguous(0x100000, DataType::Float, {3, 1 << 20})});
+    const auto outputs = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 1 << 20})});
     EXPECT_EQ(ops.allocations.load(), 3);  // the output, the partials, the semaphores
     EXPECT_EQ(ops.releases.load(), 2);     // the workspaces, right after the launch
   }
@@ -144,7 +139,7 @@ TEST(FusionCache, InputsItCannotRunGetClearErrors) {
   }
   FusionCache matmuls(mm, {}, &ops, DeviceInfo::h100Sxm());
   try {
-    matmuls.run({contiguous(0x100000, DataType::Float, {4, 4}), contiguous(0x200000, DataType::Float, {4, 4})});
+    matmuls.run({DeviceTensor::contiguous(0x100000, DataType::Float, {4, 4}), DeviceTensor::contiguous(0x200000, DataType::Float, {4, 4})});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has no GPU kernel"), std::string::npos) << e.what();
