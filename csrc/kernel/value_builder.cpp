@@ -78,16 +78,67 @@ std::vector<Idx> ValueBuilder::unflatten(ExprId linear_base, bool lane, const st
   return index;
 }
 
+namespace {
+
+// An index component as unflatten builds it: (linear / divisor) % modulus (modulus 0: no modulo).
+struct Digit {
+  ExprId linear = -1;
+  int64_t divisor = 1;
+  int64_t modulus = 0;
+};
+
+Digit digitOf(const KernelBuilder& kb, ExprId base) {
+  const KExpr& e = kb.expr(base);
+  auto constant = [&](ExprId id) { return kb.constValue(id).value_or(0); };
+  if (e.kind == EKind::Mod && constant(e.args[1]) > 0) {
+    const KExpr& inner = kb.expr(e.args[0]);
+    if (inner.kind == EKind::Div && constant(inner.args[1]) > 0) {
+      return {inner.args[0], constant(inner.args[1]), constant(e.args[1])};
+    }
+    return {e.args[0], 1, constant(e.args[1])};
+  }
+  if (e.kind == EKind::Div && constant(e.args[1]) > 0) return {e.args[0], constant(e.args[1]), 0};
+  return {base, 1, 0};
+}
+
+}  // namespace
+
+// Adjacent dims that are digits of one linear index and laid out row-major in this tensor (a
+// contiguous input's [batch, seq] over a [batch, seq, hidden] index space) are indexed as one:
+// ((L / (k n)) % m) * s n + ((L / k) % n) * s == ((L / k) % (m n)) * s for L >= 0 (index values are).
+// Fewer divisions, and the offsets no longer name the merged dims' sizes, so the kernel's source is
+// the same for every batch and sequence length that share the rest of the shape.
 ExprId ValueBuilder::flatOffset(const StridedLayout& layout, const std::vector<Idx>& index, int64_t* lane_coefficient) {
   BRAZE_ASSERT(layout.sizes.size() == index.size(), "index rank {} for a tensor of rank {}", index.size(),
                layout.sizes.size());
   ExprId offset = kb_.index(layout.offset);
   int64_t coefficient = 0;
+  struct Term {
+    ExprId base = -1;
+    Digit digit;
+    int64_t stride = 0;
+    bool lane = false;
+  };
+  std::optional<Term> pending;
+  auto flush = [&] {
+    if (pending) offset = kb_.add(offset, kb_.mul(pending->base, kb_.index(pending->stride)));
+  };
   for (size_t d = 0; d < index.size(); ++d) {
     if (layout.strides[d] == 0 || layout.sizes[d] == 1) continue;
-    offset = kb_.add(offset, kb_.mul(index[d].base, kb_.index(layout.strides[d])));
     if (index[d].lane) coefficient += layout.strides[d];
+    const Digit digit = digitOf(kb_, index[d].base);
+    if (pending && !pending->lane && digit.modulus > 0 && pending->digit.linear == digit.linear &&
+        pending->digit.divisor == digit.divisor * digit.modulus && pending->stride == layout.strides[d] * digit.modulus) {
+      Digit merged{digit.linear, digit.divisor, pending->digit.modulus * digit.modulus};
+      ExprId base = merged.divisor == 1 ? merged.linear : kb_.div(merged.linear, kb_.index(merged.divisor));
+      if (merged.modulus > 0) base = kb_.mod(base, kb_.index(merged.modulus));
+      pending = Term{base, merged, layout.strides[d], index[d].lane};
+      continue;
+    }
+    flush();
+    pending = Term{index[d].base, digit, layout.strides[d], index[d].lane};
   }
+  flush();
   *lane_coefficient = coefficient;
   return offset;
 }
