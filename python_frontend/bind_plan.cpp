@@ -117,8 +117,13 @@ nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string&
     d["grid"] = nb::make_tuple(k->grid[0], k->grid[1]);
     d["block"] = nb::make_tuple(k->block[0], k->block[1]);
     d["shared_bytes"] = k->shared_bytes;
-    d["summary"] = k->summary;
+    d["summary"] = kernel::launchSummary(*k);
     d["params"] = params;
+    // Index arguments after the tensors: idx_t, a 64-bit integer when index64, else 32-bit.
+    nb::list extents;
+    for (const kernel::ExtentParam& x : k->extents) extents.append(nb::make_tuple(x.name, x.value));
+    d["extents"] = extents;
+    d["index64"] = k->index64;
     kernels.append(d);
   }
   return kernels;
@@ -198,7 +203,8 @@ void bindPlan(nb::module_& m) {
         nb::arg("device") = "h100", "the CUDA source of each kernel the plan for these inputs generates");
   m.def("kernels_for", &kernelsFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",
-        "each kernel of the plan: name, source, grid, block, shared_bytes, summary and params (role, index, dtype, "
+        "each kernel of the plan: name, source, grid, block, shared_bytes, summary, extents ((name, value) index "
+        "arguments after the tensors), index64 and params (role, index, dtype, "
         "numel, zeroed), for launching it outside braze");
   m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",

@@ -103,15 +103,18 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   const runtime::CuFunction function =
       runtime::loadCudaKernel(plan.cudaCode().back(), k.name,
                               runtime::kernelCompileOptions(queryDevice(0).value_or(DeviceInfo()).arch()));
-  runtime::CuDevicePtr args[2] = {x.address(), y.address()};
-  void* params[2] = {&args[0], &args[1]};
+  // The tensors, then the kernel's extents (the element count), as the cached execute passes them.
+  std::vector<runtime::CuDevicePtr> words = {x.address(), y.address()};
+  for (int64_t extent : kernel::extentArguments(k)) words.push_back(static_cast<runtime::CuDevicePtr>(extent));
+  std::vector<void*> params;
+  for (runtime::CuDevicePtr& word : words) params.push_back(&word);
   const runtime::CudaDriver& driver = runtime::requireCudaDriver();
   int64_t calls = 0;
   for (auto _ : state) {
     // The driver call alone: no checks, no strings.
     driver.launchKernel(function, static_cast<unsigned>(k.grid[0]), static_cast<unsigned>(k.grid[1]), 1,
-                        static_cast<unsigned>(k.block[0]), static_cast<unsigned>(k.block[1]), 1, 0, nullptr, params,
-                        nullptr);
+                        static_cast<unsigned>(k.block[0]), static_cast<unsigned>(k.block[1]), 1, 0, nullptr,
+                        params.data(), nullptr);
     if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");
   }
   runtime::synchronizeDevice("benchmark");

@@ -109,6 +109,22 @@ ExprId KernelBuilder::ref(VarId var) {
   return intern(e);
 }
 
+ExprId KernelBuilder::extent(std::string name, int64_t value) {
+  int32_t slot = 0;
+  while (slot < static_cast<int32_t>(k_.extents.size()) && k_.extents[slot].name != name) ++slot;
+  if (slot == static_cast<int32_t>(k_.extents.size())) {
+    k_.extents.push_back({std::move(name), value});
+  } else {
+    BRAZE_ASSERT(k_.extents[slot].value == value, "kernel extent {} bound to {} and to {}", k_.extents[slot].name,
+                 k_.extents[slot].value, value);
+  }
+  KExpr e;
+  e.kind = EKind::Extent;
+  e.index = true;
+  e.ref = slot;
+  return intern(e);
+}
+
 ExprId KernelBuilder::binaryIndex(EKind kind, ExprId a, ExprId b) {
   KExpr e;
   e.kind = kind;
@@ -470,6 +486,21 @@ void KernelBuilder::openElse() {
 void KernelBuilder::close() {
   BRAZE_ASSERT(!open_.empty() && open_.back().stmt != nullptr, "close without an open block");
   open_.pop_back();
+}
+
+std::vector<int64_t> extentArguments(const Kernel& kernel) {
+  static_assert(std::endian::native == std::endian::little, "32-bit extent arguments read the low half of a word");
+  std::vector<int64_t> words;
+  words.reserve(kernel.extents.size());
+  for (const ExtentParam& e : kernel.extents) words.push_back(e.value);
+  return words;
+}
+
+std::string launchSummary(const Kernel& kernel) {
+  std::string out = fmt::format("{}; grid {}", kernel.summary, kernel.grid[0]);
+  if (kernel.grid[1] > 1) out += fmt::format("x{}", kernel.grid[1]);
+  for (const ExtentParam& e : kernel.extents) out += fmt::format(", {} {}", e.name, e.value);
+  return out;
 }
 
 }  // namespace braze::kernel

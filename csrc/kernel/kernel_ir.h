@@ -2,7 +2,9 @@
 // Typed scalar expressions (interned, so equal index arithmetic is one node), statements (let, for,
 // if, loads and stores, vector loads and stores, block reductions, barriers), tensor parameters with
 // the layout the kernel was specialized for, and a fixed launch shape. Kernels are specialized on
-// sizes and strides (like torch.compile with static shapes): index arithmetic folds to constants.
+// sizes and strides (like torch.compile with static shapes): index arithmetic folds to constants,
+// except for the extents a lowering leaves open (the row count of a reduction, the element count of
+// a pointwise kernel): those are launch arguments, so shapes differing only there share one source.
 #pragma once
 
 #include "ir/data_type.h"
@@ -38,6 +40,7 @@ enum class EKind : uint8_t {
   ValueToIndex, // an integer value used as an index
   Load,         // tensor[offset] converted to its compute type (tensor, a = offset)
   LocalRead,    // array[a] (a thread's local array, or the block's shared array)
+  Extent,       // an index passed at launch: kernel.extents[ref]
 };
 
 struct KExpr {
@@ -48,7 +51,7 @@ struct KExpr {
   DataType from = DataType::Null;  // Cast
   int64_t i = 0;             // ConstInt/ConstBool value; ThreadIdx/BlockIdx axis
   double f = 0;              // ConstFloat
-  int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor
+  int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor; Extent: extent
   std::vector<ExprId> args;  // operands
 };
 
@@ -111,9 +114,16 @@ struct TensorParam {
   bool zeroed = false;
 };
 
+// An index argument of the kernel (an idx_t after the tensor parameters), with this launch's value.
+struct ExtentParam {
+  std::string name;
+  int64_t value = 0;
+};
+
 struct Kernel {
   std::string name;
   std::vector<TensorParam> tensors;
+  std::vector<ExtentParam> extents;
   std::vector<KExpr> exprs;
   std::vector<KVar> vars;
   std::vector<Stmt> body;
@@ -123,10 +133,20 @@ struct Kernel {
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
   int64_t shared_bytes = 0; // dynamic shared memory per block: the SharedArray vars, 16-byte aligned
   std::optional<int> maxrregcount;  // a register cap for NVRTC, when the heuristics want one for occupancy
-  std::string summary;      // the heuristics, one line: what explain and the dumps print
+  // The heuristics, one line, without the grid: the comment that heads the source (which is the
+  // compiled-kernel cache's key, so it holds nothing a launch of the same code may change).
+  std::string summary;
 
   int64_t threadsPerBlock() const { return block[0] * block[1]; }
 };
+
+// The extents as a launch passes them: one 8-byte word per extent, each argument pointing at its
+// word. A 32-bit idx_t reads the low half, which holds the value on a little-endian host (every host
+// CUDA supports) since 32-bit kernels only exist for values below 2^31.
+std::vector<int64_t> extentArguments(const Kernel& kernel);
+
+// The summary with this launch's grid and extents: what explain and the dumps print.
+std::string launchSummary(const Kernel& kernel);
 
 // Builds a kernel's expressions and statements: interns expressions, folds constant index math,
 // and appends statements to the innermost open block.
@@ -162,6 +182,8 @@ class KernelBuilder {
   ExprId valueToIndex(ExprId value);
   ExprId load(TensorId tensor, ExprId offset);
   ExprId localRead(VarId array, ExprId at);
+  // An index the kernel receives at launch (value: this launch's): the source does not contain it.
+  ExprId extent(std::string name, int64_t value);
 
   std::optional<int64_t> constValue(ExprId id) const;
   // The largest power of two (up to 2^20) known to divide the index value: what vectorized accesses need.

@@ -29,6 +29,7 @@ class IndexEvaluator {
     switch (e.kind) {
       case EKind::ConstInt:
       case EKind::ConstBool: return e.i;
+      case EKind::Extent: return k_.extents[e.ref].value;
       case EKind::VarRef: {
         auto it = vars_.find(e.ref);
         if (it == vars_.end()) return std::nullopt;

@@ -85,9 +85,7 @@ void lowerPointwise(LoweringContext& ctx) {
   Kernel& k = ctx.kernel;
   k.grid = {total_blocks, 1};
   k.block = {params.block, 1};
-  PointwiseParams shown = params;
-  shown.grid = total_blocks;
-  k.summary = shown.toString();
+  k.summary = params.toString();
   k.vectorize = vec;
 
   KernelBuilder kb(k);
@@ -107,7 +105,10 @@ void lowerPointwise(LoweringContext& ctx) {
                                        kb.index(params.block)),
                                 kb.threadIdx(0));
     const ExprId chunk_var = kb.letValue("chunk", chunk);
-    emitChunk(kb, vb, kb.lt(chunk_var, kb.index(g.numel / vec)), vec, lane, [&](Chunk& c) {
+    // One group: its chunk count is a launch argument, so sizes that keep the heuristics' choice (and
+    // whose index arithmetic does not name them) share one compiled kernel.
+    const ExprId chunks = guarded ? kb.index(g.numel / vec) : kb.extent("chunks", g.numel / vec);
+    emitChunk(kb, vb, kb.lt(chunk_var, chunks), vec, lane, [&](Chunk& c) {
       const auto index = vb.unflatten(kb.mul(chunk_var, kb.index(vec)), vec > 1, g.sizes);
       for (const Val* out : g.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
     });

@@ -87,7 +87,9 @@ class RowLowering {
       row_ = kb_.letValue("k", kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_x)), kb_.threadIdx(0)));
       kept_base_ = kb_.mul(row_, kb_.index(lanes_));
     }
-    row_ok_ = kb_.lt(kept_base_, kb_.index(rows_));
+    // Inner: the row count is a launch argument, so every batch size that keeps the heuristics' choice
+    // runs one compiled kernel (row offsets of contiguous rows are row * length, whatever the dims).
+    row_ok_ = kb_.lt(kept_base_, params_.inner ? kb_.extent("rows", rows_) : kb_.index(rows_));
     member_ = kb_.threadIdx(params_.inner ? 0 : 1);
     split_ = params_.splits > 1 ? kb_.blockIdx(1) : kb_.index(0);
     std::vector<Stmt> declarations, passes;

@@ -24,7 +24,7 @@ CompiledPlan compilePlan(SegmentedFusion plan, const DeviceInfo& device) {
   for (size_t s = 0; s < compiled.kernels.size(); ++s) {
     if (compiled.kernels[s]) {
       compiled.plan.segments[s].vectorize = compiled.kernels[s]->vectorize;
-      compiled.plan.segments[s].heuristics = compiled.kernels[s]->summary;
+      compiled.plan.segments[s].heuristics = launchSummary(*compiled.kernels[s]);
     }
   }
   return compiled;
@@ -76,7 +76,7 @@ CompiledPlan planAndCompile(const Fusion& fusion, const std::vector<HostValue>& 
   if (dumpEnabled("segments")) std::fprintf(stderr, "%s", compiled.plan.toString().c_str());
   for (const auto& k : compiled.kernels) {
     if (!k) continue;
-    if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k->name.c_str(), k->summary.c_str());
+    if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k->name.c_str(), launchSummary(*k).c_str());
     if (dumpEnabled("kernel")) std::fprintf(stderr, "%s\n", emitCuda(*k).c_str());
   }
   return compiled;

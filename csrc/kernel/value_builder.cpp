@@ -59,10 +59,18 @@ ExprId ValueBuilder::materialize(const Idx& i) { return i.lane ? kb_.add(i.base,
 std::vector<Idx> ValueBuilder::unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes) {
   std::vector<Idx> index(sizes.size());
   const auto strides = StridedLayout::rowMajor(sizes).strides;
+  // The outermost dim of size > 1 takes the quotient whole, as dim 0 does: the dims before it have
+  // size 1, so a [1, seq] index space is indexed as [seq] is (no modulo naming seq).
+  bool outermost = true;
   for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) {
+      index[d].base = kb_.index(0);
+      continue;
+    }
     ExprId q = kb_.div(linear_base, kb_.index(strides[d]));
-    if (d > 0) q = kb_.mod(q, kb_.index(sizes[d]));
-    index[d].base = sizes[d] == 1 ? kb_.index(0) : q;
+    if (!outermost) q = kb_.mod(q, kb_.index(sizes[d]));
+    outermost = false;
+    index[d].base = q;
   }
   // The lane stays on the last dim of size > 1: callers guarantee the base is a multiple of the
   // width and that extent is too, so base + lane never carries into another dim.

@@ -77,7 +77,8 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     compile.maxrregcount = k.maxrregcount;
     jobs.push_back({sources_.back(), k.name, compile});
     shared_bytes.push_back(k.shared_bytes);
-    max_params_ = std::max(max_params_, launch.slots.size());
+    launch.extents = kernel::extentArguments(k);
+    max_params_ = std::max(max_params_, launch.slots.size() + launch.extents.size());
     launches_.push_back(std::move(launch));
   }
   // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
@@ -125,9 +126,14 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     values.resize(max_params_);
     args.resize(max_params_);
     for (const Launch& launch : launches_) {
-      for (size_t p = 0; p < launch.slots.size(); ++p) {
+      const size_t tensors = launch.slots.size();
+      for (size_t p = 0; p < tensors; ++p) {
         values[p] = pointers[launch.slots[p]];
         args[p] = &values[p];
+      }
+      for (size_t x = 0; x < launch.extents.size(); ++x) {
+        values[tensors + x] = static_cast<CuDevicePtr>(launch.extents[x]);
+        args[tensors + x] = &values[tensors + x];
       }
       ops.launch(launch.function, launch.shape, args.data(), stream);
     }

@@ -41,7 +41,8 @@ class PreparedPlan {
   struct Launch {
     CuFunction function = nullptr;
     LaunchShape shape;
-    std::vector<int32_t> slots;  // the slot each kernel parameter binds to
+    std::vector<int32_t> slots;    // the slot each tensor parameter binds to
+    std::vector<int64_t> extents;  // the index arguments after them (kernel::extentArguments)
   };
   struct Output {
     int32_t slot = -1;

@@ -51,10 +51,10 @@ int64_t kernelVectorize(const VectorizeInput& input) {
 std::string PointwiseParams::toString() const {
   if (break_point > 0) {
     return fmt::format(
-        "pointwise 2D: rows = dims [0, {}) ({}), columns {}, vectorize {}, block {}x{}, {} rows per thread, grid {}x{}",
-        break_point, outer, inner, vectorize, threads_x, threads_y, unroll, grid, grid_y);
+        "pointwise 2D: rows = dims [0, {}) ({}), columns {}, vectorize {}, block {}x{}, {} rows per thread",
+        break_point, outer, inner, vectorize, threads_x, threads_y, unroll);
   }
-  return fmt::format("pointwise: vectorize {}, unroll {}, block {}, grid {}", vectorize, unroll, block, grid);
+  return fmt::format("pointwise: vectorize {}, unroll {}, block {}", vectorize, unroll, block);
 }
 
 namespace {
@@ -124,13 +124,13 @@ std::string ReductionParams::toString() const {
   const std::string split =
       splits > 1 ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length) : "";
   if (!inner) {
-    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced), grid {}{} ({})", vectorize,
-                       threads_x, threads_y, grid, split, why);
+    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({})", vectorize, threads_x,
+                       threads_y, split, why);
   }
   const char* kind = !persistent ? "inner reduction" : shared_cache ? "inner persistent (shared memory)"
                                                                       : "inner persistent";
-  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread, grid {}{} ({})",
-                     kind, vectorize, threads_x, threads_y, chunks, grid, split, why);
+  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread{} ({})", kind,
+                     vectorize, threads_x, threads_y, chunks, split, why);
 }
 
 namespace {
@@ -240,8 +240,8 @@ std::string TransposeParams::toString() const {
     parts.push_back(fmt::format("tile {}x{}, dims ({}), {} staged input{}", g.tile_a, g.tile_b, dims, g.staged,
                                 g.staged == 1 ? "" : "s"));
   }
-  return fmt::format("transpose: {}; vectorize {}, block {}, grid {}, shared {} B", fmt::join(parts, "; "), vectorize,
-                     threads, grid, shared_bytes);
+  return fmt::format("transpose: {}; vectorize {}, block {}, shared {} B", fmt::join(parts, "; "), vectorize, threads,
+                     shared_bytes);
 }
 
 TransposeParams transposeHeuristics(const DeviceInfo& device, const TransposeProblem& problem) {

@@ -44,7 +44,7 @@ struct PointwiseParams {
   int64_t threads_x = 0, threads_y = 0;
   int64_t grid_y = 1;
   int64_t outer = 1, inner = 1;  // elements: rows and columns
-  std::string toString() const;
+  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwiseProblem& problem);
 
@@ -76,7 +76,7 @@ struct ReductionParams {
   int64_t splits = 1;
   int64_t split_length = 0;
   std::string why;              // one sentence: why persistent, split or neither
-  std::string toString() const;
+  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);
 
@@ -114,7 +114,7 @@ struct TransposeParams {
   std::vector<TransposeGroupParams> groups;
   int64_t grid = 0;
   int64_t shared_bytes = 0;  // the staged tiles of all groups
-  std::string toString() const;
+  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
   bool operator==(const TransposeParams&) const = default;
 };
 TransposeParams transposeHeuristics(const DeviceInfo& device, const TransposeProblem& problem);

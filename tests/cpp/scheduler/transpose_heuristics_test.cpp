@@ -24,8 +24,8 @@ TEST(TransposeHeuristics, SmallFloatTransposeUses32x32TilesAndPrintsThem) {
   EXPECT_EQ(p.groups[0].staged, 1);
   EXPECT_EQ(p.grid, 32 * 32);
   EXPECT_EQ(p.shared_bytes, 32 * 32 * 4);
-  EXPECT_EQ(p.toString(),
-            "transpose: tile 32x32, dims (a=0, b=1), 1 staged input; vectorize 4, block 256, grid 1024, shared 4096 B");
+  // The grid is not in it: the summary heads the kernel's source, which launches of other grids share.
+  EXPECT_EQ(p.toString(), "transpose: tile 32x32, dims (a=0, b=1), 1 staged input; vectorize 4, block 256, shared 4096 B");
 }
 
 TEST(TransposeHeuristics, SixteenByteVectorsWidenTheTileAlongB) {
