@@ -1,0 +1,178 @@
+// Dynamic shapes without recompile storms: kernels take their row count (inner reductions) or chunk
+// count (one-group pointwise) as a launch argument, and contiguous leading dims index as one, so
+// shapes that differ only in batch and sequence length share one CUDA source, which the kernel caches
+// compile once. The reuse is checked the way the GPU would do it: the kernel lowered for one shape,
+// launched with another shape's grid and extents on that shape's tensors, against the reference.
+#include "fusions/kernel_util.h"
+#include "ir/ops.h"
+#include "kernel/cuda_emitter.h"
+#include "kernel/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace braze {
+namespace {
+
+using testing::expectClose;
+using testing::onlyKernel;
+using testing::randomInputs;
+
+// A layer_norm with no sizes in the definition (keepdim statistics, weight and bias broadcast with flags),
+// as a model's code defines it once for every batch and sequence length.
+std::shared_ptr<Fusion> dynamicLayerNorm() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard g(f.get());
+  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+  TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* xf = cast(x, DataType::Float)->asTensor();
+  auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
+  Val* rstd = unaryOp(OpKind::Rsqrt, add(var, f->constant(1e-5)));
+  Val* normed = mul(sub(xf, mean), rstd);
+  Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
+  Val* bf = cast(broadcast(b, {true, true, false}), DataType::Float);
+  f->addOutput(cast(add(mul(normed, wf), bf), DataType::BFloat16));
+  return f;
+}
+
+// SwiGLU's silu(gate) * up in bf16 over [rows, hidden]: a one-group (1D) pointwise kernel.
+std::shared_ptr<Fusion> dynamicSwiglu() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard g(f.get());
+  TensorView* gate = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+  TensorView* up = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+  Val* silu = unaryOp(OpKind::Silu, cast(gate, DataType::Float));
+  f->addOutput(cast(mul(silu, cast(up, DataType::Float)), DataType::BFloat16));
+  return f;
+}
+
+// A tensor to plan for, never read: planning needs sizes, strides and the address's alignment only, so no
+// memory is allocated for it (some of these shapes are gigabytes).
+HostTensor shapeOnly(std::vector<int64_t> sizes) {
+  alignas(256) static unsigned char nothing[16];
+  auto strides = StridedLayout::rowMajor(sizes).strides;
+  return HostTensor::wrap(nothing, DataType::BFloat16, std::move(sizes), std::move(strides));
+}
+
+kernel::CompiledPlan compileFor(const Fusion& f, const std::vector<HostValue>& inputs) {
+  return kernel::planAndCompile(f, inputs, {{}, DeviceInfo::h100Sxm()});
+}
+
+// Runs `kernel` (lowered for another shape, same source as `target`'s) with `target`'s grid and extents on
+// `inputs`, the way a cached CUfunction is launched; returns its one output.
+HostTensor launchAs(const kernel::Kernel& kernel, const kernel::CompiledPlan& planned, const kernel::Kernel& target,
+                    std::vector<HostValue> inputs, const std::vector<int64_t>& out_sizes) {
+  kernel::Kernel launched = kernel;
+  launched.grid = target.grid;
+  launched.extents = target.extents;
+  // The layouts only bound the simulator's checks (the GPU sees the pointers alone): the target's.
+  for (size_t i = 0; i < launched.tensors.size(); ++i) launched.tensors[i].layout = target.tensors[i].layout;
+  HostTensor out = HostTensor::empty(DataType::BFloat16, out_sizes);
+  std::vector<HostTensor*> tensors;
+  const auto& fusion_inputs = planned.plan.fusion->inputs();
+  for (const kernel::TensorParam& p : launched.tensors) {
+    if (p.output) {
+      tensors.push_back(&out);
+      continue;
+    }
+    const auto at = std::find(fusion_inputs.begin(), fusion_inputs.end(), p.storage);
+    EXPECT_NE(at, fusion_inputs.end()) << p.name << " is not a fusion input";
+    tensors.push_back(&std::get<HostTensor>(inputs[at - fusion_inputs.begin()]));
+  }
+  kernel::simulate(launched, tensors);
+  return out;
+}
+
+TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
+  const auto f = dynamicLayerNorm();
+  std::set<std::string> sources;
+  std::set<std::string> sources_from_two_rows;
+  for (int64_t i = 0; i < 64; ++i) {
+    // Batch 1..4, sequence lengths from 1 to several thousand, odd ones included.
+    const int64_t batch = 1 + i % 4;
+    const int64_t seq = 1 + (i * 977) % 4096;
+    const std::vector<HostValue> inputs{shapeOnly({batch, seq, 1600}), shapeOnly({1600}), shapeOnly({1600})};
+    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    const kernel::Kernel& k = onlyKernel(compiled);
+    ASSERT_EQ(k.extents.size(), 1u) << k.summary;
+    EXPECT_EQ(k.extents[0].name, "rows");
+    EXPECT_EQ(k.extents[0].value, batch * seq);
+    const std::string source = kernel::emitCuda(k);
+    sources.insert(source);
+    if (batch * seq >= 2) sources_from_two_rows.insert(source);
+  }
+  // One row gets a block of one row; every count from two up shares the other.
+  EXPECT_EQ(sources_from_two_rows.size(), 1u);
+  EXPECT_LE(sources.size(), 2u);
+}
+
+TEST(ShapeGenericKernels, ALayerNormKernelLaunchedForOtherRowCountsMatchesTheReference) {
+  const auto f = dynamicLayerNorm();
+  // 5 vectors of 8 per row (odd chunk counts), small enough for the simulator: 2 threads per row, and from
+  // 64 rows up, 64 rows per block (fewer rows get smaller blocks, and kernels of their own).
+  const int64_t hidden = 40;
+  auto inputsFor = [&](int64_t batch, int64_t seq, uint64_t seed) {
+    return randomInputs(*f, seed, {{batch, seq, hidden}, {hidden}, {hidden}});
+  };
+  const kernel::CompiledPlan planned = compileFor(*f, inputsFor(4, 16, 1));
+  const kernel::Kernel& k = onlyKernel(planned);
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{3, 33}, {1, 130}, {5, 27}, {2, 64}}) {
+    const auto inputs = inputsFor(batch, seq, 10 + batch * seq);
+    const kernel::CompiledPlan other = compileFor(*f, inputs);
+    const kernel::Kernel& target = onlyKernel(other);
+    // (Not ASSERT_EQ: a failure would print two sources of 20 KB.)
+    ASSERT_TRUE(kernel::emitCuda(k) == kernel::emitCuda(target))
+        << batch << "x" << seq << " needs another kernel: " << target.summary;
+    const HostTensor out = launchAs(k, planned, target, inputs, {batch, seq, hidden});
+    expectClose({out}, evaluate(*f, inputs), fmt::format("{}x{} with the 4x16 kernel", batch, seq));
+  }
+}
+
+TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
+  const auto f = dynamicSwiglu();
+  std::map<std::string, std::set<std::string>> sources_by_heuristics;
+  std::set<std::string> sources;
+  for (int64_t rows : {1000, 1001, 4096, 5000, 12345, 65536, 100000}) {
+    const std::vector<HostValue> inputs{shapeOnly({rows, 4096}), shapeOnly({rows, 4096})};
+    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    const kernel::Kernel& k = onlyKernel(compiled);
+    ASSERT_EQ(k.extents.size(), 1u) << k.summary;
+    EXPECT_EQ(k.extents[0].value, rows * 4096 / k.vectorize);
+    sources.insert(kernel::emitCuda(k));
+    sources_by_heuristics[k.summary].insert(kernel::emitCuda(k));
+  }
+  // A source per choice of the heuristics (the unroll grows with the work), never one per size.
+  for (const auto& [summary, distinct] : sources_by_heuristics) EXPECT_EQ(distinct.size(), 1u) << summary;
+  EXPECT_LE(sources.size(), 3u);
+  // And a kernel planned for 40 rows of 24, launched for 51 rows (a partial last block), computes the
+  // reference. (Both are small enough for a block of the same size.)
+  const auto small = randomInputs(*f, 3, {{40, 24}, {40, 24}});
+  const auto more = randomInputs(*f, 4, {{51, 24}, {51, 24}});
+  const kernel::CompiledPlan planned = compileFor(*f, small);
+  const kernel::CompiledPlan other = compileFor(*f, more);
+  ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other)))
+      << onlyKernel(other).summary;
+  const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {51, 24});
+  expectClose({out}, evaluate(*f, more), "51x24 with the 40x24 kernel");
+}
+
+// What may not be shared: sizes the heuristics or the index arithmetic depend on get their own source.
+TEST(ShapeGenericKernels, AnotherHiddenSizeOrAMisalignedInputGetsItsOwnSource) {
+  const auto f = dynamicLayerNorm();
+  auto sourceFor = [&](std::vector<HostValue> inputs) {
+    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    return kernel::emitCuda(onlyKernel(compiled));
+  };
+  const std::string base = sourceFor({shapeOnly({4, 8, 1600}), shapeOnly({1600}), shapeOnly({1600})});
+  EXPECT_TRUE(base != sourceFor({shapeOnly({4, 8, 2048}), shapeOnly({2048}), shapeOnly({2048})}));
+  // x viewed one element into a buffer: 2-byte aligned, no vectors.
+  const HostTensor buffer = shapeOnly({4 * 8 * 1600 + 1});
+  EXPECT_TRUE(base !=
+              sourceFor({buffer.view({4, 8, 1600}, {8 * 1600, 1600, 1}, 1), shapeOnly({1600}), shapeOnly({1600})}));
+}
+
+}  // namespace
+}  // namespace braze
