@@ -10,6 +10,7 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <fmt/format.h>
@@ -188,6 +189,22 @@ void bindGpu(nb::module_& m) {
             return cache.prepare(inputs).cudaCode();
           },
           "the CUDA source of each kernel of the plan for these inputs")
+      .def(
+          "explain",
+          [](runtime::FusionCache& cache, nb::list py_inputs) {
+            std::vector<nb::ndarray<nb::ro>> imported;
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+            runtime::CacheExplanation explanation;
+            {
+              nb::gil_scoped_release release;
+              explanation = cache.explain(inputs);
+            }
+            return nb::make_tuple(std::move(explanation.plan), std::string(toString(explanation.lookup)),
+                                  explanation.why);
+          },
+          "(plan, cache, why): the plan for these inputs, and whether running them hits a prepared plan ('hit'), "
+          "needs only new launch parameters ('new launch parameters') or a new kernel ('new kernel')")
+      .def("kernel_count", &runtime::FusionCache::kernelCount, "distinct kernels the prepared plans run")
       .def("last_cuda_code", &runtime::FusionCache::lastCudaCode, "the CUDA of the plan the last run used")
       .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
 }

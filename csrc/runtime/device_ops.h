@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,8 @@ class DeviceScope {
 class NoOpDeviceOps final : public DeviceOps {
  public:
   std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>&) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const CompileJob& job : jobs) sources_.insert(job.source);
     return std::vector<CuFunction>(jobs.size(), nullptr);
   }
   CuDevicePtr allocate(size_t bytes, CuStream) override {
@@ -69,8 +73,15 @@ class NoOpDeviceOps final : public DeviceOps {
   void launch(CuFunction, const LaunchShape&, void**, CuStream) override { ++launches; }
 
   std::atomic<int64_t> allocations{0}, releases{0}, launches{0};
+  // Distinct kernel sources asked for: what the driver would have compiled (or found on disk).
+  size_t distinctSources() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sources_.size();
+  }
 
  private:
+  mutable std::mutex mutex_;
+  std::set<std::string> sources_;
   std::atomic<CuDevicePtr> next_{1 << 20};
 };
 

@@ -1,6 +1,10 @@
 #include "runtime/fusion_cache.h"
 
 #include "ir/error.h"
+#include "kernel/cuda_emitter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <mutex>
@@ -78,30 +82,85 @@ DeviceOps& FusionCache::opsFor(int device) {
   return cudaDeviceOps(device);
 }
 
+DeviceInfo FusionCache::deviceInfo(int device) const {
+  if (device_) return *device_;
+  const std::optional<DeviceInfo> queried = queryDevice(device);
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "CUDA device {} cannot be queried", device);
+  return *queried;
+}
+
 const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature) {
   const int device = deviceOf(inputs);
   DeviceOps& ops = opsFor(device);
   DeviceScope scope(ops);
-  DeviceInfo info;
-  if (device_) {
-    info = *device_;
-  } else {
-    const std::optional<DeviceInfo> queried = queryDevice(device);
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "CUDA device {} cannot be queried", device);
-    info = *queried;
-  }
+  const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
   auto plan = std::make_unique<PreparedPlan>(*fusion_, inputs, options_, info, ops);
   std::unique_lock<std::shared_mutex> lock(mutex_);
   auto [it, inserted] = plans_.emplace(signature, std::move(plan));
-  if (inserted && plans_.size() == kManySignatures) {
-    // Said once per fusion: a workload whose shapes keep changing pays a compile for each new one.
-    std::fprintf(stderr,
-                 "braze: a fusion was prepared for %zu different input signatures; its kernels are specialized on "
-                 "sizes, strides, alignment and scalar values, so every new one is planned and compiled again\n",
-                 plans_.size());
+  if (!inserted) return *it->second;
+  const size_t known = kernels_.size();
+  const PreparedPlan& prepared = *it->second;
+  size_t k = 0;
+  for (const auto& kernel : prepared.compiled().kernels) {
+    if (kernel) kernels_.emplace(prepared.kernelHashes()[k++], kernel->summary);
   }
-  return *it->second;
+  if (known < kManyKernels && kernels_.size() >= kManyKernels) {
+    // Said once per fusion: shapes that keep changing what the heuristics choose (or strides, alignment
+    // or scalar values, which kernels are specialized on) pay a compile for each new kernel.
+    std::fprintf(stderr,
+                 "braze: a fusion has needed %zu different kernels for %zu input signatures; each new one is "
+                 "compiled (fd.explain tells why a shape needs its own)\n",
+                 kernels_.size(), plans_.size());
+  }
+  return prepared;
+}
+
+size_t FusionCache::kernelCount() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return kernels_.size();
+}
+
+CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
+  const InputSignature signature = InputSignature::of(inputs);
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = plans_.find(signature); it != plans_.end()) {
+      return {CacheLookup::Hit, "a prepared plan has this input signature (sizes, strides, alignment, scalars)",
+              it->second->compiled().plan};
+    }
+  }
+  kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(deviceOf(inputs)));
+  std::vector<std::string> reasons;
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& k : compiled.kernels) {
+    if (!k || kernels_.count(std::hash<std::string>{}(kernel::emitCuda(*k))) != 0) continue;
+    // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
+    // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
+    bool same_heuristics = false;
+    for (const auto& [hash, summary] : kernels_) same_heuristics = same_heuristics || summary == k->summary;
+    reasons.push_back(fmt::format("{} ({}): {}", k->name, k->summary,
+                                  kernels_.empty()      ? "the first kernel of this fusion"
+                                  : same_heuristics     ? "the same heuristics as a compiled kernel, but index "
+                                                          "arithmetic that depends on these sizes or strides"
+                                                        : "heuristics no compiled kernel of this fusion has"));
+  }
+  if (reasons.empty()) {
+    return {CacheLookup::NewLaunch,
+            "a new input signature, but every kernel it needs is compiled: it runs them with new launch arguments "
+            "(grid, row or element counts)",
+            std::move(compiled.plan)};
+  }
+  return {CacheLookup::NewKernel, fmt::format("new kernels: {}", fmt::join(reasons, "; ")), std::move(compiled.plan)};
+}
+
+std::string_view toString(CacheLookup lookup) {
+  switch (lookup) {
+    case CacheLookup::Hit: return "hit";
+    case CacheLookup::NewLaunch: return "new launch parameters";
+    case CacheLookup::NewKernel: return "new kernel";
+  }
+  return "?";
 }
 
 }  // namespace braze::runtime

@@ -1,6 +1,8 @@
 // The GPU execute path of one fusion: input signature -> prepared plan, thread-safe. The first call
 // with a signature plans, lowers and compiles (NVRTC, through the kernel caches); every later call
-// computes the signature, finds the plan under a shared lock and runs it.
+// computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
+// but kernels leave their row or element counts to launch arguments: a new batch size or sequence
+// length is planned again (under a millisecond) and usually runs kernels compiled already.
 //
 // Checked on a miss only (a hit has the signature of inputs that passed): the inputs' count, kinds,
 // dtypes and ranks against the definition (explain's own checks), and that every tensor is on one
@@ -14,9 +16,26 @@
 #include <atomic>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace braze::runtime {
+
+// What running these inputs would cost, and why (explain's answer for the GPU path).
+enum class CacheLookup : uint8_t {
+  Hit,        // a prepared plan has this input signature: it runs at once
+  NewLaunch,  // a new signature whose kernels are all compiled already: planned, then launched with new
+              // arguments (grid, extents), no compile
+  NewKernel,  // at least one kernel source not compiled for this fusion yet: NVRTC (or the disk cache)
+};
+std::string_view toString(CacheLookup lookup);
+
+struct CacheExplanation {
+  CacheLookup lookup = CacheLookup::Hit;
+  std::string why;
+  SegmentedFusion plan;  // what would run: segments, heuristics (launchSummary) and bookending
+};
 
 class FusionCache {
  public:
@@ -30,14 +49,20 @@ class FusionCache {
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false);
   // The plan for these inputs, prepared if it was not.
   const PreparedPlan& prepare(const std::vector<DeviceValue>& inputs);
+  // Whether these inputs hit a prepared plan, need only new launch arguments, or a new kernel, and
+  // why; plans them to find out (no compile, no load) but keeps nothing.
+  CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
-  // After this many signatures the cache warns once (stderr) that each new one costs a compile.
-  static constexpr size_t kManySignatures = 16;
+  // Distinct kernel sources the prepared plans run (shapes that share kernels count once).
+  size_t kernelCount() const;
+  // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
+  static constexpr size_t kManyKernels = 16;
   // The CUDA sources of the plan the last run used (empty before the first run).
   std::vector<std::string> lastCudaCode() const;
 
  private:
   const PreparedPlan& prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature);
+  DeviceInfo deviceInfo(int device) const;
   DeviceOps& opsFor(int device);
   int deviceOf(const std::vector<DeviceValue>& inputs) const;
 
@@ -47,6 +72,7 @@ class FusionCache {
   std::optional<DeviceInfo> device_;
   mutable std::shared_mutex mutex_;
   std::unordered_map<InputSignature, std::unique_ptr<PreparedPlan>, InputSignature::Hash> plans_;
+  std::unordered_map<size_t, std::string> kernels_;  // source hash -> the heuristics' summary of that kernel
   std::atomic<const PreparedPlan*> last_{nullptr};  // plans are never removed, so the pointer stays valid
   std::array<std::atomic<DeviceOps*>, 16> device_ops_{};
 };

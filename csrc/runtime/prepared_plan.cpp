@@ -24,6 +24,17 @@ size_t bytesOf(const StridedLayout& layout, DataType dtype) {
 
 }  // namespace
 
+kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+                                   const PlanOptions& options, const DeviceInfo& device) {
+  std::vector<HostValue> host;
+  host.reserve(inputs.size());
+  for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, fusion.outputAliases().empty(),
+                   "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
+                   "not do yet; run it with host (numpy) inputs");
+  return kernel::planAndCompile(fusion, host, {options, device});
+}
+
 int32_t PreparedPlan::addSlot(Slot slot) {
   slots_.push_back(slot);
   return static_cast<int32_t>(slots_.size() - 1);
@@ -31,13 +42,7 @@ int32_t PreparedPlan::addSlot(Slot slot) {
 
 PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
                            const DeviceInfo& device, DeviceOps& ops) {
-  std::vector<HostValue> host;
-  host.reserve(inputs.size());
-  for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
-  BRAZE_CHECK_KIND(ErrorKind::Runtime, fusion.outputAliases().empty(),
-                   "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
-                   "not do yet; run it with host (numpy) inputs");
-  compiled_ = kernel::planAndCompile(fusion, host, {options, device});
+  compiled_ = planForDevice(fusion, inputs, options, device);
   const SegmentedFusion& plan = compiled_.plan;
   std::unordered_map<const Val*, int32_t> slot_of;
   std::vector<CompileJob> jobs;
@@ -70,12 +75,13 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
         launch.slots.push_back(it->second);
       }
     }
-    sources_.push_back(kernel::emitCuda(k));
+    std::string source = kernel::emitCuda(k);
+    kernel_hashes_.push_back(std::hash<std::string>{}(source));
     // No block to run (a zero-size dim): its outputs exist (empty) but nothing is launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
     CompileOptions compile = kernelCompileOptions(device.arch());
     compile.maxrregcount = k.maxrregcount;
-    jobs.push_back({sources_.back(), k.name, compile});
+    jobs.push_back({std::move(source), k.name, compile});
     shared_bytes.push_back(k.shared_bytes);
     launch.extents = kernel::extentArguments(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.extents.size());
@@ -98,6 +104,14 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     if (slots_[o.slot].kind == SlotKind::Buffer) slots_[o.slot].returned = true;
     outputs_.push_back(std::move(o));
   }
+}
+
+std::vector<std::string> PreparedPlan::cudaCode() const {
+  std::vector<std::string> sources;
+  for (const auto& k : compiled_.kernels) {
+    if (k) sources.push_back(kernel::emitCuda(*k));
+  }
+  return sources;
 }
 
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream,

@@ -14,6 +14,11 @@
 
 namespace braze::runtime {
 
+// The plan and kernels (lowered, not compiled) for inputs on a device: planning reads their sizes,
+// strides, pointer alignment and scalar values, never their data.
+kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+                                   const PlanOptions& options, const DeviceInfo& device);
+
 class PreparedPlan {
  public:
   // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
@@ -27,7 +32,10 @@ class PreparedPlan {
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops) const;
 
   const kernel::CompiledPlan& compiled() const { return compiled_; }
-  const std::vector<std::string>& cudaCode() const { return sources_; }
+  // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
+  std::vector<std::string> cudaCode() const;
+  // A hash of each kernel's source: plans whose hashes match run the same compiled kernels.
+  const std::vector<size_t>& kernelHashes() const { return kernel_hashes_; }
 
  private:
   enum class SlotKind : uint8_t { Input, Buffer, Workspace };
@@ -53,7 +61,7 @@ class PreparedPlan {
   int32_t addSlot(Slot slot);
 
   kernel::CompiledPlan compiled_;
-  std::vector<std::string> sources_;
+  std::vector<size_t> kernel_hashes_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
   std::vector<Output> outputs_;

@@ -98,11 +98,22 @@ def _current_stream(framework, flat) -> int:
     return 0  # the legacy default stream, which orders after the work of every blocking stream
 
 
-def _execute_gpu(fd, flat, bookend, stream) -> list:
+def _readable(flat) -> list:
+    """The inputs as DLPack exports them: torch refuses __dlpack__ on tensors that require grad, and
+    braze only reads them."""
+    return [x.detach() if getattr(x, "requires_grad", False) else x for x in flat]
+
+
+def _gpu_cache(fd, bookend):
     caches = fd.__dict__.setdefault("_gpu_caches", {})
     cache = caches.get(bookend)
     if cache is None:
         cache = caches[bookend] = _C.FusionCache(fd._fusion, bookend)
+    return cache
+
+
+def _execute_gpu(fd, flat, bookend, stream) -> list:
+    cache = _gpu_cache(fd, bookend)
     framework = _framework_of(flat)
     if stream is None:
         stream = _current_stream(framework, flat)
@@ -111,16 +122,34 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
         stream = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
         if stream is None:
             raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
-    if framework == "torch":
-        # torch refuses __dlpack__ on tensors that require grad; braze only reads them.
-        flat = [x.detach() if getattr(x, "requires_grad", False) else x for x in flat]
-    outputs = cache.run(flat, int(stream), framework)
+    outputs = cache.run(_readable(flat), int(stream), framework)
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
     return outputs
 
 
+class GpuPlan:
+    """fd.explain for GPU inputs: the Plan for the inputs' GPU (its attributes are this object's),
+    plus what running them costs against the fusion's cache: `cache` is "hit" (a prepared plan),
+    "new launch parameters" (kernels compiled already, new grid and row counts) or "new kernel"
+    (a compile), and `cache_why` says why."""
+
+    def __init__(self, plan, cache, cache_why):
+        self.plan, self.cache, self.cache_why = plan, cache, cache_why
+
+    def __getattr__(self, name):
+        return getattr(self.plan, name)
+
+    def __str__(self):
+        return f"{self.plan}\ncache: {self.cache} ({self.cache_why})"
+
+
 def explain(fd, inputs, bookend, target="h100"):
+    flat = _flatten(inputs)
+    if any(_on_cuda(x) for x in flat):
+        # The inputs' own GPU decides the heuristics; `target` only names one for host inputs.
+        plan, cache, why = _gpu_cache(fd, _policy(bookend)).explain(_readable(flat))
+        return GpuPlan(plan, cache, why)
     args, _ = _host_args(fd, inputs)
     return _C.explain(fd._fusion, args, _policy(bookend), _device_name(target))
 

@@ -11,6 +11,7 @@ from braze import DataType, FusionDefinition
 from braze import execute as bx
 
 from test_explain import define_rope, rope_inputs
+from test_shape_generic import sizeless_layer_norm
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -69,6 +70,23 @@ def test_layer_norm_on_torch_tensors_is_cached_per_signature():
     shifted = big[1:].view(64, 1600)
     check(fd, [shifted, w], fd.execute([shifted, w]))
     assert len(fd._gpu_caches["auto"]) == 2
+
+
+def test_new_row_counts_reuse_compiled_kernels_and_explain_says_so():
+    with FusionDefinition() as fd:
+        sizeless_layer_norm(fd)
+    w = torch.randn(1600, dtype=torch.bfloat16, device="cuda")
+    first = [torch.randn(2, 128, 1600, dtype=torch.bfloat16, device="cuda"), w]
+    assert fd.explain(first).cache == "new kernel"
+    check(fd, first, fd.execute(first))
+    assert fd.explain(first).cache == "hit"
+    for batch, seq in [(1, 7), (3, 1000), (4, 4096), (1, 2)]:
+        inputs = [torch.randn(batch, seq, 1600, dtype=torch.bfloat16, device="cuda"), w]
+        plan = fd.explain(inputs)
+        assert plan.cache == "new launch parameters", plan.cache_why
+        check(fd, inputs, fd.execute(inputs))
+    cache = fd._gpu_caches["auto"]
+    assert len(cache) == 5 and cache.kernel_count() == 1
 
 
 def test_views_of_inputs_share_their_memory():

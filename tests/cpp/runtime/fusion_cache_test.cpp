@@ -168,24 +168,78 @@ TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
 namespace braze {
 namespace {
 
-TEST(FusionCache, ManySignaturesAreWarnedAboutOnce) {
+// A layer_norm defined without sizes, as model code defines it once for every batch and sequence length.
+std::shared_ptr<Fusion> sizelessLayerNorm() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard g(f.get());
+  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+  TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* xf = cast(x, DataType::Float)->asTensor();
+  auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
+  Val* normed = mul(sub(xf, mean), unaryOp(OpKind::Rsqrt, add(var, f->constant(1e-5))));
+  Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
+  Val* bf = cast(broadcast(b, {true, true, false}), DataType::Float);
+  f->addOutput(cast(add(mul(normed, wf), bf), DataType::BFloat16));
+  return f;
+}
+
+std::vector<DeviceValue> sizelessLayerNormInputs(int64_t batch, int64_t seq) {
+  return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {batch, seq, 1600}),
+          DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+          DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
+}
+
+TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
+  NoOpDeviceOps ops;
+  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  ::testing::internal::CaptureStderr();
+  for (int64_t i = 0; i < 64; ++i) cache.run(sizelessLayerNormInputs(1 + i % 4, 1 + (i * 977) % 4096));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cache.size(), 64u);        // a plan per shape (planning is host work, under a millisecond)
+  EXPECT_LE(cache.kernelCount(), 2u);  // but one row per block, or two: two kernels for every shape
+  EXPECT_LE(ops.distinctSources(), 2u);
+  EXPECT_EQ(err, "");
+}
+
+TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
+  NoOpDeviceOps ops;
+  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  runtime::CacheExplanation first = cache.explain(sizelessLayerNormInputs(4, 128));
+  EXPECT_EQ(first.lookup, runtime::CacheLookup::NewKernel);
+  EXPECT_NE(first.why.find("the first kernel of this fusion"), std::string::npos) << first.why;
+  cache.run(sizelessLayerNormInputs(4, 128));
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(4, 128)).lookup, runtime::CacheLookup::Hit);
+  const runtime::CacheExplanation longer = cache.explain(sizelessLayerNormInputs(2, 1000));
+  EXPECT_EQ(longer.lookup, runtime::CacheLookup::NewLaunch) << longer.why;
+  EXPECT_EQ(cache.size(), 1u);  // explain keeps nothing
+  // One row: a block of one row, which the heuristics had not chosen before.
+  const runtime::CacheExplanation one_row = cache.explain(sizelessLayerNormInputs(1, 1));
+  EXPECT_EQ(one_row.lookup, runtime::CacheLookup::NewKernel);
+  EXPECT_NE(one_row.why.find("heuristics no compiled kernel of this fusion has"), std::string::npos) << one_row.why;
+  EXPECT_NE(one_row.why.find("1 rows per block"), std::string::npos) << one_row.why;
+}
+
+TEST(FusionCache, ManyKernelsAreWarnedAboutOnce) {
+  // Kernels are specialized on scalar values: every new value is a new kernel.
   auto f = std::make_shared<Fusion>();
   {
     FusionGuard g(f.get());
     TensorView* x = defineTensor({-1}, {true}, DataType::Float);
-    f->addOutput(add(x, x));
+    f->addOutput(mul(x, defineScalar(DataType::Double)));
   }
   runtime::NoOpDeviceOps ops;
   runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   ::testing::internal::CaptureStderr();
-  for (int64_t n = 1; n <= static_cast<int64_t>(runtime::FusionCache::kManySignatures) + 4; ++n) {
-    cache.run({runtime::DeviceTensor{0x100000, DataType::Float, {n}, {1}, 0}});
+  const int64_t n = static_cast<int64_t>(runtime::FusionCache::kManyKernels) + 4;
+  for (int64_t i = 0; i < n; ++i) {
+    cache.run({runtime::DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{1.0 + i}});
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(cache.size(), runtime::FusionCache::kManySignatures + 4);
-  const auto first = err.find("different input signatures");
+  EXPECT_EQ(cache.kernelCount(), static_cast<size_t>(n));
+  const auto first = err.find("different kernels");
   ASSERT_NE(first, std::string::npos) << err;
-  EXPECT_EQ(err.find("different input signatures", first + 1), std::string::npos) << err;
+  EXPECT_EQ(err.find("different kernels", first + 1), std::string::npos) << err;
 }
 
 TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
