@@ -3,6 +3,7 @@
 // strings, so a Python object never points into a plan that has gone away.
 #include "bindings.h"
 #include "host_values.h"
+#include "scalar_value.h"
 
 #include "ir/dump.h"
 #include "kernel/cuda_emitter.h"
@@ -119,10 +120,15 @@ nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string&
     d["shared_bytes"] = k->shared_bytes;
     d["summary"] = kernel::launchSummary(*k);
     d["params"] = params;
-    // Index arguments after the tensors: idx_t, a 64-bit integer when index64, else 32-bit.
-    nb::list extents;
-    for (const kernel::ExtentParam& x : k->extents) extents.append(nb::make_tuple(x.name, x.value));
-    d["extents"] = extents;
+    // Scalar arguments after the tensors: (name, value, word), the word being what a launcher passes
+    // (8 bytes; a narrower parameter reads its low bytes).
+    nb::list arguments;
+    const std::vector<uint64_t> words = kernel::argumentWords(*k);
+    for (size_t a = 0; a < k->arguments.size(); ++a) {
+      const kernel::ScalarArgument& arg = k->arguments[a];
+      arguments.append(nb::make_tuple(arg.name, scalarValueToPython(arg.value), words[a]));
+    }
+    d["arguments"] = arguments;
     d["index64"] = k->index64;
     kernels.append(d);
   }
@@ -203,8 +209,8 @@ void bindPlan(nb::module_& m) {
         nb::arg("device") = "h100", "the CUDA source of each kernel the plan for these inputs generates");
   m.def("kernels_for", &kernelsFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",
-        "each kernel of the plan: name, source, grid, block, shared_bytes, summary, extents ((name, value) index "
-        "arguments after the tensors), index64 and params (role, index, dtype, "
+        "each kernel of the plan: name, source, grid, block, shared_bytes, summary, arguments ((name, value, word) "
+        "scalars after the tensors: row counts and scalar inputs), index64 and params (role, index, dtype, "
         "numel, zeroed), for launching it outside braze");
   m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",

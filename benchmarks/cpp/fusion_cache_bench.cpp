@@ -103,9 +103,9 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   const runtime::CuFunction function =
       runtime::loadCudaKernel(plan.cudaCode().back(), k.name,
                               runtime::kernelCompileOptions(queryDevice(0).value_or(DeviceInfo()).arch()));
-  // The tensors, then the kernel's extents (the element count), as the cached execute passes them.
+  // The tensors, then the kernel's scalar arguments (the element count), as the cached execute passes them.
   std::vector<runtime::CuDevicePtr> words = {x.address(), y.address()};
-  for (int64_t extent : kernel::extentArguments(k)) words.push_back(static_cast<runtime::CuDevicePtr>(extent));
+  for (uint64_t word : kernel::argumentWords(k)) words.push_back(static_cast<runtime::CuDevicePtr>(word));
   std::vector<void*> params;
   for (runtime::CuDevicePtr& word : words) params.push_back(&word);
   const runtime::CudaDriver& driver = runtime::requireCudaDriver();

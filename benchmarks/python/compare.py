@@ -212,8 +212,8 @@ class BrazeKernels:
             for p in k["params"]:
                 t = inputs[p["index"]] if p["role"] == "input" else outputs[p["index"]] if p["role"] == "output" else next(w)
                 args.append(cp.uint64(t.data_ptr()))
-            index_type = cp.int64 if k["index64"] else cp.int32
-            args.extend(index_type(value) for _, value in k["extents"])
+            # Scalar arguments as 8-byte words: a narrower parameter reads the low bytes.
+            args.extend(cp.uint64(word) for _, _, word in k["arguments"])
             # torch's current stream: the one a CUDA graph capture records.
             stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
             fn(k["grid"], k["block"], tuple(args), shared_mem=k["shared_bytes"], stream=stream)
@@ -288,7 +288,7 @@ def host_latency(calls):
     out = torch.empty(1, device="cuda")
     cuda = ctypes.CDLL("libcuda.so.1")
     function = ctypes.c_void_p(kernels.functions[0].ptr)
-    words = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr())] + [ctypes.c_int64(v) for _, v in k["extents"]]
+    words = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr())] + [ctypes.c_uint64(w) for _, _, w in k["arguments"]]
     params = (ctypes.c_void_p * len(words))(*[ctypes.cast(ctypes.pointer(w), ctypes.c_void_p) for w in words])
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 

@@ -77,7 +77,10 @@ class Emitter {
       params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", cudaStorageTypeName(t.dtype),
                                    t.name));
     }
-    for (const ExtentParam& x : k_.extents) params.push_back(fmt::format("const idx_t {}", x.name));
+    for (const ScalarArgument& a : k_.arguments) {
+      params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : cudaComputeTypeName(a.dtype),
+                                   a.name));
+    }
     out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
                        fmt::join(params, ", "));
     body_ = &out;
@@ -120,7 +123,7 @@ class Emitter {
       case EKind::ConstBool: return x.i ? "true" : "false";
       case EKind::ConstFloat: return cudaLiteral(x.f, x.dtype);
       case EKind::VarRef: return k_.vars[x.ref].name;
-      case EKind::Extent: return k_.extents[x.ref].name;
+      case EKind::Argument: return k_.arguments[x.ref].name;
       case EKind::ThreadIdx: return x.i == 0 ? "(idx_t)threadIdx.x" : "(idx_t)threadIdx.y";
       case EKind::BlockIdx: return x.i == 0 ? "(idx_t)blockIdx.x" : "(idx_t)blockIdx.y";
       case EKind::Add: return fmt::format("({} + {})", a(0), a(1));

@@ -109,20 +109,30 @@ ExprId KernelBuilder::ref(VarId var) {
   return intern(e);
 }
 
-ExprId KernelBuilder::extent(std::string name, int64_t value) {
+ExprId KernelBuilder::argument(ScalarArgument arg) {
   int32_t slot = 0;
-  while (slot < static_cast<int32_t>(k_.extents.size()) && k_.extents[slot].name != name) ++slot;
-  if (slot == static_cast<int32_t>(k_.extents.size())) {
-    k_.extents.push_back({std::move(name), value});
+  while (slot < static_cast<int32_t>(k_.arguments.size()) && k_.arguments[slot].name != arg.name) ++slot;
+  if (slot == static_cast<int32_t>(k_.arguments.size())) {
+    k_.arguments.push_back(arg);
   } else {
-    BRAZE_ASSERT(k_.extents[slot].value == value, "kernel extent {} bound to {} and to {}", k_.extents[slot].name,
-                 k_.extents[slot].value, value);
+    BRAZE_ASSERT(k_.arguments[slot].value == arg.value && k_.arguments[slot].dtype == arg.dtype,
+                 "kernel argument {} bound twice, to {} and to {}", arg.name, ::braze::toString(k_.arguments[slot].value),
+                 ::braze::toString(arg.value));
   }
   KExpr e;
-  e.kind = EKind::Extent;
-  e.index = true;
+  e.kind = EKind::Argument;
+  e.index = arg.index;
+  e.dtype = arg.index ? DataType::Int64 : arg.dtype;
   e.ref = slot;
   return intern(e);
+}
+
+ExprId KernelBuilder::extent(std::string name, int64_t value) {
+  return argument({std::move(name), true, DataType::Int64, value});
+}
+
+ExprId KernelBuilder::scalarArgument(std::string name, DataType dtype, ScalarValue value) {
+  return argument({std::move(name), false, dtype, value});
 }
 
 ExprId KernelBuilder::binaryIndex(EKind kind, ExprId a, ExprId b) {
@@ -488,18 +498,31 @@ void KernelBuilder::close() {
   open_.pop_back();
 }
 
-std::vector<int64_t> extentArguments(const Kernel& kernel) {
-  static_assert(std::endian::native == std::endian::little, "32-bit extent arguments read the low half of a word");
-  std::vector<int64_t> words;
-  words.reserve(kernel.extents.size());
-  for (const ExtentParam& e : kernel.extents) words.push_back(e.value);
+std::vector<uint64_t> argumentWords(const Kernel& kernel) {
+  static_assert(std::endian::native == std::endian::little, "narrow arguments read the low bytes of a word");
+  std::vector<uint64_t> words;
+  words.reserve(kernel.arguments.size());
+  for (const ScalarArgument& a : kernel.arguments) {
+    const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
+    if (type == DataType::Float) {
+      words.push_back(std::bit_cast<uint32_t>(static_cast<float>(toDouble(a.value))));
+    } else if (type == DataType::Double) {
+      words.push_back(std::bit_cast<uint64_t>(toDouble(a.value)));
+    } else if (type == DataType::Bool) {
+      words.push_back(toInt(a.value) != 0 ? 1 : 0);
+    } else {
+      words.push_back(static_cast<uint64_t>(toInt(a.value)));
+    }
+  }
   return words;
 }
 
 std::string launchSummary(const Kernel& kernel) {
   std::string out = fmt::format("{}; grid {}", kernel.summary, kernel.grid[0]);
   if (kernel.grid[1] > 1) out += fmt::format("x{}", kernel.grid[1]);
-  for (const ExtentParam& e : kernel.extents) out += fmt::format(", {} {}", e.name, e.value);
+  for (const ScalarArgument& a : kernel.arguments) {
+    if (a.index) out += fmt::format(", {} {}", a.name, ::braze::toString(a.value));
+  }
   return out;
 }
 

@@ -3,8 +3,9 @@
 // if, loads and stores, vector loads and stores, block reductions, barriers), tensor parameters with
 // the layout the kernel was specialized for, and a fixed launch shape. Kernels are specialized on
 // sizes and strides (like torch.compile with static shapes): index arithmetic folds to constants,
-// except for the extents a lowering leaves open (the row count of a reduction, the element count of
-// a pointwise kernel): those are launch arguments, so shapes differing only there share one source.
+// except for the counts a lowering leaves open (the row count of a reduction, the element count of a
+// pointwise kernel) and the fusion's scalar inputs: those are launch arguments, so shapes and scalar
+// values differing only there share one source.
 #pragma once
 
 #include "ir/data_type.h"
@@ -40,7 +41,7 @@ enum class EKind : uint8_t {
   ValueToIndex, // an integer value used as an index
   Load,         // tensor[offset] converted to its compute type (tensor, a = offset)
   LocalRead,    // array[a] (a thread's local array, or the block's shared array)
-  Extent,       // an index passed at launch: kernel.extents[ref]
+  Argument,     // a scalar passed at launch: kernel.arguments[ref]
 };
 
 struct KExpr {
@@ -51,7 +52,7 @@ struct KExpr {
   DataType from = DataType::Null;  // Cast
   int64_t i = 0;             // ConstInt/ConstBool value; ThreadIdx/BlockIdx axis
   double f = 0;              // ConstFloat
-  int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor; Extent: extent
+  int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor; Argument: argument
   std::vector<ExprId> args;  // operands
 };
 
@@ -114,16 +115,19 @@ struct TensorParam {
   bool zeroed = false;
 };
 
-// An index argument of the kernel (an idx_t after the tensor parameters), with this launch's value.
-struct ExtentParam {
+// A scalar parameter of the kernel, after the tensor parameters, with this launch's value: an index the
+// source leaves open (idx_t), or a scalar input of the fusion (its dtype's compute type).
+struct ScalarArgument {
   std::string name;
-  int64_t value = 0;
+  bool index = true;
+  DataType dtype = DataType::Int64;  // not an index: the value's dtype
+  ScalarValue value = int64_t{0};
 };
 
 struct Kernel {
   std::string name;
   std::vector<TensorParam> tensors;
-  std::vector<ExtentParam> extents;
+  std::vector<ScalarArgument> arguments;
   std::vector<KExpr> exprs;
   std::vector<KVar> vars;
   std::vector<Stmt> body;
@@ -140,12 +144,12 @@ struct Kernel {
   int64_t threadsPerBlock() const { return block[0] * block[1]; }
 };
 
-// The extents as a launch passes them: one 8-byte word per extent, each argument pointing at its
-// word. A 32-bit idx_t reads the low half, which holds the value on a little-endian host (every host
-// CUDA supports) since 32-bit kernels only exist for values below 2^31.
-std::vector<int64_t> extentArguments(const Kernel& kernel);
+// The scalar arguments as a launch passes them: one 8-byte word each, the kernel parameter pointing at
+// its word. A parameter narrower than 8 bytes (a 32-bit idx_t, a float, a bool) reads the low bytes,
+// which hold its value on a little-endian host (every host CUDA supports).
+std::vector<uint64_t> argumentWords(const Kernel& kernel);
 
-// The summary with this launch's grid and extents: what explain and the dumps print.
+// The summary with this launch's grid and index arguments: what explain and the dumps print.
 std::string launchSummary(const Kernel& kernel);
 
 // Builds a kernel's expressions and statements: interns expressions, folds constant index math,
@@ -184,6 +188,8 @@ class KernelBuilder {
   ExprId localRead(VarId array, ExprId at);
   // An index the kernel receives at launch (value: this launch's): the source does not contain it.
   ExprId extent(std::string name, int64_t value);
+  // A value of `dtype` the kernel receives at launch (a scalar input of the fusion).
+  ExprId scalarArgument(std::string name, DataType dtype, ScalarValue value);
 
   std::optional<int64_t> constValue(ExprId id) const;
   // The largest power of two (up to 2^20) known to divide the index value: what vectorized accesses need.
@@ -219,6 +225,7 @@ class KernelBuilder {
 
  private:
   ExprId intern(KExpr e);
+  ExprId argument(ScalarArgument arg);
   ExprId binaryIndex(EKind kind, ExprId a, ExprId b);
   void push(Stmt s);
 

@@ -29,7 +29,11 @@ class IndexEvaluator {
     switch (e.kind) {
       case EKind::ConstInt:
       case EKind::ConstBool: return e.i;
-      case EKind::Extent: return k_.extents[e.ref].value;
+      case EKind::Argument: {
+        const ScalarArgument& a = k_.arguments[e.ref];
+        if (!a.index) return std::nullopt;  // data (a scalar input), not index arithmetic
+        return toInt(a.value);
+      }
       case EKind::VarRef: {
         auto it = vars_.find(e.ref);
         if (it == vars_.end()) return std::nullopt;

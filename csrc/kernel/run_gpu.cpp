@@ -113,10 +113,10 @@ void launch(const Kernel& kernel, runtime::CuFunction function, std::vector<runt
     pointers[i] = buffer.address();
     workspaces.emplace_back(i, std::move(buffer));
   }
-  std::vector<int64_t> extents = extentArguments(kernel);
+  std::vector<uint64_t> words = argumentWords(kernel);
   std::vector<void*> args;
   for (runtime::CuDevicePtr& p : pointers) args.push_back(&p);
-  for (int64_t& word : extents) args.push_back(&word);
+  for (uint64_t& word : words) args.push_back(&word);
   runtime::launchCudaKernel(function, kernel.name, {kernel.grid, kernel.block, kernel.shared_bytes}, args);
   runtime::synchronizeDevice("after kernel " + kernel.name);
   // A zeroed workspace must come back zeroed: a cached one is reused by the next launch unchanged.

@@ -107,7 +107,15 @@ class Simulator {
       case EKind::ConstBool: r.i = e.i; return r;
       case EKind::ConstFloat: r.f = e.f; return r;
       case EKind::VarRef: return scalars_[e.ref][t];
-      case EKind::Extent: r.i = k_.extents[e.ref].value; return r;
+      case EKind::Argument: {  // as the constant it replaces would be (ConstFloat, ConstInt, ConstBool)
+        const ScalarArgument& a = k_.arguments[e.ref];
+        if (!a.index && isFloating(a.dtype)) {
+          r.f = toDouble(a.value);
+        } else {
+          r.i = isBool(a.dtype) ? int64_t{toInt(a.value) != 0} : toInt(a.value);
+        }
+        return r;
+      }
       case EKind::ThreadIdx: r.i = e.i == 0 ? t % k_.block[0] : t / k_.block[0]; return r;
       case EKind::BlockIdx: r.i = block_[e.i]; return r;
       case EKind::Add: r.i = indexValue(I(0) + I(1), t); return r;

@@ -231,6 +231,9 @@ ExprId ValueBuilder::cacheSlot(ExprId slot) {
 
 ExprId ValueBuilder::scalar(const Val* val) {
   const ScalarValue& v = bound_.scalarOf(val);
+  // A scalar input is a launch argument: a new value (a scale, an offset) reuses the compiled kernel.
+  // Constants of the definition stay literals.
+  if (val->isFusionInput()) return kb_.scalarArgument(val->name(), val->dtype(), v);
   if (isFloating(val->dtype())) return kb_.constant(toDouble(v), val->dtype());
   return kb_.constantInt(toInt(v), val->dtype());
 }

@@ -26,7 +26,7 @@ namespace braze::runtime {
 enum class CacheLookup : uint8_t {
   Hit,        // a prepared plan has this input signature: it runs at once
   NewLaunch,  // a new signature whose kernels are all compiled already: planned, then launched with new
-              // arguments (grid, extents), no compile
+              // arguments (grid, row counts, scalars), no compile
   NewKernel,  // at least one kernel source not compiled for this fusion yet: NVRTC (or the disk cache)
 };
 std::string_view toString(CacheLookup lookup);

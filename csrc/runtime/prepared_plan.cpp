@@ -83,8 +83,8 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     compile.maxrregcount = k.maxrregcount;
     jobs.push_back({std::move(source), k.name, compile});
     shared_bytes.push_back(k.shared_bytes);
-    launch.extents = kernel::extentArguments(k);
-    max_params_ = std::max(max_params_, launch.slots.size() + launch.extents.size());
+    launch.words = kernel::argumentWords(k);
+    max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
     launches_.push_back(std::move(launch));
   }
   // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
@@ -145,9 +145,9 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         values[p] = pointers[launch.slots[p]];
         args[p] = &values[p];
       }
-      for (size_t x = 0; x < launch.extents.size(); ++x) {
-        values[tensors + x] = static_cast<CuDevicePtr>(launch.extents[x]);
-        args[tensors + x] = &values[tensors + x];
+      for (size_t w = 0; w < launch.words.size(); ++w) {
+        values[tensors + w] = static_cast<CuDevicePtr>(launch.words[w]);
+        args[tensors + w] = &values[tensors + w];
       }
       ops.launch(launch.function, launch.shape, args.data(), stream);
     }

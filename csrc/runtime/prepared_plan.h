@@ -50,7 +50,7 @@ class PreparedPlan {
     CuFunction function = nullptr;
     LaunchShape shape;
     std::vector<int32_t> slots;    // the slot each tensor parameter binds to
-    std::vector<int64_t> extents;  // the index arguments after them (kernel::extentArguments)
+    std::vector<uint64_t> words;   // the scalar arguments after them (kernel::argumentWords)
   };
   struct Output {
     int32_t slot = -1;

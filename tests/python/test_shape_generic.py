@@ -1,6 +1,6 @@
 """Kernels shared across batch sizes and sequence lengths: a fusion defined without sizes generates the
 same CUDA source for every row count (the count is a launch argument, listed in kernels_for's
-`extents`), and the simulator's results stay those of the reference at each size."""
+`arguments`), and the simulator's results stay those of the reference at each size."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_one_source_for_every_row_count_from_two_up():
     for batch, seq in [(1, 2), (2, 3), (4, 128), (3, 1000), (8, 4096)]:
         x = np.zeros((batch, seq, 1600), BF16)
         (kernel,) = bx.kernels_for(fd, [x, w])
-        assert kernel["extents"] == [("rows", batch * seq)]
+        assert [(name, value) for name, value, _ in kernel["arguments"]] == [("rows", batch * seq)]
         assert f"rows {batch * seq}" in kernel["summary"]
         sources.add(kernel["source"])
     assert len(sources) == 1

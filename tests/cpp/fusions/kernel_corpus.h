@@ -253,9 +253,34 @@ inline KernelCase pointwise2DBiasCase() {
   return c;
 }
 
+// Scalar inputs of every kind a kernel takes as an argument (double, float, int, bool), in a pointwise
+// kernel and, with a per-row scale, in a row reduction.
+inline KernelCase scalarInputsCase(int64_t rows, int64_t cols) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    Val* scale = defineScalar(DataType::Double);
+    Val* shift = defineScalar(DataType::Int64);
+    Val* keep = defineScalar(DataType::Bool);
+    Val* temperature = defineScalar(DataType::Float);
+    Val* y = add(mul(cast(x, DataType::Float), scale), shift);
+    f.addOutput(cast(ternaryOp(OpKind::Where, keep, y, unaryOp(OpKind::Neg, y)), DataType::BFloat16));
+    f.addOutput(reduce(OpKind::Sum, div(cast(x, DataType::Float), temperature)->asTensor(), {1}));
+  }
+  c.inputs = randomInputs(f, 17, {{rows, cols}});
+  c.inputs.resize(1);
+  for (ScalarValue v : {ScalarValue{-0.3125}, ScalarValue{int64_t{7}}, ScalarValue{false}, ScalarValue{0.7}}) {
+    c.inputs.push_back(v);
+  }
+  return c;
+}
+
 // Small enough for the simulator: each case runs there in well under a second.
 inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   std::vector<KernelCaseMaker> cases = {
+      {"scalar_inputs_13x40", [] { return scalarInputsCase(13, 40); }},
       {"seed_layer_norm_2x3x1600",
        [] {
          KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 1600}, 3);
@@ -344,6 +369,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"rope_gqa_8_groups",
        [] { return ropeCase({.batch = 1, .seq = 64, .heads = 32, .groups = 8, .head = 128, .rope_n_elem = 128}, 2); }},
       {"int_gather_pad_sum", intGatherPadSumCase},
+      {"scalar_inputs_1000x4096", [] { return scalarInputsCase(1000, 4096); }},
       {"transpose_tiles", transposeTilesCase},
       {"grid_reduction_inner", gridInnerCase},
       {"grid_reduction_outer", gridOuterCase},

@@ -67,7 +67,7 @@ HostTensor launchAs(const kernel::Kernel& kernel, const kernel::CompiledPlan& pl
                     std::vector<HostValue> inputs, const std::vector<int64_t>& out_sizes) {
   kernel::Kernel launched = kernel;
   launched.grid = target.grid;
-  launched.extents = target.extents;
+  launched.arguments = target.arguments;
   // The layouts only bound the simulator's checks (the GPU sees the pointers alone): the target's.
   for (size_t i = 0; i < launched.tensors.size(); ++i) launched.tensors[i].layout = target.tensors[i].layout;
   HostTensor out = HostTensor::empty(DataType::BFloat16, out_sizes);
@@ -97,9 +97,9 @@ TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
     const std::vector<HostValue> inputs{shapeOnly({batch, seq, 1600}), shapeOnly({1600}), shapeOnly({1600})};
     const kernel::CompiledPlan compiled = compileFor(*f, inputs);
     const kernel::Kernel& k = onlyKernel(compiled);
-    ASSERT_EQ(k.extents.size(), 1u) << k.summary;
-    EXPECT_EQ(k.extents[0].name, "rows");
-    EXPECT_EQ(k.extents[0].value, batch * seq);
+    ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
+    EXPECT_EQ(k.arguments[0].name, "rows");
+    EXPECT_EQ(toInt(k.arguments[0].value), batch * seq);
     const std::string source = kernel::emitCuda(k);
     sources.insert(source);
     if (batch * seq >= 2) sources_from_two_rows.insert(source);
@@ -139,8 +139,8 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
     const std::vector<HostValue> inputs{shapeOnly({rows, 4096}), shapeOnly({rows, 4096})};
     const kernel::CompiledPlan compiled = compileFor(*f, inputs);
     const kernel::Kernel& k = onlyKernel(compiled);
-    ASSERT_EQ(k.extents.size(), 1u) << k.summary;
-    EXPECT_EQ(k.extents[0].value, rows * 4096 / k.vectorize);
+    ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
+    EXPECT_EQ(toInt(k.arguments[0].value), rows * 4096 / k.vectorize);
     sources.insert(kernel::emitCuda(k));
     sources_by_heuristics[k.summary].insert(kernel::emitCuda(k));
   }
@@ -157,6 +157,40 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
       << onlyKernel(other).summary;
   const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {51, 24});
   expectClose({out}, evaluate(*f, more), "51x24 with the 40x24 kernel");
+}
+
+// A scalar input is a kernel argument: a kernel compiled for one value, launched with another's
+// arguments, computes the other's result (floats, doubles, integers and bools alike).
+TEST(ShapeGenericKernels, ScalarInputsAreArgumentsNotLiterals) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    Val* scale = defineScalar(DataType::Double);
+    Val* shift = defineScalar(DataType::Int64);
+    Val* keep = defineScalar(DataType::Bool);
+    Val* y = add(mul(cast(x, DataType::Float), scale), shift);
+    f->addOutput(cast(ternaryOp(OpKind::Where, keep, y, unaryOp(OpKind::Neg, y)), DataType::BFloat16));
+  }
+  auto inputsFor = [&](double scale, int64_t shift, bool keep, uint64_t seed) {
+    std::vector<HostValue> inputs = randomInputs(*f, seed, {{9, 24}});
+    inputs.resize(1);  // x; then the scalars
+    inputs.push_back(ScalarValue{scale});
+    inputs.push_back(ScalarValue{shift});
+    inputs.push_back(ScalarValue{keep});
+    return inputs;
+  };
+  const auto first = inputsFor(0.3125, 3, true, 1);
+  const kernel::CompiledPlan planned = compileFor(*f, first);
+  const kernel::Kernel& k = onlyKernel(planned);
+  const std::string source = kernel::emitCuda(k);
+  EXPECT_EQ(source.find("0.3125"), std::string::npos) << "the scale is a literal";
+  for (const auto& inputs : {inputsFor(-1.25, -7, false, 2), inputsFor(1e-3, 100, true, 3)}) {
+    const kernel::CompiledPlan other = compileFor(*f, inputs);
+    ASSERT_TRUE(kernel::emitCuda(onlyKernel(other)) == source) << onlyKernel(other).summary;
+    const HostTensor out = launchAs(k, planned, onlyKernel(other), inputs, {9, 24});
+    expectClose({out}, evaluate(*f, inputs), "new scalar values with the first values' kernel");
+  }
 }
 
 // What may not be shared: sizes the heuristics or the index arithmetic depend on get their own source.

@@ -72,7 +72,8 @@ TEST(FusionCache, SizesAlignmentAndScalarsSelectThePlan) {
   by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
   EXPECT_EQ(by_scalar.size(), 1u);
   by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{3.0}});
-  EXPECT_EQ(by_scalar.size(), 2u);  // kernels are specialized on scalar values
+  EXPECT_EQ(by_scalar.size(), 2u);         // a plan per scalar value,
+  EXPECT_EQ(by_scalar.kernelCount(), 1u);  // but one kernel: scalar inputs are launch arguments
 }
 
 TEST(FusionCache, OutputsThatViewAnInputComeBackAsViews) {
@@ -221,20 +222,18 @@ TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
 }
 
 TEST(FusionCache, ManyKernelsAreWarnedAboutOnce) {
-  // Kernels are specialized on scalar values: every new value is a new kernel.
+  // Row sums are specialized on the row length: every new length is a new kernel.
   auto f = std::make_shared<Fusion>();
   {
     FusionGuard g(f.get());
-    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
-    f->addOutput(mul(x, defineScalar(DataType::Double)));
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(reduce(OpKind::Sum, x, {1}));
   }
   runtime::NoOpDeviceOps ops;
   runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   ::testing::internal::CaptureStderr();
   const int64_t n = static_cast<int64_t>(runtime::FusionCache::kManyKernels) + 4;
-  for (int64_t i = 0; i < n; ++i) {
-    cache.run({runtime::DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{1.0 + i}});
-  }
+  for (int64_t i = 1; i <= n; ++i) cache.run({runtime::DeviceTensor::contiguous(0x100000, DataType::Float, {8, i})});
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(cache.kernelCount(), static_cast<size_t>(n));
   const auto first = err.find("different kernels");
