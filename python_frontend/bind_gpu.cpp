@@ -186,7 +186,7 @@ void bindGpu(nb::module_& m) {
             std::vector<nb::ndarray<nb::ro>> imported;
             const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
             nb::gil_scoped_release release;
-            return cache.prepare(inputs).cudaCode();
+            return cache.prepare(inputs)->cudaCode();
           },
           "the CUDA source of each kernel of the plan for these inputs")
       .def(

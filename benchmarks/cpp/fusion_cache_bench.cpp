@@ -9,11 +9,23 @@
 
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <string>
+
 namespace braze {
 namespace {
 
 using runtime::DeviceTensor;
 using runtime::DeviceValue;
+
+// This process's resident memory (Linux; 0 elsewhere).
+int64_t residentKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
 
 void BM_CachedExecuteNoOpLaunch_LayerNorm(benchmark::State& state) {
   auto fusion = std::make_shared<Fusion>();
@@ -43,6 +55,35 @@ void BM_CachedExecuteNoOpLaunch_Rope(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs));
 }
 BENCHMARK(BM_CachedExecuteNoOpLaunch_Rope)->Unit(benchmark::kNanosecond);
+
+// A new sequence length of a layer_norm defined without sizes: the miss path when the kernel is
+// compiled already (plan, lower, emit, hash; no NVRTC), and the memory each prepared plan keeps.
+void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard g(fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
+    TensorView* xf = cast(x, DataType::Float)->asTensor();
+    auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
+    Val* normed = mul(sub(xf, mean), unaryOp(OpKind::Rsqrt, add(var, fusion->constant(1e-5))));
+    Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
+    fusion->addOutput(cast(mul(normed, wf), DataType::BFloat16));
+  }
+  runtime::NoOpDeviceOps ops;
+  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  auto inputs = [](int64_t seq) {
+    return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {4, seq, 1600}),
+                                    DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600})};
+  };
+  cache.run(inputs(1));
+  const int64_t rss_before = residentKiB();
+  int64_t seq = 2;
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(seq++)));
+  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+  state.counters["KiB_per_plan"] = static_cast<double>(residentKiB() - rss_before) / static_cast<double>(seq - 2);
+}
+BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNorm)->Unit(benchmark::kMicrosecond);
 
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
@@ -98,7 +139,7 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   runtime::DeviceBuffer y = runtime::DeviceBuffer::allocate(256);
   runtime::FusionCache cache(tinyAdd());
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {1})};
-  const runtime::PreparedPlan& plan = cache.prepare(inputs);
+  const runtime::PreparedPlan& plan = *cache.prepare(inputs);
   const kernel::Kernel& k = *plan.compiled().kernels.back();
   const runtime::CuFunction function =
       runtime::loadCudaKernel(plan.cudaCode().back(), k.name,

@@ -17,28 +17,33 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
 }
 
+std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& signature) {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  auto it = plans_.find(signature);
+  if (it == plans_.end()) return nullptr;
+  it->second->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  return it->second->plan;
+}
+
 std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait) {
   const InputSignature signature = InputSignature::of(inputs);
-  const PreparedPlan* plan = nullptr;
-  {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    if (auto it = plans_.find(signature); it != plans_.end()) plan = it->second.get();
-  }
-  if (plan == nullptr) plan = &prepareMiss(inputs, signature);
+  std::shared_ptr<const PreparedPlan> plan = find(signature);
+  if (!plan) plan = prepareMiss(inputs, signature);
   DeviceOps& ops = opsFor(deviceOf(inputs));
   DeviceScope scope(ops);
-  last_.store(plan, std::memory_order_relaxed);
+  if (last_address_.load(std::memory_order_relaxed) != plan.get()) {
+    std::lock_guard<std::mutex> lock(last_mutex_);
+    last_ = plan;
+    last_address_.store(plan.get(), std::memory_order_relaxed);
+  }
   std::vector<DeviceOutput> outputs = plan->run(inputs, stream, ops);
   if (wait) ops.synchronize(stream);
   return outputs;
 }
 
-const PreparedPlan& FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
+std::shared_ptr<const PreparedPlan> FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
   const InputSignature signature = InputSignature::of(inputs);
-  {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    if (auto it = plans_.find(signature); it != plans_.end()) return *it->second;
-  }
+  if (std::shared_ptr<const PreparedPlan> plan = find(signature)) return plan;
   return prepareMiss(inputs, signature);
 }
 
@@ -48,7 +53,11 @@ size_t FusionCache::size() const {
 }
 
 std::vector<std::string> FusionCache::lastCudaCode() const {
-  const PreparedPlan* plan = last_.load(std::memory_order_relaxed);
+  std::shared_ptr<const PreparedPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(last_mutex_);
+    plan = last_;
+  }
   return plan == nullptr ? std::vector<std::string>{} : plan->cudaCode();
 }
 
@@ -89,18 +98,23 @@ DeviceInfo FusionCache::deviceInfo(int device) const {
   return *queried;
 }
 
-const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature) {
+std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs,
+                                                             const InputSignature& signature) {
   const int device = deviceOf(inputs);
   DeviceOps& ops = opsFor(device);
   DeviceScope scope(ops);
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
-  auto plan = std::make_unique<PreparedPlan>(*fusion_, inputs, options_, info, ops);
+  auto entry = std::make_unique<Entry>();
+  entry->plan = std::make_shared<const PreparedPlan>(*fusion_, inputs, options_, info, ops);
+  entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  auto [it, inserted] = plans_.emplace(signature, std::move(plan));
-  if (!inserted) return *it->second;
+  auto [it, inserted] = plans_.emplace(signature, std::move(entry));
+  if (!inserted) return it->second->plan;
+  std::shared_ptr<const PreparedPlan> plan = it->second->plan;
+  if (plans_.size() > kMaxPlans) evictLeastRecentlyUsed();
   const size_t known = kernels_.size();
-  const PreparedPlan& prepared = *it->second;
+  const PreparedPlan& prepared = *plan;
   size_t k = 0;
   for (const auto& kernel : prepared.compiled().kernels) {
     if (kernel) kernels_.emplace(prepared.kernelHashes()[k++], kernel->summary);
@@ -113,7 +127,17 @@ const PreparedPlan& FusionCache::prepareMiss(const std::vector<DeviceValue>& inp
                  "compiled (fd.explain tells why a shape needs its own)\n",
                  kernels_.size(), plans_.size());
   }
-  return prepared;
+  return plan;
+}
+
+void FusionCache::evictLeastRecentlyUsed() {
+  auto oldest = plans_.begin();
+  for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+    if (it->second->last_use.load(std::memory_order_relaxed) < oldest->second->last_use.load(std::memory_order_relaxed)) {
+      oldest = it;
+    }
+  }
+  plans_.erase(oldest);
 }
 
 size_t FusionCache::kernelCount() const {
@@ -127,7 +151,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     if (auto it = plans_.find(signature); it != plans_.end()) {
       return {CacheLookup::Hit, "a prepared plan has this input signature (sizes, strides, alignment, scalars)",
-              it->second->compiled().plan};
+              it->second->plan->compiled().plan};
     }
   }
   kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(deviceOf(inputs)));

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -48,11 +49,15 @@ class FusionCache {
   // `wait`, returns only once the outputs are written (for consumers that ignore the stream).
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false);
   // The plan for these inputs, prepared if it was not.
-  const PreparedPlan& prepare(const std::vector<DeviceValue>& inputs);
+  std::shared_ptr<const PreparedPlan> prepare(const std::vector<DeviceValue>& inputs);
   // Whether these inputs hit a prepared plan, need only new launch arguments, or a new kernel, and
   // why; plans them to find out (no compile, no load) but keeps nothing.
   CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
+  // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
+  // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
+  // A plan holds about 12 KiB for a one-kernel layer_norm.
+  static constexpr size_t kMaxPlans = 1024;
   // Distinct kernel sources the prepared plans run (shapes that share kernels count once).
   size_t kernelCount() const;
   // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
@@ -61,7 +66,10 @@ class FusionCache {
   std::vector<std::string> lastCudaCode() const;
 
  private:
-  const PreparedPlan& prepareMiss(const std::vector<DeviceValue>& inputs, const InputSignature& signature);
+  std::shared_ptr<const PreparedPlan> find(const InputSignature& signature);
+  std::shared_ptr<const PreparedPlan> prepareMiss(const std::vector<DeviceValue>& inputs,
+                                                  const InputSignature& signature);
+  void evictLeastRecentlyUsed();  // with the unique lock held
   DeviceInfo deviceInfo(int device) const;
   DeviceOps& opsFor(int device);
   int deviceOf(const std::vector<DeviceValue>& inputs) const;
@@ -71,9 +79,18 @@ class FusionCache {
   DeviceOps* ops_;
   std::optional<DeviceInfo> device_;
   mutable std::shared_mutex mutex_;
-  std::unordered_map<InputSignature, std::unique_ptr<PreparedPlan>, InputSignature::Hash> plans_;
+  struct Entry {
+    std::shared_ptr<const PreparedPlan> plan;  // shared: a run in flight keeps an evicted plan alive
+    std::atomic<uint64_t> last_use{0};         // stamped on every hit (relaxed), for eviction
+  };
+  std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
+  std::atomic<uint64_t> clock_{0};
   std::unordered_map<size_t, std::string> kernels_;  // source hash -> the heuristics' summary of that kernel
-  std::atomic<const PreparedPlan*> last_{nullptr};  // plans are never removed, so the pointer stays valid
+  // The plan of the last run, for lastCudaCode: compared by address on every run, replaced (under
+  // last_mutex_) only when it changes.
+  std::atomic<const PreparedPlan*> last_address_{nullptr};
+  mutable std::mutex last_mutex_;
+  std::shared_ptr<const PreparedPlan> last_;
   std::array<std::atomic<DeviceOps*>, 16> device_ops_{};
 };
 

@@ -51,11 +51,11 @@ TEST(FusionCache, OneSignatureIsPlannedOnceAndRunsWithoutReplanning) {
 TEST(FusionCache, SizesAlignmentAndScalarsSelectThePlan) {
   NoOpDeviceOps ops;
   FusionCache cache(layerNorm(), {}, &ops, DeviceInfo::h100Sxm());
-  EXPECT_EQ(cache.prepare(layerNormInputs(0x100000)).compiled().kernels.back()->vectorize, 8);
+  EXPECT_EQ(cache.prepare(layerNormInputs(0x100000))->compiled().kernels.back()->vectorize, 8);
   // x two bytes off 16-byte alignment: another plan, with narrower accesses.
-  const auto& misaligned = cache.prepare(layerNormInputs(0x100002));
+  const auto misaligned = cache.prepare(layerNormInputs(0x100002));
   EXPECT_EQ(cache.size(), 2u);
-  EXPECT_EQ(misaligned.compiled().kernels.back()->vectorize, 1);
+  EXPECT_EQ(misaligned->compiled().kernels.back()->vectorize, 1);
   // Aligned to 32 bytes instead of 16: the same plan (vectors never exceed 16 bytes).
   cache.prepare(layerNormInputs(0x100020));
   EXPECT_EQ(cache.size(), 2u);
@@ -219,6 +219,26 @@ TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
   EXPECT_EQ(one_row.lookup, runtime::CacheLookup::NewKernel);
   EXPECT_NE(one_row.why.find("heuristics no compiled kernel of this fusion has"), std::string::npos) << one_row.why;
   EXPECT_NE(one_row.why.find("1 rows per block"), std::string::npos) << one_row.why;
+}
+
+TEST(FusionCache, PastItsCapTheLeastRecentlyRunPlanIsDropped) {
+  NoOpDeviceOps ops;
+  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  const auto kept = sizelessLayerNormInputs(3, 5);
+  std::shared_ptr<const runtime::PreparedPlan> held = cache.prepare(sizelessLayerNormInputs(1, 1));
+  const int64_t n = static_cast<int64_t>(FusionCache::kMaxPlans) + 8;
+  for (int64_t seq = 2; seq <= n; ++seq) {
+    cache.run(sizelessLayerNormInputs(1, seq));
+    if (seq % 64 == 0) cache.run(kept);  // run now and then: never the least recently run
+  }
+  EXPECT_EQ(cache.size(), FusionCache::kMaxPlans);
+  EXPECT_EQ(cache.explain(kept).lookup, runtime::CacheLookup::Hit);
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, n)).lookup, runtime::CacheLookup::Hit);
+  // The first shapes were dropped: planned again, but with kernels compiled already.
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, 2)).lookup, runtime::CacheLookup::NewLaunch);
+  // A plan dropped while the caller holds it stays valid.
+  EXPECT_EQ(held->compiled().kernels.size(), 1u);
+  EXPECT_LE(cache.kernelCount(), 2u);
 }
 
 TEST(FusionCache, ManyKernelsAreWarnedAboutOnce) {
