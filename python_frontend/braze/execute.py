@@ -13,6 +13,8 @@ an input (count, dtype, rank, extents, contiguity, expanded stride 0) is checked
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _C, dtypes
@@ -63,6 +65,9 @@ def execute(fd, inputs, device, kwargs) -> list:
 
 def _on_cuda(x) -> bool:
     """A tensor on a CUDA device (DLPack device type 2), told without importing its framework."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.is_cuda  # an attribute read, where __dlpack_device__ is a Python method
     device = getattr(x, "__dlpack_device__", None)
     if device is None or isinstance(x, np.ndarray):
         return False
@@ -89,8 +94,11 @@ def _current_stream(framework, flat) -> int:
     if framework == "torch":
         import torch
 
-        device = next(x.device for x in flat if isinstance(x, torch.Tensor) and x.is_cuda)
-        return torch.cuda.current_stream(device).cuda_stream
+        device = next(x.get_device() for x in flat if isinstance(x, torch.Tensor) and x.is_cuda)
+        # The raw handle without building a Stream object (what Triton's launcher reads); the public
+        # API where a torch build lacks it.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
     if framework == "cupy":
         import cupy
 

@@ -1,0 +1,79 @@
+"""The Python side of the GPU path, checked without a GPU: which inputs count as GPU tensors, which
+stream a torch caller's work goes on, and that fd.explain and fd.execute hand GPU inputs to the
+fusion's FusionCache. A stand-in `torch` module (only what braze reads) and a recording cache replace
+the real ones; test_gpu_execute.py runs the same path on a real GPU."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+from braze import execute as bx
+
+
+class FakeTensor:
+    """What braze reads of a torch tensor on the GPU."""
+
+    def __init__(self, device=0, requires_grad=False):
+        self.is_cuda = True
+        self.requires_grad = requires_grad
+        self._device = device
+
+    def get_device(self):
+        return self._device
+
+    def detach(self):
+        return FakeTensor(self._device)
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x5000 + device)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    FakeTensor.__module__ = "torch"
+    return torch
+
+
+class RecordingCache:
+    def __init__(self):
+        self.calls = []
+
+    def run(self, inputs, stream, framework):
+        self.calls.append(("run", inputs, stream, framework))
+        return ["output"]
+
+    def explain(self, inputs):
+        self.calls.append(("explain", inputs))
+        return "plan", "new launch parameters", "kernels compiled already"
+
+
+def test_torch_tensors_are_routed_to_the_cache_on_the_current_stream(fake_torch):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, x))
+    cache = RecordingCache()
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    grad = FakeTensor(device=1, requires_grad=True)
+    assert bx._on_cuda(grad) and not bx._on_cuda(np.zeros(3))
+    assert fd.execute([grad]) == ["output"]
+    (_, inputs, stream, framework) = cache.calls[0]
+    assert stream == 0x5001 and framework == "torch"  # the current stream of the input's device
+    assert not inputs[0].requires_grad  # detached: torch refuses __dlpack__ on tensors that need grad
+    fd.execute([FakeTensor()], stream=7)
+    assert cache.calls[1][2] == 7
+
+    plan = fd.explain([FakeTensor()])
+    assert plan.cache == "new launch parameters" and plan.cache_why == "kernels compiled already"
+    assert plan.plan == "plan" and "cache: new launch parameters" in str(plan)
+
+
+def test_without_the_raw_stream_function_the_public_api_is_used(fake_torch):
+    del fake_torch._C._cuda_getCurrentRawStream
+    fake_torch.cuda = types.SimpleNamespace(current_stream=lambda device: types.SimpleNamespace(cuda_stream=0x77))
+    assert bx._current_stream("torch", [FakeTensor()]) == 0x77
