@@ -133,19 +133,40 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 }
 
 // Runs the cached fusion; outputs as `framework` ("torch", "cupy", "jax", or "dlpack": objects with
-// __dlpack__ for any consumer).
-nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework) {
+// __dlpack__ for any consumer). With `allocate` (a callable (sizes, strides, dtype name, device) ->
+// (tensor, address), or None for braze's pool), outputs that are buffers of their own are written into
+// the tensors it returns, which come back as they are: torch's caching allocator then owns them.
+nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
+             nb::object allocate) {
   std::vector<nb::ndarray<nb::ro>> imported;
   const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
+  std::vector<nb::object> allocated(cache.outputCount());
+  const runtime::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
+    nb::gil_scoped_acquire acquire;  // called from run, which released the GIL
+    nb::object sizes = nb::cast(spec.sizes);
+    nb::object strides = nb::cast(spec.strides);
+    nb::object got = allocate(sizes, strides, std::string(toString(spec.dtype)), spec.device);
+    if (got.is_none()) return runtime::CuDevicePtr{0};  // this one from braze's pool
+    nb::tuple pair = nb::cast<nb::tuple>(got);
+    BRAZE_CHECK(pair.size() == 2, "the output allocator returned {} values, expected (tensor, address)", pair.size());
+    allocated.at(output) = pair[0];
+    return static_cast<runtime::CuDevicePtr>(nb::cast<uint64_t>(pair[1]));
+  };
   {
     nb::gil_scoped_release release;  // planning and compiling take milliseconds on a miss
-    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream), wait);
+    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream), wait,
+                        allocate.is_none() ? nullptr : &allocator);
   }
   nb::list result;
-  for (DeviceOutput& out : outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    DeviceOutput& out = outputs[i];
+    if (out.caller_allocated) {
+      result.append(allocated.at(i));
+      continue;
+    }
     nb::object owner;
     if (out.alias_of >= 0) {
       owner = nb::borrow(py_inputs[out.alias_of]);  // a view: the input keeps the memory
@@ -178,8 +199,10 @@ void bindGpu(nb::module_& m) {
           },
           nb::arg("fusion"), nb::arg("bookend") = "auto")
       .def("run", &run, nb::arg("inputs"), nb::arg("stream") = 0, nb::arg("framework") = "torch",
+           nb::arg("allocate") = nb::none(),
            "runs on the inputs' GPU on `stream` (a CUstream handle; 0: the legacy default stream); returns the "
-           "outputs as `framework` tensors")
+           "outputs as `framework` tensors, those that are buffers of their own allocated by `allocate` (sizes, "
+           "strides, dtype name, device) -> (tensor, address) when it is given")
       .def(
           "cuda_code",
           [](runtime::FusionCache& cache, nb::list py_inputs) {

@@ -8,6 +8,7 @@
 #include "runtime/cuda_driver.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -42,6 +43,13 @@ struct DeviceOutput {
   // for a view of an input (alias_of says which): the caller keeps that input alive.
   std::shared_ptr<void> owner;
   int64_t alias_of = -1;  // index of the fusion input whose memory this output views, or -1
+  bool caller_allocated = false;  // written into memory the run's OutputAllocator gave (owner is null)
 };
+
+// Memory for an output the caller will own (torch's caching allocator, say): asked for each output that
+// is a whole buffer of its own (not a view of an input or of another output), with its dtype, sizes and
+// row-major strides; returns the address to write it at, which must stay valid until the caller's
+// stream has run the kernels, or 0 to leave that output to the stream-ordered pool.
+using OutputAllocator = std::function<CuDevicePtr(size_t output, const DeviceTensor& spec)>;
 
 }  // namespace braze::runtime

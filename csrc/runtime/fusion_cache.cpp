@@ -25,7 +25,8 @@ std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& sign
   return it->second->plan;
 }
 
-std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait) {
+std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait,
+                                           const OutputAllocator* allocator) {
   const InputSignature signature = InputSignature::of(inputs);
   std::shared_ptr<const PreparedPlan> plan = find(signature);
   if (!plan) plan = prepareMiss(inputs, signature);
@@ -36,7 +37,7 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
     last_ = plan;
     last_address_.store(plan.get(), std::memory_order_relaxed);
   }
-  std::vector<DeviceOutput> outputs = plan->run(inputs, stream, ops);
+  std::vector<DeviceOutput> outputs = plan->run(inputs, stream, ops, allocator);
   if (wait) ops.synchronize(stream);
   return outputs;
 }

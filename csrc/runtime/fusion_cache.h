@@ -46,14 +46,18 @@ class FusionCache {
                        std::optional<DeviceInfo> device = std::nullopt);
 
   // Runs the fusion on the inputs' device, on `stream` (nullptr: the legacy default stream); with
-  // `wait`, returns only once the outputs are written (for consumers that ignore the stream).
-  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false);
+  // `wait`, returns only once the outputs are written (for consumers that ignore the stream). With an
+  // allocator, outputs that are buffers of their own are written into its memory (torch's caching
+  // allocator, so that torch accounts for them and a CUDA graph capture records them in its pool).
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false,
+                                const OutputAllocator* allocator = nullptr);
   // The plan for these inputs, prepared if it was not.
   std::shared_ptr<const PreparedPlan> prepare(const std::vector<DeviceValue>& inputs);
   // Whether these inputs hit a prepared plan, need only new launch arguments, or a new kernel, and
   // why; plans them to find out (no compile, no load) but keeps nothing.
   CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
+  size_t outputCount() const { return fusion_->outputs().size(); }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
   // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
   // A plan holds about 12 KiB for a one-kernel layer_norm.

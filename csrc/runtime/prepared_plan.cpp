@@ -101,7 +101,14 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     o.tensor.dtype = out->dtype();
     o.tensor.sizes = view.layout.layout.sizes;
     o.tensor.strides = view.layout.layout.strides;
-    if (slots_[o.slot].kind == SlotKind::Buffer) slots_[o.slot].returned = true;
+    Slot& slot = slots_[o.slot];
+    if (slot.kind == SlotKind::Buffer) {
+      // A caller's allocator can provide the buffer when this output is all of it and the only one.
+      const bool whole = o.byte_offset == 0 && o.tensor.strides == StridedLayout::rowMajor(o.tensor.sizes).strides &&
+                         bytesOf(StridedLayout::rowMajor(o.tensor.sizes), o.tensor.dtype) == slot.bytes;
+      slot.sole_output = !slot.returned && whole ? static_cast<int32_t>(outputs_.size()) : -1;
+      slot.returned = true;
+    }
     outputs_.push_back(std::move(o));
   }
 }
@@ -114,15 +121,17 @@ std::vector<std::string> PreparedPlan::cudaCode() const {
   return sources;
 }
 
-std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream,
-                                            DeviceOps& ops) const {
+std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+                                            const OutputAllocator* allocator) const {
   // Scratch reused by every run on this thread: after the first, binding allocates nothing.
   thread_local std::vector<CuDevicePtr> pointers;
   thread_local std::vector<CuDevicePtr> values;
   thread_local std::vector<void*> args;
   thread_local std::vector<std::shared_ptr<void>> owners;
+  thread_local std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
+  external.assign(slots_.size(), 0);
   int device = 0;
   size_t allocated = 0;  // slots [0, allocated) are bound: released again if a launch fails
   try {
@@ -133,6 +142,15 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         pointers[allocated] = t.data;
         device = t.device;
         continue;
+      }
+      if (allocator != nullptr && slot.sole_output >= 0) {
+        DeviceTensor spec = outputs_[slot.sole_output].tensor;
+        spec.device = device;  // the inputs' (input slots come first)
+        pointers[allocated] = (*allocator)(static_cast<size_t>(slot.sole_output), spec);
+        if (pointers[allocated] != 0) {
+          external[allocated] = 1;
+          continue;
+        }
       }
       pointers[allocated] = ops.allocate(slot.bytes, stream);
       if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
@@ -153,7 +171,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     }
   } catch (...) {
     for (size_t i = 0; i < allocated; ++i) {
-      if (slots_[i].kind != SlotKind::Input) ops.release(pointers[i], stream);
+      if (slots_[i].kind != SlotKind::Input && !external[i]) ops.release(pointers[i], stream);
     }
     throw;
   }
@@ -166,6 +184,8 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     const Slot& slot = slots_[o.slot];
     if (slot.kind == SlotKind::Input) {
       out.alias_of = slot.input;
+    } else if (external[o.slot]) {
+      out.caller_allocated = true;
     } else {
       if (!owners[o.slot]) {
         // Freed on the stream it was allocated on (ordered after the kernels that wrote it, and after

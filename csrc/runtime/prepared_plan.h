@@ -28,8 +28,10 @@ class PreparedPlan {
                const DeviceInfo& device, DeviceOps& ops);
 
   // Launches the kernels in order on `stream` for inputs with the signature it was prepared for.
-  // Outputs a kernel writes are fresh pool allocations; views of inputs come back as views.
-  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops) const;
+  // Outputs a kernel writes are fresh pool allocations, or the allocator's memory where one is given
+  // (for each output that is a whole buffer of its own); views of inputs come back as views.
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+                                const OutputAllocator* allocator = nullptr) const;
 
   const kernel::CompiledPlan& compiled() const { return compiled_; }
   // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
@@ -45,6 +47,7 @@ class PreparedPlan {
     size_t bytes = 0;     // Buffer, Workspace
     bool zeroed = false;  // Workspace that must start zeroed
     bool returned = false;  // a fusion output's memory: owned by the caller after the run
+    int32_t sole_output = -1;  // the output that is exactly this buffer (offset 0, row-major), if one is
   };
   struct Launch {
     CuFunction function = nullptr;

@@ -13,6 +13,7 @@ an input (count, dtype, rank, extents, contiguity, expanded stride 0) is checked
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -120,17 +121,49 @@ def _gpu_cache(fd, bookend):
     return cache
 
 
+def _torch_allocator(torch):
+    """Outputs from torch's caching allocator: torch accounts for their memory, and a CUDA graph
+    capture records them in its private pool (memory from braze's own pool would become the graph's
+    allocations, which a replay cannot make while the captured outputs are alive). Used on the current
+    stream only, the one torch's allocator orders the memory on. BRAZE_TORCH_OUTPUTS=0 turns it off."""
+    if os.environ.get("BRAZE_TORCH_OUTPUTS", "1") == "0":
+        return None
+    dtypes = _TORCH_DTYPES.get(torch)
+    if dtypes is None:
+        names = {"Bool": "bool", "Int8": "int8", "UInt8": "uint8", "Int16": "int16", "Int32": "int32",
+                 "Int64": "int64", "Half": "float16", "BFloat16": "bfloat16", "Float": "float32",
+                 "Double": "float64", "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
+                 "Float8_e4m3fnuz": "float8_e4m3fnuz", "Float8_e5m2fnuz": "float8_e5m2fnuz"}
+        dtypes = _TORCH_DTYPES[torch] = {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
+    empty_strided = torch.empty_strided
+
+    def allocate(sizes, strides, dtype, device):
+        torch_dtype = dtypes.get(dtype)
+        if torch_dtype is None or 0 in sizes:
+            return None  # a dtype this torch lacks, or an empty tensor (address 0): braze's pool
+        t = empty_strided(sizes, strides, dtype=torch_dtype, device=device)
+        return t, t.data_ptr()
+
+    return allocate
+
+
+_TORCH_DTYPES: dict = {}
+
+
 def _execute_gpu(fd, flat, bookend, stream) -> list:
     cache = _gpu_cache(fd, bookend)
     framework = _framework_of(flat)
+    allocate = None
     if stream is None:
         stream = _current_stream(framework, flat)
+        if framework == "torch":
+            allocate = _torch_allocator(sys.modules["torch"])
     elif not isinstance(stream, int):
         # torch's default stream has handle 0: test for the attribute, not the value.
         stream = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
         if stream is None:
             raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
-    outputs = cache.run(_readable(flat), int(stream), framework)
+    outputs = cache.run(_readable(flat), int(stream), framework, allocate)
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
     return outputs

@@ -35,6 +35,7 @@ def fake_torch(monkeypatch):
     torch = types.ModuleType("torch")
     torch.Tensor = FakeTensor
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x5000 + device)
+    torch.empty_strided = None  # never called by the recording cache
     monkeypatch.setitem(sys.modules, "torch", torch)
     FakeTensor.__module__ = "torch"
     return torch
@@ -44,8 +45,8 @@ class RecordingCache:
     def __init__(self):
         self.calls = []
 
-    def run(self, inputs, stream, framework):
-        self.calls.append(("run", inputs, stream, framework))
+    def run(self, inputs, stream, framework, allocate=None):
+        self.calls.append(("run", inputs, stream, framework, allocate))
         return ["output"]
 
     def explain(self, inputs):
@@ -62,11 +63,12 @@ def test_torch_tensors_are_routed_to_the_cache_on_the_current_stream(fake_torch)
     grad = FakeTensor(device=1, requires_grad=True)
     assert bx._on_cuda(grad) and not bx._on_cuda(np.zeros(3))
     assert fd.execute([grad]) == ["output"]
-    (_, inputs, stream, framework) = cache.calls[0]
+    (_, inputs, stream, framework, allocate) = cache.calls[0]
     assert stream == 0x5001 and framework == "torch"  # the current stream of the input's device
     assert not inputs[0].requires_grad  # detached: torch refuses __dlpack__ on tensors that need grad
+    assert allocate is not None  # outputs from torch's allocator, on its current stream
     fd.execute([FakeTensor()], stream=7)
-    assert cache.calls[1][2] == 7
+    assert cache.calls[1][2] == 7 and cache.calls[1][4] is None  # another stream: braze's pool
 
     plan = fd.explain([FakeTensor()])
     assert plan.cache == "new launch parameters" and plan.cache_why == "kernels compiled already"
@@ -77,3 +79,24 @@ def test_without_the_raw_stream_function_the_public_api_is_used(fake_torch):
     del fake_torch._C._cuda_getCurrentRawStream
     fake_torch.cuda = types.SimpleNamespace(current_stream=lambda device: types.SimpleNamespace(cuda_stream=0x77))
     assert bx._current_stream("torch", [FakeTensor()]) == 0x77
+
+
+def test_torch_outputs_come_from_empty_strided(fake_torch, monkeypatch):
+    made = []
+
+    class Out:
+        def __init__(self, sizes, strides, dtype, device):
+            made.append((list(sizes), list(strides), dtype, device))
+
+        def data_ptr(self):
+            return 0xABC000
+
+    fake_torch.bfloat16, fake_torch.float32 = "torch.bfloat16", "torch.float32"
+    fake_torch.empty_strided = lambda sizes, strides, dtype, device: Out(sizes, strides, dtype, device)
+    allocate = bx._torch_allocator(fake_torch)
+    tensor, address = allocate([2, 3], [3, 1], "BFloat16", 1)
+    assert address == 0xABC000 and made == [([2, 3], [3, 1], "torch.bfloat16", 1)]
+    assert allocate([0, 3], [3, 1], "Float", 0) is None  # empty: braze's pool
+    assert allocate([2], [1], "Float8_e4m3fnuz", 0) is None  # a dtype this torch lacks
+    monkeypatch.setenv("BRAZE_TORCH_OUTPUTS", "0")
+    assert bx._torch_allocator(fake_torch) is None

@@ -97,6 +97,54 @@ TEST(FusionCache, OutputsThatViewAnInputComeBackAsViews) {
   EXPECT_EQ(ops.launches.load(), 1);
 }
 
+TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(permute(x, {1, 0}));                        // a view of the input: no memory
+    Val* y = add(x, f->constant(1.0));
+    f->addOutput(y);                                         // a buffer of its own
+    f->addOutput(mul(x, f->constant(2.0)));                  // another
+    f->addOutput(permute(y->asTensor(), {1, 0}));            // a view of y's buffer: y's memory
+  }
+  NoOpDeviceOps ops;
+  // Bookending at outputs: the last output is a view of y's buffer, not a kernel's transposed copy.
+  FusionCache cache(f, PlanOptions{BookendPolicy::Outputs}, &ops, DeviceInfo::h100Sxm());
+  std::vector<std::pair<size_t, DeviceTensor>> asked;
+  runtime::CuDevicePtr next = 0x900000;
+  const runtime::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
+    asked.emplace_back(output, spec);
+    return next += 0x10000;
+  };
+  const auto outputs = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false,
+                                 &allocator);
+  ASSERT_EQ(outputs.size(), 4u);
+  EXPECT_EQ(outputs[0].alias_of, 0);
+  // y shares its buffer with a view of it: the pool provides that one; the product is the allocator's.
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].first, 2u);
+  EXPECT_EQ(asked[0].second.sizes, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(asked[0].second.strides, (std::vector<int64_t>{5, 1}));
+  EXPECT_EQ(asked[0].second.dtype, DataType::Float);
+  EXPECT_EQ(asked[0].second.device, 1);
+  EXPECT_TRUE(outputs[2].caller_allocated);
+  EXPECT_EQ(outputs[2].owner, nullptr);
+  EXPECT_EQ(outputs[2].tensor.data, 0x910000u);
+  EXPECT_FALSE(outputs[1].caller_allocated);
+  EXPECT_NE(outputs[1].owner, nullptr);
+  EXPECT_EQ(outputs[3].owner, outputs[1].owner);
+  EXPECT_EQ(ops.allocations.load(), 1);  // y's buffer only
+
+  // An allocator that declines (returns 0) leaves the output to the pool.
+  const runtime::OutputAllocator declines = [](size_t, const DeviceTensor&) { return runtime::CuDevicePtr{0}; };
+  const auto pooled = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false,
+                                &declines);
+  EXPECT_FALSE(pooled[2].caller_allocated);
+  EXPECT_NE(pooled[2].owner, nullptr);
+  EXPECT_EQ(ops.allocations.load(), 3);
+}
+
 TEST(FusionCache, GridReductionWorkspacesAreAllocatedZeroedAndReturned) {
   auto f = std::make_shared<Fusion>();
   {
