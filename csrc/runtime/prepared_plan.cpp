@@ -123,12 +123,25 @@ std::vector<std::string> PreparedPlan::cudaCode() const {
 
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
                                             const OutputAllocator* allocator) const {
-  // Scratch reused by every run on this thread: after the first, binding allocates nothing.
-  thread_local std::vector<CuDevicePtr> pointers;
-  thread_local std::vector<CuDevicePtr> values;
-  thread_local std::vector<void*> args;
-  thread_local std::vector<std::shared_ptr<void>> owners;
-  thread_local std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
+  // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
+  // entered again from inside the allocator (Python code that executes a fusion) gets its own.
+  struct Scratch {
+    std::vector<CuDevicePtr> pointers, values;
+    std::vector<void*> args;
+    std::vector<std::shared_ptr<void>> owners;
+    std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
+  };
+  thread_local Scratch reused;
+  thread_local bool busy = false;
+  Scratch nested;
+  Scratch& scratch = busy ? nested : reused;
+  struct Busy {
+    bool& flag;
+    bool was;
+    ~Busy() { flag = was; }
+  } guard{busy, busy};
+  busy = true;
+  auto& [pointers, values, args, owners, external] = scratch;
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   external.assign(slots_.size(), 0);
