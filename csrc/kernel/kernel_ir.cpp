@@ -115,9 +115,9 @@ ExprId KernelBuilder::argument(ScalarArgument arg) {
   if (slot == static_cast<int32_t>(k_.arguments.size())) {
     k_.arguments.push_back(arg);
   } else {
-    BRAZE_ASSERT(k_.arguments[slot].value == arg.value && k_.arguments[slot].dtype == arg.dtype,
-                 "kernel argument {} bound twice, to {} and to {}", arg.name, ::braze::toString(k_.arguments[slot].value),
-                 ::braze::toString(arg.value));
+    // The name is the Val's (or the lowering's count's): the same value, which may be a NaN (no ==).
+    BRAZE_ASSERT(k_.arguments[slot].dtype == arg.dtype && k_.arguments[slot].index == arg.index,
+                 "kernel argument {} bound as two types", arg.name);
   }
   KExpr e;
   e.kind = EKind::Argument;

@@ -48,8 +48,8 @@ struct DeviceOutput {
 
 // Memory for an output the caller will own (torch's caching allocator, say): asked for each output that
 // is a whole buffer of its own (not a view of an input or of another output), with its dtype, sizes and
-// row-major strides; returns the address to write it at, which must stay valid until the caller's
-// stream has run the kernels, or 0 to leave that output to the stream-ordered pool.
+// row-major strides; returns the address to write it at (16-byte aligned), which must stay valid until
+// the caller's stream has run the kernels, or 0 to leave that output to the stream-ordered pool.
 using OutputAllocator = std::function<CuDevicePtr(size_t output, const DeviceTensor& spec)>;
 
 }  // namespace braze::runtime

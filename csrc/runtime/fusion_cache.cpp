@@ -116,10 +116,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   if (plans_.size() > kMaxPlans) evictLeastRecentlyUsed();
   const size_t known = kernels_.size();
   const PreparedPlan& prepared = *plan;
-  size_t k = 0;
-  for (const auto& kernel : prepared.compiled().kernels) {
-    if (kernel) kernels_.emplace(prepared.kernelHashes()[k++], kernel->summary);
-  }
+  for (const auto& [key, summary] : prepared.launchedKernels()) kernels_.emplace(key, summary);
   if (known < kManyKernels && kernels_.size() >= kManyKernels) {
     // Said once per fusion: shapes that keep changing what the heuristics choose (or strides, alignment
     // or scalar values, which kernels are specialized on) pay a compile for each new kernel.
@@ -155,11 +152,13 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
               it->second->plan->compiled().plan};
     }
   }
-  kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(deviceOf(inputs)));
+  const int device = deviceOf(inputs);
+  kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(device));
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& k : compiled.kernels) {
-    if (!k || kernels_.count(std::hash<std::string>{}(kernel::emitCuda(*k))) != 0) continue;
+    if (!k || k->grid[0] * k->grid[1] == 0) continue;  // nothing to compile or launch
+    if (kernels_.count(compiledKernelKey(kernel::emitCuda(*k), *k, device)) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;

@@ -60,9 +60,10 @@ class FusionCache {
   size_t outputCount() const { return fusion_->outputs().size(); }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
   // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
-  // A plan holds about 12 KiB for a one-kernel layer_norm.
-  static constexpr size_t kMaxPlans = 1024;
-  // Distinct kernel sources the prepared plans run (shapes that share kernels count once).
+  // A plan holds about 25 KiB of heap for a one-kernel layer_norm.
+  static constexpr size_t kMaxPlans = 256;
+  // Distinct kernels (source, options, device) this cache has loaded, dropped plans' included: shapes
+  // that share a kernel count once.
   size_t kernelCount() const;
   // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
   static constexpr size_t kManyKernels = 16;
@@ -89,7 +90,7 @@ class FusionCache {
   };
   std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
   std::atomic<uint64_t> clock_{0};
-  std::unordered_map<size_t, std::string> kernels_;  // source hash -> the heuristics' summary of that kernel
+  std::unordered_map<size_t, std::string> kernels_;  // compiledKernelKey -> the heuristics' summary
   // The plan of the last run, for lastCudaCode: compared by address on every run, replaced (under
   // last_mutex_) only when it changes.
   std::atomic<const PreparedPlan*> last_address_{nullptr};

@@ -35,6 +35,14 @@ kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<Devic
   return kernel::planAndCompile(fusion, host, {options, device});
 }
 
+size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device) {
+  size_t key = std::hash<std::string>{}(source);
+  for (const size_t part : {static_cast<size_t>(kernel.maxrregcount.value_or(0)), static_cast<size_t>(device)}) {
+    key ^= part + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2);
+  }
+  return key;
+}
+
 int32_t PreparedPlan::addSlot(Slot slot) {
   slots_.push_back(slot);
   return static_cast<int32_t>(slots_.size() - 1);
@@ -43,6 +51,13 @@ int32_t PreparedPlan::addSlot(Slot slot) {
 PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
                            const DeviceInfo& device, DeviceOps& ops) {
   compiled_ = planForDevice(fusion, inputs, options, device);
+  int device_ordinal = 0;  // the inputs' (the FusionCache checks they share one)
+  for (const DeviceValue& v : inputs) {
+    if (const auto* t = std::get_if<DeviceTensor>(&v)) {
+      device_ordinal = t->device;
+      break;
+    }
+  }
   const SegmentedFusion& plan = compiled_.plan;
   std::unordered_map<const Val*, int32_t> slot_of;
   std::vector<CompileJob> jobs;
@@ -75,10 +90,10 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
         launch.slots.push_back(it->second);
       }
     }
-    std::string source = kernel::emitCuda(k);
-    kernel_hashes_.push_back(std::hash<std::string>{}(source));
-    // No block to run (a zero-size dim): its outputs exist (empty) but nothing is launched.
+    // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
+    std::string source = kernel::emitCuda(k);
+    launched_kernels_.emplace_back(compiledKernelKey(source, k, device_ordinal), k.summary);
     CompileOptions compile = kernelCompileOptions(device.arch());
     compile.maxrregcount = k.maxrregcount;
     jobs.push_back({std::move(source), k.name, compile});
@@ -160,6 +175,10 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         DeviceTensor spec = outputs_[slot.sole_output].tensor;
         spec.device = device;  // the inputs' (input slots come first)
         pointers[allocated] = (*allocator)(static_cast<size_t>(slot.sole_output), spec);
+        // Kernels store outputs with 16-byte vectors where the dtype and sizes allow.
+        BRAZE_CHECK(pointers[allocated] % 16 == 0,
+                    "the output allocator gave output {} the address {:#x}, which is not 16-byte aligned",
+                    slot.sole_output, pointers[allocated]);
         if (pointers[allocated] != 0) {
           external[allocated] = 1;
           continue;

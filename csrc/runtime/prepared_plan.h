@@ -19,6 +19,10 @@ namespace braze::runtime {
 kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device);
 
+// What identifies a compiled kernel on a device: its source, its NVRTC options (the register cap; the
+// arch follows from the device) and the device. Plans with equal keys run the same loaded function.
+size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device);
+
 class PreparedPlan {
  public:
   // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
@@ -36,8 +40,8 @@ class PreparedPlan {
   const kernel::CompiledPlan& compiled() const { return compiled_; }
   // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
   std::vector<std::string> cudaCode() const;
-  // A hash of each kernel's source: plans whose hashes match run the same compiled kernels.
-  const std::vector<size_t>& kernelHashes() const { return kernel_hashes_; }
+  // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
+  const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
 
  private:
   enum class SlotKind : uint8_t { Input, Buffer, Workspace };
@@ -64,7 +68,7 @@ class PreparedPlan {
   int32_t addSlot(Slot slot);
 
   kernel::CompiledPlan compiled_;
-  std::vector<size_t> kernel_hashes_;
+  std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
   std::vector<Output> outputs_;

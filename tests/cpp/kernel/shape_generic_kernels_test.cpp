@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -191,6 +192,23 @@ TEST(ShapeGenericKernels, ScalarInputsAreArgumentsNotLiterals) {
     const HostTensor out = launchAs(k, planned, onlyKernel(other), inputs, {9, 24});
     expectClose({out}, evaluate(*f, inputs), "new scalar values with the first values' kernel");
   }
+}
+
+// A NaN scalar input read in several places binds one argument (NaN never equals itself).
+TEST(ShapeGenericKernels, ANaNScalarReadTwiceIsOneArgument) {
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* y = defineTensor({-1}, {true}, DataType::Float);
+    Val* s = defineScalar(DataType::Double);
+    f.addOutput(add(mul(x, s), mul(y, s)));
+    f.addOutput(reduce(OpKind::Sum, mul(x, s)->asTensor(), {0}));
+  }
+  std::vector<HostValue> inputs = randomInputs(f, 5, {{40}, {40}});
+  inputs.resize(2);
+  inputs.push_back(ScalarValue{std::numeric_limits<double>::quiet_NaN()});
+  testing::expectSimulatorMatches(f, inputs);
 }
 
 // What may not be shared: sizes the heuristics or the index arithmetic depend on get their own source.

@@ -143,6 +143,17 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   EXPECT_FALSE(pooled[2].caller_allocated);
   EXPECT_NE(pooled[2].owner, nullptr);
   EXPECT_EQ(ops.allocations.load(), 3);
+
+  // A misaligned address is refused by name, and what the failed run took from the pool goes back.
+  const runtime::OutputAllocator misaligned = [](size_t, const DeviceTensor&) { return runtime::CuDevicePtr{0x900004}; };
+  const int64_t allocations_before = ops.allocations.load(), releases_before = ops.releases.load();
+  try {
+    cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false, &misaligned);
+    ADD_FAILURE() << "a misaligned output address was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("0x900004, which is not 16-byte aligned"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ops.allocations.load() - allocations_before, ops.releases.load() - releases_before);
 }
 
 TEST(FusionCache, GridReductionWorkspacesAreAllocatedZeroedAndReturned) {
