@@ -3,6 +3,7 @@
 // through DLPack as the caller's framework's tensors. Views of inputs come back as views: their
 // DLPack owner is the input object itself.
 #include "bindings.h"
+#include "torch_tensors.h"
 
 #include "ir/error.h"
 #include "passes/mark_aliases_prepare.h"
@@ -78,7 +79,9 @@ nb::dlpack::dtype dlpackOf(DataType dtype) {
 }
 
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
-DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported) {
+// `host_ok`: a cache that launches nothing takes host arrays as stand-ins (their addresses are never
+// dereferenced).
+DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok) {
   nb::ndarray<nb::ro> array;  // braze never writes its inputs; read-only producers are accepted
   if (!nb::try_cast(object, array)) {
     PyErr_Clear();  // what __dlpack__ raised, if it did: replaced by the error below
@@ -86,7 +89,7 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
     throw Error(ErrorKind::Type,
                 fmt::format("input {}: a {} is neither a number nor a tensor readable through DLPack", i, type));
   }
-  BRAZE_CHECK(array.device_type() == kDLCUDA,
+  BRAZE_CHECK(array.device_type() == kDLCUDA || (host_ok && array.device_type() == nb::device::cpu::value),
               "input {}: on DLPack device type {}, not CUDA: give every tensor input on one GPU, or every one on the "
               "CPU (numpy), which runs on the CPU simulator",
               i, array.device_type());
@@ -114,9 +117,10 @@ nb::object exportAs(const DeviceOutput& out, nb::handle owner) {
 }
 
 // The inputs as the FusionCache takes them: Python numbers as scalars, everything else a device tensor.
-std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported) {
+std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok) {
   std::vector<DeviceValue> inputs;
   inputs.reserve(py_inputs.size());
+  imported.reserve(py_inputs.size());
   for (size_t i = 0; i < py_inputs.size(); ++i) {
     nb::handle item = py_inputs[i];
     if (nb::isinstance<nb::bool_>(item)) {
@@ -125,8 +129,10 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
       inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
     } else if (nb::isinstance<nb::float_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
+    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item)) {
+      inputs.emplace_back(std::move(*t));  // read through its attributes: no DLPack capsule
     } else {
-      inputs.emplace_back(deviceTensorOf(item, i, imported));
+      inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok));
     }
   }
   return inputs;
@@ -139,7 +145,7 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
              nb::object allocate) {
   std::vector<nb::ndarray<nb::ro>> imported;
-  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
@@ -194,10 +200,20 @@ void bindGpu(nb::module_& m) {
                                    "a fusion's GPU executions: input signature -> prepared plan (kernels compiled once)")
       .def(
           "__init__",
-          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend) {
-            new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), PlanOptions{bookendPolicyFromString(bookend)});
+          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device) {
+            const PlanOptions options{bookendPolicyFromString(bookend)};
+            if (no_device.empty()) {
+              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options);
+              return;
+            }
+            // Tests and host benchmarks of this binding: plans for the named GPU, loads and launches
+            // nothing, and takes host (CPU) arrays as if they were on the device.
+            static runtime::NoOpDeviceOps& no_op = *new runtime::NoOpDeviceOps;
+            new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
-          nb::arg("fusion"), nb::arg("bookend") = "auto")
+          nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "",
+          "no_device: a GPU name (h100, a100, ...) to plan for without a GPU: nothing is launched, and host "
+          "arrays stand for device tensors (for testing and timing the binding)")
       .def("run", &run, nb::arg("inputs"), nb::arg("stream") = 0, nb::arg("framework") = "torch",
            nb::arg("allocate") = nb::none(),
            "runs on the inputs' GPU on `stream` (a CUstream handle; 0: the legacy default stream); returns the "
@@ -207,7 +223,7 @@ void bindGpu(nb::module_& m) {
           "cuda_code",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
-            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
             nb::gil_scoped_release release;
             return cache.prepare(inputs)->cudaCode();
           },
@@ -216,7 +232,7 @@ void bindGpu(nb::module_& m) {
           "explain",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
-            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported);
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
             runtime::CacheExplanation explanation;
             {
               nb::gil_scoped_release release;

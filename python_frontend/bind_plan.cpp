@@ -19,6 +19,13 @@
 namespace nb = nanobind;
 
 namespace braze::python {
+
+DeviceInfo deviceNamed(const std::string& name) {
+  auto device = DeviceInfo::preset(name);
+  BRAZE_CHECK(device.has_value(), "device={}: expected one of h100, h200, a100, l4", name);
+  return *device;
+}
+
 namespace {
 
 struct SegmentRecord {
@@ -55,12 +62,6 @@ std::vector<HostValue> hostInputs(nb::list py_inputs) {
   std::vector<HostValue> inputs;
   for (size_t i = 0; i < py_inputs.size(); ++i) inputs.push_back(hostValueFromPython(py_inputs[i], i));
   return inputs;
-}
-
-DeviceInfo deviceNamed(const std::string& name) {
-  auto device = DeviceInfo::preset(name);
-  BRAZE_CHECK(device.has_value(), "device={}: expected one of h100, h200, a100, l4", name);
-  return *device;
 }
 
 // The plan with the heuristics' choices filled in (vectorize, launch shape) for the device.

@@ -3,7 +3,11 @@
 // pure-Python package (python_frontend/braze/), so the C++ side stays a mirror of csrc/ir.
 #pragma once
 
+#include "scheduler/device_info.h"
+
 #include <nanobind/nanobind.h>
+
+#include <string>
 
 namespace braze::python {
 
@@ -13,5 +17,8 @@ void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
 void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
 void bindPlan(nanobind::module_& m);     // fd.explain plans and planned (segmented) execution
 void bindGpu(nanobind::module_& m);      // the FusionCache: device tensors in and out through DLPack
+
+// A described GPU by name (h100, h200, a100, l4), or an error naming the choices.
+DeviceInfo deviceNamed(const std::string& name);
 
 }  // namespace braze::python

@@ -72,11 +72,14 @@ if PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --compile > 
 else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
-build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch' > "$out/host_bench.log" 2>&1 || rc=1
+build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+PYTHONPATH=build-gpu/python $python benchmarks/python/binding_overhead.py > "$out/binding_bench.log" 2>&1 || rc=1
 echo "== braze gpu_check on $(cat "$out/gpu.txt") =="
 cat "$out/summary.txt"
 echo "== benchmarks/python/compare.py"
 cat "$out/compare.log"
 echo "== host overhead (C++)"
 grep -E "^BM_" "$out/host_bench.log"
+echo "== host overhead of the Python binding (no launch)"
+cat "$out/binding_bench.log"
 exit $rc

@@ -58,6 +58,8 @@ class FusionCache {
   CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
   size_t outputCount() const { return fusion_->outputs().size(); }
+  // Loads and launches nothing (NoOpDeviceOps): a host benchmark or a test of the bindings.
+  bool launchesNothing() const { return dynamic_cast<const NoOpDeviceOps*>(ops_) != nullptr; }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
   // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
   // A plan holds about 25 KiB of heap for a one-kernel layer_norm.

@@ -13,15 +13,15 @@ from braze import execute as bx
 BF16 = ml_dtypes.bfloat16
 
 
-def sizeless_layer_norm(fd):
+def sizeless_layer_norm(fd, dtype=DataType.BFloat16):
     """A layer_norm with no sizes in its definition: one fusion for every batch and sequence length."""
-    x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.BFloat16)
-    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=dtype)
+    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
     xf = fd.ops.cast(x, DataType.Float)
     var, mean = fd.ops.var_mean(xf, dims=[2], correction=0, keepdim=True)
     y = fd.ops.mul(fd.ops.sub(xf, mean), fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5))))
     y = fd.ops.mul(y, fd.ops.cast(fd.ops.broadcast(w, [True, True, False]), DataType.Float))
-    fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    fd.add_output(fd.ops.cast(y, dtype))
 
 
 def test_one_source_for_every_row_count_from_two_up():

@@ -1,0 +1,113 @@
+"""The GPU binding (FusionCache.run / explain / cuda_code) end to end without a GPU: a cache made with
+`no_device="h100"` plans for an H100 and launches nothing, and host arrays stand for device tensors.
+What is checked: inputs through DLPack (numpy) and through a torch tensor's own attributes (a stand-in
+torch module), plans per signature sharing kernels, the output allocator's arguments and returned
+objects, explain's cache answers and the errors for inputs it cannot take."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition, _C
+
+from test_shape_generic import sizeless_layer_norm
+
+BF16 = ml_dtypes.bfloat16
+
+
+def layer_norm_cache(dtype=DataType.Float):
+    with FusionDefinition() as fd:
+        sizeless_layer_norm(fd, dtype)
+    return fd, _C.FusionCache(fd._fusion, "auto", no_device="h100")
+
+
+class Allocations:
+    """An output allocator handing out numpy arrays (never written: nothing runs)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def __call__(self, sizes, strides, dtype, device):
+        self.asked.append((list(sizes), list(strides), dtype, device))
+        array = np.empty(sizes, dtype=np.uint16 if dtype == "BFloat16" else np.float32)
+        return array, array.ctypes.data
+
+
+def test_numpy_stand_ins_plan_share_kernels_and_fill_allocated_outputs():
+    fd, cache = layer_norm_cache()
+    w = np.zeros(1600, np.float32)
+    allocate = Allocations()
+    for batch, seq in [(2, 3), (4, 128), (1, 1000)]:
+        x = np.zeros((batch, seq, 1600), np.float32)
+        (out,) = cache.run([x, w], 0, "dlpack", allocate)
+        assert out.shape == (batch, seq, 1600)
+        assert allocate.asked[-1] == ([batch, seq, 1600], [seq * 1600, 1600, 1], "Float", 0)
+    assert len(cache) == 3 and cache.kernel_count() == 1
+    plan, answer, why = cache.explain([np.zeros((8, 8, 1600), np.float32), w])
+    assert answer == "new launch parameters", why
+    assert "inner persistent" in str(plan)
+    assert cache.explain([np.zeros((4, 128, 1600), np.float32), w])[1] == "hit"
+    assert "braze_s0_inner_persistent" in cache.cuda_code([np.zeros((4, 128, 1600), np.float32), w])[0]
+
+
+def test_inputs_it_cannot_take_are_named():
+    _, cache = layer_norm_cache()
+    with pytest.raises(TypeError, match="input 1: a str is neither a number nor a tensor"):
+        cache.run([np.zeros((2, 3, 1600), np.float32), "w"], 0, "dlpack", Allocations())
+    with pytest.raises(ValueError, match=r"input 1 \(T1\): expected rank 1, got a tensor of shape \[2, 1600\]"):
+        cache.run([np.zeros((2, 3, 1600), np.float32), np.zeros((2, 1600), np.float32)], 0, "dlpack", Allocations())
+    with FusionDefinition() as fd:
+        sizeless_layer_norm(fd, DataType.Float)
+    real_device = _C.FusionCache(fd._fusion, "auto")
+    with pytest.raises(Exception, match="input 0: on DLPack device type 1, not CUDA"):
+        real_device.run([np.zeros((2, 3, 1600), np.float32), np.zeros(1600, np.float32)], 0, "dlpack")
+
+
+class StandInTensor:
+    """The attributes braze reads of a torch.Tensor, over a numpy array."""
+
+    def __init__(self, array, torch):
+        self.array, self.dtype, self.is_cuda = array, torch.bfloat16, True
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    def stride(self):
+        return tuple(s // self.array.itemsize for s in self.array.strides)
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+    def get_device(self):
+        return 0
+
+
+def test_torch_tensors_are_read_through_their_attributes(monkeypatch):
+    torch = types.ModuleType("torch")
+    torch.Tensor = StandInTensor
+    torch.bfloat16 = object()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    _, cache = layer_norm_cache(DataType.BFloat16)
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    allocate = Allocations()
+    (out,) = cache.run([x, w], 0, "torch", allocate)  # no __dlpack__: the stand-in has none
+    assert out.shape == (3, 5, 1600)
+    plan, answer, _ = cache.explain([x, w])
+    assert answer == "hit"
+    # A transposed view (strides from stride()): refused by name, as the definition says contiguous.
+    xt = StandInTensor(np.zeros((5, 3, 1600), BF16).transpose(1, 0, 2), torch)
+    with pytest.raises(ValueError, match=r"input 0 \(T0\): dim 1 was defined as contiguous .* strides \[1600, 4800, 1\]"):
+        cache.run([xt, w], 0, "torch", allocate)
+    # Another dtype than torch's bfloat16 (one braze does not map): the DLPack path, which the
+    # stand-in lacks, says so.
+    odd = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    odd.dtype = object()
+    with pytest.raises(TypeError, match="input 0: a test_gpu_binding_no_device.StandInTensor is neither a number nor a tensor"):
+        cache.run([odd, w], 0, "torch", allocate)
