@@ -118,8 +118,8 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   const PreparedPlan& prepared = *plan;
   for (const auto& [key, summary] : prepared.launchedKernels()) kernels_.emplace(key, summary);
   if (known < kManyKernels && kernels_.size() >= kManyKernels) {
-    // Said once per fusion: shapes that keep changing what the heuristics choose (or strides, alignment
-    // or scalar values, which kernels are specialized on) pay a compile for each new kernel.
+    // Said once per fusion: shapes that keep changing what the heuristics choose (or strides or
+    // alignment, which kernels are specialized on) pay a compile for each new kernel.
     std::fprintf(stderr,
                  "braze: a fusion has needed %zu different kernels for %zu input signatures; each new one is "
                  "compiled (fd.explain tells why a shape needs its own)\n",

@@ -1,7 +1,8 @@
 // What a prepared plan is specialized for: per input, its dtype, device, sizes, strides and the
-// alignment of its pointer (up to 16 bytes); per scalar input, its value. braze specializes kernels
-// on sizes, strides and scalars (like torch.compile with static shapes), so any change there needs
-// another plan, and nothing else does: two calls with the same signature share one.
+// alignment of its pointer (up to 16 bytes); per scalar input, its value. A prepared plan is made for
+// all of it (any change needs another plan, and nothing else does: two calls with the same signature
+// share one); its kernels depend on less (row counts and scalar values are launch arguments), so a new
+// signature is often a new plan over kernels compiled already.
 //
 // Computing it is the first thing every cached execute does, so it is a flat vector of integers
 // and a hash, built without strings or maps.
