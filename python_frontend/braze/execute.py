@@ -39,14 +39,20 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 
 
 def execute(fd, inputs, device, kwargs) -> list:
-    bookend = kwargs.pop("bookend", "auto")
-    kwargs_device = kwargs.pop("target", "h100")
-    stream = kwargs.pop("stream", None)
-    unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
-    if unknown:
-        raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
+    if not kwargs and device is None:
+        torch_device = _plain_torch_cuda_device(inputs)
+        if torch_device >= 0:
+            return _execute_torch(fd, inputs, torch_device)
+    bookend, kwargs_device, stream = "auto", "h100", None
+    if kwargs:  # the cached GPU path's common case has none: no set arithmetic then
+        bookend = kwargs.pop("bookend", "auto")
+        kwargs_device = kwargs.pop("target", "h100")
+        stream = kwargs.pop("stream", None)
+        unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
+        if unknown:
+            raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
     flat = _flatten(inputs)
-    if any(_on_cuda(x) for x in flat):
+    if _any_on_cuda(flat):
         if device is not None and str(device) == "cpu":
             raise RuntimeError("execute(device='cpu'): the inputs are on a GPU; " + _MIXED_INPUTS)
         return _execute_gpu(fd, flat, _policy(bookend), stream)
@@ -62,6 +68,15 @@ def execute(fd, inputs, device, kwargs) -> list:
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     return [_to_python(out) for out in outputs]
+
+
+def _any_on_cuda(flat) -> bool:
+    torch = sys.modules.get("torch")
+    tensor = torch.Tensor if torch is not None else None
+    for x in flat:
+        if (x.is_cuda if tensor is not None and isinstance(x, tensor) else _on_cuda(x)):
+            return True
+    return False
 
 
 def _on_cuda(x) -> bool:
@@ -93,9 +108,12 @@ def _framework_of(flat) -> str:
 def _current_stream(framework, flat) -> int:
     """The caller's stream, as the framework of the inputs defines it."""
     if framework == "torch":
-        import torch
-
-        device = next(x.get_device() for x in flat if isinstance(x, torch.Tensor) and x.is_cuda)
+        torch = sys.modules["torch"]  # imported: the inputs are its tensors
+        tensor = torch.Tensor
+        for x in flat:
+            if isinstance(x, tensor) and x.is_cuda:
+                device = x.get_device()
+                break
         # The raw handle without building a Stream object (what Triton's launcher reads); the public
         # API where a torch build lacks it.
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -125,8 +143,12 @@ def _torch_allocator(torch):
     """Outputs from torch's caching allocator: torch accounts for their memory, and a CUDA graph
     capture records them in its private pool (memory from braze's own pool would become the graph's
     allocations, which a replay cannot make while the captured outputs are alive). Used on the current
-    stream only, the one torch's allocator orders the memory on. BRAZE_TORCH_OUTPUTS=0 turns it off."""
+    stream only, the one torch's allocator orders the memory on. BRAZE_TORCH_OUTPUTS=0, set before the
+    first GPU execute, turns it off."""
+    if torch in _TORCH_ALLOCATORS:  # one per torch module, made on the first run
+        return _TORCH_ALLOCATORS[torch]
     if os.environ.get("BRAZE_TORCH_OUTPUTS", "1") == "0":
+        _TORCH_ALLOCATORS[torch] = None
         return None
     dtypes = _TORCH_DTYPES.get(torch)
     if dtypes is None:
@@ -144,10 +166,48 @@ def _torch_allocator(torch):
         t = empty_strided(sizes, strides, dtype=torch_dtype, device=device)
         return t, t.data_ptr()
 
+    _TORCH_ALLOCATORS[torch] = allocate
     return allocate
 
 
 _TORCH_DTYPES: dict = {}
+_TORCH_ALLOCATORS: dict = {}
+
+
+def _plain_torch_cuda_device(inputs) -> int:
+    """The device of a cached execute's most common inputs, found in one pass: a list of CUDA torch
+    tensors that need no grad, and Python numbers; -1 for anything else (the general path)."""
+    torch = sys.modules.get("torch")
+    if torch is None or type(inputs) is not list:
+        return -1
+    tensor, device = torch.Tensor, -1
+    for x in inputs:
+        kind = type(x)
+        if kind is tensor:
+            if not x.is_cuda or x.requires_grad:
+                return -1
+            if device < 0:
+                device = x.get_device()
+        elif kind is not int and kind is not float and kind is not bool:
+            return -1
+    return device
+
+
+def _execute_torch(fd, inputs, device) -> list:
+    """_execute_gpu for plain CUDA torch tensors on their device's current stream: the same steps,
+    without the general path's checks."""
+    torch = sys.modules["torch"]
+    caches = fd.__dict__.get("_gpu_caches")
+    cache = caches.get("auto") if caches is not None else None
+    if cache is None:
+        cache = _gpu_cache(fd, "auto")
+    allocate = _TORCH_ALLOCATORS[torch] if torch in _TORCH_ALLOCATORS else _torch_allocator(torch)
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    outputs = cache.run(inputs, stream, "torch", allocate)
+    fd._last_gpu_cache = cache
+    fd._last_run_was_gpu = True
+    return outputs
 
 
 def _execute_gpu(fd, flat, bookend, stream) -> list:
@@ -163,7 +223,9 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
         stream = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
         if stream is None:
             raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
-    outputs = cache.run(_readable(flat), int(stream), framework, allocate)
+    if framework == "torch" and any(getattr(x, "requires_grad", False) for x in flat):
+        flat = _readable(flat)
+    outputs = cache.run(flat, stream, framework, allocate)
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
     return outputs

@@ -69,6 +69,14 @@ def test_torch_tensors_are_routed_to_the_cache_on_the_current_stream(fake_torch)
     assert allocate is not None  # outputs from torch's allocator, on its current stream
     fd.execute([FakeTensor()], stream=7)
     assert cache.calls[1][2] == 7 and cache.calls[1][4] is None  # another stream: braze's pool
+    # Plain CUDA tensors and no keywords: the one-pass path, same call.
+    plain = FakeTensor(device=2)
+    fd.execute([plain, 3])
+    (_, inputs, stream, framework, allocate) = cache.calls[2]
+    assert inputs[0] is plain and inputs[1] == 3 and stream == 0x5002 and framework == "torch" and allocate
+    assert bx._plain_torch_cuda_device([plain, FakeTensor(device=5)]) == 2
+    assert bx._plain_torch_cuda_device([plain, np.zeros(2)]) == -1  # anything else: the general path
+    assert bx._plain_torch_cuda_device([FakeTensor(requires_grad=True)]) == -1
 
     plan = fd.explain([FakeTensor()])
     assert plan.cache == "new launch parameters" and plan.cache_why == "kernels compiled already"
@@ -98,5 +106,7 @@ def test_torch_outputs_come_from_empty_strided(fake_torch, monkeypatch):
     assert address == 0xABC000 and made == [([2, 3], [3, 1], "torch.bfloat16", 1)]
     assert allocate([0, 3], [3, 1], "Float", 0) is None  # empty: braze's pool
     assert allocate([2], [1], "Float8_e4m3fnuz", 0) is None  # a dtype this torch lacks
+    assert bx._torch_allocator(fake_torch) is allocate  # made once per torch module
+    # BRAZE_TORCH_OUTPUTS=0 (read when a torch module is first seen) leaves outputs to braze's pool.
     monkeypatch.setenv("BRAZE_TORCH_OUTPUTS", "0")
-    assert bx._torch_allocator(fake_torch) is None
+    assert bx._torch_allocator(types.ModuleType("torch")) is None
