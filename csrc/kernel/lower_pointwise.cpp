@@ -32,7 +32,8 @@ void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const
   const ExprId row = kb.letValue(
       "row", kb.add(kb.mul(kb.add(kb.mul(kb.blockIdx(1), kb.index(params.unroll)), kb.ref(u)), kb.index(params.threads_y)),
                     kb.threadIdx(1)));
-  emitChunk(kb, vb, kb.land(column_ok, kb.lt(row, kb.index(params.outer))), vec, lane, [&](Chunk& c) {
+  // The row count is a launch argument: another batch size with the same rows per thread shares the kernel.
+  emitChunk(kb, vb, kb.land(column_ok, kb.lt(row, kb.extent("rows", params.outer))), vec, lane, [&](Chunk& c) {
     std::vector<Idx> index = vb.unflatten(row, false, row_sizes);
     const auto columns = vb.unflatten(kb.mul(column, kb.index(vec)), vec > 1, column_sizes);
     index.insert(index.end(), columns.begin(), columns.end());

@@ -51,8 +51,8 @@ int64_t kernelVectorize(const VectorizeInput& input) {
 std::string PointwiseParams::toString() const {
   if (break_point > 0) {
     return fmt::format(
-        "pointwise 2D: rows = dims [0, {}) ({}), columns {}, vectorize {}, block {}x{}, {} rows per thread",
-        break_point, outer, inner, vectorize, threads_x, threads_y, unroll);
+        "pointwise 2D: rows = dims [0, {}), columns {}, vectorize {}, block {}x{}, {} rows per thread", break_point,
+        inner, vectorize, threads_x, threads_y, unroll);
   }
   return fmt::format("pointwise: vectorize {}, unroll {}, block {}", vectorize, unroll, block);
 }

@@ -160,6 +160,38 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
   expectClose({out}, evaluate(*f, more), "51x24 with the 40x24 kernel");
 }
 
+// A bias over rows (2D tiles): the row count is an argument too, so row counts that keep the rows per
+// thread share a source, and a kernel planned for one count runs another's.
+TEST(ShapeGenericKernels, BiasTilesShareASourceAcrossRowCounts) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* bias = defineTensor({-1}, {true}, DataType::BFloat16);
+    Val* sum = add(cast(x, DataType::Float), cast(broadcast(bias, {true, true, false}), DataType::Float));
+    f->addOutput(cast(unaryOp(OpKind::Silu, sum), DataType::BFloat16));
+  }
+  std::map<std::string, std::set<std::string>> sources_by_heuristics;
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 500}, {2, 999}, {4, 1024}, {8, 4096}}) {
+    const kernel::CompiledPlan compiled = compileFor(*f, {shapeOnly({batch, seq, 4096}), shapeOnly({4096})});
+    const kernel::Kernel& k = onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("pointwise 2D"), std::string::npos) << k.summary;
+    ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
+    EXPECT_EQ(toInt(k.arguments[0].value), batch * seq);
+    sources_by_heuristics[k.summary].insert(kernel::emitCuda(k));
+  }
+  for (const auto& [summary, distinct] : sources_by_heuristics) EXPECT_EQ(distinct.size(), 1u) << summary;
+  EXPECT_LE(sources_by_heuristics.size(), 3u);  // one per rows-per-thread choice
+
+  const auto small = randomInputs(*f, 8, {{2, 5, 40}, {40}});
+  const auto more = randomInputs(*f, 9, {{3, 7, 40}, {40}});
+  const kernel::CompiledPlan planned = compileFor(*f, small);
+  const kernel::CompiledPlan other = compileFor(*f, more);
+  ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other))) << onlyKernel(other).summary;
+  const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {3, 7, 40});
+  expectClose({out}, evaluate(*f, more), "3x7x40 with the 2x5x40 kernel");
+}
+
 // A scalar input is a kernel argument: a kernel compiled for one value, launched with another's
 // arguments, computes the other's result (floats, doubles, integers and bools alike).
 TEST(ShapeGenericKernels, ScalarInputsAreArgumentsNotLiterals) {
