@@ -129,7 +129,7 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
       inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
     } else if (nb::isinstance<nb::float_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
-    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item)) {
+    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item, i)) {
       inputs.emplace_back(std::move(*t));  // read through its attributes: no DLPack capsule
     } else {
       inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok));
@@ -144,6 +144,11 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // the tensors it returns, which come back as they are: torch's caching allocator then owns them.
 nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
              nb::object allocate) {
+  // The inputs held here: the caller's list may change (another thread) while the GIL is released,
+  // and views of inputs take them as owners afterwards.
+  std::vector<nb::object> held;
+  held.reserve(py_inputs.size());
+  for (nb::handle item : py_inputs) held.push_back(nb::borrow(item));
   std::vector<nb::ndarray<nb::ro>> imported;
   const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
@@ -175,7 +180,7 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
     }
     nb::object owner;
     if (out.alias_of >= 0) {
-      owner = nb::borrow(py_inputs[out.alias_of]);  // a view: the input keeps the memory
+      owner = held.at(static_cast<size_t>(out.alias_of));  // a view: the input keeps the memory
     } else {
       auto* keep = new std::shared_ptr<void>(std::move(out.owner));
       owner = nb::capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });

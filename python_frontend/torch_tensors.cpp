@@ -1,5 +1,7 @@
 #include "torch_tensors.h"
 
+#include "ir/error.h"
+
 #include <Python.h>
 
 #include <algorithm>
@@ -28,8 +30,8 @@ const TorchTypes* torchTypes() {
   if (module == types.module.ptr()) return types.tensor_type.is_valid() ? &types : nullptr;
   types = TorchTypes{};
   nb::handle torch(module);
+  if (!nb::hasattr(torch, "Tensor")) return nullptr;  // torch half imported: looked at again next time
   types.module = nb::borrow(torch);
-  if (!nb::hasattr(torch, "Tensor")) return nullptr;
   types.tensor_type = torch.attr("Tensor");
   static const std::array<std::pair<const char*, DataType>, 14> kNames{{
       {"bool", DataType::Bool},
@@ -61,10 +63,16 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 
 }  // namespace
 
-std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object) {
+std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
   if (!nb::cast<bool>(object.attr("is_cuda"))) return std::nullopt;
+  // A lazily negated view (y = z.conj().imag) holds the values without their sign: its memory alone
+  // would be read wrong.
+  BRAZE_CHECK(!nb::hasattr(object, "is_neg") || !nb::cast<bool>(object.attr("is_neg")()),
+              "input {}: a torch tensor with its negative bit set (a lazily negated view); call resolve_neg() on "
+              "it first",
+              input);
   nb::object dtype = object.attr("dtype");
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
@@ -75,6 +83,11 @@ std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object) {
   t.dtype = known->second;
   t.sizes = int64s(object.attr("shape"));
   t.strides = int64s(object.attr("stride")());
+  // Size-1 dims: any stride addresses the same element; 1, as torch's DLPack export says, so that the
+  // same tensor has one input signature whichever way it was made.
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 1) t.strides[d] = 1;
+  }
   t.device = nb::cast<int>(object.attr("get_device")());
   return t;
 }

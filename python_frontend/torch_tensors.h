@@ -14,7 +14,7 @@ namespace braze::python {
 
 // Input `input` as a device tensor when it is a torch.Tensor on a CUDA device of a dtype braze has;
 // nullopt otherwise (other objects, CPU tensors, complex dtypes: the DLPack path takes them and
-// reports what it cannot run).
-std::optional<runtime::DeviceTensor> torchCudaTensorOf(nanobind::handle object);
+// reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
+std::optional<runtime::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
 
 }  // namespace braze::python

@@ -96,7 +96,8 @@ PointwiseParams pointwise2D(const DeviceInfo& device, PointwiseParams p, const s
   const int64_t resident = static_cast<int64_t>(device.sm_count) * device.max_threads_per_sm / p.block;
   p.unroll = 1;
   while (p.unroll < 8 && p.grid * ceilDiv(p.outer, p.threads_y * p.unroll * 2) >= 2 * resident) p.unroll *= 2;
-  p.unroll = std::max(p.unroll, ceilDiv(p.outer, p.threads_y * 65535));
+  // A power of two, so that row counts past the cap share a few kernels, not one per 65535-row band.
+  p.unroll = std::max(p.unroll, nextPow2(ceilDiv(p.outer, p.threads_y * 65535)));
   p.grid_y = ceilDiv(p.outer, p.threads_y * p.unroll);
   return p;
 }

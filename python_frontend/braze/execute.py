@@ -110,10 +110,9 @@ def _current_stream(framework, flat) -> int:
     if framework == "torch":
         torch = sys.modules["torch"]  # imported: the inputs are its tensors
         tensor = torch.Tensor
-        for x in flat:
-            if isinstance(x, tensor) and x.is_cuda:
-                device = x.get_device()
-                break
+        device = next((x.get_device() for x in flat if isinstance(x, tensor) and x.is_cuda), None)
+        if device is None:  # the GPU tensors are another framework's: the run names the CPU ones
+            return 0
         # The raw handle without building a Stream object (what Triton's launcher reads); the public
         # API where a torch build lacks it.
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)

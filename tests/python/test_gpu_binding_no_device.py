@@ -71,15 +71,22 @@ def test_inputs_it_cannot_take_are_named():
 class StandInTensor:
     """The attributes braze reads of a torch.Tensor, over a numpy array."""
 
-    def __init__(self, array, torch):
+    requires_grad = False
+    negative = False
+
+    def __init__(self, array, torch, strides=None):
         self.array, self.dtype, self.is_cuda = array, torch.bfloat16, True
+        self._strides = strides
+
+    def is_neg(self):
+        return self.negative
 
     @property
     def shape(self):
         return self.array.shape
 
     def stride(self):
-        return tuple(s // self.array.itemsize for s in self.array.strides)
+        return self._strides or tuple(s // self.array.itemsize for s in self.array.strides)
 
     def data_ptr(self):
         return self.array.ctypes.data
@@ -111,3 +118,39 @@ def test_torch_tensors_are_read_through_their_attributes(monkeypatch):
     odd.dtype = object()
     with pytest.raises(TypeError, match="input 0: a test_gpu_binding_no_device.StandInTensor is neither a number nor a tensor"):
         cache.run([odd, w], 0, "torch", allocate)
+
+
+def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
+    made = []
+    buffer = np.empty(3 * 5 * 1600, np.uint16)
+
+    class Output:
+        def data_ptr(self):
+            return buffer.ctypes.data
+
+    def empty_strided(sizes, strides, dtype, device):
+        made.append((list(sizes), list(strides), dtype, device))
+        return Output()
+
+    torch = types.ModuleType("torch")
+    torch.Tensor, torch.bfloat16, torch.empty_strided = StandInTensor, object(), empty_strided
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    fd, cache = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": cache}  # the real binding, planning for an H100, no launch
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    (out,) = fd.execute([x, w])
+    assert isinstance(out, Output) and made == [([3, 5, 1600], [8000, 1600, 1], torch.bfloat16, 0)]
+    assert "braze_s0_inner_persistent" in fd.last_cuda_code()
+    # A size-1 dim's stride does not matter: the same signature, whatever torch says it is.
+    one = StandInTensor(np.zeros((1, 5, 1600), BF16), torch, strides=(1, 1600, 1))
+    other = StandInTensor(np.zeros((1, 5, 1600), BF16), torch, strides=(8000, 1600, 1))
+    fd.execute([one, w])
+    fd.execute([other, w])
+    assert len(cache) == 2
+    # A lazily negated view is refused by name rather than read without its sign.
+    x.negative = True
+    with pytest.raises(ValueError, match="input 0: a torch tensor with its negative bit set"):
+        fd.execute([x, w])
+

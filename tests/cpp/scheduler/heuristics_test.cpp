@@ -116,6 +116,14 @@ TEST(Heuristics, PointwiseTilesIn2DWhenAnInputIsBroadcastAlongTheLeadingDims) {
   EXPECT_EQ(t.break_point, 1);
   EXPECT_LE(t.grid_y, 65535);
   EXPECT_GE(t.grid_y * t.threads_y * t.unroll, int64_t{1} << 26);
+  // Past the cap the rows per thread are a power of two: 600k and 700k rows of 4096 share a kernel.
+  auto rowsPerThread = [&](int64_t rows) {
+    PointwiseProblem p{.sizes = {rows, 4096}, .total_elements = rows * 4096, .max_vectorize = 8};
+    p.input_strides = {{4096, 1}, {0, 1}};
+    return pointwiseHeuristics(h100, p).unroll;
+  };
+  EXPECT_EQ(rowsPerThread(600000), rowsPerThread(700000));
+  EXPECT_EQ(rowsPerThread(600000) & (rowsPerThread(600000) - 1), 0);
 }
 
 }  // namespace
