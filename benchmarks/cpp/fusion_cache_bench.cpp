@@ -58,22 +58,12 @@ BENCHMARK(BM_CachedExecuteNoOpLaunch_Rope)->Unit(benchmark::kNanosecond);
 // A new sequence length of a layer_norm defined without sizes: the miss path when the kernel is
 // compiled already (plan, lower, emit, hash; no NVRTC), and the memory each prepared plan keeps.
 void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
-  auto fusion = std::make_shared<Fusion>();
-  {
-    FusionGuard g(fusion.get());
-    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
-    TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
-    TensorView* xf = cast(x, DataType::Float)->asTensor();
-    auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
-    Val* normed = mul(sub(xf, mean), unaryOp(OpKind::Rsqrt, add(var, fusion->constant(1e-5))));
-    Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
-    fusion->addOutput(cast(mul(normed, wf), DataType::BFloat16));
-  }
   runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  runtime::FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   auto inputs = [](int64_t seq) {
     return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {4, seq, 1600}),
-                                    DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600})};
+                                    DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+                                    DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
   };
   cache.run(inputs(1));
   const int64_t heap_before = heapBytesInUse();

@@ -52,7 +52,7 @@ def execute(fd, inputs, device, kwargs) -> list:
         if unknown:
             raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
     flat = _flatten(inputs)
-    if _any_on_cuda(flat):
+    if any(_on_cuda(x) for x in flat):
         if device is not None and str(device) == "cpu":
             raise RuntimeError("execute(device='cpu'): the inputs are on a GPU; " + _MIXED_INPUTS)
         return _execute_gpu(fd, flat, _policy(bookend), stream)
@@ -68,15 +68,6 @@ def execute(fd, inputs, device, kwargs) -> list:
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     return [_to_python(out) for out in outputs]
-
-
-def _any_on_cuda(flat) -> bool:
-    torch = sys.modules.get("torch")
-    tensor = torch.Tensor if torch is not None else None
-    for x in flat:
-        if (x.is_cuda if tensor is not None and isinstance(x, tensor) else _on_cuda(x)):
-            return True
-    return False
 
 
 def _on_cuda(x) -> bool:
@@ -113,15 +104,19 @@ def _current_stream(framework, flat) -> int:
         device = next((x.get_device() for x in flat if isinstance(x, tensor) and x.is_cuda), None)
         if device is None:  # the GPU tensors are another framework's: the run names the CPU ones
             return 0
-        # The raw handle without building a Stream object (what Triton's launcher reads); the public
-        # API where a torch build lacks it.
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+        return _torch_stream(torch, device)
     if framework == "cupy":
         import cupy
 
         return cupy.cuda.get_current_stream().ptr
     return 0  # the legacy default stream, which orders after the work of every blocking stream
+
+
+def _torch_stream(torch, device) -> int:
+    """torch's current stream on `device`, as a raw handle: without building a Stream object (what
+    Triton's launcher reads), or through the public API where a torch build lacks that."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def _readable(flat) -> list:
@@ -200,10 +195,7 @@ def _execute_torch(fd, inputs, device) -> list:
     cache = caches.get("auto") if caches is not None else None
     if cache is None:
         cache = _gpu_cache(fd, "auto")
-    allocate = _TORCH_ALLOCATORS[torch] if torch in _TORCH_ALLOCATORS else _torch_allocator(torch)
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    stream = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-    outputs = cache.run(inputs, stream, "torch", allocate)
+    outputs = cache.run(inputs, _torch_stream(torch, device), "torch", _torch_allocator(torch))
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
     return outputs

@@ -4,6 +4,8 @@
 
 #include "ir/ops.h"
 
+#include <memory>
+
 namespace braze::testing {
 
 struct LayerNormShape {
@@ -30,6 +32,22 @@ inline void defineLayerNorm(Fusion& fusion, const LayerNormShape& s, double eps 
   Val* scaled = mul(normed, cast(broadcastInDim(weight, full_shape, {2}), DataType::Float));
   Val* shifted = add(scaled, cast(broadcastInDim(bias, full_shape, {2}), DataType::Float));
   fusion.addOutput(cast(shifted, DataType::BFloat16));
+}
+
+// The same layer_norm with no size in the definition (keepdim statistics, weight and bias broadcast
+// with flags), as model code defines it once for every batch and sequence length.
+inline std::shared_ptr<Fusion> sizelessLayerNorm() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard guard(f.get());
+  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+  TensorView* weight = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* bias = defineTensor({-1}, {true}, DataType::BFloat16);
+  TensorView* xf = cast(x, DataType::Float)->asTensor();
+  auto [var, mean] = varMean(xf, {2}, /*correction=*/0.0, /*keepdim=*/true);
+  Val* normed = mul(sub(xf, mean), unaryOp(OpKind::Rsqrt, add(var, f->constant(1e-5))));
+  Val* scaled = mul(normed, cast(broadcast(weight, {true, true, false}), DataType::Float));
+  f->addOutput(cast(add(scaled, cast(broadcast(bias, {true, true, false}), DataType::Float)), DataType::BFloat16));
+  return f;
 }
 
 }  // namespace braze::testing

@@ -4,6 +4,7 @@
 // compile once. The reuse is checked the way the GPU would do it: the kernel lowered for one shape,
 // launched with another shape's grid and extents on that shape's tensors, against the reference.
 #include "fusions/kernel_util.h"
+#include "fusions/layer_norm.h"
 #include "ir/ops.h"
 #include "kernel/cuda_emitter.h"
 #include "kernel/simulator.h"
@@ -20,24 +21,6 @@ namespace {
 using testing::expectClose;
 using testing::onlyKernel;
 using testing::randomInputs;
-
-// A layer_norm with no sizes in the definition (keepdim statistics, weight and bias broadcast with flags),
-// as a model's code defines it once for every batch and sequence length.
-std::shared_ptr<Fusion> dynamicLayerNorm() {
-  auto f = std::make_shared<Fusion>();
-  FusionGuard g(f.get());
-  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
-  TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
-  TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
-  TensorView* xf = cast(x, DataType::Float)->asTensor();
-  auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
-  Val* rstd = unaryOp(OpKind::Rsqrt, add(var, f->constant(1e-5)));
-  Val* normed = mul(sub(xf, mean), rstd);
-  Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
-  Val* bf = cast(broadcast(b, {true, true, false}), DataType::Float);
-  f->addOutput(cast(add(mul(normed, wf), bf), DataType::BFloat16));
-  return f;
-}
 
 // SwiGLU's silu(gate) * up in bf16 over [rows, hidden]: a one-group (1D) pointwise kernel.
 std::shared_ptr<Fusion> dynamicSwiglu() {
@@ -88,7 +71,7 @@ HostTensor launchAs(const kernel::Kernel& kernel, const kernel::CompiledPlan& pl
 }
 
 TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
-  const auto f = dynamicLayerNorm();
+  const auto f = testing::sizelessLayerNorm();
   std::set<std::string> sources;
   std::set<std::string> sources_from_two_rows;
   for (int64_t i = 0; i < 64; ++i) {
@@ -111,7 +94,7 @@ TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
 }
 
 TEST(ShapeGenericKernels, ALayerNormKernelLaunchedForOtherRowCountsMatchesTheReference) {
-  const auto f = dynamicLayerNorm();
+  const auto f = testing::sizelessLayerNorm();
   // 5 vectors of 8 per row (odd chunk counts), small enough for the simulator: 2 threads per row, and from
   // 64 rows up, 64 rows per block (fewer rows get smaller blocks, and kernels of their own).
   const int64_t hidden = 40;
@@ -245,7 +228,7 @@ TEST(ShapeGenericKernels, ANaNScalarReadTwiceIsOneArgument) {
 
 // What may not be shared: sizes the heuristics or the index arithmetic depend on get their own source.
 TEST(ShapeGenericKernels, AnotherHiddenSizeOrAMisalignedInputGetsItsOwnSource) {
-  const auto f = dynamicLayerNorm();
+  const auto f = testing::sizelessLayerNorm();
   auto sourceFor = [&](std::vector<HostValue> inputs) {
     const kernel::CompiledPlan compiled = compileFor(*f, inputs);
     return kernel::emitCuda(onlyKernel(compiled));

@@ -228,22 +228,6 @@ TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
 namespace braze {
 namespace {
 
-// A layer_norm defined without sizes, as model code defines it once for every batch and sequence length.
-std::shared_ptr<Fusion> sizelessLayerNorm() {
-  auto f = std::make_shared<Fusion>();
-  FusionGuard g(f.get());
-  TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
-  TensorView* w = defineTensor({-1}, {true}, DataType::BFloat16);
-  TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
-  TensorView* xf = cast(x, DataType::Float)->asTensor();
-  auto [var, mean] = varMean(xf, {2}, 0.0, /*keepdim=*/true);
-  Val* normed = mul(sub(xf, mean), unaryOp(OpKind::Rsqrt, add(var, f->constant(1e-5))));
-  Val* wf = cast(broadcast(w, {true, true, false}), DataType::Float);
-  Val* bf = cast(broadcast(b, {true, true, false}), DataType::Float);
-  f->addOutput(cast(add(mul(normed, wf), bf), DataType::BFloat16));
-  return f;
-}
-
 std::vector<DeviceValue> sizelessLayerNormInputs(int64_t batch, int64_t seq) {
   return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {batch, seq, 1600}),
           DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
@@ -252,7 +236,7 @@ std::vector<DeviceValue> sizelessLayerNormInputs(int64_t batch, int64_t seq) {
 
 TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
   NoOpDeviceOps ops;
-  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   ::testing::internal::CaptureStderr();
   for (int64_t i = 0; i < 64; ++i) cache.run(sizelessLayerNormInputs(1 + i % 4, 1 + (i * 977) % 4096));
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -264,7 +248,7 @@ TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
 
 TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
   NoOpDeviceOps ops;
-  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   runtime::CacheExplanation first = cache.explain(sizelessLayerNormInputs(4, 128));
   EXPECT_EQ(first.lookup, runtime::CacheLookup::NewKernel);
   EXPECT_NE(first.why.find("the first kernel of this fusion"), std::string::npos) << first.why;
@@ -282,7 +266,7 @@ TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
 
 TEST(FusionCache, PastItsCapTheLeastRecentlyRunPlanIsDropped) {
   NoOpDeviceOps ops;
-  FusionCache cache(sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   const auto kept = sizelessLayerNormInputs(3, 5);
   std::shared_ptr<const runtime::PreparedPlan> held = cache.prepare(sizelessLayerNormInputs(1, 1));
   const int64_t n = static_cast<int64_t>(FusionCache::kMaxPlans) + 8;
