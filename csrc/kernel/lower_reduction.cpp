@@ -419,6 +419,7 @@ class RowLowering {
       (n == rows_ ? per_row : full).push_back(out);
     }
     if (!full.empty()) {
+      vb_.setLastPass();
       forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
         const ExprId linear = domainLinear(index);
         const bool lane = params_.vectorize > 1;

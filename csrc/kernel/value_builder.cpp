@@ -233,9 +233,16 @@ ExprId ValueBuilder::scalar(const Val* val) {
   const ScalarValue& v = bound_.scalarOf(val);
   // A scalar input is a launch argument: a new value (a scale, an offset) reuses the compiled kernel.
   // Constants of the definition stay literals.
-  if (val->isFusionInput()) return kb_.scalarArgument(val->name(), val->dtype(), v);
-  if (isFloating(val->dtype())) return kb_.constant(toDouble(v), val->dtype());
-  return kb_.constantInt(toInt(v), val->dtype());
+  ExprId value;
+  if (val->isFusionInput()) {
+    value = kb_.scalarArgument(val->name(), val->dtype(), v);
+  } else if (isFloating(val->dtype())) {
+    value = kb_.constant(toDouble(v), val->dtype());
+  } else {
+    value = kb_.constantInt(toInt(v), val->dtype());
+  }
+  invariant_.insert(value);
+  return value;
 }
 
 ExprId ValueBuilder::valueAt(const Val* val, const std::vector<Idx>& index) {
@@ -251,14 +258,50 @@ ExprId ValueBuilder::valueAt(const Val* val, const std::vector<Idx>& index) {
   ExprId result;
   if (auto p = params_.find(val); p != params_.end()) {
     result = loadAt(p->second, index);
+  } else if (auto kept = computed_cache_.find(memo_key); kept != computed_cache_.end()) {
+    result = kb_.localRead(kept->second.array, computedSlot(kept->second.per_lane));
   } else {
     auto d = defined_.find(val);
     BRAZE_ASSERT(d != defined_.end(), "kernel lowering: {} is neither computed in the segment nor one of its inputs",
                  val->name());
     result = compute(*d->second, val, index);
+    if (worthKeeping(val) && invariant_.count(result) == 0) {
+      // The pass that first computes it stores it in the thread's slot; later passes read the slot.
+      // Unrolled, the array is registers, and an input slot read by no later pass dies here, so softmax
+      // keeps exp(x - max) in the registers x had.
+      ComputedSlot slot{kb_.arrayVar("kept", val->dtype(), cache_.chunks * width_), laneDependent(result)};
+      kb_.pushTarget(cache_.declarations);
+      kb_.declare(slot.array);
+      kb_.popTarget();
+      kb_.pushTarget(slot.per_lane ? body_ : pre_);
+      kb_.localWrite(slot.array, computedSlot(slot.per_lane), result);
+      kb_.popTarget();
+      computed_cache_.emplace(memo_key, slot);
+    }
   }
   memo_.emplace(std::move(memo_key), result);
   return result;
+}
+
+bool ValueBuilder::worthKeeping(const Val* val) const {
+  if (cache_.declarations == nullptr || cache_.shared || last_pass_ || !isFloating(val->dtype())) return false;
+  auto d = defined_.find(val);
+  if (d == defined_.end()) return false;
+  switch (d->second->kind()) {
+    case OpKind::Acos: case OpKind::Acosh: case OpKind::Asin: case OpKind::Asinh: case OpKind::Atan:
+    case OpKind::Atanh: case OpKind::Cos: case OpKind::Cosh: case OpKind::Erf: case OpKind::Erfc:
+    case OpKind::Erfcinv: case OpKind::Erfinv: case OpKind::Exp: case OpKind::Exp2: case OpKind::Expm1:
+    case OpKind::Lgamma: case OpKind::Log: case OpKind::Log10: case OpKind::Log1p: case OpKind::Log2:
+    case OpKind::Reciprocal: case OpKind::Rsqrt: case OpKind::Sigmoid: case OpKind::Silu: case OpKind::Sin:
+    case OpKind::Sinh: case OpKind::Sqrt: case OpKind::Tan: case OpKind::Tanh: case OpKind::Atan2:
+    case OpKind::Div: case OpKind::TrueDiv: case OpKind::Fmod: case OpKind::Pow: case OpKind::Remainder:
+      return true;
+    default: return false;
+  }
+}
+
+ExprId ValueBuilder::computedSlot(bool per_lane) {
+  return per_lane ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : cache_.chunk;
 }
 
 std::vector<Idx> ValueBuilder::mapOperand(const Val* operand, const Val* out, const std::vector<Idx>& index) {
@@ -281,9 +324,7 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
     case OpCategory::Cast: {
       std::vector<ExprId> args;
       for (const Val* in : expr.inputs()) args.push_back(valueAt(in, in->isTensor() ? mapOperand(in, out, index) : index));
-      const ExprId value = category == OpCategory::Cast ? kb_.cast(args[0], out->dtype())
-                                                       : kb_.elementwise(expr.kind(), out->dtype(), std::move(args));
-      return bind("t", value);
+      return elementwiseOp(expr, out, std::move(args));
     }
     case OpCategory::Meta: return valueAt(expr.input(0), mapMeta(expr, index));
     case OpCategory::Data: return expr.kind() == OpKind::Pad ? pad(expr, index) : cat(expr, index);
@@ -294,6 +335,37 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
       BRAZE_UNREACHABLE("kernel lowering: {} cannot be computed per element (it needs a reduction or matmul kernel)",
                         expr.name());
   }
+}
+
+ExprId ValueBuilder::elementwiseOp(const Expr& expr, const Val* out, std::vector<ExprId> args) {
+  const bool all_invariant =
+      std::all_of(args.begin(), args.end(), [&](ExprId a) { return invariant_.count(a) != 0; });
+  ExprId value;
+  if (opInfo(expr.kind()).category == OpCategory::Cast) {
+    value = kb_.cast(args[0], out->dtype());
+  } else if ((expr.kind() == OpKind::TrueDiv || expr.kind() == OpKind::Div) && out->dtype() == DataType::Float &&
+             !all_invariant && invariant_.count(args[1]) != 0) {
+    value = divideByInvariant(args[0], args[1]);
+  } else {
+    value = kb_.elementwise(expr.kind(), out->dtype(), std::move(args));
+  }
+  const ExprId bound = bind("t", value);
+  if (all_invariant) invariant_.insert(bound);
+  return bound;
+}
+
+// As PyTorch does for a tensor divided by a scalar: one reciprocal, then a product per element (at most
+// 1.5 ulp from the correctly rounded quotient, where a float division costs a dozen instructions and
+// softmax's x / sum(x) was bound by them). A subnormal s, whose reciprocal would overflow, is scaled
+// by 2^64 first and the product by 2^64 after (exact: powers of two), so x / s stays finite where it is.
+ExprId ValueBuilder::divideByInvariant(ExprId x, ExprId s) {
+  const DataType f = DataType::Float;
+  const ExprId tiny = kb_.elementwise(OpKind::Lt, DataType::Bool,
+                                      {kb_.elementwise(OpKind::Abs, f, {s}), kb_.constant(0x1p-126, f)});
+  const ExprId scale = bind("scale", kb_.elementwise(OpKind::Where, f, {tiny, kb_.constant(0x1p64, f), kb_.constant(1, f)}));
+  const ExprId inverse =
+      bind("inv", kb_.elementwise(OpKind::TrueDiv, f, {kb_.constant(1, f), kb_.elementwise(OpKind::Mul, f, {s, scale})}));
+  return kb_.elementwise(OpKind::Mul, f, {kb_.elementwise(OpKind::Mul, f, {x, inverse}), scale});
 }
 
 std::vector<Idx> ValueBuilder::mapMeta(const Expr& expr, const std::vector<Idx>& index) {

@@ -60,13 +60,24 @@ class ValueBuilder {
   // Starts a chunk: lane-invariant statements go to `pre`, the others to `body` (the lane loop's
   // body; the same list as `pre` when width is 1). Forgets the values of the previous chunk.
   void beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, int64_t width, ExprId lane);
+  // With a register cache, values of costly ops (exp, log, division...) are kept in it too, so a later
+  // pass reads softmax's exp(x - max) instead of computing it again.
   void setLoadCache(const LoadCache& cache) { cache_ = cache; }
-  void clearLoadCache() { cache_ = LoadCache{}; cached_.clear(); }
+  // The last pass over the row: what it computes is read by no later pass, so none of it is kept.
+  void setLastPass() { last_pass_ = true; }
+  void clearLoadCache() {
+    cache_ = LoadCache{};
+    cached_.clear();
+    computed_cache_.clear();
+  }
   void setLoadInterceptor(LoadInterceptor interceptor) { interceptor_ = std::move(interceptor); }
 
   ExprId valueAt(const Val* val, const std::vector<Idx>& index);
   // A reduction computed by the kernel: its value (per row) wherever it is read.
-  void setResult(const Val* val, ExprId value) { results_[val] = value; }
+  void setResult(const Val* val, ExprId value) {
+    results_[val] = value;
+    if (!laneDependent(value)) invariant_.insert(value);
+  }
 
   // Index helpers for the lowering.
   std::vector<Idx> unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes);
@@ -80,6 +91,16 @@ class ValueBuilder {
 
  private:
   ExprId compute(const Expr& expr, const Val* out, const std::vector<Idx>& index);
+  ExprId elementwiseOp(const Expr& expr, const Val* out, std::vector<ExprId> args);
+  // x / s for an s that every element of the kernel shares: x times s's reciprocal.
+  ExprId divideByInvariant(ExprId x, ExprId s);
+  // The cache array for a costly value computed by a pass of a persistent kernel, if it is one.
+  struct ComputedSlot {
+    VarId array = -1;
+    bool per_lane = false;
+  };
+  bool worthKeeping(const Val* val) const;
+  ExprId computedSlot(bool per_lane);
   ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
   // The cache array for (tensor, key) holding `slots` values per thread; `fresh` when just declared.
   VarId cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh);
@@ -105,6 +126,10 @@ class ValueBuilder {
   std::map<std::pair<const Val*, std::vector<int64_t>>, ExprId> memo_;
   std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
   std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes
+  std::map<std::pair<const Val*, std::vector<int64_t>>, ComputedSlot> computed_cache_;  // across passes
+  // Expressions with one value for all the elements a kernel thread walks: scalars, per-row results
+  // of a reduction, and elementwise ops of those.
+  std::unordered_set<ExprId> invariant_;
   std::unordered_set<VarId> lane_vars_;
   std::unordered_map<ExprId, bool> lane_dependent_;
   std::vector<Stmt>* pre_ = nullptr;
@@ -112,6 +137,7 @@ class ValueBuilder {
   int64_t width_ = 1;
   ExprId lane_ = -1;
   LoadCache cache_;
+  bool last_pass_ = false;
   LoadInterceptor interceptor_;
 };
 

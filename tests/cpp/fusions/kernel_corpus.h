@@ -10,8 +10,11 @@
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
 #include "ir/ops.h"
+#include "kernel/cuda_emitter.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -277,6 +280,39 @@ inline KernelCase scalarInputsCase(int64_t rows, int64_t cols) {
   return c;
 }
 
+// x / sum(d) per row and x / a for a scalar input a: divisors shared by a whole row (or kernel), which
+// kernels turn into one reciprocal and a product per element. The rows' sums are normal, subnormal
+// (a float reciprocal would overflow: 1 / 2^-138 is 2^138), zero, infinite and NaN; a is 2^-140.
+inline KernelCase divisionByRowValuesCase() {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* d = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    Val* a = defineScalar(DataType::Double);
+    TensorView* s = reduce(OpKind::Sum, d, {1}, /*keepdim=*/true);
+    f.addOutput(div(x, expand(s, ints(f, {5, 4}))));
+    f.addOutput(div(x, a));
+  }
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double tiny = std::ldexp(1.0, -140);
+  c.inputs = {tensorOf(DataType::Float, {5, 4},
+                       {tiny, -3 * tiny, 0.5 * tiny, 0,  //
+                        1, -2, 0, 3,                    //
+                        1, -1, inf, 2,                  //
+                        1, 2, 3, 4,                     //
+                        0.3, -1.7, 2.9, -0.01}),
+              tensorOf(DataType::Float, {5, 4},
+                       {tiny, tiny, tiny, tiny,  //
+                        1, -1, 0, 0,             //
+                        inf, 1, 2, 3,            //
+                        nan, 1, 2, 3,            //
+                        0.5, 1.25, -3, 2.75}),
+              ScalarValue{tiny}};
+  return c;
+}
+
 // Small enough for the simulator: each case runs there in well under a second.
 inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   std::vector<KernelCaseMaker> cases = {
@@ -331,6 +367,23 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
          c.expect = expectOneKernel();
          return c;
        }},
+      // Persistent: exp(x - max) is computed once per element, kept for the last pass, which divides
+      // by the row's sum as a product with its reciprocal.
+      {"softmax_bf16_9x1000",
+       [] {
+         KernelCase c = softmaxCase(9, 1000, DataType::BFloat16, false, 5);
+         c.expect = [](const kernel::CompiledPlan& compiled) {
+           const kernel::Kernel& k = onlyKernel(compiled);
+           EXPECT_NE(k.summary.find("inner persistent"), std::string::npos) << k.summary;
+           const std::string full = kernel::emitCuda(k), source = full.substr(full.find("__global__"));
+           size_t exps = 0;
+           for (size_t at = source.find("expf("); at != std::string::npos; at = source.find("expf(", at + 1)) ++exps;
+           EXPECT_EQ(exps, 1u) << source;
+           EXPECT_EQ(source.find("braze_div((t"), std::string::npos) << source;
+         };
+         return c;
+       }},
+      {"division_by_row_values", divisionByRowValuesCase},
       {"softmax_bf16_5x512",
        [] {
          KernelCase c = softmaxCase(5, 512, DataType::BFloat16, false, 2);

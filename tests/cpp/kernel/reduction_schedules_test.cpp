@@ -5,6 +5,7 @@
 #include "fusions/kernel_util.h"
 #include "fusions/layer_norm.h"
 #include "ir/ops.h"
+#include "kernel/cuda_emitter.h"
 
 #include <gtest/gtest.h>
 
@@ -136,6 +137,41 @@ TEST(ReductionSchedules, PersistentRowsInSharedMemoryWithATail) {
   }
   const auto compiled = expectSimulatorMatches(f, randomInputs(f, 18, {{2, 41011}}));
   EXPECT_TRUE(says(onlyKernel(compiled), "shared memory")) << onlyKernel(compiled).summary;
+}
+
+// Counts `what` in the kernel's own code (the helpers before it define expf, tanhf...).
+size_t countInKernel(const kernel::Kernel& k, const std::string& what) {
+  const std::string full = kernel::emitCuda(k), source = full.substr(full.find("__global__"));
+  size_t n = 0;
+  for (size_t at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ReductionSchedules, PersistentKernelsComputeCostlyValuesOnce) {
+  // Three passes over a row kept in registers: max, then sum(exp(x - max)), then sum(tanh(x) * exp(..)).
+  // exp and tanh are computed by the pass that first needs them and kept for the later ones; x itself
+  // is still read by the last pass (log-softmax and the product with x).
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    const std::vector<int64_t> shape = {6, 333};
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    Val* xf = cast(x, DataType::Float);
+    TensorView* m = reduce(OpKind::Max, xf->asTensor(), {1}, true);
+    Val* shifted = sub(xf, expand(m, ints(f, shape)));
+    Val* e = unaryOp(OpKind::Exp, shifted);
+    TensorView* s = reduce(OpKind::Sum, e->asTensor(), {1}, true);
+    Val* t = unaryOp(OpKind::Tanh, xf);
+    TensorView* weighted = reduce(OpKind::Sum, mul(t, e)->asTensor(), {1}, true);
+    f.addOutput(cast(sub(shifted, unaryOp(OpKind::Log, expand(s, ints(f, shape)))), DataType::BFloat16));
+    f.addOutput(cast(mul(div(e, expand(s, ints(f, shape))), xf), DataType::BFloat16));
+    f.addOutput(div(t, expand(weighted, ints(f, shape))));
+  }
+  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 19, {{6, 333}}));
+  const kernel::Kernel& k = onlyKernel(compiled);
+  EXPECT_TRUE(says(k, "inner persistent")) << k.summary;
+  EXPECT_EQ(countInKernel(k, "expf("), 1u) << kernel::emitCuda(k);
+  EXPECT_EQ(countInKernel(k, "tanhf("), 1u) << kernel::emitCuda(k);
 }
 
 }  // namespace
