@@ -248,6 +248,8 @@ void bindGpu(nb::module_& m) {
           },
           "(plan, cache, why): the plan for these inputs, and whether running them hits a prepared plan ('hit'), "
           "needs only new launch parameters ('new launch parameters') or a new kernel ('new kernel')")
+      .def_prop_rw("cuda_graphs", &runtime::FusionCache::usesCudaGraphs, &runtime::FusionCache::useCudaGraphs,
+                   "whether plans of several kernels launch them as one CUDA graph (default: BRAZE_CUDA_GRAPHS=1)")
       .def("kernel_count", &runtime::FusionCache::kernelCount, "distinct kernels the prepared plans run")
       .def("last_cuda_code", &runtime::FusionCache::lastCudaCode, "the CUDA of the plan the last run used")
       .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");

@@ -8,6 +8,7 @@
 #include "runtime/fusion_cache.h"
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <malloc.h>
 
@@ -153,6 +154,37 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
   runtime::synchronizeDevice("benchmark");
 }
 BENCHMARK(BM_GpuLaunch_Bare)->Unit(benchmark::kMicrosecond);
+
+// On a GPU: a cached execute of a two-kernel plan (x - sum over dim 0: a reduction, then a pointwise
+// kernel), its kernels launched one by one (arg 0) or as one CUDA graph (arg 1), host time per call.
+void BM_GpuLaunch_TwoKernels(benchmark::State& state) {
+  if (!runtime::cudaAvailable()) {
+    state.SkipWithError("no CUDA driver or GPU");
+    return;
+  }
+  runtime::useDevice(0);
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard g(fusion.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    fusion->addOutput(sub(x, expand(reduce(OpKind::Sum, x, {0}, true), {fusion->constant(int64_t{8}),
+                                                                         fusion->constant(int64_t{32})})));
+  }
+  runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(8 * 32 * 4);
+  runtime::FusionCache cache(fusion);
+  cache.useCudaGraphs(state.range(0) == 1);
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {8, 32})};
+  cache.run(inputs);
+  int64_t calls = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(cache.run(inputs));
+    if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");
+  }
+  runtime::synchronizeDevice("benchmark");
+  state.SetLabel(fmt::format("{} kernels{}", cache.prepare(inputs)->launchedKernels().size(),
+                             state.range(0) == 1 ? ", one CUDA graph" : ""));
+}
+BENCHMARK(BM_GpuLaunch_TwoKernels)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace braze

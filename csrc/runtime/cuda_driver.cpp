@@ -3,11 +3,16 @@
 #include "ir/error.h"
 #include "runtime/dynamic_library.h"
 
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <optional>
 
 namespace braze::runtime {
+
+// The layout of CUDA_KERNEL_NODE_PARAMS_v2 in cuda.h (x86-64 and aarch64).
+static_assert(offsetof(CuKernelNodeParams, params) == 40 && sizeof(CuKernelNodeParams) == 72);
+
 namespace {
 
 const std::string kDriverNames[] = {"libcuda.so.1", "libcuda.so"};
@@ -81,6 +86,15 @@ LoadedDriver* loadDriver() {
                                  loaded->library->path(), missing);
     return loaded;
   }
+  // Optional: graphs (cuGraphInstantiate is cuGraphInstantiateWithFlags in cuda.h since CUDA 12).
+  resolve(*loaded->library, "cuGraphCreate", api.graphCreate);
+  resolve(*loaded->library, "cuGraphAddKernelNode_v2", api.graphAddKernelNode);
+  resolve(*loaded->library, "cuGraphInstantiateWithFlags", api.graphInstantiate);
+  resolve(*loaded->library, "cuGraphExecKernelNodeSetParams_v2", api.graphExecKernelNodeSetParams);
+  resolve(*loaded->library, "cuGraphLaunch", api.graphLaunch);
+  resolve(*loaded->library, "cuGraphExecDestroy", api.graphExecDestroy);
+  resolve(*loaded->library, "cuGraphDestroy", api.graphDestroy);
+  resolve(*loaded->library, "cuStreamIsCapturing", api.streamIsCapturing);
   // cuInit fails with CUDA_ERROR_NO_DEVICE where libcuda is mounted but no GPU is (CI containers).
   if (const CuResult result = api.init(0); result != kCudaSuccess) {
     loaded->reason = fmt::format("cuInit failed: {}; host inputs run on the CPU simulator", api.errorText(result));

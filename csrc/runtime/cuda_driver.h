@@ -20,6 +20,22 @@ using CuModule = struct CuModuleOpaque*;
 using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
 using CuMemPool = struct CuMemPoolOpaque*;
+using CuGraph = struct CuGraphOpaque*;
+using CuGraphExec = struct CuGraphExecOpaque*;
+using CuGraphNode = struct CuGraphNodeOpaque*;
+// CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h since CUDA 12.0): a kernel node's launch, for the _v2 graph calls.
+struct CuKernelNodeParams {
+  CuFunction function = nullptr;
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  void** params = nullptr;
+  void** extra = nullptr;
+  void* kernel = nullptr;   // CUkernel: unused when function is set
+  CuContext context = nullptr;  // ignored when function is set
+};
+// CU_STREAM_CAPTURE_STATUS_NONE: the stream is not being captured into a graph.
+constexpr int kStreamCaptureStatusNone = 0;
 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: bytes a pool keeps cached instead of returning them to the OS.
 constexpr int kMemPoolAttrReleaseThreshold = 4;
 constexpr CuResult kCudaSuccess = 0;
@@ -60,6 +76,22 @@ struct CudaDriver {
   CuResult (*streamSynchronize)(CuStream stream) = nullptr;                                 // cuStreamSynchronize
   CuResult (*deviceGetDefaultMemPool)(CuMemPool* pool, CuDevice device) = nullptr;  // cuDeviceGetDefaultMemPool
   CuResult (*memPoolSetAttribute)(CuMemPool pool, int attribute, void* value) = nullptr;  // cuMemPoolSetAttribute
+  // CUDA graphs (a plan's kernels launched as one graph): optional, null on a driver without the
+  // CUDA 12 _v2 entry points, where plans launch their kernels one by one.
+  CuResult (*graphCreate)(CuGraph* graph, unsigned flags) = nullptr;  // cuGraphCreate
+  CuResult (*graphAddKernelNode)(CuGraphNode* node, CuGraph graph, const CuGraphNode* dependencies, size_t count,
+                                 const CuKernelNodeParams* params) = nullptr;  // cuGraphAddKernelNode_v2
+  CuResult (*graphInstantiate)(CuGraphExec* exec, CuGraph graph, unsigned long long flags) = nullptr;
+  CuResult (*graphExecKernelNodeSetParams)(CuGraphExec exec, CuGraphNode node,
+                                           const CuKernelNodeParams* params) = nullptr;  // ..._v2
+  CuResult (*graphLaunch)(CuGraphExec exec, CuStream stream) = nullptr;                  // cuGraphLaunch
+  CuResult (*graphExecDestroy)(CuGraphExec exec) = nullptr;                              // cuGraphExecDestroy
+  CuResult (*graphDestroy)(CuGraph graph) = nullptr;                                     // cuGraphDestroy
+  CuResult (*streamIsCapturing)(CuStream stream, int* status) = nullptr;                 // cuStreamIsCapturing
+  bool hasGraphs() const {
+    return graphCreate && graphAddKernelNode && graphInstantiate && graphExecKernelNodeSetParams && graphLaunch &&
+           graphExecDestroy && graphDestroy && streamIsCapturing;
+  }
   CuResult (*getErrorName)(CuResult result, const char** name) = nullptr;                 // cuGetErrorName
   CuResult (*getErrorString)(CuResult result, const char** text) = nullptr;               // cuGetErrorString
 

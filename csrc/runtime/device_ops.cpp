@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -15,6 +16,69 @@ namespace braze::runtime {
 namespace {
 
 constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
+
+std::vector<uint64_t> argumentValues(const KernelLaunch& k) {
+  std::vector<uint64_t> values(k.arg_count);
+  for (size_t i = 0; i < k.arg_count; ++i) std::memcpy(&values[i], k.args[i], sizeof(uint64_t));
+  return values;
+}
+
+// The kernels whose arguments differ from those recorded for them; records the new ones.
+std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels) {
+  BRAZE_ASSERT(recorded.size() == kernels.size(), "a graph of {} kernels launched with {}", recorded.size(),
+               kernels.size());
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::vector<uint64_t>& before = recorded[i];
+    BRAZE_ASSERT(before.size() == kernels[i].arg_count, "graph kernel {}: {} arguments, then {}", i, before.size(),
+                 kernels[i].arg_count);
+    bool same = true;
+    for (size_t a = 0; a < before.size() && same; ++a) same = std::memcmp(&before[a], kernels[i].args[a], 8) == 0;
+    if (same) continue;
+    before = argumentValues(kernels[i]);
+    changed.push_back(i);
+  }
+  return changed;
+}
+
+CuKernelNodeParams nodeParams(const KernelLaunch& k) {
+  CuKernelNodeParams p;
+  p.function = k.function;
+  p.grid_x = static_cast<unsigned>(k.shape.grid[0]);
+  p.grid_y = static_cast<unsigned>(k.shape.grid[1]);
+  p.block_x = static_cast<unsigned>(k.shape.block[0]);
+  p.block_y = static_cast<unsigned>(k.shape.block[1]);
+  p.shared_bytes = static_cast<unsigned>(k.shape.shared_bytes);
+  p.params = k.args;
+  return p;
+}
+
+// The driver's graph of a chain, its executable and nodes, and each node's last arguments.
+class CudaLaunchGraph final : public LaunchGraph {
+ public:
+  CudaLaunchGraph(const CudaDriver& driver, DeviceOps& ops) : driver_(driver), ops_(ops) {}
+  ~CudaLaunchGraph() override {
+    try {
+      DeviceScope scope(ops_);  // a plan may be dropped on any thread
+      if (exec) driver_.graphExecDestroy(exec);
+      if (graph) driver_.graphDestroy(graph);
+    } catch (...) {
+      // At exit the context may be gone, and the graph with it.
+    }
+  }
+  CuGraph graph = nullptr;
+  CuGraphExec exec = nullptr;
+  std::vector<CuGraphNode> nodes;
+  std::vector<std::vector<uint64_t>> arguments;
+
+ private:
+  const CudaDriver& driver_;
+  DeviceOps& ops_;
+};
+
+struct NoOpGraph final : LaunchGraph {
+  std::vector<std::vector<uint64_t>> arguments;
+};
 
 class CudaDeviceOps final : public DeviceOps {
  public:
@@ -86,6 +150,39 @@ class CudaDeviceOps final : public DeviceOps {
                   "cuLaunchKernel");
   }
 
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
+                   CuStream stream) override {
+    if (!driver_.hasGraphs()) return false;
+    int capture = kStreamCaptureStatusNone;
+    driver_.check(driver_.streamIsCapturing(stream, &capture), "cuStreamIsCapturing");
+    if (capture != kStreamCaptureStatusNone) return false;
+    if (!graph) {
+      auto made = std::make_unique<CudaLaunchGraph>(driver_, *this);
+      driver_.check(driver_.graphCreate(&made->graph, 0), "cuGraphCreate");
+      for (const KernelLaunch& k : kernels) {
+        const CuKernelNodeParams params = nodeParams(k);  // the driver copies the argument values
+        CuGraphNode node = nullptr;
+        const CuGraphNode* after = made->nodes.empty() ? nullptr : &made->nodes.back();
+        driver_.check(driver_.graphAddKernelNode(&node, made->graph, after, after ? 1 : 0, &params),
+                      "cuGraphAddKernelNode", fmt::format("kernel {} of {}", made->nodes.size(), kernels.size()));
+        made->nodes.push_back(node);
+        made->arguments.push_back(argumentValues(k));
+      }
+      driver_.check(driver_.graphInstantiate(&made->exec, made->graph, 0), "cuGraphInstantiate");
+      graph = std::move(made);
+    } else {
+      auto& g = static_cast<CudaLaunchGraph&>(*graph);
+      // Launches already queued keep the arguments they were launched with.
+      for (size_t i : changedKernels(g.arguments, kernels)) {
+        const CuKernelNodeParams params = nodeParams(kernels[i]);
+        driver_.check(driver_.graphExecKernelNodeSetParams(g.exec, g.nodes[i], &params),
+                      "cuGraphExecKernelNodeSetParams", fmt::format("kernel {} of {}", i, kernels.size()));
+      }
+    }
+    driver_.check(driver_.graphLaunch(static_cast<CudaLaunchGraph&>(*graph).exec, stream), "cuGraphLaunch");
+    return true;
+  }
+
  private:
   // Per thread: whether each open enter() pushed the context (and leave() must pop it).
   static std::vector<bool>& pushed() {
@@ -99,6 +196,20 @@ class CudaDeviceOps final : public DeviceOps {
 };
 
 }  // namespace
+
+bool NoOpDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
+                                CuStream) {
+  if (!graph) {
+    auto made = std::make_unique<NoOpGraph>();
+    for (const KernelLaunch& k : kernels) made->arguments.push_back(argumentValues(k));
+    graph = std::move(made);
+    ++graphs_made;
+  } else {
+    graph_nodes_updated += static_cast<int64_t>(changedKernels(static_cast<NoOpGraph&>(*graph).arguments, kernels).size());
+  }
+  ++graph_launches;
+  return true;
+}
 
 DeviceOps& cudaDeviceOps(int ordinal) {
   static std::mutex mutex;

@@ -7,6 +7,7 @@
 #include "runtime/cuda_kernel.h"
 
 #include <atomic>
+#include <memory>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -14,6 +15,22 @@
 #include <vector>
 
 namespace braze::runtime {
+
+// One kernel of a chain launched as a CUDA graph. Every parameter is 8 bytes (device pointers and
+// kernel::argumentWords): `args[i]` points at parameter i's value.
+struct KernelLaunch {
+  CuFunction function = nullptr;
+  LaunchShape shape;
+  void** args = nullptr;
+  size_t arg_count = 0;
+};
+
+// A chain of kernels made into a CUDA graph on its first launch, kept by its owner (a prepared plan)
+// for the later ones, which only update the arguments that changed.
+class LaunchGraph {
+ public:
+  virtual ~LaunchGraph() = default;
+};
 
 class DeviceOps {
  public:
@@ -35,6 +52,15 @@ class DeviceOps {
   virtual void synchronize(CuStream stream) = 0;
   // `args`: one pointer per kernel parameter, to the parameter's value.
   virtual void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) = 0;
+  // Launches `kernels`, each after the one before, as one CUDA graph on `stream`: `graph` is made on
+  // the first call (when null); later calls must pass the same functions and shapes, and update the
+  // graph's arguments where they differ. Not thread-safe for one `graph`. Returns false, launching
+  // nothing, where graphs cannot be used: a driver without them, or a stream that the caller is
+  // capturing into a graph of its own (the caller then launches the kernels one by one).
+  virtual bool launchGraph(std::unique_ptr<LaunchGraph>& /*graph*/, const std::vector<KernelLaunch>& /*kernels*/,
+                           CuStream /*stream*/) {
+    return false;
+  }
 };
 
 // The driver on device `ordinal`, allocating from the device's default memory pool, which is told to
@@ -71,8 +97,11 @@ class NoOpDeviceOps final : public DeviceOps {
   void zero(CuDevicePtr, size_t, CuStream) override {}
   void synchronize(CuStream) override {}
   void launch(CuFunction, const LaunchShape&, void**, CuStream) override { ++launches; }
+  // Emulates a graph: counts the graphs made, the nodes whose arguments were updated, the launches.
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, CuStream) override;
 
   std::atomic<int64_t> allocations{0}, releases{0}, launches{0};
+  std::atomic<int64_t> graphs_made{0}, graph_nodes_updated{0}, graph_launches{0};
   // Distinct kernel sources asked for: what the driver would have compiled (or found on disk).
   size_t distinctSources() const {
     std::lock_guard<std::mutex> lock(mutex_);

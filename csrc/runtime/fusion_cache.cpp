@@ -7,7 +7,9 @@
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 namespace braze::runtime {
 
@@ -15,6 +17,8 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
                          std::optional<DeviceInfo> device)
     : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
+  const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
+  cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
 }
 
 std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& signature) {
@@ -37,7 +41,8 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
     last_ = plan;
     last_address_.store(plan.get(), std::memory_order_relaxed);
   }
-  std::vector<DeviceOutput> outputs = plan->run(inputs, stream, ops, allocator);
+  std::vector<DeviceOutput> outputs =
+      plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
   if (wait) ops.synchronize(stream);
   return outputs;
 }

@@ -71,6 +71,10 @@ class FusionCache {
   static constexpr size_t kManyKernels = 16;
   // The CUDA sources of the plan the last run used (empty before the first run).
   std::vector<std::string> lastCudaCode() const;
+  // Plans of several kernels launch them as one CUDA graph (PreparedPlan::run's `as_graph`): one
+  // launch call instead of one per kernel. Off unless BRAZE_CUDA_GRAPHS=1 was set when the cache was made.
+  void useCudaGraphs(bool on) { cuda_graphs_.store(on, std::memory_order_relaxed); }
+  bool usesCudaGraphs() const { return cuda_graphs_.load(std::memory_order_relaxed); }
 
  private:
   std::shared_ptr<const PreparedPlan> find(const InputSignature& signature);
@@ -99,6 +103,7 @@ class FusionCache {
   mutable std::mutex last_mutex_;
   std::shared_ptr<const PreparedPlan> last_;
   std::array<std::atomic<DeviceOps*>, 16> device_ops_{};
+  std::atomic<bool> cuda_graphs_{false};
 };
 
 }  // namespace braze::runtime

@@ -100,6 +100,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     shared_bytes.push_back(k.shared_bytes);
     launch.words = kernel::argumentWords(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
+    total_params_ += launch.slots.size() + launch.words.size();
     launches_.push_back(std::move(launch));
   }
   // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
@@ -137,12 +138,13 @@ std::vector<std::string> PreparedPlan::cudaCode() const {
 }
 
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
-                                            const OutputAllocator* allocator) const {
+                                            const OutputAllocator* allocator, bool as_graph) const {
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {
     std::vector<CuDevicePtr> pointers, values;
     std::vector<void*> args;
+    std::vector<KernelLaunch> chain;
     std::vector<std::shared_ptr<void>> owners;
     std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
   };
@@ -156,7 +158,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     ~Busy() { flag = was; }
   } guard{busy, busy};
   busy = true;
-  auto& [pointers, values, args, owners, external] = scratch;
+  auto& [pointers, values, args, chain, owners, external] = scratch;
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   external.assign(slots_.size(), 0);
@@ -187,19 +189,32 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       pointers[allocated] = ops.allocate(slot.bytes, stream);
       if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
     }
-    values.resize(max_params_);
-    args.resize(max_params_);
-    for (const Launch& launch : launches_) {
+    // Each kernel's arguments: pointers to 8-byte values (one per tensor, then the scalar words), at
+    // `at` in the scratch arrays.
+    auto bind = [&](const Launch& launch, size_t at) {
       const size_t tensors = launch.slots.size();
-      for (size_t p = 0; p < tensors; ++p) {
-        values[p] = pointers[launch.slots[p]];
-        args[p] = &values[p];
+      for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
+      for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<CuDevicePtr>(launch.words[w]);
+      for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
+      return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
+    };
+    bool launched = false;
+    if (as_graph && launches_.size() > 1) {
+      values.resize(total_params_);
+      args.resize(total_params_);
+      chain.clear();
+      size_t at = 0;
+      for (const Launch& launch : launches_) {
+        chain.push_back(bind(launch, at));
+        at += chain.back().arg_count;
       }
-      for (size_t w = 0; w < launch.words.size(); ++w) {
-        values[tensors + w] = static_cast<CuDevicePtr>(launch.words[w]);
-        args[tensors + w] = &values[tensors + w];
-      }
-      ops.launch(launch.function, launch.shape, args.data(), stream);
+      std::lock_guard<std::mutex> lock(graph_mutex_);
+      launched = ops.launchGraph(graph_, chain, stream);
+    }
+    if (!launched) {
+      values.resize(std::max(max_params_, values.size()));
+      args.resize(values.size());
+      for (const Launch& launch : launches_) ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
     }
   } catch (...) {
     for (size_t i = 0; i < allocated; ++i) {

@@ -9,6 +9,8 @@
 #include "runtime/device_tensor.h"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,9 +35,12 @@ class PreparedPlan {
 
   // Launches the kernels in order on `stream` for inputs with the signature it was prepared for.
   // Outputs a kernel writes are fresh pool allocations, or the allocator's memory where one is given
-  // (for each output that is a whole buffer of its own); views of inputs come back as views.
+  // (for each output that is a whole buffer of its own); views of inputs come back as views. With
+  // `as_graph`, a plan of several kernels launches them as one CUDA graph, made on the first such run
+  // and updated (only the kernels whose pointers or arguments changed) on the later ones; one by one
+  // where the driver has no graphs or the caller is capturing `stream`.
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
-                                const OutputAllocator* allocator = nullptr) const;
+                                const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
 
   const kernel::CompiledPlan& compiled() const { return compiled_; }
   // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
@@ -73,6 +78,10 @@ class PreparedPlan {
   std::vector<Launch> launches_;
   std::vector<Output> outputs_;
   size_t max_params_ = 0;
+  size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once
+  // The plan's CUDA graph, made by the first run that asks for one; runs on several threads take turns.
+  mutable std::mutex graph_mutex_;
+  mutable std::unique_ptr<LaunchGraph> graph_;
 };
 
 }  // namespace braze::runtime

@@ -154,3 +154,20 @@ def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
     with pytest.raises(ValueError, match="input 0: a torch tensor with its negative bit set"):
         fd.execute([x, w])
 
+
+
+def test_cuda_graphs_switch_defaults_off_and_runs_multi_kernel_plans():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        mean = fd.ops.sum(x, dims=[0], keepdim=True)
+        fd.add_output(fd.ops.sub(x, fd.ops.expand(mean, shape=fd.ops.shape(x))))
+    cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
+    assert cache.cuda_graphs is False
+    cache.cuda_graphs = True
+    x = np.zeros((29, 32), np.float32)
+    allocate = Allocations()
+    for _ in range(2):
+        (out,) = cache.run([x], 0, "dlpack", allocate)
+        assert out.shape == (29, 32)
+    assert allocate.asked == [([29, 32], [32, 1], "Float", 0)] * 2
+    assert cache.cuda_graphs is True and len(cache) == 1

@@ -323,3 +323,72 @@ TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+TEST(FusionCache, PlansOfSeveralKernelsLaunchAsOneGraphWhenAsked) {
+  // x - mean over dim 0: a reduction kernel, then a pointwise one.
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* m = reduce(OpKind::Sum, x, {0}, true);
+    f->addOutput(sub(x, expand(m, testing::ints(*f, {29, 32}))));
+  }
+  runtime::NoOpDeviceOps ops;
+  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  cache.useCudaGraphs(true);
+  auto input = [](runtime::CuDevicePtr x) {
+    return std::vector<runtime::DeviceValue>{runtime::DeviceTensor::contiguous(x, DataType::Float, {29, 32})};
+  };
+  cache.run(input(0x100000));
+  ASSERT_EQ(cache.prepare(input(0x100000))->launchedKernels().size(), 2u);
+  EXPECT_EQ(ops.graphs_made.load(), 1);
+  EXPECT_EQ(ops.graph_launches.load(), 1);
+  EXPECT_EQ(ops.launches.load(), 0);
+  // New input, intermediate and output addresses: the graph is updated, not made again.
+  cache.run(input(0x500000));
+  EXPECT_EQ(ops.graphs_made.load(), 1);
+  EXPECT_EQ(ops.graph_launches.load(), 2);
+  EXPECT_EQ(ops.graph_nodes_updated.load(), 2);
+  cache.useCudaGraphs(false);
+  cache.run(input(0x100000));
+  EXPECT_EQ(ops.launches.load(), 2);
+  EXPECT_EQ(ops.graph_launches.load(), 2);
+
+  // A plan of one kernel launches it as it is.
+  runtime::NoOpDeviceOps single_ops;
+  runtime::FusionCache single(layerNorm(), {}, &single_ops, DeviceInfo::h100Sxm());
+  single.useCudaGraphs(true);
+  single.run(layerNormInputs(0x100000));
+  EXPECT_EQ(single_ops.launches.load(), 1);
+  EXPECT_EQ(single_ops.graphs_made.load(), 0);
+}
+
+TEST(DeviceOps, AGraphUpdatesOnlyTheKernelsWhoseArgumentsChanged) {
+  runtime::NoOpDeviceOps ops;
+  std::unique_ptr<runtime::LaunchGraph> graph;
+  uint64_t first[2] = {0x1000, 7}, second[1] = {0x2000};
+  void* first_args[2] = {&first[0], &first[1]};
+  void* second_args[1] = {&second[0]};
+  const std::vector<runtime::KernelLaunch> chain = {{nullptr, {}, first_args, 2}, {nullptr, {}, second_args, 1}};
+  ASSERT_TRUE(ops.launchGraph(graph, chain, nullptr));
+  ASSERT_NE(graph, nullptr);
+  ASSERT_TRUE(ops.launchGraph(graph, chain, nullptr));
+  EXPECT_EQ(ops.graph_nodes_updated.load(), 0);
+  first[1] = 8;  // a scalar word of the first kernel
+  ops.launchGraph(graph, chain, nullptr);
+  EXPECT_EQ(ops.graph_nodes_updated.load(), 1);
+  first[0] = 0x3000;
+  second[0] = 0x4000;
+  ops.launchGraph(graph, chain, nullptr);
+  EXPECT_EQ(ops.graph_nodes_updated.load(), 3);
+  ops.launchGraph(graph, chain, nullptr);
+  EXPECT_EQ(ops.graph_nodes_updated.load(), 3);
+  EXPECT_EQ(ops.graphs_made.load(), 1);
+  EXPECT_EQ(ops.graph_launches.load(), 5);
+}
+
+}  // namespace
+}  // namespace braze
