@@ -212,12 +212,19 @@ class RowLowering {
                                  ? params_.chunks
                                  : (row_chunks + params_.threads_x - 1) / params_.threads_x;
       const bool unroll = params_.persistent && !params_.shared_cache;
+      // Values every element of the pass shares are computed once, before the loop (pure arithmetic on
+      // per-row results and scalars: safe for threads past the last row too).
+      std::vector<Stmt> hoisted;
+      vb_.setHoistTarget(&hoisted);
       kb_.openFor(chunk_var_, kb_.index(0), kb_.index(chunks), kb_.index(1), unroll);
       const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
       const ExprId col = kb_.add(split_begin, kb_.mul(step, kb_.index(vec)));
       emitChunk(kb_, vb_, kb_.land(row_ok_, kb_.lt(col, kb_.index(row_length_))), vec, lane_,
                 [&](Chunk& c) { body(c, domainIndex(col, vec > 1)); });
       kb_.close();
+      vb_.setHoistTarget(nullptr);
+      auto& target = kb_.current();
+      target.insert(target.end() - 1, std::make_move_iterator(hoisted.begin()), std::make_move_iterator(hoisted.end()));
       return;
     }
     ExprId end = kb_.index(row_length_);

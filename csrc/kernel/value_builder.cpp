@@ -45,7 +45,42 @@ bool ValueBuilder::laneDependent(ExprId e) {
   return dep;
 }
 
+bool ValueBuilder::invariantExpr(ExprId e) {
+  if (invariant_.count(e) != 0) return true;
+  const KExpr& x = kb_.expr(e);
+  switch (x.kind) {
+    case EKind::ConstInt:
+    case EKind::ConstFloat:
+    case EKind::ConstBool:
+    case EKind::Argument: return true;
+    case EKind::Elementwise:
+    case EKind::Cast:
+    case EKind::Lt:
+    case EKind::Le:
+    case EKind::Eq:
+    case EKind::And:
+    case EKind::Or:
+    case EKind::Not:
+    case EKind::Select: break;
+    default: return false;  // variables, thread and block indices, loads, arrays
+  }
+  for (ExprId a : x.args) {
+    if (!invariantExpr(a)) return false;
+  }
+  invariant_.insert(e);
+  return true;
+}
+
 ExprId ValueBuilder::bind(const char* prefix, ExprId value) {
+  if (hoist_ != nullptr && kb_.expr(value).kind != EKind::VarRef && invariantExpr(value)) {
+    if (auto it = hoisted_.find(value); it != hoisted_.end()) return it->second;
+    kb_.pushTarget(hoist_);
+    const ExprId bound = kb_.letValue(prefix, value);
+    kb_.popTarget();
+    invariant_.insert(bound);
+    hoisted_.emplace(value, bound);
+    return bound;
+  }
   const bool dep = laneDependent(value);
   kb_.pushTarget(dep ? body_ : pre_);
   const ExprId bound = kb_.letValue(prefix, value);

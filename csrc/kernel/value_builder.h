@@ -65,6 +65,12 @@ class ValueBuilder {
   void setLoadCache(const LoadCache& cache) { cache_ = cache; }
   // The last pass over the row: what it computes is read by no later pass, so none of it is kept.
   void setLastPass() { last_pass_ = true; }
+  // Where values shared by every element of a pass (a row's 1 / sqrt(var + eps), a reciprocal) are
+  // computed: once, before the pass's chunk loop, instead of in each chunk. Null: in each chunk.
+  void setHoistTarget(std::vector<Stmt>* target) {
+    hoist_ = target;
+    hoisted_.clear();
+  }
   void clearLoadCache() {
     cache_ = LoadCache{};
     cached_.clear();
@@ -100,6 +106,8 @@ class ValueBuilder {
     bool per_lane = false;
   };
   bool worthKeeping(const Val* val) const;
+  // Whether e reads only constants, scalar arguments and values known to be invariant.
+  bool invariantExpr(ExprId e);
   ExprId computedSlot(bool per_lane);
   ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
   // The cache array for (tensor, key) holding `slots` values per thread; `fresh` when just declared.
@@ -138,6 +146,8 @@ class ValueBuilder {
   ExprId lane_ = -1;
   LoadCache cache_;
   bool last_pass_ = false;
+  std::vector<Stmt>* hoist_ = nullptr;
+  std::unordered_map<ExprId, ExprId> hoisted_;  // an invariant expression -> its variable before the loop
   LoadInterceptor interceptor_;
 };
 

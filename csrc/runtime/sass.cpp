@@ -63,9 +63,8 @@ std::string_view trimLeft(std::string_view text) {
   return first == std::string_view::npos ? std::string_view() : text.substr(first);
 }
 
-}  // namespace
-
-std::optional<std::string> disassemble(const std::vector<char>& cubin) {
+// `cuobjdump <flag> <cubin>`'s output; nullopt without cuobjdump.
+std::optional<std::string> runCuobjdump(const std::vector<char>& cubin, const char* flag) {
   const std::optional<std::string> cuobjdump = findCuobjdump();
   if (!cuobjdump) return std::nullopt;
 
@@ -81,7 +80,7 @@ std::optional<std::string> disassemble(const std::vector<char>& cubin) {
   }
 
   // stderr joins stdout so that a failure's message (a missing nvdisasm, a bad cubin) can be shown.
-  const std::string command = fmt::format("{} -sass {} 2>&1", shellQuote(*cuobjdump), shellQuote(path));
+  const std::string command = fmt::format("{} {} {} 2>&1", shellQuote(*cuobjdump), flag, shellQuote(path));
   std::string output;
   int status = -1;
   if (FILE* pipe = popen(command.c_str(), "r")) {
@@ -91,8 +90,22 @@ std::optional<std::string> disassemble(const std::vector<char>& cubin) {
   }
   unlink(path.c_str());
   const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, ok, "{} -sass failed (status {}): {}", *cuobjdump, status, output);
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, ok, "{} {} failed (status {}): {}", *cuobjdump, flag, status, output);
   return output;
+}
+
+}  // namespace
+
+std::optional<std::string> disassemble(const std::vector<char>& cubin) { return runCuobjdump(cubin, "-sass"); }
+
+std::optional<int> registersPerThread(const std::vector<char>& cubin) {
+  // "Function braze_s0_inner_persistent:\nREG:55 STACK:0 SHARED:32 LOCAL:0 ..."
+  const std::optional<std::string> usage = runCuobjdump(cubin, "-res-usage");
+  if (!usage) return std::nullopt;
+  const size_t at = usage->find("REG:");
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, at != std::string::npos, "cuobjdump -res-usage printed no REG: {}",
+                   *usage);
+  return std::atoi(usage->c_str() + at + 4);
 }
 
 GlobalAccessCounts countGlobalAccesses(std::string_view sass) {

@@ -15,6 +15,10 @@ namespace braze::runtime {
 // with cuobjdump's output when it fails (it needs nvdisasm beside it or on PATH).
 std::optional<std::string> disassemble(const std::vector<char>& cubin);
 
+// The registers per thread of the cubin's (first) kernel, from `cuobjdump -res-usage`; nullopt
+// without cuobjdump. What decides how many blocks fit on an SM.
+std::optional<int> registersPerThread(const std::vector<char>& cubin);
+
 struct GlobalAccessCounts {
   std::map<int, int> load_bits;   // bits -> count of LDG instructions (32 when no width suffix)
   std::map<int, int> store_bits;  // bits -> count of STG instructions

@@ -54,5 +54,24 @@ TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
   }
 }
 
+TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
+  // 128-thread blocks: at most 64 registers per thread for 8 blocks on an SM's 64K registers. The
+  // [2048, 1600] layer_norm's 1024 blocks then fit in one wave on 132 SMs (7 per SM would need two).
+  // The row count is a launch argument: a few rows give the kernel of the benchmarks' shapes.
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: registers not checked";
+  for (const testing::KernelCase& c :
+       {testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 1600}, 1),
+        testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 4096}, 1),
+        testing::softmaxCase(8, 4096, DataType::BFloat16, false, 1)}) {
+    const auto compiled = kernel::compilePlan(explain(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_EQ(k.threadsPerBlock(), 128) << k.summary;
+    const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
+    const std::optional<int> registers = runtime::registersPerThread(cubin.cubin);
+    if (!registers) GTEST_SKIP() << "cuobjdump not found: registers not checked";
+    EXPECT_LE(*registers, 64) << k.summary;
+  }
+}
+
 }  // namespace
 }  // namespace braze
