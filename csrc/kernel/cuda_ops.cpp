@@ -679,6 +679,14 @@ std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const 
       }
     }
   }
+  // Negating a value the result's narrow type holds exactly (a bf16 load), taking its absolute value,
+  // or choosing between two such values gives one it holds too: no rounding (RoPE's rotate-half).
+  const bool symmetric = result_dtype == DataType::Half || result_dtype == DataType::BFloat16 ||
+                         result_dtype == DataType::Float8_e4m3fn || result_dtype == DataType::Float8_e5m2;
+  const bool exact = (kind == OpKind::Neg || kind == OpKind::Abs)
+                         ? dtypes[0] == result_dtype
+                         : kind == OpKind::Where && dtypes[1] == result_dtype && dtypes[2] == result_dtype;
+  if (symmetric && exact && (out.dtype == DataType::Float || out.dtype == DataType::Double)) return out.text;
   return toResult(out, result_dtype);
 }
 

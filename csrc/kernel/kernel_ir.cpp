@@ -173,12 +173,56 @@ ExprId KernelBuilder::mul(ExprId a, ExprId b) {
   return binaryIndex(EKind::Mul, a, b);
 }
 
+// a in [0, c): a / c is 0 and a % c is a.
+namespace {
+bool below(const std::optional<KernelBuilder::Bounds>& a, std::optional<int64_t> c) {
+  return a && c && a->lo >= 0 && a->hi < *c;
+}
+}  // namespace
+
+// a = x + y with x >= 0 a multiple of g and y in [0, g), g a power of two dividing c (an index
+// unflattened, shifted inside its dim, then flattened again): x and y, so that a / c = x / c and
+// a % c = x % c + y (which is y when g = c).
+std::optional<std::pair<ExprId, ExprId>> KernelBuilder::splitMultiple(ExprId a, int64_t c) const {
+  const KExpr& e = k_.exprs[a];
+  if (e.kind != EKind::Add || c <= 0) return std::nullopt;
+  for (int first : {0, 1}) {
+    const ExprId x = e.args[first], y = e.args[1 - first];
+    const auto bx = bounds(x);
+    // divisibility knows powers of two: g is the largest dividing both x and c.
+    if (bx && bx->lo >= 0 && below(bounds(y), std::min(divisibility(x), c & -c))) return std::make_pair(x, y);
+  }
+  return std::nullopt;
+}
+
+bool KernelBuilder::nonNegative(ExprId a) const {
+  const auto b = bounds(a);
+  return b && b->lo >= 0;
+}
+
 ExprId KernelBuilder::div(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
   BRAZE_ASSERT(!cb || *cb != 0, "kernel index division by zero");
   if (ca && cb) return index(*ca / *cb);
   if (cb && *cb == 1) return a;
   if (ca && *ca == 0) return a;
+  if (below(bounds(a), cb)) return index(0);
+  if (cb && *cb > 0) {
+    const KExpr& e = k_.exprs[a];
+    if (e.kind == EKind::Mul) {
+      // (x * k) / c = x * (k / c) when c divides k, and x / (c / k) when k divides c (x >= 0).
+      if (auto k = constValue(e.args[1]); k && *k > 0) {
+        if (*k % *cb == 0) return mul(e.args[0], index(*k / *cb));
+        if (*cb % *k == 0 && nonNegative(e.args[0])) return div(e.args[0], index(*cb / *k));
+      }
+    }
+    if (e.kind == EKind::Div && nonNegative(e.args[0])) {  // (x / d) / c = x / (d c) for x >= 0
+      if (auto d = constValue(e.args[1]); d && *d > 0 && *d <= (int64_t{1} << 31) && *cb <= (int64_t{1} << 31)) {
+        return div(e.args[0], index(*d * *cb));
+      }
+    }
+    if (auto parts = splitMultiple(a, *cb)) return div(parts->first, b);
+  }
   return binaryIndex(EKind::Div, a, b);
 }
 
@@ -188,6 +232,21 @@ ExprId KernelBuilder::mod(ExprId a, ExprId b) {
   if (ca && cb) return index(*ca % *cb);
   if (cb && *cb == 1) return index(0);
   if (ca && *ca == 0) return a;
+  if (below(bounds(a), cb)) return a;
+  if (cb && *cb > 0) {
+    const KExpr& e = k_.exprs[a];
+    if (e.kind == EKind::Mul) {
+      // (x * k) % c = 0 when c divides k, and (x % (c / k)) * k when k divides c (x >= 0).
+      if (auto k = constValue(e.args[1]); k && *k > 0) {
+        if (*k % *cb == 0) return index(0);
+        if (*cb % *k == 0 && nonNegative(e.args[0])) return mul(mod(e.args[0], index(*cb / *k)), e.args[1]);
+      }
+    }
+    if (auto parts = splitMultiple(a, *cb)) {
+      const bool whole = divisibility(parts->first) % *cb == 0;
+      return whole ? parts->second : add(mod(parts->first, b), parts->second);
+    }
+  }
   return binaryIndex(EKind::Mod, a, b);
 }
 
@@ -200,12 +259,20 @@ ExprId KernelBuilder::min(ExprId a, ExprId b) {
 ExprId KernelBuilder::lt(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
   if (ca && cb) return boolean(*ca < *cb);
+  if (auto ba = bounds(a), bb = bounds(b); ba && bb) {
+    if (ba->hi < bb->lo) return boolean(true);
+    if (ba->lo >= bb->hi) return boolean(false);
+  }
   return binaryIndex(EKind::Lt, a, b);
 }
 
 ExprId KernelBuilder::le(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
   if (ca && cb) return boolean(*ca <= *cb);
+  if (auto ba = bounds(a), bb = bounds(b); ba && bb) {
+    if (ba->hi <= bb->lo) return boolean(true);
+    if (ba->lo > bb->hi) return boolean(false);
+  }
   return binaryIndex(EKind::Le, a, b);
 }
 
@@ -374,6 +441,8 @@ ExprId KernelBuilder::letValue(std::string prefix, ExprId value) {
   }
   const VarId var = scalarVar(std::move(prefix), e.dtype, e.index);
   let(var, value);
+  if (e.index) setVarBounds(var, bounds(value));  // a fresh variable, assigned once
+  bound_values_.emplace(var, value);
   return ref(var);
 }
 
@@ -466,6 +535,13 @@ void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, E
 }
 
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
+  // In the body, var runs over [begin, end) upwards (the range of this loop: a variable some other
+  // loop reuses gets that loop's range when it is opened).
+  const auto b = bounds(begin), e = bounds(end);
+  const auto s_step = constValue(step);
+  setVarBounds(var, b && e && s_step && *s_step > 0 && e->hi > b->lo
+                        ? std::optional<Bounds>(Bounds{b->lo, e->hi - 1})
+                        : std::nullopt);
   Stmt s;
   s.kind = SKind::For;
   s.var = var;

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace braze::kernel {
@@ -192,6 +193,14 @@ class KernelBuilder {
   ExprId scalarArgument(std::string name, DataType dtype, ScalarValue value);
 
   std::optional<int64_t> constValue(ExprId id) const;
+  // The range an index value stays in, where it is known: constants, thread and block indices, loop
+  // variables and lets of those, through + - * / % min and selects (index_bounds.cpp). Comparisons,
+  // / and % fold with it, so a bounds test that always holds (a cat's piece over its whole range)
+  // costs nothing. Launch arguments have no range: a kernel's code never depends on their values.
+  struct Bounds {
+    int64_t lo = 0, hi = 0;
+  };
+  std::optional<Bounds> bounds(ExprId id) const;
   // The largest power of two (up to 2^20) known to divide the index value: what vectorized accesses need.
   int64_t divisibility(ExprId id) const;
 
@@ -202,6 +211,11 @@ class KernelBuilder {
   // Statements go to the innermost open block.
   void let(VarId var, ExprId value);
   ExprId letValue(std::string prefix, ExprId value);  // a new scalar var holding value, as an expression
+  // The value letValue bound `var` to (it is assigned nothing else), if it made var.
+  std::optional<ExprId> boundValue(VarId var) const {
+    auto it = bound_values_.find(var);
+    return it == bound_values_.end() ? std::nullopt : std::optional<ExprId>(it->second);
+  }
   void assign(VarId var, ExprId value);
   void declare(VarId array);
   void localWrite(VarId array, ExprId at, ExprId value);
@@ -237,6 +251,13 @@ class KernelBuilder {
   };
   std::vector<Open> open_;
   std::map<std::string, int> name_counts_;
+  std::map<VarId, Bounds> var_bounds_;  // lets of index values and loop variables
+  std::map<VarId, ExprId> bound_values_;  // letValue's variables
+  mutable std::map<ExprId, std::optional<Bounds>> bounds_memo_;  // cleared when var_bounds_ changes
+  void setVarBounds(VarId var, std::optional<Bounds> b);
+  std::optional<std::pair<ExprId, ExprId>> splitMultiple(ExprId a, int64_t c) const;
+  void refine(ExprId cond, ExprId value, Bounds& b) const;
+  bool nonNegative(ExprId a) const;
 };
 
 }  // namespace braze::kernel

@@ -119,6 +119,14 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
                  ExprId value) {
   const TensorParam& param = kb.kernel().tensors[out];
+  // A float rounded to a bf16 or half output's dtype is stored unrounded: the store rounds it the same
+  // way (to nearest even), once instead of twice.
+  if (param.dtype == DataType::BFloat16 || param.dtype == DataType::Half) {
+    ExprId v = value;
+    if (kb.expr(v).kind == EKind::VarRef) v = kb.boundValue(kb.expr(v).ref).value_or(v);
+    const KExpr& e = kb.expr(v);
+    if (e.kind == EKind::Cast && e.dtype == param.dtype && e.from == DataType::Float) value = e.args[0];
+  }
   int64_t coefficient = 0;
   const ExprId base = vb.flatOffset(param.layout, index, &coefficient);
   const int64_t width = vb.width();

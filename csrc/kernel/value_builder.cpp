@@ -465,16 +465,12 @@ std::vector<Idx> ValueBuilder::mapMeta(const Expr& expr, const std::vector<Idx>&
 std::vector<Idx> ValueBuilder::mapReshape(const Expr& expr, const std::vector<Idx>& index) {
   const auto& in_sizes = bound_.sizesOf(expr.input(0));
   const auto& out_sizes = bound_.sizesOf(expr.output(0));
-  const auto out_strides = StridedLayout::rowMajor(out_sizes).strides;
-  ExprId linear = kb_.index(0);
-  bool lane = false;
-  for (size_t d = 0; d < index.size(); ++d) {
-    if (out_sizes[d] == 1) continue;
-    Idx i = index[d];
-    if (i.lane && out_strides[d] != 1) i = Idx{materialize(i), false};
-    linear = kb_.add(linear, kb_.mul(i.base, kb_.index(out_strides[d])));
-    lane = lane || i.lane;
-  }
+  // The output's row-major linear index. Digits of one linear index (an index unflattened from it)
+  // merge back into it, so a reshape of a reshape costs no division: [1, 64, T, 128] -> [1, 8, 8, T, 128].
+  int64_t coefficient = 0;
+  ExprId linear = flatOffset(StridedLayout::rowMajor(out_sizes), index, &coefficient);
+  const bool lane = coefficient == 1;
+  if (coefficient > 1) linear = kb_.add(linear, kb_.mul(lane_, kb_.index(coefficient)));
   // The lane survives when it cannot carry out of the operand's last dim.
   const bool keep_lane = lane && innerExtent(in_sizes) % width_ == 0 &&
                          kb_.divisibility(linear) % width_ == 0;

@@ -1,0 +1,106 @@
+// KernelBuilder::bounds: interval arithmetic on index expressions, saturating at +-2^62 (wider than any
+// index a kernel computes), so a fold is decided only where both ends are known.
+#include "kernel/kernel_ir.h"
+
+#include <algorithm>
+
+namespace braze::kernel {
+namespace {
+
+constexpr int64_t kLimit = int64_t{1} << 62;
+
+int64_t clampLimit(__int128 v) { return static_cast<int64_t>(std::clamp<__int128>(v, -kLimit, kLimit)); }
+
+using Bounds = KernelBuilder::Bounds;
+
+std::optional<Bounds> product(const Bounds& a, const Bounds& b) {
+  const __int128 c[4] = {static_cast<__int128>(a.lo) * b.lo, static_cast<__int128>(a.lo) * b.hi,
+                         static_cast<__int128>(a.hi) * b.lo, static_cast<__int128>(a.hi) * b.hi};
+  return Bounds{clampLimit(*std::min_element(c, c + 4)), clampLimit(*std::max_element(c, c + 4))};
+}
+
+}  // namespace
+
+void KernelBuilder::setVarBounds(VarId var, std::optional<Bounds> b) {
+  if (b) {
+    var_bounds_[var] = *b;
+  } else {
+    var_bounds_.erase(var);
+  }
+  bounds_memo_.clear();
+}
+
+// Narrows `b`, the bounds of `value`, by what `cond` (a conjunction of comparisons) says of it where it holds.
+void KernelBuilder::refine(ExprId cond, ExprId value, Bounds& b) const {
+  const KExpr& c = k_.exprs[cond];
+  if (c.kind == EKind::And) {
+    refine(c.args[0], value, b);
+    refine(c.args[1], value, b);
+    return;
+  }
+  if (c.kind != EKind::Lt && c.kind != EKind::Le) return;
+  const int64_t strict = c.kind == EKind::Lt ? 1 : 0;
+  if (c.args[0] == value) {  // value < k (value <= k)
+    if (auto k = bounds(c.args[1])) b.hi = std::min(b.hi, k->hi - strict);
+  } else if (c.args[1] == value) {  // k < value (k <= value)
+    if (auto k = bounds(c.args[0])) b.lo = std::max(b.lo, k->lo + strict);
+  }
+}
+
+std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
+  if (auto it = bounds_memo_.find(id); it != bounds_memo_.end()) return it->second;
+  const KExpr& e = k_.exprs[id];
+  auto arg = [&](int i) { return bounds(e.args[i]); };
+  std::optional<Bounds> result;
+  switch (e.kind) {
+    case EKind::ConstInt:
+      if (e.index) result = Bounds{e.i, e.i};
+      break;
+    case EKind::ThreadIdx: result = Bounds{0, 1023}; break;
+    case EKind::BlockIdx: result = Bounds{0, (int64_t{1} << 31) - 2}; break;
+    case EKind::VarRef:
+      if (auto it = var_bounds_.find(e.ref); it != var_bounds_.end()) result = it->second;
+      break;
+    case EKind::Add:
+      if (auto a = arg(0), b = arg(1); a && b) {
+        result = Bounds{clampLimit(static_cast<__int128>(a->lo) + b->lo), clampLimit(static_cast<__int128>(a->hi) + b->hi)};
+      }
+      break;
+    case EKind::Sub:
+      if (auto a = arg(0), b = arg(1); a && b) {
+        result = Bounds{clampLimit(static_cast<__int128>(a->lo) - b->hi), clampLimit(static_cast<__int128>(a->hi) - b->lo)};
+      }
+      break;
+    case EKind::Mul:
+      if (auto a = arg(0), b = arg(1); a && b) result = product(*a, *b);
+      break;
+    case EKind::Div:  // C++ truncates: exact bounds for a non-negative dividend and a positive divisor
+      if (auto a = arg(0), b = arg(1); a && b && a->lo >= 0 && b->lo > 0) result = Bounds{a->lo / b->hi, a->hi / b->lo};
+      break;
+    case EKind::Mod:
+      if (auto a = arg(0), b = arg(1); a && b && a->lo >= 0 && b->lo > 0) {
+        result = a->hi < b->lo ? *a : Bounds{0, b->hi - 1};
+      }
+      break;
+    case EKind::Min:
+      if (auto a = arg(0), b = arg(1); a && b) result = Bounds{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
+      break;
+    case EKind::Select:
+      if (!e.index) break;
+      if (auto a = bounds(e.args[1]), b = bounds(e.args[2]); a && b) {
+        refine(e.args[0], e.args[1], *a);  // the chosen value passed the condition: `i < n ? i : 0`
+        if (a->lo > a->hi) {
+          result = b;
+        } else {
+          result = Bounds{std::min(a->lo, b->lo), std::max(a->hi, b->hi)};
+        }
+      }
+      break;
+    default: break;  // launch arguments, loads, values: unknown
+  }
+  if (result && (result->lo <= -kLimit || result->hi >= kLimit)) result.reset();
+  bounds_memo_.emplace(id, result);
+  return result;
+}
+
+}  // namespace braze::kernel
