@@ -80,6 +80,7 @@ Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const D
     case SchedulerKind::InnerPersistent: lowerReduction(ctx, true); break;
     case SchedulerKind::Alias: BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
   }
+  removeDeadLets(ctx.kernel);
   return std::move(ctx.kernel);
 }
 

@@ -25,6 +25,9 @@ SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input)
 // Throws (naming the segment and the reason) for a segment no kernel scheduler accepted.
 Kernel lowerSegment(const SegmentedFusion& plan, const Segment& segment, const DeviceInfo& device);
 
+// Drops the scalar lets of `k` that nothing reads (dead_lets.cpp).
+void removeDeadLets(Kernel& k);
+
 // What the per-scheduler lowerings share: the kernel with its tensor parameters, and the builders.
 struct LoweringContext {
   const SegmentedFusion& plan;

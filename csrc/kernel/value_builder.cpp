@@ -378,6 +378,16 @@ ExprId ValueBuilder::elementwiseOp(const Expr& expr, const Val* out, std::vector
   ExprId value;
   if (opInfo(expr.kind()).category == OpCategory::Cast) {
     value = kb_.cast(args[0], out->dtype());
+    // cast(neg(x), bf16) for a bf16 x (neg computes in float): the negation of x in x's own type, which
+    // the emitter knows needs no rounding (RoPE's rotate-half).
+    const DataType to = out->dtype();
+    ExprId v = args[0];
+    if (kb_.expr(v).kind == EKind::VarRef) v = kb_.boundValue(kb_.expr(v).ref).value_or(v);
+    const KExpr& e = kb_.expr(v);
+    if ((to == DataType::BFloat16 || to == DataType::Half) && e.kind == EKind::Elementwise &&
+        (e.op == OpKind::Neg || e.op == OpKind::Abs) && kb_.expr(e.args[0]).dtype == to) {
+      value = kb_.elementwise(e.op, to, {e.args[0]});
+    }
   } else if ((expr.kind() == OpKind::TrueDiv || expr.kind() == OpKind::Div) && out->dtype() == DataType::Float &&
              !all_invariant && invariant_.count(args[1]) != 0) {
     value = divideByInvariant(args[0], args[1]);
