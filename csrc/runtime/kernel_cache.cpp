@@ -19,8 +19,10 @@ std::string_view toString(CompileSource source) {
 std::string kernelCacheKey(std::string_view source, const CompileOptions& options) {
   // Text, one field a line, so an entry's key can be read in a hex dump; the source goes last because
   // it is the only field that may hold newlines.
-  return fmt::format("nvrtc {}\noptions {}\nsource\n{}", nvrtcVersion(), fmt::join(nvrtcArguments(options), " "),
-                     source);
+  // braze's version comes first: a release may change what a kernel's parameters mean (the argument
+  // words, the workspace layout) without changing a byte of its source.
+  return fmt::format("braze {}\nnvrtc {}\noptions {}\nsource\n{}", BRAZE_VERSION, nvrtcVersion(),
+                     fmt::join(nvrtcArguments(options), " "), source);
 }
 
 KernelCache::KernelCache(const std::optional<std::filesystem::path>& disk_root)
@@ -52,7 +54,14 @@ CachedKernel KernelCache::compile(std::string_view source, std::string_view what
   // This thread owns the key until the promise is fulfilled. Disk and NVRTC run outside the lock, so
   // different kernels load and compile in parallel.
   try {
-    std::optional<CompiledKernel> kernel = disk_ ? disk_->load(key) : std::nullopt;
+    std::optional<CompiledKernel> kernel;
+    // Under the entry's lock, held through compile and store: a process that finds another compiling
+    // this kernel waits, then loads its entry instead of compiling it again.
+    KernelDiskCache::EntryLock entry_lock;
+    if (disk_) {
+      entry_lock = disk_->lockEntry(key);
+      kernel = disk_->load(key);
+    }
     const CompileSource from = kernel ? CompileSource::Disk : CompileSource::Nvrtc;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -1,11 +1,11 @@
 // Compiling through caches: memory first (this process compiled or loaded it already), then the disk
 // (another process did: kernel_disk_cache.h), then NVRTC, whose cubin is saved to both. The key is
-// everything the cubin depends on: the source, the NVRTC version, and NVRTC's arguments (arch, fmad,
-// maxrregcount, -lineinfo, the CUDA include dirs the headers come from).
+// everything the cubin and its use depend on: braze's version, the NVRTC version, NVRTC's arguments
+// (arch, fmad, maxrregcount, -lineinfo, the CUDA include dirs the headers come from), and the source.
 //
 // Thread-safe. Threads asking for the same kernel at once share one compile: the first compiles, the
 // others wait for its result (a "memory" hit), so a fusion whose segments repeat a kernel, or several
-// threads executing one fusion, pay NVRTC once.
+// threads executing one fusion, pay NVRTC once. Across processes, the disk entry's lock does the same.
 #pragma once
 
 #include "runtime/kernel_disk_cache.h"
@@ -39,7 +39,8 @@ struct KernelCacheStats {
   bool operator==(const KernelCacheStats&) const = default;
 };
 
-// The cache key of `source` compiled with `options`: the NVRTC version and arguments, then the source.
+// The cache key of `source` compiled with `options`: braze's and NVRTC's versions, NVRTC's arguments,
+// then the source.
 // Throws what nvrtcArguments throws (a virtual arch, missing CUDA headers).
 std::string kernelCacheKey(std::string_view source, const CompileOptions& options);
 

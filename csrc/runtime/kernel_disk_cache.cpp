@@ -8,10 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/file.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace braze::runtime {
 namespace {
@@ -63,39 +68,53 @@ std::string encodeEntry(std::string_view key, const CompiledKernel& kernel) {
   return out;
 }
 
-// nullopt for anything but a whole, intact entry of `key`.
-std::optional<CompiledKernel> decodeEntry(std::string_view bytes, std::string_view key) {
-  if (bytes.size() < kHeaderSize || bytes.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+// An entry's contents, or why there are none: `damage` names what is wrong with a file that is not a
+// whole, intact entry. Another key's entry (a hash collision) has neither kernel nor damage.
+struct Decoded {
+  std::optional<CompiledKernel> kernel;
+  std::string_view damage;
+};
+
+Decoded decodeEntry(std::string_view bytes, std::string_view key) {
+  if (bytes.size() < kHeaderSize || bytes.substr(0, kMagic.size()) != kMagic) return {std::nullopt, "not an entry"};
   const char* sizes = bytes.data() + kMagic.size();
   uint64_t size[4];  // key, options, log, cubin
   for (int i = 0; i < 4; ++i) {
     size[i] = readU64(sizes + 8 * i);
-    if (size[i] > kMaxEntryBytes) return std::nullopt;
+    if (size[i] > kMaxEntryBytes) return {std::nullopt, "a size field is out of range"};
   }
   const std::string_view payload = bytes.substr(kHeaderSize);
-  if (payload.size() != size[0] + size[1] + size[2] + size[3] || size[0] != key.size() || size[3] == 0) {
-    return std::nullopt;
+  if (payload.size() != size[0] + size[1] + size[2] + size[3] || size[3] == 0) {
+    return {std::nullopt, "truncated, or bytes past its end"};
   }
   // The key first: on another key's entry (a hash collision) this is the cheap way out.
-  if (payload.substr(0, size[0]) != key) return std::nullopt;
+  if (size[0] != key.size() || payload.substr(0, size[0]) != key) return {};
   const Sha256Digest digest = sha256(payload.substr(size[0]));
-  if (std::memcmp(digest.data(), sizes + 32, digest.size()) != 0) return std::nullopt;
+  if (std::memcmp(digest.data(), sizes + 32, digest.size()) != 0) return {std::nullopt, "its checksum does not match"};
 
   CompiledKernel kernel;
   kernel.options = std::string(payload.substr(size[0], size[1]));
   kernel.log = std::string(payload.substr(size[0] + size[1], size[2]));
   const std::string_view cubin = payload.substr(size[0] + size[1] + size[2]);
   kernel.cubin.assign(cubin.begin(), cubin.end());
-  return kernel;
+  return {std::move(kernel), {}};
 }
 
-// The whole file, or nullopt if it cannot be read (missing, a directory, unreadable, too large).
-std::optional<std::string> readFile(const std::filesystem::path& path) {
+// The whole file, or nullopt if it cannot be read; `why` then says what is wrong, except for a file that
+// does not exist (a plain miss).
+std::optional<std::string> readFile(const std::filesystem::path& path, std::string& why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) {
+    if (errno != ENOENT && errno != ENOTDIR) why = std::strerror(errno);  // those two: no entry
+    return std::nullopt;
+  }
   std::optional<std::string> bytes;
   struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) <= 4 * kMaxEntryBytes) {
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    why = "not a regular file";
+  } else if (static_cast<uint64_t>(info.st_size) > 4 * kMaxEntryBytes) {
+    why = "too large";
+  } else {
     std::string data(static_cast<size_t>(info.st_size), '\0');
     size_t done = 0;
     while (done < data.size()) {
@@ -119,6 +138,34 @@ bool writeAll(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<size_t>(wrote));
   }
   return true;
+}
+
+// Creates `dir` and its missing parents, each 0700 (the umask can only take bits away); directories
+// that exist are left as they are. Empty on success, else why not.
+std::string createPrivateDirectories(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path path = dir; !path.empty(); path = path.parent_path()) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0) {
+      if (!S_ISDIR(info.st_mode)) return fmt::format("{} is not a directory", path.string());
+      break;
+    }
+    if (errno != ENOENT) return fmt::format("{}: {}", path.string(), std::strerror(errno));
+    missing.push_back(path);
+    if (path == path.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    // EEXIST: another process made it in the meantime.
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) {
+      return fmt::format("{}: {}", it->string(), std::strerror(errno));
+    }
+  }
+  return {};
+}
+
+void warnDamaged(const std::filesystem::path& path, std::string_view why) {
+  fmt::print(stderr, "braze: warning: kernel cache entry {} is damaged ({}); compiling the kernel again\n",
+             path.string(), why);
 }
 
 std::optional<std::filesystem::path> absoluteEnvPath(const char* name) {
@@ -154,20 +201,77 @@ std::filesystem::path KernelDiskCache::entryPath(std::string_view key) const {
   return dir_ / (toHex(sha256(key)) + ".entry");
 }
 
+std::filesystem::path KernelDiskCache::lockPath(std::string_view key) const {
+  return dir_ / (toHex(sha256(key)) + ".lock");
+}
+
 std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const {
-  const std::optional<std::string> bytes = readFile(entryPath(key));
-  if (!bytes) return std::nullopt;
-  return decodeEntry(*bytes, key);
+  const std::filesystem::path path = entryPath(key);
+  std::string why;
+  std::optional<std::string> bytes = readFile(path, why);
+  if (!bytes) {
+    if (!why.empty()) warnDamaged(path, why);
+    return std::nullopt;
+  }
+  Decoded decoded = decodeEntry(*bytes, key);
+  if (!decoded.damage.empty()) warnDamaged(path, decoded.damage);
+  return std::move(decoded.kernel);
+}
+
+KernelDiskCache::EntryLock& KernelDiskCache::EntryLock::operator=(EntryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+KernelDiskCache::EntryLock::~EntryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the file releases the flock
+}
+
+KernelDiskCache::EntryLock KernelDiskCache::lockEntry(std::string_view key, std::chrono::milliseconds patience) {
+  if (!writable() || !ensureDirectory()) return {};
+  // Lock files are never removed: unlinking one while another process waits on it would let a third
+  // lock a new file of the same name, and two processes would hold "the" lock. They are empty.
+  const std::filesystem::path path = lockPath(key);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return {};  // a read-only cache: this process stores nothing, so it has nothing to guard
+  // Polled rather than blocking, so that a holder that never finishes (a process stopped in a
+  // debugger) costs a bounded wait. The pause doubles up to 20 ms: a compile takes 50 ms or more.
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  std::chrono::milliseconds pause{1};
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
+      if (errno == EWOULDBLOCK) {
+        fmt::print(stderr,
+                   "braze: warning: {} has been locked for {} ms by another process; compiling the kernel "
+                   "without waiting for it\n",
+                   path.string(), patience.count());
+      }
+      ::close(fd);
+      return {};
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds{20});
+  }
+  return EntryLock(fd);
+}
+
+bool KernelDiskCache::ensureDirectory() {
+  if (directory_made_.load(std::memory_order_acquire)) return true;
+  const std::string why = createPrivateDirectories(dir_);
+  if (!why.empty()) {
+    stopWriting(fmt::format("cannot create {}: {}", dir_.string(), why));
+    return false;
+  }
+  directory_made_.store(true, std::memory_order_release);
+  return true;
 }
 
 bool KernelDiskCache::store(std::string_view key, const CompiledKernel& kernel) {
-  if (!writable()) return false;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) {
-    stopWriting(fmt::format("cannot create {}: {}", dir_.string(), ec.message()));
-    return false;
-  }
+  if (!writable() || !ensureDirectory()) return false;
   const std::filesystem::path path = entryPath(key);
   // In the same directory as the entry, so rename() replaces it atomically: a concurrent reader opens
   // either the old file or the new one, never a half-written one.

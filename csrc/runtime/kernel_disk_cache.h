@@ -3,10 +3,14 @@
 // source, arch, NVRTC version, options); the file holds the whole key too, and is used only when that
 // key matches, so a hash collision costs a recompile, never a wrong cubin.
 //
-// Several processes may share the directory: entries are written to a temporary file and renamed into
-// place, so a reader sees a whole entry or none. Anything wrong with an entry (truncated, garbage, a
-// checksum that does not match) makes it a miss, and the recompiled kernel replaces it. The cache never
-// throws: when the directory cannot be created or written, it stops writing after one warning on
+// Several processes may share the directory (the ranks of a tensor-parallel job start together): entries
+// are written to a temporary file and renamed into place, so a reader sees a whole entry or none, and
+// a lock per entry (lockEntry) lets one process compile a kernel while the others wait for its entry
+// instead of compiling it too. Anything wrong with an entry (truncated, garbage, a checksum that does
+// not match) makes it a miss with a warning, and the recompiled kernel replaces it. The directories the
+// cache creates are private (0700: the cubins in them run on the GPU, so nobody else may write them);
+// one that exists keeps its mode, which is how a cache is shared between users on purpose. The cache
+// never throws: when the directory cannot be created or written, it stops writing after one warning on
 // stderr (entries already there are still read, so a read-only shared cache works), and kernels are
 // compiled as if it were not there.
 #pragma once
@@ -14,9 +18,11 @@
 #include "runtime/nvrtc.h"
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace braze::runtime {
 
@@ -27,25 +33,51 @@ std::optional<std::filesystem::path> kernelCacheDirFromEnv();
 
 class KernelDiskCache {
  public:
+  // An exclusive lock on one key's entry, across processes (flock on a lock file beside the entry),
+  // released when destroyed or when the process dies. Empty when the lock file cannot be made (a
+  // read-only cache): the caller goes on unlocked, as if alone.
+  class EntryLock {
+   public:
+    EntryLock() = default;
+    explicit EntryLock(int fd) : fd_(fd) {}
+    EntryLock(EntryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    EntryLock& operator=(EntryLock&& other) noexcept;
+    ~EntryLock();
+    bool held() const { return fd_ >= 0; }
+
+   private:
+    int fd_ = -1;
+  };
+
   // Entries go to `root`/kernels-v<format version>; nothing is created before the first store.
   explicit KernelDiskCache(const std::filesystem::path& root);
 
-  // The kernel stored under `key`; nullopt when there is none or it cannot be used.
+  // The kernel stored under `key`; nullopt when there is none or it cannot be used (a damaged entry
+  // says so on stderr, naming its file; another key's entry, a hash collision, is a quiet miss).
   std::optional<CompiledKernel> load(std::string_view key) const;
+  // Waits until no other process (or other cache object) holds `key`'s lock, then holds it. The caller
+  // loads the entry under the lock and compiles and stores it only if it is still missing. A holder
+  // that seems stuck (kLockPatience) is given up on, with a warning: compiling twice beats hanging.
+  static constexpr std::chrono::milliseconds kLockPatience{60'000};
+  EntryLock lockEntry(std::string_view key, std::chrono::milliseconds patience = kLockPatience);
   // Stores `kernel` under `key`, replacing any entry there. false when it could not be written; the
   // first such failure turns writing off for good (one warning, not one per kernel).
   bool store(std::string_view key, const CompiledKernel& kernel);
 
   bool writable() const { return writable_.load(std::memory_order_relaxed); }
   const std::filesystem::path& directory() const { return dir_; }
-  // The file `key` is stored in (tests corrupt entries through it).
+  // The file `key` is stored in (tests corrupt entries through it), and its lock file.
   std::filesystem::path entryPath(std::string_view key) const;
+  std::filesystem::path lockPath(std::string_view key) const;
 
  private:
   void stopWriting(const std::string& why);
+  // Creates the directory (and missing parents, 0700) once; false, after stopWriting, when it cannot.
+  bool ensureDirectory();
 
   std::filesystem::path dir_;
   std::atomic<bool> writable_{true};
+  std::atomic<bool> directory_made_{false};
 };
 
 }  // namespace braze::runtime

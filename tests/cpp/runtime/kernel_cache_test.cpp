@@ -1,15 +1,26 @@
 // Compiling through the caches with NVRTC (no GPU needed): a second process (here, a second cache on
 // the same directory) gets the first one's cubin from disk, byte for byte; any change to source, arch
 // or options compiles anew; a damaged entry is recompiled and rewritten; an unusable directory leaves
-// only the memory cache; and threads asking at once get correct cubins, sharing compiles.
+// only the memory cache; threads asking at once get correct cubins, sharing compiles; and processes
+// starting together on one directory compile each kernel once.
 #include "ir/error.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include <fstream>
+#include <map>
 #include <thread>
+
+extern char** environ;
 
 namespace braze::runtime {
 namespace {
@@ -74,6 +85,7 @@ TEST(KernelCache, ChangingSourceArchOrAnyOptionMisses) {
 TEST(KernelCache, KeyHoldsTheNvrtcVersionAndArguments) {
   SKIP_WITHOUT_NVRTC();
   const std::string key = kernelCacheKey("SOURCE", {.arch = "sm_80", .maxrregcount = 40, .lineinfo = true});
+  EXPECT_TRUE(key.starts_with(std::string("braze ") + BRAZE_VERSION + "\n")) << key;
   EXPECT_NE(key.find("nvrtc " + nvrtcVersion() + "\n"), std::string::npos) << key;
   for (const char* part : {"--gpu-architecture=sm_80", "-default-device", "--fmad=true", "--maxrregcount=40",
                            "-lineinfo", "-I"}) {
@@ -96,7 +108,10 @@ TEST(KernelCache, DamagedEntryIsRecompiledAndRewritten) {
     } else {
       std::ofstream(entry, std::ios::binary | std::ios::trunc) << "not a cache entry at all";
     }
+    ::testing::internal::CaptureStderr();
     const CachedKernel recompiled = KernelCache(dir.path()).compile(source, "scale", kSm90);
+    const std::string warning = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(warning.find(entry.string() + " is damaged"), std::string::npos) << warning;
     EXPECT_EQ(recompiled.source, CompileSource::Nvrtc);
     EXPECT_EQ(recompiled.kernel->cubin, original.kernel->cubin);
     const CachedKernel reloaded = KernelCache(dir.path()).compile(source, "scale", kSm90);
@@ -195,15 +210,84 @@ TEST(KernelCache, ConcurrentCompilesGetTheirOwnCorrectCubins) {
     EXPECT_EQ(got[t].kernel->cubin, expected[i]);
     EXPECT_TRUE(cubinMentions(*got[t].kernel, names[i]));
   }
-  // Within one cache, threads wanting the same kernel share one compile or disk load.
+  // Within one cache, threads wanting the same kernel share one compile or disk load; across the two,
+  // the entry's lock makes the later one wait for the first's entry instead of compiling again.
+  int64_t compiles = 0;
   for (KernelCache& cache : processes) {
     const KernelCacheStats stats = cache.stats();
     EXPECT_EQ(stats.compiles + stats.disk_hits, static_cast<int64_t>(names.size()));
     EXPECT_EQ(stats.compiles + stats.disk_hits + stats.memory_hits, kThreads / 2);
+    compiles += stats.compiles;
   }
+  EXPECT_EQ(compiles, static_cast<int64_t>(names.size()));
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(KernelCache(dir.path()).compile(sources[i], names[i], kSm90).kernel->cubin, expected[i]);
   }
+}
+
+// What each process of EightProcessesCompileEachKernelOnce runs: this test binary started again on this
+// test alone, with the shared directory in the environment. Elsewhere it has nothing to do.
+constexpr const char* kChildDirVariable = "BRAZE_TEST_CACHE_CHILD_DIR";
+const std::string kSharedKernel = scaleKernel("shared_by_processes", 5.0f);
+
+TEST(KernelCacheAcrossProcesses, ChildProcess) {
+  const char* dir_text = std::getenv(kChildDirVariable);
+  if (dir_text == nullptr) GTEST_SKIP() << "runs only as a child of EightProcessesCompileEachKernelOnce";
+  const std::filesystem::path dir(dir_text);
+  std::ofstream(dir / fmt::format("ready.{}", ::getpid())) << "";
+  // Start together: the parent says go once every child is ready, so their compiles overlap.
+  for (int waited = 0; !std::filesystem::exists(dir / "go"); ++waited) {
+    ASSERT_LT(waited, 20'000) << "the parent never said go";
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  const CachedKernel got = KernelCache(dir / "cache").compile(kSharedKernel, "shared_by_processes", kSm90);
+  ASSERT_TRUE(cubinMentions(*got.kernel, "shared_by_processes"));
+  std::ofstream(dir / fmt::format("result.{}", ::getpid())) << toString(got.source);
+}
+
+// The ranks of a tensor-parallel job start at once on one cache directory: one compiles, the rest wait
+// on the entry's lock and load its cubin.
+TEST(KernelCacheAcrossProcesses, EightProcessesCompileEachKernelOnce) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  ScopedEnv child_dir(kChildDirVariable, dir.path().string());
+  constexpr int kProcesses = 8;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=KernelCacheAcrossProcesses.ChildProcess";
+  posix_spawn_file_actions_t quiet;  // the children's gtest banners would bury this test's output
+  ::posix_spawn_file_actions_init(&quiet);
+  ::posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    char* argv[] = {self.data(), filter.data(), nullptr};
+    pid_t pid = 0;
+    const int spawned = ::posix_spawn(&pid, self.c_str(), &quiet, nullptr, argv, environ);
+    ASSERT_EQ(spawned, 0) << "cannot start " << self;
+    children.push_back(pid);
+  }
+  ::posix_spawn_file_actions_destroy(&quiet);
+  const auto readyCount = [&] {
+    int ready = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      ready += entry.path().filename().string().starts_with("ready.");
+    }
+    return ready;
+  };
+  for (int waited = 0; readyCount() < kProcesses && waited < 20'000; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  std::ofstream(dir.path() / "go") << "";
+  std::map<std::string, int> sources;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " failed: " << status;
+    std::ifstream result(dir.path() / fmt::format("result.{}", pid));
+    std::string source;
+    result >> source;
+    ++sources[source];
+  }
+  EXPECT_EQ(sources, (std::map<std::string, int>{{"disk", kProcesses - 1}, {"nvrtc", 1}}));
 }
 
 }  // namespace

@@ -1,12 +1,18 @@
 // The disk cache's file handling, without NVRTC: entries round-trip, anything wrong with one makes it a
-// miss (never a crash, never another key's cubin), an unusable directory turns writing off without an
-// error, and the environment picks the directory.
+// miss with a warning (never a crash, never another key's cubin), the directories it makes are private,
+// an entry's lock excludes other holders, an unusable directory turns writing off without an error, and
+// the environment picks the directory.
 #include "runtime/kernel_disk_cache.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 namespace braze::runtime {
 namespace {
@@ -70,7 +76,9 @@ TEST(KernelDiskCache, AnotherKeysEntryIsAMiss) {
   KernelDiskCache cache(dir.path());
   ASSERT_TRUE(cache.store("key A", fakeKernel("cubin of A")));
   std::filesystem::copy_file(cache.entryPath("key A"), cache.entryPath("key B"));
+  ::testing::internal::CaptureStderr();
   EXPECT_FALSE(cache.load("key B"));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // not damage: no warning
   EXPECT_TRUE(cache.load("key A"));
 }
 
@@ -94,18 +102,87 @@ TEST(KernelDiskCache, DamagedEntriesAreMisses) {
          return bad;
        }()},
   };
+  // Each is a miss that says so once, naming the file: a corrupt cache is worth knowing about.
+  const auto expectDamagedMiss = [&] {
+    ::testing::internal::CaptureStderr();
+    EXPECT_FALSE(cache.load("key"));
+    const std::string warning = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(std::count(warning.begin(), warning.end(), '\n'), 1) << warning;
+    EXPECT_NE(warning.find(path.string() + " is damaged"), std::string::npos) << warning;
+  };
   for (const auto& [what, bytes] : damaged) {
     SCOPED_TRACE(what);
     writeFile(path, bytes);
-    EXPECT_FALSE(cache.load("key"));
+    expectDamagedMiss();
   }
-  // A directory where the file should be: unreadable as an entry.
+  {
+    SCOPED_TRACE("a directory where the file should be");
+    std::filesystem::remove(path);
+    std::filesystem::create_directory(path);
+    expectDamagedMiss();
+  }
   std::filesystem::remove(path);
-  std::filesystem::create_directory(path);
-  EXPECT_FALSE(cache.load("key"));
-  std::filesystem::remove(path);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load("key"));  // no file at all is a plain miss
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   writeFile(path, good);
   EXPECT_TRUE(cache.load("key"));
+}
+
+// The cubins run on the GPU: a directory others can write is a way to run their code in this process.
+TEST(KernelDiskCache, CreatedDirectoriesArePrivateAndExistingOnesKeepTheirMode) {
+  TempDir dir;
+  const auto mode = [](const std::filesystem::path& path) {
+    struct stat info {};
+    EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+    return info.st_mode & 0777;
+  };
+  ::chmod(dir.path().c_str(), 0755);
+  KernelDiskCache cache(dir.path() / "made" / "by" / "braze");
+  ASSERT_TRUE(cache.store("key", fakeKernel("cubin")));
+  for (const std::filesystem::path& made : {dir.path() / "made", dir.path() / "made" / "by",
+                                             dir.path() / "made" / "by" / "braze", cache.directory()}) {
+    EXPECT_EQ(mode(made), 0700u) << made;
+  }
+  EXPECT_EQ(mode(dir.path()), 0755u);  // there already: left alone
+
+  // A directory shared on purpose (made by its owner with the mode they chose) stays shared.
+  std::filesystem::create_directory(dir.path() / "shared");
+  ::chmod((dir.path() / "shared").c_str(), 0775);
+  std::filesystem::create_directory(dir.path() / "shared" / "kernels-v1");
+  ::chmod((dir.path() / "shared" / "kernels-v1").c_str(), 0775);
+  ASSERT_TRUE(KernelDiskCache(dir.path() / "shared").store("key", fakeKernel("cubin")));
+  EXPECT_EQ(mode(dir.path() / "shared" / "kernels-v1"), 0775u);
+}
+
+TEST(KernelDiskCache, EntryLockExcludesOtherHoldersUntilReleased) {
+  TempDir dir;
+  KernelDiskCache first(dir.path());
+  KernelDiskCache second(dir.path());  // another process, as far as flock is concerned (its own open file)
+  KernelDiskCache::EntryLock held = first.lockEntry("key");
+  ASSERT_TRUE(held.held());
+  EXPECT_TRUE(std::filesystem::exists(first.lockPath("key")));
+  EXPECT_TRUE(second.lockEntry("other key", std::chrono::milliseconds{0}).held());  // one lock per key
+
+  // A holder that never lets go costs a bounded wait and a warning, then the caller goes on unlocked.
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(second.lockEntry("key", std::chrono::milliseconds{30}).held());
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("locked for 30 ms by another process"), std::string::npos) << warning;
+
+  // A waiter gets the lock once the holder releases it, and not before.
+  std::atomic<bool> released{false};
+  std::atomic<bool> got_it_early{false};
+  std::thread waiter([&] {
+    KernelDiskCache::EntryLock lock = second.lockEntry("key");
+    got_it_early = !released.load();
+    EXPECT_TRUE(lock.held());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  released = true;
+  held = KernelDiskCache::EntryLock();
+  waiter.join();
+  EXPECT_FALSE(got_it_early.load());
 }
 
 // A root below a regular file can never be created, whoever runs the test (root ignores permissions).
