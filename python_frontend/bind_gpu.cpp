@@ -7,9 +7,11 @@
 
 #include "ir/error.h"
 #include "passes/mark_aliases_prepare.h"
+#include "runtime/config_report.h"
 #include "runtime/fusion_cache.h"
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -253,6 +255,18 @@ void bindGpu(nb::module_& m) {
       .def("kernel_count", &runtime::FusionCache::kernelCount, "distinct kernels the prepared plans run")
       .def("last_cuda_code", &runtime::FusionCache::lastCudaCode, "the CUDA of the plan the last run used")
       .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
+
+  m.def(
+      "config_report",
+      [] {
+        std::vector<std::pair<std::string, std::string>> entries;
+        for (runtime::ConfigEntry& entry : runtime::configReport()) {
+          entries.emplace_back(std::move(entry.key), std::move(entry.value));
+        }
+        return entries;
+      },
+      "[(key, value)]: braze's version, NVRTC, the CUDA headers, driver and devices, the kernel disk cache and "
+      "the BRAZE_* variables set (what braze.show_config() prints)");
 }
 
 }  // namespace braze::python

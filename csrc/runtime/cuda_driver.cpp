@@ -95,6 +95,7 @@ LoadedDriver* loadDriver() {
   resolve(*loaded->library, "cuGraphExecDestroy", api.graphExecDestroy);
   resolve(*loaded->library, "cuGraphDestroy", api.graphDestroy);
   resolve(*loaded->library, "cuStreamIsCapturing", api.streamIsCapturing);
+  resolve(*loaded->library, "cuDriverGetVersion", api.driverGetVersion);
   // cuInit fails with CUDA_ERROR_NO_DEVICE where libcuda is mounted but no GPU is (CI containers).
   if (const CuResult result = api.init(0); result != kCudaSuccess) {
     loaded->reason = fmt::format("cuInit failed: {}; host inputs run on the CPU simulator", api.errorText(result));
@@ -142,6 +143,20 @@ const CudaDriver* cudaDriver() {
 bool cudaAvailable() { return cudaDriver() != nullptr; }
 
 const std::string& cudaUnavailableReason() { return loaded().reason; }
+
+std::string cudaDriverLibraryPath() {
+  const LoadedDriver& driver = loaded();
+  return driver.library ? driver.library->path() : std::string();
+}
+
+std::string cudaDriverVersion() {
+  const CudaDriver* driver = cudaDriver();
+  int version = 0;
+  if (driver == nullptr || driver->driverGetVersion == nullptr || driver->driverGetVersion(&version) != kCudaSuccess) {
+    return "";
+  }
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
 
 const CudaDriver& requireCudaDriver() {
   const CudaDriver* driver = cudaDriver();

@@ -92,6 +92,7 @@ struct CudaDriver {
     return graphCreate && graphAddKernelNode && graphInstantiate && graphExecKernelNodeSetParams && graphLaunch &&
            graphExecDestroy && graphDestroy && streamIsCapturing;
   }
+  CuResult (*driverGetVersion)(int* version) = nullptr;  // cuDriverGetVersion: 13000 for CUDA 13.0 (optional)
   CuResult (*getErrorName)(CuResult result, const char** name) = nullptr;                 // cuGetErrorName
   CuResult (*getErrorString)(CuResult result, const char** text) = nullptr;               // cuGetErrorString
 
@@ -108,6 +109,10 @@ bool cudaAvailable();
 // Why cudaDriver() is null, for skips and errors: with no libcuda at all it is "no CUDA driver found;
 // host inputs run on the CPU simulator (looked for libcuda.so.1, libcuda.so)". "" when available.
 const std::string& cudaUnavailableReason();
+// The libcuda that was opened, as found; "" when none was (set even when cuInit then failed).
+std::string cudaDriverLibraryPath();
+// The driver's CUDA version, "13.0"; "" when there is no usable driver or it cannot say.
+std::string cudaDriverVersion();
 // The driver, or a Runtime error carrying cudaUnavailableReason().
 const CudaDriver& requireCudaDriver();
 

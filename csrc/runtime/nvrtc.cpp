@@ -171,6 +171,11 @@ std::string nvrtcVersion() {
   return fmt::format("{}.{}", major, minor);
 }
 
+std::string nvrtcLibraryPath() {
+  const NvrtcApi* api = nvrtc().api;
+  return api == nullptr ? std::string() : api->library.path();
+}
+
 std::string cudaIncludeDir() {
   // cuda_bf16.h, not cuda.h: it is the header generated kernels need, and a driver-only install
   // ships cuda.h without it.

@@ -28,6 +28,8 @@ struct CompiledKernel {
 bool nvrtcAvailable();
 // NVRTC's version, "13.0"; "" when libnvrtc cannot be loaded.
 std::string nvrtcVersion();
+// The libnvrtc that was loaded, as found ("libnvrtc.so.13" or a path); "" when none was.
+std::string nvrtcLibraryPath();
 // The first of $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include, /opt/cuda/include,
 // /usr/lib/cuda/include that has cuda_bf16.h; "" if none has.
 std::string cudaIncludeDir();

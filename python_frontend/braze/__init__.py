@@ -7,6 +7,7 @@ reference evaluator on numpy inputs (ml_dtypes for bf16/fp8); `fd.explain(inputs
 """
 
 from ._C import DataType, Plan, Segment
+from .config import config, show_config
 from .fusion_definition import FusionDefinition
 from .handles import Scalar, Tensor
 from .ops import op_names
@@ -31,6 +32,8 @@ __all__ = [
     "Tensor",
     "compute_contiguity",
     "compute_tensor_descriptor",
+    "config",
     "op_names",
+    "show_config",
     "version",
 ]

@@ -1,0 +1,59 @@
+"""braze.show_config(): what a bug report needs (versions, libraries, the driver's answer, the disk cache,
+BRAZE_* settings), asked without a GPU and without importing the frameworks."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import braze
+
+
+def _config_in_fresh_process(env_updates):
+    """config() from a new interpreter: the kernel disk cache's directory is fixed at a process's first use."""
+    env = dict(os.environ)
+    env.update(env_updates)
+    script = "import braze, json, sys; print(json.dumps(braze.config())); print(sorted(sys.modules))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    report_line, modules_line = result.stdout.splitlines()[-2:]
+    return json.loads(report_line), modules_line
+
+
+def test_config_names_every_piece_braze_depends_on():
+    report = braze.config()
+    assert report["braze"] == braze.__version__
+    for key in ("built with", "nvrtc", "cuda headers", "cuda driver", "kernel disk cache", "python", "numpy"):
+        assert report.get(key), f"{key} missing from {report}"
+    if "no CUDA driver found" in report["cuda driver"]:
+        # The reason is the one GPU calls raise, and no device lines follow.
+        assert "CPU simulator" in report["cuda driver"]
+        assert not any(key.startswith("device ") for key in report)
+
+
+def test_config_reports_the_cache_directory_and_braze_variables(tmp_path):
+    report, modules = _config_in_fresh_process(
+        {"BRAZE_CACHE_DIR": str(tmp_path / "cache"), "BRAZE_DUMP": "segments", "BRAZE_CUDA_GRAPHS": "1"})
+    assert report["kernel disk cache"] == str(tmp_path / "cache" / "kernels-v1")
+    assert report["env BRAZE_DUMP"] == "segments"
+    assert report["env BRAZE_CUDA_GRAPHS"] == "1"
+    assert not (tmp_path / "cache").exists()  # asking creates nothing
+    # Versions come from package metadata: asking imports no framework.
+    assert "'torch'" not in modules and "'jax'" not in modules and "'cupy'" not in modules
+
+    off, _ = _config_in_fresh_process({"BRAZE_CACHE_DIR": ""})
+    assert off["kernel disk cache"] == "off"
+
+
+def test_show_config_prints_one_aligned_line_per_entry():
+    out = io.StringIO()
+    braze.show_config(file=out)
+    lines = out.getvalue().splitlines()
+    report = braze.config()
+    assert len(lines) == len(report)
+    value_columns = {line.index(value) for line, value in zip(lines, report.values()) if value}
+    assert len(value_columns) == 1, lines
+    assert lines[0].startswith("braze:") and lines[0].endswith(braze.__version__)
