@@ -1,0 +1,100 @@
+"""Determinism across processes: two fresh interpreters fed the same fusions with shapes in opposite
+orders make the same plans, the same CUDA sources (through the GPU path's FusionCache, planning for an
+H100 without one) and bitwise-identical simulator outputs. Anything a cache keeps between shapes, or
+that hashes pointers, would show here as a difference."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+_SCRIPT = r'''
+import hashlib, json, sys
+import ml_dtypes, numpy as np
+from braze import DataType, FusionDefinition, _C
+from braze import execute as bx
+from test_shape_generic import sizeless_layer_norm
+from test_explain import define_rope
+
+BF16 = ml_dtypes.bfloat16
+reverse = sys.argv[1] == "reverse"
+
+
+def softmax(fd):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    m = fd.ops.broadcast(fd.ops.max(x, dims=[1]), [False, True])
+    e = fd.ops.exp(fd.ops.sub(x, m))
+    s = fd.ops.broadcast(fd.ops.sum(e, dims=[1]), [False, True])
+    fd.add_output(fd.ops.div(e, s))
+
+
+def inputs_for(name, shape, seed):
+    rng = np.random.default_rng(seed)
+    # float32 where the GPU cache plans too: its stand-in inputs come in through DLPack, which numpy's
+    # bfloat16 lacks (litGPT's RoPE is bf16, and its sources come from the host path instead).
+    if name == "layer_norm":
+        return [rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape[-1]).astype(np.float32)]
+    if name == "softmax":
+        return [rng.standard_normal(shape).astype(np.float32)]
+    B, T, heads, groups, hs = shape
+    return [rng.standard_normal((B, T, (heads + 2 * groups) * hs)).astype(BF16),
+            rng.standard_normal((T, hs)).astype(BF16), rng.standard_normal((T, hs)).astype(BF16)]
+
+
+cases = {
+    "layer_norm": (lambda fd: sizeless_layer_norm(fd, DataType.Float), [(1, 1, 64), (2, 3, 64), (4, 5, 40), (1, 7, 1600), (3, 2, 1600)]),
+    "softmax": (softmax, [(1, 8), (5, 33), (9, 1000), (2, 4096), (64, 64)]),
+}
+rope_shapes = [(1, 4, 4, 2, 16), (2, 3, 4, 4, 16), (1, 5, 8, 2, 32)]
+def definition(name, shape):
+    fd = FusionDefinition()
+    with fd:
+        if name == "rope":  # litGPT's definition has its sizes in it: one per shape
+            B, T, heads, groups, hs = shape
+            define_rope(fd, B, T, heads, groups, hs, hs)
+        else:
+            cases[name][0](fd)
+    return fd
+
+
+report = {}
+for name in ["layer_norm", "softmax", "rope"]:
+    shapes = rope_shapes if name == "rope" else cases[name][1]
+    # One definition and one GPU cache for all of a sizeless fusion's shapes: what a cache keeps from
+    # one shape must not change what it makes for the next.
+    fd = definition(name, shapes[0])
+    gpu = None if name == "rope" else _C.FusionCache(fd._fusion, "auto", no_device="h100")
+    for shape in (list(reversed(shapes)) if reverse else shapes):
+        if name == "rope":
+            fd = definition(name, shape)
+        inputs = inputs_for(name, shape, seed=sum(shape))
+        outputs = fd.execute(inputs)
+        report[f"{name} {shape}"] = {
+            "plan": str(fd.explain(inputs)),
+            "cuda": bx.cuda_code_for(fd, inputs) if name == "rope" else gpu.cuda_code(inputs),
+            "outputs": [hashlib.sha256(np.ascontiguousarray(o).tobytes()).hexdigest() for o in outputs],
+        }
+print(json.dumps(report, sort_keys=True))
+'''
+
+
+def _run(order):
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONHASHSEED"] = "random"  # different string hashes in each process
+    result = subprocess.run([sys.executable, "-c", _SCRIPT, order], capture_output=True, text=True, env=env,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_two_processes_in_opposite_orders_agree_bit_for_bit():
+    forward, reverse = _run("forward"), _run("reverse")
+    assert forward.keys() == reverse.keys()
+    for key in forward:
+        for what in ("plan", "cuda", "outputs"):
+            assert forward[key][what] == reverse[key][what], f"{key}: {what} differs between the two orders"
+    assert all(entry["cuda"] for entry in forward.values())
