@@ -208,7 +208,8 @@ ExprId KernelBuilder::div(ExprId a, ExprId b) {
   if (ca && *ca == 0) return a;
   if (below(bounds(a), cb)) return index(0);
   if (cb && *cb > 0) {
-    const KExpr& e = k_.exprs[a];
+    // A copy, not a reference: the builders called below intern, and may move k_.exprs.
+    const KExpr e = k_.exprs[a];
     if (e.kind == EKind::Mul) {
       // (x * k) / c = x * (k / c) when c divides k, and x / (c / k) when k divides c (x >= 0).
       if (auto k = constValue(e.args[1]); k && *k > 0) {
@@ -234,7 +235,7 @@ ExprId KernelBuilder::mod(ExprId a, ExprId b) {
   if (ca && *ca == 0) return a;
   if (below(bounds(a), cb)) return a;
   if (cb && *cb > 0) {
-    const KExpr& e = k_.exprs[a];
+    const KExpr e = k_.exprs[a];  // a copy: see div
     if (e.kind == EKind::Mul) {
       // (x * k) % c = 0 when c divides k, and (x % (c / k)) * k when k divides c (x >= 0).
       if (auto k = constValue(e.args[1]); k && *k > 0) {
@@ -439,9 +440,10 @@ ExprId KernelBuilder::letValue(std::string prefix, ExprId value) {
       e.kind == EKind::VarRef) {
     return value;
   }
-  const VarId var = scalarVar(std::move(prefix), e.dtype, e.index);
+  const bool is_index = e.index;  // read before anything is interned (which may move k_.exprs)
+  const VarId var = scalarVar(std::move(prefix), e.dtype, is_index);
   let(var, value);
-  if (e.index) setVarBounds(var, bounds(value));  // a fresh variable, assigned once
+  if (is_index) setVarBounds(var, bounds(value));  // a fresh variable, assigned once
   bound_values_.emplace(var, value);
   return ref(var);
 }
