@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 namespace braze {
@@ -219,6 +220,85 @@ TEST(FusionCache, ConcurrentRunsShareOnePlanPerSignature) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(ops.launches.load(), 200);
+  EXPECT_EQ(ops.allocations.load(), ops.releases.load());
+}
+
+// Descriptors of host tensors as if they were on the GPU (NoOpDeviceOps touches no memory): the host
+// addresses keep each input's alignment, so the plans are the ones a GPU run would make.
+std::vector<DeviceValue> standInDeviceValues(const std::vector<HostValue>& inputs) {
+  std::vector<DeviceValue> values;
+  for (const HostValue& v : inputs) {
+    if (const auto* t = std::get_if<HostTensor>(&v)) {
+      values.push_back(DeviceTensor{reinterpret_cast<runtime::CuDevicePtr>(t->data()), t->dtype(), t->sizes(),
+                                    t->strides()});
+    } else {
+      values.push_back(std::get<ScalarValue>(v));
+    }
+  }
+  return values;
+}
+
+// 16 threads x 1000 runs over 8 fusions, all starting at once so that first plans race: each fusion
+// gets one plan, the same one a lone thread makes, every run launches that plan's kernels, and every
+// output is released. (tools/sanitize.sh runs this under ThreadSanitizer.)
+TEST(FusionCache, SixteenThreadsOverEightFusionsShareOnePlanEach) {
+  constexpr int kFusions = 8, kThreads = 16, kRunsPerThread = 1000;
+  const std::vector<testing::KernelCaseMaker> corpus = testing::smallKernelCorpus();
+  ASSERT_GE(corpus.size(), static_cast<size_t>(kFusions));
+  std::vector<testing::KernelCase> cases;
+  std::vector<std::vector<DeviceValue>> inputs;
+  std::vector<std::vector<std::string>> lone_sources;
+  std::vector<int64_t> lone_launches;
+  std::vector<std::vector<std::vector<int64_t>>> output_sizes;
+  for (int f = 0; f < kFusions; ++f) {
+    cases.push_back(corpus[f].make());
+    inputs.push_back(standInDeviceValues(cases[f].inputs));
+    NoOpDeviceOps lone_ops;
+    FusionCache lone(cases[f].fusion, cases[f].options.plan, &lone_ops, DeviceInfo::h100Sxm());
+    std::vector<std::vector<int64_t>> sizes;
+    for (const auto& out : lone.run(inputs[f])) sizes.push_back(out.tensor.sizes);
+    output_sizes.push_back(std::move(sizes));
+    lone_sources.push_back(lone.prepare(inputs[f])->cudaCode());
+    lone_launches.push_back(lone_ops.launches.load());
+  }
+
+  NoOpDeviceOps ops;
+  std::vector<std::unique_ptr<FusionCache>> caches;
+  for (const auto& c : cases) {
+    caches.push_back(std::make_unique<FusionCache>(c.fusion, c.options.plan, &ops, DeviceInfo::h100Sxm()));
+  }
+  std::atomic<int> waiting{kThreads};
+  std::atomic<int> wrong_outputs{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      waiting.fetch_sub(1);
+      while (waiting.load() > 0) std::this_thread::yield();
+      try {
+        for (int i = 0; i < kRunsPerThread; ++i) {
+          const int f = (t + i) % kFusions;
+          const auto outputs = caches[f]->run(inputs[f]);
+          bool same = outputs.size() == output_sizes[f].size();
+          for (size_t o = 0; same && o < outputs.size(); ++o) same = outputs[o].tensor.sizes == output_sizes[f][o];
+          if (!same) wrong_outputs.fetch_add(1);
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  EXPECT_EQ(wrong_outputs.load(), 0);
+  int64_t launches = 0;
+  for (int f = 0; f < kFusions; ++f) {
+    SCOPED_TRACE(corpus[f].name);
+    EXPECT_EQ(caches[f]->size(), 1u);
+    EXPECT_EQ(caches[f]->prepare(inputs[f])->cudaCode(), lone_sources[f]);
+    launches += lone_launches[f] * (kThreads * kRunsPerThread / kFusions);
+  }
+  EXPECT_EQ(ops.launches.load(), launches);
   EXPECT_EQ(ops.allocations.load(), ops.releases.load());
 }
 
