@@ -127,8 +127,8 @@ bool isFile(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-// Where a failed kernel's source goes: named after the kernel and the source's hash, so a rerun of
-// the same failure overwrites its file instead of piling up copies.
+// Where a kernel's source is saved (after a failed compile, or with -lineinfo for profilers): named
+// after the kernel and the source's hash, so a rerun overwrites its file instead of piling up copies.
 std::string sourcePath(std::string_view source, std::string_view what) {
   std::string name;
   for (char c : what) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_';
@@ -248,12 +248,18 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
 
   const NvrtcResult compiled = api.compileProgram(program, static_cast<int>(argv.size()), argv.data());
   kernel.log = programLog(api, program);
-  if (compiled != kNvrtcSuccess) {
+  const auto saveSource = [&] {
     std::ofstream file(saved_path, std::ios::binary | std::ios::trunc);
     file << source_text;
     file.close();
-    const std::string where = file ? fmt::format("Source saved to {}", saved_path)
-                                   : fmt::format("(could not save the source to {})", saved_path);
+    return static_cast<bool>(file);
+  };
+  // With -lineinfo the cubin's line table names saved_path: a profiler (Nsight Compute) shows the
+  // kernel's source from that file, so it must exist.
+  if (compiled == kNvrtcSuccess && options.lineinfo) saveSource();
+  if (compiled != kNvrtcSuccess) {
+    const std::string where = saveSource() ? fmt::format("Source saved to {}", saved_path)
+                                           : fmt::format("(could not save the source to {})", saved_path);
     BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false,
                      "NVRTC {} could not compile kernel '{}' for {} ({})\nOptions: {}\n{}\n{}", nvrtcVersion(), what,
                      options.arch, api.getErrorString(compiled), kernel.options, kernel.log, where);

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import _C
 from . import _convert as cv
-from . import dtypes, execute as _execute
+from . import dtypes, execute as _execute, repro as _repro
 from . import tensor_descriptor as td
 from .handles import Scalar, Tensor, wrap
 from .ops import Operators
@@ -164,7 +164,18 @@ class FusionDefinition:
                 self.definition()
         if self._state == "open":
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
-        return _execute.execute(self, inputs, device, kwargs)
+        print_repro = bool(kwargs.get("print_repro", False))
+        try:
+            return _execute.execute(self, inputs, device, kwargs)
+        except Exception as error:
+            # print_repro=True prints a script that raises this again; BRAZE_REPRO_DIR saves it (repro.py).
+            _repro.report(self, inputs, error, print_repro)
+            raise
+
+    def repro_script(self, inputs) -> str:
+        """A runnable script that rebuilds this fusion, recreates `inputs` (values, sizes, strides,
+        alignment, GPU) and executes them: what print_repro=True prints when execute raises."""
+        return _repro.script(self, inputs)
 
     def explain(self, inputs, *, bookend="auto", target="h100"):
         """How braze would run this fusion for these inputs, without running it: a Plan whose

@@ -4,10 +4,12 @@
 #include "ir/error.h"
 #include "runtime/nvrtc.h"
 #include "runtime/sass.h"
+#include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace braze::runtime {
 namespace {
@@ -91,6 +93,26 @@ extern "C" __global__ void quantize(const __half* in, __nv_fp8_e4m3* out, float 
     EXPECT_NE(kernel.options.find("--fmad=false"), std::string::npos) << kernel.options;
     EXPECT_NE(kernel.options.find("-lineinfo"), std::string::npos) << kernel.options;
   }
+}
+
+// A profiler shows a kernel's source from the file its line table names: with -lineinfo that file is
+// written, named after the kernel, and without it nothing is written.
+TEST(Nvrtc, LineinfoSavesTheSourceItsLineTableNames) {
+  SKIP_WITHOUT_NVRTC();
+  testing::TempDir dir;
+  testing::ScopedEnv tmpdir("TMPDIR", dir.path().string());
+  const std::string source = "extern \"C\" __global__ void profiled(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+  compileCuda(source, "profiled_kernel", {.arch = "sm_90"});
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  const CompiledKernel kernel = compileCuda(source, "profiled_kernel", {.arch = "sm_90", .lineinfo = true});
+  std::vector<std::filesystem::path> saved;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) saved.push_back(entry.path());
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_TRUE(saved[0].filename().string().starts_with("braze_profiled_kernel_")) << saved[0];
+  std::ifstream file(saved[0]);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(file), {}), source);
+  const std::string_view cubin(kernel.cubin.data(), kernel.cubin.size());
+  EXPECT_NE(cubin.find(saved[0].filename().string()), std::string_view::npos) << "the line table names another file";
 }
 
 TEST(Nvrtc, SyntaxErrorNamesTheKernelShowsTheLogAndSavesTheSource) {

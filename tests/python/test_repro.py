@@ -1,0 +1,96 @@
+"""Reproducers: when execute raises, print_repro=True prints (and BRAZE_REPRO_DIR saves) a script that
+raises the same error in a fresh process; fd.repro_script(inputs) recreates inputs exactly (values,
+sizes, strides, expanded dims, alignment) whether or not anything failed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _index_select_fusion():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int64)
+        fd.add_output(fd.ops.index_select(x, i, 0))
+    return fd
+
+
+def _run_script(text, tmp_path):
+    path = tmp_path / "repro.py"
+    path.write_text(text)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+
+
+def test_a_value_dependent_error_is_raised_again_by_the_printed_script(tmp_path, capsys):
+    fd = _index_select_fusion()
+    x = np.random.default_rng(1).standard_normal((4, 8)).astype(BF16)
+    with pytest.raises(IndexError) as raised:
+        fd.execute([x, np.array([0, 7, 2])], print_repro=True)  # row 7 of 4: the simulator reports it
+    script = capsys.readouterr().out
+    assert script.startswith("# braze reproducer")
+    assert f"# It raised IndexError: {str(raised.value).splitlines()[0]}" in script
+    result = _run_script(script, tmp_path)
+    assert result.returncode != 0
+    assert f"IndexError: {str(raised.value).splitlines()[0]}" in result.stderr
+
+
+def test_an_input_check_error_is_saved_to_the_repro_dir_and_named_in_the_error(tmp_path, monkeypatch):
+    fd = _index_select_fusion()
+    monkeypatch.setenv("BRAZE_REPRO_DIR", str(tmp_path / "repros"))
+    with pytest.raises(Exception) as raised:
+        fd.execute([np.zeros((2, 3, 4), BF16), np.array([0])])  # rank 3 where 2 is defined
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1 and notes[0].startswith("braze: reproducer written to "), notes
+    path = notes[0].removeprefix("braze: reproducer written to ")
+    assert os.path.dirname(path) == str(tmp_path / "repros")
+    result = _run_script(open(path).read(), tmp_path)
+    assert result.returncode != 0
+    assert f"{type(raised.value).__name__}: {str(raised.value).splitlines()[0]}" in result.stderr
+
+
+def test_without_either_switch_nothing_is_printed_or_noted(capsys, monkeypatch):
+    monkeypatch.delenv("BRAZE_REPRO_DIR", raising=False)
+    with pytest.raises(IndexError) as raised:
+        _index_select_fusion().execute([np.zeros((4, 8), BF16), np.array([9])])
+    assert capsys.readouterr().out == ""
+    assert not getattr(raised.value, "__notes__", [])
+
+
+def test_the_script_recreates_values_layouts_and_alignment(tmp_path):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.BFloat16)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.mul(fd.ops.add(x, fd.ops.cast(w, DataType.Float)), s))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 10), dtype=np.float32)[:, ::2]              # non-contiguous: stride 2
+    w_storage = rng.standard_normal(9).astype(BF16)
+    w = w_storage[1:6].reshape(1, 5)                                        # 2 bytes off its allocation
+    inputs = [x, w, 0.5]
+    want = fd.execute(inputs)[0]
+    text = fd.repro_script(inputs)
+    namespace = {}  # the script up to its execute: the fusion and the rebuilt inputs
+    exec(compile(text.split("outputs = fd.execute(inputs)")[0], "repro", "exec"), namespace)
+    rebuilt = namespace["inputs"]
+    for original, copy in zip(inputs[:2], rebuilt[:2]):
+        assert copy.dtype == original.dtype and copy.shape == original.shape
+        assert copy.strides == original.strides
+        assert copy.ctypes.data % 64 == original.ctypes.data % 64
+        np.testing.assert_array_equal(copy.astype(np.float64), original.astype(np.float64))
+    assert rebuilt[2] == 0.5
+    got = namespace["fd"].execute(rebuilt)[0]
+    np.testing.assert_array_equal(got, want)
+    result = _run_script(text, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "(7, 5)" in result.stdout
