@@ -73,6 +73,12 @@ else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
 build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+# BRAZE_SWEEP=1: every case's kernels under other heuristic tunings, fastest first (sweep.log); a few
+# minutes, so it is asked for rather than run each time.
+if [ "${BRAZE_SWEEP:-0}" = 1 ]; then
+  PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --sweep --reps 30 > "$out/sweep.log" 2>&1 \
+    && status "tuning sweep" "ok (sweep.log)" || { status "tuning sweep" "FAILED (sweep.log)"; rc=1; }
+fi
 PYTHONPATH=build-gpu/python $python benchmarks/python/binding_overhead.py > "$out/binding_bench.log" 2>&1 || rc=1
 echo "== braze gpu_check on $(cat "$out/gpu.txt") =="
 cat "$out/summary.txt"
@@ -82,4 +88,5 @@ echo "== host overhead (C++)"
 grep -E "^BM_" "$out/host_bench.log"
 echo "== host overhead of the Python binding (no launch)"
 cat "$out/binding_bench.log"
+[ -f "$out/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$out/sweep.log"; }
 exit $rc

@@ -8,7 +8,11 @@ minimal bytes (every input read once, every output written once) against the mea
 copy bandwidth. Each case is first checked against torch. Then the host latency of a cached tiny
 fusion from Python against a bare cuLaunchKernel (ctypes) of the same kernel, in the same run.
 
-    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile]
+    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile] [--sweep]
+
+--sweep times, per case, the kernels of other heuristic tunings too (HeuristicTuning in
+csrc/scheduler/device_info.h: threads per block, chunks per thread, unroll), each checked against torch
+first, and prints them fastest first: the data for choosing the defaults on this GPU.
 """
 
 from __future__ import annotations
@@ -185,8 +189,10 @@ def device_preset() -> str:
 class BrazeKernels:
     """The plan's kernels, compiled by CuPy and launched on torch tensors."""
 
-    def __init__(self, fd, sample_inputs):
-        self.kernels = bx.kernels_for(fd, [host_copy(t) for t in sample_inputs], target=device_preset())
+    def __init__(self, fd, sample_inputs, tuning="", host_inputs=None):
+        target = device_preset() + (f":{tuning}" if tuning else "")
+        host_inputs = host_inputs or [host_copy(t) for t in sample_inputs]
+        self.kernels = bx.kernels_for(fd, host_inputs, target=target)
         self.functions, self.workspaces = [], []
         for k in self.kernels:
             module = cp.RawModule(code=k["source"], options=("-std=c++17",))
@@ -224,6 +230,7 @@ def main():
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--only", default="")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
+    parser.add_argument("--sweep", action="store_true", help="also time other heuristic tunings of each case")
     args = parser.parse_args()
     gen = torch.Generator(device="cuda").manual_seed(0)
     # Copy roofline: 256 MiB copied device to device.
@@ -273,7 +280,43 @@ def main():
         got = fd.execute(sample)
         for i in written:
             torch.testing.assert_close(got[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
+        if args.sweep:
+            sweep(fd, sample, want, written, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
     host_latency(args.reps * 10)
+
+
+# What --sweep varies: every combination, of which only those giving a kernel source not seen yet are
+# timed (a pointwise kernel ignores chunks per thread, a reduction the unroll).
+SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8], "max_unroll": [1, 2, 4, 8],
+         "max_rows_per_thread": [1, 4, 8]}
+
+
+def sweep(fd, sample, want, written, input_sets, nbytes, copy_gbs, reps):
+    import itertools
+
+    seen, rows = set(), []
+    host = [host_copy(t) for t in sample]  # once: copying a large input to the host takes a while
+    for values in itertools.product(*SWEEP.values()):
+        tuning = ",".join(f"{k}={v}" for k, v in zip(SWEEP, values))
+        try:
+            kernels = BrazeKernels(fd, sample, tuning, host)
+        except NotImplementedError:
+            return
+        sources = tuple(k["source"] for k in kernels.kernels)
+        if sources in seen:
+            continue
+        seen.add(sources)
+        outs = kernels.outputs_for(want)
+        kernels(sample, outs)
+        torch.cuda.synchronize()
+        for i in written:
+            torch.testing.assert_close(outs[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
+        pairs = list(zip(input_sets, [kernels.outputs_for(want) for _ in input_sets]))
+        us = median_us(lambda io: kernels(io[0], io[1]), pairs, reps)
+        rows.append((us, tuning, "; ".join(kernels.summaries)))
+    for us, tuning, summary in sorted(rows):
+        gbs = nbytes / us / 1e3
+        print(f"    {us:9.1f} us {100 * gbs / copy_gbs:5.0f}%  {tuning}  | {summary}", flush=True)
 
 
 def host_latency(calls):

@@ -4,15 +4,76 @@
 #include "runtime/cuda_driver.h"
 
 #include <cctype>
+#include <cstdlib>
 
 namespace braze {
 
 std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", major, minor); }
 
 std::string DeviceInfo::toString() const {
-  return fmt::format("{} ({}, {} SMs, {} threads/SM, {} KiB smem/SM, {} KiB smem/block opt-in, {} MiB L2, {:.0f} GB/s)",
+  const std::string tuned = tuning == HeuristicTuning{} ? "" : fmt::format(", tuning: {}", tuning.toString());
+  return fmt::format("{} ({}, {} SMs, {} threads/SM, {} KiB smem/SM, {} KiB smem/block opt-in, {} MiB L2, {:.0f} GB/s{})",
                      name, arch(), sm_count, max_threads_per_sm, smem_per_sm / 1024, smem_per_block_optin / 1024,
-                     l2_bytes / (1024 * 1024), memory_bandwidth_gbs);
+                     l2_bytes / (1024 * 1024), memory_bandwidth_gbs, tuned);
+}
+
+namespace {
+
+struct TuningField {
+  std::string_view name;
+  int64_t HeuristicTuning::*member;
+  int64_t lo, hi;
+  bool power_of_two;
+};
+
+constexpr TuningField kTuningFields[] = {
+    {"block_threads", &HeuristicTuning::block_threads, 32, 1024, true},
+    {"max_chunks_per_thread", &HeuristicTuning::max_chunks_per_thread, 1, 64, false},
+    {"max_unroll", &HeuristicTuning::max_unroll, 1, 16, true},
+    {"max_rows_per_thread", &HeuristicTuning::max_rows_per_thread, 1, 64, true},
+    {"persistent_values", &HeuristicTuning::persistent_values, 8, 224, false},
+};
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+std::string HeuristicTuning::toString() const {
+  const HeuristicTuning defaults;
+  std::string out;
+  for (const TuningField& field : kTuningFields) {
+    if (this->*field.member == defaults.*field.member) continue;
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", field.name, this->*field.member);
+  }
+  return out.empty() ? "defaults" : out;
+}
+
+HeuristicTuning HeuristicTuning::parse(std::string_view text, HeuristicTuning base) {
+  while (!trim(text).empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    const std::string_view key = trim(item.substr(0, equals));
+    const TuningField* field = nullptr;
+    for (const TuningField& f : kTuningFields) field = f.name == key ? &f : field;
+    BRAZE_CHECK(field != nullptr, "tuning: unknown key '{}' in '{}' (known: block_threads, max_chunks_per_thread, "
+                "max_unroll, max_rows_per_thread, persistent_values)", key, item);
+    const std::string value(equals == std::string_view::npos ? "" : trim(item.substr(equals + 1)));
+    char* end = nullptr;
+    const long long number = std::strtoll(value.c_str(), &end, 10);
+    BRAZE_CHECK(!value.empty() && *end == '\0', "tuning: {} needs an integer value, got '{}'", key, value);
+    BRAZE_CHECK(number >= field->lo && number <= field->hi && (!field->power_of_two || (number & (number - 1)) == 0),
+                "tuning: {}={} is out of range (expected {} from {} to {})", key, number,
+                field->power_of_two ? "a power of two" : "an integer", field->lo, field->hi);
+    base.*field->member = number;
+  }
+  return base;
 }
 
 DeviceInfo DeviceInfo::h100Sxm() { return DeviceInfo{}; }  // the defaults
@@ -117,6 +178,13 @@ std::optional<DeviceInfo> queryDevice(int ordinal) {
   const double clock_hz = 1e3 * attribute(kMemoryClockRateKhz, "MEMORY_CLOCK_RATE");
   const double bus_bytes = attribute(kGlobalMemoryBusWidthBits, "GLOBAL_MEMORY_BUS_WIDTH") / 8.0;
   info.memory_bandwidth_gbs = 2.0 * clock_hz * bus_bytes / 1e9;
+  if (const char* tuning = std::getenv("BRAZE_TUNING"); tuning != nullptr && *tuning != '\0') {
+    try {
+      info.tuning = HeuristicTuning::parse(tuning);
+    } catch (const Error& error) {
+      throw Error(error.kind(), fmt::format("BRAZE_TUNING: {}", error.what()));
+    }
+  }
   return info;
 }
 

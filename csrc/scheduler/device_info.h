@@ -10,6 +10,26 @@
 
 namespace braze {
 
+// The heuristics' choices that only timings on the GPU can settle, with the values measured best on an
+// H100 (stop 9's sweep of the bf16 16384x4096 norms and softmax). A DeviceInfo carries them because
+// the best values are a GPU's; `benchmarks/python/compare.py --sweep` times others, and BRAZE_TUNING
+// overrides them for the GPU the driver reports (queryDevice), for experiments.
+struct HeuristicTuning {
+  int64_t block_threads = 128;        // threads per block of pointwise and reduction kernels (a power of two)
+  int64_t max_chunks_per_thread = 4;  // inner reductions: vector chunks a thread walks per row, at most
+  int64_t max_unroll = 4;             // 1D pointwise: vector chunks per thread, at most (a power of two)
+  int64_t max_rows_per_thread = 8;    // 2D pointwise tiles: rows per thread, at most (a power of two)
+  int64_t persistent_values = 96;     // persistent rows: values a thread keeps in registers, at most
+
+  bool operator==(const HeuristicTuning&) const = default;
+  // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).
+  std::string toString() const;
+  // `base` with the fields named in "key=value,key=value" set; a Value error names an unknown key or
+  // a value out of range.
+  static HeuristicTuning parse(std::string_view text, HeuristicTuning base);
+  static HeuristicTuning parse(std::string_view text) { return parse(text, HeuristicTuning()); }
+};
+
 // The defaults are an H100 SXM's, so a default-constructed DeviceInfo is a sensible target.
 struct DeviceInfo {
   std::string name = "NVIDIA H100 80GB HBM3";
@@ -24,6 +44,7 @@ struct DeviceInfo {
   int64_t smem_per_block_optin = 227 * 1024;  // the most one block may use after opting in
   int64_t l2_bytes = 50 * 1024 * 1024;
   double memory_bandwidth_gbs = 3352;  // peak HBM GB/s (from clock and bus width when read from the driver)
+  HeuristicTuning tuning;
 
   // "sm_90": the arch NVRTC compiles for. Arch-specific targets such as sm_90a are not used by
   // default: a cubin for them runs on that arch only, and braze's kernels do not need their features.
@@ -41,8 +62,9 @@ struct DeviceInfo {
   static std::optional<DeviceInfo> preset(std::string_view name);
 };
 
-// The device `ordinal` as the CUDA driver describes it (runtime/cuda_driver.h); nullopt when
-// there is no driver, no device, or no device with that ordinal.
+// The device `ordinal` as the CUDA driver describes it (runtime/cuda_driver.h), with the tuning of
+// $BRAZE_TUNING ("key=value,..."; see HeuristicTuning) when it is set; nullopt when there is no
+// driver, no device, or no device with that ordinal.
 std::optional<DeviceInfo> queryDevice(int ordinal = 0);
 
 }  // namespace braze

@@ -16,18 +16,16 @@ int64_t nextPow2(int64_t v) {
   return p;
 }
 
-// Register budget of a persistent row, in values per thread: what stays of 255 registers after the
-// kernel's own indexing and temporaries, so a row never spills to local memory.
-constexpr int64_t kPersistentValuesPerThread = 96;
-// Threads per block the heuristics aim at: four warps keep enough blocks per SM for latency hiding
-// and make a block reduction cheap.
-constexpr int64_t kTargetBlock = 128;
+// Register budget of a persistent row (tuning.persistent_values, 96 on an H100): what stays of 255
+// registers after the kernel's own indexing and temporaries, so a row never spills to local memory.
+// Threads per block (tuning.block_threads, 128): four warps keep enough blocks per SM for latency
+// hiding and make a block reduction cheap.
 // Reduced elements per split of a grid reduction, at least: below that, writing and combining the
 // partials costs more than the parallelism gains.
 constexpr int64_t kMinSplit = 4096;
-// Vector chunks a thread of a reduction walks per row, at most (fewer threads per row above that). On an
-// H100 (benchmarks/python/kernel_times.py), 4 beat 8, 2 and 1 on the bf16 16384x4096 norms and softmax.
-constexpr int64_t kMaxChunksPerThread = 4;
+// Vector chunks a thread of a reduction walks per row, at most (tuning.max_chunks_per_thread; fewer
+// threads per row above that). On an H100 (benchmarks/python/compare.py), 4 beat 8, 2 and 1 on the bf16
+// 16384x4096 norms and softmax.
 // Threads per transpose block: eight warps, so a 32x32 tile is four points per thread in each phase.
 constexpr int64_t kTransposeThreads = 256;
 // Staged tiles per block: at most a quarter of an SM's shared memory (four blocks stay resident to
@@ -87,15 +85,15 @@ PointwiseParams pointwise2D(const DeviceInfo& device, PointwiseParams p, const s
   p.inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) (d < break_point ? p.outer : p.inner) *= sizes[d];
   const int64_t columns = ceilDiv(p.inner, p.vectorize);
-  p.threads_x = std::clamp<int64_t>(nextPow2(columns), 1, kTargetBlock);
-  p.threads_y = std::max<int64_t>(kTargetBlock / p.threads_x, 1);
+  p.threads_x = std::clamp<int64_t>(nextPow2(columns), 1, device.tuning.block_threads);
+  p.threads_y = std::max<int64_t>(device.tuning.block_threads / p.threads_x, 1);
   p.block = p.threads_x * p.threads_y;
   p.grid = ceilDiv(columns, p.threads_x);
   // More rows per thread (more reuse of the broadcast inputs) while the blocks still fill every SM
   // twice; grid y is limited to 65535.
   const int64_t resident = static_cast<int64_t>(device.sm_count) * device.max_threads_per_sm / p.block;
   p.unroll = 1;
-  while (p.unroll < 8 && p.grid * ceilDiv(p.outer, p.threads_y * p.unroll * 2) >= 2 * resident) p.unroll *= 2;
+  while (p.unroll < device.tuning.max_rows_per_thread && p.grid * ceilDiv(p.outer, p.threads_y * p.unroll * 2) >= 2 * resident) p.unroll *= 2;
   // A power of two, so that row counts past the cap share a few kernels, not one per 65535-row band.
   p.unroll = std::max(p.unroll, nextPow2(ceilDiv(p.outer, p.threads_y * 65535)));
   p.grid_y = ceilDiv(p.outer, p.threads_y * p.unroll);
@@ -109,12 +107,12 @@ PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwisePro
   p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
   const int64_t chunks = std::max<int64_t>(ceilDiv(problem.total_elements, p.vectorize), 1);
   // Small problems: a block of at least one warp, no bigger than the work.
-  p.block = std::clamp<int64_t>(nextPow2(chunks), device.warp_size, kTargetBlock);
+  p.block = std::clamp<int64_t>(nextPow2(chunks), device.warp_size, device.tuning.block_threads);
   // Unroll (several independent vector chunks per thread, for memory-level parallelism) only when
   // there are enough chunks to keep every SM full several times over.
   const int64_t resident = static_cast<int64_t>(device.sm_count) * device.max_threads_per_sm;
   p.unroll = 1;
-  while (p.unroll < 4 && chunks >= resident * p.unroll * 4) p.unroll *= 2;
+  while (p.unroll < device.tuning.max_unroll && chunks >= resident * p.unroll * 4) p.unroll *= 2;
   p.grid = std::max<int64_t>(ceilDiv(chunks, p.block * p.unroll), 1);
   const int64_t break_point = broadcastBreakPoint(problem);
   if (break_point > 0) return pointwise2D(device, p, problem.sizes, break_point);
@@ -141,7 +139,7 @@ namespace {
 // temporaries, so a row never spills to local memory.
 int64_t registerValuesPerThread(const DeviceInfo& device, int64_t threads) {
   const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, device.regs_per_sm / std::max<int64_t>(threads, 1));
-  return std::min(kPersistentValuesPerThread, std::max<int64_t>(regs - 32, 0));
+  return std::min(device.tuning.persistent_values, std::max<int64_t>(regs - 32, 0));
 }
 
 // Splits of a row among blocks when the rows alone leave the GPU mostly idle: enough blocks for two
@@ -157,7 +155,7 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
   // reduced elements and are combined by a block reduction.
   const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
   p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, 32);
-  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, kTargetBlock * 2 / p.threads_x);
+  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, device.tuning.block_threads * 2 / p.threads_x);
   p.grid = ceilDiv(kept_vectors, p.threads_x);
   p.why = "reduced dims are outer";
   if (problem.splittable) {
@@ -179,12 +177,12 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
   if (!problem.inner) return outerReduction(device, problem, p);
   const int64_t row_chunks = std::max<int64_t>(ceilDiv(problem.row_length, p.vectorize), 1);
-  // Threads per row: a power of two leaving few idle lanes, with at most kMaxChunksPerThread chunks each.
+  // Threads per row: a power of two leaving few idle lanes, with at most tuning.max_chunks_per_thread chunks each.
   int64_t best = -1;
   double best_waste = 2.0;
   for (int64_t t = 1; t <= device.max_threads_per_block; t *= 2) {
     const int64_t chunks = ceilDiv(row_chunks, t);
-    if (chunks > kMaxChunksPerThread) continue;
+    if (chunks > device.tuning.max_chunks_per_thread) continue;
     const double waste = 1.0 - static_cast<double>(row_chunks) / static_cast<double>(chunks * t);
     // Prefer fewer threads unless they leave much more of the last chunk idle.
     if (best < 0 || waste + 1e-9 < best_waste - 0.1) {
@@ -195,7 +193,7 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   if (best < 0) best = device.max_threads_per_block;
   p.threads_x = best;
   p.chunks = ceilDiv(row_chunks, p.threads_x);
-  p.threads_y = std::max<int64_t>(kTargetBlock / p.threads_x, 1);
+  p.threads_y = std::max<int64_t>(device.tuning.block_threads / p.threads_x, 1);
   p.threads_y = std::min(p.threads_y, nextPow2(problem.rows));
   p.grid = std::max<int64_t>(ceilDiv(problem.rows, p.threads_y), 1);
   const int64_t threads = p.threads_x * p.threads_y;

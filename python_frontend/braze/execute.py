@@ -22,8 +22,9 @@ from . import _C, dtypes
 
 _MIXED_INPUTS = "give every tensor input on one GPU, or every one on the CPU (numpy, run on the CPU simulator)"
 
-# nvFuser's execute keywords: accepted so scripts written for nvFuser run, and ignored because they
-# configure its GPU executor (scheduling, profiling, repro capture), which braze does not have yet.
+# nvFuser's execute keywords: accepted so scripts written for nvFuser run, and ignored here because they
+# configure its GPU executor (scheduling, profiling), which braze does not have; print_repro is acted on
+# by FusionDefinition.execute (repro.py), and save_repro_inputs needs nothing: reproducers embed inputs.
 _IGNORED_KWARGS = {
     "override_user_schedule",
     "capture_debug_output",
@@ -266,7 +267,9 @@ def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
 
 
 def _device_name(target) -> str:
-    """The GPU the heuristics plan for (host inputs run on the simulator as that GPU would)."""
+    """The GPU the heuristics plan for (host inputs run on the simulator as that GPU would): a preset
+    name, optionally with tuning ("h100:max_chunks_per_thread=2,block_threads=256"; see HeuristicTuning
+    in csrc/scheduler/device_info.h)."""
     if not isinstance(target, str):
         raise TypeError(f"target={target!r}: expected a device name such as 'h100', 'h200', 'a100' or 'l4'")
     return target

@@ -1,4 +1,5 @@
 // The heuristics as pure functions of a described device and a problem summary: no GPU, no fusion.
+#include "ir/error.h"
 #include "scheduler/heuristics.h"
 
 #include <gtest/gtest.h>
@@ -124,6 +125,57 @@ TEST(Heuristics, PointwiseTilesIn2DWhenAnInputIsBroadcastAlongTheLeadingDims) {
   };
   EXPECT_EQ(rowsPerThread(600000), rowsPerThread(700000));
   EXPECT_EQ(rowsPerThread(600000) & (rowsPerThread(600000) - 1), 0);
+}
+
+// The tuning a DeviceInfo carries steers the choices it names, and only those: what compare.py --sweep
+// varies on a GPU.
+TEST(Heuristics, TuningStepsTheChoicesItNames) {
+  DeviceInfo tuned = DeviceInfo::h100Sxm();
+  const ReductionProblem norm = layerNormRows(16384, 4096, 8);
+  const ReductionParams base = reductionHeuristics(tuned, norm);
+  EXPECT_EQ(base.chunks, 4);
+  EXPECT_EQ(base.threads_x * base.threads_y, 128);
+
+  tuned.tuning.max_chunks_per_thread = 2;
+  const ReductionParams two = reductionHeuristics(tuned, norm);
+  EXPECT_EQ(two.chunks, 2);
+  EXPECT_EQ(two.threads_x, 2 * base.threads_x);
+  EXPECT_TRUE(two.persistent);
+
+  tuned.tuning = HeuristicTuning::parse("block_threads=512, max_chunks_per_thread=8");
+  const ReductionParams wide = reductionHeuristics(tuned, norm);
+  EXPECT_EQ(wide.chunks, 8);
+  EXPECT_EQ(wide.threads_x * wide.threads_y, 512);
+
+  tuned.tuning = HeuristicTuning::parse("persistent_values=16");  // 32 values per thread no longer fit
+  const ReductionParams shared = reductionHeuristics(tuned, norm);
+  EXPECT_TRUE(shared.persistent && shared.shared_cache) << shared.why;
+
+  const int64_t n = int64_t{1} << 28;
+  const PointwiseProblem big{.sizes = {n}, .total_elements = n, .max_vectorize = 8};
+  EXPECT_EQ(pointwiseHeuristics(DeviceInfo::h100Sxm(), big).unroll, 4);
+  tuned.tuning = HeuristicTuning::parse("max_unroll=1,block_threads=256");
+  const PointwiseParams flat = pointwiseHeuristics(tuned, big);
+  EXPECT_EQ(flat.unroll, 1);
+  EXPECT_EQ(flat.block, 256);
+  EXPECT_EQ(flat.grid * flat.block * flat.vectorize, n);
+}
+
+TEST(Heuristics, TuningTextIsCheckedAndPrintsWhatDiffersFromTheDefaults) {
+  EXPECT_EQ(HeuristicTuning().toString(), "defaults");
+  const HeuristicTuning t = HeuristicTuning::parse(" max_unroll = 2 ,block_threads=256,");
+  EXPECT_EQ(t.toString(), "block_threads=256, max_unroll=2");
+  EXPECT_EQ(HeuristicTuning::parse("max_chunks_per_thread=3", t).toString(),
+            "block_threads=256, max_chunks_per_thread=3, max_unroll=2");
+  DeviceInfo tuned;
+  tuned.tuning = t;
+  EXPECT_NE(tuned.toString().find("tuning: block_threads=256"), std::string::npos);
+  EXPECT_EQ(DeviceInfo::h100Sxm().toString().find("tuning"), std::string::npos);
+  for (const char* bad : {"block_threads=100", "block_threads=2048", "max_unroll=0", "max_chunks_per_thread=x",
+                          "max_rows_per_thread", "unroll=2"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(HeuristicTuning::parse(bad), Error);
+  }
 }
 
 }  // namespace
