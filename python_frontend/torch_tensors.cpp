@@ -14,13 +14,36 @@ namespace {
 
 namespace nb = nanobind;
 
+nb::object intern(const char* name) { return nb::steal(PyUnicode_InternFromString(name)); }
+
+// object.name(), without making a bound method object first (what attr(name)() does).
+nb::object callMethod(nb::handle object, const nb::object& name) {
+  PyObject* args[] = {object.ptr()};
+  PyObject* result = PyObject_VectorcallMethod(name.ptr(), args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (result == nullptr) throw nb::python_error();
+  return nb::steal(result);
+}
+
 // What braze needs of the torch module, looked up again whenever sys.modules["torch"] is another
 // object (a test's stand-in, say). Every access holds the GIL, which serializes them.
 struct TorchTypes {
   nb::object module;  // held, so that another module object can never take its address
   nb::object tensor_type;
+  bool has_is_neg = false;  // torch.Tensor.is_neg (torch 1.10 on)
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
 };
+
+// The attribute names braze reads, as interned Python strings made once: a lookup by C string makes a
+// new str object on every call, and this runs for every input of every cached execute.
+struct Names {
+  nb::object is_cuda, is_neg, dtype, data_ptr, shape, stride, get_device;
+};
+
+const Names& names() {
+  static const Names& n = *new Names{intern("is_cuda"), intern("is_neg"), intern("dtype"), intern("data_ptr"),
+                                     intern("shape"), intern("stride"), intern("get_device")};
+  return n;
+}
 
 const TorchTypes* torchTypes() {
   // Never destroyed: its references must not be dropped after the interpreter has finalized.
@@ -33,6 +56,7 @@ const TorchTypes* torchTypes() {
   if (!nb::hasattr(torch, "Tensor")) return nullptr;  // torch half imported: looked at again next time
   types.module = nb::borrow(torch);
   types.tensor_type = torch.attr("Tensor");
+  types.has_is_neg = nb::hasattr(types.tensor_type, "is_neg");
   static const std::array<std::pair<const char*, DataType>, 14> kNames{{
       {"bool", DataType::Bool},
       {"int8", DataType::Int8},
@@ -66,29 +90,30 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
-  if (!nb::cast<bool>(object.attr("is_cuda"))) return std::nullopt;
+  const Names& name = names();
+  if (!nb::cast<bool>(object.attr(name.is_cuda))) return std::nullopt;
   // A lazily negated view (y = z.conj().imag) holds the values without their sign: its memory alone
   // would be read wrong.
-  BRAZE_CHECK(!nb::hasattr(object, "is_neg") || !nb::cast<bool>(object.attr("is_neg")()),
+  BRAZE_CHECK(!torch->has_is_neg || !nb::cast<bool>(callMethod(object, name.is_neg)),
               "input {}: a torch tensor with its negative bit set (a lazily negated view); call resolve_neg() on "
               "it first",
               input);
-  nb::object dtype = object.attr("dtype");
+  nb::object dtype = object.attr(name.dtype);
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
   if (known == torch->dtypes.end()) return std::nullopt;
   runtime::DeviceTensor t;
   // data_ptr() is the address of element [0, ..., 0]: the storage offset is in it already.
-  t.data = nb::cast<uint64_t>(object.attr("data_ptr")());
+  t.data = nb::cast<uint64_t>(callMethod(object, name.data_ptr));
   t.dtype = known->second;
-  t.sizes = int64s(object.attr("shape"));
-  t.strides = int64s(object.attr("stride")());
+  t.sizes = int64s(object.attr(name.shape));
+  t.strides = int64s(callMethod(object, name.stride));
   // Size-1 dims: any stride addresses the same element; 1, as torch's DLPack export says, so that the
   // same tensor has one input signature whichever way it was made.
   for (size_t d = 0; d < t.sizes.size(); ++d) {
     if (t.sizes[d] == 1) t.strides[d] = 1;
   }
-  t.device = nb::cast<int>(object.attr("get_device")());
+  t.device = nb::cast<int>(callMethod(object, name.get_device));
   return t;
 }
 
