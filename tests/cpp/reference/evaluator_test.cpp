@@ -52,6 +52,8 @@ TEST(Evaluator, SeedLayerNormMatchesFloat64WithinBFloat16) {
 
 TEST(Evaluator, BroadcastOperandsAndExpandedInputs) {
   // x [2, 3] + y [1 (broadcast), 3], and an expanded input (stride 0) that must read one value per row.
+  // Two values for a [2, 3] tensor expanded along its last dim (stride 0), kept alive by the wrapper.
+  const std::shared_ptr<float[]> expanded(new float[2]{100, 200});
   const auto outs = run(
       [](Fusion& f) {
         auto* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
@@ -60,9 +62,7 @@ TEST(Evaluator, BroadcastOperandsAndExpandedInputs) {
         f.addOutput(add(add(x, y), e));
       },
       {tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 6}), tensorOf(DataType::Float, {1, 3}, {10, 20, 30}),
-       HostTensor::wrap(new float[2]{100, 200}, DataType::Float, {2, 3}, {1, 0},
-                        std::shared_ptr<void>(nullptr, [](void*) {}))});
-  // (the wrapped buffer leaks 8 bytes in this test on purpose: wrap() borrows memory)
+       HostTensor::wrap(expanded.get(), DataType::Float, {2, 3}, {1, 0}, expanded)});
   EXPECT_EQ(valuesOf(asTensor(outs[0])), (std::vector<double>{111, 122, 133, 214, 225, 236}));
 }
 
