@@ -163,9 +163,10 @@ std::string createPrivateDirectories(const std::filesystem::path& dir) {
   return {};
 }
 
-void warnDamaged(const std::filesystem::path& path, std::string_view why) {
-  fmt::print(stderr, "braze: warning: kernel cache entry {} is damaged ({}); compiling the kernel again\n",
-             path.string(), why);
+// `what`: "is damaged" (its bytes are not a whole entry) or "cannot be read".
+void warnUnusable(const std::filesystem::path& path, std::string_view what, std::string_view why) {
+  fmt::print(stderr, "braze: warning: kernel cache entry {} {} ({}); compiling the kernel again\n", path.string(),
+             what, why);
 }
 
 std::optional<std::filesystem::path> absoluteEnvPath(const char* name) {
@@ -210,11 +211,11 @@ std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const 
   std::string why;
   std::optional<std::string> bytes = readFile(path, why);
   if (!bytes) {
-    if (!why.empty()) warnDamaged(path, why);
+    if (!why.empty()) warnUnusable(path, "cannot be read", why);
     return std::nullopt;
   }
   Decoded decoded = decodeEntry(*bytes, key);
-  if (!decoded.damage.empty()) warnDamaged(path, decoded.damage);
+  if (!decoded.damage.empty()) warnUnusable(path, "is damaged", decoded.damage);
   return std::move(decoded.kernel);
 }
 

@@ -103,23 +103,23 @@ TEST(KernelDiskCache, DamagedEntriesAreMisses) {
        }()},
   };
   // Each is a miss that says so once, naming the file: a corrupt cache is worth knowing about.
-  const auto expectDamagedMiss = [&] {
+  const auto expectWarnedMiss = [&](const std::string& what) {
     ::testing::internal::CaptureStderr();
     EXPECT_FALSE(cache.load("key"));
     const std::string warning = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(std::count(warning.begin(), warning.end(), '\n'), 1) << warning;
-    EXPECT_NE(warning.find(path.string() + " is damaged"), std::string::npos) << warning;
+    EXPECT_NE(warning.find(path.string() + " " + what), std::string::npos) << warning;
   };
   for (const auto& [what, bytes] : damaged) {
     SCOPED_TRACE(what);
     writeFile(path, bytes);
-    expectDamagedMiss();
+    expectWarnedMiss("is damaged");
   }
   {
     SCOPED_TRACE("a directory where the file should be");
     std::filesystem::remove(path);
     std::filesystem::create_directory(path);
-    expectDamagedMiss();
+    expectWarnedMiss("cannot be read (not a regular file)");
   }
   std::filesystem::remove(path);
   ::testing::internal::CaptureStderr();
