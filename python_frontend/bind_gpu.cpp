@@ -144,15 +144,11 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // __dlpack__ for any consumer). With `allocate` (a callable (sizes, strides, dtype name, device) ->
 // (tensor, address), or None for braze's pool), outputs that are buffers of their own are written into
 // the tensors it returns, which come back as they are: torch's caching allocator then owns them.
-nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
-             nb::object allocate) {
-  // The inputs held here: the caller's list may change (another thread) while the GIL is released,
-  // and views of inputs take them as owners afterwards.
-  std::vector<nb::object> held;
-  held.reserve(py_inputs.size());
-  for (nb::handle item : py_inputs) held.push_back(nb::borrow(item));
-  std::vector<nb::ndarray<nb::ro>> imported;
-  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
+// `held`: the input objects, kept here because the caller's list may change (another thread) while the
+// GIL is released, and views of inputs take them as owners afterwards.
+nb::list runValues(runtime::FusionCache& cache, const std::vector<DeviceValue>& inputs,
+                   const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
+                   nb::object allocate) {
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
@@ -200,6 +196,54 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
   return result;
 }
 
+std::vector<nb::object> hold(nb::list py_inputs) {
+  std::vector<nb::object> held;
+  held.reserve(py_inputs.size());
+  for (nb::handle item : py_inputs) held.push_back(nb::borrow(item));
+  return held;
+}
+
+nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
+             nb::object allocate) {
+  const std::vector<nb::object> held = hold(py_inputs);
+  std::vector<nb::ndarray<nb::ro>> imported;  // DLPack imports, alive until the run is over
+  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
+  return runValues(cache, inputs, held, stream, framework, allocate);
+}
+
+// fd.execute's common case in one pass: a list of CUDA torch.Tensors (exactly that type) and Python
+// numbers, run on torch's current stream of their device. None, having done nothing, for anything
+// else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
+nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::object allocate) {
+  if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
+  nb::list list = nb::borrow<nb::list>(py_inputs);
+  std::vector<DeviceValue> inputs;
+  inputs.reserve(list.size());
+  int device = -1;
+  for (size_t i = 0; i < list.size(); ++i) {
+    nb::handle item = list[i];
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
+    if (type == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
+      inputs.emplace_back(ScalarValue{PyFloat_AS_DOUBLE(item.ptr())});
+    } else if (type == reinterpret_cast<PyObject*>(&PyBool_Type)) {
+      inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
+    } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
+      inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
+    } else if (!isPlainTorchTensor(item)) {
+      return nb::none();
+    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item, i)) {
+      if (device < 0) device = t->device;
+      inputs.emplace_back(std::move(*t));
+    } else {
+      return nb::none();  // a CPU tensor, or a dtype braze lacks: the general path says so
+    }
+  }
+  if (device < 0) return nb::none();
+  const std::optional<uintptr_t> stream = torchCurrentStream(device);
+  if (!stream) return nb::none();
+  return runValues(cache, inputs, hold(list), *stream, "torch", std::move(allocate));
+}
+
 }  // namespace
 
 void bindGpu(nb::module_& m) {
@@ -226,6 +270,9 @@ void bindGpu(nb::module_& m) {
            "runs on the inputs' GPU on `stream` (a CUstream handle; 0: the legacy default stream); returns the "
            "outputs as `framework` tensors, those that are buffers of their own allocated by `allocate` (sizes, "
            "strides, dtype name, device) -> (tensor, address) when it is given")
+      .def("run_torch", &runTorch, nb::arg("inputs"), nb::arg("allocate") = nb::none(),
+           "run(inputs, torch's current stream, 'torch', allocate) when `inputs` is a list of CUDA torch.Tensors "
+           "and Python numbers; None, having done nothing, otherwise")
       .def(
           "cuda_code",
           [](runtime::FusionCache& cache, nb::list py_inputs) {

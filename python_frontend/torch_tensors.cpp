@@ -30,6 +30,7 @@ struct TorchTypes {
   nb::object module;  // held, so that another module object can never take its address
   nb::object tensor_type;
   bool has_is_neg = false;  // torch.Tensor.is_neg (torch 1.10 on)
+  nb::object current_raw_stream;  // torch._C._cuda_getCurrentRawStream, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
 };
 
@@ -48,8 +49,13 @@ const Names& names() {
 const TorchTypes* torchTypes() {
   // Never destroyed: its references must not be dropped after the interpreter has finalized.
   static TorchTypes& types = *new TorchTypes;
-  PyObject* module = PyDict_GetItemString(PySys_GetObject("modules"), "torch");  // borrowed, or null
-  if (module == nullptr) return nullptr;
+  // sys.modules["torch"], with an interned key: this runs for every input of every cached execute.
+  static PyObject* const key = PyUnicode_InternFromString("torch");
+  PyObject* module = PyDict_GetItemWithError(PyImport_GetModuleDict(), key);  // borrowed, or null
+  if (module == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
   if (module == types.module.ptr()) return types.tensor_type.is_valid() ? &types : nullptr;
   types = TorchTypes{};
   nb::handle torch(module);
@@ -57,6 +63,10 @@ const TorchTypes* torchTypes() {
   types.module = nb::borrow(torch);
   types.tensor_type = torch.attr("Tensor");
   types.has_is_neg = nb::hasattr(types.tensor_type, "is_neg");
+  types.current_raw_stream = nb::none();
+  if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_cuda_getCurrentRawStream")) {
+    types.current_raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
+  }
   static const std::array<std::pair<const char*, DataType>, 14> kNames{{
       {"bool", DataType::Bool},
       {"int8", DataType::Int8},
@@ -115,6 +125,17 @@ std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t
   }
   t.device = nb::cast<int>(callMethod(object, name.get_device));
   return t;
+}
+
+bool isPlainTorchTensor(nb::handle object) {
+  const TorchTypes* torch = torchTypes();
+  return torch != nullptr && object.type().is(torch->tensor_type);
+}
+
+std::optional<uintptr_t> torchCurrentStream(int device) {
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || torch->current_raw_stream.is_none()) return std::nullopt;
+  return nb::cast<uintptr_t>(torch->current_raw_stream(device));
 }
 
 }  // namespace braze::python

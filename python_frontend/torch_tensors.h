@@ -8,6 +8,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <optional>
 
 namespace braze::python {
@@ -16,5 +17,12 @@ namespace braze::python {
 // nullopt otherwise (other objects, CPU tensors, complex dtypes: the DLPack path takes them and
 // reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
 std::optional<runtime::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
+
+// Whether `object`'s type is torch.Tensor itself (not a subclass, which may change what it reports).
+bool isPlainTorchTensor(nanobind::handle object);
+
+// torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
+// what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.
+std::optional<uintptr_t> torchCurrentStream(int device);
 
 }  // namespace braze::python

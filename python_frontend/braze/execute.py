@@ -40,10 +40,10 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 
 
 def execute(fd, inputs, device, kwargs) -> list:
-    if not kwargs and device is None:
-        torch_device = _plain_torch_cuda_device(inputs)
-        if torch_device >= 0:
-            return _execute_torch(fd, inputs, torch_device)
+    if not kwargs and device is None and "torch" in sys.modules:
+        outputs = _execute_torch(fd, inputs)
+        if outputs is not None:
+            return outputs
     bookend, kwargs_device, stream = "auto", "h100", None
     if kwargs:  # the cached GPU path's common case has none: no set arithmetic then
         bookend = kwargs.pop("bookend", "auto")
@@ -169,36 +169,18 @@ _TORCH_DTYPES: dict = {}
 _TORCH_ALLOCATORS: dict = {}
 
 
-def _plain_torch_cuda_device(inputs) -> int:
-    """The device of a cached execute's most common inputs, found in one pass: a list of CUDA torch
-    tensors that need no grad, and Python numbers; -1 for anything else (the general path)."""
-    torch = sys.modules.get("torch")
-    if torch is None or type(inputs) is not list:
-        return -1
-    tensor, device = torch.Tensor, -1
-    for x in inputs:
-        kind = type(x)
-        if kind is tensor:
-            if not x.is_cuda or x.requires_grad:
-                return -1
-            if device < 0:
-                device = x.get_device()
-        elif kind is not int and kind is not float and kind is not bool:
-            return -1
-    return device
-
-
-def _execute_torch(fd, inputs, device) -> list:
-    """_execute_gpu for plain CUDA torch tensors on their device's current stream: the same steps,
-    without the general path's checks."""
-    torch = sys.modules["torch"]
+def _execute_torch(fd, inputs):
+    """The cached execute's most common case, CUDA torch tensors (and numbers) on torch's current stream,
+    in one C++ pass (FusionCache.run_torch); None when the inputs are anything else, or the fusion has
+    not run on a GPU yet (the general path then makes its cache)."""
     caches = fd.__dict__.get("_gpu_caches")
     cache = caches.get("auto") if caches is not None else None
     if cache is None:
-        cache = _gpu_cache(fd, "auto")
-    outputs = cache.run(inputs, _torch_stream(torch, device), "torch", _torch_allocator(torch))
-    fd._last_gpu_cache = cache
-    fd._last_run_was_gpu = True
+        return None
+    outputs = cache.run_torch(inputs, _torch_allocator(sys.modules["torch"]))
+    if outputs is not None:
+        fd._last_gpu_cache = cache
+        fd._last_run_was_gpu = True
     return outputs
 
 

@@ -155,6 +155,33 @@ def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
         fd.execute([x, w])
 
 
+def test_run_torch_takes_plain_cuda_tensors_on_the_current_stream_and_declines_the_rest(monkeypatch):
+    asked = []
+    torch = types.ModuleType("torch")
+    torch.Tensor, torch.bfloat16 = StandInTensor, object()
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: asked.append(device) or 0)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    _, cache = layer_norm_cache(DataType.BFloat16)
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    (out,) = cache.run_torch([x, w], Allocations())
+    assert out.shape == (3, 5, 1600) and asked == [0]  # the stream of the inputs' device, asked once
+
+    class Subclass(StandInTensor):
+        pass
+
+    cpu = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    cpu.is_cuda = False
+    for declined in [(x, w), [np.zeros((3, 5, 1600), np.float32), w], [Subclass(x.array, torch), w], [cpu, w],
+                     [1.0, 2]]:
+        assert cache.run_torch(declined, Allocations()) is None
+    assert len(asked) == 1  # declining asks torch nothing
+    del torch._C._cuda_getCurrentRawStream  # an old torch: the general path, which has a fallback
+    sys.modules["torch"] = types.ModuleType("torch")  # and a new module object is looked at again
+    sys.modules["torch"].__dict__.update(Tensor=StandInTensor, bfloat16=torch.bfloat16, _C=torch._C)
+    assert cache.run_torch([x, w], Allocations()) is None
+
+
 
 def test_cuda_graphs_switch_defaults_off_and_runs_multi_kernel_plans():
     with FusionDefinition() as fd:

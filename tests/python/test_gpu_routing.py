@@ -42,12 +42,21 @@ def fake_torch(monkeypatch):
 
 
 class RecordingCache:
+    """Records the calls; run_torch takes (like the real one) only lists of plain tensors and numbers,
+    here those whose tensors need no grad, so that both routes are exercised."""
+
     def __init__(self):
         self.calls = []
 
     def run(self, inputs, stream, framework, allocate=None):
         self.calls.append(("run", inputs, stream, framework, allocate))
         return ["output"]
+
+    def run_torch(self, inputs, allocate=None):
+        if type(inputs) is not list or any(getattr(x, "requires_grad", False) for x in inputs):
+            return None
+        self.calls.append(("run_torch", inputs, allocate))
+        return ["torch output"]
 
     def explain(self, inputs):
         self.calls.append(("explain", inputs))
@@ -69,18 +78,20 @@ def test_torch_tensors_are_routed_to_the_cache_on_the_current_stream(fake_torch)
     assert allocate is not None  # outputs from torch's allocator, on its current stream
     fd.execute([FakeTensor()], stream=7)
     assert cache.calls[1][2] == 7 and cache.calls[1][4] is None  # another stream: braze's pool
-    # Plain CUDA tensors and no keywords: the one-pass path, same call.
+    # No keywords: the cache's one-pass run_torch first, with torch's allocator; the general path only
+    # when it declines (above: a tensor that needs grad).
     plain = FakeTensor(device=2)
-    fd.execute([plain, 3])
-    (_, inputs, stream, framework, allocate) = cache.calls[2]
-    assert inputs[0] is plain and inputs[1] == 3 and stream == 0x5002 and framework == "torch" and allocate
-    assert bx._plain_torch_cuda_device([plain, FakeTensor(device=5)]) == 2
-    assert bx._plain_torch_cuda_device([plain, np.zeros(2)]) == -1  # anything else: the general path
-    assert bx._plain_torch_cuda_device([FakeTensor(requires_grad=True)]) == -1
+    assert fd.execute([plain, 3]) == ["torch output"]
+    (what, inputs, allocate) = cache.calls[2]
+    assert what == "run_torch" and inputs[0] is plain and inputs[1] == 3 and allocate is not None
+    assert fd.execute((plain,)) == ["output"] and cache.calls[3][0] == "run"  # a tuple: the general path
 
     plan = fd.explain([FakeTensor()])
     assert plan.cache == "new launch parameters" and plan.cache_why == "kernels compiled already"
     assert plan.plan == "plan" and "cache: new launch parameters" in str(plan)
+    # Before the fusion has a GPU cache, the one-pass route declines: the general path makes the cache.
+    del fd.__dict__["_gpu_caches"]
+    assert bx._execute_torch(fd, [plain]) is None
 
 
 def test_without_the_raw_stream_function_the_public_api_is_used(fake_torch):
