@@ -56,6 +56,31 @@ void BM_CachedExecuteNoOpLaunch_Rope(benchmark::State& state) {
 }
 BENCHMARK(BM_CachedExecuteNoOpLaunch_Rope)->Unit(benchmark::kNanosecond);
 
+// What each extra kernel of a plan adds to a cached execute's host time (USER_EXPECTATIONS 1: at most
+// 2 us a segment): x minus its column means, `steps` times over, so a plan of about 2 * steps kernels
+// (a reduction, then a pointwise kernel, each time), launched one by one on no-op device operations.
+void BM_CachedExecuteNoOpLaunch_Segments(benchmark::State& state) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard g(fusion.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    Val* rows = fusion->constant(int64_t{64});
+    Val* cols = fusion->constant(int64_t{1024});
+    for (int64_t step = 0; step < state.range(0); ++step) {
+      x = sub(x, expand(reduce(OpKind::Sum, x, {0}, true), {rows, cols}))->asTensor();
+    }
+    fusion->addOutput(x);
+  }
+  runtime::NoOpDeviceOps ops;
+  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::Float, {64, 1024})};
+  cache.run(inputs);
+  const int64_t before = ops.launches.load();
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs));
+  state.counters["kernels"] = static_cast<double>(ops.launches.load() - before) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_CachedExecuteNoOpLaunch_Segments)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kNanosecond);
+
 // A new sequence length of a layer_norm defined without sizes: the miss path when the kernel is
 // compiled already (plan, lower, emit, hash; no NVRTC), and the memory each prepared plan keeps.
 void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
