@@ -57,3 +57,15 @@ def test_show_config_prints_one_aligned_line_per_entry():
     value_columns = {line.index(value) for line, value in zip(lines, report.values()) if value}
     assert len(value_columns) == 1, lines
     assert lines[0].startswith("braze:") and lines[0].endswith(braze.__version__)
+
+
+def test_importing_braze_loads_no_cuda_library():
+    """import braze works with no GPU and touches none (USER_EXPECTATIONS 10, 11): the driver and NVRTC
+    are opened on first use, so importing loads neither (on a GPU machine too), and so creates no CUDA
+    context and allocates nothing on a GPU."""
+    script = "import braze; print(open('/proc/self/maps').read())"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    loaded = {line.split()[-1] for line in result.stdout.splitlines() if "/" in line}
+    assert not any("libcuda" in path or "libnvrtc" in path for path in loaded), sorted(loaded)
