@@ -216,12 +216,14 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
 // else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
 nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::object allocate) {
   if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
-  nb::list list = nb::borrow<nb::list>(py_inputs);
+  // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
+  // which could let another thread change the caller's list.
+  const std::vector<nb::object> held = hold(nb::borrow<nb::list>(py_inputs));
   std::vector<DeviceValue> inputs;
-  inputs.reserve(list.size());
+  inputs.reserve(held.size());
   int device = -1;
-  for (size_t i = 0; i < list.size(); ++i) {
-    nb::handle item = list[i];
+  for (size_t i = 0; i < held.size(); ++i) {
+    nb::handle item = held[i];
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
     if (type == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
       inputs.emplace_back(ScalarValue{PyFloat_AS_DOUBLE(item.ptr())});
@@ -241,7 +243,7 @@ nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::objec
   if (device < 0) return nb::none();
   const std::optional<uintptr_t> stream = torchCurrentStream(device);
   if (!stream) return nb::none();
-  return runValues(cache, inputs, hold(list), *stream, "torch", std::move(allocate));
+  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate));
 }
 
 }  // namespace
