@@ -70,6 +70,10 @@ CachedKernel KernelCache::compile(std::string_view source, std::string_view what
     if (!kernel) {
       kernel = compileCuda(source, what, options);
       if (disk_) disk_->store(key, *kernel);
+    } else if (options.lineinfo) {
+      // Where the loaded cubin's line table points, when the kernel's name and $TMPDIR are those it was
+      // compiled with (braze names kernels in their source, so the name is).
+      saveSourceForProfilers(source, what);
     }
     auto result = std::make_shared<const CompiledKernel>(std::move(*kernel));
     promise.set_value(result);

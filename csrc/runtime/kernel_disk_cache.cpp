@@ -236,7 +236,10 @@ KernelDiskCache::EntryLock KernelDiskCache::lockEntry(std::string_view key, std:
   // Lock files are never removed: unlinking one while another process waits on it would let a third
   // lock a new file of the same name, and two processes would hold "the" lock. They are empty.
   const std::filesystem::path path = lockPath(key);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT && remakeDirectory()) {  // the directory was deleted under us
+    fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  }
   if (fd < 0) return {};  // a read-only cache: this process stores nothing, so it has nothing to guard
   // Polled rather than blocking, so that a holder that never finishes (a process stopped in a
   // debugger) costs a bounded wait. The pause doubles up to 20 ms: a compile takes 50 ms or more.
@@ -245,13 +248,14 @@ KernelDiskCache::EntryLock KernelDiskCache::lockEntry(std::string_view key, std:
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
-      if (errno == EWOULDBLOCK) {
+      const bool timed_out = errno == EWOULDBLOCK;
+      ::close(fd);
+      if (timed_out) {
         fmt::print(stderr,
                    "braze: warning: {} has been locked for {} ms by another process; compiling the kernel "
                    "without waiting for it\n",
                    path.string(), patience.count());
       }
-      ::close(fd);
       return {};
     }
     std::this_thread::sleep_for(pause);
@@ -271,13 +275,23 @@ bool KernelDiskCache::ensureDirectory() {
   return true;
 }
 
+bool KernelDiskCache::remakeDirectory() {
+  directory_made_.store(false, std::memory_order_release);
+  return ensureDirectory();
+}
+
 bool KernelDiskCache::store(std::string_view key, const CompiledKernel& kernel) {
   if (!writable() || !ensureDirectory()) return false;
   const std::filesystem::path path = entryPath(key);
   // In the same directory as the entry, so rename() replaces it atomically: a concurrent reader opens
   // either the old file or the new one, never a half-written one.
-  std::string temp = (dir_ / ("." + path.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(temp.data());
+  const std::string pattern = (dir_ / ("." + path.filename().string() + ".XXXXXX")).string();
+  std::string temp = pattern;
+  int fd = ::mkstemp(temp.data());
+  if (fd < 0 && errno == ENOENT && remakeDirectory()) {  // deleted under us ("safe to delete at any time")
+    temp = pattern;
+    fd = ::mkstemp(temp.data());
+  }
   if (fd < 0) {
     stopWriting(fmt::format("cannot create a file in {}: {}", dir_.string(), std::strerror(errno)));
     return false;

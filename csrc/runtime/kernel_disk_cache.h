@@ -49,7 +49,7 @@ class KernelDiskCache {
     int fd_ = -1;
   };
 
-  // Entries go to `root`/kernels-v<format version>; nothing is created before the first store.
+  // Entries go to `root`/kernels-v<format version>; nothing is created before the first lockEntry or store.
   explicit KernelDiskCache(const std::filesystem::path& root);
 
   // The kernel stored under `key`; nullopt when there is none or it cannot be used (a damaged entry
@@ -74,6 +74,8 @@ class KernelDiskCache {
   void stopWriting(const std::string& why);
   // Creates the directory (and missing parents, 0700) once; false, after stopWriting, when it cannot.
   bool ensureDirectory();
+  // ensureDirectory again, after the directory was found deleted (it is safe to delete at any time).
+  bool remakeDirectory();
 
   std::filesystem::path dir_;
   std::atomic<bool> writable_{true};

@@ -220,6 +220,13 @@ std::vector<std::string> nvrtcArguments(const CompileOptions& options) {
   return args;
 }
 
+void saveSourceForProfilers(std::string_view source, std::string_view what) {
+  const std::string path = sourcePath(source, what);
+  if (isFile(path)) return;
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << source;  // a failure leaves profilers without the source, nothing worse
+}
+
 CompiledKernel compileCuda(std::string_view source, std::string_view what, const CompileOptions& options) {
   const NvrtcApi& api = requireNvrtc();
   const std::vector<std::string> args = [&] {
@@ -248,18 +255,13 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
 
   const NvrtcResult compiled = api.compileProgram(program, static_cast<int>(argv.size()), argv.data());
   kernel.log = programLog(api, program);
-  const auto saveSource = [&] {
+  if (compiled == kNvrtcSuccess && options.lineinfo) saveSourceForProfilers(source, what);
+  if (compiled != kNvrtcSuccess) {
     std::ofstream file(saved_path, std::ios::binary | std::ios::trunc);
     file << source_text;
     file.close();
-    return static_cast<bool>(file);
-  };
-  // With -lineinfo the cubin's line table names saved_path: a profiler (Nsight Compute) shows the
-  // kernel's source from that file, so it must exist.
-  if (compiled == kNvrtcSuccess && options.lineinfo) saveSource();
-  if (compiled != kNvrtcSuccess) {
-    const std::string where = saveSource() ? fmt::format("Source saved to {}", saved_path)
-                                           : fmt::format("(could not save the source to {})", saved_path);
+    const std::string where = file ? fmt::format("Source saved to {}", saved_path)
+                                   : fmt::format("(could not save the source to {})", saved_path);
     BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false,
                      "NVRTC {} could not compile kernel '{}' for {} ({})\nOptions: {}\n{}\n{}", nvrtcVersion(), what,
                      options.arch, api.getErrorString(compiled), kernel.options, kernel.log, where);

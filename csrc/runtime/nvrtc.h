@@ -40,6 +40,11 @@ std::string cudaIncludeDir();
 // for a virtual arch or a non-positive maxrregcount, a Runtime error when the CUDA headers are missing.
 std::vector<std::string> nvrtcArguments(const CompileOptions& options);
 
+// With -lineinfo a cubin's line table names the file its source was saved to ($TMPDIR or /tmp, as
+// braze_<what>_<hash>.cu), where profilers look for it: compileCuda writes it, and a cubin loaded from
+// the disk cache needs it written again in a new process. Writes it when it is missing; never throws.
+void saveSourceForProfilers(std::string_view source, std::string_view what);
+
 // Compiles `source` (a whole translation unit with extern "C" __global__ kernels) to a cubin.
 // When compilation fails, throws braze::Error (ErrorKind::Runtime) naming `what` (the fusion or
 // kernel name), with NVRTC's log and the path where the source was saved ($TMPDIR or /tmp, as

@@ -239,8 +239,9 @@ std::vector<DeviceValue> standInDeviceValues(const std::vector<HostValue>& input
 }
 
 // 16 threads x 1000 runs over 8 fusions, all starting at once so that first plans race: each fusion
-// gets one plan, the same one a lone thread makes, every run launches that plan's kernels, and every
-// output is released. (tools/sanitize.sh runs this under ThreadSanitizer.)
+// keeps one plan (racing threads may each prepare one; all but the first are dropped), the same one a
+// lone thread makes, every run launches that plan's kernels, and every output is released. Its main
+// use is under ThreadSanitizer (tools/sanitize.sh thread).
 TEST(FusionCache, SixteenThreadsOverEightFusionsShareOnePlanEach) {
   constexpr int kFusions = 8, kThreads = 16, kRunsPerThread = 1000;
   const std::vector<testing::KernelCaseMaker> corpus = testing::smallKernelCorpus();

@@ -120,6 +120,30 @@ TEST(KernelCache, DamagedEntryIsRecompiledAndRewritten) {
   }
 }
 
+// A cubin with line info loaded from disk by a new process: the source file its line table names is
+// written again (tmp directories get cleaned), so profilers still show the kernel's source.
+TEST(KernelCache, ADiskHitWithLineinfoWritesTheSourceAgain) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  TempDir tmp;
+  ScopedEnv tmpdir("TMPDIR", tmp.path().string());
+  const std::string source = scaleKernel("profiled");
+  const CompileOptions options{.arch = "sm_90", .lineinfo = true};
+  KernelCache(dir.path()).compile(source, "profiled", options);
+  const auto saved = [&] {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) files.push_back(entry.path());
+    return files;
+  };
+  ASSERT_EQ(saved().size(), 1u);
+  const std::filesystem::path file = saved()[0];
+  std::filesystem::remove(file);
+  EXPECT_EQ(KernelCache(dir.path()).compile(source, "profiled", options).source, CompileSource::Disk);
+  EXPECT_EQ(saved(), std::vector<std::filesystem::path>{file});
+  KernelCache(dir.path()).compile(source, "profiled", kSm90);  // no line info: nothing more written
+  EXPECT_EQ(saved().size(), 1u);
+}
+
 TEST(KernelCache, UnusableDirectoryLeavesTheMemoryCache) {
   SKIP_WITHOUT_NVRTC();
   TempDir dir;
@@ -254,6 +278,15 @@ TEST(KernelCacheAcrossProcesses, EightProcessesCompileEachKernelOnce) {
   constexpr int kProcesses = 8;
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string filter = "--gtest_filter=KernelCacheAcrossProcesses.ChildProcess";
+  // The children run one test each, whatever this run was asked: without the GTEST_* variables (an
+  // XML output file, sharding) that the parent was started with.
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!std::string_view(*entry).starts_with("GTEST_")) environment.emplace_back(*entry);
+  }
+  std::vector<char*> envp;
+  for (std::string& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t quiet;  // the children's gtest banners would bury this test's output
   ::posix_spawn_file_actions_init(&quiet);
   ::posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
@@ -261,7 +294,7 @@ TEST(KernelCacheAcrossProcesses, EightProcessesCompileEachKernelOnce) {
   for (int i = 0; i < kProcesses; ++i) {
     char* argv[] = {self.data(), filter.data(), nullptr};
     pid_t pid = 0;
-    const int spawned = ::posix_spawn(&pid, self.c_str(), &quiet, nullptr, argv, environ);
+    const int spawned = ::posix_spawn(&pid, self.c_str(), &quiet, nullptr, argv, envp.data());
     ASSERT_EQ(spawned, 0) << "cannot start " << self;
     children.push_back(pid);
   }
