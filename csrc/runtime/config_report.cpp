@@ -1,5 +1,6 @@
 #include "runtime/config_report.h"
 
+#include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/nvrtc.h"
@@ -69,8 +70,14 @@ std::vector<ConfigEntry> configReport() {
     int count = 0;
     cudaDriver()->deviceGetCount(&count);
     for (int ordinal = 0; ordinal < count; ++ordinal) {
-      const std::optional<DeviceInfo> device = queryDevice(ordinal);
-      report.push_back({fmt::format("device {}", ordinal), device ? device->toString() : "cannot be queried"});
+      std::string line;
+      try {
+        const std::optional<DeviceInfo> device = queryDevice(ordinal);
+        line = device ? device->toString() : "cannot be queried";
+      } catch (const Error& error) {  // a malformed BRAZE_TUNING: the report is how one finds out
+        line = error.what();
+      }
+      report.push_back({fmt::format("device {}", ordinal), line});
     }
   } else {
     report.push_back({"cuda driver", cudaUnavailableReason()});

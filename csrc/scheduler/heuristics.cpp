@@ -155,7 +155,9 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
   // reduced elements and are combined by a block reduction.
   const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
   p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, 32);
-  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, device.tuning.block_threads * 2 / p.threads_x);
+  // Up to twice the tuned block (the block reduction across y is cheap), never past the device's limit.
+  const int64_t block = std::min<int64_t>(device.tuning.block_threads * 2, device.max_threads_per_block);
+  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, block / p.threads_x);
   p.grid = ceilDiv(kept_vectors, p.threads_x);
   p.why = "reduced dims are outer";
   if (problem.splittable) {

@@ -159,6 +159,19 @@ TEST(Heuristics, TuningStepsTheChoicesItNames) {
   EXPECT_EQ(flat.unroll, 1);
   EXPECT_EQ(flat.block, 256);
   EXPECT_EQ(flat.grid * flat.block * flat.vectorize, n);
+
+  // 2D tiles: rows per thread grow (up to 8) while the GPU stays full; the tuning caps them.
+  PointwiseProblem bias{.sizes = {1 << 15, 4096}, .total_elements = int64_t{1} << 27, .max_vectorize = 8};
+  bias.input_strides = {{4096, 1}, {0, 1}};
+  EXPECT_EQ(pointwiseHeuristics(DeviceInfo::h100Sxm(), bias).unroll, 8);
+  tuned.tuning = HeuristicTuning::parse("max_rows_per_thread=1");
+  EXPECT_EQ(pointwiseHeuristics(tuned, bias).unroll, 1);
+
+  // Outer reductions may take twice the tuned block, but never more threads than a block can have.
+  tuned.tuning = HeuristicTuning::parse("block_threads=1024");
+  const ReductionParams columns = reductionHeuristics(
+      tuned, {.rows = 4096, .row_length = 8192, .inner = false, .max_vectorize = 4, .widest_dtype_bytes = 4});
+  EXPECT_LE(columns.threads_x * columns.threads_y, 1024);
 }
 
 TEST(Heuristics, TuningTextIsCheckedAndPrintsWhatDiffersFromTheDefaults) {
