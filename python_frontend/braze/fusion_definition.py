@@ -164,12 +164,12 @@ class FusionDefinition:
                 self.definition()
         if self._state == "open":
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
-        print_repro = bool(kwargs.get("print_repro", False))
+        keywords = dict(kwargs) if kwargs else None  # execute consumes them; the reproducer repeats them
         try:
             return _execute.execute(self, inputs, device, kwargs)
         except Exception as error:
             # print_repro=True prints a script that raises this again; BRAZE_REPRO_DIR saves it (repro.py).
-            _repro.report(self, inputs, error, print_repro)
+            _repro.report(self, inputs, error, bool(keywords and keywords.get("print_repro")), keywords)
             raise
 
     def repro_script(self, inputs) -> str:

@@ -65,9 +65,10 @@ def cuda_tensor(dtype, shape, strides, misalign, device, data=None):
 '''
 
 
-def script(fd, inputs, error=None) -> str:
-    """A runnable script that rebuilds `fd`, recreates `inputs` and executes them; `error` (the one
-    raised, if any) is named at the top."""
+def script(fd, inputs, error=None, keywords=None) -> str:
+    """A runnable script that rebuilds `fd`, recreates `inputs` and executes them (with execute's
+    `keywords` that a script can hold: bookend, target); `error` (the one raised, if any) is named at
+    the top."""
     lines = ["# braze reproducer: run it with python to execute the fusion on these inputs again."]
     if error is not None:
         first = str(error).splitlines()[0] if str(error) else ""
@@ -80,11 +81,13 @@ def script(fd, inputs, error=None) -> str:
     embed = _total_bytes(inputs) <= _MAX_EMBEDDED_BYTES
     for i, value in enumerate(inputs):
         lines.append(f"    {_describe(i, value, embed)},")
-    lines += ["]", "outputs = fd.execute(inputs)", "print([getattr(o, 'shape', o) for o in outputs])", ""]
+    kept = {k: v for k, v in (keywords or {}).items() if k in ("bookend", "target") and isinstance(v, str)}
+    call = "".join(f", {k}={v!r}" for k, v in kept.items())
+    lines += ["]", f"outputs = fd.execute(inputs{call})", "print([getattr(o, 'shape', o) for o in outputs])", ""]
     return "\n".join(lines)
 
 
-def report(fd, inputs, error, print_repro: bool) -> None:
+def report(fd, inputs, error, print_repro: bool, keywords=None) -> None:
     """What execute does when it raises: prints the script (print_repro=True), writes it to
     $BRAZE_REPRO_DIR and names the file in the error's notes. Never raises itself: a reproducer that
     cannot be made must not hide the error it was made for."""
@@ -92,28 +95,27 @@ def report(fd, inputs, error, print_repro: bool) -> None:
     if not print_repro and not directory:
         return
     try:
-        text = script(fd, inputs, error)
-    except Exception as failure:  # noqa: BLE001 - see the docstring
-        _note(error, f"braze: no reproducer could be written ({type(failure).__name__}: {failure})")
-        return
-    if print_repro:
-        print(text)
-    if directory:
-        try:
+        text = script(fd, inputs, error, keywords)
+        if print_repro:
+            print(text)
+        if directory:
             os.makedirs(directory, exist_ok=True)
             path = os.path.join(directory, f"braze_repro_{hashlib.sha256(text.encode()).hexdigest()[:12]}.py")
-            with open(path, "w") as file:
+            with open(path, "w", encoding="utf-8") as file:
                 file.write(text)
             _note(error, f"braze: reproducer written to {path}")
-        except OSError as failure:
-            _note(error, f"braze: the reproducer could not be written to {directory}: {failure}")
+    except Exception as failure:  # noqa: BLE001 - see the docstring
+        _note(error, f"braze: no reproducer could be written ({type(failure).__name__}: {failure})")
 
 
 def _note(error, text) -> None:
-    if hasattr(error, "add_note"):  # Python 3.11+
-        error.add_note(text)
-    else:  # pragma: no cover - older Pythons show it on stderr instead
-        print(text, file=sys.stderr)
+    try:
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note(text)
+        else:  # pragma: no cover - older Pythons show it on stderr instead
+            print(text, file=sys.stderr)
+    except Exception:  # noqa: BLE001, S110 - the error being raised matters more than this note
+        pass
 
 
 def _versions() -> dict:
@@ -157,7 +159,7 @@ def _describe(i, value, embed) -> str:
 def _payload(contiguous: np.ndarray, embed) -> str:
     if not embed:
         return ""
-    data = base64.b64encode(zlib.compress(contiguous.view(np.uint8).tobytes(), 6)).decode()
+    data = base64.b64encode(zlib.compress(contiguous.reshape(-1).view(np.uint8).tobytes(), 6)).decode()
     return f", data={data!r}"
 
 
@@ -178,7 +180,8 @@ def _describe_torch(tensor, embed) -> str:
     payload = ""
     if embed:
         host = tensor.detach().contiguous().cpu()
-        payload = _payload(host.view(_TORCH_BYTE_VIEWS[host.element_size()]).numpy(), True)
+        # reshape(-1): numpy cannot reinterpret the bytes of a 0-d array of a wider type.
+        payload = _payload(host.reshape(-1).view(_TORCH_BYTE_VIEWS[host.element_size()]).numpy(), True)
     if not tensor.is_cuda:
         return f"host_tensor({name.replace('torch.', '')!r}, {shape}, {strides}, 0{payload})"
     misalign = tensor.data_ptr() % _ALIGNMENT

@@ -54,8 +54,10 @@ def test_show_config_prints_one_aligned_line_per_entry():
     lines = out.getvalue().splitlines()
     report = braze.config()
     assert len(lines) == len(report)
-    value_columns = {line.index(value) for line, value in zip(lines, report.values()) if value}
-    assert len(value_columns) == 1, lines
+    # The value starts in one column on every line: just past the widest "key:" and a space.
+    width = max(len(key) for key in report) + 2
+    for line, (key, value) in zip(lines, report.items()):
+        assert line.startswith(f"{key}:") and line[width:] == value and line[width - 1] == " ", line
     assert lines[0].startswith("braze:") and lines[0].endswith(braze.__version__)
 
 

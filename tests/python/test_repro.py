@@ -59,6 +59,22 @@ def test_an_input_check_error_is_saved_to_the_repro_dir_and_named_in_the_error(t
     assert f"{type(raised.value).__name__}: {str(raised.value).splitlines()[0]}" in result.stderr
 
 
+def test_the_script_repeats_the_keywords_a_script_can_hold(capsys):
+    fd = _index_select_fusion()
+    with pytest.raises(IndexError):
+        fd.execute([np.zeros((4, 8), BF16), np.array([9])], bookend="none", target="a100", print_repro=True)
+    assert "outputs = fd.execute(inputs, bookend='none', target='a100')" in capsys.readouterr().out
+
+
+def test_a_reproducer_that_cannot_be_made_leaves_the_error_as_it_was(monkeypatch):
+    fd = _index_select_fusion()
+    monkeypatch.setenv("BRAZE_REPRO_DIR", "/proc/no/such/dir")  # cannot be created
+    with pytest.raises(IndexError) as raised:
+        fd.execute([np.zeros((4, 8), BF16), np.array([9])])
+    (note,) = raised.value.__notes__
+    assert note.startswith("braze: no reproducer could be written (")
+
+
 def test_without_either_switch_nothing_is_printed_or_noted(capsys, monkeypatch):
     monkeypatch.delenv("BRAZE_REPRO_DIR", raising=False)
     with pytest.raises(IndexError) as raised:
@@ -94,3 +110,25 @@ def test_the_script_recreates_values_layouts_and_alignment(tmp_path):
     result = _run_script(text, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "(7, 5)" in result.stdout
+
+
+def test_expanded_bool_fp8_and_0d_inputs_are_recreated():
+    with FusionDefinition() as fd:
+        e = fd.define_tensor(shape=[-1, -1], contiguity=[True, None], dtype=DataType.Float)  # stride 0 inner
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Bool)
+        q = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float8_e4m3fn)
+        z = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Double)
+        z2 = fd.ops.broadcast(z, [True, True])
+        fd.add_output(fd.ops.where(fd.ops.broadcast(b, [True, False]), e,
+                                   fd.ops.add(fd.ops.cast(fd.ops.broadcast(q, [True, False]), DataType.Float), z2)))
+    rng = np.random.default_rng(4)
+    inputs = [np.broadcast_to(rng.standard_normal((3, 1), dtype=np.float32), (3, 6)), rng.random(6) > 0.5,
+              rng.standard_normal(6).astype(ml_dtypes.float8_e4m3fn), np.array(2.5)]
+    want = fd.execute(inputs)[0]
+    namespace = {}
+    exec(compile(fd.repro_script(inputs).split("outputs = fd.execute")[0], "repro", "exec"), namespace)
+    rebuilt = namespace["inputs"]
+    for original, copy in zip(inputs, rebuilt):
+        assert copy.dtype == original.dtype and copy.shape == original.shape and copy.strides == original.strides
+        np.testing.assert_array_equal(copy.astype(np.float64), original.astype(np.float64))
+    np.testing.assert_array_equal(namespace["fd"].execute(rebuilt)[0], want)
