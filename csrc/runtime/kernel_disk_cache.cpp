@@ -211,7 +211,8 @@ std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const 
   std::string why;
   std::optional<std::string> bytes = readFile(path, why);
   if (!bytes) {
-    if (!why.empty()) warnUnusable(path, "cannot be read", why);
+    // Once per cache: an unreadable directory (another user's private cache) would say so per kernel.
+    if (!why.empty() && !read_warned_.exchange(true)) warnUnusable(path, "cannot be read", why);
     return std::nullopt;
   }
   Decoded decoded = decodeEntry(*bytes, key);

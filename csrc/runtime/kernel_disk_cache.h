@@ -53,7 +53,8 @@ class KernelDiskCache {
   explicit KernelDiskCache(const std::filesystem::path& root);
 
   // The kernel stored under `key`; nullopt when there is none or it cannot be used (a damaged entry
-  // says so on stderr, naming its file; another key's entry, a hash collision, is a quiet miss).
+  // says so on stderr, naming its file; the first entry that cannot be read too; another key's entry,
+  // a hash collision, is a quiet miss).
   std::optional<CompiledKernel> load(std::string_view key) const;
   // Waits until no other process (or other cache object) holds `key`'s lock, then holds it. The caller
   // loads the entry under the lock and compiles and stores it only if it is still missing. A holder
@@ -80,6 +81,7 @@ class KernelDiskCache {
   std::filesystem::path dir_;
   std::atomic<bool> writable_{true};
   std::atomic<bool> directory_made_{false};
+  mutable std::atomic<bool> read_warned_{false};
 };
 
 }  // namespace braze::runtime

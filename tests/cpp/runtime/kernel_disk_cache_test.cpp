@@ -155,6 +155,19 @@ TEST(KernelDiskCache, CreatedDirectoriesArePrivateAndExistingOnesKeepTheirMode) 
   EXPECT_EQ(mode(dir.path() / "shared" / "kernels-v1"), 0775u);
 }
 
+// "kernels-v1 is safe to delete at any time", also while a process is using it.
+TEST(KernelDiskCache, ADirectoryDeletedWhileInUseIsMadeAgain) {
+  TempDir dir;
+  KernelDiskCache cache(dir.path());
+  ASSERT_TRUE(cache.store("key", fakeKernel("cubin")));
+  std::filesystem::remove_all(cache.directory());
+  EXPECT_TRUE(cache.lockEntry("key").held());
+  std::filesystem::remove_all(cache.directory());
+  EXPECT_TRUE(cache.store("key", fakeKernel("cubin")));
+  EXPECT_TRUE(cache.writable());
+  expectSame(*cache.load("key"), fakeKernel("cubin"));
+}
+
 TEST(KernelDiskCache, EntryLockExcludesOtherHoldersUntilReleased) {
   TempDir dir;
   KernelDiskCache first(dir.path());
