@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <sys/file.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -220,17 +222,66 @@ std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const 
   return std::move(decoded.kernel);
 }
 
+namespace {
+
+// The lock descriptors this process holds. fork() copies them into the child, and a flock lasts while
+// any copy is open: a child that outlives the compile (a data-loader worker forked meanwhile) would
+// hold the lock after the parent released it, and the other processes would wait out their patience.
+// The child closes its copies (pthread_atfork). Slots, not a locked container: the handler runs in
+// the child, where a mutex another thread held at the fork would never be released.
+constexpr int kLockSlots = 256;
+
+std::array<std::atomic<int>, kLockSlots>& heldLockSlots() {
+  static auto& slots = *[] {
+    auto* made = new std::array<std::atomic<int>, kLockSlots>;
+    for (auto& slot : *made) slot.store(-1);
+    return made;
+  }();
+  return slots;
+}
+
+void closeHeldLocksInChild() {
+  for (auto& slot : heldLockSlots()) {
+    const int fd = slot.exchange(-1);
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+// The slot `fd` is registered in, or -1 when all are taken (the patience bounds what a child keeps).
+int registerHeldLock(int fd) {
+  static const bool handler = ::pthread_atfork(nullptr, nullptr, closeHeldLocksInChild) == 0;
+  if (!handler) return -1;
+  auto& slots = heldLockSlots();
+  for (int i = 0; i < kLockSlots; ++i) {
+    int free = -1;
+    if (slots[i].compare_exchange_strong(free, fd)) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+KernelDiskCache::EntryLock::EntryLock(int fd) : fd_(fd), slot_(registerHeldLock(fd)) {}
+
+void KernelDiskCache::EntryLock::release() noexcept {
+  if (fd_ < 0) return;
+  // Out of the registry first: a child forked between the two steps keeps a copy (bounded by the
+  // patience), where the other order could have it close a descriptor the number was reused for.
+  if (slot_ >= 0) heldLockSlots()[slot_].store(-1);
+  ::close(fd_);  // closing the file releases the flock
+  fd_ = slot_ = -1;
+}
+
 KernelDiskCache::EntryLock& KernelDiskCache::EntryLock::operator=(EntryLock&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    release();
     fd_ = std::exchange(other.fd_, -1);
+    slot_ = std::exchange(other.slot_, -1);
   }
   return *this;
 }
 
-KernelDiskCache::EntryLock::~EntryLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the file releases the flock
-}
+KernelDiskCache::EntryLock::~EntryLock() { release(); }
 
 KernelDiskCache::EntryLock KernelDiskCache::lockEntry(std::string_view key, std::chrono::milliseconds patience) {
   if (!writable() || !ensureDirectory()) return {};

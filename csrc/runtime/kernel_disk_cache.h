@@ -35,18 +35,22 @@ class KernelDiskCache {
  public:
   // An exclusive lock on one key's entry, across processes (flock on a lock file beside the entry),
   // released when destroyed or when the process dies. Empty when the lock file cannot be made (a
-  // read-only cache): the caller goes on unlocked, as if alone.
+  // read-only cache): the caller goes on unlocked, as if alone. A child forked while it is held closes
+  // its copy of the descriptor, so the lock ends with the parent's release, not with the child.
   class EntryLock {
    public:
     EntryLock() = default;
-    explicit EntryLock(int fd) : fd_(fd) {}
-    EntryLock(EntryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    explicit EntryLock(int fd);
+    EntryLock(EntryLock&& other) noexcept
+        : fd_(std::exchange(other.fd_, -1)), slot_(std::exchange(other.slot_, -1)) {}
     EntryLock& operator=(EntryLock&& other) noexcept;
     ~EntryLock();
     bool held() const { return fd_ >= 0; }
 
    private:
+    void release() noexcept;
     int fd_ = -1;
+    int slot_ = -1;  // in the registry of held lock descriptors a forked child closes; -1: none free
   };
 
   // Entries go to `root`/kernels-v<format version>; nothing is created before the first lockEntry or store.

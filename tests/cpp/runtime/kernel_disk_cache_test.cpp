@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -153,6 +155,26 @@ TEST(KernelDiskCache, CreatedDirectoriesArePrivateAndExistingOnesKeepTheirMode) 
   ::chmod((dir.path() / "shared" / "kernels-v1").c_str(), 0775);
   ASSERT_TRUE(KernelDiskCache(dir.path() / "shared").store("key", fakeKernel("cubin")));
   EXPECT_EQ(mode(dir.path() / "shared" / "kernels-v1"), 0775u);
+}
+
+// A process forked while the parent holds an entry's lock (a data-loader worker started during a
+// compile) must not keep the lock after the parent releases it.
+TEST(KernelDiskCache, AForkedChildDoesNotKeepTheParentsLock) {
+  TempDir dir;
+  KernelDiskCache parent(dir.path());
+  KernelDiskCache other(dir.path());
+  KernelDiskCache::EntryLock lock = parent.lockEntry("key");
+  ASSERT_TRUE(lock.held());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // outlives the parent's compile; async-signal-safe calls only
+    ::usleep(1'000'000);
+    ::_exit(0);
+  }
+  lock = KernelDiskCache::EntryLock();  // the parent's compile is done
+  EXPECT_TRUE(other.lockEntry("key", std::chrono::milliseconds{200}).held());
+  int status = 0;
+  ::waitpid(child, &status, 0);
 }
 
 // "kernels-v1 is safe to delete at any time", also while a process is using it.
