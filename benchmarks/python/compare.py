@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import time
 import statistics
 import sys
@@ -292,20 +293,19 @@ SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8]
 
 
 def sweep(fd, sample, want, written, input_sets, nbytes, copy_gbs, reps):
-    import itertools
-
     seen, rows = set(), []
     host = [host_copy(t) for t in sample]  # once: copying a large input to the host takes a while
     for values in itertools.product(*SWEEP.values()):
         tuning = ",".join(f"{k}={v}" for k, v in zip(SWEEP, values))
+        # Planning is cheap; compiling (CuPy) is not: only new sources go further.
+        sources = tuple(k["source"] for k in bx.kernels_for(fd, host, target=f"{device_preset()}:{tuning}"))
+        if sources in seen:
+            continue
+        seen.add(sources)
         try:
             kernels = BrazeKernels(fd, sample, tuning, host)
         except NotImplementedError:
             return
-        sources = tuple(k["source"] for k in kernels.kernels)
-        if sources in seen:
-            continue
-        seen.add(sources)
         outs = kernels.outputs_for(want)
         kernels(sample, outs)
         torch.cuda.synchronize()
