@@ -58,9 +58,11 @@ CachedKernel KernelCache::compile(std::string_view source, std::string_view what
     // Under the entry's lock, held through compile and store: a process that finds another compiling
     // this kernel waits, then loads its entry instead of compiling it again.
     KernelDiskCache::EntryLock entry_lock;
+    std::optional<KernelDiskCache::Key> disk_key;  // the key hashed once for the lock, load and store
     if (disk_) {
-      entry_lock = disk_->lockEntry(key);
-      kernel = disk_->load(key);
+      disk_key.emplace(key);
+      entry_lock = disk_->lockEntry(*disk_key);
+      kernel = disk_->load(*disk_key);
     }
     const CompileSource from = kernel ? CompileSource::Disk : CompileSource::Nvrtc;
     {
@@ -69,7 +71,7 @@ CachedKernel KernelCache::compile(std::string_view source, std::string_view what
     }
     if (!kernel) {
       kernel = compileCuda(source, what, options);
-      if (disk_) disk_->store(key, *kernel);
+      if (disk_) disk_->store(*disk_key, *kernel);
     } else if (options.lineinfo) {
       // Where the loaded cubin's line table points, when the kernel's name and $TMPDIR are those it was
       // compiled with (braze names kernels in their source, so the name is).

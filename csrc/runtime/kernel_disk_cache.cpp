@@ -200,15 +200,13 @@ std::optional<std::filesystem::path> kernelCacheDirFromEnv() {
 KernelDiskCache::KernelDiskCache(const std::filesystem::path& root)
     : dir_(root / fmt::format("kernels-v{}", kFormatVersion)) {}
 
-std::filesystem::path KernelDiskCache::entryPath(std::string_view key) const {
-  return dir_ / (toHex(sha256(key)) + ".entry");
-}
+KernelDiskCache::Key::Key(std::string_view key) : text(key), name(toHex(sha256(key))) {}
 
-std::filesystem::path KernelDiskCache::lockPath(std::string_view key) const {
-  return dir_ / (toHex(sha256(key)) + ".lock");
-}
+std::filesystem::path KernelDiskCache::entryPath(const Key& key) const { return dir_ / (key.name + ".entry"); }
 
-std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const {
+std::filesystem::path KernelDiskCache::lockPath(const Key& key) const { return dir_ / (key.name + ".lock"); }
+
+std::optional<CompiledKernel> KernelDiskCache::load(const Key& key) const {
   const std::filesystem::path path = entryPath(key);
   std::string why;
   std::optional<std::string> bytes = readFile(path, why);
@@ -217,7 +215,7 @@ std::optional<CompiledKernel> KernelDiskCache::load(std::string_view key) const 
     if (!why.empty() && !read_warned_.exchange(true)) warnUnusable(path, "cannot be read", why);
     return std::nullopt;
   }
-  Decoded decoded = decodeEntry(*bytes, key);
+  Decoded decoded = decodeEntry(*bytes, key.text);
   if (!decoded.damage.empty()) warnUnusable(path, "is damaged", decoded.damage);
   return std::move(decoded.kernel);
 }
@@ -283,7 +281,7 @@ KernelDiskCache::EntryLock& KernelDiskCache::EntryLock::operator=(EntryLock&& ot
 
 KernelDiskCache::EntryLock::~EntryLock() { release(); }
 
-KernelDiskCache::EntryLock KernelDiskCache::lockEntry(std::string_view key, std::chrono::milliseconds patience) {
+KernelDiskCache::EntryLock KernelDiskCache::lockEntry(const Key& key, std::chrono::milliseconds patience) {
   if (!writable() || !ensureDirectory()) return {};
   // Lock files are never removed: unlinking one while another process waits on it would let a third
   // lock a new file of the same name, and two processes would hold "the" lock. They are empty.
@@ -332,7 +330,7 @@ bool KernelDiskCache::remakeDirectory() {
   return ensureDirectory();
 }
 
-bool KernelDiskCache::store(std::string_view key, const CompiledKernel& kernel) {
+bool KernelDiskCache::store(const Key& key, const CompiledKernel& kernel) {
   if (!writable() || !ensureDirectory()) return false;
   const std::filesystem::path path = entryPath(key);
   // In the same directory as the entry, so rename() replaces it atomically: a concurrent reader opens
@@ -351,7 +349,7 @@ bool KernelDiskCache::store(std::string_view key, const CompiledKernel& kernel) 
   // mkstemp makes the file private (0600); entries hold nothing secret, and a cache directory shared
   // by several users (BRAZE_CACHE_DIR) must be readable by all of them.
   ::fchmod(fd, 0644);
-  const bool written = writeAll(fd, encodeEntry(key, kernel));
+  const bool written = writeAll(fd, encodeEntry(key.text, kernel));
   const int write_errno = errno;
   const bool closed = ::close(fd) == 0;
   if (!written || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
