@@ -3,12 +3,14 @@
 // through DLPack as the caller's framework's tensors. Views of inputs come back as views: their
 // DLPack owner is the input object itself.
 #include "bindings.h"
+#include "host_values.h"
 #include "torch_tensors.h"
 
 #include "ir/error.h"
 #include "passes/mark_aliases_prepare.h"
 #include "runtime/config_report.h"
 #include "runtime/fusion_cache.h"
+#include "runtime/host_execute.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
@@ -253,8 +255,15 @@ void bindGpu(nb::module_& m) {
                                    "a fusion's GPU executions: input signature -> prepared plan (kernels compiled once)")
       .def(
           "__init__",
-          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device) {
+          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
+             const std::string& simulate) {
             const PlanOptions options{bookendPolicyFromString(bookend)};
+            if (!simulate.empty()) {
+              // Host arrays on the simulated device, planned for the named GPU: run_host.
+              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &runtime::simDeviceOps(),
+                                              deviceNamed(simulate));
+              return;
+            }
             if (no_device.empty()) {
               new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options);
               return;
@@ -264,9 +273,44 @@ void bindGpu(nb::module_& m) {
             static runtime::NoOpDeviceOps& no_op = *new runtime::NoOpDeviceOps;
             new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
-          nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "",
+          nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "", nb::arg("simulate") = "",
           "no_device: a GPU name (h100, a100, ...) to plan for without a GPU: nothing is launched, and host "
-          "arrays stand for device tensors (for testing and timing the binding)")
+          "arrays stand for device tensors (for testing and timing the binding); simulate: a GPU name (with "
+          "optional tuning) to plan for on the simulated device, which run_host and explain_host use")
+      .def(
+          "run_host",
+          [](runtime::FusionCache& cache, nb::list py_inputs) {
+            BRAZE_CHECK(dynamic_cast<runtime::SimDeviceOps*>(cache.deviceOps()) != nullptr,
+                        "run_host: this FusionCache was not made with simulate=<gpu name>");
+            std::vector<HostValue> inputs;
+            inputs.reserve(py_inputs.size());
+            for (size_t i = 0; i < py_inputs.size(); ++i) inputs.push_back(hostValueFromPython(py_inputs[i], i));
+            std::vector<HostValue> outputs;
+            {
+              nb::gil_scoped_release release;  // the simulator is slow; let other threads run
+              outputs = runtime::runOnHost(cache, inputs);
+            }
+            return hostValuesToPython(std::move(outputs));
+          },
+          nb::arg("inputs"),
+          "runs host inputs (HostTensors and numbers) on the simulated device through this cache; returns "
+          "HostTensors (views of inputs where the plan makes views) and numbers")
+      .def(
+          "explain_host",
+          [](runtime::FusionCache& cache, nb::list py_inputs) {
+            std::vector<DeviceValue> inputs;
+            for (size_t i = 0; i < py_inputs.size(); ++i) {
+              inputs.push_back(runtime::deviceValueOf(hostValueFromPython(py_inputs[i], i)));
+            }
+            runtime::CacheExplanation explanation;
+            {
+              nb::gil_scoped_release release;
+              explanation = cache.explain(inputs);
+            }
+            return nb::make_tuple(std::move(explanation.plan), std::string(toString(explanation.lookup)),
+                                  explanation.why);
+          },
+          nb::arg("inputs"), "explain for host inputs: (plan, cache, why), as explain gives for GPU inputs")
       .def("run", &run, nb::arg("inputs"), nb::arg("stream") = 0, nb::arg("framework") = "torch",
            nb::arg("allocate") = nb::none(),
            "runs on the inputs' GPU on `stream` (a CUstream handle; 0: the legacy default stream); returns the "

@@ -140,24 +140,6 @@ nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string&
   return kernels;
 }
 
-// Runs the whole pipeline on the CPU simulator; returns the outputs and each kernel's CUDA source.
-std::pair<nb::list, std::vector<std::string>> executeHost(const Fusion& fusion, nb::list py_inputs,
-                                                          const std::string& bookend, const std::string& device) {
-  kernel::ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
-  const auto inputs = hostInputs(py_inputs);
-  std::vector<HostValue> outputs;
-  std::vector<std::string> sources;
-  {
-    nb::gil_scoped_release release;  // the simulator is slow; let other threads run
-    kernel::CompiledPlan compiled;
-    outputs = kernel::executeOnSimulator(fusion, inputs, options, &compiled);
-    for (const auto& k : compiled.kernels) {
-      if (k) sources.push_back(kernel::emitCuda(*k));
-    }
-  }
-  return {hostValuesToPython(std::move(outputs)), std::move(sources)};
-}
-
 }  // namespace
 
 void bindPlan(nb::module_& m) {
@@ -217,10 +199,6 @@ void bindPlan(nb::module_& m) {
         "each kernel of the plan: name, source, grid, block, shared_bytes, summary, arguments ((name, value, word) "
         "scalars after the tensors: row counts and scalar inputs), index64 and params (role, index, dtype, "
         "numel, zeroed), for launching it outside braze");
-  m.def("execute", &executeHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
-        nb::arg("device") = "h100",
-        "plans, lowers and runs the fusion's kernels on the CPU simulator; alias outputs are views of the inputs; "
-        "returns (outputs, CUDA source of each kernel)");
 }
 
 }  // namespace braze::python

@@ -595,6 +595,29 @@ std::vector<uint64_t> argumentWords(const Kernel& kernel) {
   return words;
 }
 
+std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_t* words) {
+  std::vector<ScalarValue> values;
+  values.reserve(kernel.arguments.size());
+  for (size_t i = 0; i < kernel.arguments.size(); ++i) {
+    const ScalarArgument& a = kernel.arguments[i];
+    const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
+    if (type == DataType::Float) {
+      values.emplace_back(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(words[i]))));
+    } else if (type == DataType::Double) {
+      values.emplace_back(std::bit_cast<double>(words[i]));
+    } else if (type == DataType::Bool) {
+      values.emplace_back(static_cast<bool>(words[i] & 1));
+    } else {
+      // A narrower integer parameter reads the word's low bytes, extended as the kernel's type is.
+      const int bits = static_cast<int>(sizeOf(type)) * 8;
+      const uint64_t low = bits >= 64 ? words[i] : words[i] & ((uint64_t{1} << bits) - 1);
+      const bool negative = bits < 64 && isSigned(type) && ((low >> (bits - 1)) & 1) != 0;
+      values.emplace_back(static_cast<int64_t>(negative ? low | ~((uint64_t{1} << bits) - 1) : low));
+    }
+  }
+  return values;
+}
+
 std::string launchSummary(const Kernel& kernel) {
   std::string out = fmt::format("{}; grid {}", kernel.summary, kernel.grid[0]);
   if (kernel.grid[1] > 1) out += fmt::format("x{}", kernel.grid[1]);

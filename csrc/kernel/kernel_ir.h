@@ -149,6 +149,8 @@ struct Kernel {
 // its word. A parameter narrower than 8 bytes (a 32-bit idx_t, a float, a bool) reads the low bytes,
 // which hold its value on a little-endian host (every host CUDA supports).
 std::vector<uint64_t> argumentWords(const Kernel& kernel);
+// The inverse: the arguments' values from the words a launch passed (one per argument).
+std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_t* words);
 
 // The summary with this launch's grid and index arguments: what explain and the dumps print.
 std::string launchSummary(const Kernel& kernel);

@@ -1,6 +1,5 @@
-// The whole pipeline on host tensors: plan (bookending, segmentation), heuristics for a chosen
-// device, lowering to kernel IR, and the CPU simulator for every kernel segment. What `execute`
-// runs for numpy inputs; the reference evaluator stays the oracle it is compared with.
+// Planning for a device: the plan (bookending, segmentation), then heuristics and lowering to kernel IR
+// for every kernel segment. Running a plan is the exec path's (runtime/prepared_plan.h), on any device.
 #pragma once
 
 #include "kernel/kernel_ir.h"
@@ -20,10 +19,6 @@ struct CompiledPlan {
 // (they run on the reference evaluator) and say so in the plan.
 CompiledPlan compilePlan(SegmentedFusion plan, const DeviceInfo& device);
 
-// Runs a compiled plan: alias segments as views, kernels on the simulator, segments without a
-// kernel on the reference evaluator. Inputs must be those the plan was made for.
-std::vector<HostValue> runOnSimulator(const CompiledPlan& compiled, const std::vector<HostValue>& inputs);
-
 struct ExecuteOptions {
   PlanOptions plan;
   DeviceInfo device = DeviceInfo::h100Sxm();
@@ -31,9 +26,5 @@ struct ExecuteOptions {
 // explain + compilePlan for options.device. BRAZE_DUMP: "segments" prints the plan, "heuristics" each
 // kernel's parameters, "kernel" the CUDA source (to stderr). The first half of every execute.
 CompiledPlan planAndCompile(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options);
-
-// planAndCompile + runOnSimulator.
-std::vector<HostValue> executeOnSimulator(const Fusion& fusion, const std::vector<HostValue>& inputs,
-                                          const ExecuteOptions& options = {}, CompiledPlan* compiled_out = nullptr);
 
 }  // namespace braze::kernel

@@ -17,16 +17,24 @@ using Mask = std::vector<char>;
 
 class Simulator {
  public:
-  Simulator(const Kernel& k, std::vector<HostTensor*> tensors) : k_(k), tensors_(std::move(tensors)) {
-    BRAZE_ASSERT(tensors_.size() == k.tensors.size(), "kernel {} takes {} tensors, got {}", k.name,
-                 k.tensors.size(), tensors_.size());
+  Simulator(const Kernel& k, const SimLaunch& launch) : k_(k), grid_(launch.grid), arguments_(launch.arguments) {
+    BRAZE_ASSERT(launch.tensors.size() == k.tensors.size(), "kernel {} takes {} tensors, got {}", k.name,
+                 k.tensors.size(), launch.tensors.size());
+    BRAZE_ASSERT(arguments_.size() == k.arguments.size(), "kernel {} takes {} scalar arguments, got {}", k.name,
+                 k.arguments.size(), arguments_.size());
+    BRAZE_ASSERT(launch.extents.empty() || launch.extents.size() == k.tensors.size(),
+                 "kernel {}: {} tensor extents for {} tensors", k.name, launch.extents.size(), k.tensors.size());
+    for (size_t t = 0; t < k.tensors.size(); ++t) {
+      tensors_.push_back(HostTensor::wrap(launch.tensors[t], k.tensors[t].dtype, {}, {}));
+    }
     threads_ = k.threadsPerBlock();
     scalars_.assign(k.vars.size(), {});
     arrays_.assign(k.vars.size(), {});
     for (size_t v = 0; v < k.vars.size(); ++v) {
       if (k.vars[v].kind == VarKind::Scalar) scalars_[v].assign(threads_, SimValue{});
     }
-    for (size_t t = 0; t < k.tensors.size(); ++t) {
+    for (size_t t = 0; t < k.tensors.size() && !launch.extents.empty(); ++t) bounds_.push_back(launch.extents[t]);
+    for (size_t t = 0; t < k.tensors.size() && launch.extents.empty(); ++t) {
       const StridedLayout& l = k.tensors[t].layout;
       int64_t lo = l.offset, hi = l.offset;
       bool empty = false;
@@ -43,13 +51,13 @@ class Simulator {
   // code that assumed one (say, that the last block of a grid reduction is the one with the highest
   // index) would fail here too.
   void run() {
-    const int64_t blocks = k_.grid[0] * k_.grid[1];
+    const int64_t blocks = grid_[0] * grid_[1];
     std::vector<int64_t> order(blocks);
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng(std::hash<std::string>{}(k_.name));
     std::shuffle(order.begin(), order.end(), rng);
     for (int64_t b : order) {
-      block_ = {b % k_.grid[0], b / k_.grid[0]};
+      block_ = {b % grid_[0], b / grid_[0]};
       exec(k_.body, Mask(threads_, 1));
     }
   }
@@ -70,7 +78,7 @@ class Simulator {
   }
 
   SimValue read(TensorId tensor, int64_t offset) const {
-    const HostTensor& h = *tensors_[tensor];
+    const HostTensor& h = tensors_[tensor];
     SimValue v;
     if (isFloating(h.dtype())) {
       v.f = h.readDouble(offset);
@@ -81,7 +89,7 @@ class Simulator {
   }
 
   void write(TensorId tensor, int64_t offset, SimValue v) {
-    HostTensor& h = *tensors_[tensor];
+    HostTensor& h = tensors_[tensor];
     if (isFloating(h.dtype())) {
       h.writeDouble(offset, v.f);
     } else {
@@ -109,10 +117,11 @@ class Simulator {
       case EKind::VarRef: return scalars_[e.ref][t];
       case EKind::Argument: {  // as the constant it replaces would be (ConstFloat, ConstInt, ConstBool)
         const ScalarArgument& a = k_.arguments[e.ref];
+        const ScalarValue& value = arguments_[e.ref];
         if (!a.index && isFloating(a.dtype)) {
-          r.f = toDouble(a.value);
+          r.f = toDouble(value);
         } else {
-          r.i = isBool(a.dtype) ? int64_t{toInt(a.value) != 0} : toInt(a.value);
+          r.i = isBool(a.dtype) ? int64_t{toInt(value) != 0} : toInt(value);
         }
         return r;
       }
@@ -316,7 +325,7 @@ class Simulator {
       const int64_t offset = eval(s.a, t).i;
       const int64_t at = eval(s.b, t).i;
       checkAccess(t, s.tensor, offset, s.width);
-      const auto address = reinterpret_cast<uintptr_t>(tensors_[s.tensor]->data()) + offset * sizeOf(p.dtype);
+      const auto address = reinterpret_cast<uintptr_t>(tensors_[s.tensor].data()) + offset * sizeOf(p.dtype);
       if (address % bytes != 0) {
         fail(t, fmt::format("{}-byte vector access of {} at element offset {} is misaligned (address % {} = {})", bytes,
                             p.name, offset, bytes, address % bytes));
@@ -358,7 +367,9 @@ class Simulator {
   }
 
   const Kernel& k_;
-  std::vector<HostTensor*> tensors_;
+  std::array<int64_t, 2> grid_;
+  const std::vector<ScalarValue>& arguments_;
+  std::vector<HostTensor> tensors_;  // each parameter's base address, with its dtype
   int64_t threads_ = 1;
   std::array<int64_t, 2> block_{0, 0};
   std::vector<std::vector<SimValue>> scalars_;
@@ -376,6 +387,14 @@ class Simulator {
 
 }  // namespace
 
-void simulate(const Kernel& kernel, std::vector<HostTensor*> tensors) { Simulator(kernel, std::move(tensors)).run(); }
+void simulate(const Kernel& kernel, const SimLaunch& launch) { Simulator(kernel, launch).run(); }
+
+void simulate(const Kernel& kernel, std::vector<HostTensor*> tensors) {
+  SimLaunch launch;
+  for (HostTensor* t : tensors) launch.tensors.push_back(t->data());
+  launch.grid = kernel.grid;
+  for (const ScalarArgument& a : kernel.arguments) launch.arguments.push_back(a.value);
+  simulate(kernel, launch);
+}
 
 }  // namespace braze::kernel

@@ -14,7 +14,21 @@
 
 namespace braze::kernel {
 
-// tensors[i] is bound to kernel.tensors[i]: its data() is the pointer the kernel's offsets start from.
+// One launch as a device receives it: the address each tensor parameter's offsets start from, the grid,
+// and the scalar arguments' values (decodeArgumentWords). `extents`, when given, holds per tensor the
+// element offsets [first, last] it may touch (the memory its pointer lies in), in place of the bounds
+// its layout in the kernel IR implies: a kernel launched for another shape than it was lowered for is
+// checked against the memory it was given.
+struct SimLaunch {
+  std::vector<uint8_t*> tensors;
+  std::array<int64_t, 2> grid{1, 1};
+  std::vector<ScalarValue> arguments;
+  std::vector<std::pair<int64_t, int64_t>> extents;
+};
+void simulate(const Kernel& kernel, const SimLaunch& launch);
+
+// The kernel as lowered: tensors[i] is bound to kernel.tensors[i] at its data(), with the kernel's own
+// grid and argument values.
 void simulate(const Kernel& kernel, std::vector<HostTensor*> tensors);
 
 }  // namespace braze::kernel

@@ -17,30 +17,6 @@ namespace {
 
 constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
 
-std::vector<uint64_t> argumentValues(const KernelLaunch& k) {
-  std::vector<uint64_t> values(k.arg_count);
-  for (size_t i = 0; i < k.arg_count; ++i) std::memcpy(&values[i], k.args[i], sizeof(uint64_t));
-  return values;
-}
-
-// The kernels whose arguments differ from those recorded for them; records the new ones.
-std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels) {
-  BRAZE_ASSERT(recorded.size() == kernels.size(), "a graph of {} kernels launched with {}", recorded.size(),
-               kernels.size());
-  std::vector<size_t> changed;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    std::vector<uint64_t>& before = recorded[i];
-    BRAZE_ASSERT(before.size() == kernels[i].arg_count, "graph kernel {}: {} arguments, then {}", i, before.size(),
-                 kernels[i].arg_count);
-    bool same = true;
-    for (size_t a = 0; a < before.size() && same; ++a) same = std::memcmp(&before[a], kernels[i].args[a], 8) == 0;
-    if (same) continue;
-    before = argumentValues(kernels[i]);
-    changed.push_back(i);
-  }
-  return changed;
-}
-
 CuKernelNodeParams nodeParams(const KernelLaunch& k) {
   CuKernelNodeParams p;
   p.function = k.function;
@@ -110,14 +86,18 @@ class CudaDeviceOps final : public DeviceOps {
     if (push) driver_.ctxPopCurrent(&popped);  // in a destructor: nothing useful to do with an error
   }
 
-  std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>& shared_bytes) override {
+  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override {
+    std::vector<CompileJob> jobs;
+    jobs.reserve(kernels.size());
+    for (const KernelImage& k : kernels) jobs.push_back(k.compile);
     std::vector<CuFunction> functions = loadCudaKernels(jobs, ordinal_);
     for (size_t i = 0; i < functions.size(); ++i) {
-      if (shared_bytes[i] <= kDefaultDynamicSharedLimit) continue;
+      const int64_t shared_bytes = kernels[i].shared_bytes;
+      if (shared_bytes <= kDefaultDynamicSharedLimit) continue;
       driver_.check(driver_.funcSetAttribute(functions[i], kFuncAttributeMaxDynamicSharedSizeBytes,
-                                             static_cast<int>(shared_bytes[i])),
+                                             static_cast<int>(shared_bytes)),
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", jobs[i].name, shared_bytes[i]));
+                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", jobs[i].name, shared_bytes));
     }
     return functions;
   }
@@ -196,6 +176,29 @@ class CudaDeviceOps final : public DeviceOps {
 };
 
 }  // namespace
+
+std::vector<uint64_t> argumentValues(const KernelLaunch& k) {
+  std::vector<uint64_t> values(k.arg_count);
+  for (size_t i = 0; i < k.arg_count; ++i) std::memcpy(&values[i], k.args[i], sizeof(uint64_t));
+  return values;
+}
+
+std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels) {
+  BRAZE_ASSERT(recorded.size() == kernels.size(), "a graph of {} kernels launched with {}", recorded.size(),
+               kernels.size());
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::vector<uint64_t>& before = recorded[i];
+    BRAZE_ASSERT(before.size() == kernels[i].arg_count, "graph kernel {}: {} arguments, then {}", i, before.size(),
+                 kernels[i].arg_count);
+    bool same = true;
+    for (size_t a = 0; a < before.size() && same; ++a) same = std::memcmp(&before[a], kernels[i].args[a], 8) == 0;
+    if (same) continue;
+    before = argumentValues(kernels[i]);
+    changed.push_back(i);
+  }
+  return changed;
+}
 
 bool NoOpDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                                 CuStream) {

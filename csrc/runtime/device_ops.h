@@ -1,20 +1,33 @@
-// The device operations a prepared plan performs, behind one interface: the CUDA driver in real
-// use, and a recorder that does nothing in the host-overhead benchmark (which times everything an
-// execute does on the host, without a GPU). Stream-ordered throughout: nothing here waits.
+// The device operations a prepared plan performs, behind one interface: the CUDA driver on a GPU, the
+// simulated device (sim_device_ops.h: host memory, kernels run by the CPU simulator) for host inputs
+// and the tests, and a recorder that does nothing in the host-overhead benchmarks. Stream-ordered
+// throughout: nothing here waits but synchronize.
 #pragma once
 
+#include "kernel/kernel_ir.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_kernel.h"
 
 #include <atomic>
 #include <memory>
 #include <cstddef>
+#include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace braze::runtime {
+
+// A kernel to make ready on a device: its IR (which the simulated device runs, and whose parameters
+// it decodes a launch's arguments by), its CUDA source and NVRTC options (which the driver compiles),
+// and the dynamic shared memory its launches ask for. `kernel` must outlive the loaded function.
+struct KernelImage {
+  const kernel::Kernel* kernel = nullptr;
+  CompileJob compile;
+  int64_t shared_bytes = 0;
+};
 
 // One kernel of a chain launched as a CUDA graph. Every parameter is 8 bytes (device pointers and
 // kernel::argumentWords): `args[i]` points at parameter i's value.
@@ -24,6 +37,11 @@ struct KernelLaunch {
   void** args = nullptr;
   size_t arg_count = 0;
 };
+
+// Each argument's 8 bytes, copied: what a graph node keeps of a launch.
+std::vector<uint64_t> argumentValues(const KernelLaunch& k);
+// The kernels of a graph's chain whose arguments differ from those recorded for them; records the new ones.
+std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels);
 
 // A chain of kernels made into a CUDA graph on its first launch, kept by its owner (a prepared plan)
 // for the later ones, which only update the arguments that changed.
@@ -42,7 +60,14 @@ class DeviceOps {
   virtual void leave() {}
   // Compiles (or finds in the kernel caches, in parallel) and loads the kernels of a plan; raises a
   // kernel's shared-memory limit once when its `shared_bytes` needs it, so launches need no attribute call.
-  virtual std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>& shared_bytes) = 0;
+  virtual std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) = 0;
+  // Whether the host can read and write this device's memory directly (the simulated device): plans
+  // then run on it the steps that have no kernel (segments no scheduler accepts, in-place updates of
+  // inputs) on the host, in stream order, through enqueueHost.
+  virtual bool hostMemory() const { return false; }
+  virtual void enqueueHost(CuStream /*stream*/, std::function<void()> /*work*/) {
+    throw std::logic_error("enqueueHost on a device whose memory the host cannot reach");
+  }
   virtual CuDevicePtr allocate(size_t bytes, CuStream stream) = 0;
   // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
   // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
@@ -84,10 +109,10 @@ class DeviceScope {
 // Does nothing and hands out distinct, 256-byte aligned fake addresses; counts what was asked.
 class NoOpDeviceOps final : public DeviceOps {
  public:
-  std::vector<CuFunction> load(const std::vector<CompileJob>& jobs, const std::vector<int64_t>&) override {
+  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const CompileJob& job : jobs) sources_.insert(job.source);
-    return std::vector<CuFunction>(jobs.size(), nullptr);
+    for (const KernelImage& k : kernels) sources_.insert(k.compile.source);
+    return std::vector<CuFunction>(kernels.size(), nullptr);
   }
   CuDevicePtr allocate(size_t bytes, CuStream) override {
     ++allocations;

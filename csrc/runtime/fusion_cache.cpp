@@ -58,12 +58,13 @@ size_t FusionCache::size() const {
   return plans_.size();
 }
 
+std::shared_ptr<const PreparedPlan> FusionCache::lastPlan() const {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  return last_;
+}
+
 std::vector<std::string> FusionCache::lastCudaCode() const {
-  std::shared_ptr<const PreparedPlan> plan;
-  {
-    std::lock_guard<std::mutex> lock(last_mutex_);
-    plan = last_;
-  }
+  const std::shared_ptr<const PreparedPlan> plan = lastPlan();
   return plan == nullptr ? std::vector<std::string>{} : plan->cudaCode();
 }
 

@@ -58,6 +58,8 @@ class FusionCache {
   CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
   size_t outputCount() const { return fusion_->outputs().size(); }
+  // The device the cache was made for (null: the driver's GPU of the inputs).
+  DeviceOps* deviceOps() const { return ops_; }
   // Loads and launches nothing (NoOpDeviceOps): a host benchmark or a test of the bindings.
   bool launchesNothing() const { return dynamic_cast<const NoOpDeviceOps*>(ops_) != nullptr; }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
@@ -71,6 +73,8 @@ class FusionCache {
   static constexpr size_t kManyKernels = 16;
   // The CUDA sources of the plan the last run used (empty before the first run).
   std::vector<std::string> lastCudaCode() const;
+  // The plan the last run used (null before the first run).
+  std::shared_ptr<const PreparedPlan> lastPlan() const;
   // Plans of several kernels launch them as one CUDA graph (PreparedPlan::run's `as_graph`): one
   // launch call instead of one per kernel. Off unless BRAZE_CUDA_GRAPHS=1 was set when the cache was made.
   void useCudaGraphs(bool on) { cuda_graphs_.store(on, std::memory_order_relaxed); }

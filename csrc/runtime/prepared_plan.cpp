@@ -4,6 +4,10 @@
 #include "kernel/cuda_emitter.h"
 #include "kernel/lower.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 namespace braze::runtime {
@@ -29,9 +33,6 @@ kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<Devic
   std::vector<HostValue> host;
   host.reserve(inputs.size());
   for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
-  BRAZE_CHECK_KIND(ErrorKind::Runtime, fusion.outputAliases().empty(),
-                   "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
-                   "not do yet; run it with host (numpy) inputs");
   return kernel::planAndCompile(fusion, host, {options, device});
 }
 
@@ -48,9 +49,19 @@ int32_t PreparedPlan::addSlot(Slot slot) {
   return static_cast<int32_t>(slots_.size() - 1);
 }
 
+PreparedPlan::Binding PreparedPlan::bindingOf(const Val* val,
+                                              const std::unordered_map<const Val*, int32_t>& slot_of) const {
+  // Where the tensor's elements live: its own buffer, or (a view) the buffer of what it views.
+  const kernel::SegmentInputView view = kernel::segmentInputView(compiled_.plan, val);
+  auto it = slot_of.find(view.storage);
+  BRAZE_ASSERT(it != slot_of.end(), "{} is read before anything writes it", view.storage->name());
+  return {it->second, val, val->dtype(), view.layout.layout};
+}
+
 PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
                            const DeviceInfo& device, DeviceOps& ops) {
   compiled_ = planForDevice(fusion, inputs, options, device);
+  const bool host_memory = ops.hostMemory();
   int device_ordinal = 0;  // the inputs' (the FusionCache checks they share one)
   for (const DeviceValue& v : inputs) {
     if (const auto* t = std::get_if<DeviceTensor>(&v)) {
@@ -59,21 +70,39 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     }
   }
   const SegmentedFusion& plan = compiled_.plan;
+  for (const auto& val : plan.fusion->vals()) {
+    if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
+  }
   std::unordered_map<const Val*, int32_t> slot_of;
-  std::vector<CompileJob> jobs;
-  std::vector<int64_t> shared_bytes;
+  std::vector<KernelImage> images;
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
     const Val* in = plan.fusion->inputs()[i];
     if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
   }
   for (size_t s = 0; s < plan.segments.size(); ++s) {
     const Segment& segment = plan.segments[s];
-    if (segment.kind == SegmentKind::Alias) continue;  // views: resolved below, where outputs need them
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, compiled_.kernels[s].has_value(),
-                     "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
-                     "(numpy) inputs, on the CPU",
-                     segment.id, segment.exprs.empty() ? "" : opName(segment.exprs.front()->kind()),
-                     segment.refusals.empty() ? "no reason given" : segment.refusals.back().second);
+    if (segment.kind == SegmentKind::Alias) continue;  // views: resolved where kernels and outputs read them
+    if (!compiled_.kernels[s]) {
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
+                       "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
+                       "(numpy) inputs, on the CPU",
+                       segment.id, segment.exprs.empty() ? "" : opName(segment.exprs.front()->kind()),
+                       segment.refusals.empty() ? "no reason given" : segment.refusals.back().second);
+      HostStep step{static_cast<int64_t>(s), {}, {}};
+      for (const Val* in : segment.inputs) {
+        if (in->isTensor()) step.reads.push_back(bindingOf(in, slot_of));
+      }
+      for (const Val* out : segment.outputs) {
+        const StridedLayout layout = StridedLayout::rowMajor(plan.bound.sizesOf(out));
+        slot_of[out] = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
+        step.writes.push_back({slot_of[out], out, out->dtype(), layout});
+      }
+      Launch launch;
+      launch.host_step = static_cast<int32_t>(host_steps_.size());
+      host_steps_.push_back(std::move(step));
+      launches_.push_back(std::move(launch));
+      continue;
+    }
     const kernel::Kernel& k = *compiled_.kernels[s];
     Launch launch;
     launch.shape = {k.grid, k.block, k.shared_bytes};
@@ -96,27 +125,40 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     launched_kernels_.emplace_back(compiledKernelKey(source, k, device_ordinal), k.summary);
     CompileOptions compile = kernelCompileOptions(device.arch());
     compile.maxrregcount = k.maxrregcount;
-    jobs.push_back({std::move(source), k.name, compile});
-    shared_bytes.push_back(k.shared_bytes);
+    images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
     launch.words = kernel::argumentWords(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
     total_params_ += launch.slots.size() + launch.words.size();
     launches_.push_back(std::move(launch));
   }
   // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
-  const std::vector<CuFunction> functions = ops.load(jobs, shared_bytes);
-  for (size_t i = 0; i < launches_.size(); ++i) launches_[i].function = functions[i];
+  const std::vector<CuFunction> functions = ops.load(images);
+  for (size_t i = 0, f = 0; i < launches_.size(); ++i) {
+    if (launches_[i].host_step < 0) launches_[i].function = functions[f++];
+  }
+  std::unordered_map<const Val*, Binding> saved;  // outputs copied before an in-place update
+  if (!plan.fusion->outputAliases().empty()) {
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
+                     "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
+                     "not do yet; run it with host (numpy) inputs");
+    saved = addInPlaceUpdates(slot_of);
+  }
   for (const Val* out : plan.fusion->outputs()) {
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, out->isTensor(), "output {} is a scalar: the GPU path returns tensors only",
-                     out->name());
-    // Where the output's elements live: its own buffer, or (a view) the buffer of what it views.
-    const kernel::SegmentInputView view = kernel::segmentInputView(plan, out);
+    if (plan.fusion->outputAliases().count(const_cast<Val*>(out)) != 0) continue;  // written into its input
     Output o;
-    o.slot = slot_of.at(view.storage);
-    o.byte_offset = view.layout.layout.offset * sizeOf(out->dtype());
+    if (out->isScalar()) {
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory, "output {} is a scalar: the GPU path returns tensors only",
+                       out->name());
+      o.scalar = std::get<ScalarValue>(scalars_.at(out));
+      outputs_.push_back(std::move(o));
+      continue;
+    }
+    const Binding where = saved.count(out) != 0 ? saved.at(out) : bindingOf(out, slot_of);
+    o.slot = where.slot;
+    o.byte_offset = where.layout.offset * sizeOf(out->dtype());
     o.tensor.dtype = out->dtype();
-    o.tensor.sizes = view.layout.layout.sizes;
-    o.tensor.strides = view.layout.layout.strides;
+    o.tensor.sizes = where.layout.sizes;
+    o.tensor.strides = where.layout.strides;
     Slot& slot = slots_[o.slot];
     if (slot.kind == SlotKind::Buffer) {
       // A caller's allocator can provide the buffer when this output is all of it and the only one.
@@ -126,6 +168,65 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
       slot.returned = true;
     }
     outputs_.push_back(std::move(o));
+  }
+}
+
+std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceUpdates(
+    const std::unordered_map<const Val*, int32_t>& slot_of) {
+  const Fusion& fusion = *compiled_.plan.fusion;
+  // An output that views an input updated in place shows the value from before the update (as the
+  // reference evaluator returns it): such outputs are copied out first, into buffers of their own.
+  std::unordered_map<const Val*, Binding> saved;
+  std::vector<int32_t> updated;
+  for (const auto& [out, in] : fusion.outputAliases()) updated.push_back(slot_of.at(in));
+  for (const Val* out : fusion.outputs()) {
+    if (!out->isTensor() || fusion.outputAliases().count(const_cast<Val*>(out)) != 0) continue;
+    const Binding from = bindingOf(out, slot_of);
+    if (std::find(updated.begin(), updated.end(), from.slot) == updated.end()) continue;
+    const StridedLayout layout = StridedLayout::rowMajor(from.layout.sizes);
+    const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
+    Launch launch;
+    launch.host_step = static_cast<int32_t>(host_steps_.size());
+    host_steps_.push_back({-1, {from}, {{slot, out, out->dtype(), layout}}});
+    launches_.push_back(std::move(launch));
+    saved.emplace(out, host_steps_.back().writes[0]);
+  }
+  for (const auto& [out, in] : fusion.outputAliases()) {
+    const Binding from = bindingOf(out, slot_of), to = bindingOf(in, slot_of);
+    BRAZE_CHECK(from.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
+                out->name(), fmt::join(from.layout.sizes, ", "), in->name(), fmt::join(to.layout.sizes, ", "));
+    Launch launch;
+    launch.host_step = static_cast<int32_t>(host_steps_.size());
+    host_steps_.push_back({-1, {from}, {to}});
+    launches_.push_back(std::move(launch));
+  }
+  return saved;
+}
+
+void PreparedPlan::runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const {
+  auto tensorAt = [&](const Binding& b) {
+    void* base = reinterpret_cast<void*>(static_cast<uintptr_t>(pointers[b.slot]));
+    return HostTensor::wrap(base, b.dtype, b.layout.sizes, b.layout.strides).view(b.layout.sizes, b.layout.strides,
+                                                                                   b.layout.offset);
+  };
+  if (step.segment < 0) {
+    const HostTensor from = tensorAt(step.reads[0]);
+    HostTensor to = tensorAt(step.writes[0]);
+    forEachIndex(from.sizes(), [&](const std::vector<int64_t>& index) {
+      if (isFloating(from.dtype())) {
+        to.writeDouble(to.offsetOf(index), from.readDouble(from.offsetOf(index)));
+      } else {
+        to.writeInt(to.offsetOf(index), from.readInt(from.offsetOf(index)));
+      }
+    });
+    return;
+  }
+  std::unordered_map<const Val*, HostValue> values = scalars_;
+  for (const Binding& b : step.reads) values.insert_or_assign(b.val, tensorAt(b));
+  runSegmentOnReference(compiled_.plan.segments[step.segment], values);
+  for (const Binding& b : step.writes) {
+    const HostTensor& result = std::get<HostTensor>(values.at(b.val));
+    std::memcpy(tensorAt(b).data(), result.data(), static_cast<size_t>(result.numel() * sizeOf(b.dtype)));
   }
 }
 
@@ -199,7 +300,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
     };
     bool launched = false;
-    if (as_graph && launches_.size() > 1) {
+    if (as_graph && launches_.size() > 1 && host_steps_.empty()) {
       values.resize(total_params_);
       args.resize(total_params_);
       chain.clear();
@@ -214,7 +315,15 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     if (!launched) {
       values.resize(std::max(max_params_, values.size()));
       args.resize(values.size());
-      for (const Launch& launch : launches_) ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
+      for (const Launch& launch : launches_) {
+        if (launch.host_step >= 0) {
+          ops.enqueueHost(stream, [this, step = &host_steps_[launch.host_step], bound = pointers] {
+            runHostStep(*step, bound);
+          });
+        } else {
+          ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
+        }
+      }
     }
   } catch (...) {
     for (size_t i = 0; i < allocated; ++i) {
@@ -225,6 +334,12 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
   std::vector<DeviceOutput> outputs;
   outputs.reserve(outputs_.size());
   for (const Output& o : outputs_) {
+    if (o.scalar) {
+      DeviceOutput out;
+      out.scalar = o.scalar;
+      outputs.push_back(std::move(out));
+      continue;
+    }
     DeviceOutput out{o.tensor, nullptr, -1};
     out.tensor.data = pointers[o.slot] + static_cast<CuDevicePtr>(o.byte_offset);
     out.tensor.device = device;

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace braze::runtime {
@@ -28,8 +30,10 @@ size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel
 class PreparedPlan {
  public:
   // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
-  // `device`, and loads every kernel through `ops`. Throws for a plan the GPU cannot run yet: a
-  // segment no kernel scheduler accepts (a matmul), or a scalar output.
+  // `device`, and loads every kernel through `ops`. Steps without a kernel (a segment no kernel
+  // scheduler accepts, which the reference evaluator runs; an output written into an input in place;
+  // a scalar output) need a device whose memory the host reaches (DeviceOps::hostMemory): on a GPU
+  // they throw, naming the segment or output.
   PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
                const DeviceInfo& device, DeviceOps& ops);
 
@@ -63,19 +67,41 @@ class PreparedPlan {
     LaunchShape shape;
     std::vector<int32_t> slots;    // the slot each tensor parameter binds to
     std::vector<uint64_t> words;   // the scalar arguments after them (kernel::argumentWords)
+    int32_t host_step = -1;        // or: host_steps_[host_step], run on the host in stream order
+  };
+  // A tensor in a slot's memory: its layout in elements from the slot's address.
+  struct Binding {
+    int32_t slot = -1;
+    const Val* val = nullptr;
+    DataType dtype = DataType::Float;
+    StridedLayout layout;
+  };
+  // A step without a kernel: a segment the reference evaluator runs (`segment` >= 0), or a copy of
+  // reads[0] into writes[0] (an in-place update of an input, or an output saved before one).
+  struct HostStep {
+    int64_t segment = -1;
+    std::vector<Binding> reads, writes;
   };
   struct Output {
     int32_t slot = -1;
     int64_t byte_offset = 0;
     DeviceTensor tensor;  // dtype, sizes and strides (data is filled per run)
+    std::optional<ScalarValue> scalar;  // a scalar output: known when planned (scalars are in the signature)
   };
 
   int32_t addSlot(Slot slot);
+  Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
+  void runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const;
+  // Host steps that write outputs declared with alias_input into their inputs; returns the outputs
+  // copied out first because they view an input updated in place.
+  std::unordered_map<const Val*, Binding> addInPlaceUpdates(const std::unordered_map<const Val*, int32_t>& slot_of);
 
   kernel::CompiledPlan compiled_;
   std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
+  std::vector<HostStep> host_steps_;
+  std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, for host steps
   std::vector<Output> outputs_;
   size_t max_params_ = 0;
   size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once

@@ -1,9 +1,11 @@
-"""fd.execute and fd.explain. Host inputs (numpy): wraps numpy memory (no copy) as HostTensors, plans
-the fusion (bookending, segmentation) and runs the plan's kernels on the CPU simulator, returning numpy
-arrays / Python numbers. GPU inputs (torch, CuPy or JAX tensors on a CUDA device, through DLPack): the
-fusion's FusionCache runs it on that GPU, on the caller's stream (torch's or CuPy's current stream
-unless `stream=` is given), and returns tensors of the inputs' framework. Outputs that are views of an
-input (bookended meta ops) share its memory, as torch's views do.
+"""fd.execute and fd.explain, through one path: a FusionCache per fusion (and bookending policy), which
+maps an input signature to a prepared plan and runs it on a device. GPU inputs (torch, CuPy or JAX
+tensors on a CUDA device, through DLPack) run on that GPU, on the caller's stream (torch's or CuPy's
+current stream unless `stream=` is given), and come back as tensors of the inputs' framework. Host
+inputs (numpy arrays, CPU tensors) run on the simulated device (host memory, kernels run by the CPU
+simulator) planned for `target`: their memory is lent to it without a copy, and the outputs come back
+as numpy arrays / Python numbers. Outputs that are views of an input (bookended meta ops) share its
+memory, as torch's views do.
 
 Checked here, with the input's index in every message: what only Python can see (GPU objects,
 numpy dtypes braze lacks, read-only arrays updated in place). Everything the definition says about
@@ -63,8 +65,9 @@ def execute(fd, inputs, device, kwargs) -> list:
     args, copied = _host_args(fd, inputs)
     # The planner checks count, tensor-vs-scalar, dtype, rank, static and broadcast extents, stride 0
     # on expanded dims and the declared contiguity, naming the input's index.
-    outputs, sources = _C.execute(fd._fusion, args, _policy(bookend), _device_name(kwargs_device))
-    fd._last_cuda_code = "\n".join(sources)
+    cache = _host_cache(fd, _policy(bookend), _device_name(kwargs_device))
+    outputs = cache.run_host(args)
+    fd._last_host_cache = cache
     fd._last_run_was_gpu = False
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
@@ -124,6 +127,15 @@ def _readable(flat) -> list:
     """The inputs as DLPack exports them: torch refuses __dlpack__ on tensors that require grad, and
     braze only reads them."""
     return [x.detach() if getattr(x, "requires_grad", False) else x for x in flat]
+
+
+def _host_cache(fd, bookend, target):
+    """The fusion's cache on the simulated device, planning for `target` (one per policy and target)."""
+    caches = fd.__dict__.setdefault("_host_caches", {})
+    cache = caches.get((bookend, target))
+    if cache is None:
+        cache = caches[(bookend, target)] = _C.FusionCache(fd._fusion, bookend, simulate=target)
+    return cache
 
 
 def _gpu_cache(fd, bookend):
@@ -205,11 +217,11 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
     return outputs
 
 
-class GpuPlan:
-    """fd.explain for GPU inputs: the Plan for the inputs' GPU (its attributes are this object's),
-    plus what running them costs against the fusion's cache: `cache` is "hit" (a prepared plan),
-    "new launch parameters" (kernels compiled already, new grid and row counts) or "new kernel"
-    (a compile), and `cache_why` says why."""
+class CachedPlan:
+    """fd.explain's answer: the Plan for the inputs (its attributes are this object's), plus what
+    running them costs against the fusion's cache: `cache` is "hit" (a prepared plan), "new launch
+    parameters" (kernels compiled already, new grid and row counts) or "new kernel" (a compile), and
+    `cache_why` says why."""
 
     def __init__(self, plan, cache, cache_why):
         self.plan, self.cache, self.cache_why = plan, cache, cache_why
@@ -226,9 +238,10 @@ def explain(fd, inputs, bookend, target="h100"):
     if any(_on_cuda(x) for x in flat):
         # The inputs' own GPU decides the heuristics; `target` only names one for host inputs.
         plan, cache, why = _gpu_cache(fd, _policy(bookend)).explain(_readable(flat))
-        return GpuPlan(plan, cache, why)
+        return CachedPlan(plan, cache, why)
     args, _ = _host_args(fd, inputs)
-    return _C.explain(fd._fusion, args, _policy(bookend), _device_name(target))
+    plan, cache, why = _host_cache(fd, _policy(bookend), _device_name(target)).explain_host(args)
+    return CachedPlan(plan, cache, why)
 
 
 def reference(fd, inputs) -> list:

@@ -191,13 +191,11 @@ class FusionDefinition:
 
     def last_cuda_code(self, intrinsic_code=False, override_user_schedule=False) -> str:
         """The CUDA C++ of the kernels the last execute generated (one translation unit each)."""
-        gpu = self.__dict__.get("_last_gpu_cache")
-        if gpu is not None and self.__dict__.get("_last_run_was_gpu"):
-            return "\n".join(gpu.last_cuda_code())
-        code = getattr(self, "_last_cuda_code", None)
-        if code is None:
+        on_gpu = self.__dict__.get("_last_run_was_gpu")
+        cache = self.__dict__.get("_last_gpu_cache" if on_gpu else "_last_host_cache")
+        if cache is None:
             raise RuntimeError("last_cuda_code: nothing has been executed yet")
-        return code
+        return "\n".join(cache.last_cuda_code())
 
     # ---- introspection ---------------------------------------------------------------------------
     def fusion_ir(self) -> str:

@@ -1,11 +1,13 @@
-// Test helpers for generated kernels: run a fusion through the whole pipeline on the CPU simulator or
-// a GPU and compare with the reference evaluator within dtype-aware tolerances (kernels accumulate in
-// float where the reference uses float64, and CUDA's float math is not correctly rounded).
+// Test helpers for generated kernels: run a fusion through the whole execute path on the test device
+// (fusions/test_device.h: the simulated device, or a GPU) and compare with the reference evaluator
+// within dtype-aware tolerances (kernels accumulate in float where the reference uses float64, and
+// CUDA's float math is not correctly rounded).
 #pragma once
 
 #include "fusions/plan_util.h"
-#include "kernel/run_gpu.h"
+#include "fusions/test_device.h"
 #include "kernel/run_plan.h"
+#include "runtime/prepared_plan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc.h"
 
@@ -53,13 +55,14 @@ inline void expectClose(const std::vector<HostValue>& got, const std::vector<Hos
   }
 }
 
-// The whole pipeline on the simulator against the reference; returns the compiled plan.
-inline kernel::CompiledPlan expectSimulatorMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
-                                                   const kernel::ExecuteOptions& options = {}) {
-  kernel::CompiledPlan compiled;
-  const auto got = kernel::executeOnSimulator(fusion, inputs, options, &compiled);
-  expectClose(got, evaluate(fusion, inputs));
-  return compiled;
+// The fusion through a FusionCache on the test device (planned for options.device when it is the
+// simulated one), against the reference; returns the compiled plan that ran.
+inline kernel::CompiledPlan expectDeviceMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                                const kernel::ExecuteOptions& options = {}) {
+  const auto cache = testFusionCache(std::make_shared<Fusion>(fusion), options.plan, options.device);
+  const auto got = runOnTestDevice(*cache, inputs);
+  expectClose(got, evaluate(fusion, inputs), "on the " + testDevice().name() + " device");
+  return cache->lastPlan()->compiled();
 }
 
 // Constant scalar Vals: the sizes of a broadcast or expand.
@@ -80,15 +83,6 @@ inline std::string gpuUnavailableReason() {
   if (const std::string reason = ::braze::testing::gpuUnavailableReason(); !reason.empty()) { \
     GTEST_SKIP() << "GPU test skipped: " << reason;                                          \
   }
-
-// The whole pipeline on the GPU (compiled for the device it runs on) against the reference.
-inline kernel::CompiledPlan expectGpuMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
-                                             const kernel::ExecuteOptions& options = {}) {
-  kernel::CompiledPlan compiled;
-  const auto got = kernel::executeOnGpu(fusion, inputs, options, &compiled);
-  expectClose(got, evaluate(fusion, inputs));
-  return compiled;
-}
 
 // The one kernel of a plan (a test failure when there are several).
 inline const kernel::Kernel& onlyKernel(const kernel::CompiledPlan& compiled) {

@@ -68,7 +68,7 @@ TEST(IndexBounds, ValuesThatMayBeNegativeAreNotFolded) {
 TEST(IndexBounds, RopeReadsAWholeHeadDimWithoutABoundsTest) {
   const testing::KernelCase c =
       testing::ropeCase({.batch = 1, .seq = 6, .heads = 4, .groups = 2, .head = 16, .rope_n_elem = 16}, 3);
-  const auto compiled = testing::expectSimulatorMatches(*c.fusion, c.inputs);
+  const auto compiled = testing::expectDeviceMatches(*c.fusion, c.inputs);
   for (const auto& k : compiled.kernels) {
     if (!k) continue;
     const std::string full = emitCuda(*k), source = full.substr(full.find("__global__"));

@@ -8,7 +8,7 @@
 namespace braze {
 namespace {
 
-using testing::expectSimulatorMatches;
+using testing::expectDeviceMatches;
 using testing::ints;
 using testing::onlyKernel;
 using testing::randomInputs;
@@ -31,7 +31,7 @@ TEST(PointwiseSchedules, ABiasOverRowsGets2DTiles) {
       Val* b = broadcastInDim(bias, ints(f, c.x), dims);
       f.addOutput(cast(mul(add(cast(x, DataType::Float), cast(b, DataType::Float)), f.constant(2.0)), c.dtype));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 21, {c.x, {c.x.back()}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 21, {c.x, {c.x.back()}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_NE(k.summary.find("pointwise 2D"), std::string::npos) << k.summary;
     EXPECT_EQ(k.vectorize, c.vectorize) << k.summary;
@@ -46,7 +46,7 @@ TEST(PointwiseSchedules, AnInputBroadcastAlongTheFirstDimOnlyBreaksThere) {
     TensorView* y = defineTensor({-1, -1}, {true, true}, DataType::Float);
     f.addOutput(sub(x, broadcastInDim(y, ints(f, {6, 5, 8}), {1, 2})));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 22, {{6, 5, 8}, {5, 8}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 22, {{6, 5, 8}, {5, 8}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_NE(k.summary.find("rows = dims [0, 1)"), std::string::npos) << k.summary;
 }
@@ -59,7 +59,7 @@ TEST(PointwiseSchedules, NoBroadcastKeeps1DTiles) {
     TensorView* y = defineTensor({-1, -1}, {true, true}, DataType::Float);
     f.addOutput(add(x, y));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 23, {{9, 33}, {9, 33}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 23, {{9, 33}, {9, 33}}));
   EXPECT_EQ(onlyKernel(compiled).summary.find("2D"), std::string::npos) << onlyKernel(compiled).summary;
 }
 

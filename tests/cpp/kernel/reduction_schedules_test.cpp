@@ -13,7 +13,7 @@
 namespace braze {
 namespace {
 
-using testing::expectSimulatorMatches;
+using testing::expectDeviceMatches;
 using testing::ints;
 using testing::onlyKernel;
 using testing::randomInputs;
@@ -28,7 +28,7 @@ TEST(ReductionSchedules, FewLongRowsAreSplitAcrossBlocks) {
       TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
       f.addOutput(reduce(kind, x, {1}));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 11, {{3, 40001}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 11, {{3, 40001}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(says(k, "split over")) << k.summary;
     EXPECT_GT(k.grid[1], 1) << k.summary;
@@ -47,7 +47,7 @@ TEST(ReductionSchedules, GridReductionOfSeveralResultsWithAPerRowEpilogue) {
     f.addOutput(cast(add(mul(s, f.constant(0.5)), m), DataType::BFloat16));
     f.addOutput(s);
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 12, {{2, 1, 40000}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 12, {{2, 1, 40000}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_TRUE(says(k, "split over")) << k.summary;
   EXPECT_EQ(k.vectorize, 4) << k.summary;  // the float output s caps the vectors at 16 bytes of float
@@ -62,7 +62,7 @@ TEST(ReductionSchedules, GridReductionOfIntegersAndBooleans) {
     f.addOutput(reduce(OpKind::Any, binaryOp(OpKind::Gt, i, f.constant(int64_t{1}))->asTensor(), {1}));
     f.addOutput(reduce(OpKind::All, binaryOp(OpKind::Gt, i, f.constant(int64_t{-3}))->asTensor(), {1}));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 13, {{2, 20000}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 13, {{2, 20000}}));
   EXPECT_TRUE(says(onlyKernel(compiled), "split over")) << onlyKernel(compiled).summary;
 }
 
@@ -73,7 +73,7 @@ TEST(ReductionSchedules, OuterReductionOfManyRowsIsSplitAcrossBlocks) {
     TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
     f.addOutput(reduce(OpKind::Sum, x, {0}));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 14, {{20011, 8}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 14, {{20011, 8}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_TRUE(says(k, "outer reduction")) << k.summary;
   EXPECT_TRUE(says(k, "split over")) << k.summary;
@@ -92,7 +92,7 @@ TEST(ReductionSchedules, OuterReductionsAreVectorizedAlongTheKeptDims) {
       f.addOutput(v);
       f.addOutput(m);
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 15, {{37, 2, kept}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 15, {{37, 2, kept}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(says(k, "outer reduction")) << k.summary;
     // Float outputs (var, mean) cap the vectors at 4 lanes (16 bytes of float); 7 kept elements allow none.
@@ -110,7 +110,7 @@ TEST(ReductionSchedules, OuterNormalizationRunsAsAVectorizedReductionAndPointwis
     TensorView* m = reduce(OpKind::Sum, x, {0}, true);
     f.addOutput(sub(x, expand(m, ints(f, {29, 32}))));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 16, {{29, 32}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 16, {{29, 32}}));
   ASSERT_EQ(compiled.plan.kernelCount(), 2) << compiled.plan.toString();
   for (const auto& k : compiled.kernels) EXPECT_EQ(k->vectorize, 4) << k->summary;
 }
@@ -118,7 +118,7 @@ TEST(ReductionSchedules, OuterNormalizationRunsAsAVectorizedReductionAndPointwis
 TEST(ReductionSchedules, RowsTooLargeForRegistersStayInSharedMemory) {
   Fusion f;
   testing::defineLayerNorm(f, {.batch = 2, .seq = 1, .hidden = 40960});
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 17, {{2, 1, 40960}, {40960}, {40960}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 17, {{2, 1, 40960}, {40960}, {40960}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_TRUE(says(k, "inner persistent (shared memory)")) << k.summary;
   EXPECT_GT(k.shared_bytes, 48 * 1024) << k.summary;
@@ -136,7 +136,7 @@ TEST(ReductionSchedules, PersistentRowsInSharedMemoryWithATail) {
     TensorView* s = reduce(OpKind::Sum, e->asTensor(), {1}, true);
     f.addOutput(div(e, expand(s, ints(f, {2, 41011}))));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 18, {{2, 41011}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 18, {{2, 41011}}));
   EXPECT_TRUE(says(onlyKernel(compiled), "shared memory")) << onlyKernel(compiled).summary;
 }
 
@@ -168,7 +168,7 @@ TEST(ReductionSchedules, PersistentKernelsComputeCostlyValuesOnce) {
     f.addOutput(cast(mul(div(e, expand(s, ints(f, shape))), xf), DataType::BFloat16));
     f.addOutput(div(t, expand(weighted, ints(f, shape))));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 19, {{6, 333}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 19, {{6, 333}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_TRUE(says(k, "inner persistent")) << k.summary;
   EXPECT_EQ(countInKernel(k, "expf("), 1u) << kernel::emitCuda(k);
@@ -181,13 +181,13 @@ TEST(ReductionSchedules, PerRowValuesAreComputedOnceBeforeThePass) {
   // kernel went from 70 to 55 registers with it; nvrtc_corpus_test checks the registers).
   Fusion layer_norm;
   testing::defineLayerNorm(layer_norm, {.batch = 4, .seq = 3, .hidden = 1600});
-  const auto ln = expectSimulatorMatches(layer_norm, randomInputs(layer_norm, 20, {{4, 3, 1600}, {1600}, {1600}}));
+  const auto ln = expectDeviceMatches(layer_norm, randomInputs(layer_norm, 20, {{4, 3, 1600}, {1600}, {1600}}));
   const std::string ln_source = kernel::emitCuda(onlyKernel(ln));
   EXPECT_EQ(countInKernel(onlyKernel(ln), "braze_sqrt("), 1u) << ln_source;
   EXPECT_LT(ln_source.find("braze_sqrt("), ln_source.rfind("for (idx_t c0")) << ln_source;
 
   const testing::KernelCase softmax = testing::softmaxCase(9, 1000, DataType::BFloat16, false, 5);
-  const auto sm = expectSimulatorMatches(*softmax.fusion, softmax.inputs);
+  const auto sm = expectDeviceMatches(*softmax.fusion, softmax.inputs);
   const std::string sm_source = kernel::emitCuda(onlyKernel(sm));
   EXPECT_EQ(countInKernel(onlyKernel(sm), "braze_div((1.0f)"), 1u) << sm_source;
   EXPECT_LT(sm_source.find("braze_div((1.0f)"), sm_source.rfind("for (idx_t c0")) << sm_source;

@@ -223,7 +223,7 @@ TEST(ShapeGenericKernels, ANaNScalarReadTwiceIsOneArgument) {
   std::vector<HostValue> inputs = randomInputs(f, 5, {{40}, {40}});
   inputs.resize(2);
   inputs.push_back(ScalarValue{std::numeric_limits<double>::quiet_NaN()});
-  testing::expectSimulatorMatches(f, inputs);
+  testing::expectDeviceMatches(f, inputs);
 }
 
 // What may not be shared: sizes the heuristics or the index arithmetic depend on get their own source.

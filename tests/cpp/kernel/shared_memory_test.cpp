@@ -5,7 +5,6 @@
 #include "fusions/kernel_util.h"
 #include "ir/error.h"
 #include "kernel/cuda_emitter.h"
-#include "kernel/run_gpu.h"
 #include "kernel/simulator.h"
 #include "runtime/nvrtc.h"
 
@@ -95,25 +94,24 @@ TEST(SharedMemory, EmitsDynamicSharedMemoryThatNvrtcCompiles) {
   EXPECT_TRUE(compiled.log.empty()) << compiled.log;
 }
 
-// The same kernels on the GPU: shared arrays placed in dynamic shared memory, the launch's size, and
-// above 48 KiB the function attribute a launch needs (without it the launch fails).
-TEST(SharedMemory, GpuRunsStagedValuesAcrossABarrier) {
-  BRAZE_SKIP_WITHOUT_GPU();
+// The same kernels launched on the test device as plans launch them: on a GPU, shared arrays placed
+// in dynamic shared memory, the launch's size, and above 48 KiB the function attribute a launch needs
+// (without it the launch fails).
+TEST(SharedMemory, TestDeviceRunsStagedValuesAcrossABarrier) {
   const Kernel k = rotateThroughShared(128, 3, true);
   HostTensor in = testing::randomTensor(DataType::Float, {128}, 7);
   HostTensor out = HostTensor::empty(DataType::Float, {128});
-  runKernelOnGpu(k, {&in, &out});
+  testing::launchOnTestDevice(k, {&in, &out});
   expectRotated(in, out, 3);
 }
 
-TEST(SharedMemory, GpuRunsATileLargerThan48KiB) {
-  BRAZE_SKIP_WITHOUT_GPU();
+TEST(SharedMemory, TestDeviceRunsATileLargerThan48KiB) {
   const int64_t n = 16384;  // 64 KiB of floats, 64 per thread
   const Kernel k = rotateThroughShared(n, 1000, true, /*threads=*/256);
   ASSERT_EQ(k.shared_bytes, 64 * 1024);
   HostTensor in = testing::randomTensor(DataType::Float, {n}, 9);
   HostTensor out = HostTensor::empty(DataType::Float, {n});
-  runKernelOnGpu(k, {&in, &out});
+  testing::launchOnTestDevice(k, {&in, &out});
   expectRotated(in, out, 1000);
   HostTensor simulated = HostTensor::empty(DataType::Float, {n});
   simulate(k, {&in, &simulated});

@@ -17,7 +17,7 @@
 namespace braze {
 namespace {
 
-using testing::expectSimulatorMatches;
+using testing::expectDeviceMatches;
 using testing::ints;
 using testing::onlyKernel;
 using testing::randomInputs;
@@ -54,7 +54,7 @@ TEST(Transpose, SimpleTransposeIsTiledForManySizesAndDtypes) {
     for (auto [m, n] : shapes) {
       Fusion f;
       defineTranspose2d(f, dtype);
-      const auto compiled = expectSimulatorMatches(f, randomInputs(f, m * 7 + n, {{m, n}}));
+      const auto compiled = expectDeviceMatches(f, randomInputs(f, m * 7 + n, {{m, n}}));
       const kernel::Kernel& k = onlyKernel(compiled);
       EXPECT_TRUE(isTiled(k)) << toString(dtype) << " " << m << "x" << n << ": " << k.summary;
       EXPECT_NE(k.summary.find("dims (a=0, b=1), 1 staged input"), std::string::npos) << k.summary;
@@ -71,7 +71,7 @@ TEST(Transpose, SizeOneDimsKeepTheTileOnTheNonTrivialDims) {
       TensorView* x = defineTensor({1, -1, 1, -1}, {std::nullopt, true, std::nullopt, true}, DataType::Float);
       f.addOutput(unaryOp(OpKind::Neg, permute(x, {0, 3, 2, 1})));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 3, {{1, m, 1, n}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 3, {{1, m, 1, n}}));
     if (m > 1 && n > 1) {
       const kernel::Kernel& k = onlyKernel(compiled);
       EXPECT_TRUE(isTiled(k)) << k.summary;
@@ -92,7 +92,7 @@ TEST(Transpose, BatchedPermuteTimesTwoPlusBias) {
         Val* y = add(mul(permute(x, {0, 2, 1}), f.constant(2.0)), broadcastInDim(bias, ints(f, {b, n, m}), {2}));
         f.addOutput(cast(y, dtype));
       }
-      const auto compiled = expectSimulatorMatches(f, randomInputs(f, 5, {{b, m, n}, {m}}));
+      const auto compiled = expectDeviceMatches(f, randomInputs(f, 5, {{b, m, n}, {m}}));
       const kernel::Kernel& k = onlyKernel(compiled);
       EXPECT_TRUE(isTiled(k)) << k.summary;
       EXPECT_NE(k.summary.find("dims (a=1, b=2), 1 staged input"), std::string::npos) << k.summary;
@@ -109,7 +109,7 @@ TEST(Transpose, FourDimensionalPermutesWithBatchDims) {
       TensorView* x = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, DataType::BFloat16);
       f.addOutput(cast(unaryOp(OpKind::Exp, permute(x, order)), DataType::BFloat16));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 9, {{2, 5, 33, 12}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 9, {{2, 5, 33, 12}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(isTiled(k)) << fmt::format("{}: {}", order, k.summary);
     expectCompiles(compiled);
@@ -124,7 +124,7 @@ TEST(Transpose, RopeLikePermuteThatKeepsTheInnerDimStaysPointwise) {
     TensorView* x = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, DataType::BFloat16);
     f.addOutput(cast(mul(permute(x, {0, 2, 1, 3}), f.constant(0.5)), DataType::BFloat16));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 2, {{2, 6, 4, 16}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 2, {{2, 6, 4, 16}}));
   EXPECT_EQ(onlyKernel(compiled).summary.rfind("pointwise", 0), 0u) << onlyKernel(compiled).summary;
 }
 
@@ -142,7 +142,7 @@ TEST(Transpose, TransposedInputPlusContiguousInputAndBroadcastBias) {
     }
     std::vector<HostValue> inputs{columnMajor(DataType::Half, m, n, 1), testing::randomTensor(DataType::Float, {m, n}, 2),
                                   testing::randomTensor(DataType::Float, {m}, 3)};
-    const auto compiled = expectSimulatorMatches(f, inputs);
+    const auto compiled = expectDeviceMatches(f, inputs);
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(isTiled(k)) << k.summary;
     EXPECT_NE(k.summary.find("dims (a=0, b=1), 1 staged input"), std::string::npos) << k.summary;
@@ -158,7 +158,7 @@ TEST(Transpose, TwoTransposedInputsOfDifferentDtypesAreBothStaged) {
     TensorView* w = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
     f.addOutput(cast(mul(permute(x, {0, 2, 1}), permute(w, {0, 2, 1})), DataType::BFloat16));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 4, {{2, 45, 70}, {2, 45, 70}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 4, {{2, 45, 70}, {2, 45, 70}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_NE(k.summary.find("2 staged inputs"), std::string::npos) << k.summary;
 }
@@ -172,7 +172,7 @@ TEST(Transpose, PermuteFollowedByReshapeToTheOutput) {
       TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
       f.addOutput(mul(reshape(permute(x, {0, 2, 1}), ints(f, {2, 6, 7, 24})), f.constant(3.0)));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 6, {{2, 24, 42}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 6, {{2, 24, 42}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(isTiled(k)) << k.summary;
     EXPECT_NE(k.summary.find("dims (a=2, b=3)"), std::string::npos) << k.summary;
@@ -186,7 +186,7 @@ TEST(Transpose, PermuteFollowedByReshapeToTheOutput) {
       f.addOutput(cast(mul(reshape(permute(x, {0, 3, 1, 2}), ints(f, {2, 20, 35})), f.constant(3.0)),
                        DataType::BFloat16));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 7, {{2, 5, 7, 20}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 7, {{2, 5, 7, 20}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(isTiled(k)) << k.summary;
     expectCompiles(compiled);
@@ -203,7 +203,7 @@ TEST(Transpose, OutputsOfBothOrientationsEachStoreAlongTheirOwnInnerDim) {
       f.addOutput(mul(permute(x, {1, 0}), f.constant(2.0)));
       f.addOutput(add(x, f.constant(1.0)));
     }
-    const auto compiled = expectSimulatorMatches(f, randomInputs(f, 8, {{m, n}}));
+    const auto compiled = expectDeviceMatches(f, randomInputs(f, 8, {{m, n}}));
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_TRUE(isTiled(k)) << k.summary;
     expectCompiles(compiled);
@@ -220,7 +220,7 @@ TEST(Transpose, SeveralOutputsOfOneShapeShareTheStagedTile) {
     f.addOutput(cast(unaryOp(OpKind::Exp, xt), DataType::BFloat16));
     f.addOutput(cast(mul(xt, w), DataType::BFloat16));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 10, {{3, 19, 64}, {3, 64, 19}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 10, {{3, 19, 64}, {3, 64, 19}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_NE(k.summary.find("1 staged input"), std::string::npos) << k.summary;
   expectCompiles(compiled);
@@ -235,7 +235,7 @@ TEST(Transpose, SlicedAndPaddedTransposesStayCorrect) {
     TensorView* s = slice(x, ints(f, {1, 2}), ints(f, {40, 60}), ints(f, {1, 1}), false);
     f.addOutput(pad(mul(permute(s, {1, 0}), f.constant(2.0))->asTensor(), ints(f, {3, 1}), f.constant(0.0)));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 11, {{41, 63}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 11, {{41, 63}}));
   EXPECT_TRUE(isTiled(onlyKernel(compiled))) << onlyKernel(compiled).summary;
 }
 
@@ -248,7 +248,7 @@ TEST(Transpose, StridedTransposedReadFallsBackToPointwiseAndSaysWhy) {
     TensorView* s = slice(x, ints(f, {0, 0}), ints(f, {24, 40}), ints(f, {1, 2}), false);
     f.addOutput(mul(permute(s, {1, 0}), f.constant(2.0)));
   }
-  const auto compiled = expectSimulatorMatches(f, randomInputs(f, 12, {{24, 40}}));
+  const auto compiled = expectDeviceMatches(f, randomInputs(f, 12, {{24, 40}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_EQ(k.summary.rfind("transpose fell back to pointwise", 0), 0u) << k.summary;
   EXPECT_NE(k.summary.find("stride 1 along no other"), std::string::npos) << k.summary;

@@ -1,0 +1,160 @@
+#include "fusions/test_device.h"
+
+#include "ir/error.h"
+#include "kernel/cuda_emitter.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_kernel.h"
+#include "runtime/device_transfer.h"
+#include "runtime/nvrtc.h"
+#include "runtime/sim_device_ops.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace braze::testing {
+namespace {
+
+constexpr int64_t kAlignment = 256;
+
+class SimTestDevice final : public TestDevice {
+ public:
+  std::string name() const override { return "sim"; }
+  runtime::DeviceOps& ops() override { return ops_; }
+  DeviceInfo plannedFor(const DeviceInfo& simulated) const override { return simulated; }
+
+  Placed place(const std::vector<HostValue>& inputs) override {
+    Placed placed;
+    for (const HostValue& v : inputs) {
+      const auto* t = std::get_if<HostTensor>(&v);
+      if (t == nullptr) {
+        placed.values.push_back(std::get<ScalarValue>(v));
+        continue;
+      }
+      const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
+      const int64_t item = sizeOf(t->dtype());
+      const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t->data()) % kAlignment);
+      const int64_t pad = ((misalignment + span.lo * item) % kAlignment + kAlignment) % kAlignment;
+      const runtime::CuDevicePtr base = ops_.allocate(static_cast<size_t>(pad + (span.hi - span.lo) * item), nullptr);
+      const runtime::CuDevicePtr first = base + static_cast<uint64_t>(pad - span.lo * item);
+      std::memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
+                  static_cast<size_t>((span.hi - span.lo) * item));
+      placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
+      placed.keep.emplace_back(reinterpret_cast<void*>(base), [this, base](void*) { ops_.release(base, nullptr); });
+    }
+    return placed;
+  }
+
+  HostTensor fetch(const runtime::DeviceTensor& t) override {
+    ops_.synchronize(nullptr);
+    return HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t.data)), t.dtype, t.sizes, t.strides)
+        .contiguous();
+  }
+
+ private:
+  runtime::SimDeviceOps ops_;
+};
+
+class CudaTestDevice final : public TestDevice {
+ public:
+  std::string name() const override { return "cuda"; }
+  runtime::DeviceOps& ops() override { return runtime::cudaDeviceOps(0); }
+  DeviceInfo plannedFor(const DeviceInfo&) const override { return *queryDevice(0); }
+
+  Placed place(const std::vector<HostValue>& inputs) override {
+    Placed placed;
+    for (const HostValue& v : inputs) {
+      if (const auto* t = std::get_if<HostTensor>(&v)) {
+        auto uploaded = std::make_shared<runtime::UploadedTensor>(runtime::uploadToDevice(*t));
+        placed.values.push_back(uploaded->tensor);
+        placed.keep.push_back(std::move(uploaded));
+      } else {
+        placed.values.push_back(std::get<ScalarValue>(v));
+      }
+    }
+    return placed;
+  }
+
+  HostTensor fetch(const runtime::DeviceTensor& t) override { return runtime::downloadFromDevice(t); }
+};
+
+std::unique_ptr<TestDevice> chooseDevice() {
+  const char* chosen = std::getenv("BRAZE_TEST_DEVICE");
+  const std::string name = chosen == nullptr ? "" : chosen;
+  const bool gpu = runtime::cudaAvailable() && runtime::nvrtcAvailable();
+  if (name == "cuda" || (name.empty() && gpu)) {
+    if (!gpu) {
+      throw std::runtime_error("BRAZE_TEST_DEVICE=cuda, but " +
+                               (runtime::cudaAvailable() ? std::string("NVRTC was not found")
+                                                         : runtime::cudaUnavailableReason()));
+    }
+    return std::make_unique<CudaTestDevice>();
+  }
+  if (name.empty() || name == "sim") return std::make_unique<SimTestDevice>();
+  throw std::runtime_error("BRAZE_TEST_DEVICE=" + name + ": expected sim or cuda");
+}
+
+}  // namespace
+
+TestDevice& testDevice() {
+  static std::unique_ptr<TestDevice> device = chooseDevice();
+  return *device;
+}
+
+bool testDeviceIsGpu() { return testDevice().name() == "cuda"; }
+
+std::unique_ptr<runtime::FusionCache> testFusionCache(std::shared_ptr<const Fusion> fusion, const PlanOptions& options,
+                                                      const DeviceInfo& simulated) {
+  TestDevice& device = testDevice();
+  return std::make_unique<runtime::FusionCache>(std::move(fusion), options, &device.ops(), device.plannedFor(simulated));
+}
+
+std::vector<HostValue> runOnTestDevice(runtime::FusionCache& cache, const std::vector<HostValue>& inputs) {
+  TestDevice& device = testDevice();
+  const TestDevice::Placed placed = device.place(inputs);
+  const std::vector<runtime::DeviceOutput> outputs = cache.run(placed.values, nullptr, /*wait=*/true);
+  std::vector<HostValue> host;
+  for (const runtime::DeviceOutput& out : outputs) {
+    if (out.scalar) {
+      host.emplace_back(*out.scalar);
+    } else {
+      host.emplace_back(device.fetch(out.tensor));
+    }
+  }
+  return host;
+}
+
+void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>& tensors) {
+  BRAZE_ASSERT(tensors.size() == k.tensors.size(), "kernel {}: {} tensors for {} parameters", k.name, tensors.size(),
+               k.tensors.size());
+  TestDevice& device = testDevice();
+  runtime::DeviceOps& ops = device.ops();
+  runtime::DeviceScope scope(ops);
+  runtime::CompileOptions options = runtime::kernelCompileOptions(device.plannedFor(DeviceInfo::h100Sxm()).arch());
+  options.maxrregcount = k.maxrregcount;
+  const runtime::CuFunction function = ops.load({{&k, {kernel::emitCuda(k), k.name, options}, k.shared_bytes}})[0];
+  std::vector<HostValue> host;
+  for (HostTensor* t : tensors) host.emplace_back(*t);
+  const TestDevice::Placed placed = device.place(host);
+  std::vector<uint64_t> words;
+  for (const runtime::DeviceValue& v : placed.values) words.push_back(std::get<runtime::DeviceTensor>(v).data);
+  for (uint64_t w : kernel::argumentWords(k)) words.push_back(w);
+  std::vector<void*> args;
+  for (uint64_t& w : words) args.push_back(&w);
+  ops.launch(function, {k.grid, k.block, k.shared_bytes}, args.data(), nullptr);
+  ops.synchronize(nullptr);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const HostTensor back = device.fetch(std::get<runtime::DeviceTensor>(placed.values[i]));
+    HostTensor& t = *tensors[i];
+    int64_t next = 0;
+    forEachIndex(t.sizes(), [&](const std::vector<int64_t>& index) {
+      if (isFloating(t.dtype())) {
+        t.writeDouble(t.offsetOf(index), back.readDouble(next++));
+      } else {
+        t.writeInt(t.offsetOf(index), back.readInt(next++));
+      }
+    });
+  }
+}
+
+}  // namespace braze::testing
