@@ -18,6 +18,7 @@ build: $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: deps build
+	$(PYTHON) tools/check_layering.py
 	$(BUILD_DIR)/braze_tests --gtest_brief=1
 	$(PYTHON) -m pytest -q tests/python
 

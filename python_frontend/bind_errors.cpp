@@ -2,7 +2,7 @@
 // message unchanged (it already names the op, the operand and what was expected).
 #include "bindings.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace nb = nanobind;
 

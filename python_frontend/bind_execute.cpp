@@ -9,7 +9,7 @@
 #include "host_values.h"
 #include "scalar_value.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/evaluator.h"
 
 #include <nanobind/ndarray.h>

@@ -6,11 +6,11 @@
 #include "host_values.h"
 #include "torch_tensors.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "passes/mark_aliases_prepare.h"
-#include "runtime/config_report.h"
-#include "runtime/fusion_cache.h"
-#include "runtime/host_execute.h"
+#include "exec/config_report.h"
+#include "exec/fusion_cache.h"
+#include "exec/host_execute.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>

@@ -7,7 +7,7 @@
 #include "bindings.h"
 #include "scalar_value.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 
 #include <nanobind/stl/optional.h>

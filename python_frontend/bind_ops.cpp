@@ -4,7 +4,7 @@
 // nvFuser's overloads and keyword names) happens in braze/ops.py.
 #include "bindings.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 
 #include <nanobind/stl/optional.h>

@@ -5,9 +5,9 @@
 #include "host_values.h"
 #include "scalar_value.h"
 
-#include "ir/dump.h"
-#include "kernel/cuda_emitter.h"
-#include "kernel/run_plan.h"
+#include "support/dump.h"
+#include "codegen/cuda_emitter.h"
+#include "exec/plan_kernels.h"
 #include "segmenter/explain.h"
 
 #include <nanobind/stl/optional.h>

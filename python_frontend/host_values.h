@@ -2,7 +2,7 @@
 // Shared by plain evaluation (bind_execute.cpp) and planned execution (bind_plan.cpp).
 #pragma once
 
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <nanobind/nanobind.h>
 

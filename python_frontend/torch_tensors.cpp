@@ -1,6 +1,6 @@
 #include "torch_tensors.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <Python.h>
 

@@ -4,7 +4,7 @@
 // where the caller's code has put it.
 #pragma once
 
-#include "runtime/device_tensor.h"
+#include "device/device_tensor.h"
 
 #include <nanobind/nanobind.h>
 

@@ -2,11 +2,12 @@
 // allocation and kernel launches, with the device operations replaced by no-ops (NoOpDeviceOps), so
 // it runs without a GPU. Target: under 1 us per execute of the one-kernel seed layer_norm. The GPU
 // comparison with a bare cuLaunchKernel is in benchmarks/python (it needs a device).
+#include "device/cuda/query_device.h"
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
-#include "runtime/device_buffer.h"
-#include "runtime/fusion_cache.h"
-#include "runtime/host_execute.h"
+#include "device/cuda/device_buffer.h"
+#include "exec/fusion_cache.h"
+#include "exec/host_execute.h"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

@@ -4,9 +4,9 @@
 // targets: a one-kernel fusion's first execute in at most 150 ms cold, 2 ms with the disk cache warm.
 // Needs NVRTC (no GPU); without it the benchmarks report an error and do not run.
 #include "fusions/kernel_corpus.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/sha256.h"
+#include "codegen/cuda_emitter.h"
+#include "device/kernel_cache.h"
+#include "support/sha256.h"
 
 #include <benchmark/benchmark.h>
 

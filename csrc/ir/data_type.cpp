@@ -1,6 +1,6 @@
 #include "ir/data_type.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <array>
 #include <limits>

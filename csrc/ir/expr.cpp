@@ -1,6 +1,6 @@
 #include "ir/expr.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/val.h"
 
 #include <algorithm>

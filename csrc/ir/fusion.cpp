@@ -1,6 +1,6 @@
 #include "ir/fusion.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <set>

@@ -3,7 +3,7 @@
 // record is a braze::Error with a message rather than a crash later in a pass or the printer.
 #include "ir/json.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <nlohmann/json.hpp>
 

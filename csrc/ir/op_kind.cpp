@@ -1,6 +1,6 @@
 #include "ir/op_kind.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // Builders that move or create data: pad, cat, full, iota, and the definitions of fusion inputs.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

@@ -1,5 +1,5 @@
 // Indexing builders (index_select, gather, take_along_axis) and matmul/linear.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

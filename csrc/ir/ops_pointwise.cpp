@@ -1,5 +1,5 @@
 // Elementwise builders: unary, binary, ternary ops and cast, with PyTorch's type promotion.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

@@ -1,6 +1,6 @@
 // Quantize / dequantize builders: first-class ops (not cast+mul chains) so the segmenter can fuse
 // them into GEMM prologues and epilogues through meta-op chains (the MIGraphX seed).
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

@@ -1,6 +1,6 @@
 // Reduction builders: sum/prod/max/min/any/all, var, var_mean, welford. Reduced dims stay in the
 // output's domain as Reduction dims (not in its logical shape), or become broadcast dims with keepdim.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

@@ -1,6 +1,6 @@
 // Meta-op builders (views of memory): broadcast, broadcast_in_dim, expand, reshape, permute, squeeze,
 // slice, set, segment_set.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
 

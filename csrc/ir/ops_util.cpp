@@ -1,6 +1,6 @@
 #include "ir/ops_util.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace braze::detail {
 

@@ -1,6 +1,6 @@
 #include "ir/val.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/fusion.h"
 
 #include <cmath>

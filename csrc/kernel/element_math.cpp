@@ -1,6 +1,6 @@
 #include "kernel/element_math.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/pointwise_math.h"
 
 #include <algorithm>

@@ -1,7 +1,6 @@
 #include "kernel/kernel_ir.h"
 
-#include "ir/error.h"
-#include "kernel/cuda_ops.h"
+#include "support/error.h"
 
 #include <bit>
 #include <cstring>
@@ -18,6 +17,12 @@ std::string_view toString(ReduceOp op) {
     case ReduceOp::All: return "all";
   }
   return "?";
+}
+
+DataType computeTypeOf(DataType dtype) {
+  BRAZE_ASSERT(dtype != DataType::Null, "computeTypeOf(Null)");
+  if (isFloating(dtype)) return dtype == DataType::Double ? DataType::Double : DataType::Float;
+  return isBool(dtype) ? DataType::Bool : DataType::Int64;
 }
 
 OpKind combineOf(ReduceOp op) {

@@ -101,6 +101,10 @@ struct Stmt {
   std::vector<Stmt> body, orelse;
 };
 
+// The type kernels hold a value of `dtype` in: Float for Half/BFloat16/Float/fp8, Double, Int64 for
+// every integer type, Bool.
+DataType computeTypeOf(DataType dtype);
+
 struct TensorParam {
   std::string name;       // "T3"
   DataType dtype = DataType::Float;

@@ -1,6 +1,6 @@
 #include "kernel/simulator.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "kernel/element_math.h"
 
 #include <cmath>

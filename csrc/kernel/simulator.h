@@ -8,7 +8,7 @@
 #pragma once
 
 #include "kernel/kernel_ir.h"
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <vector>
 

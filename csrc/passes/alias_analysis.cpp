@@ -1,6 +1,6 @@
 #include "passes/alias_analysis.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/shape_rules.h"
 #include "ir/val.h"
 
@@ -9,13 +9,7 @@
 namespace braze {
 namespace {
 
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * std::max<int64_t>(sizes[d + 1], 1);
-  }
-  return strides;
-}
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& sizes) { return StridedLayout::rowMajor(sizes).strides; }
 
 ViewResult notAView(std::vector<int64_t> sizes, std::string reason) {
   ViewResult r;
@@ -71,19 +65,6 @@ ViewResult reshapeView(const Expr& expr, const StridedLayout& given, std::vector
 }
 
 }  // namespace
-
-StridedLayout StridedLayout::rowMajor(std::vector<int64_t> sizes) {
-  StridedLayout layout;
-  layout.strides = rowMajorStrides(sizes);
-  layout.sizes = std::move(sizes);
-  return layout;
-}
-
-int64_t StridedLayout::numel() const {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
-}
 
 ViewResult viewThrough(const Expr& expr, const StridedLayout& in, const std::vector<int64_t>& scalars) {
   const int64_t rank = static_cast<int64_t>(in.sizes.size());

@@ -5,23 +5,13 @@
 #pragma once
 
 #include "ir/expr.h"
+#include "ir/strided_layout.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace braze {
-
-// Sizes, strides and offset in elements, like a torch tensor's view of its storage.
-struct StridedLayout {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-
-  static StridedLayout rowMajor(std::vector<int64_t> sizes);
-  int64_t numel() const;
-  bool operator==(const StridedLayout&) const = default;
-};
 
 struct ViewResult {
   StridedLayout layout;  // when not a view: the sizes, with row-major strides of a fresh copy

@@ -1,6 +1,6 @@
 #include "passes/bind_shapes.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/evaluator.h"
 #include "reference/input_check.h"
 

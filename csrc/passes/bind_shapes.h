@@ -6,7 +6,7 @@
 
 #include "ir/fusion.h"
 #include "passes/alias_analysis.h"
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <unordered_map>
 #include <vector>

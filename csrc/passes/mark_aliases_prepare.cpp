@@ -1,11 +1,11 @@
 #include "passes/mark_aliases_prepare.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
 #include "passes/alias_analysis.h"
 #include "passes/bookend_cost.h"
-#include "scheduler/vectorization.h"
+#include "ir/strided_layout.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // Helpers shared by the evaluator's per-category files.
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/eval_ops.h"
 
 #include <cstring>

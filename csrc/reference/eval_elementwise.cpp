@@ -1,5 +1,5 @@
 // Elementwise ops (unary, binary, ternary, cast) with broadcasting over equal-rank operands.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"

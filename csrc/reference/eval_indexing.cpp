@@ -1,5 +1,5 @@
 // index_select, gather, take_along_axis, matmul and linear on the reference evaluator.
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"
 

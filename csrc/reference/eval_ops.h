@@ -4,7 +4,7 @@
 
 #include "ir/expr.h"
 #include "ir/val.h"
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <vector>
 

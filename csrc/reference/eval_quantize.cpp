@@ -1,7 +1,7 @@
 // quantize / dequantize per tensor, per channel and per block, on the reference evaluator.
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/eval_ops.h"
-#include "reference/numerics.h"
+#include "ir/numerics.h"
 #include "reference/pointwise_math.h"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Reductions (sum, prod, max, min, any, all) and statistics (var, var_mean, welford), accumulated
 // exactly (float64 or int64) and rounded once to the output type.
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"
 

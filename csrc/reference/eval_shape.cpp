@@ -1,6 +1,6 @@
 // Meta ops evaluate to views of their operand's storage (strides and offset, no copy), as bookending
 // will do on the GPU; pad and cat build new tensors; size reads a shape.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/shape_rules.h"
 #include "reference/eval_ops.h"
 #include "reference/pointwise_math.h"

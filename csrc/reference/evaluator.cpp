@@ -2,7 +2,7 @@
 // and returns the outputs.
 #include "reference/evaluator.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "reference/eval_ops.h"
 #include "reference/input_check.h"
 

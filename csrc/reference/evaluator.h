@@ -4,7 +4,7 @@
 #pragma once
 
 #include "ir/fusion.h"
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <unordered_map>
 #include <vector>

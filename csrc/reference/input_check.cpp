@@ -1,6 +1,6 @@
 #include "reference/input_check.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <numeric>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ir/fusion.h"
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <vector>
 

@@ -1,7 +1,7 @@
 #include "reference/pointwise_math.h"
 
-#include "ir/error.h"
-#include "reference/numerics.h"
+#include "support/error.h"
+#include "ir/numerics.h"
 
 #include <algorithm>
 #include <cmath>

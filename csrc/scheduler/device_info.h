@@ -13,7 +13,7 @@ namespace braze {
 // The heuristics' choices that only timings on the GPU can settle, with the values measured best on an
 // H100 (stop 9's sweep of the bf16 16384x4096 norms and softmax). A DeviceInfo carries them because
 // the best values are a GPU's; `benchmarks/python/compare.py --sweep` times others, and BRAZE_TUNING
-// overrides them for the GPU the driver reports (queryDevice), for experiments.
+// overrides them for the GPU the driver reports (device/cuda/query_device.h), for experiments.
 struct HeuristicTuning {
   int64_t block_threads = 128;        // threads per block of pointwise and reduction kernels (a power of two)
   int64_t max_chunks_per_thread = 4;  // inner reductions: vector chunks a thread walks per row, at most
@@ -61,10 +61,5 @@ struct DeviceInfo {
   // "h100", "h200", "a100", "l4" (case-insensitive); nullopt for any other name.
   static std::optional<DeviceInfo> preset(std::string_view name);
 };
-
-// The device `ordinal` as the CUDA driver describes it (runtime/cuda_driver.h), with the tuning of
-// $BRAZE_TUNING ("key=value,..."; see HeuristicTuning) when it is set; nullopt when there is no
-// driver, no device, or no device with that ordinal.
-std::optional<DeviceInfo> queryDevice(int ordinal = 0);
 
 }  // namespace braze

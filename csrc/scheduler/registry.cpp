@@ -1,6 +1,6 @@
 #include "scheduler/registry.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/fusion.h"
 
 #include <array>

@@ -5,7 +5,7 @@
 // over the group's exprs.
 #pragma once
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "passes/bind_shapes.h"
 
 #include <optional>

@@ -1,7 +1,7 @@
 #include "segmenter/explain.h"
 
-#include "ir/dump.h"
-#include "ir/error.h"
+#include "support/dump.h"
+#include "support/error.h"
 #include "reference/evaluator.h"
 #include "segmenter/segmenter.h"
 

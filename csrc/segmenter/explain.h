@@ -2,7 +2,7 @@
 // anything. C++ `explain` and Python `fd.explain(inputs)` return it; execute runs it.
 #pragma once
 
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 #include "segmenter/segmented_fusion.h"
 
 #include <unordered_map>

@@ -1,7 +1,7 @@
 // SegmentedFusion's queries and its two printed forms: a table for people, Graphviz for pictures.
 #include "segmenter/segmented_fusion.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace braze {
 namespace {

@@ -1,6 +1,6 @@
 #include "segmenter/segmenter.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 #include "passes/alias_analysis.h"
 
 #include <algorithm>

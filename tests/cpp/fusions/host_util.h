@@ -1,7 +1,7 @@
 // Test helpers: host tensors from values, values from host tensors, random inputs.
 #pragma once
 
-#include "reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 #include <cstdint>
 #include <random>

@@ -6,10 +6,10 @@
 
 #include "fusions/plan_util.h"
 #include "fusions/test_device.h"
-#include "kernel/run_plan.h"
-#include "runtime/prepared_plan.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/nvrtc.h"
+#include "exec/plan_kernels.h"
+#include "exec/prepared_plan.h"
+#include "device/cuda/cuda_driver.h"
+#include "device/cuda/nvrtc.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,13 @@
 #include "fusions/test_device.h"
+#include "device/cuda/query_device.h"
 
-#include "ir/error.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/cuda_kernel.h"
-#include "runtime/device_transfer.h"
-#include "runtime/nvrtc.h"
-#include "runtime/sim_device_ops.h"
+#include "support/error.h"
+#include "codegen/cuda_emitter.h"
+#include "device/cuda/cuda_driver.h"
+#include "device/cuda/cuda_kernel.h"
+#include "device/cuda/device_transfer.h"
+#include "device/cuda/nvrtc.h"
+#include "device/sim/sim_device_ops.h"
 
 #include <cstdlib>
 #include <cstring>

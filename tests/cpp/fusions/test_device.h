@@ -4,10 +4,10 @@
 // the FusionCache and PreparedPlan on it, so the GPU suite is these tests, not a copy of them.
 #pragma once
 
-#include "reference/host_tensor.h"
-#include "runtime/device_ops.h"
-#include "runtime/device_tensor.h"
-#include "runtime/fusion_cache.h"
+#include "ir/host_tensor.h"
+#include "device/device_ops.h"
+#include "device/device_tensor.h"
+#include "exec/fusion_cache.h"
 #include "scheduler/device_info.h"
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Shape and type inference of the op builders, and the errors they raise for bad definitions.
 #include "fusions/layer_norm.h"
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 
 #include <gtest/gtest.h>

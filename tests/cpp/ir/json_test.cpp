@@ -1,6 +1,6 @@
 // Fusion <-> JSON: a corpus with every OpKind round-trips to identical printouts and an identical
 // record, and each kind of malformed record is a braze::Error that says what is wrong.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/json.h"
 #include "ir/ops.h"
 

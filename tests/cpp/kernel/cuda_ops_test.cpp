@@ -2,9 +2,9 @@
 // Every op, over every dtype combination its builder accepts, must emit code nvcc compiles without a
 // warning, and the simulator must store bit for bit what the reference evaluator stores, NaN, inf,
 // -0.0, integer wrap-around and float -> integer saturation included.
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
-#include "kernel/cuda_ops.h"
+#include "codegen/cuda_ops.h"
 #include "kernel/element_math.h"
 #include "reference/evaluator.h"
 #include "reference/pointwise_math.h"

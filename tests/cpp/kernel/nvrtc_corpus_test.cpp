@@ -2,9 +2,9 @@
 // where the heuristics vectorize by 16 bytes the SASS has 128-bit global loads and stores.
 // No GPU is needed: NVRTC and cuobjdump run on any machine with the toolkit.
 #include "fusions/kernel_corpus.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/nvrtc.h"
-#include "runtime/sass.h"
+#include "codegen/cuda_emitter.h"
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/sass.h"
 
 #include <gtest/gtest.h>
 

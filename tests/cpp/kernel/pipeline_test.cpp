@@ -2,9 +2,9 @@
 // against the reference evaluator, on the small kernel corpus (fusions/kernel_corpus.h): the acceptance
 // fusions (seed layer_norm, litGPT RoPE, softmax) and the layouts that break kernels.
 #include "fusions/kernel_corpus.h"
-#include "runtime/host_execute.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/nvrtc.h"
+#include "exec/host_execute.h"
+#include "codegen/cuda_emitter.h"
+#include "device/cuda/nvrtc.h"
 
 #include <gtest/gtest.h>
 

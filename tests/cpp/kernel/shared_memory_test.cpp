@@ -3,10 +3,10 @@
 // barrier (lockstep execution would otherwise hide the missing barrier); the emitter places the
 // arrays in dynamic shared memory, which NVRTC compiles.
 #include "fusions/kernel_util.h"
-#include "ir/error.h"
-#include "kernel/cuda_emitter.h"
+#include "support/error.h"
+#include "codegen/cuda_emitter.h"
 #include "kernel/simulator.h"
-#include "runtime/nvrtc.h"
+#include "device/cuda/nvrtc.h"
 
 #include <gtest/gtest.h>
 

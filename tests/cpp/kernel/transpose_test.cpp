@@ -6,9 +6,9 @@
 // compile with NVRTC without a warning; the simple transpose's SASS has the loads the design predicts.
 #include "fusions/kernel_util.h"
 #include "ir/ops.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/nvrtc.h"
-#include "runtime/sass.h"
+#include "codegen/cuda_emitter.h"
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/sass.h"
 
 #include <gtest/gtest.h>
 

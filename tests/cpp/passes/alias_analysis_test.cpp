@@ -2,7 +2,7 @@
 // per-tensor vectorization that bookending's cost model reads.
 #include "ir/ops.h"
 #include "passes/alias_analysis.h"
-#include "scheduler/vectorization.h"
+#include "ir/strided_layout.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // semantics, any input layout. The evaluator is the oracle, so these tests pin its meaning.
 #include "fusions/host_util.h"
 #include "fusions/layer_norm.h"
-#include "ir/error.h"
+#include "support/error.h"
 #include "ir/ops.h"
 #include "reference/evaluator.h"
 

@@ -1,4 +1,4 @@
-#include "reference/numerics.h"
+#include "ir/numerics.h"
 
 #include <gtest/gtest.h>
 

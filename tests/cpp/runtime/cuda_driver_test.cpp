@@ -1,9 +1,10 @@
 // The CUDA driver loader: without a driver it says so (and that host inputs run on the simulator)
 // instead of failing to load; with one, errors name the call and the driver's error, and device
 // memory round-trips.
-#include "ir/error.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device_buffer.h"
+#include "device/cuda/query_device.h"
+#include "support/error.h"
+#include "device/cuda/cuda_driver.h"
+#include "device/cuda/device_buffer.h"
 #include "scheduler/device_info.h"
 
 #include <gtest/gtest.h>

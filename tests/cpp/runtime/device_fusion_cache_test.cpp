@@ -5,7 +5,7 @@
 // second placement whose other addresses the graph must be updated with), outputs compared with the
 // reference evaluator.
 #include "fusions/kernel_corpus.h"
-#include "runtime/fusion_cache.h"
+#include "exec/fusion_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // outputs that are views of inputs, and the errors for inputs it cannot run. GPU runs of the same
 // path are in gpu_fusion_cache_test.cpp.
 #include "fusions/kernel_corpus.h"
-#include "runtime/fusion_cache.h"
+#include "exec/fusion_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // or options compiles anew; a damaged entry is recompiled and rewritten; an unusable directory leaves
 // only the memory cache; threads asking at once get correct cubins, sharing compiles; and processes
 // starting together on one directory compile each kernel once.
-#include "ir/error.h"
-#include "runtime/kernel_cache.h"
+#include "support/error.h"
+#include "device/kernel_cache.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>

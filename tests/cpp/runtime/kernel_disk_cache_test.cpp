@@ -2,7 +2,7 @@
 // miss with a warning (never a crash, never another key's cubin), the directories it makes are private,
 // an entry's lock excludes other holders, an unusable directory turns writing off without an error, and
 // the environment picks the directory.
-#include "runtime/kernel_disk_cache.h"
+#include "device/kernel_disk_cache.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>

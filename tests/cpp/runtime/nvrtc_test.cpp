@@ -1,9 +1,9 @@
 // NVRTC compilation of generated CUDA C++ and the SASS it becomes: vectorized bf16 copies must turn
 // into 128-bit global loads and stores on sm_80 and sm_90, and a broken kernel must fail loudly with
 // its log and a saved copy of its source. Skips where NVRTC (or cuobjdump, for SASS) is missing.
-#include "ir/error.h"
-#include "runtime/nvrtc.h"
-#include "runtime/sass.h"
+#include "support/error.h"
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/sass.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>

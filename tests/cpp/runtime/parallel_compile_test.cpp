@@ -1,7 +1,7 @@
 // A plan's kernels compiled at once (no GPU needed): results come back in the jobs' order, and a
 // broken kernel is reported by name only after the others have finished and been cached.
-#include "ir/error.h"
-#include "runtime/parallel_compile.h"
+#include "support/error.h"
+#include "device/parallel_compile.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // SHA-256 against the FIPS 180-4 examples, and the incremental form against the one-shot one across
 // every split of a message that crosses block boundaries (padding bugs live at 55, 56 and 64 bytes).
-#include "runtime/sha256.h"
+#include "support/sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -4,9 +4,9 @@
 // with the arguments they were updated with, and runs a plan's host steps (segments no scheduler
 // accepts, in-place updates, scalar outputs) in stream order.
 #include "fusions/kernel_corpus.h"
-#include "kernel/cuda_emitter.h"
-#include "runtime/host_execute.h"
-#include "runtime/sim_device_ops.h"
+#include "codegen/cuda_emitter.h"
+#include "exec/host_execute.h"
+#include "device/sim/sim_device_ops.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The heuristics as pure functions of a described device and a problem summary: no GPU, no fusion.
-#include "ir/error.h"
+#include "support/error.h"
 #include "scheduler/heuristics.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,257 @@
+#include "codegen/cuda_emitter.h"
+
+#include "support/error.h"
+#include "codegen/cuda_ops.h"
+
+#include <fmt/format.h>
+
+namespace braze::kernel {
+namespace {
+
+// Shared by every kernel: an aligned vector type (so one access is one 8- or 16-byte instruction) and a
+// block reduction over threadIdx.x or threadIdx.y. Threads with the same threadIdx.y are consecutive
+// lanes of a warp, so an x-reduction of up to 32 threads is a shuffle butterfly, and one over whole
+// warps a butterfly per warp and a pass over the warps' results; otherwise a tree in shared memory.
+constexpr std::string_view kKernelPreamble = R"(
+template <typename T, int N>
+struct __align__(sizeof(T) * N) BrazeVec {
+  T v[N];
+};
+
+template <typename T> struct BrazeIsBool { static constexpr bool value = false; };
+template <> struct BrazeIsBool<bool> { static constexpr bool value = true; };
+
+template <int BX, int BY, int AXIS, typename T, typename F>
+__device__ __forceinline__ T braze_block_reduce(T v, F combine) {
+  if constexpr (AXIS == 0 && BX <= 32 && !BrazeIsBool<T>::value) {
+#pragma unroll
+    for (int offset = BX / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset, BX));
+    return v;
+  } else if constexpr (AXIS == 0 && BX % 32 == 0 && !BrazeIsBool<T>::value) {
+    // Whole warps along x: a butterfly in each warp, then every thread combines its row's warp
+    // results from shared memory (broadcast reads): two barriers instead of one per tree level.
+    constexpr int W = BX / 32;
+    __shared__ T warp_results[BY * W];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (threadIdx.x % 32 == 0) warp_results[threadIdx.y * W + threadIdx.x / 32] = v;
+    __syncthreads();
+    T result = warp_results[threadIdx.y * W];
+#pragma unroll
+    for (int w = 1; w < W; ++w) result = combine(result, warp_results[threadIdx.y * W + w]);
+    __syncthreads();
+    return result;
+  } else {
+    __shared__ T smem[BX * BY];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int n = AXIS == 0 ? BX : BY;
+    const int m = AXIS == 0 ? tx : ty;
+    smem[ty * BX + tx] = v;
+    __syncthreads();
+    for (int step = 1; step < n; step *= 2) {
+      if (m % (2 * step) == 0 && m + step < n) {
+        const int partner = AXIS == 0 ? ty * BX + tx + step : (ty + step) * BX + tx;
+        smem[ty * BX + tx] = combine(smem[ty * BX + tx], smem[partner]);
+      }
+      __syncthreads();
+    }
+    const T result = AXIS == 0 ? smem[ty * BX] : smem[tx];
+    __syncthreads();
+    return result;
+  }
+}
+)";
+
+class Emitter {
+ public:
+  explicit Emitter(const Kernel& k) : k_(k) {}
+
+  std::string run() {
+    std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
+    out += cudaOpsPreamble(usesFp8());
+    out += kKernelPreamble;
+    out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
+    std::vector<std::string> params;
+    for (const TensorParam& t : k_.tensors) {
+      const bool written = t.output || t.workspace;
+      params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", cudaStorageTypeName(t.dtype),
+                                   t.name));
+    }
+    for (const ScalarArgument& a : k_.arguments) {
+      params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : cudaComputeTypeName(a.dtype),
+                                   a.name));
+    }
+    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
+                       fmt::join(params, ", "));
+    body_ = &out;
+    // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
+    // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
+    if (k_.shared_bytes > 0) line(1, "extern __shared__ __align__(16) unsigned char braze_smem[];");
+    block(k_.body, 1);
+    out += "}\n";
+    return out;
+  }
+
+ private:
+  // Whether any value of the kernel is e4m3fn or e5m2 (CUDA's fp8 types and conversions needed).
+  bool usesFp8() const {
+    auto fp8 = [](DataType d) { return d == DataType::Float8_e4m3fn || d == DataType::Float8_e5m2; };
+    for (const TensorParam& t : k_.tensors) {
+      if (fp8(t.dtype)) return true;
+    }
+    for (const KExpr& e : k_.exprs) {
+      if (fp8(e.dtype) || fp8(e.from)) return true;
+    }
+    for (const KVar& v : k_.vars) {
+      if (fp8(v.dtype)) return true;
+    }
+    return false;
+  }
+
+  std::string type(VarId var) const {
+    const KVar& v = k_.vars[var];
+    return v.index ? "idx_t" : std::string(cudaComputeTypeName(v.dtype));
+  }
+
+  std::string e(ExprId id) const {
+    const KExpr& x = k_.exprs[id];
+    auto a = [&](size_t i) { return e(x.args[i]); };
+    switch (x.kind) {
+      case EKind::ConstInt:
+        if (x.index) return k_.index64 ? fmt::format("{}LL", x.i) : fmt::format("{}", x.i);
+        return cudaLiteral(x.i, x.dtype);
+      case EKind::ConstBool: return x.i ? "true" : "false";
+      case EKind::ConstFloat: return cudaLiteral(x.f, x.dtype);
+      case EKind::VarRef: return k_.vars[x.ref].name;
+      case EKind::Argument: return k_.arguments[x.ref].name;
+      case EKind::ThreadIdx: return x.i == 0 ? "(idx_t)threadIdx.x" : "(idx_t)threadIdx.y";
+      case EKind::BlockIdx: return x.i == 0 ? "(idx_t)blockIdx.x" : "(idx_t)blockIdx.y";
+      case EKind::Add: return fmt::format("({} + {})", a(0), a(1));
+      case EKind::Sub: return fmt::format("({} - {})", a(0), a(1));
+      case EKind::Mul: return fmt::format("({} * {})", a(0), a(1));
+      case EKind::Div: return fmt::format("({} / {})", a(0), a(1));
+      case EKind::Mod: return fmt::format("({} % {})", a(0), a(1));
+      case EKind::Min: return fmt::format("min({}, {})", a(0), a(1));
+      case EKind::Lt: return fmt::format("({} < {})", a(0), a(1));
+      case EKind::Le: return fmt::format("({} <= {})", a(0), a(1));
+      case EKind::Eq: return fmt::format("({} == {})", a(0), a(1));
+      case EKind::And: return fmt::format("({} && {})", a(0), a(1));
+      case EKind::Or: return fmt::format("({} || {})", a(0), a(1));
+      case EKind::Not: return fmt::format("(!{})", a(0));
+      case EKind::Select: return fmt::format("({} ? {} : {})", a(0), a(1), a(2));
+      case EKind::Elementwise: {
+        std::vector<Operand> ops;
+        for (ExprId arg : x.args) ops.push_back({e(arg), k_.exprs[arg].dtype});
+        return cudaElementwise(x.op, x.dtype, ops);
+      }
+      case EKind::Cast: return cudaCast({a(0), x.from}, x.dtype);
+      case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", cudaComputeTypeName(x.dtype), a(0));
+      case EKind::ValueToIndex: return fmt::format("static_cast<idx_t>({})", a(0));
+      case EKind::Load: {
+        const TensorParam& t = k_.tensors[x.ref];
+        // Workspace values come from other blocks of this launch: read them from L2, never a stale L1 line.
+        const std::string at = t.workspace ? fmt::format("__ldcg(&{}[{}])", t.name, a(0))
+                                           : fmt::format("{}[{}]", t.name, a(0));
+        return cudaFromStorage(at, x.dtype);
+      }
+      case EKind::LocalRead: return fmt::format("{}[{}]", k_.vars[x.ref].name, a(0));
+    }
+    BRAZE_UNREACHABLE("emitter: expression kind {}", static_cast<int>(x.kind));
+  }
+
+  void line(int depth, const std::string& text) {
+    body_->append(static_cast<size_t>(depth) * 2, ' ');
+    *body_ += text;
+    *body_ += '\n';
+  }
+
+  void block(const std::vector<Stmt>& stmts, int depth) {
+    for (const Stmt& s : stmts) stmt(s, depth);
+  }
+
+  void stmt(const Stmt& s, int depth) {
+    switch (s.kind) {
+      case SKind::Let: line(depth, fmt::format("{} {} = {};", type(s.var), k_.vars[s.var].name, e(s.a))); return;
+      case SKind::Assign: line(depth, fmt::format("{} = {};", k_.vars[s.var].name, e(s.a))); return;
+      case SKind::Declare: {
+        const KVar& v = k_.vars[s.var];
+        if (v.kind == VarKind::SharedArray) {
+          line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared", type(s.var),
+                                  v.name, type(s.var), v.shared_offset, v.size));
+        } else {
+          line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+        }
+        return;
+      }
+      case SKind::LocalWrite: line(depth, fmt::format("{}[{}] = {};", k_.vars[s.var].name, e(s.a), e(s.b))); return;
+      case SKind::For: {
+        const std::string& v = k_.vars[s.var].name;
+        if (s.unroll) line(depth, "#pragma unroll");
+        line(depth, fmt::format("for (idx_t {} = {}; {} < {}; {} += {}) {{", v, e(s.a), v, e(s.b), v, e(s.c)));
+        block(s.body, depth + 1);
+        line(depth, "}");
+        return;
+      }
+      case SKind::If:
+        line(depth, fmt::format("if ({}) {{", e(s.a)));
+        block(s.body, depth + 1);
+        if (!s.orelse.empty()) {
+          line(depth, "} else {");
+          block(s.orelse, depth + 1);
+        }
+        line(depth, "}");
+        return;
+      case SKind::Store: {
+        const TensorParam& t = k_.tensors[s.tensor];
+        line(depth, fmt::format("{}[{}] = {};", t.name, e(s.a), cudaToStorage(e(s.b), t.dtype)));
+        return;
+      }
+      case SKind::VecLoad:
+      case SKind::VecStore: vector(s, depth); return;
+      case SKind::BlockReduce: {
+        const std::string t = type(s.var);
+        const DataType dtype = k_.vars[s.var].dtype;
+        const Operand ops[2] = {{"a", dtype}, {"b", dtype}};
+        line(depth, fmt::format("{} = braze_block_reduce<{}, {}, {}>({}, []({} a, {} b) {{ return {}; }});",
+                                k_.vars[s.var].name, k_.block[0], k_.block[1], s.axis, k_.vars[s.var].name, t, t,
+                                cudaElementwise(combineOf(s.reduce), dtype, ops)));
+        return;
+      }
+      case SKind::Barrier: line(depth, "__syncthreads();"); return;
+      case SKind::Fence: line(depth, "__threadfence();"); return;
+      case SKind::AtomicAdd:
+        line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
+                                k_.tensors[s.tensor].name, e(s.a), e(s.b)));
+        return;
+    }
+  }
+
+  void vector(const Stmt& s, int depth) {
+    const TensorParam& t = k_.tensors[s.tensor];
+    const std::string vec = fmt::format("BrazeVec<{}, {}>", cudaStorageTypeName(t.dtype), s.width);
+    const std::string& arr = k_.vars[s.var].name;
+    line(depth, "{");
+    if (s.kind == SKind::VecLoad) {
+      line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, t.name, e(s.a)));
+      line(depth + 1, "#pragma unroll");
+      line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, arr, e(s.b),
+                                  cudaFromStorage("raw.v[j]", t.dtype)));
+    } else {
+      line(depth + 1, fmt::format("{} raw;", vec));
+      line(depth + 1, "#pragma unroll");
+      line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) raw.v[j] = {};", s.width,
+                                  cudaToStorage(fmt::format("{}[{} + j]", arr, e(s.b)), t.dtype)));
+      line(depth + 1, fmt::format("*reinterpret_cast<{}*>(&{}[{}]) = raw;", vec, t.name, e(s.a)));
+    }
+    line(depth, "}");
+  }
+
+  const Kernel& k_;
+  std::string* body_ = nullptr;
+};
+
+}  // namespace
+
+std::string emitCuda(const Kernel& kernel) { return Emitter(kernel).run(); }
+
+}  // namespace braze::kernel

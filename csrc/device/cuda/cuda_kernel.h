@@ -1,0 +1,44 @@
+// Generated CUDA source to a launched kernel: compiled with NVRTC for the device's arch (through the
+// kernel cache: memory, then disk, then NVRTC), loaded into the current context with cuModuleLoadData,
+// and launched with cuLaunchKernel. Loaded functions are kept for the life of the process, so a plan
+// run twice compiles and loads once.
+#pragma once
+
+#include "device/cuda/cuda_driver.h"
+#include "device/parallel_compile.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braze::runtime {
+
+// The options braze compiles its kernels with for `arch` ("sm_90", from DeviceInfo::arch()): fmad on,
+// and -lineinfo when BRAZE_LINEINFO is set to anything but "" or "0" (profilers and compute-sanitizer
+// then map SASS back to source lines, at no cost in speed). maxrregcount is the heuristics' to set.
+CompileOptions kernelCompileOptions(std::string arch);
+
+// The extern "C" kernel of each job (its `name`), compiled with its options and loaded into device
+// `ordinal`'s primary context (made current). Kernels not loaded before are compiled in parallel
+// (compileAll: a compile error names its kernel and carries NVRTC's log), then loaded in order.
+std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int ordinal = 0);
+CuFunction loadCudaKernel(const std::string& source, const std::string& name, const CompileOptions& options,
+                          int ordinal = 0);
+
+struct LaunchShape {
+  std::array<int64_t, 2> grid{1, 1};
+  std::array<int64_t, 2> block{1, 1};
+  int64_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+// Launches `function` on `stream` (default: the legacy default stream) with `args` (one pointer per kernel parameter, each
+// pointing at the parameter's value) and does not wait. Above 48 KiB of dynamic shared memory the
+// function's limit is raised first, as the driver requires. `name` is for error messages.
+void launchCudaKernel(CuFunction function, const std::string& name, const LaunchShape& shape,
+                      std::vector<void*>& args, CuStream stream = nullptr);
+
+// Waits for the device; a fault of a kernel launched before shows here, named after `what`.
+void synchronizeDevice(const std::string& what);
+
+}  // namespace braze::runtime

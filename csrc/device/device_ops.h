@@ -1,0 +1,142 @@
+// The device operations a prepared plan performs, behind one interface: the CUDA driver on a GPU, the
+// simulated device (sim_device_ops.h: host memory, kernels run by the CPU simulator) for host inputs
+// and the tests, and a recorder that does nothing in the host-overhead benchmarks. Stream-ordered
+// throughout: nothing here waits but synchronize.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "device/cuda/cuda_driver.h"
+#include "device/cuda/cuda_kernel.h"
+
+#include <atomic>
+#include <memory>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace braze::runtime {
+
+// A kernel to make ready on a device: its IR (which the simulated device runs, and whose parameters
+// it decodes a launch's arguments by), its CUDA source and NVRTC options (which the driver compiles),
+// and the dynamic shared memory its launches ask for. `kernel` must outlive the loaded function.
+struct KernelImage {
+  const kernel::Kernel* kernel = nullptr;
+  CompileJob compile;
+  int64_t shared_bytes = 0;
+};
+
+// One kernel of a chain launched as a CUDA graph. Every parameter is 8 bytes (device pointers and
+// kernel::argumentWords): `args[i]` points at parameter i's value.
+struct KernelLaunch {
+  CuFunction function = nullptr;
+  LaunchShape shape;
+  void** args = nullptr;
+  size_t arg_count = 0;
+};
+
+// Each argument's 8 bytes, copied: what a graph node keeps of a launch.
+std::vector<uint64_t> argumentValues(const KernelLaunch& k);
+// The kernels of a graph's chain whose arguments differ from those recorded for them; records the new ones.
+std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels);
+
+// A chain of kernels made into a CUDA graph on its first launch, kept by its owner (a prepared plan)
+// for the later ones, which only update the arguments that changed.
+class LaunchGraph {
+ public:
+  virtual ~LaunchGraph() = default;
+};
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  // Makes the device's context current on the calling thread until the matching leave(), restoring
+  // whatever was current before (the caller's framework may be on another device): every other call
+  // needs it, and a thread the caller created has none. Nests.
+  virtual void enter() {}
+  virtual void leave() {}
+  // Compiles (or finds in the kernel caches, in parallel) and loads the kernels of a plan; raises a
+  // kernel's shared-memory limit once when its `shared_bytes` needs it, so launches need no attribute call.
+  virtual std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) = 0;
+  // Whether the host can read and write this device's memory directly (the simulated device): plans
+  // then run on it the steps that have no kernel (segments no scheduler accepts, in-place updates of
+  // inputs) on the host, in stream order, through enqueueHost.
+  virtual bool hostMemory() const { return false; }
+  virtual void enqueueHost(CuStream /*stream*/, std::function<void()> /*work*/) {
+    throw std::logic_error("enqueueHost on a device whose memory the host cannot reach");
+  }
+  virtual CuDevicePtr allocate(size_t bytes, CuStream stream) = 0;
+  // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
+  // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
+  virtual void release(CuDevicePtr pointer, CuStream stream) = 0;
+  virtual void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) = 0;
+  // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
+  virtual void synchronize(CuStream stream) = 0;
+  // `args`: one pointer per kernel parameter, to the parameter's value.
+  virtual void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) = 0;
+  // Launches `kernels`, each after the one before, as one CUDA graph on `stream`: `graph` is made on
+  // the first call (when null); later calls must pass the same functions and shapes, and update the
+  // graph's arguments where they differ. Not thread-safe for one `graph`. Returns false, launching
+  // nothing, where graphs cannot be used: a driver without them, or a stream that the caller is
+  // capturing into a graph of its own (the caller then launches the kernels one by one).
+  virtual bool launchGraph(std::unique_ptr<LaunchGraph>& /*graph*/, const std::vector<KernelLaunch>& /*kernels*/,
+                           CuStream /*stream*/) {
+    return false;
+  }
+};
+
+// The driver on device `ordinal`, allocating from the device's default memory pool, which is told to
+// keep freed memory cached (a release threshold of all memory), so steady-state executes reuse blocks
+// without returning to the driver's allocator. (That setting is process-wide: a library sharing the
+// default pool through cudaMallocAsync keeps its freed memory cached too.)
+DeviceOps& cudaDeviceOps(int ordinal = 0);
+
+// enter() .. leave() for a scope.
+class DeviceScope {
+ public:
+  explicit DeviceScope(DeviceOps& ops) : ops_(ops) { ops_.enter(); }
+  ~DeviceScope() { ops_.leave(); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  DeviceOps& ops_;
+};
+
+// Does nothing and hands out distinct, 256-byte aligned fake addresses; counts what was asked.
+class NoOpDeviceOps final : public DeviceOps {
+ public:
+  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const KernelImage& k : kernels) sources_.insert(k.compile.source);
+    return std::vector<CuFunction>(kernels.size(), nullptr);
+  }
+  CuDevicePtr allocate(size_t bytes, CuStream) override {
+    ++allocations;
+    return next_.fetch_add((bytes + 255) / 256 * 256 + 256);
+  }
+  void release(CuDevicePtr, CuStream) override { ++releases; }
+  void zero(CuDevicePtr, size_t, CuStream) override {}
+  void synchronize(CuStream) override {}
+  void launch(CuFunction, const LaunchShape&, void**, CuStream) override { ++launches; }
+  // Emulates a graph: counts the graphs made, the nodes whose arguments were updated, the launches.
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, CuStream) override;
+
+  std::atomic<int64_t> allocations{0}, releases{0}, launches{0};
+  std::atomic<int64_t> graphs_made{0}, graph_nodes_updated{0}, graph_launches{0};
+  // Distinct kernel sources asked for: what the driver would have compiled (or found on disk).
+  size_t distinctSources() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sources_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::set<std::string> sources_;
+  std::atomic<CuDevicePtr> next_{1 << 20};
+};
+
+}  // namespace braze::runtime

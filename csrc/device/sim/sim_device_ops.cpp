@@ -1,0 +1,253 @@
+#include "device/sim/sim_device_ops.h"
+
+#include "support/error.h"
+#include "kernel/simulator.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+
+namespace braze::runtime {
+namespace {
+
+constexpr size_t kAlignment = 256;  // what cuMemAllocAsync guarantees, and what plans assume
+constexpr unsigned char kPoison = 0xff;
+
+const kernel::Kernel& kernelOf(CuFunction function) { return *reinterpret_cast<const kernel::Kernel*>(function); }
+
+// A chain recorded on its first launch: the functions, shapes and argument values its nodes launch with.
+struct SimGraph final : LaunchGraph {
+  std::vector<CuFunction> functions;
+  std::vector<LaunchShape> shapes;
+  std::vector<std::vector<uint64_t>> arguments;
+};
+
+bool sameShape(const LaunchShape& a, const LaunchShape& b) {
+  return a.grid == b.grid && a.block == b.block && a.shared_bytes == b.shared_bytes;
+}
+
+}  // namespace
+
+SimDeviceOps::~SimDeviceOps() {
+  for (auto& [address, region] : regions_) std::free(reinterpret_cast<void*>(address));
+}
+
+std::vector<CuFunction> SimDeviceOps::load(const std::vector<KernelImage>& kernels) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::vector<CuFunction> functions;
+  functions.reserve(kernels.size());
+  for (const KernelImage& image : kernels) {
+    BRAZE_ASSERT(image.kernel != nullptr, "kernel {}: the simulated device needs its kernel IR", image.compile.name);
+    BRAZE_ASSERT(image.shared_bytes == image.kernel->shared_bytes, "kernel {}: loaded for {} bytes of shared memory, "
+                 "its IR declares {}", image.compile.name, image.shared_bytes, image.kernel->shared_bytes);
+    // One copy per source, as a GPU has one binary per source: plans of other shapes that emit the same
+    // source launch this copy with their own grid and arguments, which is what shares kernels on a GPU.
+    auto& kept = kernels_[image.compile.source];
+    if (!kept) {
+      kept = std::make_unique<kernel::Kernel>(*image.kernel);
+      // The copy outlives the plan that loaded it: it must not point into that plan's fusion.
+      for (kernel::TensorParam& p : kept->tensors) p.val = p.storage = nullptr;
+      loaded_.insert(kept.get());
+    }
+    functions.push_back(reinterpret_cast<CuFunction>(kept.get()));
+  }
+  return functions;
+}
+
+CuDevicePtr SimDeviceOps::allocate(size_t bytes, CuStream) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* memory = std::aligned_alloc(kAlignment, rounded);
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, memory != nullptr, "the simulated device could not allocate {} bytes", bytes);
+  std::memset(memory, kPoison, rounded);  // a read of what nothing wrote shows up (NaN, -1)
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  regions_[reinterpret_cast<uintptr_t>(memory)] = Region{bytes, 0};
+  return reinterpret_cast<uintptr_t>(memory);
+}
+
+void SimDeviceOps::freeNow(CuDevicePtr pointer) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto it = regions_.find(static_cast<uintptr_t>(pointer));
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, it != regions_.end(),
+                   "release of {:#x}, which the simulated device did not allocate or has freed already", pointer);
+  std::free(reinterpret_cast<void*>(it->first));
+  regions_.erase(it);
+}
+
+void SimDeviceOps::release(CuDevicePtr pointer, CuStream stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto queue = queues_.find(stream);
+  if (queue == queues_.end() || queue->second.empty()) {
+    freeNow(pointer);  // nothing queued that could still use it
+    return;
+  }
+  enqueue(stream, {[this, pointer] { freeNow(pointer); }, true});
+}
+
+void SimDeviceOps::zero(CuDevicePtr pointer, size_t bytes, CuStream stream) {
+  enqueue(stream, {[this, pointer, bytes] {
+                     regionOf(pointer, bytes, fmt::format("zeroing {} bytes", bytes));
+                     std::memset(reinterpret_cast<void*>(pointer), 0, bytes);
+                   },
+                   false});
+}
+
+void SimDeviceOps::enqueueHost(CuStream stream, std::function<void()> work) {
+  enqueue(stream, {std::move(work), false});
+}
+
+void SimDeviceOps::enqueue(CuStream stream, Command command) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  queues_[stream].push_back(std::move(command));
+}
+
+void SimDeviceOps::synchronize(CuStream stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto& queue = queues_[stream];
+  // After a failure the stream is broken, as a GPU's context is after a fault: only frees still run.
+  std::exception_ptr failure;
+  while (!queue.empty()) {
+    Command command = std::move(queue.front());
+    queue.pop_front();
+    if (failure && !command.frees) continue;
+    try {
+      command.work();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void SimDeviceOps::launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) {
+  const kernel::Kernel& k = kernelOf(function);
+  // The argument values are copied now, as the driver copies them: the caller reuses its buffers.
+  std::vector<uint64_t> words(k.tensors.size() + k.arguments.size());
+  for (size_t i = 0; i < words.size(); ++i) std::memcpy(&words[i], args[i], sizeof(uint64_t));
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, loaded_.count(&k) != 0, "launch of a function the simulated device did not load");
+  }
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  enqueue(stream, {[this, &k, shape, words = std::move(words)] { runLaunch(k, shape, words); }, false});
+}
+
+bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
+                               CuStream stream) {
+  if (!graph) {
+    auto made = std::make_unique<SimGraph>();
+    for (const KernelLaunch& k : kernels) {
+      made->functions.push_back(k.function);
+      made->shapes.push_back(k.shape);
+      made->arguments.push_back(argumentValues(k));
+    }
+    graph = std::move(made);
+    graphs_made_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    auto& g = static_cast<SimGraph&>(*graph);
+    BRAZE_ASSERT(g.functions.size() == kernels.size(), "a graph of {} kernels launched with {}", g.functions.size(),
+                 kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      BRAZE_ASSERT(g.functions[i] == kernels[i].function && sameShape(g.shapes[i], kernels[i].shape),
+                   "graph kernel {} launched with another function or shape than the graph was made with", i);
+    }
+    changedKernels(g.arguments, kernels);
+  }
+  // Each node runs with the graph's recorded arguments (not the caller's): an update that was missed
+  // shows up as a wrong result.
+  const auto& g = static_cast<const SimGraph&>(*graph);
+  for (size_t i = 0; i < g.functions.size(); ++i) {
+    const kernel::Kernel& k = kernelOf(g.functions[i]);
+    launches_.fetch_add(1, std::memory_order_relaxed);
+    enqueue(stream, {[this, &k, shape = g.shapes[i], words = g.arguments[i]] { runLaunch(k, shape, words); }, false});
+  }
+  return true;
+}
+
+std::pair<uintptr_t, uintptr_t> SimDeviceOps::regionOf(uintptr_t address, size_t bytes, const std::string& what) const {
+  auto holds = [&](uintptr_t begin, const Region& r) {
+    return address >= begin && address + bytes <= begin + std::max<size_t>(r.bytes, 1);
+  };
+  auto it = regions_.upper_bound(address);
+  if (it != regions_.begin() && holds(std::prev(it)->first, std::prev(it)->second)) {
+    return {std::prev(it)->first, std::prev(it)->first + std::prev(it)->second.bytes};
+  }
+  // Lent arrays may overlap (views of one array): the widest that holds the address.
+  std::optional<std::pair<uintptr_t, uintptr_t>> found;
+  for (auto l = lent_.begin(); l != lent_.end() && l->first <= address; ++l) {
+    if (holds(l->first, l->second) && (!found || l->second.bytes > found->second - found->first)) {
+      found = {l->first, l->first + l->second.bytes};
+    }
+  }
+  if (found) return *found;
+  throwError(ErrorKind::Runtime, __FILE__, __LINE__,
+             fmt::format("{}: address {:#x} is not in memory the simulated device allocated or was lent (freed "
+                         "already, or an argument packed in the wrong place)",
+                         what, address));
+}
+
+void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, const std::vector<uint64_t>& words) {
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, shape.block == k.block && shape.shared_bytes == k.shared_bytes,
+                   "kernel {} launched with block ({}, {}) and {} bytes of shared memory, but it was built for block "
+                   "({}, {}) and {} bytes", k.name, shape.block[0], shape.block[1], shape.shared_bytes, k.block[0],
+                   k.block[1], k.shared_bytes);
+  kernel::SimLaunch launch;
+  launch.grid = shape.grid;
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    const kernel::TensorParam& p = k.tensors[t];
+    const int64_t element = sizeOf(p.dtype);
+    const uintptr_t address = static_cast<uintptr_t>(words[t]);
+    const auto [begin, end] =
+        regionOf(address, 0, fmt::format("kernel {}: argument {} (tensor {} of {})", k.name, t, p.name, toString(p.dtype)));
+    // The elements before and after the pointer that lie in its memory: all the kernel may touch.
+    const auto before = static_cast<int64_t>(address - begin) / element;
+    const auto after = static_cast<int64_t>(end - address) / element;
+    launch.tensors.push_back(reinterpret_cast<uint8_t*>(address));
+    launch.extents.emplace_back(-before, after - 1);
+  }
+  launch.arguments = kernel::decodeArgumentWords(k, words.data() + k.tensors.size());
+  if (run_kernels_) kernel::simulate(k, launch);
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    const kernel::TensorParam& p = k.tensors[t];
+    if (!p.zeroed || !run_kernels_) continue;
+    const auto* bytes = launch.tensors[t];
+    const size_t count = static_cast<size_t>(launch.extents[t].second + 1) * sizeOf(p.dtype);
+    for (size_t i = 0; i < count; ++i) {
+      BRAZE_CHECK_KIND(ErrorKind::Index, bytes[i] == 0,
+                       "kernel {} left its workspace {} non-zero at byte {}: the next launch would misread it", k.name,
+                       p.name, i);
+    }
+  }
+}
+
+void SimDeviceOps::borrow(const void* begin, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Region& r = lent_[reinterpret_cast<uintptr_t>(begin)];
+  r.bytes = std::max(r.bytes, bytes);
+  ++r.lends;
+}
+
+void SimDeviceOps::giveBack(const void* begin) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto it = lent_.find(reinterpret_cast<uintptr_t>(begin));
+  if (it != lent_.end() && --it->second.lends == 0) lent_.erase(it);
+}
+
+size_t SimDeviceOps::liveAllocations() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return regions_.size();
+}
+
+size_t SimDeviceOps::loadedKernels() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return kernels_.size();
+}
+
+SimDeviceOps& simDeviceOps() {
+  static auto* ops = new SimDeviceOps();  // never destroyed: outputs may be released at exit
+  return *ops;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,90 @@
+// The simulated device: a DeviceOps whose memory is host memory and whose kernels run on the CPU
+// simulator. It receives exactly what the GPU receives (a function handle, a launch shape, and one
+// pointer per kernel parameter to its 8-byte value) and decodes the arguments by the kernel's
+// parameter list, so host inputs take the GPU's path (FusionCache, PreparedPlan, argument packing)
+// and a packing mistake fails here as it would there, only with a message.
+//
+// What it checks, beyond what the simulator checks inside a kernel:
+// - every tensor argument points into memory it handed out or was lent (borrow), and the kernel
+//   touches nothing outside that memory (bounds come from the allocation, not from the kernel IR, so
+//   a kernel lowered for one shape and launched for another is checked against what it was given);
+// - the launch's block and shared memory are the kernel's own;
+// - a workspace that must start zeroed is zeroed again when the kernel ends;
+// - memory is used only while allocated: a kernel or copy that touches freed memory fails.
+//
+// Streams are queues: work runs, in order, when a stream is synchronized (as a GPU runs it after the
+// host has moved on), so a caller that reads outputs without synchronizing reads poison (fresh
+// allocations are filled with 0xff bytes: NaN for floats). Frees are stream-ordered, and a CUDA graph
+// is a recorded chain whose arguments change only where launchGraph updates them.
+#pragma once
+
+#include "device/device_ops.h"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace braze::runtime {
+
+class SimDeviceOps final : public DeviceOps {
+ public:
+  // `run_kernels` false: launches are decoded and checked but not simulated (host-overhead benchmarks).
+  explicit SimDeviceOps(bool run_kernels = true) : run_kernels_(run_kernels) {}
+  ~SimDeviceOps() override;
+
+  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override;
+  CuDevicePtr allocate(size_t bytes, CuStream stream) override;
+  void release(CuDevicePtr pointer, CuStream stream) override;
+  void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) override;
+  void synchronize(CuStream stream) override;
+  void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) override;
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
+                   CuStream stream) override;
+  bool hostMemory() const override { return true; }
+  void enqueueHost(CuStream stream, std::function<void()> work) override;
+
+  // Memory the caller owns (an input array) that kernels may use until giveBack.
+  void borrow(const void* begin, size_t bytes);
+  void giveBack(const void* begin);
+
+  int64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  int64_t graphsMade() const { return graphs_made_.load(std::memory_order_relaxed); }
+  size_t liveAllocations() const;
+  size_t loadedKernels() const;
+
+ private:
+  struct Region {
+    size_t bytes = 0;
+    int lends = 0;  // lent memory: how many borrows are open (one array may be passed as two inputs)
+  };
+  struct Command {
+    std::function<void()> work;
+    bool frees = false;  // run even after an earlier command failed, so a failed run leaks nothing
+  };
+  void enqueue(CuStream stream, Command command);
+  void runLaunch(const kernel::Kernel& kernel, const LaunchShape& shape, const std::vector<uint64_t>& words);
+  // The memory [begin, end) holding [address, address + bytes), or an error naming `what`.
+  std::pair<uintptr_t, uintptr_t> regionOf(uintptr_t address, size_t bytes, const std::string& what) const;
+  void freeNow(CuDevicePtr pointer);
+
+  const bool run_kernels_;
+  mutable std::recursive_mutex mutex_;  // host work on a stream may release memory, which takes it again
+  std::map<uintptr_t, Region> regions_;  // allocated here, by address: they never overlap
+  std::map<uintptr_t, Region> lent_;     // borrowed: views of one array may overlap
+  std::unordered_map<std::string, std::unique_ptr<kernel::Kernel>> kernels_;  // by CUDA source: one per "binary"
+  std::unordered_set<const kernel::Kernel*> loaded_;
+  std::map<CuStream, std::deque<Command>> queues_;
+  std::atomic<int64_t> launches_{0}, graphs_made_{0};
+};
+
+// The process's simulated device: what host (numpy) inputs run on.
+SimDeviceOps& simDeviceOps();
+
+}  // namespace braze::runtime

@@ -1,0 +1,197 @@
+#include "exec/fusion_cache.h"
+#include "device/cuda/query_device.h"
+
+#include "support/error.h"
+#include "codegen/cuda_emitter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+
+namespace braze::runtime {
+
+FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options, DeviceOps* ops,
+                         std::optional<DeviceInfo> device)
+    : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)) {
+  BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
+  const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
+  cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
+}
+
+std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& signature) {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  auto it = plans_.find(signature);
+  if (it == plans_.end()) return nullptr;
+  it->second->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  return it->second->plan;
+}
+
+std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait,
+                                           const OutputAllocator* allocator) {
+  const InputSignature signature = InputSignature::of(inputs);
+  std::shared_ptr<const PreparedPlan> plan = find(signature);
+  if (!plan) plan = prepareMiss(inputs, signature);
+  DeviceOps& ops = opsFor(deviceOf(inputs));
+  DeviceScope scope(ops);
+  if (last_address_.load(std::memory_order_relaxed) != plan.get()) {
+    std::lock_guard<std::mutex> lock(last_mutex_);
+    last_ = plan;
+    last_address_.store(plan.get(), std::memory_order_relaxed);
+  }
+  std::vector<DeviceOutput> outputs =
+      plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
+  if (wait) ops.synchronize(stream);
+  return outputs;
+}
+
+std::shared_ptr<const PreparedPlan> FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
+  const InputSignature signature = InputSignature::of(inputs);
+  if (std::shared_ptr<const PreparedPlan> plan = find(signature)) return plan;
+  return prepareMiss(inputs, signature);
+}
+
+size_t FusionCache::size() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return plans_.size();
+}
+
+std::shared_ptr<const PreparedPlan> FusionCache::lastPlan() const {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  return last_;
+}
+
+std::vector<std::string> FusionCache::lastCudaCode() const {
+  const std::shared_ptr<const PreparedPlan> plan = lastPlan();
+  return plan == nullptr ? std::vector<std::string>{} : plan->cudaCode();
+}
+
+int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
+  int device = -1;
+  size_t first = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    if (t == nullptr) continue;
+    if (device < 0) {
+      device = t->device;
+      first = i;
+    }
+    BRAZE_CHECK(t->device == device, "input {} is on cuda:{} but input {} is on cuda:{}: all tensor inputs of a fusion "
+                "must be on one GPU", i, t->device, first, device);
+  }
+  return device < 0 ? 0 : device;
+}
+
+DeviceOps& FusionCache::opsFor(int device) {
+  if (ops_ != nullptr) return *ops_;
+  // Remembered per device: cudaDeviceOps() takes a global lock, which the cached path should not.
+  if (device >= 0 && device < static_cast<int>(device_ops_.size())) {
+    DeviceOps* known = device_ops_[device].load(std::memory_order_acquire);
+    if (known == nullptr) {
+      known = &cudaDeviceOps(device);
+      device_ops_[device].store(known, std::memory_order_release);
+    }
+    return *known;
+  }
+  return cudaDeviceOps(device);
+}
+
+DeviceInfo FusionCache::deviceInfo(int device) const {
+  if (device_) return *device_;
+  const std::optional<DeviceInfo> queried = queryDevice(device);
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "CUDA device {} cannot be queried", device);
+  return *queried;
+}
+
+std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<DeviceValue>& inputs,
+                                                             const InputSignature& signature) {
+  const int device = deviceOf(inputs);
+  DeviceOps& ops = opsFor(device);
+  DeviceScope scope(ops);
+  const DeviceInfo info = deviceInfo(device);
+  // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
+  auto entry = std::make_unique<Entry>();
+  entry->plan = std::make_shared<const PreparedPlan>(*fusion_, inputs, options_, info, ops);
+  entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  auto [it, inserted] = plans_.emplace(signature, std::move(entry));
+  if (!inserted) return it->second->plan;
+  std::shared_ptr<const PreparedPlan> plan = it->second->plan;
+  if (plans_.size() > kMaxPlans) evictLeastRecentlyUsed();
+  const size_t known = kernels_.size();
+  const PreparedPlan& prepared = *plan;
+  for (const auto& [key, summary] : prepared.launchedKernels()) kernels_.emplace(key, summary);
+  if (known < kManyKernels && kernels_.size() >= kManyKernels) {
+    // Said once per fusion: shapes that keep changing what the heuristics choose (or strides or
+    // alignment, which kernels are specialized on) pay a compile for each new kernel.
+    std::fprintf(stderr,
+                 "braze: a fusion has needed %zu different kernels for %zu input signatures; each new one is "
+                 "compiled (fd.explain tells why a shape needs its own)\n",
+                 kernels_.size(), plans_.size());
+  }
+  return plan;
+}
+
+void FusionCache::evictLeastRecentlyUsed() {
+  auto oldest = plans_.begin();
+  for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+    if (it->second->last_use.load(std::memory_order_relaxed) < oldest->second->last_use.load(std::memory_order_relaxed)) {
+      oldest = it;
+    }
+  }
+  plans_.erase(oldest);
+}
+
+size_t FusionCache::kernelCount() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return kernels_.size();
+}
+
+CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
+  const InputSignature signature = InputSignature::of(inputs);
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = plans_.find(signature); it != plans_.end()) {
+      return {CacheLookup::Hit, "a prepared plan has this input signature (sizes, strides, alignment, scalars)",
+              it->second->plan->compiled().plan};
+    }
+  }
+  const int device = deviceOf(inputs);
+  kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(device));
+  std::vector<std::string> reasons;
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& k : compiled.kernels) {
+    if (!k || k->grid[0] * k->grid[1] == 0) continue;  // nothing to compile or launch
+    if (kernels_.count(compiledKernelKey(kernel::emitCuda(*k), *k, device)) != 0) continue;
+    // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
+    // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
+    bool same_heuristics = false;
+    for (const auto& [hash, summary] : kernels_) same_heuristics = same_heuristics || summary == k->summary;
+    reasons.push_back(fmt::format("{} ({}): {}", k->name, k->summary,
+                                  kernels_.empty()      ? "the first kernel of this fusion"
+                                  : same_heuristics     ? "the same heuristics as a compiled kernel, but index "
+                                                          "arithmetic that depends on these sizes or strides"
+                                                        : "heuristics no compiled kernel of this fusion has"));
+  }
+  if (reasons.empty()) {
+    return {CacheLookup::NewLaunch,
+            "a new input signature, but every kernel it needs is compiled: it runs them with new launch arguments "
+            "(grid, row or element counts)",
+            std::move(compiled.plan)};
+  }
+  return {CacheLookup::NewKernel, fmt::format("new kernels: {}", fmt::join(reasons, "; ")), std::move(compiled.plan)};
+}
+
+std::string_view toString(CacheLookup lookup) {
+  switch (lookup) {
+    case CacheLookup::Hit: return "hit";
+    case CacheLookup::NewLaunch: return "new launch parameters";
+    case CacheLookup::NewKernel: return "new kernel";
+  }
+  return "?";
+}
+
+}  // namespace braze::runtime

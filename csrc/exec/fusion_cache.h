@@ -1,0 +1,113 @@
+// The GPU execute path of one fusion: input signature -> prepared plan, thread-safe. The first call
+// with a signature plans, lowers and compiles (NVRTC, through the kernel caches); every later call
+// computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
+// but kernels leave their row or element counts to launch arguments: a new batch size or sequence
+// length is planned again (under a millisecond) and usually runs kernels compiled already.
+//
+// Checked on a miss only (a hit has the signature of inputs that passed): the inputs' count, kinds,
+// dtypes and ranks against the definition (explain's own checks), and that every tensor is on one
+// device. Errors name the input and what was expected.
+#pragma once
+
+#include "exec/input_signature.h"
+#include "exec/prepared_plan.h"
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace braze::runtime {
+
+// What running these inputs would cost, and why (explain's answer for the GPU path).
+enum class CacheLookup : uint8_t {
+  Hit,        // a prepared plan has this input signature: it runs at once
+  NewLaunch,  // a new signature whose kernels are all compiled already: planned, then launched with new
+              // arguments (grid, row counts, scalars), no compile
+  NewKernel,  // at least one kernel source not compiled for this fusion yet: NVRTC (or the disk cache)
+};
+std::string_view toString(CacheLookup lookup);
+
+struct CacheExplanation {
+  CacheLookup lookup = CacheLookup::Hit;
+  std::string why;
+  SegmentedFusion plan;  // what would run: segments, heuristics (launchSummary) and bookending
+};
+
+class FusionCache {
+ public:
+  // `ops`: how kernels are loaded and launched (the driver unless given: the host benchmark passes a
+  // no-op); `device`: what to plan for (the driver's description of the inputs' GPU unless given).
+  explicit FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options = {}, DeviceOps* ops = nullptr,
+                       std::optional<DeviceInfo> device = std::nullopt);
+
+  // Runs the fusion on the inputs' device, on `stream` (nullptr: the legacy default stream); with
+  // `wait`, returns only once the outputs are written (for consumers that ignore the stream). With an
+  // allocator, outputs that are buffers of their own are written into its memory (torch's caching
+  // allocator, so that torch accounts for them and a CUDA graph capture records them in its pool).
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false,
+                                const OutputAllocator* allocator = nullptr);
+  // The plan for these inputs, prepared if it was not.
+  std::shared_ptr<const PreparedPlan> prepare(const std::vector<DeviceValue>& inputs);
+  // Whether these inputs hit a prepared plan, need only new launch arguments, or a new kernel, and
+  // why; plans them to find out (no compile, no load) but keeps nothing.
+  CacheExplanation explain(const std::vector<DeviceValue>& inputs);
+  size_t size() const;
+  size_t outputCount() const { return fusion_->outputs().size(); }
+  // The device the cache was made for (null: the driver's GPU of the inputs).
+  DeviceOps* deviceOps() const { return ops_; }
+  // Loads and launches nothing (NoOpDeviceOps): a host benchmark or a test of the bindings.
+  bool launchesNothing() const { return dynamic_cast<const NoOpDeviceOps*>(ops_) != nullptr; }
+  // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
+  // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
+  // A plan holds about 25 KiB of heap for a one-kernel layer_norm.
+  static constexpr size_t kMaxPlans = 256;
+  // Distinct kernels (source, options, device) this cache has loaded, dropped plans' included: shapes
+  // that share a kernel count once.
+  size_t kernelCount() const;
+  // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
+  static constexpr size_t kManyKernels = 16;
+  // The CUDA sources of the plan the last run used (empty before the first run).
+  std::vector<std::string> lastCudaCode() const;
+  // The plan the last run used (null before the first run).
+  std::shared_ptr<const PreparedPlan> lastPlan() const;
+  // Plans of several kernels launch them as one CUDA graph (PreparedPlan::run's `as_graph`): one
+  // launch call instead of one per kernel. Off unless BRAZE_CUDA_GRAPHS=1 was set when the cache was made.
+  void useCudaGraphs(bool on) { cuda_graphs_.store(on, std::memory_order_relaxed); }
+  bool usesCudaGraphs() const { return cuda_graphs_.load(std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<const PreparedPlan> find(const InputSignature& signature);
+  std::shared_ptr<const PreparedPlan> prepareMiss(const std::vector<DeviceValue>& inputs,
+                                                  const InputSignature& signature);
+  void evictLeastRecentlyUsed();  // with the unique lock held
+  DeviceInfo deviceInfo(int device) const;
+  DeviceOps& opsFor(int device);
+  int deviceOf(const std::vector<DeviceValue>& inputs) const;
+
+  std::shared_ptr<const Fusion> fusion_;
+  PlanOptions options_;
+  DeviceOps* ops_;
+  std::optional<DeviceInfo> device_;
+  mutable std::shared_mutex mutex_;
+  struct Entry {
+    std::shared_ptr<const PreparedPlan> plan;  // shared: a run in flight keeps an evicted plan alive
+    std::atomic<uint64_t> last_use{0};         // stamped on every hit (relaxed), for eviction
+  };
+  std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
+  std::atomic<uint64_t> clock_{0};
+  std::unordered_map<size_t, std::string> kernels_;  // compiledKernelKey -> the heuristics' summary
+  // The plan of the last run, for lastCudaCode: compared by address on every run, replaced (under
+  // last_mutex_) only when it changes.
+  std::atomic<const PreparedPlan*> last_address_{nullptr};
+  mutable std::mutex last_mutex_;
+  std::shared_ptr<const PreparedPlan> last_;
+  std::array<std::atomic<DeviceOps*>, 16> device_ops_{};
+  std::atomic<bool> cuda_graphs_{false};
+};
+
+}  // namespace braze::runtime

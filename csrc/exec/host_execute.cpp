@@ -1,0 +1,79 @@
+#include "exec/host_execute.h"
+
+#include "support/error.h"
+
+namespace braze::runtime {
+namespace {
+
+// The bytes a host tensor spans from its first element: all a kernel may touch through it.
+size_t spanBytes(const HostTensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.rank(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
+  return static_cast<size_t>((last + 1) * sizeOf(t.dtype()));
+}
+
+// Lends the inputs' memory to the device for one run, and takes it back however the run ends.
+class Lending {
+ public:
+  Lending(SimDeviceOps& ops, const std::vector<HostValue>& inputs) : ops_(ops) {
+    for (const HostValue& v : inputs) {
+      if (const auto* t = std::get_if<HostTensor>(&v)) {
+        ops_.borrow(t->data(), spanBytes(*t));
+        lent_.push_back(t->data());
+      }
+    }
+  }
+  ~Lending() {
+    for (const void* p : lent_) ops_.giveBack(p);
+  }
+  Lending(const Lending&) = delete;
+  Lending& operator=(const Lending&) = delete;
+
+ private:
+  SimDeviceOps& ops_;
+  std::vector<const void*> lent_;
+};
+
+}  // namespace
+
+DeviceValue deviceValueOf(const HostValue& value) {
+  if (const auto* t = std::get_if<HostTensor>(&value)) {
+    return DeviceTensor{reinterpret_cast<uintptr_t>(t->data()), t->dtype(), t->sizes(), t->strides(), 0};
+  }
+  return std::get<ScalarValue>(value);
+}
+
+std::vector<HostValue> runOnHost(FusionCache& cache, const std::vector<HostValue>& inputs) {
+  auto* ops = dynamic_cast<SimDeviceOps*>(cache.deviceOps());
+  BRAZE_ASSERT(ops != nullptr, "runOnHost on a FusionCache that does not run on the simulated device");
+  std::vector<DeviceValue> device_inputs;
+  device_inputs.reserve(inputs.size());
+  for (const HostValue& v : inputs) device_inputs.push_back(deviceValueOf(v));
+  std::vector<DeviceOutput> outputs;
+  {
+    const Lending lending(*ops, inputs);
+    outputs = cache.run(device_inputs, nullptr, /*wait=*/true);
+  }
+  std::vector<HostValue> host;
+  host.reserve(outputs.size());
+  for (DeviceOutput& out : outputs) {
+    if (out.scalar) {
+      host.emplace_back(*out.scalar);
+      continue;
+    }
+    const DeviceTensor& t = out.tensor;
+    if (out.alias_of >= 0) {
+      // A view of an input: the same storage (the caller's array stays alive through the input).
+      const HostTensor& in = std::get<HostTensor>(inputs[out.alias_of]);
+      const auto first = static_cast<int64_t>(t.data - reinterpret_cast<uintptr_t>(in.data())) / sizeOf(t.dtype);
+      host.emplace_back(in.view(t.sizes, t.strides, in.offset() + first));
+      continue;
+    }
+    host.emplace_back(HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t.data)), t.dtype, t.sizes,
+                                       t.strides, std::move(out.owner)));
+  }
+  return host;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,48 @@
+#include "exec/input_signature.h"
+
+#include <bit>
+#include <cstring>
+
+namespace braze::runtime {
+
+int64_t pointerAlignment(CuDevicePtr address) {
+  for (int64_t a = 16; a > 1; a /= 2) {
+    if (address % static_cast<CuDevicePtr>(a) == 0) return a;
+  }
+  return 1;
+}
+
+InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs) {
+  InputSignature s;
+  s.words_.reserve(inputs.size() * 10);
+  for (const DeviceValue& v : inputs) {
+    if (const auto* t = std::get_if<DeviceTensor>(&v)) {
+      s.words_.push_back(static_cast<int64_t>(t->dtype) << 8 | static_cast<int64_t>(t->sizes.size()));
+      s.words_.push_back(static_cast<int64_t>(t->device) << 8 | pointerAlignment(t->data));
+      s.words_.insert(s.words_.end(), t->sizes.begin(), t->sizes.end());
+      s.words_.insert(s.words_.end(), t->strides.begin(), t->strides.end());
+      continue;
+    }
+    const ScalarValue& scalar = std::get<ScalarValue>(v);
+    s.words_.push_back(-1 - static_cast<int64_t>(scalar.index()));
+    std::visit(
+        [&](auto x) {
+          if constexpr (std::is_same_v<decltype(x), double>) {
+            s.words_.push_back(std::bit_cast<int64_t>(x));
+          } else {
+            s.words_.push_back(static_cast<int64_t>(x));
+          }
+        },
+        scalar);
+  }
+  // FNV-1a over the words: the map also compares the words, so the hash only spreads entries.
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t w : s.words_) {
+    h ^= static_cast<uint64_t>(w);
+    h *= 1099511628211ull;
+  }
+  s.hash_ = static_cast<size_t>(h);
+  return s;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,38 @@
+// What a prepared plan is specialized for: per input, its dtype, device, sizes, strides and the
+// alignment of its pointer (up to 16 bytes); per scalar input, its value. A prepared plan is made for
+// all of it (any change needs another plan, and nothing else does: two calls with the same signature
+// share one); its kernels depend on less (row counts and scalar values are launch arguments), so a new
+// signature is often a new plan over kernels compiled already.
+//
+// Computing it is the first thing every cached execute does, so it is a flat vector of integers
+// and a hash, built without strings or maps.
+#pragma once
+
+#include "device/device_tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace braze::runtime {
+
+class InputSignature {
+ public:
+  static InputSignature of(const std::vector<DeviceValue>& inputs);
+
+  bool operator==(const InputSignature& other) const { return hash_ == other.hash_ && words_ == other.words_; }
+  size_t hash() const { return hash_; }
+
+  struct Hash {
+    size_t operator()(const InputSignature& s) const { return s.hash_; }
+  };
+
+ private:
+  std::vector<int64_t> words_;
+  size_t hash_ = 0;
+};
+
+// The largest power of two, at most 16, dividing the address: what vectorized accesses depend on.
+int64_t pointerAlignment(CuDevicePtr address);
+
+}  // namespace braze::runtime

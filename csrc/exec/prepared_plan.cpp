@@ -1,0 +1,378 @@
+#include "exec/prepared_plan.h"
+
+#include "support/error.h"
+#include "codegen/cuda_emitter.h"
+#include "segmenter/segment_views.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+namespace braze::runtime {
+namespace {
+
+// A host stand-in for a device tensor: planning reads sizes, strides and the pointer's alignment,
+// never the data, so the device address itself is what it is given.
+HostValue planningValue(const DeviceValue& v) {
+  if (const auto* t = std::get_if<DeviceTensor>(&v)) {
+    return HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t->data)), t->dtype, t->sizes, t->strides);
+  }
+  return std::get<ScalarValue>(v);
+}
+
+size_t bytesOf(const StridedLayout& layout, DataType dtype) {
+  return static_cast<size_t>(std::max<int64_t>(layout.numel(), 1) * sizeOf(dtype));
+}
+
+}  // namespace
+
+kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+                                   const PlanOptions& options, const DeviceInfo& device) {
+  std::vector<HostValue> host;
+  host.reserve(inputs.size());
+  for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
+  return kernel::planAndCompile(fusion, host, {options, device});
+}
+
+size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device) {
+  size_t key = std::hash<std::string>{}(source);
+  for (const size_t part : {static_cast<size_t>(kernel.maxrregcount.value_or(0)), static_cast<size_t>(device)}) {
+    key ^= part + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2);
+  }
+  return key;
+}
+
+int32_t PreparedPlan::addSlot(Slot slot) {
+  slots_.push_back(slot);
+  return static_cast<int32_t>(slots_.size() - 1);
+}
+
+PreparedPlan::Binding PreparedPlan::bindingOf(const Val* val,
+                                              const std::unordered_map<const Val*, int32_t>& slot_of) const {
+  // Where the tensor's elements live: its own buffer, or (a view) the buffer of what it views.
+  const kernel::SegmentInputView view = segmentInputView(compiled_.plan, val);
+  auto it = slot_of.find(view.storage);
+  BRAZE_ASSERT(it != slot_of.end(), "{} is read before anything writes it", view.storage->name());
+  return {it->second, val, val->dtype(), view.layout.layout};
+}
+
+PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
+                           const DeviceInfo& device, DeviceOps& ops) {
+  compiled_ = planForDevice(fusion, inputs, options, device);
+  const bool host_memory = ops.hostMemory();
+  int device_ordinal = 0;  // the inputs' (the FusionCache checks they share one)
+  for (const DeviceValue& v : inputs) {
+    if (const auto* t = std::get_if<DeviceTensor>(&v)) {
+      device_ordinal = t->device;
+      break;
+    }
+  }
+  const SegmentedFusion& plan = compiled_.plan;
+  for (const auto& val : plan.fusion->vals()) {
+    if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
+  }
+  std::unordered_map<const Val*, int32_t> slot_of;
+  std::vector<KernelImage> images;
+  for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
+    const Val* in = plan.fusion->inputs()[i];
+    if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
+  }
+  for (size_t s = 0; s < plan.segments.size(); ++s) {
+    const Segment& segment = plan.segments[s];
+    if (segment.kind == SegmentKind::Alias) continue;  // views: resolved where kernels and outputs read them
+    if (!compiled_.kernels[s]) {
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
+                       "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
+                       "(numpy) inputs, on the CPU",
+                       segment.id, segment.exprs.empty() ? "" : opName(segment.exprs.front()->kind()),
+                       segment.refusals.empty() ? "no reason given" : segment.refusals.back().second);
+      HostStep step{static_cast<int64_t>(s), {}, {}};
+      for (const Val* in : segment.inputs) {
+        if (in->isTensor()) step.reads.push_back(bindingOf(in, slot_of));
+      }
+      for (const Val* out : segment.outputs) {
+        const StridedLayout layout = StridedLayout::rowMajor(plan.bound.sizesOf(out));
+        slot_of[out] = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
+        step.writes.push_back({slot_of[out], out, out->dtype(), layout});
+      }
+      Launch launch;
+      launch.host_step = static_cast<int32_t>(host_steps_.size());
+      host_steps_.push_back(std::move(step));
+      launches_.push_back(std::move(launch));
+      continue;
+    }
+    const kernel::Kernel& k = *compiled_.kernels[s];
+    Launch launch;
+    launch.shape = {k.grid, k.block, k.shared_bytes};
+    for (const kernel::TensorParam& p : k.tensors) {
+      if (p.workspace) {
+        launch.slots.push_back(addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed}));
+      } else if (p.output) {
+        const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(p.layout, p.dtype)});
+        slot_of[p.val] = slot;
+        launch.slots.push_back(slot);
+      } else {
+        auto it = slot_of.find(p.storage);
+        BRAZE_ASSERT(it != slot_of.end(), "kernel {} reads {} before anything writes it", k.name, p.storage->name());
+        launch.slots.push_back(it->second);
+      }
+    }
+    // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
+    if (k.grid[0] * k.grid[1] == 0) continue;
+    std::string source = kernel::emitCuda(k);
+    launched_kernels_.emplace_back(compiledKernelKey(source, k, device_ordinal), k.summary);
+    CompileOptions compile = kernelCompileOptions(device.arch());
+    compile.maxrregcount = k.maxrregcount;
+    images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
+    launch.words = kernel::argumentWords(k);
+    max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
+    total_params_ += launch.slots.size() + launch.words.size();
+    launches_.push_back(std::move(launch));
+  }
+  // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
+  const std::vector<CuFunction> functions = ops.load(images);
+  for (size_t i = 0, f = 0; i < launches_.size(); ++i) {
+    if (launches_[i].host_step < 0) launches_[i].function = functions[f++];
+  }
+  std::unordered_map<const Val*, Binding> saved;  // outputs copied before an in-place update
+  if (!plan.fusion->outputAliases().empty()) {
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
+                     "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
+                     "not do yet; run it with host (numpy) inputs");
+    saved = addInPlaceUpdates(slot_of);
+  }
+  for (const Val* out : plan.fusion->outputs()) {
+    if (plan.fusion->outputAliases().count(const_cast<Val*>(out)) != 0) continue;  // written into its input
+    Output o;
+    if (out->isScalar()) {
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory, "output {} is a scalar: the GPU path returns tensors only",
+                       out->name());
+      o.scalar = std::get<ScalarValue>(scalars_.at(out));
+      outputs_.push_back(std::move(o));
+      continue;
+    }
+    const Binding where = saved.count(out) != 0 ? saved.at(out) : bindingOf(out, slot_of);
+    o.slot = where.slot;
+    o.byte_offset = where.layout.offset * sizeOf(out->dtype());
+    o.tensor.dtype = out->dtype();
+    o.tensor.sizes = where.layout.sizes;
+    o.tensor.strides = where.layout.strides;
+    Slot& slot = slots_[o.slot];
+    if (slot.kind == SlotKind::Buffer) {
+      // A caller's allocator can provide the buffer when this output is all of it and the only one.
+      const bool whole = o.byte_offset == 0 && o.tensor.strides == StridedLayout::rowMajor(o.tensor.sizes).strides &&
+                         bytesOf(StridedLayout::rowMajor(o.tensor.sizes), o.tensor.dtype) == slot.bytes;
+      slot.sole_output = !slot.returned && whole ? static_cast<int32_t>(outputs_.size()) : -1;
+      slot.returned = true;
+    }
+    outputs_.push_back(std::move(o));
+  }
+}
+
+std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceUpdates(
+    const std::unordered_map<const Val*, int32_t>& slot_of) {
+  const Fusion& fusion = *compiled_.plan.fusion;
+  // An output that views an input updated in place shows the value from before the update (as the
+  // reference evaluator returns it): such outputs are copied out first, into buffers of their own.
+  std::unordered_map<const Val*, Binding> saved;
+  std::vector<int32_t> updated;
+  for (const auto& [out, in] : fusion.outputAliases()) updated.push_back(slot_of.at(in));
+  for (const Val* out : fusion.outputs()) {
+    if (!out->isTensor() || fusion.outputAliases().count(const_cast<Val*>(out)) != 0) continue;
+    const Binding from = bindingOf(out, slot_of);
+    if (std::find(updated.begin(), updated.end(), from.slot) == updated.end()) continue;
+    const StridedLayout layout = StridedLayout::rowMajor(from.layout.sizes);
+    const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
+    Launch launch;
+    launch.host_step = static_cast<int32_t>(host_steps_.size());
+    host_steps_.push_back({-1, {from}, {{slot, out, out->dtype(), layout}}});
+    launches_.push_back(std::move(launch));
+    saved.emplace(out, host_steps_.back().writes[0]);
+  }
+  for (const auto& [out, in] : fusion.outputAliases()) {
+    const Binding from = bindingOf(out, slot_of), to = bindingOf(in, slot_of);
+    BRAZE_CHECK(from.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
+                out->name(), fmt::join(from.layout.sizes, ", "), in->name(), fmt::join(to.layout.sizes, ", "));
+    Launch launch;
+    launch.host_step = static_cast<int32_t>(host_steps_.size());
+    host_steps_.push_back({-1, {from}, {to}});
+    launches_.push_back(std::move(launch));
+  }
+  return saved;
+}
+
+void PreparedPlan::runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const {
+  auto tensorAt = [&](const Binding& b) {
+    void* base = reinterpret_cast<void*>(static_cast<uintptr_t>(pointers[b.slot]));
+    return HostTensor::wrap(base, b.dtype, b.layout.sizes, b.layout.strides).view(b.layout.sizes, b.layout.strides,
+                                                                                   b.layout.offset);
+  };
+  if (step.segment < 0) {
+    const HostTensor from = tensorAt(step.reads[0]);
+    HostTensor to = tensorAt(step.writes[0]);
+    forEachIndex(from.sizes(), [&](const std::vector<int64_t>& index) {
+      if (isFloating(from.dtype())) {
+        to.writeDouble(to.offsetOf(index), from.readDouble(from.offsetOf(index)));
+      } else {
+        to.writeInt(to.offsetOf(index), from.readInt(from.offsetOf(index)));
+      }
+    });
+    return;
+  }
+  std::unordered_map<const Val*, HostValue> values = scalars_;
+  for (const Binding& b : step.reads) values.insert_or_assign(b.val, tensorAt(b));
+  runSegmentOnReference(compiled_.plan.segments[step.segment], values);
+  for (const Binding& b : step.writes) {
+    const HostTensor& result = std::get<HostTensor>(values.at(b.val));
+    std::memcpy(tensorAt(b).data(), result.data(), static_cast<size_t>(result.numel() * sizeOf(b.dtype)));
+  }
+}
+
+std::vector<std::string> PreparedPlan::cudaCode() const {
+  std::vector<std::string> sources;
+  for (const auto& k : compiled_.kernels) {
+    if (k) sources.push_back(kernel::emitCuda(*k));
+  }
+  return sources;
+}
+
+std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+                                            const OutputAllocator* allocator, bool as_graph) const {
+  // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
+  // entered again from inside the allocator (Python code that executes a fusion) gets its own.
+  struct Scratch {
+    std::vector<CuDevicePtr> pointers, values;
+    std::vector<void*> args;
+    std::vector<KernelLaunch> chain;
+    std::vector<std::shared_ptr<void>> owners;
+    std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
+  };
+  thread_local Scratch reused;
+  thread_local bool busy = false;
+  Scratch nested;
+  Scratch& scratch = busy ? nested : reused;
+  struct Busy {
+    bool& flag;
+    bool was;
+    ~Busy() { flag = was; }
+  } guard{busy, busy};
+  busy = true;
+  auto& [pointers, values, args, chain, owners, external] = scratch;
+  pointers.assign(slots_.size(), 0);
+  owners.assign(slots_.size(), nullptr);
+  external.assign(slots_.size(), 0);
+  int device = 0;
+  size_t allocated = 0;  // slots [0, allocated) are bound: released again if a launch fails
+  try {
+    for (; allocated < slots_.size(); ++allocated) {
+      const Slot& slot = slots_[allocated];
+      if (slot.kind == SlotKind::Input) {
+        const auto& t = std::get<DeviceTensor>(inputs[slot.input]);
+        pointers[allocated] = t.data;
+        device = t.device;
+        continue;
+      }
+      if (allocator != nullptr && slot.sole_output >= 0) {
+        DeviceTensor spec = outputs_[slot.sole_output].tensor;
+        spec.device = device;  // the inputs' (input slots come first)
+        pointers[allocated] = (*allocator)(static_cast<size_t>(slot.sole_output), spec);
+        // Kernels store outputs with 16-byte vectors where the dtype and sizes allow.
+        BRAZE_CHECK(pointers[allocated] % 16 == 0,
+                    "the output allocator gave output {} the address {:#x}, which is not 16-byte aligned",
+                    slot.sole_output, pointers[allocated]);
+        if (pointers[allocated] != 0) {
+          external[allocated] = 1;
+          continue;
+        }
+      }
+      pointers[allocated] = ops.allocate(slot.bytes, stream);
+      if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
+    }
+    // Each kernel's arguments: pointers to 8-byte values (one per tensor, then the scalar words), at
+    // `at` in the scratch arrays.
+    auto bind = [&](const Launch& launch, size_t at) {
+      const size_t tensors = launch.slots.size();
+      for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
+      for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<CuDevicePtr>(launch.words[w]);
+      for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
+      return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
+    };
+    bool launched = false;
+    if (as_graph && launches_.size() > 1 && host_steps_.empty()) {
+      values.resize(total_params_);
+      args.resize(total_params_);
+      chain.clear();
+      size_t at = 0;
+      for (const Launch& launch : launches_) {
+        chain.push_back(bind(launch, at));
+        at += chain.back().arg_count;
+      }
+      std::lock_guard<std::mutex> lock(graph_mutex_);
+      launched = ops.launchGraph(graph_, chain, stream);
+    }
+    if (!launched) {
+      values.resize(std::max(max_params_, values.size()));
+      args.resize(values.size());
+      for (const Launch& launch : launches_) {
+        if (launch.host_step >= 0) {
+          ops.enqueueHost(stream, [this, step = &host_steps_[launch.host_step], bound = pointers] {
+            runHostStep(*step, bound);
+          });
+        } else {
+          ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
+        }
+      }
+    }
+  } catch (...) {
+    for (size_t i = 0; i < allocated; ++i) {
+      if (slots_[i].kind != SlotKind::Input && !external[i]) ops.release(pointers[i], stream);
+    }
+    throw;
+  }
+  std::vector<DeviceOutput> outputs;
+  outputs.reserve(outputs_.size());
+  for (const Output& o : outputs_) {
+    if (o.scalar) {
+      DeviceOutput out;
+      out.scalar = o.scalar;
+      outputs.push_back(std::move(out));
+      continue;
+    }
+    DeviceOutput out{o.tensor, nullptr, -1};
+    out.tensor.data = pointers[o.slot] + static_cast<CuDevicePtr>(o.byte_offset);
+    out.tensor.device = device;
+    const Slot& slot = slots_[o.slot];
+    if (slot.kind == SlotKind::Input) {
+      out.alias_of = slot.input;
+    } else if (external[o.slot]) {
+      out.caller_allocated = true;
+    } else {
+      if (!owners[o.slot]) {
+        // Freed on the stream it was allocated on (ordered after the kernels that wrote it, and after
+        // whatever the caller queued there since), from whichever thread drops it last.
+        const CuDevicePtr pointer = pointers[o.slot];
+        DeviceOps* device_ops = &ops;
+        owners[o.slot] = std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<uintptr_t>(pointer)),
+                                               [device_ops, pointer, stream](void*) {
+                                                 try {
+                                                   device_ops->release(pointer, stream);
+                                                 } catch (...) {
+                                                   // At exit the context may be gone: nothing to free then.
+                                                 }
+                                               });
+      }
+      out.owner = owners[o.slot];
+    }
+    outputs.push_back(std::move(out));
+  }
+  // Intermediates and workspaces go back to the pool after the launches that use them (stream order).
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].kind != SlotKind::Input && !slots_[i].returned) ops.release(pointers[i], stream);
+  }
+  owners.assign(slots_.size(), nullptr);
+  return outputs;
+}
+
+}  // namespace braze::runtime

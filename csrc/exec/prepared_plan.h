@@ -1,0 +1,113 @@
+// A fusion made ready to launch for one input signature: planned, lowered and compiled once, with
+// everything a launch needs decided up front (which buffer each kernel parameter binds to, what to
+// allocate, which outputs are views of inputs). Running it binds pointers, allocates outputs and
+// intermediates from the stream-ordered pool, and launches: no planning, no strings, no maps.
+#pragma once
+
+#include "exec/plan_kernels.h"
+#include "device/device_ops.h"
+#include "device/device_tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace braze::runtime {
+
+// The plan and kernels (lowered, not compiled) for inputs on a device: planning reads their sizes,
+// strides, pointer alignment and scalar values, never their data.
+kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+                                   const PlanOptions& options, const DeviceInfo& device);
+
+// What identifies a compiled kernel on a device: its source, its NVRTC options (the register cap; the
+// arch follows from the device) and the device. Plans with equal keys run the same loaded function.
+size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device);
+
+class PreparedPlan {
+ public:
+  // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
+  // `device`, and loads every kernel through `ops`. Steps without a kernel (a segment no kernel
+  // scheduler accepts, which the reference evaluator runs; an output written into an input in place;
+  // a scalar output) need a device whose memory the host reaches (DeviceOps::hostMemory): on a GPU
+  // they throw, naming the segment or output.
+  PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
+               const DeviceInfo& device, DeviceOps& ops);
+
+  // Launches the kernels in order on `stream` for inputs with the signature it was prepared for.
+  // Outputs a kernel writes are fresh pool allocations, or the allocator's memory where one is given
+  // (for each output that is a whole buffer of its own); views of inputs come back as views. With
+  // `as_graph`, a plan of several kernels launches them as one CUDA graph, made on the first such run
+  // and updated (only the kernels whose pointers or arguments changed) on the later ones; one by one
+  // where the driver has no graphs or the caller is capturing `stream`.
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+                                const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
+
+  const kernel::CompiledPlan& compiled() const { return compiled_; }
+  // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
+  std::vector<std::string> cudaCode() const;
+  // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
+  const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
+
+ private:
+  enum class SlotKind : uint8_t { Input, Buffer, Workspace };
+  struct Slot {
+    SlotKind kind = SlotKind::Buffer;
+    int64_t input = -1;   // Input: the fusion input's index
+    size_t bytes = 0;     // Buffer, Workspace
+    bool zeroed = false;  // Workspace that must start zeroed
+    bool returned = false;  // a fusion output's memory: owned by the caller after the run
+    int32_t sole_output = -1;  // the output that is exactly this buffer (offset 0, row-major), if one is
+  };
+  struct Launch {
+    CuFunction function = nullptr;
+    LaunchShape shape;
+    std::vector<int32_t> slots;    // the slot each tensor parameter binds to
+    std::vector<uint64_t> words;   // the scalar arguments after them (kernel::argumentWords)
+    int32_t host_step = -1;        // or: host_steps_[host_step], run on the host in stream order
+  };
+  // A tensor in a slot's memory: its layout in elements from the slot's address.
+  struct Binding {
+    int32_t slot = -1;
+    const Val* val = nullptr;
+    DataType dtype = DataType::Float;
+    StridedLayout layout;
+  };
+  // A step without a kernel: a segment the reference evaluator runs (`segment` >= 0), or a copy of
+  // reads[0] into writes[0] (an in-place update of an input, or an output saved before one).
+  struct HostStep {
+    int64_t segment = -1;
+    std::vector<Binding> reads, writes;
+  };
+  struct Output {
+    int32_t slot = -1;
+    int64_t byte_offset = 0;
+    DeviceTensor tensor;  // dtype, sizes and strides (data is filled per run)
+    std::optional<ScalarValue> scalar;  // a scalar output: known when planned (scalars are in the signature)
+  };
+
+  int32_t addSlot(Slot slot);
+  Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
+  void runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const;
+  // Host steps that write outputs declared with alias_input into their inputs; returns the outputs
+  // copied out first because they view an input updated in place.
+  std::unordered_map<const Val*, Binding> addInPlaceUpdates(const std::unordered_map<const Val*, int32_t>& slot_of);
+
+  kernel::CompiledPlan compiled_;
+  std::vector<std::pair<size_t, std::string>> launched_kernels_;
+  std::vector<Slot> slots_;
+  std::vector<Launch> launches_;
+  std::vector<HostStep> host_steps_;
+  std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, for host steps
+  std::vector<Output> outputs_;
+  size_t max_params_ = 0;
+  size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once
+  // The plan's CUDA graph, made by the first run that asks for one; runs on several threads take turns.
+  mutable std::mutex graph_mutex_;
+  mutable std::unique_ptr<LaunchGraph> graph_;
+};
+
+}  // namespace braze::runtime

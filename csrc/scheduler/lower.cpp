@@ -1,0 +1,137 @@
+#include "scheduler/lower.h"
+
+#include "support/error.h"
+#include "ir/strided_layout.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace braze::kernel {
+namespace {
+
+int64_t maxOffset(const StridedLayout& layout) {
+  int64_t off = layout.offset;
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.sizes[d] > 0) off += (layout.sizes[d] - 1) * std::abs(layout.strides[d]);
+  }
+  return off;
+}
+
+}  // namespace
+
+Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device) {
+  BRAZE_ASSERT(segment.scheduler != SchedulerKind::Alias && segment.bound != nullptr,
+               "segment {} is an alias segment: it has no kernel", segment.id);
+  const BoundShapes& bound = *segment.bound;
+  LoweringContext ctx{segment, bound, device, Kernel{}, {}, {}, 1, {}};
+  Kernel& k = ctx.kernel;
+  k.name = fmt::format("braze_s{}_{}", segment.id, toString(segment.scheduler));
+  KernelBuilder kb(k);
+  int64_t max_offset = 0;
+  for (const Val* in : segment.inputs) {
+    if (!in->isTensor()) continue;
+    const auto [layout, storage] = segment.input_views.at(in);
+    TensorParam p{in->name(), in->dtype(), false, in, storage, layout.layout, layout.alignment_bytes};
+    max_offset = std::max(max_offset, maxOffset(p.layout));
+    ctx.input_factors.push_back(vectorizeFactor(in->dtype(), p.layout, p.alignment_bytes));
+    ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(in->dtype()));
+    ctx.inputs[in] = kb.addTensor(std::move(p));
+  }
+  for (const Val* out : segment.outputs) {
+    TensorParam p{out->name(), out->dtype(), true, out, out, StridedLayout::rowMajor(bound.sizesOf(out)), 16};
+    max_offset = std::max(max_offset, maxOffset(p.layout));
+    ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(out->dtype()));
+    ctx.outputs[out] = kb.addTensor(std::move(p));
+  }
+  // 32-bit index arithmetic is faster; every offset and every element count must fit.
+  int64_t max_elements = 0;
+  for (const Val* in : segment.inputs) {
+    // An expanded input's logical size (what the kernel's linear indices span), not its storage.
+    if (in->isTensor()) max_elements = std::max(max_elements, bound.numel(in));
+  }
+  for (const Expr* e : segment.exprs) {
+    for (const Val* v : e->outputs()) {
+      if (v->isTensor()) max_elements = std::max(max_elements, bound.numel(v));
+    }
+  }
+  k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();
+  switch (segment.scheduler) {
+    case SchedulerKind::Pointwise: lowerPointwise(ctx); break;
+    case SchedulerKind::Transpose: lowerTranspose(ctx); break;
+    case SchedulerKind::Reduction: lowerReduction(ctx, false); break;
+    case SchedulerKind::InnerPersistent: lowerReduction(ctx, true); break;
+    case SchedulerKind::Alias: BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
+  }
+  removeDeadLets(ctx.kernel);
+  return std::move(ctx.kernel);
+}
+
+std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
+  std::vector<OutputGroup> groups;
+  for (const Val* out : ctx.segment.outputs) {
+    const auto& sizes = ctx.bound.sizesOf(out);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const OutputGroup& g) { return g.sizes == sizes; });
+    if (it == groups.end()) {
+      groups.push_back({sizes, {}, ctx.bound.numel(out), 0, 0});
+      it = std::prev(groups.end());
+    }
+    it->outputs.push_back(out);
+  }
+  return groups;
+}
+
+void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
+               const std::function<void(Chunk&)>& build) {
+  Chunk chunk;
+  const ExprId lane = width > 1 ? kb.ref(lane_var) : -1;
+  vb.beginChunk(&chunk.pre, width > 1 ? &chunk.body : &chunk.pre, width, lane);
+  build(chunk);
+  kb.openIf(predicate);
+  auto& target = kb.current();
+  target.insert(target.end(), std::make_move_iterator(chunk.pre.begin()), std::make_move_iterator(chunk.pre.end()));
+  if (width > 1 && !chunk.body.empty()) {
+    kb.openFor(lane_var, kb.index(0), kb.index(width), kb.index(1), /*unroll=*/true);
+    kb.current() = std::move(chunk.body);
+    kb.close();
+  }
+  auto& after = kb.current();
+  after.insert(after.end(), std::make_move_iterator(chunk.post.begin()), std::make_move_iterator(chunk.post.end()));
+  kb.close();
+}
+
+void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
+                 ExprId value) {
+  const TensorParam& param = kb.kernel().tensors[out];
+  // A float rounded to a bf16 or half output's dtype is stored unrounded: the store rounds it the same
+  // way (to nearest even), once instead of twice.
+  if (param.dtype == DataType::BFloat16 || param.dtype == DataType::Half) {
+    ExprId v = value;
+    if (kb.expr(v).kind == EKind::VarRef) v = kb.boundValue(kb.expr(v).ref).value_or(v);
+    const KExpr& e = kb.expr(v);
+    if (e.kind == EKind::Cast && e.dtype == param.dtype && e.from == DataType::Float) value = e.args[0];
+  }
+  int64_t coefficient = 0;
+  const ExprId base = vb.flatOffset(param.layout, index, &coefficient);
+  const int64_t width = vb.width();
+  const int64_t bytes = width * sizeOf(param.dtype);
+  if (width > 1 && coefficient == 1 && !vb.laneDependent(base) && kb.divisibility(base) % width == 0 &&
+      param.alignment_bytes % bytes == 0) {
+    const VarId buffer = kb.arrayVar("out", param.dtype, width);
+    kb.pushTarget(&chunk.pre);
+    kb.declare(buffer);
+    kb.popTarget();
+    kb.pushTarget(&chunk.body);
+    kb.localWrite(buffer, vb.lane(), value);
+    kb.popTarget();
+    kb.pushTarget(&chunk.post);
+    kb.vecStore(out, base, buffer, kb.index(0), static_cast<int>(width));
+    kb.popTarget();
+    return;
+  }
+  const ExprId offset = coefficient == 0 ? base : kb.add(base, kb.mul(vb.lane(), kb.index(coefficient)));
+  kb.pushTarget(width > 1 ? &chunk.body : &chunk.pre);
+  kb.store(out, offset, value);
+  kb.popTarget();
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,85 @@
+// Lowering: from a kernel segment of a plan, and the device it will run on, to kernel IR. The
+// segment's scheduler picks the loop structure (pointwise chunks, or rows for the reductions), its
+// heuristics the sizes; the ValueBuilder fills the loops with the segment's math.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "scheduler/value_builder.h"
+#include "passes/bind_shapes.h"
+#include "scheduler/device_info.h"
+#include "scheduler/heuristics.h"
+#include "scheduler/registry.h"
+
+#include <functional>
+#include <unordered_map>
+
+namespace braze::kernel {
+
+// What a kernel reads for a segment input: a fusion input as bound, another kernel's output as a fresh
+// row-major buffer, an alias segment's output as the view it makes of one of those (`storage`).
+struct SegmentInputView {
+  InputLayout layout;
+  const Val* storage = nullptr;  // whose buffer the view's offsets start from
+};
+
+// All that lowering reads of one kernel segment, without the plan around it: its exprs, the tensors it
+// reads and writes, the scheduler that accepted it, the shapes bound for this execute, and the view
+// each tensor input is read through.
+struct SegmentToLower {
+  int64_t id = 0;  // names the kernel: braze_s<id>_<scheduler>
+  SchedulerKind scheduler = SchedulerKind::Pointwise;
+  std::vector<const Expr*> exprs;
+  std::vector<const Val*> inputs;
+  std::vector<const Val*> outputs;
+  const BoundShapes* bound = nullptr;
+  std::unordered_map<const Val*, SegmentInputView> input_views;  // every tensor input
+};
+
+Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device);
+
+// Drops the scalar lets of `k` that nothing reads (dead_lets.cpp).
+void removeDeadLets(Kernel& k);
+
+// What the per-scheduler lowerings share: the kernel with its tensor parameters, and the builders.
+struct LoweringContext {
+  const SegmentToLower& segment;
+  const BoundShapes& bound;
+  const DeviceInfo& device;
+  Kernel kernel;
+  std::unordered_map<const Val*, TensorId> inputs;   // segment input -> parameter
+  std::unordered_map<const Val*, TensorId> outputs;  // segment output -> parameter
+  int64_t widest_dtype_bytes = 1;
+  std::vector<int64_t> input_factors;  // vectorizeFactor of every input parameter
+};
+
+// The segment's outputs by shape, in order of first appearance: a pointwise or transpose kernel
+// iterates over each group's index space in its own range of blocks.
+struct OutputGroup {
+  std::vector<int64_t> sizes;
+  std::vector<const Val*> outputs;
+  int64_t numel = 0;
+  int64_t blocks = 0;       // filled by the lowering
+  int64_t first_block = 0;
+};
+std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx);
+
+void lowerPointwise(LoweringContext& ctx);
+void lowerReduction(LoweringContext& ctx, bool persistent_wanted);
+// Shared-memory tiles for segments that read an input across the output's inner dim; falls back to
+// lowerPointwise (saying why in the kernel's summary) when no load can be staged.
+void lowerTranspose(LoweringContext& ctx);
+
+// One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
+// lanes (vector stores).
+struct Chunk {
+  std::vector<Stmt> pre, body, post;
+};
+// Emits `if (predicate) { pre; for lane { body }; post }`, with `build` filling the chunk through vb.
+void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
+               const std::function<void(Chunk&)>& build);
+// Stores value (of the output's dtype) at `index` of an output parameter: through a lane buffer and
+// one vector store when the access allows it, else one scalar store per lane.
+void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
+                 ExprId value);
+
+}  // namespace braze::kernel

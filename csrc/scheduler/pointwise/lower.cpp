@@ -1,0 +1,121 @@
+// The pointwise lowering (also the transpose lowering's fallback). 1D: each thread computes `unroll`
+// chunks of `vectorize` consecutive output elements; outputs of different shapes share one launch,
+// each group of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
+// 2D, when an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns,
+// a thread walks several rows of one column vector, so the broadcast input's vector is read once.
+#include "support/error.h"
+#include "scheduler/access_probe.h"
+#include "scheduler/lower.h"
+#include "ir/strided_layout.h"
+
+#include <numeric>
+
+namespace braze::kernel {
+namespace {
+
+void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const OutputGroup& group) {
+  Kernel& k = ctx.kernel;
+  const int64_t vec = params.vectorize;
+  k.grid = {params.grid, params.grid_y};
+  k.block = {params.threads_x, params.threads_y};
+  k.summary = params.toString();
+  k.vectorize = vec;
+  const std::vector<int64_t> row_sizes(group.sizes.begin(), group.sizes.begin() + params.break_point);
+  const std::vector<int64_t> column_sizes(group.sizes.begin() + params.break_point, group.sizes.end());
+  KernelBuilder kb(k);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  const VarId u = kb.scalarVar("u", DataType::Int64, true);
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
+  const ExprId column = kb.letValue("column", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.threads_x)), kb.threadIdx(0)));
+  const ExprId column_ok = kb.lt(column, kb.index(params.inner / vec));
+  kb.openFor(u, kb.index(0), kb.index(params.unroll), kb.index(1), /*unroll=*/params.unroll <= 8);
+  const ExprId row = kb.letValue(
+      "row", kb.add(kb.mul(kb.add(kb.mul(kb.blockIdx(1), kb.index(params.unroll)), kb.ref(u)), kb.index(params.threads_y)),
+                    kb.threadIdx(1)));
+  // The row count is a launch argument: another batch size with the same rows per thread shares the kernel.
+  emitChunk(kb, vb, kb.land(column_ok, kb.lt(row, kb.extent("rows", params.outer))), vec, lane, [&](Chunk& c) {
+    std::vector<Idx> index = vb.unflatten(row, false, row_sizes);
+    const auto columns = vb.unflatten(kb.mul(column, kb.index(vec)), vec > 1, column_sizes);
+    index.insert(index.end(), columns.begin(), columns.end());
+    for (const Val* out : group.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+  });
+  kb.close();
+}
+
+}  // namespace
+
+void lowerPointwise(LoweringContext& ctx) {
+  std::vector<OutputGroup> groups = groupOutputs(ctx);
+  VectorizeInput vin;
+  vin.widest_dtype_bytes = ctx.widest_dtype_bytes;
+  vin.tensor_factors = ctx.input_factors;
+  vin.inner_extent = 0;
+  PointwiseProblem problem;
+  int64_t bytes = 0;
+  for (const auto& t : ctx.kernel.tensors) bytes += sizeOf(t.dtype);
+  problem.bytes_per_element = bytes;
+  for (const OutputGroup& g : groups) {
+    vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(g.sizes));
+    problem.total_elements += g.numel;
+    if (g.numel >= std::accumulate(problem.sizes.begin(), problem.sizes.end(), int64_t{1}, std::multiplies<>()) ||
+        problem.sizes.empty()) {
+      problem.sizes = g.sizes;
+    }
+  }
+  problem.max_vectorize = kernelVectorize(vin);
+  if (groups.size() == 1) {
+    const auto access = probeInputAccess(ctx, groups[0].outputs[0]);
+    for (const auto& [val, tensor] : ctx.inputs) {
+      if (access[tensor].strides) problem.input_strides.push_back(*access[tensor].strides);
+    }
+  }
+  const PointwiseParams params = pointwiseHeuristics(ctx.device, problem);
+  if (params.break_point > 0) {
+    lowerPointwise2D(ctx, params, groups[0]);
+    return;
+  }
+  const int64_t vec = params.vectorize;
+
+  int64_t total_blocks = 0;
+  for (OutputGroup& g : groups) {
+    const int64_t chunks = g.numel / vec;
+    g.blocks = (chunks + params.block * params.unroll - 1) / (params.block * params.unroll);
+    g.first_block = total_blocks;
+    total_blocks += g.blocks;
+  }
+  Kernel& k = ctx.kernel;
+  k.grid = {total_blocks, 1};
+  k.block = {params.block, 1};
+  k.summary = params.toString();
+  k.vectorize = vec;
+
+  KernelBuilder kb(k);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  const VarId u = kb.scalarVar("u", DataType::Int64, true);
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
+  for (const OutputGroup& g : groups) {
+    if (g.blocks == 0) continue;
+    const ExprId block = kb.blockIdx(0);
+    const bool guarded = groups.size() > 1;
+    if (guarded) {
+      kb.openIf(kb.land(kb.le(kb.index(g.first_block), block), kb.lt(block, kb.index(g.first_block + g.blocks))));
+    }
+    const ExprId local_block = kb.sub(block, kb.index(g.first_block));
+    kb.openFor(u, kb.index(0), kb.index(params.unroll), kb.index(1), /*unroll=*/true);
+    const ExprId chunk = kb.add(kb.mul(kb.add(kb.mul(local_block, kb.index(params.unroll)), kb.ref(u)),
+                                       kb.index(params.block)),
+                                kb.threadIdx(0));
+    const ExprId chunk_var = kb.letValue("chunk", chunk);
+    // One group: its chunk count is a launch argument, so sizes that keep the heuristics' choice (and
+    // whose index arithmetic does not name them) share one compiled kernel.
+    const ExprId chunks = guarded ? kb.index(g.numel / vec) : kb.extent("chunks", g.numel / vec);
+    emitChunk(kb, vb, kb.lt(chunk_var, chunks), vec, lane, [&](Chunk& c) {
+      const auto index = vb.unflatten(kb.mul(chunk_var, kb.index(vec)), vec > 1, g.sizes);
+      for (const Val* out : g.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+    });
+    kb.close();
+    if (guarded) kb.close();
+  }
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,471 @@
+// The reduction and inner-persistent lowerings: one loop structure over (row, reduced element).
+// Inner: threads in x walk a row in vector chunks, a block holds threads_y rows; every reduction is a
+// pass over the row followed by a block reduction across x; with `persistent`, loads are kept in
+// registers (arrays indexed by the unrolled chunk), or in shared memory for larger rows, so only the
+// first pass reads memory. Outer: threads in x own (vectors of) kept elements, threads in y split the
+// reduced ones, a block reduction across y combines. Statistics (var, var_mean, welford) take two
+// passes: the mean, then squared deviations.
+// Grid reduction (few rows): blocks in grid y each reduce a split of every row and write a partial;
+// the last block of a row to arrive (an atomic counter) combines the partials and writes the results.
+#include "support/error.h"
+#include "scheduler/lower.h"
+#include "scheduler/reduction/reduction_domain.h"
+
+#include <limits>
+#include <numeric>
+#include <unordered_set>
+
+namespace braze::kernel {
+namespace {
+
+DataType accumulatorType(DataType out) {
+  if (isFloating(out)) return out == DataType::Double ? DataType::Double : DataType::Float;
+  return out;
+}
+
+ReduceOp reduceOpOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::Sum: return ReduceOp::Sum;
+    case OpKind::Prod: return ReduceOp::Prod;
+    case OpKind::Max: return ReduceOp::Max;
+    case OpKind::Min: return ReduceOp::Min;
+    case OpKind::Any: return ReduceOp::Any;
+    case OpKind::All: return ReduceOp::All;
+    default: BRAZE_UNREACHABLE("reduceOpOf({})", opName(kind));
+  }
+}
+
+ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const bool f = isFloating(acc);
+  switch (op) {
+    case ReduceOp::Sum: return kb.constantInt(0, acc);
+    case ReduceOp::Prod: return kb.constantInt(1, acc);
+    case ReduceOp::Max: return f ? kb.constant(-inf, acc) : kb.constantInt(integerMin(acc), acc);
+    case ReduceOp::Min: return f ? kb.constant(inf, acc) : kb.constantInt(integerMax(acc), acc);
+    case ReduceOp::Any: return kb.boolean(false);
+    case ReduceOp::All: return kb.boolean(true);
+  }
+  return -1;
+}
+
+// A row value as the lowering holds it: a scalar variable, or (outer reductions vectorized over the
+// kept dims) a local array with one value per lane.
+struct RowVar {
+  VarId var = -1;
+  int64_t lanes = 1;  // 1: a scalar
+};
+
+class RowLowering {
+ public:
+  RowLowering(LoweringContext& ctx, bool persistent_wanted)
+      : ctx_(ctx), bound_(ctx.bound), kb_(ctx.kernel), vb_(kb_, bound_, ctx.segment.exprs, ctx.inputs) {
+    Candidate candidate{ctx.segment.exprs, ctx.segment.inputs, ctx.segment.outputs};
+    facts_ = analyzeCandidate(candidate);
+    auto domain = commonReductionDomain(facts_, bound_);
+    BRAZE_ASSERT(std::holds_alternative<ReductionDomain>(domain), "segment {}: {}", ctx.segment.id,
+                 std::get<std::string>(domain));
+    domain_ = std::get<ReductionDomain>(domain);
+    for (int64_t d = 0; d < static_cast<int64_t>(domain_.input_sizes.size()); ++d) {
+      const bool reduced = std::find(domain_.dims.begin(), domain_.dims.end(), d) != domain_.dims.end();
+      (reduced ? reduced_sizes_ : kept_sizes_).push_back(domain_.input_sizes[d]);
+    }
+    rows_ = domain_.outer_numel;
+    row_length_ = domain_.outer_numel == 0 ? 0 : domain_.full_numel / domain_.outer_numel;
+    choose(persistent_wanted);
+  }
+
+  void lower() {
+    Kernel& k = ctx_.kernel;
+    lane_ = kb_.scalarVar("lane", DataType::Int64, true);
+    chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
+    lanes_ = params_.inner ? 1 : params_.vectorize;
+    if (params_.inner) {
+      row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
+      kept_base_ = row_;
+    } else {
+      row_ = kb_.letValue("k", kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_x)), kb_.threadIdx(0)));
+      kept_base_ = kb_.mul(row_, kb_.index(lanes_));
+    }
+    // Inner: the row count is a launch argument, so every batch size that keeps the heuristics' choice
+    // runs one compiled kernel (row offsets of contiguous rows are row * length, whatever the dims).
+    row_ok_ = kb_.lt(kept_base_, params_.inner ? kb_.extent("rows", rows_) : kb_.index(rows_));
+    member_ = kb_.threadIdx(params_.inner ? 0 : 1);
+    split_ = params_.splits > 1 ? kb_.blockIdx(1) : kb_.index(0);
+    std::vector<Stmt> declarations, passes;
+    if (params_.persistent) {
+      LoadCache cache{&declarations, kb_.ref(chunk_var_), params_.chunks, {}};
+      for (const auto& [val, tensor] : ctx_.inputs) {
+        if (isRowData(val)) cache.tensors.insert(tensor);
+      }
+      if (params_.shared_cache) {
+        cache.shared = true;
+        cache.threads = params_.threads_x * params_.threads_y;
+        cache.thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+      }
+      vb_.setLoadCache(cache);
+    }
+    kb_.pushTarget(&passes);
+    if (params_.splits > 1) {
+      gridReduce();
+    } else {
+      for (const Expr* e : facts_.reductions) reduce(*e);
+      epilogue();
+    }
+    kb_.popTarget();
+    auto& target = kb_.current();
+    target.insert(target.end(), std::make_move_iterator(declarations.begin()),
+                  std::make_move_iterator(declarations.end()));
+    target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
+    k.grid = {params_.grid, params_.splits};
+    k.block = {params_.threads_x, params_.threads_y};
+    k.vectorize = params_.vectorize;
+    k.summary = params_.toString();
+  }
+
+ private:
+  void choose(bool persistent_wanted) {
+    ReductionProblem problem;
+    problem.rows = rows_;
+    problem.row_length = row_length_;
+    problem.inner = domain_.inner;
+    problem.wants_persistent = persistent_wanted;
+    problem.widest_dtype_bytes = ctx_.widest_dtype_bytes;
+    int64_t cached = 0;
+    for (const Val* in : ctx_.segment.inputs) {
+      if (!isRowData(in)) continue;
+      ++cached;
+      if (in->dtype() == DataType::Double || in->dtype() == DataType::Int64) problem.cached_value_bytes = 8;
+    }
+    problem.cached_tensors = std::max<int64_t>(cached, 1);
+    problem.splittable = !persistent_wanted && splittable();
+    VectorizeInput vin;
+    vin.widest_dtype_bytes = ctx_.widest_dtype_bytes;
+    vin.tensor_factors = ctx_.input_factors;
+    // Inner: lanes walk the row; outer: lanes walk the kept dims (the innermost in memory).
+    vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
+    for (const Val* out : ctx_.segment.outputs) {
+      const bool full = bound_.numel(out) == domain_.full_numel && rows_ != domain_.full_numel;
+      if (full || !domain_.inner) vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
+    }
+    problem.max_vectorize = kernelVectorize(vin);
+    params_ = reductionHeuristics(ctx_.device, problem);
+  }
+
+  // Whether blocks may reduce parts of a row: plain reductions only (statistics need the whole row's
+  // mean first), none fed by another's result, and every output a per-row value.
+  bool splittable() const {
+    std::unordered_set<const Val*> after_reduction;
+    for (const Expr* e : ctx_.segment.exprs) {
+      const bool is_reduction = std::find(facts_.reductions.begin(), facts_.reductions.end(), e) !=
+                                facts_.reductions.end();
+      bool fed = false;
+      for (const Val* in : e->inputs()) fed = fed || after_reduction.count(in) != 0;
+      if (is_reduction && (fed || opInfo(e->kind()).category != OpCategory::Reduction)) return false;
+      if (is_reduction || fed) {
+        for (const Val* out : e->outputs()) after_reduction.insert(out);
+      }
+    }
+    for (const Val* out : ctx_.segment.outputs) {
+      if (bound_.numel(out) != rows_) return false;
+    }
+    return !facts_.reductions.empty();
+  }
+
+  // A tensor with an element per element of the domain (x, not a weight broadcast over the rows): what
+  // a persistent kernel keeps in registers. Others are small and stay in L1/L2.
+  bool isRowData(const Val* val) const {
+    return val->isTensor() && bound_.numel(val) >= domain_.full_numel && domain_.full_numel > domain_.outer_numel;
+  }
+
+  // The input index of the reduction domain for this thread's kept element(s) and a reduced element.
+  std::vector<Idx> domainIndex(ExprId reduced_base, bool reduced_lane) {
+    const auto kept = vb_.unflatten(kept_base_, lanes_ > 1, kept_sizes_);
+    const auto red = vb_.unflatten(reduced_base, reduced_lane, reduced_sizes_);
+    std::vector<Idx> index;
+    size_t ki = 0, ri = 0;
+    for (int64_t d = 0; d < static_cast<int64_t>(domain_.input_sizes.size()); ++d) {
+      const bool reduced = std::find(domain_.dims.begin(), domain_.dims.end(), d) != domain_.dims.end();
+      index.push_back(reduced ? red[ri++] : kept[ki++]);
+    }
+    return index;
+  }
+
+  // The row-major linear index of the domain element: how full-size outputs are indexed.
+  ExprId domainLinear(const std::vector<Idx>& index) {
+    ExprId linear = kb_.index(0);
+    int64_t stride = 1;
+    for (size_t d = index.size(); d-- > 0;) {
+      linear = kb_.add(linear, kb_.mul(index[d].base, kb_.index(stride)));
+      stride *= std::max<int64_t>(domain_.input_sizes[d], 1);
+    }
+    return linear;
+  }
+
+  // Runs `body(index)` for every reduced element this thread handles (of its split), in chunks of lanes.
+  void forEachElement(const std::function<void(Chunk&, const std::vector<Idx>&)>& body) {
+    const int64_t vec = params_.vectorize;
+    const ExprId split_begin = kb_.mul(split_, kb_.index(params_.split_length));
+    if (params_.inner) {
+      const int64_t row_chunks = (row_length_ + vec - 1) / vec;
+      const int64_t chunks = params_.persistent || params_.splits > 1
+                                 ? params_.chunks
+                                 : (row_chunks + params_.threads_x - 1) / params_.threads_x;
+      const bool unroll = params_.persistent && !params_.shared_cache;
+      // Values every element of the pass shares are computed once, before the loop (pure arithmetic on
+      // per-row results and scalars: safe for threads past the last row too).
+      std::vector<Stmt> hoisted;
+      vb_.setHoistTarget(&hoisted);
+      kb_.openFor(chunk_var_, kb_.index(0), kb_.index(chunks), kb_.index(1), unroll);
+      const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+      const ExprId col = kb_.add(split_begin, kb_.mul(step, kb_.index(vec)));
+      emitChunk(kb_, vb_, kb_.land(row_ok_, kb_.lt(col, kb_.index(row_length_))), vec, lane_,
+                [&](Chunk& c) { body(c, domainIndex(col, vec > 1)); });
+      kb_.close();
+      vb_.setHoistTarget(nullptr);
+      auto& target = kb_.current();
+      target.insert(target.end() - 1, std::make_move_iterator(hoisted.begin()), std::make_move_iterator(hoisted.end()));
+      return;
+    }
+    ExprId end = kb_.index(row_length_);
+    if (params_.splits > 1) end = kb_.min(end, kb_.add(split_begin, kb_.index(params_.split_length)));
+    kb_.openFor(chunk_var_, kb_.add(split_begin, kb_.threadIdx(1)), end, kb_.index(params_.threads_y), false);
+    emitChunk(kb_, vb_, row_ok_, lanes_, lane_, [&](Chunk& c) { body(c, domainIndex(kb_.ref(chunk_var_), false)); });
+    kb_.close();
+  }
+
+  // The row value as an expression: the scalar, or the array's element for the current lane.
+  ExprId rowValue(const RowVar& v) {
+    return v.lanes == 1 ? kb_.ref(v.var) : kb_.localRead(v.var, kb_.ref(lane_));
+  }
+  ExprId laneValue(const RowVar& v, int64_t l) {
+    return v.lanes == 1 ? kb_.ref(v.var) : kb_.localRead(v.var, kb_.index(l));
+  }
+  // Binds a per-row value once (scalars), or leaves a lane's expression to be evaluated where used.
+  ExprId rowLet(const char* prefix, ExprId value) { return lanes_ == 1 ? kb_.letValue(prefix, value) : value; }
+
+  RowVar newRowVar(DataType dtype, ExprId init) {
+    RowVar v{-1, lanes_};
+    if (lanes_ == 1) {
+      v.var = kb_.scalarVar("acc", dtype);
+      kb_.let(v.var, init);
+      return v;
+    }
+    v.var = kb_.arrayVar("acc", dtype, lanes_);
+    kb_.declare(v.var);
+    for (int64_t l = 0; l < lanes_; ++l) kb_.localWrite(v.var, kb_.index(l), init);
+    return v;
+  }
+
+  // Combines the lanes' values across the threads of the reduce axis (one block reduction per lane).
+  void blockReduce(const RowVar& v, DataType dtype, ReduceOp op) {
+    const int axis = params_.inner ? 0 : 1;
+    if (v.lanes == 1) {
+      kb_.blockReduce(v.var, op, axis);
+      return;
+    }
+    for (int64_t l = 0; l < v.lanes; ++l) {
+      const VarId t = kb_.scalarVar("part", dtype);
+      kb_.let(t, kb_.localRead(v.var, kb_.index(l)));
+      kb_.blockReduce(t, op, axis);
+      kb_.localWrite(v.var, kb_.index(l), kb_.ref(t));
+    }
+  }
+
+  // acc = combine over this thread's elements of value(index), then across the threads of a row.
+  RowVar accumulate(DataType acc_type, ReduceOp op, const std::function<ExprId(const std::vector<Idx>&)>& value) {
+    const RowVar acc = newRowVar(acc_type, identity(kb_, op, acc_type));
+    forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
+      const ExprId v = kb_.cast(value(index), acc_type);
+      kb_.pushTarget(params_.vectorize > 1 ? &c.body : &c.pre);
+      const ExprId combined = kb_.elementwise(combineOf(op), acc_type, {rowValue(acc), v});
+      if (acc.lanes == 1) {
+        kb_.assign(acc.var, combined);
+      } else {
+        kb_.localWrite(acc.var, kb_.ref(lane_), combined);
+      }
+      kb_.popTarget();
+    });
+    blockReduce(acc, acc_type, op);
+    return acc;
+  }
+
+  // A plain reduction's accumulation: its output dtype, and the value accumulated at an index.
+  struct Plain {
+    DataType out, acc;
+    ReduceOp op;
+  };
+  Plain plainOf(const Expr& e) const {
+    const DataType out = e.output(0)->dtype();
+    return {out, accumulatorType(out), reduceOpOf(e.kind())};
+  }
+  RowVar accumulatePlain(const Expr& e) {
+    const Val* in = e.input(0);
+    const Plain p = plainOf(e);
+    const bool cast_first = isFloating(p.out) && isFloating(in->dtype());
+    return accumulate(p.acc, p.op, [&](const std::vector<Idx>& index) {
+      const ExprId v = vb_.valueAt(in, index);
+      return cast_first ? kb_.cast(v, p.out) : v;
+    });
+  }
+
+  void reduce(const Expr& e) {
+    const Val* in = e.input(0);
+    if (opInfo(e.kind()).category == OpCategory::Reduction) {
+      const RowVar total = accumulatePlain(e);
+      vb_.setResult(e.output(0), rowLet("r", kb_.cast(rowValue(total), plainOf(e).out)));
+      return;
+    }
+    // Statistics: mean, then the sum of squared deviations from it, accumulated in float (double for
+    // double outputs); n is the reduced element count.
+    const DataType acc = e.output(0)->dtype() == DataType::Double ? DataType::Double : DataType::Float;
+    const ExprId n = kb_.constant(static_cast<double>(row_length_), acc);
+    const RowVar sum = accumulate(acc, ReduceOp::Sum,
+                                  [&](const std::vector<Idx>& index) { return vb_.valueAt(in, index); });
+    const ExprId mean = rowLet("mean", kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(sum), n}));
+    const RowVar m2 = accumulate(acc, ReduceOp::Sum, [&](const std::vector<Idx>& index) {
+      const ExprId d = kb_.elementwise(OpKind::Sub, acc, {kb_.cast(vb_.valueAt(in, index), acc), mean});
+      return vb_.bind("d2", kb_.elementwise(OpKind::Mul, acc, {d, d}));
+    });
+    auto result = [&](size_t i, ExprId value) {
+      vb_.setResult(e.output(i), rowLet("stat", kb_.cast(value, e.output(i)->dtype())));
+    };
+    if (e.kind() == OpKind::Welford) {
+      result(0, mean);
+      result(1, rowValue(m2));
+      result(2, n);
+      return;
+    }
+    const double divisor = static_cast<double>(row_length_) - e.attrs().getDouble("correction");
+    const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(m2), kb_.constant(std::max(divisor, 0.0), acc)});
+    result(0, var);
+    if (e.kind() == OpKind::VarMean) result(1, mean);
+  }
+
+  // A workspace tensor of the kernel (no Val: the launcher allocates it).
+  TensorId addWorkspace(const char* name, DataType dtype, int64_t numel, bool zeroed) {
+    TensorParam p;
+    p.name = name;
+    p.dtype = dtype;
+    p.layout = StridedLayout::rowMajor({numel});
+    p.workspace = true;
+    p.zeroed = zeroed;
+    return kb_.addTensor(std::move(p));
+  }
+
+  // Every block reduces its split of each row to a partial per reduction; the last block of a row
+  // group to arrive (counted by an atomic per blockIdx.x) combines all splits' partials, resets the
+  // counter for the next launch, and writes the per-row outputs.
+  void gridReduce() {
+    const int64_t splits = params_.splits;
+    const ExprId leader = kb_.eq(member_, kb_.index(0));
+    std::vector<std::pair<RowVar, TensorId>> partials;
+    for (const Expr* e : facts_.reductions) {
+      const Plain p = plainOf(*e);
+      const RowVar acc = accumulatePlain(*e);
+      // Bool partials (any/all) travel as int32: the workspace loads go through L2 (__ldcg).
+      const DataType stored = p.acc == DataType::Bool ? DataType::Int32 : p.acc;
+      const TensorId ws = addWorkspace(partials.empty() ? "partials" : "partials_more", stored, rows_ * splits, false);
+      kb_.openIf(kb_.land(leader, row_ok_));
+      for (int64_t l = 0; l < lanes_; ++l) {
+        const ExprId slot = kb_.add(kb_.mul(kb_.add(kept_base_, kb_.index(l)), kb_.index(splits)), split_);
+        kb_.store(ws, slot, kb_.cast(laneValue(acc, l), stored));
+      }
+      kb_.close();
+      partials.emplace_back(acc, ws);
+    }
+    // Publish the partials, then count this block in; thread 0 learns whether it came last.
+    const TensorId semaphore = addWorkspace("arrived", DataType::Int32, params_.grid, true);
+    kb_.fence();
+    kb_.barrier();
+    const VarId flag = kb_.arrayVar("last_block", DataType::Bool, 1, VarKind::SharedArray);
+    kb_.declare(flag);
+    const ExprId first_thread = kb_.land(kb_.eq(kb_.threadIdx(0), kb_.index(0)), kb_.eq(kb_.threadIdx(1), kb_.index(0)));
+    kb_.openIf(first_thread);
+    const VarId before = kb_.scalarVar("arrived_before", DataType::Int64, true);
+    kb_.atomicAdd(before, semaphore, kb_.blockIdx(0), kb_.index(1));
+    kb_.localWrite(flag, kb_.index(0), kb_.eq(kb_.ref(before), kb_.index(splits - 1)));
+    kb_.close();
+    kb_.barrier();
+    kb_.openIf(kb_.letValue("is_last", kb_.localRead(flag, kb_.index(0))));
+    for (size_t r = 0; r < partials.size(); ++r) {
+      const Expr& e = *facts_.reductions[r];
+      const Plain p = plainOf(e);
+      const TensorId ws = partials[r].second;
+      const RowVar total = newRowVar(p.acc, identity(kb_, p.op, p.acc));
+      for (int64_t l = 0; l < lanes_; ++l) {
+        const VarId j = kb_.scalarVar("j", DataType::Int64, true);
+        kb_.openFor(j, member_, kb_.index(splits), kb_.index(params_.inner ? params_.threads_x : params_.threads_y),
+                    false);
+        kb_.openIf(row_ok_);
+        const ExprId slot = kb_.add(kb_.mul(kb_.add(kept_base_, kb_.index(l)), kb_.index(splits)), kb_.ref(j));
+        const ExprId part = kb_.cast(kb_.load(ws, slot), p.acc);
+        const ExprId combined = kb_.elementwise(combineOf(p.op), p.acc, {laneValue(total, l), part});
+        if (lanes_ == 1) {
+          kb_.assign(total.var, combined);
+        } else {
+          kb_.localWrite(total.var, kb_.index(l), combined);
+        }
+        kb_.close();
+        kb_.close();
+      }
+      blockReduce(total, p.acc, p.op);
+      vb_.setResult(e.output(0), rowLet("r", kb_.cast(rowValue(total), p.out)));
+    }
+    kb_.openIf(first_thread);
+    kb_.store(semaphore, kb_.blockIdx(0), kb_.constantInt(0, DataType::Int32));
+    kb_.close();
+    epilogue();
+    kb_.close();
+  }
+
+  void epilogue() {
+    std::vector<const Val*> full, per_row;
+    for (const Val* out : ctx_.segment.outputs) {
+      const int64_t n = bound_.numel(out);
+      (n == rows_ ? per_row : full).push_back(out);
+    }
+    if (!full.empty()) {
+      vb_.setLastPass();
+      forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
+        const ExprId linear = domainLinear(index);
+        const bool lane = params_.vectorize > 1;
+        for (const Val* out : full) {
+          // Same shape as the domain: the same index, so loads match the cached ones of earlier passes.
+          const bool same = bound_.sizesOf(out) == domain_.input_sizes;
+          const auto at = same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out));
+          storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
+        }
+      });
+    }
+    if (!per_row.empty()) {
+      vb_.clearLoadCache();  // per-row values are computed once per row, outside the chunk loop
+      const ExprId leader = kb_.eq(member_, kb_.index(0));
+      emitChunk(kb_, vb_, kb_.land(row_ok_, leader), lanes_, lane_, [&](Chunk& c) {
+        for (const Val* out : per_row) {
+          const auto at = vb_.unflatten(kept_base_, lanes_ > 1, bound_.sizesOf(out));
+          storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
+        }
+      });
+    }
+  }
+
+  LoweringContext& ctx_;
+  const BoundShapes& bound_;
+  KernelBuilder kb_;
+  ValueBuilder vb_;
+  CandidateFacts facts_;
+  ReductionDomain domain_;
+  std::vector<int64_t> kept_sizes_, reduced_sizes_;
+  int64_t rows_ = 0, row_length_ = 0;
+  ReductionParams params_;
+  int64_t lanes_ = 1;  // kept elements per thread: the vectorize of an outer reduction, else 1
+  VarId lane_ = -1, chunk_var_ = -1;
+  ExprId row_ = -1, row_ok_ = -1, kept_base_ = -1, member_ = -1, split_ = -1;
+};
+
+}  // namespace
+
+void lowerReduction(LoweringContext& ctx, bool persistent_wanted) { RowLowering(ctx, persistent_wanted).lower(); }
+
+}  // namespace braze::kernel

@@ -1,0 +1,36 @@
+#include "support/dynamic_library.h"
+
+#include <dlfcn.h>
+
+#include <utility>
+
+namespace braze::runtime {
+
+std::optional<DynamicLibrary> DynamicLibrary::open(std::span<const std::string> candidates) {
+  for (const std::string& candidate : candidates) {
+    // RTLD_LOCAL: the symbols stay out of the global namespace, so a libnvrtc of another version that
+    // the host process loaded (PyTorch ships one) is never shadowed or shadowing.
+    if (void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) return DynamicLibrary(handle, candidate);
+  }
+  return std::nullopt;
+}
+
+DynamicLibrary::DynamicLibrary(DynamicLibrary&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+
+DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) dlclose(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+DynamicLibrary::~DynamicLibrary() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+void* DynamicLibrary::symbol(const char* name) const { return dlsym(handle_, name); }
+
+}  // namespace braze::runtime
