@@ -8,6 +8,9 @@
 #include "passes/bind_shapes.h"
 #include "scheduler/device_info.h"
 #include "scheduler/heuristics.h"
+#include "scheduler/pointwise/heuristics.h"
+#include "scheduler/reduction/heuristics.h"
+#include "scheduler/transpose/heuristics.h"
 #include "scheduler/registry.h"
 
 #include <functional>

@@ -1,6 +1,7 @@
 // The heuristics as pure functions of a described device and a problem summary: no GPU, no fusion.
 #include "support/error.h"
-#include "scheduler/heuristics.h"
+#include "scheduler/pointwise/heuristics.h"
+#include "scheduler/reduction/heuristics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // transposeHeuristics as a pure function of a described device and a problem: tile sizes follow the
 // extents and the vector width, big problems on a GPU they fill get 64-point tiles, and the staged
 // tiles stay within the shared-memory budget of the device.
-#include "scheduler/heuristics.h"
+#include "scheduler/transpose/heuristics.h"
 
 #include <gtest/gtest.h>
 

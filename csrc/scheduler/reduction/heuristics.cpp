@@ -1,0 +1,131 @@
+#include "scheduler/reduction/heuristics.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace braze {
+namespace {
+
+// Reduced elements per split of a grid reduction, at least: below that, writing and combining the
+// partials costs more than the parallelism gains.
+constexpr int64_t kMinSplit = 4096;
+
+}  // namespace
+
+std::string ReductionParams::toString() const {
+  const std::string split =
+      splits > 1 ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length) : "";
+  if (!inner) {
+    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({})", vectorize, threads_x,
+                       threads_y, split, why);
+  }
+  const char* kind = !persistent ? "inner reduction" : shared_cache ? "inner persistent (shared memory)"
+                                                                      : "inner persistent";
+  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread{} ({})", kind,
+                     vectorize, threads_x, threads_y, chunks, split, why);
+}
+
+namespace {
+
+// Values a thread may keep in registers: what a block of `threads` leaves per thread of the SM's
+// register file (a 1024-thread block gets 64 registers each), less the kernel's own indexing and
+// temporaries, so a row never spills to local memory.
+int64_t registerValuesPerThread(const DeviceInfo& device, int64_t threads) {
+  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, device.regs_per_sm / std::max<int64_t>(threads, 1));
+  return std::min(device.tuning.persistent_values, std::max<int64_t>(regs - 32, 0));
+}
+
+// Splits of a row among blocks when the rows alone leave the GPU mostly idle: enough blocks for two
+// waves, but every split long enough (`min_split` elements) that the partials stay cheap.
+int64_t chooseSplits(const DeviceInfo& device, int64_t blocks, int64_t row_length, int64_t min_split) {
+  if (blocks >= device.sm_count) return 1;
+  const int64_t wanted = ceilDiv(2 * static_cast<int64_t>(device.sm_count), std::max<int64_t>(blocks, 1));
+  return std::clamp<int64_t>(std::min(wanted, row_length / std::max<int64_t>(min_split, 1)), 1, 65535);
+}
+
+ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams p) {
+  // Consecutive threads take consecutive (vectors of) kept elements: coalesced; threads in y split the
+  // reduced elements and are combined by a block reduction.
+  const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
+  p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, 32);
+  // Up to twice the tuned block (the block reduction across y is cheap), never past the device's limit.
+  const int64_t block = std::min<int64_t>(device.tuning.block_threads * 2, device.max_threads_per_block);
+  p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, block / p.threads_x);
+  p.grid = ceilDiv(kept_vectors, p.threads_x);
+  p.why = "reduced dims are outer";
+  if (problem.splittable) {
+    p.splits = chooseSplits(device, p.grid, problem.row_length, std::max<int64_t>(p.threads_y * 16, kMinSplit / 8));
+    if (p.splits > 1) {
+      p.split_length = ceilDiv(problem.row_length, p.splits);
+      p.splits = ceilDiv(problem.row_length, p.split_length);
+      p.why = fmt::format("{} blocks would leave most of {} SMs idle", p.grid, device.sm_count);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem) {
+  ReductionParams p;
+  p.inner = problem.inner;
+  p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
+  if (!problem.inner) return outerReduction(device, problem, p);
+  const int64_t row_chunks = std::max<int64_t>(ceilDiv(problem.row_length, p.vectorize), 1);
+  // Threads per row: a power of two leaving few idle lanes, with at most tuning.max_chunks_per_thread chunks each.
+  int64_t best = -1;
+  double best_waste = 2.0;
+  for (int64_t t = 1; t <= device.max_threads_per_block; t *= 2) {
+    const int64_t chunks = ceilDiv(row_chunks, t);
+    if (chunks > device.tuning.max_chunks_per_thread) continue;
+    const double waste = 1.0 - static_cast<double>(row_chunks) / static_cast<double>(chunks * t);
+    // Prefer fewer threads unless they leave much more of the last chunk idle.
+    if (best < 0 || waste + 1e-9 < best_waste - 0.1) {
+      best = t;
+      best_waste = waste;
+    }
+  }
+  if (best < 0) best = device.max_threads_per_block;
+  p.threads_x = best;
+  p.chunks = ceilDiv(row_chunks, p.threads_x);
+  p.threads_y = std::max<int64_t>(device.tuning.block_threads / p.threads_x, 1);
+  p.threads_y = std::min(p.threads_y, nextPow2(problem.rows));
+  p.grid = std::max<int64_t>(ceilDiv(problem.rows, p.threads_y), 1);
+  const int64_t threads = p.threads_x * p.threads_y;
+  const int64_t cached = std::max<int64_t>(problem.cached_tensors, 1);
+  const int64_t values = p.chunks * p.vectorize * cached;
+  const int64_t register_budget = registerValuesPerThread(device, threads);
+  // Shared memory for a row: every thread's values, plus what the block reduction itself declares.
+  const int64_t shared_bytes = values * threads * problem.cached_value_bytes;
+  const int64_t shared_budget = device.smem_per_block_optin - threads * 8;
+  if (problem.wants_persistent && values <= register_budget) {
+    p.persistent = true;
+    p.why = fmt::format("row kept in registers: {} values per thread", values);
+  } else if (problem.wants_persistent && shared_bytes <= shared_budget) {
+    p.persistent = true;
+    p.shared_cache = true;
+    p.why = fmt::format("row kept in shared memory: {} values per thread > {} for registers, {} KiB per block",
+                        values, register_budget, ceilDiv(shared_bytes, 1024));
+  } else if (problem.wants_persistent) {
+    p.why = fmt::format("row too large to keep ({} values per thread, {} KiB per block): re-read from L2/HBM", values,
+                        ceilDiv(shared_bytes, 1024));
+  } else {
+    p.why = "plain reduction";
+    if (problem.splittable) {
+      // A split walks whole passes of the block over the row: a multiple of threads_x chunks.
+      const int64_t pass = p.threads_x * p.vectorize;
+      p.splits = chooseSplits(device, p.grid, problem.row_length, std::max<int64_t>(pass * 4, kMinSplit));
+      if (p.splits > 1) {
+        p.split_length = ceilDiv(ceilDiv(problem.row_length, p.splits), pass) * pass;
+        p.splits = ceilDiv(problem.row_length, p.split_length);
+        p.chunks = p.split_length / pass;
+        p.why = fmt::format("{} rows would leave most of {} SMs idle", problem.rows, device.sm_count);
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace braze

@@ -1,0 +1,44 @@
+// The reduction and inner-persistent schedulers' heuristics: inner or outer, persistent or not, split across blocks or not.
+#pragma once
+
+#include "scheduler/heuristics.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braze {
+
+struct ReductionProblem {
+  int64_t rows = 1;             // kept elements (outer_numel)
+  int64_t row_length = 1;       // reduced elements per row
+  bool inner = true;            // the reduced dims are the innermost
+  bool wants_persistent = false;// a result is broadcast back over the row (inner persistent scheduler)
+  int64_t max_vectorize = 1;    // kernelVectorize along the row (inner) or the kept dims (outer)
+  int64_t cached_tensors = 1;   // tensors a persistent kernel keeps per row element
+  int64_t cached_value_bytes = 4;  // bytes of one kept value (its compute type: float, or double)
+  int64_t widest_dtype_bytes = 4;
+  // The results need no pass after the reduction over the whole row (plain reductions, none feeding
+  // another, only per-row outputs): blocks may each reduce part of a row and combine partials.
+  bool splittable = false;
+};
+
+struct ReductionParams {
+  bool inner = true;
+  bool persistent = false;      // the row is read from HBM once and kept (registers or shared memory)
+  bool shared_cache = false;    // persistent in shared memory: the row is too large for registers
+  int64_t vectorize = 1;
+  int64_t threads_x = 32;       // inner: threads per row; outer: threads over kept elements (vectorize each)
+  int64_t threads_y = 1;        // inner: rows per block; outer: threads splitting the reduced dims
+  int64_t chunks = 1;           // inner: vector chunks per thread per row (persistent: exact)
+  int64_t grid = 1;             // blocks over the rows (grid x)
+  // Grid reduction: each row's reduced elements are split among `splits` blocks (grid y) of
+  // `split_length` elements each; the last block to finish a row combines the partial results.
+  int64_t splits = 1;
+  int64_t split_length = 0;
+  std::string why;              // one sentence: why persistent, split or neither
+  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
+};
+ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);
+
+}  // namespace braze
