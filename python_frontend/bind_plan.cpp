@@ -7,8 +7,8 @@
 
 #include "support/dump.h"
 #include "codegen/cuda_emitter.h"
-#include "exec/plan_kernels.h"
-#include "segmenter/explain.h"
+#include "exec/pipeline.h"
+#include "exec/pipeline.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -75,7 +75,7 @@ SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std:
   const DeviceInfo target = deviceNamed(device);
   const auto inputs = hostInputs(py_inputs);
   nb::gil_scoped_release release;
-  return kernel::compilePlan(explain(fusion, inputs, options), target).plan;
+  return lowerPlan(planSegments(fusion, inputs, options), target).plan;
 }
 
 std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
@@ -85,7 +85,7 @@ std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, c
   const auto inputs = hostInputs(py_inputs);
   nb::gil_scoped_release release;
   std::vector<std::string> sources;
-  for (const auto& k : kernel::compilePlan(explain(fusion, inputs, options), target).kernels) {
+  for (const auto& k : lowerPlan(planSegments(fusion, inputs, options), target).kernels) {
     if (k) sources.push_back(kernel::emitCuda(*k));
   }
   return sources;
@@ -94,9 +94,9 @@ std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, c
 // Each kernel of the plan as a launcher needs it: source, name, launch shape, and what each parameter
 // binds to ("input" i / "output" i of the fusion, "intermediate", or "workspace" of n elements).
 nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend, const std::string& device) {
-  kernel::ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
+  ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
   const auto inputs = hostInputs(py_inputs);
-  const kernel::CompiledPlan compiled = kernel::compilePlan(explain(fusion, inputs, options.plan), options.device);
+  const LoweredPlan compiled = lowerPlan(planSegments(fusion, inputs, options.plan), options.device);
   auto position = [](const std::vector<Val*>& vals, const Val* v) -> int64_t {
     const auto it = std::find(vals.begin(), vals.end(), v);
     return it == vals.end() ? -1 : it - vals.begin();

@@ -28,7 +28,7 @@ struct LayerNormKernel {
 const LayerNormKernel& layerNormKernel() {
   static const LayerNormKernel kernel = [] {
     const testing::KernelCase c = testing::layerNormCase({.batch = 16, .seq = 128, .hidden = 1600}, 1);
-    const kernel::CompiledPlan compiled = kernel::compilePlan(explain(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const LoweredPlan compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     for (const auto& k : compiled.kernels) {
       if (k) return LayerNormKernel{k->name, kernel::emitCuda(*k)};
     }

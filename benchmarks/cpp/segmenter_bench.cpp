@@ -18,7 +18,7 @@ void BM_PlanTransformerBlocks(benchmark::State& state) {
   const auto inputs = testing::randomInputs(fusion, 1);
   int64_t kernels = 0;
   for (auto _ : state) {
-    const SegmentedFusion plan = explain(fusion, inputs);
+    const SegmentedFusion plan = planSegments(fusion, inputs);
     kernels = plan.kernelCount();
   }
   state.counters["exprs"] = static_cast<double>(fusion.exprsToEvaluate().size());
@@ -30,7 +30,7 @@ void BM_PlanSeedLayerNorm(benchmark::State& state) {
   Fusion fusion;
   testing::defineLayerNorm(fusion, {});
   const auto inputs = testing::randomInputs(fusion, 1, {{16, 128, 1600}, {1600}, {1600}});
-  for (auto _ : state) benchmark::DoNotOptimize(explain(fusion, inputs).kernelCount());
+  for (auto _ : state) benchmark::DoNotOptimize(planSegments(fusion, inputs).kernelCount());
 }
 BENCHMARK(BM_PlanSeedLayerNorm)->Unit(benchmark::kMicrosecond);
 
@@ -39,7 +39,7 @@ void BM_PlanLitGptRope(benchmark::State& state) {
   testing::defineLitGptQkvSplitRope(fusion, {.batch = 2, .seq = 64, .heads = 32, .groups = 8, .head = 128,
                                              .rope_n_elem = 128});
   const auto inputs = testing::randomInputs(fusion, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(explain(fusion, inputs).kernelCount());
+  for (auto _ : state) benchmark::DoNotOptimize(planSegments(fusion, inputs).kernelCount());
 }
 BENCHMARK(BM_PlanLitGptRope)->Unit(benchmark::kMicrosecond);
 

@@ -160,7 +160,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
     }
   }
   const int device = deviceOf(inputs);
-  kernel::CompiledPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(device));
+  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(device));
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& k : compiled.kernels) {

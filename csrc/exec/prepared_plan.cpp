@@ -1,6 +1,7 @@
 #include "exec/prepared_plan.h"
 
 #include "support/error.h"
+#include "reference/evaluator.h"
 #include "codegen/cuda_emitter.h"
 #include "segmenter/segment_views.h"
 
@@ -12,6 +13,28 @@
 
 namespace braze::runtime {
 namespace {
+
+// Runs a segment's exprs on the reference evaluator: it sees only its inputs and the bound scalars in
+// `values`, and leaves its outputs there as fresh row-major tensors, as a kernel would write them.
+void runSegmentOnReference(const Segment& segment, std::unordered_map<const Val*, HostValue>& values) {
+  std::unordered_map<const Val*, HostValue> local;
+  for (const Val* in : segment.inputs) local.emplace(in, values.at(in));
+  for (const Expr* e : segment.exprs) {
+    std::vector<const HostValue*> operands;
+    for (const Val* in : e->inputs()) {
+      auto it = in->isScalar() ? values.find(in) : local.find(in);
+      BRAZE_ASSERT(it != (in->isScalar() ? values.end() : local.end()), "segment {}: {} reads {}, which it has no "
+                   "value for", segment.id, e->name(), in->name());
+      operands.push_back(&it->second);
+    }
+    std::vector<HostValue> results = evaluateExpr(*e, operands);
+    for (size_t i = 0; i < results.size(); ++i) local.insert_or_assign(e->output(i), std::move(results[i]));
+  }
+  for (const Val* out : segment.outputs) {
+    values.insert_or_assign(out, std::get<HostTensor>(local.at(out)).contiguous());
+  }
+}
+
 
 // A host stand-in for a device tensor: planning reads sizes, strides and the pointer's alignment,
 // never the data, so the device address itself is what it is given.
@@ -28,12 +51,12 @@ size_t bytesOf(const StridedLayout& layout, DataType dtype) {
 
 }  // namespace
 
-kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device) {
   std::vector<HostValue> host;
   host.reserve(inputs.size());
   for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
-  return kernel::planAndCompile(fusion, host, {options, device});
+  return planAndLower(fusion, host, {options, device});
 }
 
 size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device) {
@@ -82,7 +105,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
   for (size_t s = 0; s < plan.segments.size(); ++s) {
     const Segment& segment = plan.segments[s];
     if (segment.kind == SegmentKind::Alias) continue;  // views: resolved where kernels and outputs read them
-    if (!compiled_.kernels[s]) {
+    if (!compiled_.kernels[s] || options.kernels_on_reference) {
       BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
                        "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
                        "(numpy) inputs, on the CPU",

@@ -4,7 +4,7 @@
 // intermediates from the stream-ordered pool, and launches: no planning, no strings, no maps.
 #pragma once
 
-#include "exec/plan_kernels.h"
+#include "exec/pipeline.h"
 #include "device/device_ops.h"
 #include "device/device_tensor.h"
 
@@ -20,7 +20,7 @@ namespace braze::runtime {
 
 // The plan and kernels (lowered, not compiled) for inputs on a device: planning reads their sizes,
 // strides, pointer alignment and scalar values, never their data.
-kernel::CompiledPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
+LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device);
 
 // What identifies a compiled kernel on a device: its source, its NVRTC options (the register cap; the
@@ -46,7 +46,7 @@ class PreparedPlan {
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
                                 const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
 
-  const kernel::CompiledPlan& compiled() const { return compiled_; }
+  const LoweredPlan& compiled() const { return compiled_; }
   // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
   std::vector<std::string> cudaCode() const;
   // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
@@ -96,7 +96,7 @@ class PreparedPlan {
   // copied out first because they view an input updated in place.
   std::unordered_map<const Val*, Binding> addInPlaceUpdates(const std::unordered_map<const Val*, int32_t>& slot_of);
 
-  kernel::CompiledPlan compiled_;
+  LoweredPlan compiled_;
   std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

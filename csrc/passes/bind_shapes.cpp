@@ -209,4 +209,21 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
   return bound;
 }
 
+std::string BoundShapes::toString(const Fusion& fusion) const {
+  std::string out;
+  for (const auto& v : fusion.vals()) {
+    if (auto it = sizes_.find(v.get()); it != sizes_.end()) {
+      out += fmt::format("{}: [{}]", v->name(), fmt::join(it->second, ", "));
+      if (auto in = inputs_.find(v.get()); in != inputs_.end()) {
+        out += fmt::format(" strides [{}] offset {} aligned {}", fmt::join(in->second.layout.strides, ", "),
+                           in->second.layout.offset, in->second.alignment_bytes);
+      }
+      out += '\n';
+    } else if (auto sc = scalars_.find(v.get()); sc != scalars_.end()) {
+      out += fmt::format("{} = {}\n", v->name(), ::braze::toString(sc->second));
+    }
+  }
+  return out;
+}
+
 }  // namespace braze

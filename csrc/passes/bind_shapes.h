@@ -8,6 +8,7 @@
 #include "passes/alias_analysis.h"
 #include "ir/host_tensor.h"
 
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,9 @@ class BoundShapes {
   std::vector<int64_t> intOperands(const Expr& expr) const;
   // For passes that add a tensor with the sizes of an existing one (a segment_set).
   void bindSameAs(const Val* added, const Val* existing) { sizes_[added] = sizesOf(existing); }
+  // One line per bound value of `fusion`, in creation order: sizes, an input's strides and alignment, a
+  // scalar's value (BRAZE_DUMP=after:bind).
+  std::string toString(const Fusion& fusion) const;
 
  private:
   friend BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs);

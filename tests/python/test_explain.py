@@ -209,3 +209,22 @@ def test_braze_dump_segments_prints_the_plan_at_execute():
     assert result.returncode == 0, result.stderr
     assert "plan: 1 segment(s), 1 kernel(s), 0 alias" in result.stderr
     assert "output T1 -> permute -> T2" in result.stderr
+
+
+def test_dump_after_a_pipeline_step_prints_its_ir(tmp_path):
+    """BRAZE_DUMP=after:<step> prints what that step of the pipeline made (exec/pipeline.h), to stderr."""
+    script = tmp_path / "dump.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from braze import FusionDefinition, DataType\n"
+        "with FusionDefinition() as fd:\n"
+        "    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
+        "    fd.add_output(fd.ops.sum(fd.ops.mul(x, x), dims=[1]))\n"
+        "fd.execute([np.ones((4, 8), np.float32)])\n")
+    env = dict(os.environ, BRAZE_DUMP="after:segment,after:lower")
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert "== after segment ==" in result.stderr
+    assert "kernel reduction" in result.stderr  # the plan's table: segment 0 is a reduction kernel
+    assert "== after lower ==" in result.stderr
+    assert "kernel braze_s0_reduction" in result.stderr and "block_reduce<sum" in result.stderr
+    assert "== after bind ==" not in result.stderr  # only the steps asked for

@@ -23,9 +23,9 @@ namespace braze::testing {
 struct KernelCase {
   std::shared_ptr<Fusion> fusion = std::make_shared<Fusion>();
   std::vector<HostValue> inputs;
-  kernel::ExecuteOptions options;
+  ExecuteOptions options;
   // What the plan must look like (vectorize factor, kernel count), checked on every target.
-  std::function<void(const kernel::CompiledPlan&)> expect;
+  std::function<void(const LoweredPlan&)> expect;
 };
 
 // A named case, built only when its test runs: gtest registers every parameter at start-up, and the
@@ -39,15 +39,15 @@ inline std::string caseName(const ::testing::TestParamInfo<KernelCaseMaker>& inf
 // How gtest prints a failing case's parameter (instead of its bytes).
 inline void PrintTo(const KernelCaseMaker& maker, std::ostream* os) { *os << maker.name; }
 
-inline std::function<void(const kernel::CompiledPlan&)> expectVectorize(int64_t factor) {
-  return [factor](const kernel::CompiledPlan& compiled) {
+inline std::function<void(const LoweredPlan&)> expectVectorize(int64_t factor) {
+  return [factor](const LoweredPlan& compiled) {
     const kernel::Kernel& k = onlyKernel(compiled);
     EXPECT_EQ(k.vectorize, factor) << k.summary;
   };
 }
 
-inline std::function<void(const kernel::CompiledPlan&)> expectOneKernel() {
-  return [](const kernel::CompiledPlan& compiled) {
+inline std::function<void(const LoweredPlan&)> expectOneKernel() {
+  return [](const LoweredPlan& compiled) {
     EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
   };
 }
@@ -320,7 +320,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"seed_layer_norm_2x3x1600",
        [] {
          KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 1600}, 3);
-         c.expect = [](const kernel::CompiledPlan& compiled) {
+         c.expect = [](const LoweredPlan& compiled) {
            const kernel::Kernel& k = onlyKernel(compiled);
            EXPECT_EQ(k.vectorize, 8) << k.summary;
            EXPECT_NE(k.summary.find("inner persistent"), std::string::npos) << k.summary;
@@ -345,7 +345,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] {
          KernelCase c = layerNormCase({.batch = 2, .seq = 3, .hidden = 64}, 6);
          c.options.plan.bookend = BookendPolicy::Both;
-         c.expect = [](const kernel::CompiledPlan& compiled) {
+         c.expect = [](const LoweredPlan& compiled) {
            EXPECT_EQ(compiled.plan.aliasCount(), 2) << compiled.plan.toString();
            EXPECT_EQ(onlyKernel(compiled).vectorize, 8);
          };
@@ -372,7 +372,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"softmax_bf16_9x1000",
        [] {
          KernelCase c = softmaxCase(9, 1000, DataType::BFloat16, false, 5);
-         c.expect = [](const kernel::CompiledPlan& compiled) {
+         c.expect = [](const LoweredPlan& compiled) {
            const kernel::Kernel& k = onlyKernel(compiled);
            EXPECT_NE(k.summary.find("inner persistent"), std::string::npos) << k.summary;
            const std::string full = kernel::emitCuda(k), source = full.substr(full.find("__global__"));

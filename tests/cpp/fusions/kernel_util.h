@@ -6,7 +6,7 @@
 
 #include "fusions/plan_util.h"
 #include "fusions/test_device.h"
-#include "exec/plan_kernels.h"
+#include "exec/pipeline.h"
 #include "exec/prepared_plan.h"
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/nvrtc.h"
@@ -57,8 +57,8 @@ inline void expectClose(const std::vector<HostValue>& got, const std::vector<Hos
 
 // The fusion through a FusionCache on the test device (planned for options.device when it is the
 // simulated one), against the reference; returns the compiled plan that ran.
-inline kernel::CompiledPlan expectDeviceMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
-                                                const kernel::ExecuteOptions& options = {}) {
+inline LoweredPlan expectDeviceMatches(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                                const ExecuteOptions& options = {}) {
   const auto cache = testFusionCache(std::make_shared<Fusion>(fusion), options.plan, options.device);
   const auto got = runOnTestDevice(*cache, inputs);
   expectClose(got, evaluate(fusion, inputs), "on the " + testDevice().name() + " device");
@@ -85,7 +85,7 @@ inline std::string gpuUnavailableReason() {
   }
 
 // The one kernel of a plan (a test failure when there are several).
-inline const kernel::Kernel& onlyKernel(const kernel::CompiledPlan& compiled) {
+inline const kernel::Kernel& onlyKernel(const LoweredPlan& compiled) {
   const kernel::Kernel* found = nullptr;
   for (const auto& k : compiled.kernels) {
     if (!k) continue;

@@ -4,7 +4,8 @@
 
 #include "fusions/host_util.h"
 #include "reference/evaluator.h"
-#include "segmenter/explain.h"
+#include "exec/host_execute.h"
+#include "exec/pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -45,13 +46,23 @@ inline void expectSameValues(const std::vector<HostValue>& got, const std::vecto
   }
 }
 
-// Runs the plan segment by segment and compares with the unsegmented reference; returns the plan.
+// The fusion's plan run through the execute path on the simulated device with every kernel segment on
+// the reference evaluator (PlanOptions::kernels_on_reference): alias segments as views, the rest as
+// host steps. What the plan's segmentation and views compute, exactly.
+inline std::vector<HostValue> runPlanOnReference(const Fusion& fusion, const std::vector<HostValue>& inputs,
+                                                 PlanOptions options = {}) {
+  options.kernels_on_reference = true;
+  runtime::FusionCache cache(std::make_shared<Fusion>(fusion), options, &runtime::simDeviceOps(), DeviceInfo::h100Sxm());
+  return runtime::runOnHost(cache, inputs);
+}
+
+// The plan, run segment by segment, equals the unsegmented reference bit for bit; returns the plan.
 inline SegmentedFusion expectMatchesReference(const Fusion& fusion, const std::vector<HostValue>& inputs,
                                               const PlanOptions& options = {}) {
-  const SegmentedFusion plan = explain(fusion, inputs, options);
+  const SegmentedFusion plan = planSegments(fusion, inputs, options);
   const auto want = evaluate(fusion, inputs);
-  expectSameValues(runOnReference(plan, inputs), want);
-  expectSameValues(executeSegmented(fusion, inputs, options), want);  // repeated runs agree
+  expectSameValues(runPlanOnReference(fusion, inputs, options), want);
+  expectSameValues(runPlanOnReference(fusion, inputs, options), want);  // repeated runs agree
   return plan;
 }
 

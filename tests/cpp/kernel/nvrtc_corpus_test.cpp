@@ -15,7 +15,7 @@ std::vector<std::string> corpusSources() {
   std::vector<std::string> sources;
   for (const testing::KernelCaseMaker& maker : testing::largeKernelCorpus()) {
     const testing::KernelCase c = maker.make();
-    const auto compiled = kernel::compilePlan(explain(*c.fusion, c.inputs, c.options.plan), DeviceInfo::h100Sxm());
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), DeviceInfo::h100Sxm());
     for (const auto& k : compiled.kernels) {
       if (k) sources.push_back(kernel::emitCuda(*k));
     }
@@ -39,7 +39,7 @@ TEST(NvrtcCorpus, EveryKernelCompilesForSm80AndSm90WithoutWarnings) {
 TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
   if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const testing::KernelCase c = testing::layerNormCase({.batch = 16, .seq = 128, .hidden = 1600}, 1);
-  const auto compiled = kernel::compilePlan(explain(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
   const kernel::Kernel* k = &testing::onlyKernel(compiled);
   ASSERT_EQ(k->vectorize, 8);
   for (const char* arch : {"sm_80", "sm_90"}) {
@@ -63,7 +63,7 @@ TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
        {testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 1600}, 1),
         testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 4096}, 1),
         testing::softmaxCase(8, 4096, DataType::BFloat16, false, 1)}) {
-    const auto compiled = kernel::compilePlan(explain(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     ASSERT_EQ(k.threadsPerBlock(), 128) << k.summary;
     const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});

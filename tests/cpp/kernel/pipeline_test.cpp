@@ -15,7 +15,7 @@ class Pipeline : public ::testing::TestWithParam<testing::KernelCaseMaker> {};
 
 TEST_P(Pipeline, MatchesTheReferenceOnTheTestDevice) {
   const testing::KernelCase c = GetParam().make();
-  const kernel::CompiledPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs, c.options);
+  const LoweredPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs, c.options);
   if (c.expect) c.expect(compiled);
 }
 
@@ -49,7 +49,7 @@ TEST(Pipeline, TensorsOf2To31ElementsOrMoreSwitchTo64BitIndexing) {
     }
     const HostTensor row = testing::randomTensor(DataType::Float, {65536}, 3);
     const std::vector<HostValue> inputs{row.view({rows, 65536}, {0, 1}, 0)};
-    const auto compiled = kernel::compilePlan(explain(f, inputs), DeviceInfo::h100Sxm());
+    const auto compiled = lowerPlan(planSegments(f, inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     const bool huge = rows * 65536 >= (int64_t{1} << 31);
     EXPECT_EQ(k.index64, huge);

@@ -41,13 +41,13 @@ HostTensor shapeOnly(std::vector<int64_t> sizes) {
   return HostTensor::wrap(nothing, DataType::BFloat16, std::move(sizes), std::move(strides));
 }
 
-kernel::CompiledPlan compileFor(const Fusion& f, const std::vector<HostValue>& inputs) {
-  return kernel::planAndCompile(f, inputs, {{}, DeviceInfo::h100Sxm()});
+LoweredPlan compileFor(const Fusion& f, const std::vector<HostValue>& inputs) {
+  return planAndLower(f, inputs, {{}, DeviceInfo::h100Sxm()});
 }
 
 // Runs `kernel` (lowered for another shape, same source as `target`'s) with `target`'s grid and extents on
 // `inputs`, the way a cached CUfunction is launched; returns its one output.
-HostTensor launchAs(const kernel::Kernel& kernel, const kernel::CompiledPlan& planned, const kernel::Kernel& target,
+HostTensor launchAs(const kernel::Kernel& kernel, const LoweredPlan& planned, const kernel::Kernel& target,
                     std::vector<HostValue> inputs, const std::vector<int64_t>& out_sizes) {
   kernel::Kernel launched = kernel;
   launched.grid = target.grid;
@@ -79,7 +79,7 @@ TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
     const int64_t batch = 1 + i % 4;
     const int64_t seq = 1 + (i * 977) % 4096;
     const std::vector<HostValue> inputs{shapeOnly({batch, seq, 1600}), shapeOnly({1600}), shapeOnly({1600})};
-    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    const LoweredPlan compiled = compileFor(*f, inputs);
     const kernel::Kernel& k = onlyKernel(compiled);
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
     EXPECT_EQ(k.arguments[0].name, "rows");
@@ -101,11 +101,11 @@ TEST(ShapeGenericKernels, ALayerNormKernelLaunchedForOtherRowCountsMatchesTheRef
   auto inputsFor = [&](int64_t batch, int64_t seq, uint64_t seed) {
     return randomInputs(*f, seed, {{batch, seq, hidden}, {hidden}, {hidden}});
   };
-  const kernel::CompiledPlan planned = compileFor(*f, inputsFor(4, 16, 1));
+  const LoweredPlan planned = compileFor(*f, inputsFor(4, 16, 1));
   const kernel::Kernel& k = onlyKernel(planned);
   for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{3, 33}, {1, 130}, {5, 27}, {2, 64}}) {
     const auto inputs = inputsFor(batch, seq, 10 + batch * seq);
-    const kernel::CompiledPlan other = compileFor(*f, inputs);
+    const LoweredPlan other = compileFor(*f, inputs);
     const kernel::Kernel& target = onlyKernel(other);
     // (Not ASSERT_EQ: a failure would print two sources of 20 KB.)
     ASSERT_TRUE(kernel::emitCuda(k) == kernel::emitCuda(target))
@@ -121,7 +121,7 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
   std::set<std::string> sources;
   for (int64_t rows : {1000, 1001, 4096, 5000, 12345, 65536, 100000}) {
     const std::vector<HostValue> inputs{shapeOnly({rows, 4096}), shapeOnly({rows, 4096})};
-    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    const LoweredPlan compiled = compileFor(*f, inputs);
     const kernel::Kernel& k = onlyKernel(compiled);
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
     EXPECT_EQ(toInt(k.arguments[0].value), rows * 4096 / k.vectorize);
@@ -135,8 +135,8 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
   // reference. (Both are small enough for a block of the same size.)
   const auto small = randomInputs(*f, 3, {{40, 24}, {40, 24}});
   const auto more = randomInputs(*f, 4, {{51, 24}, {51, 24}});
-  const kernel::CompiledPlan planned = compileFor(*f, small);
-  const kernel::CompiledPlan other = compileFor(*f, more);
+  const LoweredPlan planned = compileFor(*f, small);
+  const LoweredPlan other = compileFor(*f, more);
   ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other)))
       << onlyKernel(other).summary;
   const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {51, 24});
@@ -156,7 +156,7 @@ TEST(ShapeGenericKernels, BiasTilesShareASourceAcrossRowCounts) {
   }
   std::map<std::string, std::set<std::string>> sources_by_heuristics;
   for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 500}, {2, 999}, {4, 1024}, {8, 4096}}) {
-    const kernel::CompiledPlan compiled = compileFor(*f, {shapeOnly({batch, seq, 4096}), shapeOnly({4096})});
+    const LoweredPlan compiled = compileFor(*f, {shapeOnly({batch, seq, 4096}), shapeOnly({4096})});
     const kernel::Kernel& k = onlyKernel(compiled);
     ASSERT_NE(k.summary.find("pointwise 2D"), std::string::npos) << k.summary;
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
@@ -168,8 +168,8 @@ TEST(ShapeGenericKernels, BiasTilesShareASourceAcrossRowCounts) {
 
   const auto small = randomInputs(*f, 8, {{2, 5, 40}, {40}});
   const auto more = randomInputs(*f, 9, {{3, 7, 40}, {40}});
-  const kernel::CompiledPlan planned = compileFor(*f, small);
-  const kernel::CompiledPlan other = compileFor(*f, more);
+  const LoweredPlan planned = compileFor(*f, small);
+  const LoweredPlan other = compileFor(*f, more);
   ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other))) << onlyKernel(other).summary;
   const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {3, 7, 40});
   expectClose({out}, evaluate(*f, more), "3x7x40 with the 2x5x40 kernel");
@@ -197,12 +197,12 @@ TEST(ShapeGenericKernels, ScalarInputsAreArgumentsNotLiterals) {
     return inputs;
   };
   const auto first = inputsFor(0.3125, 3, true, 1);
-  const kernel::CompiledPlan planned = compileFor(*f, first);
+  const LoweredPlan planned = compileFor(*f, first);
   const kernel::Kernel& k = onlyKernel(planned);
   const std::string source = kernel::emitCuda(k);
   EXPECT_EQ(source.find("0.3125"), std::string::npos) << "the scale is a literal";
   for (const auto& inputs : {inputsFor(-1.25, -7, false, 2), inputsFor(1e-3, 100, true, 3)}) {
-    const kernel::CompiledPlan other = compileFor(*f, inputs);
+    const LoweredPlan other = compileFor(*f, inputs);
     ASSERT_TRUE(kernel::emitCuda(onlyKernel(other)) == source) << onlyKernel(other).summary;
     const HostTensor out = launchAs(k, planned, onlyKernel(other), inputs, {9, 24});
     expectClose({out}, evaluate(*f, inputs), "new scalar values with the first values' kernel");
@@ -230,7 +230,7 @@ TEST(ShapeGenericKernels, ANaNScalarReadTwiceIsOneArgument) {
 TEST(ShapeGenericKernels, AnotherHiddenSizeOrAMisalignedInputGetsItsOwnSource) {
   const auto f = testing::sizelessLayerNorm();
   auto sourceFor = [&](std::vector<HostValue> inputs) {
-    const kernel::CompiledPlan compiled = compileFor(*f, inputs);
+    const LoweredPlan compiled = compileFor(*f, inputs);
     return kernel::emitCuda(onlyKernel(compiled));
   };
   const std::string base = sourceFor({shapeOnly({4, 8, 1600}), shapeOnly({1600}), shapeOnly({1600})});

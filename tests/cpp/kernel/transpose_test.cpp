@@ -30,7 +30,7 @@ HostTensor columnMajor(DataType dtype, int64_t m, int64_t n, uint64_t seed) {
 }
 
 // The kernels of a plan compile for sm_90 with an empty log; returns the sources.
-void expectCompiles(const kernel::CompiledPlan& compiled) {
+void expectCompiles(const LoweredPlan& compiled) {
   if (!runtime::nvrtcAvailable()) return;
   for (const auto& k : compiled.kernels) {
     if (!k) continue;
@@ -259,7 +259,7 @@ TEST(Transpose, NvrtcCompilesTheTiledKernelsWithoutWarnings) {
   for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Half, DataType::Double}) {
     Fusion f;
     defineTranspose2d(f, dtype);
-    const auto compiled = kernel::compilePlan(explain(f, randomInputs(f, 1, {{1000, 999}})), DeviceInfo::h100Sxm());
+    const auto compiled = lowerPlan(planSegments(f, randomInputs(f, 1, {{1000, 999}})), DeviceInfo::h100Sxm());
     expectCompiles(compiled);
   }
 }
@@ -271,7 +271,7 @@ TEST(Transpose, SassOfTheSimpleTransposeHasTheLoadsAndStoresTheTilesPredict) {
   // phase 2: each thread stores one 16-byte vector of the output. Nothing else touches global memory.
   Fusion f;
   defineTranspose2d(f, DataType::Float);
-  const auto compiled = kernel::compilePlan(explain(f, randomInputs(f, 1, {{1024, 1024}})), DeviceInfo::h100Sxm());
+  const auto compiled = lowerPlan(planSegments(f, randomInputs(f, 1, {{1024, 1024}})), DeviceInfo::h100Sxm());
   const kernel::Kernel& k = onlyKernel(compiled);
   ASSERT_EQ(k.summary.rfind("transpose: tile 32x32, dims (a=0, b=1), 1 staged input; vectorize 4, block 256", 0), 0u)
       << k.summary;

@@ -24,7 +24,7 @@ using runtime::SimDeviceOps;
 // output placed in the device's memory.
 struct LayerNormLaunch {
   testing::KernelCase c = testing::layerNormCase({.batch = 2, .seq = 3, .hidden = 64}, 5);
-  kernel::CompiledPlan compiled;
+  LoweredPlan compiled;
   const kernel::Kernel* k = nullptr;
   std::vector<CuDevicePtr> pointers;  // x, weight, bias, out: the order of k->tensors
 

@@ -44,7 +44,7 @@ TEST(Segmenter, OutputsThatViewAnInputAreAliasesWithNoKernel) {
   const SegmentedFusion plan = expectMatchesReference(f, inputs);
   EXPECT_EQ(plan.kernelCount(), 0) << plan.toString();
   EXPECT_EQ(plan.aliasCount(), 5);
-  const auto outputs = runOnReference(plan, inputs);
+  const auto outputs = testing::runPlanOnReference(f, inputs);
   for (size_t i = 0; i < outputs.size(); ++i) {
     EXPECT_TRUE(testing::asTensor(outputs[i]).sharesStorageWith(testing::asTensor(inputs[i < 3 ? 0 : 1])))
         << "output " << i << " should be a view of its input";
@@ -79,7 +79,7 @@ TEST(Segmenter, LitGptRopeIsOneKernelAndVIsAView) {
   const Segment* v = plan.producerOf(plan.fusion->outputs()[2]);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->kind, SegmentKind::Alias);
-  const auto outputs = runOnReference(plan, inputs);
+  const auto outputs = testing::runPlanOnReference(f, inputs);
   EXPECT_TRUE(testing::asTensor(outputs[2]).sharesStorageWith(testing::asTensor(inputs[0])));
 }
 
@@ -192,7 +192,7 @@ TEST(Segmenter, CostModelBookendsOutputPermutesAndExpandsButNotReshapesOrSlices)
       TensorView* x = defineTensor(shape, contiguity, DataType::Float);
       f.addOutput(meta(f, unaryOp(OpKind::Exp, x)->asTensor()));
     }
-    return explain(f, {HostTensor::empty(DataType::Float, shape)});
+    return planSegments(f, {HostTensor::empty(DataType::Float, shape)});
   };
   const auto permuted = planFor({2048, 4096}, [](Fusion&, TensorView* t) { return permute(t, {1, 0}); });
   EXPECT_EQ(permuted.aliasCount(), 1) << permuted.toString();  // a transposed write loses vector stores
@@ -333,8 +333,8 @@ TEST(Segmenter, PlansAreDeterministicAndPrintable) {
   Fusion f;
   testing::defineLitGptQkvSplitRope(f, {.batch = 1, .seq = 4, .heads = 4, .groups = 2, .head = 8, .rope_n_elem = 8});
   const auto inputs = randomInputs(f, 3);
-  const SegmentedFusion a = explain(f, inputs);
-  const SegmentedFusion b = explain(Fusion(f), inputs);
+  const SegmentedFusion a = planSegments(f, inputs);
+  const SegmentedFusion b = planSegments(Fusion(f), inputs);
   EXPECT_EQ(a.toString(), b.toString());
   EXPECT_NE(a.toString().find("pointwise"), std::string::npos);
   EXPECT_NE(a.toDot().find("digraph plan"), std::string::npos);

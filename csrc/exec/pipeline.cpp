@@ -1,0 +1,79 @@
+#include "exec/pipeline.h"
+
+#include "ir/verifier.h"
+#include "kernel/printer.h"
+#include "kernel/verifier.h"
+#include "passes/bind_shapes.h"
+#include "passes/mark_aliases_prepare.h"
+#include "segmenter/segment_views.h"
+#include "segmenter/segmenter.h"
+#include "segmenter/verify_plan.h"
+#include "support/dump.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <unordered_map>
+
+namespace braze {
+
+void dumpAfter(std::string_view step, const std::string& text) {
+  if (!dumpEnabled(fmt::format("after:{}", step))) return;
+  std::fprintf(stderr, "== after %.*s ==\n%s", static_cast<int>(step.size()), step.data(), text.c_str());
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stderr);
+}
+
+SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>& inputs, const PlanOptions& options) {
+  if (verifiersEnabled()) verifyFusion(fusion);
+  auto prepared = std::make_shared<Fusion>(fusion);  // passes edit a copy: the user's fusion stays as defined
+  BoundShapes bound = bindShapes(*prepared, inputs);
+  dumpAfter("bind", bound.toString(*prepared));
+
+  BookendReport report;
+  // Output chains first: their decisions do not depend on the kernels.
+  markOutputChains(*prepared, bound, options.bookend, report);
+  if (verifiersEnabled()) verifyFusion(*prepared);
+  dumpAfter("bookend-outputs", prepared->toString());
+
+  SegmentedFusion plan = segmentFusion(prepared, bound);
+  dumpAfter("segment", plan.toString());
+
+  // Input chains need the kernels (the double-read rule), so they are decided on a first plan.
+  std::unordered_map<const Expr*, int64_t> kernel_of;
+  for (const Segment& s : plan.segments) {
+    for (const Expr* e : s.exprs) kernel_of[e] = s.id;
+  }
+  const auto kernelOf = [&](const Expr* e) { return kernel_of.count(e) ? kernel_of.at(e) : -1; };
+  if (markInputChains(*prepared, bound, options.bookend, kernelOf, report)) plan = segmentFusion(prepared, bound);
+  plan.bookending = std::move(report);
+  if (verifiersEnabled()) verifyPlan(plan);
+  dumpAfter("bookend-inputs", plan.toString());
+  if (dumpEnabled("segments")) std::fprintf(stderr, "%s", plan.toString().c_str());
+  return plan;
+}
+
+LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
+  LoweredPlan lowered{std::move(plan), {}};
+  for (Segment& segment : lowered.plan.segments) {
+    if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
+      lowered.kernels.emplace_back();
+      continue;
+    }
+    kernel::Kernel k = kernel::lowerSegment(segmentToLower(lowered.plan, segment), device);
+    if (verifiersEnabled()) kernel::verifyKernel(k);
+    // The plan shows what the heuristics chose.
+    segment.vectorize = k.vectorize;
+    segment.heuristics = kernel::launchSummary(k);
+    dumpAfter("lower", kernel::printKernel(k));
+    if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
+    lowered.kernels.emplace_back(std::move(k));
+  }
+  return lowered;
+}
+
+LoweredPlan planAndLower(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options) {
+  return lowerPlan(planSegments(fusion, inputs, options.plan), options.device);
+}
+
+}  // namespace braze

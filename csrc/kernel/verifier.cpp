@@ -1,0 +1,179 @@
+#include "kernel/verifier.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace braze::kernel {
+namespace {
+
+class KernelVerifier {
+ public:
+  explicit KernelVerifier(const Kernel& k) : k_(k) {}
+
+  void run() {
+    check(k_.block[0] >= 1 && k_.block[1] >= 1 && k_.threadsPerBlock() <= 1024, "a block of {}x{} threads",
+          k_.block[0], k_.block[1]);
+    check(k_.grid[0] >= 0 && k_.grid[1] >= 0, "a grid of {}x{} blocks", k_.grid[0], k_.grid[1]);
+    for (size_t e = 0; e < k_.exprs.size(); ++e) checkExpr(static_cast<ExprId>(e));
+    for (const KVar& v : k_.vars) {
+      if (v.kind != VarKind::SharedArray) continue;
+      check(v.shared_offset % 16 == 0 && v.shared_offset + v.size * sizeOf(v.dtype) <= k_.shared_bytes,
+            "shared array {} at byte {} ({} x {}) outside the block's {} bytes", v.name, v.shared_offset, v.size,
+            toString(v.dtype), k_.shared_bytes);
+    }
+    block(k_.body);
+  }
+
+ private:
+  template <typename... Args>
+  void check(bool ok, fmt::format_string<Args...> what, Args&&... args) const {
+    if (!ok) {
+      throwError(ErrorKind::Internal, __FILE__, __LINE__,
+                 fmt::format("kernel {}: {}", k_.name, fmt::format(what, std::forward<Args>(args)...)));
+    }
+  }
+
+  void checkExpr(ExprId id) {
+    const KExpr& e = k_.exprs[id];
+    // Interned: operands exist before the expressions that use them.
+    for (ExprId a : e.args) check(a >= 0 && a < id, "expression {} uses expression {}, not made before it", id, a);
+    switch (e.kind) {
+      case EKind::VarRef:
+      case EKind::LocalRead:
+        check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.vars.size()), "expression {} reads var {}", id, e.ref);
+        break;
+      case EKind::Load:
+        check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.tensors.size()), "expression {} loads tensor {}", id, e.ref);
+        break;
+      case EKind::Argument:
+        check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.arguments.size()), "expression {} reads argument {}",
+              id, e.ref);
+        break;
+      default: break;
+    }
+  }
+
+  // The vars an expression reads (memoized: expressions form a DAG).
+  const std::vector<VarId>& varsOf(ExprId id) {
+    if (auto it = vars_of_.find(id); it != vars_of_.end()) return it->second;
+    std::vector<VarId> vars;
+    const KExpr& e = k_.exprs[id];
+    if (e.kind == EKind::VarRef || e.kind == EKind::LocalRead) vars.push_back(e.ref);
+    for (ExprId a : e.args) {
+      for (VarId v : varsOf(a)) vars.push_back(v);
+    }
+    std::sort(vars.begin(), vars.end());
+    vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+    return vars_of_.emplace(id, std::move(vars)).first->second;
+  }
+
+  void uses(ExprId id, const char* where) {
+    if (id < 0) return;
+    check(id < static_cast<ExprId>(k_.exprs.size()), "{} uses expression {}, which does not exist", where, id);
+    for (VarId v : varsOf(id)) {
+      check(defined_.count(v) != 0, "{} reads {} where it is not defined", where, k_.vars[v].name);
+    }
+  }
+
+  void define(VarId v, VarKind kind, const char* where) {
+    check(v >= 0 && v < static_cast<VarId>(k_.vars.size()), "{} defines var {}, which does not exist", where, v);
+    check(k_.vars[v].kind == kind, "{} defines {} as the wrong kind of var", where, k_.vars[v].name);
+    defined_.insert(v);
+  }
+
+  void writes(TensorId t, const char* where) {
+    check(t >= 0 && t < static_cast<TensorId>(k_.tensors.size()), "{} writes tensor {}, which does not exist", where, t);
+    const TensorParam& p = k_.tensors[t];
+    check(p.output || p.workspace, "{} writes {}, an input of the kernel", where, p.name);
+  }
+
+  void vector(const Stmt& s, const char* where) {
+    const int64_t bytes = s.width * sizeOf(k_.tensors.at(s.tensor).dtype);
+    check(s.width >= 1 && (s.width & (s.width - 1)) == 0 && bytes <= 16, "{} of {} x {} is not a 1-16 byte power of two",
+          where, s.width, toString(k_.tensors[s.tensor].dtype));
+  }
+
+  void block(const std::vector<Stmt>& stmts) {
+    const auto outer = defined_;  // what this block defines ends with it
+    for (const Stmt& s : stmts) one(s);
+    defined_ = outer;
+  }
+
+  void one(const Stmt& s) {
+    switch (s.kind) {
+      case SKind::Let: uses(s.a, "a let"); define(s.var, VarKind::Scalar, "a let"); break;
+      case SKind::Assign:
+        uses(s.a, "an assignment");
+        check(defined_.count(s.var) != 0, "assignment to {} before it is defined", k_.vars.at(s.var).name);
+        break;
+      case SKind::Declare:
+        check(s.var >= 0 && s.var < static_cast<VarId>(k_.vars.size()) && k_.vars[s.var].kind != VarKind::Scalar,
+              "a declaration of var {}, which is not an array", s.var);
+        defined_.insert(s.var);
+        break;
+      case SKind::LocalWrite:
+        uses(s.a, "an array write");
+        uses(s.b, "an array write");
+        check(defined_.count(s.var) != 0, "a write to array {} before its declaration", k_.vars.at(s.var).name);
+        break;
+      case SKind::For:
+        uses(s.a, "a loop bound");
+        uses(s.b, "a loop bound");
+        uses(s.c, "a loop step");
+        {
+          const auto outer = defined_;
+          define(s.var, VarKind::Scalar, "a loop");
+          block(s.body);
+          defined_ = outer;
+        }
+        break;
+      case SKind::If:
+        uses(s.a, "a condition");
+        block(s.body);
+        block(s.orelse);
+        break;
+      case SKind::Store: uses(s.a, "a store"); uses(s.b, "a store"); writes(s.tensor, "a store"); break;
+      case SKind::VecLoad:
+        uses(s.a, "a vector load");
+        uses(s.b, "a vector load");
+        check(s.tensor >= 0 && s.tensor < static_cast<TensorId>(k_.tensors.size()), "a vector load of tensor {}",
+              s.tensor);
+        check(defined_.count(s.var) != 0, "a vector load into array {} before its declaration", k_.vars.at(s.var).name);
+        vector(s, "a vector load");
+        break;
+      case SKind::VecStore:
+        uses(s.a, "a vector store");
+        uses(s.b, "a vector store");
+        writes(s.tensor, "a vector store");
+        check(defined_.count(s.var) != 0, "a vector store from array {} before its declaration",
+              k_.vars.at(s.var).name);
+        vector(s, "a vector store");
+        break;
+      case SKind::BlockReduce:
+        check(defined_.count(s.var) != 0, "a block reduction of {} before it is defined", k_.vars.at(s.var).name);
+        check(s.axis == 0 || s.axis == 1, "a block reduction over axis {}", s.axis);
+        break;
+      case SKind::Barrier:
+      case SKind::Fence: break;
+      case SKind::AtomicAdd:
+        uses(s.a, "an atomic add");
+        uses(s.b, "an atomic add");
+        writes(s.tensor, "an atomic add");
+        define(s.var, VarKind::Scalar, "an atomic add");
+        break;
+    }
+  }
+
+  const Kernel& k_;
+  std::unordered_set<VarId> defined_;
+  std::unordered_map<ExprId, std::vector<VarId>> vars_of_;
+};
+
+}  // namespace
+
+void verifyKernel(const Kernel& kernel) { KernelVerifier(kernel).run(); }
+
+}  // namespace braze::kernel
