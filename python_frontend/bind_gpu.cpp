@@ -160,15 +160,15 @@ nb::list runValues(runtime::FusionCache& cache, const std::vector<DeviceValue>& 
     nb::object sizes = nb::cast(spec.sizes);
     nb::object strides = nb::cast(spec.strides);
     nb::object got = allocate(sizes, strides, std::string(toString(spec.dtype)), spec.device);
-    if (got.is_none()) return runtime::CuDevicePtr{0};  // this one from braze's pool
+    if (got.is_none()) return runtime::DevicePtr{0};  // this one from braze's pool
     nb::tuple pair = nb::cast<nb::tuple>(got);
     BRAZE_CHECK(pair.size() == 2, "the output allocator returned {} values, expected (tensor, address)", pair.size());
     allocated.at(output) = pair[0];
-    return static_cast<runtime::CuDevicePtr>(nb::cast<uint64_t>(pair[1]));
+    return static_cast<runtime::DevicePtr>(nb::cast<uint64_t>(pair[1]));
   };
   {
     nb::gil_scoped_release release;  // planning and compiling take milliseconds on a miss
-    outputs = cache.run(inputs, reinterpret_cast<runtime::CuStream>(stream), wait,
+    outputs = cache.run(inputs, reinterpret_cast<runtime::StreamHandle>(stream), wait,
                         allocate.is_none() ? nullptr : &allocator);
   }
   nb::list result;

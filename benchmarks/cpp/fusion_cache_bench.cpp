@@ -6,6 +6,7 @@
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
 #include "device/cuda/device_buffer.h"
+#include "device/cuda/cuda_kernel.h"
 #include "exec/fusion_cache.h"
 #include "exec/host_execute.h"
 

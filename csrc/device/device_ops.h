@@ -5,8 +5,8 @@
 #pragma once
 
 #include "kernel/kernel_ir.h"
-#include "device/cuda/cuda_driver.h"
-#include "device/cuda/cuda_kernel.h"
+#include "device/device_handles.h"
+#include "device/parallel_compile.h"
 
 #include <atomic>
 #include <memory>
@@ -29,10 +29,10 @@ struct KernelImage {
   int64_t shared_bytes = 0;
 };
 
-// One kernel of a chain launched as a CUDA graph. Every parameter is 8 bytes (device pointers and
+// One kernel of a chain launched as a graph. Every parameter is 8 bytes (device pointers and
 // kernel::argumentWords): `args[i]` points at parameter i's value.
 struct KernelLaunch {
-  CuFunction function = nullptr;
+  KernelHandle function = nullptr;
   LaunchShape shape;
   void** args = nullptr;
   size_t arg_count = 0;
@@ -60,38 +60,35 @@ class DeviceOps {
   virtual void leave() {}
   // Compiles (or finds in the kernel caches, in parallel) and loads the kernels of a plan; raises a
   // kernel's shared-memory limit once when its `shared_bytes` needs it, so launches need no attribute call.
-  virtual std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) = 0;
+  virtual std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) = 0;
   // Whether the host can read and write this device's memory directly (the simulated device): plans
   // then run on it the steps that have no kernel (segments no scheduler accepts, in-place updates of
   // inputs) on the host, in stream order, through enqueueHost.
   virtual bool hostMemory() const { return false; }
-  virtual void enqueueHost(CuStream /*stream*/, std::function<void()> /*work*/) {
+  virtual void enqueueHost(StreamHandle /*stream*/, std::function<void()> /*work*/) {
     throw std::logic_error("enqueueHost on a device whose memory the host cannot reach");
   }
-  virtual CuDevicePtr allocate(size_t bytes, CuStream stream) = 0;
+  virtual DevicePtr allocate(size_t bytes, StreamHandle stream) = 0;
   // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
   // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
-  virtual void release(CuDevicePtr pointer, CuStream stream) = 0;
-  virtual void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) = 0;
+  virtual void release(DevicePtr pointer, StreamHandle stream) = 0;
+  virtual void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) = 0;
   // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
-  virtual void synchronize(CuStream stream) = 0;
+  virtual void synchronize(StreamHandle stream) = 0;
   // `args`: one pointer per kernel parameter, to the parameter's value.
-  virtual void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) = 0;
+  virtual void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) = 0;
   // Launches `kernels`, each after the one before, as one CUDA graph on `stream`: `graph` is made on
   // the first call (when null); later calls must pass the same functions and shapes, and update the
   // graph's arguments where they differ. Not thread-safe for one `graph`. Returns false, launching
   // nothing, where graphs cannot be used: a driver without them, or a stream that the caller is
   // capturing into a graph of its own (the caller then launches the kernels one by one).
   virtual bool launchGraph(std::unique_ptr<LaunchGraph>& /*graph*/, const std::vector<KernelLaunch>& /*kernels*/,
-                           CuStream /*stream*/) {
+                           StreamHandle /*stream*/) {
     return false;
   }
 };
 
-// The driver on device `ordinal`, allocating from the device's default memory pool, which is told to
-// keep freed memory cached (a release threshold of all memory), so steady-state executes reuse blocks
-// without returning to the driver's allocator. (That setting is process-wide: a library sharing the
-// default pool through cudaMallocAsync keeps its freed memory cached too.)
+// The CUDA driver on device `ordinal` (device/cuda/cuda_device_ops.cpp).
 DeviceOps& cudaDeviceOps(int ordinal = 0);
 
 // enter() .. leave() for a scope.
@@ -109,21 +106,21 @@ class DeviceScope {
 // Does nothing and hands out distinct, 256-byte aligned fake addresses; counts what was asked.
 class NoOpDeviceOps final : public DeviceOps {
  public:
-  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override {
+  std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const KernelImage& k : kernels) sources_.insert(k.compile.source);
-    return std::vector<CuFunction>(kernels.size(), nullptr);
+    return std::vector<KernelHandle>(kernels.size(), nullptr);
   }
-  CuDevicePtr allocate(size_t bytes, CuStream) override {
+  DevicePtr allocate(size_t bytes, StreamHandle) override {
     ++allocations;
     return next_.fetch_add((bytes + 255) / 256 * 256 + 256);
   }
-  void release(CuDevicePtr, CuStream) override { ++releases; }
-  void zero(CuDevicePtr, size_t, CuStream) override {}
-  void synchronize(CuStream) override {}
-  void launch(CuFunction, const LaunchShape&, void**, CuStream) override { ++launches; }
+  void release(DevicePtr, StreamHandle) override { ++releases; }
+  void zero(DevicePtr, size_t, StreamHandle) override {}
+  void synchronize(StreamHandle) override {}
+  void launch(KernelHandle, const LaunchShape&, void**, StreamHandle) override { ++launches; }
   // Emulates a graph: counts the graphs made, the nodes whose arguments were updated, the launches.
-  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, CuStream) override;
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, StreamHandle) override;
 
   std::atomic<int64_t> allocations{0}, releases{0}, launches{0};
   std::atomic<int64_t> graphs_made{0}, graph_nodes_updated{0}, graph_launches{0};
@@ -136,7 +133,7 @@ class NoOpDeviceOps final : public DeviceOps {
  private:
   mutable std::mutex mutex_;
   std::set<std::string> sources_;
-  std::atomic<CuDevicePtr> next_{1 << 20};
+  std::atomic<DevicePtr> next_{1 << 20};
 };
 
 }  // namespace braze::runtime

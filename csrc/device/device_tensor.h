@@ -5,7 +5,7 @@
 #include "ir/data_type.h"
 #include "passes/alias_analysis.h"
 #include "ir/host_tensor.h"
-#include "device/cuda/cuda_driver.h"
+#include "device/device_handles.h"
 
 #include <cstdint>
 #include <functional>
@@ -17,14 +17,14 @@
 namespace braze::runtime {
 
 struct DeviceTensor {
-  CuDevicePtr data = 0;  // address of element [0, ..., 0]
+  DevicePtr data = 0;  // address of element [0, ..., 0]
   DataType dtype = DataType::Float;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
   int device = 0;                // CUDA device ordinal
 
   // A row-major tensor at `data` (what DLPack means by a tensor without strides).
-  static DeviceTensor contiguous(CuDevicePtr data, DataType dtype, std::vector<int64_t> sizes, int device = 0) {
+  static DeviceTensor contiguous(DevicePtr data, DataType dtype, std::vector<int64_t> sizes, int device = 0) {
     std::vector<int64_t> strides = StridedLayout::rowMajor(sizes).strides;
     return {data, dtype, std::move(sizes), std::move(strides), device};
   }
@@ -52,6 +52,6 @@ struct DeviceOutput {
 // is a whole buffer of its own (not a view of an input or of another output), with its dtype, sizes and
 // row-major strides; returns the address to write it at (16-byte aligned), which must stay valid until
 // the caller's stream has run the kernels, or 0 to leave that output to the stream-ordered pool.
-using OutputAllocator = std::function<CuDevicePtr(size_t output, const DeviceTensor& spec)>;
+using OutputAllocator = std::function<DevicePtr(size_t output, const DeviceTensor& spec)>;
 
 }  // namespace braze::runtime

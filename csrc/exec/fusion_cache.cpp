@@ -30,7 +30,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& sign
   return it->second->plan;
 }
 
-std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, CuStream stream, bool wait,
+std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
                                            const OutputAllocator* allocator) {
   const InputSignature signature = InputSignature::of(inputs);
   std::shared_ptr<const PreparedPlan> plan = find(signature);

@@ -49,7 +49,7 @@ class FusionCache {
   // `wait`, returns only once the outputs are written (for consumers that ignore the stream). With an
   // allocator, outputs that are buffers of their own are written into its memory (torch's caching
   // allocator, so that torch accounts for them and a CUDA graph capture records them in its pool).
-  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream = nullptr, bool wait = false,
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, StreamHandle stream = nullptr, bool wait = false,
                                 const OutputAllocator* allocator = nullptr);
   // The plan for these inputs, prepared if it was not.
   std::shared_ptr<const PreparedPlan> prepare(const std::vector<DeviceValue>& inputs);

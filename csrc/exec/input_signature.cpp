@@ -5,9 +5,9 @@
 
 namespace braze::runtime {
 
-int64_t pointerAlignment(CuDevicePtr address) {
+int64_t pointerAlignment(DevicePtr address) {
   for (int64_t a = 16; a > 1; a /= 2) {
-    if (address % static_cast<CuDevicePtr>(a) == 0) return a;
+    if (address % static_cast<DevicePtr>(a) == 0) return a;
   }
   return 1;
 }

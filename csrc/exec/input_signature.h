@@ -33,6 +33,6 @@ class InputSignature {
 };
 
 // The largest power of two, at most 16, dividing the address: what vectorized accesses depend on.
-int64_t pointerAlignment(CuDevicePtr address);
+int64_t pointerAlignment(DevicePtr address);
 
 }  // namespace braze::runtime

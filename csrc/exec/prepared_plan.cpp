@@ -3,6 +3,7 @@
 #include "support/error.h"
 #include "reference/evaluator.h"
 #include "codegen/cuda_emitter.h"
+#include "device/cuda/cuda_kernel.h"
 #include "segmenter/segment_views.h"
 
 #include <fmt/ranges.h>
@@ -155,7 +156,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     launches_.push_back(std::move(launch));
   }
   // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
-  const std::vector<CuFunction> functions = ops.load(images);
+  const std::vector<KernelHandle> functions = ops.load(images);
   for (size_t i = 0, f = 0; i < launches_.size(); ++i) {
     if (launches_[i].host_step < 0) launches_[i].function = functions[f++];
   }
@@ -226,7 +227,7 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceUp
   return saved;
 }
 
-void PreparedPlan::runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const {
+void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers) const {
   auto tensorAt = [&](const Binding& b) {
     void* base = reinterpret_cast<void*>(static_cast<uintptr_t>(pointers[b.slot]));
     return HostTensor::wrap(base, b.dtype, b.layout.sizes, b.layout.strides).view(b.layout.sizes, b.layout.strides,
@@ -261,12 +262,12 @@ std::vector<std::string> PreparedPlan::cudaCode() const {
   return sources;
 }
 
-std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                             const OutputAllocator* allocator, bool as_graph) const {
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {
-    std::vector<CuDevicePtr> pointers, values;
+    std::vector<DevicePtr> pointers, values;
     std::vector<void*> args;
     std::vector<KernelLaunch> chain;
     std::vector<std::shared_ptr<void>> owners;
@@ -318,7 +319,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     auto bind = [&](const Launch& launch, size_t at) {
       const size_t tensors = launch.slots.size();
       for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
-      for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<CuDevicePtr>(launch.words[w]);
+      for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<DevicePtr>(launch.words[w]);
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
       return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
     };
@@ -364,7 +365,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       continue;
     }
     DeviceOutput out{o.tensor, nullptr, -1};
-    out.tensor.data = pointers[o.slot] + static_cast<CuDevicePtr>(o.byte_offset);
+    out.tensor.data = pointers[o.slot] + static_cast<DevicePtr>(o.byte_offset);
     out.tensor.device = device;
     const Slot& slot = slots_[o.slot];
     if (slot.kind == SlotKind::Input) {
@@ -375,7 +376,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       if (!owners[o.slot]) {
         // Freed on the stream it was allocated on (ordered after the kernels that wrote it, and after
         // whatever the caller queued there since), from whichever thread drops it last.
-        const CuDevicePtr pointer = pointers[o.slot];
+        const DevicePtr pointer = pointers[o.slot];
         DeviceOps* device_ops = &ops;
         owners[o.slot] = std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<uintptr_t>(pointer)),
                                                [device_ops, pointer, stream](void*) {

@@ -43,7 +43,7 @@ class PreparedPlan {
   // `as_graph`, a plan of several kernels launches them as one CUDA graph, made on the first such run
   // and updated (only the kernels whose pointers or arguments changed) on the later ones; one by one
   // where the driver has no graphs or the caller is capturing `stream`.
-  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, CuStream stream, DeviceOps& ops,
+  std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                 const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
 
   const LoweredPlan& compiled() const { return compiled_; }
@@ -63,7 +63,7 @@ class PreparedPlan {
     int32_t sole_output = -1;  // the output that is exactly this buffer (offset 0, row-major), if one is
   };
   struct Launch {
-    CuFunction function = nullptr;
+    KernelHandle function = nullptr;
     LaunchShape shape;
     std::vector<int32_t> slots;    // the slot each tensor parameter binds to
     std::vector<uint64_t> words;   // the scalar arguments after them (kernel::argumentWords)
@@ -91,7 +91,7 @@ class PreparedPlan {
 
   int32_t addSlot(Slot slot);
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
-  void runHostStep(const HostStep& step, const std::vector<CuDevicePtr>& pointers) const;
+  void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers) const;
   // Host steps that write outputs declared with alias_input into their inputs; returns the outputs
   // copied out first because they view an input updated in place.
   std::unordered_map<const Val*, Binding> addInPlaceUpdates(const std::unordered_map<const Val*, int32_t>& slot_of);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device/cuda/cuda_driver.h"
+#include "device/device_handles.h"
 #include "device/parallel_compile.h"
 
 #include <array>
@@ -25,12 +26,6 @@ CompileOptions kernelCompileOptions(std::string arch);
 std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int ordinal = 0);
 CuFunction loadCudaKernel(const std::string& source, const std::string& name, const CompileOptions& options,
                           int ordinal = 0);
-
-struct LaunchShape {
-  std::array<int64_t, 2> grid{1, 1};
-  std::array<int64_t, 2> block{1, 1};
-  int64_t shared_bytes = 0;  // dynamic shared memory per block
-};
 
 // Launches `function` on `stream` (default: the legacy default stream) with `args` (one pointer per kernel parameter, each
 // pointing at the parameter's value) and does not wait. Above 48 KiB of dynamic shared memory the

@@ -16,11 +16,11 @@ namespace {
 constexpr size_t kAlignment = 256;  // what cuMemAllocAsync guarantees, and what plans assume
 constexpr unsigned char kPoison = 0xff;
 
-const kernel::Kernel& kernelOf(CuFunction function) { return *reinterpret_cast<const kernel::Kernel*>(function); }
+const kernel::Kernel& kernelOf(KernelHandle function) { return *reinterpret_cast<const kernel::Kernel*>(function); }
 
 // A chain recorded on its first launch: the functions, shapes and argument values its nodes launch with.
 struct SimGraph final : LaunchGraph {
-  std::vector<CuFunction> functions;
+  std::vector<KernelHandle> functions;
   std::vector<LaunchShape> shapes;
   std::vector<std::vector<uint64_t>> arguments;
 };
@@ -35,9 +35,9 @@ SimDeviceOps::~SimDeviceOps() {
   for (auto& [address, region] : regions_) std::free(reinterpret_cast<void*>(address));
 }
 
-std::vector<CuFunction> SimDeviceOps::load(const std::vector<KernelImage>& kernels) {
+std::vector<KernelHandle> SimDeviceOps::load(const std::vector<KernelImage>& kernels) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  std::vector<CuFunction> functions;
+  std::vector<KernelHandle> functions;
   functions.reserve(kernels.size());
   for (const KernelImage& image : kernels) {
     BRAZE_ASSERT(image.kernel != nullptr, "kernel {}: the simulated device needs its kernel IR", image.compile.name);
@@ -52,12 +52,12 @@ std::vector<CuFunction> SimDeviceOps::load(const std::vector<KernelImage>& kerne
       for (kernel::TensorParam& p : kept->tensors) p.val = p.storage = nullptr;
       loaded_.insert(kept.get());
     }
-    functions.push_back(reinterpret_cast<CuFunction>(kept.get()));
+    functions.push_back(reinterpret_cast<KernelHandle>(kept.get()));
   }
   return functions;
 }
 
-CuDevicePtr SimDeviceOps::allocate(size_t bytes, CuStream) {
+DevicePtr SimDeviceOps::allocate(size_t bytes, StreamHandle) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   void* memory = std::aligned_alloc(kAlignment, rounded);
   BRAZE_CHECK_KIND(ErrorKind::Runtime, memory != nullptr, "the simulated device could not allocate {} bytes", bytes);
@@ -67,7 +67,7 @@ CuDevicePtr SimDeviceOps::allocate(size_t bytes, CuStream) {
   return reinterpret_cast<uintptr_t>(memory);
 }
 
-void SimDeviceOps::freeNow(CuDevicePtr pointer) {
+void SimDeviceOps::freeNow(DevicePtr pointer) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto it = regions_.find(static_cast<uintptr_t>(pointer));
   BRAZE_CHECK_KIND(ErrorKind::Runtime, it != regions_.end(),
@@ -76,7 +76,7 @@ void SimDeviceOps::freeNow(CuDevicePtr pointer) {
   regions_.erase(it);
 }
 
-void SimDeviceOps::release(CuDevicePtr pointer, CuStream stream) {
+void SimDeviceOps::release(DevicePtr pointer, StreamHandle stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto queue = queues_.find(stream);
   if (queue == queues_.end() || queue->second.empty()) {
@@ -86,7 +86,7 @@ void SimDeviceOps::release(CuDevicePtr pointer, CuStream stream) {
   enqueue(stream, {[this, pointer] { freeNow(pointer); }, true});
 }
 
-void SimDeviceOps::zero(CuDevicePtr pointer, size_t bytes, CuStream stream) {
+void SimDeviceOps::zero(DevicePtr pointer, size_t bytes, StreamHandle stream) {
   enqueue(stream, {[this, pointer, bytes] {
                      regionOf(pointer, bytes, fmt::format("zeroing {} bytes", bytes));
                      std::memset(reinterpret_cast<void*>(pointer), 0, bytes);
@@ -94,16 +94,16 @@ void SimDeviceOps::zero(CuDevicePtr pointer, size_t bytes, CuStream stream) {
                    false});
 }
 
-void SimDeviceOps::enqueueHost(CuStream stream, std::function<void()> work) {
+void SimDeviceOps::enqueueHost(StreamHandle stream, std::function<void()> work) {
   enqueue(stream, {std::move(work), false});
 }
 
-void SimDeviceOps::enqueue(CuStream stream, Command command) {
+void SimDeviceOps::enqueue(StreamHandle stream, Command command) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   queues_[stream].push_back(std::move(command));
 }
 
-void SimDeviceOps::synchronize(CuStream stream) {
+void SimDeviceOps::synchronize(StreamHandle stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto& queue = queues_[stream];
   // After a failure the stream is broken, as a GPU's context is after a fault: only frees still run.
@@ -121,7 +121,7 @@ void SimDeviceOps::synchronize(CuStream stream) {
   if (failure) std::rethrow_exception(failure);
 }
 
-void SimDeviceOps::launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) {
+void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) {
   const kernel::Kernel& k = kernelOf(function);
   // The argument values are copied now, as the driver copies them: the caller reuses its buffers.
   std::vector<uint64_t> words(k.tensors.size() + k.arguments.size());
@@ -135,7 +135,7 @@ void SimDeviceOps::launch(CuFunction function, const LaunchShape& shape, void** 
 }
 
 bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
-                               CuStream stream) {
+                               StreamHandle stream) {
   if (!graph) {
     auto made = std::make_unique<SimGraph>();
     for (const KernelLaunch& k : kernels) {

@@ -39,16 +39,16 @@ class SimDeviceOps final : public DeviceOps {
   explicit SimDeviceOps(bool run_kernels = true) : run_kernels_(run_kernels) {}
   ~SimDeviceOps() override;
 
-  std::vector<CuFunction> load(const std::vector<KernelImage>& kernels) override;
-  CuDevicePtr allocate(size_t bytes, CuStream stream) override;
-  void release(CuDevicePtr pointer, CuStream stream) override;
-  void zero(CuDevicePtr pointer, size_t bytes, CuStream stream) override;
-  void synchronize(CuStream stream) override;
-  void launch(CuFunction function, const LaunchShape& shape, void** args, CuStream stream) override;
+  std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override;
+  DevicePtr allocate(size_t bytes, StreamHandle stream) override;
+  void release(DevicePtr pointer, StreamHandle stream) override;
+  void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override;
+  void synchronize(StreamHandle stream) override;
+  void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override;
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
-                   CuStream stream) override;
+                   StreamHandle stream) override;
   bool hostMemory() const override { return true; }
-  void enqueueHost(CuStream stream, std::function<void()> work) override;
+  void enqueueHost(StreamHandle stream, std::function<void()> work) override;
 
   // Memory the caller owns (an input array) that kernels may use until giveBack.
   void borrow(const void* begin, size_t bytes);
@@ -68,11 +68,11 @@ class SimDeviceOps final : public DeviceOps {
     std::function<void()> work;
     bool frees = false;  // run even after an earlier command failed, so a failed run leaks nothing
   };
-  void enqueue(CuStream stream, Command command);
+  void enqueue(StreamHandle stream, Command command);
   void runLaunch(const kernel::Kernel& kernel, const LaunchShape& shape, const std::vector<uint64_t>& words);
   // The memory [begin, end) holding [address, address + bytes), or an error naming `what`.
   std::pair<uintptr_t, uintptr_t> regionOf(uintptr_t address, size_t bytes, const std::string& what) const;
-  void freeNow(CuDevicePtr pointer);
+  void freeNow(DevicePtr pointer);
 
   const bool run_kernels_;
   mutable std::recursive_mutex mutex_;  // host work on a stream may release memory, which takes it again
@@ -80,7 +80,7 @@ class SimDeviceOps final : public DeviceOps {
   std::map<uintptr_t, Region> lent_;     // borrowed: views of one array may overlap
   std::unordered_map<std::string, std::unique_ptr<kernel::Kernel>> kernels_;  // by CUDA source: one per "binary"
   std::unordered_set<const kernel::Kernel*> loaded_;
-  std::map<CuStream, std::deque<Command>> queues_;
+  std::map<StreamHandle, std::deque<Command>> queues_;
   std::atomic<int64_t> launches_{0}, graphs_made_{0};
 };
 

@@ -36,8 +36,8 @@ class SimTestDevice final : public TestDevice {
       const int64_t item = sizeOf(t->dtype());
       const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t->data()) % kAlignment);
       const int64_t pad = ((misalignment + span.lo * item) % kAlignment + kAlignment) % kAlignment;
-      const runtime::CuDevicePtr base = ops_.allocate(static_cast<size_t>(pad + (span.hi - span.lo) * item), nullptr);
-      const runtime::CuDevicePtr first = base + static_cast<uint64_t>(pad - span.lo * item);
+      const runtime::DevicePtr base = ops_.allocate(static_cast<size_t>(pad + (span.hi - span.lo) * item), nullptr);
+      const runtime::DevicePtr first = base + static_cast<uint64_t>(pad - span.lo * item);
       std::memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
                   static_cast<size_t>((span.hi - span.lo) * item));
       placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
@@ -133,7 +133,7 @@ void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>&
   runtime::DeviceScope scope(ops);
   runtime::CompileOptions options = runtime::kernelCompileOptions(device.plannedFor(DeviceInfo::h100Sxm()).arch());
   options.maxrregcount = k.maxrregcount;
-  const runtime::CuFunction function = ops.load({{&k, {kernel::emitCuda(k), k.name, options}, k.shared_bytes}})[0];
+  const runtime::KernelHandle function = ops.load({{&k, {kernel::emitCuda(k), k.name, options}, k.shared_bytes}})[0];
   std::vector<HostValue> host;
   for (HostTensor* t : tensors) host.emplace_back(*t);
   const TestDevice::Placed placed = device.place(host);

@@ -24,7 +24,7 @@ std::shared_ptr<Fusion> layerNorm() {
   return f;
 }
 
-std::vector<DeviceValue> layerNormInputs(runtime::CuDevicePtr x) {
+std::vector<DeviceValue> layerNormInputs(runtime::DevicePtr x) {
   return {DeviceTensor::contiguous(x, DataType::BFloat16, {16, 128, 1600}),
           DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
           DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
@@ -113,7 +113,7 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   // Bookending at outputs: the last output is a view of y's buffer, not a kernel's transposed copy.
   FusionCache cache(f, PlanOptions{BookendPolicy::Outputs}, &ops, DeviceInfo::h100Sxm());
   std::vector<std::pair<size_t, DeviceTensor>> asked;
-  runtime::CuDevicePtr next = 0x900000;
+  runtime::DevicePtr next = 0x900000;
   const runtime::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
     asked.emplace_back(output, spec);
     return next += 0x10000;
@@ -138,7 +138,7 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   EXPECT_EQ(ops.allocations.load(), 1);  // y's buffer only
 
   // An allocator that declines (returns 0) leaves the output to the pool.
-  const runtime::OutputAllocator declines = [](size_t, const DeviceTensor&) { return runtime::CuDevicePtr{0}; };
+  const runtime::OutputAllocator declines = [](size_t, const DeviceTensor&) { return runtime::DevicePtr{0}; };
   const auto pooled = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false,
                                 &declines);
   EXPECT_FALSE(pooled[2].caller_allocated);
@@ -146,7 +146,7 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   EXPECT_EQ(ops.allocations.load(), 3);
 
   // A misaligned address is refused by name, and what the failed run took from the pool goes back.
-  const runtime::OutputAllocator misaligned = [](size_t, const DeviceTensor&) { return runtime::CuDevicePtr{0x900004}; };
+  const runtime::OutputAllocator misaligned = [](size_t, const DeviceTensor&) { return runtime::DevicePtr{0x900004}; };
   const int64_t allocations_before = ops.allocations.load(), releases_before = ops.releases.load();
   try {
     cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false, &misaligned);
@@ -229,7 +229,7 @@ std::vector<DeviceValue> standInDeviceValues(const std::vector<HostValue>& input
   std::vector<DeviceValue> values;
   for (const HostValue& v : inputs) {
     if (const auto* t = std::get_if<HostTensor>(&v)) {
-      values.push_back(DeviceTensor{reinterpret_cast<runtime::CuDevicePtr>(t->data()), t->dtype(), t->sizes(),
+      values.push_back(DeviceTensor{reinterpret_cast<runtime::DevicePtr>(t->data()), t->dtype(), t->sizes(),
                                     t->strides()});
     } else {
       values.push_back(std::get<ScalarValue>(v));
@@ -420,7 +420,7 @@ TEST(FusionCache, PlansOfSeveralKernelsLaunchAsOneGraphWhenAsked) {
   runtime::NoOpDeviceOps ops;
   runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   cache.useCudaGraphs(true);
-  auto input = [](runtime::CuDevicePtr x) {
+  auto input = [](runtime::DevicePtr x) {
     return std::vector<runtime::DeviceValue>{runtime::DeviceTensor::contiguous(x, DataType::Float, {29, 32})};
   };
   cache.run(input(0x100000));

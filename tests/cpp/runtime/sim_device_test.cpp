@@ -16,7 +16,7 @@
 namespace braze {
 namespace {
 
-using runtime::CuDevicePtr;
+using runtime::DevicePtr;
 using runtime::DeviceTensor;
 using runtime::SimDeviceOps;
 
@@ -26,14 +26,14 @@ struct LayerNormLaunch {
   testing::KernelCase c = testing::layerNormCase({.batch = 2, .seq = 3, .hidden = 64}, 5);
   LoweredPlan compiled;
   const kernel::Kernel* k = nullptr;
-  std::vector<CuDevicePtr> pointers;  // x, weight, bias, out: the order of k->tensors
+  std::vector<DevicePtr> pointers;  // x, weight, bias, out: the order of k->tensors
 
   explicit LayerNormLaunch(SimDeviceOps& ops) {
     std::vector<runtime::DeviceValue> inputs;
     for (const HostValue& v : c.inputs) {
       const HostTensor& t = std::get<HostTensor>(v);
       const size_t bytes = static_cast<size_t>(t.numel() * sizeOf(t.dtype()));
-      const CuDevicePtr p = ops.allocate(bytes, nullptr);
+      const DevicePtr p = ops.allocate(bytes, nullptr);
       std::memcpy(reinterpret_cast<void*>(p), t.data(), bytes);
       inputs.push_back(DeviceTensor::contiguous(p, t.dtype(), t.sizes()));
       pointers.push_back(p);
@@ -45,7 +45,7 @@ struct LayerNormLaunch {
   }
 
   // Launches with the tensor pointers in `order` (k->tensors' order when it is 0, 1, 2, 3).
-  void launch(SimDeviceOps& ops, runtime::CuFunction f, const std::vector<size_t>& order) const {
+  void launch(SimDeviceOps& ops, runtime::KernelHandle f, const std::vector<size_t>& order) const {
     std::vector<uint64_t> words;
     for (size_t i : order) words.push_back(pointers[i]);
     for (uint64_t w : kernel::argumentWords(*k)) words.push_back(w);
@@ -54,7 +54,7 @@ struct LayerNormLaunch {
     ops.launch(f, {k->grid, k->block, k->shared_bytes}, args.data(), nullptr);
   }
 
-  runtime::CuFunction load(SimDeviceOps& ops) const {
+  runtime::KernelHandle load(SimDeviceOps& ops) const {
     return ops.load({{k, {kernel::emitCuda(*k), k->name, {}}, k->shared_bytes}})[0];
   }
 
@@ -83,7 +83,7 @@ TEST(SimDevice, RunsALaunchPackedAsForAGpu) {
 TEST(SimDevice, RejectsPermutedPackedArguments) {
   SimDeviceOps ops;
   const LayerNormLaunch ln(ops);
-  const runtime::CuFunction f = ln.load(ops);
+  const runtime::KernelHandle f = ln.load(ops);
   // x and weight swapped: the kernel reads a row of 64 through a pointer to 64 elements in all.
   ln.launch(ops, f, {1, 0, 2, 3});
   const std::string swapped = failureOf([&] { ops.synchronize(nullptr); });

@@ -1,0 +1,197 @@
+// The CUDA driver as a DeviceOps: kernels compiled by NVRTC (through the kernel caches) and loaded into
+// the device's primary context, memory from the device's default stream-ordered pool, launches and
+// graphs through the driver API. The pool is told to keep freed memory cached (a release threshold of
+// all memory), so steady-state executes reuse blocks without returning to the driver's allocator. (That
+// setting is process-wide: a library sharing the default pool through cudaMallocAsync keeps its freed
+// memory cached too.) DeviceOps' backend-neutral handles are the driver's own under other names.
+#include "device/cuda/cuda_driver.h"
+#include "device/cuda/cuda_kernel.h"
+#include "device/device_ops.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace braze::runtime {
+namespace {
+
+CuStream cu(StreamHandle stream) { return reinterpret_cast<CuStream>(stream); }
+CuFunction cu(KernelHandle kernel) { return reinterpret_cast<CuFunction>(kernel); }
+
+
+constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
+
+CuKernelNodeParams nodeParams(const KernelLaunch& k) {
+  CuKernelNodeParams p;
+  p.function = cu(k.function);
+  p.grid_x = static_cast<unsigned>(k.shape.grid[0]);
+  p.grid_y = static_cast<unsigned>(k.shape.grid[1]);
+  p.block_x = static_cast<unsigned>(k.shape.block[0]);
+  p.block_y = static_cast<unsigned>(k.shape.block[1]);
+  p.shared_bytes = static_cast<unsigned>(k.shape.shared_bytes);
+  p.params = k.args;
+  return p;
+}
+
+// The driver's graph of a chain, its executable and nodes, and each node's last arguments.
+class CudaLaunchGraph final : public LaunchGraph {
+ public:
+  CudaLaunchGraph(const CudaDriver& driver, DeviceOps& ops) : driver_(driver), ops_(ops) {}
+  ~CudaLaunchGraph() override {
+    try {
+      DeviceScope scope(ops_);  // a plan may be dropped on any thread
+      if (exec) driver_.graphExecDestroy(exec);
+      if (graph) driver_.graphDestroy(graph);
+    } catch (...) {
+      // At exit the context may be gone, and the graph with it.
+    }
+  }
+  CuGraph graph = nullptr;
+  CuGraphExec exec = nullptr;
+  std::vector<CuGraphNode> nodes;
+  std::vector<std::vector<uint64_t>> arguments;
+
+ private:
+  const CudaDriver& driver_;
+  DeviceOps& ops_;
+};
+
+class CudaDeviceOps final : public DeviceOps {
+ public:
+  explicit CudaDeviceOps(int ordinal)
+      : ordinal_(ordinal), driver_(requireCudaDriver()), context_(primaryContext(ordinal)) {
+    CuDevice device = 0;
+    driver_.check(driver_.deviceGet(&device, ordinal), "cuDeviceGet");
+    CuMemPool pool = nullptr;
+    driver_.check(driver_.deviceGetDefaultMemPool(&pool, device), "cuDeviceGetDefaultMemPool");
+    uint64_t keep_everything = std::numeric_limits<uint64_t>::max();
+    driver_.check(driver_.memPoolSetAttribute(pool, kMemPoolAttrReleaseThreshold, &keep_everything),
+                  "cuMemPoolSetAttribute(RELEASE_THRESHOLD)");
+  }
+
+  void enter() override {
+    CuContext current = nullptr;
+    driver_.check(driver_.ctxGetCurrent(&current), "cuCtxGetCurrent");
+    const bool push = current != context_;
+    if (push) driver_.check(driver_.ctxPushCurrent(context_), "cuCtxPushCurrent", fmt::format("device {}", ordinal_));
+    pushed().push_back(push);
+  }
+
+  void leave() override {
+    auto& stack = pushed();
+    if (stack.empty()) return;
+    const bool push = stack.back();
+    stack.pop_back();
+    CuContext popped = nullptr;
+    if (push) driver_.ctxPopCurrent(&popped);  // in a destructor: nothing useful to do with an error
+  }
+
+  std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override {
+    std::vector<CompileJob> jobs;
+    jobs.reserve(kernels.size());
+    for (const KernelImage& k : kernels) jobs.push_back(k.compile);
+    const std::vector<CuFunction> loaded = loadCudaKernels(jobs, ordinal_);
+    std::vector<KernelHandle> functions;
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      functions.push_back(reinterpret_cast<KernelHandle>(loaded[i]));
+      const int64_t shared_bytes = kernels[i].shared_bytes;
+      if (shared_bytes <= kDefaultDynamicSharedLimit) continue;
+      driver_.check(driver_.funcSetAttribute(loaded[i], kFuncAttributeMaxDynamicSharedSizeBytes,
+                                             static_cast<int>(shared_bytes)),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                    fmt::format("kernel {} asks for {} bytes of dynamic shared memory", jobs[i].name, shared_bytes));
+    }
+    return functions;
+  }
+
+  DevicePtr allocate(size_t bytes, StreamHandle stream) override {
+    DevicePtr pointer = 0;
+    driver_.check(driver_.memAllocAsync(&pointer, bytes == 0 ? 1 : bytes, cu(stream)), "cuMemAllocAsync",
+                  fmt::format("{} bytes", bytes));
+    return pointer;
+  }
+
+  void release(DevicePtr pointer, StreamHandle stream) override {
+    DeviceScope scope(*this);  // an output's last reference may drop on any thread
+    driver_.check(driver_.memFreeAsync(pointer, cu(stream)), "cuMemFreeAsync");
+  }
+
+  void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override {
+    driver_.check(driver_.memsetD8Async(pointer, 0, bytes, cu(stream)), "cuMemsetD8Async");
+  }
+
+  void synchronize(StreamHandle stream) override {
+    driver_.check(driver_.streamSynchronize(cu(stream)), "cuStreamSynchronize");
+  }
+
+  void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override {
+    driver_.check(driver_.launchKernel(cu(function), static_cast<unsigned>(shape.grid[0]),
+                                       static_cast<unsigned>(shape.grid[1]), 1, static_cast<unsigned>(shape.block[0]),
+                                       static_cast<unsigned>(shape.block[1]), 1,
+                                       static_cast<unsigned>(shape.shared_bytes), cu(stream), args, nullptr),
+                  "cuLaunchKernel");
+  }
+
+  bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
+                   StreamHandle stream) override {
+    if (!driver_.hasGraphs()) return false;
+    int capture = kStreamCaptureStatusNone;
+    driver_.check(driver_.streamIsCapturing(cu(stream), &capture), "cuStreamIsCapturing");
+    if (capture != kStreamCaptureStatusNone) return false;
+    if (!graph) {
+      auto made = std::make_unique<CudaLaunchGraph>(driver_, *this);
+      driver_.check(driver_.graphCreate(&made->graph, 0), "cuGraphCreate");
+      for (const KernelLaunch& k : kernels) {
+        const CuKernelNodeParams params = nodeParams(k);  // the driver copies the argument values
+        CuGraphNode node = nullptr;
+        const CuGraphNode* after = made->nodes.empty() ? nullptr : &made->nodes.back();
+        driver_.check(driver_.graphAddKernelNode(&node, made->graph, after, after ? 1 : 0, &params),
+                      "cuGraphAddKernelNode", fmt::format("kernel {} of {}", made->nodes.size(), kernels.size()));
+        made->nodes.push_back(node);
+        made->arguments.push_back(argumentValues(k));
+      }
+      driver_.check(driver_.graphInstantiate(&made->exec, made->graph, 0), "cuGraphInstantiate");
+      graph = std::move(made);
+    } else {
+      auto& g = static_cast<CudaLaunchGraph&>(*graph);
+      // Launches already queued keep the arguments they were launched with.
+      for (size_t i : changedKernels(g.arguments, kernels)) {
+        const CuKernelNodeParams params = nodeParams(kernels[i]);
+        driver_.check(driver_.graphExecKernelNodeSetParams(g.exec, g.nodes[i], &params),
+                      "cuGraphExecKernelNodeSetParams", fmt::format("kernel {} of {}", i, kernels.size()));
+      }
+    }
+    driver_.check(driver_.graphLaunch(static_cast<CudaLaunchGraph&>(*graph).exec, cu(stream)), "cuGraphLaunch");
+    return true;
+  }
+
+ private:
+  // Per thread: whether each open enter() pushed the context (and leave() must pop it).
+  static std::vector<bool>& pushed() {
+    thread_local std::vector<bool> stack;
+    return stack;
+  }
+
+  int ordinal_;
+  const CudaDriver& driver_;
+  CuContext context_;
+};
+
+}  // namespace
+
+DeviceOps& cudaDeviceOps(int ordinal) {
+  static std::mutex mutex;
+  static auto* ops = new std::map<int, std::unique_ptr<CudaDeviceOps>>;  // never destroyed, like the driver
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = (*ops)[ordinal];
+  if (!slot) slot = std::make_unique<CudaDeviceOps>(ordinal);
+  return *slot;
+}
+
+}  // namespace braze::runtime
