@@ -21,21 +21,12 @@ namespace nb = nanobind;
 namespace braze::python {
 namespace {
 
-// The storage type numpy can represent natively for each braze dtype (same item size).
+// The storage type numpy can represent natively for each braze dtype (same item size): the dtype
+// itself where numpy has it, else an unsigned integer of its width (bf16 and the fp8 types).
 nb::dlpack::dtype storageDtype(DataType dtype) {
-  using Code = nb::dlpack::dtype_code;
   const auto bits = static_cast<uint8_t>(sizeOf(dtype) * 8);
-  switch (dtype) {
-    case DataType::Bool: return {static_cast<uint8_t>(Code::Bool), 8, 1};
-    case DataType::Int8:
-    case DataType::Int16:
-    case DataType::Int32:
-    case DataType::Int64: return {static_cast<uint8_t>(Code::Int), bits, 1};
-    case DataType::Half:
-    case DataType::Float:
-    case DataType::Double: return {static_cast<uint8_t>(Code::Float), bits, 1};
-    default: return {static_cast<uint8_t>(Code::UInt), bits, 1};  // UInt8, BFloat16 and the fp8 types
-  }
+  if (numpyHasType(dtype)) return {static_cast<uint8_t>(dlpackCode(dtype)), bits, 1};
+  return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt), bits, 1};
 }
 
 // Keeps a Python object (the caller's numpy array) alive while any HostTensor view of its memory

@@ -31,55 +31,15 @@ using runtime::DeviceValue;
 constexpr int kDLCUDA = 2;
 
 DataType dataTypeOf(nb::dlpack::dtype d, size_t input) {
-  using nb::dlpack::dtype_code;
-  const auto code = static_cast<dtype_code>(d.code);
   BRAZE_TYPE_CHECK(d.lanes == 1, "input {}: vector dtypes (lanes {}) are not supported", input, d.lanes);
-  switch (code) {
-    case dtype_code::Bool: return DataType::Bool;
-    case dtype_code::Float:
-      if (d.bits == 16) return DataType::Half;
-      if (d.bits == 32) return DataType::Float;
-      if (d.bits == 64) return DataType::Double;
-      break;
-    case dtype_code::Bfloat:
-      if (d.bits == 16) return DataType::BFloat16;
-      break;
-    case dtype_code::Int:
-      if (d.bits == 8) return DataType::Int8;
-      if (d.bits == 16) return DataType::Int16;
-      if (d.bits == 32) return DataType::Int32;
-      if (d.bits == 64) return DataType::Int64;
-      break;
-    case dtype_code::UInt:
-      if (d.bits == 8) return DataType::UInt8;
-      break;
-    case dtype_code::Float8_E4M3FN: return DataType::Float8_e4m3fn;
-    case dtype_code::Float8_E5M2: return DataType::Float8_e5m2;
-    default: break;
-  }
-  BRAZE_TYPE_CHECK(false, "input {}: DLPack dtype (code {}, {} bits) has no braze dtype", input, d.code, d.bits);
-  return DataType::Null;
+  const std::optional<DataType> dtype = dataTypeFromDlpack(d.code, d.bits);
+  BRAZE_TYPE_CHECK(dtype.has_value(), "input {}: DLPack dtype (code {}, {} bits) has no braze dtype", input, d.code,
+                   d.bits);
+  return *dtype;
 }
 
 nb::dlpack::dtype dlpackOf(DataType dtype) {
-  using nb::dlpack::dtype_code;
-  auto make = [](dtype_code code, int bits) { return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1}; };
-  switch (dtype) {
-    case DataType::Bool: return make(dtype_code::Bool, 8);
-    case DataType::Half: return make(dtype_code::Float, 16);
-    case DataType::Float: return make(dtype_code::Float, 32);
-    case DataType::Double: return make(dtype_code::Float, 64);
-    case DataType::BFloat16: return make(dtype_code::Bfloat, 16);
-    case DataType::Int8: return make(dtype_code::Int, 8);
-    case DataType::Int16: return make(dtype_code::Int, 16);
-    case DataType::Int32: return make(dtype_code::Int, 32);
-    case DataType::Int64: return make(dtype_code::Int, 64);
-    case DataType::UInt8: return make(dtype_code::UInt, 8);
-    case DataType::Float8_e4m3fn: return make(dtype_code::Float8_E4M3FN, 8);
-    case DataType::Float8_e5m2: return make(dtype_code::Float8_E5M2, 8);
-    default: BRAZE_TYPE_CHECK(false, "output dtype {} cannot be exported through DLPack", toString(dtype));
-  }
-  return {};
+  return {static_cast<uint8_t>(dlpackCode(dtype)), static_cast<uint8_t>(sizeOf(dtype) * 8), 1};
 }
 
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.

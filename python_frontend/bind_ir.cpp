@@ -12,6 +12,7 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,6 +29,15 @@ void bindDataType(nb::module_& m) {
   for (DataType t : kAllDataTypes) dtype.value(std::string(toString(t)).c_str(), t);
   // nvFuser calls the 64-bit integer type `Int`; scripts printed by nvFuser use that spelling.
   dtype.attr("Int") = dtype.attr("Int64");
+  m.def(
+      "dtype_table",
+      [] {
+        std::vector<std::tuple<DataType, std::string, bool, int64_t>> rows;
+        for (DataType t : kAllDataTypes) rows.emplace_back(t, std::string(arrayTypeName(t)), numpyHasType(t), sizeOf(t));
+        return rows;
+      },
+      "[(DataType, array name, numpy has it without ml_dtypes, bytes)]: the C++ dtype table (ir/data_type.cpp), "
+      "which every Python dtype mapping is made from; the array name is numpy's, ml_dtypes', torch's and JAX's");
 }
 
 void bindValues(nb::module_& m) {

@@ -67,24 +67,9 @@ const TorchTypes* torchTypes() {
   if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_cuda_getCurrentRawStream")) {
     types.current_raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
   }
-  static const std::array<std::pair<const char*, DataType>, 14> kNames{{
-      {"bool", DataType::Bool},
-      {"int8", DataType::Int8},
-      {"uint8", DataType::UInt8},
-      {"int16", DataType::Int16},
-      {"int32", DataType::Int32},
-      {"int64", DataType::Int64},
-      {"float16", DataType::Half},
-      {"bfloat16", DataType::BFloat16},
-      {"float32", DataType::Float},
-      {"float64", DataType::Double},
-      {"float8_e4m3fn", DataType::Float8_e4m3fn},
-      {"float8_e5m2", DataType::Float8_e5m2},
-      {"float8_e4m3fnuz", DataType::Float8_e4m3fnuz},
-      {"float8_e5m2fnuz", DataType::Float8_e5m2fnuz},
-  }};
-  for (const auto& [name, dtype] : kNames) {
-    if (nb::hasattr(torch, name)) types.dtypes.emplace_back(torch.attr(name), dtype);
+  for (DataType dtype : kAllDataTypes) {
+    const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
+    if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
   }
   return &types;
 }

@@ -8,29 +8,38 @@
 namespace braze {
 namespace {
 
+// DLPack's DLDataTypeCode values (dlpack.h 1.1).
+enum DlpackCode : int { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6, kE4m3fn = 10, kE4m3fnuz = 11,
+                        kE5m2 = 12, kE5m2fnuz = 13 };
+
+// The one dtype table: every other place (Python's dtype mappings, the DLPack and torch bindings)
+// reads it through the functions below.
 struct TypeInfo {
   DataType dtype;
-  std::string_view name;
+  std::string_view name;     // nvFuser's spelling
   std::string_view cuda;
   int64_t bytes;
+  std::string_view array;    // numpy / ml_dtypes / torch / JAX name
+  bool numpy_native;         // numpy has it without ml_dtypes
+  int dlpack;
 };
 
 constexpr std::array<TypeInfo, 15> kTypeInfo{{
-    {DataType::Null, "Null", "void", 0},
-    {DataType::Bool, "Bool", "bool", 1},
-    {DataType::Int8, "Int8", "int8_t", 1},
-    {DataType::UInt8, "UInt8", "uint8_t", 1},
-    {DataType::Int16, "Int16", "int16_t", 2},
-    {DataType::Int32, "Int32", "int32_t", 4},
-    {DataType::Int64, "Int64", "int64_t", 8},
-    {DataType::Half, "Half", "__half", 2},
-    {DataType::BFloat16, "BFloat16", "__nv_bfloat16", 2},
-    {DataType::Float, "Float", "float", 4},
-    {DataType::Double, "Double", "double", 8},
-    {DataType::Float8_e4m3fn, "Float8_e4m3fn", "__nv_fp8_e4m3", 1},
-    {DataType::Float8_e5m2, "Float8_e5m2", "__nv_fp8_e5m2", 1},
-    {DataType::Float8_e4m3fnuz, "Float8_e4m3fnuz", "__hip_fp8_e4m3_fnuz", 1},
-    {DataType::Float8_e5m2fnuz, "Float8_e5m2fnuz", "__hip_fp8_e5m2_fnuz", 1},
+    {DataType::Null, "Null", "void", 0, "", false, -1},
+    {DataType::Bool, "Bool", "bool", 1, "bool", true, kBool},
+    {DataType::Int8, "Int8", "int8_t", 1, "int8", true, kInt},
+    {DataType::UInt8, "UInt8", "uint8_t", 1, "uint8", true, kUInt},
+    {DataType::Int16, "Int16", "int16_t", 2, "int16", true, kInt},
+    {DataType::Int32, "Int32", "int32_t", 4, "int32", true, kInt},
+    {DataType::Int64, "Int64", "int64_t", 8, "int64", true, kInt},
+    {DataType::Half, "Half", "__half", 2, "float16", true, kFloat},
+    {DataType::BFloat16, "BFloat16", "__nv_bfloat16", 2, "bfloat16", false, kBfloat},
+    {DataType::Float, "Float", "float", 4, "float32", true, kFloat},
+    {DataType::Double, "Double", "double", 8, "float64", true, kFloat},
+    {DataType::Float8_e4m3fn, "Float8_e4m3fn", "__nv_fp8_e4m3", 1, "float8_e4m3fn", false, kE4m3fn},
+    {DataType::Float8_e5m2, "Float8_e5m2", "__nv_fp8_e5m2", 1, "float8_e5m2", false, kE5m2},
+    {DataType::Float8_e4m3fnuz, "Float8_e4m3fnuz", "__hip_fp8_e4m3_fnuz", 1, "float8_e4m3fnuz", false, kE4m3fnuz},
+    {DataType::Float8_e5m2fnuz, "Float8_e5m2fnuz", "__hip_fp8_e5m2_fnuz", 1, "float8_e5m2fnuz", false, kE5m2fnuz},
 }};
 
 const TypeInfo& info(DataType dtype) {
@@ -44,6 +53,24 @@ const TypeInfo& info(DataType dtype) {
 std::string_view toString(DataType dtype) { return info(dtype).name; }
 std::string_view cudaTypeName(DataType dtype) { return info(dtype).cuda; }
 int64_t sizeOf(DataType dtype) { return info(dtype).bytes; }
+
+std::string_view arrayTypeName(DataType dtype) { return info(dtype).array; }
+bool numpyHasType(DataType dtype) { return info(dtype).numpy_native; }
+int dlpackCode(DataType dtype) { return info(dtype).dlpack; }
+
+std::optional<DataType> dataTypeFromArrayName(std::string_view name) {
+  for (const auto& entry : kTypeInfo) {
+    if (!entry.array.empty() && entry.array == name) return entry.dtype;
+  }
+  return std::nullopt;
+}
+
+std::optional<DataType> dataTypeFromDlpack(int code, int64_t bits) {
+  for (const auto& entry : kTypeInfo) {
+    if (entry.dlpack == code && entry.bytes * 8 == bits) return entry.dtype;
+  }
+  return std::nullopt;
+}
 
 std::optional<DataType> dataTypeFromString(std::string_view name) {
   for (const auto& entry : kTypeInfo) {

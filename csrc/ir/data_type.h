@@ -38,6 +38,13 @@ std::string_view toString(DataType dtype);
 std::optional<DataType> dataTypeFromString(std::string_view name);
 // The CUDA C++ type name used by kernels ("__nv_bfloat16", "int64_t").
 std::string_view cudaTypeName(DataType dtype);
+// The name numpy (with ml_dtypes for bf16 and fp8), torch and JAX give the dtype ("float32", "bfloat16").
+std::string_view arrayTypeName(DataType dtype);
+std::optional<DataType> dataTypeFromArrayName(std::string_view name);
+bool numpyHasType(DataType dtype);  // without ml_dtypes
+// DLPack's type code for the dtype (its bits are sizeOf(dtype) * 8), and back.
+int dlpackCode(DataType dtype);
+std::optional<DataType> dataTypeFromDlpack(int code, int64_t bits);
 
 int64_t sizeOf(DataType dtype);  // bytes per element
 bool isFloating(DataType dtype);   // includes the fp8 types

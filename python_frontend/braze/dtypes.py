@@ -8,28 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _C
 from ._C import DataType
 
-_NATIVE = {
-    np.dtype(np.bool_): DataType.Bool,
-    np.dtype(np.int8): DataType.Int8,
-    np.dtype(np.uint8): DataType.UInt8,
-    np.dtype(np.int16): DataType.Int16,
-    np.dtype(np.int32): DataType.Int32,
-    np.dtype(np.int64): DataType.Int64,
-    np.dtype(np.float16): DataType.Half,
-    np.dtype(np.float32): DataType.Float,
-    np.dtype(np.float64): DataType.Double,
-}
-
-# ml_dtypes attribute name for each braze type numpy lacks.
-_ML_DTYPES = {
-    DataType.BFloat16: "bfloat16",
-    DataType.Float8_e4m3fn: "float8_e4m3fn",
-    DataType.Float8_e5m2: "float8_e5m2",
-    DataType.Float8_e4m3fnuz: "float8_e4m3fnuz",
-    DataType.Float8_e5m2fnuz: "float8_e5m2fnuz",
-}
+# Made from the C++ dtype table (ir/data_type.cpp): the one place a dtype's names live.
+_NATIVE = {np.dtype(name): dtype for dtype, name, native, _ in _C.dtype_table() if native}
+# The ml_dtypes attribute name of each braze type numpy lacks (bfloat16 and the fp8 types).
+_ML_DTYPES = {dtype: name for dtype, name, native, _ in _C.dtype_table() if not native}
+# torch's (and JAX's) attribute name of each type.
+ARRAY_NAMES = {dtype: name for dtype, name, _, _ in _C.dtype_table()}
 
 
 def _ml_dtypes():

@@ -157,17 +157,14 @@ def _torch_allocator(torch):
     if os.environ.get("BRAZE_TORCH_OUTPUTS", "1") == "0":
         _TORCH_ALLOCATORS[torch] = None
         return None
-    dtypes = _TORCH_DTYPES.get(torch)
-    if dtypes is None:
-        names = {"Bool": "bool", "Int8": "int8", "UInt8": "uint8", "Int16": "int16", "Int32": "int32",
-                 "Int64": "int64", "Half": "float16", "BFloat16": "bfloat16", "Float": "float32",
-                 "Double": "float64", "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
-                 "Float8_e4m3fnuz": "float8_e4m3fnuz", "Float8_e5m2fnuz": "float8_e5m2fnuz"}
-        dtypes = _TORCH_DTYPES[torch] = {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
+    torch_dtypes = _TORCH_DTYPES.get(torch)
+    if torch_dtypes is None:
+        names = {dtype.name: name for dtype, name in dtypes.ARRAY_NAMES.items()}
+        torch_dtypes = _TORCH_DTYPES[torch] = {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
     empty_strided = torch.empty_strided
 
     def allocate(sizes, strides, dtype, device):
-        torch_dtype = dtypes.get(dtype)
+        torch_dtype = torch_dtypes.get(dtype)
         if torch_dtype is None or 0 in sizes:
             return None  # a dtype this torch lacks, or an empty tensor (address 0): braze's pool
         t = empty_strided(sizes, strides, dtype=torch_dtype, device=device)
