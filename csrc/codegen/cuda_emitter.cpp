@@ -10,8 +10,9 @@ namespace {
 
 // Shared by every kernel: an aligned vector type (so one access is one 8- or 16-byte instruction) and a
 // block reduction over threadIdx.x or threadIdx.y. Threads with the same threadIdx.y are consecutive
-// lanes of a warp, so an x-reduction of up to 32 threads is a shuffle butterfly, and one over whole
-// warps a butterfly per warp and a pass over the warps' results; otherwise a tree in shared memory.
+// lanes of a warp (WARP lanes: the kernel's warp_size, which the device names), so an x-reduction of up
+// to a warp's threads is a shuffle butterfly, and one over whole warps a butterfly per warp and a pass
+// over the warps' results; otherwise a tree in shared memory.
 constexpr std::string_view kKernelPreamble = R"(
 template <typename T, int N>
 struct __align__(sizeof(T) * N) BrazeVec {
@@ -21,20 +22,21 @@ struct __align__(sizeof(T) * N) BrazeVec {
 template <typename T> struct BrazeIsBool { static constexpr bool value = false; };
 template <> struct BrazeIsBool<bool> { static constexpr bool value = true; };
 
-template <int BX, int BY, int AXIS, typename T, typename F>
+template <int WARP, int BX, int BY, int AXIS, typename T, typename F>
 __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
-  if constexpr (AXIS == 0 && BX <= 32 && !BrazeIsBool<T>::value) {
+  static_assert(WARP == 32, "CUDA warps have 32 lanes: the full-warp shuffle mask below assumes it");
+  if constexpr (AXIS == 0 && BX <= WARP && !BrazeIsBool<T>::value) {
 #pragma unroll
     for (int offset = BX / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset, BX));
     return v;
-  } else if constexpr (AXIS == 0 && BX % 32 == 0 && !BrazeIsBool<T>::value) {
+  } else if constexpr (AXIS == 0 && BX % WARP == 0 && !BrazeIsBool<T>::value) {
     // Whole warps along x: a butterfly in each warp, then every thread combines its row's warp
     // results from shared memory (broadcast reads): two barriers instead of one per tree level.
-    constexpr int W = BX / 32;
+    constexpr int W = BX / WARP;
     __shared__ T warp_results[BY * W];
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    if (threadIdx.x % 32 == 0) warp_results[threadIdx.y * W + threadIdx.x / 32] = v;
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (threadIdx.x % WARP == 0) warp_results[threadIdx.y * W + threadIdx.x / WARP] = v;
     __syncthreads();
     T result = warp_results[threadIdx.y * W];
 #pragma unroll
@@ -212,8 +214,8 @@ class Emitter {
         const std::string t = type(s.var);
         const DataType dtype = k_.vars[s.var].dtype;
         const Operand ops[2] = {{"a", dtype}, {"b", dtype}};
-        line(depth, fmt::format("{} = braze_block_reduce<{}, {}, {}>({}, []({} a, {} b) {{ return {}; }});",
-                                k_.vars[s.var].name, k_.block[0], k_.block[1], s.axis, k_.vars[s.var].name, t, t,
+        line(depth, fmt::format("{} = braze_block_reduce<{}, {}, {}, {}>({}, []({} a, {} b) {{ return {}; }});",
+                                k_.vars[s.var].name, k_.warp_size, k_.block[0], k_.block[1], s.axis, k_.vars[s.var].name, t, t,
                                 cudaElementwise(combineOf(s.reduce), dtype, ops)));
         return;
       }

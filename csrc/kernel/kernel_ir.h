@@ -139,6 +139,7 @@ struct Kernel {
   std::array<int64_t, 2> grid{1, 1};
   std::array<int64_t, 2> block{1, 1};
   bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)
+  int64_t warp_size = 32;   // lanes per warp (wavefront) of the device it was lowered for
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
   int64_t shared_bytes = 0; // dynamic shared memory per block: the SharedArray vars, 16-byte aligned
   std::optional<int> maxrregcount;  // a register cap for NVRTC, when the heuristics want one for occupancy

@@ -343,7 +343,7 @@ class Simulator {
   void execReduce(const Stmt& s, const Mask& mask) {
     requireFullBlock(mask, "a block reduction");
     // The emitted reduction synchronizes the block unless it is a warp shuffle (see the emitter).
-    if (!(s.axis == 0 && k_.block[0] <= 32 && k_.vars[s.var].dtype != DataType::Bool)) ++epoch_;
+    if (!(s.axis == 0 && k_.block[0] <= k_.warp_size && k_.vars[s.var].dtype != DataType::Bool)) ++epoch_;
     const DataType dtype = k_.vars[s.var].dtype;
     const OpKind combine = combineOf(s.reduce);
     const int64_t bx = k_.block[0], by = k_.block[1];

@@ -11,7 +11,7 @@
 namespace braze {
 
 // The heuristics' choices that only timings on the GPU can settle, with the values measured best on an
-// H100 (stop 9's sweep of the bf16 16384x4096 norms and softmax). A DeviceInfo carries them because
+// H100 (a sweep of the bf16 16384x4096 norms and softmax with benchmarks/python/compare.py). A DeviceInfo carries them because
 // the best values are a GPU's; `benchmarks/python/compare.py --sweep` times others, and BRAZE_TUNING
 // overrides them for the GPU the driver reports (device/cuda/query_device.h), for experiments.
 struct HeuristicTuning {

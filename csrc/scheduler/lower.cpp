@@ -26,6 +26,7 @@ Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device) {
   LoweringContext ctx{segment, bound, device, Kernel{}, {}, {}, 1, {}};
   Kernel& k = ctx.kernel;
   k.name = fmt::format("braze_s{}_{}", segment.id, toString(segment.scheduler));
+  k.warp_size = device.warp_size;
   KernelBuilder kb(k);
   int64_t max_offset = 0;
   for (const Val* in : segment.inputs) {

@@ -2,8 +2,10 @@
 
     from braze import FusionDefinition, DataType
 
-Execution currently plans the fusion (bookending, segmentation) and runs the plan on the CPU
-reference evaluator on numpy inputs (ml_dtypes for bf16/fp8); `fd.explain(inputs)` shows the plan.
+`fd.execute(inputs)` runs the fusion through its cache of prepared plans: on the inputs' GPU for
+torch, CuPy or JAX tensors on a CUDA device, and on the simulated device (the CPU simulator running the
+same kernels) for numpy arrays (ml_dtypes for bf16/fp8) and CPU tensors. `fd.explain(inputs)` shows the
+plan and whether the cache already holds it.
 """
 
 from ._C import DataType, Plan, Segment
