@@ -1,18 +1,20 @@
 """braze against torch eager and torch.compile on the GPU, in one run, with the copy roofline.
 
 Per case: `braze` is fd.execute on torch tensors, per call, host overhead included (the median of
-CUDA-event-timed calls); `kernel` is the device time of braze's kernels alone (the same CUDA, compiled
-by CuPy and launched inside a CUDA graph, so no host time counts); eager and torch.compile are timed
-like `kernel` (CUDA graphs). Inputs rotate among copies so that they do not sit in L2; GB/s counts the
+CUDA-event-timed calls); `kernel` is the device time of braze's kernels alone (fd.execute captured in
+a CUDA graph: the same kernels through the same FusionCache, launched by replaying the graph, so no
+host time counts); eager and torch.compile are timed like `kernel` (CUDA graphs). Inputs rotate among copies so that they do not sit in L2; GB/s counts the
 minimal bytes (every input read once, every output written once) against the measured device-to-device
 copy bandwidth. Each case is first checked against torch. Then the host latency of a cached tiny
-fusion from Python against a bare cuLaunchKernel (ctypes) of the same kernel, in the same run.
+fusion from Python against a bare cuLaunchKernel (ctypes) of an equivalent one-line kernel, in the same
+run.
 
     python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile] [--sweep]
 
 --sweep times, per case, the kernels of other heuristic tunings too (HeuristicTuning in
-csrc/scheduler/device_info.h: threads per block, chunks per thread, unroll), each checked against torch
-first, and prints them fastest first: the data for choosing the defaults on this GPU.
+csrc/scheduler/device_info.h: threads per block, chunks per thread, unroll; set through BRAZE_TUNING
+for a fresh cache of the fusion), each checked against torch first, and prints them fastest first: the
+data for choosing the defaults on this GPU.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import itertools
+import os
 import time
 import statistics
 import sys
@@ -187,43 +190,17 @@ def device_preset() -> str:
     return "h100"
 
 
-class BrazeKernels:
-    """The plan's kernels, compiled by CuPy and launched on torch tensors."""
+def summaries(fd):
+    """The heuristics of each kernel the last GPU execute ran, one line each (from the sources' heads)."""
+    return [src.split("\n", 1)[0].split(": ", 1)[-1] for src in fd.last_cuda_code().split("// braze_")[1:]]
 
-    def __init__(self, fd, sample_inputs, tuning="", host_inputs=None):
-        target = device_preset() + (f":{tuning}" if tuning else "")
-        host_inputs = host_inputs or [host_copy(t) for t in sample_inputs]
-        self.kernels = bx.kernels_for(fd, host_inputs, target=target)
-        self.functions, self.workspaces = [], []
-        for k in self.kernels:
-            module = cp.RawModule(code=k["source"], options=("-std=c++17",))
-            fn = module.get_function(k["name"])
-            if k["shared_bytes"] > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = k["shared_bytes"]
-            self.functions.append(fn)
-            ws = []
-            for p in k["params"]:
-                if p["role"] == "workspace":
-                    ws.append(torch.zeros(p["numel"] * 8, dtype=torch.uint8, device="cuda"))  # zeroed, 8 B each
-                elif p["role"] == "intermediate":
-                    raise NotImplementedError("a multi-kernel plan (its kernels pass intermediates)")
-            self.workspaces.append(ws)
-        self.summaries = [k["summary"] for k in self.kernels]
 
-    def outputs_for(self, outputs_like):
-        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in outputs_like]
-
-    def __call__(self, inputs, outputs):
-        for k, fn, ws in zip(self.kernels, self.functions, self.workspaces):
-            args, w = [], iter(ws)
-            for p in k["params"]:
-                t = inputs[p["index"]] if p["role"] == "input" else outputs[p["index"]] if p["role"] == "output" else next(w)
-                args.append(cp.uint64(t.data_ptr()))
-            # Scalar arguments as 8-byte words: a narrower parameter reads the low bytes.
-            args.extend(cp.uint64(word) for _, _, word in k["arguments"])
-            # torch's current stream: the one a CUDA graph capture records.
-            stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-            fn(k["grid"], k["block"], tuple(args), shared_mem=k["shared_bytes"], stream=stream)
+def tuned(fd, tuning):
+    """fd with a fresh GPU cache planning for `tuning` (HeuristicTuning keys) through BRAZE_TUNING, which
+    a cache reads when it plans."""
+    os.environ["BRAZE_TUNING"] = tuning
+    fd.__dict__.pop("_gpu_caches", None)
+    return fd
 
 
 def main():
@@ -253,22 +230,16 @@ def main():
         input_sets = [sample] + [make_inputs(gen) for _ in range(min(copies, 8) - 1)]
         want = (check or ref)(*sample)
         want = list(want) if isinstance(want, tuple) else [want]
-        try:
-            kernels = BrazeKernels(fd, sample)
-        except NotImplementedError as e:
-            print(f"{name:26} skipped: {e}")
-            continue
-        # Alias outputs (views of an input) are not written by any kernel: compare only kernel outputs.
-        written = sorted({p["index"] for k in kernels.kernels for p in k["params"] if p["role"] == "output"})
-        outs = kernels.outputs_for(want)
-        kernels(sample, outs)
-        torch.cuda.synchronize()
-        for i in written:
-            torch.testing.assert_close(outs[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
-        bytes_out = sum(want[i].numel() * want[i].element_size() for i in written)
-        out_sets = [kernels.outputs_for(want) for _ in input_sets]
-        pairs = list(zip(input_sets, out_sets))
-        kernel_us = median_us(lambda io: kernels(io[0], io[1]), pairs, args.reps)
+        tuned(fd, "")
+        got = fd.execute(sample)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+        # Outputs that are views of an input cost no kernel and move no bytes.
+        written = [w for g, w in zip(got, want)
+                   if not any(g.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in sample)]
+        bytes_out = sum(w.numel() * w.element_size() for w in written)
+        kernel_us = median_us(lambda xs: fd.execute(xs), input_sets, args.reps)
+        heuristics = summaries(fd)
         braze_us = median_call_us(lambda xs: fd.execute(xs), input_sets, args.reps)
         eager_us = median_us(lambda xs: ref(*xs), input_sets, args.reps)
         compile_us = float("nan")
@@ -277,12 +248,10 @@ def main():
             compile_us = median_us(lambda xs: compiled(*xs), input_sets, args.reps)
         gbs = (bytes_in + bytes_out) / kernel_us / 1e3
         print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:6.0f} "
-              f"{100 * gbs / copy_gbs:6.0f}%  {'; '.join(kernels.summaries)}", flush=True)
-        got = fd.execute(sample)
-        for i in written:
-            torch.testing.assert_close(got[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
+              f"{100 * gbs / copy_gbs:6.0f}%  {'; '.join(heuristics)}", flush=True)
         if args.sweep:
-            sweep(fd, sample, want, written, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
+            sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
+        tuned(fd, "")
     host_latency(args.reps * 10)
 
 
@@ -292,28 +261,21 @@ SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8]
          "max_rows_per_thread": [1, 4, 8]}
 
 
-def sweep(fd, sample, want, written, input_sets, nbytes, copy_gbs, reps):
+def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps):
     seen, rows = set(), []
     host = [host_copy(t) for t in sample]  # once: copying a large input to the host takes a while
     for values in itertools.product(*SWEEP.values()):
         tuning = ",".join(f"{k}={v}" for k, v in zip(SWEEP, values))
-        # Planning is cheap; compiling (CuPy) is not: only new sources go further.
-        sources = tuple(k["source"] for k in bx.kernels_for(fd, host, target=f"{device_preset()}:{tuning}"))
+        # Planning is cheap; compiling is not: only new sources go further.
+        sources = bx.cuda_code_for(fd, host, target=f"{device_preset()}:{tuning}")
         if sources in seen:
             continue
         seen.add(sources)
-        try:
-            kernels = BrazeKernels(fd, sample, tuning, host)
-        except NotImplementedError:
-            return
-        outs = kernels.outputs_for(want)
-        kernels(sample, outs)
-        torch.cuda.synchronize()
-        for i in written:
-            torch.testing.assert_close(outs[i].float(), want[i].float(), rtol=2e-2, atol=2e-2)
-        pairs = list(zip(input_sets, [kernels.outputs_for(want) for _ in input_sets]))
-        us = median_us(lambda io: kernels(io[0], io[1]), pairs, reps)
-        rows.append((us, tuning, "; ".join(kernels.summaries)))
+        got = tuned(fd, tuning).execute(sample)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+        us = median_us(lambda xs: fd.execute(xs), input_sets, reps)
+        rows.append((us, tuning, "; ".join(summaries(fd))))
     for us, tuning, summary in sorted(rows):
         gbs = nbytes / us / 1e3
         print(f"    {us:9.1f} us {100 * gbs / copy_gbs:5.0f}%  {tuning}  | {summary}", flush=True)
@@ -321,23 +283,27 @@ def sweep(fd, sample, want, written, input_sets, nbytes, copy_gbs, reps):
 
 def host_latency(calls):
     """Per-call host time of a cached one-kernel fusion on a 1-element tensor, from Python, against a
-    bare cuLaunchKernel of the same kernel through ctypes: the floor any Python launcher pays."""
+    bare cuLaunchKernel through ctypes of a one-line kernel doing the same (compiled by CuPy, which
+    serves only as the compiler of this floor): what any Python launcher pays."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
         fd.add_output(fd.ops.add(x, x))
     x = torch.ones(1, device="cuda")
-    kernels = BrazeKernels(fd, [x])
-    (k,) = kernels.kernels
     out = torch.empty(1, device="cuda")
+    fd.execute([x])
+    floor = cp.RawKernel(r'''extern "C" __global__ void twice(const float* x, float* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = x[i] + x[i];
+    }''', "twice")
+    floor.compile()
     cuda = ctypes.CDLL("libcuda.so.1")
-    function = ctypes.c_void_p(kernels.functions[0].ptr)
-    words = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr())] + [ctypes.c_uint64(w) for _, _, w in k["arguments"]]
+    function = ctypes.c_void_p(floor.kernel.ptr)
+    words = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr()), ctypes.c_uint64(1)]
     params = (ctypes.c_void_p * len(words))(*[ctypes.cast(ctypes.pointer(w), ctypes.c_void_p) for w in words])
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
     def bare():
-        result = cuda.cuLaunchKernel(function, k["grid"][0], k["grid"][1], 1, k["block"][0], k["block"][1], 1,
-                                     k["shared_bytes"], stream, params, None)
+        result = cuda.cuLaunchKernel(function, 1, 1, 1, 128, 1, 1, 0, stream, params, None)
         if result != 0:
             raise RuntimeError(f"cuLaunchKernel returned {result}")
 
