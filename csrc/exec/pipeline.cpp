@@ -60,7 +60,10 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
       lowered.kernels.emplace_back();
       continue;
     }
-    kernel::Kernel k = kernel::lowerSegment(segmentToLower(lowered.plan, segment), device);
+    const kernel::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
+    const kernel::SegmentHeuristics heuristics = kernel::segmentHeuristics(to_lower, device);
+    dumpAfter("heuristics", fmt::format("segment {}: {}", segment.id, heuristics.toString()));
+    kernel::Kernel k = kernel::lowerSegment(to_lower, device, heuristics);
     if (verifiersEnabled()) kernel::verifyKernel(k);
     // The plan shows what the heuristics chose.
     segment.vectorize = k.vectorize;

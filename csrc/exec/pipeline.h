@@ -5,7 +5,8 @@
 //   bookend-outputs  segment_set where meta-op chains ending at outputs meet compute   passes/mark_aliases_prepare
 //   segment          the exprs cut into alias and kernel segments                segmenter/segmenter
 //   bookend-inputs   the same for chains that start at inputs (needs the kernels), then segment again
-//   lower            per kernel segment: its scheduler's heuristics, then kernel IR   scheduler/<name>/
+//   heuristics       per kernel segment: its scheduler's parameters, as a value   scheduler/<name>/heuristics
+//   lower            per kernel segment: kernel IR following those parameters    scheduler/<name>/lower
 //
 // then PreparedPlan (exec/prepared_plan.h) emits each kernel's source (codegen/), loads it through the
 // device (device/) and lays out the launch. BRAZE_DUMP=after:<step> prints the IR a step made (steps
@@ -40,7 +41,7 @@ struct LoweredPlan {
   std::vector<std::optional<kernel::Kernel>> kernels;  // per segment: its kernel, or none (alias, no scheduler)
 };
 
-// Step lower: every kernel segment's heuristics and kernel IR for `device`. Segments no scheduler
+// Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler
 // accepts keep no kernel (the reference evaluator runs them) and say why in the plan; the plan's
 // segments show the heuristics chosen.
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device);

@@ -19,7 +19,11 @@ int64_t maxOffset(const StridedLayout& layout) {
 
 }  // namespace
 
-Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device) {
+namespace {
+
+// The kernel's parameters (the segment's inputs, then its outputs) and what heuristics and lowering
+// read of them: each input's vectorize factor, the widest dtype, and whether indices need 64 bits.
+LoweringContext makeContext(const SegmentToLower& segment, const DeviceInfo& device) {
   BRAZE_ASSERT(segment.scheduler != SchedulerKind::Alias && segment.bound != nullptr,
                "segment {} is an alias segment: it has no kernel", segment.id);
   const BoundShapes& bound = *segment.bound;
@@ -56,13 +60,42 @@ Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device) {
     }
   }
   k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();
+  return ctx;
+}
+
+}  // namespace
+
+std::string SegmentHeuristics::toString() const {
+  const std::string chosen = std::visit([](const auto& p) { return p.toString(); }, params);
+  return fallback.empty() ? chosen : fmt::format("transpose fell back to pointwise ({}); {}", fallback, chosen);
+}
+
+SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceInfo& device) {
+  LoweringContext ctx = makeContext(segment, device);
   switch (segment.scheduler) {
-    case SchedulerKind::Pointwise: lowerPointwise(ctx); break;
-    case SchedulerKind::Transpose: lowerTranspose(ctx); break;
-    case SchedulerKind::Reduction: lowerReduction(ctx, false); break;
-    case SchedulerKind::InnerPersistent: lowerReduction(ctx, true); break;
-    case SchedulerKind::Alias: BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
+    case SchedulerKind::Pointwise: return {choosePointwise(ctx), ""};
+    case SchedulerKind::Transpose: {
+      auto chosen = chooseTranspose(ctx);
+      if (auto* params = std::get_if<TransposeParams>(&chosen)) return {*params, ""};
+      return {choosePointwise(ctx), std::get<std::string>(chosen)};
+    }
+    case SchedulerKind::Reduction: return {chooseReduction(ctx, false), ""};
+    case SchedulerKind::InnerPersistent: return {chooseReduction(ctx, true), ""};
+    case SchedulerKind::Alias: break;
   }
+  BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
+}
+
+Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, const SegmentHeuristics& heuristics) {
+  LoweringContext ctx = makeContext(segment, device);
+  if (const auto* p = std::get_if<PointwiseParams>(&heuristics.params)) {
+    lowerPointwise(ctx, *p);
+  } else if (const auto* r = std::get_if<ReductionParams>(&heuristics.params)) {
+    lowerReduction(ctx, *r);
+  } else {
+    lowerTranspose(ctx, std::get<TransposeParams>(heuristics.params));
+  }
+  ctx.kernel.summary = heuristics.fallback.empty() ? ctx.kernel.summary : heuristics.toString();
   removeDeadLets(ctx.kernel);
   return std::move(ctx.kernel);
 }

@@ -14,6 +14,8 @@
 #include "scheduler/registry.h"
 
 #include <functional>
+#include <string>
+#include <variant>
 #include <unordered_map>
 
 namespace braze::kernel {
@@ -38,7 +40,17 @@ struct SegmentToLower {
   std::unordered_map<const Val*, SegmentInputView> input_views;  // every tensor input
 };
 
-Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device);
+// A kernel segment's heuristics, chosen before it is lowered and passed to the lowering as a value: the
+// pipeline's heuristics step makes them (BRAZE_DUMP=after:heuristics prints them), lowering follows
+// them. A transpose segment whose loads cannot be staged gets pointwise parameters and says why.
+struct SegmentHeuristics {
+  std::variant<PointwiseParams, ReductionParams, TransposeParams> params;
+  std::string fallback;  // why a transpose segment is lowered as pointwise ("" otherwise)
+  std::string toString() const;
+};
+SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceInfo& device);
+
+Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, const SegmentHeuristics& heuristics);
 
 // Drops the scalar lets of `k` that nothing reads (dead_lets.cpp).
 void removeDeadLets(Kernel& k);
@@ -66,11 +78,17 @@ struct OutputGroup {
 };
 std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx);
 
-void lowerPointwise(LoweringContext& ctx);
-void lowerReduction(LoweringContext& ctx, bool persistent_wanted);
+// Each scheduler's two halves: its heuristics for the segment (from the context's shapes, layouts and
+// device), then the kernel those parameters describe.
+PointwiseParams choosePointwise(LoweringContext& ctx);
+void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params);
+ReductionParams chooseReduction(LoweringContext& ctx, bool persistent_wanted);
+void lowerReduction(LoweringContext& ctx, const ReductionParams& params);
 // Shared-memory tiles for segments that read an input across the output's inner dim; falls back to
 // lowerPointwise (saying why in the kernel's summary) when no load can be staged.
-void lowerTranspose(LoweringContext& ctx);
+// Transpose: TransposeParams, or why its loads cannot be staged (then the pointwise lowering runs).
+std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx);
+void lowerTranspose(LoweringContext& ctx, const TransposeParams& params);
 
 // One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
 // lanes (vector stores).

@@ -44,8 +44,8 @@ void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const
 
 }  // namespace
 
-void lowerPointwise(LoweringContext& ctx) {
-  std::vector<OutputGroup> groups = groupOutputs(ctx);
+PointwiseParams choosePointwise(LoweringContext& ctx) {
+  const std::vector<OutputGroup> groups = groupOutputs(ctx);
   VectorizeInput vin;
   vin.widest_dtype_bytes = ctx.widest_dtype_bytes;
   vin.tensor_factors = ctx.input_factors;
@@ -69,7 +69,11 @@ void lowerPointwise(LoweringContext& ctx) {
       if (access[tensor].strides) problem.input_strides.push_back(*access[tensor].strides);
     }
   }
-  const PointwiseParams params = pointwiseHeuristics(ctx.device, problem);
+  return pointwiseHeuristics(ctx.device, problem);
+}
+
+void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
+  std::vector<OutputGroup> groups = groupOutputs(ctx);
   if (params.break_point > 0) {
     lowerPointwise2D(ctx, params, groups[0]);
     return;

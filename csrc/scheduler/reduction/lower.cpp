@@ -58,7 +58,7 @@ struct RowVar {
 
 class RowLowering {
  public:
-  RowLowering(LoweringContext& ctx, bool persistent_wanted)
+  explicit RowLowering(LoweringContext& ctx)
       : ctx_(ctx), bound_(ctx.bound), kb_(ctx.kernel), vb_(kb_, bound_, ctx.segment.exprs, ctx.inputs) {
     Candidate candidate{ctx.segment.exprs, ctx.segment.inputs, ctx.segment.outputs};
     facts_ = analyzeCandidate(candidate);
@@ -72,10 +72,10 @@ class RowLowering {
     }
     rows_ = domain_.outer_numel;
     row_length_ = domain_.outer_numel == 0 ? 0 : domain_.full_numel / domain_.outer_numel;
-    choose(persistent_wanted);
   }
 
-  void lower() {
+  void lower(const ReductionParams& params) {
+    params_ = params;
     Kernel& k = ctx_.kernel;
     lane_ = kb_.scalarVar("lane", DataType::Int64, true);
     chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
@@ -123,8 +123,7 @@ class RowLowering {
     k.summary = params_.toString();
   }
 
- private:
-  void choose(bool persistent_wanted) {
+  ReductionParams choose(bool persistent_wanted) {
     ReductionProblem problem;
     problem.rows = rows_;
     problem.row_length = row_length_;
@@ -149,9 +148,10 @@ class RowLowering {
       if (full || !domain_.inner) vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
     }
     problem.max_vectorize = kernelVectorize(vin);
-    params_ = reductionHeuristics(ctx_.device, problem);
+    return reductionHeuristics(ctx_.device, problem);
   }
 
+ private:
   // Whether blocks may reduce parts of a row: plain reductions only (statistics need the whole row's
   // mean first), none fed by another's result, and every output a per-row value.
   bool splittable() const {
@@ -466,6 +466,10 @@ class RowLowering {
 
 }  // namespace
 
-void lowerReduction(LoweringContext& ctx, bool persistent_wanted) { RowLowering(ctx, persistent_wanted).lower(); }
+ReductionParams chooseReduction(LoweringContext& ctx, bool persistent_wanted) {
+  return RowLowering(ctx).choose(persistent_wanted);
+}
+
+void lowerReduction(LoweringContext& ctx, const ReductionParams& params) { RowLowering(ctx).lower(params); }
 
 }  // namespace braze::kernel

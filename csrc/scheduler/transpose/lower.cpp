@@ -278,15 +278,10 @@ class TileLowering {
   std::vector<Staged> staged_;
 };
 
-void fallBack(LoweringContext& ctx, const std::string& why) {
-  lowerPointwise(ctx);
-  ctx.kernel.summary = fmt::format("transpose fell back to pointwise ({}); {}", why, ctx.kernel.summary);
-}
-
 }  // namespace
 
-void lowerTranspose(LoweringContext& ctx) {
-  std::vector<OutputGroup> groups = groupOutputs(ctx);
+std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx) {
+  const std::vector<OutputGroup> groups = groupOutputs(ctx);
   // Probe each group in a scratch kernel: choosing the tile needs the loads, and the real kernel
   // must stay untouched in case it falls back to the pointwise lowering.
   Kernel scratch;
@@ -304,7 +299,7 @@ void lowerTranspose(LoweringContext& ctx) {
     const int64_t b = lastNonTrivialDim(g.sizes, static_cast<int64_t>(g.sizes.size()));
     // A tile needs a dim to walk; single-element outputs beside transposed ones are rare enough
     // for the pointwise kernel.
-    if (g.numel == 1) return fallBack(ctx, fmt::format("output {} has a single element", g.outputs[0]->name()));
+    if (g.numel == 1) return fmt::format("output {} has a single element", g.outputs[0]->name());
     std::vector<ProbedLoad> loads;
     if (g.numel > 0 && b >= 0) loads = probeLoads(skb, svb, pointOf(skb, g.sizes, b, 1, -1), g.outputs);
     GroupChoice choice = chooseDims(scratch, loads, g.sizes);
@@ -325,11 +320,16 @@ void lowerTranspose(LoweringContext& ctx) {
       vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(scratch.tensors[load.tensor].dtype));
     }
   }
-  if (!any_candidate) return fallBack(ctx, why_not);
+  if (!any_candidate) return why_not;
   problem.max_vectorize = kernelVectorize(vin);
   TransposeParams params = transposeHeuristics(ctx.device, problem);
-  if (params.shared_bytes == 0) return fallBack(ctx, "no staged tile fits in shared memory");
+  if (params.shared_bytes == 0) return std::string("no staged tile fits in shared memory");
+  return params;
+}
 
+void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
+  const std::vector<OutputGroup> groups = groupOutputs(ctx);
+  TransposeParams params = chosen;  // the lowering records what it staged
   Kernel& k = ctx.kernel;
   KernelBuilder kb(k);
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
