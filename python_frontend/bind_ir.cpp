@@ -111,12 +111,18 @@ void bindDefinitions(nb::module_& m) {
   // definition always lands in the FusionDefinition it was called on, even with several open.
   m.def(
       "define_tensor",
-      [](Fusion& fusion, const std::vector<int64_t>& shape, const std::vector<std::optional<bool>>& contiguity,
-         DataType dtype, bool is_cpu, const std::vector<int64_t>& stride_order) {
+      [](Fusion& fusion, const std::vector<int64_t>& shape, nb::handle contiguity, DataType dtype, bool is_cpu,
+         const std::vector<int64_t>& stride_order) {
         FusionGuard guard(&fusion);
-        return defineTensor(shape, contiguity, dtype, is_cpu, stride_order);
+        // A list (one entry per dim, allocation order) or one flag for every dim (None: nvFuser's False).
+        if (contiguity.is_none() || nb::isinstance<nb::bool_>(contiguity)) {
+          const std::optional<bool> flag =
+              contiguity.is_none() ? std::nullopt : std::optional<bool>(nb::cast<bool>(contiguity));
+          return defineTensorSameContiguity(shape, flag, dtype, is_cpu, stride_order);
+        }
+        return defineTensor(shape, nb::cast<std::vector<std::optional<bool>>>(contiguity), dtype, is_cpu, stride_order);
       },
-      nb::arg("fusion"), nb::arg("shape"), nb::arg("contiguity"), nb::arg("dtype"), nb::arg("is_cpu") = false,
+      nb::arg("fusion"), nb::arg("shape"), nb::arg("contiguity").none(), nb::arg("dtype"), nb::arg("is_cpu") = false,
       nb::arg("stride_order") = std::vector<int64_t>{}, nb::rv_policy::reference);
   m.def(
       "define_scalar",

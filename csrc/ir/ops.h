@@ -17,9 +17,14 @@ namespace braze {
 // A fusion input, as nvFuser's define_tensor. shape entries: -1 symbolic, 1 broadcast, n != 1 static.
 // contiguity: nullopt for broadcast dims, and for an expanded broadcast (a symbolic or > 1 extent with
 // stride 0); listed in allocation order (outermost first) when stride_order is given, as nvFuser does.
-// stride_order[d]: 0 for the innermost dim, rank-1 for the outermost; empty for row-major.
+// stride_order[d]: 0 for the innermost dim, rank-1 for the outermost (negative entries count from the
+// end); empty for row-major. Every check of define_tensor's arguments is here (Python checks only types).
 TensorView* defineTensor(const std::vector<int64_t>& shape, const std::vector<std::optional<bool>>& contiguity,
                          DataType dtype, bool is_cpu = false, const std::vector<int64_t>& stride_order = {});
+// nvFuser's single-flag form: the flag on every dim but size-1 ones (broadcasts, nullopt); no flag
+// (nvFuser's default, False) assumes nothing about strides.
+TensorView* defineTensorSameContiguity(const std::vector<int64_t>& shape, std::optional<bool> every_dim_contiguous,
+                                      DataType dtype, bool is_cpu = false, const std::vector<int64_t>& stride_order = {});
 // A symbolic scalar input (value bound at execute), or a constant when value is set.
 Scalar* defineScalar(DataType dtype, std::optional<ScalarValue> value = std::nullopt);
 

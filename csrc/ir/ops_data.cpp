@@ -13,24 +13,51 @@ using detail::newTensorLike;
 using detail::shapeString;
 using detail::staticValueOr;
 
+namespace {
+
+// nvFuser's stride_order with negative entries counted from the end, checked to be a permutation.
+std::vector<int64_t> normalizedStrideOrder(const std::vector<int64_t>& given, size_t rank) {
+  if (given.empty()) return {};
+  BRAZE_CHECK(given.size() == rank, "define_tensor: stride_order [{}] has {} entries but the rank is {}",
+              fmt::join(given, ", "), given.size(), rank);
+  std::vector<int64_t> order = given;
+  for (int64_t& k : order) k = k < 0 ? k + static_cast<int64_t>(rank) : k;
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < rank; ++i) {
+    BRAZE_CHECK(sorted[i] == static_cast<int64_t>(i), "define_tensor: stride_order [{}] is not a permutation of 0..{}",
+                fmt::join(given, ", "), rank - 1);
+  }
+  return order;
+}
+
+}  // namespace
+
+TensorView* defineTensorSameContiguity(const std::vector<int64_t>& shape, std::optional<bool> every_dim_contiguous,
+                                      DataType dtype, bool is_cpu, const std::vector<int64_t>& stride_order) {
+  // One flag for every dim, listed in allocation order as the other form is: None on size-1 dims
+  // (broadcasts), the flag elsewhere; no flag means nothing is assumed about strides (nvFuser's False).
+  const size_t rank = shape.size();
+  const std::vector<int64_t> order = normalizedStrideOrder(stride_order, rank);
+  std::vector<size_t> allocation(rank);
+  for (size_t d = 0; d < rank; ++d) allocation[d] = d;
+  if (!order.empty()) std::sort(allocation.begin(), allocation.end(), [&](size_t a, size_t b) { return order[a] > order[b]; });
+  std::vector<std::optional<bool>> contiguity;
+  for (size_t d : allocation) {
+    contiguity.push_back(shape[d] == 1 ? std::nullopt : std::optional<bool>(every_dim_contiguous.value_or(false)));
+  }
+  return defineTensor(shape, contiguity, dtype, is_cpu, order);
+}
+
 TensorView* defineTensor(const std::vector<int64_t>& shape, const std::vector<std::optional<bool>>& contiguity,
-                         DataType dtype, bool is_cpu, const std::vector<int64_t>& stride_order) {
+                         DataType dtype, bool is_cpu, const std::vector<int64_t>& given_stride_order) {
   Fusion* fusion = FusionGuard::current();
   const size_t rank = shape.size();
   BRAZE_TYPE_CHECK(dtype != DataType::Null, "define_tensor: a dtype is required");
   BRAZE_CHECK(contiguity.size() == rank, "define_tensor: contiguity has {} entries but shape [{}] has {}",
               contiguity.size(), fmt::join(shape, ", "), rank);
   BRAZE_CHECK(!is_cpu || rank == 0, "define_tensor: is_cpu=True is only allowed for 0-dim tensors (got rank {})", rank);
-  if (!stride_order.empty()) {
-    BRAZE_CHECK(stride_order.size() == rank, "define_tensor: stride_order has {} entries but the rank is {}",
-                stride_order.size(), rank);
-    std::vector<int64_t> sorted = stride_order;
-    std::sort(sorted.begin(), sorted.end());
-    for (size_t i = 0; i < rank; ++i) {
-      BRAZE_CHECK(sorted[i] == static_cast<int64_t>(i), "define_tensor: stride_order [{}] is not a permutation of 0..{}",
-                  fmt::join(stride_order, ", "), rank - 1);
-    }
-  }
+  const std::vector<int64_t> stride_order = normalizedStrideOrder(given_stride_order, rank);
   // nvFuser lists contiguity in allocation order (outermost first) when a stride order is given;
   // braze keeps it per logical dim: logical dim d sits at allocation position rank-1-stride_order[d].
   std::vector<std::optional<bool>> logical_contiguity = contiguity;

@@ -97,8 +97,7 @@ class FusionDefinition:
             if shape is None:
                 raise TypeError("define_tensor: shape is required (or sizes= and strides=)")
             shape = cv.ints(shape, "define_tensor", "shape", allow_single=False)
-            stride_order = td.normalize_stride_order(stride_order, len(shape))
-            contiguity = td.expand_contiguity(contiguity, shape, stride_order)
+            contiguity, stride_order = td.define_tensor_layout(contiguity, stride_order)
         return Tensor(_C.define_tensor(self._fusion, shape, contiguity, dtype, is_cpu, stride_order), self)
 
     def define_scalar(self, value=None, dtype=None) -> Scalar:

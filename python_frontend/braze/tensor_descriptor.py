@@ -15,45 +15,22 @@ import numpy as np
 from . import _convert as cv
 
 
-def normalize_stride_order(stride_order, rank: int, op: str = "define_tensor") -> list[int]:
-    """Negative entries count from the end (nvFuser's normalizeStrideOrder); [] means row-major."""
-    if stride_order is None:
-        return []
-    order = cv.ints(stride_order, op, "stride_order", allow_single=False)
-    if order and len(order) != rank:
-        raise ValueError(f"{op}: stride_order {order} has {len(order)} entries but the rank is {rank}")
-    order = [k + rank if k < 0 else k for k in order]
-    if order and sorted(order) != list(range(rank)):
-        raise ValueError(f"{op}: stride_order {order} is not a permutation of 0..{rank - 1}")
-    return order
-
-
-def allocation_order(stride_order: list[int], rank: int) -> list[int]:
-    """Logical dims from outermost to innermost in memory."""
-    if not stride_order:
-        return list(range(rank))
-    return sorted(range(rank), key=lambda d: -stride_order[d])
-
-
-def expand_contiguity(contiguity, shape: list[int], stride_order: list[int], op: str = "define_tensor") -> list:
-    """nvFuser's contiguity argument as a list (in allocation order when stride_order is given).
-
-    A single bool means that value on every dim whose shape is not 1, and None on size-1 dims.
-    """
-    rank = len(shape)
+def define_tensor_layout(contiguity, stride_order, op: str = "define_tensor"):
+    """define_tensor's contiguity and stride_order as the C++ definition takes them: contiguity one flag
+    (None: nvFuser's False, nothing assumed) or a list of True/False/None, stride_order a list of ints.
+    Only Python types are checked here; their meaning (lengths, permutation, broadcast dims) is checked
+    once, by the C++ definition (csrc/ir/ops_data.cpp)."""
+    order = [] if stride_order is None else cv.ints(stride_order, op, "stride_order", allow_single=False)
     if contiguity is None or isinstance(contiguity, (bool, np.bool_)):
-        value = bool(contiguity)  # nvFuser's default is False: nothing assumed about strides
-        return [None if shape[d] == 1 else value for d in allocation_order(stride_order, rank)]
+        return (None if contiguity is None else bool(contiguity)), order
     if not isinstance(contiguity, (list, tuple)):
         raise TypeError(f"{op}: contiguity must be a bool or a list of bool/None, got {cv.describe(contiguity)}")
-    if len(contiguity) != rank:
-        raise ValueError(f"{op}: contiguity has {len(contiguity)} entries but shape {list(shape)} has {rank}")
     out = []
     for i, c in enumerate(contiguity):
         if c is not None and not isinstance(c, (bool, np.bool_)):
             raise TypeError(f"{op}: contiguity[{i}] must be True, False or None, got {cv.describe(c)}")
         out.append(None if c is None else bool(c))
-    return out
+    return out, order
 
 
 def compute_contiguity(sizes, strides) -> list:
