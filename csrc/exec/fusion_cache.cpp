@@ -165,7 +165,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& k : compiled.kernels) {
     if (!k || k->grid[0] * k->grid[1] == 0) continue;  // nothing to compile or launch
-    if (kernels_.count(compiledKernelKey(kernel::emitCuda(*k), *k, device)) != 0) continue;
+    if (kernels_.count(compiledKernelKey(kernel::emitCuda(*k), device)) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;

@@ -60,12 +60,9 @@ LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& 
   return planAndLower(fusion, host, {options, device});
 }
 
-size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device) {
-  size_t key = std::hash<std::string>{}(source);
-  for (const size_t part : {static_cast<size_t>(kernel.maxrregcount.value_or(0)), static_cast<size_t>(device)}) {
-    key ^= part + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2);
-  }
-  return key;
+size_t compiledKernelKey(const std::string& source, int device) {
+  const size_t key = std::hash<std::string>{}(source);
+  return key ^ (static_cast<size_t>(device) + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2));
 }
 
 int32_t PreparedPlan::addSlot(Slot slot) {
@@ -146,9 +143,8 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
     std::string source = kernel::emitCuda(k);
-    launched_kernels_.emplace_back(compiledKernelKey(source, k, device_ordinal), k.summary);
+    launched_kernels_.emplace_back(compiledKernelKey(source, device_ordinal), k.summary);
     CompileOptions compile = kernelCompileOptions(device.arch());
-    compile.maxrregcount = k.maxrregcount;
     images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
     launch.words = kernel::argumentWords(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());

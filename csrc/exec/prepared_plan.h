@@ -23,9 +23,9 @@ namespace braze::runtime {
 LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device);
 
-// What identifies a compiled kernel on a device: its source, its NVRTC options (the register cap; the
-// arch follows from the device) and the device. Plans with equal keys run the same loaded function.
-size_t compiledKernelKey(const std::string& source, const kernel::Kernel& kernel, int device);
+// What identifies a compiled kernel on a device: its source and the device (which fixes the arch and
+// so the compile options). Plans with equal keys run the same loaded function.
+size_t compiledKernelKey(const std::string& source, int device);
 
 class PreparedPlan {
  public:

@@ -142,7 +142,6 @@ struct Kernel {
   int64_t warp_size = 32;   // lanes per warp (wavefront) of the device it was lowered for
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
   int64_t shared_bytes = 0; // dynamic shared memory per block: the SharedArray vars, 16-byte aligned
-  std::optional<int> maxrregcount;  // a register cap for NVRTC, when the heuristics want one for occupancy
   // The heuristics, one line, without the grid: the comment that heads the source (which is the
   // compiled-kernel cache's key, so it holds nothing a launch of the same code may change).
   std::string summary;

@@ -23,9 +23,8 @@ class KernelPrinter {
   std::string run() {
     line(0, "kernel {}", k_.name);
     line(1, "summary: {}", k_.summary);
-    line(1, "launch: grid {}x{}, block {}x{} (warps of {}), shared {} bytes, {}-bit indices, vectorize {}{}", k_.grid[0],
-         k_.grid[1], k_.block[0], k_.block[1], k_.warp_size, k_.shared_bytes, k_.index64 ? 64 : 32, k_.vectorize,
-         k_.maxrregcount ? fmt::format(", maxrregcount {}", *k_.maxrregcount) : "");
+    line(1, "launch: grid {}x{}, block {}x{} (warps of {}), shared {} bytes, {}-bit indices, vectorize {}", k_.grid[0],
+         k_.grid[1], k_.block[0], k_.block[1], k_.warp_size, k_.shared_bytes, k_.index64 ? 64 : 32, k_.vectorize);
     for (const TensorParam& p : k_.tensors) {
       const char* role = p.workspace ? (p.zeroed ? "workspace, zeroed" : "workspace") : p.output ? "output" : "input";
       line(1, "tensor {}: {}[{}] strides [{}] offset {} align {} ({})", p.name, toString(p.dtype),

@@ -132,7 +132,6 @@ void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>&
   runtime::DeviceOps& ops = device.ops();
   runtime::DeviceScope scope(ops);
   runtime::CompileOptions options = runtime::kernelCompileOptions(device.plannedFor(DeviceInfo::h100Sxm()).arch());
-  options.maxrregcount = k.maxrregcount;
   const runtime::KernelHandle function = ops.load({{&k, {kernel::emitCuda(k), k.name, options}, k.shared_bytes}})[0];
   std::vector<HostValue> host;
   for (HostTensor* t : tensors) host.emplace_back(*t);
