@@ -6,6 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+import device_switch
 from braze import DataType, FusionDefinition, dtypes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -39,7 +40,8 @@ def define_like(fd, array, static_sizes=False):
 
 def run(build, inputs):
     """Defines an input for each array (numbers become symbolic scalars), calls build(fd, *handles),
-    adds what it returns as outputs, and executes. Returns (outputs, fd)."""
+    adds what it returns as outputs, and executes on the test device (device_switch.py: the simulated
+    device, or the GPU with BRAZE_TEST_DEVICE=cuda). Returns (outputs, fd)."""
     with FusionDefinition() as fd:
         handles = []
         for x in inputs:
@@ -52,7 +54,7 @@ def run(build, inputs):
         outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         for out in outs:
             fd.add_output(out)
-    return fd.execute(list(inputs)), fd
+    return device_switch.execute(fd, list(inputs)), fd
 
 
 def as_reference(array):
