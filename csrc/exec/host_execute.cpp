@@ -53,7 +53,17 @@ std::vector<HostValue> runOnHost(FusionCache& cache, const std::vector<HostValue
   std::vector<DeviceOutput> outputs;
   {
     const Lending lending(*ops, inputs);
-    outputs = cache.run(device_inputs, nullptr, /*wait=*/true);
+    try {
+      outputs = cache.run(device_inputs, nullptr, /*wait=*/true);
+    } catch (...) {
+      // A run that failed before its wait may leave work queued that reads the lent memory: drain it
+      // (its own errors are the first one's consequences) before the memory is given back.
+      try {
+        ops->synchronize(nullptr);
+      } catch (...) {
+      }
+      throw;
+    }
   }
   std::vector<HostValue> host;
   host.reserve(outputs.size());

@@ -337,6 +337,8 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       args.resize(values.size());
       for (const Launch& launch : launches_) {
         if (launch.host_step >= 0) {
+          // Runs when the stream gets to it: the plan outlives that (the FusionCache holds it, and host
+          // executes wait for their stream).
           ops.enqueueHost(stream, [this, step = &host_steps_[launch.host_step], bound = pointers] {
             runHostStep(*step, bound);
           });
