@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 namespace braze {
 namespace {
@@ -214,6 +215,29 @@ TEST(SimDevice, AGraphRunsWithTheArgumentsItWasUpdatedWith) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(ops.graphsMade(), 1);
   EXPECT_EQ(ops.launches(), 4);
+}
+
+TEST(SimDevice, ThreadsShareOneDeviceAndOneCache) {
+  // Eight threads, each running its own inputs through one cache on one simulated device: plans race on
+  // the first runs, launches and frees interleave, and every result is still its own.
+  SimDeviceOps ops;
+  const testing::KernelCase c = testing::softmaxCase(6, 100, DataType::Float, false, 3);
+  runtime::FusionCache cache(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  std::vector<std::vector<HostValue>> inputs;
+  for (int t = 0; t < 8; ++t) inputs.push_back(testing::randomInputs(*c.fusion, 100 + t, {{6, 100}}));
+  std::vector<std::vector<HostValue>> got(inputs.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < 5; ++run) got[t] = runtime::runOnHost(cache, inputs[t]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < inputs.size(); ++t) testing::expectClose(got[t], evaluate(*c.fusion, inputs[t]));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(ops.launches(), 40);
+  got.clear();
+  EXPECT_EQ(ops.liveAllocations(), 0u);  // every output freed with its last view
 }
 
 }  // namespace
