@@ -204,3 +204,21 @@ def test_execute_keywords():
         fd.execute([x], device="cuda:0")
     with pytest.raises(TypeError, match="unexpected keyword argument"):
         fd.execute([x], no_such_option=True)
+
+
+def test_numpy_inputs_run_through_the_fusion_cache():
+    """numpy inputs take the GPU's execute path on the simulated device: the first call plans and lowers,
+    a second with the same signature finds the prepared plan (explain says "hit"), a new shape that keeps
+    the heuristics' choice launches the kernels lowered already."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.mul(x, x), dims=[1]))
+    a = np.linspace(-1, 1, 4000 * 64, dtype=np.float32).reshape(4000, 64)
+    assert fd.explain([a]).cache == "new kernel"
+    (first,) = fd.execute([a])
+    plan = fd.explain([a])
+    assert plan.cache == "hit", plan.cache_why
+    (second,) = fd.execute([a])
+    np.testing.assert_allclose(second, (a * a).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(first, second)
+    assert fd.explain([np.ones((6000, 64), np.float32)]).cache == "new launch parameters"
