@@ -5,12 +5,17 @@
 namespace braze::runtime {
 namespace {
 
-// The bytes a host tensor spans from its first element: all a kernel may touch through it.
-size_t spanBytes(const HostTensor& t) {
-  if (t.numel() == 0) return 0;
-  int64_t last = 0;
-  for (int64_t d = 0; d < t.rank(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
-  return static_cast<size_t>((last + 1) * sizeOf(t.dtype()));
+// The memory a host tensor spans: [first byte, bytes), all a kernel may touch through it (negative
+// strides reach below the first element).
+std::pair<const uint8_t*, size_t> span(const HostTensor& t) {
+  if (t.numel() == 0) return {t.data(), 0};
+  int64_t lo = 0, hi = 0;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    const int64_t reach = (t.sizes()[d] - 1) * t.strides()[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const int64_t item = sizeOf(t.dtype());
+  return {t.data() + lo * item, static_cast<size_t>((hi - lo + 1) * item)};
 }
 
 // Lends the inputs' memory to the device for one run, and takes it back however the run ends.
@@ -19,8 +24,9 @@ class Lending {
   Lending(SimDeviceOps& ops, const std::vector<HostValue>& inputs) : ops_(ops) {
     for (const HostValue& v : inputs) {
       if (const auto* t = std::get_if<HostTensor>(&v)) {
-        ops_.borrow(t->data(), spanBytes(*t));
-        lent_.push_back(t->data());
+        const auto [first, bytes] = span(*t);
+        ops_.borrow(first, bytes);
+        lent_.push_back(first);
       }
     }
   }
@@ -50,16 +56,20 @@ std::vector<HostValue> runOnHost(FusionCache& cache, const std::vector<HostValue
   std::vector<DeviceValue> device_inputs;
   device_inputs.reserve(inputs.size());
   for (const HostValue& v : inputs) device_inputs.push_back(deviceValueOf(v));
+  // A stream of this run's own (any distinct handle names a queue of the simulated device): threads
+  // that share the device wait only for their own work, and one run's failure stays its own.
+  char stream_tag = 0;
+  const auto stream = reinterpret_cast<StreamHandle>(&stream_tag);
   std::vector<DeviceOutput> outputs;
   {
     const Lending lending(*ops, inputs);
     try {
-      outputs = cache.run(device_inputs, nullptr, /*wait=*/true);
+      outputs = cache.run(device_inputs, stream, /*wait=*/true);
     } catch (...) {
       // A run that failed before its wait may leave work queued that reads the lent memory: drain it
       // (its own errors are the first one's consequences) before the memory is given back.
       try {
-        ops->synchronize(nullptr);
+        ops->synchronize(stream);
       } catch (...) {
       }
       throw;

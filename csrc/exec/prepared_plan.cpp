@@ -211,13 +211,26 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceUp
     launches_.push_back(std::move(launch));
     saved.emplace(out, host_steps_.back().writes[0]);
   }
+  // Every new value is staged in a buffer of its own before any input is written: a value may be a view
+  // of an input that is itself updated (a permute of it, or another input's update), as the reference
+  // evaluator computes every value before it writes any.
+  std::vector<std::pair<Binding, Binding>> writes;  // (staged value, input)
   for (const auto& [out, in] : fusion.outputAliases()) {
     const Binding from = bindingOf(out, slot_of), to = bindingOf(in, slot_of);
     BRAZE_CHECK(from.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
                 out->name(), fmt::join(from.layout.sizes, ", "), in->name(), fmt::join(to.layout.sizes, ", "));
+    const StridedLayout layout = StridedLayout::rowMajor(from.layout.sizes);
+    const Binding staged{addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())}), out, out->dtype(), layout};
     Launch launch;
     launch.host_step = static_cast<int32_t>(host_steps_.size());
-    host_steps_.push_back({-1, {from}, {to}});
+    host_steps_.push_back({-1, {from}, {staged}});
+    launches_.push_back(std::move(launch));
+    writes.emplace_back(staged, to);
+  }
+  for (const auto& [staged, to] : writes) {
+    Launch launch;
+    launch.host_step = static_cast<int32_t>(host_steps_.size());
+    host_steps_.push_back({-1, {staged}, {to}});
     launches_.push_back(std::move(launch));
   }
   return saved;
@@ -337,10 +350,9 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       args.resize(values.size());
       for (const Launch& launch : launches_) {
         if (launch.host_step >= 0) {
-          // Runs when the stream gets to it: the plan outlives that (the FusionCache holds it, and host
-          // executes wait for their stream).
-          ops.enqueueHost(stream, [this, step = &host_steps_[launch.host_step], bound = pointers] {
-            runHostStep(*step, bound);
+          // Runs when the stream gets to it, holding the plan (a cache may drop it meanwhile).
+          ops.enqueueHost(stream, [plan = shared_from_this(), step = &host_steps_[launch.host_step], bound = pointers] {
+            plan->runHostStep(*step, bound);
           });
         } else {
           ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);

@@ -27,7 +27,8 @@ LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& 
 // so the compile options). Plans with equal keys run the same loaded function.
 size_t compiledKernelKey(const std::string& source, int device);
 
-class PreparedPlan {
+// Made with std::make_shared (host steps queued on a stream hold the plan).
+class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
  public:
   // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
   // `device`, and loads every kernel through `ops`. Steps without a kernel (a segment no kernel

@@ -605,7 +605,8 @@ std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_
   values.reserve(kernel.arguments.size());
   for (size_t i = 0; i < kernel.arguments.size(); ++i) {
     const ScalarArgument& a = kernel.arguments[i];
-    const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
+    // An index parameter is the kernel's idx_t: a 32-bit int unless the kernel indexes with 64 bits.
+    const DataType type = a.index ? (kernel.index64 ? DataType::Int64 : DataType::Int32) : computeTypeOf(a.dtype);
     if (type == DataType::Float) {
       values.emplace_back(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(words[i]))));
     } else if (type == DataType::Double) {
@@ -613,7 +614,7 @@ std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_
     } else if (type == DataType::Bool) {
       values.emplace_back(static_cast<bool>(words[i] & 1));
     } else {
-      // A narrower integer parameter reads the word's low bytes, extended as the kernel's type is.
+      // A 32-bit index reads the word's low bytes, sign-extended as an int is.
       const int bits = static_cast<int>(sizeOf(type)) * 8;
       const uint64_t low = bits >= 64 ? words[i] : words[i] & ((uint64_t{1} << bits) - 1);
       const bool negative = bits < 64 && isSigned(type) && ((low >> (bits - 1)) & 1) != 0;

@@ -16,7 +16,8 @@ class KernelVerifier {
   void run() {
     check(k_.block[0] >= 1 && k_.block[1] >= 1 && k_.threadsPerBlock() <= 1024, "a block of {}x{} threads",
           k_.block[0], k_.block[1]);
-    check(k_.grid[0] >= 0 && k_.grid[1] >= 0, "a grid of {}x{} blocks", k_.grid[0], k_.grid[1]);
+    check(k_.grid[0] >= 0 && k_.grid[1] >= 0 && k_.grid[0] <= 2147483647 && k_.grid[1] <= 65535,
+          "a grid of {}x{} blocks (at most 2^31-1 x 65535)", k_.grid[0], k_.grid[1]);
     for (size_t e = 0; e < k_.exprs.size(); ++e) checkExpr(static_cast<ExprId>(e));
     for (const KVar& v : k_.vars) {
       if (v.kind != VarKind::SharedArray) continue;

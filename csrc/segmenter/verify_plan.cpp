@@ -19,7 +19,13 @@ void verifyPlan(const SegmentedFusion& plan) {
                    "segment {} reads {} before any earlier segment writes it", s.id, in->name());
     }
     std::unordered_set<const Val*> made;
+    const std::unordered_set<const Val*> reads(s.inputs.begin(), s.inputs.end());
     for (const Expr* e : s.exprs) {
+      for (const Val* in : e->inputs()) {
+        BRAZE_ASSERT(made.count(in) != 0 || reads.count(in) != 0 || in->isScalar() || fusion.isInput(in),
+                     "segment {}: {} reads {}, which the segment neither makes first nor lists among its inputs",
+                     s.id, e->name(), in->name());
+      }
       BRAZE_ASSERT(s.kind != SegmentKind::Alias || isMetaOp(e->kind()), "alias segment {} holds {}, not a meta op",
                    s.id, e->name());
       if (!isMetaOp(e->kind())) {

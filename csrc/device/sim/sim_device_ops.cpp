@@ -1,7 +1,9 @@
 #include "device/sim/sim_device_ops.h"
 
 #include "support/error.h"
+#include "ir/verifier.h"
 #include "kernel/simulator.h"
+#include "kernel/verifier.h"
 
 #include <fmt/format.h>
 
@@ -45,6 +47,7 @@ std::vector<KernelHandle> SimDeviceOps::load(const std::vector<KernelImage>& ker
                  "its IR declares {}", image.compile.name, image.shared_bytes, image.kernel->shared_bytes);
     // One copy per source, as a GPU has one binary per source: plans of other shapes that emit the same
     // source launch this copy with their own grid and arguments, which is what shares kernels on a GPU.
+    if (verifiersEnabled()) kernel::verifyKernel(*image.kernel);  // what a compiler would reject
     auto& kept = kernels_[image.compile.source];
     if (!kept) {
       kept = std::make_unique<kernel::Kernel>(*image.kernel);
@@ -106,7 +109,8 @@ void SimDeviceOps::enqueue(StreamHandle stream, Command command) {
 void SimDeviceOps::synchronize(StreamHandle stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto& queue = queues_[stream];
-  // After a failure the stream is broken, as a GPU's context is after a fault: only frees still run.
+  // After a failure the rest of what is queued is skipped, as a faulted GPU context skips it, except the
+  // frees, so that a failed run leaks nothing; the error is thrown once the queue is empty.
   std::exception_ptr failure;
   while (!queue.empty()) {
     Command command = std::move(queue.front());
@@ -118,24 +122,29 @@ void SimDeviceOps::synchronize(StreamHandle stream) {
       if (!failure) failure = std::current_exception();
     }
   }
+  queues_.erase(stream);  // streams are cheap names: a queue exists only while work waits on it
   if (failure) std::rethrow_exception(failure);
 }
 
+void SimDeviceOps::checkLoaded(KernelHandle function) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, loaded_.count(&kernelOf(function)) != 0,
+                   "launch of a function the simulated device did not load");
+}
+
 void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) {
+  checkLoaded(function);
   const kernel::Kernel& k = kernelOf(function);
   // The argument values are copied now, as the driver copies them: the caller reuses its buffers.
   std::vector<uint64_t> words(k.tensors.size() + k.arguments.size());
   for (size_t i = 0; i < words.size(); ++i) std::memcpy(&words[i], args[i], sizeof(uint64_t));
-  {
-    std::lock_guard<std::recursive_mutex> lock(mutex_);
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, loaded_.count(&k) != 0, "launch of a function the simulated device did not load");
-  }
   launches_.fetch_add(1, std::memory_order_relaxed);
   enqueue(stream, {[this, &k, shape, words = std::move(words)] { runLaunch(k, shape, words); }, false});
 }
 
 bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                                StreamHandle stream) {
+  for (const KernelLaunch& k : kernels) checkLoaded(k.function);
   if (!graph) {
     auto made = std::make_unique<SimGraph>();
     for (const KernelLaunch& k : kernels) {

@@ -10,9 +10,11 @@
 //   a kernel lowered for one shape and launched for another is checked against what it was given);
 // - the launch's block and shared memory are the kernel's own;
 // - a workspace that must start zeroed is zeroed again when the kernel ends;
-// - memory is used only while allocated: a kernel or copy that touches freed memory fails.
+// - memory is used only while allocated: a kernel, or a zeroing, that touches freed memory fails (a
+//   plan's host steps, which the host runs on the stream, are the plan's own code and are not checked);
+// - a loaded kernel's IR passes the kernel verifier (when verifiers are on), as a compiler would reject it.
 //
-// Streams are queues: work runs, in order, when a stream is synchronized (as a GPU runs it after the
+// Streams are queues, named by any distinct handle: work runs, in order, when a stream is synchronized (as a GPU runs it after the
 // host has moved on), so a caller that reads outputs without synchronizing reads poison (fresh
 // allocations are filled with 0xff bytes: NaN for floats). Frees are stream-ordered, and a CUDA graph
 // is a recorded chain whose arguments change only where launchGraph updates them.
@@ -69,6 +71,7 @@ class SimDeviceOps final : public DeviceOps {
     bool frees = false;  // run even after an earlier command failed, so a failed run leaks nothing
   };
   void enqueue(StreamHandle stream, Command command);
+  void checkLoaded(KernelHandle function) const;
   void runLaunch(const kernel::Kernel& kernel, const LaunchShape& shape, const std::vector<uint64_t>& words);
   // The memory [begin, end) holding [address, address + bytes), or an error naming `what`.
   std::pair<uintptr_t, uintptr_t> regionOf(uintptr_t address, size_t bytes, const std::string& what) const;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -238,6 +239,62 @@ TEST(SimDevice, ThreadsShareOneDeviceAndOneCache) {
   EXPECT_EQ(ops.launches(), 40);
   got.clear();
   EXPECT_EQ(ops.liveAllocations(), 0u);  // every output freed with its last view
+}
+
+TEST(SimDevice, AnInPlaceUpdateMayReadTheInputItWrites) {
+  // a <- a^T on a square input: the new value is a view of a, so it is staged before a is written (an
+  // element-by-element copy through the view would write a[0][1] before reading it for a[1][0]).
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* transposed = permute(a, {1, 0});
+    f->addOutput(transposed);
+    f->aliasOutputToInput(transposed, a);
+  }
+  const HostTensor ours = testing::randomTensor(DataType::Float, {5, 5}, 9);
+  const HostTensor theirs = ours.contiguous();
+  runtime::FusionCache cache(f, {}, &runtime::simDeviceOps(), DeviceInfo::h100Sxm());
+  runtime::runOnHost(cache, {ours});
+  evaluate(*f, {theirs});
+  testing::expectSameValues({ours}, {theirs});
+}
+
+TEST(SimDevice, OneThreadsFailureStaysItsOwn) {
+  // One device, two fusions: a thread whose runs read out of bounds gets its errors, and the other
+  // thread's runs, interleaved on the same device, still compute their results.
+  SimDeviceOps ops;
+  const testing::KernelCase bad = testing::indexSelectCase();
+  const testing::KernelCase good = testing::softmaxCase(6, 100, DataType::Float, false, 3);
+  runtime::FusionCache bad_cache(bad.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  runtime::FusionCache good_cache(good.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  const std::vector<HostValue> out_of_bounds{bad.inputs[0], testing::tensorOf(DataType::Int64, {2}, {0, 7})};
+  std::atomic<int> errors{0};
+  std::thread failing([&] {
+    for (int run = 0; run < 20; ++run) {
+      try {
+        runtime::runOnHost(bad_cache, out_of_bounds);
+      } catch (const Error&) {
+        ++errors;
+      }
+    }
+  });
+  const std::vector<HostValue> want = evaluate(*good.fusion, good.inputs);
+  for (int run = 0; run < 20; ++run) testing::expectClose(runtime::runOnHost(good_cache, good.inputs), want);
+  failing.join();
+  EXPECT_EQ(errors.load(), 20);
+}
+
+TEST(SimDevice, A32BitIndexArgumentReadsItsWordsLowBytes) {
+  kernel::Kernel k;
+  k.arguments.push_back({"rows", /*index=*/true, DataType::Int64, int64_t{0}});
+  const uint64_t word = (uint64_t{1} << 40) | 7;  // high bytes a 32-bit idx_t parameter never sees
+  EXPECT_EQ(toInt(kernel::decodeArgumentWords(k, &word)[0]), 7);
+  k.index64 = true;
+  EXPECT_EQ(toInt(kernel::decodeArgumentWords(k, &word)[0]), static_cast<int64_t>(word));
+  const uint64_t negative = static_cast<uint32_t>(-3);
+  k.index64 = false;
+  EXPECT_EQ(toInt(kernel::decodeArgumentWords(k, &negative)[0]), -3);
 }
 
 }  // namespace
