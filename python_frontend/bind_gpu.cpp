@@ -1,7 +1,8 @@
-// The GPU execute path in Python: a FusionCache per fusion (and bookending policy), fed with any
-// object that speaks DLPack and lives on a CUDA device (torch, CuPy, JAX), and outputs handed back
-// through DLPack as the caller's framework's tensors. Views of inputs come back as views: their
-// DLPack owner is the input object itself.
+// The execute path in Python: a FusionCache per fusion (and bookending policy). On a GPU it is fed with
+// any object that speaks DLPack and lives on a CUDA device (torch, CuPy, JAX), and outputs are handed
+// back through DLPack as the caller's framework's tensors; made with simulate=<gpu name> it runs host
+// arrays on the simulated device (run_host). Views of inputs come back as views: their owner is the
+// input object itself.
 #include "bindings.h"
 #include "host_values.h"
 #include "torch_tensors.h"

@@ -1,6 +1,6 @@
-// Plans in Python: fd.explain(inputs) returns a Plan; execute runs one on the CPU (alias outputs
-// come back as views of the inputs). Segments are handed over as plain records of names and
-// strings, so a Python object never points into a plan that has gone away.
+// Plans in Python: the Plan that fd.explain returns, and planning for a named GPU without running
+// (the kernels' sources and launch bindings, for tests and tools). Segments are handed over as plain
+// records of names and strings, so a Python object never points into a plan that has gone away.
 #include "bindings.h"
 #include "host_values.h"
 #include "scalar_value.h"

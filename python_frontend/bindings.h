@@ -15,8 +15,8 @@ void bindErrors(nanobind::module_& m);   // braze::Error kinds -> ValueError / T
 void bindIr(nanobind::module_& m);       // DataType, Fusion, Val handles, FusionGuard, definitions
 void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
 void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
-void bindPlan(nanobind::module_& m);     // fd.explain plans and planned (segmented) execution
-void bindGpu(nanobind::module_& m);      // the FusionCache: device tensors in and out through DLPack
+void bindPlan(nanobind::module_& m);     // fd.explain's Plan, and planning for a named GPU
+void bindGpu(nanobind::module_& m);      // the FusionCache: GPU tensors through DLPack, host arrays simulated
 
 // A described GPU by name (h100, h200, a100, l4), or an error naming the choices.
 DeviceInfo deviceNamed(const std::string& name);

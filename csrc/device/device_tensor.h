@@ -1,4 +1,4 @@
-// Tensors in device memory as the GPU execute path sees them: what DLPack describes (a pointer to the
+// Tensors in a device's memory as the execute path sees them (host addresses on the simulated device): what DLPack describes (a pointer to the
 // first element, sizes and strides in elements, a dtype, a device), and the outputs it hands back.
 #pragma once
 

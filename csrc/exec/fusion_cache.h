@@ -1,5 +1,6 @@
-// The GPU execute path of one fusion: input signature -> prepared plan, thread-safe. The first call
-// with a signature plans, lowers and compiles (NVRTC, through the kernel caches); every later call
+// The execute path of one fusion, on any device (a GPU through the driver, or the simulated device for
+// host inputs and the tests): input signature -> prepared plan, thread-safe. The first call with a
+// signature plans, lowers and loads (on a GPU, NVRTC through the kernel caches); every later call
 // computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
 // but kernels leave their row or element counts to launch arguments: a new batch size or sequence
 // length is planned again (under a millisecond) and usually runs kernels compiled already.
@@ -23,7 +24,7 @@
 
 namespace braze::runtime {
 
-// What running these inputs would cost, and why (explain's answer for the GPU path).
+// What running these inputs would cost, and why (explain's answer).
 enum class CacheLookup : uint8_t {
   Hit,        // a prepared plan has this input signature: it runs at once
   NewLaunch,  // a new signature whose kernels are all compiled already: planned, then launched with new
@@ -40,8 +41,8 @@ struct CacheExplanation {
 
 class FusionCache {
  public:
-  // `ops`: how kernels are loaded and launched (the driver unless given: the host benchmark passes a
-  // no-op); `device`: what to plan for (the driver's description of the inputs' GPU unless given).
+  // `ops`: how kernels are loaded and launched (the driver unless given: host inputs and the tests pass
+  // the simulated device, the host benchmarks a no-op); `device`: what to plan for (the driver's description of the inputs' GPU unless given).
   explicit FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options = {}, DeviceOps* ops = nullptr,
                        std::optional<DeviceInfo> device = std::nullopt);
 
