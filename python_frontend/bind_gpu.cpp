@@ -209,6 +209,16 @@ nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::objec
   return runValues(cache, inputs, held, *stream, "torch", std::move(allocate));
 }
 
+// (plan, cache, why): what FusionCache::explain says of these inputs, planned without the GIL.
+nb::tuple explanationTuple(runtime::FusionCache& cache, const std::vector<DeviceValue>& inputs) {
+  runtime::CacheExplanation explanation;
+  {
+    nb::gil_scoped_release release;
+    explanation = cache.explain(inputs);
+  }
+  return nb::make_tuple(std::move(explanation.plan), std::string(toString(explanation.lookup)), explanation.why);
+}
+
 }  // namespace
 
 void bindGpu(nb::module_& m) {
@@ -263,13 +273,7 @@ void bindGpu(nb::module_& m) {
             for (size_t i = 0; i < py_inputs.size(); ++i) {
               inputs.push_back(runtime::deviceValueOf(hostValueFromPython(py_inputs[i], i)));
             }
-            runtime::CacheExplanation explanation;
-            {
-              nb::gil_scoped_release release;
-              explanation = cache.explain(inputs);
-            }
-            return nb::make_tuple(std::move(explanation.plan), std::string(toString(explanation.lookup)),
-                                  explanation.why);
+            return explanationTuple(cache, inputs);
           },
           nb::arg("inputs"), "explain for host inputs: (plan, cache, why), as explain gives for GPU inputs")
       .def("run", &run, nb::arg("inputs"), nb::arg("stream") = 0, nb::arg("framework") = "torch",
@@ -294,13 +298,7 @@ void bindGpu(nb::module_& m) {
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
             const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
-            runtime::CacheExplanation explanation;
-            {
-              nb::gil_scoped_release release;
-              explanation = cache.explain(inputs);
-            }
-            return nb::make_tuple(std::move(explanation.plan), std::string(toString(explanation.lookup)),
-                                  explanation.why);
+            return explanationTuple(cache, inputs);
           },
           "(plan, cache, why): the plan for these inputs, and whether running them hits a prepared plan ('hit'), "
           "needs only new launch parameters ('new launch parameters') or a new kernel ('new kernel')")

@@ -25,18 +25,21 @@ ElementSpan elementSpan(const std::vector<int64_t>& sizes, const std::vector<int
   return span;
 }
 
+AlignedPlacement alignedPlacement(const void* first_element, const ElementSpan& span, int64_t item) {
+  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(first_element) % kAllocationAlignment);
+  // The span's lowest byte lands at `pad`; the first element `-lo` items after it.
+  const int64_t pad =
+      ((misalignment + span.lo * item) % kAllocationAlignment + kAllocationAlignment) % kAllocationAlignment;
+  return {pad + (span.hi - span.lo) * item, pad - span.lo * item};
+}
+
 UploadedTensor uploadToDevice(const HostTensor& t, int ordinal) {
   useDevice(ordinal);
   const ElementSpan span = elementSpan(t.sizes(), t.strides());
   const int64_t item = sizeOf(t.dtype());
-  const auto address = reinterpret_cast<uintptr_t>(t.data());
-  const int64_t misalignment = static_cast<int64_t>(address % kAllocationAlignment);
-  // The span's lowest byte lands at `pad`; the first element `-lo` items after it.
-  const int64_t pad =
-      ((misalignment + span.lo * item) % kAllocationAlignment + kAllocationAlignment) % kAllocationAlignment;
+  const auto [bytes, first] = alignedPlacement(t.data(), span, item);
   UploadedTensor u;
-  u.buffer = DeviceBuffer::allocate(static_cast<size_t>(pad + (span.hi - span.lo) * item));
-  const int64_t first = pad - span.lo * item;
+  u.buffer = DeviceBuffer::allocate(static_cast<size_t>(bytes));
   u.buffer.upload(static_cast<size_t>(first + span.lo * item), t.data() + span.lo * item,
                   static_cast<size_t>((span.hi - span.lo) * item));
   u.tensor = {u.buffer.address() + static_cast<uint64_t>(first), t.dtype(), t.sizes(), t.strides(), ordinal};

@@ -26,4 +26,12 @@ struct ElementSpan {
 };
 ElementSpan elementSpan(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 
+// Where a copy of a tensor goes in a fresh 256-byte aligned buffer so that its first element keeps its
+// address modulo 256: the buffer's size, and the first element's byte offset in it.
+struct AlignedPlacement {
+  int64_t bytes = 0;
+  int64_t first = 0;
+};
+AlignedPlacement alignedPlacement(const void* first_element, const ElementSpan& span, int64_t item);
+
 }  // namespace braze::runtime

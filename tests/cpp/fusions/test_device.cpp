@@ -16,8 +16,6 @@
 namespace braze::testing {
 namespace {
 
-constexpr int64_t kAlignment = 256;
-
 class SimTestDevice final : public TestDevice {
  public:
   std::string name() const override { return "sim"; }
@@ -34,10 +32,9 @@ class SimTestDevice final : public TestDevice {
       }
       const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
       const int64_t item = sizeOf(t->dtype());
-      const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t->data()) % kAlignment);
-      const int64_t pad = ((misalignment + span.lo * item) % kAlignment + kAlignment) % kAlignment;
-      const runtime::DevicePtr base = ops_.allocate(static_cast<size_t>(pad + (span.hi - span.lo) * item), nullptr);
-      const runtime::DevicePtr first = base + static_cast<uint64_t>(pad - span.lo * item);
+      const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
+      const runtime::DevicePtr base = ops_.allocate(static_cast<size_t>(where.bytes), nullptr);
+      const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
       std::memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
                   static_cast<size_t>((span.hi - span.lo) * item));
       placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
