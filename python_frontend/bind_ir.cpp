@@ -8,6 +8,7 @@
 #include "scalar_value.h"
 
 #include "support/error.h"
+#include "ir/json.h"
 #include "ir/ops.h"
 
 #include <nanobind/stl/optional.h>
@@ -85,6 +86,8 @@ void bindFusion(nb::module_& m) {
       .def(nb::init<>())
       .def("to_string", &Fusion::toString, "readable IR (what fd.fusion_ir() shows)")
       .def("to_python", &Fusion::toPython, "a runnable Python definition (what repr(fd) shows)")
+      .def("to_json", [](const Fusion& f) { return toJsonString(f); },
+           "the lossless JSON record of the fusion (ir/json.h): equal for identical definitions")
       .def("inputs", &Fusion::inputs, nb::rv_policy::reference_internal)
       .def("outputs", &Fusion::outputs, nb::rv_policy::reference_internal)
       .def("aliased_inputs",

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 apt_packages=(cmake g++ make libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libdlpack-dev ccache)
-pip_packages=(nanobind numpy ml_dtypes pytest hypothesis scikit-build-core)
+pip_packages=(nanobind numpy ml_dtypes pytest hypothesis scikit-build-core torch)
 
 missing_apt=()
 for p in "${apt_packages[@]}"; do

@@ -19,7 +19,10 @@ void checkIndex(TensorView* x, TensorView* index, std::string_view op) {
 TensorView* indexSelect(TensorView* x, TensorView* index, int64_t dim) {
   checkIndex(x, index, "index_select");
   dim = x->normalizeAxis(dim, "index_select");
-  BRAZE_CHECK(index->rank() == 1, "index_select: the index {} must be 1-D, got rank {}", index->name(), index->rank());
+  // torch and nvFuser take a 0-D index as a one-element 1-D one: the dim stays, with extent 1.
+  if (index->rank() == 0) index = broadcast(index, {true});
+  BRAZE_CHECK(index->rank() == 1, "index_select: the index {} must be 0-D or 1-D, got rank {}", index->name(),
+              index->rank());
   auto dims = x->logical();
   const IterDomain idx = index->logical()[0];
   dims[dim] = idx.isBroadcast() ? IterDomain{1, IterType::Broadcast} : IterDomain{idx.extent, IterType::Iteration};

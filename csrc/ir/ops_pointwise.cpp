@@ -56,8 +56,24 @@ DataType resultType(OpKind kind, DataType promoted, const std::vector<Val*>& ope
   BRAZE_UNREACHABLE("{} is not elementwise", opName(kind));
 }
 
+// nvFuser's rule for tensor operands of different ranks: the lower-rank ones get leading broadcast dims
+// (numpy's right alignment), recorded as broadcast ops so the printed script shows them.
+void broadcastToCommonRank(std::vector<Val*>& operands) {
+  int64_t rank = 0;
+  for (Val* v : operands) {
+    if (v->isTensor()) rank = std::max(rank, v->asTensor()->rank());
+  }
+  for (Val*& v : operands) {
+    if (!v->isTensor() || v->asTensor()->rank() == rank) continue;
+    std::vector<bool> is_broadcast_dim(static_cast<size_t>(rank), false);
+    std::fill_n(is_broadcast_dim.begin(), rank - v->asTensor()->rank(), true);
+    v = broadcast(v->asTensor(), is_broadcast_dim);
+  }
+}
+
 Val* elementwise(OpKind kind, std::vector<Val*> operands, DataType dtype) {
   Fusion* fusion = fusionOf(operands);
+  broadcastToCommonRank(operands);
   for (Val* v : operands) {
     BRAZE_TYPE_CHECK(v->dtype() != DataType::Null, "{}: operand {} has no dtype", opName(kind), v->name());
   }

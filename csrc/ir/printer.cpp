@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <span>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -269,10 +270,17 @@ std::string Fusion::toPython() const {
   for (const Expr* e : exprsToEvaluate()) {
     line(fmt::format("{} = fd.ops.{}({})", outputNames(e), e->name(), fmt::join(exprArgs(e, style), ", ")));
   }
+  std::set<const Val*> printed;
   for (const Val* v : outputs_) {
+    const bool first = printed.insert(v).second;
     // A constant output has no line of its own yet (constants are otherwise printed inline).
-    if (v->isScalar() && v->asScalar()->isConstant() && !isInput(v)) line(fmt::format("{} = {}", v->name(), style.operand(v)));
-    if (const Val* in = aliasedInput(*this, v)) {
+    if (first && v->isScalar() && v->asScalar()->isConstant() && !isInput(v)) {
+      line(fmt::format("{} = {}", v->name(), style.operand(v)));
+    }
+    // An output listed again after (or before) its aliasing entry is a plain output the second time:
+    // add_output(alias_input=) may be given once per input.
+    const Val* in = first ? aliasedInput(*this, v) : nullptr;
+    if (in != nullptr) {
       line(fmt::format("fd.add_output({}, alias_input={})", v->name(), in->name()));
     } else {
       line(fmt::format("fd.add_output({})", v->name()));

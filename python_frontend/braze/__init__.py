@@ -8,7 +8,7 @@ same kernels) for numpy arrays (ml_dtypes for bf16/fp8) and CPU tensors. `fd.exp
 plan and whether the cache already holds it.
 """
 
-from ._C import DataType, Plan, Segment
+from ._C import BrazeIndexError, BrazeTypeError, BrazeValueError, DataType, Plan, Segment
 from .config import config, show_config
 from .fusion_definition import FusionDefinition
 from .handles import Scalar, Tensor
@@ -26,6 +26,9 @@ def version() -> str:
 
 
 __all__ = [
+    "BrazeIndexError",
+    "BrazeTypeError",
+    "BrazeValueError",
     "DataType",
     "FusionDefinition",
     "Plan",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _C, dtypes
+from ._C import BrazeValueError
 from .handles import Scalar, Tensor, Value
 
 
@@ -24,7 +25,7 @@ def describe(x) -> str:
 
 def _check_owner(fd, x: Value, op: str, arg: str):
     if x._fd is not fd:
-        raise ValueError(f"{op}: {arg} {x.name} belongs to another FusionDefinition")
+        raise BrazeValueError(f"{op}: {arg} {x.name} belongs to another FusionDefinition")
 
 
 def constant(fd, value, dtype=None):
@@ -111,4 +112,6 @@ def flag(x, op: str, arg: str) -> bool:
 def data_type(x, op: str, arg: str):
     if isinstance(x, _C.DataType):
         return x
+    if isinstance(x, dtypes.UnsupportedDataType):
+        raise TypeError(f"{op}: {arg} is {x!r}: {x.why}")
     raise TypeError(f"{op}: {arg} must be a DataType (e.g. DataType.Float), got {describe(x)}")

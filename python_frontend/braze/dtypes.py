@@ -13,6 +13,7 @@ from ._C import DataType
 
 # Made from the C++ dtype table (ir/data_type.cpp): the one place a dtype's names live.
 _NATIVE = {np.dtype(name): dtype for dtype, name, native, _ in _C.dtype_table() if native}
+NUMPY_NATIVE = frozenset(_NATIVE.values())
 # The ml_dtypes attribute name of each braze type numpy lacks (bfloat16 and the fp8 types).
 _ML_DTYPES = {dtype: name for dtype, name, native, _ in _C.dtype_table() if not native}
 # torch's (and JAX's) attribute name of each type.
@@ -59,6 +60,29 @@ def python_scalar_dtype(value) -> DataType:
     if isinstance(value, float):
         return DataType.Double
     raise TypeError(f"expected a bool, int or float, got {type(value).__name__} {value!r}")
+
+
+class UnsupportedDataType:
+    """A dtype nvFuser names that braze leaves out (the complex types): scripts that name it import,
+    and using it raises an error that says so."""
+
+    def __init__(self, name: str, why: str):
+        self.name, self.why = name, why
+
+    def __repr__(self) -> str:
+        return f"DataType.{self.name}"
+
+
+_COMPLEX_WHY = "braze has no complex dtypes (the README says why)"
+for _name in ("ComplexFloat", "ComplexDouble"):
+    setattr(DataType, _name, UnsupportedDataType(_name, _COMPLEX_WHY))
+
+_FLOATING = {DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn,
+             DataType.Float8_e5m2, DataType.Float8_e4m3fnuz, DataType.Float8_e5m2fnuz}
+
+
+def is_floating(dtype: DataType) -> bool:
+    return dtype in _FLOATING
 
 
 def _is_ml_dtypes_scalar(value) -> bool:

@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from . import _C, dtypes
+from ._C import BrazeValueError
 
 _MIXED_INPUTS = "give every tensor input on one GPU, or every one on the CPU (numpy, run on the CPU simulator)"
 
@@ -71,7 +72,22 @@ def execute(fd, inputs, device, kwargs) -> list:
     fd._last_run_was_gpu = False
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
-    return [_to_python(out) for out in outputs]
+    results = [_to_python(out) for out in outputs]
+    if _has_torch_tensor(flat):
+        # torch CPU tensors in, torch CPU tensors out (sharing the outputs' memory).
+        from .pytorch_utils import to_torch
+
+        results = [to_torch(r) if isinstance(r, np.ndarray) else r for r in results]
+    return results
+
+
+def _is_torch_tensor(x) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _has_torch_tensor(flat) -> bool:
+    return any(_is_torch_tensor(x) for x in flat)
 
 
 def _on_cuda(x) -> bool:
@@ -269,7 +285,7 @@ def _device_name(target) -> str:
 
 def _policy(bookend) -> str:
     if bookend not in _BOOKEND_POLICIES:
-        raise ValueError(f"bookend={bookend!r}: expected one of {', '.join(_BOOKEND_POLICIES)}")
+        raise BrazeValueError(f"bookend={bookend!r}: expected one of {', '.join(_BOOKEND_POLICIES)}")
     return bookend
 
 
@@ -296,7 +312,7 @@ def _host_args(fd, inputs):
         in_place = i < len(definitions) and definitions[i].id in aliased
         if in_place and not array.flags.writeable:
             name = definitions[i].name
-            raise ValueError(f"input {i}: {name} is updated in place (add_output(..., alias_input={name})) but the array is read-only")
+            raise BrazeValueError(f"input {i}: {name} is updated in place (add_output(..., alias_input={name})) but the array is read-only")
         borrowed = _wrappable(array)
         if borrowed is not array and in_place:
             copied.append((array, borrowed))
@@ -323,6 +339,10 @@ def _input_array(i, value) -> np.ndarray:
     elif hasattr(value, "__cuda_array_interface__"):
         raise RuntimeError(f"input {i}: a GPU array without DLPack (only __cuda_array_interface__): pass a torch, "
                            "CuPy or JAX tensor (read through DLPack), or a numpy array")
+    elif _is_torch_tensor(value):
+        from .pytorch_utils import from_torch
+
+        array = from_torch(value, f"input {i}")
     elif hasattr(value, "__dlpack__"):
         # A CPU tensor of another library (a torch CPU tensor) is read through DLPack without a copy.
         device = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else None

@@ -12,10 +12,12 @@ dtypes, dims) to the C++ builders, whose errors already name the op and the oper
 from __future__ import annotations
 
 from . import _C
+from ._C import BrazeValueError
 from . import _convert as cv
 from . import dtypes, execute as _execute, repro as _repro
 from . import tensor_descriptor as td
 from .handles import Scalar, Tensor, wrap
+from .definition_cache import definitions as _definitions
 from .ops import Operators
 
 DataType = _C.DataType
@@ -30,12 +32,16 @@ class FusionDefinition:
     """A fusion being defined (inside `with`) or defined (after it), and its execution."""
 
     def __init__(self, id=None, max_length=9999, use_multidevice_executor=False, backend_type=None):
-        # id, max_length and the multidevice arguments exist for nvFuser compatibility; braze has
-        # no FusionCache yet, so they change nothing.
+        """FusionDefinition() starts a definition (fill it in `with fd:`); FusionDefinition(id) is the
+        finished definition with that id in this process's cache (fd.id() of an earlier one).
+        max_length and the multidevice arguments exist for nvFuser compatibility and change nothing."""
         self._fusion = _C.Fusion()
         self._guard = None
         self._state = "new"  # -> "open" inside `with` -> "done"
+        self._id = None
         self.ops = Operators(self)
+        if id is not None:
+            _definitions.adopt(self, cv.integer(id, "FusionDefinition", "id"))
 
     # ---- definition scope ------------------------------------------------------------------------
     def __enter__(self):
@@ -50,7 +56,16 @@ class FusionDefinition:
         self._guard.__exit__(None, None, None)
         self._guard = None
         self._state = "done"
+        if exc_type is None:
+            _definitions.register(self)
         return False
+
+    def id(self) -> int:
+        """The definition's number in this process's cache of definitions: identical definitions get
+        the same id and share their prepared plans and compiled kernels."""
+        if self._id is None:
+            raise RuntimeError("id: the FusionDefinition has no definition yet (the `with` block has not ended)")
+        return self._id
 
     def _check_open(self, what: str):
         if self._state == "open":
@@ -100,18 +115,39 @@ class FusionDefinition:
             contiguity, stride_order = td.define_tensor_layout(contiguity, stride_order)
         return Tensor(_C.define_tensor(self._fusion, shape, contiguity, dtype, is_cpu, stride_order), self)
 
+    def from_pytorch(self, tensor, static_sizes=False) -> Tensor:
+        """A tensor input described by a torch tensor: its sizes, strides and dtype (nvFuser's
+        from_pytorch). A 0-D CPU tensor becomes an is_cpu input, as in nvFuser; other CPU tensors are
+        ordinary inputs here (they run on the simulated device)."""
+        from . import pytorch_utils
+
+        torch = pytorch_utils._torch()
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"from_pytorch: expected a torch.Tensor, got {cv.describe(tensor)}")
+        return self.define_tensor(
+            sizes=list(tensor.size()),
+            strides=list(tensor.stride()),
+            dtype=pytorch_utils.torch_dtype_to_nvfuser_dtype(tensor.dtype),
+            static_sizes=static_sizes,
+            is_cpu=tensor.device.type == "cpu" and tensor.dim() == 0,
+        )
+
     def define_scalar(self, value=None, dtype=None) -> Scalar:
         """A constant (value given; dtype inferred bool -> Bool, int -> Int64, float -> Double, or cast
-        to dtype), or a symbolic scalar input (value None, dtype given) bound at execute."""
+        to dtype), or a symbolic scalar input bound at execute. nvFuser's forms of the latter:
+        define_scalar(dtype=DataType.Int), define_scalar(DataType.Int) (the dtype first) and
+        define_scalar() (a Double)."""
         self._check_open("define_scalar")
+        if isinstance(value, DataType) and dtype is None:
+            value, dtype = None, value
         if dtype is not None:
             dtype = cv.data_type(dtype, "define_scalar", "dtype")
         if dtype == DataType.Null:
             dtype = None
         if value is None:
-            if dtype is None:
-                raise TypeError("define_scalar: a symbolic scalar (value None) needs a dtype, e.g. dtype=DataType.Double")
-            return Scalar(_C.define_scalar(self._fusion, dtype), self)
+            return Scalar(_C.define_scalar(self._fusion, DataType.Double if dtype is None else dtype), self)
+        if isinstance(value, complex):
+            raise TypeError(f"define_scalar: {value!r} is complex, and braze has no complex dtypes (see the README)")
         if not dtypes.is_python_number(value):
             raise TypeError(f"define_scalar: value must be a bool, int or float, got {cv.describe(value)}")
         return Scalar(cv.constant(self, value, dtype), self)
@@ -133,11 +169,14 @@ class FusionDefinition:
         if isinstance(values, (list, tuple)):
             for i, v in enumerate(values):
                 if isinstance(v, int) and not isinstance(v, bool) and v < -1:
-                    raise ValueError(f"define_vector: values[{i}] = {v} (expected -1 or a size >= 0)")
+                    raise BrazeValueError(f"define_vector: values[{i}] = {v} (expected -1 or a size >= 0)")
+            # nvFuser casts a floating Scalar entry to Int (a size computed in floating point).
+            values = [self.ops.cast(v, DataType.Int64) if isinstance(v, Scalar) and dtypes.is_floating(v.dtype) else v
+                      for v in values]
             return [wrap(v, self) for v in cv.shape(self, values, "define_vector", "values")]
         n = cv.integer(values, "define_vector", "size")
         if n < 0:
-            raise ValueError(f"define_vector: size must be >= 0, got {n}")
+            raise BrazeValueError(f"define_vector: size must be >= 0, got {n}")
         return [Scalar(_C.define_scalar(self._fusion, DataType.Int64), self) for _ in range(n)]
 
     # ---- outputs ---------------------------------------------------------------------------------
@@ -146,7 +185,7 @@ class FusionDefinition:
         result is written into that input's array in place and not returned by execute."""
         self._check_open("add_output")
         if stride_order:
-            raise ValueError("add_output: stride_order= (an output allocation order) is not supported yet")
+            raise BrazeValueError("add_output: stride_order= (an output allocation order) is not supported yet")
         if alias_input is not None:
             out = cv.tensor(self, output, "add_output", "output")
             self._fusion.alias_output_to_input(out, cv.tensor(self, alias_input, "add_output", "alias_input"))
@@ -164,11 +203,16 @@ class FusionDefinition:
         if self._state == "open":
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
         keywords = dict(kwargs) if kwargs else None  # execute consumes them; the reproducer repeats them
+        print_repro = bool(keywords and keywords.get("print_repro"))
+        if print_repro:
+            # As nvFuser does: the script that reruns this execute, printed before it runs (an in-place
+            # update would change the inputs it records), whether or not it then fails.
+            print(_repro.script(self, inputs, keywords=keywords))
         try:
             return _execute.execute(self, inputs, device, kwargs)
         except Exception as error:
-            # print_repro=True prints a script that raises this again; BRAZE_REPRO_DIR saves it (repro.py).
-            _repro.report(self, inputs, error, bool(keywords and keywords.get("print_repro")), keywords)
+            # BRAZE_REPRO_DIR saves a script that raises this again (repro.py).
+            _repro.report(self, inputs, error, print_repro, keywords)
             raise
 
     def repro_script(self, inputs) -> str:
@@ -202,9 +246,19 @@ class FusionDefinition:
         return self._fusion.to_string()
 
     def inputs(self) -> list:
-        return [wrap(v, self) for v in self._fusion.inputs()]
+        """The inputs' indices, in order (nvFuser's state indices: T3 and S3 are 3)."""
+        return [v.id for v in self._fusion.inputs()]
 
     def outputs(self) -> list:
+        """The outputs' indices, in order (an output aliasing an input included)."""
+        return [v.id for v in self._fusion.outputs()]
+
+    def input_handles(self) -> list:
+        """The inputs as Tensor and Scalar handles (braze's addition to inputs())."""
+        return [wrap(v, self) for v in self._fusion.inputs()]
+
+    def output_handles(self) -> list:
+        """The outputs as Tensor and Scalar handles (braze's addition to outputs())."""
         return [wrap(v, self) for v in self._fusion.outputs()]
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@ matmul, bmm, linear, and braze's own quantize / dequantize.
 from __future__ import annotations
 
 from . import _C
+from ._C import BrazeValueError
 from . import _convert as cv
 from .handles import Tensor
 
@@ -61,7 +62,7 @@ class IndexingOps:
         a = cv.tensor(fd, mat1, "bmm", "mat1")
         b = cv.tensor(fd, mat2, "bmm", "mat2")
         if a.ndim != 3 or b.ndim != 3:
-            raise ValueError(f"bmm: expected 3-D tensors, got {a.name} of rank {a.ndim} and {b.name} of rank {b.ndim}")
+            raise BrazeValueError(f"bmm: expected 3-D tensors, got {a.name} of rank {a.ndim} and {b.name} of rank {b.ndim}")
         return self._wrap(_C.matmul(a, b, DataType.Null))
 
     def linear(self, arg1, arg2, bias=None, dtype=DataType.Null):

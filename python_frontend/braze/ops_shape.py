@@ -7,7 +7,10 @@ Shape arguments accept what nvFuser's Vector accepts: a list or tuple of ints an
 
 from __future__ import annotations
 
+import numbers
+
 from . import _C
+from ._C import BrazeValueError, BrazeIndexError
 from . import _convert as cv
 
 DataType = _C.DataType
@@ -60,12 +63,14 @@ class ShapeOps:
     def slice(self, arg, start_indices, end_indices, strides=None, manual_normalization=False):
         """fd.ops.slice(arg, start_indices, end_indices, strides=None, manual_normalization=False).
 
-        Without manual_normalization, negative indices count from the end and out-of-range ones
-        are clamped, as in Python.
+        As in nvFuser, a constant start is >= 0 and a constant end is >= its start; ends past the
+        extent are clamped. Symbolic indices (Scalars) are normalized at execute as Python does
+        (negative ones count from the end) unless manual_normalization is set.
         """
         self._begin("slice")
         fd = self._fd
         x = cv.tensor(fd, arg, "slice", "arg")
+        _check_constant_slice_indices(start_indices, end_indices, x.name)
         starts = cv.shape(fd, start_indices, "slice", "start_indices")
         ends = cv.shape(fd, end_indices, "slice", "end_indices")
         steps = [] if strides is None else cv.shape(fd, strides, "slice", "strides")
@@ -87,7 +92,7 @@ class ShapeOps:
             raise TypeError(f"cat: tensors must be a list of Tensors, got {cv.describe(tensors)}")
         xs = [cv.tensor(self._fd, t, "cat", f"tensors[{i}]") for i, t in enumerate(tensors)]
         if cv.flag(manual_padding, "cat", "manual_padding"):
-            raise ValueError("cat: manual_padding=True is not supported (braze pads and concatenates itself)")
+            raise BrazeValueError("cat: manual_padding=True is not supported (braze pads and concatenates itself)")
         return self._wrap(_C.cat(xs, cv.integer(dim, "cat", "dim")))
 
     def set(self, arg):
@@ -140,5 +145,20 @@ class ShapeOps:
             raise TypeError(f"at: vector must be a list of Scalars, got {cv.describe(vector)}")
         i = cv.integer(index, "at", "index")
         if not -len(vector) <= i < len(vector):
-            raise IndexError(f"at: index {i} is out of range for a vector of size {len(vector)}")
+            raise BrazeIndexError(f"at: index {i} is out of range for a vector of size {len(vector)}")
         return vector[i]
+
+
+def _check_constant_slice_indices(starts, ends, name):
+    """nvFuser's frontend checks of the int entries of slice's index lists (the C++ builder, for C++
+    callers, normalizes negative constants as Python does)."""
+    if not isinstance(starts, (list, tuple)) or not isinstance(ends, (list, tuple)):
+        return  # cv.shape names the argument that is not a list
+    for d, (start, end) in enumerate(zip(starts, ends)):
+        start_const = isinstance(start, numbers.Integral) and not isinstance(start, bool)
+        end_const = isinstance(end, numbers.Integral) and not isinstance(end, bool)
+        if start_const and start < 0:
+            raise BrazeValueError(f"slice: start_indices[{d}] = {start} must be >= 0 (slicing {name})")
+        if start_const and end_const and end < start:
+            raise BrazeValueError(
+                f"slice: end_indices[{d}] = {end} must be >= start_indices[{d}] = {start} (slicing {name})")

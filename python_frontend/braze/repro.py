@@ -1,7 +1,7 @@
 """Reproducers: one runnable script that rebuilds a fusion, recreates its inputs exactly (values, sizes,
 strides, 16-byte alignment, and the GPU for torch tensors) and executes it, for bug reports.
 
-    fd.execute(inputs, print_repro=True)   # on an error, prints the script before raising (nvFuser's keyword)
+    fd.execute(inputs, print_repro=True)   # prints the script before running, and the error if it raises
     BRAZE_REPRO_DIR=/some/dir              # on an error, writes it there; the error's notes name the file
     fd.repro_script(inputs)                # the script, error or not
 
@@ -87,23 +87,24 @@ def script(fd, inputs, error=None, keywords=None) -> str:
     return "\n".join(lines)
 
 
-def report(fd, inputs, error, print_repro: bool, keywords=None) -> None:
-    """What execute does when it raises: prints the script (print_repro=True), writes it to
-    $BRAZE_REPRO_DIR and names the file in the error's notes. Never raises itself: a reproducer that
-    cannot be made must not hide the error it was made for."""
+def report(fd, inputs, error, printed: bool, keywords=None) -> None:
+    """What execute does when it raises: after the script print_repro=True printed before the run
+    (`printed`), a line naming the error; the script, with the error at its top, written to
+    $BRAZE_REPRO_DIR and named in the error's notes. Never raises itself: a reproducer that cannot be
+    made must not hide the error it was made for."""
+    if printed:
+        first = str(error).splitlines()[0] if str(error) else ""
+        print(f"# The execute this reproducer repeats raised {type(error).__name__}: {first}")
     directory = os.environ.get("BRAZE_REPRO_DIR")
-    if not print_repro and not directory:
+    if not directory:
         return
     try:
         text = script(fd, inputs, error, keywords)
-        if print_repro:
-            print(text)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-            path = os.path.join(directory, f"braze_repro_{hashlib.sha256(text.encode()).hexdigest()[:12]}.py")
-            with open(path, "w", encoding="utf-8") as file:
-                file.write(text)
-            _note(error, f"braze: reproducer written to {path}")
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"braze_repro_{hashlib.sha256(text.encode()).hexdigest()[:12]}.py")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+        _note(error, f"braze: reproducer written to {path}")
     except Exception as failure:  # noqa: BLE001 - see the docstring
         _note(error, f"braze: no reproducer could be written ({type(failure).__name__}: {failure})")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _convert as cv
+from ._C import BrazeValueError
 
 
 def define_tensor_layout(contiguity, stride_order, op: str = "define_tensor"):
@@ -37,7 +38,7 @@ def compute_contiguity(sizes, strides) -> list:
     """nvFuser's older helper: contiguity in logical order; size-1 and stride-0 dims get None."""
     sizes, strides = list(sizes), list(strides)
     if len(sizes) != len(strides):
-        raise ValueError(f"compute_contiguity: {len(sizes)} sizes but {len(strides)} strides")
+        raise BrazeValueError(f"compute_contiguity: {len(sizes)} sizes but {len(strides)} strides")
     return _contiguity_in_order(sizes, strides, list(range(len(sizes))))
 
 
@@ -64,7 +65,7 @@ def compute_tensor_descriptor(sizes, strides) -> tuple[list, list[int]]:
     sizes, strides = [int(s) for s in sizes], [int(s) for s in strides]
     rank = len(sizes)
     if len(strides) != rank:
-        raise ValueError(f"define_tensor: {rank} sizes but {len(strides)} strides")
+        raise BrazeValueError(f"define_tensor: {rank} sizes but {len(strides)} strides")
     moving = [d for d in range(rank) if strides[d] != 0]
     by_stride = sorted(moving, key=lambda d: -strides[d])  # sorted() is stable
     order = list(range(rank))

@@ -98,7 +98,7 @@ def test_define_scalar_infers_and_casts():
     assert (b.value, i.value, f.value) == (True, 3, 2.5)
     assert cast.dtype == DataType.Double and cast.value == 1.0 and isinstance(cast.value, float)
     assert numpy_int.value == 7 and numpy_int.dtype == DataType.Int64
-    assert symbolic.value is None and [s.name for s in fd.inputs()] == [symbolic.name]
+    assert symbolic.value is None and fd.inputs() == [symbolic.index]
     assert legacy.value == 4
     assert "fd.define_scalar(None, dtype=DataType.Double)" in repr(fd)
 
@@ -107,7 +107,7 @@ def test_define_vector_of_size_makes_symbolic_inputs():
     with FusionDefinition() as fd:
         v = fd.define_vector(3)
     assert len(v) == 3 and all(s.dtype == DataType.Int64 and s.value is None for s in v)
-    assert [s.name for s in fd.inputs()] == [s.name for s in v]
+    assert fd.inputs() == [s.index for s in v]
 
 
 def test_define_vector_of_values_mixes_constants_and_scalars():
@@ -220,8 +220,10 @@ def test_inputs_outputs_and_fusion_ir():
         s = fd.define_scalar(dtype=DataType.Double)
         out = fd.ops.mul(t, s)
         fd.add_output(out)
-    assert [v.name for v in fd.inputs()] == ["T0", "S1"]
-    assert [v.name for v in fd.outputs()] == [out.name]
+    # nvFuser's answer: the state indices; braze's handles come from input_handles / output_handles.
+    assert fd.inputs() == [0, 1] and fd.outputs() == [out.index]
+    assert [v.name for v in fd.input_handles()] == ["T0", "S1"]
+    assert [v.name for v in fd.output_handles()] == [out.name]
     ir = fd.fusion_ir()
     assert ir.startswith("Inputs:") and "mul(T0, S1)" in ir
 

@@ -39,7 +39,7 @@ def test_a_value_dependent_error_is_raised_again_by_the_printed_script(tmp_path,
         fd.execute([x, np.array([0, 7, 2])], print_repro=True)  # row 7 of 4: the simulator reports it
     script = capsys.readouterr().out
     assert script.startswith("# braze reproducer")
-    assert f"# It raised IndexError: {str(raised.value).splitlines()[0]}" in script
+    assert f"# The execute this reproducer repeats raised BrazeIndexError: {str(raised.value).splitlines()[0]}" in script
     result = _run_script(script, tmp_path)
     assert result.returncode != 0
     assert f"IndexError: {str(raised.value).splitlines()[0]}" in result.stderr

@@ -70,8 +70,15 @@ TEST_F(Builders, BroadcastingDimsAndExpandedInputs) {
   EXPECT_EQ(add(b, e)->asTensor()->logical()[0].type, IterType::Expanded);
   auto* other = defineTensor({-1, 9}, {true, true}, DataType::Float);
   expectError([&] { add(x, other); }, ErrorKind::Value, {"add", "dim 1", "8", "9"});
+  // Different ranks: the lower-rank operand gets leading broadcast dims, as nvFuser (and numpy) align.
   auto* r3 = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
-  expectError([&] { mul(x, r3); }, ErrorKind::Value, {"mul", "same rank", "broadcast_in_dim"});
+  auto* product = mul(x, r3)->asTensor();
+  EXPECT_EQ(product->staticShape(), (std::vector<int64_t>{-1, -1, 8}));
+  ASSERT_EQ(product->definition()->input(0)->definition()->kind(), OpKind::Broadcast);
+  auto* scalar_tensor = defineTensor({}, {}, DataType::Float);
+  EXPECT_EQ(add(scalar_tensor, r3)->asTensor()->rank(), 3);
+  auto* r3_narrow = defineTensor({-1, -1, 7}, {true, true, true}, DataType::Float);
+  expectError([&] { mul(x, r3_narrow); }, ErrorKind::Value, {"mul", "dim 2", "8", "7"});
 }
 
 TEST_F(Builders, ContiguityIsGivenInAllocationOrderWithAStrideOrder) {

@@ -1,0 +1,280 @@
+"""nvFuser-style scripts, written here in the style of nvFuser's own frontend tests (a fusion_func per
+case, torch CPU tensors in, torch's result as the reference), for the forms real nvFuser scripts use:
+define_scalar's positional and empty forms, from_pytorch, pytorch_utils, rank broadcasting, a 0-D
+index, float sizes in define_vector, error types, repr with aliases, inputs()/outputs(), print_repro,
+ids and the cache of definitions, and the complex dtypes braze leaves out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from braze import BrazeValueError, DataType, FusionDefinition  # noqa: E402
+from braze import pytorch_utils  # noqa: E402
+
+
+def exec_nvfuser(fusion_func, inputs, **kwargs):
+    """nvFuser's test helper in miniature: define, execute, and check that repr(fd) rebuilds a fusion
+    that gives the same outputs."""
+    with FusionDefinition() as fd:
+        fusion_func(fd)
+    out = fd.execute(inputs, **kwargs)
+    namespace = {}
+    exec(repr(fd), namespace)  # noqa: S102 - the printed script is braze's own output
+    again = namespace["fd"].execute(inputs)
+    for a, b in zip(out, again):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    return out, fd
+
+
+def test_define_scalar_with_the_dtype_first_and_with_nothing():
+    inputs = [torch.randn(2, 3), 2.5, 0.5]
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(inputs[0])
+        s0 = fd.define_scalar(DataType.Double)  # the dtype as the first positional argument
+        s1 = fd.define_scalar()  # no value, no dtype: a Double input
+        fd.add_output(fd.ops.add(fd.ops.mul(t0, s0), s1))
+
+    (out,), fd = exec_nvfuser(fusion_func, inputs)
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, inputs[0] * 2.5 + 0.5)
+    assert "fd.define_scalar(None, dtype=DataType.Double)" in repr(fd)
+
+
+def test_from_pytorch_takes_sizes_strides_and_dtype():
+    x = torch.randn(4, 6).to(torch.bfloat16).t()  # transposed: strides (1, 6)
+    one = torch.ones(1, 6)  # a size-1 dim is a broadcast dim
+    scalar = torch.tensor(3.0)  # a 0-D CPU tensor is an is_cpu input, as in nvFuser
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.from_pytorch(one.t())
+        t2 = fd.from_pytorch(scalar)
+        t3 = fd.ops.mul(fd.ops.add(fd.ops.cast(t0, DataType.Float), t1), t2)
+        fd.add_output(fd.ops.cast(t3, DataType.BFloat16))
+
+    (out,), fd = exec_nvfuser(fusion_func, [x, one.t(), scalar])
+    assert out.dtype == torch.bfloat16 and out.shape == (6, 4)
+    torch.testing.assert_close(out.float(), ((x.float() + one.t()) * 3.0).to(torch.bfloat16).float())
+    assert "is_cpu=True" in repr(fd) and "stride_order=[0, 1]" in repr(fd)
+
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(torch.ones(2, 5), static_sizes=True)
+        fd.add_output(t)
+    assert "shape=[2, 5]" in repr(fd)
+
+
+def test_from_pytorch_refuses_what_is_not_a_tensor_and_complex_tensors():
+    with FusionDefinition() as fd:
+        with pytest.raises(TypeError, match=r"from_pytorch: expected a torch.Tensor, got list"):
+            fd.from_pytorch([1, 2])
+        with pytest.raises(TypeError, match=r"torch.complex64: braze has no complex dtypes"):
+            fd.from_pytorch(torch.ones(2, dtype=torch.complex64))
+
+
+def test_from_pytorch_without_torch_says_it_needs_torch():
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from braze import FusionDefinition\n"
+        "with FusionDefinition() as fd:\n"
+        "    try:\n"
+        "        fd.from_pytorch(object())\n"
+        "    except ImportError as e:\n"
+        "        print('ImportError:', e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "ImportError: this needs PyTorch (pip install torch)" in result.stdout, result.stderr
+
+
+def test_pytorch_utils_map_dtypes_both_ways():
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.float32) == DataType.Float
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.bfloat16) == DataType.BFloat16
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.float8_e4m3fn) == DataType.Float8_e4m3fn
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.int64) == DataType.Int64
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.bool) == DataType.Bool
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(float) == DataType.Double
+    assert pytorch_utils.torch_dtype_to_nvfuser_dtype(int) == DataType.Int64
+    assert pytorch_utils.python_scalar_to_nvfuser_dtype(True) == DataType.Bool
+    assert pytorch_utils.nvfuser_dtype_to_torch_dtype(DataType.Half) == torch.float16
+    with pytest.raises(TypeError, match="no complex dtypes"):
+        pytorch_utils.torch_dtype_to_nvfuser_dtype(torch.complex128)
+
+
+def test_binary_ops_broadcast_the_lower_rank_operand():
+    inputs = [torch.tensor(1.5), torch.randn(2, 3, 4), torch.randn(4), torch.randn(3, 1)]
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)  # 0-D with a 3-D
+        t1 = fd.from_pytorch(inputs[1])
+        t2 = fd.from_pytorch(inputs[2])
+        t3 = fd.from_pytorch(inputs[3])
+        fd.add_output(fd.ops.add(t0, t1))
+        fd.add_output(fd.ops.mul(t1, t2))
+        fd.add_output(fd.ops.where(fd.ops.gt(t3, 0.0), t1, t2))
+
+    (a, b, c), _ = exec_nvfuser(fusion_func, inputs)
+    torch.testing.assert_close(a, inputs[0] + inputs[1])
+    torch.testing.assert_close(b, inputs[1] * inputs[2])
+    torch.testing.assert_close(c, torch.where(inputs[3] > 0, inputs[1], inputs[2]))
+
+
+def test_index_select_with_a_0d_index():
+    inputs = [torch.randn(5, 3), torch.tensor(3)]
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(inputs[0])
+        t1 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Int64)
+        fd.add_output(fd.ops.index_select(t0, t1, 0))
+
+    (out,), _ = exec_nvfuser(fusion_func, inputs)
+    torch.testing.assert_close(out, torch.index_select(inputs[0], 0, inputs[1]))
+
+
+def test_define_vector_casts_a_float_scalar_to_int():
+    inputs = [torch.randn(6, 4), 3.0]
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(inputs[0])
+        s0 = fd.define_scalar(DataType.Double)
+        shape = fd.define_vector([s0, 8], dtype=DataType.Int)
+        fd.add_output(fd.ops.reshape(t0, shape))
+
+    (out,), _ = exec_nvfuser(fusion_func, inputs)
+    torch.testing.assert_close(out, inputs[0].reshape(3, 8))
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda fd, t: fd.ops.squeeze(t, [0]), r"squeeze: dim 0 of T0"),
+        (lambda fd, t: fd.ops.slice(t, [-1, -2], [5, 5], [7, 7]), r"slice: start_indices\[0\] = -1 must be >= 0"),
+        (lambda fd, t: fd.ops.slice(t, [3, 4], [1, 2], [1, 1]), r"slice: end_indices\[0\] = 1 must be >= start"),
+        (lambda fd, t: fd.ops.slice(t, [0, 0, 0], [4, 4, 4]), r"slice: start_indices \(3\) and end_indices \(3\)"),
+        (lambda fd, t: fd.ops.sum(t, [2]), r"sum: dim 2 is out of range"),
+        (lambda fd, t: fd.ops.permute(t, [0, 0]), r"permute: .*not a permutation"),
+    ],
+    ids=["squeeze", "slice-start", "slice-end", "slice-rank", "sum-dim", "permute"],
+)
+def test_definition_errors_are_runtime_errors_as_in_nvfuser(build, match):
+    # nvFuser scripts catch RuntimeError; braze's errors are that and the precise builtin too.
+    x = torch.randn(10, 10)
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        with pytest.raises(RuntimeError, match=match) as raised:
+            build(fd, t0)
+    assert isinstance(raised.value, (ValueError, IndexError))
+
+
+def test_slice_with_ends_past_the_extent_is_clamped():
+    inputs = [torch.randn(5, 5)]
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(inputs[0])
+        fd.add_output(fd.ops.slice(t0, start_indices=[2, 2], end_indices=[4, 4]))
+        fd.add_output(fd.ops.slice(t0, start_indices=[6, 6], end_indices=[8, 8], strides=[1, 1]))
+
+    (inner, empty), _ = exec_nvfuser(fusion_func, inputs)
+    torch.testing.assert_close(inner, inputs[0][2:4, 2:4])
+    assert empty.shape == (0, 0)
+
+
+def test_repr_of_a_fusion_whose_output_aliases_an_input_rebuilds_it():
+    x = torch.randn(4, 4)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.ops.add(t0, 1.0)
+        fd.add_output(t1, alias_input=t0)
+        fd.add_output(t1)  # listed again: still written into t0 only (an aliased output is not returned)
+
+    with FusionDefinition() as fd:
+        fusion_func(fd)
+    text = repr(fd)
+    assert text.count("alias_input=") == 1
+    namespace = {}
+    exec(text, namespace)  # noqa: S102
+    rebuilt = namespace["fd"]
+    a, b = x.clone(), x.clone()
+    assert fd.execute([a]) == [] and rebuilt.execute([b]) == []
+    torch.testing.assert_close(a, x + 1.0)
+    torch.testing.assert_close(b, a)
+
+
+def test_inputs_and_outputs_are_state_indices():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=True)
+        s1 = fd.define_scalar(DataType.Double)
+        t2 = fd.ops.mul(t0, s1)
+        fd.add_output(t2)
+    assert fd.inputs() == [t0.index, s1.index] == [0, 1]
+    assert fd.outputs() == [t2.index]
+
+
+def test_print_repro_prints_the_script_on_success(capsys):
+    x = torch.randn(3)
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        fd.add_output(fd.ops.exp(t0))
+    (out,) = fd.execute([x], print_repro=True)
+    printed = capsys.readouterr().out
+    assert printed.startswith("# braze reproducer") and "fd.ops.exp(T0)" in printed
+    torch.testing.assert_close(out, torch.exp(x))
+
+
+def _layer(fd, x):
+    t0 = fd.from_pytorch(x)
+    fd.add_output(fd.ops.sum(fd.ops.mul(t0, t0), [1]))
+
+
+def test_identical_definitions_share_an_id_and_their_prepared_plans():
+    x = torch.randn(3, 17)
+    with FusionDefinition() as first:
+        _layer(first, x)
+    first.execute([x])
+    with FusionDefinition() as second:
+        _layer(second, x)
+    assert second.id() == first.id()
+    assert second.explain([x]).cache == "hit"  # planned and compiled once, for both
+    with FusionDefinition() as other:
+        t0 = other.from_pytorch(x)
+        other.add_output(fd_sum := other.ops.sum(t0, [0]))
+        assert fd_sum.ndim == 1
+    assert other.id() != first.id()
+    again = FusionDefinition(first.id())  # nvFuser's FusionDefinition(id): the cached definition
+    (out,) = again.execute([x])
+    torch.testing.assert_close(out, (x * x).sum(1))
+    with pytest.raises(BrazeValueError, match=r"FusionDefinition\(id=100000\): no definition has that id"):
+        FusionDefinition(100000)
+    with pytest.raises(RuntimeError, match=r"id: the FusionDefinition has no definition yet"):
+        FusionDefinition().id()
+
+
+def test_complex_dtypes_are_named_and_refused():
+    with FusionDefinition() as fd:
+        with pytest.raises(TypeError, match=r"dtype is DataType.ComplexFloat: braze has no complex dtypes"):
+            fd.define_tensor(shape=[-1], dtype=DataType.ComplexFloat)
+        with pytest.raises(TypeError, match=r"braze has no complex dtypes"):
+            fd.define_scalar(1j)
+        t0 = fd.define_tensor(shape=[-1])
+        with pytest.raises(TypeError, match=r"cast: dtype is DataType.ComplexDouble"):
+            fd.ops.cast(t0, DataType.ComplexDouble)
+
+
+def test_torch_cpu_tensors_come_back_as_torch_tensors_sharing_views():
+    x = torch.randn(2, 8)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        fd.add_output(fd.ops.reshape(t0, [4, 4]))  # a view of the input (bookended)
+        fd.add_output(fd.ops.cast(fd.ops.gt(t0, 0.0), DataType.Bool))
+
+    (view, positive), _ = exec_nvfuser(fusion_func, [x])
+    assert isinstance(view, torch.Tensor) and view.dtype == torch.float32
+    assert view.data_ptr() == x.data_ptr()  # zero-copy, as torch's reshape
+    assert positive.dtype == torch.bool
+    torch.testing.assert_close(positive, x > 0)
