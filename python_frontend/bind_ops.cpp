@@ -106,6 +106,13 @@ void bindIndexingAndMatmul(nb::module_& m) {
   m.def("index_select", &indexSelect, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("gather", &gather, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("take_along_axis", &takeAlongAxis, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
+  m.def("cumsum", &cumsum, nb::arg("x"), nb::arg("dim"), ref);
+  m.def("scatter", &scatter, nb::arg("x"), nb::arg("index"), nb::arg("src"), nb::arg("dim"), ref);
+  m.def("index_put_accumulate", &indexPutAccumulate, nb::arg("acc"), nb::arg("index"), nb::arg("value"), ref);
+  m.def("uniform", &uniform, nb::arg("low"), nb::arg("high"), nb::arg("shape"), nb::arg("seed"), nb::arg("offset"),
+        nb::arg("dtype"), ref);
+  m.def("normal", &normal, nb::arg("mean"), nb::arg("std"), nb::arg("shape"), nb::arg("seed"), nb::arg("offset"),
+        nb::arg("dtype"), ref);
   m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("dtype"), ref);
   m.def("linear", &linear, nb::arg("a"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("dtype"), ref);
   m.def("quantize",

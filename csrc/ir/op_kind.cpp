@@ -124,6 +124,11 @@ constexpr OpInfo kOps[] = {
     {K::Linear, "linear", C::Matmul, R::NotApplicable},
     {K::Quantize, "quantize", C::Quantize, R::NotApplicable},
     {K::Dequantize, "dequantize", C::Quantize, R::NotApplicable},
+    {K::Cumsum, "cumsum", C::Scan, R::NotApplicable},
+    {K::Scatter, "scatter", C::Scatter, R::NotApplicable},
+    {K::IndexPutAccumulate, "index_put_accumulate", C::Scatter, R::NotApplicable},
+    {K::Uniform, "uniform", C::Random, R::NotApplicable},
+    {K::Normal, "normal", C::Random, R::NotApplicable},
     {K::Size, "size", C::ScalarQuery, R::NotApplicable},
 };
 

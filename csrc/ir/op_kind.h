@@ -23,6 +23,9 @@ enum class OpCategory : uint8_t {
   Indexing,   // index_select, gather, take_along_axis
   Matmul,     // matmul, linear
   Quantize,   // quantize, dequantize
+  Scan,       // cumsum: each element combines every element before it along a dim
+  Scatter,    // scatter, index_put_accumulate: writes at positions an index tensor gives
+  Random,     // uniform, normal: counter-based random numbers of (seed, offset, element)
   ScalarQuery,  // size(t, dim): a scalar from a tensor's shape
 };
 
@@ -66,6 +69,8 @@ enum class OpKind : uint16_t {
   Matmul, Linear,
   // Quantization
   Quantize, Dequantize,
+  // Scans, scatters, random numbers
+  Cumsum, Scatter, IndexPutAccumulate, Uniform, Normal,
   // Scalar queries
   Size,
 };

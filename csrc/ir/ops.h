@@ -117,6 +117,20 @@ TensorView* dequantize(TensorView* q, TensorView* scale, TensorView* zero_point,
                        const QuantAxis& granularity = {});
 
 // ---- scalar queries -----------------------------------------------------------------------------
+// torch.cumsum along dim; integer and bool inputs accumulate in Int64, as torch does.
+TensorView* cumsum(TensorView* x, int64_t dim);
+// torch.scatter (out of place): x with out[..., index[i, j], ...] = src[i, j] along dim; index has x's
+// rank and is no larger than src on any dim. Where index repeats a position, the last write wins.
+TensorView* scatter(TensorView* x, TensorView* index, TensorView* src, int64_t dim);
+// acc.index_put_((index,), value, accumulate=True) out of place: acc [N, ...], index [M] (integers),
+// value [M, ...]; out[index[i], ...] += value[i, ...]. Values accumulate in acc's compute type.
+TensorView* indexPutAccumulate(TensorView* acc, TensorView* index, TensorView* value);
+// Random tensors of `shape`: uniform in [low, high), or normal with mean and std. Element i of the
+// row-major result is a function of (seed, offset, i) only (Philox4x32-10, ir/random_numbers.h), so a
+// tensor is the same whatever runs it; seed and offset are Int64 scalars.
+TensorView* uniform(Val* low, Val* high, const std::vector<Val*>& shape, Val* seed, Val* offset, DataType dtype);
+TensorView* normal(Val* mean, Val* std, const std::vector<Val*>& shape, Val* seed, Val* offset, DataType dtype);
+
 Scalar* size(TensorView* x, int64_t dim);
 std::vector<Val*> shape(TensorView* x);  // size() of every logical dim
 

@@ -135,6 +135,13 @@ Args fullArgs(const Expr* e, const Style& s) {
           keyword("dtype", s.attr(e->attrs().get("dtype")))};
 }
 
+// The builder stores the two bounds (or mean and std), seed, offset, then the shape.
+Args randomArgs(const Expr* e, const Style& s) {
+  return {s.operand(e->input(0)), s.operand(e->input(1)), keyword("shape", s.list(inputsFrom(e, 4, e->inputs().size()))),
+          keyword("dtype", s.attr(e->attrs().get("dtype"))), keyword("rng_seed", s.operand(e->input(2))),
+          keyword("rng_offset", s.operand(e->input(3)))};
+}
+
 // quantize(x, scale, zero_point, dtype=, axis= | block_shape=): zero_point is None when absent, and
 // the granularity is implied by which keyword (if any) follows.
 Args quantizeArgs(const Expr* e, const Style& s) {
@@ -157,6 +164,8 @@ Args exprArgs(const Expr* e, const Style& s) {
     case OpKind::Pad: return padArgs(e, s);
     case OpKind::Cat: return catArgs(e, s);
     case OpKind::Full: return fullArgs(e, s);
+    case OpKind::Uniform:
+    case OpKind::Normal: return randomArgs(e, s);
     case OpKind::Quantize:
     case OpKind::Dequantize: return quantizeArgs(e, s);
     default: break;

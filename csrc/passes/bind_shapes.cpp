@@ -123,7 +123,13 @@ Sizes outputSizes(const Expr& expr, size_t output, const BoundShapes& bound) {
       return gatherSizes(expr, sizes(0), sizes(1));
     }
     case OpCategory::Matmul: return matmulSizes(sizes(0), sizes(1), expr.kind() == OpKind::Linear);
-    case OpCategory::Quantize: return sizes(0);
+    case OpCategory::Quantize:
+    case OpCategory::Scan:
+    case OpCategory::Scatter: return sizes(0);
+    case OpCategory::Random: {
+      const auto ints = bound.intOperands(expr);  // (after the first input) maxval or std, seed, offset, the shape
+      return Sizes(ints.begin() + 3, ints.end());
+    }
     case OpCategory::ScalarQuery: break;
   }
   BRAZE_UNREACHABLE("outputSizes({}, output {})", expr.name(), output);

@@ -19,6 +19,8 @@ std::vector<HostValue> evalCreation(const Expr& expr, const Operands& operands);
 std::vector<HostValue> evalIndexing(const Expr& expr, const Operands& operands);     // index_select, gather...
 std::vector<HostValue> evalMatmul(const Expr& expr, const Operands& operands);
 std::vector<HostValue> evalQuantize(const Expr& expr, const Operands& operands);
+// cumsum, scatter, index_put_accumulate, uniform, normal
+std::vector<HostValue> evalScanScatter(const Expr& expr, const Operands& operands);
 
 // Helpers shared by the files above.
 const HostTensor& tensorOf(const HostValue& value);

@@ -28,6 +28,9 @@ std::vector<HostValue> evalByCategory(const Expr& expr, const Operands& operands
     case OpCategory::Indexing: return reference::evalIndexing(expr, operands);
     case OpCategory::Matmul: return reference::evalMatmul(expr, operands);
     case OpCategory::Quantize: return reference::evalQuantize(expr, operands);
+    case OpCategory::Scan:
+    case OpCategory::Scatter:
+    case OpCategory::Random: return reference::evalScanScatter(expr, operands);
   }
   BRAZE_UNREACHABLE("no evaluator for {}", expr.name());
 }

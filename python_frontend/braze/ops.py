@@ -11,10 +11,11 @@ from .handles import wrap
 from .ops_elementwise import ElementwiseOps
 from .ops_indexing import IndexingOps
 from .ops_reduction import ReductionOps
+from .ops_scan_scatter import ScanScatterOps
 from .ops_shape import ShapeOps
 
 
-class Operators(ElementwiseOps, ReductionOps, ShapeOps, IndexingOps):
+class Operators(ElementwiseOps, ReductionOps, ShapeOps, IndexingOps, ScanScatterOps):
     """The `fd.ops` namespace of one FusionDefinition."""
 
     def __init__(self, fd):

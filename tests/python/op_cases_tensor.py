@@ -140,6 +140,36 @@ def indexing_cases():
     ]
 
 
+def _scattered(t, i, s):
+    out = t.copy()
+    np.put_along_axis(out, i, s[: i.shape[0], : i.shape[1]], axis=0)
+    return out
+
+
+def _index_put_accumulated(acc, i, v):
+    out = acc.copy()
+    np.add.at(out, i, v)
+    return out
+
+
+def scan_scatter_cases():
+    x = uniform((4, 5), -3, 3)
+    return [
+        OpCase("cumsum", "cumsum", lambda fd, t: fd.ops.cumsum(t, 1), inputs(x), lambda t: np.cumsum(t, 1), (F32,)),
+        OpCase("cumsum", "cumsum-int8-in-int64", lambda fd, t: fd.ops.cumsum(t, 0),
+               inputs(ints((5, 3), -100, 100, np.int8)), lambda t: np.cumsum(t, 0), (I64,)),
+        OpCase("scatter", "scatter", lambda fd, t, i, src: fd.ops.scatter(t, i, src, 0),
+               inputs(x, lambda rng: np.stack([rng.permutation(4)[:2] for _ in range(5)], 1), uniform((3, 5), -1, 1)),
+               _scattered, (F32,)),
+        OpCase("index_put_accumulate", "index_put_accumulate-repeated-rows",
+               lambda fd, a, i, v: fd.ops.index_put_accumulate(a, i, v),
+               inputs(x, lambda rng: rng.integers(0, 4, (7,)), uniform((7, 5), -1, 1)), _index_put_accumulated, (F32,)),
+        OpCase("triu", "triu", lambda fd, t: fd.ops.triu(t), inputs(x), lambda t: np.triu(t), (F32,)),
+        OpCase("triu", "triu-diagonal-3d", lambda fd, t: fd.ops.triu(t, -1), inputs(uniform((2, 4, 3), -1, 1)),
+               lambda t: np.triu(t, -1), (F32,)),
+    ]
+
+
 def matmul_cases():
     a = uniform((3, 4), -1, 1)
     return [
@@ -192,4 +222,5 @@ def quantize_cases():
 
 
 def all_cases():
-    return reduction_cases() + shape_cases() + creation_cases() + indexing_cases() + matmul_cases() + quantize_cases()
+    return (reduction_cases() + shape_cases() + creation_cases() + indexing_cases() + scan_scatter_cases()
+            + matmul_cases() + quantize_cases())

@@ -278,3 +278,58 @@ def test_torch_cpu_tensors_come_back_as_torch_tensors_sharing_views():
     assert view.data_ptr() == x.data_ptr()  # zero-copy, as torch's reshape
     assert positive.dtype == torch.bool
     torch.testing.assert_close(positive, x > 0)
+
+
+def test_cumsum_scatter_index_put_accumulate_and_triu_match_torch():
+    x = torch.randn(4, 6)
+    ints = torch.randint(-50, 50, (4, 6), dtype=torch.int8)
+    index = torch.tensor([[3, 0, 1, 2, 0, 1], [1, 2, 3, 0, 2, 3]])
+    src = torch.randn(2, 6)
+    rows = torch.tensor([0, 3, 0, -1], dtype=torch.int32)
+    value = torch.randn(4, 6)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0, t1 = fd.from_pytorch(x), fd.from_pytorch(ints)
+        t2, t3 = fd.from_pytorch(index), fd.from_pytorch(src)
+        t4, t5 = fd.from_pytorch(rows), fd.from_pytorch(value)
+        fd.add_output(fd.ops.cumsum(t0, 1))
+        fd.add_output(fd.ops.cumsum(t1, 0))
+        fd.add_output(fd.ops.scatter(t0, t2, t3, 0))
+        fd.add_output(fd.ops.index_put_accumulate(t0, t4, t5))
+        fd.add_output(fd.ops.triu(t0, 1))
+        fd.add_output(fd.ops.triu(t1, -1))
+
+    (c0, c1, s, acc, u0, u1), _ = exec_nvfuser(fusion_func, [x, ints, index, src, rows, value])
+    torch.testing.assert_close(c0, torch.cumsum(x, 1))
+    assert c1.dtype == torch.int64 and torch.equal(c1, torch.cumsum(ints, 0))
+    torch.testing.assert_close(s, x.scatter(0, index, src), rtol=0, atol=0)
+    torch.testing.assert_close(acc, x.index_put((rows.long(),), value, accumulate=True))
+    assert torch.equal(u0, torch.triu(x, 1)) and torch.equal(u1, torch.triu(ints, -1))
+
+
+def test_random_ops_take_nvfusers_forms_and_depend_on_seed_and_offset():
+    x = torch.randn(64, 33).to(torch.bfloat16)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        seed = fd.define_scalar(DataType.Int)
+        offset = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.uniform(-2.0, 3.0, [1000, 7], dtype=DataType.Float, rng_seed=seed, rng_offset=offset))
+        fd.add_output(fd.ops.normal(1.0, 0.5, [7001], DataType.Double, rng_seed=seed, rng_offset=offset))
+        fd.add_output(fd.ops.rand_like(t0, rng_seed=seed, rng_offset=offset))
+        fd.add_output(fd.ops.randn_like(t0, rng_seed=seed, rng_offset=offset))
+
+    (u, n, r, rn), fd = exec_nvfuser(fusion_func, [x, 11, 0])
+    assert u.shape == (1000, 7) and u.dtype == torch.float32 and -2.0 <= u.min() and u.max() < 3.0
+    assert abs(u.mean().item() - 0.5) < 0.05
+    assert n.dtype == torch.float64 and abs(n.mean().item() - 1.0) < 0.03 and abs(n.std().item() - 0.5) < 0.03
+    assert r.dtype == torch.bfloat16 and r.shape == x.shape and 0.0 <= r.float().min() and r.float().max() < 1.0
+    assert rn.dtype == torch.bfloat16 and abs(rn.float().std().item() - 1.0) < 0.05
+    again = fd.execute([x, 11, 0])
+    assert all(torch.equal(a, b) for a, b in zip(again, (u, n, r, rn)))  # a function of (seed, offset)
+    other = fd.execute([x, 11, 1])
+    assert not torch.equal(other[0], u) and not torch.equal(other[2], r)
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        with pytest.raises(TypeError, match=r"rand_like: give rng_seed= and rng_offset="):
+            fd.ops.rand_like(t0)

@@ -1,7 +1,8 @@
 // The pointwise scheduler's structural check. A pointwise kernel iterates over each output's index
 // space and reads every tensor through the composed index maps of the meta ops between them, so
 // meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit; only
-// reductions (which need a reduction scheduler) and matmuls (no scheduler yet) do not.
+// reductions (which need a reduction scheduler) and the ops no scheduler takes yet (matmul, cumsum,
+// scatter, index_put_accumulate, uniform, normal) do not.
 #include "scheduler/registry.h"
 
 namespace braze {
@@ -10,8 +11,7 @@ Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& f
   (void)candidate;
   (void)bound;
   if (facts.unsupported != nullptr) {
-    return Verdict::no(fmt::format("{} has no kernel scheduler yet (a matmul scheduler is later work)",
-                                   exprLabel(*facts.unsupported)));
+    return Verdict::no(fmt::format("{} has no kernel scheduler yet", exprLabel(*facts.unsupported)));
   }
   if (!facts.reductions.empty()) return Verdict::no(fmt::format("{} is a reduction", exprLabel(*facts.reductions[0])));
   return Verdict::yes();

@@ -157,12 +157,28 @@ Fusion quantization() {
   });
 }
 
+Fusion scanScatterRandom() {
+  return build([](Fusion& f) {
+    TensorView* x = defineTensor({-1, 8}, {true, true}, DataType::BFloat16);
+    TensorView* i = defineTensor({2, 8}, {true, true}, DataType::Int64);
+    TensorView* src = defineTensor({3, 8}, {true, true}, DataType::BFloat16);
+    TensorView* rows = defineTensor({-1}, {true}, DataType::Int32);
+    TensorView* values = defineTensor({-1, 8}, {true, true}, DataType::BFloat16);
+    Scalar* seed = defineScalar(DataType::Int64);
+    f.addOutput(cumsum(x, -1));
+    f.addOutput(scatter(x, i, src, 0));
+    f.addOutput(indexPutAccumulate(x, rows, values));
+    f.addOutput(uniform(f.constant(-1.0), f.constant(1.0), {i64(4), i64(3)}, seed, i64(2), DataType::Float));
+    f.addOutput(normal(f.constant(0.0), f.constant(2.0), {i64(5)}, seed, i64(0), DataType::BFloat16));
+  });
+}
+
 const std::vector<std::pair<std::string, Fusion>>& corpus() {
   static const auto* fusions = new std::vector<std::pair<std::string, Fusion>>{
       {"elementwise", elementwise()}, {"ternary_and_cast", ternaryAndCast()},
       {"reductions", reductions()},   {"meta_ops", metaOps()},
       {"data_and_creation", dataAndCreation()}, {"indexing_and_matmul", indexingAndMatmul()},
-      {"quantization", quantization()},
+      {"quantization", quantization()}, {"scan_scatter_random", scanScatterRandom()},
   };
   return *fusions;
 }

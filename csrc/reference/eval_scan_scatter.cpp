@@ -1,0 +1,146 @@
+// cumsum, scatter, index_put_accumulate and the random tensors on the reference evaluator.
+#include "support/error.h"
+#include "ir/random_numbers.h"
+#include "reference/eval_ops.h"
+
+#include <cmath>
+
+namespace braze::reference {
+namespace {
+
+bool floating(const HostTensor& t) { return isFloating(t.dtype()); }
+
+// Every element of `out` (row-major, fresh) set from `in` (same shape, any layout).
+void copyAll(HostTensor& out, const HostTensor& in) {
+  int64_t linear = 0;
+  forEachIndex(in.sizes(), [&](const std::vector<int64_t>& i) { copyElement(out, linear++, in, in.offsetOf(i)); });
+}
+
+HostTensor cumsum(const Expr& expr, const HostTensor& x) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  HostTensor out = HostTensor::empty(expr.output(0)->dtype(), x.sizes());
+  const bool is_float = floating(x);
+  // One running sum per line along dim, kept in double (floating) or wrapping Int64 (integers), and
+  // rounded to the output type at each element, as torch's CPU kernel accumulates.
+  std::vector<int64_t> line_shape = x.sizes();
+  if (line_shape.empty()) line_shape = {1};
+  const int64_t extent = x.rank() == 0 ? 1 : x.sizes()[dim];
+  if (x.rank() > 0) line_shape[dim] = 1;
+  const HostTensor& o = out;
+  forEachIndex(line_shape, [&](const std::vector<int64_t>& start) {
+    double sum = 0;
+    uint64_t isum = 0;
+    std::vector<int64_t> at = start;
+    for (int64_t k = 0; k < extent; ++k) {
+      if (x.rank() > 0) at[dim] = k;
+      const int64_t src = x.rank() > 0 ? x.offsetOf(at) : 0;
+      const int64_t dst = x.rank() > 0 ? o.offsetOf(at) : 0;
+      if (is_float) {
+        sum += x.readDouble(src);
+        out.writeDouble(dst, sum);
+      } else {
+        isum += static_cast<uint64_t>(x.readInt(src));
+        out.writeInt(dst, static_cast<int64_t>(isum));
+      }
+    }
+  });
+  return out;
+}
+
+HostTensor scatter(const Expr& expr, const HostTensor& x, const HostTensor& index, const HostTensor& src) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  HostTensor out = HostTensor::empty(x.dtype(), x.sizes());
+  copyAll(out, x);
+  const HostTensor& o = out;
+  forEachIndex(index.sizes(), [&](const std::vector<int64_t>& i) {
+    const int64_t to = index.readInt(index.offsetOf(i));
+    BRAZE_INDEX_CHECK(to >= 0 && to < x.sizes()[dim], "scatter: index {} is out of bounds for dim {} of {} (size {})",
+                      to, dim, expr.input(0)->name(), x.sizes()[dim]);
+    std::vector<int64_t> dst = i;
+    dst[dim] = to;
+    copyElement(out, o.offsetOf(dst), src, src.offsetOf(i));
+  });
+  return out;
+}
+
+HostTensor indexPutAccumulate(const Expr& expr, const HostTensor& acc, const HostTensor& index,
+                              const HostTensor& value) {
+  const int64_t rows = acc.sizes()[0];
+  BRAZE_CHECK(index.sizes()[0] == value.sizes()[0], "index_put_accumulate: index {} has {} entries but value {} has {} rows",
+              expr.input(1)->name(), index.sizes()[0], expr.input(2)->name(), value.sizes()[0]);
+  // Sums in double (floating) or wrapping Int64, one per element of acc, rounded once at the end.
+  std::vector<double> sums(static_cast<size_t>(acc.numel()));
+  std::vector<uint64_t> isums(sums.size());
+  const bool is_float = floating(acc);
+  int64_t linear = 0;
+  forEachIndex(acc.sizes(), [&](const std::vector<int64_t>& i) {
+    const int64_t at = acc.offsetOf(i);
+    if (is_float) sums[linear] = acc.readDouble(at);
+    else isums[linear] = static_cast<uint64_t>(acc.readInt(at));
+    ++linear;
+  });
+  const int64_t row_elements = rows == 0 ? 0 : acc.numel() / rows;
+  forEachIndex(value.sizes(), [&](const std::vector<int64_t>& i) {
+    int64_t row = index.readInt(index.offsetOf({i[0]}));
+    BRAZE_INDEX_CHECK(row >= -rows && row < rows,
+                      "index_put_accumulate: index {} is out of bounds for dim 0 of {} (size {})", row,
+                      expr.input(0)->name(), rows);
+    if (row < 0) row += rows;  // torch's index_put counts negative indices from the end
+    int64_t within = 0;
+    for (int64_t d = 1; d < acc.rank(); ++d) within = within * acc.sizes()[d] + i[d];
+    const size_t slot = static_cast<size_t>(row * row_elements + within);
+    const int64_t from = value.offsetOf(i);
+    if (is_float) sums[slot] += value.readDouble(from);
+    else isums[slot] += static_cast<uint64_t>(value.readInt(from));
+  });
+  HostTensor out = HostTensor::empty(acc.dtype(), acc.sizes());
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    if (is_float) out.writeDouble(k, sums[k]);
+    else out.writeInt(k, static_cast<int64_t>(isums[k]));
+  }
+  return out;
+}
+
+HostTensor random(const Expr& expr, const Operands& operands) {
+  const double a = toDouble(scalarOf(*operands[0]));
+  const double b = toDouble(scalarOf(*operands[1]));
+  const auto seed = static_cast<uint64_t>(intOf(*operands[2]));
+  const auto offset = static_cast<uint64_t>(intOf(*operands[3]));
+  std::vector<int64_t> shape;
+  for (size_t i = 4; i < operands.size(); ++i) shape.push_back(intOf(*operands[i]));
+  const std::string_view op = expr.name();
+  for (int64_t s : shape) BRAZE_CHECK(s >= 0, "{}: shape [{}] has a negative size", op, fmt::join(shape, ", "));
+  const bool is_uniform = expr.kind() == OpKind::Uniform;
+  BRAZE_CHECK(!is_uniform || a <= b, "uniform: minval {} is greater than maxval {}", a, b);
+  BRAZE_CHECK(is_uniform || b >= 0, "normal: std {} is negative", b);
+  HostTensor out = HostTensor::empty(expr.attrs().getDataType("dtype"), shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const auto n = static_cast<uint64_t>(i);
+    if (!is_uniform) {
+      out.writeDouble(i, a + b * standardNormal(seed, offset, n));
+      continue;
+    }
+    out.writeDouble(i, a + (b - a) * uniformUnit(seed, offset, n));
+    // [minval, maxval): a value that rounded up to maxval in a narrow dtype becomes the largest one below.
+    for (int k = 60; out.readDouble(i) >= b && a < b && k > 0; --k) out.writeDouble(i, b - (b - a) * std::ldexp(1.0, -k));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<HostValue> evalScanScatter(const Expr& expr, const Operands& operands) {
+  switch (expr.kind()) {
+    case OpKind::Cumsum: return {cumsum(expr, tensorOf(*operands[0]))};
+    case OpKind::Scatter:
+      return {scatter(expr, tensorOf(*operands[0]), tensorOf(*operands[1]), tensorOf(*operands[2]))};
+    case OpKind::IndexPutAccumulate:
+      return {indexPutAccumulate(expr, tensorOf(*operands[0]), tensorOf(*operands[1]), tensorOf(*operands[2]))};
+    case OpKind::Uniform:
+    case OpKind::Normal: return {random(expr, operands)};
+    default: break;
+  }
+  BRAZE_UNREACHABLE("evalScanScatter({})", expr.name());
+}
+
+}  // namespace braze::reference

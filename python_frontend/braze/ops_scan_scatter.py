@@ -1,0 +1,100 @@
+"""fd.ops whose elements depend on other positions than their own, and the random tensors: cumsum,
+scatter, index_put_accumulate, triu, uniform, normal, rand_like, randn_like.
+
+No kernel scheduler takes cumsum, scatter, index_put_accumulate or the random ops yet: a segment that
+holds one runs on the reference evaluator for host inputs, and a GPU execute refuses it with a message
+naming the op. triu is recorded as iota, comparisons and where, so it runs in kernels everywhere.
+"""
+
+from __future__ import annotations
+
+from . import _C
+from . import _convert as cv
+from ._C import BrazeValueError
+
+DataType = _C.DataType
+
+
+class ScanScatterOps:
+    def cumsum(self, arg, dim):
+        """fd.ops.cumsum(arg, dim): torch.cumsum (integers and bools accumulate in Int64)."""
+        self._begin("cumsum")
+        x = cv.tensor(self._fd, arg, "cumsum", "arg")
+        return self._wrap(_C.cumsum(x, cv.integer(dim, "cumsum", "dim")))
+
+    def scatter(self, arg1, index, src, dim):
+        """fd.ops.scatter(arg1, index, src, dim): torch.scatter out of place: out = arg1 with
+        out[..., index[i, j], ...] = src[i, j] along dim (the last write wins where index repeats)."""
+        self._begin("scatter")
+        fd = self._fd
+        x = cv.tensor(fd, arg1, "scatter", "arg1")
+        idx = cv.tensor(fd, index, "scatter", "index")
+        s = cv.tensor(fd, src, "scatter", "src")
+        return self._wrap(_C.scatter(x, idx, s, cv.integer(dim, "scatter", "dim")))
+
+    def index_put_accumulate(self, acc, index, value):
+        """fd.ops.index_put_accumulate(acc, index, value): acc.index_put_((index,), value,
+        accumulate=True) out of place; rows of value add into the rows of acc that index names
+        (negative indices count from the end, as in torch)."""
+        self._begin("index_put_accumulate")
+        fd = self._fd
+        a = cv.tensor(fd, acc, "index_put_accumulate", "acc")
+        idx = cv.tensor(fd, index, "index_put_accumulate", "index")
+        v = cv.tensor(fd, value, "index_put_accumulate", "value")
+        return self._wrap(_C.index_put_accumulate(a, idx, v))
+
+    def triu(self, input, diagonal=0):
+        """fd.ops.triu(input, diagonal=0): torch.triu; zeroes the elements below the diagonal of the
+        last two dims (recorded as iota, sub, ge and where)."""
+        self._begin("triu")
+        fd = self._fd
+        x = cv.tensor(fd, input, "triu", "input")
+        if x.ndim < 2:
+            raise BrazeValueError(f"triu: input {x.name} has rank {x.ndim}; it needs at least 2 dims")
+        k = cv.scalar(fd, diagonal, "triu", "diagonal", DataType.Int64)
+        rows = self.iota(self.size(self._wrap(x), x.ndim - 2), dtype=DataType.Int64)
+        cols = self.iota(self.size(self._wrap(x), x.ndim - 1), dtype=DataType.Int64)
+        shape = self.shape(self._wrap(x))
+        rows = self.broadcast_in_dim(rows, shape, [x.ndim - 2])
+        cols = self.broadcast_in_dim(cols, shape, [x.ndim - 1])
+        keep = self.ge(self.sub(cols, rows), self._wrap(k))
+        zero = self._wrap(_C.cast(cv.constant(fd, 0), x.dtype))
+        return self.where(keep, self._wrap(x), zero)
+
+    def uniform(self, minval, maxval, shape, dtype=DataType.Float, rng_seed=None, rng_offset=None):
+        """fd.ops.uniform(minval, maxval, shape, dtype=DataType.Float, rng_seed=, rng_offset=):
+        numbers in [minval, maxval), element i a function of (rng_seed, rng_offset, i) only."""
+        return self._random("uniform", _C.uniform, minval, maxval, shape, dtype, rng_seed, rng_offset)
+
+    def normal(self, mean, std, shape, dtype=DataType.Float, rng_seed=None, rng_offset=None):
+        """fd.ops.normal(mean, std, shape, dtype=DataType.Float, rng_seed=, rng_offset=)."""
+        return self._random("normal", _C.normal, mean, std, shape, dtype, rng_seed, rng_offset)
+
+    def rand_like(self, arg, rng_seed=None, rng_offset=None):
+        """fd.ops.rand_like(arg, rng_seed=, rng_offset=): uniform in [0, 1) of arg's shape and dtype."""
+        x = cv.tensor(self._fd, arg, "rand_like", "arg")
+        return self._random("rand_like", _C.uniform, 0.0, 1.0, self.shape(self._wrap(x)), x.dtype, rng_seed,
+                            rng_offset)
+
+    def randn_like(self, arg, rng_seed=None, rng_offset=None):
+        """fd.ops.randn_like(arg, rng_seed=, rng_offset=): standard normal of arg's shape and dtype."""
+        x = cv.tensor(self._fd, arg, "randn_like", "arg")
+        return self._random("randn_like", _C.normal, 0.0, 1.0, self.shape(self._wrap(x)), x.dtype, rng_seed,
+                            rng_offset)
+
+    def _random(self, op, builder, a, b, shape, dtype, rng_seed, rng_offset):
+        self._begin(op)
+        fd = self._fd
+        if rng_seed is None or rng_offset is None:
+            # nvFuser draws them from torch's CUDA generator at each execute; braze's values are a
+            # function of the two, and it does not draw them for the caller.
+            raise TypeError(f"{op}: give rng_seed= and rng_offset= (Scalars or ints): braze's random numbers are "
+                            "a function of them, and it does not draw them per execute")
+        return self._wrap(builder(
+            cv.scalar(fd, a, op, "first bound" if op == "uniform" else "mean", DataType.Double),
+            cv.scalar(fd, b, op, "second bound" if op == "uniform" else "std", DataType.Double),
+            cv.shape(fd, shape, op, "shape"),
+            cv.scalar(fd, rng_seed, op, "rng_seed", DataType.Int64),
+            cv.scalar(fd, rng_offset, op, "rng_offset", DataType.Int64),
+            cv.data_type(dtype, op, "dtype"),
+        ))
