@@ -107,6 +107,7 @@ void bindIndexingAndMatmul(nb::module_& m) {
   m.def("gather", &gather, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("take_along_axis", &takeAlongAxis, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("cumsum", &cumsum, nb::arg("x"), nb::arg("dim"), ref);
+  m.def("stride_order", &strideOrder, nb::arg("x"), nb::arg("stride_order"), ref);
   m.def("scatter", &scatter, nb::arg("x"), nb::arg("index"), nb::arg("src"), nb::arg("dim"), ref);
   m.def("index_put_accumulate", &indexPutAccumulate, nb::arg("acc"), nb::arg("index"), nb::arg("value"), ref);
   m.def("uniform", &uniform, nb::arg("low"), nb::arg("high"), nb::arg("shape"), nb::arg("seed"), nb::arg("offset"),

@@ -114,7 +114,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
         if (in->isTensor()) step.reads.push_back(bindingOf(in, slot_of));
       }
       for (const Val* out : segment.outputs) {
-        const StridedLayout layout = StridedLayout::rowMajor(plan.bound.sizesOf(out));
+        const StridedLayout layout = plan.bound.allocatedLayout(out);
         slot_of[out] = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
         step.writes.push_back({slot_of[out], out, out->dtype(), layout});
       }
@@ -182,8 +182,9 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     Slot& slot = slots_[o.slot];
     if (slot.kind == SlotKind::Buffer) {
       // A caller's allocator can provide the buffer when this output is all of it and the only one.
-      const bool whole = o.byte_offset == 0 && o.tensor.strides == StridedLayout::rowMajor(o.tensor.sizes).strides &&
-                         bytesOf(StridedLayout::rowMajor(o.tensor.sizes), o.tensor.dtype) == slot.bytes;
+      const StridedLayout allocated = plan.bound.allocatedLayout(out);
+      const bool whole = o.byte_offset == 0 && o.tensor.strides == allocated.strides &&
+                         bytesOf(allocated, o.tensor.dtype) == slot.bytes;
       slot.sole_output = !slot.returned && whole ? static_cast<int32_t>(outputs_.size()) : -1;
       slot.returned = true;
     }

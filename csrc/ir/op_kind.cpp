@@ -115,6 +115,7 @@ constexpr OpInfo kOps[] = {
     {K::SegmentSet, "segment_set", C::Meta, R::NotApplicable},
     {K::Pad, "pad", C::Data, R::NotApplicable},
     {K::Cat, "cat", C::Data, R::NotApplicable},
+    {K::StrideOrder, "stride_order", C::Data, R::NotApplicable},
     {K::Full, "full", C::Creation, R::NotApplicable},
     {K::Iota, "iota", C::Creation, R::NotApplicable},
     {K::IndexSelect, "index_select", C::Indexing, R::NotApplicable},

@@ -18,7 +18,7 @@ enum class OpCategory : uint8_t {
   Reduction,  // sum, prod, max, min, any, all over dims
   Normalization,  // var, var_mean, welford: several outputs over reduced dims
   Meta,       // changes only how memory is viewed: broadcast, expand, reshape, permute, squeeze, slice, set
-  Data,       // moves data with new layout or content: pad, cat
+  Data,       // moves data with new layout or content: pad, cat, stride_order
   Creation,   // full, iota: no tensor operands
   Indexing,   // index_select, gather, take_along_axis
   Matmul,     // matmul, linear
@@ -60,7 +60,7 @@ enum class OpKind : uint16_t {
   // Meta ops
   Broadcast, BroadcastInDim, Expand, Reshape, Permute, Squeeze, Slice, Set, SegmentSet,
   // Data movement
-  Pad, Cat,
+  Pad, Cat, StrideOrder,
   // Creation
   Full, Iota,
   // Indexing

@@ -78,6 +78,9 @@ TensorView* segmentSet(TensorView* x);
 // inputs: x, value, then pad widths as (left, right) pairs starting from the last dim (torch's F.pad).
 TensorView* pad(TensorView* x, const std::vector<Val*>& pad_widths, Val* value = nullptr);
 TensorView* cat(const std::vector<TensorView*>& tensors, int64_t dim);
+// A copy of x allocated with nvFuser's stride_order ([1, 0] is row-major, [0, 1] column-major): the
+// values are x's; a fusion output made by it comes back with those strides.
+TensorView* strideOrder(TensorView* x, const std::vector<int64_t>& stride_order);
 
 // ---- creation -----------------------------------------------------------------------------------
 // inputs: fill value, then one scalar per dim.

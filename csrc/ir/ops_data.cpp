@@ -13,32 +13,33 @@ using detail::newTensorLike;
 using detail::shapeString;
 using detail::staticValueOr;
 
-namespace {
+namespace detail {
 
-// nvFuser's stride_order with negative entries counted from the end, checked to be a permutation.
-std::vector<int64_t> normalizedStrideOrder(const std::vector<int64_t>& given, size_t rank) {
+std::vector<int64_t> normalizedStrideOrder(const std::vector<int64_t>& given, size_t rank, std::string_view op) {
   if (given.empty()) return {};
-  BRAZE_CHECK(given.size() == rank, "define_tensor: stride_order [{}] has {} entries but the rank is {}",
+  BRAZE_CHECK(given.size() == rank, "{}: stride_order [{}] has {} entries but the rank is {}", op,
               fmt::join(given, ", "), given.size(), rank);
   std::vector<int64_t> order = given;
   for (int64_t& k : order) k = k < 0 ? k + static_cast<int64_t>(rank) : k;
   std::vector<int64_t> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < rank; ++i) {
-    BRAZE_CHECK(sorted[i] == static_cast<int64_t>(i), "define_tensor: stride_order [{}] is not a permutation of 0..{}",
+    BRAZE_CHECK(sorted[i] == static_cast<int64_t>(i), "{}: stride_order [{}] is not a permutation of 0..{}", op,
                 fmt::join(given, ", "), rank - 1);
   }
   return order;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::normalizedStrideOrder;
 
 TensorView* defineTensorSameContiguity(const std::vector<int64_t>& shape, std::optional<bool> every_dim_contiguous,
                                       DataType dtype, bool is_cpu, const std::vector<int64_t>& stride_order) {
   // One flag for every dim, listed in allocation order as the other form is: None on size-1 dims
   // (broadcasts), the flag elsewhere; no flag means nothing is assumed about strides (nvFuser's False).
   const size_t rank = shape.size();
-  const std::vector<int64_t> order = normalizedStrideOrder(stride_order, rank);
+  const std::vector<int64_t> order = normalizedStrideOrder(stride_order, rank, "define_tensor");
   std::vector<size_t> allocation(rank);
   for (size_t d = 0; d < rank; ++d) allocation[d] = d;
   if (!order.empty()) std::sort(allocation.begin(), allocation.end(), [&](size_t a, size_t b) { return order[a] > order[b]; });
@@ -57,7 +58,7 @@ TensorView* defineTensor(const std::vector<int64_t>& shape, const std::vector<st
   BRAZE_CHECK(contiguity.size() == rank, "define_tensor: contiguity has {} entries but shape [{}] has {}",
               contiguity.size(), fmt::join(shape, ", "), rank);
   BRAZE_CHECK(!is_cpu || rank == 0, "define_tensor: is_cpu=True is only allowed for 0-dim tensors (got rank {})", rank);
-  const std::vector<int64_t> stride_order = normalizedStrideOrder(given_stride_order, rank);
+  const std::vector<int64_t> stride_order = normalizedStrideOrder(given_stride_order, rank, "define_tensor");
   // nvFuser lists contiguity in allocation order (outermost first) when a stride order is given;
   // braze keeps it per logical dim: logical dim d sits at allocation position rank-1-stride_order[d].
   std::vector<std::optional<bool>> logical_contiguity = contiguity;
@@ -118,6 +119,16 @@ TensorView* pad(TensorView* x, const std::vector<Val*>& pad_widths, Val* value) 
   inputs.insert(inputs.end(), pad_widths.begin(), pad_widths.end());
   TensorView* result = newTensorLike(fusion, x->dtype(), std::move(dims));
   fusion->newExpr(OpKind::Pad, std::move(inputs), {result});
+  return result;
+}
+
+TensorView* strideOrder(TensorView* x, const std::vector<int64_t>& stride_order) {
+  BRAZE_CHECK(x != nullptr, "stride_order: operand is None");
+  const std::vector<int64_t> order = normalizedStrideOrder(stride_order, static_cast<size_t>(x->rank()), "stride_order");
+  TensorLayout layout = detail::defaultLayout(x->logical());
+  layout.stride_order = order;
+  TensorView* result = x->fusion()->newTensor(x->dtype(), x->logical(), std::move(layout));
+  x->fusion()->newExpr(OpKind::StrideOrder, {x}, {result}, {{"stride_order", order}});
   return result;
 }
 

@@ -17,6 +17,9 @@ int64_t staticValueOr(Val* scalar, int64_t otherwise);
 // Checks that a shape argument is an integer scalar.
 void checkShapeScalar(Val* v, std::string_view op, std::string_view what);
 std::string shapeString(const TensorView* tv);
+// nvFuser's stride_order (stride_order[d]: dim d's place counted from the innermost, so [1, 0] is
+// row-major) with negative entries counted from the end, checked to be a permutation; empty stays empty.
+std::vector<int64_t> normalizedStrideOrder(const std::vector<int64_t>& given, size_t rank, std::string_view op);
 // The dims of several operands combined elementwise (all ranks equal), or a clear error.
 std::vector<IterDomain> broadcastDims(std::string_view op, const std::vector<Val*>& operands);
 

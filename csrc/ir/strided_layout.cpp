@@ -14,6 +14,21 @@ StridedLayout StridedLayout::rowMajor(std::vector<int64_t> sizes) {
   return layout;
 }
 
+StridedLayout StridedLayout::inStrideOrder(std::vector<int64_t> sizes, const std::vector<int64_t>& stride_order) {
+  if (stride_order.empty()) return rowMajor(std::move(sizes));
+  StridedLayout layout;
+  layout.strides.assign(sizes.size(), 1);
+  std::vector<size_t> inner_first(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) inner_first[static_cast<size_t>(stride_order[d])] = d;
+  int64_t stride = 1;
+  for (size_t d : inner_first) {
+    layout.strides[d] = stride;
+    stride *= std::max<int64_t>(sizes[d], 1);
+  }
+  layout.sizes = std::move(sizes);
+  return layout;
+}
+
 int64_t StridedLayout::numel() const {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;

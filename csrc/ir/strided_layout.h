@@ -16,6 +16,8 @@ struct StridedLayout {
   int64_t offset = 0;
 
   static StridedLayout rowMajor(std::vector<int64_t> sizes);
+  // Dense, with dim d's stride rank given by nvFuser's stride_order[d] (0 innermost); empty: row-major.
+  static StridedLayout inStrideOrder(std::vector<int64_t> sizes, const std::vector<int64_t>& stride_order);
   int64_t numel() const;
   bool operator==(const StridedLayout&) const = default;
 };

@@ -95,6 +95,7 @@ Sizes outputSizes(const Expr& expr, size_t output, const BoundShapes& bound) {
       return viewThrough(expr, in, bound.intOperands(expr)).layout.sizes;
     }
     case OpCategory::Data: {
+      if (expr.kind() == OpKind::StrideOrder) return sizes(0);
       if (expr.kind() == OpKind::Cat) {
         const int64_t dim = expr.attrs().getInt("dim");
         Sizes shape = sizes(0);
@@ -170,6 +171,10 @@ const InputLayout& BoundShapes::inputLayout(const Val* fusion_input) const {
   auto it = inputs_.find(fusion_input);
   BRAZE_ASSERT(it != inputs_.end(), "{} is not a bound fusion input", fusion_input->name());
   return it->second;
+}
+
+StridedLayout BoundShapes::allocatedLayout(const Val* tensor) const {
+  return StridedLayout::inStrideOrder(sizesOf(tensor), tensor->asTensor()->layout().stride_order);
 }
 
 std::vector<int64_t> BoundShapes::intOperands(const Expr& expr) const {

@@ -28,6 +28,9 @@ class BoundShapes {
   const ScalarValue& scalarOf(const Val* scalar) const;
   bool hasScalar(const Val* scalar) const { return scalars_.count(scalar) != 0; }
   const InputLayout& inputLayout(const Val* fusion_input) const;
+  // The layout braze allocates a tensor it computes in: row-major, or the stride order its definition
+  // asks for (fd.ops.stride_order, add_output(stride_order=)).
+  StridedLayout allocatedLayout(const Val* tensor) const;
   // The values of an expr's scalar operands (every input after the first), as integers.
   std::vector<int64_t> intOperands(const Expr& expr) const;
   // For passes that add a tensor with the sizes of an existing one (a segment_set).

@@ -175,7 +175,8 @@ std::vector<HostValue> evalShapeOp(const Expr& expr, const Operands& operands) {
     case OpKind::Squeeze: return {squeeze(expr, in)};
     case OpKind::Slice: return {slice(expr, in, operands)};
     case OpKind::Set:
-    case OpKind::SegmentSet: return {copy(in)};
+    case OpKind::SegmentSet:
+    case OpKind::StrideOrder: return {copy(in)};
     case OpKind::Pad: return {pad(expr, in, operands)};
     case OpKind::Cat: return {cat(expr, operands)};
     case OpKind::Size: return {ScalarValue{in.sizes()[expr.attrs().getInt("dim")]}};

@@ -43,7 +43,7 @@ LoweringContext makeContext(const SegmentToLower& segment, const DeviceInfo& dev
     ctx.inputs[in] = kb.addTensor(std::move(p));
   }
   for (const Val* out : segment.outputs) {
-    TensorParam p{out->name(), out->dtype(), true, out, out, StridedLayout::rowMajor(bound.sizesOf(out)), 16};
+    TensorParam p{out->name(), out->dtype(), true, out, out, bound.allocatedLayout(out), 16};
     max_offset = std::max(max_offset, maxOffset(p.layout));
     ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(out->dtype()));
     ctx.outputs[out] = kb.addTensor(std::move(p));

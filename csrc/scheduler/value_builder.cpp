@@ -362,7 +362,9 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
       return elementwiseOp(expr, out, std::move(args));
     }
     case OpCategory::Meta: return valueAt(expr.input(0), mapMeta(expr, index));
-    case OpCategory::Data: return expr.kind() == OpKind::Pad ? pad(expr, index) : cat(expr, index);
+    case OpCategory::Data:
+      if (expr.kind() == OpKind::StrideOrder) return valueAt(expr.input(0), index);  // a copy; only the layout differs
+      return expr.kind() == OpKind::Pad ? pad(expr, index) : cat(expr, index);
     case OpCategory::Creation: return creation(expr, index);
     case OpCategory::Indexing: return indexing(expr, index);
     case OpCategory::Quantize: return quantize(expr, index);

@@ -8,7 +8,7 @@ kernel::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val
   if (plan.fusion->isInput(input)) return {plan.bound.inputLayout(input), input};
   const Segment* producer = plan.producerOf(input);
   if (producer != nullptr && producer->kind == SegmentKind::Kernel) {
-    return {InputLayout{StridedLayout::rowMajor(plan.bound.sizesOf(input)), 16}, input};
+    return {InputLayout{plan.bound.allocatedLayout(input), 16}, input};
   }
   // Made by an alias segment (its output, or a view inside it): the view its meta op makes of its
   // operand, itself a view, a fusion input or a kernel's buffer.

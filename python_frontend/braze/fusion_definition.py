@@ -182,10 +182,15 @@ class FusionDefinition:
     # ---- outputs ---------------------------------------------------------------------------------
     def add_output(self, output, alias_input=None, *, stride_order=None):
         """Marks a Tensor or Scalar as a fusion output. With alias_input (a fusion input tensor), the
-        result is written into that input's array in place and not returned by execute."""
+        result is written into that input's array in place and not returned by execute. With
+        stride_order (nvFuser's order: [1, 0] row-major, [0, 1] column-major), the output comes back
+        with strides in that order (recorded as fd.ops.stride_order)."""
         self._check_open("add_output")
         if stride_order:
-            raise BrazeValueError("add_output: stride_order= (an output allocation order) is not supported yet")
+            if alias_input is not None:
+                raise BrazeValueError("add_output: stride_order= and alias_input= together (an in-place update "
+                                      "keeps the input's layout)")
+            output = self.ops.stride_order(output, stride_order)
         if alias_input is not None:
             out = cv.tensor(self, output, "add_output", "output")
             self._fusion.alias_output_to_input(out, cv.tensor(self, alias_input, "add_output", "alias_input"))

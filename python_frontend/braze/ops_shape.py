@@ -95,6 +95,14 @@ class ShapeOps:
             raise BrazeValueError("cat: manual_padding=True is not supported (braze pads and concatenates itself)")
         return self._wrap(_C.cat(xs, cv.integer(dim, "cat", "dim")))
 
+    def stride_order(self, arg, stride_order):
+        """fd.ops.stride_order(arg, stride_order): a copy of arg allocated in that order (stride_order[d]
+        is dim d's place counted from the innermost: [1, 0] row-major, [0, 1] column-major); a fusion
+        output made by it comes back with those strides."""
+        self._begin("stride_order")
+        x = cv.tensor(self._fd, arg, "stride_order", "arg")
+        return self._wrap(_C.stride_order(x, cv.ints(stride_order, "stride_order", "stride_order", allow_single=False)))
+
     def set(self, arg):
         """fd.ops.set(arg): a copy."""
         self._begin("set")

@@ -103,6 +103,7 @@ def shape_cases():
         _view("cat", "cat-negative-dim", lambda fd, a, b: fd.ops.cat([a, b, a], -1),
               inputs(uniform((2, 3), -1, 1), uniform((2, 1), -1, 1)), lambda a, b: np.concatenate([a, b, a], axis=-1)),
         _view("set", "set", lambda fd, t: fd.ops.set(t), x, lambda t: t),
+        _view("stride_order", "stride_order", lambda fd, t: fd.ops.stride_order(t, [0, 2, 1]), x, lambda t: t),
         _view("segment_set", "segment_set", lambda fd, t: fd.ops.segment_set(t), x, lambda t: t),
     ]
 

@@ -333,3 +333,40 @@ def test_random_ops_take_nvfusers_forms_and_depend_on_seed_and_offset():
         t0 = fd.from_pytorch(x)
         with pytest.raises(TypeError, match=r"rand_like: give rng_seed= and rng_offset="):
             fd.ops.rand_like(t0)
+
+
+def test_stride_order_outputs_come_back_with_those_strides():
+    x = torch.randn(5, 7, 3)
+    y = torch.randn(7, 5)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.from_pytorch(y)
+        fd.add_output(fd.ops.mul(t0, 2.0), stride_order=[0, 1, 2])  # column-major
+        fd.add_output(fd.ops.stride_order(fd.ops.exp(t0), [1, 2, 0]))  # dim 2 innermost, then 0, then 1
+        fd.add_output(fd.ops.sum(t0, [2]), stride_order=[0, 1])  # a reduction's output, column-major
+        centered = fd.ops.sub(t0, fd.ops.broadcast_in_dim(fd.ops.max(t0, [2]), [5, 7, 3], [0, 1]))
+        fd.add_output(centered, stride_order=[2, 0, 1])  # a normalization's output
+        fd.add_output(fd.ops.add(fd.ops.permute(t1, [1, 0]), 1.0), stride_order=[0, 1])  # a transpose
+
+    (a, b, c, d, e), fd = exec_nvfuser(fusion_func, [x, y])
+    torch.testing.assert_close(a, x * 2)
+    assert a.stride() == (1, 5, 35)
+    torch.testing.assert_close(b, torch.exp(x))
+    assert b.stride() == (3, 15, 1)
+    torch.testing.assert_close(c, x.sum(2))
+    assert c.stride() == (1, 5)
+    torch.testing.assert_close(d, x - x.amax(2, keepdim=True))
+    assert d.stride() == (21, 1, 7)
+    torch.testing.assert_close(e, y.t() + 1.0)
+    assert e.stride() == (1, 5)
+    assert "fd.ops.stride_order(" in repr(fd)
+
+
+def test_stride_order_checks_its_order():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        with pytest.raises(RuntimeError, match=r"stride_order: stride_order \[0, 0\] is not a permutation of 0..1"):
+            fd.ops.stride_order(t0, [0, 0])
+        with pytest.raises(ValueError, match=r"stride_order: stride_order \[0\] has 1 entries but the rank is 2"):
+            fd.add_output(t0, stride_order=[0])

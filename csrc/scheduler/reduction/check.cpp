@@ -26,7 +26,8 @@ Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& f
       return Verdict::no(fmt::format("{} broadcasts a reduction result back to {} elements (needs the row kept: "
                                      "inner persistent)", exprLabel(*expr), bound.numel(out)));
     }
-    if (category == OpCategory::Data || category == OpCategory::Indexing) {
+    // stride_order copies in place (only the output's strides change), which the epilogue's stores follow.
+    if ((category == OpCategory::Data && expr->kind() != OpKind::StrideOrder) || category == OpCategory::Indexing) {
       return Verdict::no(fmt::format("{} moves data after the reduction", exprLabel(*expr)));
     }
   }

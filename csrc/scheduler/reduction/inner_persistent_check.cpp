@@ -25,6 +25,7 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
     case OpKind::BroadcastInDim:
     case OpKind::Expand:
     case OpKind::Set:
+    case OpKind::StrideOrder:  // a copy at the same index; only the output's strides differ
     case OpKind::Squeeze: return true;
     case OpKind::Reshape:  // only adding or removing size-1 dims
       return withoutOnes(bound.sizesOf(expr.input(0))) == withoutOnes(bound.sizesOf(expr.output(0)));

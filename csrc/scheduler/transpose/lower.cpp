@@ -311,7 +311,7 @@ std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx)
     // (loads across b are per lane, or staged).
     vin.inner_extent = std::gcd(vin.inner_extent, g.sizes[b]);
     for (const Val* out : g.outputs) {
-      vin.tensor_factors.push_back(vectorizeFactor(out->dtype(), StridedLayout::rowMajor(g.sizes), 16));
+      vin.tensor_factors.push_back(vectorizeFactor(out->dtype(), ctx.kernel.tensors[ctx.outputs.at(out)].layout, 16));
       vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(out->dtype()));
     }
     for (const ProbedLoad& load : loads) {

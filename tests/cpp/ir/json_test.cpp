@@ -110,6 +110,7 @@ Fusion dataAndCreation() {
     f.addOutput(pad(x, {i64(1), i64(2), n, i64(0)}, f.constant(int64_t{-1})));
     f.addOutput(pad(y, {i64(0), i64(1)}));
     f.addOutput(cat({x, y, x}, -2));
+    f.addOutput(strideOrder(x, {0, 1}));
     f.addOutput(full({n, i64(4)}, fill, DataType::BFloat16));
     f.addOutput(iota(n, f.constant(2.5), f.constant(0.5), DataType::Float));
     f.addOutput(iota(i64(10), nullptr, nullptr, DataType::Int32));
