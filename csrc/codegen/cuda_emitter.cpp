@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace braze::kernel {
 namespace {
 
@@ -71,6 +73,7 @@ class Emitter {
   std::string run() {
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
     out += cudaOpsPreamble(usesFp8());
+    if (usesRandom()) out += cudaRandomPreamble();
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
@@ -95,6 +98,10 @@ class Emitter {
   }
 
  private:
+  bool usesRandom() const {
+    return std::any_of(k_.exprs.begin(), k_.exprs.end(), [](const KExpr& e) { return e.kind == EKind::RandomUnit; });
+  }
+
   // Whether any value of the kernel is e4m3fn or e5m2 (CUDA's fp8 types and conversions needed).
   bool usesFp8() const {
     auto fp8 = [](DataType d) { return d == DataType::Float8_e4m3fn || d == DataType::Float8_e5m2; };
@@ -148,6 +155,9 @@ class Emitter {
       }
       case EKind::Cast: return cudaCast({a(0), x.from}, x.dtype);
       case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", cudaComputeTypeName(x.dtype), a(0));
+      case EKind::RandomUnit:
+        return fmt::format("{}({}, {}, {})", x.op == OpKind::Uniform ? "braze_uniform_unit" : "braze_standard_normal",
+                           a(0), a(1), a(2));
       case EKind::ValueToIndex: return fmt::format("static_cast<idx_t>({})", a(0));
       case EKind::Load: {
         const TensorParam& t = k_.tensors[x.ref];

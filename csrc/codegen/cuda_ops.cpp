@@ -616,6 +616,48 @@ std::string cudaOpsPreamble(bool fp8) {
   return fp8 ? "#define BRAZE_FP8 1\n" + std::string(kPreamble) : std::string(kPreamble);
 }
 
+std::string cudaRandomPreamble() {
+  // The same words and the same double arithmetic as ir/random_numbers.cpp: a kernel's random tensor
+  // equals the reference's (normal to the last bit of CUDA's log, sin and cos, which may differ by an
+  // ulp from the host's in double, before the rounding to the output's dtype).
+  return R"(
+__device__ __forceinline__ uint4 braze_philox(unsigned long long seed, unsigned long long offset,
+                                              unsigned long long call) {
+  unsigned int c0 = (unsigned int)call, c1 = (unsigned int)(call >> 32);
+  unsigned int c2 = (unsigned int)offset, c3 = (unsigned int)(offset >> 32);
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    const unsigned int n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return make_uint4(c0, c1, c2, c3);
+}
+__device__ __forceinline__ unsigned int braze_philox_word(uint4 w, unsigned long long k) {
+  return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
+}
+__device__ __forceinline__ double braze_unit(unsigned int word) {
+  return ((double)word + 0.5) * 2.3283064365386962890625e-10;
+}
+__device__ __forceinline__ double braze_uniform_unit(long long seed, long long offset, long long i) {
+  const unsigned long long n = (unsigned long long)i;
+  return braze_unit(braze_philox_word(braze_philox(seed, offset, n / 4), n % 4));
+}
+__device__ __forceinline__ double braze_standard_normal(long long seed, long long offset, long long i) {
+  const unsigned long long n = (unsigned long long)i;
+  const uint4 w = braze_philox(seed, offset, n / 4);
+  const unsigned long long pair = (n % 4) / 2 * 2;
+  const double radius = sqrt(-2.0 * log(braze_unit(braze_philox_word(w, pair))));
+  const double angle = 6.283185307179586 * braze_unit(braze_philox_word(w, pair + 1));
+  return n % 2 == 0 ? radius * cos(angle) : radius * sin(angle);
+}
+)";
+}
+
 std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const Operand> operands) {
   BRAZE_ASSERT(isElementwise(kind), "cudaElementwise: {} is not elementwise", opName(kind));
   const size_t n = operandCount(kind);

@@ -40,6 +40,8 @@ std::string_view cudaStorageTypeName(DataType dtype);
 // CUDA-style saturating float -> integer conversion, rounding to each narrow float type.
 // `fp8`: also CUDA's e4m3fn/e5m2 conversions and cuda_fp8.h, which only kernels with those dtypes need.
 std::string cudaOpsPreamble(bool fp8);
+// braze_uniform_unit and braze_standard_normal: ir/random_numbers.cpp's Philox numbers, in CUDA.
+std::string cudaRandomPreamble();
 
 // An operand: a C++ expression of type cudaComputeTypeName(dtype), where dtype is the Val's dtype.
 struct Operand {

@@ -83,6 +83,16 @@ TensorView* randomTensor(OpKind kind, Val* a, Val* b, const std::vector<Val*>& s
     BRAZE_TYPE_CHECK(v->isScalar() && isIntegral(v->dtype()), "{}: rng_seed and rng_offset must be integer scalars, got {}",
                      op, v->name());
   }
+  // Constant bounds are checked here; symbolic ones give what the formula gives (kernels check nothing).
+  const auto constant = [](Val* v) -> std::optional<double> {
+    if (!v->asScalar()->isConstant()) return std::nullopt;
+    return toDouble(*v->asScalar()->value());
+  };
+  const std::optional<double> ca = constant(a), cb = constant(b);
+  if (kind == OpKind::Uniform && ca && cb) {
+    BRAZE_CHECK(*ca <= *cb, "uniform: minval {} is greater than maxval {}", *ca, *cb);
+  }
+  if (kind == OpKind::Normal && cb) BRAZE_CHECK(*cb >= 0, "normal: std {} is negative", *cb);
   Fusion* fusion = a->fusion();
   std::vector<IterDomain> dims;
   for (Val* s : shape) {

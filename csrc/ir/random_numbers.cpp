@@ -43,7 +43,7 @@ double standardNormal(uint64_t seed, uint64_t offset, uint64_t i) {
   const auto words = wordsOf(seed, offset, i);
   const size_t pair = (i % 4) / 2 * 2;
   const double radius = std::sqrt(-2.0 * std::log(unit(words[pair])));
-  const double angle = 2.0 * M_PI * unit(words[pair + 1]);
+  const double angle = 6.283185307179586 * unit(words[pair + 1]);  // 2 pi, as the CUDA code spells it
   return i % 2 == 0 ? radius * std::cos(angle) : radius * std::sin(angle);
 }
 

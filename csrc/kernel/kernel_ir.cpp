@@ -343,6 +343,16 @@ ExprId KernelBuilder::cast(ExprId value, DataType to) {
   return intern(e);
 }
 
+ExprId KernelBuilder::randomUnit(OpKind op, ExprId seed, ExprId offset, ExprId i) {
+  BRAZE_ASSERT(op == OpKind::Uniform || op == OpKind::Normal, "randomUnit({})", opName(op));
+  KExpr e;
+  e.kind = EKind::RandomUnit;
+  e.op = op;
+  e.dtype = DataType::Double;
+  e.args = {seed, offset, i};
+  return intern(e);
+}
+
 ExprId KernelBuilder::indexToValue(ExprId idx, DataType dtype) {
   KExpr e;
   e.kind = EKind::IndexToValue;

@@ -43,6 +43,8 @@ enum class EKind : uint8_t {
   Load,         // tensor[offset] converted to its compute type (tensor, a = offset)
   LocalRead,    // array[a] (a thread's local array, or the block's shared array)
   Argument,     // a scalar passed at launch: kernel.arguments[ref]
+  RandomUnit,   // a Double of Philox (ir/random_numbers.h) at (seed, offset, i) (Int64 values): op Uniform
+                // gives uniformUnit, op Normal standardNormal
 };
 
 struct KExpr {
@@ -191,6 +193,7 @@ class KernelBuilder {
   ExprId cast(ExprId value, DataType to);
   ExprId indexToValue(ExprId index, DataType dtype);
   ExprId valueToIndex(ExprId value);
+  ExprId randomUnit(OpKind op, ExprId seed, ExprId offset, ExprId i);
   ExprId load(TensorId tensor, ExprId offset);
   ExprId localRead(VarId array, ExprId at);
   // An index the kernel receives at launch (value: this launch's): the source does not contain it.

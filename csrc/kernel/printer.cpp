@@ -84,6 +84,9 @@ class KernelPrinter {
       case EKind::Cast: return fmt::format("cast<{} -> {}>({})", toString(e.from), toString(e.dtype), arg(0));
       case EKind::IndexToValue: return fmt::format("value<{}>({})", toString(e.dtype), arg(0));
       case EKind::ValueToIndex: return fmt::format("index({})", arg(0));
+      case EKind::RandomUnit:
+        return fmt::format("{}({}, {}, {})", e.op == OpKind::Uniform ? "uniform_unit" : "standard_normal", arg(0),
+                           arg(1), arg(2));
       case EKind::Load: return fmt::format("{}[{}]", k_.tensors[e.ref].name, arg(0));
       case EKind::LocalRead: return fmt::format("{}[{}]", names_[e.ref], arg(0));
       case EKind::Argument: return k_.arguments[e.ref].name;

@@ -1,6 +1,7 @@
 #include "kernel/simulator.h"
 
 #include "support/error.h"
+#include "ir/random_numbers.h"
 #include "kernel/element_math.h"
 
 #include <cmath>
@@ -167,6 +168,13 @@ class Simulator {
         return r;
       }
       case EKind::ValueToIndex: r.i = I(0); return r;
+      case EKind::RandomUnit: {
+        const auto seed = static_cast<uint64_t>(eval(e.args[0], t).i);
+        const auto offset = static_cast<uint64_t>(eval(e.args[1], t).i);
+        const auto i = static_cast<uint64_t>(eval(e.args[2], t).i);
+        r.f = e.op == OpKind::Uniform ? uniformUnit(seed, offset, i) : standardNormal(seed, offset, i);
+        return r;
+      }
       case EKind::Load: {
         const int64_t offset = I(0);
         checkAccess(t, e.ref, offset, 1);

@@ -29,8 +29,8 @@ CandidateFacts analyzeCandidate(const Candidate& candidate) {
   for (const Expr* expr : candidate.exprs) {
     const OpCategory category = opInfo(expr->kind()).category;
     facts.all_meta = facts.all_meta && category == OpCategory::Meta;
-    const bool no_kernel = category == OpCategory::Matmul || category == OpCategory::Scan ||
-                           category == OpCategory::Scatter || category == OpCategory::Random;
+    const bool no_kernel =
+        category == OpCategory::Matmul || category == OpCategory::Scan || category == OpCategory::Scatter;
     if (no_kernel && facts.unsupported == nullptr) facts.unsupported = expr;
     bool after = category == OpCategory::Reduction || category == OpCategory::Normalization;
     if (after) facts.reductions.push_back(expr);

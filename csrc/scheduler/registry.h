@@ -35,7 +35,7 @@ struct Candidate {
 struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
   std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
-  const Expr* unsupported = nullptr;  // an expr no kernel scheduler handles yet (matmul, cumsum, scatter, random)
+  const Expr* unsupported = nullptr;  // an expr no kernel scheduler handles yet (matmul, cumsum, scatters)
   bool all_meta = true;
 };
 CandidateFacts analyzeCandidate(const Candidate& candidate);

@@ -366,6 +366,7 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
       if (expr.kind() == OpKind::StrideOrder) return valueAt(expr.input(0), index);  // a copy; only the layout differs
       return expr.kind() == OpKind::Pad ? pad(expr, index) : cat(expr, index);
     case OpCategory::Creation: return creation(expr, index);
+    case OpCategory::Random: return random(expr, index);
     case OpCategory::Indexing: return indexing(expr, index);
     case OpCategory::Quantize: return quantize(expr, index);
     default:
@@ -552,6 +553,30 @@ ExprId ValueBuilder::creation(const Expr& expr, const std::vector<Idx>& index) {
   const ExprId step = kb_.cast(scalar(expr.input(2)), math);
   const ExprId value = kb_.elementwise(OpKind::Add, math, {start, kb_.elementwise(OpKind::Mul, math, {i, step})});
   return bind("iota", kb_.cast(value, dtype));
+}
+
+// uniform and normal as the reference computes them (eval_scan_scatter.cpp): Philox's number for the
+// element's row-major position, scaled in double and rounded to the dtype; a uniform value that rounds
+// up to maxval becomes minval, so the range stays [minval, maxval).
+ExprId ValueBuilder::random(const Expr& expr, const std::vector<Idx>& index) {
+  const DataType dtype = expr.output(0)->dtype();
+  const DataType f64 = DataType::Double;
+  int64_t coefficient = 0;
+  ExprId linear = flatOffset(StridedLayout::rowMajor(bound_.sizesOf(expr.output(0))), index, &coefficient);
+  if (coefficient != 0) linear = kb_.add(linear, kb_.mul(lane_, kb_.index(coefficient)));
+  const ExprId i = kb_.indexToValue(linear, DataType::Int64);
+  const ExprId a = kb_.cast(scalar(expr.input(0)), f64);
+  const ExprId b = kb_.cast(scalar(expr.input(1)), f64);
+  const ExprId seed = kb_.cast(scalar(expr.input(2)), DataType::Int64);
+  const ExprId offset = kb_.cast(scalar(expr.input(3)), DataType::Int64);
+  const ExprId unit = kb_.randomUnit(expr.kind(), seed, offset, i);
+  if (expr.kind() == OpKind::Normal) {
+    return bind("normal", kb_.cast(kb_.elementwise(OpKind::Add, f64, {a, kb_.elementwise(OpKind::Mul, f64, {b, unit})}), dtype));
+  }
+  const ExprId span = kb_.elementwise(OpKind::Sub, f64, {b, a});
+  const ExprId value = bind("uniform", kb_.cast(kb_.elementwise(OpKind::Add, f64, {a, kb_.elementwise(OpKind::Mul, f64, {span, unit})}), dtype));
+  const ExprId at_max = kb_.elementwise(OpKind::Ge, DataType::Bool, {kb_.cast(value, f64), b});
+  return bind("uniform", kb_.elementwise(OpKind::Where, dtype, {at_max, kb_.cast(a, dtype), value}));
 }
 
 ExprId ValueBuilder::indexing(const Expr& expr, const std::vector<Idx>& index) {

@@ -119,6 +119,7 @@ class ValueBuilder {
   ExprId pad(const Expr& expr, const std::vector<Idx>& index);
   ExprId cat(const Expr& expr, const std::vector<Idx>& index);
   ExprId creation(const Expr& expr, const std::vector<Idx>& index);
+  ExprId random(const Expr& expr, const std::vector<Idx>& index);
   ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
   ExprId quantize(const Expr& expr, const std::vector<Idx>& index);
   ExprId scalar(const Val* val);

@@ -320,6 +320,7 @@ def test_random_ops_take_nvfusers_forms_and_depend_on_seed_and_offset():
         fd.add_output(fd.ops.randn_like(t0, rng_seed=seed, rng_offset=offset))
 
     (u, n, r, rn), fd = exec_nvfuser(fusion_func, [x, 11, 0])
+    assert {s.scheduler for s in fd.explain([x, 11, 0]).segments} == {"pointwise"}  # Philox in kernels
     assert u.shape == (1000, 7) and u.dtype == torch.float32 and -2.0 <= u.min() and u.max() < 3.0
     assert abs(u.mean().item() - 0.5) < 0.05
     assert n.dtype == torch.float64 and abs(n.mean().item() - 1.0) < 0.03 and abs(n.std().item() - 0.5) < 0.03

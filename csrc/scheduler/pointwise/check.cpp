@@ -2,7 +2,7 @@
 // space and reads every tensor through the composed index maps of the meta ops between them, so
 // meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit; only
 // reductions (which need a reduction scheduler) and the ops no scheduler takes yet (matmul, cumsum,
-// scatter, index_put_accumulate, uniform, normal) do not.
+// scatter, index_put_accumulate) do not.
 #include "scheduler/registry.h"
 
 namespace braze {

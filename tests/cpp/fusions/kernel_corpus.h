@@ -280,6 +280,30 @@ inline KernelCase scalarInputsCase(int64_t rows, int64_t cols) {
   return c;
 }
 
+// Dropout as Thunder records it (uniform with a seed input, compare, scale), its output in column-major
+// order, and a normal draw: Philox in kernels, a random tensor's row-major positions, stride_order stores.
+inline KernelCase dropoutCase(int64_t rows, int64_t cols) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    Val* seed = defineScalar(DataType::Int64);
+    Val* rows_v = size(x, 0);
+    Val* cols_v = size(x, 1);
+    TensorView* r = uniform(f.constant(0.0), f.constant(1.0), {rows_v, cols_v}, seed, f.constant(int64_t{3}),
+                            DataType::Float);
+    Val* kept = ternaryOp(OpKind::Where, binaryOp(OpKind::Lt, r, f.constant(0.9)),
+                          mul(cast(x, DataType::Float), f.constant(1 / 0.9)), f.constant(0.0));
+    f.addOutput(strideOrder(cast(kept, DataType::BFloat16)->asTensor(), {0, 1}));
+    f.addOutput(normal(f.constant(1.0), f.constant(2.0), {cols_v}, seed, f.constant(int64_t{0}), DataType::BFloat16));
+  }
+  c.inputs = randomInputs(f, 23, {{rows, cols}});
+  c.inputs.resize(1);
+  c.inputs.push_back(ScalarValue{int64_t{1234567}});
+  return c;
+}
+
 // x / sum(d) per row and x / a for a scalar input a: divisors shared by a whole row (or kernel), which
 // kernels turn into one reciprocal and a product per element. The rows' sums are normal, subnormal
 // (a float reciprocal would overflow: 1 / 2^-138 is 2^138), zero, infinite and NaN; a is 2^-140.
@@ -395,6 +419,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"views_pointwise_pad_cat", viewsPointwiseCase},
       {"expanded_weight_keeps_vector_width", expandedWeightCase},
       {"index_select", indexSelectCase},
+      {"dropout_13x37", [] { return dropoutCase(13, 37); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
@@ -429,6 +454,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"layer_norm_row_in_shared_memory",
        [] { return layerNormCase({.batch = 2, .seq = 1, .hidden = 40960}, 6); }},
       {"pointwise_2d_bias", pointwise2DBiasCase},
+      {"dropout_1024x4096", [] { return dropoutCase(1024, 4096); }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),
