@@ -81,6 +81,7 @@ SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceI
     }
     case SchedulerKind::Reduction: return {chooseReduction(ctx, false), ""};
     case SchedulerKind::InnerPersistent: return {chooseReduction(ctx, true), ""};
+    case SchedulerKind::Scan: return {chooseScan(ctx), ""};
     case SchedulerKind::Alias: break;
   }
   BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
@@ -92,6 +93,8 @@ Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, con
     lowerPointwise(ctx, *p);
   } else if (const auto* r = std::get_if<ReductionParams>(&heuristics.params)) {
     lowerReduction(ctx, *r);
+  } else if (const auto* s = std::get_if<ScanParams>(&heuristics.params)) {
+    lowerScan(ctx, *s);
   } else {
     lowerTranspose(ctx, std::get<TransposeParams>(heuristics.params));
   }

@@ -13,6 +13,7 @@ std::string_view toString(SchedulerKind kind) {
     case SchedulerKind::InnerPersistent: return "inner_persistent";
     case SchedulerKind::Reduction: return "reduction";
     case SchedulerKind::Transpose: return "transpose";
+    case SchedulerKind::Scan: return "scan";
     case SchedulerKind::Pointwise: return "pointwise";
   }
   BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
@@ -20,7 +21,7 @@ std::string_view toString(SchedulerKind kind) {
 
 std::span<const SchedulerKind> schedulersInPriorityOrder() {
   static constexpr std::array kOrder{SchedulerKind::Alias, SchedulerKind::InnerPersistent, SchedulerKind::Reduction,
-                                     SchedulerKind::Transpose, SchedulerKind::Pointwise};
+                                     SchedulerKind::Transpose, SchedulerKind::Scan, SchedulerKind::Pointwise};
   return kOrder;
 }
 
@@ -49,6 +50,7 @@ Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const Candid
     case SchedulerKind::InnerPersistent: return canScheduleInnerPersistent(candidate, facts, bound);
     case SchedulerKind::Reduction: return canScheduleReduction(candidate, facts, bound);
     case SchedulerKind::Transpose: return canScheduleTranspose(candidate, facts, bound);
+    case SchedulerKind::Scan: return canScheduleScan(candidate, facts, bound);
     case SchedulerKind::Pointwise: return canSchedulePointwise(candidate, facts, bound);
   }
   BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));

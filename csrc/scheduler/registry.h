@@ -19,7 +19,7 @@
 namespace braze {
 
 // In priority order: the first that accepts a group schedules it.
-enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Pointwise };
+enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Scan, Pointwise };
 std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...
 std::span<const SchedulerKind> schedulersInPriorityOrder();
 
@@ -35,7 +35,9 @@ struct Candidate {
 struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
   std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
-  const Expr* unsupported = nullptr;  // an expr no kernel scheduler handles yet (matmul, cumsum, scatters)
+  // An expr the elementwise and reduction schedulers cannot take: a matmul or a scatter (no scheduler
+  // yet), or a cumsum (the scan scheduler's, alone in its segment).
+  const Expr* unsupported = nullptr;
   bool all_meta = true;
 };
 CandidateFacts analyzeCandidate(const Candidate& candidate);
@@ -60,6 +62,7 @@ SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& b
 Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleTranspose(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 

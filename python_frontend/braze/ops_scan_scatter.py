@@ -1,9 +1,9 @@
 """fd.ops whose elements depend on other positions than their own, and the random tensors: cumsum,
 scatter, index_put_accumulate, triu, uniform, normal, rand_like, randn_like.
 
-No kernel scheduler takes cumsum, scatter or index_put_accumulate yet: a segment that holds one runs
-on the reference evaluator for host inputs, and a GPU execute refuses it with a message naming the op.
-The random ops are computed per element (Philox of the element's position) in pointwise kernels, and
+cumsum runs in a scan kernel of its own (scheduler/scan). No kernel scheduler takes scatter or
+index_put_accumulate yet: a segment that holds one runs on the reference evaluator for host inputs, and
+a GPU execute refuses it with a message naming the op. The random ops are computed per element (Philox of the element's position) in pointwise kernels, and
 triu is recorded as iota, comparisons and where, so both run in kernels everywhere.
 """
 

@@ -1,8 +1,8 @@
 // The pointwise scheduler's structural check. A pointwise kernel iterates over each output's index
 // space and reads every tensor through the composed index maps of the meta ops between them, so
 // meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit; only
-// reductions (which need a reduction scheduler) and the ops no scheduler takes yet (matmul, cumsum,
-// scatter, index_put_accumulate) do not.
+// reductions (which need a reduction scheduler), cumsum (the scan scheduler's) and the ops no scheduler
+// takes yet (matmul, scatter, index_put_accumulate) do not.
 #include "scheduler/registry.h"
 
 namespace braze {
@@ -11,6 +11,9 @@ Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& f
   (void)candidate;
   (void)bound;
   if (facts.unsupported != nullptr) {
+    if (facts.unsupported->kind() == OpKind::Cumsum) {
+      return Verdict::no(fmt::format("{} is a scan (the scan scheduler takes it alone)", exprLabel(*facts.unsupported)));
+    }
     return Verdict::no(fmt::format("{} has no kernel scheduler yet", exprLabel(*facts.unsupported)));
   }
   if (!facts.reductions.empty()) return Verdict::no(fmt::format("{} is a reduction", exprLabel(*facts.reductions[0])));

@@ -304,6 +304,23 @@ inline KernelCase dropoutCase(int64_t rows, int64_t cols) {
   return c;
 }
 
+// cumsum along the rows and along the columns of a bf16 input (double sums), and of an int8 input
+// (Int64 sums): the scan scheduler's kernels.
+inline KernelCase cumsumCase(int64_t rows, int64_t cols) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* n = defineTensor({-1, -1}, {true, true}, DataType::Int8);
+    f.addOutput(cumsum(x, 1));
+    f.addOutput(cumsum(x, 0));
+    f.addOutput(cumsum(n, -1));
+  }
+  c.inputs = randomInputs(f, 29, {{rows, cols}, {rows, cols}});
+  return c;
+}
+
 // x / sum(d) per row and x / a for a scalar input a: divisors shared by a whole row (or kernel), which
 // kernels turn into one reciprocal and a product per element. The rows' sums are normal, subnormal
 // (a float reciprocal would overflow: 1 / 2^-138 is 2^138), zero, infinite and NaN; a is 2^-140.
@@ -420,6 +437,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"expanded_weight_keeps_vector_width", expandedWeightCase},
       {"index_select", indexSelectCase},
       {"dropout_13x37", [] { return dropoutCase(13, 37); }},
+      {"cumsum_7x45", [] { return cumsumCase(7, 45); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
@@ -455,6 +473,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
        [] { return layerNormCase({.batch = 2, .seq = 1, .hidden = 40960}, 6); }},
       {"pointwise_2d_bias", pointwise2DBiasCase},
       {"dropout_1024x4096", [] { return dropoutCase(1024, 4096); }},
+      {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),
