@@ -24,7 +24,7 @@ DeviceInfo deviceNamed(const std::string& name) {
   // "h100", or "h100:max_chunks_per_thread=2,block_threads=256" for a preset with other tuning.
   const size_t colon = name.find(':');
   auto device = DeviceInfo::preset(name.substr(0, colon));
-  BRAZE_CHECK(device.has_value(), "device={}: expected one of h100, h200, a100, l4 (optionally followed by "
+  BRAZE_CHECK(device.has_value(), "device={}: expected one of h100, h200, a100, l4, mi300x, mi250x, mi210 (optionally followed by "
               "':key=value,...' tuning)", name);
   if (colon != std::string::npos) device->tuning = HeuristicTuning::parse(std::string_view(name).substr(colon + 1));
   return *device;

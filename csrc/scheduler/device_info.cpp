@@ -7,10 +7,18 @@
 
 namespace braze {
 
-std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", major, minor); }
+std::string DeviceInfo::arch() const {
+  return vendor == GpuVendor::Amd ? gfx_arch : fmt::format("sm_{}{}", major, minor);
+}
 
 std::string DeviceInfo::toString() const {
   const std::string tuned = tuning == HeuristicTuning{} ? "" : fmt::format(", tuning: {}", tuning.toString());
+  if (vendor == GpuVendor::Amd) {
+    return fmt::format("{} ({}, {} CUs, wavefront {}, {} threads/CU, {} KiB LDS/CU, {} KiB LDS/block, {} MiB L2, "
+                       "{:.0f} GB/s{})",
+                       name, arch(), sm_count, warp_size, max_threads_per_sm, smem_per_sm / 1024,
+                       smem_per_block_optin / 1024, l2_bytes / (1024 * 1024), memory_bandwidth_gbs, tuned);
+  }
   return fmt::format("{} ({}, {} SMs, {} threads/SM, {} KiB smem/SM, {} KiB smem/block opt-in, {} MiB L2, {:.0f} GB/s{})",
                      name, arch(), sm_count, max_threads_per_sm, smem_per_sm / 1024, smem_per_block_optin / 1024,
                      l2_bytes / (1024 * 1024), memory_bandwidth_gbs, tuned);
@@ -114,6 +122,39 @@ DeviceInfo DeviceInfo::l4() {
   return info;
 }
 
+namespace {
+// What CDNA2 (gfx90a) and CDNA3 (gfx942) share, from AMD's CDNA white papers and ISA guides: 64-lane
+// wavefronts; 4 SIMDs per CU with up to 8 wavefronts each (2048 threads); 512 VGPRs of 64 lanes per
+// SIMD, unified with the accumulation registers (131072 32-bit registers per CU, 512 per thread); 64
+// KiB of LDS per CU, all of which one workgroup may use; workgroups of at most 1024 threads.
+DeviceInfo cdna(std::string name, std::string gfx, int cus, int64_t l2_mib, double bandwidth_gbs) {
+  DeviceInfo info;
+  info.name = std::move(name);
+  info.vendor = GpuVendor::Amd;
+  info.major = 0;
+  info.minor = 0;
+  info.gfx_arch = std::move(gfx);
+  info.sm_count = cus;
+  info.warp_size = 64;
+  info.max_threads_per_block = 1024;
+  info.max_threads_per_sm = 2048;
+  info.regs_per_sm = 4 * 512 * 64;
+  info.max_regs_per_thread = 512;
+  info.smem_per_sm = 64 * 1024;
+  info.smem_per_block_optin = 64 * 1024;
+  info.l2_bytes = l2_mib * 1024 * 1024;
+  info.memory_bandwidth_gbs = bandwidth_gbs;
+  return info;
+}
+}  // namespace
+
+// MI300X: 304 CUs over 8 XCDs, 4 MiB of L2 per XCD (and a 256 MiB Infinity Cache behind it), 5.3 TB/s.
+DeviceInfo DeviceInfo::mi300x() { return cdna("AMD Instinct MI300X", "gfx942", 304, 32, 5300); }
+// MI250X: two GCDs, each a device of 110 CUs, 8 MiB of L2 and 1.6 TB/s (3.2 TB/s for the package).
+DeviceInfo DeviceInfo::mi250x() { return cdna("AMD Instinct MI250X (one GCD)", "gfx90a", 110, 8, 1638); }
+// MI210: one GCD of 104 CUs, 8 MiB of L2, 1.6 TB/s.
+DeviceInfo DeviceInfo::mi210() { return cdna("AMD Instinct MI210", "gfx90a", 104, 8, 1638); }
+
 std::optional<DeviceInfo> DeviceInfo::preset(std::string_view name) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -121,6 +162,9 @@ std::optional<DeviceInfo> DeviceInfo::preset(std::string_view name) {
   if (lower == "h200") return h200();
   if (lower == "a100") return a100();
   if (lower == "l4") return l4();
+  if (lower == "mi300x") return mi300x();
+  if (lower == "mi250x") return mi250x();
+  if (lower == "mi210") return mi210();
   return std::nullopt;
 }
 

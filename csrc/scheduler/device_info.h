@@ -30,12 +30,17 @@ struct HeuristicTuning {
   static HeuristicTuning parse(std::string_view text) { return parse(text, HeuristicTuning()); }
 };
 
-// The defaults are an H100 SXM's, so a default-constructed DeviceInfo is a sensible target.
+enum class GpuVendor { Nvidia, Amd };
+
+// The defaults are an H100 SXM's, so a default-constructed DeviceInfo is a sensible target. An AMD GPU
+// is described in the same fields: a CU is an SM, a wavefront a warp, LDS shared memory.
 struct DeviceInfo {
   std::string name = "NVIDIA H100 80GB HBM3";
-  int major = 9, minor = 0;  // compute capability
-  int sm_count = 132;
-  int warp_size = 32;
+  GpuVendor vendor = GpuVendor::Nvidia;
+  int major = 9, minor = 0;  // compute capability (NVIDIA)
+  std::string gfx_arch;      // the ISA an AMD GPU's code is compiled for ("gfx942"); empty for NVIDIA
+  int sm_count = 132;        // SMs, or CUs
+  int warp_size = 32;        // lanes of a warp, or of a wavefront (64 on CDNA)
   int max_threads_per_block = 1024;
   int max_threads_per_sm = 2048;
   int regs_per_sm = 65536;
@@ -48,6 +53,7 @@ struct DeviceInfo {
 
   // "sm_90": the arch NVRTC compiles for. Arch-specific targets such as sm_90a are not used by
   // default: a cubin for them runs on that arch only, and braze's kernels do not need their features.
+  // For an AMD GPU, its gfx ISA ("gfx942").
   std::string arch() const;
   // One line for explain and dumps: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, ...)".
   std::string toString() const;
@@ -58,7 +64,10 @@ struct DeviceInfo {
   static DeviceInfo h200();
   static DeviceInfo a100();  // SXM4 80GB
   static DeviceInfo l4();
-  // "h100", "h200", "a100", "l4" (case-insensitive); nullopt for any other name.
+  static DeviceInfo mi300x();
+  static DeviceInfo mi250x();  // one GCD (the device a process sees)
+  static DeviceInfo mi210();
+  // "h100", "h200", "a100", "l4", "mi300x", "mi250x", "mi210" (case-insensitive); nullopt for any other.
   static std::optional<DeviceInfo> preset(std::string_view name);
 };
 

@@ -279,7 +279,7 @@ def _device_name(target) -> str:
     name, optionally with tuning ("h100:max_chunks_per_thread=2,block_threads=256"; see HeuristicTuning
     in csrc/scheduler/device_info.h)."""
     if not isinstance(target, str):
-        raise TypeError(f"target={target!r}: expected a device name such as 'h100', 'h200', 'a100' or 'l4'")
+        raise TypeError(f"target={target!r}: expected a device name such as 'h100', 'a100' or 'mi300x'")
     return target
 
 

@@ -231,7 +231,7 @@ class FusionDefinition:
         `outputs`, `ops` and the `refusals` of the schedulers tried before. `str(plan)` is a table,
         `plan.to_dot()` Graphviz. `bookend` forces the bookending policy: "auto" (the cost model),
         "none", "outputs" or "both"; execute takes the same keyword. `target` names the GPU the
-        heuristics plan for ("h100", "h200", "a100", "l4"); each kernel segment shows its `vectorize`
+        heuristics plan for ("h100", "h200", "a100", "l4", "mi300x", "mi250x", "mi210"); each kernel segment shows its `vectorize`
         and `heuristics`."""
         if self._state == "open":
             raise RuntimeError("explain: the definition is still open; call explain after the `with` block")

@@ -21,6 +21,24 @@ TEST_P(Pipeline, MatchesTheReferenceOnTheTestDevice) {
 
 INSTANTIATE_TEST_SUITE_P(Small, Pipeline, ::testing::ValuesIn(testing::smallKernelCorpus()), testing::caseName);
 
+// The same corpus planned for an MI300X and run on the simulated device: kernels lowered for 64-lane
+// wavefronts (block reductions across 64 lanes, the heuristics' wavefront-sized minimums) equal the
+// reference evaluator as the 32-lane ones do.
+class PipelineWavefront64 : public ::testing::TestWithParam<testing::KernelCaseMaker> {};
+
+TEST_P(PipelineWavefront64, MatchesTheReferenceOnTheSimulatorAsAnMi300x) {
+  const testing::KernelCase c = GetParam().make();
+  runtime::SimDeviceOps device;
+  runtime::FusionCache cache(c.fusion, c.options.plan, &device, DeviceInfo::mi300x());
+  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "as an MI300X");
+  for (const auto& k : cache.lastPlan()->compiled().kernels) {
+    if (k) EXPECT_EQ(k->warp_size, 64) << k->name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Small, PipelineWavefront64, ::testing::ValuesIn(testing::smallKernelCorpus()),
+                         testing::caseName);
+
 TEST(Pipeline, OutOfBoundsAccessesAreReportedWithTheKernelName) {
   const testing::KernelCase c = testing::indexSelectCase();
   runtime::SimDeviceOps device;

@@ -56,8 +56,28 @@ TEST(DeviceInfo, PresetsAreFoundByNameIgnoringCase) {
   EXPECT_EQ(DeviceInfo::preset("h200"), DeviceInfo::h200());
   EXPECT_EQ(DeviceInfo::preset("A100"), DeviceInfo::a100());
   EXPECT_EQ(DeviceInfo::preset("l4"), DeviceInfo::l4());
+  EXPECT_EQ(DeviceInfo::preset("MI300X"), DeviceInfo::mi300x());
+  EXPECT_EQ(DeviceInfo::preset("mi250x"), DeviceInfo::mi250x());
+  EXPECT_EQ(DeviceInfo::preset("mi210"), DeviceInfo::mi210());
   EXPECT_EQ(DeviceInfo::preset("nope"), std::nullopt);
   EXPECT_EQ(DeviceInfo::preset(""), std::nullopt);
+}
+
+TEST(DeviceInfo, AmdPresetsAreCdnaWithWavefront64) {
+  const DeviceInfo mi300x = DeviceInfo::mi300x();
+  EXPECT_EQ(mi300x.vendor, GpuVendor::Amd);
+  EXPECT_EQ(mi300x.arch(), "gfx942");
+  EXPECT_EQ(mi300x.sm_count, 304);
+  EXPECT_EQ(mi300x.warp_size, 64);
+  EXPECT_EQ(mi300x.smem_per_block_optin, 64 * 1024);
+  EXPECT_EQ(DeviceInfo::mi250x().arch(), "gfx90a");
+  EXPECT_EQ(DeviceInfo::mi250x().sm_count, 110);  // one GCD
+  EXPECT_EQ(DeviceInfo::mi210().arch(), "gfx90a");
+  EXPECT_EQ(DeviceInfo::mi210().sm_count, 104);
+  EXPECT_EQ(DeviceInfo::h100Sxm().vendor, GpuVendor::Nvidia);
+  EXPECT_EQ(mi300x.toString(),
+            "AMD Instinct MI300X (gfx942, 304 CUs, wavefront 64, 2048 threads/CU, 64 KiB LDS/CU, 64 KiB LDS/block, "
+            "32 MiB L2, 5300 GB/s)");
 }
 
 TEST(DeviceInfo, ToStringNamesArchAndSizes) {
