@@ -166,6 +166,7 @@ void bindPlan(nb::module_& m) {
                      return records;
                    })
       .def_prop_ro("kernel_count", &SegmentedFusion::kernelCount)
+      .def_ro("device", &SegmentedFusion::device, "the GPU the heuristics planned for (name, arch, sizes)")
       .def_prop_ro("alias_count", &SegmentedFusion::aliasCount)
       .def_prop_ro("cuts",
                    [](const SegmentedFusion& p) {

@@ -55,6 +55,7 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
   LoweredPlan lowered{std::move(plan), {}};
+  lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
       lowered.kernels.emplace_back();

@@ -56,6 +56,7 @@ const Segment* SegmentedFusion::producerOf(const Val* tensor) const {
 std::string SegmentedFusion::toString() const {
   std::string text = fmt::format("plan: {} segment(s), {} kernel(s), {} alias\n", segments.size(), kernelCount(),
                                  aliasCount());
+  if (!device.empty()) text += fmt::format("device: {}\n", device);
   text += fmt::format("  {:<3} {:<6} {:<16} {:<9} {:<22} {:<22} {}\n", "id", "kind", "scheduler", "vectorize", "inputs",
                       "outputs", "ops");
   for (const Segment& s : segments) {

@@ -47,6 +47,7 @@ struct SegmentedFusion {
   std::vector<Segment> segments;
   std::vector<SegmentEdge> edges;
   BookendReport bookending;
+  std::string device;  // the GPU the heuristics planned for (DeviceInfo::toString), once lowered
 
   int64_t kernelCount() const;
   int64_t aliasCount() const;

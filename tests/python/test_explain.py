@@ -229,3 +229,20 @@ def test_dump_after_a_pipeline_step_prints_its_ir(tmp_path):
     assert "== after lower ==" in result.stderr
     assert "kernel braze_s0_reduction" in result.stderr and "block_reduce<sum" in result.stderr
     assert "== after bind ==" not in result.stderr  # only the steps asked for
+
+
+def test_an_amd_target_plans_for_its_wavefront_and_runs_on_the_simulator():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        xf = fd.ops.cast(x, DataType.Float)
+        var, mean = fd.ops.var_mean(xf, dims=[1], correction=0, keepdim=False)
+        centered = fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape=x.shape(), broadcast_dims=[0]))
+        fd.add_output(fd.ops.cast(centered, DataType.BFloat16))
+    xs = np.random.default_rng(0).standard_normal((6, 1600)).astype(ml_dtypes.bfloat16)
+    for target, arch in (("mi300x", "gfx942"), ("mi210", "gfx90a"), ("h100", "sm_90")):
+        plan = fd.explain([xs], target=target)
+        assert arch in plan.device and arch in str(plan)
+        (out,) = fd.execute([xs], target=target)
+        expected = xs.astype(np.float32) - xs.astype(np.float32).mean(1, keepdims=True)
+        np.testing.assert_allclose(out.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
+    assert "wavefront 64" in fd.explain([xs], target="mi300x").device
