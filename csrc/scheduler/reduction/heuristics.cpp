@@ -46,10 +46,10 @@ int64_t chooseSplits(const DeviceInfo& device, int64_t blocks, int64_t row_lengt
 }
 
 ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams p) {
-  // Consecutive threads take consecutive (vectors of) kept elements: coalesced; threads in y split the
-  // reduced elements and are combined by a block reduction.
+  // Consecutive threads take consecutive (vectors of) kept elements: coalesced; a warp (wavefront) at
+  // most across them, threads in y split the reduced elements and are combined by a block reduction.
   const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
-  p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, 32);
+  p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, device.warp_size);
   // Up to twice the tuned block (the block reduction across y is cheap), never past the device's limit.
   const int64_t block = std::min<int64_t>(device.tuning.block_threads * 2, device.max_threads_per_block);
   p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, block / p.threads_x);

@@ -88,6 +88,10 @@ TEST(Heuristics, OuterReductionsVectorizeTheKeptDimAndSplitLongColumns) {
   EXPECT_GT(p.splits, 1) << p.toString();
   EXPECT_GE(p.grid * p.splits, a100.sm_count);
   EXPECT_NE(p.toString().find("split over"), std::string::npos);
+  // An MI300X's wavefront spans 64 kept vectors.
+  const ReductionParams amd = reductionHeuristics(DeviceInfo::mi300x(), column_sum);
+  EXPECT_EQ(amd.threads_x, 64);
+  EXPECT_EQ(amd.grid, 4096 / (64 * 4));
 }
 
 }  // namespace
