@@ -33,6 +33,9 @@ std::string_view categoryName(OpCategory category) {
     case OpCategory::Indexing: return "indexing";
     case OpCategory::Matmul: return "matmul";
     case OpCategory::Quantize: return "quantize";
+    case OpCategory::Scan: return "scan";
+    case OpCategory::Scatter: return "scatter";
+    case OpCategory::Random: return "random";
     case OpCategory::ScalarQuery: return "scalar_query";
   }
   return "?";

@@ -5,6 +5,7 @@
 
 #include "support/error.h"
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -310,6 +311,16 @@ class Reader {
         layout.contiguity.push_back(c.is_null() ? std::nullopt : std::optional<bool>(asBool(c, where + " contiguity")));
       }
       layout.stride_order = asInts(field(j, "stride_order", where), where + " stride_order");
+      if (!layout.stride_order.empty()) {  // trusted later as a permutation of the logical dims
+        std::vector<int64_t> sorted = layout.stride_order;
+        std::sort(sorted.begin(), sorted.end());
+        size_t logical = 0;
+        for (const IterDomain& d : domain) logical += d.isReduction() ? 0 : 1;
+        bool permutation = sorted.size() == logical;
+        for (size_t i = 0; permutation && i < sorted.size(); ++i) permutation = sorted[i] == static_cast<int64_t>(i);
+        BRAZE_CHECK(permutation, "fusion json: {} stride_order [{}] is not a permutation of its {} logical dims", where,
+                    fmt::join(layout.stride_order, ", "), logical);
+      }
       const bool is_cpu = asBool(field(j, "is_cpu", where), where + " is_cpu");
       created = fusion_.newTensor(dtype, std::move(domain), std::move(layout), is_cpu);
     }

@@ -126,7 +126,8 @@ TensorView* cumsum(TensorView* x, int64_t dim);
 // rank and is no larger than src on any dim. Where index repeats a position, the last write wins.
 TensorView* scatter(TensorView* x, TensorView* index, TensorView* src, int64_t dim);
 // acc.index_put_((index,), value, accumulate=True) out of place: acc [N, ...], index [M] (integers),
-// value [M, ...]; out[index[i], ...] += value[i, ...]. Values accumulate in acc's compute type.
+// value [M, ...]; out[index[i], ...] += value[i, ...], in order, rounded to acc's dtype at each add (as
+// torch does); negative indices count from the end.
 TensorView* indexPutAccumulate(TensorView* acc, TensorView* index, TensorView* value);
 // Random tensors of `shape`: uniform in [low, high), or normal with mean and std. Element i of the
 // row-major result is a function of (seed, offset, i) only (Philox4x32-10, ir/random_numbers.h), so a

@@ -4,6 +4,8 @@
 #include "reference/evaluator.h"
 #include "reference/input_check.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 namespace braze {
@@ -17,6 +19,30 @@ int64_t alignmentOf(const void* address) {
 }
 
 // Elementwise operands of equal rank: each dim takes the size that is not 1 (a broadcast dim).
+// scatter (x, index, src) and index_put_accumulate (acc, index, value): the builders check static
+// extents; these are the bound ones, so that no write or read falls outside a tensor.
+Sizes scatterSizes(const Expr& expr, const Sizes& x, const Sizes& index, const Sizes& src) {
+  const std::string_view op = expr.name();
+  const auto shape = [](const Sizes& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
+  if (expr.kind() == OpKind::Scatter) {
+    const auto dim = static_cast<size_t>(expr.attrs().getInt("dim"));
+    for (size_t d = 0; d < x.size(); ++d) {
+      BRAZE_CHECK(index[d] <= src[d], "scatter: index {} {} is larger than src {} {} on dim {}", expr.input(1)->name(),
+                  shape(index), expr.input(2)->name(), shape(src), d);
+      BRAZE_CHECK(d == dim || index[d] <= x[d], "scatter: index {} {} is larger than {} {} on dim {}",
+                  expr.input(1)->name(), shape(index), expr.input(0)->name(), shape(x), d);
+    }
+    return x;
+  }
+  BRAZE_CHECK(src[0] == index[0], "{}: index {} has {} entries but value {} has {} rows", op, expr.input(1)->name(),
+              index[0], expr.input(2)->name(), src[0]);
+  for (size_t d = 1; d < x.size(); ++d) {
+    BRAZE_CHECK(src[d] == x[d], "{}: value {} {} and acc {} {} differ on dim {}", op, expr.input(2)->name(), shape(src),
+                expr.input(0)->name(), shape(x), d);
+  }
+  return x;
+}
+
 Sizes broadcastSizes(const Expr& expr, const BoundShapes& bound) {
   Sizes shape;
   for (const Val* in : expr.inputs()) {
@@ -125,11 +151,15 @@ Sizes outputSizes(const Expr& expr, size_t output, const BoundShapes& bound) {
     }
     case OpCategory::Matmul: return matmulSizes(sizes(0), sizes(1), expr.kind() == OpKind::Linear);
     case OpCategory::Quantize:
-    case OpCategory::Scan:
-    case OpCategory::Scatter: return sizes(0);
+    case OpCategory::Scan: return sizes(0);
+    case OpCategory::Scatter: return scatterSizes(expr, sizes(0), sizes(1), sizes(2));
     case OpCategory::Random: {
-      const auto ints = bound.intOperands(expr);  // (after the first input) maxval or std, seed, offset, the shape
-      return Sizes(ints.begin() + 3, ints.end());
+      Sizes shape;  // the inputs after the two bounds, the seed and the offset
+      for (size_t i = 4; i < expr.inputs().size(); ++i) {
+        shape.push_back(toInt(bound.scalarOf(expr.input(i))));
+        BRAZE_CHECK(shape.back() >= 0, "{}: shape entry {} is {} (negative)", expr.name(), i - 4, shape.back());
+      }
+      return shape;
     }
     case OpCategory::ScalarQuery: break;
   }

@@ -95,7 +95,7 @@ void decideOutputChain(Fusion& fusion, BoundShapes& bound, BookendPolicy policy,
   BookendDecision decision;
   decision.side = BookendDecision::Side::Output;
   decision.chain = chainText(tree);
-  const ChainViews views = viewsThrough(root, StridedLayout::rowMajor(bound.sizesOf(root)), tree, bound);
+  const ChainViews views = viewsThrough(root, bound.allocatedLayout(root), tree, bound);
   if (!views.not_a_view.empty()) {
     decision.reason = "not a view: " + views.not_a_view;
   } else if (policy == BookendPolicy::None) {
@@ -122,7 +122,7 @@ void decideOutputChain(Fusion& fusion, BoundShapes& bound, BookendPolicy policy,
         }
       }
       const int64_t factor = (inner_stride == 1 || inner_stride == 0)
-                                 ? vectorizeFactor(out->dtype(), StridedLayout::rowMajor(bound.sizesOf(out)), 16)
+                                 ? vectorizeFactor(out->dtype(), bound.allocatedLayout(out), 16)
                                  : 1;
       const int64_t bytes = bound.numel(out) * item;
       without_bytes += bytes;
@@ -133,7 +133,7 @@ void decideOutputChain(Fusion& fusion, BoundShapes& bound, BookendPolicy policy,
       const bool in_chain = std::find(starts.begin(), starts.end(), use) != starts.end();
       root_written_anyway = root_written_anyway || (live.count(use) != 0 && !in_chain);
     }
-    const int64_t root_factor = vectorizeFactor(root->dtype(), StridedLayout::rowMajor(bound.sizesOf(root)), 16);
+    const int64_t root_factor = vectorizeFactor(root->dtype(), bound.allocatedLayout(root), 16);
     const int64_t with_bytes = root_written_anyway ? 0 : bound.numel(root) * item;
     const double with_ns = trafficNs(with_bytes, root_factor * item) + kAliasSegmentHostNs;
     decision.bookended = with_ns < without_ns;

@@ -21,7 +21,8 @@ HostTensor cumsum(const Expr& expr, const HostTensor& x) {
   HostTensor out = HostTensor::empty(expr.output(0)->dtype(), x.sizes());
   const bool is_float = floating(x);
   // One running sum per line along dim, kept in double (floating) or wrapping Int64 (integers), and
-  // rounded to the output type at each element, as torch's CPU kernel accumulates.
+  // rounded to the output type at each element: torch's CPU kernel for float and double (it sums
+  // half and bfloat16 in float, which may differ in the last bit).
   std::vector<int64_t> line_shape = x.sizes();
   if (line_shape.empty()) line_shape = {1};
   const int64_t extent = x.rank() == 0 ? 1 : x.sizes()[dim];
@@ -66,20 +67,12 @@ HostTensor scatter(const Expr& expr, const HostTensor& x, const HostTensor& inde
 HostTensor indexPutAccumulate(const Expr& expr, const HostTensor& acc, const HostTensor& index,
                               const HostTensor& value) {
   const int64_t rows = acc.sizes()[0];
-  BRAZE_CHECK(index.sizes()[0] == value.sizes()[0], "index_put_accumulate: index {} has {} entries but value {} has {} rows",
-              expr.input(1)->name(), index.sizes()[0], expr.input(2)->name(), value.sizes()[0]);
-  // Sums in double (floating) or wrapping Int64, one per element of acc, rounded once at the end.
-  std::vector<double> sums(static_cast<size_t>(acc.numel()));
-  std::vector<uint64_t> isums(sums.size());
+  // torch's accumulate=True: each row of value adds into its row of acc in order, in acc's dtype (a
+  // rounding per add, as its CPU loop and a GPU's atomics do; integers wrap).
+  HostTensor out = HostTensor::empty(acc.dtype(), acc.sizes());
+  copyAll(out, acc);
   const bool is_float = floating(acc);
-  int64_t linear = 0;
-  forEachIndex(acc.sizes(), [&](const std::vector<int64_t>& i) {
-    const int64_t at = acc.offsetOf(i);
-    if (is_float) sums[linear] = acc.readDouble(at);
-    else isums[linear] = static_cast<uint64_t>(acc.readInt(at));
-    ++linear;
-  });
-  const int64_t row_elements = rows == 0 ? 0 : acc.numel() / rows;
+  const int64_t row_elements = rows == 0 ? 0 : out.numel() / rows;
   forEachIndex(value.sizes(), [&](const std::vector<int64_t>& i) {
     int64_t row = index.readInt(index.offsetOf({i[0]}));
     BRAZE_INDEX_CHECK(row >= -rows && row < rows,
@@ -88,16 +81,15 @@ HostTensor indexPutAccumulate(const Expr& expr, const HostTensor& acc, const Hos
     if (row < 0) row += rows;  // torch's index_put counts negative indices from the end
     int64_t within = 0;
     for (int64_t d = 1; d < acc.rank(); ++d) within = within * acc.sizes()[d] + i[d];
-    const size_t slot = static_cast<size_t>(row * row_elements + within);
+    const int64_t slot = row * row_elements + within;
     const int64_t from = value.offsetOf(i);
-    if (is_float) sums[slot] += value.readDouble(from);
-    else isums[slot] += static_cast<uint64_t>(value.readInt(from));
+    if (is_float) {
+      out.writeDouble(slot, out.readDouble(slot) + value.readDouble(from));
+    } else {
+      out.writeInt(slot, static_cast<int64_t>(static_cast<uint64_t>(out.readInt(slot)) +
+                                              static_cast<uint64_t>(value.readInt(from))));
+    }
   });
-  HostTensor out = HostTensor::empty(acc.dtype(), acc.sizes());
-  for (int64_t k = 0; k < out.numel(); ++k) {
-    if (is_float) out.writeDouble(k, sums[k]);
-    else out.writeInt(k, static_cast<int64_t>(isums[k]));
-  }
   return out;
 }
 

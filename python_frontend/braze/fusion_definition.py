@@ -138,7 +138,7 @@ class FusionDefinition:
         define_scalar(dtype=DataType.Int), define_scalar(DataType.Int) (the dtype first) and
         define_scalar() (a Double)."""
         self._check_open("define_scalar")
-        if isinstance(value, DataType) and dtype is None:
+        if isinstance(value, (DataType, dtypes.UnsupportedDataType)) and dtype is None:
             value, dtype = None, value
         if dtype is not None:
             dtype = cv.data_type(dtype, "define_scalar", "dtype")
@@ -212,7 +212,10 @@ class FusionDefinition:
         if print_repro:
             # As nvFuser does: the script that reruns this execute, printed before it runs (an in-place
             # update would change the inputs it records), whether or not it then fails.
-            print(_repro.script(self, inputs, keywords=keywords))
+            try:
+                print(_repro.script(self, inputs, keywords=keywords))
+            except Exception as failure:  # noqa: BLE001 - a reproducer that cannot be made must not stop the run
+                print(f"# braze: no reproducer could be made ({type(failure).__name__}: {failure})")
         try:
             return _execute.execute(self, inputs, device, kwargs)
         except Exception as error:

@@ -92,8 +92,8 @@ class ScanScatterOps:
             raise TypeError(f"{op}: give rng_seed= and rng_offset= (Scalars or ints): braze's random numbers are "
                             "a function of them, and it does not draw them per execute")
         return self._wrap(builder(
-            cv.scalar(fd, a, op, "first bound" if op == "uniform" else "mean", DataType.Double),
-            cv.scalar(fd, b, op, "second bound" if op == "uniform" else "std", DataType.Double),
+            cv.scalar(fd, a, op, "minval" if builder is _C.uniform else "mean", DataType.Double),
+            cv.scalar(fd, b, op, "maxval" if builder is _C.uniform else "std", DataType.Double),
             cv.shape(fd, shape, op, "shape"),
             cv.scalar(fd, rng_seed, op, "rng_seed", DataType.Int64),
             cv.scalar(fd, rng_offset, op, "rng_offset", DataType.Int64),

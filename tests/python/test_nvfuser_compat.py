@@ -260,6 +260,8 @@ def test_complex_dtypes_are_named_and_refused():
             fd.define_tensor(shape=[-1], dtype=DataType.ComplexFloat)
         with pytest.raises(TypeError, match=r"braze has no complex dtypes"):
             fd.define_scalar(1j)
+        with pytest.raises(TypeError, match=r"define_scalar: dtype is DataType.ComplexFloat: braze has no complex"):
+            fd.define_scalar(DataType.ComplexFloat)
         t0 = fd.define_tensor(shape=[-1])
         with pytest.raises(TypeError, match=r"cast: dtype is DataType.ComplexDouble"):
             fd.ops.cast(t0, DataType.ComplexDouble)
@@ -371,3 +373,55 @@ def test_stride_order_checks_its_order():
             fd.ops.stride_order(t0, [0, 0])
         with pytest.raises(ValueError, match=r"stride_order: stride_order \[0\] has 1 entries but the rank is 2"):
             fd.add_output(t0, stride_order=[0])
+
+
+def test_scatter_and_index_put_check_bound_sizes_of_symbolic_shapes():
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int64)
+        t2 = fd.define_tensor(shape=[-1, -1])
+        fd.add_output(fd.ops.scatter(t0, t1, t2, 0))
+
+    with FusionDefinition() as fd:
+        fusion_func(fd)
+    x, src = torch.zeros(4, 3), torch.ones(2, 3)
+    with pytest.raises(RuntimeError, match=r"scatter: index T1 \[2, 5\] is larger than src T2 \[2, 3\] on dim 1"):
+        fd.execute([x, torch.zeros(2, 5, dtype=torch.int64), src])
+    with FusionDefinition() as fd:
+        acc = fd.define_tensor(shape=[-1, -1])
+        rows = fd.define_tensor(shape=[-1], dtype=DataType.Int64)
+        value = fd.define_tensor(shape=[-1, -1])
+        fd.add_output(fd.ops.index_put_accumulate(acc, rows, value))
+    with pytest.raises(RuntimeError, match=r"index_put_accumulate: value T2 \[2, 7\] and acc T0 \[4, 3\] differ on dim 1"):
+        fd.execute([x, torch.tensor([0, 1]), torch.ones(2, 7)])
+
+
+def test_index_put_accumulate_rounds_at_each_add_as_torch():
+    acc = torch.zeros(2, 4, dtype=torch.bfloat16)
+    rows = torch.zeros(300, dtype=torch.int64)  # 300 adds into row 0: bf16 rounding at each one
+    value = torch.full((300, 4), 0.01, dtype=torch.bfloat16)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        fd.add_output(fd.ops.index_put_accumulate(fd.from_pytorch(acc), fd.from_pytorch(rows), fd.from_pytorch(value)))
+
+    (out,), _ = exec_nvfuser(fusion_func, [acc, rows, value])
+    assert torch.equal(out, acc.index_put((rows,), value, accumulate=True))
+
+
+def test_a_view_of_a_stride_ordered_output_is_planned_on_its_real_strides():
+    x = torch.randn(4, 6)
+
+    def fusion_func(fd: FusionDefinition) -> None:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.ops.stride_order(fd.ops.mul(t0, 2.0), [0, 1])
+        fd.add_output(t1)
+        fd.add_output(fd.ops.reshape(t1, [24]))  # not a view of a column-major buffer: computed
+        fd.add_output(fd.ops.permute(t1, [1, 0]))  # a view: row-major [6, 4]
+
+    with FusionDefinition() as fd:
+        fusion_func(fd)
+    for bookend in ("auto", "outputs", "none"):
+        a, flat, transposed = fd.execute([x], bookend=bookend)
+        torch.testing.assert_close(a, x * 2)
+        torch.testing.assert_close(flat, (x * 2).reshape(24))
+        torch.testing.assert_close(transposed, (x * 2).t())

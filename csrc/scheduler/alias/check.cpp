@@ -13,11 +13,12 @@ Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts
       if (!isMetaOp(expr->kind())) return Verdict::no(fmt::format("{} computes (not a meta op)", exprLabel(*expr)));
     }
   }
-  // Fusion inputs come with their real layouts; tensors written by a kernel are row-major.
+  // Fusion inputs come with their real layouts; tensors written by a kernel are as it allocates them
+  // (row-major, or the stride order their definition asks for).
   std::unordered_map<const Val*, StridedLayout> layouts;
   for (const Val* in : candidate.inputs) {
     if (!in->isTensor()) continue;
-    layouts[in] = in->fusion()->isInput(in) ? bound.inputLayout(in).layout : StridedLayout::rowMajor(bound.sizesOf(in));
+    layouts[in] = in->fusion()->isInput(in) ? bound.inputLayout(in).layout : bound.allocatedLayout(in);
   }
   for (const Expr* expr : candidate.exprs) {
     ViewResult view = viewThrough(*expr, layouts.at(expr->input(0)), bound.intOperands(*expr));

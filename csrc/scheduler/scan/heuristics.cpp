@@ -13,8 +13,8 @@ std::string ScanParams::toString() const { return fmt::format("scan: one thread 
 ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) {
   ScanParams p;
   // Few lines: a block no wider than they need (a warp at least), so the threads that work share it.
-  p.block = std::clamp<int64_t>(nextPow2(std::max<int64_t>(problem.lines, 1)), device.warp_size,
-                                device.tuning.block_threads);
+  const int64_t widest = std::max<int64_t>(device.warp_size, device.tuning.block_threads);
+  p.block = std::clamp<int64_t>(nextPow2(std::max<int64_t>(problem.lines, 1)), device.warp_size, widest);
   p.grid = std::max<int64_t>(ceilDiv(problem.lines, p.block), 1);
   return p;
 }
