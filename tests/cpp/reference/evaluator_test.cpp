@@ -1,5 +1,6 @@
 // The reference evaluator against hand-computed values: every op family, integer and float
 // semantics, any input layout. The evaluator is the oracle, so these tests pin its meaning.
+#include "fusions/evaluate_defined.h"
 #include "fusions/host_util.h"
 #include "fusions/layer_norm.h"
 #include "support/error.h"
@@ -14,19 +15,9 @@ namespace braze {
 namespace {
 
 using testing::asTensor;
+using testing::evaluateDefined;
 using testing::tensorOf;
 using testing::valuesOf;
-
-// Builds a fusion with `body`, evaluates it on `inputs` and returns the outputs.
-template <typename Body>
-std::vector<HostValue> run(Body&& body, const std::vector<HostValue>& inputs) {
-  Fusion fusion;
-  {
-    FusionGuard guard(&fusion);
-    body(fusion);
-  }
-  return evaluate(fusion, inputs);
-}
 
 TEST(Evaluator, SeedLayerNormMatchesFloat64WithinBFloat16) {
   const testing::LayerNormShape shape{.batch = 2, .seq = 3, .hidden = 40};
@@ -54,7 +45,7 @@ TEST(Evaluator, BroadcastOperandsAndExpandedInputs) {
   // x [2, 3] + y [1 (broadcast), 3], and an expanded input (stride 0) that must read one value per row.
   // Two values for a [2, 3] tensor expanded along its last dim (stride 0), kept alive by the wrapper.
   const std::shared_ptr<float[]> expanded(new float[2]{100, 200});
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
         auto* y = defineTensor({1, -1}, {std::nullopt, true}, DataType::Float);
@@ -69,7 +60,7 @@ TEST(Evaluator, BroadcastOperandsAndExpandedInputs) {
 TEST(Evaluator, NonContiguousInputReadsThroughStrides) {
   std::vector<float> storage{1, 2, 3, 4, 5, 6};  // a 2x3 row-major buffer viewed as its 3x2 transpose
   HostTensor t = HostTensor::wrap(storage.data(), DataType::Float, {3, 2}, {1, 3});
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* x = defineTensor({-1, -1}, {true, true}, DataType::Float, false, {0, 1});
         f.addOutput(mul(x, f.constant(2.0)));
@@ -79,7 +70,7 @@ TEST(Evaluator, NonContiguousInputReadsThroughStrides) {
 }
 
 TEST(Evaluator, IntegerSemanticsFollowCpp) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1}, {true}, DataType::Int32);
         auto* b = defineTensor({-1}, {true}, DataType::Int32);
@@ -102,7 +93,7 @@ TEST(Evaluator, IntegerSemanticsFollowCpp) {
 }
 
 TEST(Evaluator, Int8ArithmeticWrapsAround) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1}, {true}, DataType::Int8);
         f.addOutput(add(a, a));
@@ -112,7 +103,7 @@ TEST(Evaluator, Int8ArithmeticWrapsAround) {
 }
 
 TEST(Evaluator, IntegerDivisionByZeroIsAnError) {
-  EXPECT_THROW(run(
+  EXPECT_THROW(evaluateDefined(
                    [](Fusion& f) {
                      auto* a = defineTensor({-1}, {true}, DataType::Int64);
                      f.addOutput(binaryOp(OpKind::Div, a, f.constant(int64_t{0})));
@@ -122,7 +113,7 @@ TEST(Evaluator, IntegerDivisionByZeroIsAnError) {
 }
 
 TEST(Evaluator, FloatDivisionByZeroAndNaNFollowIeee) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1}, {true}, DataType::Float);
         f.addOutput(div(a, f.constant(0.0)));
@@ -139,7 +130,7 @@ TEST(Evaluator, FloatDivisionByZeroAndNaNFollowIeee) {
 }
 
 TEST(Evaluator, CastSaturatesAndRoundsLikeCuda) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1}, {true}, DataType::Float);
         f.addOutput(cast(a, DataType::Int8));
@@ -154,7 +145,7 @@ TEST(Evaluator, CastSaturatesAndRoundsLikeCuda) {
 
 TEST(Evaluator, ReductionsAndStatistics) {
   const auto x = tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 9});
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
         f.addOutput(reduce(OpKind::Sum, a, {1}));
@@ -179,7 +170,7 @@ TEST(Evaluator, ReductionsAndStatistics) {
 }
 
 TEST(Evaluator, SumOfIntegersIsInt64) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1}, {true}, DataType::Int8);
         f.addOutput(reduce(OpKind::Sum, a, {0}));
@@ -191,7 +182,7 @@ TEST(Evaluator, SumOfIntegersIsInt64) {
 
 TEST(Evaluator, MetaOpsAreViewsWithTheRightValues) {
   const auto x = tensorOf(DataType::Float, {2, 3}, {0, 1, 2, 3, 4, 5});
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
         auto c = [&](int64_t v) -> Val* { return f.constant(v); };
@@ -212,7 +203,7 @@ TEST(Evaluator, MetaOpsAreViewsWithTheRightValues) {
 }
 
 TEST(Evaluator, PadCatFullIota) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
         auto c = [&](int64_t v) -> Val* { return f.constant(v); };
@@ -238,12 +229,12 @@ TEST(Evaluator, IndexingOpsAndOutOfBoundsIndex) {
     f.addOutput(takeAlongAxis(a, i2, 1));
   };
   const auto a = tensorOf(DataType::Float, {2, 3}, {0, 1, 2, 3, 4, 5});
-  const auto outs = run(body, {a, tensorOf(DataType::Int64, {2}, {2, 0}), tensorOf(DataType::Int64, {2, 1}, {1, 2})});
+  const auto outs = evaluateDefined(body, {a, tensorOf(DataType::Int64, {2}, {2, 0}), tensorOf(DataType::Int64, {2, 1}, {1, 2})});
   EXPECT_EQ(valuesOf(asTensor(outs[0])), (std::vector<double>{2, 0, 5, 3}));
   EXPECT_EQ(valuesOf(asTensor(outs[1])), (std::vector<double>{1, 5}));
   EXPECT_EQ(valuesOf(asTensor(outs[2])), (std::vector<double>{1, 5}));
   try {
-    run(body, {a, tensorOf(DataType::Int64, {1}, {3}), tensorOf(DataType::Int64, {2, 1}, {0, 0})});
+    evaluateDefined(body, {a, tensorOf(DataType::Int64, {1}, {3}), tensorOf(DataType::Int64, {2, 1}, {0, 0})});
     FAIL() << "an out-of-bounds index must raise";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Index);
@@ -253,7 +244,7 @@ TEST(Evaluator, IndexingOpsAndOutOfBoundsIndex) {
 
 TEST(Evaluator, Int8MatmulAccumulatesInInt32) {
   // 100 * 100 * 2 = 20000 does not fit int8: the default Int32 result holds it exactly.
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Int8);
         auto* b = defineTensor({-1, -1}, {true, true}, DataType::Int8);
@@ -265,7 +256,7 @@ TEST(Evaluator, Int8MatmulAccumulatesInInt32) {
 }
 
 TEST(Evaluator, BatchedMatmulAndLinearWithBias) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
         auto* b = defineTensor({-1, -1}, {true, true}, DataType::Float);
@@ -281,7 +272,7 @@ TEST(Evaluator, BatchedMatmulAndLinearWithBias) {
 }
 
 TEST(Evaluator, QuantizePerTensorChannelAndBlock) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
         auto* st = defineTensor({}, {}, DataType::Float);
@@ -304,7 +295,7 @@ TEST(Evaluator, QuantizePerTensorChannelAndBlock) {
 }
 
 TEST(Evaluator, SymbolicScalarsAndSizeQueries) {
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
         auto* s = defineScalar(DataType::Double);
@@ -340,7 +331,7 @@ namespace {
 TEST(Evaluator, EmptyInputsSkipLayoutChecks) {
   // numpy gives an empty array stride 0 everywhere; there is no memory whose layout could be wrong.
   int dummy = 0;
-  const auto outs = run(
+  const auto outs = evaluateDefined(
       [](Fusion& f) {
         auto* a = defineTensor({-1, -1}, {true, true}, DataType::Int32);
         f.addOutput(reduce(OpKind::Sum, a, {1}));

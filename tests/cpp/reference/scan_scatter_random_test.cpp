@@ -1,6 +1,7 @@
 // cumsum, scatter, index_put_accumulate and the random tensors on the reference evaluator: hand-computed
 // values, torch's integer and index rules, Philox's published answers, and the statistics and
 // determinism of uniform and normal.
+#include "fusions/evaluate_defined.h"
 #include "fusions/host_util.h"
 #include "support/error.h"
 #include "ir/ops.h"
@@ -15,18 +16,9 @@ namespace braze {
 namespace {
 
 using testing::asTensor;
+using testing::evaluateDefined;
 using testing::tensorOf;
 using testing::valuesOf;
-
-template <typename Body>
-std::vector<HostValue> run(Body&& body, const std::vector<HostValue>& inputs) {
-  Fusion fusion;
-  {
-    FusionGuard guard(&fusion);
-    body(fusion);
-  }
-  return evaluate(fusion, inputs);
-}
 
 Val* i64(Fusion& f, int64_t v) { return f.constant(v); }
 
@@ -41,7 +33,7 @@ TEST(RandomNumbers, PhiloxGivesThePublishedAnswers) {
 
 TEST(RandomNumbers, UniformAndNormalHaveTheirMomentsAndDependOnSeedAndOffsetOnly) {
   const auto draw = [](OpKind kind, int64_t seed, int64_t offset, DataType dtype, int64_t n) {
-    return valuesOf(asTensor(run(
+    return valuesOf(asTensor(evaluateDefined(
         [&](Fusion& f) {
           Val* a = f.constant(kind == OpKind::Uniform ? -1.0 : 3.0);
           Val* b = f.constant(kind == OpKind::Uniform ? 2.0 : 0.5);
@@ -79,7 +71,7 @@ TEST(RandomNumbers, UniformAndNormalHaveTheirMomentsAndDependOnSeedAndOffsetOnly
 
 TEST(Evaluator, CumsumAlongADimFollowsTorch) {
   const HostTensor x = tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 6});
-  const auto out = run(
+  const auto out = evaluateDefined(
       [](Fusion& f) {
         TensorView* t = defineTensor({-1, -1}, {true, true}, DataType::Float);
         f.addOutput(cumsum(t, 1));
@@ -90,7 +82,7 @@ TEST(Evaluator, CumsumAlongADimFollowsTorch) {
   EXPECT_EQ(valuesOf(asTensor(out[1])), (std::vector<double>{1, 2, 3, 5, 7, 9}));
   // Int8 and Bool inputs sum in Int64, as torch.cumsum does (no int8 wrap-around).
   const HostTensor bytes = tensorOf(DataType::Int8, {3}, {100, 100, 100});
-  const auto wide = run(
+  const auto wide = evaluateDefined(
       [](Fusion& f) { f.addOutput(cumsum(defineTensor({-1}, {true}, DataType::Int8), 0)); }, {bytes});
   EXPECT_EQ(asTensor(wide[0]).dtype(), DataType::Int64);
   EXPECT_EQ(valuesOf(asTensor(wide[0])), (std::vector<double>{100, 200, 300}));
@@ -106,10 +98,10 @@ TEST(Evaluator, ScatterWritesWhereTheIndexSaysAndChecksBounds) {
     TensorView* s = defineTensor({-1, -1}, {true, true}, DataType::Float);
     f.addOutput(scatter(t, i, s, 0));
   };
-  EXPECT_EQ(valuesOf(asTensor(run(body, {x, index, src})[0])), (std::vector<double>{0, 8, 0, 0, 7, 0}));
+  EXPECT_EQ(valuesOf(asTensor(evaluateDefined(body, {x, index, src})[0])), (std::vector<double>{0, 8, 0, 0, 7, 0}));
   const HostTensor bad = tensorOf(DataType::Int64, {1, 2}, {3, 0});
   try {
-    run(body, {x, bad, src});
+    evaluateDefined(body, {x, bad, src});
     FAIL() << "expected an index error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Index);
@@ -121,7 +113,7 @@ TEST(Evaluator, IndexPutAccumulateAddsRepeatedAndNegativeIndices) {
   const HostTensor acc = tensorOf(DataType::Float, {3, 2}, {1, 1, 1, 1, 1, 1});
   const HostTensor index = tensorOf(DataType::Int32, {3}, {0, -1, 0});  // -1 is row 2, as in torch
   const HostTensor value = tensorOf(DataType::Float, {3, 2}, {1, 2, 3, 4, 5, 6});
-  const auto out = run(
+  const auto out = evaluateDefined(
       [](Fusion& f) {
         TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
         TensorView* i = defineTensor({-1}, {true}, DataType::Int32);
