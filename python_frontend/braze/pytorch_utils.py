@@ -7,6 +7,8 @@ so (braze itself runs on numpy arrays without torch).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _C, dtypes
@@ -21,7 +23,9 @@ def _torch():
     return torch
 
 
+@functools.cache
 def _to_braze():
+    """torch and its dtypes' DataTypes, made once (from_torch asks for every torch input of an execute)."""
     torch = _torch()
     table = {getattr(torch, name): dtype for dtype, name, _, _ in _C.dtype_table() if hasattr(torch, name)}
     return torch, table
