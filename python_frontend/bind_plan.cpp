@@ -6,7 +6,7 @@
 #include "scalar_value.h"
 
 #include "support/dump.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "exec/pipeline.h"
 #include "exec/pipeline.h"
 

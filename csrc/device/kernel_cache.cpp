@@ -1,6 +1,8 @@
 #include "device/kernel_cache.h"
 
 #include "support/error.h"
+#include "device/kernel_compiler.h"
+#include "device/cuda/nvrtc.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,7 +13,7 @@ std::string_view toString(CompileSource source) {
   switch (source) {
     case CompileSource::Memory: return "memory";
     case CompileSource::Disk: return "disk";
-    case CompileSource::Nvrtc: return "nvrtc";
+    case CompileSource::Compiler: return "compiler";
   }
   return "?";
 }
@@ -21,8 +23,8 @@ std::string kernelCacheKey(std::string_view source, const CompileOptions& option
   // it is the only field that may hold newlines.
   // braze's version comes first: a release may change what a kernel's parameters mean (the argument
   // words, the workspace layout) without changing a byte of its source.
-  return fmt::format("braze {}\nnvrtc {}\noptions {}\nsource\n{}", BRAZE_VERSION, nvrtcVersion(),
-                     fmt::join(nvrtcArguments(options), " "), source);
+  return fmt::format("braze {}\n{}\noptions {}\nsource\n{}", BRAZE_VERSION, compilerName(options),
+                     fmt::join(compilerArguments(options), " "), source);
 }
 
 KernelCache::KernelCache(const std::optional<std::filesystem::path>& disk_root)
@@ -64,13 +66,13 @@ CachedKernel KernelCache::compile(std::string_view source, std::string_view what
       entry_lock = disk_->lockEntry(*disk_key);
       kernel = disk_->load(*disk_key);
     }
-    const CompileSource from = kernel ? CompileSource::Disk : CompileSource::Nvrtc;
+    const CompileSource from = kernel ? CompileSource::Disk : CompileSource::Compiler;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++(kernel ? stats_.disk_hits : stats_.compiles);
     }
     if (!kernel) {
-      kernel = compileCuda(source, what, options);
+      kernel = compileKernel(source, what, options);
       if (disk_) disk_->store(*disk_key, *kernel);
     } else if (options.lineinfo) {
       // Where the loaded cubin's line table points, when the kernel's name and $TMPDIR are those it was

@@ -1,15 +1,16 @@
 // Compiling through caches: memory first (this process compiled or loaded it already), then the disk
-// (another process did: kernel_disk_cache.h), then NVRTC, whose cubin is saved to both. The key is
-// everything the cubin and its use depend on: braze's version, the NVRTC version, NVRTC's arguments
-// (arch, fmad, maxrregcount, -lineinfo, the CUDA include dirs the headers come from), and the source.
+// (another process did: kernel_disk_cache.h), then the arch's compiler (NVRTC, or hiprtc for a gfx arch:
+// kernel_compiler.h), whose binary is saved to both. The key is everything the binary and its use depend
+// on: braze's version, the compiler and its version, its arguments (arch, fmad, maxrregcount, -lineinfo,
+// the CUDA include dirs the headers come from), and the source.
 //
 // Thread-safe. Threads asking for the same kernel at once share one compile: the first compiles, the
 // others wait for its result (a "memory" hit), so a fusion whose segments repeat a kernel, or several
-// threads executing one fusion, pay NVRTC once. Across processes, the disk entry's lock does the same.
+// threads executing one fusion, pay the compiler once. Across processes, the disk entry's lock does the same.
 #pragma once
 
 #include "device/kernel_disk_cache.h"
-#include "device/cuda/nvrtc.h"
+#include "device/compile_options.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -24,24 +25,23 @@
 namespace braze::runtime {
 
 // Where a kernel came from, so tests and benchmarks can tell a hit from a compile.
-enum class CompileSource { Memory, Disk, Nvrtc };
+enum class CompileSource { Memory, Disk, Compiler };  // Compiler: NVRTC or hiprtc ran
 std::string_view toString(CompileSource source);
 
 struct CachedKernel {
   std::shared_ptr<const CompiledKernel> kernel;  // shared with the cache: a hit copies no cubin
-  CompileSource source = CompileSource::Nvrtc;
+  CompileSource source = CompileSource::Compiler;
 };
 
 struct KernelCacheStats {
   int64_t memory_hits = 0;
   int64_t disk_hits = 0;
-  int64_t compiles = 0;  // NVRTC runs, failed ones included
+  int64_t compiles = 0;  // compiler runs, failed ones included
   bool operator==(const KernelCacheStats&) const = default;
 };
 
-// The cache key of `source` compiled with `options`: braze's and NVRTC's versions, NVRTC's arguments,
-// then the source.
-// Throws what nvrtcArguments throws (a virtual arch, missing CUDA headers).
+// The cache key of `source` compiled with `options`: braze's version, the compiler and its version, its
+// arguments, then the source. Throws what compilerArguments throws (a virtual arch, missing CUDA headers).
 std::string kernelCacheKey(std::string_view source, const CompileOptions& options);
 
 class KernelCache {
@@ -51,7 +51,7 @@ class KernelCache {
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
-  // The cubin of `source` for `options`: from memory, disk, or compileCuda (whose errors it throws,
+  // The binary of `source` for `options`: from memory, disk, or compileKernel (whose errors it throws,
   // naming `what`; a failed compile is not cached, so the next call tries again).
   CachedKernel compile(std::string_view source, std::string_view what, const CompileOptions& options);
 

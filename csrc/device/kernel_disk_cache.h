@@ -15,7 +15,7 @@
 // compiled as if it were not there.
 #pragma once
 
-#include "device/cuda/nvrtc.h"
+#include "device/compile_options.h"
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 #include "device/cuda/query_device.h"
 
 #include "support/error.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,7 +2,7 @@
 
 #include "support/error.h"
 #include "reference/evaluator.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "device/cuda/cuda_kernel.h"
 #include "segmenter/segment_views.h"
 

@@ -1,7 +1,7 @@
 // One element of an elementwise op in the terms kernels use: operands as their compute-type values
-// (cuda_ops.h: floats already rounded to their dtype, integers wrapped to theirs), the result rounded
+// (codegen/source_ops.h: floats already rounded to their dtype, integers wrapped to theirs), the result rounded
 // or wrapped to the output's dtype. The CPU simulator runs kernels through simElementwise/simCast;
-// cuda_ops.cpp emits CUDA C++ from the same decisions (computesInFloat, integerMathDtype), and both
+// codegen/source_ops.cpp emits kernel C++ from the same decisions (computesInFloat, integerMathDtype), and both
 // reuse the reference's math (reference/pointwise_math.h), so there is one definition of each op.
 #pragma once
 

@@ -1,6 +1,10 @@
 #include "support/dynamic_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include <utility>
 
@@ -29,6 +33,15 @@ DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
 
 DynamicLibrary::~DynamicLibrary() {
   if (handle_ != nullptr) dlclose(handle_);
+}
+
+std::string DynamicLibrary::file() const {
+  link_map* map = nullptr;
+  if (handle_ == nullptr || dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
+    return "";
+  }
+  char resolved[PATH_MAX];
+  return realpath(map->l_name, resolved) != nullptr ? std::string(resolved) : std::string(map->l_name);
 }
 
 void* DynamicLibrary::symbol(const char* name) const { return dlsym(handle_, name); }

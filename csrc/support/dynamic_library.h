@@ -27,6 +27,9 @@ class DynamicLibrary {
   void* symbol(const char* name) const;
   // The candidate that was opened, as it was given.
   const std::string& path() const { return path_; }
+  // The file the loader opened, every symbolic link resolved ("/usr/lib/.../libamdhip64.so.5.2.21153"):
+  // where a library's full version shows when its API does not report it. "" if it cannot be told.
+  std::string file() const;
 
  private:
   DynamicLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}

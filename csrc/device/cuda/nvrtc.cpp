@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/dynamic_library.h"
+#include "device/kernel_source_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -127,16 +128,6 @@ bool isFile(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-// Where a kernel's source is saved (after a failed compile, or with -lineinfo for profilers): named
-// after the kernel and the source's hash, so a rerun overwrites its file instead of piling up copies.
-std::string sourcePath(std::string_view source, std::string_view what) {
-  std::string name;
-  for (char c : what) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_';
-  std::string dir = envOrEmpty("TMPDIR");
-  if (dir.empty()) dir = "/tmp";
-  return fmt::format("{}/braze_{}_{:016x}.cu", dir, name, std::hash<std::string_view>{}(source));
-}
-
 std::string programLog(const NvrtcApi& api, NvrtcProgram program) {
   size_t size = 0;
   if (api.getProgramLogSize(program, &size) != kNvrtcSuccess || size == 0) return {};
@@ -221,7 +212,7 @@ std::vector<std::string> nvrtcArguments(const CompileOptions& options) {
 }
 
 void saveSourceForProfilers(std::string_view source, std::string_view what) {
-  const std::string path = sourcePath(source, what);
+  const std::string path = kernelSourcePath(source, what, ".cu");
   if (isFile(path)) return;
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << source;  // a failure leaves profilers without the source, nothing worse
@@ -244,7 +235,7 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
 
   // The program is named after the file its source is saved to on failure, so the log's
   // "file(line): error" points into that file.
-  const std::string saved_path = sourcePath(source, what);
+  const std::string saved_path = kernelSourcePath(source, what, ".cu");
   const std::string source_text(source);  // NVRTC wants a NUL-terminated string
   NvrtcProgram program = nullptr;
   const NvrtcResult created =
@@ -257,11 +248,7 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
   kernel.log = programLog(api, program);
   if (compiled == kNvrtcSuccess && options.lineinfo) saveSourceForProfilers(source, what);
   if (compiled != kNvrtcSuccess) {
-    std::ofstream file(saved_path, std::ios::binary | std::ios::trunc);
-    file << source_text;
-    file.close();
-    const std::string where = file ? fmt::format("Source saved to {}", saved_path)
-                                   : fmt::format("(could not save the source to {})", saved_path);
+    const std::string where = saveKernelSource(source, what, ".cu");
     BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false,
                      "NVRTC {} could not compile kernel '{}' for {} ({})\nOptions: {}\n{}\n{}", nvrtcVersion(), what,
                      options.arch, api.getErrorString(compiled), kernel.options, kernel.log, where);

@@ -2,27 +2,14 @@
 // first use, so braze builds and runs (without compiling kernels) where no CUDA toolkit is installed.
 #pragma once
 
+#include "device/compile_options.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace braze::runtime {
-
-struct CompileOptions {
-  std::string arch = "sm_90";  // "sm_80", "sm_90", "sm_90a": compiled to a cubin for exactly this arch
-  bool fmad = true;
-  std::optional<int> maxrregcount = std::nullopt;
-  bool lineinfo = false;
-  // Ordered, so options can be part of a map key (the loaded-kernel cache).
-  auto operator<=>(const CompileOptions&) const = default;
-};
-
-struct CompiledKernel {
-  std::vector<char> cubin;
-  std::string log;      // NVRTC's log (empty when there were no warnings)
-  std::string options;  // the options used, joined by spaces (for cache keys and error messages)
-};
 
 // libnvrtc can be loaded and the CUDA include dir was found.
 bool nvrtcAvailable();

@@ -1,18 +1,13 @@
 #include "device/cuda/sass.h"
 
 #include "support/error.h"
-
-#include <unistd.h>
+#include "device/binary_tool.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
 
 namespace braze::runtime {
 namespace {
-
-bool isExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
 std::optional<std::string> findCuobjdump() {
   std::vector<std::string> dirs;
@@ -21,24 +16,7 @@ std::optional<std::string> findCuobjdump() {
     if (root != nullptr && *root != '\0') dirs.push_back(std::string(root) + "/bin");
   }
   dirs.push_back("/usr/local/cuda/bin");
-  if (const char* path = std::getenv("PATH")) {
-    std::string_view rest(path);
-    while (!rest.empty()) {
-      const size_t colon = rest.find(':');
-      dirs.emplace_back(rest.substr(0, colon));
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    }
-  }
-  for (const std::string& dir : dirs) {
-    if (!dir.empty() && isExecutable(dir + "/cuobjdump")) return dir + "/cuobjdump";
-  }
-  return std::nullopt;
-}
-
-std::string shellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
+  return findExecutable({"cuobjdump"}, dirs);
 }
 
 // The bits one LDG/STG moves, from its opcode's dot-separated modifiers. Whole tokens are matched:
@@ -67,31 +45,7 @@ std::string_view trimLeft(std::string_view text) {
 std::optional<std::string> runCuobjdump(const std::vector<char>& cubin, const char* flag) {
   const std::optional<std::string> cuobjdump = findCuobjdump();
   if (!cuobjdump) return std::nullopt;
-
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string path = fmt::format("{}/braze_cubin_XXXXXX", tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp");
-  const int fd = mkstemp(path.data());
-  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, fd >= 0, "disassemble: cannot create a temp file {}", path);
-  const bool written = write(fd, cubin.data(), cubin.size()) == static_cast<ssize_t>(cubin.size());
-  close(fd);
-  if (!written) {
-    unlink(path.c_str());
-    BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false, "disassemble: cannot write the cubin to {}", path);
-  }
-
-  // stderr joins stdout so that a failure's message (a missing nvdisasm, a bad cubin) can be shown.
-  const std::string command = fmt::format("{} {} {} 2>&1", shellQuote(*cuobjdump), flag, shellQuote(path));
-  std::string output;
-  int status = -1;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
-    status = pclose(pipe);
-  }
-  unlink(path.c_str());
-  const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, ok, "{} {} failed (status {}): {}", *cuobjdump, flag, status, output);
-  return output;
+  return runOnBinary(*cuobjdump, flag, cubin);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
 #include "ir/ops.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 
 #include <cmath>
 #include <functional>

@@ -3,7 +3,7 @@
 // and flattened again. What may not fold (launch arguments, values that can be negative) stays.
 // End to end, the RoPE kernel's cat over a whole head dim reads without a bounds test.
 #include "fusions/kernel_corpus.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "kernel/kernel_ir.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // where the heuristics vectorize by 16 bytes the SASS has 128-bit global loads and stores.
 // No GPU is needed: NVRTC and cuobjdump run on any machine with the toolkit.
 #include "fusions/kernel_corpus.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/sass.h"
 

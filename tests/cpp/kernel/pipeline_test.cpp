@@ -3,7 +3,7 @@
 // fusions (seed layer_norm, litGPT RoPE, softmax) and the layouts that break kernels.
 #include "fusions/kernel_corpus.h"
 #include "exec/host_execute.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
 
 #include <gtest/gtest.h>

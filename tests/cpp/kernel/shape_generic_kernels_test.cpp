@@ -6,7 +6,7 @@
 #include "fusions/kernel_util.h"
 #include "fusions/layer_norm.h"
 #include "ir/ops.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "kernel/simulator.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // arrays in dynamic shared memory, which NVRTC compiles.
 #include "fusions/kernel_util.h"
 #include "support/error.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "kernel/simulator.h"
 #include "device/cuda/nvrtc.h"
 

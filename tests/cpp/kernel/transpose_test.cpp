@@ -6,7 +6,7 @@
 // compile with NVRTC without a warning; the simple transpose's SASS has the loads the design predicts.
 #include "fusions/kernel_util.h"
 #include "ir/ops.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/sass.h"
 

@@ -5,6 +5,8 @@
 // starting together on one directory compile each kernel once.
 #include "support/error.h"
 #include "device/kernel_cache.h"
+#include "device/cuda/nvrtc.h"
+#include "device/hip/hiprtc.h"
 #include "runtime/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -51,7 +53,7 @@ TEST(KernelCache, SecondCacheOnTheDirectoryHitsDiskWithTheSameCubin) {
   const std::string source = scaleKernel("scale");
   KernelCache first(dir.path());
   const CachedKernel compiled = first.compile(source, "scale", kSm90);
-  EXPECT_EQ(compiled.source, CompileSource::Nvrtc);
+  EXPECT_EQ(compiled.source, CompileSource::Compiler);
   const CachedKernel again = first.compile(source, "scale", kSm90);
   EXPECT_EQ(again.source, CompileSource::Memory);
   EXPECT_EQ(again.kernel, compiled.kernel);  // the same object: a memory hit copies nothing
@@ -72,11 +74,11 @@ TEST(KernelCache, ChangingSourceArchOrAnyOptionMisses) {
   const std::string source = scaleKernel("scale");
   KernelCache(dir.path()).compile(source, "scale", kSm90);
   KernelCache cache(dir.path());
-  EXPECT_EQ(cache.compile(source + "// changed\n", "scale", kSm90).source, CompileSource::Nvrtc);
-  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_80"}).source, CompileSource::Nvrtc);
-  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .fmad = false}).source, CompileSource::Nvrtc);
-  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .maxrregcount = 32}).source, CompileSource::Nvrtc);
-  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .lineinfo = true}).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(source + "// changed\n", "scale", kSm90).source, CompileSource::Compiler);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_80"}).source, CompileSource::Compiler);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .fmad = false}).source, CompileSource::Compiler);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .maxrregcount = 32}).source, CompileSource::Compiler);
+  EXPECT_EQ(cache.compile(source, "scale", {.arch = "sm_90", .lineinfo = true}).source, CompileSource::Compiler);
   EXPECT_EQ(cache.compile(source, "scale", kSm90).source, CompileSource::Disk);
   // The kernel's name is for messages only: the same source under another name is the same cubin.
   EXPECT_EQ(cache.compile(source, "another_name", kSm90).source, CompileSource::Memory);
@@ -92,6 +94,21 @@ TEST(KernelCache, KeyHoldsTheNvrtcVersionAndArguments) {
     EXPECT_NE(key.find(part), std::string::npos) << part << " missing from " << key;
   }
   EXPECT_TRUE(key.ends_with("\nSOURCE")) << key;
+}
+
+// A gfx arch goes to hiprtc: the key names it, and its arguments; a CUDA-only option is refused, naming it.
+TEST(KernelCache, KeyOfAGfxArchHoldsTheHiprtcVersionAndArguments) {
+  const std::string key = kernelCacheKey("SOURCE", {.arch = "gfx90a", .fmad = false});
+  EXPECT_NE(key.find("\nhiprtc " + hiprtcVersion() + "\n"), std::string::npos) << key;
+  EXPECT_NE(key.find("--offload-arch=gfx90a -std=c++17 -O3 -ffp-contract=off"), std::string::npos) << key;
+  EXPECT_EQ(key.find("nvrtc"), std::string::npos) << key;
+  EXPECT_NE(kernelCacheKey("SOURCE", {.arch = "gfx90a"}), key);
+  try {
+    kernelCacheKey("SOURCE", {.arch = "gfx90a", .maxrregcount = 40});
+    FAIL() << "maxrregcount accepted for a gfx arch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxrregcount (40) has no hiprtc option"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelCache, DamagedEntryIsRecompiledAndRewritten) {
@@ -112,7 +129,7 @@ TEST(KernelCache, DamagedEntryIsRecompiledAndRewritten) {
     const CachedKernel recompiled = KernelCache(dir.path()).compile(source, "scale", kSm90);
     const std::string warning = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(warning.find(entry.string() + " is damaged"), std::string::npos) << warning;
-    EXPECT_EQ(recompiled.source, CompileSource::Nvrtc);
+    EXPECT_EQ(recompiled.source, CompileSource::Compiler);
     EXPECT_EQ(recompiled.kernel->cubin, original.kernel->cubin);
     const CachedKernel reloaded = KernelCache(dir.path()).compile(source, "scale", kSm90);
     EXPECT_EQ(reloaded.source, CompileSource::Disk);  // the entry was rewritten
@@ -150,14 +167,14 @@ TEST(KernelCache, UnusableDirectoryLeavesTheMemoryCache) {
   std::ofstream(dir.path() / "a_file") << "not a directory";
   KernelCache cache(dir.path() / "a_file" / "cache");
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cache.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Nvrtc);
+  EXPECT_EQ(cache.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Compiler);
   const std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warnings.find("not saving compiled kernels"), std::string::npos) << warnings;
   EXPECT_FALSE(cache.disk()->writable());
   EXPECT_EQ(cache.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Memory);
   KernelCache memory_only(std::nullopt);
   EXPECT_EQ(memory_only.disk(), nullptr);
-  EXPECT_EQ(memory_only.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Nvrtc);
+  EXPECT_EQ(memory_only.compile(scaleKernel("scale"), "scale", kSm90).source, CompileSource::Compiler);
 }
 
 TEST(KernelCache, CompileErrorsAreThrownEveryTimeAndNeverStored) {
@@ -320,7 +337,7 @@ TEST(KernelCacheAcrossProcesses, EightProcessesCompileEachKernelOnce) {
     result >> source;
     ++sources[source];
   }
-  EXPECT_EQ(sources, (std::map<std::string, int>{{"disk", kProcesses - 1}, {"nvrtc", 1}}));
+  EXPECT_EQ(sources, (std::map<std::string, int>{{"compiler", 1}, {"disk", kProcesses - 1}}));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // with the arguments they were updated with, and runs a plan's host steps (segments no scheduler
 // accepts, in-place updates, scalar outputs) in stream order.
 #include "fusions/kernel_corpus.h"
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 #include "exec/host_execute.h"
 #include "device/sim/sim_device_ops.h"
 

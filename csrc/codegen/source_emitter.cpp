@@ -1,7 +1,8 @@
-#include "codegen/cuda_emitter.h"
+#include "codegen/source_emitter.h"
 
 #include "support/error.h"
-#include "codegen/cuda_ops.h"
+#include "codegen/source_ops.h"
+#include "codegen/source_preamble.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,8 @@ namespace {
 
 // Shared by every kernel: an aligned vector type (so one access is one 8- or 16-byte instruction) and a
 // block reduction over threadIdx.x or threadIdx.y. Threads with the same threadIdx.y are consecutive
-// lanes of a warp (WARP lanes: the kernel's warp_size, which the device names), so an x-reduction of up
+// lanes of a warp (WARP lanes: the kernel's warp_size, which the device names: 32, or a wavefront of 64
+// on AMD; braze_shfl_xor exchanges within groups of a width that divides the hardware's), so an x-reduction of up
 // to a warp's threads is a shuffle butterfly, and one over whole warps a butterfly per warp and a pass
 // over the warps' results; otherwise a tree in shared memory.
 constexpr std::string_view kKernelPreamble = R"(
@@ -26,10 +28,10 @@ template <> struct BrazeIsBool<bool> { static constexpr bool value = true; };
 
 template <int WARP, int BX, int BY, int AXIS, typename T, typename F>
 __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
-  static_assert(WARP == 32, "CUDA warps have 32 lanes: the full-warp shuffle mask below assumes it");
+  static_assert(WARP <= BRAZE_WARP_LANES && BRAZE_WARP_LANES % WARP == 0, "a warp of the kernel is a group of the hardware's lanes");
   if constexpr (AXIS == 0 && BX <= WARP && !BrazeIsBool<T>::value) {
 #pragma unroll
-    for (int offset = BX / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset, BX));
+    for (int offset = BX / 2; offset > 0; offset /= 2) v = combine(v, braze_shfl_xor(v, offset, BX));
     return v;
   } else if constexpr (AXIS == 0 && BX % WARP == 0 && !BrazeIsBool<T>::value) {
     // Whole warps along x: a butterfly in each warp, then every thread combines its row's warp
@@ -37,7 +39,7 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
     constexpr int W = BX / WARP;
     __shared__ T warp_results[BY * W];
 #pragma unroll
-    for (int offset = WARP / 2; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v = combine(v, braze_shfl_xor(v, offset, WARP));
     if (threadIdx.x % WARP == 0) warp_results[threadIdx.y * W + threadIdx.x / WARP] = v;
     __syncthreads();
     T result = warp_results[threadIdx.y * W];
@@ -68,22 +70,22 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 
 class Emitter {
  public:
-  explicit Emitter(const Kernel& k) : k_(k) {}
+  Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {}
 
   std::string run() {
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
-    out += cudaOpsPreamble(usesFp8());
-    if (usesRandom()) out += cudaRandomPreamble();
+    out += opsPreamble(dialect_, usesFp8());
+    if (usesRandom()) out += randomPreamble();
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
     for (const TensorParam& t : k_.tensors) {
       const bool written = t.output || t.workspace;
-      params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", cudaStorageTypeName(t.dtype),
+      params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", storageTypeName(t.dtype),
                                    t.name));
     }
     for (const ScalarArgument& a : k_.arguments) {
-      params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : cudaComputeTypeName(a.dtype),
+      params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : computeTypeName(a.dtype),
                                    a.name));
     }
     out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
@@ -119,7 +121,7 @@ class Emitter {
 
   std::string type(VarId var) const {
     const KVar& v = k_.vars[var];
-    return v.index ? "idx_t" : std::string(cudaComputeTypeName(v.dtype));
+    return v.index ? "idx_t" : std::string(computeTypeName(v.dtype));
   }
 
   std::string e(ExprId id) const {
@@ -128,9 +130,9 @@ class Emitter {
     switch (x.kind) {
       case EKind::ConstInt:
         if (x.index) return k_.index64 ? fmt::format("{}LL", x.i) : fmt::format("{}", x.i);
-        return cudaLiteral(x.i, x.dtype);
+        return literalExpr(x.i, x.dtype);
       case EKind::ConstBool: return x.i ? "true" : "false";
-      case EKind::ConstFloat: return cudaLiteral(x.f, x.dtype);
+      case EKind::ConstFloat: return literalExpr(x.f, x.dtype);
       case EKind::VarRef: return k_.vars[x.ref].name;
       case EKind::Argument: return k_.arguments[x.ref].name;
       case EKind::ThreadIdx: return x.i == 0 ? "(idx_t)threadIdx.x" : "(idx_t)threadIdx.y";
@@ -151,10 +153,10 @@ class Emitter {
       case EKind::Elementwise: {
         std::vector<Operand> ops;
         for (ExprId arg : x.args) ops.push_back({e(arg), k_.exprs[arg].dtype});
-        return cudaElementwise(x.op, x.dtype, ops);
+        return elementwiseExpr(x.op, x.dtype, ops);
       }
-      case EKind::Cast: return cudaCast({a(0), x.from}, x.dtype);
-      case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", cudaComputeTypeName(x.dtype), a(0));
+      case EKind::Cast: return castExpr({a(0), x.from}, x.dtype);
+      case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", computeTypeName(x.dtype), a(0));
       case EKind::RandomUnit:
         return fmt::format("{}({}, {}, {})", x.op == OpKind::Uniform ? "braze_uniform_unit" : "braze_standard_normal",
                            a(0), a(1), a(2));
@@ -162,9 +164,9 @@ class Emitter {
       case EKind::Load: {
         const TensorParam& t = k_.tensors[x.ref];
         // Workspace values come from other blocks of this launch: read them from L2, never a stale L1 line.
-        const std::string at = t.workspace ? fmt::format("__ldcg(&{}[{}])", t.name, a(0))
+        const std::string at = t.workspace ? fmt::format("braze_load_l2(&{}[{}])", t.name, a(0))
                                            : fmt::format("{}[{}]", t.name, a(0));
-        return cudaFromStorage(at, x.dtype);
+        return fromStorageExpr(at, x.dtype);
       }
       case EKind::LocalRead: return fmt::format("{}[{}]", k_.vars[x.ref].name, a(0));
     }
@@ -215,7 +217,7 @@ class Emitter {
         return;
       case SKind::Store: {
         const TensorParam& t = k_.tensors[s.tensor];
-        line(depth, fmt::format("{}[{}] = {};", t.name, e(s.a), cudaToStorage(e(s.b), t.dtype)));
+        line(depth, fmt::format("{}[{}] = {};", t.name, e(s.a), toStorageExpr(e(s.b), t.dtype)));
         return;
       }
       case SKind::VecLoad:
@@ -226,7 +228,7 @@ class Emitter {
         const Operand ops[2] = {{"a", dtype}, {"b", dtype}};
         line(depth, fmt::format("{} = braze_block_reduce<{}, {}, {}, {}>({}, []({} a, {} b) {{ return {}; }});",
                                 k_.vars[s.var].name, k_.warp_size, k_.block[0], k_.block[1], s.axis, k_.vars[s.var].name, t, t,
-                                cudaElementwise(combineOf(s.reduce), dtype, ops)));
+                                elementwiseExpr(combineOf(s.reduce), dtype, ops)));
         return;
       }
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
@@ -240,30 +242,31 @@ class Emitter {
 
   void vector(const Stmt& s, int depth) {
     const TensorParam& t = k_.tensors[s.tensor];
-    const std::string vec = fmt::format("BrazeVec<{}, {}>", cudaStorageTypeName(t.dtype), s.width);
+    const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(t.dtype), s.width);
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
     if (s.kind == SKind::VecLoad) {
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, t.name, e(s.a)));
       line(depth + 1, "#pragma unroll");
       line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, arr, e(s.b),
-                                  cudaFromStorage("raw.v[j]", t.dtype)));
+                                  fromStorageExpr("raw.v[j]", t.dtype)));
     } else {
       line(depth + 1, fmt::format("{} raw;", vec));
       line(depth + 1, "#pragma unroll");
       line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) raw.v[j] = {};", s.width,
-                                  cudaToStorage(fmt::format("{}[{} + j]", arr, e(s.b)), t.dtype)));
+                                  toStorageExpr(fmt::format("{}[{} + j]", arr, e(s.b)), t.dtype)));
       line(depth + 1, fmt::format("*reinterpret_cast<{}*>(&{}[{}]) = raw;", vec, t.name, e(s.a)));
     }
     line(depth, "}");
   }
 
   const Kernel& k_;
+  const SourceDialect dialect_;
   std::string* body_ = nullptr;
 };
 
 }  // namespace
 
-std::string emitCuda(const Kernel& kernel) { return Emitter(kernel).run(); }
+std::string emitSource(const Kernel& kernel, SourceDialect dialect) { return Emitter(kernel, dialect).run(); }
 
 }  // namespace braze::kernel

@@ -1,4 +1,4 @@
-#include "codegen/cuda_ops.h"
+#include "codegen/source_ops.h"
 
 #include "support/error.h"
 #include "kernel/element_math.h"
@@ -15,275 +15,6 @@
 namespace braze::kernel {
 namespace {
 
-// Every helper mirrors one function of reference/pointwise_math.cpp or numerics.cpp; the comment on
-// each says which, and the GPU results are compared with the simulator's (element_math.h).
-constexpr std::string_view kPreamble = R"CUDA(#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#ifdef BRAZE_FP8
-#include <cuda_fp8.h>
-#endif
-
-// ---- float arithmetic: one IEEE rounding per op, never contracted into an FMA (the reference rounds
-// ---- the result of every op to its dtype)
-__device__ __forceinline__ float braze_add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double braze_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float braze_sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ double braze_sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ float braze_mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double braze_mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float braze_div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double braze_div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
-__device__ __forceinline__ double braze_sqrt(double a) { return __dsqrt_rn(a); }
-__device__ __forceinline__ float braze_abs(float a) { return fabsf(a); }
-__device__ __forceinline__ double braze_abs(double a) { return fabs(a); }
-__device__ __forceinline__ float braze_exp(float a) { return expf(a); }
-__device__ __forceinline__ double braze_exp(double a) { return exp(a); }
-__device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
-__device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
-__device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
-__device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
-__device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
-__device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
-
-// std::max / std::min exactly: a NaN second operand is ignored and max(-0.0, 0.0) is -0.0 (fmaxf differs).
-template <typename T> __device__ __forceinline__ T braze_max(T a, T b) { return (a < b) ? b : a; }
-template <typename T> __device__ __forceinline__ T braze_min(T a, T b) { return (b < a) ? b : a; }
-
-// ---- float ops (unaryFloat, binaryFloat, ternaryFloat)
-template <typename T> __device__ __forceinline__ T braze_relu(T x) {
-  return x > T(0) ? x : (isnan(x) ? x : T(0));
-}
-template <typename T> __device__ __forceinline__ T braze_sign(T x) {
-  return isnan(x) ? x : T(int(x > T(0)) - int(x < T(0)));
-}
-template <typename T> __device__ __forceinline__ T braze_frac(T x) { return braze_sub(x, braze_trunc(x)); }
-template <typename T> __device__ __forceinline__ T braze_sigmoid(T x) {
-  return braze_div(T(1), braze_add(T(1), braze_exp(-x)));
-}
-template <typename T> __device__ __forceinline__ T braze_silu(T x) {
-  return braze_div(x, braze_add(T(1), braze_exp(-x)));
-}
-template <typename T> __device__ __forceinline__ bool braze_isposinf(T x) { return isinf(x) && x > T(0); }
-template <typename T> __device__ __forceinline__ bool braze_isneginf(T x) { return isinf(x) && x < T(0); }
-// Python's remainder: the sign of the divisor.
-template <typename T> __device__ __forceinline__ T braze_remainder(T a, T b) {
-  T r = braze_fmod(a, b);
-  if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = braze_add(r, b);
-  return r;
-}
-template <typename T> __device__ __forceinline__ T braze_maximum(T a, T b) {
-  return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_max(a, b);
-}
-template <typename T> __device__ __forceinline__ T braze_minimum(T a, T b) {
-  return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_min(a, b);
-}
-// torch's lerp: exact at both ends.
-template <typename T> __device__ __forceinline__ T braze_lerp(T a, T b, T w) {
-  return braze_abs(w) < T(0.5) ? braze_add(a, braze_mul(w, braze_sub(b, a)))
-                               : braze_sub(b, braze_mul(braze_sub(b, a), braze_sub(T(1), w)));
-}
-template <typename T> __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) {
-  return isnan(x) ? x : braze_min(braze_max(x, lo), hi);
-}
-template <typename T> __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
-  return braze_add(x, braze_mul(braze_mul(value, t1), t2));
-}
-// The reference's erfcinv is erfinv(1 - x) in double (so x below 2^-53 gives inf, as it does there).
-__device__ __forceinline__ double braze_erfcinv(double x) { return erfinv(__dsub_rn(1.0, x)); }
-
-// ---- integer ops on long long (unaryInt, binaryInt): wrap-around through unsigned arithmetic
-__device__ __forceinline__ long long braze_add_i(long long a, long long b) {
-  return (long long)((unsigned long long)a + (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_sub_i(long long a, long long b) {
-  return (long long)((unsigned long long)a - (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_mul_i(long long a, long long b) {
-  return (long long)((unsigned long long)a * (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_neg_i(long long a) { return (long long)(0ULL - (unsigned long long)a); }
-__device__ __forceinline__ long long braze_abs_i(long long a) { return a < 0 ? braze_neg_i(a) : a; }
-__device__ __forceinline__ long long braze_relu_i(long long a) { return a > 0 ? a : 0LL; }
-__device__ __forceinline__ long long braze_sign_i(long long a) { return (long long)(int(a > 0) - int(a < 0)); }
-// Division truncates toward zero; the reference rejects a zero divisor, kernels give 0.
-__device__ __forceinline__ long long braze_div_i(long long a, long long b) {
-  if (b == 0) return 0;
-  if (b == -1) return braze_neg_i(a);  // INT64_MIN / -1 wraps
-  return a / b;
-}
-// fmod and mod: the sign of the dividend.
-__device__ __forceinline__ long long braze_fmod_i(long long a, long long b) {
-  if (b == 0 || b == -1) return 0;
-  return a % b;
-}
-// remainder: the sign of the divisor, as Python.
-__device__ __forceinline__ long long braze_remainder_i(long long a, long long b) {
-  if (b == 0 || b == -1) return 0;
-  long long r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-// Power by squaring, wrapping; a negative exponent gives 0 except for bases 1 and -1 (torch's rule;
-// the reference rejects 0 ** negative, kernels give 0).
-__device__ __forceinline__ long long braze_pow_i(long long base, long long exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  unsigned long long result = 1;
-  unsigned long long b = (unsigned long long)base;
-  while (exp > 0) {
-    if (exp & 1) result *= b;
-    b *= b;
-    exp >>= 1;
-  }
-  return (long long)result;
-}
-// std::gcd: the gcd of the magnitudes (gcd(INT64_MIN, 0) wraps to INT64_MIN, as libstdc++ gives).
-__device__ __forceinline__ long long braze_gcd_i(long long a, long long b) {
-  unsigned long long x = a < 0 ? 0ULL - (unsigned long long)a : (unsigned long long)a;
-  unsigned long long y = b < 0 ? 0ULL - (unsigned long long)b : (unsigned long long)b;
-  while (y != 0) {
-    const unsigned long long t = x % y;
-    x = y;
-    y = t;
-  }
-  return (long long)x;
-}
-// Shifts by the type's width or more shift out every bit (undefined in C++, defined by braze).
-__device__ __forceinline__ long long braze_shl_i(long long a, long long b, int width) {
-  return (b < 0 || b >= width) ? 0LL : (long long)((unsigned long long)a << b);
-}
-__device__ __forceinline__ long long braze_shr_i(long long a, long long b, int width, bool is_signed) {
-  if (b < 0 || b >= width) return (a < 0 && is_signed) ? -1LL : 0LL;
-  return a >> b;
-}
-__device__ __forceinline__ long long braze_lshr_i(long long a, long long b, int width) {
-  if (b < 0 || b >= width) return 0;
-  const unsigned long long mask = width == 64 ? ~0ULL : ((1ULL << width) - 1);
-  return (long long)(((unsigned long long)a & mask) >> b);
-}
-__device__ __forceinline__ long long braze_threshold_i(long long x, long long t, long long v) { return x <= t ? v : x; }
-template <typename T> __device__ __forceinline__ T braze_threshold(T x, T t, T v) { return x <= t ? v : x; }
-__device__ __forceinline__ long long braze_addcmul_i(long long x, long long t1, long long t2, long long value) {
-  const unsigned long long p = (unsigned long long)value * (unsigned long long)t1 * (unsigned long long)t2;
-  return (long long)((unsigned long long)x + p);
-}
-
-// ---- conversions to integer types
-__device__ __forceinline__ long long braze_wrap_i8(long long v) { return (long long)(signed char)v; }
-__device__ __forceinline__ long long braze_wrap_u8(long long v) { return (long long)(unsigned char)v; }
-__device__ __forceinline__ long long braze_wrap_i16(long long v) { return (long long)(short)v; }
-__device__ __forceinline__ long long braze_wrap_i32(long long v) { return (long long)(int)v; }
-// floatToInt: truncate toward zero, saturate to [lo, hi], NaN -> 0 (what CUDA's cvt.rzi does).
-__device__ __forceinline__ long long braze_float_to_int(double x, long long lo, long long hi) {
-  if (isnan(x)) return 0;
-  const double t = trunc(x);
-  if (t <= (double)lo) return lo;
-  if (t >= (double)hi) return hi;
-  return (long long)t;
-}
-
-// ---- rounding to the narrow float types (numerics.cpp), from float or directly from double (one rounding)
-__device__ __forceinline__ float braze_round_half(float x) { return __half2float(__float2half_rn(x)); }
-__device__ __forceinline__ float braze_round_half(double x) { return __half2float(__double2half(x)); }
-__device__ __forceinline__ float braze_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-__device__ __forceinline__ float braze_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
-
-#ifdef BRAZE_FP8
-// e4m3fn and e5m2: CUDA's conversions, saturating to the largest finite value (inf included).
-__device__ __forceinline__ float braze_e4m3fn_to_float(__nv_fp8_storage_t bits) {
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
-}
-__device__ __forceinline__ float braze_e5m2_to_float(__nv_fp8_storage_t bits) {
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E5M2)));
-}
-__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(float x) {
-  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
-}
-__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(double x) {
-  return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
-}
-__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(float x) {
-  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
-}
-__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(double x) {
-  return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
-}
-__device__ __forceinline__ float braze_round_e4m3fn(float x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
-__device__ __forceinline__ float braze_round_e4m3fn(double x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
-__device__ __forceinline__ float braze_round_e5m2(float x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
-__device__ __forceinline__ float braze_round_e5m2(double x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
-__device__ __forceinline__ __nv_fp8_e4m3 braze_store_e4m3fn(float x) {
-  __nv_fp8_e4m3 r;
-  r.__x = braze_to_e4m3fn(x);
-  return r;
-}
-__device__ __forceinline__ __nv_fp8_e5m2 braze_store_e5m2(float x) {
-  __nv_fp8_e5m2 r;
-  r.__x = braze_to_e5m2(x);
-  return r;
-}
-#endif  // BRAZE_FP8
-
-// e4m3fnuz (bias 8) and e5m2fnuz (bias 16): no inf, no -0, the one NaN is 0x80; saturating. CUDA has
-// no type for them: numerics.cpp's encode/decode in software, stored as unsigned char.
-__device__ __forceinline__ unsigned char braze_to_fnuz(double v, int man_bits, int bias) {
-  if (isnan(v)) return 0x80;
-  const unsigned long long bits = (unsigned long long)__double_as_longlong(v);
-  const unsigned long long sign = (bits >> 63) != 0 ? 0x80ULL : 0ULL;
-  const unsigned long long max_code = 0x7f;  // every exponent and mantissa bit set is finite
-  unsigned long long code = ~0ULL;  // inf saturates
-  if (!isinf(v)) {
-    // roundMagnitude: the code the value rounds to with an unbounded exponent field.
-    const unsigned long long abs_bits = bits & 0x7fffffffffffffffULL;
-    const unsigned long long exp_field = abs_bits >> 52;
-    const unsigned long long fraction = abs_bits & ((1ULL << 52) - 1);
-    if (exp_field == 0 && fraction == 0) return 0;
-    const unsigned long long sig = exp_field != 0 ? (fraction | (1ULL << 52)) : fraction;
-    const int sig_exp = (int)(exp_field != 0 ? exp_field : 1) - 1075;
-    const int floor_log2 = (63 - __clzll((long long)sig)) + sig_exp;
-    const int qmin = 1 - bias - man_bits;
-    const int q = floor_log2 - man_bits > qmin ? floor_log2 - man_bits : qmin;
-    const int shift = q - sig_exp;
-    unsigned long long n = 0;
-    if (shift <= 0) {
-      n = sig << -shift;
-    } else if (shift <= 53) {
-      n = sig >> shift;
-      const unsigned long long rest = sig & ((1ULL << shift) - 1);
-      const unsigned long long half = 1ULL << (shift - 1);
-      if (rest > half || (rest == half && (n & 1) != 0)) ++n;
-    }
-    code = ((unsigned long long)(q - qmin) << man_bits) + n;
-  }
-  if (code > max_code) return (unsigned char)(sign | max_code);
-  if (code == 0) return 0;  // -0 (or a tiny negative) would land on the NaN code
-  return (unsigned char)(sign | code);
-}
-__device__ __forceinline__ float braze_from_fnuz(unsigned char bits, int man_bits, int bias) {
-  if (bits == 0x80) return __int_as_float(0x7fc00000);
-  const int code = bits & 0x7f;
-  const int exp_field = code >> man_bits;
-  const int mantissa = code & ((1 << man_bits) - 1);
-  const int qmin = 1 - bias - man_bits;
-  const float magnitude = exp_field == 0 ? ldexpf((float)mantissa, qmin)
-                                         : ldexpf((float)(mantissa | (1 << man_bits)), qmin + exp_field - 1);
-  return (bits & 0x80) != 0 ? -magnitude : magnitude;
-}
-__device__ __forceinline__ unsigned char braze_to_e4m3fnuz(double x) { return braze_to_fnuz(x, 3, 8); }
-__device__ __forceinline__ unsigned char braze_to_e5m2fnuz(double x) { return braze_to_fnuz(x, 2, 16); }
-__device__ __forceinline__ float braze_e4m3fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 3, 8); }
-__device__ __forceinline__ float braze_e5m2fnuz_to_float(unsigned char bits) { return braze_from_fnuz(bits, 2, 16); }
-__device__ __forceinline__ float braze_round_e4m3fnuz(double x) {
-  return braze_e4m3fnuz_to_float(braze_to_e4m3fnuz(x));
-}
-__device__ __forceinline__ float braze_round_e5m2fnuz(double x) {
-  return braze_e5m2fnuz_to_float(braze_to_e5m2fnuz(x));
-}
-)CUDA";
 
 // An expression and the dtype of the value it holds (an operand's dtype, or the compute type an op
 // produced it in: Float, Double, Int64 or Bool).
@@ -304,13 +35,13 @@ std::string asMath(const Value& v, DataType math) {
   const DataType held = computeTypeOf(v.dtype);
   if (held == math) return paren(v.text);
   if (math == DataType::Float && held == DataType::Double) return fmt::format("__double2float_rn({})", v.text);
-  return fmt::format("(({}){})", cudaComputeTypeName(math), paren(v.text));
+  return fmt::format("(({}){})", computeTypeName(math), paren(v.text));
 }
 
 // floatToInt of a float or double into the range of integer `dtype`.
 std::string floatToInt(const Value& v, DataType dtype) {
   return fmt::format("braze_float_to_int((double){}, {}, {})", paren(v.text),
-                     cudaLiteral(integerMin(dtype), DataType::Int64), cudaLiteral(integerMax(dtype), DataType::Int64));
+                     literalExpr(integerMin(dtype), DataType::Int64), literalExpr(integerMax(dtype), DataType::Int64));
 }
 
 std::string asInt(const Value& v) {
@@ -580,7 +311,7 @@ std::string floatLiteral(double value, DataType compute) {
 
 }  // namespace
 
-std::string_view cudaComputeTypeName(DataType dtype) {
+std::string_view computeTypeName(DataType dtype) {
   switch (computeTypeOf(dtype)) {
     case DataType::Float: return "float";
     case DataType::Double: return "double";
@@ -589,7 +320,7 @@ std::string_view cudaComputeTypeName(DataType dtype) {
   }
 }
 
-std::string_view cudaStorageTypeName(DataType dtype) {
+std::string_view storageTypeName(DataType dtype) {
   switch (dtype) {
     case DataType::Bool: return "bool";
     case DataType::Int8: return "signed char";
@@ -597,72 +328,24 @@ std::string_view cudaStorageTypeName(DataType dtype) {
     case DataType::Int16: return "short";
     case DataType::Int32: return "int";
     case DataType::Int64: return "long long";
-    case DataType::Half: return "__half";
-    case DataType::BFloat16: return "__nv_bfloat16";
+    case DataType::Half: return "braze_half";
+    case DataType::BFloat16: return "braze_bf16";
     case DataType::Float: return "float";
     case DataType::Double: return "double";
-    case DataType::Float8_e4m3fn: return "__nv_fp8_e4m3";
-    case DataType::Float8_e5m2: return "__nv_fp8_e5m2";
-    case DataType::Float8_e4m3fnuz:
-    case DataType::Float8_e5m2fnuz: return "unsigned char";
+    case DataType::Float8_e4m3fn: return "braze_e4m3fn";
+    case DataType::Float8_e5m2: return "braze_e5m2";
+    case DataType::Float8_e4m3fnuz: return "braze_e4m3fnuz";
+    case DataType::Float8_e5m2fnuz: return "braze_e5m2fnuz";
     case DataType::Null: break;
   }
-  BRAZE_UNREACHABLE("cudaStorageTypeName({})", toString(dtype));
+  BRAZE_UNREACHABLE("storageTypeName({})", toString(dtype));
 }
 
-std::string cudaOpsPreamble(bool fp8) {
-  // cuda_fp8.h is a quarter of an otherwise empty kernel's NVRTC time: only kernels that move e4m3fn
-  // or e5m2 values include it (the fnuz types are converted in software and need no header).
-  return fp8 ? "#define BRAZE_FP8 1\n" + std::string(kPreamble) : std::string(kPreamble);
-}
-
-std::string cudaRandomPreamble() {
-  // The same words and the same double arithmetic as ir/random_numbers.cpp: a kernel's random tensor
-  // equals the reference's (normal to the last bit of CUDA's log, sin and cos, which may differ by an
-  // ulp from the host's in double, before the rounding to the output's dtype).
-  return R"(
-__device__ __forceinline__ uint4 braze_philox(unsigned long long seed, unsigned long long offset,
-                                              unsigned long long call) {
-  unsigned int c0 = (unsigned int)call, c1 = (unsigned int)(call >> 32);
-  unsigned int c2 = (unsigned int)offset, c3 = (unsigned int)(offset >> 32);
-  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    const unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-    const unsigned int n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return make_uint4(c0, c1, c2, c3);
-}
-__device__ __forceinline__ unsigned int braze_philox_word(uint4 w, unsigned long long k) {
-  return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
-}
-__device__ __forceinline__ double braze_unit(unsigned int word) {
-  return ((double)word + 0.5) * 2.3283064365386962890625e-10;
-}
-__device__ __forceinline__ double braze_uniform_unit(long long seed, long long offset, long long i) {
-  const unsigned long long n = (unsigned long long)i;
-  return braze_unit(braze_philox_word(braze_philox(seed, offset, n / 4), n % 4));
-}
-__device__ __forceinline__ double braze_standard_normal(long long seed, long long offset, long long i) {
-  const unsigned long long n = (unsigned long long)i;
-  const uint4 w = braze_philox(seed, offset, n / 4);
-  const unsigned long long pair = (n % 4) / 2 * 2;
-  const double radius = sqrt(-2.0 * log(braze_unit(braze_philox_word(w, pair))));
-  const double angle = 6.283185307179586 * braze_unit(braze_philox_word(w, pair + 1));
-  return n % 2 == 0 ? radius * cos(angle) : radius * sin(angle);
-}
-)";
-}
-
-std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const Operand> operands) {
-  BRAZE_ASSERT(isElementwise(kind), "cudaElementwise: {} is not elementwise", opName(kind));
+std::string elementwiseExpr(OpKind kind, DataType result_dtype, std::span<const Operand> operands) {
+  BRAZE_ASSERT(isElementwise(kind), "elementwiseExpr: {} is not elementwise", opName(kind));
   const size_t n = operandCount(kind);
-  BRAZE_ASSERT(operands.size() == n, "cudaElementwise: {} takes {} operands, got {}", opName(kind), n, operands.size());
-  if (kind == OpKind::CastOp) return cudaCast(operands[0], result_dtype);
+  BRAZE_ASSERT(operands.size() == n, "elementwiseExpr: {} takes {} operands, got {}", opName(kind), n, operands.size());
+  if (kind == OpKind::CastOp) return castExpr(operands[0], result_dtype);
 
   std::vector<DataType> dtypes;
   std::vector<Value> in;
@@ -689,7 +372,7 @@ std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const 
         case OpKind::Clamp: out = {call("braze_clamp", x), math}; break;
         case OpKind::Threshold: out = {call("braze_threshold", x), math}; break;
         case OpKind::Addcmul: out = {call("braze_addcmul", x), math}; break;
-        default: BRAZE_UNREACHABLE("cudaElementwise({})", opName(kind));
+        default: BRAZE_UNREACHABLE("elementwiseExpr({})", opName(kind));
       }
     }
   } else {
@@ -726,12 +409,12 @@ std::string cudaElementwise(OpKind kind, DataType result_dtype, std::span<const 
   return toResult(out, result_dtype);
 }
 
-std::string cudaCast(const Operand& value, DataType to) {
-  BRAZE_ASSERT(value.dtype != DataType::Null && to != DataType::Null, "cudaCast: a Null dtype");
+std::string castExpr(const Operand& value, DataType to) {
+  BRAZE_ASSERT(value.dtype != DataType::Null && to != DataType::Null, "castExpr: a Null dtype");
   return toResult({value.expr, value.dtype}, to);
 }
 
-std::string cudaFromStorage(std::string_view stored, DataType dtype) {
+std::string fromStorageExpr(std::string_view stored, DataType dtype) {
   switch (dtype) {
     case DataType::Bool:
     case DataType::Float:
@@ -741,18 +424,18 @@ std::string cudaFromStorage(std::string_view stored, DataType dtype) {
     case DataType::UInt8:
     case DataType::Int16:
     case DataType::Int32: return fmt::format("((long long){})", paren(stored));
-    case DataType::Half: return fmt::format("__half2float({})", stored);
-    case DataType::BFloat16: return fmt::format("__bfloat162float({})", stored);
-    case DataType::Float8_e4m3fn: return fmt::format("braze_e4m3fn_to_float({}.__x)", paren(stored));
-    case DataType::Float8_e5m2: return fmt::format("braze_e5m2_to_float({}.__x)", paren(stored));
-    case DataType::Float8_e4m3fnuz: return fmt::format("braze_e4m3fnuz_to_float({})", stored);
-    case DataType::Float8_e5m2fnuz: return fmt::format("braze_e5m2fnuz_to_float({})", stored);
+    case DataType::Half: return fmt::format("braze_load_half({})", stored);
+    case DataType::BFloat16: return fmt::format("braze_load_bf16({})", stored);
+    case DataType::Float8_e4m3fn: return fmt::format("braze_load_e4m3fn({})", stored);
+    case DataType::Float8_e5m2: return fmt::format("braze_load_e5m2({})", stored);
+    case DataType::Float8_e4m3fnuz: return fmt::format("braze_load_e4m3fnuz({})", stored);
+    case DataType::Float8_e5m2fnuz: return fmt::format("braze_load_e5m2fnuz({})", stored);
     case DataType::Null: break;
   }
-  BRAZE_UNREACHABLE("cudaFromStorage({})", toString(dtype));
+  BRAZE_UNREACHABLE("fromStorageExpr({})", toString(dtype));
 }
 
-std::string cudaToStorage(std::string_view value, DataType dtype) {
+std::string toStorageExpr(std::string_view value, DataType dtype) {
   switch (dtype) {
     case DataType::Bool:
     case DataType::Float:
@@ -761,26 +444,26 @@ std::string cudaToStorage(std::string_view value, DataType dtype) {
     case DataType::Int8:
     case DataType::UInt8:
     case DataType::Int16:
-    case DataType::Int32: return fmt::format("(({}){})", cudaStorageTypeName(dtype), paren(value));
-    case DataType::Half: return fmt::format("__float2half_rn({})", value);
-    case DataType::BFloat16: return fmt::format("__float2bfloat16_rn({})", value);
+    case DataType::Int32: return fmt::format("(({}){})", storageTypeName(dtype), paren(value));
+    case DataType::Half: return fmt::format("braze_store_half({})", value);
+    case DataType::BFloat16: return fmt::format("braze_store_bf16({})", value);
     case DataType::Float8_e4m3fn: return fmt::format("braze_store_e4m3fn({})", value);
     case DataType::Float8_e5m2: return fmt::format("braze_store_e5m2({})", value);
-    case DataType::Float8_e4m3fnuz: return fmt::format("braze_to_e4m3fnuz((double){})", paren(value));
-    case DataType::Float8_e5m2fnuz: return fmt::format("braze_to_e5m2fnuz((double){})", paren(value));
+    case DataType::Float8_e4m3fnuz: return fmt::format("braze_store_e4m3fnuz({})", value);
+    case DataType::Float8_e5m2fnuz: return fmt::format("braze_store_e5m2fnuz({})", value);
     case DataType::Null: break;
   }
-  BRAZE_UNREACHABLE("cudaToStorage({})", toString(dtype));
+  BRAZE_UNREACHABLE("toStorageExpr({})", toString(dtype));
 }
 
-std::string cudaLiteral(double value, DataType dtype) {
+std::string literalExpr(double value, DataType dtype) {
   const DataType compute = computeTypeOf(dtype);
   if (compute == DataType::Bool) return value != 0.0 ? "true" : "false";  // NaN is true, as a C++ conversion gives
-  if (compute == DataType::Int64) return cudaLiteral(reference::floatToInt(value, dtype), dtype);
+  if (compute == DataType::Int64) return literalExpr(reference::floatToInt(value, dtype), dtype);
   return floatLiteral(reference::roundToType(value, dtype), compute);
 }
 
-std::string cudaLiteral(int64_t value, DataType dtype) {
+std::string literalExpr(int64_t value, DataType dtype) {
   const DataType compute = computeTypeOf(dtype);
   if (compute == DataType::Bool) return value != 0 ? "true" : "false";
   if (compute != DataType::Int64) {

@@ -1,10 +1,11 @@
-// The CUDA C++ of every elementwise op (kernel/cuda_ops.h) and its CPU twin (kernel/element_math.h).
+// The kernel C++ of every elementwise op (codegen/source_ops.h) and its CPU twin (kernel/element_math.h).
 // Every op, over every dtype combination its builder accepts, must emit code nvcc compiles without a
 // warning, and the simulator must store bit for bit what the reference evaluator stores, NaN, inf,
 // -0.0, integer wrap-around and float -> integer saturation included.
 #include "support/error.h"
 #include "ir/ops.h"
-#include "codegen/cuda_ops.h"
+#include "codegen/source_ops.h"
+#include "device/hip/hiprtc.h"
 #include "kernel/element_math.h"
 #include "reference/evaluator.h"
 #include "reference/pointwise_math.h"
@@ -163,7 +164,7 @@ bool emittable(const Signature& s) {
   std::vector<Operand> operands;
   for (const OperandSpec& o : s.operands) operands.push_back({"x", o.dtype});
   try {
-    cudaElementwise(s.kind, s.result, operands);
+    elementwiseExpr(s.kind, s.result, operands);
     return true;
   } catch (const Error&) {
     return false;
@@ -179,7 +180,7 @@ std::string arrayOf(DataType dtype) {
   }
 }
 
-// `auto name = expr;` and a check that expr has exactly the type `type` (the contract of cuda_ops.h).
+// `auto name = expr;` and a check that expr has exactly the type `type` (the contract of source_ops.h).
 std::string typed(std::string_view name, std::string_view expr, std::string_view type) {
   return fmt::format("auto {} = {}; static_assert(braze_same<decltype({}), {}>::value, \"{}\");", name, expr, name, type,
                      type);
@@ -188,9 +189,9 @@ std::string typed(std::string_view name, std::string_view expr, std::string_view
 // One kernel per op evaluating every accepted signature into an output, then one kernel that loads,
 // stores and spells literals of every storage type; each expression's type is checked. Compiled by the
 // test below (NVRTC later).
-std::string allOpsTestKernel() {
+std::string allOpsTestKernel(SourceDialect dialect) {
   std::ostringstream src;
-  src << cudaOpsPreamble(/*fp8=*/true) << "\n";
+  src << opsPreamble(dialect, /*fp8=*/true) << "\n";
   src << "template <class A, class B> struct braze_same { static constexpr bool value = false; };\n"
          "template <class A> struct braze_same<A, A> { static constexpr bool value = true; };\n\n";
   std::optional<OpKind> open;
@@ -217,10 +218,10 @@ std::string allOpsTestKernel() {
     for (size_t k = 0; k < s.operands.size(); ++k) {
       const DataType d = s.operands[k].dtype;
       operands.push_back({fmt::format("x{}", k), d});
-      loads += fmt::format("const {} x{} = {}[{}]; ", cudaComputeTypeName(d), k, arrayOf(d), k);
+      loads += fmt::format("const {} x{} = {}[{}]; ", computeTypeName(d), k, arrayOf(d), k);
     }
     const std::string out = "o" + arrayOf(s.result);
-    const std::string statement = loads + typed("v", cudaElementwise(s.kind, s.result, operands), cudaComputeTypeName(s.result));
+    const std::string statement = loads + typed("v", elementwiseExpr(s.kind, s.result, operands), computeTypeName(s.result));
     // Many signatures emit the same text (add of Int8 and Int16 either way round); compile each once.
     if (!emitted.insert(out + statement).second) continue;
     src << fmt::format("  {{ {} {}[{}] = v; }}  // {}\n", statement, out, next[out]++, describe(s));
@@ -229,22 +230,22 @@ std::string allOpsTestKernel() {
 
   src << "extern \"C\" __global__ void storage(\n";
   for (size_t k = 0; k < std::size(kAllDataTypes); ++k) {
-    const std::string_view type = cudaStorageTypeName(kAllDataTypes[k]);
+    const std::string_view type = storageTypeName(kAllDataTypes[k]);
     src << fmt::format("    const {}* s{}, {}* o{}{}\n", type, k, type, k, k + 1 < std::size(kAllDataTypes) ? "," : ") {");
   }
   for (size_t k = 0; k < std::size(kAllDataTypes); ++k) {
     const DataType d = kAllDataTypes[k];
-    const std::string_view compute = cudaComputeTypeName(d);
-    const std::string_view storage = cudaStorageTypeName(d);
+    const std::string_view compute = computeTypeName(d);
+    const std::string_view storage = storageTypeName(d);
     src << fmt::format("  {{  // {}\n", toString(d));
-    src << fmt::format("    {}\n", typed("v", cudaFromStorage(fmt::format("s{}[0]", k), d), compute));
+    src << fmt::format("    {}\n", typed("v", fromStorageExpr(fmt::format("s{}[0]", k), d), compute));
     int slot = 0;
-    src << fmt::format("    {{ {} o{}[{}] = s; }}\n", typed("s", cudaToStorage("v", d), storage), k, slot++);
+    src << fmt::format("    {{ {} o{}[{}] = s; }}\n", typed("s", toStorageExpr("v", d), storage), k, slot++);
     std::vector<std::string> literals;
-    for (double x : {0.0, -0.0, 1.5, -2.75, 0.1, 1e30, -1e-40, 4e-45, kInf, -kInf, kNaN}) literals.push_back(cudaLiteral(x, d));
-    for (int64_t x : {int64_t{0}, int64_t{-1}, int64_t{300}, kI64Min, kI64Max}) literals.push_back(cudaLiteral(x, d));
+    for (double x : {0.0, -0.0, 1.5, -2.75, 0.1, 1e30, -1e-40, 4e-45, kInf, -kInf, kNaN}) literals.push_back(literalExpr(x, d));
+    for (int64_t x : {int64_t{0}, int64_t{-1}, int64_t{300}, kI64Min, kI64Max}) literals.push_back(literalExpr(x, d));
     for (const std::string& literal : literals) {
-      src << fmt::format("    {{ {} {} o{}[{}] = s; }}\n", typed("c", literal, compute), typed("s", cudaToStorage("c", d), storage),
+      src << fmt::format("    {{ {} {} o{}[{}] = s; }}\n", typed("c", literal, compute), typed("s", toStorageExpr("c", d), storage),
                          k, slot++);
     }
     src << "  }\n";
@@ -270,13 +271,13 @@ std::optional<std::string> findNvcc() {
   return std::nullopt;
 }
 
-TEST(CudaOps, EveryOpOnEveryAcceptedDtypeCompilesWithoutWarnings) {
+TEST(SourceOps, EveryOpOnEveryAcceptedDtypeCompilesWithoutWarnings) {
   const std::optional<std::string> nvcc = findNvcc();
   if (!nvcc) GTEST_SKIP() << "nvcc not found ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH)";
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("braze_cuda_ops_{}", ::getpid());
   std::filesystem::create_directories(dir);
   const auto source = dir / "all_ops.cu";
-  std::ofstream(source) << allOpsTestKernel();
+  std::ofstream(source) << allOpsTestKernel(SourceDialect::Cuda);
   for (std::string_view arch : {"sm_90", "sm_80"}) {
     const auto log = dir / fmt::format("nvcc_{}.log", arch);
     const std::string command =
@@ -291,7 +292,16 @@ TEST(CudaOps, EveryOpOnEveryAcceptedDtypeCompilesWithoutWarnings) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(CudaOps, EveryElementwiseOpHasSignatures) {
+// The same kernels in HIP: hiprtc compiles every op's expressions and the narrow types' conversions
+// (braze's own in HIP) for gfx90a without a diagnostic.
+TEST(SourceOps, EveryOpOnEveryAcceptedDtypeCompilesAsHipForGfx90a) {
+  if (!runtime::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked";
+  const auto compiled = runtime::compileHip(allOpsTestKernel(SourceDialect::Hip), "all_ops", {.arch = "gfx90a"});
+  EXPECT_EQ(compiled.log, "");
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
+TEST(SourceOps, EveryElementwiseOpHasSignatures) {
   std::set<OpKind> covered;
   for (const Signature& s : allSignatures()) covered.insert(s.kind);
   for (const OpInfo& op : allOps()) {
@@ -477,12 +487,12 @@ TEST(ElementMath, SimulatorMatchesTheReferenceOnEverySignature) {
   EXPECT_EQ(mismatches, 0);
 }
 
-TEST(CudaOps, EveryOperandAppearsExactlyOnce) {
+TEST(SourceOps, EveryOperandAppearsExactlyOnce) {
   for (const Signature& s : allSignatures()) {
     if (!emittable(s)) continue;
     std::vector<Operand> operands;
     for (size_t k = 0; k < s.operands.size(); ++k) operands.push_back({fmt::format("OPERAND{}_", k), s.operands[k].dtype});
-    const std::string expr = cudaElementwise(s.kind, s.result, operands);
+    const std::string expr = elementwiseExpr(s.kind, s.result, operands);
     for (const Operand& o : operands) {
       size_t count = 0;
       for (size_t at = expr.find(o.expr); at != std::string::npos; at = expr.find(o.expr, at + 1)) ++count;
@@ -563,51 +573,51 @@ TEST(ElementMath, IntegerWrapAndSaturation) {
 
 // ---- what the emitter writes, where the text is the contract ------------------------------------
 
-TEST(CudaOps, TypeNames) {
-  EXPECT_EQ(cudaComputeTypeName(DataType::BFloat16), "float");
-  EXPECT_EQ(cudaComputeTypeName(DataType::Float8_e5m2fnuz), "float");
-  EXPECT_EQ(cudaComputeTypeName(DataType::Double), "double");
-  EXPECT_EQ(cudaComputeTypeName(DataType::UInt8), "long long");
-  EXPECT_EQ(cudaComputeTypeName(DataType::Bool), "bool");
-  EXPECT_EQ(cudaStorageTypeName(DataType::BFloat16), "__nv_bfloat16");
-  EXPECT_EQ(cudaStorageTypeName(DataType::Float8_e4m3fn), "__nv_fp8_e4m3");
-  EXPECT_EQ(cudaStorageTypeName(DataType::Float8_e4m3fnuz), "unsigned char");
-  EXPECT_EQ(cudaStorageTypeName(DataType::Int8), "signed char");
+TEST(SourceOps, TypeNames) {
+  EXPECT_EQ(computeTypeName(DataType::BFloat16), "float");
+  EXPECT_EQ(computeTypeName(DataType::Float8_e5m2fnuz), "float");
+  EXPECT_EQ(computeTypeName(DataType::Double), "double");
+  EXPECT_EQ(computeTypeName(DataType::UInt8), "long long");
+  EXPECT_EQ(computeTypeName(DataType::Bool), "bool");
+  EXPECT_EQ(storageTypeName(DataType::BFloat16), "braze_bf16");
+  EXPECT_EQ(storageTypeName(DataType::Float8_e4m3fn), "braze_e4m3fn");
+  EXPECT_EQ(storageTypeName(DataType::Float8_e4m3fnuz), "braze_e4m3fnuz");
+  EXPECT_EQ(storageTypeName(DataType::Int8), "signed char");
 }
 
-TEST(CudaOps, Literals) {
-  EXPECT_EQ(cudaLiteral(0.1, DataType::Double), "0.1");
-  EXPECT_EQ(cudaLiteral(0.1, DataType::Float), "0.1f");
-  EXPECT_EQ(cudaLiteral(2.0, DataType::Float), "2.0f");
-  EXPECT_EQ(cudaLiteral(-0.0, DataType::Float), "(-0.0f)");
-  EXPECT_EQ(cudaLiteral(1.0 + 0x1p-9, DataType::BFloat16), "1.0f");  // rounded to the dtype
-  EXPECT_EQ(cudaLiteral(kInf, DataType::Float), "__int_as_float(0x7f800000)");
-  EXPECT_EQ(cudaLiteral(kNaN, DataType::Double), "__longlong_as_double(0x7ff8000000000000LL)");
-  EXPECT_EQ(cudaLiteral(int64_t{300}, DataType::Int8), "44LL");
-  EXPECT_EQ(cudaLiteral(int64_t{-5}, DataType::Int64), "(-5LL)");
-  EXPECT_EQ(cudaLiteral(kI64Min, DataType::Int64), "(-9223372036854775807LL - 1)");
-  EXPECT_EQ(cudaLiteral(1e10, DataType::Int32), "2147483647LL");
-  EXPECT_EQ(cudaLiteral(int64_t{2}, DataType::Bool), "true");
+TEST(SourceOps, Literals) {
+  EXPECT_EQ(literalExpr(0.1, DataType::Double), "0.1");
+  EXPECT_EQ(literalExpr(0.1, DataType::Float), "0.1f");
+  EXPECT_EQ(literalExpr(2.0, DataType::Float), "2.0f");
+  EXPECT_EQ(literalExpr(-0.0, DataType::Float), "(-0.0f)");
+  EXPECT_EQ(literalExpr(1.0 + 0x1p-9, DataType::BFloat16), "1.0f");  // rounded to the dtype
+  EXPECT_EQ(literalExpr(kInf, DataType::Float), "__int_as_float(0x7f800000)");
+  EXPECT_EQ(literalExpr(kNaN, DataType::Double), "__longlong_as_double(0x7ff8000000000000LL)");
+  EXPECT_EQ(literalExpr(int64_t{300}, DataType::Int8), "44LL");
+  EXPECT_EQ(literalExpr(int64_t{-5}, DataType::Int64), "(-5LL)");
+  EXPECT_EQ(literalExpr(kI64Min, DataType::Int64), "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(literalExpr(1e10, DataType::Int32), "2147483647LL");
+  EXPECT_EQ(literalExpr(int64_t{2}, DataType::Bool), "true");
 }
 
-TEST(CudaOps, ExpressionsFollowTheReferenceDomains) {
+TEST(SourceOps, ExpressionsFollowTheReferenceDomains) {
   const DataType F = DataType::Float, H = DataType::Half, I32 = DataType::Int32;
   // Float operands: float math, one rounding per op.
   const Operand a{"a", F}, b{"b", F};
-  EXPECT_EQ(cudaElementwise(OpKind::Add, F, std::vector<Operand>{a, b}), "braze_add((a), (b))");
+  EXPECT_EQ(elementwiseExpr(OpKind::Add, F, std::vector<Operand>{a, b}), "braze_add((a), (b))");
   // A Double operand (a Python float) makes the math double, rounded once to the Float result.
-  EXPECT_EQ(cudaElementwise(OpKind::Mul, F, std::vector<Operand>{a, {"s", DataType::Double}}),
+  EXPECT_EQ(elementwiseExpr(OpKind::Mul, F, std::vector<Operand>{a, {"s", DataType::Double}}),
             "__double2float_rn(braze_mul(((double)(a)), (s)))");
   // A Half result (relu keeps its input's type) is rounded to half.
-  EXPECT_EQ(cudaElementwise(OpKind::Relu, H, std::vector<Operand>{{"h", H}}), "braze_round_half(braze_relu((h)))");
+  EXPECT_EQ(elementwiseExpr(OpKind::Relu, H, std::vector<Operand>{{"h", H}}), "braze_round_half(braze_relu((h)))");
   // Integer ops wrap to the result's width.
-  EXPECT_EQ(cudaElementwise(OpKind::Add, I32, std::vector<Operand>{{"i", I32}, {"j", I32}}),
+  EXPECT_EQ(elementwiseExpr(OpKind::Add, I32, std::vector<Operand>{{"i", I32}, {"j", I32}}),
             "braze_wrap_i32(braze_add_i((i), (j)))");
   // truediv of integers is float math; int32 needs double to be exact.
-  EXPECT_EQ(cudaElementwise(OpKind::TrueDiv, F, std::vector<Operand>{{"i", I32}, {"j", I32}}),
+  EXPECT_EQ(elementwiseExpr(OpKind::TrueDiv, F, std::vector<Operand>{{"i", I32}, {"j", I32}}),
             "__double2float_rn(braze_div(((double)(i)), ((double)(j))))");
-  EXPECT_EQ(cudaCast({"x", F}, I32), "braze_float_to_int((double)(x), (-2147483648LL), 2147483647LL)");
-  EXPECT_THROW(cudaElementwise(OpKind::Silu, I32, std::vector<Operand>{{"i", I32}}), Error);
+  EXPECT_EQ(castExpr({"x", F}, I32), "braze_float_to_int((double)(x), (-2147483648LL), 2147483647LL)");
+  EXPECT_THROW(elementwiseExpr(OpKind::Silu, I32, std::vector<Operand>{{"i", I32}}), Error);
 }
 
 }  // namespace

@@ -1,0 +1,356 @@
+#include "codegen/source_preamble.h"
+
+#include "codegen/narrow_floats_text.h"  // generated from narrow_floats.inc (CMakeLists.txt)
+
+#include <string>
+
+namespace braze::kernel {
+namespace {
+
+// What differs between the dialects: the headers, the storage types of the narrow floats and how they
+// convert, a warp's shuffle and a load that bypasses the non-coherent L1. Every name a kernel body uses
+// (braze_half, braze_load_bf16, braze_shfl_xor ...) is defined by both, so the body is the same text.
+constexpr std::string_view kCudaDialect = R"CUDA(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#ifdef BRAZE_FP8
+#include <cuda_fp8.h>
+#endif
+#define BRAZE_WARP_LANES 32
+typedef __half braze_half;
+typedef __nv_bfloat16 braze_bf16;
+// Every lane of the warp takes part (the whole block runs each reduction).
+template <typename T> __device__ __forceinline__ T braze_shfl_xor(T v, int offset, int width) {
+  return __shfl_xor_sync(0xffffffffu, v, offset, width);
+}
+// A value another block of this launch wrote: read from L2, never a stale L1 line.
+template <typename T> __device__ __forceinline__ T braze_load_l2(const T* p) { return __ldcg(p); }
+)CUDA";
+
+// The narrow types with CUDA's conversions (the fnuz pair has none: narrow_floats.inc's, as in HIP).
+constexpr std::string_view kCudaNarrowFloats = R"CUDA(
+// ---- rounding to the narrow float types (numerics.cpp), from float or directly from double (one rounding)
+__device__ __forceinline__ float braze_round_half(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float braze_round_half(double x) { return __half2float(__double2half(x)); }
+__device__ __forceinline__ float braze_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float braze_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
+__device__ __forceinline__ float braze_load_half(braze_half x) { return __half2float(x); }
+__device__ __forceinline__ braze_half braze_store_half(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ float braze_load_bf16(braze_bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ braze_bf16 braze_store_bf16(float x) { return __float2bfloat16_rn(x); }
+
+#ifdef BRAZE_FP8
+// e4m3fn and e5m2: CUDA's conversions, saturating to the largest finite value (inf included).
+typedef __nv_fp8_e4m3 braze_e4m3fn;
+typedef __nv_fp8_e5m2 braze_e5m2;
+__device__ __forceinline__ float braze_e4m3fn_to_float(__nv_fp8_storage_t bits) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
+}
+__device__ __forceinline__ float braze_e5m2_to_float(__nv_fp8_storage_t bits) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E5M2)));
+}
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e4m3fn(double x) {
+  return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+}
+__device__ __forceinline__ __nv_fp8_storage_t braze_to_e5m2(double x) {
+  return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+}
+__device__ __forceinline__ float braze_round_e4m3fn(float x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
+__device__ __forceinline__ float braze_round_e4m3fn(double x) { return braze_e4m3fn_to_float(braze_to_e4m3fn(x)); }
+__device__ __forceinline__ float braze_round_e5m2(float x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
+__device__ __forceinline__ float braze_round_e5m2(double x) { return braze_e5m2_to_float(braze_to_e5m2(x)); }
+__device__ __forceinline__ float braze_load_e4m3fn(braze_e4m3fn x) { return braze_e4m3fn_to_float(x.__x); }
+__device__ __forceinline__ float braze_load_e5m2(braze_e5m2 x) { return braze_e5m2_to_float(x.__x); }
+__device__ __forceinline__ braze_e4m3fn braze_store_e4m3fn(float x) {
+  braze_e4m3fn r;
+  r.__x = braze_to_e4m3fn(x);
+  return r;
+}
+__device__ __forceinline__ braze_e5m2 braze_store_e5m2(float x) {
+  braze_e5m2 r;
+  r.__x = braze_to_e5m2(x);
+  return r;
+}
+#endif  // BRAZE_FP8
+)CUDA";
+
+// HIP (hiprtc): no vendor header for a narrow type is needed (Debian's HIP 5.2 has no hip_bf16.h, and
+// none has the fnuz pair), so each is stored as its bits and converted by narrow_floats.inc.
+constexpr std::string_view kHipDialect = R"HIP(#define BRAZE_WARP_LANES 64
+typedef unsigned short braze_half;
+typedef unsigned short braze_bf16;
+typedef unsigned char braze_e4m3fn;
+typedef unsigned char braze_e5m2;
+// A shuffle within groups of `width` lanes of the wavefront.
+template <typename T> __device__ __forceinline__ T braze_shfl_xor(T v, int offset, int width) {
+  return __shfl_xor(v, offset, width);
+}
+// A value another block of this launch wrote: an agent-scope load, which no CU's L1 serves stale.
+template <typename T> __device__ __forceinline__ T braze_load_l2(const T* p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+)HIP";
+
+constexpr std::string_view kHipNarrowFloats = R"HIP(
+// ---- rounding to the narrow float types (numerics.cpp), from float or directly from double (one rounding)
+__device__ __forceinline__ float braze_round_half(double x) { return braze_half_value(braze_half_bits(x)); }
+__device__ __forceinline__ float braze_round_bf16(float x) { return braze_bf16_value(braze_bf16_bits(x)); }
+__device__ __forceinline__ float braze_round_bf16(double x) { return braze_bf16_value(braze_bf16_bits(x)); }
+__device__ __forceinline__ float braze_round_e4m3fn(double x) { return braze_e4m3fn_value(braze_e4m3fn_bits(x)); }
+__device__ __forceinline__ float braze_round_e5m2(double x) { return braze_e5m2_value(braze_e5m2_bits(x)); }
+__device__ __forceinline__ float braze_load_half(braze_half x) { return braze_half_value(x); }
+__device__ __forceinline__ braze_half braze_store_half(double x) { return braze_half_bits(x); }
+__device__ __forceinline__ float braze_load_bf16(braze_bf16 x) { return braze_bf16_value(x); }
+__device__ __forceinline__ braze_bf16 braze_store_bf16(float x) { return braze_bf16_bits(x); }
+__device__ __forceinline__ float braze_load_e4m3fn(braze_e4m3fn x) { return braze_e4m3fn_value(x); }
+__device__ __forceinline__ braze_e4m3fn braze_store_e4m3fn(double x) { return braze_e4m3fn_bits(x); }
+__device__ __forceinline__ float braze_load_e5m2(braze_e5m2 x) { return braze_e5m2_value(x); }
+__device__ __forceinline__ braze_e5m2 braze_store_e5m2(double x) { return braze_e5m2_bits(x); }
+)HIP";
+
+// Both dialects: the fnuz pair through narrow_floats.inc.
+constexpr std::string_view kFnuz = R"(
+typedef unsigned char braze_e4m3fnuz;
+typedef unsigned char braze_e5m2fnuz;
+__device__ __forceinline__ float braze_round_e4m3fnuz(double x) { return braze_e4m3fnuz_value(braze_e4m3fnuz_bits(x)); }
+__device__ __forceinline__ float braze_round_e5m2fnuz(double x) { return braze_e5m2fnuz_value(braze_e5m2fnuz_bits(x)); }
+__device__ __forceinline__ float braze_load_e4m3fnuz(braze_e4m3fnuz x) { return braze_e4m3fnuz_value(x); }
+__device__ __forceinline__ braze_e4m3fnuz braze_store_e4m3fnuz(double x) { return braze_e4m3fnuz_bits(x); }
+__device__ __forceinline__ float braze_load_e5m2fnuz(braze_e5m2fnuz x) { return braze_e5m2fnuz_value(x); }
+__device__ __forceinline__ braze_e5m2fnuz braze_store_e5m2fnuz(double x) { return braze_e5m2fnuz_bits(x); }
+)";
+
+// Every helper mirrors one function of reference/pointwise_math.cpp or numerics.cpp; the comment on
+// each says which, and the GPU results are compared with the simulator's (element_math.h).
+constexpr std::string_view kCommon = R"(
+// ---- float arithmetic: one IEEE rounding per op, never contracted into an FMA (the reference rounds
+// ---- the result of every op to its dtype)
+__device__ __forceinline__ float braze_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double braze_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float braze_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double braze_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float braze_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double braze_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float braze_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double braze_div(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
+__device__ __forceinline__ double braze_sqrt(double a) { return __dsqrt_rn(a); }
+__device__ __forceinline__ float braze_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ double braze_abs(double a) { return fabs(a); }
+__device__ __forceinline__ float braze_exp(float a) { return expf(a); }
+__device__ __forceinline__ double braze_exp(double a) { return exp(a); }
+__device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
+__device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
+__device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
+__device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// std::max / std::min exactly: a NaN second operand is ignored and max(-0.0, 0.0) is -0.0 (fmaxf differs).
+template <typename T> __device__ __forceinline__ T braze_max(T a, T b) { return (a < b) ? b : a; }
+template <typename T> __device__ __forceinline__ T braze_min(T a, T b) { return (b < a) ? b : a; }
+
+// ---- float ops (unaryFloat, binaryFloat, ternaryFloat)
+template <typename T> __device__ __forceinline__ T braze_relu(T x) {
+  return x > T(0) ? x : (isnan(x) ? x : T(0));
+}
+template <typename T> __device__ __forceinline__ T braze_sign(T x) {
+  return isnan(x) ? x : T(int(x > T(0)) - int(x < T(0)));
+}
+template <typename T> __device__ __forceinline__ T braze_frac(T x) { return braze_sub(x, braze_trunc(x)); }
+template <typename T> __device__ __forceinline__ T braze_sigmoid(T x) {
+  return braze_div(T(1), braze_add(T(1), braze_exp(-x)));
+}
+template <typename T> __device__ __forceinline__ T braze_silu(T x) {
+  return braze_div(x, braze_add(T(1), braze_exp(-x)));
+}
+template <typename T> __device__ __forceinline__ bool braze_isposinf(T x) { return isinf(x) && x > T(0); }
+template <typename T> __device__ __forceinline__ bool braze_isneginf(T x) { return isinf(x) && x < T(0); }
+// Python's remainder: the sign of the divisor.
+template <typename T> __device__ __forceinline__ T braze_remainder(T a, T b) {
+  T r = braze_fmod(a, b);
+  if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = braze_add(r, b);
+  return r;
+}
+template <typename T> __device__ __forceinline__ T braze_maximum(T a, T b) {
+  return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_max(a, b);
+}
+template <typename T> __device__ __forceinline__ T braze_minimum(T a, T b) {
+  return (isnan(a) || isnan(b)) ? braze_nan_of(a) : braze_min(a, b);
+}
+// torch's lerp: exact at both ends.
+template <typename T> __device__ __forceinline__ T braze_lerp(T a, T b, T w) {
+  return braze_abs(w) < T(0.5) ? braze_add(a, braze_mul(w, braze_sub(b, a)))
+                               : braze_sub(b, braze_mul(braze_sub(b, a), braze_sub(T(1), w)));
+}
+template <typename T> __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) {
+  return isnan(x) ? x : braze_min(braze_max(x, lo), hi);
+}
+template <typename T> __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
+  return braze_add(x, braze_mul(braze_mul(value, t1), t2));
+}
+// The reference's erfcinv is erfinv(1 - x) in double (so x below 2^-53 gives inf, as it does there).
+__device__ __forceinline__ double braze_erfcinv(double x) { return erfinv(__dsub_rn(1.0, x)); }
+
+// ---- integer ops on long long (unaryInt, binaryInt): wrap-around through unsigned arithmetic
+__device__ __forceinline__ long long braze_add_i(long long a, long long b) {
+  return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+__device__ __forceinline__ long long braze_sub_i(long long a, long long b) {
+  return (long long)((unsigned long long)a - (unsigned long long)b);
+}
+__device__ __forceinline__ long long braze_mul_i(long long a, long long b) {
+  return (long long)((unsigned long long)a * (unsigned long long)b);
+}
+__device__ __forceinline__ long long braze_neg_i(long long a) { return (long long)(0ULL - (unsigned long long)a); }
+__device__ __forceinline__ long long braze_abs_i(long long a) { return a < 0 ? braze_neg_i(a) : a; }
+__device__ __forceinline__ long long braze_relu_i(long long a) { return a > 0 ? a : 0LL; }
+__device__ __forceinline__ long long braze_sign_i(long long a) { return (long long)(int(a > 0) - int(a < 0)); }
+// Division truncates toward zero; the reference rejects a zero divisor, kernels give 0.
+__device__ __forceinline__ long long braze_div_i(long long a, long long b) {
+  if (b == 0) return 0;
+  if (b == -1) return braze_neg_i(a);  // INT64_MIN / -1 wraps
+  return a / b;
+}
+// fmod and mod: the sign of the dividend.
+__device__ __forceinline__ long long braze_fmod_i(long long a, long long b) {
+  if (b == 0 || b == -1) return 0;
+  return a % b;
+}
+// remainder: the sign of the divisor, as Python.
+__device__ __forceinline__ long long braze_remainder_i(long long a, long long b) {
+  if (b == 0 || b == -1) return 0;
+  long long r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+// Power by squaring, wrapping; a negative exponent gives 0 except for bases 1 and -1 (torch's rule;
+// the reference rejects 0 ** negative, kernels give 0).
+__device__ __forceinline__ long long braze_pow_i(long long base, long long exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  unsigned long long result = 1;
+  unsigned long long b = (unsigned long long)base;
+  while (exp > 0) {
+    if (exp & 1) result *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return (long long)result;
+}
+// std::gcd: the gcd of the magnitudes (gcd(INT64_MIN, 0) wraps to INT64_MIN, as libstdc++ gives).
+__device__ __forceinline__ long long braze_gcd_i(long long a, long long b) {
+  unsigned long long x = a < 0 ? 0ULL - (unsigned long long)a : (unsigned long long)a;
+  unsigned long long y = b < 0 ? 0ULL - (unsigned long long)b : (unsigned long long)b;
+  while (y != 0) {
+    const unsigned long long t = x % y;
+    x = y;
+    y = t;
+  }
+  return (long long)x;
+}
+// Shifts by the type's width or more shift out every bit (undefined in C++, defined by braze).
+__device__ __forceinline__ long long braze_shl_i(long long a, long long b, int width) {
+  return (b < 0 || b >= width) ? 0LL : (long long)((unsigned long long)a << b);
+}
+__device__ __forceinline__ long long braze_shr_i(long long a, long long b, int width, bool is_signed) {
+  if (b < 0 || b >= width) return (a < 0 && is_signed) ? -1LL : 0LL;
+  return a >> b;
+}
+__device__ __forceinline__ long long braze_lshr_i(long long a, long long b, int width) {
+  if (b < 0 || b >= width) return 0;
+  const unsigned long long mask = width == 64 ? ~0ULL : ((1ULL << width) - 1);
+  return (long long)(((unsigned long long)a & mask) >> b);
+}
+__device__ __forceinline__ long long braze_threshold_i(long long x, long long t, long long v) { return x <= t ? v : x; }
+template <typename T> __device__ __forceinline__ T braze_threshold(T x, T t, T v) { return x <= t ? v : x; }
+__device__ __forceinline__ long long braze_addcmul_i(long long x, long long t1, long long t2, long long value) {
+  const unsigned long long p = (unsigned long long)value * (unsigned long long)t1 * (unsigned long long)t2;
+  return (long long)((unsigned long long)x + p);
+}
+
+// ---- conversions to integer types
+__device__ __forceinline__ long long braze_wrap_i8(long long v) { return (long long)(signed char)v; }
+__device__ __forceinline__ long long braze_wrap_u8(long long v) { return (long long)(unsigned char)v; }
+__device__ __forceinline__ long long braze_wrap_i16(long long v) { return (long long)(short)v; }
+__device__ __forceinline__ long long braze_wrap_i32(long long v) { return (long long)(int)v; }
+// floatToInt: truncate toward zero, saturate to [lo, hi], NaN -> 0 (what CUDA's cvt.rzi does).
+__device__ __forceinline__ long long braze_float_to_int(double x, long long lo, long long hi) {
+  if (isnan(x)) return 0;
+  const double t = trunc(x);
+  if (t <= (double)lo) return lo;
+  if (t >= (double)hi) return hi;
+  return (long long)t;
+}
+
+)";
+
+}  // namespace
+
+std::string_view toString(SourceDialect dialect) { return dialect == SourceDialect::Hip ? "HIP" : "CUDA"; }
+
+std::string opsPreamble(SourceDialect dialect, bool fp8) {
+  std::string out;
+  // cuda_fp8.h is a quarter of an otherwise empty kernel's NVRTC time: only kernels that move e4m3fn
+  // or e5m2 values include it (HIP's fp8 conversions need no header).
+  if (dialect == SourceDialect::Cuda && fp8) out += "#define BRAZE_FP8 1\n";
+  out += dialect == SourceDialect::Hip ? kHipDialect : kCudaDialect;
+  out += "\n";
+  out += kNarrowFloatsText;
+  out += dialect == SourceDialect::Hip ? kHipNarrowFloats : kCudaNarrowFloats;
+  out += kFnuz;
+  out += kCommon;
+  return out;
+}
+
+std::string randomPreamble() {
+  // The same words and the same double arithmetic as ir/random_numbers.cpp: a kernel's random tensor
+  // equals the reference's (normal to the last bit of CUDA's log, sin and cos, which may differ by an
+  // ulp from the host's in double, before the rounding to the output's dtype).
+  return R"(
+__device__ __forceinline__ uint4 braze_philox(unsigned long long seed, unsigned long long offset,
+                                              unsigned long long call) {
+  unsigned int c0 = (unsigned int)call, c1 = (unsigned int)(call >> 32);
+  unsigned int c2 = (unsigned int)offset, c3 = (unsigned int)(offset >> 32);
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    const unsigned int n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return make_uint4(c0, c1, c2, c3);
+}
+__device__ __forceinline__ unsigned int braze_philox_word(uint4 w, unsigned long long k) {
+  return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
+}
+__device__ __forceinline__ double braze_unit(unsigned int word) {
+  return ((double)word + 0.5) * 2.3283064365386962890625e-10;
+}
+__device__ __forceinline__ double braze_uniform_unit(long long seed, long long offset, long long i) {
+  const unsigned long long n = (unsigned long long)i;
+  return braze_unit(braze_philox_word(braze_philox(seed, offset, n / 4), n % 4));
+}
+__device__ __forceinline__ double braze_standard_normal(long long seed, long long offset, long long i) {
+  const unsigned long long n = (unsigned long long)i;
+  const uint4 w = braze_philox(seed, offset, n / 4);
+  const unsigned long long pair = (n % 4) / 2 * 2;
+  const double radius = sqrt(-2.0 * log(braze_unit(braze_philox_word(w, pair))));
+  const double angle = 6.283185307179586 * braze_unit(braze_philox_word(w, pair + 1));
+  return n % 2 == 0 ? radius * cos(angle) : radius * sin(angle);
+}
+)";
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,22 @@
+#include "device/kernel_compiler.h"
+
+#include "device/cuda/nvrtc.h"
+#include "device/hip/hiprtc.h"
+
+namespace braze::runtime {
+
+bool isHipArch(std::string_view arch) { return arch.starts_with("gfx"); }
+
+std::string compilerName(const CompileOptions& options) {
+  return isHipArch(options.arch) ? "hiprtc " + hiprtcVersion() : "nvrtc " + nvrtcVersion();
+}
+
+std::vector<std::string> compilerArguments(const CompileOptions& options) {
+  return isHipArch(options.arch) ? hiprtcArguments(options) : nvrtcArguments(options);
+}
+
+CompiledKernel compileKernel(std::string_view source, std::string_view what, const CompileOptions& options) {
+  return isHipArch(options.arch) ? compileHip(source, what, options) : compileCuda(source, what, options);
+}
+
+}  // namespace braze::runtime
