@@ -30,6 +30,12 @@ using runtime::DeviceTensor;
 using runtime::DeviceValue;
 
 constexpr int kDLCUDA = 2;
+constexpr int kDLROCM = 10;  // AMD GPUs (torch's ROCm build reports its "cuda" tensors so)
+
+// The DLPack device type of the GPUs a cache runs on.
+int dlpackDeviceType(const runtime::FusionCache& cache) {
+  return cache.platform() == GpuVendor::Amd ? kDLROCM : kDLCUDA;
+}
 
 DataType dataTypeOf(nb::dlpack::dtype d, size_t input) {
   BRAZE_TYPE_CHECK(d.lanes == 1, "input {}: vector dtypes (lanes {}) are not supported", input, d.lanes);
@@ -46,7 +52,8 @@ nb::dlpack::dtype dlpackOf(DataType dtype) {
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
 // `host_ok`: a cache that launches nothing takes host arrays as stand-ins (their addresses are never
 // dereferenced).
-DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok) {
+DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok,
+                            int device_type) {
   nb::ndarray<nb::ro> array;  // braze never writes its inputs; read-only producers are accepted
   if (!nb::try_cast(object, array)) {
     PyErr_Clear();  // what __dlpack__ raised, if it did: replaced by the error below
@@ -54,10 +61,10 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
     throw Error(ErrorKind::Type,
                 fmt::format("input {}: a {} is neither a number nor a tensor readable through DLPack", i, type));
   }
-  BRAZE_CHECK(array.device_type() == kDLCUDA || (host_ok && array.device_type() == nb::device::cpu::value),
-              "input {}: on DLPack device type {}, not CUDA: give every tensor input on one GPU, or every one on the "
+  BRAZE_CHECK(array.device_type() == device_type || (host_ok && array.device_type() == nb::device::cpu::value),
+              "input {}: on DLPack device type {}, not {}: give every tensor input on one GPU, or every one on the "
               "CPU (numpy), which runs on the CPU simulator",
-              i, array.device_type());
+              i, array.device_type(), device_type == kDLROCM ? "ROCm (10)" : "CUDA (2)");
   DeviceTensor t;
   t.data = reinterpret_cast<uintptr_t>(array.data_handle()) + array.byte_offset();
   imported.push_back(array);  // __dlpack__ may hand out a copy: keep it alive for the run
@@ -73,16 +80,19 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
 }
 
 template <typename Framework>
-nb::object exportAs(const DeviceOutput& out, nb::handle owner) {
+nb::object exportAs(const DeviceOutput& out, nb::handle owner, int device_type) {
   std::vector<size_t> shape(out.tensor.sizes.begin(), out.tensor.sizes.end());
   nb::ndarray<Framework> array(reinterpret_cast<void*>(static_cast<uintptr_t>(out.tensor.data)), shape.size(),
-                               shape.data(), owner, out.tensor.strides.data(), dlpackOf(out.tensor.dtype), kDLCUDA,
+                               shape.data(), owner, out.tensor.strides.data(), dlpackOf(out.tensor.dtype), device_type,
                                out.tensor.device);
   return nb::cast(array, nb::rv_policy::reference);
 }
 
 // The inputs as the FusionCache takes them: Python numbers as scalars, everything else a device tensor.
-std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok) {
+// A cache that launches nothing takes host arrays as stand-ins for device tensors.
+std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported,
+                                      const runtime::FusionCache& cache) {
+  const bool host_ok = cache.launchesNothing();
   std::vector<DeviceValue> inputs;
   inputs.reserve(py_inputs.size());
   imported.reserve(py_inputs.size());
@@ -97,7 +107,7 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
     } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item, i)) {
       inputs.emplace_back(std::move(*t));  // read through its attributes: no DLPack capsule
     } else {
-      inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok));
+      inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok, dlpackDeviceType(cache)));
     }
   }
   return inputs;
@@ -147,13 +157,13 @@ nb::list runValues(runtime::FusionCache& cache, const std::vector<DeviceValue>& 
       owner = nb::capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
     }
     if (framework == "torch") {
-      result.append(exportAs<nb::pytorch>(out, owner));
+      result.append(exportAs<nb::pytorch>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "cupy") {
-      result.append(exportAs<nb::cupy>(out, owner));
+      result.append(exportAs<nb::cupy>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "jax") {
-      result.append(exportAs<nb::jax>(out, owner));
+      result.append(exportAs<nb::jax>(out, owner, dlpackDeviceType(cache)));
     } else {
-      result.append(exportAs<nb::array_api>(out, owner));  // an object with __dlpack__, for any consumer
+      result.append(exportAs<nb::array_api>(out, owner, dlpackDeviceType(cache)));  // an object with __dlpack__, for any consumer
     }
   }
   return result;
@@ -170,7 +180,7 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
              nb::object allocate) {
   const std::vector<nb::object> held = hold(py_inputs);
   std::vector<nb::ndarray<nb::ro>> imported;  // DLPack imports, alive until the run is over
-  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
+  const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
   return runValues(cache, inputs, held, stream, framework, allocate);
 }
 
@@ -227,7 +237,7 @@ void bindGpu(nb::module_& m) {
       .def(
           "__init__",
           [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
-             const std::string& simulate) {
+             const std::string& simulate, const std::string& platform) {
             const PlanOptions options{bookendPolicyFromString(bookend)};
             if (!simulate.empty()) {
               // Host arrays on the simulated device, planned for the named GPU: run_host.
@@ -236,7 +246,9 @@ void bindGpu(nb::module_& m) {
               return;
             }
             if (no_device.empty()) {
-              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options);
+              BRAZE_CHECK(platform == "cuda" || platform == "hip", "platform='{}': expected 'cuda' or 'hip'", platform);
+              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, nullptr, std::nullopt,
+                                              platform == "hip" ? GpuVendor::Amd : GpuVendor::Nvidia);
               return;
             }
             // Tests and host benchmarks of this binding: plans for the named GPU, loads and launches
@@ -245,6 +257,8 @@ void bindGpu(nb::module_& m) {
             new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
           nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "", nb::arg("simulate") = "",
+          nb::arg("platform") = "cuda",
+          "platform: 'cuda' (NVIDIA GPUs: the CUDA driver, NVRTC) or 'hip' (AMD GPUs: the HIP runtime, hiprtc); "
           "no_device: a GPU name (h100, a100, ...) to plan for without a GPU: nothing is launched, and host "
           "arrays stand for device tensors (for testing and timing the binding); simulate: a GPU name (with "
           "optional tuning) to plan for on the simulated device, which run_host and explain_host use")
@@ -288,7 +302,7 @@ void bindGpu(nb::module_& m) {
           "cuda_code",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
-            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
             nb::gil_scoped_release release;
             return cache.prepare(inputs)->cudaCode();
           },
@@ -297,7 +311,7 @@ void bindGpu(nb::module_& m) {
           "explain",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
-            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache.launchesNothing());
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
             return explanationTuple(cache, inputs);
           },
           "(plan, cache, why): the plan for these inputs, and whether running them hits a prepared plan ('hit'), "
@@ -305,7 +319,12 @@ void bindGpu(nb::module_& m) {
       .def_prop_rw("cuda_graphs", &runtime::FusionCache::usesCudaGraphs, &runtime::FusionCache::useCudaGraphs,
                    "whether plans of several kernels launch them as one CUDA graph (default: BRAZE_CUDA_GRAPHS=1)")
       .def("kernel_count", &runtime::FusionCache::kernelCount, "distinct kernels the prepared plans run")
-      .def("last_cuda_code", &runtime::FusionCache::lastCudaCode, "the CUDA of the plan the last run used")
+      .def(
+          "last_cuda_code", [](const runtime::FusionCache& cache) { return cache.lastSourceCode(kernel::SourceDialect::Cuda); },
+          "the CUDA of the plan the last run used")
+      .def(
+          "last_hip_code", [](const runtime::FusionCache& cache) { return cache.lastSourceCode(kernel::SourceDialect::Hip); },
+          "the HIP of the plan the last run used (what hiprtc compiles on an AMD GPU)")
       .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
 
   m.def(

@@ -78,15 +78,15 @@ SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std:
   return lowerPlan(planSegments(fusion, inputs, options), target).plan;
 }
 
-std::vector<std::string> cudaCodeFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
-                                     const std::string& device) {
+std::vector<std::string> sourceCodeFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
+                                       const std::string& device, kernel::SourceDialect dialect) {
   const PlanOptions options{bookendPolicyFromString(bookend)};
   const DeviceInfo target = deviceNamed(device);
   const auto inputs = hostInputs(py_inputs);
   nb::gil_scoped_release release;
   std::vector<std::string> sources;
   for (const auto& k : lowerPlan(planSegments(fusion, inputs, options), target).kernels) {
-    if (k) sources.push_back(kernel::emitCuda(*k));
+    if (k) sources.push_back(kernel::emitSource(*k, dialect));
   }
   return sources;
 }
@@ -119,7 +119,7 @@ nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string&
     }
     nb::dict d;
     d["name"] = k->name;
-    d["source"] = kernel::emitCuda(*k);
+    d["source"] = kernel::emitSource(*k, kernel::dialectFor(options.device));  // what the device's compiler takes
     d["grid"] = nb::make_tuple(k->grid[0], k->grid[1]);
     d["block"] = nb::make_tuple(k->block[0], k->block[1]);
     d["shared_bytes"] = k->shared_bytes;
@@ -193,8 +193,20 @@ void bindPlan(nb::module_& m) {
       .def("to_dot", &SegmentedFusion::toDot, "the plan as a Graphviz digraph");
   m.def("explain", &explainHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100", "plans the fusion for these inputs and a device, without running it");
-  m.def("cuda_code_for", &cudaCodeFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
-        nb::arg("device") = "h100", "the CUDA source of each kernel the plan for these inputs generates");
+  m.def(
+      "cuda_code_for",
+      [](const Fusion& fusion, nb::list inputs, const std::string& bookend, const std::string& device) {
+        return sourceCodeFor(fusion, inputs, bookend, device, kernel::SourceDialect::Cuda);
+      },
+      nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto", nb::arg("device") = "h100",
+      "the CUDA source of each kernel the plan for these inputs generates");
+  m.def(
+      "hip_code_for",
+      [](const Fusion& fusion, nb::list inputs, const std::string& bookend, const std::string& device) {
+        return sourceCodeFor(fusion, inputs, bookend, device, kernel::SourceDialect::Hip);
+      },
+      nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto", nb::arg("device") = "mi300x",
+      "the HIP source of each kernel the plan for these inputs generates");
   m.def("kernels_for", &kernelsFor, nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto",
         nb::arg("device") = "h100",
         "each kernel of the plan: name, source, grid, block, shared_bytes, summary, arguments ((name, value, word) "

@@ -6,6 +6,7 @@
 
 #include "codegen/source_preamble.h"
 #include "kernel/kernel_ir.h"
+#include "scheduler/device_info.h"
 
 #include <string>
 
@@ -14,5 +15,9 @@ namespace braze::kernel {
 std::string emitSource(const Kernel& kernel, SourceDialect dialect);
 inline std::string emitCuda(const Kernel& kernel) { return emitSource(kernel, SourceDialect::Cuda); }
 inline std::string emitHip(const Kernel& kernel) { return emitSource(kernel, SourceDialect::Hip); }
+// The dialect a device's compiler takes: HIP for AMD GPUs, CUDA for NVIDIA's.
+inline SourceDialect dialectFor(const DeviceInfo& device) {
+  return device.vendor == GpuVendor::Amd ? SourceDialect::Hip : SourceDialect::Cuda;
+}
 
 }  // namespace braze::kernel

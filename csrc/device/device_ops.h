@@ -90,6 +90,9 @@ class DeviceOps {
 
 // The CUDA driver on device `ordinal` (device/cuda/cuda_device_ops.cpp).
 DeviceOps& cudaDeviceOps(int ordinal = 0);
+// The HIP runtime on AMD device `ordinal` (device/hip/hip_device_ops.cpp); a Runtime error "no HIP
+// runtime: ..." where there is none.
+DeviceOps& hipDeviceOps(int ordinal = 0);
 
 // enter() .. leave() for a scope.
 class DeviceScope {

@@ -5,9 +5,13 @@
 #include "device/cuda/cuda_driver.h"
 #include "device/kernel_cache.h"
 #include "device/cuda/nvrtc.h"
+#include "device/hip/hip_runtime.h"
+#include "device/hip/hiprtc.h"
+#include "device/hip/query_hip_device.h"
 #include "scheduler/device_info.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string_view>
@@ -24,6 +28,36 @@ std::string nvrtcLine() {
                                                     nvrtcLibraryPath());
   }
   return fmt::format("{} ({})", nvrtcVersion(), nvrtcLibraryPath());
+}
+
+// hiprtc, the HIP runtime and its AMD GPUs, each with why not where it is missing.
+void appendHip(std::vector<ConfigEntry>& report) {
+  report.push_back({"hiprtc", hiprtcAvailable()
+                                  ? fmt::format("{} ({}){}", hiprtcVersion().empty() ? "version unknown" : hiprtcVersion(),
+                                                hiprtcLibraryPath(),
+                                                hiprtcArchProblem("gfx942").empty() ? "" : "; gfx942 needs hiprtc 6.0")
+                                  : fmt::format("not found (HIP kernels cannot be compiled; looked for {})",
+                                                fmt::join(hiprtcCandidates(), ", "))});
+  const std::string version = hipRuntimeVersion();
+  if (hipRuntime() == nullptr) {
+    report.push_back({"hip runtime", version.empty() ? hipUnavailableReason()
+                                                     : fmt::format("{} ({}): {}", version, hipRuntimeLibraryPath(),
+                                                                   hipUnavailableReason())});
+    return;
+  }
+  report.push_back({"hip runtime", fmt::format("{} ({})", version, hipRuntimeLibraryPath())});
+  int count = 0;
+  hipRuntime()->getDeviceCount(&count);
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    std::string line;
+    try {
+      const std::optional<DeviceInfo> device = queryHipDevice(ordinal);
+      line = device ? device->toString() : "cannot be queried";
+    } catch (const Error& error) {  // a malformed BRAZE_TUNING
+      line = error.what();
+    }
+    report.push_back({fmt::format("hip device {}", ordinal), line});
+  }
 }
 
 // The process's cache (the one kernels go through), not the environment's answer now: the directory is
@@ -83,6 +117,7 @@ std::vector<ConfigEntry> configReport() {
   } else {
     report.push_back({"cuda driver", cudaUnavailableReason()});
   }
+  appendHip(report);
   report.push_back({"kernel disk cache", diskCacheLine()});
   appendBrazeEnvironment(report);
   return report;

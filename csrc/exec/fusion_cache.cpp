@@ -1,5 +1,6 @@
 #include "exec/fusion_cache.h"
 #include "device/cuda/query_device.h"
+#include "device/hip/query_hip_device.h"
 
 #include "support/error.h"
 #include "codegen/source_emitter.h"
@@ -15,8 +16,8 @@
 namespace braze::runtime {
 
 FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options, DeviceOps* ops,
-                         std::optional<DeviceInfo> device)
-    : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)) {
+                         std::optional<DeviceInfo> device, GpuVendor platform)
+    : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)), platform_(platform) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
   const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
   cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
@@ -64,9 +65,9 @@ std::shared_ptr<const PreparedPlan> FusionCache::lastPlan() const {
   return last_;
 }
 
-std::vector<std::string> FusionCache::lastCudaCode() const {
+std::vector<std::string> FusionCache::lastSourceCode(kernel::SourceDialect dialect) const {
   const std::shared_ptr<const PreparedPlan> plan = lastPlan();
-  return plan == nullptr ? std::vector<std::string>{} : plan->cudaCode();
+  return plan == nullptr ? std::vector<std::string>{} : plan->sourceCode(dialect);
 }
 
 int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
@@ -87,22 +88,27 @@ int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
 
 DeviceOps& FusionCache::opsFor(int device) {
   if (ops_ != nullptr) return *ops_;
+  auto driver = [&]() -> DeviceOps& {
+    return platform_ == GpuVendor::Amd ? hipDeviceOps(device) : cudaDeviceOps(device);
+  };
   // Remembered per device: cudaDeviceOps() takes a global lock, which the cached path should not.
   if (device >= 0 && device < static_cast<int>(device_ops_.size())) {
     DeviceOps* known = device_ops_[device].load(std::memory_order_acquire);
     if (known == nullptr) {
-      known = &cudaDeviceOps(device);
+      known = &driver();
       device_ops_[device].store(known, std::memory_order_release);
     }
     return *known;
   }
-  return cudaDeviceOps(device);
+  return driver();
 }
 
 DeviceInfo FusionCache::deviceInfo(int device) const {
   if (device_) return *device_;
-  const std::optional<DeviceInfo> queried = queryDevice(device);
-  BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "CUDA device {} cannot be queried", device);
+  const bool amd = platform_ == GpuVendor::Amd;
+  const std::optional<DeviceInfo> queried = amd ? queryHipDevice(device) : queryDevice(device);
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, queried.has_value(), "{} device {} cannot be queried", amd ? "HIP" : "CUDA",
+                   device);
   return *queried;
 }
 
@@ -160,12 +166,13 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
     }
   }
   const int device = deviceOf(inputs);
-  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, deviceInfo(device));
+  const DeviceInfo info = deviceInfo(device);
+  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, info);
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& k : compiled.kernels) {
     if (!k || k->grid[0] * k->grid[1] == 0) continue;  // nothing to compile or launch
-    if (kernels_.count(compiledKernelKey(kernel::emitCuda(*k), device)) != 0) continue;
+    if (kernels_.count(compiledKernelKey(kernel::emitSource(*k, kernel::dialectFor(info)), device)) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;

@@ -1,4 +1,4 @@
-// The execute path of one fusion, on any device (a GPU through the driver, or the simulated device for
+// The execute path of one fusion, on any device (a GPU through its driver, CUDA or HIP, or the simulated device for
 // host inputs and the tests): input signature -> prepared plan, thread-safe. The first call with a
 // signature plans, lowers and loads (on a GPU, NVRTC through the kernel caches); every later call
 // computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
@@ -43,8 +43,10 @@ class FusionCache {
  public:
   // `ops`: how kernels are loaded and launched (the driver unless given: host inputs and the tests pass
   // the simulated device, the host benchmarks a no-op); `device`: what to plan for (the driver's description of the inputs' GPU unless given).
+  // `platform`: whose GPUs the inputs are on when `ops` is not given: NVIDIA's (the CUDA driver, NVRTC) or
+  // AMD's (the HIP runtime, hiprtc).
   explicit FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options = {}, DeviceOps* ops = nullptr,
-                       std::optional<DeviceInfo> device = std::nullopt);
+                       std::optional<DeviceInfo> device = std::nullopt, GpuVendor platform = GpuVendor::Nvidia);
 
   // Runs the fusion on the inputs' device, on `stream` (nullptr: the legacy default stream); with
   // `wait`, returns only once the outputs are written (for consumers that ignore the stream). With an
@@ -61,6 +63,7 @@ class FusionCache {
   size_t outputCount() const { return fusion_->outputs().size(); }
   // The device the cache was made for (null: the driver's GPU of the inputs).
   DeviceOps* deviceOps() const { return ops_; }
+  GpuVendor platform() const { return platform_; }
   // Loads and launches nothing (NoOpDeviceOps): a host benchmark or a test of the bindings.
   bool launchesNothing() const { return dynamic_cast<const NoOpDeviceOps*>(ops_) != nullptr; }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
@@ -72,8 +75,8 @@ class FusionCache {
   size_t kernelCount() const;
   // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
   static constexpr size_t kManyKernels = 16;
-  // The CUDA sources of the plan the last run used (empty before the first run).
-  std::vector<std::string> lastCudaCode() const;
+  // The kernel sources of the plan the last run used, in `dialect` (empty before the first run).
+  std::vector<std::string> lastSourceCode(kernel::SourceDialect dialect) const;
   // The plan the last run used (null before the first run).
   std::shared_ptr<const PreparedPlan> lastPlan() const;
   // Plans of several kernels launch them as one CUDA graph (PreparedPlan::run's `as_graph`): one
@@ -94,6 +97,7 @@ class FusionCache {
   PlanOptions options_;
   DeviceOps* ops_;
   std::optional<DeviceInfo> device_;
+  GpuVendor platform_;
   mutable std::shared_mutex mutex_;
   struct Entry {
     std::shared_ptr<const PreparedPlan> plan;  // shared: a run in flight keeps an evicted plan alive
@@ -102,7 +106,7 @@ class FusionCache {
   std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
   std::atomic<uint64_t> clock_{0};
   std::unordered_map<size_t, std::string> kernels_;  // compiledKernelKey -> the heuristics' summary
-  // The plan of the last run, for lastCudaCode: compared by address on every run, replaced (under
+  // The plan of the last run, for lastSourceCode: compared by address on every run, replaced (under
   // last_mutex_) only when it changes.
   std::atomic<const PreparedPlan*> last_address_{nullptr};
   mutable std::mutex last_mutex_;

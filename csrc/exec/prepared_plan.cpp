@@ -142,7 +142,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     }
     // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
-    std::string source = kernel::emitCuda(k);
+    std::string source = kernel::emitSource(k, kernel::dialectFor(device));
     launched_kernels_.emplace_back(compiledKernelKey(source, device_ordinal), k.summary);
     CompileOptions compile = kernelCompileOptions(device.arch());
     images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
@@ -264,10 +264,10 @@ void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr
   }
 }
 
-std::vector<std::string> PreparedPlan::cudaCode() const {
+std::vector<std::string> PreparedPlan::sourceCode(kernel::SourceDialect dialect) const {
   std::vector<std::string> sources;
   for (const auto& k : compiled_.kernels) {
-    if (k) sources.push_back(kernel::emitCuda(*k));
+    if (k) sources.push_back(kernel::emitSource(*k, dialect));
   }
   return sources;
 }

@@ -4,6 +4,7 @@
 // intermediates from the stream-ordered pool, and launches: no planning, no strings, no maps.
 #pragma once
 
+#include "codegen/source_preamble.h"
 #include "exec/pipeline.h"
 #include "device/device_ops.h"
 #include "device/device_tensor.h"
@@ -48,8 +49,10 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
                                 const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
 
   const LoweredPlan& compiled() const { return compiled_; }
-  // The CUDA source of each kernel, emitted again when asked (a plan per shape keeps no copy).
-  std::vector<std::string> cudaCode() const;
+  // The source of each kernel in `dialect` (the plan's device compiles its own: HIP for an AMD GPU),
+  // emitted again when asked (a plan per shape keeps no copy).
+  std::vector<std::string> sourceCode(kernel::SourceDialect dialect) const;
+  std::vector<std::string> cudaCode() const { return sourceCode(kernel::SourceDialect::Cuda); }
   // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
   const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
 

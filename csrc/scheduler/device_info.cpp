@@ -14,7 +14,7 @@ std::string DeviceInfo::arch() const {
 std::string DeviceInfo::toString() const {
   const std::string tuned = tuning == HeuristicTuning{} ? "" : fmt::format(", tuning: {}", tuning.toString());
   if (vendor == GpuVendor::Amd) {
-    return fmt::format("{} ({}, {} CUs, wavefront {}, {} threads/CU, {} KiB LDS/CU, {} KiB LDS/block, {} MiB L2, "
+    return fmt::format("{} ({}, HIP kernels, {} CUs, wavefront {}, {} threads/CU, {} KiB LDS/CU, {} KiB LDS/block, {} MiB L2, "
                        "{:.0f} GB/s{})",
                        name, arch(), sm_count, warp_size, max_threads_per_sm, smem_per_sm / 1024,
                        smem_per_block_optin / 1024, l2_bytes / (1024 * 1024), memory_bandwidth_gbs, tuned);

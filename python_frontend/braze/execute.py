@@ -91,7 +91,8 @@ def _has_torch_tensor(flat) -> bool:
 
 
 def _on_cuda(x) -> bool:
-    """A tensor on a CUDA device (DLPack device type 2), told without importing its framework."""
+    """A tensor on a GPU: a CUDA device (DLPack device type 2) or an AMD one (ROCm, 10, which torch's ROCm
+    build calls "cuda" too), told without importing its framework."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return x.is_cuda  # an attribute read, where __dlpack_device__ is a Python method
@@ -99,9 +100,28 @@ def _on_cuda(x) -> bool:
     if device is None or isinstance(x, np.ndarray):
         return False
     try:
-        return device()[0] == 2
+        return device()[0] in (_DL_CUDA, _DL_ROCM)
     except Exception:  # noqa: BLE001 - an object that cannot say where it lives is not a GPU tensor
         return False
+
+
+_DL_CUDA, _DL_ROCM = 2, 10
+
+
+def _platform_of(flat) -> str:
+    """'hip' when the GPU tensors are on AMD GPUs (ROCm), else 'cuda'."""
+    for x in flat:
+        if _is_torch_tensor(x) and x.is_cuda:
+            return "hip" if getattr(getattr(sys.modules["torch"], "version", None), "hip", None) else "cuda"
+        device = getattr(x, "__dlpack_device__", None)
+        if device is not None and not isinstance(x, np.ndarray):
+            try:
+                kind = device()[0]
+            except Exception:  # noqa: BLE001
+                continue
+            if kind in (_DL_CUDA, _DL_ROCM):
+                return "hip" if kind == _DL_ROCM else "cuda"
+    return "cuda"
 
 
 def _framework_of(flat) -> str:
@@ -154,11 +174,14 @@ def _host_cache(fd, bookend, target):
     return cache
 
 
-def _gpu_cache(fd, bookend):
+def _gpu_cache(fd, bookend, platform="cuda"):
+    """The fusion's cache for GPU inputs: keyed by the bookending policy alone for CUDA (the key the
+    torch fast path looks up), with the platform for AMD GPUs."""
     caches = fd.__dict__.setdefault("_gpu_caches", {})
-    cache = caches.get(bookend)
+    key = bookend if platform == "cuda" else (bookend, platform)
+    cache = caches.get(key)
     if cache is None:
-        cache = caches[bookend] = _C.FusionCache(fd._fusion, bookend)
+        cache = caches[key] = _C.FusionCache(fd._fusion, bookend, platform=platform)
     return cache
 
 
@@ -210,7 +233,7 @@ def _execute_torch(fd, inputs):
 
 
 def _execute_gpu(fd, flat, bookend, stream) -> list:
-    cache = _gpu_cache(fd, bookend)
+    cache = _gpu_cache(fd, bookend, _platform_of(flat))
     framework = _framework_of(flat)
     allocate = None
     if stream is None:
@@ -250,7 +273,7 @@ def explain(fd, inputs, bookend, target="h100"):
     flat = _flatten(inputs)
     if any(_on_cuda(x) for x in flat):
         # The inputs' own GPU decides the heuristics; `target` only names one for host inputs.
-        plan, cache, why = _gpu_cache(fd, _policy(bookend)).explain(_readable(flat))
+        plan, cache, why = _gpu_cache(fd, _policy(bookend), _platform_of(flat)).explain(_readable(flat))
         return CachedPlan(plan, cache, why)
     args, _ = _host_args(fd, inputs)
     plan, cache, why = _host_cache(fd, _policy(bookend), _device_name(target)).explain_host(args)
@@ -266,6 +289,11 @@ def reference(fd, inputs) -> list:
 def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
+
+
+def hip_code_for(fd, inputs, bookend="auto", target="mi300x") -> str:
+    args, _ = _host_args(fd, inputs)
+    return "\n".join(_C.hip_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
 def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:

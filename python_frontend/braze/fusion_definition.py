@@ -23,7 +23,7 @@ from .ops import Operators
 DataType = _C.DataType
 
 _NO_SCHEDULED_IR = (
-    "{}: braze keeps no scheduled fusion IR (its schedules are kernel IR); fd.last_cuda_code() and "
+    "{}: braze keeps no scheduled fusion IR (its schedules are kernel IR); fd.last_cuda_code() (fd.last_hip_code()) and "
     "fd.cuda_code_for(inputs) show the generated kernels, fd.explain(inputs) the plan and heuristics."
 )
 
@@ -242,11 +242,20 @@ class FusionDefinition:
 
     def last_cuda_code(self, intrinsic_code=False, override_user_schedule=False) -> str:
         """The CUDA C++ of the kernels the last execute generated (one translation unit each)."""
+        return "\n".join(self._last_cache("last_cuda_code").last_cuda_code())
+
+    def last_hip_code(self) -> str:
+        """The HIP C++ of the kernels the last execute generated (one translation unit each): what
+        hiprtc compiles on an AMD GPU. The kernels are those last_cuda_code shows, in the other dialect;
+        execute(..., target="mi300x") on host inputs plans them for an AMD GPU."""
+        return "\n".join(self._last_cache("last_hip_code").last_hip_code())
+
+    def _last_cache(self, what):
         on_gpu = self.__dict__.get("_last_run_was_gpu")
         cache = self.__dict__.get("_last_gpu_cache" if on_gpu else "_last_host_cache")
         if cache is None:
-            raise RuntimeError("last_cuda_code: nothing has been executed yet")
-        return "\n".join(cache.last_cuda_code())
+            raise RuntimeError(f"{what}: nothing has been executed yet")
+        return cache
 
     # ---- introspection ---------------------------------------------------------------------------
     def fusion_ir(self) -> str:
@@ -278,6 +287,11 @@ class FusionDefinition:
     def cuda_code_for(self, inputs, intrinsic_code=False, override_user_schedule=False) -> str:
         """The CUDA C++ of the kernels braze generates for these inputs, without running them."""
         return _execute.cuda_code_for(self, inputs)
+
+    def hip_code_for(self, inputs, *, target="mi300x") -> str:
+        """The HIP C++ of the kernels braze generates for these inputs on an AMD GPU (`target`: "mi300x",
+        "mi250x", "mi210"), without running them."""
+        return _execute.hip_code_for(self, inputs, target=target)
 
     def last_scheduled_fusion_ir(self, tensor_transforms=False, override_user_schedule=False) -> str:
         raise RuntimeError(_NO_SCHEDULED_IR.format("last_scheduled_fusion_ir"))

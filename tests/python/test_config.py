@@ -26,7 +26,8 @@ def _config_in_fresh_process(env_updates):
 def test_config_names_every_piece_braze_depends_on():
     report = braze.config()
     assert report["braze"] == braze.__version__
-    for key in ("built with", "nvrtc", "cuda headers", "cuda driver", "kernel disk cache", "python", "numpy"):
+    for key in ("built with", "nvrtc", "cuda headers", "cuda driver", "hiprtc", "hip runtime", "kernel disk cache", "python",
+                "numpy"):
         assert report.get(key), f"{key} missing from {report}"
     if "no CUDA driver found" in report["cuda driver"]:
         # The reason is the one GPU calls raise, and no device lines follow.

@@ -246,3 +246,25 @@ def test_an_amd_target_plans_for_its_wavefront_and_runs_on_the_simulator():
         expected = xs.astype(np.float32) - xs.astype(np.float32).mean(1, keepdims=True)
         np.testing.assert_allclose(out.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
     assert "wavefront 64" in fd.explain([xs], target="mi300x").device
+
+
+def test_hip_code_is_the_same_kernels_in_the_hip_dialect():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(x, DataType.Float), [1]), DataType.BFloat16))
+    xs = np.random.default_rng(1).standard_normal((5, 3000)).astype(ml_dtypes.bfloat16)
+    with pytest.raises(RuntimeError, match="last_hip_code: nothing has been executed yet"):
+        fd.last_hip_code()
+    hip = fd.hip_code_for([xs], target="mi300x")
+    assert "#define BRAZE_WARP_LANES 64" in hip and "cuda_fp16.h" not in hip
+    assert "braze_block_reduce<64," in hip  # planned for a wavefront of 64
+    assert "AMD Instinct MI300X (gfx942, HIP kernels" in fd.explain([xs], target="mi300x").device
+    cuda = fd.cuda_code_for([xs])
+    assert "#include <cuda_bf16.h>" in cuda and "braze_block_reduce<32," in cuda
+    (out,) = fd.execute([xs], target="mi300x")
+    np.testing.assert_allclose(out.astype(np.float32), xs.astype(np.float32).sum(1), rtol=2e-2, atol=0.1)
+    assert fd.last_hip_code() == hip
+    # One printer: the same kernels in the other dialect differ only in the preamble.
+    last_cuda = fd.last_cuda_code()
+    assert "braze_block_reduce<64," in last_cuda and last_cuda != hip
+    assert last_cuda[last_cuda.index('extern "C"'):] == hip[hip.index('extern "C"'):]

@@ -119,3 +119,41 @@ def test_torch_outputs_come_from_empty_strided(fake_torch, monkeypatch):
     # BRAZE_TORCH_OUTPUTS=0 (read when a torch module is first seen) leaves outputs to braze's pool.
     monkeypatch.setenv("BRAZE_TORCH_OUTPUTS", "0")
     assert bx._torch_allocator(types.ModuleType("torch")) is None
+
+
+class RocmArray:
+    """A DLPack producer on an AMD GPU (what CuPy on ROCm or JAX on ROCm hand over)."""
+
+    def __dlpack_device__(self):
+        return (10, 0)
+
+
+def test_rocm_tensors_go_to_the_fusions_hip_cache(fake_torch):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, x))
+    assert bx._on_cuda(RocmArray()) and bx._platform_of([RocmArray()]) == "hip"
+    assert bx._platform_of([FakeTensor()]) == "cuda"
+    cuda, hip = RecordingCache(), RecordingCache()
+    fd.__dict__["_gpu_caches"] = {"auto": cuda, ("auto", "hip"): hip}
+    assert fd.execute([RocmArray()], stream=5) == ["output"]
+    assert hip.calls[0][0] == "run" and hip.calls[0][3] == "dlpack" and not cuda.calls
+    fake_torch.version = types.SimpleNamespace(hip="6.2.41133")  # torch's ROCm build calls its tensors "cuda"
+    assert bx._platform_of([3, FakeTensor()]) == "hip"
+    fd.execute((FakeTensor(),))
+    assert hip.calls[1][3] == "torch" and not cuda.calls
+
+
+def test_a_hip_cache_without_an_amd_gpu_names_the_missing_runtime():
+    from braze import _C
+
+    with FusionDefinition() as fd:  # no tensor input: the run reaches the device at once
+        s = fd.define_scalar(DataType.Double)
+        fd.add_output(fd.ops.full([3], s, DataType.Float))
+    cache = _C.FusionCache(fd._fusion, "auto", platform="hip")
+    if "hip device 0" in dict(_C.config_report()):
+        pytest.skip("an AMD GPU is present")
+    with pytest.raises(RuntimeError, match="no HIP runtime: "):
+        cache.run([1.0], 0, "dlpack")
+    with pytest.raises(ValueError, match="platform='rocm': expected 'cuda' or 'hip'"):
+        _C.FusionCache(fd._fusion, "auto", platform="rocm")

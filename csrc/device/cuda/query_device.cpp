@@ -1,9 +1,10 @@
 #include "device/cuda/query_device.h"
 
 #include "device/cuda/cuda_driver.h"
+#include "device/tuning_from_env.h"
 #include "support/error.h"
 
-#include <cstdlib>
+#include <utility>
 
 namespace braze {
 namespace {
@@ -59,14 +60,7 @@ std::optional<DeviceInfo> queryDevice(int ordinal) {
   const double clock_hz = 1e3 * attribute(kMemoryClockRateKhz, "MEMORY_CLOCK_RATE");
   const double bus_bytes = attribute(kGlobalMemoryBusWidthBits, "GLOBAL_MEMORY_BUS_WIDTH") / 8.0;
   info.memory_bandwidth_gbs = 2.0 * clock_hz * bus_bytes / 1e9;
-  if (const char* tuning = std::getenv("BRAZE_TUNING"); tuning != nullptr && *tuning != '\0') {
-    try {
-      info.tuning = HeuristicTuning::parse(tuning);
-    } catch (const Error& error) {
-      throw Error(error.kind(), fmt::format("BRAZE_TUNING: {}", error.what()));
-    }
-  }
-  return info;
+  return withTuningFromEnv(std::move(info));
 }
 
 }  // namespace braze

@@ -3,13 +3,13 @@
 #include "support/dynamic_library.h"
 #include "support/error.h"
 #include "device/kernel_source_file.h"
+#include "device/hip/rocm_paths.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 
 namespace braze::runtime {
 namespace {
@@ -110,17 +110,8 @@ std::string programLog(const HiprtcApi& api, HiprtcProgram program) {
 }  // namespace
 
 std::vector<std::string> hiprtcCandidates() {
-  std::vector<std::string> names = {"libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5",
-                                    "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
-  std::vector<std::string> candidates;
-  // An explicitly chosen ROCm comes first, then the loader's search, then ROCm's default place.
-  for (const char* root : {std::getenv("ROCM_PATH"), std::getenv("HIP_PATH")}) {
-    if (root == nullptr || *root == '\0') continue;
-    for (const std::string& name : names) candidates.push_back(fmt::format("{}/lib/{}", root, name));
-  }
-  for (const std::string& name : names) candidates.push_back(name);
-  for (const std::string& name : names) candidates.push_back("/opt/rocm/lib/" + name);
-  return candidates;
+  return rocmLibraryCandidates({"libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so",
+                                "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"});
 }
 
 bool hiprtcAvailable() { return hiprtc() != nullptr; }

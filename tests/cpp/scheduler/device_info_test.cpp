@@ -76,7 +76,7 @@ TEST(DeviceInfo, AmdPresetsAreCdnaWithWavefront64) {
   EXPECT_EQ(DeviceInfo::mi210().sm_count, 104);
   EXPECT_EQ(DeviceInfo::h100Sxm().vendor, GpuVendor::Nvidia);
   EXPECT_EQ(mi300x.toString(),
-            "AMD Instinct MI300X (gfx942, 304 CUs, wavefront 64, 2048 threads/CU, 64 KiB LDS/CU, 64 KiB LDS/block, "
+            "AMD Instinct MI300X (gfx942, HIP kernels, 304 CUs, wavefront 64, 2048 threads/CU, 64 KiB LDS/CU, 64 KiB LDS/block, "
             "32 MiB L2, 5300 GB/s)");
 }
 

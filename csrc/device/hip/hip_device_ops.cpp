@@ -1,0 +1,138 @@
+// The HIP runtime as a DeviceOps: kernels compiled by hiprtc (through the kernel caches, keyed by the
+// gfx arch) and loaded as modules, memory from the device's stream-ordered pool (hipMallocAsync), launches
+// with hipModuleLaunchKernel on the caller's stream. No launch graphs: launchGraph declines, and plans
+// launch their kernels one by one. An AMD block has at most 64 KiB of LDS, which the AMD presets'
+// smem_per_block_optin already says, so no launch needs a raised limit.
+#include "device/hip/hip_runtime.h"
+#include "device/device_ops.h"
+#include "device/parallel_compile.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+namespace braze::runtime {
+namespace {
+
+HipStream hip(StreamHandle stream) { return reinterpret_cast<HipStream>(stream); }
+HipFunction hip(KernelHandle kernel) { return reinterpret_cast<HipFunction>(kernel); }
+
+class HipDeviceOps final : public DeviceOps {
+ public:
+  explicit HipDeviceOps(int ordinal) : ordinal_(ordinal), api_(requireHipRuntime()) {}
+
+  // HIP's current device is per thread: set it for the scope, restoring the caller's afterwards.
+  void enter() override {
+    int current = -1;
+    api_.check(api_.getDevice(&current), "hipGetDevice");
+    if (current != ordinal_) api_.check(api_.setDevice(ordinal_), "hipSetDevice", fmt::format("device {}", ordinal_));
+    previous().push_back(current);
+  }
+
+  void leave() override {
+    auto& stack = previous();
+    if (stack.empty()) return;
+    const int before = stack.back();
+    stack.pop_back();
+    if (before != ordinal_ && before >= 0) api_.setDevice(before);  // in a destructor: nothing useful to do with an error
+  }
+
+  std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override {
+    std::vector<KernelHandle> functions(kernels.size(), nullptr);
+    std::vector<size_t> missing;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        const CompileJob& job = kernels[i].compile;
+        auto it = loaded_.find(std::tie(job.options, job.name, job.source));
+        if (it != loaded_.end()) {
+          functions[i] = it->second;
+        } else {
+          missing.push_back(i);
+        }
+      }
+    }
+    if (missing.empty()) return functions;
+    std::vector<CompileJob> jobs;
+    for (size_t i : missing) {
+      const KernelImage& k = kernels[i];
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, k.shared_bytes <= 64 * 1024,
+                       "kernel {} asks for {} bytes of LDS; an AMD block has at most 64 KiB", k.compile.name,
+                       k.shared_bytes);
+      jobs.push_back(k.compile);
+    }
+    const std::vector<CachedKernel> compiled = compileAll(jobs);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      const CompileJob& job = jobs[m];
+      HipModule module = nullptr;
+      api_.check(api_.moduleLoadData(&module, compiled[m].kernel->cubin.data()), "hipModuleLoadData",
+                 fmt::format("kernel {} for {}", job.name, job.options.arch));
+      HipFunction function = nullptr;
+      api_.check(api_.moduleGetFunction(&function, module, job.name.c_str()), "hipModuleGetFunction",
+                 fmt::format("kernel {}", job.name));
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto key = std::make_tuple(job.options, job.name, job.source);
+      functions[missing[m]] = loaded_.emplace(key, reinterpret_cast<KernelHandle>(function)).first->second;
+    }
+    return functions;
+  }
+
+  DevicePtr allocate(size_t bytes, StreamHandle stream) override {
+    void* pointer = nullptr;
+    api_.check(api_.mallocAsync(&pointer, bytes == 0 ? 1 : bytes, hip(stream)), "hipMallocAsync",
+               fmt::format("{} bytes", bytes));
+    return reinterpret_cast<DevicePtr>(pointer);
+  }
+
+  void release(DevicePtr pointer, StreamHandle stream) override {
+    DeviceScope scope(*this);  // an output's last reference may drop on any thread
+    api_.check(api_.freeAsync(reinterpret_cast<void*>(pointer), hip(stream)), "hipFreeAsync");
+  }
+
+  void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override {
+    api_.check(api_.memsetAsync(reinterpret_cast<void*>(pointer), 0, bytes, hip(stream)), "hipMemsetAsync");
+  }
+
+  void synchronize(StreamHandle stream) override { api_.check(api_.streamSynchronize(hip(stream)), "hipStreamSynchronize"); }
+
+  void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override {
+    api_.check(api_.moduleLaunchKernel(hip(function), static_cast<unsigned>(shape.grid[0]),
+                                       static_cast<unsigned>(shape.grid[1]), 1, static_cast<unsigned>(shape.block[0]),
+                                       static_cast<unsigned>(shape.block[1]), 1,
+                                       static_cast<unsigned>(shape.shared_bytes), hip(stream), args, nullptr),
+               "hipModuleLaunchKernel",
+               fmt::format("grid ({}, {}), block ({}, {}), {} bytes of LDS", shape.grid[0], shape.grid[1],
+                           shape.block[0], shape.block[1], shape.shared_bytes));
+  }
+
+ private:
+  // Per thread: the device current before each open enter().
+  static std::vector<int>& previous() {
+    thread_local std::vector<int> stack;
+    return stack;
+  }
+
+  int ordinal_;
+  const HipRuntime& api_;
+  std::mutex mutex_;
+  // Modules stay loaded for the process, as the CUDA driver's do.
+  std::map<std::tuple<CompileOptions, std::string, std::string>, KernelHandle> loaded_;
+};
+
+}  // namespace
+
+DeviceOps& hipDeviceOps(int ordinal) {
+  static std::mutex mutex;
+  static auto* ops = new std::map<int, std::unique_ptr<HipDeviceOps>>;  // never destroyed, like the runtime
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = (*ops)[ordinal];
+  if (!slot) slot = std::make_unique<HipDeviceOps>(ordinal);
+  return *slot;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,109 @@
+#include "device/hip/hip_runtime.h"
+
+#include "support/error.h"
+#include "device/hip/rocm_paths.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+namespace braze::runtime {
+namespace {
+
+std::vector<std::string> runtimeCandidates() {
+  return rocmLibraryCandidates({"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"});
+}
+
+template <typename Fn>
+bool resolve(const DynamicLibrary& library, const char* name, Fn& fn) {
+  fn = reinterpret_cast<Fn>(library.symbol(name));
+  return fn != nullptr;
+}
+
+struct Loaded {
+  HipRuntime* api = nullptr;  // the library with every function resolved, initialized or not
+  bool usable = false;        // hipInit succeeded and there is a device
+  std::string reason;         // why not usable
+};
+
+// Never freed: outputs may be released from static destructors, as with the CUDA driver.
+Loaded load() {
+  Loaded loaded;
+  const std::vector<std::string> candidates = runtimeCandidates();
+  std::optional<DynamicLibrary> library = DynamicLibrary::open(candidates);
+  if (!library) {
+    loaded.reason = fmt::format("libamdhip64 not found (looked for {})", fmt::join(candidates, ", "));
+    return loaded;
+  }
+  auto* api = new HipRuntime{std::move(*library)};
+  const DynamicLibrary& lib = api->library;
+  const bool properties = resolve(lib, "hipGetDevicePropertiesR0600", api->getDeviceProperties) ||
+                          resolve(lib, "hipGetDeviceProperties", api->getDeviceProperties);
+  const bool complete =
+      properties && resolve(lib, "hipInit", api->init) && resolve(lib, "hipGetDeviceCount", api->getDeviceCount) &&
+      resolve(lib, "hipGetDevice", api->getDevice) && resolve(lib, "hipSetDevice", api->setDevice) &&
+      resolve(lib, "hipRuntimeGetVersion", api->runtimeGetVersion) &&
+      resolve(lib, "hipDeviceGetName", api->deviceGetName) &&
+      resolve(lib, "hipDeviceGetAttribute", api->deviceGetAttribute) &&
+      resolve(lib, "hipModuleLoadData", api->moduleLoadData) &&
+      resolve(lib, "hipModuleGetFunction", api->moduleGetFunction) &&
+      resolve(lib, "hipModuleLaunchKernel", api->moduleLaunchKernel) &&
+      resolve(lib, "hipMallocAsync", api->mallocAsync) && resolve(lib, "hipFreeAsync", api->freeAsync) &&
+      resolve(lib, "hipMemsetAsync", api->memsetAsync) && resolve(lib, "hipStreamSynchronize", api->streamSynchronize) &&
+      resolve(lib, "hipGetErrorString", api->getErrorString);
+  if (!complete) {  // before ROCm 5.2 (no stream-ordered allocator)
+    loaded.reason = fmt::format("{} lacks functions braze needs (ROCm 5.2 or newer is)", lib.path());
+    delete api;
+    return loaded;
+  }
+  loaded.api = api;
+  const HipError initialized = api->init(0);
+  int count = 0;
+  const HipError counted = initialized == kHipSuccess ? api->getDeviceCount(&count) : initialized;
+  if (counted != kHipSuccess || count == 0) {
+    loaded.reason = fmt::format("{} finds no AMD GPU ({})", lib.path(),
+                                api->getErrorString(counted != kHipSuccess ? counted : initialized));
+    return loaded;
+  }
+  loaded.usable = true;
+  return loaded;
+}
+
+const Loaded& loaded() {
+  static const Loaded once = load();
+  return once;
+}
+
+}  // namespace
+
+void HipRuntime::check(HipError result, std::string_view call, std::string_view context) const {
+  if (result == kHipSuccess) return;
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false, "{} failed: {}{}{}", call, getErrorString(result),
+                   context.empty() ? "" : " (", context.empty() ? std::string() : std::string(context) + ")");
+}
+
+const HipRuntime* hipRuntime() { return loaded().usable ? loaded().api : nullptr; }
+
+const HipRuntime& requireHipRuntime() {
+  const HipRuntime* api = hipRuntime();
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, api != nullptr, "no HIP runtime: {}", hipUnavailableReason());
+  return *api;
+}
+
+std::string hipUnavailableReason() { return loaded().usable ? "" : loaded().reason; }
+
+std::string hipRuntimeVersion() {
+  const HipRuntime* api = loaded().api;
+  int version = 0;
+  if (api == nullptr || api->runtimeGetVersion(&version) != kHipSuccess) return "";
+  // HIP_VERSION: major * 10^7 + minor * 10^5 + patch.
+  return fmt::format("{}.{}.{}", version / 10000000, version / 100000 % 100, version % 100000);
+}
+
+std::string hipRuntimeLibraryPath() {
+  const HipRuntime* api = loaded().api;
+  return api == nullptr ? std::string() : api->library.path();
+}
+
+}  // namespace braze::runtime
