@@ -4,7 +4,7 @@
 set -euo pipefail
 
 apt_packages=(cmake g++ make libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libdlpack-dev ccache
-              libamdhip64-dev rocm-device-libs hipcc llvm)
+              libamdhip64-dev hipcc llvm)
 pip_packages=(nanobind numpy ml_dtypes pytest hypothesis scikit-build-core torch)
 
 missing_apt=()

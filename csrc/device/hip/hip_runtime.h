@@ -38,6 +38,7 @@ struct HipRuntime {
   HipError (*freeAsync)(void*, HipStream) = nullptr;
   HipError (*memsetAsync)(void*, int value, size_t bytes, HipStream) = nullptr;
   HipError (*streamSynchronize)(HipStream) = nullptr;
+  HipError (*memcpy)(void* dst, const void* src, size_t bytes, int kind) = nullptr;  // kind 4: hipMemcpyDefault
   const char* (*getErrorString)(HipError) = nullptr;
 
   // Throws a Runtime error naming `call` (and `context`) with HIP's error name when `result` is not hipSuccess.

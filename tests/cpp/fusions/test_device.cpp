@@ -7,6 +7,9 @@
 #include "device/cuda/cuda_kernel.h"
 #include "device/cuda/device_transfer.h"
 #include "device/cuda/nvrtc.h"
+#include "device/hip/hip_runtime.h"
+#include "device/hip/hiprtc.h"
+#include "device/hip/query_hip_device.h"
 #include "device/sim/sim_device_ops.h"
 
 #include <cstdlib>
@@ -76,6 +79,54 @@ class CudaTestDevice final : public TestDevice {
   HostTensor fetch(const runtime::DeviceTensor& t) override { return runtime::downloadFromDevice(t); }
 };
 
+// An AMD GPU through the HIP runtime: inputs are placed as on the simulated device (each first element
+// at its host address modulo 256) and copied with hipMemcpy.
+class HipTestDevice final : public TestDevice {
+ public:
+  std::string name() const override { return "hip"; }
+  runtime::DeviceOps& ops() override { return runtime::hipDeviceOps(0); }
+  DeviceInfo plannedFor(const DeviceInfo&) const override { return *queryHipDevice(0); }
+
+  Placed place(const std::vector<HostValue>& inputs) override {
+    const runtime::HipRuntime& api = runtime::requireHipRuntime();
+    runtime::DeviceScope scope(ops());
+    Placed placed;
+    for (const HostValue& v : inputs) {
+      const auto* t = std::get_if<HostTensor>(&v);
+      if (t == nullptr) {
+        placed.values.push_back(std::get<ScalarValue>(v));
+        continue;
+      }
+      const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
+      const int64_t item = sizeOf(t->dtype());
+      const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
+      const runtime::DevicePtr base = ops().allocate(static_cast<size_t>(where.bytes), nullptr);
+      ops().synchronize(nullptr);
+      const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
+      api.check(api.memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
+                           static_cast<size_t>((span.hi - span.lo) * item), 4),
+                "hipMemcpy", "an input to the device");
+      placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
+      placed.keep.emplace_back(reinterpret_cast<void*>(base), [this, base](void*) { ops().release(base, nullptr); });
+    }
+    return placed;
+  }
+
+  HostTensor fetch(const runtime::DeviceTensor& t) override {
+    const runtime::HipRuntime& api = runtime::requireHipRuntime();
+    runtime::DeviceScope scope(ops());
+    ops().synchronize(nullptr);
+    const runtime::ElementSpan span = runtime::elementSpan(t.sizes, t.strides);
+    const int64_t item = sizeOf(t.dtype);
+    std::vector<uint8_t> host(static_cast<size_t>(std::max<int64_t>(span.hi, 1) * item));
+    api.check(api.memcpy(host.data() + span.lo * item,
+                         reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(t.data)) + span.lo * item,
+                         static_cast<size_t>((span.hi - span.lo) * item), 4),
+              "hipMemcpy", "an output to the host");
+    return HostTensor::wrap(host.data(), t.dtype, t.sizes, t.strides).contiguous();
+  }
+};
+
 std::unique_ptr<TestDevice> chooseDevice() {
   const char* chosen = std::getenv("BRAZE_TEST_DEVICE");
   const std::string name = chosen == nullptr ? "" : chosen;
@@ -88,8 +139,14 @@ std::unique_ptr<TestDevice> chooseDevice() {
     }
     return std::make_unique<CudaTestDevice>();
   }
+  if (name == "hip") {
+    // Never the default: a machine with an AMD GPU runs the suite on it when asked (tools/gpu_check_rocm.sh).
+    if (runtime::hipRuntime() == nullptr) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but " + runtime::hipUnavailableReason());
+    if (!runtime::hiprtcAvailable()) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but hiprtc was not found");
+    return std::make_unique<HipTestDevice>();
+  }
   if (name.empty() || name == "sim") return std::make_unique<SimTestDevice>();
-  throw std::runtime_error("BRAZE_TEST_DEVICE=" + name + ": expected sim or cuda");
+  throw std::runtime_error("BRAZE_TEST_DEVICE=" + name + ": expected sim, cuda or hip");
 }
 
 }  // namespace
@@ -99,7 +156,7 @@ TestDevice& testDevice() {
   return *device;
 }
 
-bool testDeviceIsGpu() { return testDevice().name() == "cuda"; }
+bool testDeviceIsGpu() { return testDevice().name() != "sim"; }
 
 std::unique_ptr<runtime::FusionCache> testFusionCache(std::shared_ptr<const Fusion> fusion, const PlanOptions& options,
                                                       const DeviceInfo& simulated) {
@@ -129,7 +186,9 @@ void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>&
   runtime::DeviceOps& ops = device.ops();
   runtime::DeviceScope scope(ops);
   runtime::CompileOptions options = runtime::kernelCompileOptions(device.plannedFor(DeviceInfo::h100Sxm()).arch());
-  const runtime::KernelHandle function = ops.load({{&k, {kernel::emitCuda(k), k.name, options}, k.shared_bytes}})[0];
+  const DeviceInfo target = device.plannedFor(DeviceInfo::h100Sxm());
+  const std::string source = kernel::emitSource(k, kernel::dialectFor(target));
+  const runtime::KernelHandle function = ops.load({{&k, {source, k.name, options}, k.shared_bytes}})[0];
   std::vector<HostValue> host;
   for (HostTensor* t : tensors) host.emplace_back(*t);
   const TestDevice::Placed placed = device.place(host);

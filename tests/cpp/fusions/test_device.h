@@ -1,6 +1,6 @@
 // The device the kernel tests run on, chosen by one switch: BRAZE_TEST_DEVICE=sim (the simulated
-// device: host memory, kernels run by the CPU simulator) or cuda (the GPU through the driver); by
-// default cuda where a GPU and NVRTC are present, else sim. Every test that runs kernels goes through
+// device: host memory, kernels run by the CPU simulator), cuda (the GPU through the driver) or hip (an
+// AMD GPU through the HIP runtime); by default cuda where a GPU and NVRTC are present, else sim. Every test that runs kernels goes through
 // the FusionCache and PreparedPlan on it, so the GPU suite is these tests, not a copy of them.
 #pragma once
 
@@ -20,7 +20,7 @@ namespace braze::testing {
 class TestDevice {
  public:
   virtual ~TestDevice() = default;
-  virtual std::string name() const = 0;  // "sim" or "cuda"
+  virtual std::string name() const = 0;  // "sim", "cuda" or "hip"
   virtual runtime::DeviceOps& ops() = 0;
   // What plans target: `simulated` on the simulated device (a described GPU), the GPU itself on cuda.
   virtual DeviceInfo plannedFor(const DeviceInfo& simulated) const = 0;
