@@ -3,6 +3,10 @@
 # run the whole C++ and Python suite with the kernel tests on the GPU (BRAZE_TEST_DEVICE=cuda: the
 # same tests that run on the simulated device elsewhere), run the GPU benchmarks, and print a short
 # table last. Logs go to $OUT when it is set.
+# On a machine with an AMD GPU and ROCm (BRAZE_GPU_PLATFORM=hip, chosen by itself where rocminfo sees a
+# gfx agent and there is no nvidia-smi) the same steps run through the HIP runtime and hiprtc
+# (BRAZE_TEST_DEVICE=hip; torch's ROCm build for the Python GPU tests), without the CUDA-only ones
+# (compute-sanitizer, the CUDA-graph host benchmarks). No AMD GPU has been lent yet: that mode has not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/braze_gpu_check}
@@ -19,7 +23,16 @@ command -v ninja >/dev/null && generator="-G Ninja"
 
 status() { printf '%-28s %s\n' "$1" "$2" | tee -a "$out/summary.txt"; }
 : > "$out/summary.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$out/gpu.txt"
+platform=${BRAZE_GPU_PLATFORM:-}
+if [ -z "$platform" ]; then
+  platform=cuda
+  if ! command -v nvidia-smi >/dev/null && rocminfo 2>/dev/null | grep -q "gfx"; then platform=hip; fi
+fi
+if [ "$platform" = hip ]; then
+  rocminfo 2>&1 | grep -m2 -E "Marketing Name|  Name: +gfx" | tr -s ' ' > "$out/gpu.txt" || echo "no rocminfo" > "$out/gpu.txt"
+else
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$out/gpu.txt"
+fi
 
 t0=$(date +%s)
 if cmake -S . -B build-gpu $generator -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $python)" \
@@ -29,8 +42,11 @@ else
   status build "FAILED (see build.log)"; tail -30 "$out/configure.log" "$out/build.log"; cat "$out/summary.txt"; exit 1
 fi
 
+# What braze sees: the compilers, the runtimes and each device's description.
+PYTHONPATH=build-gpu/python $python -c "import braze; braze.show_config()" > "$out/config.log" 2>&1
+
 rc=0
-export BRAZE_TEST_DEVICE=cuda
+export BRAZE_TEST_DEVICE=$platform
 if build-gpu/braze_tests --gtest_brief=1 > "$out/cpp_tests.log" 2>&1; then
   status "C++ tests" "$(grep -E '^\[  PASSED' "$out/cpp_tests.log" | head -1)"
 else
@@ -38,7 +54,9 @@ else
 fi
 # GPU tests skip (saying why) rather than fail where the driver or NVRTC is missing: say whether they ran.
 gpu_skips=$(grep -c "GPU test skipped" "$out/cpp_tests.log")
-if [ "$gpu_skips" = 0 ]; then
+if [ "$platform" = hip ]; then
+  status "GPU tests" "kernel tests on the AMD GPU; the CUDA driver's own tests skip ($gpu_skips)"
+elif [ "$gpu_skips" = 0 ]; then
   status "GPU tests" "ran (none skipped)"
 else
   status "GPU tests" "$gpu_skips SKIPPED: $(grep -m1 -o 'GPU test skipped: .*' "$out/cpp_tests.log")"; rc=1
@@ -46,7 +64,9 @@ fi
 # The GPU tests again under compute-sanitizer: out-of-bounds or misaligned accesses (memcheck) and
 # shared-memory races (racecheck) in the generated kernels.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
+if [ "$platform" = hip ]; then
+  status "compute-sanitizer" "not on AMD GPUs"
+elif [ -x "$sanitizer" ]; then
   for tool in memcheck racecheck; do
     "$sanitizer" --tool $tool --print-limit 20 build-gpu/braze_tests \
       --gtest_filter='DeviceFusionCache*:Small/Pipeline*:SharedMemory*:*Schedules*:Transpose*' \
@@ -75,7 +95,11 @@ if PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --compile > 
 else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
-build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+if [ "$platform" = cuda ]; then
+  build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+else
+  build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+fi
 # BRAZE_SWEEP=1: every case's kernels under other heuristic tunings, fastest first (sweep.log); a few
 # minutes, so it is asked for rather than run each time.
 if [ "${BRAZE_SWEEP:-0}" = 1 ]; then
@@ -83,7 +107,7 @@ if [ "${BRAZE_SWEEP:-0}" = 1 ]; then
     && status "tuning sweep" "ok (sweep.log)" || { status "tuning sweep" "FAILED (sweep.log)"; rc=1; }
 fi
 PYTHONPATH=build-gpu/python $python benchmarks/python/binding_overhead.py > "$out/binding_bench.log" 2>&1 || rc=1
-echo "== braze gpu_check on $(cat "$out/gpu.txt") =="
+echo "== braze gpu_check ($platform) on $(tr '\n' ' ' < "$out/gpu.txt") =="
 cat "$out/summary.txt"
 echo "== benchmarks/python/compare.py"
 cat "$out/compare.log"

@@ -14,10 +14,35 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace braze::testing {
 namespace {
+
+// Each tensor input copied into `ops`' memory with `copy`, its first element at its host address modulo
+// 256 (plans depend on alignment); scalars as they are.
+TestDevice::Placed placeAligned(runtime::DeviceOps& ops, const std::vector<HostValue>& inputs,
+                                const std::function<void(void*, const void*, size_t)>& copy) {
+  TestDevice::Placed placed;
+  for (const HostValue& v : inputs) {
+    const auto* t = std::get_if<HostTensor>(&v);
+    if (t == nullptr) {
+      placed.values.push_back(std::get<ScalarValue>(v));
+      continue;
+    }
+    const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
+    const int64_t item = sizeOf(t->dtype());
+    const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
+    const runtime::DevicePtr base = ops.allocate(static_cast<size_t>(where.bytes), nullptr);
+    const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
+    copy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
+         static_cast<size_t>((span.hi - span.lo) * item));
+    placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
+    placed.keep.emplace_back(reinterpret_cast<void*>(base), [&ops, base](void*) { ops.release(base, nullptr); });
+  }
+  return placed;
+}
 
 class SimTestDevice final : public TestDevice {
  public:
@@ -26,24 +51,7 @@ class SimTestDevice final : public TestDevice {
   DeviceInfo plannedFor(const DeviceInfo& simulated) const override { return simulated; }
 
   Placed place(const std::vector<HostValue>& inputs) override {
-    Placed placed;
-    for (const HostValue& v : inputs) {
-      const auto* t = std::get_if<HostTensor>(&v);
-      if (t == nullptr) {
-        placed.values.push_back(std::get<ScalarValue>(v));
-        continue;
-      }
-      const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
-      const int64_t item = sizeOf(t->dtype());
-      const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
-      const runtime::DevicePtr base = ops_.allocate(static_cast<size_t>(where.bytes), nullptr);
-      const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
-      std::memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
-                  static_cast<size_t>((span.hi - span.lo) * item));
-      placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
-      placed.keep.emplace_back(reinterpret_cast<void*>(base), [this, base](void*) { ops_.release(base, nullptr); });
-    }
-    return placed;
+    return placeAligned(ops_, inputs, [](void* to, const void* from, size_t bytes) { std::memcpy(to, from, bytes); });
   }
 
   HostTensor fetch(const runtime::DeviceTensor& t) override {
@@ -90,26 +98,10 @@ class HipTestDevice final : public TestDevice {
   Placed place(const std::vector<HostValue>& inputs) override {
     const runtime::HipRuntime& api = runtime::requireHipRuntime();
     runtime::DeviceScope scope(ops());
-    Placed placed;
-    for (const HostValue& v : inputs) {
-      const auto* t = std::get_if<HostTensor>(&v);
-      if (t == nullptr) {
-        placed.values.push_back(std::get<ScalarValue>(v));
-        continue;
-      }
-      const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
-      const int64_t item = sizeOf(t->dtype());
-      const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
-      const runtime::DevicePtr base = ops().allocate(static_cast<size_t>(where.bytes), nullptr);
-      ops().synchronize(nullptr);
-      const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
-      api.check(api.memcpy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
-                           static_cast<size_t>((span.hi - span.lo) * item), 4),
-                "hipMemcpy", "an input to the device");
-      placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
-      placed.keep.emplace_back(reinterpret_cast<void*>(base), [this, base](void*) { ops().release(base, nullptr); });
-    }
-    return placed;
+    return placeAligned(ops(), inputs, [&](void* to, const void* from, size_t bytes) {
+      ops().synchronize(nullptr);  // the allocation is stream-ordered, the copy is not
+      api.check(api.memcpy(to, from, bytes, 4), "hipMemcpy", "an input to the device");
+    });
   }
 
   HostTensor fetch(const runtime::DeviceTensor& t) override {
@@ -140,7 +132,7 @@ std::unique_ptr<TestDevice> chooseDevice() {
     return std::make_unique<CudaTestDevice>();
   }
   if (name == "hip") {
-    // Never the default: a machine with an AMD GPU runs the suite on it when asked (tools/gpu_check_rocm.sh).
+    // Never the default: a machine with an AMD GPU runs the suite on it when asked (tools/gpu_check.sh).
     if (runtime::hipRuntime() == nullptr) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but " + runtime::hipUnavailableReason());
     if (!runtime::hiprtcAvailable()) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but hiprtc was not found");
     return std::make_unique<HipTestDevice>();
