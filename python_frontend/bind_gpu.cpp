@@ -308,6 +308,15 @@ void bindGpu(nb::module_& m) {
           },
           "the CUDA source of each kernel of the plan for these inputs")
       .def(
+          "hip_code",
+          [](runtime::FusionCache& cache, nb::list py_inputs) {
+            std::vector<nb::ndarray<nb::ro>> imported;
+            const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
+            nb::gil_scoped_release release;
+            return cache.prepare(inputs)->sourceCode(kernel::SourceDialect::Hip);
+          },
+          "the HIP source of each kernel of the plan for these inputs")
+      .def(
           "explain",
           [](runtime::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;

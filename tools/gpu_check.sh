@@ -24,12 +24,16 @@ command -v ninja >/dev/null && generator="-G Ninja"
 status() { printf '%-28s %s\n' "$1" "$2" | tee -a "$out/summary.txt"; }
 : > "$out/summary.txt"
 platform=${BRAZE_GPU_PLATFORM:-}
+# Read whole before grep looks at it: grep -q stopping early would make rocminfo die of SIGPIPE, and
+# pipefail would then read as "no AMD GPU".
+rocm_info=$(rocminfo 2>/dev/null || true)
 if [ -z "$platform" ]; then
   platform=cuda
-  if ! command -v nvidia-smi >/dev/null && rocminfo 2>/dev/null | grep -q "gfx"; then platform=hip; fi
+  if ! command -v nvidia-smi >/dev/null && grep -q "gfx" <<< "$rocm_info"; then platform=hip; fi
 fi
 if [ "$platform" = hip ]; then
-  rocminfo 2>&1 | grep -m2 -E "Marketing Name|  Name: +gfx" | tr -s ' ' > "$out/gpu.txt" || echo "no rocminfo" > "$out/gpu.txt"
+  { grep -E "Marketing Name|  Name: +gfx" <<< "$rocm_info" | head -2 | tr -s ' '; } > "$out/gpu.txt"
+  [ -s "$out/gpu.txt" ] || echo "no rocminfo" > "$out/gpu.txt"
 else
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$out/gpu.txt"
 fi

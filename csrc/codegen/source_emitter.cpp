@@ -73,6 +73,10 @@ class Emitter {
   Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {}
 
   std::string run() {
+    BRAZE_CHECK(dialect_ == SourceDialect::Hip || k_.warp_size == 32,
+                "kernel {} was planned for a wavefront of {} lanes (an AMD GPU): it has no CUDA spelling; its HIP "
+                "code is what runs there (fd.last_hip_code(), fd.hip_code_for(inputs))",
+                k_.name, k_.warp_size);
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
     out += opsPreamble(dialect_, usesFp8());
     if (usesRandom()) out += randomPreamble();

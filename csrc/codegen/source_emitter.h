@@ -12,6 +12,7 @@
 
 namespace braze::kernel {
 
+// A kernel planned for a wavefront of 64 has no CUDA spelling (a Value error says so).
 std::string emitSource(const Kernel& kernel, SourceDialect dialect);
 inline std::string emitCuda(const Kernel& kernel) { return emitSource(kernel, SourceDialect::Cuda); }
 inline std::string emitHip(const Kernel& kernel) { return emitSource(kernel, SourceDialect::Hip); }

@@ -18,6 +18,7 @@ constexpr std::string_view kCudaDialect = R"CUDA(#include <cuda_fp16.h>
 #define BRAZE_WARP_LANES 32
 typedef __half braze_half;
 typedef __nv_bfloat16 braze_bf16;
+__device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
 // Every lane of the warp takes part (the whole block runs each reduction).
 template <typename T> __device__ __forceinline__ T braze_shfl_xor(T v, int offset, int width) {
   return __shfl_xor_sync(0xffffffffu, v, offset, width);
@@ -81,7 +82,12 @@ __device__ __forceinline__ braze_e5m2 braze_store_e5m2(float x) {
 
 // HIP (hiprtc): no vendor header for a narrow type is needed (Debian's HIP 5.2 has no hip_bf16.h, and
 // none has the fnuz pair), so each is stored as its bits and converted by narrow_floats.inc.
-constexpr std::string_view kHipDialect = R"HIP(#define BRAZE_WARP_LANES 64
+constexpr std::string_view kHipDialect = R"HIP(#define BRAZE_WARP_LANES __AMDGCN_WAVEFRONT_SIZE
+// HIP's __fadd_rn, __fmul_rn, __fdiv_rn are the plain operators (kept apart by -ffp-contract=off; float
+// division compiles to the correctly rounded div_scale/div_fmas/div_fixup sequence). Its float sqrt is the
+// hardware's approximation (v_sqrt_f32): sqrt runs in double, where HIP's is correctly rounded, and is
+// rounded to float once, which gives the correctly rounded float (53 bits >= 2 * 24 + 2).
+__device__ __forceinline__ float braze_sqrt(float a) { return __double2float_rn(__dsqrt_rn((double)a)); }
 typedef unsigned short braze_half;
 typedef unsigned short braze_bf16;
 typedef unsigned char braze_e4m3fn;
@@ -138,7 +144,6 @@ __device__ __forceinline__ float braze_mul(float a, float b) { return __fmul_rn(
 __device__ __forceinline__ double braze_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ float braze_div(float a, float b) { return __fdiv_rn(a, b); }
 __device__ __forceinline__ double braze_div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float braze_sqrt(float a) { return __fsqrt_rn(a); }
 __device__ __forceinline__ double braze_sqrt(double a) { return __dsqrt_rn(a); }
 __device__ __forceinline__ float braze_abs(float a) { return fabsf(a); }
 __device__ __forceinline__ double braze_abs(double a) { return fabs(a); }

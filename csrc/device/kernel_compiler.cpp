@@ -8,7 +8,9 @@ namespace braze::runtime {
 bool isHipArch(std::string_view arch) { return arch.starts_with("gfx"); }
 
 std::string compilerName(const CompileOptions& options) {
-  return isHipArch(options.arch) ? "hiprtc " + hiprtcVersion() : "nvrtc " + nvrtcVersion();
+  if (!isHipArch(options.arch)) return "nvrtc " + nvrtcVersion();
+  // Without a version in its file name, the library itself tells compilers apart.
+  return "hiprtc " + (hiprtcVersion().empty() ? "of " + hiprtcLibraryPath() : hiprtcVersion());
 }
 
 std::vector<std::string> compilerArguments(const CompileOptions& options) {

@@ -256,7 +256,7 @@ def test_hip_code_is_the_same_kernels_in_the_hip_dialect():
     with pytest.raises(RuntimeError, match="last_hip_code: nothing has been executed yet"):
         fd.last_hip_code()
     hip = fd.hip_code_for([xs], target="mi300x")
-    assert "#define BRAZE_WARP_LANES 64" in hip and "cuda_fp16.h" not in hip
+    assert "#define BRAZE_WARP_LANES __AMDGCN_WAVEFRONT_SIZE" in hip and "cuda_fp16.h" not in hip
     assert "braze_block_reduce<64," in hip  # planned for a wavefront of 64
     assert "AMD Instinct MI300X (gfx942, HIP kernels" in fd.explain([xs], target="mi300x").device
     cuda = fd.cuda_code_for([xs])
@@ -264,7 +264,11 @@ def test_hip_code_is_the_same_kernels_in_the_hip_dialect():
     (out,) = fd.execute([xs], target="mi300x")
     np.testing.assert_allclose(out.astype(np.float32), xs.astype(np.float32).sum(1), rtol=2e-2, atol=0.1)
     assert fd.last_hip_code() == hip
-    # One printer: the same kernels in the other dialect differ only in the preamble.
-    last_cuda = fd.last_cuda_code()
-    assert "braze_block_reduce<64," in last_cuda and last_cuda != hip
-    assert last_cuda[last_cuda.index('extern "C"'):] == hip[hip.index('extern "C"'):]
+    # A plan for a wavefront of 64 has no CUDA spelling: the error points to the HIP code.
+    with pytest.raises(ValueError, match="planned for a wavefront of 64 lanes.*fd.last_hip_code"):
+        fd.last_cuda_code()
+    # One printer: kernels planned for an A100 differ between the dialects only in the preamble.
+    (out,) = fd.execute([xs], target="a100")
+    cuda, hip = fd.last_cuda_code(), fd.last_hip_code()
+    assert "braze_block_reduce<32," in hip and cuda != hip
+    assert cuda[cuda.index('extern "C"'):] == hip[hip.index('extern "C"'):]

@@ -150,10 +150,10 @@ def test_a_hip_cache_without_an_amd_gpu_names_the_missing_runtime():
     with FusionDefinition() as fd:  # no tensor input: the run reaches the device at once
         s = fd.define_scalar(DataType.Double)
         fd.add_output(fd.ops.full([3], s, DataType.Float))
+    with pytest.raises(ValueError, match="platform='rocm': expected 'cuda' or 'hip'"):
+        _C.FusionCache(fd._fusion, "auto", platform="rocm")
     cache = _C.FusionCache(fd._fusion, "auto", platform="hip")
     if "hip device 0" in dict(_C.config_report()):
         pytest.skip("an AMD GPU is present")
     with pytest.raises(RuntimeError, match="no HIP runtime: "):
         cache.run([1.0], 0, "dlpack")
-    with pytest.raises(ValueError, match="platform='rocm': expected 'cuda' or 'hip'"):
-        _C.FusionCache(fd._fusion, "auto", platform="rocm")

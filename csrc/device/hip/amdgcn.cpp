@@ -52,7 +52,10 @@ AmdgcnAccessCounts countAmdgcnGlobalAccesses(std::string_view disassembly) {
     for (auto [prefix, map] : {std::pair{std::string_view("global_load_"), &counts.load_bits},
                                std::pair{std::string_view("global_store_"), &counts.store_bits}}) {
       if (!opcode.starts_with(prefix)) continue;
-      if (const int bits = suffixBits(opcode.substr(prefix.size())); bits > 0) ++(*map)[bits];
+      // The _d16 and _d16_hi forms move half a register's worth: the width their base names.
+      std::string_view suffix = opcode.substr(prefix.size());
+      suffix = suffix.substr(0, suffix.find("_d16"));
+      if (const int bits = suffixBits(suffix); bits > 0) ++(*map)[bits];
     }
   }
   return counts;

@@ -21,7 +21,8 @@ struct AmdgcnAccessCounts {
 };
 
 // Counts global_load_* and global_store_* by the width their suffix names: byte 8, short 16, dword 32,
-// dwordx2 64, dwordx3 96, dwordx4 128 (the _d16 halves and atomics are not counted).
+// dwordx2 64, dwordx3 96, dwordx4 128 (a _d16 or _d16_hi form by its base: short_d16_hi 16); atomics
+// are not counted.
 AmdgcnAccessCounts countAmdgcnGlobalAccesses(std::string_view disassembly);
 
 }  // namespace braze::runtime

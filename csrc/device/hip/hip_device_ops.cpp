@@ -1,9 +1,10 @@
 // The HIP runtime as a DeviceOps: kernels compiled by hiprtc (through the kernel caches, keyed by the
 // gfx arch) and loaded as modules, memory from the device's stream-ordered pool (hipMallocAsync), launches
 // with hipModuleLaunchKernel on the caller's stream. No launch graphs: launchGraph declines, and plans
-// launch their kernels one by one. An AMD block has at most 64 KiB of LDS, which the AMD presets'
-// smem_per_block_optin already says, so no launch needs a raised limit.
+// launch their kernels one by one. A block's LDS needs no raised limit: plans stay within the device's
+// smem_per_block_optin, which is what the runtime reports.
 #include "device/hip/hip_runtime.h"
+#include "device/hip/query_hip_device.h"
 #include "device/device_ops.h"
 #include "device/parallel_compile.h"
 #include "support/error.h"
@@ -24,7 +25,10 @@ HipFunction hip(KernelHandle kernel) { return reinterpret_cast<HipFunction>(kern
 
 class HipDeviceOps final : public DeviceOps {
  public:
-  explicit HipDeviceOps(int ordinal) : ordinal_(ordinal), api_(requireHipRuntime()) {}
+  explicit HipDeviceOps(int ordinal)
+      : ordinal_(ordinal),
+        api_(requireHipRuntime()),
+        lds_per_block_(queryHipDevice(ordinal).value_or(amdPresetFor("gfx90a", 0)).smem_per_block_optin) {}
 
   // HIP's current device is per thread: set it for the scope, restoring the caller's afterwards.
   void enter() override {
@@ -61,9 +65,9 @@ class HipDeviceOps final : public DeviceOps {
     std::vector<CompileJob> jobs;
     for (size_t i : missing) {
       const KernelImage& k = kernels[i];
-      BRAZE_CHECK_KIND(ErrorKind::Runtime, k.shared_bytes <= 64 * 1024,
-                       "kernel {} asks for {} bytes of LDS; an AMD block has at most 64 KiB", k.compile.name,
-                       k.shared_bytes);
+      BRAZE_CHECK_KIND(ErrorKind::Runtime, k.shared_bytes <= lds_per_block_,
+                       "kernel {} asks for {} bytes of LDS; a block of device {} has at most {}", k.compile.name,
+                       k.shared_bytes, ordinal_, lds_per_block_);
       jobs.push_back(k.compile);
     }
     const std::vector<CachedKernel> compiled = compileAll(jobs);
@@ -119,6 +123,7 @@ class HipDeviceOps final : public DeviceOps {
 
   int ordinal_;
   const HipRuntime& api_;
+  int64_t lds_per_block_;  // what the runtime reports (64 KiB on CDNA up to MI300)
   std::mutex mutex_;
   // Modules stay loaded for the process, as the CUDA driver's do.
   std::map<std::tuple<CompileOptions, std::string, std::string>, KernelHandle> loaded_;

@@ -52,19 +52,23 @@ Loaded load() {
       resolve(lib, "hipMallocAsync", api->mallocAsync) && resolve(lib, "hipFreeAsync", api->freeAsync) &&
       resolve(lib, "hipMemsetAsync", api->memsetAsync) && resolve(lib, "hipStreamSynchronize", api->streamSynchronize) &&
       resolve(lib, "hipMemcpy", api->memcpy) &&
-      resolve(lib, "hipGetErrorString", api->getErrorString);
+      resolve(lib, "hipGetErrorName", api->getErrorName) && resolve(lib, "hipGetErrorString", api->getErrorString);
   if (!complete) {  // before ROCm 5.2 (no stream-ordered allocator)
     loaded.reason = fmt::format("{} lacks functions braze needs (ROCm 5.2 or newer is)", lib.path());
     delete api;
     return loaded;
   }
   loaded.api = api;
-  const HipError initialized = api->init(0);
+  // hipInit fails without a GPU, and also for a driver or /dev/kfd it cannot use: the reason names the call.
+  if (const HipError initialized = api->init(0); initialized != kHipSuccess) {
+    loaded.reason = fmt::format("{}: hipInit failed: {}", lib.path(), api->describe(initialized));
+    return loaded;
+  }
   int count = 0;
-  const HipError counted = initialized == kHipSuccess ? api->getDeviceCount(&count) : initialized;
-  if (counted != kHipSuccess || count == 0) {
-    loaded.reason = fmt::format("{} finds no AMD GPU ({})", lib.path(),
-                                api->getErrorString(counted != kHipSuccess ? counted : initialized));
+  if (const HipError counted = api->getDeviceCount(&count); counted != kHipSuccess || count == 0) {
+    loaded.reason = counted != kHipSuccess
+                        ? fmt::format("{}: hipGetDeviceCount failed: {}", lib.path(), api->describe(counted))
+                        : fmt::format("{}: no AMD GPU (hipGetDeviceCount: 0)", lib.path());
     return loaded;
   }
   loaded.usable = true;
@@ -78,10 +82,14 @@ const Loaded& loaded() {
 
 }  // namespace
 
+std::string HipRuntime::describe(HipError result) const {
+  return fmt::format("{} ({})", getErrorName(result), getErrorString(result));
+}
+
 void HipRuntime::check(HipError result, std::string_view call, std::string_view context) const {
   if (result == kHipSuccess) return;
-  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false, "{} failed: {}{}{}", call, getErrorString(result),
-                   context.empty() ? "" : " (", context.empty() ? std::string() : std::string(context) + ")");
+  BRAZE_CHECK_KIND(::braze::ErrorKind::Runtime, false, "{} failed: {}{}", call, describe(result),
+                   context.empty() ? std::string() : fmt::format(" ({})", context));
 }
 
 const HipRuntime* hipRuntime() { return loaded().usable ? loaded().api : nullptr; }

@@ -39,9 +39,12 @@ struct HipRuntime {
   HipError (*memsetAsync)(void*, int value, size_t bytes, HipStream) = nullptr;
   HipError (*streamSynchronize)(HipStream) = nullptr;
   HipError (*memcpy)(void* dst, const void* src, size_t bytes, int kind) = nullptr;  // kind 4: hipMemcpyDefault
+  const char* (*getErrorName)(HipError) = nullptr;
   const char* (*getErrorString)(HipError) = nullptr;
 
-  // Throws a Runtime error naming `call` (and `context`) with HIP's error name when `result` is not hipSuccess.
+  // "hipErrorNoDevice (no ROCm-capable device is detected)".
+  std::string describe(HipError result) const;
+  // Throws a Runtime error naming `call` (and `context`) with describe(result) when it is not hipSuccess.
   void check(HipError result, std::string_view call, std::string_view context = "") const;
 };
 
@@ -49,7 +52,8 @@ struct HipRuntime {
 const HipRuntime* hipRuntime();
 // The runtime or a Runtime error: "no HIP runtime: ..." with the reason.
 const HipRuntime& requireHipRuntime();
-// Why hipRuntime() is null ("libamdhip64 not found (looked for ...)", "hipInit: hipErrorNoDevice ...").
+// Why hipRuntime() is null: "libamdhip64 not found (looked for ...)", "libamdhip64.so: hipInit failed:
+// hipErrorNoDevice (...)", "libamdhip64.so: no AMD GPU (hipGetDeviceCount: 0)".
 std::string hipUnavailableReason();
 // The loaded runtime's version ("5.2.21153") and file; "" when no libamdhip64 loads. Neither needs a GPU.
 std::string hipRuntimeVersion();

@@ -76,18 +76,26 @@ const HiprtcApi& requireHiprtc() {
   return *api;
 }
 
-// (major, minor) of the ROCm the loaded hiprtc comes from; (0, 0) when there is none or it cannot be
-// told. Read from the library's file name (libamdhip64.so.5.2.21153, libhiprtc.so.6.2.60200): HIP 5.2's
-// hiprtcVersion answers 9.0 whatever its release, so the API's number cannot gate an arch.
-std::pair<int, int> versionNumbers() {
-  const HiprtcApi* api = hiprtc();
-  if (api == nullptr) return {0, 0};
-  const std::string file = api->library.file();
-  const size_t so = file.rfind(".so.");
-  if (so == std::string::npos) return {0, 0};
+// The ROCm version of the loaded hiprtc, read once from its library's file name (libamdhip64.so.5.2.21153,
+// libhiprtc.so.6.2.60200): HIP 5.2's hiprtcVersion answers 9.0 whatever its release, so the API's number
+// can neither gate an arch nor tell two compilers apart in a cache key. (0, 0, "") when it cannot be told.
+struct FileVersion {
   int major = 0, minor = 0;
-  if (std::sscanf(file.c_str() + so + 4, "%d.%d", &major, &minor) != 2) return {0, 0};
-  return {major, minor};
+  std::string text;  // every dotted number after ".so."
+};
+
+const FileVersion& fileVersion() {
+  static const FileVersion version = [] {
+    FileVersion v;
+    const HiprtcApi* api = hiprtc();
+    if (api == nullptr) return v;
+    const std::string file = api->library.file();
+    const size_t so = file.rfind(".so.");
+    if (so == std::string::npos || std::sscanf(file.c_str() + so + 4, "%d.%d", &v.major, &v.minor) != 2) return v;
+    v.text = file.substr(so + 4);
+    return v;
+  }();
+  return version;
 }
 
 // The first hiprtc whose compiler knows an ISA family: MI300 (gfx94x) came with ROCm 6.0, MI350
@@ -116,10 +124,7 @@ std::vector<std::string> hiprtcCandidates() {
 
 bool hiprtcAvailable() { return hiprtc() != nullptr; }
 
-std::string hiprtcVersion() {
-  const auto [major, minor] = versionNumbers();
-  return major == 0 && minor == 0 ? std::string() : fmt::format("{}.{}", major, minor);
-}
+std::string hiprtcVersion() { return fileVersion().text; }
 
 std::string hiprtcLibraryPath() {
   const HiprtcApi* api = hiprtc();
@@ -127,7 +132,7 @@ std::string hiprtcLibraryPath() {
 }
 
 std::string hiprtcArchProblem(std::string_view arch) {
-  const auto [major, minor] = versionNumbers();
+  const int major = fileVersion().major, minor = fileVersion().minor;
   for (const ArchFloor& floor : kArchFloors) {
     if (!arch.starts_with(floor.prefix)) continue;
     if (major > floor.major || (major == floor.major && minor >= floor.minor)) return "";
@@ -144,10 +149,11 @@ std::vector<std::string> hiprtcArguments(const CompileOptions& options) {
               "hiprtc: arch '{}' is not an AMD ISA name such as gfx90a or gfx942", options.arch);
   BRAZE_CHECK(!options.maxrregcount, "hiprtc: maxrregcount ({}) has no hiprtc option; leave it unset for {}",
               options.maxrregcount.value_or(0), options.arch);
-  // -ffp-contract: the counterpart of NVRTC's --fmad. Kernels round every op where the reference does
-  // (braze_add ...), so only contraction the source allows is affected. Line info has no hiprtc switch
-  // braze needs: the code object keeps none either way.
-  return {"--offload-arch=" + options.arch, "-std=c++17", "-O3", options.fmad ? "-ffp-contract=fast" : "-ffp-contract=off"};
+  // -ffp-contract=off whatever `fmad` says: HIP's __fadd_rn and __fmul_rn are the plain operators, which
+  // the compiler would otherwise fuse into an FMA (one rounding where the reference rounds twice); CUDA's
+  // are never fused, so NVRTC's --fmad only affects contraction the source allows. Line info has no
+  // hiprtc switch braze needs: the code object keeps none either way.
+  return {"--offload-arch=" + options.arch, "-std=c++17", "-O3", "-ffp-contract=off"};
 }
 
 CompiledKernel compileHip(std::string_view source, std::string_view what, const CompileOptions& options) {

@@ -14,8 +14,8 @@ namespace braze::runtime {
 
 // A library exporting hiprtc could be loaded.
 bool hiprtcAvailable();
-// The ROCm version of the loaded hiprtc ("5.2", from its library file's name); "" when none can be loaded
-// or its name tells none.
+// The ROCm version of the loaded hiprtc ("5.2.21153", from its library file's name); "" when none can be
+// loaded or its name tells none.
 std::string hiprtcVersion();
 // The library hiprtc was loaded from, as found; "" when none was.
 std::string hiprtcLibraryPath();
@@ -27,7 +27,7 @@ std::vector<std::string> hiprtcCandidates();
 // Empty when it can, else why not.
 std::string hiprtcArchProblem(std::string_view arch);
 
-// The arguments compileHip passes to hiprtc for `options` (--offload-arch, -std=c++17, -O3, -ffp-contract): what
+// The arguments compileHip passes to hiprtc for `options` (--offload-arch, -std=c++17, -O3, -ffp-contract=off): what
 // CompiledKernel::options holds and a part of the kernel cache key. Throws a Value error for an arch
 // that is not a gfx ISA name and for maxrregcount, which hiprtc has no option for.
 std::vector<std::string> hiprtcArguments(const CompileOptions& options);

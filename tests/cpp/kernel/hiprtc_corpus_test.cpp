@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <optional>
+
 namespace braze {
 namespace {
 
@@ -76,6 +79,52 @@ TEST(HiprtcCorpus, LayerNormAndRopeUse128BitGlobalLoads) {
   }
 }
 
+// The gfx90a code of the one kernel of `outputs(x, y, z)` on three float vectors, planned for an MI250X.
+std::optional<std::string> floatKernelIsa(const std::function<std::vector<Val*>(TensorView*, TensorView*, TensorView*)>& outputs) {
+  testing::KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* y = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* z = defineTensor({-1}, {true}, DataType::Float);
+    for (Val* out : outputs(x, y, z)) c.fusion->addOutput(out);
+  }
+  c.inputs = testing::randomInputs(*c.fusion, 3, {{4096}, {4096}, {4096}});
+  const auto plan = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::mi250x());
+  const kernel::Kernel& k = testing::onlyKernel(plan);
+  return runtime::disassembleAmdgcn(runtime::compileHip(kernel::emitHip(k), k.name, {.arch = "gfx90a"}).cubin, "gfx90a");
+}
+
+// The reference rounds a product before adding it: the HIP code keeps the multiply and the add apart
+// (HIP's __fmul_rn and __fadd_rn are the plain operators, which -ffp-contract=fast would fuse).
+TEST(HiprtcCorpus, AProductIsRoundedBeforeItIsAdded) {
+  SKIP_WITHOUT_HIPRTC();
+  const auto text = floatKernelIsa([](TensorView* x, TensorView* y, TensorView* z) {
+    return std::vector<Val*>{braze::add(braze::mul(x, y), z)};
+  });
+  if (!text) GTEST_SKIP() << "llvm-objdump not found: the ISA not checked";
+  // gfx90a also has packed forms (v_pk_mul_f32, v_pk_fma_f32): matched by the part after "v_".
+  for (const char* fused : {"fma_f32", "fmac_f32", "mac_f32", "mad_f32"}) {
+    EXPECT_EQ(text->find(fused), std::string::npos) << fused << " in\n" << *text;
+  }
+  EXPECT_NE(text->find("mul_f32"), std::string::npos) << *text;
+  EXPECT_NE(text->find("add_f32"), std::string::npos) << *text;
+}
+
+// Float sqrt and division are correctly rounded, as the reference's: sqrt through double (never the
+// hardware's v_sqrt_f32 approximation), division by the div_scale/div_fmas/div_fixup sequence (never a
+// bare reciprocal).
+TEST(HiprtcCorpus, FloatSqrtAndDivisionAreCorrectlyRounded) {
+  SKIP_WITHOUT_HIPRTC();
+  const auto text = floatKernelIsa([](TensorView* x, TensorView* y, TensorView*) {
+    return std::vector<Val*>{unaryOp(OpKind::Sqrt, x), braze::div(x, y)};
+  });
+  if (!text) GTEST_SKIP() << "llvm-objdump not found: the ISA not checked";
+  EXPECT_EQ(text->find("v_sqrt_f32"), std::string::npos) << *text;
+  EXPECT_NE(text->find("v_rsq_f64"), std::string::npos) << "no double sqrt:\n" << *text;
+  EXPECT_NE(text->find("v_div_fixup_f32"), std::string::npos) << "no correctly rounded division:\n" << *text;
+}
+
 TEST(HiprtcCorpus, CountsGlobalAccessesByWidth) {
   const std::string text =
       "\tglobal_load_dwordx4 v[0:3], v[0:1], off // 00000000176C: DC5C8000 007F0000\n"
@@ -86,7 +135,7 @@ TEST(HiprtcCorpus, CountsGlobalAccessesByWidth) {
       "\ts_load_dwordx4 s[0:3], s[4:5], 0x0\n";
   const auto counts = runtime::countAmdgcnGlobalAccesses(text);
   EXPECT_EQ(counts.load_bits, (std::map<int, int>{{128, 1}, {16, 1}}));
-  EXPECT_EQ(counts.store_bits, (std::map<int, int>{{128, 1}}));
+  EXPECT_EQ(counts.store_bits, (std::map<int, int>{{128, 1}, {16, 1}}));
 }
 
 TEST(HiprtcCorpus, AnArchNewerThanTheCompilerIsRefusedWithoutTryingIt) {
