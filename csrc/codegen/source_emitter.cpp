@@ -3,6 +3,7 @@
 #include "support/error.h"
 #include "codegen/source_ops.h"
 #include "codegen/source_preamble.h"
+#include "codegen/mma_preamble.h"
 
 #include <fmt/format.h>
 
@@ -80,6 +81,7 @@ class Emitter {
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
     out += opsPreamble(dialect_, usesFp8());
     if (usesRandom()) out += randomPreamble();
+    out += mmaPreamble(k_, dialect_);
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
@@ -237,6 +239,11 @@ class Emitter {
       }
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
       case SKind::Fence: line(depth, "__threadfence();"); return;
+      case SKind::Mma:
+        line(depth, fmt::format("{}({}, {}, {}, {});", mmaFunctionName(k_, s), k_.vars[s.var].name,
+                                k_.vars[s.mma_operands[0]].name, k_.vars[s.mma_operands[1]].name,
+                                k_.vars[s.mma_operands[2]].name));
+        return;
       case SKind::AtomicAdd:
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
                                 k_.tensors[s.tensor].name, e(s.a), e(s.b)));

@@ -551,6 +551,15 @@ void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, E
   push(std::move(s));
 }
 
+void KernelBuilder::mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c) {
+  Stmt s;
+  s.kind = SKind::Mma;
+  s.mma_shape = shape;
+  s.var = d;
+  s.mma_operands = {a, b, c};
+  push(std::move(s));
+}
+
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
   // In the body, var runs over [begin, end) upwards (the range of this loop: a variable some other
   // loop reuses gets that loop's range when it is opened).

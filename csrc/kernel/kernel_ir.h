@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ir/data_type.h"
+#include "kernel/mma_fragments.h"
 #include "ir/op_kind.h"
 #include "ir/val.h"
 #include "passes/alias_analysis.h"
@@ -89,6 +90,8 @@ enum class SKind : uint8_t {
   Barrier,
   Fence,      // makes this thread's global writes visible to the other blocks before what follows
   AtomicAdd,  // declares var = the old value of tensor[a] (an Int32 tensor), which becomes tensor[a] + b
+  Mma,        // var (D) = mma_operands A B + C, local arrays holding each lane's fragments (mma_fragments.h); every
+              // lane of the warp takes part
 };
 
 struct Stmt {
@@ -100,6 +103,8 @@ struct Stmt {
   bool unroll = false;
   int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
   ReduceOp reduce = ReduceOp::Sum;
+  MmaShape mma_shape = MmaShape::M16N8K16;
+  std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
   std::vector<Stmt> body, orelse;
 };
 
@@ -235,6 +240,8 @@ class KernelBuilder {
   void barrier();
   void fence();
   void atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value);
+  // d = a b + c on the warp's 16 x 8 tile; each a local array of the fragment's size (mmaDims).
+  void mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

@@ -131,6 +131,10 @@ class KernelPrinter {
       case SKind::Barrier: line(depth, "barrier"); return;
       case SKind::Fence: line(depth, "fence"); return;
       case SKind::AtomicAdd: line(depth, "let {} = atomic_add({}[{}], {})", var(), tensor(), expr(s.a), expr(s.b)); return;
+      case SKind::Mma:
+        line(depth, "{} = mma.{}({}, {}, {})", var(), toString(s.mma_shape), k_.vars[s.mma_operands[0]].name,
+             k_.vars[s.mma_operands[1]].name, k_.vars[s.mma_operands[2]].name);
+        return;
     }
   }
 

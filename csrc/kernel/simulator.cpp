@@ -287,6 +287,7 @@ class Simulator {
       case SKind::VecLoad:
       case SKind::VecStore: execVector(s, mask); return;
       case SKind::BlockReduce: execReduce(s, mask); return;
+      case SKind::Mma: execMma(s, mask); return;
       case SKind::Fence: return;  // blocks run one after another: writes are visible at once
       case SKind::AtomicAdd:
         for (int64_t t = 0; t < threads_; ++t) {
@@ -343,6 +344,58 @@ class Simulator {
           arrayAt(s.var, t, at + j) = read(s.tensor, offset + j);
         } else {
           write(s.tensor, offset + j, arrayAt(s.var, t, at + j));
+        }
+      }
+    }
+  }
+
+  // Gathers each warp's A, B and C from its lanes' fragments by the PTX layouts, computes D = A B + C
+  // and scatters D back. Float: the k products (exact for bf16 and f16 operands) and C summed in double,
+  // then rounded to float; tensor cores sum in an order and precision PTX leaves open, so a GPU may
+  // differ in the last bits. Integer: exact, wrapped to int32.
+  void execMma(const Stmt& s, const Mask& mask) {
+    const MmaDims dims = mmaDims(s.mma_shape);
+    const bool integer = mmaAccumulator(s.mma_shape) == DataType::Int32;
+    const VarId a = s.mma_operands[0], b = s.mma_operands[1], c = s.mma_operands[2];
+    for (int64_t warp = 0; warp * 32 < threads_; ++warp) {
+      for (int64_t t = warp * 32; t < warp * 32 + 32; ++t) {
+        if (!mask[t]) fail(t, fmt::format("mma.{} reached by only part of its warp (this lane is inactive)", toString(s.mma_shape)));
+      }
+      std::vector<double> fa(dims.m * dims.k), fb(dims.k * dims.n), fc(dims.m * dims.n);
+      for (int lane = 0; lane < 32; ++lane) {
+        const int64_t t = warp * 32 + lane;
+        auto value = [&](VarId var, int i) {
+          const SimValue& v = arrayAt(var, t, i);
+          return integer ? static_cast<double>(v.i) : v.f;
+        };
+        for (int i = 0; i < dims.a_values; ++i) {
+          const MatrixPosition p = mmaAPosition(s.mma_shape, lane, i);
+          fa[p.row * dims.k + p.col] = value(a, i);
+        }
+        for (int i = 0; i < dims.b_values; ++i) {
+          const MatrixPosition p = mmaBPosition(s.mma_shape, lane, i);
+          fb[p.row * dims.n + p.col] = value(b, i);
+        }
+        for (int i = 0; i < dims.c_values; ++i) {
+          const MatrixPosition p = mmaCPosition(lane, i);
+          fc[p.row * dims.n + p.col] = value(c, i);
+        }
+      }
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < dims.c_values; ++i) {
+          const MatrixPosition p = mmaCPosition(lane, i);
+          SimValue& d = arrayAt(s.var, warp * 32 + lane, i);
+          if (integer) {
+            int64_t sum = static_cast<int64_t>(fc[p.row * dims.n + p.col]);
+            for (int k = 0; k < dims.k; ++k) {
+              sum += static_cast<int64_t>(fa[p.row * dims.k + k]) * static_cast<int64_t>(fb[k * dims.n + p.col]);
+            }
+            d.i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+          } else {
+            double sum = 0;
+            for (int k = 0; k < dims.k; ++k) sum += fa[p.row * dims.k + k] * fb[k * dims.n + p.col];
+            d.f = static_cast<float>(sum + fc[p.row * dims.n + p.col]);
+          }
         }
       }
     }

@@ -165,6 +165,36 @@ class KernelVerifier {
         writes(s.tensor, "an atomic add");
         define(s.var, VarKind::Scalar, "an atomic add");
         break;
+      case SKind::Mma: mma(s); break;
+    }
+  }
+
+  // Each fragment a declared local array of its size and dtype; a warp of 32 lanes, whole warps per block.
+  void mma(const Stmt& s) {
+    const MmaDims dims = mmaDims(s.mma_shape);
+    const std::string shape(toString(s.mma_shape));
+    check(k_.warp_size == 32 && k_.threadsPerBlock() % 32 == 0,
+          "mma.{} needs whole 32-lane warps; the kernel has a warp of {} and {} threads per block", shape, k_.warp_size,
+          k_.threadsPerBlock());
+    const DataType accumulator = mmaAccumulator(s.mma_shape);
+    const DataType operand = k_.vars.at(s.mma_operands[0]).dtype;
+    check(mmaTakes(s.mma_shape, operand), "mma.{} does not take operands of dtype {}", shape, toString(operand));
+    const struct {
+      VarId var;
+      int64_t size;
+      DataType dtype;
+      const char* role;
+    } fragments[] = {{s.mma_operands[0], dims.a_values, operand, "A"},
+                     {s.mma_operands[1], dims.b_values, operand, "B"},
+                     {s.mma_operands[2], dims.c_values, accumulator, "C"},
+                     {s.var, dims.c_values, accumulator, "D"}};
+    for (const auto& f : fragments) {
+      const KVar& v = k_.vars.at(f.var);
+      check(v.kind == VarKind::LocalArray && v.size == f.size && v.dtype == f.dtype,
+            "mma.{}: its {} fragment must be a local array of {} {} values, got {} ({} values of {})", shape, f.role,
+            f.size, toString(f.dtype), v.name, v.size, toString(v.dtype));
+      check(defined_.count(f.var) != 0, "mma.{}: its {} fragment {} is used before its declaration", shape, f.role,
+            v.name);
     }
   }
 

@@ -1,0 +1,97 @@
+#include "codegen/mma_preamble.h"
+
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace braze::kernel {
+namespace {
+
+std::string_view operandSuffix(DataType dtype) {
+  switch (dtype) {
+    case DataType::BFloat16: return "bf16";
+    case DataType::Half: return "f16";
+    case DataType::Int8: return "s8";
+    case DataType::UInt8: return "u8";
+    default: BRAZE_UNREACHABLE("mma operand dtype {}", toString(dtype));
+  }
+}
+
+// Packing: a kernel holds bf16/f16 values in floats (already rounded) and 8-bit integers in long longs.
+// The value with the lower fragment index goes in the lower bits of the register, as PTX orders them.
+constexpr std::string_view kPacking = R"(
+__device__ __forceinline__ unsigned braze_pack_bf16x2(float lo, float hi) {
+  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);  // exact: the values are bf16
+}
+__device__ __forceinline__ unsigned braze_pack_f16x2(float lo, float hi) {
+  return (unsigned)__half_as_ushort(__float2half_rn(lo)) | ((unsigned)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+__device__ __forceinline__ unsigned braze_pack_8x4(const long long* v) {
+  return (unsigned)(v[0] & 0xff) | ((unsigned)(v[1] & 0xff) << 8) | ((unsigned)(v[2] & 0xff) << 16) |
+         ((unsigned)(v[3] & 0xff) << 24);
+}
+)";
+
+std::string function(MmaShape shape, DataType operand) {
+  const std::string name = fmt::format("braze_mma_{}_{}", toString(shape), operandSuffix(operand));
+  if (shape == MmaShape::M16N8K16) {
+    const std::string pack = operand == DataType::BFloat16 ? "braze_pack_bf16x2" : "braze_pack_f16x2";
+    return fmt::format(R"(
+__device__ __forceinline__ void {0}(float* d, const float* a, const float* b, const float* c) {{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{1}.{1}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
+               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"({2}(a[0], a[1])), "r"({2}(a[2], a[3])), "r"({2}(a[4], a[5])), "r"({2}(a[6], a[7])),
+                 "r"({2}(b[0], b[1])), "r"({2}(b[2], b[3])), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}}
+)",
+                       name, operandSuffix(operand), pack);
+  }
+  // s32 accumulators without .satfinite wrap, as the simulator's.
+  return fmt::format(R"(
+__device__ __forceinline__ void {0}(long long* d, const long long* a, const long long* b, const long long* c) {{
+  int r0, r1, r2, r3;
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.{1}.{1}.s32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
+               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(braze_pack_8x4(a)), "r"(braze_pack_8x4(a + 4)), "r"(braze_pack_8x4(a + 8)),
+                 "r"(braze_pack_8x4(a + 12)), "r"(braze_pack_8x4(b)), "r"(braze_pack_8x4(b + 4)),
+                 "r"((int)c[0]), "r"((int)c[1]), "r"((int)c[2]), "r"((int)c[3]));
+  d[0] = r0;
+  d[1] = r1;
+  d[2] = r2;
+  d[3] = r3;
+}}
+)",
+                     name, operandSuffix(operand));
+}
+
+void collect(const Kernel& k, const std::vector<Stmt>& stmts, std::set<std::pair<MmaShape, DataType>>& used) {
+  for (const Stmt& s : stmts) {
+    if (s.kind == SKind::Mma) used.insert({s.mma_shape, k.vars[s.mma_operands[0]].dtype});
+    collect(k, s.body, used);
+    collect(k, s.orelse, used);
+  }
+}
+
+}  // namespace
+
+std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma) {
+  return fmt::format("braze_mma_{}_{}", toString(mma.mma_shape), operandSuffix(kernel.vars[mma.mma_operands[0]].dtype));
+}
+
+std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
+  std::set<std::pair<MmaShape, DataType>> used;
+  collect(kernel, kernel.body, used);
+  if (used.empty()) return "";
+  BRAZE_CHECK(dialect == SourceDialect::Cuda,
+              "kernel {} uses mma.sync, which has no HIP spelling (AMD's matrix instructions, MFMA, are not emitted)",
+              kernel.name);
+  std::string out(kPacking);
+  for (const auto& [shape, operand] : used) out += function(shape, operand);
+  return out;
+}
+
+}  // namespace braze::kernel

@@ -1,0 +1,18 @@
+// The device functions a kernel's mma statements call (braze_mma_m16n8k16_bf16 ...): each packs its
+// lane's fragment values into the registers PTX's mma.sync takes and issues it with inline PTX. CUDA
+// only: HIP's matrix instructions (MFMA) have other shapes and layouts.
+#pragma once
+
+#include "codegen/source_preamble.h"
+#include "kernel/kernel_ir.h"
+
+#include <string>
+
+namespace braze::kernel {
+
+// The name of the function an mma statement calls: "braze_mma_m16n8k16_bf16".
+std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma);
+// The functions of every mma statement in `kernel` ("" when it has none). A Value error for HIP.
+std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect);
+
+}  // namespace braze::kernel
