@@ -15,6 +15,8 @@ std::string_view operandSuffix(DataType dtype) {
     case DataType::Half: return "f16";
     case DataType::Int8: return "s8";
     case DataType::UInt8: return "u8";
+    case DataType::Float8_e4m3fn: return "e4m3";
+    case DataType::Float8_e5m2: return "e5m2";
     default: BRAZE_UNREACHABLE("mma operand dtype {}", toString(dtype));
   }
 }
@@ -48,6 +50,26 @@ __device__ __forceinline__ void {0}(float* d, const float* a, const float* b, co
 }}
 )",
                        name, operandSuffix(operand), pack);
+  }
+  if (operand == DataType::Float8_e4m3fn || operand == DataType::Float8_e5m2) {
+    // fp8 values are held in floats (already rounded): their bits by CUDA's conversion, exact here. The
+    // kernel moves fp8 values, so the preamble has BRAZE_FP8's conversions.
+    const std::string_view format = operandSuffix(operand);
+    return fmt::format(R"(
+__device__ __forceinline__ unsigned braze_pack_{1}x4(const float* v) {{
+  return (unsigned)braze_to_{2}(v[0]) | ((unsigned)braze_to_{2}(v[1]) << 8) | ((unsigned)braze_to_{2}(v[2]) << 16) |
+         ((unsigned)braze_to_{2}(v[3]) << 24);
+}}
+__device__ __forceinline__ void {0}(float* d, const float* a, const float* b, const float* c) {{
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.{1}.{1}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
+               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(braze_pack_{1}x4(a)), "r"(braze_pack_{1}x4(a + 4)), "r"(braze_pack_{1}x4(a + 8)),
+                 "r"(braze_pack_{1}x4(a + 12)), "r"(braze_pack_{1}x4(b)), "r"(braze_pack_{1}x4(b + 4)),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}}
+)",
+                       name, format, operand == DataType::Float8_e4m3fn ? "e4m3fn" : "e5m2");
   }
   // s32 accumulators without .satfinite wrap, as the simulator's.
   return fmt::format(R"(

@@ -1,6 +1,6 @@
 // The device functions a kernel's mma statements call (braze_mma_m16n8k16_bf16 ...): each packs its
-// lane's fragment values into the registers PTX's mma.sync takes and issues it with inline PTX. CUDA
-// only: HIP's matrix instructions (MFMA) have other shapes and layouts.
+// lane's fragment values into the registers PTX's mma.sync takes and issues it with inline PTX (the fp8
+// forms compile for sm_89 on). CUDA only: HIP's matrix instructions (MFMA) have other shapes and layouts.
 #pragma once
 
 #include "codegen/source_preamble.h"

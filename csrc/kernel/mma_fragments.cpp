@@ -8,11 +8,18 @@ MmaDims mmaDims(MmaShape shape) {
   return shape == MmaShape::M16N8K16 ? MmaDims{16, 8, 16, 8, 4, 4} : MmaDims{16, 8, 32, 16, 8, 4};
 }
 
-DataType mmaAccumulator(MmaShape shape) { return shape == MmaShape::M16N8K16 ? DataType::Float : DataType::Int32; }
-
 bool mmaTakes(MmaShape shape, DataType operand) {
   if (shape == MmaShape::M16N8K16) return operand == DataType::BFloat16 || operand == DataType::Half;
-  return operand == DataType::Int8 || operand == DataType::UInt8;
+  return operand == DataType::Int8 || operand == DataType::UInt8 || operand == DataType::Float8_e4m3fn ||
+         operand == DataType::Float8_e5m2;
+}
+
+DataType mmaAccumulator(MmaShape, DataType operand) {
+  return operand == DataType::Int8 || operand == DataType::UInt8 ? DataType::Int32 : DataType::Float;
+}
+
+int mmaMinimumSm(DataType operand) {
+  return operand == DataType::Float8_e4m3fn || operand == DataType::Float8_e5m2 ? 89 : 80;
 }
 
 MatrixPosition mmaAPosition(MmaShape shape, int lane, int i) {

@@ -5,7 +5,8 @@
 // from the lanes) and the lowering that loads fragments. With g = lane / 4 and t = lane % 4:
 //   m16n8k16 (bf16/f16 A and B, f32 C and D): A value i at row g + 8 * (i / 2 % 2), col 2t + i % 2 + 8 * (i / 4);
 //     B value i at row 2t + i % 2 + 8 * (i / 2), col g.
-//   m16n8k32 (s8/u8 A and B, s32 C and D): A value i at row g + 8 * (i / 4 % 2), col 4t + i % 4 + 16 * (i / 8);
+//   m16n8k32 (s8/u8 A and B with s32 C and D, or e4m3/e5m2 with f32 C and D, sm_89 on): A value i at row
+//     g + 8 * (i / 4 % 2), col 4t + i % 4 + 16 * (i / 8);
 //     B value i at row 4t + i % 4 + 16 * (i / 4), col g.
 //   C and D (both): value i at row g + 8 * (i / 2), col 2t + i % 2.
 #pragma once
@@ -19,7 +20,7 @@ namespace braze::kernel {
 
 enum class MmaShape : uint8_t {
   M16N8K16,  // bf16 or f16 operands, f32 accumulators: per lane 8 values of A, 4 of B, 4 of C and D
-  M16N8K32,  // s8 or u8 operands, s32 accumulators: per lane 16 values of A, 8 of B, 4 of C and D
+  M16N8K32,  // s8/u8 (s32 accumulators) or e4m3/e5m2 (f32): per lane 16 values of A, 8 of B, 4 of C and D
 };
 std::string_view toString(MmaShape shape);  // "m16n8k16"
 
@@ -29,9 +30,11 @@ struct MmaDims {
 };
 MmaDims mmaDims(MmaShape shape);
 
-// The accumulator dtype of a shape (Float, Int32) and whether `operand` is one of its operand dtypes.
-DataType mmaAccumulator(MmaShape shape);
+// Whether `operand` is one of a shape's operand dtypes, and the accumulator dtype it takes (Float, Int32).
 bool mmaTakes(MmaShape shape, DataType operand);
+DataType mmaAccumulator(MmaShape shape, DataType operand);
+// The first compute capability (major * 10 + minor) with that mma: 80, or 89 for fp8 operands.
+int mmaMinimumSm(DataType operand);
 
 struct MatrixPosition {
   int row, col;

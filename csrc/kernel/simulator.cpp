@@ -350,12 +350,12 @@ class Simulator {
   }
 
   // Gathers each warp's A, B and C from its lanes' fragments by the PTX layouts, computes D = A B + C
-  // and scatters D back. Float: the k products (exact for bf16 and f16 operands) and C summed in double,
+  // and scatters D back. Float: the k products (exact for bf16, f16 and fp8 operands) and C summed in double,
   // then rounded to float; tensor cores sum in an order and precision PTX leaves open, so a GPU may
   // differ in the last bits. Integer: exact, wrapped to int32.
   void execMma(const Stmt& s, const Mask& mask) {
     const MmaDims dims = mmaDims(s.mma_shape);
-    const bool integer = mmaAccumulator(s.mma_shape) == DataType::Int32;
+    const bool integer = mmaAccumulator(s.mma_shape, k_.vars[s.mma_operands[0]].dtype) == DataType::Int32;
     const VarId a = s.mma_operands[0], b = s.mma_operands[1], c = s.mma_operands[2];
     for (int64_t warp = 0; warp * 32 < threads_; ++warp) {
       for (int64_t t = warp * 32; t < warp * 32 + 32; ++t) {

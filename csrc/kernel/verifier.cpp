@@ -176,8 +176,8 @@ class KernelVerifier {
     check(k_.warp_size == 32 && k_.threadsPerBlock() % 32 == 0,
           "mma.{} needs whole 32-lane warps; the kernel has a warp of {} and {} threads per block", shape, k_.warp_size,
           k_.threadsPerBlock());
-    const DataType accumulator = mmaAccumulator(s.mma_shape);
     const DataType operand = k_.vars.at(s.mma_operands[0]).dtype;
+    const DataType accumulator = mmaAccumulator(s.mma_shape, operand);
     check(mmaTakes(s.mma_shape, operand), "mma.{} does not take operands of dtype {}", shape, toString(operand));
     const struct {
       VarId var;

@@ -3,7 +3,8 @@
 // ISA gives (written out here from the ISA's tables, apart from kernel/mma_fragments.cpp), runs the mma
 // and stores D the same way. The simulator gathers the matrices by mma_fragments.cpp: D equals a
 // scalar loop only if both agree on every lane's every value. Operands are small integers, so every
-// float sum is exact in any order. NVRTC compiles the same kernels, and the SASS has HMMA/IMMA.
+// float sum is exact in any order. NVRTC compiles the same kernels (fp8 for sm_89 on), and the SASS has
+// HMMA, IMMA or QMMA.
 #include "fusions/kernel_util.h"
 #include "support/error.h"
 #include "codegen/source_emitter.h"
@@ -56,7 +57,7 @@ TensorParam tensor(std::string name, DataType dtype, int64_t rows, int64_t cols,
 // D = A B + C for one 16 x 8 tile, one warp; `lanes` threads per block (32, or fewer to break the rule).
 Kernel mmaTileKernel(MmaShape shape, DataType operand, int64_t lanes = 32) {
   const MmaDims dims = mmaDims(shape);
-  const DataType acc = mmaAccumulator(shape);
+  const DataType acc = mmaAccumulator(shape, operand);
   const Layouts layouts = ptxLayouts(shape);
   Kernel k;
   k.name = fmt::format("mma_{}_{}", toString(shape), toString(operand));
@@ -112,7 +113,7 @@ class MmaTile : public ::testing::TestWithParam<MmaCase> {};
 TEST_P(MmaTile, SimulatedFragmentsFollowThePtxLayoutsAndEqualAScalarLoop) {
   const auto [shape, operand] = GetParam();
   const MmaDims dims = mmaDims(shape);
-  const DataType acc = mmaAccumulator(shape);
+  const DataType acc = mmaAccumulator(shape, operand);
   const Kernel k = mmaTileKernel(shape, operand);
   verifyKernel(k);
   // Integer operands over their whole range (int32 accumulators wrap only past these sums).
@@ -139,12 +140,15 @@ TEST_P(MmaTile, NvrtcCompilesItAndTheSassUsesTensorCores) {
   const Kernel k = mmaTileKernel(shape, operand);
   const std::string source = emitCuda(k);
   EXPECT_NE(source.find("mma.sync.aligned." + std::string(toString(shape))), std::string::npos) << source;
-  for (const char* arch : {"sm_80", "sm_90"}) {
+  const bool fp8 = mmaMinimumSm(operand) == 89;
+  for (const char* arch : {fp8 ? "sm_89" : "sm_80", "sm_90"}) {
     const auto compiled = runtime::compileCuda(source, k.name, {.arch = arch});
     EXPECT_EQ(compiled.log, "") << arch;
     const auto sass = runtime::disassemble(compiled.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    const char* opcode = mmaAccumulator(shape) == DataType::Int32 ? "IMMA" : "HMMA";
+    // sm_89 runs fp8 mma.sync natively (QMMA); sm_90 compiles it to f16 HMMAs (Hopper's native fp8 is wgmma).
+    const bool qmma = fp8 && std::string_view(arch) == "sm_89";
+    const char* opcode = mmaAccumulator(shape, operand) == DataType::Int32 ? "IMMA" : qmma ? "QMMA" : "HMMA";
     EXPECT_NE(sass->find(opcode), std::string::npos) << arch << ": no " << opcode << "\n" << *sass;
   }
 }
@@ -153,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MmaTile,
                          ::testing::Values(MmaCase{MmaShape::M16N8K16, DataType::BFloat16},
                                            MmaCase{MmaShape::M16N8K16, DataType::Half},
                                            MmaCase{MmaShape::M16N8K32, DataType::Int8},
-                                           MmaCase{MmaShape::M16N8K32, DataType::UInt8}),
+                                           MmaCase{MmaShape::M16N8K32, DataType::UInt8},
+                                           MmaCase{MmaShape::M16N8K32, DataType::Float8_e4m3fn},
+                                           MmaCase{MmaShape::M16N8K32, DataType::Float8_e5m2}),
                          [](const auto& info) {
                            return fmt::format("{}_{}", toString(info.param.shape), toString(info.param.operand));
                          });
