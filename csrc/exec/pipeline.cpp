@@ -57,6 +57,17 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
   LoweredPlan lowered{std::move(plan), {}};
   lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
+    if (segment.scheduler == SchedulerKind::Matmul) {
+      // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for the segment: it says
+      // why, and runs where the reference can run it.
+      const Expr* mm = *std::find_if(segment.exprs.begin(), segment.exprs.end(), [](const Expr* e) {
+        return opInfo(e->kind()).category == OpCategory::Matmul;
+      });
+      if (std::string why = mmaUnavailable(device, mm->input(0)->dtype()); !why.empty()) {
+        segment.scheduler.reset();
+        segment.refusals.emplace_back(SchedulerKind::Matmul, std::move(why));
+      }
+    }
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
       lowered.kernels.emplace_back();
       continue;

@@ -82,6 +82,7 @@ SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceI
     case SchedulerKind::Reduction: return {chooseReduction(ctx, false), ""};
     case SchedulerKind::InnerPersistent: return {chooseReduction(ctx, true), ""};
     case SchedulerKind::Scan: return {chooseScan(ctx), ""};
+    case SchedulerKind::Matmul: return {chooseMatmul(ctx), ""};
     case SchedulerKind::Alias: break;
   }
   BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
@@ -95,6 +96,8 @@ Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, con
     lowerReduction(ctx, *r);
   } else if (const auto* s = std::get_if<ScanParams>(&heuristics.params)) {
     lowerScan(ctx, *s);
+  } else if (const auto* mm = std::get_if<MatmulParams>(&heuristics.params)) {
+    lowerMatmul(ctx, *mm);
   } else {
     lowerTranspose(ctx, std::get<TransposeParams>(heuristics.params));
   }

@@ -10,6 +10,7 @@
 #include "scheduler/heuristics.h"
 #include "scheduler/pointwise/heuristics.h"
 #include "scheduler/reduction/heuristics.h"
+#include "scheduler/matmul/heuristics.h"
 #include "scheduler/scan/heuristics.h"
 #include "scheduler/transpose/heuristics.h"
 #include "scheduler/registry.h"
@@ -45,7 +46,7 @@ struct SegmentToLower {
 // pipeline's heuristics step makes them (BRAZE_DUMP=after:heuristics prints them), lowering follows
 // them. A transpose segment whose loads cannot be staged gets pointwise parameters and says why.
 struct SegmentHeuristics {
-  std::variant<PointwiseParams, ReductionParams, TransposeParams, ScanParams> params;
+  std::variant<PointwiseParams, ReductionParams, TransposeParams, ScanParams, MatmulParams> params;
   std::string fallback;  // why a transpose segment is lowered as pointwise ("" otherwise)
   std::string toString() const;
 };
@@ -93,6 +94,8 @@ void lowerTranspose(LoweringContext& ctx, const TransposeParams& params);
 
 ScanParams chooseScan(LoweringContext& ctx);
 void lowerScan(LoweringContext& ctx, const ScanParams& params);
+MatmulParams chooseMatmul(LoweringContext& ctx);
+void lowerMatmul(LoweringContext& ctx, const MatmulParams& params);
 
 // One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
 // lanes (vector stores).

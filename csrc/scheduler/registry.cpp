@@ -15,13 +15,15 @@ std::string_view toString(SchedulerKind kind) {
     case SchedulerKind::Transpose: return "transpose";
     case SchedulerKind::Scan: return "scan";
     case SchedulerKind::Pointwise: return "pointwise";
+    case SchedulerKind::Matmul: return "matmul";
   }
   BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
 }
 
 std::span<const SchedulerKind> schedulersInPriorityOrder() {
   static constexpr std::array kOrder{SchedulerKind::Alias, SchedulerKind::InnerPersistent, SchedulerKind::Reduction,
-                                     SchedulerKind::Transpose, SchedulerKind::Scan, SchedulerKind::Pointwise};
+                                     SchedulerKind::Transpose, SchedulerKind::Scan, SchedulerKind::Pointwise,
+                                     SchedulerKind::Matmul};
   return kOrder;
 }
 
@@ -43,6 +45,13 @@ CandidateFacts analyzeCandidate(const Candidate& candidate) {
   return facts;
 }
 
+std::string unsupportedReason(const Expr& unsupported) {
+  const OpCategory category = opInfo(unsupported.kind()).category;
+  if (category == OpCategory::Scan) return exprLabel(unsupported) + " is a scan (the scan scheduler takes it alone)";
+  if (category == OpCategory::Matmul) return exprLabel(unsupported) + " is a matmul (the matmul scheduler's)";
+  return exprLabel(unsupported) + " has no kernel scheduler yet";
+}
+
 Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const CandidateFacts& facts,
                     const BoundShapes& bound) {
   switch (kind) {
@@ -52,6 +61,7 @@ Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const Candid
     case SchedulerKind::Transpose: return canScheduleTranspose(candidate, facts, bound);
     case SchedulerKind::Scan: return canScheduleScan(candidate, facts, bound);
     case SchedulerKind::Pointwise: return canSchedulePointwise(candidate, facts, bound);
+    case SchedulerKind::Matmul: return canScheduleMatmul(candidate, facts, bound);
   }
   BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
 }

@@ -19,7 +19,8 @@
 namespace braze {
 
 // In priority order: the first that accepts a group schedules it.
-enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Scan, Pointwise };
+// The matmul scheduler comes last: only groups with a matmul, which every other refuses, reach it.
+enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Scan, Pointwise, Matmul };
 std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...
 std::span<const SchedulerKind> schedulersInPriorityOrder();
 
@@ -35,12 +36,14 @@ struct Candidate {
 struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
   std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
-  // An expr the elementwise and reduction schedulers cannot take: a matmul or a scatter (no scheduler
-  // yet), or a cumsum (the scan scheduler's, alone in its segment).
+  // An expr the elementwise and reduction schedulers cannot take: a matmul (the matmul scheduler's), a
+  // scatter (no scheduler yet), or a cumsum (the scan scheduler's, alone in its segment).
   const Expr* unsupported = nullptr;
   bool all_meta = true;
 };
 CandidateFacts analyzeCandidate(const Candidate& candidate);
+// Why the elementwise and reduction schedulers refuse a group holding `unsupported` (CandidateFacts).
+std::string unsupportedReason(const Expr& unsupported);
 
 struct Verdict {
   bool ok = false;
@@ -65,6 +68,7 @@ Verdict canScheduleTranspose(const Candidate& candidate, const CandidateFacts& f
 Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 }  // namespace braze
 

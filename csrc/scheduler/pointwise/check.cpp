@@ -10,12 +10,7 @@ namespace braze {
 Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   (void)candidate;
   (void)bound;
-  if (facts.unsupported != nullptr) {
-    if (facts.unsupported->kind() == OpKind::Cumsum) {
-      return Verdict::no(fmt::format("{} is a scan (the scan scheduler takes it alone)", exprLabel(*facts.unsupported)));
-    }
-    return Verdict::no(fmt::format("{} has no kernel scheduler yet", exprLabel(*facts.unsupported)));
-  }
+  if (facts.unsupported != nullptr) return Verdict::no(unsupportedReason(*facts.unsupported));
   if (!facts.reductions.empty()) return Verdict::no(fmt::format("{} is a reduction", exprLabel(*facts.reductions[0])));
   return Verdict::yes();
 }

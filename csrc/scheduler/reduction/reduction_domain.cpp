@@ -5,7 +5,7 @@
 namespace braze {
 
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound) {
-  if (facts.unsupported != nullptr) return fmt::format("{} has no kernel scheduler yet", exprLabel(*facts.unsupported));
+  if (facts.unsupported != nullptr) return unsupportedReason(*facts.unsupported);
   if (facts.reductions.empty()) return std::string("the group has no reduction");
   std::optional<ReductionDomain> domain;
   for (const Expr* r : facts.reductions) {

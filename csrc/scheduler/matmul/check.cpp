@@ -1,0 +1,68 @@
+// The matmul scheduler takes a segment of one matmul or linear with the ops that feed its operands
+// (casts, broadcasts, views: computed as each operand value is loaded) and the elementwise ops applied
+// to its result (bias, activation, scale, cast: applied to each accumulator before it is stored).
+#include "scheduler/registry.h"
+
+#include "ir/fusion.h"
+
+#include <unordered_set>
+
+namespace braze {
+namespace {
+
+bool elementwise(OpCategory c) {
+  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary || c == OpCategory::Cast;
+}
+
+}  // namespace
+
+Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  const Expr* mm = nullptr;
+  for (const Expr* e : candidate.exprs) {
+    if (opInfo(e->kind()).category != OpCategory::Matmul) continue;
+    if (mm != nullptr) return Verdict::no("the group has two matmuls (" + exprLabel(*mm) + ", " + exprLabel(*e) + ")");
+    mm = e;
+  }
+  if (mm == nullptr) return Verdict::no("the group has no matmul");
+  if (!facts.reductions.empty()) return Verdict::no("a reduction with the matmul: " + exprLabel(*facts.reductions[0]));
+  const Val* a = mm->input(0);
+  const Val* b = mm->input(1);
+  const Val* out = mm->output(0);
+  const auto* ta = static_cast<const TensorView*>(a);
+  const auto* tb = static_cast<const TensorView*>(b);
+  if (ta->rank() < 2 || tb->rank() < 2) return Verdict::no(exprLabel(*mm) + ": a 1-D operand (a matrix-vector product)");
+  if (a->dtype() != b->dtype()) {
+    return Verdict::no(fmt::format("{}: operands of dtypes {} and {}; mma.sync takes two bf16, two f16 or two (u)int8",
+                                   exprLabel(*mm), toString(a->dtype()), toString(b->dtype())));
+  }
+  const DataType operand = a->dtype();
+  const bool integer = operand == DataType::Int8 || operand == DataType::UInt8;
+  if (!integer && operand != DataType::BFloat16 && operand != DataType::Half) {
+    return Verdict::no(fmt::format("{}: {} operands; mma.sync takes bf16, f16 or (u)int8", exprLabel(*mm),
+                                   toString(operand)));
+  }
+  if (integer && (out->dtype() == DataType::Int64 || isFloating(out->dtype()))) {
+    return Verdict::no(fmt::format("{}: an {} result of (u)int8 operands needs more than the int32 accumulator",
+                                   exprLabel(*mm), toString(out->dtype())));
+  }
+  // Everything computed from the result is elementwise on its index space (the epilogue).
+  std::unordered_set<const Val*> after{out};
+  for (const Expr* e : candidate.exprs) {
+    if (e == mm) continue;
+    bool reads_result = false;
+    for (const Val* in : e->inputs()) reads_result = reads_result || after.count(in) != 0;
+    if (!reads_result) continue;
+    if (!elementwise(opInfo(e->kind()).category)) {
+      return Verdict::no("after the matmul, " + exprLabel(*e) + " is not elementwise");
+    }
+    for (const Val* o : e->outputs()) after.insert(o);
+  }
+  const auto& sizes = bound.sizesOf(out);
+  for (const Val* o : candidate.outputs) {
+    if (after.count(o) == 0) return Verdict::no("output " + o->name() + " is not computed from the matmul's result");
+    if (bound.sizesOf(o) != sizes) return Verdict::no("output " + o->name() + " has another shape than the matmul's");
+  }
+  return Verdict::yes();
+}
+
+}  // namespace braze
