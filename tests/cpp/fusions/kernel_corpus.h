@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <limits>
 #include <memory>
 #include <string>
@@ -355,6 +356,62 @@ inline KernelCase divisionByRowValuesCase() {
 }
 
 // Small enough for the simulator: each case runs there in well under a second.
+// The plan has one segment: a matmul kernel where the GPU has mma.sync, the reference's host step on
+// one without (an AMD GPU).
+inline std::function<void(const LoweredPlan&)> expectMatmulSegment() {
+  return [](const LoweredPlan& compiled) {
+    ASSERT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
+    const auto& k = compiled.kernels.at(0);
+    if (k) EXPECT_NE(k->name.find("matmul"), std::string::npos) << compiled.plan.toString();
+    if (!k) EXPECT_NE(compiled.plan.device.find("AMD"), std::string::npos) << compiled.plan.toString();
+  };
+}
+
+// matmul(a, b) with a [batch_a..., m, k] and b [batch_b..., k, n] (given as [.., n, k] and permuted when
+// `b_transposed`: a strided view), cast to `out` when it is not Null.
+inline KernelCase matmulCase(std::vector<int64_t> a_shape, std::vector<int64_t> b_shape, DataType dtype,
+                             bool b_transposed, DataType out, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* a = defineTensor(std::vector<int64_t>(a_shape.size(), -1),
+                                 std::vector<std::optional<bool>>(a_shape.size(), true), dtype);
+    TensorView* b = defineTensor(std::vector<int64_t>(b_shape.size(), -1),
+                                 std::vector<std::optional<bool>>(b_shape.size(), true), dtype);
+    TensorView* bk = b;
+    if (b_transposed) {
+      std::vector<int64_t> order(b_shape.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::swap(order[order.size() - 1], order[order.size() - 2]);
+      bk = permute(b, order);
+      std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);  // as stored: [.., n, k]
+    }
+    Val* y = matmul(a, bk);
+    if (out != DataType::Null) y = cast(y, out);
+    f.addOutput(y);
+  }
+  c.inputs = randomInputs(f, seed, {a_shape, b_shape});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
+// linear(x, w, bias) with a relu and a cast to bf16 after it: the epilogue in the matmul kernel.
+inline KernelCase linearBiasReluCase(int64_t m, int64_t n, int64_t k) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::BFloat16);
+    TensorView* w = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1}, {true}, DataType::BFloat16);
+    f.addOutput(cast(unaryOp(OpKind::Relu, linear(x, w, b)), DataType::BFloat16));
+  }
+  c.inputs = randomInputs(f, 9, {{2, m, k}, {n, k}, {n}});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
 inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   std::vector<KernelCaseMaker> cases = {
       {"scalar_inputs_13x40", [] { return scalarInputsCase(13, 40); }},
@@ -438,6 +495,14 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"index_select", indexSelectCase},
       {"dropout_13x37", [] { return dropoutCase(13, 37); }},
       {"cumsum_7x45", [] { return cumsumCase(7, 45); }},
+      {"matmul_bf16_33x17x257",
+       [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
+      {"matmul_f16_1x1x1", [] { return matmulCase({1, 1}, {1, 1}, DataType::Half, false, DataType::Null, 22); }},
+      {"matmul_bf16_batch_broadcast_transposed_b",
+       [] { return matmulCase({3, 7, 100}, {1, 100, 33}, DataType::BFloat16, true, DataType::BFloat16, 23); }},
+      {"matmul_s8_to_s8_batch", [] { return matmulCase({2, 17, 70}, {2, 70, 9}, DataType::Int8, false, DataType::Int8, 24); }},
+      {"matmul_u8_to_s32", [] { return matmulCase({16, 64}, {64, 8}, DataType::UInt8, false, DataType::Null, 25); }},
+      {"linear_bias_relu_bf16", [] { return linearBiasReluCase(20, 30, 40); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
@@ -474,6 +539,11 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"pointwise_2d_bias", pointwise2DBiasCase},
       {"dropout_1024x4096", [] { return dropoutCase(1024, 4096); }},
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
+      {"matmul_bf16_1024x1024x1024",
+       [] { return matmulCase({1024, 1024}, {1024, 1024}, DataType::BFloat16, false, DataType::Null, 31); }},
+      {"bmm_s8_16x1024x1024x1024",
+       [] { return matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, false, DataType::Int8, 32); }},
+      {"linear_bias_relu_4096x4096x1024", [] { return linearBiasReluCase(2048, 4096, 1024); }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),

@@ -54,6 +54,25 @@ TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
   }
 }
 
+// The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
+TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const std::pair<testing::KernelCase, const char*> cases[] = {
+      {testing::matmulCase({64, 96}, {96, 48}, DataType::BFloat16, true, DataType::Null, 1), "HMMA"},
+      {testing::matmulCase({2, 40, 64}, {2, 64, 24}, DataType::Int8, false, DataType::Int8, 2), "IMMA"},
+  };
+  for (const auto& [c, opcode] : cases) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = testing::onlyKernel(compiled);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+      const auto sass = runtime::disassemble(cubin.cubin);
+      if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+      EXPECT_NE(sass->find(opcode), std::string::npos) << arch << ": no " << opcode << " in " << k.summary;
+    }
+  }
+}
+
 TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
   // 128-thread blocks: at most 64 registers per thread for 8 blocks on an SM's 64K registers. The
   // [2048, 1600] layer_norm's 1024 blocks then fit in one wave on 132 SMs (7 per SM would need two).
