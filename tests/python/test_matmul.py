@@ -1,0 +1,81 @@
+"""The matmul scheduler from Python: the seeds' matmul patterns plan as one mma.sync kernel (the
+dequantize prologue and the cast epilogue inside it) and equal the reference evaluator on the simulated
+device; a GPU without mma.sync, and operand types mma.sync does not take, say why."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import braze
+from braze import DataType, FusionDefinition
+
+BF16 = ml_dtypes.bfloat16
+
+
+def kernels(plan):
+    return [s for s in plan.segments if s.kind == "kernel"]
+
+
+@pytest.mark.parametrize("m", [1, 64])
+def test_weight_only_int8_linear_with_per_channel_scales_is_one_kernel(m):
+    # Seed 003: bf16 activations x int8 weights [N, K] dequantized by a per-channel scale.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        scale = fd.ops.broadcast_in_dim(s, shape=w.shape(), broadcast_dims=[0])
+        wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), scale), DataType.BFloat16)
+        fd.add_output(fd.ops.cast(fd.ops.linear(x, wd), DataType.BFloat16))
+    rng = np.random.default_rng(m)
+    inputs = [rng.standard_normal((m, 256)).astype(BF16), rng.integers(-128, 128, (96, 256)).astype(np.int8),
+              (rng.random(96) * 0.01).astype(BF16)]
+    (segment,) = kernels(fd.explain(inputs))
+    assert segment.scheduler == "matmul" and "mma.m16n8k16" in segment.heuristics
+    assert sorted(segment.ops) == sorted(["cast", "broadcast_in_dim", "mul", "cast", "linear", "cast"])
+    (out,) = fd.execute(inputs)
+    expected = braze.execute.reference(fd, inputs)[0]
+    np.testing.assert_allclose(out.astype(np.float64), np.asarray(expected).astype(np.float64), rtol=1e-2, atol=1e-2)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in fd.last_cuda_code()
+
+
+def test_xla_s8_bmm_with_an_s8_result_is_one_kernel_bit_exact():
+    # Seed: s8 x s8 -> s8; int32 accumulation, then the wrap the cast to int8 asks for.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Int8)
+        b = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Int8)
+        fd.add_output(fd.ops.cast(fd.ops.matmul(a, b), DataType.Int8))
+    rng = np.random.default_rng(1)
+    inputs = [rng.integers(-128, 128, (3, 17, 70)).astype(np.int8), rng.integers(-128, 128, (3, 70, 9)).astype(np.int8)]
+    (segment,) = kernels(fd.explain(inputs))
+    assert segment.scheduler == "matmul" and "mma.m16n8k32" in segment.heuristics
+    (out,) = fd.execute(inputs)
+    np.testing.assert_array_equal(out, braze.execute.reference(fd, inputs)[0])
+    exact = (inputs[0].astype(np.int64) @ inputs[1].astype(np.int64)).astype(np.int8)  # wraps as int32 then int8 do
+    np.testing.assert_array_equal(out, exact)
+
+
+def test_without_mma_the_plan_says_why():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(a, b))
+    inputs = [np.ones((8, 16), BF16), np.ones((16, 8), BF16)]
+    plan = fd.explain(inputs, target="mi300x")
+    (segment,) = plan.segments
+    assert segment.scheduler is None
+    assert any("not an NVIDIA GPU" in why for _, why in segment.refusals)
+    (out,) = fd.execute(inputs, target="mi300x")  # the host step on the simulated device
+    np.testing.assert_array_equal(out.astype(np.float32), np.full((8, 8), 16.0, np.float32))
+
+
+def test_float32_operands_are_refused_by_name():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.matmul(a, b))
+    (segment,) = fd.explain([np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)]).segments
+    assert segment.scheduler is None
+    assert any(kind == "matmul" and "Float operands; mma.sync takes bf16, f16 or (u)int8" in why
+               for kind, why in segment.refusals)
