@@ -79,3 +79,49 @@ def test_float32_operands_are_refused_by_name():
     assert segment.scheduler is None
     assert any(kind == "matmul" and "Float operands; mma.sync takes bf16, f16 or (u)int8" in why
                for kind, why in segment.refusals)
+
+
+def test_integer_accumulators_wrap_as_int32():
+    # 70000 products of 255 * 255 sum past 2**32: the int32 accumulator wraps, as the reference's exact
+    # sum converted to Int32 does.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.UInt8)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.UInt8)
+        fd.add_output(fd.ops.matmul(a, b))
+    k = 70000
+    inputs = [np.full((1, k), 255, np.uint8), np.full((k, 1), 255, np.uint8)]
+    assert kernels(fd.explain(inputs))[0].scheduler == "matmul"
+    (out,) = fd.execute(inputs)
+    exact = k * 255 * 255
+    assert exact > 2**32
+    assert out.dtype == np.int32 and int(out[0, 0]) == (exact + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(out, braze.execute.reference(fd, inputs)[0])
+
+
+def test_integer_linear_adds_its_bias_in_integers():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)
+        fd.add_output(fd.ops.linear(x, w, b))
+    k = 2048  # sums past 2**24, where a float add would round
+    inputs = [np.full((3, k), 127, np.int8), np.full((5, k), 127, np.int8), np.array([1, 2, 3, 4, 5], np.int32)]
+    assert kernels(fd.explain(inputs))[0].scheduler == "matmul"
+    (out,) = fd.execute(inputs)
+    np.testing.assert_array_equal(out, braze.execute.reference(fd, inputs)[0])
+    assert int(out[0, 0]) == 127 * 127 * k + 1
+
+
+def test_empty_outputs_and_refused_result_dtypes():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(a, b))
+    (out,) = fd.execute([np.ones((0, 16), BF16), np.ones((16, 8), BF16)])
+    assert out.shape == (0, 8)
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(a, b, DataType.Double))
+    (segment,) = fd.explain([np.ones((4, 16), BF16), np.ones((16, 8), BF16)]).segments
+    assert any("a Double result of BFloat16 operands" in why for _, why in segment.refusals)

@@ -19,7 +19,12 @@ bool elementwise(OpCategory c) {
 Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   const Expr* mm = nullptr;
   for (const Expr* e : candidate.exprs) {
-    if (opInfo(e->kind()).category != OpCategory::Matmul) continue;
+    const OpCategory category = opInfo(e->kind()).category;
+    // Values are computed per element as the operands are loaded: a scan or a scatter cannot be.
+    if (category == OpCategory::Scan || category == OpCategory::Scatter) {
+      return Verdict::no(exprLabel(*e) + " is not computed per element (it is in a segment of its own)");
+    }
+    if (category != OpCategory::Matmul) continue;
     if (mm != nullptr) return Verdict::no("the group has two matmuls (" + exprLabel(*mm) + ", " + exprLabel(*e) + ")");
     mm = e;
   }
@@ -41,9 +46,17 @@ Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& fact
     return Verdict::no(fmt::format("{}: {} operands; mma.sync takes bf16, f16 or (u)int8", exprLabel(*mm),
                                    toString(operand)));
   }
-  if (integer && (out->dtype() == DataType::Int64 || isFloating(out->dtype()))) {
-    return Verdict::no(fmt::format("{}: an {} result of (u)int8 operands needs more than the int32 accumulator",
-                                   exprLabel(*mm), toString(out->dtype())));
+  // The result is the accumulator converted once: an integer accumulator wraps to a result of 32 bits or
+  // fewer as the reference's exact sum does; an f32 accumulator rounds to a float of 32 bits or fewer.
+  const DataType r = out->dtype();
+  if (integer && r != DataType::Int32 && r != DataType::Int16 && r != DataType::Int8 && r != DataType::UInt8) {
+    return Verdict::no(fmt::format("{}: a {} result of (u)int8 operands; the int32 accumulator gives Int32, Int16, "
+                                   "Int8 or UInt8",
+                                   exprLabel(*mm), toString(r)));
+  }
+  if (!integer && r != DataType::Float && r != DataType::BFloat16 && r != DataType::Half) {
+    return Verdict::no(fmt::format("{}: a {} result of {} operands; the f32 accumulator gives Float, BFloat16 or Half",
+                                   exprLabel(*mm), toString(r), toString(operand)));
   }
   // Everything computed from the result is elementwise on its index space (the epilogue).
   std::unordered_set<const Val*> after{out};

@@ -36,7 +36,8 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   p.warps_n = problem.n <= p.tiles_n * 8 ? 1 : 2;
   p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
-  p.grid = std::max<int64_t>(problem.batch, 1) * p.blocks_m * p.blocks_n;
+  // An empty output launches nothing (a plan skips kernels of no blocks).
+  p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
   (void)device;
   return p;
 }

@@ -20,7 +20,7 @@ struct MatmulParams {
   kernel::MmaShape shape = kernel::MmaShape::M16N8K16;
   int64_t warps_m = 2, warps_n = 2;  // warps per block along M and N
   int64_t tiles_m = 2, tiles_n = 4;  // mma tiles per warp along M and N
-  int64_t blocks_m = 1, blocks_n = 1, grid = 1;
+  int64_t blocks_m = 1, blocks_n = 1, grid = 1;  // grid 0: the output is empty
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

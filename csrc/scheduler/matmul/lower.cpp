@@ -173,8 +173,10 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
         emitChunk(kb, vb, inside, 1, dummy_lane, [&](Chunk& chunk) {
           ExprId value = kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i));
           if (bias != nullptr) {
+            // In the accumulator's domain, as the reference adds: float, or wrapping integers.
+            const DataType sum = acc_type == DataType::Float ? DataType::Float : DataType::Int64;
             const std::vector<Idx> at = ctx.bound.sizesOf(bias).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
-            value = kb.elementwise(OpKind::Add, DataType::Float, {value, kb.cast(vb.valueAt(bias, at), DataType::Float)});
+            value = kb.elementwise(OpKind::Add, sum, {kb.cast(value, sum), kb.cast(vb.valueAt(bias, at), sum)});
           }
           vb.setResult(result, vb.bind("mm", kb.cast(value, result->dtype())));
           std::vector<Idx> index = batch_index;

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 
 namespace braze {
@@ -55,10 +56,11 @@ TensorParam tensor(std::string name, DataType dtype, int64_t rows, int64_t cols,
 }
 
 // D = A B + C for one 16 x 8 tile, one warp; `lanes` threads per block (32, or fewer to break the rule).
-Kernel mmaTileKernel(MmaShape shape, DataType operand, int64_t lanes = 32) {
+// `layouts`: where the kernel loads the fragments from (the ISA's tables unless given).
+Kernel mmaTileKernel(MmaShape shape, DataType operand, int64_t lanes = 32, std::optional<Layouts> given = std::nullopt) {
   const MmaDims dims = mmaDims(shape);
   const DataType acc = mmaAccumulator(shape, operand);
-  const Layouts layouts = ptxLayouts(shape);
+  const Layouts layouts = given ? *given : ptxLayouts(shape);
   Kernel k;
   k.name = fmt::format("mma_{}_{}", toString(shape), toString(operand));
   k.summary = "one mma tile";
@@ -164,24 +166,51 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MmaTile,
                            return fmt::format("{}_{}", toString(info.param.shape), toString(info.param.operand));
                          });
 
-// Two rows of A swapped in the kernel's loads: D is wrong, so the test above would see a wrong layout.
+// A kernel loading A by a wrong table (rows g and g + 8 exchanged) gets a wrong product: the scalar-loop
+// comparison above does see a layout that differs from the simulator's.
 TEST(MmaTile, AWrongLayoutGivesAWrongProduct) {
   const MmaDims dims = mmaDims(MmaShape::M16N8K16);
-  Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16);
+  Layouts wrong = ptxLayouts(MmaShape::M16N8K16);
+  const auto right_a = wrong.a;
+  wrong.a = [right_a](int64_t g, int64_t t, int64_t i) {
+    const auto [row, col] = right_a(g, t, i);
+    return std::pair{row < 8 ? row + 8 : row - 8, col};
+  };
+  const Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 32, wrong);
   HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
   HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
   HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
   HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
-  HostTensor a_swapped = a.contiguous();
-  for (int64_t x = 0; x < dims.k; ++x) {  // rows 0 and 8 exchanged: what a layout mixing up g and g + 8 reads
-    const double r0 = a.readDouble(x), r8 = a.readDouble(8 * dims.k + x);
-    a_swapped.writeDouble(x, r8);
-    a_swapped.writeDouble(8 * dims.k + x, r0);
+  simulate(k, {&a, &b, &c, &d});
+  int64_t differing = 0;
+  for (int64_t m = 0; m < dims.m; ++m) {
+    for (int64_t n = 0; n < dims.n; ++n) {
+      double expected = 0;
+      for (int64_t x = 0; x < dims.k; ++x) expected += a.readDouble(m * dims.k + x) * b.readDouble(x * dims.n + n);
+      differing += d.readDouble(m * dims.n + n) != expected ? 1 : 0;
+    }
   }
-  simulate(k, {&a_swapped, &b, &c, &d});
-  double row0 = 0;
-  for (int64_t x = 0; x < dims.k; ++x) row0 += a.readDouble(x) * b.readDouble(x * dims.n);
-  EXPECT_NE(d.readDouble(0), row0);
+  EXPECT_GT(differing, 64);  // nearly every element of the 128
+}
+
+// A warp that does not reach the mma (a warp-uniform branch) takes no part: legal, as on a GPU.
+TEST(MmaTile, AWarpThatSkipsTheMmaIsLegal) {
+  Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 64);  // two warps; the second skips
+  KernelBuilder kb(k);
+  std::vector<Stmt> body = std::move(k.body);
+  k.body.clear();
+  kb.openIf(kb.lt(kb.threadIdx(0), kb.index(32)));
+  kb.current() = std::move(body);
+  kb.close();
+  const MmaDims dims = mmaDims(MmaShape::M16N8K16);
+  HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
+  HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
+  HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
+  HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
+  simulate(k, {&a, &b, &c, &d});
+  double expected = 0;
+  for (int64_t x = 0; x < dims.k; ++x) expected += a.readDouble(x) * b.readDouble(x * dims.n);
+  EXPECT_EQ(d.readDouble(0), expected);
 }
 
 TEST(MmaTile, TheSimulatorRefusesAnMmaOfPartOfAWarp) {

@@ -13,7 +13,9 @@ namespace {
 
 std::vector<std::string> corpusSources() {
   std::vector<std::string> sources;
-  for (const testing::KernelCaseMaker& maker : testing::largeKernelCorpus()) {
+  std::vector<testing::KernelCaseMaker> cases = testing::largeKernelCorpus();
+  for (testing::KernelCaseMaker& maker : testing::matmulBenchmarkShapes()) cases.push_back(std::move(maker));
+  for (const testing::KernelCaseMaker& maker : cases) {
     const testing::KernelCase c = maker.make();
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), DeviceInfo::h100Sxm());
     for (const auto& k : compiled.kernels) {
