@@ -166,6 +166,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MmaTile,
                            return fmt::format("{}_{}", toString(info.param.shape), toString(info.param.operand));
                          });
 
+// The inputs and output of a bf16 m16n8k16 tile: small integers, C zero.
+struct BF16Tile {
+  MmaDims dims = mmaDims(MmaShape::M16N8K16);
+  HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
+  HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
+  HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
+  HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
+  std::vector<HostTensor*> tensors() { return {&a, &b, &c, &d}; }
+};
+
+// The kernel's whole body under `if (threadIdx.x < threads)`.
+Kernel onlyThreadsBelow(Kernel k, int64_t threads) {
+  KernelBuilder kb(k);
+  std::vector<Stmt> body = std::move(k.body);
+  k.body.clear();
+  kb.openIf(kb.lt(kb.threadIdx(0), kb.index(threads)));
+  kb.current() = std::move(body);
+  kb.close();
+  return k;
+}
+
 // A kernel loading A by a wrong table (rows g and g + 8 exchanged) gets a wrong product: the scalar-loop
 // comparison above does see a layout that differs from the simulator's.
 TEST(MmaTile, AWrongLayoutGivesAWrongProduct) {
@@ -176,12 +197,9 @@ TEST(MmaTile, AWrongLayoutGivesAWrongProduct) {
     const auto [row, col] = right_a(g, t, i);
     return std::pair{row < 8 ? row + 8 : row - 8, col};
   };
-  const Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 32, wrong);
-  HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
-  HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
-  HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
-  HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
-  simulate(k, {&a, &b, &c, &d});
+  BF16Tile tile;
+  simulate(mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 32, wrong), tile.tensors());
+  const HostTensor &a = tile.a, &b = tile.b, &d = tile.d;
   int64_t differing = 0;
   for (int64_t m = 0; m < dims.m; ++m) {
     for (int64_t n = 0; n < dims.n; ++n) {
@@ -195,40 +213,21 @@ TEST(MmaTile, AWrongLayoutGivesAWrongProduct) {
 
 // A warp that does not reach the mma (a warp-uniform branch) takes no part: legal, as on a GPU.
 TEST(MmaTile, AWarpThatSkipsTheMmaIsLegal) {
-  Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 64);  // two warps; the second skips
-  KernelBuilder kb(k);
-  std::vector<Stmt> body = std::move(k.body);
-  k.body.clear();
-  kb.openIf(kb.lt(kb.threadIdx(0), kb.index(32)));
-  kb.current() = std::move(body);
-  kb.close();
+  BF16Tile tile;
+  simulate(onlyThreadsBelow(mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 64), 32), tile.tensors());
   const MmaDims dims = mmaDims(MmaShape::M16N8K16);
-  HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
-  HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
-  HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
-  HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
-  simulate(k, {&a, &b, &c, &d});
+  const HostTensor &a = tile.a, &b = tile.b, &d = tile.d;
   double expected = 0;
   for (int64_t x = 0; x < dims.k; ++x) expected += a.readDouble(x) * b.readDouble(x * dims.n);
   EXPECT_EQ(d.readDouble(0), expected);
 }
 
 TEST(MmaTile, TheSimulatorRefusesAnMmaOfPartOfAWarp) {
-  Kernel k = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 32);
   // The mma under `if (threadIdx.x < 16)`: half the warp.
-  KernelBuilder kb(k);
-  std::vector<Stmt> body = std::move(k.body);
-  k.body.clear();
-  kb.openIf(kb.lt(kb.threadIdx(0), kb.index(16)));
-  kb.current() = std::move(body);
-  kb.close();
-  const MmaDims dims = mmaDims(MmaShape::M16N8K16);
-  HostTensor a = smallIntegers(DataType::BFloat16, dims.m, dims.k, -8, 8, 1);
-  HostTensor b = smallIntegers(DataType::BFloat16, dims.k, dims.n, -8, 8, 2);
-  HostTensor c = smallIntegers(DataType::Float, dims.m, dims.n, 0, 0, 3);
-  HostTensor d = HostTensor::empty(DataType::Float, {dims.m, dims.n});
+  const Kernel k = onlyThreadsBelow(mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16, 32), 16);
+  BF16Tile tile;
   try {
-    simulate(k, {&a, &b, &c, &d});
+    simulate(k, tile.tensors());
     FAIL() << "an mma of half a warp ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("mma.m16n8k16 reached by only part of its warp"), std::string::npos) << e.what();
