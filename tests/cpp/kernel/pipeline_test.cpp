@@ -32,7 +32,9 @@ TEST_P(PipelineWavefront64, MatchesTheReferenceOnTheSimulatorAsAnMi300x) {
   runtime::FusionCache cache(c.fusion, c.options.plan, &device, DeviceInfo::mi300x());
   testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "as an MI300X");
   for (const auto& k : cache.lastPlan()->compiled().kernels) {
-    if (k) EXPECT_EQ(k->warp_size, 64) << k->name;
+    if (k) {
+      EXPECT_EQ(k->warp_size, 64) << k->name;
+    }
   }
 }
 
