@@ -119,3 +119,67 @@ def generate(seed: int) -> str:
         body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
+
+
+MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]
+
+
+def generate_matmul(seed: int) -> str:
+    """The source of one matmul case: matmul or linear of bf16, f16 or int8 operands (maybe cast from
+    float32 inputs: a prologue), an operand maybe transposed (a permute: a strided view) or with a
+    broadcast batch dim, then 0-2 elementwise ops and a cast (the epilogue). Defines `fd` and `inputs`."""
+    rng = random.Random(seed)
+    m, n, k = (rng.choice(MM_SIZES) for _ in range(3))
+    batch = rng.choice([[], [], [3]])
+    integer = rng.random() < 0.3
+    dtype = "Int8" if integer else rng.choice(["BFloat16", "Half"])
+    np_dtype = {"Int8": "np.int8", "BFloat16": "ml_dtypes.bfloat16", "Half": "np.float16"}[dtype]
+    linear = rng.random() < 0.3
+    a_t = rng.random() < 0.3 and not linear
+    b_t = rng.random() < 0.4
+    b_batch = batch if batch and not linear and rng.random() < 0.5 else []
+    prologue = not integer and rng.random() < 0.3
+
+    def values(shape, as_dtype):
+        if integer:
+            return f"rng.integers(-128, 128, {tuple(shape)}).astype(np.int8)"
+        return f"rng.uniform(-2, 2, {tuple(shape)}).astype({as_dtype})"
+
+    in_dtype = "np.float32" if prologue else np_dtype
+    a_shape = batch + ([k, m] if a_t else [m, k])
+    if linear:
+        b_shape = [n, k]
+    else:
+        b_shape = b_batch + ([n, k] if b_t else [k, n])
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", "",
+             f"rng = np.random.default_rng({rng.randrange(1 << 30)})",
+             f"x0 = {values(a_shape, in_dtype)}", f"x1 = {values(b_shape, in_dtype)}"]
+    bias = linear and rng.random() < 0.5
+    if bias:
+        lines.append(f"x2 = rng.integers(-1000, 1000, ({n},)).astype(np.int32)" if integer else f"x2 = {values([n], np_dtype)}")
+    lines.append(f"inputs = [x0, x1{', x2' if bias else ''}]")
+    lines.append("with FusionDefinition() as fd:")
+    body = []
+    for i, name in enumerate(["x0", "x1"] + (["x2"] if bias else [])):
+        body.append(f"t{i} = fd.define_tensor(sizes=list({name}.shape), strides=[s // {name}.itemsize for s in {name}.strides], "
+                    f"dtype=DataType.{'Float' if prologue and i < 2 else ('Int32' if integer and i == 2 else dtype)})")
+    if prologue:
+        body += [f"t0 = fd.ops.cast(t0, DataType.{dtype})", f"t1 = fd.ops.cast(t1, DataType.{dtype})"]
+    if a_t:
+        order = list(range(len(a_shape)))
+        order[-1], order[-2] = order[-2], order[-1]
+        body.append(f"t0 = fd.ops.permute(t0, {order})")
+    if b_t and not linear:
+        order = list(range(len(b_shape)))
+        order[-1], order[-2] = order[-2], order[-1]
+        body.append(f"t1 = fd.ops.permute(t1, {order})")
+    body.append(f"y = fd.ops.linear(t0, t1{', t2' if bias else ''})" if linear else "y = fd.ops.matmul(t0, t1)")
+    for _ in range(rng.randint(0, 2)):
+        if integer:
+            body.append(rng.choice(["y = fd.ops.add(y, 7)", "y = fd.ops.neg(y)", "y = fd.ops.abs(y)"]))
+        else:
+            body.append(rng.choice(["y = fd.ops.relu(y)", "y = fd.ops.mul(y, 0.5)", "y = fd.ops.tanh(y)", "y = fd.ops.add(y, y)"]))
+    out = rng.choice(["Int32", "Int8"]) if integer else rng.choice(["Float", "BFloat16"])
+    body.append(f"fd.add_output(fd.ops.cast(y, DataType.{out}))")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"
