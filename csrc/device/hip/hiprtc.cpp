@@ -30,7 +30,6 @@ struct HiprtcApi {
   HiprtcResult (*getProgramLog)(HiprtcProgram, char*) = nullptr;
   HiprtcResult (*getCodeSize)(HiprtcProgram, size_t*) = nullptr;
   HiprtcResult (*getCode)(HiprtcProgram, char*) = nullptr;
-  HiprtcResult (*version)(int* major, int* minor) = nullptr;
   const char* (*getErrorString)(HiprtcResult) = nullptr;
 };
 
@@ -53,7 +52,7 @@ const HiprtcApi* loadHiprtc() {
         resolve(lib, "hiprtcCompileProgram", api->compileProgram) &&
         resolve(lib, "hiprtcGetProgramLogSize", api->getProgramLogSize) &&
         resolve(lib, "hiprtcGetProgramLog", api->getProgramLog) && resolve(lib, "hiprtcGetCodeSize", api->getCodeSize) &&
-        resolve(lib, "hiprtcGetCode", api->getCode) && resolve(lib, "hiprtcVersion", api->version) &&
+        resolve(lib, "hiprtcGetCode", api->getCode) &&
         resolve(lib, "hiprtcGetErrorString", api->getErrorString)) {
       return api;
     }

@@ -163,14 +163,13 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
 
   // The epilogue: each accumulator value as the matmul's result (plus linear's bias, before the one
   // rounding to the result's dtype), through the ops after it, stored where it is in bounds.
-  const VarId dummy_lane = -1;
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
       for (int i = 0; i < dims.c_values; ++i) {
         const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).row; }));
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).col; }));
         const ExprId inside = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
-        emitChunk(kb, vb, inside, 1, dummy_lane, [&](Chunk& chunk) {
+        emitChunk(kb, vb, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
           ExprId value = kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i));
           if (bias != nullptr) {
             // In the accumulator's domain, as the reference adds: float, or wrapping integers.
