@@ -5,6 +5,7 @@
 // input object itself.
 #include "bindings.h"
 #include "host_values.h"
+#include "scalar_value.h"
 #include "torch_tensors.h"
 
 #include "support/error.h"
@@ -145,6 +146,10 @@ nb::list runValues(runtime::FusionCache& cache, const std::vector<DeviceValue>& 
   nb::list result;
   for (size_t i = 0; i < outputs.size(); ++i) {
     DeviceOutput& out = outputs[i];
+    if (out.scalar) {  // known when planned: a Python number, as from host inputs
+      result.append(scalarValueToPython(*out.scalar));
+      continue;
+    }
     if (out.caller_allocated) {
       result.append(allocated.at(i));
       continue;

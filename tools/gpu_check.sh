@@ -11,6 +11,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/braze_gpu_check}
 mkdir -p "$out"
+# Per-process logs go to $parts and are joined into one log per suite in $out: the device tool brings
+# back only a few files.
+parts=$(mktemp -d)
 
 if [ -d .gpu-deps ]; then
   mkdir -p /tmp/deps && for f in .gpu-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
@@ -32,18 +35,18 @@ if [ -z "$platform" ]; then
   if ! command -v nvidia-smi >/dev/null && grep -q "gfx" <<< "$rocm_info"; then platform=hip; fi
 fi
 if [ "$platform" = hip ]; then
-  { grep -E "Marketing Name|  Name: +gfx" <<< "$rocm_info" | head -2 | tr -s ' '; } > "$out/gpu.txt"
-  [ -s "$out/gpu.txt" ] || echo "no rocminfo" > "$out/gpu.txt"
+  { grep -E "Marketing Name|  Name: +gfx" <<< "$rocm_info" | head -2 | tr -s ' '; } > "$parts/gpu.txt"
+  [ -s "$parts/gpu.txt" ] || echo "no rocminfo" > "$parts/gpu.txt"
 else
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$out/gpu.txt"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$parts/gpu.txt" 2>&1 || echo "no nvidia-smi" > "$parts/gpu.txt"
 fi
 
 t0=$(date +%s)
 if cmake -S . -B build-gpu $generator -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $python)" \
-     > "$out/configure.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
+     > "$parts/configure.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
   status build "ok ($(( $(date +%s) - t0 )) s)"
 else
-  status build "FAILED (see build.log)"; tail -30 "$out/configure.log" "$out/build.log"; cat "$out/summary.txt"; exit 1
+  status build "FAILED (see build.log)"; tail -30 "$parts/configure.log" "$out/build.log"; cat "$out/summary.txt"; exit 1
 fi
 
 # What braze sees: the compilers, the runtimes and each device's description.
@@ -51,10 +54,44 @@ PYTHONPATH=build-gpu/python $python -c "import braze; braze.show_config()" > "$o
 
 rc=0
 export BRAZE_TEST_DEVICE=$platform
-if build-gpu/braze_tests --gtest_brief=1 > "$out/cpp_tests.log" 2>&1; then
-  status "C++ tests" "$(grep -E '^\[  PASSED' "$out/cpp_tests.log" | head -1)"
+# The suites run at once, split over the machine's cores (gtest shards, pytest file groups) and under
+# time limits (BRAZE_GPU_TEST_LIMIT, BRAZE_GPU_BENCH_LIMIT seconds), so that one hang or a slow step
+# still leaves the other results: a lent GPU's time is short.
+test_limit=${BRAZE_GPU_TEST_LIMIT:-1200}
+bench_limit=${BRAZE_GPU_BENCH_LIMIT:-900}
+shards=$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))
+for i in $(seq 0 $((shards - 1))); do
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout -k 5 "$test_limit" build-gpu/braze_tests --gtest_brief=1 \
+    > "$parts/cpp_tests.$i.log" 2>&1 &
+done
+groups=$(( shards > 1 ? shards / 2 : 1 ))
+mapfile -t py_files < <(ls tests/python/test_*.py)
+for g in $(seq 0 $((groups - 1))); do
+  files=()
+  for j in "${!py_files[@]}"; do (( j % groups == g )) && files+=("${py_files[$j]}"); done
+  PYTHONPATH=build-gpu/python timeout -k 5 "$test_limit" $python -m pytest -q -p no:cacheprovider "${files[@]}" \
+    > "$parts/py_tests.$g.log" 2>&1 &
+done
+# compute-sanitizer on the GPU tests meanwhile: out-of-bounds or misaligned accesses (memcheck) and
+# shared-memory races (racecheck) in the generated kernels.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ "$platform" = cuda ] && [ -x "$sanitizer" ]; then
+  for tool in memcheck racecheck; do
+    timeout -k 5 "$test_limit" "$sanitizer" --tool $tool --print-limit 20 build-gpu/braze_tests \
+      --gtest_filter='DeviceFusionCache*:Small/Pipeline*:SharedMemory*:*Schedules*:Transpose*:*Matmul*' \
+      --gtest_brief=1 > "$parts/$tool.log" 2>&1 &
+  done
+fi
+wait
+cat "$parts"/cpp_tests.*.log > "$out/cpp_tests.log"
+passed=$(grep -hoE '^\[  PASSED  \] [0-9]+' "$out/cpp_tests.log" | awk '{s += $4} END {print s + 0}')
+failed=$(grep -hE '^\[  FAILED  \] [A-Za-z]' "$out/cpp_tests.log" | sort -u)
+finished=$(grep -cE 'test suites? ran\.' "$out/cpp_tests.log")
+if [ -z "$failed" ] && [ "$finished" = "$shards" ]; then
+  status "C++ tests" "$passed passed ($shards shards)"
 else
-  status "C++ tests" "FAILED"; rc=1; tail -40 "$out/cpp_tests.log"
+  status "C++ tests" "FAILED: $passed passed, $(grep -c . <<< "$failed") failed, $finished/$shards shards finished"
+  rc=1; echo "$failed" | head -60
 fi
 # GPU tests skip (saying why) rather than fail where the driver or NVRTC is missing: say whether they ran.
 gpu_skips=$(grep -c "GPU test skipped" "$out/cpp_tests.log")
@@ -65,59 +102,64 @@ elif [ "$gpu_skips" = 0 ]; then
 else
   status "GPU tests" "$gpu_skips SKIPPED: $(grep -m1 -o 'GPU test skipped: .*' "$out/cpp_tests.log")"; rc=1
 fi
-# The GPU tests again under compute-sanitizer: out-of-bounds or misaligned accesses (memcheck) and
-# shared-memory races (racecheck) in the generated kernels.
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "$platform" = hip ]; then
   status "compute-sanitizer" "not on AMD GPUs"
 elif [ -x "$sanitizer" ]; then
   for tool in memcheck racecheck; do
-    "$sanitizer" --tool $tool --print-limit 20 build-gpu/braze_tests \
-      --gtest_filter='DeviceFusionCache*:Small/Pipeline*:SharedMemory*:*Schedules*:Transpose*' \
-      --gtest_brief=1 > "$out/$tool.log" 2>&1
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -1)
-    status "$tool" "${summary:-no summary (see $tool.log)}"
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$parts/$tool.log" | tail -1)
+    status "$tool" "${summary:-no summary (see sanitizer.log)}"
+    { echo "== $tool"; cat "$parts/$tool.log"; } >> "$out/sanitizer.log"
     echo "$summary" | grep -qE "SUMMARY: 0 (errors|hazards)" || rc=1
   done
 else
   status "compute-sanitizer" "not found"
 fi
-if PYTHONPATH=build-gpu/python $python -m pytest -q tests/python > "$out/py_tests.log" 2>&1; then
-  status "Python tests" "$(tail -1 "$out/py_tests.log")"
+for g in $(seq 0 $((groups - 1))); do
+  line=$(tail -1 "$parts/py_tests.$g.log")
+  if grep -qE "passed|skipped" <<< "$line" && ! grep -qE "failed|error" <<< "$line"; then
+    status "Python tests ($g)" "$line"
+  else
+    status "Python tests ($g)" "FAILED: $line"; rc=1
+    grep -E "^(FAILED|ERROR) " "$parts/py_tests.$g.log" | head -40
+  fi
+done
+cat "$parts"/py_tests.*.log > "$out/py_tests.log"
+if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python examples/layer_norm_demo.py > "$parts/demo.log" 2>&1; then
+  status "demo (layer_norm)" "$(tail -1 "$parts/demo.log")"
 else
-  status "Python tests" "FAILED: $(tail -1 "$out/py_tests.log")"; rc=1; tail -40 "$out/py_tests.log"
-fi
-if PYTHONPATH=build-gpu/python $python examples/layer_norm_demo.py > "$out/demo.log" 2>&1; then
-  status "demo (layer_norm)" "$(tail -1 "$out/demo.log")"
-else
-  status "demo (layer_norm)" "FAILED"; rc=1; tail -20 "$out/demo.log"
+  status "demo (layer_norm)" "FAILED"; rc=1; tail -20 "$parts/demo.log"
 fi
 # GPU benchmarks: braze vs torch eager and torch.compile, the copy roofline, Python host latency; then
 # the C++ host-overhead benchmarks (cached execute with no-op launches, and on the GPU).
-if PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --compile > "$out/compare.log" 2>&1; then
+compile_flag=--compile
+[ "${BRAZE_BENCH_COMPILE:-1}" = 0 ] && compile_flag=""
+if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py $compile_flag \
+     --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/compare.log" 2>&1; then
   status "GPU benchmarks" "ok (compare.log)"
 else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
 if [ "$platform" = cuda ]; then
-  build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+  timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
 else
-  build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|NewSequence' > "$out/host_bench.log" 2>&1 || rc=1
+  timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
 fi
 # BRAZE_SWEEP=1: every case's kernels under other heuristic tunings, fastest first (sweep.log); a few
 # minutes, so it is asked for rather than run each time.
 if [ "${BRAZE_SWEEP:-0}" = 1 ]; then
-  PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --sweep --reps 30 > "$out/sweep.log" 2>&1 \
+  PYTHONPATH=build-gpu/python $python benchmarks/python/compare.py --sweep --reps 30 > "$parts/sweep.log" 2>&1 \
     && status "tuning sweep" "ok (sweep.log)" || { status "tuning sweep" "FAILED (sweep.log)"; rc=1; }
 fi
-PYTHONPATH=build-gpu/python $python benchmarks/python/binding_overhead.py > "$out/binding_bench.log" 2>&1 || rc=1
-echo "== braze gpu_check ($platform) on $(tr '\n' ' ' < "$out/gpu.txt") =="
+PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/binding_overhead.py > "$parts/binding_bench.log" 2>&1 || rc=1
+{
+echo "== braze gpu_check ($platform) on $(tr '\n' ' ' < "$parts/gpu.txt") =="
 cat "$out/summary.txt"
 echo "== benchmarks/python/compare.py"
-cat "$out/compare.log"
+cat "$parts/compare.log"
 echo "== host overhead (C++)"
-grep -E "^BM_" "$out/host_bench.log"
+grep -E "^BM_" "$parts/host_bench.log"
 echo "== host overhead of the Python binding (no launch)"
-cat "$out/binding_bench.log"
-[ -f "$out/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$out/sweep.log"; }
+cat "$parts/binding_bench.log"
+[ -f "$parts/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$parts/sweep.log"; }
+} | tee "$out/report.txt"
 exit $rc

@@ -119,7 +119,7 @@ def cases():
             if with_bias:
                 xs.append(torch.randn(hidden, dtype=torch.bfloat16, device="cuda", generator=gen))
             return xs
-        return name, lambda fd: define(fd, rows, hidden), ref, make_inputs, None
+        return name, lambda fd: define(fd, rows, hidden), ref, make_inputs, None, 0
 
     yield norm("layer_norm 16x128x1600", define_layer_norm, torch_layer_norm, 2048, 1600, True, True)
     yield norm("layer_norm 16384x4096", define_layer_norm, torch_layer_norm, 16384, 4096, True, True)
@@ -135,7 +135,54 @@ def cases():
         rope_args = {k: cfg[k] for k in ("n_head", "n_groups", "hs", "n_elem")}
         yield (name, lambda fd, cfg=cfg: define_rope(fd, **cfg),
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos, sin, **a), make_inputs,
-               lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a))
+               lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a), 0)
+    yield from matmul_cases()
+
+
+def define_matmul(fd, a_shape, b_shape, dtype):
+    a = fd.define_tensor(shape=[-1] * len(a_shape), contiguity=[True] * len(a_shape), dtype=dtype)
+    b = fd.define_tensor(shape=[-1] * len(b_shape), contiguity=[True] * len(b_shape), dtype=dtype)
+    fd.add_output(fd.ops.matmul(a, b))
+
+
+def define_weight_int8_linear(fd):
+    """Seed 003: bf16 activations x int8 weights [N, K] with a per-channel bf16 scale."""
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+    s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    scale = fd.ops.broadcast_in_dim(s, shape=w.shape(), broadcast_dims=[0])
+    wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), scale), DataType.BFloat16)
+    fd.add_output(fd.ops.cast(fd.ops.linear(x, wd), DataType.BFloat16))
+
+
+def torch_int8_bmm(a, b):
+    # torch has no batched int8 matmul on CUDA: one _int_mm (cuBLASLt, s32 results) per batch.
+    return torch.stack([torch._int_mm(a[i], b[i]) for i in range(a.shape[0])])
+
+
+def torch_weight_int8_linear(x, w, s):
+    return torch.nn.functional.linear(x, (w.float() * s.float()[:, None]).to(x.dtype))
+
+
+def matmul_cases():
+    """The issue's matmul targets; the last field counts the multiply-adds' operations (2 M N K)."""
+    def randint8(shape, gen):
+        return torch.randint(-128, 128, shape, dtype=torch.int8, device="cuda", generator=gen)
+
+    n = 4096
+    yield ("bf16 gemm 4096^3", lambda fd: define_matmul(fd, [n, n], [n, n], DataType.BFloat16), torch.mm,
+           lambda gen: [torch.randn(n, n, dtype=torch.bfloat16, device="cuda", generator=gen) for _ in range(2)],
+           None, 2 * n**3)
+    b, n = 16, 1024
+    yield ("s8 bmm 16x1024^3 -> s32", lambda fd: define_matmul(fd, [b, n, n], [b, n, n], DataType.Int8),
+           torch_int8_bmm, lambda gen: [randint8((b, n, n), gen) for _ in range(2)], None, 2 * b * n**3)
+    for m in (1, 64):
+        k, n = 4096, 11008
+        yield (f"w8 linear M={m} K={k} N={n}", define_weight_int8_linear, torch_weight_int8_linear,
+               lambda gen, m=m, k=k, n=n: [torch.randn(m, k, dtype=torch.bfloat16, device="cuda", generator=gen),
+                                           randint8((n, k), gen),
+                                           (torch.rand(n, device="cuda", generator=gen) * 0.01).to(torch.bfloat16)],
+               None, 2 * m * k * n)
 
 
 def host_copy(t):
@@ -219,40 +266,65 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s")
     print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'GB/s':>6} "
           f"{'% copy':>7}  heuristics")
-    for name, define, ref, make_inputs, check in cases():
-        if args.only and args.only not in name:
+    failed = []
+    for case in cases():
+        if args.only and args.only not in case[0]:
             continue
-        with FusionDefinition() as fd:
-            define(fd)
-        sample = make_inputs(gen)
-        bytes_in = sum(t.numel() * t.element_size() for t in sample)
-        copies = max(2, -(-3 * L2_BYTES // max(bytes_in, 1)))
-        input_sets = [sample] + [make_inputs(gen) for _ in range(min(copies, 8) - 1)]
-        want = (check or ref)(*sample)
-        want = list(want) if isinstance(want, tuple) else [want]
-        tuned(fd, "")
-        got = fd.execute(sample)
-        for g, w in zip(got, want):
-            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
-        # Outputs that are views of an input cost no kernel and move no bytes.
-        written = [w for g, w in zip(got, want)
-                   if not any(g.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in sample)]
-        bytes_out = sum(w.numel() * w.element_size() for w in written)
-        kernel_us = median_us(lambda xs: fd.execute(xs), input_sets, args.reps)
-        heuristics = summaries(fd)
-        braze_us = median_call_us(lambda xs: fd.execute(xs), input_sets, args.reps)
-        eager_us = median_us(lambda xs: ref(*xs), input_sets, args.reps)
-        compile_us = float("nan")
-        if args.compile:
-            compiled = torch.compile(ref)
-            compile_us = median_us(lambda xs: compiled(*xs), input_sets, args.reps)
-        gbs = (bytes_in + bytes_out) / kernel_us / 1e3
-        print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:6.0f} "
-              f"{100 * gbs / copy_gbs:6.0f}%  {'; '.join(heuristics)}", flush=True)
-        if args.sweep:
-            sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
-        tuned(fd, "")
+        try:
+            bench_case(args, gen, copy_gbs, *case)
+        except Exception as error:  # one case's failure is reported and the others still run
+            failed.append(case[0])
+            print(f"{case[0]:26} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
     host_latency(args.reps * 10)
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+def peer_us(fn, input_sets, reps):
+    """A peer's median device time, or NaN (said why) where torch cannot run it on this GPU."""
+    try:
+        return median_us(fn, input_sets, reps)
+    except Exception as error:
+        print(f"    (peer failed: {type(error).__name__}: {str(error).splitlines()[0][:200]})", flush=True)
+        return float("nan")
+
+
+def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
+    with FusionDefinition() as fd:
+        define(fd)
+    sample = make_inputs(gen)
+    bytes_in = sum(t.numel() * t.element_size() for t in sample)
+    copies = max(2, -(-3 * L2_BYTES // max(bytes_in, 1)))
+    input_sets = [sample] + [make_inputs(gen) for _ in range(min(copies, 8) - 1)]
+    want = (check or ref)(*sample)
+    want = list(want) if isinstance(want, tuple) else [want]
+    tuned(fd, "")
+    got = fd.execute(sample)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+    # Outputs that are views of an input cost no kernel and move no bytes.
+    written = [w for g, w in zip(got, want)
+               if not any(g.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in sample)]
+    bytes_out = sum(w.numel() * w.element_size() for w in written)
+    kernel_us = median_us(lambda xs: fd.execute(xs), input_sets, args.reps)
+    heuristics = summaries(fd)
+    braze_us = median_call_us(lambda xs: fd.execute(xs), input_sets, args.reps)
+    eager_us = peer_us(lambda xs: ref(*xs), input_sets, args.reps)
+    compile_us = float("nan")
+    if args.compile:
+        compiled = torch.compile(ref)
+        compile_us = peer_us(lambda xs: compiled(*xs), input_sets, args.reps)
+    gbs = (bytes_in + bytes_out) / kernel_us / 1e3
+    rate = f"{ops / kernel_us / 1e6:.0f} TOP/s (eager {ops / eager_us / 1e6:.0f}); " if ops else ""
+    print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:6.0f} "
+          f"{100 * gbs / copy_gbs:6.0f}%  {rate}{'; '.join(heuristics)}", flush=True)
+    if name.startswith("w8 linear"):
+        # torch's own weight-only int8 kernel, the seed's other peer.
+        packed_us = peer_us(lambda xs: torch._weight_int8pack_mm(*xs), input_sets, args.reps)
+        print(f"{'  torch._weight_int8pack_mm':26} {'':9} {'':9} {packed_us:9.1f}", flush=True)
+    if args.sweep:
+        sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
+    tuned(fd, "")
 
 
 # What --sweep varies: every combination, of which only those giving a kernel source not seen yet are

@@ -45,7 +45,7 @@ struct DeviceOutput {
   std::shared_ptr<void> owner;
   int64_t alias_of = -1;  // index of the fusion input whose memory this output views, or -1
   bool caller_allocated = false;  // written into memory the run's OutputAllocator gave (owner is null)
-  std::optional<ScalarValue> scalar;  // a scalar output (tensor is then empty): on host-memory devices only
+  std::optional<ScalarValue> scalar;  // a scalar output (tensor is then empty), known from the plan
 };
 
 // Memory for an output the caller will own (torch's caching allocator, say): asked for each output that

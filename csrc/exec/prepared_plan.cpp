@@ -167,8 +167,6 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     if (plan.fusion->outputAliases().count(const_cast<Val*>(out)) != 0) continue;  // written into its input
     Output o;
     if (out->isScalar()) {
-      BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory, "output {} is a scalar: the GPU path returns tensors only",
-                       out->name());
       o.scalar = std::get<ScalarValue>(scalars_.at(out));
       outputs_.push_back(std::move(o));
       continue;
@@ -375,7 +373,8 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       outputs.push_back(std::move(out));
       continue;
     }
-    DeviceOutput out{o.tensor, nullptr, -1};
+    DeviceOutput out;
+    out.tensor = o.tensor;
     out.tensor.data = pointers[o.slot] + static_cast<DevicePtr>(o.byte_offset);
     out.tensor.device = device;
     const Slot& slot = slots_[o.slot];

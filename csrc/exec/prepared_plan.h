@@ -33,9 +33,9 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
  public:
   // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
   // `device`, and loads every kernel through `ops`. Steps without a kernel (a segment no kernel
-  // scheduler accepts, which the reference evaluator runs; an output written into an input in place;
-  // a scalar output) need a device whose memory the host reaches (DeviceOps::hostMemory): on a GPU
-  // they throw, naming the segment or output.
+  // scheduler accepts, which the reference evaluator runs; an output written into an input in place)
+  // need a device whose memory the host reaches (DeviceOps::hostMemory): on a GPU they throw, naming
+  // the segment or output. Scalar outputs are known from the plan and come back on any device.
   PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
                const DeviceInfo& device, DeviceOps& ops);
 

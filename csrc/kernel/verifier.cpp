@@ -18,6 +18,7 @@ class KernelVerifier {
           k_.block[0], k_.block[1]);
     check(k_.grid[0] >= 0 && k_.grid[1] >= 0 && k_.grid[0] <= 2147483647 && k_.grid[1] <= 65535,
           "a grid of {}x{} blocks (at most 2^31-1 x 65535)", k_.grid[0], k_.grid[1]);
+    checkParameterNames();
     for (size_t e = 0; e < k_.exprs.size(); ++e) checkExpr(static_cast<ExprId>(e));
     for (const KVar& v : k_.vars) {
       if (v.kind != VarKind::SharedArray) continue;
@@ -35,6 +36,13 @@ class KernelVerifier {
       throwError(ErrorKind::Internal, __FILE__, __LINE__,
                  fmt::format("kernel {}: {}", k_.name, fmt::format(what, std::forward<Args>(args)...)));
     }
+  }
+
+  // Tensors and scalar arguments are the kernel's parameters: a repeated name does not compile.
+  void checkParameterNames() const {
+    std::unordered_set<std::string_view> names;
+    for (const TensorParam& p : k_.tensors) check(names.insert(p.name).second, "two parameters named {}", p.name);
+    for (const ScalarArgument& a : k_.arguments) check(names.insert(a.name).second, "two parameters named {}", a.name);
   }
 
   void checkExpr(ExprId id) {

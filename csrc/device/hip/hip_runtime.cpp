@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include <unistd.h>
+
 namespace braze::runtime {
 namespace {
 
@@ -30,6 +32,13 @@ struct Loaded {
 // Never freed: outputs may be released from static destructors, as with the CUDA driver.
 Loaded load() {
   Loaded loaded;
+  // The HIP runtime reaches AMD GPUs through the amdgpu driver's /dev/kfd: without it there is no AMD GPU
+  // to find, and loading libamdhip64 would only bring comgr's LLVM into the process (Ubuntu 24.04's ROCm
+  // 5.7, beside an NVIDIA driver, crashed a Python process in LLVM's static initializers).
+  if (::access("/dev/kfd", F_OK) != 0) {
+    loaded.reason = "no /dev/kfd (the amdgpu kernel driver is not loaded): no AMD GPU";
+    return loaded;
+  }
   const std::vector<std::string> candidates = runtimeCandidates();
   std::optional<DynamicLibrary> library = DynamicLibrary::open(candidates);
   if (!library) {

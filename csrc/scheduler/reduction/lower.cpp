@@ -343,7 +343,7 @@ class RowLowering {
   }
 
   // A workspace tensor of the kernel (no Val: the launcher allocates it).
-  TensorId addWorkspace(const char* name, DataType dtype, int64_t numel, bool zeroed) {
+  TensorId addWorkspace(const std::string& name, DataType dtype, int64_t numel, bool zeroed) {
     TensorParam p;
     p.name = name;
     p.dtype = dtype;
@@ -365,7 +365,8 @@ class RowLowering {
       const RowVar acc = accumulatePlain(*e);
       // Bool partials (any/all) travel as int32: the workspace loads go through L2 (__ldcg).
       const DataType stored = p.acc == DataType::Bool ? DataType::Int32 : p.acc;
-      const TensorId ws = addWorkspace(partials.empty() ? "partials" : "partials_more", stored, rows_ * splits, false);
+      const std::string name = partials.empty() ? "partials" : fmt::format("partials{}", partials.size());
+      const TensorId ws = addWorkspace(name, stored, rows_ * splits, false);
       kb_.openIf(kb_.land(leader, row_ok_));
       for (int64_t l = 0; l < lanes_; ++l) {
         const ExprId slot = kb_.add(kb_.mul(kb_.add(kept_base_, kb_.index(l)), kb_.index(splits)), split_);

@@ -1,6 +1,6 @@
-// The verifiers catch what they promise to: a kernel that writes its input, reads a scalar outside the
-// loop that defines it, or accesses a vector wider than 16 bytes; a plan whose segments are out of
-// dependency order. (Every plan and kernel the other tests make passes through them: BRAZE_VERIFY=1.)
+// The verifiers catch what they promise to: a kernel that writes its input, names two parameters alike,
+// reads a scalar outside the loop that defines it, or accesses a vector wider than 16 bytes; a plan whose
+// segments are out of dependency order. (Every plan and kernel the other tests make passes through them: BRAZE_VERIFY=1.)
 #include "exec/pipeline.h"
 #include "fusions/kernel_corpus.h"
 #include "kernel/printer.h"
@@ -54,6 +54,14 @@ TEST(KernelVerifier, RejectsAStoreToAnInput) {
     kb.store(in, kb.threadIdx(0), kb.constant(1.0, DataType::Float));
   });
   EXPECT_NE(failureOf(k).find("writes T0, an input of the kernel"), std::string::npos) << failureOf(k);
+}
+
+TEST(KernelVerifier, RejectsTwoParametersOfOneName) {
+  Kernel k = copyKernel([](KernelBuilder& kb, TensorId in, TensorId out) {
+    kb.store(out, kb.threadIdx(0), kb.load(in, kb.threadIdx(0)));
+  });
+  k.tensors[1].name = "T0";  // the compiler would say "duplicate parameter name"
+  EXPECT_NE(failureOf(k).find("two parameters named T0"), std::string::npos) << failureOf(k);
 }
 
 TEST(KernelVerifier, RejectsALoopVariableReadAfterItsLoop) {

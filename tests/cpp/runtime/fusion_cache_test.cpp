@@ -402,6 +402,25 @@ TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
   }
 }
 
+// Scalars are known when the plan is made: a device the host cannot read returns them as values too.
+TEST(FusionCache, ScalarOutputsComeBackAsValuesFromAnyDevice) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(add(x, x));
+    f->addOutput(binaryOp(OpKind::Mul, size(x, 1), defineScalar(DataType::Int64, int64_t{3})));
+  }
+  runtime::NoOpDeviceOps ops;
+  ASSERT_FALSE(ops.hostMemory());
+  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const auto outputs = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {4, 7})});
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_FALSE(outputs[0].scalar.has_value());
+  ASSERT_TRUE(outputs[1].scalar.has_value());
+  EXPECT_EQ(std::get<int64_t>(*outputs[1].scalar), 21);
+}
+
 }  // namespace
 }  // namespace braze
 
