@@ -38,6 +38,7 @@ from braze import execute as bx
 
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
 from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
+from test_matmul import define_weight_int8_linear  # noqa: E402  (seed 003)
 
 L2_BYTES = 50 << 20
 BF16 = ml_dtypes.bfloat16
@@ -143,16 +144,6 @@ def define_matmul(fd, a_shape, b_shape, dtype):
     a = fd.define_tensor(shape=[-1] * len(a_shape), contiguity=[True] * len(a_shape), dtype=dtype)
     b = fd.define_tensor(shape=[-1] * len(b_shape), contiguity=[True] * len(b_shape), dtype=dtype)
     fd.add_output(fd.ops.matmul(a, b))
-
-
-def define_weight_int8_linear(fd):
-    """Seed 003: bf16 activations x int8 weights [N, K] with a per-channel bf16 scale."""
-    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
-    w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
-    s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
-    scale = fd.ops.broadcast_in_dim(s, shape=w.shape(), broadcast_dims=[0])
-    wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), scale), DataType.BFloat16)
-    fd.add_output(fd.ops.cast(fd.ops.linear(x, wd), DataType.BFloat16))
 
 
 def torch_int8_bmm(a, b):

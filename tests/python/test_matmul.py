@@ -18,16 +18,20 @@ def kernels(plan):
     return [s for s in plan.segments if s.kind == "kernel"]
 
 
+def define_weight_int8_linear(fd):
+    """Seed 003: bf16 activations x int8 weights [N, K] dequantized by a per-channel bf16 scale."""
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+    s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    scale = fd.ops.broadcast_in_dim(s, shape=w.shape(), broadcast_dims=[0])
+    wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), scale), DataType.BFloat16)
+    fd.add_output(fd.ops.cast(fd.ops.linear(x, wd), DataType.BFloat16))
+
+
 @pytest.mark.parametrize("m", [1, 64])
 def test_weight_only_int8_linear_with_per_channel_scales_is_one_kernel(m):
-    # Seed 003: bf16 activations x int8 weights [N, K] dequantized by a per-channel scale.
     with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
-        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
-        s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
-        scale = fd.ops.broadcast_in_dim(s, shape=w.shape(), broadcast_dims=[0])
-        wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), scale), DataType.BFloat16)
-        fd.add_output(fd.ops.cast(fd.ops.linear(x, wd), DataType.BFloat16))
+        define_weight_int8_linear(fd)
     rng = np.random.default_rng(m)
     inputs = [rng.standard_normal((m, 256)).astype(BF16), rng.integers(-128, 128, (96, 256)).astype(np.int8),
               (rng.random(96) * 0.01).astype(BF16)]
