@@ -194,10 +194,20 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
     const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
     if (auto value = interceptor_(tensor, offset)) return bind("s", *value);
   }
+  // A chunk wider than 16 bytes of this tensor (a matmul's bf16 activations beside its int8 weights) is
+  // read as several 16-byte vectors.
   const int64_t bytes = width_ * sizeOf(param.dtype);
+  const int64_t access = std::min<int64_t>(bytes, 16);
   const bool lane_free_base = !laneDependent(base);
   const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&
-                      param.alignment_bytes % bytes == 0;
+                      bytes % access == 0 && param.alignment_bytes % access == 0;
+  const int piece = static_cast<int>(width_ * access / bytes);
+  auto vectorLoads = [&](VarId array, ExprId at) {
+    for (int64_t first = 0; first < width_; first += piece) {
+      const ExprId from = first == 0 ? base : kb_.add(base, kb_.index(first));
+      kb_.vecLoad(array, first == 0 ? at : kb_.add(at, kb_.index(first)), tensor, from, piece);
+    }
+  };
   const bool cached = cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0;
   if (vector) {
     const auto key = std::make_pair(tensor, base);
@@ -208,7 +218,7 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
     if (cached && !cache_.shared) {
       // Registers: the vector load fills the chunk's slots of the array directly.
       kb_.pushTarget(pre_);
-      kb_.vecLoad(cache, kb_.mul(cache_.chunk, kb_.index(width_)), tensor, base, static_cast<int>(width_));
+      vectorLoads(cache, kb_.mul(cache_.chunk, kb_.index(width_)));
       kb_.popTarget();
       return kb_.localRead(cache, slot);
     }
@@ -217,7 +227,7 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
       const VarId array = kb_.arrayVar("v", param.dtype, width_);
       kb_.pushTarget(pre_);
       kb_.declare(array);
-      kb_.vecLoad(array, kb_.index(0), tensor, base, static_cast<int>(width_));
+      vectorLoads(array, kb_.index(0));
       kb_.popTarget();
       it = vector_loads_.emplace(key, array).first;
     }

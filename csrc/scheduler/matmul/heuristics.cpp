@@ -9,6 +9,10 @@
 namespace braze {
 
 std::string MatmulParams::toString() const {
+  if (gemv) {
+    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K", gemv_warps,
+                       gemv_cols, gemv_vector);
+  }
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block)", kernel::toString(shape),
                      warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols());
 }
@@ -23,7 +27,30 @@ std::string mmaUnavailable(const DeviceInfo& device, DataType operand) {
   return "";
 }
 
+namespace {
+
+// A few rows: the problem is reading B once. Tensor cores would compute 16-row tiles of which most rows
+// are padding, and their operand loads are not 16 bytes wide; a warp per output column instead streams
+// the column's K elements with vector loads and sums them.
+MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
+  MatmulParams p;
+  p.gemv = true;
+  p.gemv_warps = 4;
+  p.gemv_vector = std::max<int64_t>(1, 16 / std::max<int64_t>(problem.b_element_bytes, 1));
+  // Two columns per warp where the rows leave registers for them (a sum per row and column per lane),
+  // unless that leaves fewer than two blocks per SM.
+  p.gemv_cols = problem.m <= 8 ? 2 : 1;
+  auto blocksN = [&] { return ceilDiv(std::max<int64_t>(problem.n, 1), p.gemv_warps * p.gemv_cols); };
+  if (p.gemv_cols > 1 && problem.batch * blocksN() < 2 * static_cast<int64_t>(device.sm_count)) p.gemv_cols = 1;
+  p.blocks_n = blocksN();
+  p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_n;
+  return p;
+}
+
+}  // namespace
+
 MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
+  if (problem.m <= 16 && problem.b_k_contiguous) return gemvHeuristics(device, problem);
   MatmulParams p;
   p.shape = problem.operand == DataType::BFloat16 || problem.operand == DataType::Half ? kernel::MmaShape::M16N8K16
                                                                                        : kernel::MmaShape::M16N8K32;
@@ -38,7 +65,6 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
   // An empty output launches nothing (a plan skips kernels of no blocks).
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
-  (void)device;
   return p;
 }
 

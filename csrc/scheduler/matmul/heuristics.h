@@ -1,5 +1,6 @@
 // The matmul scheduler's parameters: a block of warps_m x warps_n warps, each computing a warp tile of
-// tiles_m x tiles_n mma tiles (16 x 8 each) of one batch's output, walking K an mma's depth at a time.
+// tiles_m x tiles_n mma tiles (16 x 8 each) of one batch's output, walking K an mma's depth at a time;
+// or, for a few rows (m <= 16) times a B read along K (a linear's [N, K] weights), the GEMV schedule.
 // A pure function of (DeviceInfo, problem), unit-tested with described GPUs.
 #pragma once
 
@@ -14,6 +15,11 @@ namespace braze {
 struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   DataType operand = DataType::BFloat16;
+  // How B is read: whether every tensor it loads moves one element per step along K (a linear's
+  // row-major [N, K] weights, with or without a dequantize), and the element size of the largest of
+  // them (1 for int8 weights under a dequantize to bf16).
+  bool b_k_contiguous = false;
+  int64_t b_element_bytes = 2;
 };
 
 struct MatmulParams {
@@ -21,6 +27,12 @@ struct MatmulParams {
   int64_t warps_m = 2, warps_n = 2;  // warps per block along M and N
   int64_t tiles_m = 2, tiles_n = 4;  // mma tiles per warp along M and N
   int64_t blocks_m = 1, blocks_n = 1, grid = 1;  // grid 0: the output is empty
+  // The GEMV schedule, without tensor cores: a block of gemv_warps warps, each summing gemv_cols output
+  // columns over all of K for every row, its lanes reading gemv_vector consecutive K elements at a time
+  // (16 bytes of B's largest input, so every weight byte is read once with 128-bit loads); the lanes'
+  // sums meet in a warp reduction. blocks_n counts the blocks along N.
+  bool gemv = false;
+  int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1;
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

@@ -1,12 +1,16 @@
-// The matmul lowering: block b of the grid takes one batch's block tile of the output; its warps each a
-// warp tile of tiles_m x tiles_n mma tiles. Walking K an mma's depth at a time, each lane loads its
-// fragment values of A and B straight from global memory (through the ValueBuilder, so a cast or
-// broadcast feeding an operand is computed as it is loaded, and transposed operands are read through
-// their strides), zero outside the matrices, and issues the warp's mmas. Then each accumulator value
-// goes through the epilogue (bias, the elementwise ops after the matmul, the output's dtype) and is
-// stored. The operands are not staged in shared memory: every lane reads its own values, so a block
-// reads A and B tiles several times from L1/L2.
+// The matmul lowering, two schedules. Both read operand values through the ValueBuilder (so a cast,
+// dequantize or broadcast feeding an operand is computed as it is loaded, and transposed operands are
+// read through their strides), and put each output value through the epilogue (bias, the elementwise
+// ops after the matmul, the output's dtype) before storing it.
+// - mma: block b of the grid takes one batch's block tile of the output; its warps each a warp tile of
+//   tiles_m x tiles_n mma tiles. Walking K an mma's depth at a time, each lane loads its fragment values
+//   of A and B straight from global memory, zero outside the matrices, and issues the warp's mmas. The
+//   operands are not staged in shared memory: a block reads A and B tiles several times from L1/L2.
+// - GEMV (a few rows): a warp per gemv_cols output columns; its lanes walk K in chunks of gemv_vector
+//   elements (one 16-byte load of B's weights per column), multiply by every row of A and keep a sum
+//   per row and column, then the warp adds its lanes' sums.
 #include "support/error.h"
+#include "scheduler/load_probe.h"
 #include "scheduler/lower.h"
 #include "scheduler/matmul/heuristics.h"
 
@@ -46,34 +50,138 @@ ExprId laneLinear(KernelBuilder& kb, ExprId g, ExprId t, const std::function<int
   return kb.add(kb.index(base), kb.add(kb.mul(g, kb.index(per_g)), kb.mul(t, kb.index(per_t))));
 }
 
+// How B is read along K: every load it makes, probed at a symbolic point of B's index space. B reads
+// "along K" when each load moves by 0 or 1 element per step of k; the element size reported is that of
+// the largest tensor read so (the weights, under any dequantize).
+void probeOperandB(const LoweringContext& ctx, const Expr& mm, MatmulProblem& problem) {
+  const Val* b = mm.input(1);
+  const auto& sizes = ctx.bound.sizesOf(b);
+  const size_t k_dim = mm.kind() == OpKind::Linear ? sizes.size() - 1 : sizes.size() - 2;
+  Kernel scratch;
+  scratch.tensors = ctx.kernel.tensors;
+  scratch.index64 = true;
+  KernelBuilder kb(scratch);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  SymbolicPoint point{sizes, std::vector<VarId>(sizes.size(), -1), -1, 1, -1};
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1) point.vars[d] = kb.scalarVar("p", DataType::Int64, true);
+  }
+  problem.b_k_contiguous = true;
+  int64_t largest = -1;
+  for (const ProbedLoad& load : probeLoads(kb, vb, point, {b})) {
+    const int64_t along_k = load.strides ? (*load.strides)[k_dim] : -1;
+    if (along_k != 0 && along_k != 1) problem.b_k_contiguous = false;
+    const TensorParam& param = scratch.tensors[load.tensor];
+    const int64_t numel = param.layout.numel();
+    if (along_k == 1 && numel > largest) {
+      largest = numel;
+      problem.b_element_bytes = sizeOf(param.dtype);
+    }
+  }
+}
+
 }  // namespace
 
 MatmulParams chooseMatmul(LoweringContext& ctx) {
+  const Expr& mm = matmulOf(ctx.segment);
   const Shape s = shapeOf(ctx.segment);
-  return matmulHeuristics(ctx.device, {s.batch, s.m, s.n, s.k, matmulOf(ctx.segment).input(0)->dtype()});
+  MatmulProblem problem{s.batch, s.m, s.n, s.k, mm.input(0)->dtype()};
+  probeOperandB(ctx, mm, problem);
+  return matmulHeuristics(ctx.device, problem);
 }
 
-void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
-  const Expr& mm = matmulOf(ctx.segment);
-  const bool linear = mm.kind() == OpKind::Linear;
-  const Val* a = mm.input(0);
-  const Val* b = mm.input(1);
-  const Val* bias = linear && mm.inputs().size() > 2 ? mm.input(2) : nullptr;
-  const Val* result = mm.output(0);
-  const Shape s = shapeOf(ctx.segment);
-  const DataType operand = a->dtype();
-  const DataType acc_type = mmaAccumulator(p.shape, operand);
-  const MmaDims dims = mmaDims(p.shape);
-  const auto& a_sizes = ctx.bound.sizesOf(a);
-  const auto& b_sizes = ctx.bound.sizesOf(b);
-  const int64_t nb = static_cast<int64_t>(s.batch_sizes.size());
+namespace {
 
-  Kernel& k = ctx.kernel;
-  k.grid = {p.grid, 1};
-  k.block = {32 * p.warps_m * p.warps_n, 1};
-  k.summary = p.toString();
-  KernelBuilder kb(k);
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+class MatmulLowering {
+ public:
+  MatmulLowering(LoweringContext& ctx, const MatmulParams& p)
+      : ctx_(ctx),
+        p_(p),
+        mm_(matmulOf(ctx.segment)),
+        linear_(mm_.kind() == OpKind::Linear),
+        a_(mm_.input(0)),
+        b_(mm_.input(1)),
+        bias_(linear_ && mm_.inputs().size() > 2 ? mm_.input(2) : nullptr),
+        result_(mm_.output(0)),
+        s_(shapeOf(ctx.segment)),
+        acc_type_(mmaAccumulator(p.gemv ? shapeFor(a_->dtype()) : p.shape, a_->dtype())),
+        kb_(ctx.kernel),
+        vb_(kb_, ctx.bound, ctx.segment.exprs, ctx.inputs) {
+    ctx.kernel.summary = p.toString();
+  }
+
+  void mma();
+  void gemv();
+
+ private:
+  static MmaShape shapeFor(DataType operand) {
+    return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
+  }
+
+  // Block index bb of the batch: the batch dims' indices.
+  void setBatch(ExprId bb) { batch_index_ = vb_.unflatten(bb, false, s_.batch_sizes); }
+
+  // An operand's index: its own batch dims (aligned right, size 1 broadcast), then its two matrix dims.
+  std::vector<Idx> operandIndex(const Val* operand, Idx r, Idx c) {
+    const auto& sizes = ctx_.bound.sizesOf(operand);
+    const int64_t nb = static_cast<int64_t>(s_.batch_sizes.size());
+    std::vector<Idx> index;
+    const int64_t lead = static_cast<int64_t>(sizes.size()) - 2;
+    for (int64_t j = 0; j < lead; ++j) {
+      index.push_back(sizes[j] == 1 ? Idx{kb_.index(0), false} : batch_index_[j + (nb - lead)]);
+    }
+    index.push_back(r);
+    index.push_back(c);
+    return index;
+  }
+  ExprId valueOfA(Idx m, Idx k) { return vb_.valueAt(a_, operandIndex(a_, m, k)); }
+  // B[k][n]; a linear's weight is [N, K], so B[k][n] is weight[n][k].
+  ExprId valueOfB(Idx k, Idx n) { return vb_.valueAt(b_, linear_ ? operandIndex(b_, n, k) : operandIndex(b_, k, n)); }
+
+  // Output (r, c) of the matmul from its accumulated value: plus linear's bias (in the accumulator's
+  // domain, as the reference adds: float, or wrapping integers), rounded once to the result's dtype,
+  // through the ops after it, stored where `inside`.
+  void epilogue(ExprId inside, ExprId r, ExprId c, const std::function<ExprId()>& accumulated) {
+    emitChunk(kb_, vb_, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
+      ExprId value = accumulated();
+      if (bias_ != nullptr) {
+        const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
+        const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
+        value = kb_.elementwise(OpKind::Add, sum, {kb_.cast(value, sum), kb_.cast(vb_.valueAt(bias_, at), sum)});
+      }
+      vb_.setResult(result_, vb_.bind("mm", kb_.cast(value, result_->dtype())));
+      std::vector<Idx> index = batch_index_;
+      index.push_back({r, false});
+      index.push_back({c, false});
+      for (const Val* out : ctx_.segment.outputs) {
+        storeOutput(kb_, vb_, chunk, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
+      }
+    });
+  }
+
+  ExprId zeroOf(DataType dtype) { return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype); }
+
+  LoweringContext& ctx_;
+  const MatmulParams& p_;
+  const Expr& mm_;
+  const bool linear_;
+  const Val *a_, *b_, *bias_, *result_;
+  const Shape s_;
+  const DataType acc_type_;
+  KernelBuilder kb_;
+  ValueBuilder vb_;
+  std::vector<Idx> batch_index_;
+};
+
+void MatmulLowering::mma() {
+  const MatmulParams& p = p_;
+  const DataType operand = a_->dtype();
+  const MmaDims dims = mmaDims(p.shape);
+  KernelBuilder& kb = kb_;
+  ValueBuilder& vb = vb_;
+  const Shape& s = s_;
+  ctx_.kernel.grid = {p.grid, 1};
+  ctx_.kernel.block = {32 * p.warps_m * p.warps_n, 1};
 
   const ExprId block = kb.blockIdx(0);
   const ExprId bn = kb.letValue("bn", kb.mod(block, kb.index(p.blocks_n)));
@@ -87,19 +195,8 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
       "row0", kb.add(kb.mul(bm, kb.index(p.blockRows())), kb.mul(kb.div(warp, kb.index(p.warps_n)), kb.index(p.tiles_m * 16))));
   const ExprId col0 = kb.letValue(
       "col0", kb.add(kb.mul(bn, kb.index(p.blockCols())), kb.mul(kb.mod(warp, kb.index(p.warps_n)), kb.index(p.tiles_n * 8))));
-  const std::vector<Idx> batch_index = vb.unflatten(bb, false, s.batch_sizes);
+  setBatch(bb);
 
-  // An operand's index: its own batch dims (aligned right, size 1 broadcast), then its two matrix dims.
-  auto operandIndex = [&](const std::vector<int64_t>& sizes, ExprId r, ExprId c) {
-    std::vector<Idx> index;
-    const int64_t lead = static_cast<int64_t>(sizes.size()) - 2;
-    for (int64_t j = 0; j < lead; ++j) {
-      index.push_back(sizes[j] == 1 ? Idx{kb.index(0), false} : batch_index[j + (nb - lead)]);
-    }
-    index.push_back({r, false});
-    index.push_back({c, false});
-    return index;
-  };
   // Statements the ValueBuilder and this lowering add, in order, to the current block.
   auto inChunk = [&](const std::function<void()>& build) {
     std::vector<Stmt> pre;
@@ -110,17 +207,15 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
     auto& target = kb.current();
     target.insert(target.end(), std::make_move_iterator(pre.begin()), std::make_move_iterator(pre.end()));
   };
-  const ExprId zero = isFloating(operand) ? kb.constant(0.0, operand) : kb.constantInt(0, operand);
+  const ExprId zero = zeroOf(operand);
 
   std::vector<VarId> acc, fa, fb;
-  for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type, dims.c_values));
+  for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type_, dims.c_values));
   for (int64_t i = 0; i < p.tiles_m; ++i) fa.push_back(kb.arrayVar("fa", operand, dims.a_values));
   for (int64_t i = 0; i < p.tiles_n; ++i) fb.push_back(kb.arrayVar("fb", operand, dims.b_values));
   for (VarId v : acc) {
     kb.declare(v);
-    for (int64_t i = 0; i < dims.c_values; ++i) {
-      kb.localWrite(v, kb.index(i), acc_type == DataType::Float ? kb.constant(0.0, acc_type) : kb.constantInt(0, acc_type));
-    }
+    for (int64_t i = 0; i < dims.c_values; ++i) kb.localWrite(v, kb.index(i), zeroOf(acc_type_));
   }
   for (VarId v : fa) kb.declare(v);
   for (VarId v : fb) kb.declare(v);
@@ -134,7 +229,7 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
                                 laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).row; }));
         const ExprId c = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).col; }));
         const ExprId valid = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.k)));
-        const ExprId v = vb.valueAt(a, operandIndex(a_sizes, kb.min(r, kb.index(s.m - 1)), kb.min(c, kb.index(s.k - 1))));
+        const ExprId v = valueOfA({kb.min(r, kb.index(s.m - 1)), false}, {kb.min(c, kb.index(s.k - 1)), false});
         kb.localWrite(fa[tm], kb.index(i), kb.select(valid, v, zero));
       }
     });
@@ -146,9 +241,7 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)),
                                 laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).col; }));
         const ExprId valid = kb.land(kb.lt(r, kb.index(s.k)), kb.lt(c, kb.index(s.n)));
-        const ExprId rc = kb.min(r, kb.index(s.k - 1)), cc = kb.min(c, kb.index(s.n - 1));
-        // linear's weight is [N, K]: B[k][n] is weight[n][k].
-        const ExprId v = linear ? vb.valueAt(b, operandIndex(b_sizes, cc, rc)) : vb.valueAt(b, operandIndex(b_sizes, rc, cc));
+        const ExprId v = valueOfB({kb.min(r, kb.index(s.k - 1)), false}, {kb.min(c, kb.index(s.n - 1)), false});
         kb.localWrite(fb[tn], kb.index(i), kb.select(valid, v, zero));
       }
     });
@@ -161,30 +254,97 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
   }
   kb.close();
 
-  // The epilogue: each accumulator value as the matmul's result (plus linear's bias, before the one
-  // rounding to the result's dtype), through the ops after it, stored where it is in bounds.
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
       for (int i = 0; i < dims.c_values; ++i) {
         const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).row; }));
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).col; }));
         const ExprId inside = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
-        emitChunk(kb, vb, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
-          ExprId value = kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i));
-          if (bias != nullptr) {
-            // In the accumulator's domain, as the reference adds: float, or wrapping integers.
-            const DataType sum = acc_type == DataType::Float ? DataType::Float : DataType::Int64;
-            const std::vector<Idx> at = ctx.bound.sizesOf(bias).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
-            value = kb.elementwise(OpKind::Add, sum, {kb.cast(value, sum), kb.cast(vb.valueAt(bias, at), sum)});
-          }
-          vb.setResult(result, vb.bind("mm", kb.cast(value, result->dtype())));
-          std::vector<Idx> index = batch_index;
-          index.push_back({r, false});
-          index.push_back({c, false});
-          for (const Val* out : ctx.segment.outputs) storeOutput(kb, vb, chunk, ctx.outputs.at(out), index, vb.valueAt(out, index));
-        });
+        epilogue(inside, r, c, [&] { return kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i)); });
       }
     }
+  }
+}
+
+void MatmulLowering::gemv() {
+  const MatmulParams& p = p_;
+  KernelBuilder& kb = kb_;
+  ValueBuilder& vb = vb_;
+  const Shape& s = s_;
+  const int64_t width = p.gemv_vector;
+  ctx_.kernel.grid = {p.grid, 1};
+  ctx_.kernel.block = {32, p.gemv_warps};  // threadIdx.x: the lane, threadIdx.y: the warp
+
+  const ExprId block = kb.blockIdx(0);
+  const ExprId bn = kb.letValue("bn", kb.mod(block, kb.index(p.blocks_n)));
+  setBatch(kb.letValue("bb", kb.div(block, kb.index(p.blocks_n))));
+  const ExprId lane = kb.threadIdx(0);
+  const ExprId col0 = kb.letValue("col0", kb.mul(kb.add(kb.mul(bn, kb.index(p.gemv_warps)), kb.threadIdx(1)),
+                                                 kb.index(p.gemv_cols)));
+  // Columns past N read column N - 1 (in bounds) and store nothing.
+  std::vector<ExprId> cols;
+  for (int64_t c = 0; c < p.gemv_cols; ++c) cols.push_back(kb.letValue("n", kb.min(kb.add(col0, kb.index(c)), kb.index(s.n - 1))));
+  // A sum per row and column, in the accumulator's type (float, or int32 that wraps as mma's does).
+  std::vector<VarId> sums;
+  for (int64_t i = 0; i < s.m * p.gemv_cols; ++i) {
+    sums.push_back(kb.scalarVar("sum", acc_type_));
+    kb.let(sums.back(), zeroOf(acc_type_));
+  }
+  const DataType product_type = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
+  // Adds row m times column c at K index k (a chunk's lane, or one element) to their sums.
+  auto accumulate = [&](Chunk& chunk, Idx k) {
+    std::vector<ExprId> column;
+    for (ExprId n : cols) column.push_back(kb.cast(valueOfB(k, {n, false}), product_type));
+    for (int64_t m = 0; m < s.m; ++m) {
+      const ExprId row = kb.cast(valueOfA({kb.index(m), false}, k), product_type);
+      kb.pushTarget(k.lane ? &chunk.body : &chunk.pre);
+      for (int64_t c = 0; c < p.gemv_cols; ++c) {
+        const VarId sum = sums[m * p.gemv_cols + c];
+        const ExprId product = kb.elementwise(OpKind::Mul, product_type, {row, column[c]});
+        kb.assign(sum, kb.cast(kb.elementwise(OpKind::Add, product_type, {kb.cast(kb.ref(sum), product_type), product}),
+                               acc_type_));
+      }
+      kb.popTarget();
+    }
+  };
+  // Whole chunks of `width` K elements, lane l taking chunks l, l + 32, ...; then the last K % width
+  // elements one at a time.
+  const int64_t chunks = s.k / width;
+  const ExprId all = kb.constantInt(1, DataType::Bool);
+  if (chunks > 0) {
+    const VarId chunk = kb.scalarVar("kc", DataType::Int64, /*is_index=*/true);
+    const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
+    kb.openFor(chunk, lane, kb.index(chunks), kb.index(32), /*unroll=*/false);
+    emitChunk(kb, vb, all, width, lane_var, [&](Chunk& c) {
+      accumulate(c, {kb.mul(kb.ref(chunk), kb.index(width)), width > 1});
+    });
+    kb.close();
+  }
+  if (s.k % width != 0) {
+    const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
+    kb.openFor(kt, kb.add(kb.index(chunks * width), lane), kb.index(s.k), kb.index(32), /*unroll=*/false);
+    emitChunk(kb, vb, all, 1, -1, [&](Chunk& c) { accumulate(c, {kb.ref(kt), false}); });
+    kb.close();
+  }
+  for (VarId sum : sums) kb.blockReduce(sum, ReduceOp::Sum, /*axis=*/0);
+  // Lane 0 holds the warp's sums.
+  for (int64_t m = 0; m < s.m; ++m) {
+    for (int64_t c = 0; c < p.gemv_cols; ++c) {
+      const ExprId n = kb.add(col0, kb.index(c));
+      const ExprId inside = kb.land(kb.eq(lane, kb.index(0)), kb.lt(n, kb.index(s.n)));
+      epilogue(inside, kb.index(m), n, [&] { return kb.ref(sums[m * p.gemv_cols + c]); });
+    }
+  }
+}
+
+}  // namespace
+
+void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
+  MatmulLowering lowering(ctx, p);
+  if (p.gemv) {
+    lowering.gemv();
+  } else {
+    lowering.mma();
   }
 }
 

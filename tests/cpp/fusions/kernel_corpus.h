@@ -415,6 +415,34 @@ inline KernelCase linearBiasReluCase(int64_t m, int64_t n, int64_t k) {
   return c;
 }
 
+// Seed 003's weight-only int8 linear: bf16 x [m, k] times int8 weights [n, k] dequantized to bf16 by a
+// scale per output channel (group 0) or per channel and group of `group` K elements (scales [n, k /
+// group], through a reshape), the result cast to bf16. A few rows take the GEMV schedule.
+inline KernelCase weightInt8LinearCase(int64_t m, int64_t n, int64_t k, int64_t group, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* w = defineTensor({-1, -1}, {true, true}, DataType::Int8);
+    Val* wf = cast(w, DataType::Float);
+    if (group == 0) {
+      TensorView* s = defineTensor({-1}, {true}, DataType::BFloat16);
+      wf = binaryOp(OpKind::Mul, wf, broadcastInDim(s, ints(f, {n, k}), {0}));
+    } else {
+      TensorView* s = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+      const std::vector<int64_t> grouped_shape = {n, k / group, group};
+      Val* grouped = reshape(wf->asTensor(), ints(f, grouped_shape));
+      Val* scaled = binaryOp(OpKind::Mul, grouped, broadcastInDim(s, ints(f, grouped_shape), {0, 1}));
+      wf = reshape(scaled->asTensor(), ints(f, {n, k}));
+    }
+    f.addOutput(cast(linear(x, cast(wf, DataType::BFloat16)->asTensor()), DataType::BFloat16));
+  }
+  c.inputs = randomInputs(f, seed, {{m, k}, {n, k}, group == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, k / group}});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
 inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   std::vector<KernelCaseMaker> cases = {
       {"scalar_inputs_13x40", [] { return scalarInputsCase(13, 40); }},
@@ -506,6 +534,12 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"matmul_s8_to_s8_batch", [] { return matmulCase({2, 17, 70}, {2, 70, 9}, DataType::Int8, false, DataType::Int8, 24); }},
       {"matmul_u8_to_s32", [] { return matmulCase({16, 64}, {64, 8}, DataType::UInt8, false, DataType::Null, 25); }},
       {"linear_bias_relu_bf16", [] { return linearBiasReluCase(20, 30, 40); }},
+      {"matmul_bf16_transposed_b_40_rows",
+       [] { return matmulCase({40, 72}, {72, 24}, DataType::BFloat16, true, DataType::Null, 26); }},
+      {"gemv_weight_int8_3x37x100", [] { return weightInt8LinearCase(3, 37, 100, 0, 27); }},
+      {"gemv_weight_int8_group_32_1x9x96", [] { return weightInt8LinearCase(1, 9, 96, 32, 28); }},
+      {"gemv_s8_transposed_b_16_rows",
+       [] { return matmulCase({16, 70}, {70, 13}, DataType::Int8, true, DataType::Null, 29); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
@@ -559,6 +593,8 @@ inline std::vector<KernelCaseMaker> matmulBenchmarkShapes() {
       {"bmm_s8_16x1024x1024x1024",
        [] { return matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, false, DataType::Int8, 32); }},
       {"linear_bias_relu_2x2048x4096x1024", [] { return linearBiasReluCase(2048, 4096, 1024); }},
+      {"gemv_weight_int8_1x11008x4096", [] { return weightInt8LinearCase(1, 11008, 4096, 0, 33); }},
+      {"gemv_weight_int8_group_128_16x4096x4096", [] { return weightInt8LinearCase(16, 4096, 4096, 128, 34); }},
   };
 }
 

@@ -75,6 +75,27 @@ TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
   }
 }
 
+// The GEMV streams the int8 weights with 16-byte loads: 128-bit global loads in the SASS, for per-channel
+// and group-128 scales (the group's scale is one load per chunk, not per element).
+TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  for (const testing::KernelCase& c : {testing::weightInt8LinearCase(1, 11008, 4096, 0, 1),
+                                       testing::weightInt8LinearCase(4, 512, 1024, 128, 2)}) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("matmul gemv"), std::string::npos) << k.summary;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+      const auto sass = runtime::disassemble(cubin.cubin);
+      if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+      const auto counts = runtime::countGlobalAccesses(*sass);
+      EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
+      // No byte-wide loads: every weight byte arrives in a 16-byte vector.
+      EXPECT_EQ(counts.load_bits.count(8), 0u) << arch << "\n" << *sass;
+    }
+  }
+}
+
 TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
   // 128-thread blocks: at most 64 registers per thread for 8 blocks on an SM's 64K registers. The
   // [2048, 1600] layer_norm's 1024 blocks then fit in one wave on 132 SMs (7 per SM would need two).

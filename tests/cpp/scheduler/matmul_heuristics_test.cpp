@@ -22,7 +22,7 @@ TEST(MatmulHeuristics, IntegerOperandsTakeTheK32Shape) {
 }
 
 TEST(MatmulHeuristics, SkinnyProblemsTakeNoMoreTilesThanTheyFill) {
-  // One row (a GEMV's shape): one mma tile of rows, one warp along M.
+  // One row whose B is not read along K (a row-major [K, N] B): one mma tile of rows, one warp along M.
   const MatmulParams gemv = matmulHeuristics(DeviceInfo::h100Sxm(), {1, 1, 11008, 4096, DataType::BFloat16});
   EXPECT_EQ(gemv.tiles_m, 1);
   EXPECT_EQ(gemv.warps_m, 1);
@@ -33,6 +33,47 @@ TEST(MatmulHeuristics, SkinnyProblemsTakeNoMoreTilesThanTheyFill) {
   EXPECT_EQ(narrow.warps_n, 1);
   EXPECT_EQ(narrow.blocks_n, 1);
   EXPECT_EQ(narrow.blocks_m * narrow.blockRows() >= 100, true);
+}
+
+MatmulProblem weightOnly(int64_t m, int64_t n, int64_t k, int64_t weight_bytes) {
+  MatmulProblem problem{1, m, n, k, DataType::BFloat16};
+  problem.b_k_contiguous = true;
+  problem.b_element_bytes = weight_bytes;
+  return problem;
+}
+
+TEST(MatmulHeuristics, AFewRowsTimesWeightsReadAlongKTakeTheGemv) {
+  // Seed 003: int8 weights, 16 of them per 16-byte load; two columns per warp for one row.
+  const MatmulParams int8 = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 11008, 4096, 1));
+  EXPECT_TRUE(int8.gemv);
+  EXPECT_EQ(int8.gemv_vector, 16);
+  EXPECT_EQ(int8.gemv_cols, 2);
+  EXPECT_EQ(int8.blocks_n, 11008 / (int8.gemv_warps * 2));
+  EXPECT_EQ(int8.grid, int8.blocks_n);
+  EXPECT_NE(int8.toString().find("matmul gemv"), std::string::npos);
+  // bf16 weights: 8 per load. Sixteen rows: one column per warp (a sum per row and column per lane).
+  const MatmulParams bf16 = matmulHeuristics(DeviceInfo::a100(), weightOnly(16, 4096, 4096, 2));
+  EXPECT_TRUE(bf16.gemv);
+  EXPECT_EQ(bf16.gemv_vector, 8);
+  EXPECT_EQ(bf16.gemv_cols, 1);
+  // Seventeen rows, or a B strided along K: tensor cores.
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(17, 4096, 4096, 1)).gemv);
+  MatmulProblem strided = weightOnly(1, 4096, 4096, 1);
+  strided.b_k_contiguous = false;
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), strided).gemv);
+}
+
+TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
+  // 1024 columns in 4-warp blocks: 128 blocks at two columns per warp, under 2 x 132 SMs; one column
+  // gives 256 blocks. On an L4 (58 SMs) two columns still leave 128 >= 116 blocks.
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 1024, 4096, 1)).gemv_cols, 1);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::l4(), weightOnly(1, 1024, 4096, 1)).gemv_cols, 2);
+  // Every column is in some block, and an empty output launches nothing.
+  for (int64_t n : {1, 7, 33, 257}) {
+    const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(3, n, 100, 1));
+    EXPECT_GE(p.blocks_n * p.gemv_warps * p.gemv_cols, n);
+  }
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 0, 100, 1)).grid, 0);
 }
 
 TEST(MatmulHeuristics, EveryOutputIsInSomeBlock) {
