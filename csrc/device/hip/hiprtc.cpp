@@ -43,6 +43,13 @@ bool resolve(const DynamicLibrary& library, const char* name, Fn& fn) {
 // NVRTC's: kernel caches may compile from static destructors.
 const HiprtcApi* loadHiprtc() {
   for (const std::string& candidate : hiprtcCandidates()) {
+    // hiprtc left libamdhip64 for libhiprtc in ROCm 5.3: a newer libamdhip64 is not loaded only to find
+    // that out. Loading it brings comgr's LLVM into the process, whose static initializers crashed a
+    // Python process (Ubuntu 24.04's ROCm 5.7 beside an NVIDIA driver).
+    if (candidate.find("libamdhip64") != std::string::npos) {
+      const std::optional<std::pair<int, int>> version = installedLibraryVersion(candidate);
+      if (version && *version >= std::make_pair(5, 3)) continue;
+    }
     std::optional<DynamicLibrary> library = DynamicLibrary::open(std::span<const std::string>(&candidate, 1));
     if (!library) continue;
     auto* api = new HiprtcApi{std::move(*library)};
@@ -56,7 +63,7 @@ const HiprtcApi* loadHiprtc() {
         resolve(lib, "hiprtcGetErrorString", api->getErrorString)) {
       return api;
     }
-    delete api;  // a libamdhip64 of ROCm 5.3 on: hiprtc is in libhiprtc
+    delete api;
   }
   return nullptr;
 }

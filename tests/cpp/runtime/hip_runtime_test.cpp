@@ -1,20 +1,44 @@
 // The HIP side of the runtime without an AMD GPU: the ISA is found in a properties buffer of any
-// layout, an ISA picks its preset, and where no AMD GPU is present the HIP device ops and the device
-// query say so instead of crashing.
+// layout, an ISA picks its preset, where no AMD GPU is present the HIP device ops and the device query
+// say so instead of crashing, and a ROCm library's version is read from its file without loading it.
 #include "support/error.h"
 #include "device/device_ops.h"
 #include "device/hip/hip_runtime.h"
 #include "device/hip/query_hip_device.h"
+#include "device/hip/rocm_paths.h"
 #include "exec/config_report.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 namespace braze {
 namespace {
 
 using namespace std::string_literals;
+
+TEST(RocmPaths, ALibrarysVersionIsReadFromTheFileItsSymlinksEndAt) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("braze_rocm_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "libfakehip.so.5.7.31921") << "not a library";
+  std::filesystem::create_symlink("libfakehip.so.5.7.31921", dir / "libfakehip.so.5");
+  std::ofstream(dir / "libunversioned.so") << "not a library";
+  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libfakehip.so.5").string()), std::make_pair(5, 7));
+  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libunversioned.so").string()), std::nullopt);
+  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libmissing.so.6").string()), std::nullopt);
+  // A bare name: found through LD_LIBRARY_PATH.
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const std::string saved = old == nullptr ? "" : old;
+  ::setenv("LD_LIBRARY_PATH", ("/nonexistent:" + dir.string()).c_str(), 1);
+  EXPECT_EQ(runtime::installedLibraryVersion("libfakehip.so.5"), std::make_pair(5, 7));
+  old == nullptr ? ::unsetenv("LD_LIBRARY_PATH") : ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
+}
 
 TEST(HipRuntime, FindsTheIsaInAPropertiesBufferOfAnyLayout) {
   // A name first (which may mention the product), then the ISA with its feature list, NUL padded.
