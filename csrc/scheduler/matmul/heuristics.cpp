@@ -10,8 +10,8 @@ namespace braze {
 
 std::string MatmulParams::toString() const {
   if (gemv) {
-    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K", gemv_warps,
-                       gemv_cols, gemv_vector);
+    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight",
+                       gemv_warps, gemv_cols, gemv_vector, gemv_unroll);
   }
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block)", kernel::toString(shape),
                      warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols());
@@ -37,6 +37,9 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
   p.gemv = true;
   p.gemv_warps = 4;
   p.gemv_vector = std::max<int64_t>(1, 16 / std::max<int64_t>(problem.b_element_bytes, 1));
+  // Four chunks of each column in flight per lane (64 bytes of int8 weights): enough loads outstanding
+  // to cover DRAM latency at a few warps per SM, few enough registers for 16 rows.
+  p.gemv_unroll = 4;
   // Two columns per warp where the rows leave registers for them (a sum per row and column per lane),
   // unless that leaves fewer than two blocks per SM.
   p.gemv_cols = problem.m <= 8 ? 2 : 1;

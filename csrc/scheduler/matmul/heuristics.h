@@ -30,9 +30,10 @@ struct MatmulParams {
   // The GEMV schedule, without tensor cores: a block of gemv_warps warps, each summing gemv_cols output
   // columns over all of K for every row, its lanes reading gemv_vector consecutive K elements at a time
   // (16 bytes of B's largest input, so every weight byte is read once with 128-bit loads); the lanes'
-  // sums meet in a warp reduction. blocks_n counts the blocks along N.
+  // sums meet in a warp reduction; gemv_unroll chunks per lane are loaded together. blocks_n counts the
+  // blocks along N.
   bool gemv = false;
-  int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1;
+  int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1, gemv_unroll = 4;
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

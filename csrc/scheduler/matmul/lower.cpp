@@ -307,19 +307,35 @@ void MatmulLowering::gemv() {
       kb.popTarget();
     }
   };
-  // Whole chunks of `width` K elements, lane l taking chunks l, l + 32, ...; then the last K % width
-  // elements one at a time.
+  // Whole chunks of `width` K elements, lane l taking chunks l, l + 32, ... in steps of gemv_unroll
+  // chunks, unrolled so that the steps' loads are in flight together; then the last K % width elements
+  // one at a time.
   const int64_t chunks = s.k / width;
-  const ExprId all = kb.constantInt(1, DataType::Bool);
-  if (chunks > 0) {
-    const VarId chunk = kb.scalarVar("kc", DataType::Int64, /*is_index=*/true);
-    const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
-    kb.openFor(chunk, lane, kb.index(chunks), kb.index(32), /*unroll=*/false);
-    emitChunk(kb, vb, all, width, lane_var, [&](Chunk& c) {
-      accumulate(c, {kb.mul(kb.ref(chunk), kb.index(width)), width > 1});
-    });
+  const int64_t steps = ceilDiv(chunks, int64_t{32});
+  const int64_t unroll = std::min(p.gemv_unroll, std::max<int64_t>(steps, 1));
+  const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
+  auto chunkStep = [&](ExprId step) {
+    const ExprId chunk = kb.letValue("kc", kb.add(kb.mul(step, kb.index(32)), lane));
+    const ExprId inside = chunks % 32 == 0 ? kb.constantInt(1, DataType::Bool) : kb.lt(chunk, kb.index(chunks));
+    emitChunk(kb, vb, inside, width, lane_var,
+              [&](Chunk& c) { accumulate(c, {kb.mul(chunk, kb.index(width)), width > 1}); });
+  };
+  if (steps >= unroll) {
+    const VarId group = kb.scalarVar("kg", DataType::Int64, /*is_index=*/true);
+    const VarId u = kb.scalarVar("ku", DataType::Int64, /*is_index=*/true);
+    kb.openFor(group, kb.index(0), kb.index(steps / unroll * unroll), kb.index(unroll), /*unroll=*/false);
+    kb.openFor(u, kb.index(0), kb.index(unroll), kb.index(1), /*unroll=*/true);
+    chunkStep(kb.add(kb.ref(group), kb.ref(u)));
+    kb.close();
     kb.close();
   }
+  if (steps % unroll != 0) {
+    const VarId step = kb.scalarVar("ks", DataType::Int64, /*is_index=*/true);
+    kb.openFor(step, kb.index(steps / unroll * unroll), kb.index(steps), kb.index(1), /*unroll=*/true);
+    chunkStep(kb.ref(step));
+    kb.close();
+  }
+  const ExprId all = kb.constantInt(1, DataType::Bool);
   if (s.k % width != 0) {
     const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
     kb.openFor(kt, kb.add(kb.index(chunks * width), lane), kb.index(s.k), kb.index(32), /*unroll=*/false);
