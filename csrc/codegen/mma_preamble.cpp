@@ -90,9 +90,60 @@ __device__ __forceinline__ void {0}(long long* d, const long long* a, const long
                      name, operandSuffix(operand));
 }
 
-void collect(const Kernel& k, const std::vector<Stmt>& stmts, std::set<std::pair<MmaShape, DataType>>& used) {
+// cp.async (16 bytes through L2 only, .cg; 4 and 8 through L1, .ca), its group commit and wait, and
+// ldmatrix of 1, 2 or 4 matrices, plain or transposed. `src_bytes` below the copy's size zero-fills the
+// rest; 0 reads nothing.
+constexpr std::string_view kAsyncCopy = R"(
+template <int Bytes> __device__ __forceinline__ void braze_cp_async(void* smem, const void* gmem, int src_bytes) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  if constexpr (Bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(Bytes), "r"(src_bytes));
+  }
+}
+__device__ __forceinline__ void braze_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending> __device__ __forceinline__ void braze_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+__device__ __forceinline__ void braze_ldmatrix_x1(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+__device__ __forceinline__ void braze_ldmatrix_x2(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+__device__ __forceinline__ void braze_ldmatrix_x4(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+__device__ __forceinline__ void braze_ldmatrix_x1_trans(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+__device__ __forceinline__ void braze_ldmatrix_x2_trans(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+__device__ __forceinline__ void braze_ldmatrix_x4_trans(unsigned* r, const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+}
+)";
+
+struct Used {
+  std::set<std::pair<MmaShape, DataType>> mma;
+  bool async_copy = false;  // cp.async or ldmatrix
+};
+
+void collect(const Kernel& k, const std::vector<Stmt>& stmts, Used& used) {
   for (const Stmt& s : stmts) {
-    if (s.kind == SKind::Mma) used.insert({s.mma_shape, k.vars[s.mma_operands[0]].dtype});
+    if (s.kind == SKind::Mma) used.mma.insert({s.mma_shape, k.vars[s.mma_operands[0]].dtype});
+    if (s.kind == SKind::CpAsync || s.kind == SKind::CpAsyncCommit || s.kind == SKind::CpAsyncWait ||
+        s.kind == SKind::Ldmatrix) {
+      used.async_copy = true;
+    }
     collect(k, s.body, used);
     collect(k, s.orelse, used);
   }
@@ -105,14 +156,17 @@ std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma) {
 }
 
 std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
-  std::set<std::pair<MmaShape, DataType>> used;
+  Used used;
   collect(kernel, kernel.body, used);
-  if (used.empty()) return "";
+  if (used.mma.empty() && !used.async_copy) return "";
   BRAZE_CHECK(dialect == SourceDialect::Cuda,
-              "kernel {} uses mma.sync, which has no HIP spelling (AMD's matrix instructions, MFMA, are not emitted)",
+              "kernel {} uses mma.sync, cp.async or ldmatrix, which have no HIP spelling (AMD's matrix instructions, "
+              "MFMA, are not emitted)",
               kernel.name);
-  std::string out(kPacking);
-  for (const auto& [shape, operand] : used) out += function(shape, operand);
+  std::string out;
+  if (!used.mma.empty()) out += kPacking;
+  for (const auto& [shape, operand] : used.mma) out += function(shape, operand);
+  if (used.async_copy) out += kAsyncCopy;
   return out;
 }
 

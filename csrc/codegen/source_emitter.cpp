@@ -174,7 +174,11 @@ class Emitter {
                                            : fmt::format("{}[{}]", t.name, a(0));
         return fromStorageExpr(at, x.dtype);
       }
-      case EKind::LocalRead: return fmt::format("{}[{}]", k_.vars[x.ref].name, a(0));
+      case EKind::LocalRead: {
+        const KVar& v = k_.vars[x.ref];
+        const std::string element = fmt::format("{}[{}]", v.name, a(0));
+        return v.storage ? fromStorageExpr(element, v.dtype) : element;
+      }
     }
     BRAZE_UNREACHABLE("emitter: expression kind {}", static_cast<int>(x.kind));
   }
@@ -196,14 +200,19 @@ class Emitter {
       case SKind::Declare: {
         const KVar& v = k_.vars[s.var];
         if (v.kind == VarKind::SharedArray) {
-          line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared", type(s.var),
-                                  v.name, type(s.var), v.shared_offset, v.size));
+          const std::string t = v.storage ? std::string(storageTypeName(v.dtype)) : type(s.var);
+          line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
+                                  t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
         } else {
           line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
         }
         return;
       }
-      case SKind::LocalWrite: line(depth, fmt::format("{}[{}] = {};", k_.vars[s.var].name, e(s.a), e(s.b))); return;
+      case SKind::LocalWrite: {
+        const KVar& v = k_.vars[s.var];
+        line(depth, fmt::format("{}[{}] = {};", v.name, e(s.a), v.storage ? toStorageExpr(e(s.b), v.dtype) : e(s.b)));
+        return;
+      }
       case SKind::For: {
         const std::string& v = k_.vars[s.var].name;
         if (s.unroll) line(depth, "#pragma unroll");
@@ -248,6 +257,43 @@ class Emitter {
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
                                 k_.tensors[s.tensor].name, e(s.a), e(s.b)));
         return;
+      case SKind::CpAsync:
+        line(depth, fmt::format("braze_cp_async<{}>(&{}[{}], &{}[{}], {});", s.width * sizeOf(k_.vars[s.var].dtype),
+                                k_.vars[s.var].name, e(s.b), k_.tensors[s.tensor].name, e(s.a), e(s.c)));
+        return;
+      case SKind::CpAsyncCommit: line(depth, "braze_cp_async_commit();"); return;
+      case SKind::CpAsyncWait: line(depth, fmt::format("braze_cp_async_wait<{}>();", s.width)); return;
+      case SKind::Ldmatrix: ldmatrix(s, depth); return;
+    }
+  }
+
+  // ldmatrix into 32-bit registers, then each register's values into the fragment's compute values.
+  void ldmatrix(const Stmt& s, int depth) {
+    const KVar& from = k_.vars[s.mma_operands[0]];
+    const std::string& to = k_.vars[s.var].name;
+    const int64_t per = 4 / sizeOf(from.dtype);
+    line(depth, "{");
+    line(depth + 1, fmt::format("unsigned r[{}];", s.width));
+    line(depth + 1, fmt::format("braze_ldmatrix_x{}{}(r, &{}[{}]);", s.width, s.transpose ? "_trans" : "", from.name, e(s.a)));
+    for (int64_t m = 0; m < s.width; ++m) {
+      for (int64_t i = 0; i < per; ++i) {
+        line(depth + 1, fmt::format("{}[{} + {}] = {};", to, e(s.b), m * per + i, unpackExpr(from.dtype, m, i)));
+      }
+    }
+    line(depth, "}");
+  }
+
+  // Value i of register r[m] (the lowest bits first) as its compute type.
+  static std::string unpackExpr(DataType dtype, int64_t m, int64_t i) {
+    const std::string reg = fmt::format("r[{}]", m);
+    switch (dtype) {
+      case DataType::BFloat16:
+        return i == 0 ? fmt::format("__uint_as_float({} << 16)", reg) : fmt::format("__uint_as_float({} & 0xffff0000u)", reg);
+      case DataType::Half:
+        return fmt::format("__half2float(__ushort_as_half((unsigned short)({} >> {})))", reg, 16 * i);
+      case DataType::Int8: return fmt::format("(long long)(signed char)({} >> {})", reg, 8 * i);
+      case DataType::UInt8: return fmt::format("(long long)(unsigned char)({} >> {})", reg, 8 * i);
+      default: BRAZE_UNREACHABLE("ldmatrix of {} (the verifier allows bf16, f16, s8 and u8)", toString(dtype));
     }
   }
 

@@ -425,6 +425,18 @@ VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, 
   return id;
 }
 
+VarId KernelBuilder::sharedStorageArray(std::string prefix, DataType dtype, int64_t size) {
+  const VarId id = scalarVar(std::move(prefix), dtype);
+  KVar& v = k_.vars[id];
+  v.kind = VarKind::SharedArray;
+  v.storage = true;
+  v.size = size;
+  // 128-byte aligned: a swizzle pattern repeats every 128 bytes, and ldmatrix rows need 16.
+  v.shared_offset = (k_.shared_bytes + 127) / 128 * 128;
+  k_.shared_bytes = v.shared_offset + (size * sizeOf(dtype) + 15) / 16 * 16;
+  return id;
+}
+
 TensorId KernelBuilder::addTensor(TensorParam param) {
   k_.tensors.push_back(std::move(param));
   return static_cast<TensorId>(k_.tensors.size() - 1);
@@ -557,6 +569,43 @@ void KernelBuilder::mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c) {
   s.mma_shape = shape;
   s.var = d;
   s.mma_operands = {a, b, c};
+  push(std::move(s));
+}
+
+void KernelBuilder::cpAsync(VarId shared, ExprId at, TensorId tensor, ExprId offset, int width, ExprId src_bytes) {
+  Stmt s;
+  s.kind = SKind::CpAsync;
+  s.var = shared;
+  s.b = at;
+  s.tensor = tensor;
+  s.a = offset;
+  s.width = width;
+  s.c = src_bytes;
+  push(std::move(s));
+}
+
+void KernelBuilder::cpAsyncCommit() {
+  Stmt s;
+  s.kind = SKind::CpAsyncCommit;
+  push(std::move(s));
+}
+
+void KernelBuilder::cpAsyncWait(int pending_groups) {
+  Stmt s;
+  s.kind = SKind::CpAsyncWait;
+  s.width = pending_groups;
+  push(std::move(s));
+}
+
+void KernelBuilder::ldmatrix(VarId fragment, ExprId at, VarId shared, ExprId row, int matrices, bool transpose) {
+  Stmt s;
+  s.kind = SKind::Ldmatrix;
+  s.var = fragment;
+  s.b = at;
+  s.mma_operands = {shared, -1, -1};
+  s.a = row;
+  s.width = matrices;
+  s.transpose = transpose;
   push(std::move(s));
 }
 

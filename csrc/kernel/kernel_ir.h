@@ -69,6 +69,9 @@ struct KVar {
   VarKind kind = VarKind::Scalar;
   int64_t size = 0;  // arrays
   int64_t shared_offset = 0;  // SharedArray: byte offset in the block's dynamic shared memory
+  // A shared array holding its values as stored in global memory (bf16 bits, int8 bytes) rather than
+  // in their compute type: what cp.async copies into and ldmatrix reads.
+  bool storage = false;
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Any, All };
@@ -92,6 +95,19 @@ enum class SKind : uint8_t {
   AtomicAdd,  // declares var = the old value of tensor[a] (an Int32 tensor), which becomes tensor[a] + b
   Mma,        // var (D) = mma_operands A B + C, local arrays holding each lane's fragments (mma_fragments.h); every
               // lane of the warp takes part
+  // Asynchronous copies into shared memory (sm_80 on): var[b .. b+width) = tensor[a .. a+width), of
+  // which only the first c bytes are read (c in [0, width bytes]), the rest zero-filled; width bytes is
+  // 4, 8 or 16, both addresses aligned to it. The copy lands at some point before the cp.async wait that
+  // covers its group: reading the elements earlier is an error (the simulator reports it).
+  CpAsync,
+  CpAsyncCommit,  // closes this thread's group of the cp.asyncs issued since the last commit
+  CpAsyncWait,    // waits until at most `width` of this thread's committed groups are still in flight
+  // ldmatrix.m8n8 (b16 units): each lane of the warp gives, at a, the element index in shared array
+  // mma_operands[0] of one 16-byte matrix row (lane l: row l % 8 of matrix l / 8; `width` matrices, 1,
+  // 2 or 4); lane l receives from matrix j the 4 bytes of row l / 4 at byte 4 (l % 4), into var[b + j *
+  // per + i], per = 4 bytes in elements. `transpose` (16-bit elements only): it receives the elements of
+  // column l / 4 at rows 2 (l % 4) and 2 (l % 4) + 1 instead.
+  Ldmatrix,
 };
 
 struct Stmt {
@@ -102,6 +118,7 @@ struct Stmt {
   int32_t width = 1;
   bool unroll = false;
   int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
+  bool transpose = false;     // Ldmatrix
   ReduceOp reduce = ReduceOp::Sum;
   MmaShape mma_shape = MmaShape::M16N8K16;
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
@@ -220,6 +237,8 @@ class KernelBuilder {
 
   VarId scalarVar(std::string prefix, DataType dtype, bool is_index = false);
   VarId arrayVar(std::string prefix, DataType dtype, int64_t size, VarKind kind = VarKind::LocalArray);
+  // A shared array of `size` values held as stored in global memory (KVar::storage), 128-byte aligned.
+  VarId sharedStorageArray(std::string prefix, DataType dtype, int64_t size);
   TensorId addTensor(TensorParam param);
 
   // Statements go to the innermost open block.
@@ -242,6 +261,12 @@ class KernelBuilder {
   void atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value);
   // d = a b + c on the warp's 16 x 8 tile; each a local array of the fragment's size (mmaDims).
   void mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c);
+  // shared[at .. at+width) = tensor[offset .. offset+width), `src_bytes` of it read, the rest zeros.
+  void cpAsync(VarId shared, ExprId at, TensorId tensor, ExprId offset, int width, ExprId src_bytes);
+  void cpAsyncCommit();
+  void cpAsyncWait(int pending_groups);
+  // fragment[at ..] = ldmatrix.x`matrices`(shared + row), row: this lane's row start (an element index).
+  void ldmatrix(VarId fragment, ExprId at, VarId shared, ExprId row, int matrices, bool transpose);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

@@ -38,7 +38,8 @@ class KernelPrinter {
       if (var.kind == VarKind::Scalar) continue;
       line(1, "{} array {}: {}[{}]{}", var.kind == VarKind::SharedArray ? "shared" : "local", names_[v],
            toString(var.dtype), var.size,
-           var.kind == VarKind::SharedArray ? fmt::format(" at byte {}", var.shared_offset) : "");
+           var.kind == VarKind::SharedArray ? fmt::format(" at byte {}{}", var.shared_offset, var.storage ? " (as stored)" : "")
+                                            : "");
     }
     block(k_.body, 1);
     return out_;
@@ -134,6 +135,16 @@ class KernelPrinter {
       case SKind::Mma:
         line(depth, "{} = mma.{}({}, {}, {})", var(), toString(s.mma_shape), k_.vars[s.mma_operands[0]].name,
              k_.vars[s.mma_operands[1]].name, k_.vars[s.mma_operands[2]].name);
+        return;
+      case SKind::CpAsync:
+        line(depth, "{}[{} .. +{}] = cp_async({}[{}], {} bytes read)", var(), expr(s.b), s.width, tensor(), expr(s.a),
+             expr(s.c));
+        return;
+      case SKind::CpAsyncCommit: line(depth, "cp_async_commit"); return;
+      case SKind::CpAsyncWait: line(depth, "cp_async_wait({} in flight)", s.width); return;
+      case SKind::Ldmatrix:
+        line(depth, "{}[{} ..] = ldmatrix.x{}{}({}[{}])", var(), expr(s.b), s.width, s.transpose ? ".trans" : "",
+             k_.vars[s.mma_operands[0]].name, expr(s.a));
         return;
     }
   }

@@ -18,7 +18,8 @@ using Mask = std::vector<char>;
 
 class Simulator {
  public:
-  Simulator(const Kernel& k, const SimLaunch& launch) : k_(k), grid_(launch.grid), arguments_(launch.arguments) {
+  Simulator(const Kernel& k, const SimLaunch& launch)
+      : k_(k), grid_(launch.grid), arguments_(launch.arguments), stats_(launch.stats) {
     BRAZE_ASSERT(launch.tensors.size() == k.tensors.size(), "kernel {} takes {} tensors, got {}", k.name,
                  k.tensors.size(), launch.tensors.size());
     BRAZE_ASSERT(arguments_.size() == k.arguments.size(), "kernel {} takes {} scalar arguments, got {}", k.name,
@@ -59,6 +60,9 @@ class Simulator {
     std::shuffle(order.begin(), order.end(), rng);
     for (int64_t b : order) {
       block_ = {b % grid_[0], b / grid_[0]};
+      pending_.clear();
+      groups_.clear();
+      in_flight_.clear();
       exec(k_.body, Mask(threads_, 1));
     }
   }
@@ -182,7 +186,10 @@ class Simulator {
       }
       case EKind::LocalRead: {
         const int64_t i = I(0);
-        if (k_.vars[e.ref].kind == VarKind::SharedArray) noteShared(e.ref, t, i, false);
+        if (k_.vars[e.ref].kind == VarKind::SharedArray) {
+          requireLanded(e.ref, t, i);
+          noteShared(e.ref, t, i, false);
+        }
         return arrayAt(e.ref, t, i);
       }
     }
@@ -218,6 +225,140 @@ class Simulator {
       a.writer = t;
     } else {
       a.reader = a.reader < 0 || a.reader == t ? t : kManyReaders;
+    }
+  }
+
+  // A shared element some cp.async still has in flight (issued, not yet covered by a wait of its
+  // thread) may not be read: on a GPU it could hold the old or the new bytes.
+  void requireLanded(VarId var, int64_t t, int64_t i) {
+    auto it = in_flight_.find(var);
+    if (it == in_flight_.end() || i < 0 || i >= static_cast<int64_t>(it->second.size()) || it->second[i] == 0) return;
+    fail(t, fmt::format("reads shared {}[{}] while a cp.async into it is in flight (no cp.async wait covers it)",
+                        k_.vars[var].name, i));
+  }
+
+  struct PendingCopy {
+    VarId var = -1;
+    int64_t at = 0;
+    std::vector<SimValue> values;
+    int64_t group = -1;  // -1 until committed
+  };
+
+  void execCpAsync(const Stmt& s, const Mask& mask) {
+    const KVar& v = k_.vars[s.var];
+    const int64_t element = sizeOf(v.dtype);
+    const int64_t bytes = s.width * element;
+    auto& flight = in_flight_[s.var];
+    if (flight.empty()) flight.assign(v.size, 0);
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (!mask[t]) continue;
+      const int64_t offset = eval(s.a, t).i, at = eval(s.b, t).i, src_bytes = eval(s.c, t).i;
+      if (src_bytes < 0 || src_bytes > bytes) fail(t, fmt::format("cp.async reads {} of its {} bytes", src_bytes, bytes));
+      if ((v.shared_offset + at * element) % bytes != 0) {
+        fail(t, fmt::format("cp.async of {} bytes into {}[{}]: the shared address is not {}-byte aligned", bytes, v.name,
+                            at, bytes));
+      }
+      PendingCopy copy{s.var, at, std::vector<SimValue>(s.width, SimValue{0.0, 0}), -1};
+      const int64_t elements = src_bytes / element;
+      if (elements > 0) {
+        checkAccess(t, s.tensor, offset, elements);
+        const auto address = reinterpret_cast<uintptr_t>(tensors_[s.tensor].data()) + offset * element;
+        if (address % bytes != 0) {
+          fail(t, fmt::format("cp.async of {} bytes from {} at element offset {} is misaligned (address % {} = {})",
+                              bytes, k_.tensors[s.tensor].name, offset, bytes, address % bytes));
+        }
+      }
+      for (int64_t j = 0; j < elements; ++j) copy.values[j] = read(s.tensor, offset + j);
+      for (int64_t j = 0; j < s.width; ++j) {
+        if (at + j < 0 || at + j >= v.size) fail(t, fmt::format("cp.async into {}[{}] outside its {} elements", v.name, at + j, v.size));
+        ++flight[at + j];
+      }
+      pending_[t].push_back(std::move(copy));
+    }
+  }
+
+  void execCpAsyncCommit(const Mask& mask) {
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (!mask[t]) continue;
+      for (PendingCopy& copy : pending_[t]) {
+        if (copy.group < 0) copy.group = groups_[t];
+      }
+      ++groups_[t];
+    }
+  }
+
+  // Lands every copy of the thread's committed groups but the newest `in_flight` ones, as the thread's
+  // writes (a barrier is still needed before other threads read them).
+  void execCpAsyncWait(const Stmt& s, const Mask& mask) {
+    for (int64_t t = 0; t < threads_; ++t) {
+      if (!mask[t]) continue;
+      auto& copies = pending_[t];
+      const int64_t newest_kept = groups_[t] - s.width;  // groups below this one land
+      std::vector<PendingCopy> kept;
+      for (PendingCopy& copy : copies) {
+        if (copy.group < 0 || copy.group >= newest_kept) {
+          kept.push_back(std::move(copy));
+          continue;
+        }
+        auto& flight = in_flight_[copy.var];
+        for (size_t j = 0; j < copy.values.size(); ++j) {
+          --flight[copy.at + static_cast<int64_t>(j)];
+          noteShared(copy.var, t, copy.at + static_cast<int64_t>(j), true);
+          arrayAt(copy.var, t, copy.at + static_cast<int64_t>(j)) = copy.values[j];
+        }
+      }
+      copies = std::move(kept);
+    }
+  }
+
+  // Per warp: each lane's row address, the PTX distribution of the rows' 4-byte pieces, and the bank
+  // conflicts of each 8-row phase (a phase is conflict-free when its eight 16-byte rows fall in eight
+  // distinct 16-byte bank groups of the 128-byte bank line).
+  void execLdmatrix(const Stmt& s, const Mask& mask) {
+    const VarId from = s.mma_operands[0];
+    const KVar& src = k_.vars[from];
+    const int64_t element = sizeOf(src.dtype);
+    const int64_t row_elements = 16 / element, per = 4 / element;
+    for (int64_t warp = 0; warp * 32 < threads_; ++warp) {
+      int64_t active = 0;
+      for (int64_t t = warp * 32; t < warp * 32 + 32; ++t) active += mask[t] ? 1 : 0;
+      if (active == 0) continue;
+      for (int64_t t = warp * 32; t < warp * 32 + 32; ++t) {
+        if (!mask[t]) fail(t, "ldmatrix reached by only part of its warp (this lane is inactive)");
+      }
+      std::vector<int64_t> rows(8 * s.width);
+      for (int64_t r = 0; r < 8 * s.width; ++r) {
+        const int64_t t = warp * 32 + r;
+        rows[r] = eval(s.a, t).i;
+        if ((src.shared_offset + rows[r] * element) % 16 != 0) {
+          fail(t, fmt::format("ldmatrix row {}[{}] is not 16-byte aligned", src.name, rows[r]));
+        }
+        for (int64_t j = 0; j < row_elements; ++j) {
+          requireLanded(from, t, rows[r] + j);
+          noteShared(from, t, rows[r] + j, false);
+        }
+      }
+      for (int64_t m = 0; m < s.width; ++m) {
+        std::array<int, 8> groups{};
+        for (int64_t r = 0; r < 8; ++r) ++groups[((src.shared_offset + rows[m * 8 + r] * element) / 16) % 8];
+        if (stats_ != nullptr) {
+          ++stats_->ldmatrix_phases;
+          stats_->ldmatrix_bank_conflicts += *std::max_element(groups.begin(), groups.end()) - 1;
+        }
+      }
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        const int64_t t = warp * 32 + lane;
+        const int64_t at = eval(s.b, t).i;
+        for (int64_t m = 0; m < s.width; ++m) {
+          for (int64_t i = 0; i < per; ++i) {
+            // Not transposed: row lane / 4, elements per * (lane % 4) + i. Transposed (16-bit): column
+            // lane / 4 of rows 2 (lane % 4) + i.
+            const int64_t index = s.transpose ? rows[m * 8 + 2 * (lane % 4) + i] + lane / 4
+                                              : rows[m * 8 + lane / 4] + per * (lane % 4) + i;
+            arrayAt(s.var, t, at + m * per + i) = arrayAt(from, t, index);
+          }
+        }
+      }
     }
   }
 
@@ -288,6 +429,10 @@ class Simulator {
       case SKind::VecStore: execVector(s, mask); return;
       case SKind::BlockReduce: execReduce(s, mask); return;
       case SKind::Mma: execMma(s, mask); return;
+      case SKind::CpAsync: execCpAsync(s, mask); return;
+      case SKind::CpAsyncCommit: execCpAsyncCommit(mask); return;
+      case SKind::CpAsyncWait: execCpAsyncWait(s, mask); return;
+      case SKind::Ldmatrix: execLdmatrix(s, mask); return;
       case SKind::Fence: return;  // blocks run one after another: writes are visible at once
       case SKind::AtomicAdd:
         for (int64_t t = 0; t < threads_; ++t) {
@@ -448,6 +593,12 @@ class Simulator {
   static constexpr int64_t kManyReaders = -2;
   std::unordered_map<VarId, std::vector<SharedAccess>> shared_;
   int64_t epoch_ = 0;  // barriers passed by the block
+  SimStats* stats_ = nullptr;
+  // cp.async: each thread's copies not landed yet, its committed group count, and per shared element
+  // the copies in flight into it.
+  std::unordered_map<int64_t, std::vector<PendingCopy>> pending_;
+  std::unordered_map<int64_t, int64_t> groups_;
+  std::unordered_map<VarId, std::vector<int32_t>> in_flight_;
 };
 
 }  // namespace

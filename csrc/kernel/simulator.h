@@ -2,7 +2,9 @@
 // lockstep (each statement for every active thread before the next), so block reductions see every
 // thread's value and barriers are checked: a barrier or block reduction reached by only part of a
 // block is reported, as is any access outside a tensor, a misaligned vector access, or an index
-// outside a local array, naming the kernel, the tensor, the offset, the block and the thread.
+// outside a local array, naming the kernel, the tensor, the offset, the block and the thread. cp.async
+// copies land at the wait that covers them: shared memory read before then is reported. ldmatrix is
+// executed per warp with the PTX layout, and its shared-memory bank conflicts are counted.
 // It uses the same index arithmetic, predicates and vector widths as the emitted CUDA, and the
 // reference's element math (kernel/element_math.h).
 #pragma once
@@ -19,11 +21,20 @@ namespace braze::kernel {
 // element offsets [first, last] it may touch (the memory its pointer lies in), in place of the bounds
 // its layout in the kernel IR implies: a kernel launched for another shape than it was lowered for is
 // checked against the memory it was given.
+// What a launch measured beyond its results.
+struct SimStats {
+  // Extra shared-memory wavefronts of ldmatrix: each 8-row phase whose 16-byte rows share banks takes
+  // one more per row beyond the first on a bank group (0 for a conflict-free layout).
+  int64_t ldmatrix_bank_conflicts = 0;
+  int64_t ldmatrix_phases = 0;
+};
+
 struct SimLaunch {
   std::vector<uint8_t*> tensors;
   std::array<int64_t, 2> grid{1, 1};
   std::vector<ScalarValue> arguments;
   std::vector<std::pair<int64_t, int64_t>> extents;
+  SimStats* stats = nullptr;  // added to when given
 };
 void simulate(const Kernel& kernel, const SimLaunch& launch);
 

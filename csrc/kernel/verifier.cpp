@@ -174,7 +174,44 @@ class KernelVerifier {
         define(s.var, VarKind::Scalar, "an atomic add");
         break;
       case SKind::Mma: mma(s); break;
+      case SKind::CpAsync: {
+        uses(s.a, "a cp.async");
+        uses(s.b, "a cp.async");
+        uses(s.c, "a cp.async");
+        const KVar& v = k_.vars.at(s.var);
+        check(defined_.count(s.var) != 0 && v.kind == VarKind::SharedArray && v.storage,
+              "a cp.async into {}, which is not a declared shared array of stored values", v.name);
+        check(s.tensor >= 0 && s.tensor < static_cast<TensorId>(k_.tensors.size()) &&
+                  k_.tensors[s.tensor].dtype == v.dtype,
+              "a cp.async into {} ({}) from a tensor of another dtype", v.name, toString(v.dtype));
+        const int64_t bytes = s.width * sizeOf(v.dtype);
+        check(bytes == 4 || bytes == 8 || bytes == 16, "a cp.async of {} bytes (4, 8 or 16 are copied)", bytes);
+        break;
+      }
+      case SKind::CpAsyncCommit: break;
+      case SKind::CpAsyncWait: check(s.width >= 0, "a cp.async wait for {} groups", s.width); break;
+      case SKind::Ldmatrix: ldmatrix(s); break;
     }
+  }
+
+  void ldmatrix(const Stmt& s) {
+    uses(s.a, "an ldmatrix");
+    uses(s.b, "an ldmatrix");
+    const KVar& from = k_.vars.at(s.mma_operands[0]);
+    const KVar& to = k_.vars.at(s.var);
+    check(k_.warp_size == 32 && k_.threadsPerBlock() % 32 == 0, "ldmatrix needs whole 32-lane warps");
+    check(from.kind == VarKind::SharedArray && from.storage && defined_.count(s.mma_operands[0]) != 0,
+          "ldmatrix reads {}, which is not a declared shared array of stored values", from.name);
+    const bool sixteen = from.dtype == DataType::BFloat16 || from.dtype == DataType::Half;
+    const bool eight = from.dtype == DataType::Int8 || from.dtype == DataType::UInt8;
+    check(sixteen || (eight && !s.transpose), "ldmatrix{} of {} values (bf16 or f16, or s8 or u8 without .trans)",
+          s.transpose ? ".trans" : "", toString(from.dtype));
+    check(s.width == 1 || s.width == 2 || s.width == 4, "ldmatrix of {} matrices (1, 2 or 4)", s.width);
+    const int64_t per = 4 / sizeOf(from.dtype);
+    check(to.kind == VarKind::LocalArray && to.dtype == from.dtype && to.size >= s.width * per &&
+              defined_.count(s.var) != 0,
+          "ldmatrix into {}, which is not a declared local array of at least {} {} values", to.name, s.width * per,
+          toString(from.dtype));
   }
 
   // Each fragment a declared local array of its size and dtype; a warp of 32 lanes, whole warps per block.

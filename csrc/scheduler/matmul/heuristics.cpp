@@ -13,8 +13,14 @@ std::string MatmulParams::toString() const {
     return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight",
                        gemv_warps, gemv_cols, gemv_vector, gemv_unroll);
   }
-  return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block)", kernel::toString(shape),
-                     warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols());
+  auto order = [](kernel::TileOrder o) { return o == kernel::TileOrder::KMajor ? "k-major" : "mn-major"; };
+  const std::string staging =
+      stages == 0 ? "fragments loaded from global memory"
+                  : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
+                                "(A {}, B {})",
+                                stages, block_k, order(a_order), order(b_order));
+  return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}", kernel::toString(shape),
+                     warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging);
 }
 
 std::string mmaUnavailable(const DeviceInfo& device, DataType operand) {
@@ -68,6 +74,14 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
   // An empty output launches nothing (a plan skips kernels of no blocks).
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
+  // cp.async is sm_80's (every GPU with mma.sync here has it). Three stages of 64-byte K slices: 24 KiB of
+  // shared memory for a 64 x 64 block tile of bf16, under the 48 KiB a launch gets without opting in.
+  if (problem.a_tile && problem.b_tile && device.major * 10 + device.minor >= 80) {
+    p.stages = 3;
+    p.block_k = 64 / sizeOf(problem.operand);
+    p.a_order = *problem.a_tile;
+    p.b_order = *problem.b_tile;
+  }
   return p;
 }
 

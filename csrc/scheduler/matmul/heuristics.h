@@ -5,9 +5,11 @@
 #pragma once
 
 #include "kernel/mma_fragments.h"
+#include "kernel/shared_tiles.h"
 #include "scheduler/device_info.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace braze {
@@ -20,6 +22,10 @@ struct MatmulProblem {
   // them (1 for int8 weights under a dequantize to bf16).
   bool b_k_contiguous = false;
   int64_t b_element_bytes = 2;
+  // How each operand can be copied into shared memory as it is stored (cp.async of 16-byte chunks): the
+  // order of its tile rows, or nullopt where it cannot (ops between the input and the matmul, a stride
+  // or address not a multiple of 16 bytes, an 8-bit operand that is not k-major).
+  std::optional<kernel::TileOrder> a_tile = std::nullopt, b_tile = std::nullopt;
 };
 
 struct MatmulParams {
@@ -34,6 +40,11 @@ struct MatmulParams {
   // blocks along N.
   bool gemv = false;
   int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1, gemv_unroll = 4;
+  // Staging (stages >= 2): each block tile's A and B slices of block_k K elements are copied with
+  // cp.async into a ring of `stages` shared tiles, stages - 1 slices ahead of the mmas, which read
+  // their fragments with ldmatrix. 0: fragments are loaded from global memory.
+  int64_t stages = 0, block_k = 0;
+  kernel::TileOrder a_order = kernel::TileOrder::KMajor, b_order = kernel::TileOrder::KMajor;
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

@@ -10,6 +10,7 @@
 //   elements (one 16-byte load of B's weights per column), multiply by every row of A and keep a sum
 //   per row and column, then the warp adds its lanes' sums.
 #include "support/error.h"
+#include "kernel/shared_tiles.h"
 #include "scheduler/load_probe.h"
 #include "scheduler/lower.h"
 #include "scheduler/matmul/heuristics.h"
@@ -80,13 +81,115 @@ void probeOperandB(const LoweringContext& ctx, const Expr& mm, MatmulProblem& pr
   }
 }
 
+// Whether `val` is a stored tensor seen through views only: every op between it and the segment's
+// inputs is a meta op (permute, broadcast, expand, squeeze, slice, reshape).
+bool viewOfInput(const std::vector<const Expr*>& exprs, const Val* val) {
+  for (const Expr* e : exprs) {
+    for (const Val* out : e->outputs()) {
+      if (out != val) continue;
+      if (opInfo(e->kind()).category != OpCategory::Meta) return false;
+      for (const Val* in : e->inputs()) {
+        if (in->isTensor() && !viewOfInput(exprs, in)) return false;
+      }
+      return true;
+    }
+  }
+  return true;  // defined by no expr of the segment: one of its inputs
+}
+
+// The one element of one tensor the kernel reads for `operand` at `index` (an operand that is a view of
+// a stored tensor): the tensor and the element offset. The ValueBuilder's statements go to `target`.
+std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, const Val* operand,
+                                          const std::vector<Idx>& index, std::vector<Stmt>* target) {
+  std::pair<TensorId, ExprId> found{-1, -1};
+  int loads = 0;
+  vb.beginChunk(target, target, 1, -1);
+  vb.setLoadInterceptor([&](TensorId tensor, ExprId offset) -> std::optional<ExprId> {
+    ++loads;
+    found = {tensor, offset};
+    const DataType dtype = kb.kernel().tensors[tensor].dtype;
+    return isFloating(dtype) ? kb.constant(0.0, dtype) : kb.constantInt(0, dtype);
+  });
+  kb.pushTarget(target);
+  vb.valueAt(operand, index);
+  kb.popTarget();
+  vb.setLoadInterceptor(nullptr);
+  return loads == 1 ? found : std::pair<TensorId, ExprId>{-1, -1};
+}
+
+// Whether an operand can be copied into shared tiles as it is stored, and the order of the tile rows: a
+// view (meta ops only) of one tensor of the mma's operand dtype, 16-byte aligned, read at offsets affine
+// in the operand's index, contiguous along K (k-major) or, for 16-bit values, along M / N (mn-major),
+// every other stride and the first element a whole number of 16-byte chunks. `k_last`: its last dim is
+// K (A, a linear's weight).
+std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last) {
+  if (!viewOfInput(ctx.segment.exprs, operand)) return std::nullopt;
+  const auto& sizes = ctx.bound.sizesOf(operand);
+  const size_t nd = sizes.size();
+  if (nd < 2) return std::nullopt;
+  Kernel scratch;
+  scratch.tensors = ctx.kernel.tensors;
+  scratch.index64 = true;
+  KernelBuilder kb(scratch);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  std::vector<Stmt> dropped;
+  TensorId tensor = -1;
+  // The offset at constant coordinates (folded to a constant), or nullopt.
+  auto offsetAt = [&](const std::vector<int64_t>& coords) -> std::optional<int64_t> {
+    std::vector<Idx> index;
+    for (int64_t c : coords) index.push_back({kb.index(c), false});
+    const auto [t, offset] = storedElement(kb, vb, operand, index, &dropped);
+    if (t < 0 || (tensor >= 0 && t != tensor)) return std::nullopt;
+    tensor = t;
+    return kb.constValue(offset);
+  };
+  const std::vector<int64_t> origin_coords(nd, 0);
+  const std::optional<int64_t> origin = offsetAt(origin_coords);
+  if (!origin) return std::nullopt;
+  std::vector<int64_t> strides(nd, 0), corner(nd, 0);
+  int64_t corner_offset = *origin;
+  for (size_t d = 0; d < nd; ++d) {
+    if (sizes[d] <= 1) continue;
+    std::vector<int64_t> step = origin_coords, last = origin_coords;
+    step[d] = 1;
+    last[d] = sizes[d] - 1;
+    const std::optional<int64_t> one = offsetAt(step), end = offsetAt(last);
+    if (!one || !end || *end != *origin + (sizes[d] - 1) * (*one - *origin)) return std::nullopt;
+    strides[d] = *one - *origin;
+    corner[d] = sizes[d] - 1;
+    corner_offset += (sizes[d] - 1) * strides[d];
+  }
+  if (offsetAt(corner) != corner_offset) return std::nullopt;
+  const TensorParam& param = scratch.tensors[tensor];
+  const int64_t chunk = 16 / sizeOf(dtype);
+  if (param.dtype != dtype || param.alignment_bytes % 16 != 0 || *origin % chunk != 0) return std::nullopt;
+  const size_t k_dim = k_last ? nd - 1 : nd - 2, mn_dim = k_last ? nd - 2 : nd - 1;
+  std::optional<TileOrder> order;
+  size_t contiguous = k_dim;
+  if (strides[k_dim] == 1 && sizes[k_dim] > 1) {
+    order = TileOrder::KMajor;
+  } else if (strides[mn_dim] == 1 && sizes[mn_dim] > 1 && sizeOf(dtype) == 2) {
+    order = TileOrder::MnMajor;
+    contiguous = mn_dim;
+  } else {
+    return std::nullopt;
+  }
+  for (size_t d = 0; d < nd; ++d) {
+    if (d != contiguous && sizes[d] > 1 && strides[d] % chunk != 0) return std::nullopt;
+  }
+  return order;
+}
+
 }  // namespace
 
 MatmulParams chooseMatmul(LoweringContext& ctx) {
   const Expr& mm = matmulOf(ctx.segment);
   const Shape s = shapeOf(ctx.segment);
-  MatmulProblem problem{s.batch, s.m, s.n, s.k, mm.input(0)->dtype()};
+  const DataType operand = mm.input(0)->dtype();
+  MatmulProblem problem{s.batch, s.m, s.n, s.k, operand};
   probeOperandB(ctx, mm, problem);
+  problem.a_tile = tileOrder(ctx, mm.input(0), operand, true);
+  problem.b_tile = tileOrder(ctx, mm.input(1), operand, mm.kind() == OpKind::Linear);
   return matmulHeuristics(ctx.device, problem);
 }
 
@@ -114,6 +217,25 @@ class MatmulLowering {
   void gemv();
 
  private:
+  // One operand's ring of shared tiles (staged schedule).
+  struct Staging {
+    const Val* operand = nullptr;
+    TileOrder order = TileOrder::KMajor;
+    bool k_last = true;          // the operand's last dim is K
+    int64_t rows = 0, row_elements = 0, chunks = 0;  // a tile: rows of row_elements (chunks of 16 bytes)
+    int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent
+    ExprId mn_base = -1;         // the block's first m or n
+    VarId tiles = -1;            // stages x rows x row_elements, as stored
+  };
+  Staging staging(const Val* operand, TileOrder order, bool k_last, int64_t mn, int64_t mn_extent, ExprId mn_base);
+  // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
+  ExprId tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk);
+  // cp.asyncs of K slice `slice` of the operand into stage `stage`, spread over the block's threads.
+  void copySlice(const Staging& t, ExprId slice, ExprId stage);
+  // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.
+  void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn0,
+                    int64_t k0);
+
   static MmaShape shapeFor(DataType operand) {
     return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
   }
@@ -220,39 +342,83 @@ void MatmulLowering::mma() {
   for (VarId v : fa) kb.declare(v);
   for (VarId v : fb) kb.declare(v);
 
-  const VarId kk = kb.scalarVar("kk", DataType::Int64, /*is_index=*/true);
-  kb.openFor(kk, kb.index(0), kb.index(s.k), kb.index(dims.k), /*unroll=*/false);
-  for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
-    inChunk([&] {
-      for (int i = 0; i < dims.a_values; ++i) {
-        const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)),
-                                laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).row; }));
-        const ExprId c = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).col; }));
-        const ExprId valid = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.k)));
-        const ExprId v = valueOfA({kb.min(r, kb.index(s.m - 1)), false}, {kb.min(c, kb.index(s.k - 1)), false});
-        kb.localWrite(fa[tm], kb.index(i), kb.select(valid, v, zero));
+  auto mmas = [&] {
+    for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
+      for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
+        const VarId d = acc[tm * p.tiles_n + tn];
+        kb.mma(p.shape, d, fa[tm], fb[tn], d);
       }
-    });
-  }
-  for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
-    inChunk([&] {
-      for (int i = 0; i < dims.b_values; ++i) {
-        const ExprId r = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).row; }));
-        const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)),
-                                laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).col; }));
-        const ExprId valid = kb.land(kb.lt(r, kb.index(s.k)), kb.lt(c, kb.index(s.n)));
-        const ExprId v = valueOfB({kb.min(r, kb.index(s.k - 1)), false}, {kb.min(c, kb.index(s.n - 1)), false});
-        kb.localWrite(fb[tn], kb.index(i), kb.select(valid, v, zero));
-      }
-    });
-  }
-  for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
-    for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
-      const VarId d = acc[tm * p.tiles_n + tn];
-      kb.mma(p.shape, d, fa[tm], fb[tn], d);
     }
+  };
+  if (p.stages >= 2) {
+    // Warp (wm, wn)'s first rows of A and columns of B within the block tile.
+    const ExprId warp_m = kb.mul(kb.div(warp, kb.index(p.warps_n)), kb.index(p.tiles_m * 16));
+    const ExprId warp_n = kb.mul(kb.mod(warp, kb.index(p.warps_n)), kb.index(p.tiles_n * 8));
+    const Staging ta = staging(a_, p.a_order, true, p.blockRows(), s.m, kb.mul(bm, kb.index(p.blockRows())));
+    const Staging tb = staging(b_, p.b_order, linear_, p.blockCols(), s.n, kb.mul(bn, kb.index(p.blockCols())));
+    const int64_t slices = ceilDiv(s.k, p.block_k);
+    // The first stages - 1 slices, a group each (empty past the last slice, so the count stays uniform).
+    for (int64_t slice = 0; slice < p.stages - 1; ++slice) {
+      if (slice < slices) {
+        copySlice(ta, kb.index(slice), kb.index(slice));
+        copySlice(tb, kb.index(slice), kb.index(slice));
+      }
+      kb.cpAsyncCommit();
+    }
+    const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
+    kb.openFor(kt, kb.index(0), kb.index(slices), kb.index(1), /*unroll=*/false);
+    // Slice kt has landed (this thread's copies), and every thread is past reading the stage refilled next.
+    kb.cpAsyncWait(static_cast<int>(p.stages - 2));
+    kb.barrier();
+    const ExprId next = kb.add(kb.ref(kt), kb.index(p.stages - 1));
+    kb.openIf(kb.lt(next, kb.index(slices)));
+    const ExprId refill = kb.mod(next, kb.index(p.stages));
+    copySlice(ta, next, refill);
+    copySlice(tb, next, refill);
+    kb.close();
+    kb.cpAsyncCommit();
+    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
+    const LdmatrixPattern pa = ldmatrixPatternA(p.a_order), pb = ldmatrixPatternB(p.b_order);
+    for (int64_t ks = 0; ks < p.block_k / dims.k; ++ks) {
+      for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
+        loadFragment(ta, pa, fa[tm], stage, kb.add(warp_m, kb.index(tm * 16)), ks * dims.k);
+      }
+      for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
+        loadFragment(tb, pb, fb[tn], stage, kb.add(warp_n, kb.index(tn * 8)), ks * dims.k);
+      }
+      mmas();
+    }
+    kb.close();
+  } else {
+    const VarId kk = kb.scalarVar("kk", DataType::Int64, /*is_index=*/true);
+    kb.openFor(kk, kb.index(0), kb.index(s.k), kb.index(dims.k), /*unroll=*/false);
+    for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
+      inChunk([&] {
+        for (int i = 0; i < dims.a_values; ++i) {
+          const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)),
+                                  laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).row; }));
+          const ExprId c = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).col; }));
+          const ExprId valid = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.k)));
+          const ExprId v = valueOfA({kb.min(r, kb.index(s.m - 1)), false}, {kb.min(c, kb.index(s.k - 1)), false});
+          kb.localWrite(fa[tm], kb.index(i), kb.select(valid, v, zero));
+        }
+      });
+    }
+    for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
+      inChunk([&] {
+        for (int i = 0; i < dims.b_values; ++i) {
+          const ExprId r = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).row; }));
+          const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)),
+                                  laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).col; }));
+          const ExprId valid = kb.land(kb.lt(r, kb.index(s.k)), kb.lt(c, kb.index(s.n)));
+          const ExprId v = valueOfB({kb.min(r, kb.index(s.k - 1)), false}, {kb.min(c, kb.index(s.n - 1)), false});
+          kb.localWrite(fb[tn], kb.index(i), kb.select(valid, v, zero));
+        }
+      });
+    }
+    mmas();
+    kb.close();
   }
-  kb.close();
 
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
@@ -264,6 +430,86 @@ void MatmulLowering::mma() {
       }
     }
   }
+}
+
+MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder order, bool k_last, int64_t mn,
+                                                int64_t mn_extent, ExprId mn_base) {
+  Staging t;
+  t.operand = operand;
+  t.order = order;
+  t.k_last = k_last;
+  t.mn = mn;
+  t.mn_extent = mn_extent;
+  t.mn_base = mn_base;
+  // k-major: a row per m (or n) of block_k elements; mn-major: a row per k of the block's m (or n) span.
+  t.rows = order == TileOrder::KMajor ? mn : p_.block_k;
+  t.row_elements = order == TileOrder::KMajor ? p_.block_k : mn;
+  t.chunks = t.row_elements * sizeOf(operand->dtype()) / 16;
+  t.tiles = kb_.sharedStorageArray(operand == a_ ? "tile_a" : "tile_b", operand->dtype(), p_.stages * t.rows * t.row_elements);
+  kb_.declare(t.tiles);
+  return t;
+}
+
+ExprId MatmulLowering::tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk) {
+  KernelBuilder& kb = kb_;
+  const int64_t per_chunk = t.row_elements / t.chunks;
+  const ExprId rotated = kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(t.chunks)))), kb.index(t.chunks));
+  return kb.add(kb.mul(stage, kb.index(t.rows * t.row_elements)),
+                kb.add(kb.mul(row, kb.index(t.row_elements)), kb.mul(rotated, kb.index(per_chunk))));
+}
+
+void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
+  KernelBuilder& kb = kb_;
+  const int64_t threads = ctx_.kernel.threadsPerBlock();
+  const int64_t total = t.rows * t.chunks;
+  const int64_t element = sizeOf(t.operand->dtype()), per_chunk = 16 / element;
+  const int64_t k_extent = s_.k;
+  for (int64_t first = 0; first < total; first += threads) {
+    const ExprId q = kb.add(kb.threadIdx(0), kb.index(first));
+    const ExprId row = kb.div(q, kb.index(t.chunks)), chunk = kb.mod(q, kb.index(t.chunks));
+    // The chunk's first (k, m or n) and how many of its elements lie inside the operand.
+    ExprId k, mn, left;
+    if (t.order == TileOrder::KMajor) {
+      k = kb.add(kb.mul(slice, kb.index(p_.block_k)), kb.mul(chunk, kb.index(per_chunk)));
+      mn = kb.add(t.mn_base, row);
+      left = kb.select(kb.lt(mn, kb.index(t.mn_extent)), kb.sub(kb.index(k_extent), k), kb.index(0));
+    } else {
+      k = kb.add(kb.mul(slice, kb.index(p_.block_k)), row);
+      mn = kb.add(t.mn_base, kb.mul(chunk, kb.index(per_chunk)));
+      left = kb.select(kb.lt(k, kb.index(k_extent)), kb.sub(kb.index(t.mn_extent), mn), kb.index(0));
+    }
+    const ExprId bytes = kb.mul(kb.min(kb.index(per_chunk), kb.select(kb.lt(left, kb.index(0)), kb.index(0), left)),
+                                kb.index(element));
+    // Outside the operand nothing is read, but the address stays inside it (the last chunk start).
+    const int64_t last_k = (k_extent - 1) / per_chunk * per_chunk;
+    const ExprId kc = kb.min(k, kb.index(t.order == TileOrder::KMajor ? last_k : k_extent - 1));
+    const ExprId mnc =
+        kb.min(mn, kb.index(t.order == TileOrder::KMajor ? t.mn_extent - 1 : (t.mn_extent - 1) / per_chunk * per_chunk));
+    const std::vector<Idx> index = t.k_last ? operandIndex(t.operand, {mnc, false}, {kc, false})
+                                            : operandIndex(t.operand, {kc, false}, {mnc, false});
+    std::vector<Stmt> lets;
+    const auto [tensor, offset] = storedElement(kb, vb_, t.operand, index, &lets);
+    BRAZE_ASSERT(tensor >= 0, "staged operand {} is not one stored tensor", t.operand->name());
+    auto& target = kb.current();
+    target.insert(target.end(), std::make_move_iterator(lets.begin()), std::make_move_iterator(lets.end()));
+    const ExprId at = tileIndex(t, stage, row, chunk);
+    if (total % threads != 0 && first + threads > total) kb.openIf(kb.lt(q, kb.index(total)));
+    kb.cpAsync(t.tiles, at, tensor, offset, static_cast<int>(per_chunk), bytes);
+    if (total % threads != 0 && first + threads > total) kb.close();
+  }
+}
+
+void MatmulLowering::loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage,
+                                  ExprId mn0, int64_t k0) {
+  KernelBuilder& kb = kb_;
+  const int64_t per_chunk = 16 / sizeOf(t.operand->dtype());
+  // k-major tiles have a row per m or n and K along the row; mn-major ones a row per k.
+  const bool k_major = t.order == TileOrder::KMajor;
+  const ExprId row0 = k_major ? mn0 : kb.index(k0);
+  const ExprId chunk0 = k_major ? kb.index(k0 / per_chunk) : kb.div(mn0, kb.index(per_chunk));
+  const TilePlace source = ldmatrixSource(kb, pattern, kb.mod(kb.threadIdx(0), kb.index(32)));
+  const ExprId row = kb.add(row0, source.row), chunk = kb.add(chunk0, source.chunk);
+  kb.ldmatrix(fragment, kb.index(0), t.tiles, tileIndex(t, stage, row, chunk), pattern.matrices, pattern.transpose);
 }
 
 void MatmulLowering::gemv() {

@@ -358,12 +358,15 @@ inline KernelCase divisionByRowValuesCase() {
 // Small enough for the simulator: each case runs there in well under a second.
 // The plan has one segment: a matmul kernel where the GPU has mma.sync, the reference's host step on
 // one without (an AMD GPU).
-inline std::function<void(const LoweredPlan&)> expectMatmulSegment() {
-  return [](const LoweredPlan& compiled) {
+// One matmul kernel (none on an AMD GPU); `schedule` (when given) in its summary: "cp.async pipeline",
+// "gemv", "fragments loaded from global memory".
+inline std::function<void(const LoweredPlan&)> expectMatmulSegment(std::string schedule = "") {
+  return [schedule](const LoweredPlan& compiled) {
     ASSERT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
     const auto& k = compiled.kernels.at(0);
     if (k) {
       EXPECT_NE(k->name.find("matmul"), std::string::npos) << compiled.plan.toString();
+      EXPECT_NE(k->summary.find(schedule), std::string::npos) << k->summary;
     } else {
       EXPECT_NE(compiled.plan.device.find("AMD"), std::string::npos) << compiled.plan.toString();
     }
@@ -395,6 +398,21 @@ inline KernelCase matmulCase(std::vector<int64_t> a_shape, std::vector<int64_t> 
     f.addOutput(y);
   }
   c.inputs = randomInputs(f, seed, {a_shape, b_shape});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
+// matmul(permute(a), b): A given as its transpose [k, m] (a strided view: an mn-major A tile).
+inline KernelCase transposedAMatmulCase(int64_t m, int64_t k, int64_t n, DataType dtype, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* at = defineTensor({-1, -1}, {true, true}, dtype);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, dtype);
+    f.addOutput(matmul(permute(at, {1, 0}), b));
+  }
+  c.inputs = randomInputs(f, seed, {{k, m}, {k, n}});
   c.expect = expectMatmulSegment();
   return c;
 }
@@ -439,7 +457,13 @@ inline KernelCase weightInt8LinearCase(int64_t m, int64_t n, int64_t k, int64_t 
     f.addOutput(cast(linear(x, cast(wf, DataType::BFloat16)->asTensor()), DataType::BFloat16));
   }
   c.inputs = randomInputs(f, seed, {{m, k}, {n, k}, group == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, k / group}});
-  c.expect = expectMatmulSegment();
+  c.expect = expectMatmulSegment(m <= 16 ? "matmul gemv" : "");
+  return c;
+}
+
+// A matmul case expected to take the cp.async pipeline.
+inline KernelCase staged(KernelCase c) {
+  c.expect = expectMatmulSegment("cp.async pipeline");
   return c;
 }
 
@@ -536,10 +560,19 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"linear_bias_relu_bf16", [] { return linearBiasReluCase(20, 30, 40); }},
       {"matmul_bf16_transposed_b_40_rows",
        [] { return matmulCase({40, 72}, {72, 24}, DataType::BFloat16, true, DataType::Null, 26); }},
-      {"gemv_weight_int8_3x37x100", [] { return weightInt8LinearCase(3, 37, 100, 0, 27); }},
+      {"gemv_weight_int8_3x37x100", [] { return weightInt8LinearCase(3, 37, 100, 0, 27); }},  // K % 16 != 0
       {"gemv_weight_int8_group_32_1x9x96", [] { return weightInt8LinearCase(1, 9, 96, 32, 28); }},
       {"gemv_s8_transposed_b_16_rows",
        [] { return matmulCase({16, 70}, {70, 13}, DataType::Int8, true, DataType::Null, 29); }},
+      // Staged in shared memory (cp.async, ldmatrix): M and N past a block tile, K past a slice.
+      {"matmul_bf16_staged_100x264x72",
+       [] { return staged(matmulCase({100, 264}, {264, 72}, DataType::BFloat16, false, DataType::Null, 35)); }},
+      {"matmul_f16_staged_transposed_a_48x80x56",
+       [] { return staged(transposedAMatmulCase(48, 80, 56, DataType::Half, 36)); }},
+      {"matmul_s8_staged_transposed_b_2x70x144x40",
+       [] { return staged(matmulCase({2, 70, 144}, {2, 144, 40}, DataType::Int8, true, DataType::Int8, 37)); }},
+      {"matmul_bf16_staged_batch_broadcast_3x40x96x24",
+       [] { return staged(matmulCase({3, 40, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});

@@ -76,6 +76,26 @@ TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 0, 100, 1)).grid, 0);
 }
 
+TEST(MatmulHeuristics, OperandsCopiedAsStoredTakeAThreeStagePipelineOf64ByteSlices) {
+  MatmulProblem bf16{1, 1024, 1024, 1024, DataType::BFloat16};
+  bf16.a_tile = kernel::TileOrder::KMajor;
+  bf16.b_tile = kernel::TileOrder::MnMajor;
+  const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), bf16);
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.block_k, 32);
+  EXPECT_EQ(p.b_order, kernel::TileOrder::MnMajor);
+  EXPECT_NE(p.toString().find("3-stage cp.async pipeline"), std::string::npos);
+  // Three stages of A and B tiles stay under the 48 KiB a launch gets without opting in.
+  EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), 48 * 1024);
+  MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
+  s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
+  // An operand that cannot be copied as stored (a dequantize prologue, a misaligned stride): fragments
+  // come from global memory.
+  s8.b_tile.reset();
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).stages, 0);
+}
+
 TEST(MatmulHeuristics, EveryOutputIsInSomeBlock) {
   for (int64_t m : {1, 7, 33, 100, 257}) {
     for (int64_t n : {1, 7, 33, 100, 257}) {

@@ -1,0 +1,275 @@
+// cp.async and ldmatrix in the kernel IR. A one-warp kernel copies an operand tile into shared memory
+// with cp.async, waits, and reads it with ldmatrix where shared_tiles.h points each lane: the registers
+// must be the lane's mma fragment as the PTX tables give it (kernel/mma_fragments.h), for A and B, both
+// tile orders, 16- and 8-bit operands. The simulator reports a read of shared memory before the cp.async
+// wait that covers it, and counts ldmatrix bank conflicts: none for rotated tiles, some for plain ones.
+// NVRTC compiles the staged matmul kernels into LDGSTS, LDSM and HMMA / IMMA.
+#include "fusions/kernel_corpus.h"
+#include "support/error.h"
+#include "codegen/source_emitter.h"
+#include "kernel/shared_tiles.h"
+#include "kernel/simulator.h"
+#include "kernel/verifier.h"
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/sass.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+using namespace kernel;
+
+TensorParam vectorParam(std::string name, DataType dtype, int64_t n, bool output) {
+  TensorParam p;
+  p.name = std::move(name);
+  p.dtype = dtype;
+  p.output = output;
+  p.layout = StridedLayout{{n}, {1}, 0};
+  return p;
+}
+
+struct FragmentCase {
+  bool a;  // A (16 x K) or B (K x 8) of the mma
+  TileOrder order;
+  DataType dtype;
+  bool rotate = false;  // chunks stored at rotatedChunk positions
+  std::string name() const {
+    return fmt::format("{}_{}_{}{}", a ? "A" : "B", order == TileOrder::KMajor ? "k_major" : "mn_major",
+                       toString(dtype), rotate ? "_rotated" : "");
+  }
+};
+
+MmaShape shapeOf(DataType dtype) { return sizeOf(dtype) == 2 ? MmaShape::M16N8K16 : MmaShape::M16N8K32; }
+
+// The tile as stored: rows along K (k-major: a row per m or n) or along M / N (a row per k).
+struct TileShape {
+  int64_t rows, row_elements;
+};
+TileShape tileShape(const FragmentCase& c) {
+  const MmaDims d = mmaDims(shapeOf(c.dtype));
+  const int64_t mn = c.a ? d.m : d.n;
+  return c.order == TileOrder::KMajor ? TileShape{mn, d.k} : TileShape{d.k, mn};
+}
+
+// One warp: G (the tile, row-major as stored) -> cp.async -> shared tile -> ldmatrix -> D[lane][value].
+Kernel fragmentKernel(const FragmentCase& c) {
+  const MmaDims dims = mmaDims(shapeOf(c.dtype));
+  const TileShape shape = tileShape(c);
+  const int64_t per_chunk = 16 / sizeOf(c.dtype), chunks = shape.row_elements / per_chunk;
+  const int values = c.a ? dims.a_values : dims.b_values;
+  Kernel k;
+  k.name = "fragment_" + c.name();
+  k.summary = "one fragment through shared memory";
+  k.block = {32, 1};
+  KernelBuilder kb(k);
+  const TensorId g = kb.addTensor(vectorParam("G", c.dtype, shape.rows * shape.row_elements, false));
+  const TensorId d = kb.addTensor(vectorParam("D", c.dtype, 32 * values, true));
+  const VarId tile = kb.sharedStorageArray("tile", c.dtype, shape.rows * shape.row_elements);
+  kb.declare(tile);
+  const ExprId lane = kb.threadIdx(0);
+  auto place = [&](ExprId row, ExprId chunk) {
+    const ExprId stored = c.rotate ? kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(chunks)))), kb.index(chunks)) : chunk;
+    return kb.add(kb.mul(row, kb.index(shape.row_elements)), kb.mul(stored, kb.index(per_chunk)));
+  };
+  for (int64_t first = 0; first < shape.rows * chunks; first += 32) {
+    const ExprId q = kb.add(lane, kb.index(first));
+    kb.openIf(kb.lt(q, kb.index(shape.rows * chunks)));
+    kb.cpAsync(tile, place(kb.div(q, kb.index(chunks)), kb.mod(q, kb.index(chunks))), g, kb.mul(q, kb.index(per_chunk)),
+               static_cast<int>(per_chunk), kb.index(16));
+    kb.close();
+  }
+  kb.cpAsyncCommit();
+  kb.cpAsyncWait(0);
+  kb.barrier();
+  const LdmatrixPattern pattern = c.a ? ldmatrixPatternA(c.order) : ldmatrixPatternB(c.order);
+  const TilePlace source = ldmatrixSource(kb, pattern, lane);
+  const VarId fragment = kb.arrayVar("frag", c.dtype, values);
+  kb.declare(fragment);
+  kb.ldmatrix(fragment, kb.index(0), tile, place(source.row, source.chunk), pattern.matrices, pattern.transpose);
+  for (int i = 0; i < values; ++i) {
+    kb.store(d, kb.add(kb.mul(lane, kb.index(values)), kb.index(i)), kb.localRead(fragment, kb.index(i)));
+  }
+  return k;
+}
+
+class LdmatrixFragment : public ::testing::TestWithParam<FragmentCase> {};
+
+TEST_P(LdmatrixFragment, EachLaneReceivesItsMmaFragment) {
+  const FragmentCase c = GetParam();
+  const MmaShape shape = shapeOf(c.dtype);
+  const MmaDims dims = mmaDims(shape);
+  const TileShape tile = tileShape(c);
+  const Kernel k = fragmentKernel(c);
+  verifyKernel(k);
+  // Distinct values: element e of G is e (mod 128 for 8-bit), so every value names where it came from.
+  HostTensor g = HostTensor::empty(c.dtype, {tile.rows * tile.row_elements});
+  for (int64_t e = 0; e < g.numel(); ++e) {
+    if (isFloating(c.dtype)) {
+      g.writeDouble(e, static_cast<double>(e));
+    } else {
+      g.writeInt(e, e % 128);
+    }
+  }
+  const int values = c.a ? dims.a_values : dims.b_values;
+  HostTensor d = HostTensor::empty(c.dtype, {32 * values});
+  simulate(k, {&g, &d});
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < values; ++i) {
+      // (m or n, k) of the fragment value, then where the tile stores it.
+      const MatrixPosition p = c.a ? mmaAPosition(shape, lane, i) : mmaBPosition(shape, lane, i);
+      const int64_t mn = c.a ? p.row : p.col, kk = c.a ? p.col : p.row;
+      const int64_t e = c.order == TileOrder::KMajor ? mn * tile.row_elements + kk : kk * tile.row_elements + mn;
+      const double want = isFloating(c.dtype) ? static_cast<double>(e) : static_cast<double>(e % 128);
+      const double got = isFloating(c.dtype) ? d.readDouble(lane * values + i) : static_cast<double>(d.readInt(lane * values + i));
+      ASSERT_EQ(got, want) << c.name() << ": lane " << lane << " value " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiles, LdmatrixFragment,
+                         ::testing::Values(FragmentCase{true, TileOrder::KMajor, DataType::BFloat16},
+                                           FragmentCase{true, TileOrder::KMajor, DataType::BFloat16, true},
+                                           FragmentCase{true, TileOrder::MnMajor, DataType::Half},
+                                           FragmentCase{true, TileOrder::KMajor, DataType::Int8},
+                                           FragmentCase{false, TileOrder::KMajor, DataType::BFloat16},
+                                           FragmentCase{false, TileOrder::MnMajor, DataType::BFloat16, true},
+                                           FragmentCase{false, TileOrder::KMajor, DataType::UInt8, true}),
+                         [](const auto& info) { return info.param.name(); });
+
+// A 64-byte-row tile read by 8 consecutive rows per phase: plain rows put pairs of rows on the same banks;
+// rotated chunks spread each phase over all of them.
+TEST(LdmatrixFragment, RotatedTilesReadWithoutBankConflicts) {
+  for (bool rotate : {false, true}) {
+    // A k-major bf16 A tile of 16 rows x 32 elements (64 bytes, 4 chunks per row): wider than a fragment.
+    Kernel k;
+    k.name = rotate ? "rotated" : "plain";
+    k.summary = "bank conflicts";
+    k.block = {32, 1};
+    KernelBuilder kb(k);
+    const int64_t rows = 16, row_elements = 32, chunks = 4;
+    const TensorId g = kb.addTensor(vectorParam("G", DataType::BFloat16, rows * row_elements, false));
+    const TensorId d = kb.addTensor(vectorParam("D", DataType::BFloat16, 32 * 8, true));
+    const VarId tile = kb.sharedStorageArray("tile", DataType::BFloat16, rows * row_elements);
+    kb.declare(tile);
+    const ExprId lane = kb.threadIdx(0);
+    auto place = [&](ExprId row, ExprId chunk) {
+      const ExprId stored = rotate ? kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(chunks)))), kb.index(chunks)) : chunk;
+      return kb.add(kb.mul(row, kb.index(row_elements)), kb.mul(stored, kb.index(8)));
+    };
+    for (int64_t first = 0; first < rows * chunks; first += 32) {
+      const ExprId q = kb.add(lane, kb.index(first));
+      kb.cpAsync(tile, place(kb.div(q, kb.index(chunks)), kb.mod(q, kb.index(chunks))), g, kb.mul(q, kb.index(8)), 8,
+                 kb.index(16));
+    }
+    kb.cpAsyncCommit();
+    kb.cpAsyncWait(0);
+    kb.barrier();
+    const LdmatrixPattern pattern = ldmatrixPatternA(TileOrder::KMajor);
+    const TilePlace source = ldmatrixSource(kb, pattern, lane);
+    const VarId fragment = kb.arrayVar("frag", DataType::BFloat16, 8);
+    kb.declare(fragment);
+    kb.ldmatrix(fragment, kb.index(0), tile, place(source.row, source.chunk), 4, false);
+    for (int i = 0; i < 8; ++i) kb.store(d, kb.add(kb.mul(lane, kb.index(8)), kb.index(i)), kb.localRead(fragment, kb.index(i)));
+    verifyKernel(k);
+    HostTensor gt = HostTensor::empty(DataType::BFloat16, {rows * row_elements});
+    for (int64_t e = 0; e < gt.numel(); ++e) gt.writeDouble(e, 1.0);
+    HostTensor dt = HostTensor::empty(DataType::BFloat16, {32 * 8});
+    SimStats stats;
+    SimLaunch launch;
+    launch.tensors = {gt.data(), dt.data()};
+    launch.stats = &stats;
+    simulate(k, launch);
+    EXPECT_EQ(stats.ldmatrix_phases, 4);
+    if (rotate) {
+      EXPECT_EQ(stats.ldmatrix_bank_conflicts, 0);
+    } else {
+      EXPECT_GT(stats.ldmatrix_bank_conflicts, 0);  // rows r and r + 2 share banks: 4-way per phase
+    }
+  }
+}
+
+// cp.async, commit, then a read of the tile without a wait (or with a wait that leaves the group in
+// flight): reported, naming the array.
+TEST(CpAsync, AReadBeforeTheWaitThatCoversTheCopyIsReported) {
+  for (int pending : {-1, 1}) {
+    Kernel k;
+    k.name = "no_wait";
+    k.summary = "missing wait";
+    k.block = {32, 1};
+    KernelBuilder kb(k);
+    const TensorId g = kb.addTensor(vectorParam("G", DataType::Float, 128, false));
+    const TensorId d = kb.addTensor(vectorParam("D", DataType::Float, 32, true));
+    const VarId tile = kb.sharedStorageArray("tile", DataType::Float, 128);
+    kb.declare(tile);
+    const ExprId lane = kb.threadIdx(0);
+    kb.cpAsync(tile, kb.mul(lane, kb.index(4)), g, kb.mul(lane, kb.index(4)), 4, kb.index(16));
+    kb.cpAsyncCommit();
+    if (pending >= 0) kb.cpAsyncWait(pending);
+    kb.barrier();
+    kb.store(d, lane, kb.localRead(tile, kb.mul(lane, kb.index(4))));
+    verifyKernel(k);
+    HostTensor gt = HostTensor::empty(DataType::Float, {128}), dt = HostTensor::empty(DataType::Float, {32});
+    try {
+      simulate(k, {&gt, &dt});
+      FAIL() << "a read of an in-flight cp.async was not reported (wait " << pending << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("reads shared tile[0] while a cp.async into it is in flight"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(CpAsync, TheVerifierChecksSizesAndOperands) {
+  Kernel k;
+  k.name = "bad";
+  k.block = {32, 1};
+  KernelBuilder kb(k);
+  const TensorId g = kb.addTensor(vectorParam("G", DataType::Int8, 64, false));
+  const VarId tile = kb.sharedStorageArray("tile", DataType::Int8, 64);
+  kb.declare(tile);
+  kb.cpAsync(tile, kb.index(0), g, kb.index(0), 12, kb.index(12));  // 12 bytes: not a cp.async size
+  EXPECT_THROW(verifyKernel(k), Error);
+  Kernel t;
+  t.name = "trans8";
+  t.block = {32, 1};
+  KernelBuilder tb(t);
+  const VarId tile8 = tb.sharedStorageArray("tile", DataType::Int8, 256);
+  const VarId frag = tb.arrayVar("frag", DataType::Int8, 8);
+  tb.declare(tile8);
+  tb.declare(frag);
+  tb.ldmatrix(frag, tb.index(0), tile8, tb.index(0), 2, /*transpose=*/true);  // .trans takes 16-bit values only
+  try {
+    verifyKernel(t);
+    FAIL() << "ldmatrix.trans of int8 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("without .trans"), std::string::npos) << e.what();
+  }
+}
+
+// The staged matmuls of the corpus take the pipeline, and their SASS has cp.async (LDGSTS), ldmatrix
+// (LDSM) and the tensor-core mma.
+TEST(CpAsync, StagedMatmulKernelsUseLdgstsLdsmAndTensorCores) {
+  const std::pair<testing::KernelCase, const char*> cases[] = {
+      {testing::matmulCase({100, 264}, {264, 72}, DataType::BFloat16, false, DataType::Null, 1), "HMMA"},
+      {testing::matmulCase({2, 70, 144}, {2, 144, 40}, DataType::Int8, true, DataType::Int8, 2), "IMMA"},
+  };
+  for (const auto& [c, opcode] : cases) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("cp.async pipeline"), std::string::npos) << k.summary;
+    if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+      EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+      const auto sass = runtime::disassemble(cubin.cubin);
+      if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+      for (const char* op : {"LDGSTS", "LDSM", opcode}) {
+        EXPECT_NE(sass->find(op), std::string::npos) << arch << ": no " << op << " in " << k.summary;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braze
