@@ -10,7 +10,8 @@ bool isHipArch(std::string_view arch) { return arch.starts_with("gfx"); }
 std::string compilerName(const CompileOptions& options) {
   if (!isHipArch(options.arch)) return "nvrtc " + nvrtcVersion();
   // Without a version in its file name, the library itself tells compilers apart.
-  return "hiprtc " + (hiprtcVersion().empty() ? "of " + hiprtcLibraryPath() : hiprtcVersion());
+  if (!hiprtcVersion().empty()) return "hiprtc " + hiprtcVersion();
+  return hiprtcAvailable() ? "hiprtc of " + hiprtcLibraryPath() : std::string("hiprtc (not found)");
 }
 
 std::vector<std::string> compilerArguments(const CompileOptions& options) {

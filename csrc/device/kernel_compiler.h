@@ -13,7 +13,8 @@ namespace braze::runtime {
 // "gfx90a", "gfx942": an AMD ISA, compiled by hiprtc.
 bool isHipArch(std::string_view arch);
 
-// "nvrtc 13.0" or "hiprtc 5.2.21153" ("hiprtc of <library>" when its version cannot be told).
+// "nvrtc 13.0" or "hiprtc 5.2.21153" ("hiprtc of <library>" when its version cannot be told, "hiprtc
+// (not found)" without one).
 std::string compilerName(const CompileOptions& options);
 // nvrtcArguments or hiprtcArguments (and what they throw).
 std::vector<std::string> compilerArguments(const CompileOptions& options);
