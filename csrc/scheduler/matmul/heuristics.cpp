@@ -81,6 +81,20 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     p.block_k = 64 / sizeOf(problem.operand);
     p.a_order = *problem.a_tile;
     p.b_order = *problem.b_tile;
+    // Large 16-bit problems: 128 x 128 block tiles of eight 64 x 32 warp tiles, when they still give every
+    // SM a block. Each warp then issues 16 mmas per 8 ldmatrix (against 8 per 6), and a block reads each
+    // A and B element from global memory once per 128 outputs instead of 64. Three stages of 128 x 32
+    // slices of A and B fill the 48 KiB.
+    const int64_t big_blocks = problem.batch * ceilDiv(problem.m, int64_t{128}) * ceilDiv(problem.n, int64_t{128});
+    if (sizeOf(problem.operand) == 2 && big_blocks >= device.sm_count) {
+      p.warps_m = 2;
+      p.warps_n = 4;
+      p.tiles_m = 4;
+      p.tiles_n = 4;
+      p.blocks_m = ceilDiv(problem.m, p.blockRows());
+      p.blocks_n = ceilDiv(problem.n, p.blockCols());
+      p.grid = problem.batch * p.blocks_m * p.blocks_n;
+    }
   }
   return p;
 }

@@ -5,6 +5,7 @@
 // wait that covers it, and counts ldmatrix bank conflicts: none for rotated tiles, some for plain ones.
 // NVRTC compiles the staged matmul kernels into LDGSTS, LDSM and HMMA / IMMA.
 #include "fusions/kernel_corpus.h"
+#include "exec/host_execute.h"
 #include "support/error.h"
 #include "codegen/source_emitter.h"
 #include "kernel/shared_tiles.h"
@@ -268,6 +269,24 @@ TEST(CpAsync, StagedMatmulKernelsUseLdgstsLdsmAndTensorCores) {
         EXPECT_NE(sass->find(op), std::string::npos) << arch << ": no " << op << " in " << k.summary;
       }
     }
+  }
+}
+
+// The 128 x 128 block tiles of eight warps, taken where the problem gives every SM a block: on a described
+// H100 of one SM, a 200 x 136 output (two block rows and columns, both cut short) of K = 264 (a slice cut
+// short) equals the reference on the simulated device.
+TEST(CpAsync, LargeBlockTilesMatchTheReference) {
+  DeviceInfo one_sm = DeviceInfo::h100Sxm();
+  one_sm.sm_count = 1;
+  for (bool b_transposed : {false, true}) {
+    const testing::KernelCase c =
+        testing::matmulCase({200, 264}, {264, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
+    runtime::SimDeviceOps device;
+    runtime::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);
+    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "128 x 128 tiles");
+    const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+    EXPECT_NE(k.summary.find("2x4 warps of 4x4 tiles (128x128 outputs per block), 3-stage cp.async"), std::string::npos)
+        << k.summary;
   }
 }
 

@@ -87,6 +87,17 @@ TEST(MatmulHeuristics, OperandsCopiedAsStoredTakeAThreeStagePipelineOf64ByteSlic
   EXPECT_NE(p.toString().find("3-stage cp.async pipeline"), std::string::npos);
   // Three stages of A and B tiles stay under the 48 KiB a launch gets without opting in.
   EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), 48 * 1024);
+  // 1024 x 1024 in 128 x 128 tiles is 64 blocks, under an H100's 132 SMs: 64 x 64 tiles. 4096 x 4096 fills
+  // them with 1024 blocks of eight warps.
+  EXPECT_EQ(p.blockRows() * p.blockCols(), 64 * 64);
+  MatmulProblem large = bf16;
+  large.m = large.n = 4096;
+  const MatmulParams big = matmulHeuristics(DeviceInfo::h100Sxm(), large);
+  EXPECT_EQ(big.blockRows(), 128);
+  EXPECT_EQ(big.blockCols(), 128);
+  EXPECT_EQ(big.warps_m * big.warps_n, 8);
+  EXPECT_EQ(big.grid, 32 * 32);
+  EXPECT_LE(big.stages * big.block_k * 2 * (big.blockRows() + big.blockCols()), 48 * 1024);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
