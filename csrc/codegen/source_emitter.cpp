@@ -293,7 +293,10 @@ class Emitter {
         return fmt::format("__half2float(__ushort_as_half((unsigned short)({} >> {})))", reg, 16 * i);
       case DataType::Int8: return fmt::format("(long long)(signed char)({} >> {})", reg, 8 * i);
       case DataType::UInt8: return fmt::format("(long long)(unsigned char)({} >> {})", reg, 8 * i);
-      default: BRAZE_UNREACHABLE("ldmatrix of {} (the verifier allows bf16, f16, s8 and u8)", toString(dtype));
+      case DataType::Float8_e4m3fn:
+        return fmt::format("braze_e4m3fn_to_float((__nv_fp8_storage_t)({} >> {}))", reg, 8 * i);
+      case DataType::Float8_e5m2: return fmt::format("braze_e5m2_to_float((__nv_fp8_storage_t)({} >> {}))", reg, 8 * i);
+      default: BRAZE_UNREACHABLE("ldmatrix of {} (the verifier allows bf16, f16, s8, u8, e4m3fn, e5m2)", toString(dtype));
     }
   }
 

@@ -203,8 +203,10 @@ class KernelVerifier {
     check(from.kind == VarKind::SharedArray && from.storage && defined_.count(s.mma_operands[0]) != 0,
           "ldmatrix reads {}, which is not a declared shared array of stored values", from.name);
     const bool sixteen = from.dtype == DataType::BFloat16 || from.dtype == DataType::Half;
-    const bool eight = from.dtype == DataType::Int8 || from.dtype == DataType::UInt8;
-    check(sixteen || (eight && !s.transpose), "ldmatrix{} of {} values (bf16 or f16, or s8 or u8 without .trans)",
+    const bool eight = from.dtype == DataType::Int8 || from.dtype == DataType::UInt8 ||
+                       from.dtype == DataType::Float8_e4m3fn || from.dtype == DataType::Float8_e5m2;
+    check(sixteen || (eight && !s.transpose),
+          "ldmatrix{} of {} values (bf16 or f16, or s8, u8, e4m3fn or e5m2 without .trans)",
           s.transpose ? ".trans" : "", toString(from.dtype));
     check(s.width == 1 || s.width == 2 || s.width == 4, "ldmatrix of {} matrices (1, 2 or 4)", s.width);
     const int64_t per = 4 / sizeOf(from.dtype);

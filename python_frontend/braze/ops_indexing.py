@@ -1,5 +1,5 @@
 """Indexing, matmul and quantization fd.ops: index_select, select, gather, take_along_axis,
-matmul, bmm, linear, and braze's own quantize / dequantize.
+matmul, bmm, linear, scaled_mm (torch._scaled_mm), and braze's own quantize / dequantize.
 """
 
 from __future__ import annotations
@@ -74,6 +74,39 @@ class IndexingOps:
         w = cv.tensor(fd, arg2, "linear", "arg2")
         b = cv.optional_tensor(fd, bias, "linear", "bias")
         return self._wrap(_C.linear(a, w, b, cv.data_type(dtype, "linear", "dtype")))
+
+    def scaled_mm(self, mat1, mat2, scale_a, scale_b, bias=None, out_dtype=None):
+        """fd.ops.scaled_mm(mat1, mat2, scale_a, scale_b, bias=None, out_dtype=None): torch._scaled_mm.
+
+        mat1 [M, K] times mat2 [K, N], both fp8 (e4m3fn, e5m2 or the fnuz pair), accumulated in float32;
+        times scale_a (Float: one element for the tensor, or [M, 1] per row) and scale_b (one element, or
+        [1, N] per column); plus bias [N]; converted to out_dtype (mat1's dtype by default). Recorded as
+        matmul (Float result), mul, mul, add and cast: one matmul kernel with the scales in its epilogue.
+        Declare a per-row or per-column scale's size-1 dim as 1, as for any broadcast.
+        """
+        self._begin("scaled_mm")
+        fd = self._fd
+        fp8 = (DataType.Float8_e4m3fn, DataType.Float8_e5m2, DataType.Float8_e4m3fnuz, DataType.Float8_e5m2fnuz)
+        a = cv.tensor(fd, mat1, "scaled_mm", "mat1")
+        b = cv.tensor(fd, mat2, "scaled_mm", "mat2")
+        for name, t in (("mat1", a), ("mat2", b)):
+            if t.ndim != 2 or t.dtype not in fp8:
+                raise BrazeValueError(f"scaled_mm: {name} must be a 2-D fp8 tensor (e4m3fn, e5m2, e4m3fnuz or e5m2fnuz), "
+                                      f"got {t.name} of rank {t.ndim} and dtype {t.dtype}")
+        y = _C.matmul(a, b, DataType.Float)
+        for name, scale in (("scale_a", scale_a), ("scale_b", scale_b)):
+            s = self._quant_param(scale, "scaled_mm", name, DataType.Float)
+            if s.dtype != DataType.Float or s.ndim > 2:
+                raise BrazeValueError(f"scaled_mm: {name} must be a Float tensor of at most 2 dims (one element, "
+                                      f"[M, 1] or [1, N]), got {s.name} of rank {s.ndim} and dtype {s.dtype}")
+            y = self.mul(self._wrap(y), self._wrap(s))._val
+        if bias is not None:
+            bv = cv.tensor(fd, bias, "scaled_mm", "bias")
+            if bv.ndim != 1:
+                raise BrazeValueError(f"scaled_mm: bias must be 1-D [N], got {bv.name} of rank {bv.ndim}")
+            y = self.add(self._wrap(y), self.cast(self._wrap(bv), DataType.Float))._val
+        dtype = a.dtype if out_dtype is None else cv.data_type(out_dtype, "scaled_mm", "out_dtype")
+        return self.cast(self._wrap(y), dtype)
 
     def quantize(self, x, scale, zero_point=None, dtype=DataType.Int8, axis=None, block_shape=None):
         """fd.ops.quantize(x, scale, zero_point=None, dtype=DataType.Int8, axis=None, block_shape=None).

@@ -125,20 +125,23 @@ MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]
 
 
 def generate_matmul(seed: int) -> str:
-    """The source of one matmul case: matmul or linear of bf16, f16 or int8 operands (maybe cast from
-    float32 inputs: a prologue), an operand maybe transposed (a permute: a strided view) or with a
-    broadcast batch dim, then 0-2 elementwise ops and a cast (the epilogue). Defines `fd` and `inputs`."""
+    """The source of one matmul case: matmul or linear of bf16, f16, int8 or fp8 (e4m3fn, e5m2; a Float
+    result) operands (the 16-bit ones maybe cast from float32 inputs: a prologue), an operand maybe
+    transposed (a permute: a strided view) or with a broadcast batch dim, then 0-2 elementwise ops and a
+    cast (the epilogue). Defines `fd` and `inputs`."""
     rng = random.Random(seed)
     m, n, k = (rng.choice(MM_SIZES) for _ in range(3))
     batch = rng.choice([[], [], [3]])
     integer = rng.random() < 0.3
-    dtype = "Int8" if integer else rng.choice(["BFloat16", "Half"])
-    np_dtype = {"Int8": "np.int8", "BFloat16": "ml_dtypes.bfloat16", "Half": "np.float16"}[dtype]
+    dtype = "Int8" if integer else rng.choice(["BFloat16", "Half", "BFloat16", "Half", "Float8_e4m3fn", "Float8_e5m2"])
+    fp8 = dtype.startswith("Float8")
+    np_dtype = {"Int8": "np.int8", "BFloat16": "ml_dtypes.bfloat16", "Half": "np.float16",
+                "Float8_e4m3fn": "ml_dtypes.float8_e4m3fn", "Float8_e5m2": "ml_dtypes.float8_e5m2"}[dtype]
     linear = rng.random() < 0.3
     a_t = rng.random() < 0.3 and not linear
     b_t = rng.random() < 0.4
     b_batch = batch if batch and not linear and rng.random() < 0.5 else []
-    prologue = not integer and rng.random() < 0.3
+    prologue = not integer and not fp8 and rng.random() < 0.3
 
     def values(shape, as_dtype):
         if integer:
@@ -156,13 +159,17 @@ def generate_matmul(seed: int) -> str:
              f"x0 = {values(a_shape, in_dtype)}", f"x1 = {values(b_shape, in_dtype)}"]
     bias = linear and rng.random() < 0.5
     if bias:
-        lines.append(f"x2 = rng.integers(-1000, 1000, ({n},)).astype(np.int32)" if integer else f"x2 = {values([n], np_dtype)}")
+        bias_values = values([n], "ml_dtypes.bfloat16" if fp8 else np_dtype)
+        lines.append(f"x2 = rng.integers(-1000, 1000, ({n},)).astype(np.int32)" if integer else f"x2 = {bias_values}")
     lines.append(f"inputs = [x0, x1{', x2' if bias else ''}]")
+    if dtype in ("BFloat16", "Half"):
+        lines.append(f"rounded_through = {np_dtype}  # the matmul's result dtype")
     lines.append("with FusionDefinition() as fd:")
     body = []
+    bias_dtype = "Int32" if integer else ("BFloat16" if fp8 else dtype)
     for i, name in enumerate(["x0", "x1"] + (["x2"] if bias else [])):
         body.append(f"t{i} = fd.define_tensor(sizes=list({name}.shape), strides=[s // {name}.itemsize for s in {name}.strides], "
-                    f"dtype=DataType.{'Float' if prologue and i < 2 else ('Int32' if integer and i == 2 else dtype)})")
+                    f"dtype=DataType.{bias_dtype if i == 2 else ('Float' if prologue else dtype)})")
     if prologue:
         body += [f"t0 = fd.ops.cast(t0, DataType.{dtype})", f"t1 = fd.ops.cast(t1, DataType.{dtype})"]
     if a_t:
@@ -173,7 +180,9 @@ def generate_matmul(seed: int) -> str:
         order = list(range(len(b_shape)))
         order[-1], order[-2] = order[-2], order[-1]
         body.append(f"t1 = fd.ops.permute(t1, {order})")
-    body.append(f"y = fd.ops.linear(t0, t1{', t2' if bias else ''})" if linear else "y = fd.ops.matmul(t0, t1)")
+    # fp8 products have no fp8 result (torch has no fp8 matmul): a Float one, as _scaled_mm accumulates.
+    result = ", dtype=DataType.Float" if fp8 else ""
+    body.append(f"y = fd.ops.linear(t0, t1{', t2' if bias else ''}{result})" if linear else f"y = fd.ops.matmul(t0, t1{result})")
     for _ in range(rng.randint(0, 2)):
         if integer:
             body.append(rng.choice(["y = fd.ops.add(y, 7)", "y = fd.ops.neg(y)", "y = fd.ops.abs(y)"]))

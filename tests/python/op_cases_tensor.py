@@ -191,6 +191,11 @@ def matmul_cases():
                lambda x, w, b: x @ w.T + b, (F32,)),
         OpCase("linear", "linear-no-bias", lambda fd, x, w: fd.ops.linear(x, w), inputs(a, uniform((5, 4), -1, 1)),
                lambda x, w: x @ w.T, (F32,)),
+        OpCase("scaled_mm", "scaled_mm-row-column-scales-bias",
+               lambda fd, x, y, sa, sb, b: fd.ops.scaled_mm(x, y, sa, sb, b, out_dtype=DataType.BFloat16),
+               inputs(uniform((3, 32), -2, 2, E4M3), uniform((32, 5), -2, 2, E4M3), uniform((3, 1), 0.5, 2),
+                      uniform((1, 5), 0.5, 2), uniform((5,), -1, 1)),
+               lambda x, y, sa, sb, b: (x @ y) * sa * sb + b, (BF16,)),
     ]
 
 

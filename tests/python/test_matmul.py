@@ -99,7 +99,7 @@ def test_float32_operands_are_refused_by_name():
         fd.add_output(fd.ops.matmul(a, b))
     (segment,) = fd.explain([np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)]).segments
     assert segment.scheduler is None
-    assert any(kind == "matmul" and "Float operands; mma.sync takes bf16, f16 or (u)int8" in why
+    assert any(kind == "matmul" and "Float operands; mma.sync takes bf16, f16, (u)int8, e4m3fn or e5m2" in why
                for kind, why in segment.refusals)
 
 
@@ -147,3 +147,75 @@ def test_empty_outputs_and_refused_result_dtypes():
         fd.add_output(fd.ops.matmul(a, b, DataType.Double))
     (segment,) = fd.explain([np.ones((4, 16), BF16), np.ones((16, 8), BF16)]).segments
     assert any("a Double result of BFloat16 operands" in why for _, why in segment.refusals)
+
+
+E4M3, E5M2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+
+
+def define_scaled_mm(fd, dtype, per_row_column, out_dtype):
+    """torch._scaled_mm as it is called: mat2 column-major (the transpose of a row-major [N, K])."""
+    a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    bt = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    if per_row_column:
+        sa = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        sb = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.Float)
+    else:
+        sa = sb = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
+    fd.add_output(fd.ops.scaled_mm(a, fd.ops.permute(bt, [1, 0]), sa, sb, out_dtype=out_dtype))
+
+
+@pytest.mark.parametrize("np_dtype,dtype,per_row_column", [(E4M3, DataType.Float8_e4m3fn, True),
+                                                           (E5M2, DataType.Float8_e5m2, False)])
+def test_scaled_mm_is_one_staged_fp8_kernel_with_the_scales_in_its_epilogue(np_dtype, dtype, per_row_column):
+    m, k, n = 70, 160, 40  # K past two 64-element slices; M and N past a 64 x 64 block tile
+    with FusionDefinition() as fd:
+        define_scaled_mm(fd, dtype, per_row_column, DataType.BFloat16)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np_dtype)
+    bt = rng.standard_normal((n, k)).astype(np_dtype)
+    scales = ([(rng.random((m, 1)) + 0.5).astype(np.float32), (rng.random((1, n)) + 0.5).astype(np.float32)]
+              if per_row_column else [np.array(0.75, np.float32)])
+    inputs = [a, bt] + scales
+    (segment,) = kernels(fd.explain(inputs))
+    assert segment.scheduler == "matmul"
+    assert "mma.m16n8k32" in segment.heuristics and "cp.async pipeline" in segment.heuristics
+    (out,) = fd.execute(inputs)
+    sa, sb = (scales[0], scales[1]) if per_row_column else (scales[0], scales[0])
+    exact = (a.astype(np.float64) @ bt.astype(np.float64).T) * sa.astype(np.float64) * sb.astype(np.float64)
+    np.testing.assert_allclose(out.astype(np.float64), exact, rtol=1e-2, atol=1e-2)  # bf16 rounding
+    np.testing.assert_array_equal(out, braze.execute.reference(fd, inputs)[0])
+    suffix = "e4m3" if dtype == DataType.Float8_e4m3fn else "e5m2"
+    assert f"mma.sync.aligned.m16n8k32.row.col.f32.{suffix}.{suffix}.f32" in fd.last_cuda_code()
+    # An A100 (sm_80) has no fp8 mma: the plan says so.
+    (refused,) = fd.explain(inputs, target="a100").segments
+    assert refused.scheduler is None and any("needs sm_89" in why for _, why in refused.refusals)
+
+
+def test_scaled_mm_checks_its_operands_by_name():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
+        with pytest.raises(braze.BrazeValueError, match="scaled_mm: mat1 must be a 2-D fp8 tensor"):
+            fd.ops.scaled_mm(a, b, 1.0, 1.0)
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
+        s3 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        with pytest.raises(braze.BrazeValueError, match="scaled_mm: scale_a must be a Float tensor of at most 2 dims"):
+            fd.ops.scaled_mm(a, b, s3, 1.0)
+
+
+def test_scaled_mm_of_fnuz_operands_runs_on_the_host_and_says_why():
+    # The fnuz formats (MIGraphX's) have no mma.sync: the segment is refused by name and the reference runs it.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fnuz)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fnuz)
+        fd.add_output(fd.ops.scaled_mm(a, b, 0.5, 2.0, out_dtype=DataType.Float))
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal((8, 32)).astype(ml_dtypes.float8_e4m3fnuz),
+              rng.standard_normal((32, 8)).astype(ml_dtypes.float8_e4m3fnuz)]
+    (segment,) = [s for s in fd.explain(inputs).segments if "matmul" in s.ops]
+    assert segment.scheduler is None
+    assert any("Float8_e4m3fnuz operands; mma.sync takes" in why for _, why in segment.refusals)
+    (out,) = fd.execute(inputs)
+    np.testing.assert_allclose(out, inputs[0].astype(np.float64) @ inputs[1].astype(np.float64), rtol=1e-6)

@@ -37,13 +37,16 @@ Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& fact
   const auto* tb = static_cast<const TensorView*>(b);
   if (ta->rank() < 2 || tb->rank() < 2) return Verdict::no(exprLabel(*mm) + ": a 1-D operand (a matrix-vector product)");
   if (a->dtype() != b->dtype()) {
-    return Verdict::no(fmt::format("{}: operands of dtypes {} and {}; mma.sync takes two bf16, two f16 or two (u)int8",
+    return Verdict::no(fmt::format("{}: operands of dtypes {} and {}; mma.sync takes two of one dtype",
                                    exprLabel(*mm), toString(a->dtype()), toString(b->dtype())));
   }
   const DataType operand = a->dtype();
   const bool integer = operand == DataType::Int8 || operand == DataType::UInt8;
-  if (!integer && operand != DataType::BFloat16 && operand != DataType::Half) {
-    return Verdict::no(fmt::format("{}: {} operands; mma.sync takes bf16, f16 or (u)int8", exprLabel(*mm),
+  // fp8 (e4m3fn, e5m2) needs sm_89, which the pipeline checks against the device; the fnuz formats have
+  // no mma.sync at all.
+  const bool fp8 = operand == DataType::Float8_e4m3fn || operand == DataType::Float8_e5m2;
+  if (!integer && !fp8 && operand != DataType::BFloat16 && operand != DataType::Half) {
+    return Verdict::no(fmt::format("{}: {} operands; mma.sync takes bf16, f16, (u)int8, e4m3fn or e5m2", exprLabel(*mm),
                                    toString(operand)));
   }
   // The result is the accumulator converted once: an integer accumulator wraps to a result of 32 bits or

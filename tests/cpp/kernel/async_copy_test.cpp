@@ -272,6 +272,31 @@ TEST(CpAsync, StagedMatmulKernelsUseLdgstsLdsmAndTensorCores) {
   }
 }
 
+// fp8 operands (sm_89 on) stage as 8-bit ones do: NVRTC compiles the kernel for sm_89 (QMMA) and sm_90
+// (which runs fp8 mma.sync as f16 HMMA) with cp.async and ldmatrix.
+TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
+  testing::KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::Float8_e4m3fn);
+    TensorView* bt = defineTensor({-1, -1}, {true, true}, DataType::Float8_e4m3fn);
+    c.fusion->addOutput(matmul(a, permute(bt, {1, 0}), DataType::Float));
+  }
+  c.inputs = testing::randomInputs(*c.fusion, 6, {{70, 160}, {40, 160}});
+  const LoweredPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs);
+  const kernel::Kernel& k = testing::onlyKernel(compiled);
+  ASSERT_NE(k.summary.find("mma.m16n8k32"), std::string::npos) << k.summary;
+  ASSERT_NE(k.summary.find("cp.async pipeline"), std::string::npos) << k.summary;
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  for (const auto& [arch, mma] : {std::pair{"sm_89", "QMMA"}, std::pair{"sm_90", "HMMA"}}) {
+    const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+    EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+    const auto sass = runtime::disassemble(cubin.cubin);
+    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+    for (const char* op : {"LDGSTS", "LDSM", mma}) EXPECT_NE(sass->find(op), std::string::npos) << arch << ": no " << op;
+  }
+}
+
 // The 128 x 128 block tiles of eight warps, taken where the problem gives every SM a block: on a described
 // H100 of one SM, a 200 x 136 output (two block rows and columns, both cut short) of K = 264 (a slice cut
 // short) equals the reference on the simulated device.
