@@ -13,12 +13,14 @@ std::string MatmulParams::toString() const {
     return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight",
                        gemv_warps, gemv_cols, gemv_vector, gemv_unroll);
   }
-  auto order = [](kernel::TileOrder o) { return o == kernel::TileOrder::KMajor ? "k-major" : "mn-major"; };
+  auto order = [](kernel::TileOrder o, bool async) {
+    return fmt::format("{}{}", o == kernel::TileOrder::KMajor ? "k-major" : "mn-major", async ? "" : " through registers");
+  };
   const std::string staging =
       stages == 0 ? "fragments loaded from global memory"
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
                                 "(A {}, B {})",
-                                stages, block_k, order(a_order), order(b_order));
+                                stages, block_k, order(a_order, a_async), order(b_order, b_async));
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}", kernel::toString(shape),
                      warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging);
 }
@@ -75,18 +77,21 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   // An empty output launches nothing (a plan skips kernels of no blocks).
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
   // cp.async is sm_80's (every GPU with mma.sync here has it). Three stages of 64-byte K slices: 24 KiB of
-  // shared memory for a 64 x 64 block tile of bf16, under the 48 KiB a launch gets without opting in.
-  if (problem.a_tile && problem.b_tile && device.major * 10 + device.minor >= 80) {
+  // shared memory for a 64 x 64 block tile of bf16, under the 48 KiB a launch gets without opting in. An
+  // operand cp.async cannot copy is staged through registers (k-major).
+  if (device.major * 10 + device.minor >= 80) {
     p.stages = 3;
     p.block_k = 64 / sizeOf(problem.operand);
-    p.a_order = *problem.a_tile;
-    p.b_order = *problem.b_tile;
-    // Large 16-bit problems: 128 x 128 block tiles of eight 64 x 32 warp tiles, when they still give every
-    // SM a block. Each warp then issues 16 mmas per 8 ldmatrix (against 8 per 6), and a block reads each
-    // A and B element from global memory once per 128 outputs instead of 64. Three stages of 128 x 32
-    // slices of A and B fill the 48 KiB.
+    p.a_async = problem.a_tile.has_value();
+    p.b_async = problem.b_tile.has_value();
+    p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
+    p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
+    // Large 16-bit problems copied as stored: 128 x 128 block tiles of eight 64 x 32 warp tiles, when they
+    // still give every SM a block. Each warp then issues 16 mmas per 8 ldmatrix (against 8 per 6), and a
+    // block reads each A and B element from global memory once per 128 outputs instead of 64. Three
+    // stages of 128 x 32 slices of A and B fill the 48 KiB.
     const int64_t big_blocks = problem.batch * ceilDiv(problem.m, int64_t{128}) * ceilDiv(problem.n, int64_t{128});
-    if (sizeOf(problem.operand) == 2 && big_blocks >= device.sm_count) {
+    if (sizeOf(problem.operand) == 2 && p.a_async && p.b_async && big_blocks >= device.sm_count) {
       p.warps_m = 2;
       p.warps_n = 4;
       p.tiles_m = 4;

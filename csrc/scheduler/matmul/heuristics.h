@@ -40,11 +40,14 @@ struct MatmulParams {
   // blocks along N.
   bool gemv = false;
   int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1, gemv_unroll = 4;
-  // Staging (stages >= 2): each block tile's A and B slices of block_k K elements are copied with
-  // cp.async into a ring of `stages` shared tiles, stages - 1 slices ahead of the mmas, which read
-  // their fragments with ldmatrix. 0: fragments are loaded from global memory.
+  // Staging (stages >= 2): each block tile's A and B slices of block_k K elements go into a ring of
+  // `stages` shared tiles, stages - 1 slices ahead of the mmas, which read their fragments with ldmatrix.
+  // An operand copied as stored goes by cp.async (a_async, b_async); any other (a prologue computes it,
+  // or its layout does not allow 16-byte copies) is loaded and computed in registers and stored k-major.
+  // 0: fragments are loaded from global memory.
   int64_t stages = 0, block_k = 0;
   kernel::TileOrder a_order = kernel::TileOrder::KMajor, b_order = kernel::TileOrder::KMajor;
+  bool a_async = true, b_async = true;
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

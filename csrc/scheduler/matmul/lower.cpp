@@ -51,13 +51,18 @@ ExprId laneLinear(KernelBuilder& kb, ExprId g, ExprId t, const std::function<int
   return kb.add(kb.index(base), kb.add(kb.mul(g, kb.index(per_g)), kb.mul(t, kb.index(per_t))));
 }
 
-// How B is read along K: every load it makes, probed at a symbolic point of B's index space. B reads
-// "along K" when each load moves by 0 or 1 element per step of k; the element size reported is that of
-// the largest tensor read so (the weights, under any dequantize).
-void probeOperandB(const LoweringContext& ctx, const Expr& mm, MatmulProblem& problem) {
-  const Val* b = mm.input(1);
-  const auto& sizes = ctx.bound.sizesOf(b);
-  const size_t k_dim = mm.kind() == OpKind::Linear ? sizes.size() - 1 : sizes.size() - 2;
+// How an operand is read: every load it makes, probed at a symbolic point of its index space. It reads
+// "along K" when each load moves by 0 or 1 element per step of k; `largest` is the tensor with the most
+// elements among its loads (the weights, under any dequantize), with its element size and strides
+// along K and along M / N.
+struct OperandReads {
+  bool k_contiguous = true;
+  int64_t element_bytes = 2;
+  int64_t largest_k_stride = 0, largest_mn_stride = 0;
+};
+
+OperandReads probeOperand(const LoweringContext& ctx, const Val* operand, size_t k_dim, size_t mn_dim) {
+  const auto& sizes = ctx.bound.sizesOf(operand);
   Kernel scratch;
   scratch.tensors = ctx.kernel.tensors;
   scratch.index64 = true;
@@ -67,18 +72,30 @@ void probeOperandB(const LoweringContext& ctx, const Expr& mm, MatmulProblem& pr
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] > 1) point.vars[d] = kb.scalarVar("p", DataType::Int64, true);
   }
-  problem.b_k_contiguous = true;
-  int64_t largest = -1;
-  for (const ProbedLoad& load : probeLoads(kb, vb, point, {b})) {
+  OperandReads reads;
+  int64_t largest = -1, largest_k = -1;
+  for (const ProbedLoad& load : probeLoads(kb, vb, point, {operand})) {
     const int64_t along_k = load.strides ? (*load.strides)[k_dim] : -1;
-    if (along_k != 0 && along_k != 1) problem.b_k_contiguous = false;
+    if (along_k != 0 && along_k != 1) reads.k_contiguous = false;
     const TensorParam& param = scratch.tensors[load.tensor];
     const int64_t numel = param.layout.numel();
-    if (along_k == 1 && numel > largest) {
+    if (along_k == 1 && numel > largest_k) {
+      largest_k = numel;
+      reads.element_bytes = sizeOf(param.dtype);
+    }
+    if (numel > largest) {
       largest = numel;
-      problem.b_element_bytes = sizeOf(param.dtype);
+      reads.largest_k_stride = along_k;
+      reads.largest_mn_stride = load.strides ? (*load.strides)[mn_dim] : -1;
     }
   }
+  return reads;
+}
+
+// An operand's K dim and M / N dim: A is [.., m, k], a matmul's B [.., k, n], a linear's weight [n, k].
+std::pair<size_t, size_t> operandDims(const LoweringContext& ctx, const Val* operand, bool k_last) {
+  const size_t nd = ctx.bound.sizesOf(operand).size();
+  return k_last ? std::pair{nd - 1, nd - 2} : std::pair{nd - 2, nd - 1};
 }
 
 // Whether `val` is a stored tensor seen through views only: every op between it and the segment's
@@ -187,9 +204,13 @@ MatmulParams chooseMatmul(LoweringContext& ctx) {
   const Shape s = shapeOf(ctx.segment);
   const DataType operand = mm.input(0)->dtype();
   MatmulProblem problem{s.batch, s.m, s.n, s.k, operand};
-  probeOperandB(ctx, mm, problem);
+  const bool linear = mm.kind() == OpKind::Linear;
+  const auto [b_k, b_mn] = operandDims(ctx, mm.input(1), linear);
+  const OperandReads b_reads = probeOperand(ctx, mm.input(1), b_k, b_mn);
+  problem.b_k_contiguous = b_reads.k_contiguous;
+  problem.b_element_bytes = b_reads.element_bytes;
   problem.a_tile = tileOrder(ctx, mm.input(0), operand, true);
-  problem.b_tile = tileOrder(ctx, mm.input(1), operand, mm.kind() == OpKind::Linear);
+  problem.b_tile = tileOrder(ctx, mm.input(1), operand, linear);
   return matmulHeuristics(ctx.device, problem);
 }
 
@@ -221,17 +242,25 @@ class MatmulLowering {
   struct Staging {
     const Val* operand = nullptr;
     TileOrder order = TileOrder::KMajor;
+    bool async = true;           // cp.async of the stored bytes, or loaded and computed in registers
+    bool walk_k = true;          // registers: a chunk of `width` elements runs along K (else along M / N)
+    int64_t width = 1;
     bool k_last = true;          // the operand's last dim is K
     int64_t rows = 0, row_elements = 0, chunks = 0;  // a tile: rows of row_elements (chunks of 16 bytes)
     int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent
     ExprId mn_base = -1;         // the block's first m or n
     VarId tiles = -1;            // stages x rows x row_elements, as stored
   };
-  Staging staging(const Val* operand, TileOrder order, bool k_last, int64_t mn, int64_t mn_extent, ExprId mn_base);
+  Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
+                  ExprId mn_base);
   // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
   ExprId tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk);
-  // cp.asyncs of K slice `slice` of the operand into stage `stage`, spread over the block's threads.
+  // K slice `slice` of the operand into stage `stage`, spread over the block's threads: cp.asyncs, or
+  // (storeSlice) values computed in registers and written to the tile.
   void copySlice(const Staging& t, ExprId slice, ExprId stage);
+  void storeSlice(const Staging& t, ExprId slice, ExprId stage);
+  // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
+  ExprId tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk);
   // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.
   void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn0,
                     int64_t k0);
@@ -354,8 +383,9 @@ void MatmulLowering::mma() {
     // Warp (wm, wn)'s first rows of A and columns of B within the block tile.
     const ExprId warp_m = kb.mul(kb.div(warp, kb.index(p.warps_n)), kb.index(p.tiles_m * 16));
     const ExprId warp_n = kb.mul(kb.mod(warp, kb.index(p.warps_n)), kb.index(p.tiles_n * 8));
-    const Staging ta = staging(a_, p.a_order, true, p.blockRows(), s.m, kb.mul(bm, kb.index(p.blockRows())));
-    const Staging tb = staging(b_, p.b_order, linear_, p.blockCols(), s.n, kb.mul(bn, kb.index(p.blockCols())));
+    const Staging ta = staging(a_, p.a_order, p.a_async, true, p.blockRows(), s.m, kb.mul(bm, kb.index(p.blockRows())));
+    const Staging tb =
+        staging(b_, p.b_order, p.b_async, linear_, p.blockCols(), s.n, kb.mul(bn, kb.index(p.blockCols())));
     const int64_t slices = ceilDiv(s.k, p.block_k);
     // The first stages - 1 slices, a group each (empty past the last slice, so the count stays uniform).
     for (int64_t slice = 0; slice < p.stages - 1; ++slice) {
@@ -432,12 +462,23 @@ void MatmulLowering::mma() {
   }
 }
 
-MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder order, bool k_last, int64_t mn,
-                                                int64_t mn_extent, ExprId mn_base) {
+MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder order, bool async, bool k_last,
+                                                int64_t mn, int64_t mn_extent, ExprId mn_base) {
   Staging t;
   t.operand = operand;
   t.order = order;
+  t.async = async;
   t.k_last = k_last;
+  if (!async) {
+    // Chunks of 16 bytes of the operand along the dim its largest input is contiguous in (K for a
+    // linear's weights, N for a row-major B), where that dim's extent is whole chunks; else one element.
+    const auto [k_dim, mn_dim] = operandDims(ctx_, operand, k_last);
+    const OperandReads reads = probeOperand(ctx_, operand, k_dim, mn_dim);
+    t.walk_k = reads.largest_k_stride == 1 || reads.largest_mn_stride != 1;
+    const int64_t chunk = 16 / sizeOf(operand->dtype());
+    const int64_t walk_stride = t.walk_k ? reads.largest_k_stride : reads.largest_mn_stride;
+    t.width = walk_stride == 1 && (t.walk_k ? s_.k : mn_extent) % chunk == 0 ? chunk : 1;
+  }
   t.mn = mn;
   t.mn_extent = mn_extent;
   t.mn_base = mn_base;
@@ -458,7 +499,53 @@ ExprId MatmulLowering::tileIndex(const Staging& t, ExprId stage, ExprId row, Exp
                 kb.add(kb.mul(row, kb.index(t.row_elements)), kb.mul(rotated, kb.index(per_chunk))));
 }
 
+ExprId MatmulLowering::tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk) {
+  const int64_t per_chunk = t.row_elements / t.chunks;
+  return kb_.add(tileIndex(t, stage, row, kb_.div(kk, kb_.index(per_chunk))), kb_.mod(kk, kb_.index(per_chunk)));
+}
+
+void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
+  KernelBuilder& kb = kb_;
+  const int64_t threads = ctx_.kernel.threadsPerBlock();
+  // The tile as chunks of `width` elements along the walked dim: `across` indexes the other dim.
+  const int64_t walk_extent = t.walk_k ? p_.block_k : t.mn;
+  const int64_t per_line = walk_extent / t.width, units = (t.walk_k ? t.mn : p_.block_k) * per_line;
+  const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
+  for (int64_t first = 0; first < units; first += threads) {
+    const ExprId q = kb.add(kb.threadIdx(0), kb.index(first));
+    const ExprId across = kb.div(q, kb.index(per_line)), along = kb.mul(kb.mod(q, kb.index(per_line)), kb.index(t.width));
+    // The chunk's first tile row and K element in the slice, and its first global k and m / n.
+    const ExprId row0 = t.walk_k ? across : along, kk0 = t.walk_k ? along : across;
+    const ExprId k0 = kb.add(kb.mul(slice, kb.index(p_.block_k)), kk0), mn0 = kb.add(t.mn_base, row0);
+    const ExprId inside = kb.land(kb.lt(k0, kb.index(s_.k)), kb.lt(mn0, kb.index(t.mn_extent)));
+    const ExprId used = units % threads != 0 && first + threads > units ? kb.lt(q, kb.index(units)) : -1;
+    const bool vector = t.width > 1;
+    emitChunk(kb, vb_, used >= 0 ? kb.land(used, inside) : inside, t.width, lane_var, [&](Chunk& c) {
+      const Idx k = {k0, vector && t.walk_k}, mn = {mn0, vector && !t.walk_k};
+      const ExprId value = t.k_last ? vb_.valueAt(t.operand, operandIndex(t.operand, mn, k))
+                                    : vb_.valueAt(t.operand, operandIndex(t.operand, k, mn));
+      kb.pushTarget(vector ? &c.body : &c.pre);
+      const ExprId lane = vector ? kb.ref(lane_var) : kb.index(0);
+      kb.localWrite(t.tiles,
+                    tileElement(t, stage, t.walk_k ? row0 : kb.add(row0, lane), t.walk_k ? kb.add(kk0, lane) : kk0),
+                    value);
+      kb.popTarget();
+    });
+    // Past M, N or K: zeros.
+    kb.openIf(used >= 0 ? kb.land(used, kb.lnot(inside)) : kb.lnot(inside));
+    for (int64_t i = 0; i < t.width; ++i) {
+      const ExprId row = t.walk_k ? row0 : kb.add(row0, kb.index(i)), kk = t.walk_k ? kb.add(kk0, kb.index(i)) : kk0;
+      kb.localWrite(t.tiles, tileElement(t, stage, row, kk), zeroOf(t.operand->dtype()));
+    }
+    kb.close();
+  }
+}
+
 void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
+  if (!t.async) {
+    storeSlice(t, slice, stage);
+    return;
+  }
   KernelBuilder& kb = kb_;
   const int64_t threads = ctx_.kernel.threadsPerBlock();
   const int64_t total = t.rows * t.chunks;

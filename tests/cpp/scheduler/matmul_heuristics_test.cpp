@@ -76,7 +76,7 @@ TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 0, 100, 1)).grid, 0);
 }
 
-TEST(MatmulHeuristics, OperandsCopiedAsStoredTakeAThreeStagePipelineOf64ByteSlices) {
+TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   MatmulProblem bf16{1, 1024, 1024, 1024, DataType::BFloat16};
   bf16.a_tile = kernel::TileOrder::KMajor;
   bf16.b_tile = kernel::TileOrder::MnMajor;
@@ -101,10 +101,17 @@ TEST(MatmulHeuristics, OperandsCopiedAsStoredTakeAThreeStagePipelineOf64ByteSlic
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
-  // An operand that cannot be copied as stored (a dequantize prologue, a misaligned stride): fragments
-  // come from global memory.
+  EXPECT_TRUE(matmulHeuristics(DeviceInfo::a100(), s8).b_async);
+  // An operand that cannot be copied as stored (a dequantize prologue, an 8-bit B stored n-major): staged
+  // through registers, k-major; the large tiles are kept for operands copied as stored.
   s8.b_tile.reset();
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).stages, 0);
+  const MatmulParams registers = matmulHeuristics(DeviceInfo::a100(), s8);
+  EXPECT_EQ(registers.stages, 3);
+  EXPECT_FALSE(registers.b_async);
+  EXPECT_EQ(registers.b_order, kernel::TileOrder::KMajor);
+  EXPECT_NE(registers.toString().find("B k-major through registers"), std::string::npos);
+  large.b_tile.reset();
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), large).blockRows(), 64);
 }
 
 TEST(MatmulHeuristics, EveryOutputIsInSomeBlock) {
