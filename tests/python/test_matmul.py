@@ -219,3 +219,23 @@ def test_scaled_mm_of_fnuz_operands_runs_on_the_host_and_says_why():
     assert any("Float8_e4m3fnuz operands; mma.sync takes" in why for _, why in segment.refusals)
     (out,) = fd.execute(inputs)
     np.testing.assert_allclose(out, inputs[0].astype(np.float64) @ inputs[1].astype(np.float64), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [DataType.Float8_e4m3fn, DataType.Int8])
+def test_a_quantize_after_the_matmul_is_in_its_epilogue(dtype):
+    # MIGraphX's complaint (seed 000): a quantize after a GEMM became a kernel of its own. Here it is the
+    # GEMM kernel's epilogue, and the quantized values equal the reference's.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        bias = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        y = fd.ops.linear(a, b, bias, DataType.Float)
+        fd.add_output(fd.ops.quantize(y, 0.05, dtype=dtype))
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((40, 64)).astype(BF16), rng.standard_normal((24, 64)).astype(BF16),
+              rng.standard_normal(24).astype(BF16)]
+    (segment,) = fd.explain(inputs).segments
+    assert segment.scheduler == "matmul" and "quantize" in segment.ops
+    (out,) = fd.execute(inputs)
+    np.testing.assert_array_equal(np.asarray(out).astype(np.float32),
+                                  np.asarray(braze.execute.reference(fd, inputs)[0]).astype(np.float32))

@@ -1,6 +1,7 @@
 // The matmul scheduler takes a segment of one matmul or linear with the ops that feed its operands
-// (casts, broadcasts, views: computed as each operand value is loaded) and the elementwise ops applied
-// to its result (bias, activation, scale, cast: applied to each accumulator before it is stored).
+// (casts, dequantizes, broadcasts, views: computed as each operand value is loaded) and the elementwise
+// ops applied to its result (bias, activation, scale, cast, quantize: applied to each accumulator before
+// it is stored).
 #include "scheduler/registry.h"
 
 #include "ir/fusion.h"
@@ -10,8 +11,10 @@
 namespace braze {
 namespace {
 
+// Ops computed per element of their index space: quantize (per tensor, channel or block) is one.
 bool elementwise(OpCategory c) {
-  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary || c == OpCategory::Cast;
+  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary || c == OpCategory::Cast ||
+         c == OpCategory::Quantize;
 }
 
 }  // namespace

@@ -461,6 +461,31 @@ inline KernelCase weightInt8LinearCase(int64_t m, int64_t n, int64_t k, int64_t 
   return c;
 }
 
+// matmul(a, b) (bf16, staged) with two outputs: the result quantized to int8 by a per-column scale, and
+// relu of the result as float (several outputs of the matmul's shape from one epilogue).
+inline KernelCase matmulQuantizeEpilogueCase(int64_t m, int64_t k, int64_t n, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* scale = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* y = matmul(a, b, DataType::Float);
+    f.addOutput(quantize(y, scale, nullptr, DataType::Int8, QuantAxis{1, {}}));
+    f.addOutput(unaryOp(OpKind::Relu, y));
+  }
+  c.inputs = randomInputs(f, seed, {{m, k}, {k, n}, {n}});
+  c.expect = [](const LoweredPlan& compiled) {
+    ASSERT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
+    const auto& k = compiled.kernels.at(0);
+    if (k) {
+      EXPECT_NE(k->summary.find("cp.async pipeline"), std::string::npos) << k->summary;
+    }
+  };
+  return c;
+}
+
 // A matmul case expected to take the cp.async pipeline.
 inline KernelCase staged(KernelCase c) {
   c.expect = expectMatmulSegment("cp.async pipeline");
@@ -571,6 +596,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] { return staged(transposedAMatmulCase(48, 80, 56, DataType::Half, 36)); }},
       {"matmul_s8_staged_transposed_b_2x70x144x40",
        [] { return staged(matmulCase({2, 70, 144}, {2, 144, 40}, DataType::Int8, true, DataType::Int8, 37)); }},
+      {"matmul_bf16_quantize_epilogue_two_outputs", [] { return matmulQuantizeEpilogueCase(33, 64, 40, 39); }},
       {"matmul_bf16_staged_batch_broadcast_3x40x96x24",
        [] { return staged(matmulCase({3, 40, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
   };

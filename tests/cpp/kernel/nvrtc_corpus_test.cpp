@@ -15,6 +15,14 @@ std::vector<std::string> corpusSources() {
   std::vector<std::string> sources;
   std::vector<testing::KernelCaseMaker> cases = testing::largeKernelCorpus();
   for (testing::KernelCaseMaker& maker : testing::matmulBenchmarkShapes()) cases.push_back(std::move(maker));
+  // The small corpus's matmuls: every schedule (staged by cp.async or through registers, both tile
+  // orders, GEMV, fragments from global memory) and dtype.
+  for (testing::KernelCaseMaker& maker : testing::smallKernelCorpus()) {
+    if (maker.name.find("matmul") != std::string::npos || maker.name.find("gemv") != std::string::npos ||
+        maker.name.find("linear") != std::string::npos) {
+      cases.push_back(std::move(maker));
+    }
+  }
   for (const testing::KernelCaseMaker& maker : cases) {
     const testing::KernelCase c = maker.make();
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), DeviceInfo::h100Sxm());
