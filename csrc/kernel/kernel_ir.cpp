@@ -1,4 +1,5 @@
 #include "kernel/kernel_ir.h"
+#include "reference/pointwise_math.h"
 
 #include "support/error.h"
 
@@ -74,7 +75,9 @@ ExprId KernelBuilder::constant(double value, DataType dtype) {
   KExpr e;
   e.kind = EKind::ConstFloat;
   e.dtype = dtype;
-  e.f = value;
+  // The value the dtype holds (a Float 0.05 is 0.0500000007...): what the emitted literal is, and what the
+  // simulator must compute with, as the reference does.
+  e.f = reference::roundToType(value, dtype);
   return intern(e);
 }
 

@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import braze
 from braze import DataType, FusionDefinition
 from helpers import NUMPY_TO_BRAZE, define_like, run
 
@@ -222,3 +223,15 @@ def test_numpy_inputs_run_through_the_fusion_cache():
     np.testing.assert_allclose(second, (a * a).sum(axis=1), rtol=1e-5)
     np.testing.assert_array_equal(first, second)
     assert fd.explain([np.ones((6000, 64), np.float32)]).cache == "new launch parameters"
+
+
+def test_a_float_constant_is_the_float_it_rounds_to_in_kernels():
+    # 0.05 as a Float scale is 0.0500000007...: 1.375 / it is just under 27.5 and quantizes to 27, as the
+    # reference and the emitted 0.05f literal compute. The simulator once used the double 0.05 (28).
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.quantize(a, 0.05, dtype=DataType.Int8))
+    x = np.array([1.375, -0.375, 1.0], np.float32)
+    (out,) = fd.execute([x])
+    np.testing.assert_array_equal(out, braze.execute.reference(fd, [x])[0])
+    assert out.tolist() == [27, -7, 20]

@@ -239,3 +239,46 @@ def test_a_quantize_after_the_matmul_is_in_its_epilogue(dtype):
     (out,) = fd.execute(inputs)
     np.testing.assert_array_equal(np.asarray(out).astype(np.float32),
                                   np.asarray(braze.execute.reference(fd, inputs)[0]).astype(np.float32))
+
+
+def define_qkv_attention_scores(fd, batch, seq, heads, head_dim, qdtype):
+    """Seed 000 (MIGraphX, BERT / DistilGPT2): a horizontally fused QKV linear with bias, sliced into q,
+    k and v, each reshaped to heads and permuted, q and k quantized (per tensor), then q k^T on the
+    quantized values. Outputs: the scores and v."""
+    hidden = heads * head_dim
+    x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[-1, -1], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+    y = fd.ops.linear(x, w, b)
+
+    def head_split(i, order):
+        part = fd.ops.slice(y, [0, 0, i * hidden], [batch, seq, (i + 1) * hidden])
+        return fd.ops.permute(fd.ops.reshape(part, [batch, seq, heads, head_dim]), order)
+
+    q, k, v = head_split(0, [0, 2, 1, 3]), head_split(1, [0, 2, 3, 1]), head_split(2, [0, 2, 1, 3])
+    qq = fd.ops.quantize(q, 0.05, dtype=qdtype)
+    kq = fd.ops.quantize(k, 0.05, dtype=qdtype)
+    # fp8 products accumulate in float; int8 ones in int32 (the XLA rule: exact, then whatever cast follows).
+    fd.add_output(fd.ops.matmul(qq, kq, DataType.Float if qdtype == DataType.Float8_e4m3fn else DataType.Int32))
+    fd.add_output(v)
+
+
+@pytest.mark.parametrize("qdtype", [DataType.Float8_e4m3fn, DataType.Int8])
+def test_migraphx_qkv_attention_scores_are_two_matmul_kernels(qdtype):
+    # Both GEMMs on tensor cores, and no kernel of its own for the quantize: it is computed as the second
+    # GEMM loads its operands (the slices, reshapes and permutes are index maps into the first's output).
+    batch, seq, heads, head_dim = 2, 24, 2, 16
+    with FusionDefinition() as fd:
+        define_qkv_attention_scores(fd, batch, seq, heads, head_dim, qdtype)
+    rng = np.random.default_rng(6)
+    hidden = heads * head_dim
+    inputs = [rng.standard_normal((batch, seq, hidden)).astype(BF16),
+              (rng.standard_normal((3 * hidden, hidden)) * 0.2).astype(BF16), rng.standard_normal(3 * hidden).astype(BF16)]
+    plan = fd.explain(inputs)
+    matmuls = kernels(plan)
+    assert len(matmuls) == 2 and all(s.scheduler == "matmul" for s in matmuls), str(plan)
+    assert "linear" in matmuls[0].ops and "quantize" in matmuls[1].ops and "matmul" in matmuls[1].ops
+    assert all(s.kind == "alias" for s in plan.segments if s.kind != "kernel")  # v: a view of the first output
+    got = fd.execute(inputs)
+    for g, want in zip(got, braze.execute.reference(fd, inputs)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
