@@ -38,7 +38,7 @@ from braze import execute as bx
 
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
 from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
-from test_matmul import define_weight_int8_linear  # noqa: E402  (seed 003)
+from test_matmul import define_qkv_attention_scores, define_weight_int8_linear  # noqa: E402  (seeds 000, 003)
 
 L2_BYTES = 50 << 20
 BF16 = ml_dtypes.bfloat16
@@ -155,6 +155,24 @@ def torch_weight_int8_linear(x, w, s):
     return torch.nn.functional.linear(x, (w.float() * s.float()[:, None]).to(x.dtype))
 
 
+def torch_qkv_attention_scores(x, w, b, heads, head_dim, exact=False):
+    """Seed 000's ops in torch eager: the QKV linear, the head split, q and k quantized to e4m3fn by 0.05
+    (clamped: torch's cast does not saturate), q k^T on their values (torch has no fp8 bmm). `exact`:
+    quantize as braze does (in double, by the float32 0.05), for the correctness check, so that values at
+    an fp8 rounding midpoint round alike."""
+    batch, seq, _ = x.shape
+    hidden = heads * head_dim
+    y = torch.nn.functional.linear(x, w, b)
+    parts = [y[..., i * hidden:(i + 1) * hidden].reshape(batch, seq, heads, head_dim) for i in range(3)]
+    q, k, v = parts[0].permute(0, 2, 1, 3), parts[1].permute(0, 2, 3, 1), parts[2].permute(0, 2, 1, 3)
+
+    def quantize(t):
+        scaled = t.double() / float(np.float32(0.05)) if exact else t.float() / 0.05
+        return scaled.clamp(-448, 448).to(torch.float8_e4m3fn)
+
+    return torch.matmul(quantize(q).float(), quantize(k).float()), v
+
+
 def matmul_cases():
     """The issue's matmul targets; the last field counts the multiply-adds' operations (2 M N K)."""
     def randint8(shape, gen):
@@ -167,6 +185,16 @@ def matmul_cases():
     b, n = 16, 1024
     yield ("s8 bmm 16x1024^3 -> s32", lambda fd: define_matmul(fd, [b, n, n], [b, n, n], DataType.Int8),
            torch_int8_bmm, lambda gen: [randint8((b, n, n), gen) for _ in range(2)], None, 2 * b * n**3)
+    batch, seq, heads, head_dim = 64, 384, 12, 64
+    hidden = heads * head_dim
+    yield ("qkv+quantize+qk^T (seed 000)",
+           lambda fd: define_qkv_attention_scores(fd, batch, seq, heads, head_dim, DataType.Float8_e4m3fn),
+           lambda x, w, b: torch_qkv_attention_scores(x, w, b, heads, head_dim),
+           lambda gen: [torch.randn(batch, seq, hidden, dtype=torch.bfloat16, device="cuda", generator=gen),
+                        (torch.randn(3 * hidden, hidden, device="cuda", generator=gen) * 0.05).to(torch.bfloat16),
+                        torch.randn(3 * hidden, dtype=torch.bfloat16, device="cuda", generator=gen)],
+           lambda x, w, b: torch_qkv_attention_scores(x, w, b, heads, head_dim, exact=True),
+           2 * batch * seq * 3 * hidden * hidden + 2 * batch * heads * seq * seq * head_dim)
     for m in (1, 64):
         k, n = 4096, 11008
         yield (f"w8 linear M={m} K={k} N={n}", define_weight_int8_linear, torch_weight_int8_linear,
