@@ -57,23 +57,26 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
   LoweredPlan lowered{std::move(plan), {}};
   lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
-    if (segment.scheduler == SchedulerKind::Matmul) {
-      // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for the segment: it says
-      // why, and runs where the reference can run it.
-      const Expr* mm = *std::find_if(segment.exprs.begin(), segment.exprs.end(), [](const Expr* e) {
-        return opInfo(e->kind()).category == OpCategory::Matmul;
-      });
-      if (std::string why = mmaUnavailable(device, mm->input(0)->dtype()); !why.empty()) {
-        segment.scheduler.reset();
-        segment.refusals.emplace_back(SchedulerKind::Matmul, std::move(why));
-      }
-    }
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
       lowered.kernels.emplace_back();
       continue;
     }
     const kernel::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
     const kernel::SegmentHeuristics heuristics = kernel::segmentHeuristics(to_lower, device);
+    const auto* matmul = std::get_if<MatmulParams>(&heuristics.params);
+    if (matmul != nullptr && !matmul->gemv) {
+      // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for a tensor-core matmul
+      // (the GEMV needs none): the segment says why, and runs where the reference can run it.
+      const Expr* mm = *std::find_if(segment.exprs.begin(), segment.exprs.end(), [](const Expr* e) {
+        return opInfo(e->kind()).category == OpCategory::Matmul;
+      });
+      if (std::string why = mmaUnavailable(device, mm->input(0)->dtype()); !why.empty()) {
+        segment.scheduler.reset();
+        segment.refusals.emplace_back(SchedulerKind::Matmul, std::move(why));
+        lowered.kernels.emplace_back();
+        continue;
+      }
+    }
     dumpAfter("heuristics", fmt::format("segment {}: {}", segment.id, heuristics.toString()));
     kernel::Kernel k = kernel::lowerSegment(to_lower, device, heuristics);
     if (verifiersEnabled()) kernel::verifyKernel(k);

@@ -282,3 +282,21 @@ def test_migraphx_qkv_attention_scores_are_two_matmul_kernels(qdtype):
     got = fd.execute(inputs)
     for g, want in zip(got, braze.execute.reference(fd, inputs)):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
+
+
+@pytest.mark.parametrize("target", ["mi300x", "a100"])
+def test_the_gemv_needs_no_tensor_cores(target):
+    # An AMD GPU (HIP, 64-lane wavefronts) and an sm_80 GPU both run the weight-only GEMV as a kernel; an
+    # fp8 or AMD tensor-core matmul is refused by name instead (test_without_mma_the_plan_says_why).
+    with FusionDefinition() as fd:
+        define_weight_int8_linear(fd)
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((3, 256)).astype(BF16), rng.integers(-128, 128, (97, 256)).astype(np.int8),
+              (rng.random(97) * 0.01).astype(BF16)]
+    (segment,) = kernels(fd.explain(inputs, target=target))
+    assert segment.scheduler == "matmul" and "matmul gemv" in segment.heuristics
+    (out,) = fd.execute(inputs, target=target)
+    expected = np.asarray(braze.execute.reference(fd, inputs)[0]).astype(np.float64)
+    np.testing.assert_allclose(out.astype(np.float64), expected, rtol=1e-2, atol=1e-2)  # sums in another order
+    if target == "mi300x":
+        assert "braze_block_reduce" in braze.execute.hip_code_for(fd, inputs)
