@@ -21,8 +21,9 @@ std::string MatmulParams::toString() const {
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
                                 "(A {}, B {})",
                                 stages, block_k, order(a_order, a_async), order(b_order, b_async));
-  return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}", kernel::toString(shape),
-                     warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging);
+  const std::string raster = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+  return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}{}", kernel::toString(shape),
+                     warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging, raster);
 }
 
 std::string mmaUnavailable(const DeviceInfo& device, DataType operand) {
@@ -101,6 +102,9 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
       p.grid = problem.batch * p.blocks_m * p.blocks_n;
     }
   }
+  // More block tiles than run at once: groups of 8 block rows walk N together, so a wave of blocks reads
+  // about sqrt(blocks) A and B tiles each instead of one A row against every B column.
+  if (p.blocks_m > 8 && p.blocks_m * p.blocks_n > 2 * static_cast<int64_t>(device.sm_count)) p.raster_group = 8;
   return p;
 }
 

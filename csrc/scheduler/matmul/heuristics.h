@@ -33,6 +33,7 @@ struct MatmulParams {
   int64_t warps_m = 2, warps_n = 2;  // warps per block along M and N
   int64_t tiles_m = 2, tiles_n = 4;  // mma tiles per warp along M and N
   int64_t blocks_m = 1, blocks_n = 1, grid = 1;  // grid 0: the output is empty
+  int64_t raster_group = 1;  // block rows that consecutive blocks walk along N together
   // The GEMV schedule, without tensor cores: a block of gemv_warps warps, each summing gemv_cols output
   // columns over all of K for every row, its lanes reading gemv_vector consecutive K elements at a time
   // (16 bytes of B's largest input, so every weight byte is read once with 128-bit loads); the lanes'

@@ -335,9 +335,17 @@ void MatmulLowering::mma() {
   ctx_.kernel.block = {32 * p.warps_m * p.warps_n, 1};
 
   const ExprId block = kb.blockIdx(0);
-  const ExprId bn = kb.letValue("bn", kb.mod(block, kb.index(p.blocks_n)));
-  const ExprId bm = kb.letValue("bm", kb.mod(kb.div(block, kb.index(p.blocks_n)), kb.index(p.blocks_m)));
-  const ExprId bb = kb.letValue("bb", kb.div(block, kb.index(p.blocks_n * p.blocks_m)));
+  // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
+  // the A rows and B columns they read are shared while both are in L2 (raster_group 1: row by row). The
+  // last group of rows may be shorter.
+  const int64_t tiles = p.blocks_m * p.blocks_n, group_tiles = p.raster_group * p.blocks_n;
+  const ExprId bb = kb.letValue("bb", kb.div(block, kb.index(tiles)));
+  const ExprId tile = kb.letValue("tile", kb.mod(block, kb.index(tiles)));
+  const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(p.raster_group));
+  const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(p.blocks_m), first_m), kb.index(p.raster_group)));
+  const ExprId in_group = kb.mod(tile, kb.index(group_tiles));
+  const ExprId bm = kb.letValue("bm", kb.add(first_m, kb.mod(in_group, group_m)));
+  const ExprId bn = kb.letValue("bn", kb.div(in_group, group_m));
   const ExprId warp = kb.letValue("warp", kb.div(kb.threadIdx(0), kb.index(32)));
   const ExprId lane = kb.letValue("lane", kb.mod(kb.threadIdx(0), kb.index(32)));
   const ExprId g = kb.letValue("g", kb.div(lane, kb.index(4)));

@@ -315,5 +315,19 @@ TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   }
 }
 
+// Rasterized block order: groups of 8 block rows walk N together, the last group shorter (9 block rows of
+// s8 tiles on a described one-SM H100): every output tile is computed once, as the reference gives it.
+TEST(CpAsync, RasterizedBlocksCoverEveryTileOnce) {
+  DeviceInfo one_sm = DeviceInfo::h100Sxm();
+  one_sm.sm_count = 1;
+  const testing::KernelCase c = testing::matmulCase({576, 64}, {64, 150}, DataType::Int8, true, DataType::Null, 7);
+  runtime::SimDeviceOps device;
+  runtime::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);
+  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "rasterized");
+  const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+  EXPECT_NE(k.summary.find("blocks in groups of 8 rows"), std::string::npos) << k.summary;
+  EXPECT_EQ(k.grid[0], 9 * 3);
+}
+
 }  // namespace
 }  // namespace braze

@@ -97,6 +97,10 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_EQ(big.blockCols(), 128);
   EXPECT_EQ(big.warps_m * big.warps_n, 8);
   EXPECT_EQ(big.grid, 32 * 32);
+  // 1024 block tiles, far more than run at once: blocks walk N in groups of 8 block rows. 64 x 64 tiles
+  // of a 1024^2 output are 256 blocks, under two per SM: row by row.
+  EXPECT_EQ(big.raster_group, 8);
+  EXPECT_EQ(p.raster_group, 1);
   EXPECT_LE(big.stages * big.block_k * 2 * (big.blockRows() + big.blockCols()), 48 * 1024);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
