@@ -120,6 +120,16 @@ std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
   return groups;
 }
 
+TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t numel, bool zeroed) {
+  TensorParam param;
+  param.name = name;
+  param.dtype = dtype;
+  param.layout = StridedLayout::rowMajor({numel});
+  param.workspace = true;
+  param.zeroed = zeroed;
+  return param;
+}
+
 void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
                const std::function<void(Chunk&)>& build) {
   Chunk chunk;

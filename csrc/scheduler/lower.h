@@ -97,6 +97,10 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params);
 MatmulParams chooseMatmul(LoweringContext& ctx);
 void lowerMatmul(LoweringContext& ctx, const MatmulParams& params);
 
+// A workspace tensor of a kernel (scratch the launcher allocates: no Val): `numel` elements, zeroed at
+// the first launch when asked (the kernel leaves it zeroed again).
+TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t numel, bool zeroed);
+
 // One predicated chunk of `width` lanes: `pre` runs once, `body` per lane, `post` once after the
 // lanes (vector stores).
 struct Chunk {

@@ -21,7 +21,8 @@ std::string MatmulParams::toString() const {
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
                                 "(A {}, B {})",
                                 stages, block_k, order(a_order, a_async), order(b_order, b_async));
-  const std::string raster = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+  std::string raster = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+  if (split_k > 1) raster += fmt::format(", K split among {} blocks per tile", split_k);
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}{}", kernel::toString(shape),
                      warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging, raster);
 }
@@ -100,6 +101,17 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
       p.blocks_m = ceilDiv(problem.m, p.blockRows());
       p.blocks_n = ceilDiv(problem.n, p.blockCols());
       p.grid = problem.batch * p.blocks_m * p.blocks_n;
+    }
+  }
+  // Few output tiles for the SMs and a long K: split K among blocks, each keeping at least 4 slices, so that
+  // every SM gets a block (no split leaves a block without slices).
+  const int64_t slices = p.stages >= 2 ? ceilDiv(problem.k, p.block_k) : 0;
+  const int64_t tile_blocks = problem.batch * p.blocks_m * p.blocks_n;
+  if (p.stages >= 2 && tile_blocks > 0 && tile_blocks < device.sm_count && slices >= 8) {
+    const int64_t wanted = std::min<int64_t>({ceilDiv(device.sm_count, tile_blocks), slices / 4, 16});
+    if (wanted >= 2) {
+      p.split_k = ceilDiv(slices, ceilDiv(slices, wanted));  // every split non-empty
+      p.grid = tile_blocks * p.split_k;
     }
   }
   // More block tiles than run at once: groups of 8 block rows walk N together, so a wave of blocks reads

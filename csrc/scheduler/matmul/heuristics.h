@@ -34,6 +34,9 @@ struct MatmulParams {
   int64_t tiles_m = 2, tiles_n = 4;  // mma tiles per warp along M and N
   int64_t blocks_m = 1, blocks_n = 1, grid = 1;  // grid 0: the output is empty
   int64_t raster_group = 1;  // block rows that consecutive blocks walk along N together
+  // Staged only: K split among split_k blocks per output tile, the last to finish summing their
+  // accumulators (in split order) before the epilogue.
+  int64_t split_k = 1;
   // The GEMV schedule, without tensor cores: a block of gemv_warps warps, each summing gemv_cols output
   // columns over all of K for every row, its lanes reading gemv_vector consecutive K elements at a time
   // (16 bytes of B's largest input, so every weight byte is read once with 128-bit loads); the lanes'

@@ -1,47 +1,14 @@
-// The matmul lowering, two schedules. Both read operand values through the ValueBuilder (so a cast,
-// dequantize or broadcast feeding an operand is computed as it is loaded, and transposed operands are
-// read through their strides), and put each output value through the epilogue (bias, the elementwise
-// ops after the matmul, the output's dtype) before storing it.
-// - mma: block b of the grid takes one batch's block tile of the output; its warps each a warp tile of
-//   tiles_m x tiles_n mma tiles. Walking K an mma's depth at a time, each lane loads its fragment values
-//   of A and B straight from global memory, zero outside the matrices, and issues the warp's mmas. The
-//   operands are not staged in shared memory: a block reads A and B tiles several times from L1/L2.
-// - GEMV (a few rows): a warp per gemv_cols output columns; its lanes walk K in chunks of gemv_vector
-//   elements (one 16-byte load of B's weights per column), multiply by every row of A and keep a sum
-//   per row and column, then the warp adds its lanes' sums.
+// The mma schedule: block b of the grid takes one batch's block tile of the output (blocks in raster
+// groups; with split-K, several blocks per tile); its warps each a warp tile of tiles_m x tiles_n mma
+// tiles. Staged (sm_80 on): K slices of A and B go through a ring of shared tiles (cp.async, or computed
+// in registers) and fragments are read with ldmatrix. Otherwise each lane loads its fragment values
+// straight from global memory, zero outside the matrices. Then the warp's mmas, and the epilogue.
+#include "scheduler/matmul/lowering.h"
+
 #include "support/error.h"
-#include "kernel/shared_tiles.h"
-#include "scheduler/load_probe.h"
-#include "scheduler/lower.h"
-#include "scheduler/matmul/heuristics.h"
 
 namespace braze::kernel {
 namespace {
-
-const Expr& matmulOf(const SegmentToLower& segment) {
-  for (const Expr* e : segment.exprs) {
-    if (opInfo(e->kind()).category == OpCategory::Matmul) return *e;
-  }
-  BRAZE_UNREACHABLE("matmul segment {} has no matmul", segment.id);
-}
-
-struct Shape {
-  std::vector<int64_t> batch_sizes;
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-};
-
-Shape shapeOf(const SegmentToLower& segment) {
-  const Expr& mm = matmulOf(segment);
-  const auto& out = segment.bound->sizesOf(mm.output(0));
-  const auto& a = segment.bound->sizesOf(mm.input(0));
-  Shape s;
-  s.batch_sizes.assign(out.begin(), out.end() - 2);
-  for (int64_t d : s.batch_sizes) s.batch *= d;
-  s.m = out[out.size() - 2];
-  s.n = out.back();
-  s.k = a.back();
-  return s;
-}
 
 // An index expression linear in the lane's group g = lane / 4 and its place t = lane % 4, equal to
 // `position(lane)` for every lane (the fragment tables are linear in g and t).
@@ -51,157 +18,11 @@ ExprId laneLinear(KernelBuilder& kb, ExprId g, ExprId t, const std::function<int
   return kb.add(kb.index(base), kb.add(kb.mul(g, kb.index(per_g)), kb.mul(t, kb.index(per_t))));
 }
 
-// How an operand is read: every load it makes, probed at a symbolic point of its index space. It reads
-// "along K" when each load moves by 0 or 1 element per step of k; `largest` is the tensor with the most
-// elements among its loads (the weights, under any dequantize), with its element size and strides
-// along K and along M / N.
-struct OperandReads {
-  bool k_contiguous = true;
-  int64_t element_bytes = 2;
-  int64_t largest_k_stride = 0, largest_mn_stride = 0;
-};
-
-OperandReads probeOperand(const LoweringContext& ctx, const Val* operand, size_t k_dim, size_t mn_dim) {
-  const auto& sizes = ctx.bound.sizesOf(operand);
-  Kernel scratch;
-  scratch.tensors = ctx.kernel.tensors;
-  scratch.index64 = true;
-  KernelBuilder kb(scratch);
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
-  SymbolicPoint point{sizes, std::vector<VarId>(sizes.size(), -1), -1, 1, -1};
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] > 1) point.vars[d] = kb.scalarVar("p", DataType::Int64, true);
-  }
-  OperandReads reads;
-  int64_t largest = -1, largest_k = -1;
-  for (const ProbedLoad& load : probeLoads(kb, vb, point, {operand})) {
-    const int64_t along_k = load.strides ? (*load.strides)[k_dim] : -1;
-    if (along_k != 0 && along_k != 1) reads.k_contiguous = false;
-    const TensorParam& param = scratch.tensors[load.tensor];
-    const int64_t numel = param.layout.numel();
-    if (along_k == 1 && numel > largest_k) {
-      largest_k = numel;
-      reads.element_bytes = sizeOf(param.dtype);
-    }
-    if (numel > largest) {
-      largest = numel;
-      reads.largest_k_stride = along_k;
-      reads.largest_mn_stride = load.strides ? (*load.strides)[mn_dim] : -1;
-    }
-  }
-  return reads;
-}
-
-// An operand's K dim and M / N dim: A is [.., m, k], a matmul's B [.., k, n], a linear's weight [n, k].
-std::pair<size_t, size_t> operandDims(const LoweringContext& ctx, const Val* operand, bool k_last) {
-  const size_t nd = ctx.bound.sizesOf(operand).size();
-  return k_last ? std::pair{nd - 1, nd - 2} : std::pair{nd - 2, nd - 1};
-}
-
-// Whether `val` is a stored tensor seen through views only: every op between it and the segment's
-// inputs is a meta op (permute, broadcast, expand, squeeze, slice, reshape).
-bool viewOfInput(const std::vector<const Expr*>& exprs, const Val* val) {
-  for (const Expr* e : exprs) {
-    for (const Val* out : e->outputs()) {
-      if (out != val) continue;
-      if (opInfo(e->kind()).category != OpCategory::Meta) return false;
-      for (const Val* in : e->inputs()) {
-        if (in->isTensor() && !viewOfInput(exprs, in)) return false;
-      }
-      return true;
-    }
-  }
-  return true;  // defined by no expr of the segment: one of its inputs
-}
-
-// The one element of one tensor the kernel reads for `operand` at `index` (an operand that is a view of
-// a stored tensor): the tensor and the element offset. The ValueBuilder's statements go to `target`.
-std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, const Val* operand,
-                                          const std::vector<Idx>& index, std::vector<Stmt>* target) {
-  std::pair<TensorId, ExprId> found{-1, -1};
-  int loads = 0;
-  vb.beginChunk(target, target, 1, -1);
-  vb.setLoadInterceptor([&](TensorId tensor, ExprId offset) -> std::optional<ExprId> {
-    ++loads;
-    found = {tensor, offset};
-    const DataType dtype = kb.kernel().tensors[tensor].dtype;
-    return isFloating(dtype) ? kb.constant(0.0, dtype) : kb.constantInt(0, dtype);
-  });
-  kb.pushTarget(target);
-  vb.valueAt(operand, index);
-  kb.popTarget();
-  vb.setLoadInterceptor(nullptr);
-  return loads == 1 ? found : std::pair<TensorId, ExprId>{-1, -1};
-}
-
-// Whether an operand can be copied into shared tiles as it is stored, and the order of the tile rows: a
-// view (meta ops only) of one tensor of the mma's operand dtype, 16-byte aligned, read at offsets affine
-// in the operand's index, contiguous along K (k-major) or, for 16-bit values, along M / N (mn-major),
-// every other stride and the first element a whole number of 16-byte chunks. `k_last`: its last dim is
-// K (A, a linear's weight).
-std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last) {
-  if (!viewOfInput(ctx.segment.exprs, operand)) return std::nullopt;
-  const auto& sizes = ctx.bound.sizesOf(operand);
-  const size_t nd = sizes.size();
-  if (nd < 2) return std::nullopt;
-  Kernel scratch;
-  scratch.tensors = ctx.kernel.tensors;
-  scratch.index64 = true;
-  KernelBuilder kb(scratch);
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
-  std::vector<Stmt> dropped;
-  TensorId tensor = -1;
-  // The offset at constant coordinates (folded to a constant), or nullopt.
-  auto offsetAt = [&](const std::vector<int64_t>& coords) -> std::optional<int64_t> {
-    std::vector<Idx> index;
-    for (int64_t c : coords) index.push_back({kb.index(c), false});
-    const auto [t, offset] = storedElement(kb, vb, operand, index, &dropped);
-    if (t < 0 || (tensor >= 0 && t != tensor)) return std::nullopt;
-    tensor = t;
-    return kb.constValue(offset);
-  };
-  const std::vector<int64_t> origin_coords(nd, 0);
-  const std::optional<int64_t> origin = offsetAt(origin_coords);
-  if (!origin) return std::nullopt;
-  std::vector<int64_t> strides(nd, 0), corner(nd, 0);
-  int64_t corner_offset = *origin;
-  for (size_t d = 0; d < nd; ++d) {
-    if (sizes[d] <= 1) continue;
-    std::vector<int64_t> step = origin_coords, last = origin_coords;
-    step[d] = 1;
-    last[d] = sizes[d] - 1;
-    const std::optional<int64_t> one = offsetAt(step), end = offsetAt(last);
-    if (!one || !end || *end != *origin + (sizes[d] - 1) * (*one - *origin)) return std::nullopt;
-    strides[d] = *one - *origin;
-    corner[d] = sizes[d] - 1;
-    corner_offset += (sizes[d] - 1) * strides[d];
-  }
-  if (offsetAt(corner) != corner_offset) return std::nullopt;
-  const TensorParam& param = scratch.tensors[tensor];
-  const int64_t chunk = 16 / sizeOf(dtype);
-  if (param.dtype != dtype || param.alignment_bytes % 16 != 0 || *origin % chunk != 0) return std::nullopt;
-  const size_t k_dim = k_last ? nd - 1 : nd - 2, mn_dim = k_last ? nd - 2 : nd - 1;
-  std::optional<TileOrder> order;
-  size_t contiguous = k_dim;
-  if (strides[k_dim] == 1 && sizes[k_dim] > 1) {
-    order = TileOrder::KMajor;
-  } else if (strides[mn_dim] == 1 && sizes[mn_dim] > 1 && sizeOf(dtype) == 2) {
-    order = TileOrder::MnMajor;
-    contiguous = mn_dim;
-  } else {
-    return std::nullopt;
-  }
-  for (size_t d = 0; d < nd; ++d) {
-    if (d != contiguous && sizes[d] > 1 && strides[d] % chunk != 0) return std::nullopt;
-  }
-  return order;
-}
-
 }  // namespace
 
 MatmulParams chooseMatmul(LoweringContext& ctx) {
   const Expr& mm = matmulOf(ctx.segment);
-  const Shape s = shapeOf(ctx.segment);
+  const MatmulExtents s = extentsOf(ctx.segment);
   const DataType operand = mm.input(0)->dtype();
   MatmulProblem problem{s.batch, s.m, s.n, s.k, operand};
   const bool linear = mm.kind() == OpKind::Linear;
@@ -214,123 +35,13 @@ MatmulParams chooseMatmul(LoweringContext& ctx) {
   return matmulHeuristics(ctx.device, problem);
 }
 
-namespace {
-
-class MatmulLowering {
- public:
-  MatmulLowering(LoweringContext& ctx, const MatmulParams& p)
-      : ctx_(ctx),
-        p_(p),
-        mm_(matmulOf(ctx.segment)),
-        linear_(mm_.kind() == OpKind::Linear),
-        a_(mm_.input(0)),
-        b_(mm_.input(1)),
-        bias_(linear_ && mm_.inputs().size() > 2 ? mm_.input(2) : nullptr),
-        result_(mm_.output(0)),
-        s_(shapeOf(ctx.segment)),
-        acc_type_(mmaAccumulator(p.gemv ? shapeFor(a_->dtype()) : p.shape, a_->dtype())),
-        kb_(ctx.kernel),
-        vb_(kb_, ctx.bound, ctx.segment.exprs, ctx.inputs) {
-    ctx.kernel.summary = p.toString();
-  }
-
-  void mma();
-  void gemv();
-
- private:
-  // One operand's ring of shared tiles (staged schedule).
-  struct Staging {
-    const Val* operand = nullptr;
-    TileOrder order = TileOrder::KMajor;
-    bool async = true;           // cp.async of the stored bytes, or loaded and computed in registers
-    bool walk_k = true;          // registers: a chunk of `width` elements runs along K (else along M / N)
-    int64_t width = 1;
-    bool k_last = true;          // the operand's last dim is K
-    int64_t rows = 0, row_elements = 0, chunks = 0;  // a tile: rows of row_elements (chunks of 16 bytes)
-    int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent
-    ExprId mn_base = -1;         // the block's first m or n
-    VarId tiles = -1;            // stages x rows x row_elements, as stored
-  };
-  Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
-                  ExprId mn_base);
-  // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
-  ExprId tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk);
-  // K slice `slice` of the operand into stage `stage`, spread over the block's threads: cp.asyncs, or
-  // (storeSlice) values computed in registers and written to the tile.
-  void copySlice(const Staging& t, ExprId slice, ExprId stage);
-  void storeSlice(const Staging& t, ExprId slice, ExprId stage);
-  // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
-  ExprId tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk);
-  // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.
-  void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn0,
-                    int64_t k0);
-
-  static MmaShape shapeFor(DataType operand) {
-    return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
-  }
-
-  // Block index bb of the batch: the batch dims' indices.
-  void setBatch(ExprId bb) { batch_index_ = vb_.unflatten(bb, false, s_.batch_sizes); }
-
-  // An operand's index: its own batch dims (aligned right, size 1 broadcast), then its two matrix dims.
-  std::vector<Idx> operandIndex(const Val* operand, Idx r, Idx c) {
-    const auto& sizes = ctx_.bound.sizesOf(operand);
-    const int64_t nb = static_cast<int64_t>(s_.batch_sizes.size());
-    std::vector<Idx> index;
-    const int64_t lead = static_cast<int64_t>(sizes.size()) - 2;
-    for (int64_t j = 0; j < lead; ++j) {
-      index.push_back(sizes[j] == 1 ? Idx{kb_.index(0), false} : batch_index_[j + (nb - lead)]);
-    }
-    index.push_back(r);
-    index.push_back(c);
-    return index;
-  }
-  ExprId valueOfA(Idx m, Idx k) { return vb_.valueAt(a_, operandIndex(a_, m, k)); }
-  // B[k][n]; a linear's weight is [N, K], so B[k][n] is weight[n][k].
-  ExprId valueOfB(Idx k, Idx n) { return vb_.valueAt(b_, linear_ ? operandIndex(b_, n, k) : operandIndex(b_, k, n)); }
-
-  // Output (r, c) of the matmul from its accumulated value: plus linear's bias (in the accumulator's
-  // domain, as the reference adds: float, or wrapping integers), rounded once to the result's dtype,
-  // through the ops after it, stored where `inside`.
-  void epilogue(ExprId inside, ExprId r, ExprId c, const std::function<ExprId()>& accumulated) {
-    emitChunk(kb_, vb_, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
-      ExprId value = accumulated();
-      if (bias_ != nullptr) {
-        const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
-        const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
-        value = kb_.elementwise(OpKind::Add, sum, {kb_.cast(value, sum), kb_.cast(vb_.valueAt(bias_, at), sum)});
-      }
-      vb_.setResult(result_, vb_.bind("mm", kb_.cast(value, result_->dtype())));
-      std::vector<Idx> index = batch_index_;
-      index.push_back({r, false});
-      index.push_back({c, false});
-      for (const Val* out : ctx_.segment.outputs) {
-        storeOutput(kb_, vb_, chunk, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
-      }
-    });
-  }
-
-  ExprId zeroOf(DataType dtype) { return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype); }
-
-  LoweringContext& ctx_;
-  const MatmulParams& p_;
-  const Expr& mm_;
-  const bool linear_;
-  const Val *a_, *b_, *bias_, *result_;
-  const Shape s_;
-  const DataType acc_type_;
-  KernelBuilder kb_;
-  ValueBuilder vb_;
-  std::vector<Idx> batch_index_;
-};
-
 void MatmulLowering::mma() {
   const MatmulParams& p = p_;
   const DataType operand = a_->dtype();
   const MmaDims dims = mmaDims(p.shape);
   KernelBuilder& kb = kb_;
   ValueBuilder& vb = vb_;
-  const Shape& s = s_;
+  const MatmulExtents& s = s_;
   ctx_.kernel.grid = {p.grid, 1};
   ctx_.kernel.block = {32 * p.warps_m * p.warps_n, 1};
 
@@ -338,9 +49,12 @@ void MatmulLowering::mma() {
   // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
   // the A rows and B columns they read are shared while both are in L2 (raster_group 1: row by row). The
   // last group of rows may be shorter.
+  // Split-K: consecutive blocks are the splits of one output tile, each summing its part of K.
   const int64_t tiles = p.blocks_m * p.blocks_n, group_tiles = p.raster_group * p.blocks_n;
-  const ExprId bb = kb.letValue("bb", kb.div(block, kb.index(tiles)));
-  const ExprId tile = kb.letValue("tile", kb.mod(block, kb.index(tiles)));
+  const ExprId split = p.split_k > 1 ? kb.letValue("split", kb.mod(block, kb.index(p.split_k))) : kb.index(0);
+  const ExprId tile_id = p.split_k > 1 ? kb.letValue("tile_id", kb.div(block, kb.index(p.split_k))) : block;
+  const ExprId bb = kb.letValue("bb", kb.div(tile_id, kb.index(tiles)));
+  const ExprId tile = kb.letValue("tile", kb.mod(tile_id, kb.index(tiles)));
   const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(p.raster_group));
   const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(p.blocks_m), first_m), kb.index(p.raster_group)));
   const ExprId in_group = kb.mod(tile, kb.index(group_tiles));
@@ -394,25 +108,29 @@ void MatmulLowering::mma() {
     const Staging ta = staging(a_, p.a_order, p.a_async, true, p.blockRows(), s.m, kb.mul(bm, kb.index(p.blockRows())));
     const Staging tb =
         staging(b_, p.b_order, p.b_async, linear_, p.blockCols(), s.n, kb.mul(bn, kb.index(p.blockCols())));
-    const int64_t slices = ceilDiv(s.k, p.block_k);
+    // This block's K slices: all of them, or its split's [first, first + count).
+    const int64_t slices = ceilDiv(s.k, p.block_k), per_split = ceilDiv(slices, p.split_k);
+    const ExprId first = kb.mul(split, kb.index(per_split));
+    const ExprId count = p.split_k > 1 ? kb.letValue("slices", kb.min(kb.index(per_split), kb.sub(kb.index(slices), first)))
+                                       : kb.index(slices);
     // The first stages - 1 slices, a group each (empty past the last slice, so the count stays uniform).
     for (int64_t slice = 0; slice < p.stages - 1; ++slice) {
-      if (slice < slices) {
-        copySlice(ta, kb.index(slice), kb.index(slice));
-        copySlice(tb, kb.index(slice), kb.index(slice));
-      }
+      kb.openIf(kb.lt(kb.index(slice), count));
+      copySlice(ta, kb.add(first, kb.index(slice)), kb.index(slice));
+      copySlice(tb, kb.add(first, kb.index(slice)), kb.index(slice));
+      kb.close();
       kb.cpAsyncCommit();
     }
     const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
-    kb.openFor(kt, kb.index(0), kb.index(slices), kb.index(1), /*unroll=*/false);
+    kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
     // Slice kt has landed (this thread's copies), and every thread is past reading the stage refilled next.
     kb.cpAsyncWait(static_cast<int>(p.stages - 2));
     kb.barrier();
     const ExprId next = kb.add(kb.ref(kt), kb.index(p.stages - 1));
-    kb.openIf(kb.lt(next, kb.index(slices)));
+    kb.openIf(kb.lt(next, count));
     const ExprId refill = kb.mod(next, kb.index(p.stages));
-    copySlice(ta, next, refill);
-    copySlice(tb, next, refill);
+    copySlice(ta, kb.add(first, next), refill);
+    copySlice(tb, kb.add(first, next), refill);
     kb.close();
     kb.cpAsyncCommit();
     const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
@@ -458,6 +176,7 @@ void MatmulLowering::mma() {
     kb.close();
   }
 
+  if (p.split_k > 1) combineSplits(acc, tile_id, split, dims.c_values);
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
       for (int i = 0; i < dims.c_values; ++i) {
@@ -468,6 +187,54 @@ void MatmulLowering::mma() {
       }
     }
   }
+  if (p.split_k > 1) kb.close();  // the last split's block
+}
+
+void MatmulLowering::combineSplits(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, int values) {
+  KernelBuilder& kb = kb_;
+  const int64_t threads = ctx_.kernel.threadsPerBlock();
+  const int64_t per_thread = static_cast<int64_t>(acc.size()) * values, per_block = threads * per_thread;
+  const int64_t tile_count = p_.grid / p_.split_k;
+  const TensorId partials = kb.addTensor(workspaceParam("partials", acc_type_, p_.grid * per_block, false));
+  const TensorId arrived = kb.addTensor(workspaceParam("arrived", DataType::Int32, tile_count, true));
+  // Split s of tile t keeps its accumulators at ((t * split_k + s) * threads + thread) * per_thread.
+  auto slot = [&](ExprId s, size_t a, int i) {
+    const ExprId block_base = kb.mul(kb.add(kb.mul(tile_id, kb.index(p_.split_k)), s), kb.index(per_block));
+    return kb.add(block_base, kb.add(kb.mul(kb.threadIdx(0), kb.index(per_thread)), kb.index(static_cast<int64_t>(a) * values + i)));
+  };
+  for (size_t a = 0; a < acc.size(); ++a) {
+    for (int i = 0; i < values; ++i) kb.store(partials, slot(split, a, i), kb.localRead(acc[a], kb.index(i)));
+  }
+  kb.fence();
+  kb.barrier();
+  const VarId flag = kb.arrayVar("last_split", DataType::Bool, 1, VarKind::SharedArray);
+  kb.declare(flag);
+  const ExprId first_thread = kb.eq(kb.threadIdx(0), kb.index(0));
+  kb.openIf(first_thread);
+  const VarId before = kb.scalarVar("arrived_before", DataType::Int64, true);
+  kb.atomicAdd(before, arrived, tile_id, kb.index(1));
+  kb.localWrite(flag, kb.index(0), kb.eq(kb.ref(before), kb.index(p_.split_k - 1)));
+  kb.close();
+  kb.barrier();
+  kb.openIf(kb.letValue("is_last", kb.localRead(flag, kb.index(0))));
+  // Summed in the accumulator's type: float, or int32 wrapping as the mma's does.
+  const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
+  for (size_t a = 0; a < acc.size(); ++a) {
+    for (int i = 0; i < values; ++i) kb.localWrite(acc[a], kb.index(i), zeroOf(acc_type_));
+  }
+  const VarId s = kb.scalarVar("s", DataType::Int64, true);
+  kb.openFor(s, kb.index(0), kb.index(p_.split_k), kb.index(1), /*unroll=*/false);
+  for (size_t a = 0; a < acc.size(); ++a) {
+    for (int i = 0; i < values; ++i) {
+      const ExprId total = kb.elementwise(OpKind::Add, sum, {kb.cast(kb.localRead(acc[a], kb.index(i)), sum),
+                                                             kb.cast(kb.load(partials, slot(kb.ref(s), a, i)), sum)});
+      kb.localWrite(acc[a], kb.index(i), kb.cast(total, acc_type_));
+    }
+  }
+  kb.close();
+  kb.openIf(first_thread);
+  kb.store(arrived, tile_id, kb.constantInt(0, DataType::Int32));
+  kb.close();
 }
 
 MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder order, bool async, bool k_last,
@@ -606,95 +373,6 @@ void MatmulLowering::loadFragment(const Staging& t, const LdmatrixPattern& patte
   const ExprId row = kb.add(row0, source.row), chunk = kb.add(chunk0, source.chunk);
   kb.ldmatrix(fragment, kb.index(0), t.tiles, tileIndex(t, stage, row, chunk), pattern.matrices, pattern.transpose);
 }
-
-void MatmulLowering::gemv() {
-  const MatmulParams& p = p_;
-  KernelBuilder& kb = kb_;
-  ValueBuilder& vb = vb_;
-  const Shape& s = s_;
-  const int64_t width = p.gemv_vector;
-  ctx_.kernel.grid = {p.grid, 1};
-  ctx_.kernel.block = {32, p.gemv_warps};  // threadIdx.x: the lane, threadIdx.y: the warp
-
-  const ExprId block = kb.blockIdx(0);
-  const ExprId bn = kb.letValue("bn", kb.mod(block, kb.index(p.blocks_n)));
-  setBatch(kb.letValue("bb", kb.div(block, kb.index(p.blocks_n))));
-  const ExprId lane = kb.threadIdx(0);
-  const ExprId col0 = kb.letValue("col0", kb.mul(kb.add(kb.mul(bn, kb.index(p.gemv_warps)), kb.threadIdx(1)),
-                                                 kb.index(p.gemv_cols)));
-  // Columns past N read column N - 1 (in bounds) and store nothing.
-  std::vector<ExprId> cols;
-  for (int64_t c = 0; c < p.gemv_cols; ++c) cols.push_back(kb.letValue("n", kb.min(kb.add(col0, kb.index(c)), kb.index(s.n - 1))));
-  // A sum per row and column, in the accumulator's type (float, or int32 that wraps as mma's does).
-  std::vector<VarId> sums;
-  for (int64_t i = 0; i < s.m * p.gemv_cols; ++i) {
-    sums.push_back(kb.scalarVar("sum", acc_type_));
-    kb.let(sums.back(), zeroOf(acc_type_));
-  }
-  const DataType product_type = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
-  // Adds row m times column c at K index k (a chunk's lane, or one element) to their sums.
-  auto accumulate = [&](Chunk& chunk, Idx k) {
-    std::vector<ExprId> column;
-    for (ExprId n : cols) column.push_back(kb.cast(valueOfB(k, {n, false}), product_type));
-    for (int64_t m = 0; m < s.m; ++m) {
-      const ExprId row = kb.cast(valueOfA({kb.index(m), false}, k), product_type);
-      kb.pushTarget(k.lane ? &chunk.body : &chunk.pre);
-      for (int64_t c = 0; c < p.gemv_cols; ++c) {
-        const VarId sum = sums[m * p.gemv_cols + c];
-        const ExprId product = kb.elementwise(OpKind::Mul, product_type, {row, column[c]});
-        kb.assign(sum, kb.cast(kb.elementwise(OpKind::Add, product_type, {kb.cast(kb.ref(sum), product_type), product}),
-                               acc_type_));
-      }
-      kb.popTarget();
-    }
-  };
-  // Whole chunks of `width` K elements, lane l taking chunks l, l + 32, ... in steps of gemv_unroll
-  // chunks, unrolled so that the steps' loads are in flight together; then the last K % width elements
-  // one at a time.
-  const int64_t chunks = s.k / width;
-  const int64_t steps = ceilDiv(chunks, int64_t{32});
-  const int64_t unroll = std::min(p.gemv_unroll, std::max<int64_t>(steps, 1));
-  const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
-  auto chunkStep = [&](ExprId step) {
-    const ExprId chunk = kb.letValue("kc", kb.add(kb.mul(step, kb.index(32)), lane));
-    const ExprId inside = chunks % 32 == 0 ? kb.constantInt(1, DataType::Bool) : kb.lt(chunk, kb.index(chunks));
-    emitChunk(kb, vb, inside, width, lane_var,
-              [&](Chunk& c) { accumulate(c, {kb.mul(chunk, kb.index(width)), width > 1}); });
-  };
-  if (steps >= unroll) {
-    const VarId group = kb.scalarVar("kg", DataType::Int64, /*is_index=*/true);
-    const VarId u = kb.scalarVar("ku", DataType::Int64, /*is_index=*/true);
-    kb.openFor(group, kb.index(0), kb.index(steps / unroll * unroll), kb.index(unroll), /*unroll=*/false);
-    kb.openFor(u, kb.index(0), kb.index(unroll), kb.index(1), /*unroll=*/true);
-    chunkStep(kb.add(kb.ref(group), kb.ref(u)));
-    kb.close();
-    kb.close();
-  }
-  if (steps % unroll != 0) {
-    const VarId step = kb.scalarVar("ks", DataType::Int64, /*is_index=*/true);
-    kb.openFor(step, kb.index(steps / unroll * unroll), kb.index(steps), kb.index(1), /*unroll=*/true);
-    chunkStep(kb.ref(step));
-    kb.close();
-  }
-  const ExprId all = kb.constantInt(1, DataType::Bool);
-  if (s.k % width != 0) {
-    const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
-    kb.openFor(kt, kb.add(kb.index(chunks * width), lane), kb.index(s.k), kb.index(32), /*unroll=*/false);
-    emitChunk(kb, vb, all, 1, -1, [&](Chunk& c) { accumulate(c, {kb.ref(kt), false}); });
-    kb.close();
-  }
-  for (VarId sum : sums) kb.blockReduce(sum, ReduceOp::Sum, /*axis=*/0);
-  // Lane 0 holds the warp's sums.
-  for (int64_t m = 0; m < s.m; ++m) {
-    for (int64_t c = 0; c < p.gemv_cols; ++c) {
-      const ExprId n = kb.add(col0, kb.index(c));
-      const ExprId inside = kb.land(kb.eq(lane, kb.index(0)), kb.lt(n, kb.index(s.n)));
-      epilogue(inside, kb.index(m), n, [&] { return kb.ref(sums[m * p.gemv_cols + c]); });
-    }
-  }
-}
-
-}  // namespace
 
 void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
   MatmulLowering lowering(ctx, p);

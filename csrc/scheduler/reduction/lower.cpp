@@ -342,15 +342,8 @@ class RowLowering {
     if (e.kind() == OpKind::VarMean) result(1, mean);
   }
 
-  // A workspace tensor of the kernel (no Val: the launcher allocates it).
   TensorId addWorkspace(const std::string& name, DataType dtype, int64_t numel, bool zeroed) {
-    TensorParam p;
-    p.name = name;
-    p.dtype = dtype;
-    p.layout = StridedLayout::rowMajor({numel});
-    p.workspace = true;
-    p.zeroed = zeroed;
-    return kb_.addTensor(std::move(p));
+    return kb_.addTensor(workspaceParam(name, dtype, numel, zeroed));
   }
 
   // Every block reduces its split of each row to a partial per reduction; the last block of a row

@@ -486,6 +486,12 @@ inline KernelCase matmulQuantizeEpilogueCase(int64_t m, int64_t k, int64_t n, ui
   return c;
 }
 
+// A matmul case expected to split K among blocks.
+inline KernelCase splitK(KernelCase c) {
+  c.expect = expectMatmulSegment("K split among");
+  return c;
+}
+
 // A matmul case expected to take the cp.async pipeline.
 inline KernelCase staged(KernelCase c) {
   c.expect = expectMatmulSegment("cp.async pipeline");
@@ -597,6 +603,11 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"matmul_s8_staged_transposed_b_2x70x144x40",
        [] { return staged(matmulCase({2, 70, 144}, {2, 144, 40}, DataType::Int8, true, DataType::Int8, 37)); }},
       {"matmul_bf16_quantize_epilogue_two_outputs", [] { return matmulQuantizeEpilogueCase(33, 64, 40, 39); }},
+      // One or two output tiles and a long K: split among blocks (the last split shorter).
+      {"matmul_bf16_split_k_50x1040x40",
+       [] { return splitK(matmulCase({50, 1040}, {1040, 40}, DataType::BFloat16, false, DataType::BFloat16, 40)); }},
+      {"matmul_s8_split_k_2x40x2112x24",
+       [] { return splitK(matmulCase({2, 40, 2112}, {2, 2112, 24}, DataType::Int8, true, DataType::Null, 41)); }},
       {"matmul_bf16_staged_batch_broadcast_3x40x96x24",
        [] { return staged(matmulCase({3, 40, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
   };

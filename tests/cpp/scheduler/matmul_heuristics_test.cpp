@@ -118,6 +118,25 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), large).blockRows(), 64);
 }
 
+TEST(MatmulHeuristics, FewTilesAndALongKSplitK) {
+  // One 64 x 64 tile, 32 slices of 32: 8 splits of 4 slices (at least 4 each), 8 blocks.
+  MatmulProblem p{1, 64, 64, 1024, DataType::BFloat16};
+  p.a_tile = p.b_tile = kernel::TileOrder::KMajor;
+  const MatmulParams one = matmulHeuristics(DeviceInfo::h100Sxm(), p);
+  EXPECT_EQ(one.split_k, 8);
+  EXPECT_EQ(one.grid, 8);
+  EXPECT_NE(one.toString().find("K split among 8 blocks per tile"), std::string::npos);
+  // 33 slices into at most 8 splits of 5: 7 splits, none empty.
+  p.k = 1040;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), p).split_k, 7);
+  // Enough tiles for the SMs, or a short K: no split.
+  p.m = p.n = 1024;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), p).split_k, 1);
+  p.m = p.n = 64;
+  p.k = 128;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), p).split_k, 1);
+}
+
 TEST(MatmulHeuristics, EveryOutputIsInSomeBlock) {
   for (int64_t m : {1, 7, 33, 100, 257}) {
     for (int64_t n : {1, 7, 33, 100, 257}) {

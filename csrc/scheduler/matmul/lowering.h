@@ -1,0 +1,132 @@
+// The matmul lowering's state and its two schedules (lower.cpp: mma, staged or not; gemv.cpp: GEMV),
+// shared by the files of the matmul scheduler's folder.
+//
+// Both read operand values through the ValueBuilder (so a cast, dequantize or broadcast feeding an
+// operand is computed as it is loaded, and transposed operands are read through their strides), and put
+// each output value through the epilogue (bias, the elementwise ops after the matmul, the output's dtype)
+// before storing it.
+#pragma once
+
+#include "kernel/shared_tiles.h"
+#include "scheduler/lower.h"
+#include "scheduler/matmul/heuristics.h"
+#include "scheduler/matmul/operands.h"
+
+#include <functional>
+#include <vector>
+
+namespace braze::kernel {
+
+class MatmulLowering {
+ public:
+  MatmulLowering(LoweringContext& ctx, const MatmulParams& p)
+      : ctx_(ctx),
+        p_(p),
+        mm_(matmulOf(ctx.segment)),
+        linear_(mm_.kind() == OpKind::Linear),
+        a_(mm_.input(0)),
+        b_(mm_.input(1)),
+        bias_(linear_ && mm_.inputs().size() > 2 ? mm_.input(2) : nullptr),
+        result_(mm_.output(0)),
+        s_(extentsOf(ctx.segment)),
+        acc_type_(mmaAccumulator(p.gemv ? shapeFor(a_->dtype()) : p.shape, a_->dtype())),
+        kb_(ctx.kernel),
+        vb_(kb_, ctx.bound, ctx.segment.exprs, ctx.inputs) {
+    ctx.kernel.summary = p.toString();
+  }
+
+  void mma();
+  void gemv();
+
+ private:
+  // One operand's ring of shared tiles (staged schedule).
+  struct Staging {
+    const Val* operand = nullptr;
+    TileOrder order = TileOrder::KMajor;
+    bool async = true;           // cp.async of the stored bytes, or loaded and computed in registers
+    bool walk_k = true;          // registers: a chunk of `width` elements runs along K (else along M / N)
+    int64_t width = 1;
+    bool k_last = true;          // the operand's last dim is K
+    int64_t rows = 0, row_elements = 0, chunks = 0;  // a tile: rows of row_elements (chunks of 16 bytes)
+    int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent
+    ExprId mn_base = -1;         // the block's first m or n
+    VarId tiles = -1;            // stages x rows x row_elements, as stored
+  };
+  Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
+                  ExprId mn_base);
+  // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
+  ExprId tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk);
+  // K slice `slice` of the operand into stage `stage`, spread over the block's threads: cp.asyncs, or
+  // (storeSlice) values computed in registers and written to the tile.
+  void copySlice(const Staging& t, ExprId slice, ExprId stage);
+  void storeSlice(const Staging& t, ExprId slice, ExprId stage);
+  // Split-K: every block writes its accumulators to a workspace and counts itself in; the block that
+  // arrives last sums every split's accumulators in split order (the same sum whichever block is last)
+  // into its own and goes on to the epilogue (its `if` stays open), the others stop.
+  void combineSplits(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, int values);
+  // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
+  ExprId tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk);
+  // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.
+  void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn0,
+                    int64_t k0);
+
+  static MmaShape shapeFor(DataType operand) {
+    return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
+  }
+
+  // Block index bb of the batch: the batch dims' indices.
+  void setBatch(ExprId bb) { batch_index_ = vb_.unflatten(bb, false, s_.batch_sizes); }
+
+  // An operand's index: its own batch dims (aligned right, size 1 broadcast), then its two matrix dims.
+  std::vector<Idx> operandIndex(const Val* operand, Idx r, Idx c) {
+    const auto& sizes = ctx_.bound.sizesOf(operand);
+    const int64_t nb = static_cast<int64_t>(s_.batch_sizes.size());
+    std::vector<Idx> index;
+    const int64_t lead = static_cast<int64_t>(sizes.size()) - 2;
+    for (int64_t j = 0; j < lead; ++j) {
+      index.push_back(sizes[j] == 1 ? Idx{kb_.index(0), false} : batch_index_[j + (nb - lead)]);
+    }
+    index.push_back(r);
+    index.push_back(c);
+    return index;
+  }
+  ExprId valueOfA(Idx m, Idx k) { return vb_.valueAt(a_, operandIndex(a_, m, k)); }
+  // B[k][n]; a linear's weight is [N, K], so B[k][n] is weight[n][k].
+  ExprId valueOfB(Idx k, Idx n) { return vb_.valueAt(b_, linear_ ? operandIndex(b_, n, k) : operandIndex(b_, k, n)); }
+
+  // Output (r, c) of the matmul from its accumulated value: plus linear's bias (in the accumulator's
+  // domain, as the reference adds: float, or wrapping integers), rounded once to the result's dtype,
+  // through the ops after it, stored where `inside`.
+  void epilogue(ExprId inside, ExprId r, ExprId c, const std::function<ExprId()>& accumulated) {
+    emitChunk(kb_, vb_, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
+      ExprId value = accumulated();
+      if (bias_ != nullptr) {
+        const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
+        const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
+        value = kb_.elementwise(OpKind::Add, sum, {kb_.cast(value, sum), kb_.cast(vb_.valueAt(bias_, at), sum)});
+      }
+      vb_.setResult(result_, vb_.bind("mm", kb_.cast(value, result_->dtype())));
+      std::vector<Idx> index = batch_index_;
+      index.push_back({r, false});
+      index.push_back({c, false});
+      for (const Val* out : ctx_.segment.outputs) {
+        storeOutput(kb_, vb_, chunk, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
+      }
+    });
+  }
+
+  ExprId zeroOf(DataType dtype) { return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype); }
+
+  LoweringContext& ctx_;
+  const MatmulParams& p_;
+  const Expr& mm_;
+  const bool linear_;
+  const Val *a_, *b_, *bias_, *result_;
+  const MatmulExtents s_;
+  const DataType acc_type_;
+  KernelBuilder kb_;
+  ValueBuilder vb_;
+  std::vector<Idx> batch_index_;
+};
+
+}  // namespace braze::kernel

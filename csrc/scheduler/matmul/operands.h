@@ -1,0 +1,49 @@
+// What the matmul lowering knows of a segment's matmul and its operands: the matmul, its extents, how
+// an operand is read (probed loads), and whether it can be copied into shared memory as stored.
+#pragma once
+
+#include "kernel/shared_tiles.h"
+#include "scheduler/lower.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace braze::kernel {
+
+const Expr& matmulOf(const SegmentToLower& segment);
+
+struct MatmulExtents {
+  std::vector<int64_t> batch_sizes;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+MatmulExtents extentsOf(const SegmentToLower& segment);
+
+// How an operand is read: every load it makes, probed at a symbolic point of its index space. It reads
+// "along K" when each load moves by 0 or 1 element per step of k; `largest` is the tensor with the most
+// elements among its loads (the weights, under any dequantize), with its element size and strides
+// along K and along M / N.
+struct OperandReads {
+  bool k_contiguous = true;
+  int64_t element_bytes = 2;
+  int64_t largest_k_stride = 0, largest_mn_stride = 0;
+};
+OperandReads probeOperand(const LoweringContext& ctx, const Val* operand, size_t k_dim, size_t mn_dim);
+
+// An operand's K dim and M / N dim: A is [.., m, k], a matmul's B [.., k, n], a linear's weight [n, k].
+std::pair<size_t, size_t> operandDims(const LoweringContext& ctx, const Val* operand, bool k_last);
+
+// The one element of one tensor the kernel reads for `operand` at `index` (an operand that is a view of
+// a stored tensor): the tensor and the element offset ({-1, -1} otherwise). The ValueBuilder's
+// statements go to `target`.
+std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, const Val* operand,
+                                          const std::vector<Idx>& index, std::vector<Stmt>* target);
+
+// Whether an operand can be copied into shared tiles as it is stored, and the order of the tile rows: a
+// view (meta ops only) of one tensor of the mma's operand dtype, 16-byte aligned, read at offsets affine
+// in the operand's index, contiguous along K (k-major) or, for 16-bit values, along M / N (mn-major),
+// every other stride and the first element a whole number of 16-byte chunks. `k_last`: its last dim is
+// K (A, a linear's weight).
+std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last);
+
+}  // namespace braze::kernel
