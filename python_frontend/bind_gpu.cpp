@@ -342,6 +342,9 @@ void bindGpu(nb::module_& m) {
       .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
 
   m.def(
+      "_release_torch_types", [] { releaseTorchTypes(); },
+      "drops braze's references to the torch module (registered with atexit by braze/__init__.py)");
+  m.def(
       "config_report",
       [] {
         std::vector<std::pair<std::string, std::string>> entries;

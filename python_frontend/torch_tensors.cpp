@@ -46,9 +46,15 @@ const Names& names() {
   return n;
 }
 
-const TorchTypes* torchTypes() {
-  // Never destroyed: its references must not be dropped after the interpreter has finalized.
+TorchTypes& torchTypeCache() {
+  // Never destroyed: its references must not be dropped after the interpreter has finalized
+  // (releaseTorchTypes drops them before, at exit).
   static TorchTypes& types = *new TorchTypes;
+  return types;
+}
+
+const TorchTypes* torchTypes() {
+  TorchTypes& types = torchTypeCache();
   // sys.modules["torch"], with an interned key: this runs for every input of every cached execute.
   static PyObject* const key = PyUnicode_InternFromString("torch");
   PyObject* module = PyDict_GetItemWithError(PyImport_GetModuleDict(), key);  // borrowed, or null
@@ -81,6 +87,8 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 }
 
 }  // namespace
+
+void releaseTorchTypes() { torchTypeCache() = TorchTypes{}; }
 
 std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
   const TorchTypes* torch = torchTypes();

@@ -18,6 +18,10 @@ namespace braze::python {
 // reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
 std::optional<runtime::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
 
+// Drops the references to the torch module and its objects kept for torchCudaTensorOf: at interpreter
+// exit (atexit), so that nothing they reach outlives the module's leak check.
+void releaseTorchTypes();
+
 // Whether `object`'s type is torch.Tensor itself (not a subclass, which may change what it reports).
 bool isPlainTorchTensor(nanobind::handle object);
 

@@ -8,12 +8,19 @@ same kernels) for numpy arrays (ml_dtypes for bf16/fp8) and CPU tensors. `fd.exp
 plan and whether the cache already holds it.
 """
 
+import atexit
+
+from . import _C
 from ._C import BrazeIndexError, BrazeTypeError, BrazeValueError, DataType, Plan, Segment
 from .config import config, show_config
 from .fusion_definition import FusionDefinition
 from .handles import Scalar, Tensor
 from .ops import op_names
 from .tensor_descriptor import compute_contiguity, compute_tensor_descriptor
+
+# The binding keeps the torch module's Tensor type and dtypes for fast input checks; they are dropped
+# before the interpreter finalizes, so that nothing reachable from them is reported as leaked.
+atexit.register(_C._release_torch_types)
 
 try:
     from ._C import __version__
