@@ -10,8 +10,9 @@ namespace braze {
 
 std::string MatmulParams::toString() const {
   if (gemv) {
-    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight",
-                       gemv_warps, gemv_cols, gemv_vector, gemv_unroll);
+    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight{}",
+                       gemv_warps, gemv_cols, gemv_vector, gemv_unroll,
+                       gemv_split > 1 ? fmt::format(", K split among {} blocks", gemv_split) : "");
   }
   auto order = [](kernel::TileOrder o, bool async) {
     return fmt::format("{}{}", o == kernel::TileOrder::KMajor ? "k-major" : "mn-major", async ? "" : " through registers");
@@ -57,6 +58,18 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
   if (p.gemv_cols > 1 && problem.batch * blocksN() < 2 * static_cast<int64_t>(device.sm_count)) p.gemv_cols = 1;
   p.blocks_n = blocksN();
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_n;
+  // Fewer blocks than SMs: K split among blocks, each keeping at least two unrolled steps of 32 lanes'
+  // chunks, so that every SM streams weights.
+  const int64_t chunks = problem.k / p.gemv_vector, per_step = 32 * p.gemv_unroll;
+  if (p.grid > 0 && p.grid < device.sm_count && chunks >= 4 * per_step) {
+    const int64_t wanted = std::min<int64_t>({ceilDiv(2 * device.sm_count, p.grid), chunks / (2 * per_step), 16});
+    if (wanted >= 2) {
+      // Every split non-empty: a split takes a whole number of 32-chunk steps.
+      const int64_t steps = ceilDiv(ceilDiv(chunks, wanted), int64_t{32});
+      p.gemv_split = ceilDiv(chunks, steps * 32);
+      p.grid *= p.gemv_split;
+    }
+  }
   return p;
 }
 

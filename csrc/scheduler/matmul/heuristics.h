@@ -44,6 +44,7 @@ struct MatmulParams {
   // blocks along N.
   bool gemv = false;
   int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1, gemv_unroll = 4;
+  int64_t gemv_split = 1;  // blocks per column group, each taking a part of K (too few columns for the SMs)
   // Staging (stages >= 2): each block tile's A and B slices of block_k K elements go into a ring of
   // `stages` shared tiles, stages - 1 slices ahead of the mmas, which read their fragments with ldmatrix.
   // An operand copied as stored goes by cp.async (a_async, b_async); any other (a prologue computes it,

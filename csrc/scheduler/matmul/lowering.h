@@ -64,6 +64,8 @@ class MatmulLowering {
   // arrives last sums every split's accumulators in split order (the same sum whichever block is last)
   // into its own and goes on to the epilogue (its `if` stays open), the others stop.
   void combineSplits(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, int values);
+  // The GEMV's: lane 0 of each warp writes its sums, and lane 0 of each warp of the last block adds them.
+  void combineGemvSplits(const std::vector<VarId>& sums, ExprId group_id, ExprId split);
   // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
   ExprId tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk);
   // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.

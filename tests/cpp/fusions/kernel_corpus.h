@@ -457,7 +457,7 @@ inline KernelCase weightInt8LinearCase(int64_t m, int64_t n, int64_t k, int64_t 
     f.addOutput(cast(linear(x, cast(wf, DataType::BFloat16)->asTensor()), DataType::BFloat16));
   }
   c.inputs = randomInputs(f, seed, {{m, k}, {n, k}, group == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, k / group}});
-  c.expect = expectMatmulSegment(m <= 16 ? "matmul gemv" : "");
+  c.expect = expectMatmulSegment(m > 16 ? "" : (n < 64 && k >= 8192 ? "K split among" : "matmul gemv"));
   return c;
 }
 
@@ -593,6 +593,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] { return matmulCase({40, 72}, {72, 24}, DataType::BFloat16, true, DataType::Null, 26); }},
       {"gemv_weight_int8_3x37x100", [] { return weightInt8LinearCase(3, 37, 100, 0, 27); }},  // K % 16 != 0
       {"gemv_weight_int8_group_32_1x9x96", [] { return weightInt8LinearCase(1, 9, 96, 32, 28); }},
+      // Few columns and a long K (K % 16 != 0 too): K split among blocks.
+      {"gemv_split_k_weight_int8_2x40x8200", [] { return weightInt8LinearCase(2, 40, 8200, 0, 42); }},
       {"gemv_s8_transposed_b_16_rows",
        [] { return matmulCase({16, 70}, {70, 13}, DataType::Int8, true, DataType::Null, 29); }},
       // Staged in shared memory (cp.async, ldmatrix): M and N past a block tile, K past a slice.

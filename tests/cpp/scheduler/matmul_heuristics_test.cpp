@@ -63,6 +63,21 @@ TEST(MatmulHeuristics, AFewRowsTimesWeightsReadAlongKTakeTheGemv) {
   EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), strided).gemv);
 }
 
+TEST(MatmulHeuristics, AGemvOfFewColumnsSplitsK) {
+  // 40 columns: 10 blocks of 4 warps for 132 SMs. K = 8192 int8 is 512 chunks of 16: splits of at least
+  // two unrolled steps (256 chunks): 2 splits, 20 blocks.
+  const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 40, 8192, 1));
+  EXPECT_EQ(p.gemv_split, 2);
+  EXPECT_EQ(p.grid, 20);
+  EXPECT_NE(p.toString().find("K split among 2 blocks"), std::string::npos);
+  // A longer K: more splits (at most 16), each a whole number of 32-chunk steps, none empty.
+  const MatmulParams longer = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 40, 65536, 1));
+  EXPECT_EQ(longer.gemv_split, 16);
+  // Enough columns (seed 003's 11008) or a short K: no split.
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 11008, 4096, 1)).gemv_split, 1);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 40, 1024, 1)).gemv_split, 1);
+}
+
 TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
   // 1024 columns in 4-warp blocks: 128 blocks at two columns per warp, under 2 x 132 SMs; one column
   // gives 256 blocks. On an L4 (58 SMs) two columns still leave 128 >= 116 blocks.
