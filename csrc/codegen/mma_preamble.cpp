@@ -92,43 +92,49 @@ __device__ __forceinline__ void {0}(long long* d, const long long* a, const long
 
 // cp.async (16 bytes through L2 only, .cg; 4 and 8 through L1, .ca), its group commit and wait, and
 // ldmatrix of 1, 2 or 4 matrices, plain or transposed. `src_bytes` below the copy's size zero-fills the
-// rest; 0 reads nothing.
+// rest; 0 reads nothing. Each clobbers "memory": the compiler may not move shared-memory accesses of the
+// kernel across them.
 constexpr std::string_view kAsyncCopy = R"(
 template <int Bytes> __device__ __forceinline__ void braze_cp_async(void* smem, const void* gmem, int src_bytes) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   if constexpr (Bytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(Bytes), "r"(src_bytes));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(Bytes), "r"(src_bytes)
+                 : "memory");
   }
 }
-__device__ __forceinline__ void braze_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void braze_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int Pending> __device__ __forceinline__ void braze_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x1(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x2(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x4(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"((unsigned)__cvta_generic_to_shared(smem))
+               : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x1_trans(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x2_trans(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
 }
 __device__ __forceinline__ void braze_ldmatrix_x4_trans(unsigned* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((unsigned)__cvta_generic_to_shared(smem)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"((unsigned)__cvta_generic_to_shared(smem))
+               : "memory");
 }
 )";
 

@@ -4,8 +4,10 @@
 // A tile holds rows of 16-byte chunks. Its rows run along K ("k-major": a row per m of A or per n of
 // B) or along M / N ("mn-major": a row per k; read with ldmatrix.trans, 16-bit operands only).
 // Chunk c of row r is stored at chunk position (c + r / R) % C of its row, C chunks per row, R = 8 / C
-// rows per 128 bytes: the eight rows one ldmatrix phase reads (same chunk, consecutive rows) then fall
-// in eight distinct 16-byte bank groups, so the read is conflict-free.
+// rows per 128 bytes. When C is a power of two, the eight rows one ldmatrix phase reads (same chunk,
+// consecutive rows) then fall in eight distinct 16-byte bank groups, so the read is conflict-free; other
+// C (an mn-major tile 24 columns wide) stay correct (the rotation is a bijection of each row) but may
+// share bank groups.
 #pragma once
 
 #include "kernel/kernel_ir.h"
@@ -33,7 +35,7 @@ struct TilePlace {
 };
 TilePlace ldmatrixSource(KernelBuilder& kb, const LdmatrixPattern& pattern, ExprId lane);
 
-// The stored chunk position of chunk `chunk` of row `row`, `chunks` (a power of two) per row.
+// The stored chunk position of chunk `chunk` of row `row`, `chunks` per row.
 int64_t rotatedChunk(int64_t row, int64_t chunk, int64_t chunks);
 // How many consecutive rows share one rotation: 8 / chunks (at least 1).
 int64_t rowsPerRotation(int64_t chunks);

@@ -271,6 +271,9 @@ class Simulator {
       for (int64_t j = 0; j < elements; ++j) copy.values[j] = read(s.tensor, offset + j);
       for (int64_t j = 0; j < s.width; ++j) {
         if (at + j < 0 || at + j >= v.size) fail(t, fmt::format("cp.async into {}[{}] outside its {} elements", v.name, at + j, v.size));
+        // The copy may land at once: it is this thread's write from its issue on, so a read of the element
+        // by another thread since the last barrier (a stage refilled while still being read) is reported.
+        noteShared(s.var, t, at + j, true);
         ++flight[at + j];
       }
       pending_[t].push_back(std::move(copy));

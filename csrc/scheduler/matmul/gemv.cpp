@@ -128,6 +128,7 @@ void MatmulLowering::combineGemvSplits(const std::vector<VarId>& sums, ExprId gr
   kb.openIf(first_thread);
   const VarId before = kb.scalarVar("arrived_before", DataType::Int64, true);
   kb.atomicAdd(before, arrived, group_id, kb.index(1));
+  kb.fence();  // acquire: the other splits' partials are read after their count is seen
   kb.localWrite(flag, kb.index(0), kb.eq(kb.ref(before), kb.index(splits - 1)));
   kb.close();
   kb.barrier();

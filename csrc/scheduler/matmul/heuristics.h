@@ -48,7 +48,8 @@ struct MatmulParams {
   // Staging (stages >= 2): each block tile's A and B slices of block_k K elements go into a ring of
   // `stages` shared tiles, stages - 1 slices ahead of the mmas, which read their fragments with ldmatrix.
   // An operand copied as stored goes by cp.async (a_async, b_async); any other (a prologue computes it,
-  // or its layout does not allow 16-byte copies) is loaded and computed in registers and stored k-major.
+  // or its layout does not allow 16-byte copies) is loaded and computed in registers and stored k-major
+  // when its stage is refilled (those loads are not asynchronous: the ring only holds their results).
   // 0: fragments are loaded from global memory.
   int64_t stages = 0, block_k = 0;
   kernel::TileOrder a_order = kernel::TileOrder::KMajor, b_order = kernel::TileOrder::KMajor;

@@ -213,6 +213,7 @@ void MatmulLowering::combineSplits(const std::vector<VarId>& acc, ExprId tile_id
   kb.openIf(first_thread);
   const VarId before = kb.scalarVar("arrived_before", DataType::Int64, true);
   kb.atomicAdd(before, arrived, tile_id, kb.index(1));
+  kb.fence();  // acquire: the other splits' partials are read after their count is seen
   kb.localWrite(flag, kb.index(0), kb.eq(kb.ref(before), kb.index(p_.split_k - 1)));
   kb.close();
   kb.barrier();

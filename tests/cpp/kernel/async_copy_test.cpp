@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace braze {
 namespace {
 
@@ -190,35 +192,56 @@ TEST(LdmatrixFragment, RotatedTilesReadWithoutBankConflicts) {
   }
 }
 
-// cp.async, commit, then a read of the tile without a wait (or with a wait that leaves the group in
-// flight): reported, naming the array.
+// One warp, a float tile of 132 elements in shared memory filled from G (4 per lane, one cp.async each),
+// D one float per lane; `body` builds the rest. Simulating it must fail with `error` in the message.
+void expectSimulationError(const std::string& what, const std::string& error,
+                           const std::function<void(KernelBuilder&, VarId tile, TensorId g, TensorId d, ExprId lane)>& body) {
+  Kernel k;
+  k.name = "tile_hazard";
+  k.summary = what;
+  k.block = {32, 1};
+  KernelBuilder kb(k);
+  const TensorId g = kb.addTensor(vectorParam("G", DataType::Float, 132, false));
+  const TensorId d = kb.addTensor(vectorParam("D", DataType::Float, 32, true));
+  const VarId tile = kb.sharedStorageArray("tile", DataType::Float, 132);
+  kb.declare(tile);
+  const ExprId lane = kb.threadIdx(0);
+  kb.cpAsync(tile, kb.mul(lane, kb.index(4)), g, kb.mul(lane, kb.index(4)), 4, kb.index(16));
+  kb.cpAsyncCommit();
+  body(kb, tile, g, d, lane);
+  verifyKernel(k);
+  HostTensor gt = HostTensor::empty(DataType::Float, {132}), dt = HostTensor::empty(DataType::Float, {32});
+  try {
+    simulate(k, {&gt, &dt});
+    FAIL() << what << " was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+  }
+}
+
+// A read of the tile without a wait (or with a wait that leaves the group in flight): reported, naming
+// the array.
 TEST(CpAsync, AReadBeforeTheWaitThatCoversTheCopyIsReported) {
   for (int pending : {-1, 1}) {
-    Kernel k;
-    k.name = "no_wait";
-    k.summary = "missing wait";
-    k.block = {32, 1};
-    KernelBuilder kb(k);
-    const TensorId g = kb.addTensor(vectorParam("G", DataType::Float, 128, false));
-    const TensorId d = kb.addTensor(vectorParam("D", DataType::Float, 32, true));
-    const VarId tile = kb.sharedStorageArray("tile", DataType::Float, 128);
-    kb.declare(tile);
-    const ExprId lane = kb.threadIdx(0);
-    kb.cpAsync(tile, kb.mul(lane, kb.index(4)), g, kb.mul(lane, kb.index(4)), 4, kb.index(16));
-    kb.cpAsyncCommit();
-    if (pending >= 0) kb.cpAsyncWait(pending);
-    kb.barrier();
-    kb.store(d, lane, kb.localRead(tile, kb.mul(lane, kb.index(4))));
-    verifyKernel(k);
-    HostTensor gt = HostTensor::empty(DataType::Float, {128}), dt = HostTensor::empty(DataType::Float, {32});
-    try {
-      simulate(k, {&gt, &dt});
-      FAIL() << "a read of an in-flight cp.async was not reported (wait " << pending << ")";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("reads shared tile[0] while a cp.async into it is in flight"), std::string::npos)
-          << e.what();
-    }
+    expectSimulationError(fmt::format("a read after wait({})", pending), "reads shared tile[0] while a cp.async into it is in flight",
+                          [&](KernelBuilder& kb, VarId tile, TensorId, TensorId d, ExprId lane) {
+                            if (pending >= 0) kb.cpAsyncWait(pending);
+                            kb.barrier();
+                            kb.store(d, lane, kb.localRead(tile, kb.mul(lane, kb.index(4))));
+                          });
   }
+}
+
+// A stage refilled while another thread may still be reading it: thread t reads element 4 t + 4 (its
+// neighbour's), then every thread cp.asyncs into its own 4 elements with no barrier in between.
+TEST(CpAsync, ARefillWithoutABarrierAfterOtherThreadsReadIsReported) {
+  expectSimulationError("a refill without a barrier", "with no barrier in between",
+                        [](KernelBuilder& kb, VarId tile, TensorId g, TensorId d, ExprId lane) {
+                          kb.cpAsyncWait(0);
+                          kb.barrier();
+                          kb.store(d, lane, kb.localRead(tile, kb.add(kb.mul(lane, kb.index(4)), kb.index(4))));
+                          kb.cpAsync(tile, kb.mul(lane, kb.index(4)), g, kb.mul(lane, kb.index(4)), 4, kb.index(16));
+                        });
 }
 
 TEST(CpAsync, TheVerifierChecksSizesAndOperands) {
