@@ -125,12 +125,14 @@ MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]
 
 
 def generate_matmul(seed: int) -> str:
-    """The source of one matmul case: matmul or linear of bf16, f16, int8 or fp8 (e4m3fn, e5m2; a Float
-    result) operands (the 16-bit ones maybe cast from float32 inputs: a prologue), an operand maybe
+    """The source of one matmul case (sizes up to 40, and now and then a K of 1104: split-K): matmul or
+    linear of bf16, f16, int8 or fp8 (e4m3fn, e5m2; a Float result) operands (the 16-bit ones maybe cast from float32 inputs: a prologue), an operand maybe
     transposed (a permute: a strided view) or with a broadcast batch dim, then 0-2 elementwise ops and a
     cast (the epilogue). Defines `fd` and `inputs`."""
     rng = random.Random(seed)
     m, n, k = (rng.choice(MM_SIZES) for _ in range(3))
+    if rng.random() < 0.05:
+        k = 1104  # a long K for few output tiles: split among blocks (a multiple of 16: staged)
     batch = rng.choice([[], [], [3]])
     integer = rng.random() < 0.3
     dtype = "Int8" if integer else rng.choice(["BFloat16", "Half", "BFloat16", "Half", "Float8_e4m3fn", "Float8_e5m2"])
