@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (see shared/GPU.md): unpack the carried dependency debs, build,
 # run the whole C++ and Python suite with the kernel tests on the GPU (BRAZE_TEST_DEVICE=cuda: the
-# same tests that run on the simulated device elsewhere), run the GPU benchmarks, and print a short
-# table last. Logs go to $OUT when it is set.
+# same tests that run on the simulated device elsewhere) in parallel shards beside compute-sanitizer,
+# run the GPU benchmarks, each step under a time limit, and print a short table last. Logs go to $OUT
+# when it is set (one per suite, and report.txt). A run on an H200 took about two minutes:
+#   BRAZE_GPU_TEST_LIMIT=150 BRAZE_GPU_BENCH_LIMIT=90 BRAZE_BENCH_COMPILE=0 BRAZE_BENCH_REPS=30 bash tools/gpu_check.sh
 # On a machine with an AMD GPU and ROCm (BRAZE_GPU_PLATFORM=hip, chosen by itself where rocminfo sees a
 # gfx agent and there is no nvidia-smi) the same steps run through the HIP runtime and hiprtc
 # (BRAZE_TEST_DEVICE=hip; torch's ROCm build for the Python GPU tests), without the CUDA-only ones
