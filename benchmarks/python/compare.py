@@ -299,6 +299,18 @@ def main():
         sys.exit(f"failed: {', '.join(failed)}")
 
 
+def expect_close(name, got, want):
+    """Elementwise within 2% for most cases. Quantized cases are compared by their relative error norm: a
+    value at an fp8 rounding midpoint may round to either side in torch (which converts through float)
+    and in braze (which rounds once from double), and one such element moves a whole row of q k^T."""
+    if "quantize" in name:
+        error = torch.linalg.vector_norm((got.double() - want.double()).flatten())
+        scale = torch.linalg.vector_norm(want.double().flatten())
+        assert error <= 1e-3 * scale, f"{name}: relative error {float(error / scale):.2e}"
+        return
+    torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
+
+
 def peer_us(fn, input_sets, reps):
     """A peer's median device time, or NaN (said why) where torch cannot run it on this GPU."""
     try:
@@ -320,7 +332,7 @@ def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
     tuned(fd, "")
     got = fd.execute(sample)
     for g, w in zip(got, want):
-        torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+        expect_close(name, g, w)
     # Outputs that are views of an input cost no kernel and move no bytes.
     written = [w for g, w in zip(got, want)
                if not any(g.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in sample)]
