@@ -3,8 +3,10 @@
 #include "support/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
+#include <vector>
 
 namespace braze::kernel {
 namespace {
@@ -90,10 +92,10 @@ __device__ __forceinline__ void {0}(long long* d, const long long* a, const long
                      name, operandSuffix(operand));
 }
 
-// cp.async (16 bytes through L2 only, .cg; 4 and 8 through L1, .ca), its group commit and wait, and
-// ldmatrix of 1, 2 or 4 matrices, plain or transposed. `src_bytes` below the copy's size zero-fills the
-// rest; 0 reads nothing. Each clobbers "memory": the compiler may not move shared-memory accesses of the
-// kernel across them.
+// cp.async (16 bytes through L2 only, .cg; 4 and 8 through L1, .ca), its group commit and wait
+// (ldmatrixFunction writes ldmatrix). `src_bytes` below the copy's size zero-fills the rest; 0 reads
+// nothing. Each clobbers "memory": the compiler may not move shared-memory accesses of the kernel across
+// them.
 constexpr std::string_view kAsyncCopy = R"(
 template <int Bytes> __device__ __forceinline__ void braze_cp_async(void* smem, const void* gmem, int src_bytes) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -108,35 +110,26 @@ __device__ __forceinline__ void braze_cp_async_commit() { asm volatile("cp.async
 template <int Pending> __device__ __forceinline__ void braze_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
-__device__ __forceinline__ void braze_ldmatrix_x1(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
-}
-__device__ __forceinline__ void braze_ldmatrix_x2(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
-}
-__device__ __forceinline__ void braze_ldmatrix_x4(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"((unsigned)__cvta_generic_to_shared(smem))
-               : "memory");
-}
-__device__ __forceinline__ void braze_ldmatrix_x1_trans(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
-}
-__device__ __forceinline__ void braze_ldmatrix_x2_trans(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(smem)) : "memory");
-}
-__device__ __forceinline__ void braze_ldmatrix_x4_trans(unsigned* r, const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"((unsigned)__cvta_generic_to_shared(smem))
-               : "memory");
-}
 )";
+
+// braze_ldmatrix_x<matrices>[_trans](r, smem): ldmatrix of 1, 2 or 4 matrices into r[0 .. matrices).
+std::string ldmatrixFunction(int matrices, bool transpose) {
+  std::vector<std::string> registers, outputs;
+  for (int i = 0; i < matrices; ++i) {
+    registers.push_back(fmt::format("%{}", i));
+    outputs.push_back(fmt::format("\"=r\"(r[{}])", i));
+  }
+  return fmt::format(R"(
+__device__ __forceinline__ void braze_ldmatrix_x{0}{1}(unsigned* r, const void* smem) {{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x{0}{2}.shared.b16 {{{3}}}, [%{4}];\n"
+               : {5}
+               : "r"((unsigned)__cvta_generic_to_shared(smem))
+               : "memory");
+}}
+)",
+                     matrices, transpose ? "_trans" : "", transpose ? ".trans" : "", fmt::join(registers, ", "), matrices,
+                     fmt::join(outputs, ", "));
+}
 
 struct Used {
   std::set<std::pair<MmaShape, DataType>> mma;
@@ -172,7 +165,12 @@ std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
   std::string out;
   if (!used.mma.empty()) out += kPacking;
   for (const auto& [shape, operand] : used.mma) out += function(shape, operand);
-  if (used.async_copy) out += kAsyncCopy;
+  if (used.async_copy) {
+    out += kAsyncCopy;
+    for (int matrices : {1, 2, 4}) {
+      for (bool transpose : {false, true}) out += ldmatrixFunction(matrices, transpose);
+    }
+  }
   return out;
 }
 
