@@ -71,7 +71,11 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {}
+  Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {
+    writes_.assign(k_.vars.size(), 0);
+    definition_.assign(k_.vars.size(), -1);
+    findDefinitions(k_.body);
+  }
 
   std::string run() {
     BRAZE_CHECK(dialect_ == SourceDialect::Hip || k_.warp_size == 32,
@@ -125,6 +129,67 @@ class Emitter {
     return false;
   }
 
+  // A scalar's defining expression where a single Let is all that writes it, for the rewrites below.
+  void findDefinitions(const std::vector<Stmt>& stmts) {
+    for (const Stmt& st : stmts) {
+      if (st.var >= 0) {
+        ++writes_[st.var];
+        if (st.kind == SKind::Let) definition_[st.var] = st.a;
+      }
+      findDefinitions(st.body);
+      findDefinitions(st.orelse);
+    }
+  }
+
+  // `id`, or the expression a single-Let scalar it reads was defined by.
+  const KExpr& defined(ExprId id) const {
+    const KExpr& x = k_.exprs[id];
+    if (x.kind == EKind::VarRef && writes_[x.ref] == 1 && definition_[x.ref] >= 0) return defined(definition_[x.ref]);
+    return x;
+  }
+
+  // Whether the value of `id` is one bf16 holds exactly: a bf16 or 8-bit integer element, or such a value
+  // converted to a floating type.
+  bool bf16Exact(ExprId id) const {
+    const KExpr& x = defined(id);
+    auto exactType = [](DataType d) { return d == DataType::BFloat16 || d == DataType::Int8 || d == DataType::UInt8; };
+    switch (x.kind) {
+      case EKind::Load:
+      case EKind::LocalRead: return exactType(x.dtype);
+      case EKind::Cast: return isFloating(x.dtype) && exactType(x.from) && bf16Exact(x.args[0]);
+      case EKind::Elementwise:
+        return x.op == OpKind::CastOp && isFloating(x.dtype) && exactType(k_.exprs[x.args[0]].dtype) && bf16Exact(x.args[0]);
+      default: return false;
+    }
+  }
+
+  // Whether emitting `id` again, later than where it was written, reads the same value: a constant, or a
+  // scalar that a single Let defines.
+  bool stable(ExprId id) const {
+    const KExpr& x = k_.exprs[id];
+    if (x.kind == EKind::VarRef) return writes_[x.ref] == 1 && definition_[x.ref] >= 0;
+    return x.kind == EKind::ConstFloat || x.kind == EKind::ConstInt;
+  }
+
+  // A product of two bf16-exact values rounded to bf16 (a bf16 mul, or a float one cast to bf16): one bf16
+  // multiply (braze_mul_bf16), the same value without a float-to-bf16 conversion. Empty for anything else.
+  std::string bf16Product(const KExpr& x) const {
+    if (x.dtype != DataType::BFloat16) return "";
+    const KExpr* product = &x;
+    if (x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp)) {
+      product = &k_.exprs[x.args[0]];
+      const bool hop = product->kind == EKind::VarRef;
+      product = &defined(x.args[0]);
+      if (product->kind != EKind::Elementwise || product->op != OpKind::Mul || product->dtype != DataType::Float) return "";
+      // The product's operands are read here rather than where it was defined.
+      if (hop && !(stable(product->args[0]) && stable(product->args[1]))) return "";
+    } else if (x.kind != EKind::Elementwise || x.op != OpKind::Mul) {
+      return "";
+    }
+    if (product->args.size() != 2 || !bf16Exact(product->args[0]) || !bf16Exact(product->args[1])) return "";
+    return fmt::format("braze_mul_bf16({}, {})", e(product->args[0]), e(product->args[1]));
+  }
+
   std::string type(VarId var) const {
     const KVar& v = k_.vars[var];
     return v.index ? "idx_t" : std::string(computeTypeName(v.dtype));
@@ -157,11 +222,15 @@ class Emitter {
       case EKind::Not: return fmt::format("(!{})", a(0));
       case EKind::Select: return fmt::format("({} ? {} : {})", a(0), a(1), a(2));
       case EKind::Elementwise: {
+        if (std::string product = bf16Product(x); !product.empty()) return product;
         std::vector<Operand> ops;
         for (ExprId arg : x.args) ops.push_back({e(arg), k_.exprs[arg].dtype});
         return elementwiseExpr(x.op, x.dtype, ops);
       }
-      case EKind::Cast: return castExpr({a(0), x.from}, x.dtype);
+      case EKind::Cast: {
+        if (std::string product = bf16Product(x); !product.empty()) return product;
+        return castExpr({a(0), x.from}, x.dtype);
+      }
       case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", computeTypeName(x.dtype), a(0));
       case EKind::RandomUnit:
         return fmt::format("{}({}, {}, {})", x.op == OpKind::Uniform ? "braze_uniform_unit" : "braze_standard_normal",
@@ -321,6 +390,8 @@ class Emitter {
   }
 
   const Kernel& k_;
+  std::vector<int> writes_;           // per var: the statements that write it
+  std::vector<ExprId> definition_;    // per var: its Let's expression
   const SourceDialect dialect_;
   std::string* body_ = nullptr;
 };

@@ -35,8 +35,11 @@ std::string asMath(const Value& v, DataType math) {
   const DataType held = computeTypeOf(v.dtype);
   if (held == math) return paren(v.text);
   if (math == DataType::Float && held == DataType::Double) return fmt::format("__double2float_rn({})", v.text);
-  // 8- and 16-bit integers (held in long long) convert through int: exact, and a 32-bit conversion
-  // instruction instead of the much slower 64-bit one (a dequantize converts every weight).
+  // 8- and 16-bit integers are held in long long. Into float, an 8-bit one goes by float arithmetic on its
+  // bits (no conversion instruction: a dequantize converts every weight); others convert through int,
+  // exact, and a 32-bit conversion instead of the much slower 64-bit one.
+  if (math == DataType::Float && v.dtype == DataType::Int8) return fmt::format("braze_i8_to_float((int){})", paren(v.text));
+  if (math == DataType::Float && v.dtype == DataType::UInt8) return fmt::format("braze_u8_to_float((int){})", paren(v.text));
   const bool narrow_int = v.dtype == DataType::Int8 || v.dtype == DataType::UInt8 || v.dtype == DataType::Int16;
   if (narrow_int && isFloating(math)) return fmt::format("(({})(int){})", computeTypeName(math), paren(v.text));
   return fmt::format("(({}){})", computeTypeName(math), paren(v.text));

@@ -38,6 +38,17 @@ __device__ __forceinline__ float braze_load_half(braze_half x) { return __half2f
 __device__ __forceinline__ braze_half braze_store_half(float x) { return __float2half_rn(x); }
 __device__ __forceinline__ float braze_load_bf16(braze_bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ braze_bf16 braze_store_bf16(float x) { return __float2bfloat16_rn(x); }
+// round_bf16(a * b) for a and b that bf16 holds exactly (their float product is exact): one bf16 multiply,
+// which rounds the exact product once, instead of a float product and a float-to-bf16 conversion (a
+// quarter-rate instruction on sm_90: a dequantize does one per weight). Such a float's high half is its
+// bf16 and its low half zero, so a bf16x2 multiply of the two floats' bits gives the product's bf16 in the
+// high half and 0 * 0 in the low: the rounded product as a float. (Below bf16's smallest normal, 2^-126,
+// the float product is rounded first where the bf16 multiply is not: the two can differ by an ulp of a
+// subnormal there.)
+__device__ __forceinline__ float braze_mul_bf16(float a, float b) {
+  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const float*>(&product);
+}
 
 #ifdef BRAZE_FP8
 // e4m3fn and e5m2: CUDA's conversions, saturating to the largest finite value (inf included).
@@ -113,6 +124,7 @@ __device__ __forceinline__ float braze_load_half(braze_half x) { return braze_ha
 __device__ __forceinline__ braze_half braze_store_half(double x) { return braze_half_bits(x); }
 __device__ __forceinline__ float braze_load_bf16(braze_bf16 x) { return braze_bf16_value(x); }
 __device__ __forceinline__ braze_bf16 braze_store_bf16(float x) { return braze_bf16_bits(x); }
+__device__ __forceinline__ float braze_mul_bf16(float a, float b) { return braze_round_bf16(a * b); }
 __device__ __forceinline__ float braze_load_e4m3fn(braze_e4m3fn x) { return braze_e4m3fn_value(x); }
 __device__ __forceinline__ braze_e4m3fn braze_store_e4m3fn(double x) { return braze_e4m3fn_bits(x); }
 __device__ __forceinline__ float braze_load_e5m2(braze_e5m2 x) { return braze_e5m2_value(x); }
@@ -153,6 +165,11 @@ __device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
 __device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
 __device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
 __device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
+// An 8-bit integer as a float without a conversion instruction (quarter rate on sm_90, and a dequantize
+// converts every weight): the byte, offset into 0..255, is the low mantissa of a float of exponent 2^23,
+// from which 2^23 plus the offset is subtracted. Exact.
+__device__ __forceinline__ float braze_i8_to_float(int v) { return __int_as_float((v & 0xFF) ^ 0x4B000080) - 8388736.0f; }
+__device__ __forceinline__ float braze_u8_to_float(int v) { return __int_as_float(0x4B000000 | (v & 0xFF)) - 8388608.0f; }
 __device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 

@@ -84,7 +84,8 @@ TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
 }
 
 // The GEMV streams the int8 weights with 16-byte loads: 128-bit global loads in the SASS, for per-channel
-// and group-128 scales (the group's scale is one load per chunk, not per element).
+// and group-128 scales (the group's scale is one load per chunk, not per element), and dequantizes them
+// without conversion instructions.
 TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
   if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   for (const testing::KernelCase& c : {testing::weightInt8LinearCase(1, 11008, 4096, 0, 1),
@@ -100,6 +101,11 @@ TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
       EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
       // No byte-wide loads: every weight byte arrives in a 16-byte vector.
       EXPECT_EQ(counts.load_bits.count(8), 0u) << arch << "\n" << *sass;
+      // No conversion instructions (a quarter-rate pipe on sm_90, which bounded the GEMV): the int8 weights
+      // become floats by float arithmetic on their bits, and the dequantized product is one bf16 multiply.
+      for (const char* conversion : {" I2F", " F2F.", " F2F "}) {
+        EXPECT_EQ(sass->find(conversion), std::string::npos) << arch << " has" << conversion << "\n" << *sass;
+      }
     }
   }
 }
