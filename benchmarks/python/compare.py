@@ -354,7 +354,8 @@ def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
         packed_us = peer_us(lambda xs: torch._weight_int8pack_mm(*xs), input_sets, args.reps)
         print(f"{'  torch._weight_int8pack_mm':26} {'':9} {'':9} {packed_us:9.1f}", flush=True)
     if args.sweep:
-        sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps)
+        sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps,
+              MATMUL_SWEEP if "matmul" in " ".join(summaries(fd)) else SWEEP)
     tuned(fd, "")
 
 
@@ -362,13 +363,24 @@ def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
 # timed (a pointwise kernel ignores chunks per thread, a reduction the unroll).
 SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8], "max_unroll": [1, 2, 4, 8],
          "max_rows_per_thread": [1, 4, 8]}
+# A matmul case's: stages, K slice bytes, block tile (0: the heuristic's).
+MATMUL_SWEEP = {"matmul_stages": [0, 4], "matmul_slice_bytes": [0, 128],
+                "matmul_block_m,matmul_block_n": [(0, 0), (128, 256), (256, 128)]}
 
 
-def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps):
+def tunings(space):
+    for values in itertools.product(*space.values()):
+        items = []
+        for keys, value in zip(space, values):
+            for key, v in zip(keys.split(","), value if isinstance(value, tuple) else (value,)):
+                items.append(f"{key}={v}")
+        yield ",".join(items)
+
+
+def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps, space=SWEEP):
     seen, rows = set(), []
     host = [host_copy(t) for t in sample]  # once: copying a large input to the host takes a while
-    for values in itertools.product(*SWEEP.values()):
-        tuning = ",".join(f"{k}={v}" for k, v in zip(SWEEP, values))
+    for tuning in tunings(space):
         # Planning is cheap; compiling is not: only new sources go further.
         sources = bx.cuda_code_for(fd, host, target=f"{device_preset()}:{tuning}")
         if sources in seen:

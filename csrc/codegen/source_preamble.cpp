@@ -165,11 +165,6 @@ __device__ __forceinline__ float braze_trunc(float a) { return truncf(a); }
 __device__ __forceinline__ double braze_trunc(double a) { return trunc(a); }
 __device__ __forceinline__ float braze_fmod(float a, float b) { return fmodf(a, b); }
 __device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a, b); }
-// An 8-bit integer as a float without a conversion instruction (quarter rate on sm_90, and a dequantize
-// converts every weight): the byte, offset into 0..255, is the low mantissa of a float of exponent 2^23,
-// from which 2^23 plus the offset is subtracted. Exact.
-__device__ __forceinline__ float braze_i8_to_float(int v) { return __int_as_float((v & 0xFF) ^ 0x4B000080) - 8388736.0f; }
-__device__ __forceinline__ float braze_u8_to_float(int v) { return __int_as_float(0x4B000000 | (v & 0xFF)) - 8388608.0f; }
 __device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <vector>
 
 namespace braze {
 
@@ -39,6 +40,10 @@ constexpr TuningField kTuningFields[] = {
     {"max_unroll", &HeuristicTuning::max_unroll, 1, 16, true},
     {"max_rows_per_thread", &HeuristicTuning::max_rows_per_thread, 1, 64, true},
     {"persistent_values", &HeuristicTuning::persistent_values, 8, 224, false},
+    {"matmul_stages", &HeuristicTuning::matmul_stages, 0, 8, false},
+    {"matmul_slice_bytes", &HeuristicTuning::matmul_slice_bytes, 0, 256, true},  // 0 or a power of two
+    {"matmul_block_m", &HeuristicTuning::matmul_block_m, 0, 256, true},
+    {"matmul_block_n", &HeuristicTuning::matmul_block_n, 0, 256, true},
 };
 
 std::string_view trim(std::string_view text) {
@@ -69,8 +74,11 @@ HeuristicTuning HeuristicTuning::parse(std::string_view text, HeuristicTuning ba
     const std::string_view key = trim(item.substr(0, equals));
     const TuningField* field = nullptr;
     for (const TuningField& f : kTuningFields) field = f.name == key ? &f : field;
-    BRAZE_CHECK(field != nullptr, "tuning: unknown key '{}' in '{}' (known: block_threads, max_chunks_per_thread, "
-                "max_unroll, max_rows_per_thread, persistent_values)", key, item);
+    if (field == nullptr) {
+      std::vector<std::string_view> known;
+      for (const TuningField& f : kTuningFields) known.push_back(f.name);
+      BRAZE_CHECK(false, "tuning: unknown key '{}' in '{}' (known: {})", key, item, fmt::join(known, ", "));
+    }
     const std::string value(equals == std::string_view::npos ? "" : trim(item.substr(equals + 1)));
     char* end = nullptr;
     const long long number = std::strtoll(value.c_str(), &end, 10);

@@ -20,6 +20,11 @@ struct HeuristicTuning {
   int64_t max_unroll = 4;             // 1D pointwise: vector chunks per thread, at most (a power of two)
   int64_t max_rows_per_thread = 8;    // 2D pointwise tiles: rows per thread, at most (a power of two)
   int64_t persistent_values = 96;     // persistent rows: values a thread keeps in registers, at most
+  // Staged matmuls (0: the heuristic's choice): shared-memory stages, bytes of K per slice, and the block
+  // tile's rows and columns (with 2 x 4 warps; the tile is then used wherever it fits the problem).
+  int64_t matmul_stages = 0;
+  int64_t matmul_slice_bytes = 0;
+  int64_t matmul_block_m = 0, matmul_block_n = 0;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

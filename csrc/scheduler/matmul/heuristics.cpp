@@ -73,6 +73,26 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
   return p;
 }
 
+// $BRAZE_TUNING's matmul fields (HeuristicTuning), for measuring other choices: a block tile of 2 x 4 warps,
+// K slices, stages (as many as the block's shared memory holds, at most the asked number).
+void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulParams& p) {
+  const HeuristicTuning& tuning = device.tuning;
+  const int64_t element = sizeOf(problem.operand);
+  if (tuning.matmul_slice_bytes > 0) p.block_k = std::max(tuning.matmul_slice_bytes, kernel::mmaDims(p.shape).k * element) / element;
+  if (tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0) {
+    p.warps_m = 2;
+    p.warps_n = 4;
+    p.tiles_m = std::max<int64_t>(tuning.matmul_block_m > 0 ? tuning.matmul_block_m : p.blockRows(), 32) / 32;
+    p.tiles_n = std::max<int64_t>(tuning.matmul_block_n > 0 ? tuning.matmul_block_n : p.blockCols(), 32) / 32;
+    p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
+    p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
+    p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
+  }
+  if (tuning.matmul_stages >= 2) p.stages = tuning.matmul_stages;
+  const int64_t stage_bytes = p.block_k * element * (p.blockRows() + p.blockCols());
+  p.stages = std::max<int64_t>(2, std::min(p.stages, device.smem_per_block_optin / stage_bytes));
+}
+
 }  // namespace
 
 MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
@@ -116,6 +136,7 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
       p.grid = problem.batch * p.blocks_m * p.blocks_n;
     }
   }
+  if (p.stages >= 2) applyTuning(device, problem, p);
   // Few output tiles for the SMs and a long K: split K among blocks, each keeping at least 4 slices, so that
   // every SM gets a block (no split leaves a block without slices).
   const int64_t slices = p.stages >= 2 ? ceilDiv(problem.k, p.block_k) : 0;

@@ -352,5 +352,28 @@ TEST(CpAsync, RasterizedBlocksCoverEveryTileOnce) {
   EXPECT_EQ(k.grid[0], 9 * 3);
 }
 
+// The matmul fields of $BRAZE_TUNING, for measuring on a GPU: 128 x 256 block tiles, 128-byte K slices and
+// four stages (128 KiB of shared memory, opted into), on 16-bit operands with B either way and on int8
+// through registers: equal to the reference on the simulated device, and as the summary says.
+TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
+  DeviceInfo tuned = DeviceInfo::h100Sxm();
+  tuned.sm_count = 1;
+  tuned.tuning = HeuristicTuning::parse("matmul_stages=4, matmul_slice_bytes=128, matmul_block_m=128, matmul_block_n=256");
+  for (const testing::KernelCase& c :
+       {testing::matmulCase({150, 200}, {200, 264}, DataType::BFloat16, false, DataType::Null, 8),
+        testing::matmulCase({150, 200}, {200, 264}, DataType::Half, true, DataType::Null, 9),
+        testing::matmulCase({2, 70, 260}, {2, 260, 40}, DataType::Int8, false, DataType::Null, 10)}) {
+    runtime::SimDeviceOps device;
+    runtime::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
+    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "tuned");
+    const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+    EXPECT_NE(k.summary.find("2x4 warps of 4x8 tiles (128x256 outputs per block), 4-stage cp.async pipeline of"),
+              std::string::npos) << k.summary;
+    EXPECT_NE(k.summary.find(fmt::format("{}-element K slices", 128 / sizeOf(c.fusion->inputs()[0]->dtype()))),
+              std::string::npos) << k.summary;
+    EXPECT_GT(k.shared_bytes, 48 * 1024);
+  }
+}
+
 }  // namespace
 }  // namespace braze

@@ -1,7 +1,8 @@
 // codegen/narrow_floats.inc, the kernel text every kernel's preamble embeds for the fnuz fp8 formats (and a
 // HIP kernel's for every narrow float), compiled here for the host: each format's encode from a double
 // and decode of every bit pattern must equal ir/numerics.cpp's, bit for bit, NaN, inf, -0, subnormals,
-// ties and saturation included.
+// ties and saturation included. So must its float arithmetic that replaces conversions: 8-bit integers to
+// float, and quantize's quotient rounded to fp8 from float math as from the double quotient.
 #include "ir/numerics.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,9 @@ inline int __clzll(long long x) { return std::countl_zero(static_cast<unsigned l
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline unsigned int __float_as_uint(float x) { return std::bit_cast<unsigned int>(x); }
 inline float __uint_as_float(unsigned int x) { return std::bit_cast<float>(x); }
+inline float __fdiv_rn(float a, float b) { return a / b; }  // IEEE float division on the host (SSE)
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+using std::isfinite;
 using std::isinf;
 using std::isnan;
 #include "codegen/narrow_floats.inc"
@@ -128,6 +132,63 @@ TEST(NarrowFloats, Bfloat16FromAFloatEqualsTheReference) {
   for (uint32_t b : bits) {
     const float x = std::bit_cast<float>(b);
     ASSERT_EQ(braze_bf16_bits(x), numerics::toBFloat16Bits(static_cast<double>(x))) << "float bits " << b;
+  }
+}
+
+TEST(NarrowFloats, EightBitIntegersBecomeTheirFloats) {
+  for (int v = -128; v < 128; ++v) ASSERT_EQ(braze_i8_to_float(v), static_cast<float>(v)) << v;
+  for (int v = 0; v < 256; ++v) ASSERT_EQ(braze_u8_to_float(v), static_cast<float>(v)) << v;
+}
+
+// Quantize to e4m3fn / e5m2 divides in double and rounds once; the kernels divide in float and move a
+// quotient that is a possible fp8 tie one ulp toward the exact one. Both must give the same fp8 value for
+// float and bf16 x and float scales, on quotients that land on or a few float ulps from every tie and
+// every representable value, and on random ones. Rounding the plain float quotient would not (the test
+// counts its misses, so that the probes do reach the case the adjustment is for).
+TEST(NarrowFloats, QuotientForFp8RoundsAsTheDoubleQuotient) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  auto randomScale = [&] {
+    std::uniform_int_distribution<int> exponent(-12, 6);
+    return std::ldexp(mantissa(rng), exponent(rng)) * (rng() % 8 == 0 ? -1.0f : 1.0f);
+  };
+  for (const Format& f : kFormats) {
+    if (std::string_view(f.name) != "e4m3fn" && std::string_view(f.name) != "e5m2") continue;
+    std::vector<double> targets;  // every finite value and the midpoints between neighbours
+    std::vector<double> values;
+    for (uint32_t bits = 0; bits < (1u << f.bits); ++bits) {
+      const double v = f.reference_decode(bits);
+      if (std::isfinite(v)) values.push_back(v);
+    }
+    std::sort(values.begin(), values.end());
+    for (size_t i = 0; i + 1 < values.size(); ++i) targets.insert(targets.end(), {values[i], (values[i] + values[i + 1]) / 2});
+    int64_t plain_misses = 0, probes = 0;
+    auto check = [&](float x, float s) {
+      const uint32_t want = f.reference_encode(static_cast<double>(x) / static_cast<double>(s));
+      ASSERT_EQ(f.reference_encode(braze_quotient_for_fp8(x, s)), want) << f.name << ": " << x << " / " << s;
+      plain_misses += f.reference_encode(x / s) != want;
+      ++probes;
+    };
+    for (double target : targets) {
+      for (int trial = 0; trial < 24; ++trial) {
+        const float s = randomScale();
+        float x = static_cast<float>(target * s);
+        if (trial % 2 == 1) x = static_cast<float>(numerics::fromBFloat16Bits(numerics::toBFloat16Bits(x)));  // bf16 x
+        for (int step = 0; step < 4; ++step) {
+          check(x, s);
+          check(std::nextafter(x, 0.0f), s);
+          x = std::nextafter(x, std::numeric_limits<float>::infinity());
+        }
+      }
+    }
+    std::uniform_real_distribution<float> any(-600.0f, 600.0f);
+    for (int i = 0; i < 200000; ++i) check(any(rng), randomScale());
+    for (float x : {0.0f, -0.0f, 1e-45f, -1e-45f, 3.4e38f, -3.4e38f, std::numeric_limits<float>::infinity()}) {
+      check(x, 0.05f);
+      check(x, 1e-30f);
+    }
+    EXPECT_GT(plain_misses, 0) << f.name << ": no probe separated the float quotient from the double one ("
+                               << probes << " probes)";
   }
 }
 

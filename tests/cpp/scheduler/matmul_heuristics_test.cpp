@@ -1,5 +1,6 @@
 // The matmul scheduler's heuristics and device check, as pure functions of described GPUs.
 #include "scheduler/matmul/heuristics.h"
+#include "support/error.h"
 
 #include <gtest/gtest.h>
 
@@ -131,6 +132,26 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_NE(registers.toString().find("B k-major through registers"), std::string::npos);
   large.b_tile.reset();
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), large).blockRows(), 64);
+}
+
+// $BRAZE_TUNING's matmul fields replace the staged schedule's choices, with no more stages than the block's
+// shared memory holds (an A100 opts into 163 KiB: three 48 KiB stages of 128 x 256 tiles of 128-byte slices).
+TEST(MatmulHeuristics, TuningSetsTilesSlicesAndStagesWithinSharedMemory) {
+  MatmulProblem bf16{1, 4096, 4096, 4096, DataType::BFloat16};
+  bf16.a_tile = bf16.b_tile = kernel::TileOrder::KMajor;
+  DeviceInfo a100 = DeviceInfo::a100();
+  a100.tuning = HeuristicTuning::parse("matmul_stages=8, matmul_slice_bytes=128, matmul_block_n=256");
+  const MatmulParams p = matmulHeuristics(a100, bf16);
+  EXPECT_EQ(p.blockRows(), 128);
+  EXPECT_EQ(p.blockCols(), 256);
+  EXPECT_EQ(p.block_k, 64);
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.grid, 32 * 16);
+  EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), a100.smem_per_block_optin);
+  // A slice is at least one mma's K.
+  a100.tuning = HeuristicTuning::parse("matmul_slice_bytes=16");
+  EXPECT_EQ(matmulHeuristics(a100, bf16).block_k, 16);
+  EXPECT_THROW(HeuristicTuning::parse("matmul_slice_bytes=48"), Error);
 }
 
 TEST(MatmulHeuristics, FewTilesAndALongKSplitK) {
