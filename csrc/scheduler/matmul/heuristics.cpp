@@ -121,20 +121,35 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     p.b_async = problem.b_tile.has_value();
     p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
     p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
-    // Large 16-bit problems copied as stored: 128 x 128 block tiles of eight 64 x 32 warp tiles, when they
-    // still give every SM a block. Each warp then issues 16 mmas per 8 ldmatrix (against 8 per 6), and a
-    // block reads each A and B element from global memory once per 128 outputs instead of 64. Three
-    // stages of 128 x 32 slices of A and B fill the 48 KiB.
-    const int64_t big_blocks = problem.batch * ceilDiv(problem.m, int64_t{128}) * ceilDiv(problem.n, int64_t{128});
-    if (sizeOf(problem.operand) == 2 && p.a_async && p.b_async && big_blocks >= device.sm_count) {
+    // Large problems: 256 x 128 block tiles of eight 128 x 32 warp tiles, four stages of 128-byte K slices
+    // (64 bytes for 8-bit operands: two k32 steps), where they still give every SM a block; else 128 x 128
+    // tiles of eight 64 x 32 warp tiles in three 64-byte stages (48 KiB). A warp then issues 32 (or 16)
+    // mmas per 12 (or 8) ldmatrix against 8 per 6, and a block reads each A and B element once per 128
+    // outputs or more instead of 64. Measured on an H200 (compare.py --sweep, bf16 4096^3): 445 us against
+    // 519 for 128 x 128 and 3 x 64 bytes; s8 bmm 16 x 1024^3 with a row-major B: 308 against 407 for 64 x 64.
+    // 16-bit operands take them when both are copied as stored, 8-bit ones either way.
+    const bool copied = (p.a_async && p.b_async) || sizeOf(problem.operand) == 1;
+    auto blocksOf = [&](int64_t rows, int64_t cols) { return problem.batch * ceilDiv(problem.m, rows) * ceilDiv(problem.n, cols); };
+    const int64_t large_slice = sizeOf(problem.operand) == 1 ? 64 : 128;
+    const bool large_fits = 4 * large_slice * (256 + 128) <= device.smem_per_block_optin;
+    if (copied && large_fits && blocksOf(256, 128) >= device.sm_count) {
+      p.warps_m = 2;
+      p.warps_n = 4;
+      p.tiles_m = 8;
+      p.tiles_n = 4;
+      p.stages = 4;
+      p.block_k = large_slice / sizeOf(problem.operand);
+    } else if (sizeOf(problem.operand) == 2 && p.a_async && p.b_async && blocksOf(128, 128) >= device.sm_count) {
       p.warps_m = 2;
       p.warps_n = 4;
       p.tiles_m = 4;
       p.tiles_n = 4;
-      p.blocks_m = ceilDiv(problem.m, p.blockRows());
-      p.blocks_n = ceilDiv(problem.n, p.blockCols());
-      p.grid = problem.batch * p.blocks_m * p.blocks_n;
     }
+    p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
+    p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
+    p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
+    // No more stages than K has slices (shared memory the block would hold for nothing).
+    p.stages = std::max<int64_t>(2, std::min(p.stages, ceilDiv(std::max<int64_t>(problem.k, 1), p.block_k)));
   }
   if (p.stages >= 2) applyTuning(device, problem, p);
   // Few output tiles for the SMs and a long K: split K among blocks, each keeping at least 4 slices, so that

@@ -177,12 +177,15 @@ void MatmulLowering::mma() {
   }
 
   if (p.split_k > 1) combineSplits(acc, tile_id, split, dims.c_values);
+  // Block tiles that divide the output: every output a lane holds is inside it.
+  const bool whole_tiles = s.m % p.blockRows() == 0 && s.n % p.blockCols() == 0;
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
       for (int i = 0; i < dims.c_values; ++i) {
         const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).row; }));
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).col; }));
-        const ExprId inside = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
+        const ExprId inside = whole_tiles ? kb.constantInt(1, DataType::Bool)
+                                          : kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
         epilogue(inside, r, c, [&] { return kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i)); });
       }
     }
@@ -258,6 +261,7 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
   t.mn = mn;
   t.mn_extent = mn_extent;
   t.mn_base = mn_base;
+  t.whole = s_.k % p_.block_k == 0 && mn_extent % mn == 0;
   // k-major: a row per m (or n) of block_k elements; mn-major: a row per k of the block's m (or n) span.
   t.rows = order == TileOrder::KMajor ? mn : p_.block_k;
   t.row_elements = order == TileOrder::KMajor ? p_.block_k : mn;
@@ -293,7 +297,8 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
     // The chunk's first tile row and K element in the slice, and its first global k and m / n.
     const ExprId row0 = t.walk_k ? across : along, kk0 = t.walk_k ? along : across;
     const ExprId k0 = kb.add(kb.mul(slice, kb.index(p_.block_k)), kk0), mn0 = kb.add(t.mn_base, row0);
-    const ExprId inside = kb.land(kb.lt(k0, kb.index(s_.k)), kb.lt(mn0, kb.index(t.mn_extent)));
+    const ExprId inside =
+        t.whole ? kb.constantInt(1, DataType::Bool) : kb.land(kb.lt(k0, kb.index(s_.k)), kb.lt(mn0, kb.index(t.mn_extent)));
     const ExprId used = units % threads != 0 && first + threads > units ? kb.lt(q, kb.index(units)) : -1;
     const bool vector = t.width > 1;
     emitChunk(kb, vb_, used >= 0 ? kb.land(used, inside) : inside, t.width, lane_var, [&](Chunk& c) {
@@ -307,6 +312,7 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
                     value);
       kb.popTarget();
     });
+    if (t.whole) continue;
     // Past M, N or K: zeros.
     kb.openIf(used >= 0 ? kb.land(used, kb.lnot(inside)) : kb.lnot(inside));
     for (int64_t i = 0; i < t.width; ++i) {
@@ -341,13 +347,18 @@ void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
       mn = kb.add(t.mn_base, kb.mul(chunk, kb.index(per_chunk)));
       left = kb.select(kb.lt(k, kb.index(k_extent)), kb.sub(kb.index(t.mn_extent), mn), kb.index(0));
     }
-    const ExprId bytes = kb.mul(kb.min(kb.index(per_chunk), kb.select(kb.lt(left, kb.index(0)), kb.index(0), left)),
-                                kb.index(element));
+    ExprId bytes = kb.mul(kb.min(kb.index(per_chunk), kb.select(kb.lt(left, kb.index(0)), kb.index(0), left)),
+                          kb.index(element));
     // Outside the operand nothing is read, but the address stays inside it (the last chunk start).
     const int64_t last_k = (k_extent - 1) / per_chunk * per_chunk;
-    const ExprId kc = kb.min(k, kb.index(t.order == TileOrder::KMajor ? last_k : k_extent - 1));
-    const ExprId mnc =
+    ExprId kc = kb.min(k, kb.index(t.order == TileOrder::KMajor ? last_k : k_extent - 1));
+    ExprId mnc =
         kb.min(mn, kb.index(t.order == TileOrder::KMajor ? t.mn_extent - 1 : (t.mn_extent - 1) / per_chunk * per_chunk));
+    if (t.whole) {  // every chunk whole and inside
+      bytes = kb.index(16);
+      kc = k;
+      mnc = mn;
+    }
     const std::vector<Idx> index = t.k_last ? operandIndex(t.operand, {mnc, false}, {kc, false})
                                             : operandIndex(t.operand, {kc, false}, {mnc, false});
     std::vector<Stmt> lets;

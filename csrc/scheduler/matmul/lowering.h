@@ -51,6 +51,9 @@ class MatmulLowering {
     int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent
     ExprId mn_base = -1;         // the block's first m or n
     VarId tiles = -1;            // stages x rows x row_elements, as stored
+    // Every tile of the operand lies inside it (K a multiple of the slice, the extent of the tile's span):
+    // no bounds to test, no partial copies.
+    bool whole = false;
   };
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);

@@ -612,6 +612,12 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] { return splitK(matmulCase({2, 40, 2112}, {2, 2112, 24}, DataType::Int8, true, DataType::Null, 41)); }},
       {"matmul_bf16_staged_batch_broadcast_3x40x96x24",
        [] { return staged(matmulCase({3, 40, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
+      // Block tiles and slices that divide M, N and K (no bounds tested): cp.async both ways, and an 8-bit B
+      // stored n-major, through registers.
+      {"matmul_bf16_staged_whole_tiles_128x96x192",
+       [] { return staged(matmulCase({128, 96}, {96, 192}, DataType::BFloat16, false, DataType::Null, 42)); }},
+      {"matmul_s8_staged_whole_tiles_2x64x128x64",
+       [] { return staged(matmulCase({2, 64, 128}, {2, 128, 64}, DataType::Int8, false, DataType::Null, 43)); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});

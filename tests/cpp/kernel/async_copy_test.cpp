@@ -320,29 +320,37 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
   }
 }
 
-// The 128 x 128 block tiles of eight warps, taken where the problem gives every SM a block: on a described
-// H100 of one SM, a 200 x 136 output (two block rows and columns, both cut short) of K = 264 (a slice cut
-// short) equals the reference on the simulated device.
+// The large block tiles of eight warps, taken where the problem gives every SM a block: on a described H100
+// of one SM, 256 x 128 tiles in four stages of 128-byte slices; where a block's shared memory is 100 KiB,
+// 128 x 128 tiles in three 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 264
+// (a slice cut short) equals the reference on the simulated device either way.
 TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   DeviceInfo one_sm = DeviceInfo::h100Sxm();
   one_sm.sm_count = 1;
-  for (bool b_transposed : {false, true}) {
-    const testing::KernelCase c =
-        testing::matmulCase({200, 264}, {264, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
-    runtime::SimDeviceOps device;
-    runtime::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);
-    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "128 x 128 tiles");
-    const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
-    EXPECT_NE(k.summary.find("2x4 warps of 4x4 tiles (128x128 outputs per block), 3-stage cp.async"), std::string::npos)
-        << k.summary;
+  DeviceInfo less_smem = one_sm;
+  less_smem.smem_per_block_optin = 100 * 1024;
+  for (const auto& [device, summary] :
+       {std::pair{one_sm, "2x4 warps of 8x4 tiles (256x128 outputs per block), 4-stage cp.async pipeline of 64-element"},
+        std::pair{less_smem, "2x4 warps of 4x4 tiles (128x128 outputs per block), 3-stage cp.async pipeline of 32-element"}}) {
+    for (bool b_transposed : {false, true}) {
+      const testing::KernelCase c =
+          testing::matmulCase({200, 264}, {264, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
+      runtime::SimDeviceOps sim;
+      runtime::FusionCache cache(c.fusion, c.options.plan, &sim, device);
+      testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), summary);
+      const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+      EXPECT_NE(k.summary.find(summary), std::string::npos) << k.summary;
+    }
   }
 }
 
 // Rasterized block order: groups of 8 block rows walk N together, the last group shorter (9 block rows of
-// s8 tiles on a described one-SM H100): every output tile is computed once, as the reference gives it.
+// 64 x 64 s8 tiles on a described one-SM H100 whose blocks have 48 KiB of shared memory): every output tile
+// is computed once, as the reference gives it.
 TEST(CpAsync, RasterizedBlocksCoverEveryTileOnce) {
   DeviceInfo one_sm = DeviceInfo::h100Sxm();
   one_sm.sm_count = 1;
+  one_sm.smem_per_block_optin = 48 * 1024;
   const testing::KernelCase c = testing::matmulCase({576, 64}, {64, 150}, DataType::Int8, true, DataType::Null, 7);
   runtime::SimDeviceOps device;
   runtime::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);

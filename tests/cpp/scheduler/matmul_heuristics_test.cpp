@@ -19,7 +19,7 @@ TEST(MatmulHeuristics, ASquareBf16ProblemTakesFourWarpsOf32x32Outputs) {
 TEST(MatmulHeuristics, IntegerOperandsTakeTheK32Shape) {
   const MatmulParams p = matmulHeuristics(DeviceInfo::a100(), {16, 1024, 1024, 1024, DataType::Int8});
   EXPECT_EQ(p.shape, kernel::MmaShape::M16N8K32);
-  EXPECT_EQ(p.grid, 16 * 16 * 16);  // batch x row blocks x column blocks
+  EXPECT_EQ(p.grid, 16 * 4 * 8);  // batch x row blocks x column blocks of 256 x 128
 }
 
 TEST(MatmulHeuristics, SkinnyProblemsTakeNoMoreTilesThanTheyFill) {
@@ -104,29 +104,44 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   // Three stages of A and B tiles stay under the 48 KiB a launch gets without opting in.
   EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), 48 * 1024);
   // 1024 x 1024 in 128 x 128 tiles is 64 blocks, under an H100's 132 SMs: 64 x 64 tiles. 4096 x 4096 fills
-  // them with 1024 blocks of eight warps.
+  // them with 512 blocks of 256 x 128 (eight warps of 128 x 32), four stages of 128-byte slices (192 KiB,
+  // opted into); on an A100, whose blocks opt into 163 KiB, 1024 blocks of 128 x 128 in 48 KiB.
   EXPECT_EQ(p.blockRows() * p.blockCols(), 64 * 64);
   MatmulProblem large = bf16;
   large.m = large.n = 4096;
   const MatmulParams big = matmulHeuristics(DeviceInfo::h100Sxm(), large);
-  EXPECT_EQ(big.blockRows(), 128);
+  EXPECT_EQ(big.blockRows(), 256);
   EXPECT_EQ(big.blockCols(), 128);
   EXPECT_EQ(big.warps_m * big.warps_n, 8);
-  EXPECT_EQ(big.grid, 32 * 32);
-  // 1024 block tiles, far more than run at once: blocks walk N in groups of 8 block rows. 64 x 64 tiles
-  // of a 1024^2 output are 256 blocks, under two per SM: row by row.
+  EXPECT_EQ(big.grid, 16 * 32);
+  EXPECT_EQ(big.stages, 4);
+  EXPECT_EQ(big.block_k, 64);
+  EXPECT_LE(big.stages * big.block_k * 2 * (big.blockRows() + big.blockCols()), DeviceInfo::h100Sxm().smem_per_block_optin);
+  const MatmulParams a100 = matmulHeuristics(DeviceInfo::a100(), large);
+  EXPECT_EQ(a100.blockRows(), 128);
+  EXPECT_EQ(a100.blockCols(), 128);
+  EXPECT_EQ(a100.grid, 32 * 32);
+  EXPECT_LE(a100.stages * a100.block_k * 2 * (a100.blockRows() + a100.blockCols()), 48 * 1024);
+  // 512 or 1024 block tiles, far more than run at once: blocks walk N in groups of 8 block rows. 64 x 64
+  // tiles of a 1024^2 output are 256 blocks, under two per SM: row by row.
   EXPECT_EQ(big.raster_group, 8);
+  EXPECT_EQ(a100.raster_group, 8);
   EXPECT_EQ(p.raster_group, 1);
-  EXPECT_LE(big.stages * big.block_k * 2 * (big.blockRows() + big.blockCols()), 48 * 1024);
+  // No more stages than K has slices.
+  MatmulProblem short_k = large;
+  short_k.k = 128;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).stages, 2);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
   EXPECT_TRUE(matmulHeuristics(DeviceInfo::a100(), s8).b_async);
   // An operand that cannot be copied as stored (a dequantize prologue, an 8-bit B stored n-major): staged
-  // through registers, k-major; the large tiles are kept for operands copied as stored.
+  // through registers, k-major. 8-bit operands keep the large tiles (measured faster); 16-bit ones keep
+  // them for operands copied as stored.
   s8.b_tile.reset();
   const MatmulParams registers = matmulHeuristics(DeviceInfo::a100(), s8);
-  EXPECT_EQ(registers.stages, 3);
+  EXPECT_EQ(registers.stages, 4);
+  EXPECT_EQ(registers.blockRows(), 256);
   EXPECT_FALSE(registers.b_async);
   EXPECT_EQ(registers.b_order, kernel::TileOrder::KMajor);
   EXPECT_NE(registers.toString().find("B k-major through registers"), std::string::npos);
