@@ -75,7 +75,38 @@ class Emitter {
   Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {
     writes_.assign(k_.vars.size(), 0);
     definition_.assign(k_.vars.size(), -1);
+    byte_array_.assign(k_.vars.size(), false);
+    for (size_t v = 0; v < k_.vars.size(); ++v) {
+      const KVar& var = k_.vars[v];
+      byte_array_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8);
+    }
     findDefinitions(k_.body);
+    // Byte arrays read only through a conversion to float need no integer copy at all.
+    only_as_float_ = byte_array_;
+    std::vector<bool> as_float(k_.vars.size(), false);
+    for (const KExpr& x : k_.exprs) {
+      const bool to_float = x.kind == EKind::Cast && x.dtype == DataType::Float;
+      for (ExprId a : x.args) {
+        const KExpr& arg = k_.exprs[a];
+        if (arg.kind != EKind::LocalRead) continue;
+        if (!to_float) only_as_float_[arg.ref] = false;
+        if (to_float) as_float[arg.ref] = true;
+      }
+    }
+    // Only arrays some conversion reads get a float copy.
+    for (size_t v = 0; v < k_.vars.size(); ++v) byte_array_[v] = byte_array_[v] && as_float[v];
+    markStatementReads(k_.body);
+    for (size_t v = 0; v < k_.vars.size(); ++v) only_as_float_[v] = only_as_float_[v] && byte_array_[v];
+  }
+
+  void markStatementReads(const std::vector<Stmt>& stmts) {
+    for (const Stmt& st : stmts) {
+      for (ExprId id : {st.a, st.b, st.c}) {
+        if (id >= 0 && k_.exprs[id].kind == EKind::LocalRead) only_as_float_[k_.exprs[id].ref] = false;
+      }
+      markStatementReads(st.body);
+      markStatementReads(st.orelse);
+    }
   }
 
   std::string run() {
@@ -136,6 +167,7 @@ class Emitter {
       if (st.var >= 0) {
         ++writes_[st.var];
         if (st.kind == SKind::Let) definition_[st.var] = st.a;
+        if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) byte_array_[st.var] = false;
       }
       findDefinitions(st.body);
       findDefinitions(st.orelse);
@@ -196,6 +228,15 @@ class Emitter {
     return x.kind == EKind::ConstFloat || x.kind == EKind::ConstInt;
   }
 
+  // An 8-bit integer array element converted to float: its float copy, which the array's vector loads fill
+  // (see vector()). Empty for anything else.
+  std::string byteAsFloat(const KExpr& x) const {
+    if (x.dtype != DataType::Float || (x.from != DataType::Int8 && x.from != DataType::UInt8)) return "";
+    const KExpr& element = k_.exprs[x.args[0]];
+    if (element.kind != EKind::LocalRead || !byte_array_[element.ref]) return "";
+    return fmt::format("{}_f[{}]", k_.vars[element.ref].name, e(element.args[0]));
+  }
+
   // A product of two bf16-exact values rounded to bf16 (a bf16 mul, or a float one cast to bf16): one bf16
   // multiply (braze_mul_bf16), the same value without a float-to-bf16 conversion. Empty for anything else.
   std::string bf16Product(const KExpr& x) const {
@@ -254,10 +295,12 @@ class Emitter {
         return elementwiseExpr(x.op, x.dtype, ops);
       }
       case EKind::Cast: {
+        if (std::string byte = byteAsFloat(x); !byte.empty()) return byte;
         if (std::string product = bf16Product(x); !product.empty()) return product;
         if (std::string quotient = fp8Quotient(x); !quotient.empty()) return quotient;
         return castExpr({a(0), x.from}, x.dtype);
       }
+      case EKind::Fma: return fmt::format("__fmaf_rn({}, {}, {})", a(0), a(1), a(2));
       case EKind::IndexToValue: return fmt::format("static_cast<{}>({})", computeTypeName(x.dtype), a(0));
       case EKind::RandomUnit:
         return fmt::format("{}({}, {}, {})", x.op == OpKind::Uniform ? "braze_uniform_unit" : "braze_standard_normal",
@@ -300,7 +343,8 @@ class Emitter {
           line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
                                   t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
         } else {
-          line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+          if (!only_as_float_[s.var]) line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+          if (byte_array_[s.var]) line(depth, fmt::format("float {}_f[{}];  // as floats", v.name, v.size));
         }
         return;
       }
@@ -401,11 +445,19 @@ class Emitter {
     const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(t.dtype), s.width);
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
-    if (s.kind == SKind::VecLoad) {
+    if (s.kind == SKind::VecLoad && only_as_float_[s.var] && s.width % 4 == 0) {
+      // Loaded as words: the compiler then does not split the vector into bytes and join them again.
+      const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
+      line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));
+      floatsOfBytes(s, depth + 1);
+    } else if (s.kind == SKind::VecLoad) {
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, t.name, e(s.a)));
-      line(depth + 1, "#pragma unroll");
-      line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, arr, e(s.b),
-                                  fromStorageExpr("raw.v[j]", t.dtype)));
+      if (!only_as_float_[s.var]) {
+        line(depth + 1, "#pragma unroll");
+        line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, arr, e(s.b),
+                                    fromStorageExpr("raw.v[j]", t.dtype)));
+      }
+      if (byte_array_[s.var]) floatsOfBytes(s, depth + 1);
     } else {
       line(depth + 1, fmt::format("{} raw;", vec));
       line(depth + 1, "#pragma unroll");
@@ -416,9 +468,33 @@ class Emitter {
     line(depth, "}");
   }
 
+  // The float copy of an 8-bit integer array's vector load, 4 bytes a word: a byte perm puts each byte (its
+  // sign bit flipped, for int8) in the low mantissa of a float of exponent 2^23, and one subtraction gives
+  // the value. A conversion instruction per element is quarter rate on sm_90, and so is pulling each byte
+  // out sign-extended before braze_i8_to_float.
+  void floatsOfBytes(const Stmt& s, int depth) {
+    const std::string& arr = k_.vars[s.var].name;
+    const bool is_signed = k_.vars[s.var].dtype == DataType::Int8;
+    if (s.width % 4 != 0) {
+      line(depth, "#pragma unroll");
+      line(depth, fmt::format("for (int j = 0; j < {}; ++j) {}_f[{} + j] = braze_i8_to_float((int)raw.v[j]);", s.width, arr, e(s.b)));
+      return;
+    }
+    line(depth, "#pragma unroll");
+    line(depth, fmt::format("for (int w = 0; w < {}; ++w) {{", s.width / 4));
+    const std::string word = only_as_float_[s.var] ? "raw.v[w]" : "reinterpret_cast<const unsigned*>(&raw)[w]";
+    line(depth + 1, fmt::format("const unsigned word = {}{};", word, is_signed ? " ^ 0x80808080u" : ""));
+    line(depth + 1, "#pragma unroll");
+    line(depth + 1, fmt::format("for (int b = 0; b < 4; ++b) {}_f[{} + 4 * w + b] = __uint_as_float(__byte_perm(word, 0x4B000000u, "
+                                "0x7650 | b)) - {};", arr, e(s.b), is_signed ? "8388736.0f" : "8388608.0f"));
+    line(depth, "}");
+  }
+
   const Kernel& k_;
   std::vector<int> writes_;           // per var: the statements that write it
   std::vector<ExprId> definition_;    // per var: its Let's expression
+  std::vector<bool> byte_array_;      // per var: an 8-bit integer local array only vector loads write
+  std::vector<bool> only_as_float_;   // per var: such an array, read only through a conversion to float
   const SourceDialect dialect_;
   std::string* body_ = nullptr;
 };

@@ -326,6 +326,14 @@ ExprId KernelBuilder::select(ExprId cond, ExprId a, ExprId b) {
   return intern(e);
 }
 
+ExprId KernelBuilder::fma(ExprId a, ExprId b, ExprId c) {
+  KExpr e;
+  e.kind = EKind::Fma;
+  e.dtype = DataType::Float;
+  e.args = {a, b, c};
+  return intern(e);
+}
+
 ExprId KernelBuilder::elementwise(OpKind op, DataType dtype, std::vector<ExprId> args) {
   KExpr e;
   e.kind = EKind::Elementwise;

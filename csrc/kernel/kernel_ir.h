@@ -47,6 +47,8 @@ enum class EKind : uint8_t {
   Argument,     // a scalar passed at launch: kernel.arguments[ref]
   RandomUnit,   // a Double of Philox (ir/random_numbers.h) at (seed, offset, i) (Int64 values): op Uniform
                 // gives uniformUnit, op Normal standardNormal
+  Fma,          // a * b + c of Float values, rounded once: where the kernel's own order of summation stands
+                // (a GEMV's dot products), not an op of the fusion, which rounds each op's result
 };
 
 struct KExpr {
@@ -214,6 +216,7 @@ class KernelBuilder {
   ExprId select(ExprId cond, ExprId a, ExprId b);
   ExprId elementwise(OpKind op, DataType dtype, std::vector<ExprId> args);
   ExprId cast(ExprId value, DataType to);
+  ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
   ExprId indexToValue(ExprId index, DataType dtype);
   ExprId valueToIndex(ExprId value);
   ExprId randomUnit(OpKind op, ExprId seed, ExprId offset, ExprId i);

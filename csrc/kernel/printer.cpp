@@ -83,6 +83,7 @@ class KernelPrinter {
         return fmt::format("{}:{}({})", opName(e.op), toString(e.dtype), fmt::join(args, ", "));
       }
       case EKind::Cast: return fmt::format("cast<{} -> {}>({})", toString(e.from), toString(e.dtype), arg(0));
+      case EKind::Fma: return fmt::format("fma({}, {}, {})", arg(0), arg(1), arg(2));
       case EKind::IndexToValue: return fmt::format("value<{}>({})", toString(e.dtype), arg(0));
       case EKind::ValueToIndex: return fmt::format("index({})", arg(0));
       case EKind::RandomUnit:

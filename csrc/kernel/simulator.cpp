@@ -162,6 +162,11 @@ class Simulator {
         return simElementwise(e.op, e.dtype, {ops, n}, {dtypes, n});
       }
       case EKind::Cast: return simCast(eval(e.args[0], t), e.from, e.dtype);
+      case EKind::Fma: {
+        auto f = [&](size_t a) { return static_cast<float>(eval(e.args[a], t).f); };
+        r.f = static_cast<double>(std::fma(f(0), f(1), f(2)));
+        return r;
+      }
       case EKind::IndexToValue: {
         const int64_t i = I(0);
         if (isFloating(e.dtype)) {

@@ -55,6 +55,7 @@ bool ValueBuilder::invariantExpr(ExprId e) {
     case EKind::Argument: return true;
     case EKind::Elementwise:
     case EKind::Cast:
+    case EKind::Fma:
     case EKind::Lt:
     case EKind::Le:
     case EKind::Eq:

@@ -44,6 +44,11 @@ void MatmulLowering::gemv() {
       kb.pushTarget(k.lane ? &chunk.body : &chunk.pre);
       for (int64_t c = 0; c < p.gemv_cols; ++c) {
         const VarId sum = sums[m * p.gemv_cols + c];
+        // Float sums take one FMA per product: the order of this sum is the kernel's own anyway.
+        if (product_type == DataType::Float) {
+          kb.assign(sum, kb.fma(row, column[c], kb.ref(sum)));
+          continue;
+        }
         const ExprId product = kb.elementwise(OpKind::Mul, product_type, {row, column[c]});
         kb.assign(sum, kb.cast(kb.elementwise(OpKind::Add, product_type, {kb.cast(kb.ref(sum), product_type), product}),
                                acc_type_));
