@@ -97,6 +97,53 @@ class Emitter {
     for (size_t v = 0; v < k_.vars.size(); ++v) byte_array_[v] = byte_array_[v] && as_float[v];
     markStatementReads(k_.body);
     for (size_t v = 0; v < k_.vars.size(); ++v) only_as_float_[v] = only_as_float_[v] && byte_array_[v];
+    findStoredOnly();
+  }
+
+  // Scalars of a narrow float type that a single Let defines and only stores of that type read: the store
+  // rounds to the type, so the Let can hold the value before its rounding (one conversion instead of three
+  // for a quantize into a shared tile).
+  void findStoredOnly() {
+    stored_only_.assign(k_.vars.size(), false);
+    for (size_t v = 0; v < k_.vars.size(); ++v) {
+      const DataType d = k_.vars[v].dtype;
+      const bool narrow = d == DataType::BFloat16 || d == DataType::Half || d == DataType::Float8_e4m3fn ||
+                          d == DataType::Float8_e5m2;
+      stored_only_[v] = narrow && k_.vars[v].kind == VarKind::Scalar && writes_[v] == 1 && definition_[v] >= 0;
+    }
+    for (const KExpr& x : k_.exprs) {
+      for (ExprId a : x.args) {
+        if (k_.exprs[a].kind == EKind::VarRef) stored_only_[k_.exprs[a].ref] = false;
+      }
+    }
+    markStoreReads(k_.body);
+  }
+
+  void markStoreReads(const std::vector<Stmt>& stmts) {
+    for (const Stmt& st : stmts) {
+      DataType stored = DataType::Null;  // the type a store of st.b rounds to
+      if (st.kind == SKind::Store) stored = k_.tensors[st.tensor].dtype;
+      if (st.kind == SKind::LocalWrite && k_.vars[st.var].storage) stored = k_.vars[st.var].dtype;
+      for (ExprId id : {st.a, st.b, st.c}) {
+        if (id < 0 || k_.exprs[id].kind != EKind::VarRef) continue;
+        const VarId v = k_.exprs[id].ref;
+        if (!(id == st.b && stored == k_.vars[v].dtype)) stored_only_[v] = false;
+      }
+      markStoreReads(st.body);
+      markStoreReads(st.orelse);
+    }
+  }
+
+  // A Let's value for a stored-only narrow scalar: the float before its rounding, where the Let's
+  // expression is a rounding of a float (or a quotient for fp8). Empty otherwise.
+  std::string unrounded(const Stmt& s) const {
+    if (!stored_only_[s.var]) return "";
+    const KExpr& x = k_.exprs[s.a];
+    const bool cast = x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp);
+    if (!cast || x.dtype != k_.vars[s.var].dtype) return "";
+    if (std::string quotient = fp8QuotientUnrounded(x); !quotient.empty()) return quotient;
+    if (k_.exprs[x.args[0]].dtype == DataType::Float) return e(x.args[0]);
+    return "";
   }
 
   void markStatementReads(const std::vector<Stmt>& stmts) {
@@ -200,6 +247,13 @@ class Emitter {
   // x / scale): braze_quotient_for_fp8 gives the same float8 value from float math (a double division and
   // the software double-to-fp8 rounding cost dozens of instructions per element). Empty for anything else.
   std::string fp8Quotient(const KExpr& x) const {
+    const std::string quotient = fp8QuotientUnrounded(x);
+    if (quotient.empty()) return "";
+    return fmt::format("{}({})", x.dtype == DataType::Float8_e4m3fn ? "braze_round_e4m3fn" : "braze_round_e5m2", quotient);
+  }
+
+  // fp8Quotient's float, before its rounding to the fp8 type.
+  std::string fp8QuotientUnrounded(const KExpr& x) const {
     if (x.dtype != DataType::Float8_e4m3fn && x.dtype != DataType::Float8_e5m2) return "";
     if (!(x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp))) return "";
     const bool hop = k_.exprs[x.args[0]].kind == EKind::VarRef;
@@ -216,8 +270,7 @@ class Emitter {
       if (computeTypeOf(from) != DataType::Float) return "";
       operands[i] = e(widened.args[0]);
     }
-    return fmt::format("{}(braze_quotient_for_fp8({}, {}))",
-                       x.dtype == DataType::Float8_e4m3fn ? "braze_round_e4m3fn" : "braze_round_e5m2", operands[0], operands[1]);
+    return fmt::format("braze_quotient_for_fp8({}, {})", operands[0], operands[1]);
   }
 
   // Whether emitting `id` again, later than where it was written, reads the same value: a constant, or a
@@ -334,7 +387,12 @@ class Emitter {
 
   void stmt(const Stmt& s, int depth) {
     switch (s.kind) {
-      case SKind::Let: line(depth, fmt::format("{} {} = {};", type(s.var), k_.vars[s.var].name, e(s.a))); return;
+      case SKind::Let: {
+        const std::string value = unrounded(s);
+        line(depth, fmt::format("{} {} = {};{}", type(s.var), k_.vars[s.var].name, value.empty() ? e(s.a) : value,
+                                value.empty() ? "" : "  // rounded where it is stored"));
+        return;
+      }
       case SKind::Assign: line(depth, fmt::format("{} = {};", k_.vars[s.var].name, e(s.a))); return;
       case SKind::Declare: {
         const KVar& v = k_.vars[s.var];
@@ -495,6 +553,7 @@ class Emitter {
   std::vector<ExprId> definition_;    // per var: its Let's expression
   std::vector<bool> byte_array_;      // per var: an 8-bit integer local array only vector loads write
   std::vector<bool> only_as_float_;   // per var: such an array, read only through a conversion to float
+  std::vector<bool> stored_only_;     // per var: a narrow float scalar only stores of its type read
   const SourceDialect dialect_;
   std::string* body_ = nullptr;
 };

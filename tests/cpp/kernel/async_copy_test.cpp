@@ -322,7 +322,7 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
 
 // The large block tiles of eight warps, taken where the problem gives every SM a block: on a described H100
 // of one SM, 256 x 128 tiles in four stages of 128-byte slices; where a block's shared memory is 100 KiB,
-// 128 x 128 tiles in three 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 264
+// 128 x 128 tiles in three 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 1032
 // (a slice cut short) equals the reference on the simulated device either way.
 TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   DeviceInfo one_sm = DeviceInfo::h100Sxm();
@@ -334,7 +334,7 @@ TEST(CpAsync, LargeBlockTilesMatchTheReference) {
         std::pair{less_smem, "2x4 warps of 4x4 tiles (128x128 outputs per block), 3-stage cp.async pipeline of 32-element"}}) {
     for (bool b_transposed : {false, true}) {
       const testing::KernelCase c =
-          testing::matmulCase({200, 264}, {264, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
+          testing::matmulCase({200, 1032}, {1032, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
       runtime::SimDeviceOps sim;
       runtime::FusionCache cache(c.fusion, c.options.plan, &sim, device);
       testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), summary);

@@ -127,9 +127,12 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_EQ(big.raster_group, 8);
   EXPECT_EQ(a100.raster_group, 8);
   EXPECT_EQ(p.raster_group, 1);
-  // No more stages than K has slices.
+  // A K of under 16 large slices keeps 128 x 128 tiles (seed 000's K = 768 measured faster so), and no
+  // more stages than K has slices.
   MatmulProblem short_k = large;
-  short_k.k = 128;
+  short_k.k = 768;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).blockRows(), 128);
+  short_k.k = 64;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).stages, 2);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
