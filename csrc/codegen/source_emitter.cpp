@@ -4,6 +4,7 @@
 #include "codegen/source_ops.h"
 #include "codegen/source_preamble.h"
 #include "codegen/mma_preamble.h"
+#include "codegen/var_uses.h"
 
 #include <fmt/format.h>
 
@@ -72,88 +73,18 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, SourceDialect dialect) : k_(k), dialect_(dialect) {
-    writes_.assign(k_.vars.size(), 0);
-    definition_.assign(k_.vars.size(), -1);
-    byte_array_.assign(k_.vars.size(), false);
-    for (size_t v = 0; v < k_.vars.size(); ++v) {
-      const KVar& var = k_.vars[v];
-      byte_array_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8);
-    }
-    findDefinitions(k_.body);
-    // Byte arrays read only through a conversion to float need no integer copy at all.
-    only_as_float_ = byte_array_;
-    std::vector<bool> as_float(k_.vars.size(), false);
-    for (const KExpr& x : k_.exprs) {
-      const bool to_float = x.kind == EKind::Cast && x.dtype == DataType::Float;
-      for (ExprId a : x.args) {
-        const KExpr& arg = k_.exprs[a];
-        if (arg.kind != EKind::LocalRead) continue;
-        if (!to_float) only_as_float_[arg.ref] = false;
-        if (to_float) as_float[arg.ref] = true;
-      }
-    }
-    // Only arrays some conversion reads get a float copy.
-    for (size_t v = 0; v < k_.vars.size(); ++v) byte_array_[v] = byte_array_[v] && as_float[v];
-    markStatementReads(k_.body);
-    for (size_t v = 0; v < k_.vars.size(); ++v) only_as_float_[v] = only_as_float_[v] && byte_array_[v];
-    findStoredOnly();
-  }
-
-  // Scalars of a narrow float type that a single Let defines and only stores of that type read: the store
-  // rounds to the type, so the Let can hold the value before its rounding (one conversion instead of three
-  // for a quantize into a shared tile).
-  void findStoredOnly() {
-    stored_only_.assign(k_.vars.size(), false);
-    for (size_t v = 0; v < k_.vars.size(); ++v) {
-      const DataType d = k_.vars[v].dtype;
-      const bool narrow = d == DataType::BFloat16 || d == DataType::Half || d == DataType::Float8_e4m3fn ||
-                          d == DataType::Float8_e5m2;
-      stored_only_[v] = narrow && k_.vars[v].kind == VarKind::Scalar && writes_[v] == 1 && definition_[v] >= 0;
-    }
-    for (const KExpr& x : k_.exprs) {
-      for (ExprId a : x.args) {
-        if (k_.exprs[a].kind == EKind::VarRef) stored_only_[k_.exprs[a].ref] = false;
-      }
-    }
-    markStoreReads(k_.body);
-  }
-
-  void markStoreReads(const std::vector<Stmt>& stmts) {
-    for (const Stmt& st : stmts) {
-      DataType stored = DataType::Null;  // the type a store of st.b rounds to
-      if (st.kind == SKind::Store) stored = k_.tensors[st.tensor].dtype;
-      if (st.kind == SKind::LocalWrite && k_.vars[st.var].storage) stored = k_.vars[st.var].dtype;
-      for (ExprId id : {st.a, st.b, st.c}) {
-        if (id < 0 || k_.exprs[id].kind != EKind::VarRef) continue;
-        const VarId v = k_.exprs[id].ref;
-        if (!(id == st.b && stored == k_.vars[v].dtype)) stored_only_[v] = false;
-      }
-      markStoreReads(st.body);
-      markStoreReads(st.orelse);
-    }
-  }
+  Emitter(const Kernel& k, SourceDialect dialect) : k_(k), uses_(k), dialect_(dialect) {}
 
   // A Let's value for a stored-only narrow scalar: the float before its rounding, where the Let's
   // expression is a rounding of a float (or a quotient for fp8). Empty otherwise.
   std::string unrounded(const Stmt& s) const {
-    if (!stored_only_[s.var]) return "";
+    if (!uses_.storedOnly(s.var)) return "";
     const KExpr& x = k_.exprs[s.a];
     const bool cast = x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp);
     if (!cast || x.dtype != k_.vars[s.var].dtype) return "";
     if (std::string quotient = fp8QuotientUnrounded(x); !quotient.empty()) return quotient;
     if (k_.exprs[x.args[0]].dtype == DataType::Float) return e(x.args[0]);
     return "";
-  }
-
-  void markStatementReads(const std::vector<Stmt>& stmts) {
-    for (const Stmt& st : stmts) {
-      for (ExprId id : {st.a, st.b, st.c}) {
-        if (id >= 0 && k_.exprs[id].kind == EKind::LocalRead) only_as_float_[k_.exprs[id].ref] = false;
-      }
-      markStatementReads(st.body);
-      markStatementReads(st.orelse);
-    }
   }
 
   std::string run() {
@@ -208,23 +139,10 @@ class Emitter {
     return false;
   }
 
-  // A scalar's defining expression where a single Let is all that writes it, for the rewrites below.
-  void findDefinitions(const std::vector<Stmt>& stmts) {
-    for (const Stmt& st : stmts) {
-      if (st.var >= 0) {
-        ++writes_[st.var];
-        if (st.kind == SKind::Let) definition_[st.var] = st.a;
-        if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) byte_array_[st.var] = false;
-      }
-      findDefinitions(st.body);
-      findDefinitions(st.orelse);
-    }
-  }
-
   // `id`, or the expression a single-Let scalar it reads was defined by.
   const KExpr& defined(ExprId id) const {
     const KExpr& x = k_.exprs[id];
-    if (x.kind == EKind::VarRef && writes_[x.ref] == 1 && definition_[x.ref] >= 0) return defined(definition_[x.ref]);
+    if (x.kind == EKind::VarRef && uses_.singleLet(x.ref)) return defined(uses_.definition(x.ref));
     return x;
   }
 
@@ -277,7 +195,7 @@ class Emitter {
   // scalar that a single Let defines.
   bool stable(ExprId id) const {
     const KExpr& x = k_.exprs[id];
-    if (x.kind == EKind::VarRef) return writes_[x.ref] == 1 && definition_[x.ref] >= 0;
+    if (x.kind == EKind::VarRef) return uses_.singleLet(x.ref);
     return x.kind == EKind::ConstFloat || x.kind == EKind::ConstInt;
   }
 
@@ -286,7 +204,7 @@ class Emitter {
   std::string byteAsFloat(const KExpr& x) const {
     if (x.dtype != DataType::Float || (x.from != DataType::Int8 && x.from != DataType::UInt8)) return "";
     const KExpr& element = k_.exprs[x.args[0]];
-    if (element.kind != EKind::LocalRead || !byte_array_[element.ref]) return "";
+    if (element.kind != EKind::LocalRead || !uses_.floatCopy(element.ref)) return "";
     return fmt::format("{}_f[{}]", k_.vars[element.ref].name, e(element.args[0]));
   }
 
@@ -401,8 +319,8 @@ class Emitter {
           line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
                                   t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
         } else {
-          if (!only_as_float_[s.var]) line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
-          if (byte_array_[s.var]) line(depth, fmt::format("float {}_f[{}];  // as floats", v.name, v.size));
+          if (!uses_.onlyAsFloat(s.var)) line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+          if (uses_.floatCopy(s.var)) line(depth, fmt::format("float {}_f[{}];  // as floats", v.name, v.size));
         }
         return;
       }
@@ -503,19 +421,19 @@ class Emitter {
     const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(t.dtype), s.width);
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
-    if (s.kind == SKind::VecLoad && only_as_float_[s.var] && s.width % 4 == 0) {
+    if (s.kind == SKind::VecLoad && uses_.onlyAsFloat(s.var) && s.width % 4 == 0) {
       // Loaded as words: the compiler then does not split the vector into bytes and join them again.
       const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));
       floatsOfBytes(s, depth + 1);
     } else if (s.kind == SKind::VecLoad) {
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, t.name, e(s.a)));
-      if (!only_as_float_[s.var]) {
+      if (!uses_.onlyAsFloat(s.var)) {
         line(depth + 1, "#pragma unroll");
         line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, arr, e(s.b),
                                     fromStorageExpr("raw.v[j]", t.dtype)));
       }
-      if (byte_array_[s.var]) floatsOfBytes(s, depth + 1);
+      if (uses_.floatCopy(s.var)) floatsOfBytes(s, depth + 1);
     } else {
       line(depth + 1, fmt::format("{} raw;", vec));
       line(depth + 1, "#pragma unroll");
@@ -540,7 +458,7 @@ class Emitter {
     }
     line(depth, "#pragma unroll");
     line(depth, fmt::format("for (int w = 0; w < {}; ++w) {{", s.width / 4));
-    const std::string word = only_as_float_[s.var] ? "raw.v[w]" : "reinterpret_cast<const unsigned*>(&raw)[w]";
+    const std::string word = uses_.onlyAsFloat(s.var) ? "raw.v[w]" : "reinterpret_cast<const unsigned*>(&raw)[w]";
     line(depth + 1, fmt::format("const unsigned word = {}{};", word, is_signed ? " ^ 0x80808080u" : ""));
     line(depth + 1, "#pragma unroll");
     line(depth + 1, fmt::format("for (int b = 0; b < 4; ++b) {}_f[{} + 4 * w + b] = __uint_as_float(__byte_perm(word, 0x4B000000u, "
@@ -549,11 +467,7 @@ class Emitter {
   }
 
   const Kernel& k_;
-  std::vector<int> writes_;           // per var: the statements that write it
-  std::vector<ExprId> definition_;    // per var: its Let's expression
-  std::vector<bool> byte_array_;      // per var: an 8-bit integer local array only vector loads write
-  std::vector<bool> only_as_float_;   // per var: such an array, read only through a conversion to float
-  std::vector<bool> stored_only_;     // per var: a narrow float scalar only stores of its type read
+  const VarUses uses_;
   const SourceDialect dialect_;
   std::string* body_ = nullptr;
 };

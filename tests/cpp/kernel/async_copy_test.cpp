@@ -320,6 +320,36 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
   }
 }
 
+// Seed 000's second GEMM: bf16 operands quantized to e4m3fn in the prologue (through registers), which
+// equals the reference on the test device, and whose SASS has no double-precision arithmetic: the quotient
+// is divided in float and moved off fp8 ties (braze_quotient_for_fp8), and each value is rounded once,
+// where it is stored into the shared tile.
+TEST(CpAsync, Fp8QuantizedOperandsAreDividedInFloatAndRoundedOnce) {
+  testing::KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* scale = defineTensor({1}, {std::nullopt}, DataType::Float);
+    TensorView* qa = quantize(a, scale, nullptr, DataType::Float8_e4m3fn);
+    TensorView* qb = quantize(b, scale, nullptr, DataType::Float8_e4m3fn);
+    c.fusion->addOutput(matmul(qa, qb, DataType::Float));
+  }
+  c.inputs = testing::randomInputs(*c.fusion, 12, {{40, 64}, {64, 24}, {1}});
+  const LoweredPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs);
+  const kernel::Kernel& k = testing::onlyKernel(compiled);
+  ASSERT_NE(k.summary.find("through registers"), std::string::npos) << k.summary;
+  const std::string source = kernel::emitCuda(k);
+  EXPECT_NE(source.find("braze_quotient_for_fp8("), std::string::npos) << source;
+  EXPECT_NE(source.find("rounded where it is stored"), std::string::npos) << source;
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = runtime::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  for (const char* op : {"DMUL", "DADD", "DFMA", "MUFU.RCP64H"}) EXPECT_EQ(sass->find(op), std::string::npos) << op;
+}
+
 // The large block tiles of eight warps, taken where the problem gives every SM a block: on a described H100
 // of one SM, 256 x 128 tiles in four stages of 128-byte slices; where a block's shared memory is 100 KiB,
 // 128 x 128 tiles in three 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 1032

@@ -1,0 +1,37 @@
+// What the emitter's rewrites need to know of a kernel's vars, from one walk of its statements and
+// expressions: which scalars a single Let defines (their expression may be looked through), which 8-bit
+// integer arrays are read as floats (they get a float copy filled straight from their vector loads), and
+// which narrow-float scalars only stores of their own type read (they may hold the value unrounded).
+#pragma once
+
+#include "kernel/kernel_ir.h"
+
+#include <vector>
+
+namespace braze::kernel {
+
+class VarUses {
+ public:
+  explicit VarUses(const Kernel& kernel);
+
+  // A scalar that one Let, and no other statement, writes; definition() is that Let's expression.
+  bool singleLet(VarId v) const { return writes_[v] == 1 && definition_[v] >= 0; }
+  ExprId definition(VarId v) const { return definition_[v]; }
+  // An Int8 or UInt8 local array that only vector loads write and some conversion to float reads.
+  bool floatCopy(VarId v) const { return float_copy_[v]; }
+  // Such an array that nothing else reads: it needs no integer copy.
+  bool onlyAsFloat(VarId v) const { return only_as_float_[v]; }
+  // A bf16, half, e4m3fn or e5m2 scalar of a single Let that only stores into its own type read (as the
+  // stored value: a store rounds to its type).
+  bool storedOnly(VarId v) const { return stored_only_[v]; }
+
+ private:
+  void walk(const std::vector<Stmt>& stmts);
+
+  const Kernel& k_;
+  std::vector<int> writes_;
+  std::vector<ExprId> definition_;
+  std::vector<bool> float_copy_, only_as_float_, stored_only_;
+};
+
+}  // namespace braze::kernel
