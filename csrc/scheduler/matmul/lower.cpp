@@ -127,12 +127,21 @@ void MatmulLowering::mma() {
     kb.cpAsyncWait(static_cast<int>(p.stages - 2));
     kb.barrier();
     const ExprId next = kb.add(kb.ref(kt), kb.index(p.stages - 1));
-    kb.openIf(kb.lt(next, count));
     const ExprId refill = kb.mod(next, kb.index(p.stages));
-    copySlice(ta, kb.add(first, next), refill);
-    copySlice(tb, kb.add(first, next), refill);
+    // An operand staged through registers whose tiles are whole loads its next slice now and writes it to
+    // the refilled stage after this slice's mmas, so the loads are in flight meanwhile (cp.async needs no
+    // such help). Its loads read slice min(next, count - 1), always inside the operand; the writes happen
+    // only for a slice there is (the refilled stage is read by no later iteration otherwise).
+    const bool defer_a = !ta.async && ta.whole, defer_b = !tb.async && tb.whole;
+    kb.openIf(kb.lt(next, count));
+    if (!defer_a) copySlice(ta, kb.add(first, next), refill);
+    if (!defer_b) copySlice(tb, kb.add(first, next), refill);
     kb.close();
     kb.cpAsyncCommit();
+    std::vector<Stmt> deferred;
+    const ExprId ahead = kb.add(first, kb.min(next, kb.sub(count, kb.index(1))));
+    if (defer_a) storeSlice(ta, ahead, refill, &deferred);
+    if (defer_b) storeSlice(tb, ahead, refill, &deferred);
     const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
     const LdmatrixPattern pa = ldmatrixPatternA(p.a_order), pb = ldmatrixPatternB(p.b_order);
     for (int64_t ks = 0; ks < p.block_k / dims.k; ++ks) {
@@ -143,6 +152,11 @@ void MatmulLowering::mma() {
         loadFragment(tb, pb, fb[tn], stage, kb.add(warp_n, kb.index(tn * 8)), ks * dims.k);
       }
       mmas();
+    }
+    if (!deferred.empty()) {
+      kb.openIf(kb.lt(next, count));
+      kb.current() = std::move(deferred);
+      kb.close();
     }
     kb.close();
   } else {
@@ -284,8 +298,9 @@ ExprId MatmulLowering::tileElement(const Staging& t, ExprId stage, ExprId row, E
   return kb_.add(tileIndex(t, stage, row, kb_.div(kk, kb_.index(per_chunk))), kb_.mod(kk, kb_.index(per_chunk)));
 }
 
-void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
+void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage, std::vector<Stmt>* deferred) {
   KernelBuilder& kb = kb_;
+  BRAZE_ASSERT(deferred == nullptr || t.whole, "a deferred slice store needs whole tiles (no bounds to test)");
   const int64_t threads = ctx_.kernel.threadsPerBlock();
   // The tile as chunks of `width` elements along the walked dim: `across` indexes the other dim.
   const int64_t walk_extent = t.walk_k ? p_.block_k : t.mn;
@@ -301,7 +316,7 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
         t.whole ? kb.constantInt(1, DataType::Bool) : kb.land(kb.lt(k0, kb.index(s_.k)), kb.lt(mn0, kb.index(t.mn_extent)));
     const ExprId used = units % threads != 0 && first + threads > units ? kb.lt(q, kb.index(units)) : -1;
     const bool vector = t.width > 1;
-    emitChunk(kb, vb_, used >= 0 ? kb.land(used, inside) : inside, t.width, lane_var, [&](Chunk& c) {
+    auto build = [&](Chunk& c) {
       const Idx k = {k0, vector && t.walk_k}, mn = {mn0, vector && !t.walk_k};
       const ExprId value = t.k_last ? vb_.valueAt(t.operand, operandIndex(t.operand, mn, k))
                                     : vb_.valueAt(t.operand, operandIndex(t.operand, k, mn));
@@ -311,7 +326,23 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage) {
                     tileElement(t, stage, t.walk_k ? row0 : kb.add(row0, lane), t.walk_k ? kb.add(kk0, lane) : kk0),
                     value);
       kb.popTarget();
-    });
+    };
+    if (deferred != nullptr && used < 0 && vector) {
+      // The chunk's loads here, unguarded (the tile is whole); its lanes' values and writes later.
+      Chunk c;
+      vb_.beginChunk(&c.pre, &c.body, t.width, kb.ref(lane_var));
+      build(c);
+      auto& target = kb.current();
+      target.insert(target.end(), std::make_move_iterator(c.pre.begin()), std::make_move_iterator(c.pre.end()));
+      kb.pushTarget(deferred);
+      kb.openFor(lane_var, kb.index(0), kb.index(t.width), kb.index(1), /*unroll=*/true);
+      kb.current() = std::move(c.body);
+      kb.close();
+      kb.current().insert(kb.current().end(), std::make_move_iterator(c.post.begin()), std::make_move_iterator(c.post.end()));
+      kb.popTarget();
+      continue;
+    }
+    emitChunk(kb, vb_, used >= 0 ? kb.land(used, inside) : inside, t.width, lane_var, build);
     if (t.whole) continue;
     // Past M, N or K: zeros.
     kb.openIf(used >= 0 ? kb.land(used, kb.lnot(inside)) : kb.lnot(inside));

@@ -60,9 +60,11 @@ class MatmulLowering {
   // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
   ExprId tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk);
   // K slice `slice` of the operand into stage `stage`, spread over the block's threads: cp.asyncs, or
-  // (storeSlice) values computed in registers and written to the tile.
+  // (storeSlice) values computed in registers and written to the tile. With `deferred` (whole tiles only),
+  // storeSlice emits the loads where it is called and leaves the computing and writing to *deferred, so
+  // that the loads are in flight while the block's mmas run.
   void copySlice(const Staging& t, ExprId slice, ExprId stage);
-  void storeSlice(const Staging& t, ExprId slice, ExprId stage);
+  void storeSlice(const Staging& t, ExprId slice, ExprId stage, std::vector<Stmt>* deferred = nullptr);
   // Split-K: every block writes its accumulators to a workspace and counts itself in; the block that
   // arrives last sums every split's accumulators in split order (the same sum whichever block is last)
   // into its own and goes on to the epilogue (its `if` stays open), the others stop.
