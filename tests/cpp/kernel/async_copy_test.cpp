@@ -352,7 +352,7 @@ TEST(CpAsync, Fp8QuantizedOperandsAreDividedInFloatAndRoundedOnce) {
 
 // The large block tiles of eight warps, taken where the problem gives every SM a block: on a described H100
 // of one SM, 256 x 128 tiles in four stages of 128-byte slices; where a block's shared memory is 100 KiB,
-// 128 x 128 tiles in three 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 1032
+// 128 x 128 tiles in four 64-byte stages. A 200 x 136 output (block rows and columns cut short) of K = 1032
 // (a slice cut short) equals the reference on the simulated device either way.
 TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   DeviceInfo one_sm = DeviceInfo::h100Sxm();
@@ -361,7 +361,7 @@ TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   less_smem.smem_per_block_optin = 100 * 1024;
   for (const auto& [device, summary] :
        {std::pair{one_sm, "2x4 warps of 8x4 tiles (256x128 outputs per block), 4-stage cp.async pipeline of 64-element"},
-        std::pair{less_smem, "2x4 warps of 4x4 tiles (128x128 outputs per block), 3-stage cp.async pipeline of 32-element"}}) {
+        std::pair{less_smem, "2x4 warps of 4x4 tiles (128x128 outputs per block), 4-stage cp.async pipeline of 32-element"}}) {
     for (bool b_transposed : {false, true}) {
       const testing::KernelCase c =
           testing::matmulCase({200, 1032}, {1032, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
