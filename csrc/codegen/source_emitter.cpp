@@ -26,6 +26,13 @@ struct __align__(sizeof(T) * N) BrazeVec {
   T v[N];
 };
 
+// Four bytes to a 4-byte-aligned address, as one store.
+template <typename T> __device__ __forceinline__ void braze_store_4_bytes(T* p, T a, T b, T c, T d) {
+  static_assert(sizeof(T) == 1, "bytes");
+  const unsigned ab = __byte_perm((unsigned)a, (unsigned)b, 0x0040), cd = __byte_perm((unsigned)c, (unsigned)d, 0x0040);
+  *reinterpret_cast<unsigned*>(p) = __byte_perm(ab, cd, 0x5410);
+}
+
 template <typename T> struct BrazeIsBool { static constexpr bool value = false; };
 template <> struct BrazeIsBool<bool> { static constexpr bool value = true; };
 
@@ -300,7 +307,41 @@ class Emitter {
   }
 
   void block(const std::vector<Stmt>& stmts, int depth) {
-    for (const Stmt& s : stmts) stmt(s, depth);
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (i + 4 <= stmts.size() && fourBytes(stmts, i, depth)) {
+        i += 3;
+        continue;
+      }
+      stmt(stmts[i], depth);
+    }
+  }
+
+  // Four writes of consecutive int8 / uint8 elements of a shared tile from a 4-aligned index (base, base + 1,
+  // + 2, + 3): one 4-byte store (the lowering writes a row-major B's four k bytes of an n so). Emits it and
+  // returns true, or returns false and emits nothing.
+  bool fourBytes(const std::vector<Stmt>& stmts, size_t first, int depth) {
+    const Stmt& s0 = stmts[first];
+    if (s0.kind != SKind::LocalWrite) return false;
+    const KVar& v = k_.vars[s0.var];
+    if (!v.storage || (v.dtype != DataType::Int8 && v.dtype != DataType::UInt8)) return false;
+    const ExprId base = s0.a;
+    if (divisibility(k_, base) % 4 != 0) return false;
+    std::array<std::string, 4> bytes;
+    for (size_t j = 0; j < 4; ++j) {
+      const Stmt& s = stmts[first + j];
+      if (s.kind != SKind::LocalWrite || s.var != s0.var) return false;
+      if (j > 0) {
+        const KExpr& at = k_.exprs[s.a];
+        if (at.kind != EKind::Add || at.args[0] != base || k_.exprs[at.args[1]].kind != EKind::ConstInt ||
+            k_.exprs[at.args[1]].i != static_cast<int64_t>(j)) {
+          return false;
+        }
+      }
+      bytes[j] = toStorageExpr(e(s.b), v.dtype);
+    }
+    line(depth, fmt::format("braze_store_4_bytes(&{}[{}], {}, {}, {}, {});", v.name, e(base), bytes[0], bytes[1], bytes[2],
+                            bytes[3]));
+    return true;
   }
 
   void stmt(const Stmt& s, int depth) {

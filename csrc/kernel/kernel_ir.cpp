@@ -399,9 +399,12 @@ ExprId KernelBuilder::localRead(VarId array, ExprId at) {
   return intern(e);
 }
 
-int64_t KernelBuilder::divisibility(ExprId id) const {
+int64_t KernelBuilder::divisibility(ExprId id) const { return kernel::divisibility(k_, id); }
+
+int64_t divisibility(const Kernel& k, ExprId id) {
   static constexpr int64_t kMax = int64_t{1} << 20;
-  const KExpr& e = k_.exprs[id];
+  const KExpr& e = k.exprs[id];
+  auto divisibility = [&](ExprId arg) { return kernel::divisibility(k, arg); };
   auto pow2 = [](int64_t v) { return v == 0 ? kMax : std::min<int64_t>(kMax, v & -v); };
   switch (e.kind) {
     case EKind::ConstInt: return pow2(e.i < 0 ? -e.i : e.i);

@@ -188,6 +188,9 @@ std::string launchSummary(const Kernel& kernel);
 
 // Builds a kernel's expressions and statements: interns expressions, folds constant index math,
 // and appends statements to the innermost open block.
+// The largest power of two (up to 2^20) known to divide index expression `id` of `kernel`.
+int64_t divisibility(const Kernel& kernel, ExprId id);
+
 class KernelBuilder {
  public:
   explicit KernelBuilder(Kernel& kernel) : k_(kernel) {}

@@ -271,6 +271,19 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
     const int64_t chunk = 16 / sizeOf(operand->dtype());
     const int64_t walk_stride = t.walk_k ? reads.largest_k_stride : reads.largest_mn_stride;
     t.width = walk_stride == 1 && (t.walk_k ? s_.k : mn_extent) % chunk == 0 ? chunk : 1;
+    // An 8-bit operand read along M / N (a row-major B) goes into k-major rows: a chunk of four k rows lets
+    // each lane write its n's four consecutive k bytes together (one 4-byte shared store where the
+    // compiler joins them, instead of four 1-byte ones), with a chunk width that keeps every thread busy.
+    const int64_t threads = ctx_.kernel.threadsPerBlock();
+    if (!t.walk_k && t.width > 1 && sizeOf(operand->dtype()) == 1 && s_.k % 4 == 0 && p_.block_k % 4 == 0) {
+      for (int64_t width : {t.width, t.width / 2}) {
+        if (width >= 4 && mn % width == 0 && (p_.block_k / 4) * (mn / width) % threads == 0) {
+          t.k_rows = 4;
+          t.width = width;
+          break;
+        }
+      }
+    }
   }
   t.mn = mn;
   t.mn_extent = mn_extent;
@@ -304,27 +317,31 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage, st
   const int64_t threads = ctx_.kernel.threadsPerBlock();
   // The tile as chunks of `width` elements along the walked dim: `across` indexes the other dim.
   const int64_t walk_extent = t.walk_k ? p_.block_k : t.mn;
-  const int64_t per_line = walk_extent / t.width, units = (t.walk_k ? t.mn : p_.block_k) * per_line;
+  const int64_t per_line = walk_extent / t.width, units = (t.walk_k ? t.mn : p_.block_k / t.k_rows) * per_line;
   const VarId lane_var = kb.scalarVar("l", DataType::Int64, /*is_index=*/true);
   for (int64_t first = 0; first < units; first += threads) {
     const ExprId q = kb.add(kb.threadIdx(0), kb.index(first));
     const ExprId across = kb.div(q, kb.index(per_line)), along = kb.mul(kb.mod(q, kb.index(per_line)), kb.index(t.width));
     // The chunk's first tile row and K element in the slice, and its first global k and m / n.
-    const ExprId row0 = t.walk_k ? across : along, kk0 = t.walk_k ? along : across;
+    const ExprId row0 = t.walk_k ? across : along, kk0 = t.walk_k ? along : kb.mul(across, kb.index(t.k_rows));
     const ExprId k0 = kb.add(kb.mul(slice, kb.index(p_.block_k)), kk0), mn0 = kb.add(t.mn_base, row0);
     const ExprId inside =
         t.whole ? kb.constantInt(1, DataType::Bool) : kb.land(kb.lt(k0, kb.index(s_.k)), kb.lt(mn0, kb.index(t.mn_extent)));
     const ExprId used = units % threads != 0 && first + threads > units ? kb.lt(q, kb.index(units)) : -1;
     const bool vector = t.width > 1;
     auto build = [&](Chunk& c) {
-      const Idx k = {k0, vector && t.walk_k}, mn = {mn0, vector && !t.walk_k};
-      const ExprId value = t.k_last ? vb_.valueAt(t.operand, operandIndex(t.operand, mn, k))
-                                    : vb_.valueAt(t.operand, operandIndex(t.operand, k, mn));
+      std::vector<ExprId> values;  // one per k row
+      for (int64_t i = 0; i < t.k_rows; ++i) {
+        const Idx k = {kb.add(k0, kb.index(i)), vector && t.walk_k}, mn = {mn0, vector && !t.walk_k};
+        values.push_back(t.k_last ? vb_.valueAt(t.operand, operandIndex(t.operand, mn, k))
+                                  : vb_.valueAt(t.operand, operandIndex(t.operand, k, mn)));
+      }
       kb.pushTarget(vector ? &c.body : &c.pre);
       const ExprId lane = vector ? kb.ref(lane_var) : kb.index(0);
-      kb.localWrite(t.tiles,
-                    tileElement(t, stage, t.walk_k ? row0 : kb.add(row0, lane), t.walk_k ? kb.add(kk0, lane) : kk0),
-                    value);
+      // Rows of a k-row group lie in one 16-byte chunk (four k from a multiple of four): consecutive elements.
+      const ExprId row = t.walk_k ? row0 : kb.add(row0, lane);
+      const ExprId at = tileElement(t, stage, row, t.walk_k ? kb.add(kk0, lane) : kk0);
+      for (int64_t i = 0; i < t.k_rows; ++i) kb.localWrite(t.tiles, kb.add(at, kb.index(i)), values[i]);
       kb.popTarget();
     };
     if (deferred != nullptr && used < 0 && vector) {
@@ -347,8 +364,11 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage, st
     // Past M, N or K: zeros.
     kb.openIf(used >= 0 ? kb.land(used, kb.lnot(inside)) : kb.lnot(inside));
     for (int64_t i = 0; i < t.width; ++i) {
-      const ExprId row = t.walk_k ? row0 : kb.add(row0, kb.index(i)), kk = t.walk_k ? kb.add(kk0, kb.index(i)) : kk0;
-      kb.localWrite(t.tiles, tileElement(t, stage, row, kk), zeroOf(t.operand->dtype()));
+      for (int64_t j = 0; j < t.k_rows; ++j) {
+        const ExprId row = t.walk_k ? row0 : kb.add(row0, kb.index(i));
+        const ExprId kk = t.walk_k ? kb.add(kk0, kb.index(i)) : kb.add(kk0, kb.index(j));
+        kb.localWrite(t.tiles, tileElement(t, stage, row, kk), zeroOf(t.operand->dtype()));
+      }
     }
     kb.close();
   }

@@ -46,6 +46,7 @@ class MatmulLowering {
     bool async = true;           // cp.async of the stored bytes, or loaded and computed in registers
     bool walk_k = true;          // registers: a chunk of `width` elements runs along K (else along M / N)
     int64_t width = 1;
+    int64_t k_rows = 1;          // registers, along M / N: consecutive k rows a chunk loads together
     bool k_last = true;          // the operand's last dim is K
     int64_t rows = 0, row_elements = 0, chunks = 0;  // a tile: rows of row_elements (chunks of 16 bytes)
     int64_t mn = 0, mn_extent = 0;  // the tile's M or N span and the problem's extent

@@ -618,6 +618,9 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] { return staged(matmulCase({128, 96}, {96, 192}, DataType::BFloat16, false, DataType::Null, 42)); }},
       {"matmul_s8_staged_whole_tiles_2x64x128x64",
        [] { return staged(matmulCase({2, 64, 128}, {2, 128, 64}, DataType::Int8, false, DataType::Null, 43)); }},
+      // A row-major 8-bit B staged four k rows at a time, N past the block tile (zeros written there).
+      {"matmul_s8_row_major_b_four_k_rows_2x40x96x48",
+       [] { return staged(matmulCase({2, 40, 96}, {2, 96, 48}, DataType::Int8, false, DataType::Int32, 44)); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});

@@ -320,6 +320,23 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
   }
 }
 
+// A row-major int8 B goes into k-major tiles through registers four k rows at a time: each lane's four k
+// bytes of one n are adjacent, and NVRTC joins them into 4-byte shared stores. The s8 bmm benchmark's
+// kernel (16 slices in four stages, 256 x 128 tiles) has no 1-byte ones left. (The small corpus case
+// matmul_s8_row_major_b_four_k_rows checks the values on the simulator.)
+TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const testing::KernelCase c = testing::matmulCase({2, 1024, 1024}, {2, 1024, 1024}, DataType::Int8, false, DataType::Null, 13);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  const kernel::Kernel& k = testing::onlyKernel(compiled);
+  ASSERT_NE(k.summary.find("B k-major through registers"), std::string::npos) << k.summary;
+  const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
+  const auto sass = runtime::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  EXPECT_EQ(sass->find("STS.U8"), std::string::npos) << *sass;
+  EXPECT_NE(sass->find("STS "), std::string::npos) << *sass;
+}
+
 // Seed 000's second GEMM: bf16 operands quantized to e4m3fn in the prologue (through registers), which
 // equals the reference on the test device, and whose SASS has no double-precision arithmetic: the quotient
 // is divided in float and moved off fp8 ties (braze_quotient_for_fp8), and each value is rounded once,
