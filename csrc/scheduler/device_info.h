@@ -25,6 +25,9 @@ struct HeuristicTuning {
   int64_t matmul_stages = 0;
   int64_t matmul_slice_bytes = 0;
   int64_t matmul_block_m = 0, matmul_block_n = 0;
+  // 1: an operand staged through registers loads its next slice before the mmas of the current one
+  // (MatmulParams::loads_ahead); 0: when its stage is refilled.
+  int64_t matmul_loads_ahead = 1;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

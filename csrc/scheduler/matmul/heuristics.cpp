@@ -78,6 +78,7 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
 void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulParams& p) {
   const HeuristicTuning& tuning = device.tuning;
   const int64_t element = sizeOf(problem.operand);
+  p.loads_ahead = tuning.matmul_loads_ahead != 0;
   if (tuning.matmul_slice_bytes > 0) p.block_k = std::max(tuning.matmul_slice_bytes, kernel::mmaDims(p.shape).k * element) / element;
   if (tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0) {
     p.warps_m = 2;

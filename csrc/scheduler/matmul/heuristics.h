@@ -54,6 +54,9 @@ struct MatmulParams {
   int64_t stages = 0, block_k = 0;
   kernel::TileOrder a_order = kernel::TileOrder::KMajor, b_order = kernel::TileOrder::KMajor;
   bool a_async = true, b_async = true;
+  // An operand through registers whose tiles are whole loads its next slice before this slice's mmas and
+  // writes it after them (its loads in flight meanwhile).
+  bool loads_ahead = true;
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

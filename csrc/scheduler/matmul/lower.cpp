@@ -132,7 +132,7 @@ void MatmulLowering::mma() {
     // the refilled stage after this slice's mmas, so the loads are in flight meanwhile (cp.async needs no
     // such help). Its loads read slice min(next, count - 1), always inside the operand; the writes happen
     // only for a slice there is (the refilled stage is read by no later iteration otherwise).
-    const bool defer_a = !ta.async && ta.whole, defer_b = !tb.async && tb.whole;
+    const bool defer_a = p.loads_ahead && !ta.async && ta.whole, defer_b = p.loads_ahead && !tb.async && tb.whole;
     kb.openIf(kb.lt(next, count));
     if (!defer_a) copySlice(ta, kb.add(first, next), refill);
     if (!defer_b) copySlice(tb, kb.add(first, next), refill);

@@ -320,6 +320,27 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
   }
 }
 
+// An operand through registers whose tiles are whole loads a slice ahead of the mmas (the loads of the
+// slice after next, clamped to the last one, before this slice's mmas; its stores after them), or, with
+// matmul_loads_ahead=0, when its stage is refilled: both equal the reference on the simulated device, which
+// reports a refill that races with another warp's reads.
+TEST(CpAsync, RegisterStagedOperandsLoadASliceAhead) {
+  const testing::KernelCase c = testing::matmulCase({2, 64, 256}, {2, 256, 64}, DataType::Int8, false, DataType::Null, 14);
+  std::vector<std::string> sources;
+  for (const char* tuning : {"", "matmul_loads_ahead=0"}) {
+    DeviceInfo device = DeviceInfo::h100Sxm();
+    device.tuning = HeuristicTuning::parse(tuning);
+    runtime::SimDeviceOps sim;
+    runtime::FusionCache cache(c.fusion, c.options.plan, &sim, device);
+    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
+    const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+    ASSERT_NE(k.summary.find("B k-major through registers"), std::string::npos) << k.summary;
+    sources.push_back(kernel::emitCuda(k));
+  }
+  EXPECT_NE(sources[0].find("min((kt + 2), 3)"), std::string::npos) << sources[0];
+  EXPECT_EQ(sources[1].find("min((kt + 2), 3)"), std::string::npos) << sources[1];
+}
+
 // A row-major int8 B goes into k-major tiles through registers four k rows at a time: each lane's four k
 // bytes of one n are adjacent, and NVRTC joins them into 4-byte shared stores. The s8 bmm benchmark's
 // kernel (16 slices in four stages, 256 x 128 tiles) has no 1-byte ones left. (The small corpus case

@@ -167,6 +167,9 @@ TEST(MatmulHeuristics, TuningSetsTilesSlicesAndStagesWithinSharedMemory) {
   EXPECT_EQ(p.stages, 3);
   EXPECT_EQ(p.grid, 32 * 16);
   EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), a100.smem_per_block_optin);
+  EXPECT_TRUE(p.loads_ahead);
+  a100.tuning = HeuristicTuning::parse("matmul_loads_ahead=0");
+  EXPECT_FALSE(matmulHeuristics(a100, bf16).loads_ahead);
   // A slice is at least one mma's K.
   a100.tuning = HeuristicTuning::parse("matmul_slice_bytes=16");
   EXPECT_EQ(matmulHeuristics(a100, bf16).block_k, 16);
