@@ -146,10 +146,10 @@ void MatmulLowering::mma() {
     const LdmatrixPattern pa = ldmatrixPatternA(p.a_order), pb = ldmatrixPatternB(p.b_order);
     for (int64_t ks = 0; ks < p.block_k / dims.k; ++ks) {
       for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
-        loadFragment(ta, pa, fa[tm], stage, kb.add(warp_m, kb.index(tm * 16)), ks * dims.k);
+        loadFragment(ta, pa, fa[tm], stage, warp_m, tm * 16, ks * dims.k);
       }
       for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
-        loadFragment(tb, pb, fb[tn], stage, kb.add(warp_n, kb.index(tn * 8)), ks * dims.k);
+        loadFragment(tb, pb, fb[tn], stage, warp_n, tn * 8, ks * dims.k);
       }
       mmas();
     }
@@ -425,16 +425,23 @@ void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
 }
 
 void MatmulLowering::loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage,
-                                  ExprId mn0, int64_t k0) {
+                                  ExprId mn_base, int64_t mn_offset, int64_t k0) {
   KernelBuilder& kb = kb_;
   const int64_t per_chunk = 16 / sizeOf(t.operand->dtype());
   // k-major tiles have a row per m or n and K along the row; mn-major ones a row per k.
   const bool k_major = t.order == TileOrder::KMajor;
+  // Rows a whole number of rotations apart are stored with the same rotation: such an offset is a
+  // constant added to the index (an immediate of the ldmatrix address, not another address computation).
+  const int64_t per_rotation = rowsPerRotation(t.chunks);
+  const bool constant_rows = k_major && mn_offset % per_rotation == 0 && (mn_offset / per_rotation) % t.chunks == 0;
+  const ExprId mn0 = constant_rows ? mn_base : kb.add(mn_base, kb.index(mn_offset));
   const ExprId row0 = k_major ? mn0 : kb.index(k0);
   const ExprId chunk0 = k_major ? kb.index(k0 / per_chunk) : kb.div(mn0, kb.index(per_chunk));
   const TilePlace source = ldmatrixSource(kb, pattern, kb.mod(kb.threadIdx(0), kb.index(32)));
   const ExprId row = kb.add(row0, source.row), chunk = kb.add(chunk0, source.chunk);
-  kb.ldmatrix(fragment, kb.index(0), t.tiles, tileIndex(t, stage, row, chunk), pattern.matrices, pattern.transpose);
+  ExprId at = tileIndex(t, stage, row, chunk);
+  if (constant_rows) at = kb.add(at, kb.index(mn_offset * t.row_elements));
+  kb.ldmatrix(fragment, kb.index(0), t.tiles, at, pattern.matrices, pattern.transpose);
 }
 
 void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {

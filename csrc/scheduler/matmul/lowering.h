@@ -74,9 +74,10 @@ class MatmulLowering {
   void combineGemvSplits(const std::vector<VarId>& sums, ExprId group_id, ExprId split);
   // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
   ExprId tileElement(const Staging& t, ExprId stage, ExprId row, ExprId kk);
-  // The lane's ldmatrix of the fragment at (m or n, k) = (mn0, k0) of the block's tile in `stage`.
-  void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn0,
-                    int64_t k0);
+  // The lane's ldmatrix of the fragment at (m or n, k) = (mn_base + mn_offset, k0) of the block's tile in
+  // `stage`.
+  void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn_base,
+                    int64_t mn_offset, int64_t k0);
 
   static MmaShape shapeFor(DataType operand) {
     return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
