@@ -432,15 +432,17 @@ void MatmulLowering::loadFragment(const Staging& t, const LdmatrixPattern& patte
   const bool k_major = t.order == TileOrder::KMajor;
   // Rows a whole number of rotations apart are stored with the same rotation: such an offset is a
   // constant added to the index (an immediate of the ldmatrix address, not another address computation).
+  // The rows are m or n (k-major) or k (mn-major).
   const int64_t per_rotation = rowsPerRotation(t.chunks);
-  const bool constant_rows = k_major && mn_offset % per_rotation == 0 && (mn_offset / per_rotation) % t.chunks == 0;
-  const ExprId mn0 = constant_rows ? mn_base : kb.add(mn_base, kb.index(mn_offset));
-  const ExprId row0 = k_major ? mn0 : kb.index(k0);
+  const int64_t row_offset = k_major ? mn_offset : k0;
+  const bool constant_rows = row_offset % per_rotation == 0 && (row_offset / per_rotation) % t.chunks == 0;
+  const ExprId mn0 = constant_rows && k_major ? mn_base : kb.add(mn_base, kb.index(mn_offset));
+  const ExprId row0 = k_major ? mn0 : kb.index(constant_rows ? 0 : k0);
   const ExprId chunk0 = k_major ? kb.index(k0 / per_chunk) : kb.div(mn0, kb.index(per_chunk));
   const TilePlace source = ldmatrixSource(kb, pattern, kb.mod(kb.threadIdx(0), kb.index(32)));
   const ExprId row = kb.add(row0, source.row), chunk = kb.add(chunk0, source.chunk);
   ExprId at = tileIndex(t, stage, row, chunk);
-  if (constant_rows) at = kb.add(at, kb.index(mn_offset * t.row_elements));
+  if (constant_rows) at = kb.add(at, kb.index(row_offset * t.row_elements));
   kb.ldmatrix(fragment, kb.index(0), t.tiles, at, pattern.matrices, pattern.transpose);
 }
 
