@@ -406,9 +406,9 @@ class Emitter {
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
       case SKind::Fence: line(depth, "__threadfence();"); return;
       case SKind::Mma:
-        line(depth, fmt::format("{}({}, {}, {}, {});", mmaFunctionName(k_, s), k_.vars[s.var].name,
+        line(depth, fmt::format("{}({}, {}, {}{}, {});", mmaFunctionName(k_, s), k_.vars[s.var].name,
                                 k_.vars[s.mma_operands[0]].name, k_.vars[s.mma_operands[1]].name,
-                                k_.vars[s.mma_operands[2]].name));
+                                s.b_offset != 0 ? fmt::format(" + {}", s.b_offset) : "", k_.vars[s.mma_operands[2]].name));
         return;
       case SKind::AtomicAdd:
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,

@@ -577,12 +577,13 @@ void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, E
   push(std::move(s));
 }
 
-void KernelBuilder::mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c) {
+void KernelBuilder::mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c, int32_t b_offset) {
   Stmt s;
   s.kind = SKind::Mma;
   s.mma_shape = shape;
   s.var = d;
   s.mma_operands = {a, b, c};
+  s.b_offset = b_offset;
   push(std::move(s));
 }
 

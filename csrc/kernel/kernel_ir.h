@@ -125,6 +125,7 @@ struct Stmt {
   ReduceOp reduce = ReduceOp::Sum;
   MmaShape mma_shape = MmaShape::M16N8K16;
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
+  int32_t b_offset = 0;       // Mma: the B fragment's first element in its array (one array for two n-tiles)
   std::vector<Stmt> body, orelse;
 };
 
@@ -267,7 +268,7 @@ class KernelBuilder {
   void fence();
   void atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value);
   // d = a b + c on the warp's 16 x 8 tile; each a local array of the fragment's size (mmaDims).
-  void mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c);
+  void mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c, int32_t b_offset = 0);
   // shared[at .. at+width) = tensor[offset .. offset+width), `src_bytes` of it read, the rest zeros.
   void cpAsync(VarId shared, ExprId at, TensorId tensor, ExprId offset, int width, ExprId src_bytes);
   void cpAsyncCommit();

@@ -134,8 +134,9 @@ class KernelPrinter {
       case SKind::Fence: line(depth, "fence"); return;
       case SKind::AtomicAdd: line(depth, "let {} = atomic_add({}[{}], {})", var(), tensor(), expr(s.a), expr(s.b)); return;
       case SKind::Mma:
-        line(depth, "{} = mma.{}({}, {}, {})", var(), toString(s.mma_shape), k_.vars[s.mma_operands[0]].name,
-             k_.vars[s.mma_operands[1]].name, k_.vars[s.mma_operands[2]].name);
+        line(depth, "{} = mma.{}({}, {}{}, {})", var(), toString(s.mma_shape), k_.vars[s.mma_operands[0]].name,
+             k_.vars[s.mma_operands[1]].name, s.b_offset != 0 ? fmt::format("[{}:]", s.b_offset) : "",
+             k_.vars[s.mma_operands[2]].name);
         return;
       case SKind::CpAsync:
         line(depth, "{}[{} .. +{}] = cp_async({}[{}], {} bytes read)", var(), expr(s.b), s.width, tensor(), expr(s.a),

@@ -16,6 +16,12 @@ LdmatrixPattern ldmatrixPatternB(TileOrder order) {
   return order == TileOrder::KMajor ? LdmatrixPattern{2, 0, 0, 1, 0, false} : LdmatrixPattern{2, 8, 0, 0, 0, true};
 }
 
+LdmatrixPattern ldmatrixPatternBPair(TileOrder order) {
+  // Two n-tiles: matrices 0 and 1 are the first tile's two k halves (as ldmatrixPatternB), 2 and 3 the
+  // second's, 8 n further (k-major: 8 rows; mn-major: the next chunk).
+  return order == TileOrder::KMajor ? LdmatrixPattern{4, 0, 8, 1, 0, false} : LdmatrixPattern{4, 8, 0, 0, 1, true};
+}
+
 TilePlace ldmatrixSource(KernelBuilder& kb, const LdmatrixPattern& p, ExprId lane) {
   const ExprId j = kb.mod(kb.div(lane, kb.index(8)), kb.index(p.matrices));
   const ExprId i = kb.mod(lane, kb.index(8));

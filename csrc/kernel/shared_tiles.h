@@ -28,6 +28,8 @@ struct LdmatrixPattern {
 };
 LdmatrixPattern ldmatrixPatternA(TileOrder order);
 LdmatrixPattern ldmatrixPatternB(TileOrder order);
+// Two adjacent n-tiles' B fragments at once (an ldmatrix.x4), into one array of both.
+LdmatrixPattern ldmatrixPatternBPair(TileOrder order);
 
 // The tile row and chunk lane `lane` gives ldmatrix, relative to the fragment's first row and chunk.
 struct TilePlace {

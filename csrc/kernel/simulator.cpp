@@ -531,7 +531,7 @@ class Simulator {
         }
         for (int i = 0; i < dims.b_values; ++i) {
           const MatrixPosition p = mmaBPosition(s.mma_shape, lane, i);
-          fb[p.row * dims.n + p.col] = value(b, i);
+          fb[p.row * dims.n + p.col] = value(b, s.b_offset + i);
         }
         for (int i = 0; i < dims.c_values; ++i) {
           const MatrixPosition p = mmaCPosition(lane, i);

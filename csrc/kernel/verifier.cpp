@@ -231,13 +231,19 @@ class KernelVerifier {
       int64_t size;
       DataType dtype;
       const char* role;
-    } fragments[] = {{s.mma_operands[0], dims.a_values, operand, "A"},
-                     {s.mma_operands[1], dims.b_values, operand, "B"},
-                     {s.mma_operands[2], dims.c_values, accumulator, "C"},
-                     {s.var, dims.c_values, accumulator, "D"}};
+      int64_t offset;
+    } fragments[] = {{s.mma_operands[0], dims.a_values, operand, "A", 0},
+                     {s.mma_operands[1], dims.b_values, operand, "B", s.b_offset},
+                     {s.mma_operands[2], dims.c_values, accumulator, "C", 0},
+                     {s.var, dims.c_values, accumulator, "D", 0}};
+    // B's array may hold two n-tiles' fragments (one ldmatrix.x4 loads both): the mma reads from b_offset.
+    check(s.b_offset == 0 || s.b_offset == dims.b_values, "mma.{}: B fragment offset {} is neither 0 nor {}", shape,
+          s.b_offset, dims.b_values);
     for (const auto& f : fragments) {
       const KVar& v = k_.vars.at(f.var);
-      check(v.kind == VarKind::LocalArray && v.size == f.size && v.dtype == f.dtype,
+      const bool size_ok = f.offset == 0 && f.var != s.mma_operands[1] ? v.size == f.size
+                                                                       : v.size == f.size || v.size == 2 * f.size;
+      check(v.kind == VarKind::LocalArray && size_ok && v.dtype == f.dtype,
             "mma.{}: its {} fragment must be a local array of {} {} values, got {} ({} values of {})", shape, f.role,
             f.size, toString(f.dtype), v.name, v.size, toString(v.dtype));
       check(defined_.count(f.var) != 0, "mma.{}: its {} fragment {} is used before its declaration", shape, f.role,

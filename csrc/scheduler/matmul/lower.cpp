@@ -83,9 +83,11 @@ void MatmulLowering::mma() {
   const ExprId zero = zeroOf(operand);
 
   std::vector<VarId> acc, fa, fb;
+  // Staged, an even number of n-tiles: each B array holds two tiles' fragments, which one ldmatrix.x4 loads.
+  const int64_t b_per_array = p.stages >= 2 && p.tiles_n % 2 == 0 ? 2 : 1;
   for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type_, dims.c_values));
   for (int64_t i = 0; i < p.tiles_m; ++i) fa.push_back(kb.arrayVar("fa", operand, dims.a_values));
-  for (int64_t i = 0; i < p.tiles_n; ++i) fb.push_back(kb.arrayVar("fb", operand, dims.b_values));
+  for (int64_t i = 0; i < p.tiles_n / b_per_array; ++i) fb.push_back(kb.arrayVar("fb", operand, b_per_array * dims.b_values));
   for (VarId v : acc) {
     kb.declare(v);
     for (int64_t i = 0; i < dims.c_values; ++i) kb.localWrite(v, kb.index(i), zeroOf(acc_type_));
@@ -97,7 +99,7 @@ void MatmulLowering::mma() {
     for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
       for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
         const VarId d = acc[tm * p.tiles_n + tn];
-        kb.mma(p.shape, d, fa[tm], fb[tn], d);
+        kb.mma(p.shape, d, fa[tm], fb[tn / b_per_array], d, static_cast<int32_t>((tn % b_per_array) * dims.b_values));
       }
     }
   };
@@ -143,13 +145,14 @@ void MatmulLowering::mma() {
     if (defer_a) storeSlice(ta, ahead, refill, &deferred);
     if (defer_b) storeSlice(tb, ahead, refill, &deferred);
     const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
-    const LdmatrixPattern pa = ldmatrixPatternA(p.a_order), pb = ldmatrixPatternB(p.b_order);
+    const LdmatrixPattern pa = ldmatrixPatternA(p.a_order);
+    const LdmatrixPattern pb = b_per_array == 2 ? ldmatrixPatternBPair(p.b_order) : ldmatrixPatternB(p.b_order);
     for (int64_t ks = 0; ks < p.block_k / dims.k; ++ks) {
       for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
         loadFragment(ta, pa, fa[tm], stage, warp_m, tm * 16, ks * dims.k);
       }
-      for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
-        loadFragment(tb, pb, fb[tn], stage, warp_n, tn * 8, ks * dims.k);
+      for (int64_t f = 0; f < p.tiles_n / b_per_array; ++f) {
+        loadFragment(tb, pb, fb[f], stage, warp_n, f * b_per_array * 8, ks * dims.k);
       }
       mmas();
     }

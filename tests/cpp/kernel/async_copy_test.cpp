@@ -141,53 +141,56 @@ INSTANTIATE_TEST_SUITE_P(Tiles, LdmatrixFragment,
                          [](const auto& info) { return info.param.name(); });
 
 // A 64-byte-row tile read by 8 consecutive rows per phase: plain rows put pairs of rows on the same banks;
-// rotated chunks spread each phase over all of them.
+// rotated chunks spread each phase over all of them. So for A's pattern and for two n-tiles of B at once
+// (k-major and mn-major).
 TEST(LdmatrixFragment, RotatedTilesReadWithoutBankConflicts) {
-  for (bool rotate : {false, true}) {
-    // A k-major bf16 A tile of 16 rows x 32 elements (64 bytes, 4 chunks per row): wider than a fragment.
-    Kernel k;
-    k.name = rotate ? "rotated" : "plain";
-    k.summary = "bank conflicts";
-    k.block = {32, 1};
-    KernelBuilder kb(k);
-    const int64_t rows = 16, row_elements = 32, chunks = 4;
-    const TensorId g = kb.addTensor(vectorParam("G", DataType::BFloat16, rows * row_elements, false));
-    const TensorId d = kb.addTensor(vectorParam("D", DataType::BFloat16, 32 * 8, true));
-    const VarId tile = kb.sharedStorageArray("tile", DataType::BFloat16, rows * row_elements);
-    kb.declare(tile);
-    const ExprId lane = kb.threadIdx(0);
-    auto place = [&](ExprId row, ExprId chunk) {
-      const ExprId stored = rotate ? kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(chunks)))), kb.index(chunks)) : chunk;
-      return kb.add(kb.mul(row, kb.index(row_elements)), kb.mul(stored, kb.index(8)));
-    };
-    for (int64_t first = 0; first < rows * chunks; first += 32) {
-      const ExprId q = kb.add(lane, kb.index(first));
-      kb.cpAsync(tile, place(kb.div(q, kb.index(chunks)), kb.mod(q, kb.index(chunks))), g, kb.mul(q, kb.index(8)), 8,
-                 kb.index(16));
-    }
-    kb.cpAsyncCommit();
-    kb.cpAsyncWait(0);
-    kb.barrier();
-    const LdmatrixPattern pattern = ldmatrixPatternA(TileOrder::KMajor);
-    const TilePlace source = ldmatrixSource(kb, pattern, lane);
-    const VarId fragment = kb.arrayVar("frag", DataType::BFloat16, 8);
-    kb.declare(fragment);
-    kb.ldmatrix(fragment, kb.index(0), tile, place(source.row, source.chunk), 4, false);
-    for (int i = 0; i < 8; ++i) kb.store(d, kb.add(kb.mul(lane, kb.index(8)), kb.index(i)), kb.localRead(fragment, kb.index(i)));
-    verifyKernel(k);
-    HostTensor gt = HostTensor::empty(DataType::BFloat16, {rows * row_elements});
-    for (int64_t e = 0; e < gt.numel(); ++e) gt.writeDouble(e, 1.0);
-    HostTensor dt = HostTensor::empty(DataType::BFloat16, {32 * 8});
-    SimStats stats;
-    SimLaunch launch;
-    launch.tensors = {gt.data(), dt.data()};
-    launch.stats = &stats;
-    simulate(k, launch);
-    EXPECT_EQ(stats.ldmatrix_phases, 4);
-    if (rotate) {
-      EXPECT_EQ(stats.ldmatrix_bank_conflicts, 0);
-    } else {
-      EXPECT_GT(stats.ldmatrix_bank_conflicts, 0);  // rows r and r + 2 share banks: 4-way per phase
+  for (const LdmatrixPattern pattern : {ldmatrixPatternA(TileOrder::KMajor), ldmatrixPatternBPair(TileOrder::KMajor),
+                                        ldmatrixPatternBPair(TileOrder::MnMajor)}) {
+    for (bool rotate : {false, true}) {
+      // A bf16 tile of 16 rows x 32 elements (64 bytes, 4 chunks per row): wider than a fragment.
+      Kernel k;
+      k.name = rotate ? "rotated" : "plain";
+      k.summary = "bank conflicts";
+      k.block = {32, 1};
+      KernelBuilder kb(k);
+      const int64_t rows = 16, row_elements = 32, chunks = 4;
+      const TensorId g = kb.addTensor(vectorParam("G", DataType::BFloat16, rows * row_elements, false));
+      const TensorId d = kb.addTensor(vectorParam("D", DataType::BFloat16, 32 * 8, true));
+      const VarId tile = kb.sharedStorageArray("tile", DataType::BFloat16, rows * row_elements);
+      kb.declare(tile);
+      const ExprId lane = kb.threadIdx(0);
+      auto place = [&](ExprId row, ExprId chunk) {
+        const ExprId stored = rotate ? kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(chunks)))), kb.index(chunks)) : chunk;
+        return kb.add(kb.mul(row, kb.index(row_elements)), kb.mul(stored, kb.index(8)));
+      };
+      for (int64_t first = 0; first < rows * chunks; first += 32) {
+        const ExprId q = kb.add(lane, kb.index(first));
+        kb.cpAsync(tile, place(kb.div(q, kb.index(chunks)), kb.mod(q, kb.index(chunks))), g, kb.mul(q, kb.index(8)), 8,
+                   kb.index(16));
+      }
+      kb.cpAsyncCommit();
+      kb.cpAsyncWait(0);
+      kb.barrier();
+      const TilePlace source = ldmatrixSource(kb, pattern, lane);
+      const VarId fragment = kb.arrayVar("frag", DataType::BFloat16, 8);
+      kb.declare(fragment);
+      kb.ldmatrix(fragment, kb.index(0), tile, place(source.row, source.chunk), 4, pattern.transpose);
+      for (int i = 0; i < 8; ++i) kb.store(d, kb.add(kb.mul(lane, kb.index(8)), kb.index(i)), kb.localRead(fragment, kb.index(i)));
+      verifyKernel(k);
+      HostTensor gt = HostTensor::empty(DataType::BFloat16, {rows * row_elements});
+      for (int64_t e = 0; e < gt.numel(); ++e) gt.writeDouble(e, 1.0);
+      HostTensor dt = HostTensor::empty(DataType::BFloat16, {32 * 8});
+      SimStats stats;
+      SimLaunch launch;
+      launch.tensors = {gt.data(), dt.data()};
+      launch.stats = &stats;
+      simulate(k, launch);
+      EXPECT_EQ(stats.ldmatrix_phases, 4);
+      if (rotate) {
+        EXPECT_EQ(stats.ldmatrix_bank_conflicts, 0);
+      } else {
+        EXPECT_GT(stats.ldmatrix_bank_conflicts, 0);  // rows r and r + 2 share banks: 4-way per phase
+      }
     }
   }
 }
