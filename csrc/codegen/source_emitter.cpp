@@ -87,8 +87,7 @@ class Emitter {
   std::string unrounded(const Stmt& s) const {
     if (!uses_.storedOnly(s.var)) return "";
     const KExpr& x = k_.exprs[s.a];
-    const bool cast = x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp);
-    if (!cast || x.dtype != k_.vars[s.var].dtype) return "";
+    if (!isCast(x) || x.dtype != k_.vars[s.var].dtype) return "";
     if (std::string quotient = fp8QuotientUnrounded(x); !quotient.empty()) return quotient;
     if (k_.exprs[x.args[0]].dtype == DataType::Float) return e(x.args[0]);
     return "";
@@ -146,6 +145,21 @@ class Emitter {
     return false;
   }
 
+  static bool isCast(const KExpr& x) {
+    return x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp);
+  }
+
+  // The expression `id` stands for, to be emitted again here: itself, or the definition of the single-Let
+  // scalar it reads when every operand of that definition reads the same value here (null otherwise).
+  const KExpr* emittableDefinition(ExprId id) const {
+    if (k_.exprs[id].kind != EKind::VarRef) return &k_.exprs[id];
+    const KExpr& x = defined(id);
+    for (ExprId arg : x.args) {
+      if (!stable(arg)) return nullptr;
+    }
+    return &x;
+  }
+
   // `id`, or the expression a single-Let scalar it reads was defined by.
   const KExpr& defined(ExprId id) const {
     const KExpr& x = k_.exprs[id];
@@ -180,17 +194,17 @@ class Emitter {
   // fp8Quotient's float, before its rounding to the fp8 type.
   std::string fp8QuotientUnrounded(const KExpr& x) const {
     if (x.dtype != DataType::Float8_e4m3fn && x.dtype != DataType::Float8_e5m2) return "";
-    if (!(x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp))) return "";
-    const bool hop = k_.exprs[x.args[0]].kind == EKind::VarRef;
-    const KExpr& quotient = defined(x.args[0]);
-    if (quotient.kind != EKind::Elementwise || quotient.op != OpKind::TrueDiv || quotient.dtype != DataType::Double) return "";
-    if (hop && !(stable(quotient.args[0]) && stable(quotient.args[1]))) return "";
+    if (!isCast(x)) return "";
+    const KExpr* quotient = emittableDefinition(x.args[0]);
+    if (quotient == nullptr || quotient->kind != EKind::Elementwise || quotient->op != OpKind::TrueDiv ||
+        quotient->dtype != DataType::Double) {
+      return "";
+    }
     std::array<std::string, 2> operands;
     for (size_t i = 0; i < 2; ++i) {
       // Each operand a float-held value widened to double, read where the quotient is.
-      const KExpr& widened = k_.exprs[quotient.args[i]];
-      const bool cast = widened.kind == EKind::Cast || (widened.kind == EKind::Elementwise && widened.op == OpKind::CastOp);
-      if (!cast || widened.dtype != DataType::Double) return "";
+      const KExpr& widened = k_.exprs[quotient->args[i]];
+      if (!isCast(widened) || widened.dtype != DataType::Double) return "";
       const DataType from = k_.exprs[widened.args[0]].dtype;
       if (computeTypeOf(from) != DataType::Float) return "";
       operands[i] = e(widened.args[0]);
@@ -220,13 +234,12 @@ class Emitter {
   std::string bf16Product(const KExpr& x) const {
     if (x.dtype != DataType::BFloat16) return "";
     const KExpr* product = &x;
-    if (x.kind == EKind::Cast || (x.kind == EKind::Elementwise && x.op == OpKind::CastOp)) {
-      product = &k_.exprs[x.args[0]];
-      const bool hop = product->kind == EKind::VarRef;
-      product = &defined(x.args[0]);
-      if (product->kind != EKind::Elementwise || product->op != OpKind::Mul || product->dtype != DataType::Float) return "";
-      // The product's operands are read here rather than where it was defined.
-      if (hop && !(stable(product->args[0]) && stable(product->args[1]))) return "";
+    if (isCast(x)) {
+      product = emittableDefinition(x.args[0]);
+      if (product == nullptr || product->kind != EKind::Elementwise || product->op != OpKind::Mul ||
+          product->dtype != DataType::Float) {
+        return "";
+      }
     } else if (x.kind != EKind::Elementwise || x.op != OpKind::Mul) {
       return "";
     }
