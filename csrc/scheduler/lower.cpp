@@ -131,14 +131,15 @@ TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t nume
 }
 
 void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
-               const std::function<void(Chunk&)>& build) {
+               const std::function<void(Chunk&)>& build, std::vector<Stmt>* later) {
   Chunk chunk;
   const ExprId lane = width > 1 ? kb.ref(lane_var) : -1;
   vb.beginChunk(&chunk.pre, width > 1 ? &chunk.body : &chunk.pre, width, lane);
   build(chunk);
-  kb.openIf(predicate);
+  if (later == nullptr) kb.openIf(predicate);
   auto& target = kb.current();
   target.insert(target.end(), std::make_move_iterator(chunk.pre.begin()), std::make_move_iterator(chunk.pre.end()));
+  if (later != nullptr) kb.pushTarget(later);
   if (width > 1 && !chunk.body.empty()) {
     kb.openFor(lane_var, kb.index(0), kb.index(width), kb.index(1), /*unroll=*/true);
     kb.current() = std::move(chunk.body);
@@ -146,7 +147,11 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
   }
   auto& after = kb.current();
   after.insert(after.end(), std::make_move_iterator(chunk.post.begin()), std::make_move_iterator(chunk.post.end()));
-  kb.close();
+  if (later != nullptr) {
+    kb.popTarget();
+  } else {
+    kb.close();
+  }
 }
 
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,

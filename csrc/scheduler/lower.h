@@ -106,9 +106,10 @@ TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t nume
 struct Chunk {
   std::vector<Stmt> pre, body, post;
 };
-// Emits `if (predicate) { pre; for lane { body }; post }`, with `build` filling the chunk through vb.
+// Emits `if (predicate) { pre; for lane { body }; post }`, with `build` filling the chunk through vb. With
+// `later` (a chunk that needs no predicate), emits `pre` here and `for lane { body }; post` into *later.
 void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
-               const std::function<void(Chunk&)>& build);
+               const std::function<void(Chunk&)>& build, std::vector<Stmt>* later = nullptr);
 // Stores value (of the output's dtype) at `index` of an output parameter: through a lane buffer and
 // one vector store when the access allows it, else one scalar store per lane.
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,

@@ -349,17 +349,7 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage, st
     };
     if (deferred != nullptr && used < 0 && vector) {
       // The chunk's loads here, unguarded (the tile is whole); its lanes' values and writes later.
-      Chunk c;
-      vb_.beginChunk(&c.pre, &c.body, t.width, kb.ref(lane_var));
-      build(c);
-      auto& target = kb.current();
-      target.insert(target.end(), std::make_move_iterator(c.pre.begin()), std::make_move_iterator(c.pre.end()));
-      kb.pushTarget(deferred);
-      kb.openFor(lane_var, kb.index(0), kb.index(t.width), kb.index(1), /*unroll=*/true);
-      kb.current() = std::move(c.body);
-      kb.close();
-      kb.current().insert(kb.current().end(), std::make_move_iterator(c.post.begin()), std::make_move_iterator(c.post.end()));
-      kb.popTarget();
+      emitChunk(kb, vb_, inside, t.width, lane_var, build, deferred);
       continue;
     }
     emitChunk(kb, vb_, used >= 0 ? kb.land(used, inside) : inside, t.width, lane_var, build);
