@@ -151,6 +151,20 @@ def torch_int8_bmm(a, b):
     return torch.stack([torch._int_mm(a[i], b[i]) for i in range(a.shape[0])])
 
 
+def define_int8_bmm_transposed_b(fd):
+    """Seed 002 (XLA, `bij,bkj->bik` on s8 with an s8 result): B is given [batch, n, k], int32 accumulation,
+    then the convert to s8 (wrapping)."""
+    a = fd.define_tensor(shape=[-1] * 3, contiguity=[True] * 3, dtype=DataType.Int8)
+    b = fd.define_tensor(shape=[-1] * 3, contiguity=[True] * 3, dtype=DataType.Int8)
+    product = fd.ops.matmul(a, fd.ops.permute(b, [0, 2, 1]), DataType.Int32)
+    fd.add_output(fd.ops.cast(product, DataType.Int8))
+
+
+def torch_int8_bmm_transposed_b(a, b):
+    # b[i].t() is column-major: the layout cuBLASLt's int8 GEMM takes without a transpose.
+    return torch.stack([torch._int_mm(a[i], b[i].t()) for i in range(a.shape[0])]).to(torch.int8)
+
+
 def torch_weight_int8_linear(x, w, s):
     return torch.nn.functional.linear(x, (w.float() * s.float()[:, None]).to(x.dtype))
 
@@ -185,6 +199,8 @@ def matmul_cases():
     b, n = 16, 1024
     yield ("s8 bmm 16x1024^3 -> s32", lambda fd: define_matmul(fd, [b, n, n], [b, n, n], DataType.Int8),
            torch_int8_bmm, lambda gen: [randint8((b, n, n), gen) for _ in range(2)], None, 2 * b * n**3)
+    yield ("s8 bmm B^T -> s8 (seed 002)", define_int8_bmm_transposed_b,
+           torch_int8_bmm_transposed_b, lambda gen: [randint8((b, n, n), gen) for _ in range(2)], None, 2 * b * n**3)
     batch, seq, heads, head_dim = 64, 384, 12, 64
     hidden = heads * head_dim
     yield ("qkv+quantize+qk^T (seed 000)",

@@ -137,7 +137,11 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).stages, 2);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
+  // 8-bit operands: 128-byte slices where four stages of them fit (an H100's 227 KiB), else 64-byte ones
+  // (an A100's 163 KiB).
   EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), s8).block_k, 128);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), s8).stages, 4);
   EXPECT_TRUE(matmulHeuristics(DeviceInfo::a100(), s8).b_async);
   // An operand that cannot be copied as stored (a dequantize prologue, an 8-bit B stored n-major): staged
   // through registers, k-major. 8-bit operands keep the large tiles (measured faster); 16-bit ones keep
