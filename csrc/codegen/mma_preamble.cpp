@@ -38,58 +38,69 @@ __device__ __forceinline__ unsigned braze_pack_8x4(const long long* v) {
 }
 )";
 
+// Two functions per shape and operand type: `<name>_w` takes each lane's fragments as the 32-bit
+// registers PTX's mma.sync reads (what ldmatrix loads, for fragments nothing else writes or reads: the
+// emitter keeps those packed), and `<name>` takes them as values and packs them first.
 std::string function(MmaShape shape, DataType operand) {
   const std::string name = fmt::format("braze_mma_{}_{}", toString(shape), operandSuffix(operand));
-  if (shape == MmaShape::M16N8K16) {
-    const std::string pack = operand == DataType::BFloat16 ? "braze_pack_bf16x2" : "braze_pack_f16x2";
-    return fmt::format(R"(
-__device__ __forceinline__ void {0}(float* d, const float* a, const float* b, const float* c) {{
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{1}.{1}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
-               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"({2}(a[0], a[1])), "r"({2}(a[2], a[3])), "r"({2}(a[4], a[5])), "r"({2}(a[6], a[7])),
-                 "r"({2}(b[0], b[1])), "r"({2}(b[2], b[3])), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-}}
-)",
-                       name, operandSuffix(operand), pack);
-  }
+  const std::string_view suffix = operandSuffix(operand);
+  const bool integer = operand == DataType::Int8 || operand == DataType::UInt8;
+  std::string out;
+  std::string pack;  // register i of a value array v
   if (operand == DataType::Float8_e4m3fn || operand == DataType::Float8_e5m2) {
     // fp8 values are held in floats (already rounded): their bits by CUDA's conversion, exact here. The
     // kernel moves fp8 values, so the preamble has BRAZE_FP8's conversions.
-    const std::string_view format = operandSuffix(operand);
-    return fmt::format(R"(
-__device__ __forceinline__ unsigned braze_pack_{1}x4(const float* v) {{
-  return (unsigned)braze_to_{2}(v[0]) | ((unsigned)braze_to_{2}(v[1]) << 8) | ((unsigned)braze_to_{2}(v[2]) << 16) |
-         ((unsigned)braze_to_{2}(v[3]) << 24);
-}}
-__device__ __forceinline__ void {0}(float* d, const float* a, const float* b, const float* c) {{
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.{1}.{1}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
-               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(braze_pack_{1}x4(a)), "r"(braze_pack_{1}x4(a + 4)), "r"(braze_pack_{1}x4(a + 8)),
-                 "r"(braze_pack_{1}x4(a + 12)), "r"(braze_pack_{1}x4(b)), "r"(braze_pack_{1}x4(b + 4)),
-                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    const std::string_view format = operand == DataType::Float8_e4m3fn ? "e4m3fn" : "e5m2";
+    out += fmt::format(R"(
+__device__ __forceinline__ unsigned braze_pack_{0}x4(const float* v) {{
+  return (unsigned)braze_to_{1}(v[0]) | ((unsigned)braze_to_{1}(v[1]) << 8) | ((unsigned)braze_to_{1}(v[2]) << 16) |
+         ((unsigned)braze_to_{1}(v[3]) << 24);
 }}
 )",
-                       name, format, operand == DataType::Float8_e4m3fn ? "e4m3fn" : "e5m2");
+                       suffix, format);
+    pack = fmt::format("braze_pack_{}x4(v + 4 * i)", suffix);
+  } else if (integer) {
+    pack = "braze_pack_8x4(v + 4 * i)";
+  } else {
+    pack = fmt::format("braze_pack_{}x2(v[2 * i], v[2 * i + 1])", suffix);
   }
+  const std::string_view value = integer ? "long long" : "float";
+  const std::string kind = shape == MmaShape::M16N8K16 ? "m16n8k16" : "m16n8k32";
+  const std::string accumulate = integer ? fmt::format("s32.{0}.{0}.s32", suffix) : fmt::format("f32.{0}.{0}.f32", suffix);
   // s32 accumulators without .satfinite wrap, as the simulator's.
-  return fmt::format(R"(
-__device__ __forceinline__ void {0}(long long* d, const long long* a, const long long* b, const long long* c) {{
-  int r0, r1, r2, r3;
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.{1}.{1}.s32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
-               "{{%8, %9}}, {{%10, %11, %12, %13}};\n"
+  const std::string body = integer ? R"(  int r0, r1, r2, r3;
+  asm volatile("mma.sync.aligned.{0}.row.col.{1} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
+               "{{%10, %11, %12, %13}};\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(braze_pack_8x4(a)), "r"(braze_pack_8x4(a + 4)), "r"(braze_pack_8x4(a + 8)),
-                 "r"(braze_pack_8x4(a + 12)), "r"(braze_pack_8x4(b)), "r"(braze_pack_8x4(b + 4)),
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
                  "r"((int)c[0]), "r"((int)c[1]), "r"((int)c[2]), "r"((int)c[3]));
   d[0] = r0;
   d[1] = r1;
   d[2] = r2;
   d[3] = r3;
+)"
+                                   : R"(  asm volatile("mma.sync.aligned.{0}.row.col.{1} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
+               "{{%10, %11, %12, %13}};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+)";
+  out += fmt::format("\n__device__ __forceinline__ void {}_w({}* d, const unsigned* a, const unsigned* b, const {}* c) {{\n",
+                     name, value, value);
+  out += fmt::format(fmt::runtime(body), kind, accumulate);
+  out += "}\n";
+  out += fmt::format(R"(__device__ __forceinline__ void {0}({1}* d, const {2}* a, const {2}* b, const {1}* c) {{
+  unsigned aw[4], bw[2];
+  auto packed = [](const {2}* v, int i) {{ return {3}; }};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) aw[i] = packed(a, i);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) bw[i] = packed(b, i);
+  {0}_w(d, aw, bw, c);
 }}
 )",
-                     name, operandSuffix(operand));
+                     name, value, integer ? "long long" : "float", pack);
+  return out;
 }
 
 // cp.async (16 bytes through L2 only, .cg; 4 and 8 through L1, .ca), its group commit and wait

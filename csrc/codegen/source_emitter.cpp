@@ -373,7 +373,12 @@ class Emitter {
           line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
                                   t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
         } else {
-          if (!uses_.onlyAsFloat(s.var)) line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+          if (uses_.packedFragment(s.var)) {
+            line(depth, fmt::format("unsigned {}[{}];  // packed: {} values per register", v.name,
+                                    v.size / VarUses::valuesPerRegister(v.dtype), VarUses::valuesPerRegister(v.dtype)));
+          } else if (!uses_.onlyAsFloat(s.var)) {
+            line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
+          }
           if (uses_.floatCopy(s.var)) line(depth, fmt::format("float {}_f[{}];  // as floats", v.name, v.size));
         }
         return;
@@ -418,11 +423,15 @@ class Emitter {
       }
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
       case SKind::Fence: line(depth, "__threadfence();"); return;
-      case SKind::Mma:
-        line(depth, fmt::format("{}({}, {}, {}{}, {});", mmaFunctionName(k_, s), k_.vars[s.var].name,
+      case SKind::Mma: {
+        // Packed operands (both or neither, VarUses) count the B offset in registers.
+        const bool packed = uses_.packedFragment(s.mma_operands[0]);
+        const int64_t b_offset = packed ? s.b_offset / VarUses::valuesPerRegister(k_.vars[s.mma_operands[1]].dtype) : s.b_offset;
+        line(depth, fmt::format("{}{}({}, {}, {}{}, {});", mmaFunctionName(k_, s), packed ? "_w" : "", k_.vars[s.var].name,
                                 k_.vars[s.mma_operands[0]].name, k_.vars[s.mma_operands[1]].name,
-                                s.b_offset != 0 ? fmt::format(" + {}", s.b_offset) : "", k_.vars[s.mma_operands[2]].name));
+                                b_offset != 0 ? fmt::format(" + {}", b_offset) : "", k_.vars[s.mma_operands[2]].name));
         return;
+      }
       case SKind::AtomicAdd:
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
                                 k_.tensors[s.tensor].name, e(s.a), e(s.b)));
@@ -437,11 +446,17 @@ class Emitter {
     }
   }
 
-  // ldmatrix into 32-bit registers, then each register's values into the fragment's compute values.
+  // ldmatrix into 32-bit registers, then each register's values into the fragment's compute values (or
+  // straight into a packed fragment's registers).
   void ldmatrix(const Stmt& s, int depth) {
     const KVar& from = k_.vars[s.mma_operands[0]];
     const std::string& to = k_.vars[s.var].name;
-    const int64_t per = 4 / sizeOf(from.dtype);
+    const int64_t per = VarUses::valuesPerRegister(from.dtype);
+    if (uses_.packedFragment(s.var)) {
+      line(depth, fmt::format("braze_ldmatrix_x{}{}(&{}[{}], &{}[{}]);", s.width, s.transpose ? "_trans" : "", to,
+                              k_.exprs[s.b].i / per, from.name, e(s.a)));
+      return;
+    }
     line(depth, "{");
     line(depth + 1, fmt::format("unsigned r[{}];", s.width));
     line(depth + 1, fmt::format("braze_ldmatrix_x{}{}(r, &{}[{}]);", s.width, s.transpose ? "_trans" : "", from.name, e(s.a)));

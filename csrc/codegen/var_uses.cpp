@@ -7,6 +7,11 @@ bool isNarrowFloat(DataType d) {
   return d == DataType::BFloat16 || d == DataType::Half || d == DataType::Float8_e4m3fn || d == DataType::Float8_e5m2;
 }
 
+bool isMmaOperand(DataType d) {
+  return d == DataType::BFloat16 || d == DataType::Half || d == DataType::Int8 || d == DataType::UInt8 ||
+         d == DataType::Float8_e4m3fn || d == DataType::Float8_e5m2;
+}
+
 }  // namespace
 
 VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
@@ -16,11 +21,13 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
   float_copy_.assign(n, false);
   only_as_float_.assign(n, false);
   stored_only_.assign(n, false);
+  packed_.assign(n, false);
   for (size_t v = 0; v < n; ++v) {
     const KVar& var = k_.vars[v];
     float_copy_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8);
     only_as_float_[v] = float_copy_[v];
     stored_only_[v] = var.kind == VarKind::Scalar && isNarrowFloat(var.dtype);
+    packed_[v] = var.kind == VarKind::LocalArray && isMmaOperand(var.dtype) && var.size % valuesPerRegister(var.dtype) == 0;
   }
   // Reads by expressions: an array element read by anything but a conversion to float, and any read of
   // a scalar as an operand.
@@ -31,6 +38,7 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
       const KExpr& arg = k_.exprs[a];
       if (arg.kind == EKind::LocalRead && to_float) read_as_float[arg.ref] = true;
       if (arg.kind == EKind::LocalRead && !to_float) only_as_float_[arg.ref] = false;
+      if (arg.kind == EKind::LocalRead) packed_[arg.ref] = false;
       if (arg.kind == EKind::VarRef) stored_only_[arg.ref] = false;
     }
   }
@@ -40,6 +48,19 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
     only_as_float_[v] = only_as_float_[v] && float_copy_[v];
     stored_only_[v] = stored_only_[v] && singleLet(static_cast<VarId>(v));
   }
+  // An mma reads both operands in one form: until nothing changes, an mma with an operand that cannot be
+  // packed (or a B offset inside a register) unpacks the other.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Stmt* mma : mmas_) {
+      const VarId a = mma->mma_operands[0], b = mma->mma_operands[1];
+      const bool both = packed_[a] && packed_[b] && mma->b_offset % valuesPerRegister(k_.vars[b].dtype) == 0;
+      if (!both && (packed_[a] || packed_[b])) {
+        packed_[a] = packed_[b] = false;
+        changed = true;
+      }
+    }
+  }
 }
 
 void VarUses::walk(const std::vector<Stmt>& stmts) {
@@ -48,14 +69,25 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
       ++writes_[st.var];
       if (st.kind == SKind::Let) definition_[st.var] = st.a;
       if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) float_copy_[st.var] = false;
+      if (st.kind != SKind::Ldmatrix && st.kind != SKind::Declare) packed_[st.var] = false;
     }
+    if (st.kind == SKind::Ldmatrix) {
+      // Whole registers from the shared array's own type, at a constant offset.
+      const KVar& to = k_.vars[st.var];
+      const KExpr& at = k_.exprs[st.b];
+      if (k_.vars[st.mma_operands[0]].dtype != to.dtype || at.kind != EKind::ConstInt ||
+          at.i % valuesPerRegister(to.dtype) != 0) {
+        packed_[st.var] = false;
+      }
+    }
+    if (st.kind == SKind::Mma) mmas_.push_back(&st);
     DataType stored = DataType::Null;  // the type a store of st.b rounds to
     if (st.kind == SKind::Store) stored = k_.tensors[st.tensor].dtype;
     if (st.kind == SKind::LocalWrite && k_.vars[st.var].storage) stored = k_.vars[st.var].dtype;
     for (ExprId id : {st.a, st.b, st.c}) {
       if (id < 0) continue;
       const KExpr& x = k_.exprs[id];
-      if (x.kind == EKind::LocalRead) only_as_float_[x.ref] = false;
+      if (x.kind == EKind::LocalRead) only_as_float_[x.ref] = packed_[x.ref] = false;
       if (x.kind == EKind::VarRef && !(id == st.b && stored == k_.vars[x.ref].dtype)) stored_only_[x.ref] = false;
     }
     walk(st.body);

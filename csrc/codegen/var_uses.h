@@ -1,7 +1,8 @@
 // What the emitter's rewrites need to know of a kernel's vars, from one walk of its statements and
 // expressions: which scalars a single Let defines (their expression may be looked through), which 8-bit
-// integer arrays are read as floats (they get a float copy filled straight from their vector loads), and
-// which narrow-float scalars only stores of their own type read (they may hold the value unrounded).
+// integer arrays are read as floats (they get a float copy filled straight from their vector loads),
+// which narrow-float scalars only stores of their own type read (they may hold the value unrounded), and
+// which mma fragments may stay as the registers ldmatrix loads.
 #pragma once
 
 #include "kernel/kernel_ir.h"
@@ -24,6 +25,11 @@ class VarUses {
   // A bf16, half, e4m3fn or e5m2 scalar of a single Let that only stores into its own type read (as the
   // stored value: a store rounds to its type).
   bool storedOnly(VarId v) const { return stored_only_[v]; }
+  // An mma operand fragment that only ldmatrix writes (at whole registers) and only mma statements read,
+  // each with an operand that is such a fragment too: it may be held as the 32-bit registers themselves.
+  bool packedFragment(VarId v) const { return packed_[v]; }
+  // The values of `dtype` one 32-bit fragment register holds.
+  static int64_t valuesPerRegister(DataType dtype) { return 4 / sizeOf(dtype); }
 
  private:
   void walk(const std::vector<Stmt>& stmts);
@@ -31,7 +37,8 @@ class VarUses {
   const Kernel& k_;
   std::vector<int> writes_;
   std::vector<ExprId> definition_;
-  std::vector<bool> float_copy_, only_as_float_, stored_only_;
+  std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_;
+  std::vector<const Stmt*> mmas_;
 };
 
 }  // namespace braze::kernel

@@ -361,6 +361,26 @@ TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
   EXPECT_NE(sass->find("STS "), std::string::npos) << *sass;
 }
 
+// Fragments that ldmatrix loads and only mma reads stay the 32-bit registers ldmatrix loaded: each mma
+// takes them as they are (braze_mma_*_w). Unpacked into their values and packed again, an int8 fragment
+// cost NVRTC about nine PRMT per IMMA (seed 002's s8 bmm with B given [batch, n, k]: 560 PRMT to 64 IMMA).
+TEST(CpAsync, LdmatrixFragmentsStayPackedForTheMma) {
+  const testing::KernelCase c = testing::matmulCase({2, 1024, 1024}, {2, 1024, 1024}, DataType::Int8, true, DataType::Null, 14);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  const kernel::Kernel& k = testing::onlyKernel(compiled);
+  ASSERT_NE(k.summary.find("(A k-major, B k-major)"), std::string::npos) << k.summary;
+  const std::string source = kernel::emitCuda(k);
+  EXPECT_NE(source.find("unsigned fa[4];  // packed: 4 values per register"), std::string::npos) << source;
+  EXPECT_NE(source.find("braze_mma_m16n8k32_s8_w(acc, fa, fb, acc);"), std::string::npos) << source;
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = runtime::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  EXPECT_NE(sass->find("IMMA"), std::string::npos) << *sass;
+  EXPECT_EQ(sass->find("PRMT"), std::string::npos) << *sass;
+}
+
 // Seed 000's second GEMM: bf16 operands quantized to e4m3fn in the prologue (through registers), which
 // equals the reference on the test device, and whose SASS has no double-precision arithmetic: the quotient
 // is divided in float and moved off fp8 ties (braze_quotient_for_fp8), and each value is rounded once,
