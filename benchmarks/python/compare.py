@@ -291,6 +291,9 @@ def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
     parser.add_argument("--sweep", action="store_true", help="also time other heuristic tunings of each case")
+    parser.add_argument("--tunings", default="",
+                        help="with --sweep: time these BRAZE_TUNING strings, separated by ';', instead of the sweep's space "
+                             "(\"\" is the heuristic's own choice)")
     args = parser.parse_args()
     gen = torch.Generator(device="cuda").manual_seed(0)
     # Copy roofline: 256 MiB copied device to device.
@@ -370,8 +373,9 @@ def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
         packed_us = peer_us(lambda xs: torch._weight_int8pack_mm(*xs), input_sets, args.reps)
         print(f"{'  torch._weight_int8pack_mm':26} {'':9} {'':9} {packed_us:9.1f}", flush=True)
     if args.sweep:
+        space = MATMUL_SWEEP if "matmul" in " ".join(summaries(fd)) else SWEEP
         sweep(fd, sample, want, input_sets, bytes_in + bytes_out, copy_gbs, args.reps,
-              MATMUL_SWEEP if "matmul" in " ".join(summaries(fd)) else SWEEP)
+              [t.strip() for t in args.tunings.split(";")] if args.tunings else list(tunings(space)))
     tuned(fd, "")
 
 
@@ -393,10 +397,10 @@ def tunings(space):
         yield ",".join(items)
 
 
-def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps, space=SWEEP):
+def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps, candidates):
     seen, rows = set(), []
     host = [host_copy(t) for t in sample]  # once: copying a large input to the host takes a while
-    for tuning in tunings(space):
+    for tuning in candidates:
         # Planning is cheap; compiling is not: only new sources go further.
         sources = bx.cuda_code_for(fd, host, target=f"{device_preset()}:{tuning}")
         if sources in seen:

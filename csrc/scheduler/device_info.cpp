@@ -44,6 +44,8 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_slice_bytes", &HeuristicTuning::matmul_slice_bytes, 0, 256, true},  // 0 or a power of two
     {"matmul_block_m", &HeuristicTuning::matmul_block_m, 0, 256, true},
     {"matmul_block_n", &HeuristicTuning::matmul_block_n, 0, 256, true},
+    {"matmul_warps_m", &HeuristicTuning::matmul_warps_m, 0, 8, true},
+    {"matmul_warps_n", &HeuristicTuning::matmul_warps_n, 0, 8, true},
     {"matmul_loads_ahead", &HeuristicTuning::matmul_loads_ahead, 0, 1, false},
 };
 

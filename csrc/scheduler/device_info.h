@@ -20,11 +20,13 @@ struct HeuristicTuning {
   int64_t max_unroll = 4;             // 1D pointwise: vector chunks per thread, at most (a power of two)
   int64_t max_rows_per_thread = 8;    // 2D pointwise tiles: rows per thread, at most (a power of two)
   int64_t persistent_values = 96;     // persistent rows: values a thread keeps in registers, at most
-  // Staged matmuls (0: the heuristic's choice): shared-memory stages, bytes of K per slice, and the block
-  // tile's rows and columns (with 2 x 4 warps; the tile is then used wherever it fits the problem).
+  // Staged matmuls (0: the heuristic's choice): shared-memory stages, bytes of K per slice, the block
+  // tile's rows and columns, and its warps along each (2 x 4 where only the tile is set; the tile is then
+  // used wherever it fits the problem).
   int64_t matmul_stages = 0;
   int64_t matmul_slice_bytes = 0;
   int64_t matmul_block_m = 0, matmul_block_n = 0;
+  int64_t matmul_warps_m = 0, matmul_warps_n = 0;
   // 1: an operand staged through registers loads its next slice before the mmas of the current one
   // (MatmulParams::loads_ahead); 0: when its stage is refilled.
   int64_t matmul_loads_ahead = 1;

@@ -80,11 +80,19 @@ void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulP
   const int64_t element = sizeOf(problem.operand);
   p.loads_ahead = tuning.matmul_loads_ahead != 0;
   if (tuning.matmul_slice_bytes > 0) p.block_k = std::max(tuning.matmul_slice_bytes, kernel::mmaDims(p.shape).k * element) / element;
-  if (tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0) {
-    p.warps_m = 2;
-    p.warps_n = 4;
-    p.tiles_m = std::max<int64_t>(tuning.matmul_block_m > 0 ? tuning.matmul_block_m : p.blockRows(), 32) / 32;
-    p.tiles_n = std::max<int64_t>(tuning.matmul_block_n > 0 ? tuning.matmul_block_n : p.blockCols(), 32) / 32;
+  const bool tile = tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0;
+  if (tile || tuning.matmul_warps_m > 0 || tuning.matmul_warps_n > 0) {
+    const int64_t rows = tuning.matmul_block_m > 0 ? tuning.matmul_block_m : p.blockRows();
+    const int64_t cols = tuning.matmul_block_n > 0 ? tuning.matmul_block_n : p.blockCols();
+    p.warps_m = tuning.matmul_warps_m > 0 ? tuning.matmul_warps_m : tile ? 2 : p.warps_m;
+    p.warps_n = tuning.matmul_warps_n > 0 ? tuning.matmul_warps_n : tile ? 4 : p.warps_n;
+    // Each warp at least one mma tile; a warp count the block cannot use is cut to the tile's.
+    const int64_t mma_n = 8;
+    p.warps_m = std::min(p.warps_m, std::max<int64_t>(rows / 16, 1));
+    p.warps_n = std::min(p.warps_n, std::max<int64_t>(cols / mma_n, 1));
+    while (p.warps_m * p.warps_n > 32) (p.warps_n > 1 ? p.warps_n : p.warps_m) /= 2;  // 1024 threads at most
+    p.tiles_m = std::max<int64_t>(rows / (16 * p.warps_m), 1);
+    p.tiles_n = std::max<int64_t>(cols / (mma_n * p.warps_n), 1);
     p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
     p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
     p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;

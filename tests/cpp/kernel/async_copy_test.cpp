@@ -472,6 +472,15 @@ TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
               std::string::npos) << k.summary;
     EXPECT_GT(k.shared_bytes, 48 * 1024);
   }
+  // Sixteen warps of 64 x 32 outputs in a 256 x 128 tile.
+  tuned.tuning = HeuristicTuning::parse("matmul_block_m=256, matmul_block_n=128, matmul_warps_m=4, matmul_warps_n=4");
+  const testing::KernelCase c = testing::matmulCase({300, 136}, {136, 200}, DataType::BFloat16, false, DataType::Null, 11);
+  runtime::SimDeviceOps device;
+  runtime::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
+  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "sixteen warps");
+  const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+  EXPECT_NE(k.summary.find("4x4 warps of 4x4 tiles (256x128 outputs per block)"), std::string::npos) << k.summary;
+  EXPECT_EQ(k.block[0], 512);
 }
 
 }  // namespace

@@ -178,6 +178,21 @@ TEST(MatmulHeuristics, TuningSetsTilesSlicesAndStagesWithinSharedMemory) {
   a100.tuning = HeuristicTuning::parse("matmul_slice_bytes=16");
   EXPECT_EQ(matmulHeuristics(a100, bf16).block_k, 16);
   EXPECT_THROW(HeuristicTuning::parse("matmul_slice_bytes=48"), Error);
+  // Warps: 4 x 4 warps of 64 x 32 outputs share the H100's 256 x 128 tile; alone, the warp fields keep
+  // the heuristic's tile.
+  DeviceInfo h100 = DeviceInfo::h100Sxm();
+  h100.tuning = HeuristicTuning::parse("matmul_warps_m=4, matmul_warps_n=4");
+  const MatmulParams warps = matmulHeuristics(h100, bf16);
+  EXPECT_EQ(warps.blockRows(), 256);
+  EXPECT_EQ(warps.blockCols(), 128);
+  EXPECT_EQ(warps.warps_m * warps.warps_n, 16);
+  EXPECT_EQ(warps.tiles_m, 4);
+  EXPECT_EQ(warps.tiles_n, 4);
+  // A tile narrower than its warps keeps one mma tile per warp: 32 columns hold 4 warps, not 8.
+  h100.tuning = HeuristicTuning::parse("matmul_block_n=32, matmul_warps_m=1, matmul_warps_n=8");
+  const MatmulParams narrow = matmulHeuristics(h100, bf16);
+  EXPECT_EQ(narrow.warps_n, 4);
+  EXPECT_EQ(narrow.blockCols(), 32);
 }
 
 TEST(MatmulHeuristics, FewTilesAndALongKSplitK) {
