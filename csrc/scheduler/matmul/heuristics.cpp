@@ -22,7 +22,8 @@ std::string MatmulParams::toString() const {
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
                                 "(A {}, B {})",
                                 stages, block_k, order(a_order, a_async), order(b_order, b_async));
-  std::string raster = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+  std::string raster = stages >= 2 && fragmentsAhead() ? ", fragments double-buffered" : "";
+  if (raster_group > 1) raster += fmt::format(", blocks in groups of {} rows", raster_group);
   if (split_k > 1) raster += fmt::format(", K split among {} blocks per tile", split_k);
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}{}", kernel::toString(shape),
                      warps_m, warps_n, tiles_m, tiles_n, blockRows(), blockCols(), staging, raster);
@@ -79,6 +80,9 @@ void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulP
   const HeuristicTuning& tuning = device.tuning;
   const int64_t element = sizeOf(problem.operand);
   p.loads_ahead = tuning.matmul_loads_ahead != 0;
+  // Not with an operand staged through registers: its slice in flight holds registers too (the s8 bmm
+  // with a row-major B spilled with both).
+  p.fragments_ahead = tuning.matmul_fragments_ahead != 0 && p.a_async && p.b_async;
   if (tuning.matmul_slice_bytes > 0) p.block_k = std::max(tuning.matmul_slice_bytes, kernel::mmaDims(p.shape).k * element) / element;
   const bool tile = tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0;
   if (tile || tuning.matmul_warps_m > 0 || tuning.matmul_warps_n > 0) {
@@ -148,10 +152,14 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     const bool large_fits = fourStagesFit(large_slice);
     const bool long_k = problem.k >= 1024;
     if (copied && large_fits && long_k && blocksOf(256, 128) >= device.sm_count) {
-      p.warps_m = 2;
-      p.warps_n = 4;
-      p.tiles_m = 8;
-      p.tiles_n = 4;
+      // 16-bit operands: 4 x 2 warps of 64 x 64 (8 ldmatrix per 32 mmas, against 10 for 128 x 32): 428 us
+      // against 445 on the H200's bf16 4096^3 (compare.py --sweep). 8-bit ones: 2 x 4 warps of 128 x 32,
+      // which the s8 bmm measured faster than 4 x 4 warps (126 us against 138).
+      const bool wide_warps = sizeOf(problem.operand) == 2;
+      p.warps_m = wide_warps ? 4 : 2;
+      p.warps_n = wide_warps ? 2 : 4;
+      p.tiles_m = wide_warps ? 4 : 8;
+      p.tiles_n = wide_warps ? 8 : 4;
       p.stages = 4;
       p.block_k = large_slice / sizeOf(problem.operand);
     } else if (sizeOf(problem.operand) == 2 && p.a_async && p.b_async && blocksOf(128, 128) >= device.sm_count) {

@@ -57,6 +57,11 @@ struct MatmulParams {
   // An operand through registers whose tiles are whole loads its next slice before this slice's mmas and
   // writes it after them (its loads in flight meanwhile).
   bool loads_ahead = true;
+  // Two sets of fragment registers: each k step's mmas run while the next step's fragments load, and the
+  // last step's while the block waits for the next slice and loads its first fragments (needs an even
+  // number of k steps per slice).
+  bool fragments_ahead = false;
+  bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }
   std::string toString() const;  // heads the kernel's source

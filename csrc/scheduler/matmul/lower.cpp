@@ -82,24 +82,34 @@ void MatmulLowering::mma() {
   };
   const ExprId zero = zeroOf(operand);
 
-  std::vector<VarId> acc, fa, fb;
+  std::vector<VarId> acc;
+  // fa[set][tm], fb[set][array]: one set of fragments, or two (fragments_ahead, staged) that alternate.
+  std::vector<VarId> fa[2], fb[2];
+  const int64_t k_steps = p.stages >= 2 ? p.block_k / dims.k : 0;
+  const bool fragments_ahead = p.fragmentsAhead();
   // Staged, an even number of n-tiles: each B array holds two tiles' fragments, which one ldmatrix.x4 loads.
   const int64_t b_per_array = p.stages >= 2 && p.tiles_n % 2 == 0 ? 2 : 1;
   for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type_, dims.c_values));
-  for (int64_t i = 0; i < p.tiles_m; ++i) fa.push_back(kb.arrayVar("fa", operand, dims.a_values));
-  for (int64_t i = 0; i < p.tiles_n / b_per_array; ++i) fb.push_back(kb.arrayVar("fb", operand, b_per_array * dims.b_values));
+  for (int set = 0; set < (fragments_ahead ? 2 : 1); ++set) {
+    for (int64_t i = 0; i < p.tiles_m; ++i) fa[set].push_back(kb.arrayVar("fa", operand, dims.a_values));
+    for (int64_t i = 0; i < p.tiles_n / b_per_array; ++i) {
+      fb[set].push_back(kb.arrayVar("fb", operand, b_per_array * dims.b_values));
+    }
+  }
   for (VarId v : acc) {
     kb.declare(v);
     for (int64_t i = 0; i < dims.c_values; ++i) kb.localWrite(v, kb.index(i), zeroOf(acc_type_));
   }
-  for (VarId v : fa) kb.declare(v);
-  for (VarId v : fb) kb.declare(v);
+  for (int set = 0; set < 2; ++set) {
+    for (VarId v : fa[set]) kb.declare(v);
+    for (VarId v : fb[set]) kb.declare(v);
+  }
 
-  auto mmas = [&] {
+  auto mmas = [&](int set) {
     for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
       for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
         const VarId d = acc[tm * p.tiles_n + tn];
-        kb.mma(p.shape, d, fa[tm], fb[tn / b_per_array], d, static_cast<int32_t>((tn % b_per_array) * dims.b_values));
+        kb.mma(p.shape, d, fa[set][tm], fb[set][tn / b_per_array], d, static_cast<int32_t>((tn % b_per_array) * dims.b_values));
       }
     }
   };
@@ -123,44 +133,80 @@ void MatmulLowering::mma() {
       kb.close();
       kb.cpAsyncCommit();
     }
+    const LdmatrixPattern pa = ldmatrixPatternA(p.a_order);
+    const LdmatrixPattern pb = b_per_array == 2 ? ldmatrixPatternBPair(p.b_order) : ldmatrixPatternB(p.b_order);
+    // The warp's fragments of k step ks of the slice in `stage`, into fragment set `set`.
+    auto loadFragments = [&](int set, ExprId stage, int64_t ks) {
+      for (int64_t tm = 0; tm < p.tiles_m; ++tm) loadFragment(ta, pa, fa[set][tm], stage, warp_m, tm * 16, ks * dims.k);
+      for (int64_t f = 0; f < p.tiles_n / b_per_array; ++f) {
+        loadFragment(tb, pb, fb[set][f], stage, warp_n, f * b_per_array * 8, ks * dims.k);
+      }
+    };
+    // Slice kt has landed (this thread's copies), and every thread is past reading the stage refilled next.
+    auto sliceReady = [&] {
+      kb.cpAsyncWait(static_cast<int>(p.stages - 2));
+      kb.barrier();
+    };
+    if (fragments_ahead) {
+      // The first slice's first fragments before the loop; each iteration's barrier is then at its last k
+      // step, where slice kt + 1 has landed and every warp is past reading slice kt - 1's stage.
+      sliceReady();
+      kb.openIf(kb.lt(kb.index(0), count));
+      loadFragments(0, kb.index(0), 0);
+      kb.close();
+    }
     const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
     kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
-    // Slice kt has landed (this thread's copies), and every thread is past reading the stage refilled next.
-    kb.cpAsyncWait(static_cast<int>(p.stages - 2));
-    kb.barrier();
+    if (!fragments_ahead) sliceReady();
     const ExprId next = kb.add(kb.ref(kt), kb.index(p.stages - 1));
     const ExprId refill = kb.mod(next, kb.index(p.stages));
     // An operand staged through registers whose tiles are whole loads its next slice now and writes it to
-    // the refilled stage after this slice's mmas, so the loads are in flight meanwhile (cp.async needs no
-    // such help). Its loads read slice min(next, count - 1), always inside the operand; the writes happen
-    // only for a slice there is (the refilled stage is read by no later iteration otherwise).
+    // the refilled stage after this slice's mmas (with fragments ahead: before the last k step's barrier),
+    // so the loads are in flight meanwhile (cp.async needs no such help). Its loads read slice min(next,
+    // count - 1), always inside the operand; the writes happen only for a slice there is (the refilled
+    // stage is read by no later iteration otherwise).
     const bool defer_a = p.loads_ahead && !ta.async && ta.whole, defer_b = p.loads_ahead && !tb.async && tb.whole;
-    kb.openIf(kb.lt(next, count));
-    if (!defer_a) copySlice(ta, kb.add(first, next), refill);
-    if (!defer_b) copySlice(tb, kb.add(first, next), refill);
-    kb.close();
-    kb.cpAsyncCommit();
+    // The refill's copies (one commit group per iteration). With fragments ahead they follow the first k
+    // step's mmas, which then need not wait behind their address arithmetic.
+    auto refillStage = [&] {
+      kb.openIf(kb.lt(next, count));
+      if (!defer_a) copySlice(ta, kb.add(first, next), refill);
+      if (!defer_b) copySlice(tb, kb.add(first, next), refill);
+      kb.close();
+      kb.cpAsyncCommit();
+    };
+    if (!fragments_ahead) refillStage();
     std::vector<Stmt> deferred;
     const ExprId ahead = kb.add(first, kb.min(next, kb.sub(count, kb.index(1))));
     if (defer_a) storeSlice(ta, ahead, refill, &deferred);
     if (defer_b) storeSlice(tb, ahead, refill, &deferred);
-    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
-    const LdmatrixPattern pa = ldmatrixPatternA(p.a_order);
-    const LdmatrixPattern pb = b_per_array == 2 ? ldmatrixPatternBPair(p.b_order) : ldmatrixPatternB(p.b_order);
-    for (int64_t ks = 0; ks < p.block_k / dims.k; ++ks) {
-      for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
-        loadFragment(ta, pa, fa[tm], stage, warp_m, tm * 16, ks * dims.k);
-      }
-      for (int64_t f = 0; f < p.tiles_n / b_per_array; ++f) {
-        loadFragment(tb, pb, fb[f], stage, warp_n, f * b_per_array * 8, ks * dims.k);
-      }
-      mmas();
-    }
-    if (!deferred.empty()) {
+    auto storeDeferred = [&] {
+      if (deferred.empty()) return;
       kb.openIf(kb.lt(next, count));
       kb.current() = std::move(deferred);
       kb.close();
+    };
+    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
+    for (int64_t ks = 0; ks < k_steps; ++ks) {
+      if (!fragments_ahead) {
+        loadFragments(0, stage, ks);
+        mmas(0);
+        continue;
+      }
+      const int set = static_cast<int>(ks % 2);
+      if (ks + 1 < k_steps) {
+        loadFragments(1 - set, stage, ks + 1);
+      } else {
+        storeDeferred();
+        sliceReady();
+        kb.openIf(kb.lt(kb.add(kb.ref(kt), kb.index(1)), count));
+        loadFragments(1 - set, kb.mod(kb.add(kb.ref(kt), kb.index(1)), kb.index(p.stages)), 0);
+        kb.close();
+      }
+      mmas(set);
+      if (ks == 0) refillStage();
     }
+    if (!fragments_ahead) storeDeferred();
     kb.close();
   } else {
     const VarId kk = kb.scalarVar("kk", DataType::Int64, /*is_index=*/true);
@@ -173,7 +219,7 @@ void MatmulLowering::mma() {
           const ExprId c = kb.add(kb.ref(kk), laneLinear(kb, g, t, [&](int l) { return mmaAPosition(p.shape, l, i).col; }));
           const ExprId valid = kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.k)));
           const ExprId v = valueOfA({kb.min(r, kb.index(s.m - 1)), false}, {kb.min(c, kb.index(s.k - 1)), false});
-          kb.localWrite(fa[tm], kb.index(i), kb.select(valid, v, zero));
+          kb.localWrite(fa[0][tm], kb.index(i), kb.select(valid, v, zero));
         }
       });
     }
@@ -185,11 +231,11 @@ void MatmulLowering::mma() {
                                   laneLinear(kb, g, t, [&](int l) { return mmaBPosition(p.shape, l, i).col; }));
           const ExprId valid = kb.land(kb.lt(r, kb.index(s.k)), kb.lt(c, kb.index(s.n)));
           const ExprId v = valueOfB({kb.min(r, kb.index(s.k - 1)), false}, {kb.min(c, kb.index(s.n - 1)), false});
-          kb.localWrite(fb[tn], kb.index(i), kb.select(valid, v, zero));
+          kb.localWrite(fb[0][tn], kb.index(i), kb.select(valid, v, zero));
         }
       });
     }
-    mmas();
+    mmas(0);
     kb.close();
   }
 

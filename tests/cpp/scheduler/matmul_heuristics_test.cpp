@@ -104,7 +104,7 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   // Three stages of A and B tiles stay under the 48 KiB a launch gets without opting in.
   EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), 48 * 1024);
   // 1024 x 1024 in 128 x 128 tiles is 64 blocks, under an H100's 132 SMs: 64 x 64 tiles. 4096 x 4096 fills
-  // them with 512 blocks of 256 x 128 (eight warps of 128 x 32), four stages of 128-byte slices (192 KiB,
+  // them with 512 blocks of 256 x 128 (4 x 2 warps of 64 x 64), four stages of 128-byte slices (192 KiB,
   // opted into); on an A100, whose blocks opt into 163 KiB, 1024 blocks of 128 x 128 in four 64-byte stages.
   EXPECT_EQ(p.blockRows() * p.blockCols(), 64 * 64);
   MatmulProblem large = bf16;
@@ -112,7 +112,9 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   const MatmulParams big = matmulHeuristics(DeviceInfo::h100Sxm(), large);
   EXPECT_EQ(big.blockRows(), 256);
   EXPECT_EQ(big.blockCols(), 128);
-  EXPECT_EQ(big.warps_m * big.warps_n, 8);
+  EXPECT_EQ(big.warps_m, 4);
+  EXPECT_EQ(big.warps_n, 2);
+  EXPECT_TRUE(big.fragmentsAhead());
   EXPECT_EQ(big.grid, 16 * 32);
   EXPECT_EQ(big.stages, 4);
   EXPECT_EQ(big.block_k, 64);
