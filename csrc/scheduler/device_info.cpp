@@ -47,7 +47,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_warps_m", &HeuristicTuning::matmul_warps_m, 0, 8, true},
     {"matmul_warps_n", &HeuristicTuning::matmul_warps_n, 0, 8, true},
     {"matmul_loads_ahead", &HeuristicTuning::matmul_loads_ahead, 0, 1, false},
-    {"matmul_fragments_ahead", &HeuristicTuning::matmul_fragments_ahead, 0, 1, false},
+    {"matmul_fragments_ahead", &HeuristicTuning::matmul_fragments_ahead, -1, 1, false},
 };
 
 std::string_view trim(std::string_view text) {

@@ -30,9 +30,9 @@ struct HeuristicTuning {
   // 1: an operand staged through registers loads its next slice before the mmas of the current one
   // (MatmulParams::loads_ahead); 0: when its stage is refilled.
   int64_t matmul_loads_ahead = 1;
-  // 1: two sets of fragment registers, the next k step's loading during this one's mmas
-  // (MatmulParams::fragments_ahead); 0: one set.
-  int64_t matmul_fragments_ahead = 1;
+  // Fragment registers (MatmulParams::fragments_ahead): 1, two sets, the next k step's loading during
+  // this one's mmas; 0, one set; -1, the heuristic's choice.
+  int64_t matmul_fragments_ahead = -1;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

@@ -135,6 +135,11 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   MatmulProblem short_k = large;
   short_k.k = 768;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).blockRows(), 128);
+  // One set of fragments there (two would halve its blocks per SM), unless tuned.
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).fragmentsAhead());
+  DeviceInfo forced = DeviceInfo::h100Sxm();
+  forced.tuning = HeuristicTuning::parse("matmul_fragments_ahead=1");
+  EXPECT_TRUE(matmulHeuristics(forced, short_k).fragmentsAhead());
   short_k.k = 64;
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).stages, 2);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
