@@ -48,6 +48,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_warps_n", &HeuristicTuning::matmul_warps_n, 0, 8, true},
     {"matmul_loads_ahead", &HeuristicTuning::matmul_loads_ahead, 0, 1, false},
     {"matmul_fragments_ahead", &HeuristicTuning::matmul_fragments_ahead, -1, 1, false},
+    {"matmul_copy_parts", &HeuristicTuning::matmul_copy_parts, 0, 16, false},
 };
 
 std::string_view trim(std::string_view text) {

@@ -33,6 +33,9 @@ struct HeuristicTuning {
   // Fragment registers (MatmulParams::fragments_ahead): 1, two sets, the next k step's loading during
   // this one's mmas; 0, one set; -1, the heuristic's choice.
   int64_t matmul_fragments_ahead = -1;
+  // With fragments ahead: the parts a slice's refill copies are issued in, one after each k step's mmas
+  // (0: one per k step before the last; 1: all at once).
+  int64_t matmul_copy_parts = 0;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

@@ -83,6 +83,7 @@ void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulP
   // Never with an operand staged through registers: its slice in flight holds registers too (the s8 bmm
   // with a row-major B spilled with both).
   if (tuning.matmul_fragments_ahead >= 0) p.fragments_ahead = tuning.matmul_fragments_ahead == 1 && p.a_async && p.b_async;
+  p.copy_parts = tuning.matmul_copy_parts;
   if (tuning.matmul_slice_bytes > 0) p.block_k = std::max(tuning.matmul_slice_bytes, kernel::mmaDims(p.shape).k * element) / element;
   const bool tile = tuning.matmul_block_m > 0 || tuning.matmul_block_n > 0;
   if (tile || tuning.matmul_warps_m > 0 || tuning.matmul_warps_n > 0) {

@@ -61,6 +61,9 @@ struct MatmulParams {
   // last step's while the block waits for the next slice and loads its first fragments (needs an even
   // number of k steps per slice).
   bool fragments_ahead = false;
+  // With fragments ahead, the parts a slice's refill copies are issued in (after the mmas of k steps 0,
+  // 1, ...): at most the k steps before the last; 0 means that many.
+  int64_t copy_parts = 0;
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }

@@ -166,16 +166,27 @@ void MatmulLowering::mma() {
     // count - 1), always inside the operand; the writes happen only for a slice there is (the refilled
     // stage is read by no later iteration otherwise).
     const bool defer_a = p.loads_ahead && !ta.async && ta.whole, defer_b = p.loads_ahead && !tb.async && tb.whole;
-    // The refill's copies (one commit group per iteration). With fragments ahead they follow the first k
-    // step's mmas, which then need not wait behind their address arithmetic.
-    auto refillStage = [&] {
+    // The refill's copies, one commit group per iteration. With fragments ahead they are spread over the
+    // k steps before the last, after each step's mmas: issued at once, they filled the load/store unit's
+    // queue and stalled the warps behind them (Nsight Compute's lg_throttle, the largest stall of the s8
+    // bmm on an H200), and the mmas waited behind their address arithmetic.
+    const int64_t copies_a = defer_a ? 0 : copiesPerThread(ta), copies_b = defer_b ? 0 : copiesPerThread(tb);
+    const int64_t most_parts = p.copy_parts > 0 ? std::min(p.copy_parts, k_steps - 1) : k_steps - 1;
+    const int64_t refill_parts = fragments_ahead ? std::max<int64_t>(1, std::min(most_parts, copies_a + copies_b)) : 1;
+    auto refillPart = [&](int64_t part) {
+      const int64_t from = part * (copies_a + copies_b) / refill_parts, to = (part + 1) * (copies_a + copies_b) / refill_parts;
       kb.openIf(kb.lt(next, count));
-      if (!defer_a) copySlice(ta, kb.add(first, next), refill);
-      if (!defer_b) copySlice(tb, kb.add(first, next), refill);
+      if (refill_parts == 1) {
+        if (!defer_a) copySlice(ta, kb.add(first, next), refill);
+        if (!defer_b) copySlice(tb, kb.add(first, next), refill);
+      } else {
+        if (from < copies_a) copySlice(ta, kb.add(first, next), refill, from, std::min(to, copies_a));
+        if (to > copies_a) copySlice(tb, kb.add(first, next), refill, std::max<int64_t>(from - copies_a, 0), to - copies_a);
+      }
       kb.close();
-      kb.cpAsyncCommit();
+      if (part == refill_parts - 1) kb.cpAsyncCommit();
     };
-    if (!fragments_ahead) refillStage();
+    if (!fragments_ahead) refillPart(0);
     std::vector<Stmt> deferred;
     const ExprId ahead = kb.add(first, kb.min(next, kb.sub(count, kb.index(1))));
     if (defer_a) storeSlice(ta, ahead, refill, &deferred);
@@ -204,7 +215,7 @@ void MatmulLowering::mma() {
         kb.close();
       }
       mmas(set);
-      if (ks == 0) refillStage();
+      if (ks < refill_parts) refillPart(ks);
     }
     if (!fragments_ahead) storeDeferred();
     kb.close();
@@ -413,8 +424,9 @@ void MatmulLowering::storeSlice(const Staging& t, ExprId slice, ExprId stage, st
   }
 }
 
-void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
+void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage, int64_t begin, int64_t end) {
   if (!t.async) {
+    BRAZE_ASSERT(begin == 0 && end < 0, "a slice staged through registers is stored whole");
     storeSlice(t, slice, stage);
     return;
   }
@@ -423,7 +435,8 @@ void MatmulLowering::copySlice(const Staging& t, ExprId slice, ExprId stage) {
   const int64_t total = t.rows * t.chunks;
   const int64_t element = sizeOf(t.operand->dtype()), per_chunk = 16 / element;
   const int64_t k_extent = s_.k;
-  for (int64_t first = 0; first < total; first += threads) {
+  const int64_t last = end < 0 ? total : std::min(total, end * threads);
+  for (int64_t first = begin * threads; first < last; first += threads) {
     const ExprId q = kb.add(kb.threadIdx(0), kb.index(first));
     const ExprId row = kb.div(q, kb.index(t.chunks)), chunk = kb.mod(q, kb.index(t.chunks));
     // The chunk's first (k, m or n) and how many of its elements lie inside the operand.

@@ -64,7 +64,9 @@ class MatmulLowering {
   // (storeSlice) values computed in registers and written to the tile. With `deferred` (whole tiles only),
   // storeSlice emits the loads where it is called and leaves the computing and writing to *deferred, so
   // that the loads are in flight while the block's mmas run.
-  void copySlice(const Staging& t, ExprId slice, ExprId stage);
+  // cp.async copies [begin, end) of the thread's ceilDiv(rows x chunks, threads) (end -1: to the last).
+  void copySlice(const Staging& t, ExprId slice, ExprId stage, int64_t begin = 0, int64_t end = -1);
+  int64_t copiesPerThread(const Staging& t) const { return ceilDiv(t.rows * t.chunks, ctx_.kernel.threadsPerBlock()); }
   void storeSlice(const Staging& t, ExprId slice, ExprId stage, std::vector<Stmt>* deferred = nullptr);
   // Split-K: every block writes its accumulators to a workspace and counts itself in; the block that
   // arrives last sums every split's accumulators in split order (the same sum whichever block is last)
