@@ -161,13 +161,15 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
       p.warps_n = wide_warps ? 2 : 4;
       p.tiles_m = wide_warps ? 4 : 8;
       p.tiles_n = wide_warps ? 8 : 4;
-      p.stages = 4;
       p.block_k = large_slice / sizeOf(problem.operand);
       // Two sets of fragments where both operands are copied as stored (one block per SM either way):
       // H200, bf16 4096^3 382 us against 429 with one set; seed 002's s8 bmm 96 against 101. Not for the
       // smaller tiles: seed 000's QKV GEMM (128 x 128 tiles) took 503 us against 450, its blocks per SM
       // halved by the registers.
       p.fragments_ahead = p.a_async && p.b_async;
+      // Four stages; three for 8-bit operands with two sets of fragments (seed 002's s8 bmm: 88 us against
+      // 94 on the H200; 128 against 127 with a row-major B, which keeps four).
+      p.stages = sizeOf(problem.operand) == 1 && p.fragments_ahead ? 3 : 4;
     } else if (sizeOf(problem.operand) == 2 && p.a_async && p.b_async && blocksOf(128, 128) >= device.sm_count) {
       p.warps_m = 2;
       p.warps_n = 4;
