@@ -399,12 +399,14 @@ ExprId KernelBuilder::localRead(VarId array, ExprId at) {
   return intern(e);
 }
 
-int64_t KernelBuilder::divisibility(ExprId id) const { return kernel::divisibility(k_, id); }
+int64_t KernelBuilder::divisibility(ExprId id) const {
+  return kernel::divisibility(k_, id, [this](VarId var) { return boundValue(var); });
+}
 
-int64_t divisibility(const Kernel& k, ExprId id) {
+int64_t divisibility(const Kernel& k, ExprId id, const std::function<std::optional<ExprId>(VarId)>& bound) {
   static constexpr int64_t kMax = int64_t{1} << 20;
   const KExpr& e = k.exprs[id];
-  auto divisibility = [&](ExprId arg) { return kernel::divisibility(k, arg); };
+  auto divisibility = [&](ExprId arg) { return kernel::divisibility(k, arg, bound); };
   auto pow2 = [](int64_t v) { return v == 0 ? kMax : std::min<int64_t>(kMax, v & -v); };
   switch (e.kind) {
     case EKind::ConstInt: return pow2(e.i < 0 ? -e.i : e.i);
@@ -414,6 +416,10 @@ int64_t divisibility(const Kernel& k, ExprId id) {
     case EKind::Mod:  // a % b = a - b * (a / b)
       return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
+    case EKind::VarRef: {
+      const std::optional<ExprId> value = bound ? bound(e.ref) : std::nullopt;
+      return value ? divisibility(*value) : 1;
+    }
     default: return 1;
   }
 }

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -189,8 +190,9 @@ std::string launchSummary(const Kernel& kernel);
 
 // Builds a kernel's expressions and statements: interns expressions, folds constant index math,
 // and appends statements to the innermost open block.
-// The largest power of two (up to 2^20) known to divide index expression `id` of `kernel`.
-int64_t divisibility(const Kernel& kernel, ExprId id);
+// The largest power of two (up to 2^20) known to divide index expression `id` of `kernel`. `bound`, when
+// given, returns the value a scalar var is assigned once (looked through), or nothing.
+int64_t divisibility(const Kernel& kernel, ExprId id, const std::function<std::optional<ExprId>(VarId)>& bound = {});
 
 class KernelBuilder {
  public:

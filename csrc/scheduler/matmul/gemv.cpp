@@ -103,7 +103,7 @@ void MatmulLowering::gemv() {
     for (int64_t c = 0; c < p.gemv_cols; ++c) {
       const ExprId n = kb.add(col0, kb.index(c));
       const ExprId inside = kb.land(kb.eq(lane, kb.index(0)), kb.lt(n, kb.index(s.n)));
-      epilogue(inside, kb.index(m), n, [&] { return kb.ref(sums[m * p.gemv_cols + c]); });
+      epilogue(inside, kb.index(m), n, 1, [&](ExprId) { return kb.ref(sums[m * p.gemv_cols + c]); });
     }
   }
   if (splits > 1) kb.close();  // the last split's block

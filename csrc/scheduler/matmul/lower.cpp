@@ -253,14 +253,20 @@ void MatmulLowering::mma() {
   if (p.split_k > 1) combineSplits(acc, tile_id, split, dims.c_values);
   // Block tiles that divide the output: every output a lane holds is inside it.
   const bool whole_tiles = s.m % p.blockRows() == 0 && s.n % p.blockCols() == 0;
+  // A lane's accumulator values 2j and 2j + 1 are adjacent columns of one row (mmaCPosition): with N even
+  // both are inside or neither, and they go out as one store of two (8 bytes of float where a store a
+  // value wrote 4: a warp's stores then fill whole 32-byte sectors).
+  const int64_t pair = s.n % 2 == 0 ? 2 : 1;
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
-      for (int i = 0; i < dims.c_values; ++i) {
+      for (int i = 0; i < dims.c_values; i += static_cast<int>(pair)) {
         const ExprId r = kb.add(kb.add(row0, kb.index(tm * 16)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).row; }));
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).col; }));
         const ExprId inside = whole_tiles ? kb.constantInt(1, DataType::Bool)
                                           : kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
-        epilogue(inside, r, c, [&] { return kb.localRead(acc[tm * p.tiles_n + tn], kb.index(i)); });
+        epilogue(inside, r, c, pair, [&](ExprId lane) {
+          return kb.localRead(acc[tm * p.tiles_n + tn], lane >= 0 ? kb.add(kb.index(i), lane) : kb.index(i));
+        });
       }
     }
   }

@@ -105,21 +105,23 @@ class MatmulLowering {
   // B[k][n]; a linear's weight is [N, K], so B[k][n] is weight[n][k].
   ExprId valueOfB(Idx k, Idx n) { return vb_.valueAt(b_, linear_ ? operandIndex(b_, n, k) : operandIndex(b_, k, n)); }
 
-  // Output (r, c) of the matmul from its accumulated value: plus linear's bias (in the accumulator's
-  // domain, as the reference adds: float, or wrapping integers), rounded once to the result's dtype,
-  // through the ops after it, stored where `inside`.
-  void epilogue(ExprId inside, ExprId r, ExprId c, const std::function<ExprId()>& accumulated) {
-    emitChunk(kb_, vb_, inside, 1, /*lane_var=*/-1, [&](Chunk& chunk) {
-      ExprId value = accumulated();
+  // Outputs (r, c + lane), lane < width, of the matmul from their accumulated values (accumulated(lane):
+  // lane is -1 for a width of 1): plus linear's bias (in the accumulator's domain, as the reference adds:
+  // float, or wrapping integers), rounded once to the result's dtype, through the ops after it, stored
+  // where `inside` (one vector store of the width where the output's layout allows it).
+  void epilogue(ExprId inside, ExprId r, ExprId c, int64_t width, const std::function<ExprId(ExprId lane)>& accumulated) {
+    const VarId lane_var = width > 1 ? kb_.scalarVar("l", DataType::Int64, /*is_index=*/true) : -1;
+    emitChunk(kb_, vb_, inside, width, lane_var, [&](Chunk& chunk) {
+      ExprId value = accumulated(width > 1 ? kb_.ref(lane_var) : -1);
       if (bias_ != nullptr) {
         const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
-        const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, false}};
+        const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, width > 1}};
         value = kb_.elementwise(OpKind::Add, sum, {kb_.cast(value, sum), kb_.cast(vb_.valueAt(bias_, at), sum)});
       }
       vb_.setResult(result_, vb_.bind("mm", kb_.cast(value, result_->dtype())));
       std::vector<Idx> index = batch_index_;
       index.push_back({r, false});
-      index.push_back({c, false});
+      index.push_back({c, width > 1});
       for (const Val* out : ctx_.segment.outputs) {
         storeOutput(kb_, vb_, chunk, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
       }

@@ -413,6 +413,31 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
   }
 }
 
+// A lane's two accumulators of adjacent columns go out in one store where N is even (one 8-byte store
+// of two int32 here, where each value took a 4-byte one); with N odd, one store per value. Either way the
+// simulated device equals the reference.
+TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
+  DeviceInfo four_sms = DeviceInfo::h100Sxm();
+  four_sms.sm_count = 4;
+  for (int64_t n : {40, 33}) {
+    const testing::KernelCase c = testing::matmulCase({3, 37, 64}, {3, 64, n}, DataType::Int8, true, DataType::Null, 24);
+    runtime::SimDeviceOps device;
+    runtime::FusionCache cache(c.fusion, c.options.plan, &device, four_sms);
+    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), fmt::format("N = {}", n));
+    const std::string source = kernel::emitCuda(testing::onlyKernel(cache.lastPlan()->compiled()));
+    EXPECT_EQ(source.find("BrazeVec<int, 2>") != std::string::npos, n % 2 == 0) << source;
+  }
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const testing::KernelCase big = testing::matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, true, DataType::Null, 25);
+  const auto compiled = lowerPlan(planSegments(*big.fusion, big.inputs), DeviceInfo::h100Sxm());
+  const kernel::Kernel& k = testing::onlyKernel(compiled);
+  const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
+  const auto sass = runtime::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  EXPECT_NE(sass->find("STG.E.64"), std::string::npos) << *sass;
+  EXPECT_EQ(sass->find("STG.E "), std::string::npos) << *sass;
+}
+
 // Seed 000's second GEMM: bf16 operands quantized to e4m3fn in the prologue (through registers), which
 // equals the reference on the test device, and whose SASS has no double-precision arithmetic: the quotient
 // is divided in float and moved off fp8 ties (braze_quotient_for_fp8), and each value is rounded once,
