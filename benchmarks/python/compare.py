@@ -39,6 +39,8 @@ from braze import execute as bx
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
 from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
 from test_matmul import define_qkv_attention_scores, define_weight_int8_linear  # noqa: E402  (seeds 000, 003)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mma_peak  # noqa: E402  (the mma.sync ceiling the matmul rows are read against)
 
 L2_BYTES = 50 << 20
 BF16 = ml_dtypes.bfloat16
@@ -301,7 +303,7 @@ def main():
     dst = torch.empty_like(src)
     copy_us = median_us(lambda _: dst.copy_(src), [None], 20)
     copy_gbs = 2 * src.numel() / copy_us / 1e3
-    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s")
+    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s; {mma_peak.measured_line()}")
     print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'GB/s':>6} "
           f"{'% copy':>7}  heuristics")
     failed = []
