@@ -33,6 +33,14 @@ template <typename T> __device__ __forceinline__ void braze_store_4_bytes(T* p, 
   *reinterpret_cast<unsigned*>(p) = __byte_perm(ab, cd, 0x5410);
 }
 
+// Byte `byte` of each of four words, in that order, to a 4-byte-aligned address as one store
+// (__byte_perm's bytes 0-3 are its first operand's, 4-7 its second's).
+__device__ __forceinline__ void braze_store_4_bytes_of_words(void* p, unsigned a, unsigned b, unsigned c, unsigned d,
+                                                             unsigned byte) {
+  const unsigned select = byte | (byte + 4u) << 4;
+  *reinterpret_cast<unsigned*>(p) = __byte_perm(__byte_perm(a, b, select), __byte_perm(c, d, select), 0x5410);
+}
+
 template <typename T> struct BrazeIsBool { static constexpr bool value = false; };
 template <> struct BrazeIsBool<bool> { static constexpr bool value = true; };
 
@@ -306,11 +314,19 @@ class Emitter {
       }
       case EKind::LocalRead: {
         const KVar& v = k_.vars[x.ref];
+        if (uses_.byteWords(x.ref)) return byteOfWords(x.ref, a(0));
         const std::string element = fmt::format("{}[{}]", v.name, a(0));
         return v.storage ? fromStorageExpr(element, v.dtype) : element;
       }
     }
     BRAZE_UNREACHABLE("emitter: expression kind {}", static_cast<int>(x.kind));
+  }
+
+  // Element `index` of a byte-words array (VarUses::byteWords), as its compute value.
+  std::string byteOfWords(VarId var, const std::string& index) const {
+    const KVar& v = k_.vars[var];
+    return fmt::format("(long long)({})({}_w[({}) / 4] >> (8 * (({}) % 4)))",
+                       v.dtype == DataType::Int8 ? "signed char" : "unsigned char", v.name, index, index);
   }
 
   void line(int depth, const std::string& text) {
@@ -340,6 +356,7 @@ class Emitter {
     const ExprId base = s0.a;
     if (divisibility(k_, base) % 4 != 0) return false;
     std::array<std::string, 4> bytes;
+    std::array<ExprId, 4> values;
     for (size_t j = 0; j < 4; ++j) {
       const Stmt& s = stmts[first + j];
       if (s.kind != SKind::LocalWrite || s.var != s0.var) return false;
@@ -351,6 +368,21 @@ class Emitter {
         }
       }
       bytes[j] = toStorageExpr(e(s.b), v.dtype);
+      values[j] = s.b;
+    }
+    // The same element of four byte-words arrays: one byte perm of each word pair, none to take bytes out.
+    auto wordsAt = [&](ExprId value) {
+      const KExpr& x = k_.exprs[value];
+      return x.kind == EKind::LocalRead && uses_.byteWords(x.ref) ? x.args[0] : ExprId{-1};
+    };
+    const ExprId index = wordsAt(values[0]);
+    if (index >= 0 && wordsAt(values[1]) == index && wordsAt(values[2]) == index && wordsAt(values[3]) == index) {
+      const std::string at = e(index);
+      std::array<std::string, 4> words;
+      for (size_t j = 0; j < 4; ++j) words[j] = fmt::format("{}_w[({}) / 4]", k_.vars[k_.exprs[values[j]].ref].name, at);
+      line(depth, fmt::format("braze_store_4_bytes_of_words(&{}[{}], {}, {}, {}, {}, (unsigned)(({}) % 4));", v.name, e(base),
+                              words[0], words[1], words[2], words[3], at));
+      return true;
     }
     line(depth, fmt::format("braze_store_4_bytes(&{}[{}], {}, {}, {}, {});", v.name, e(base), bytes[0], bytes[1], bytes[2],
                             bytes[3]));
@@ -373,7 +405,9 @@ class Emitter {
           line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
                                   t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
         } else {
-          if (uses_.packedFragment(s.var)) {
+          if (uses_.byteWords(s.var)) {
+            line(depth, fmt::format("unsigned {}_w[{}];  // bytes, 4 per word", v.name, v.size / 4));
+          } else if (uses_.packedFragment(s.var)) {
             line(depth, fmt::format("unsigned {}[{}];  // packed: {} values per register", v.name,
                                     v.size / VarUses::valuesPerRegister(v.dtype), VarUses::valuesPerRegister(v.dtype)));
           } else if (!uses_.onlyAsFloat(s.var)) {
@@ -490,7 +524,13 @@ class Emitter {
     const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(t.dtype), s.width);
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
-    if (s.kind == SKind::VecLoad && uses_.onlyAsFloat(s.var) && s.width % 4 == 0) {
+    if (s.kind == SKind::VecLoad && uses_.byteWords(s.var)) {
+      const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
+      line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));
+      line(depth + 1, "#pragma unroll");
+      line(depth + 1, fmt::format("for (int w = 0; w < {}; ++w) {}_w[{} + w] = raw.v[w];", s.width / 4, arr,
+                                  k_.exprs[s.b].i / 4));
+    } else if (s.kind == SKind::VecLoad && uses_.onlyAsFloat(s.var) && s.width % 4 == 0) {
       // Loaded as words: the compiler then does not split the vector into bytes and join them again.
       const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));

@@ -22,12 +22,15 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
   only_as_float_.assign(n, false);
   stored_only_.assign(n, false);
   packed_.assign(n, false);
+  byte_words_.assign(n, false);
   for (size_t v = 0; v < n; ++v) {
     const KVar& var = k_.vars[v];
     float_copy_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8);
     only_as_float_[v] = float_copy_[v];
     stored_only_[v] = var.kind == VarKind::Scalar && isNarrowFloat(var.dtype);
     packed_[v] = var.kind == VarKind::LocalArray && isMmaOperand(var.dtype) && var.size % valuesPerRegister(var.dtype) == 0;
+    byte_words_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8) &&
+                     var.size % 4 == 0;
   }
   // Reads by expressions: an array element read by anything but a conversion to float, and any read of
   // a scalar as an operand.
@@ -38,7 +41,7 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
       const KExpr& arg = k_.exprs[a];
       if (arg.kind == EKind::LocalRead && to_float) read_as_float[arg.ref] = true;
       if (arg.kind == EKind::LocalRead && !to_float) only_as_float_[arg.ref] = false;
-      if (arg.kind == EKind::LocalRead) packed_[arg.ref] = false;
+      if (arg.kind == EKind::LocalRead) packed_[arg.ref] = byte_words_[arg.ref] = false;
       if (arg.kind == EKind::VarRef) stored_only_[arg.ref] = false;
     }
   }
@@ -70,6 +73,11 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
       if (st.kind == SKind::Let) definition_[st.var] = st.a;
       if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) float_copy_[st.var] = false;
       if (st.kind != SKind::Ldmatrix && st.kind != SKind::Declare) packed_[st.var] = false;
+      if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) byte_words_[st.var] = false;
+      if (st.kind == SKind::VecLoad &&
+          (st.width % 4 != 0 || k_.exprs[st.b].kind != EKind::ConstInt || k_.exprs[st.b].i % 4 != 0)) {
+        byte_words_[st.var] = false;
+      }
     }
     if (st.kind == SKind::Ldmatrix) {
       // Whole registers from the shared array's own type, at a constant offset.
@@ -87,7 +95,13 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
     for (ExprId id : {st.a, st.b, st.c}) {
       if (id < 0) continue;
       const KExpr& x = k_.exprs[id];
-      if (x.kind == EKind::LocalRead) only_as_float_[x.ref] = packed_[x.ref] = false;
+      if (x.kind == EKind::LocalRead) {
+        only_as_float_[x.ref] = packed_[x.ref] = false;
+        // Kept only where the read is the value a store into a shared tile of the array's type writes.
+        const bool stored_as_is = st.kind == SKind::LocalWrite && id == st.b && k_.vars[st.var].storage &&
+                                  k_.vars[st.var].dtype == k_.vars[x.ref].dtype;
+        if (!stored_as_is) byte_words_[x.ref] = false;
+      }
       if (x.kind == EKind::VarRef && !(id == st.b && stored == k_.vars[x.ref].dtype)) stored_only_[x.ref] = false;
     }
     walk(st.body);

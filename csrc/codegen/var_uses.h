@@ -2,7 +2,8 @@
 // expressions: which scalars a single Let defines (their expression may be looked through), which 8-bit
 // integer arrays are read as floats (they get a float copy filled straight from their vector loads),
 // which narrow-float scalars only stores of their own type read (they may hold the value unrounded), and
-// which mma fragments may stay as the registers ldmatrix loads.
+// which mma fragments may stay as the registers ldmatrix loads, and which 8-bit arrays may stay as the words
+// their vector loads read.
 #pragma once
 
 #include "kernel/kernel_ir.h"
@@ -28,6 +29,11 @@ class VarUses {
   // An mma operand fragment that only ldmatrix writes (at whole registers) and only mma statements read,
   // each with an operand that is such a fragment too: it may be held as the 32-bit registers themselves.
   bool packedFragment(VarId v) const { return packed_[v]; }
+  // An Int8 or UInt8 local array that only vector loads of whole words write (at word offsets) and that
+  // only stores into a shared tile of its own type read, as the stored value: it may be held as the loaded
+  // 32-bit words (a row-major 8-bit B staged k-major then takes each byte out of its word where it is
+  // stored, instead of sign-extending every byte at the load).
+  bool byteWords(VarId v) const { return byte_words_[v]; }
   // The values of `dtype` one 32-bit fragment register holds.
   static int64_t valuesPerRegister(DataType dtype) { return 4 / sizeOf(dtype); }
 
@@ -37,7 +43,7 @@ class VarUses {
   const Kernel& k_;
   std::vector<int> writes_;
   std::vector<ExprId> definition_;
-  std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_;
+  std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_, byte_words_;
   std::vector<const Stmt*> mmas_;
 };
 

@@ -21,6 +21,13 @@
 namespace braze {
 namespace {
 
+// How many times `op` occurs in `text` (a SASS listing).
+int64_t occurrences(const std::string& text, std::string_view op) {
+  int64_t n = 0;
+  for (size_t at = text.find(op); at != std::string::npos; at = text.find(op, at + 1)) ++n;
+  return n;
+}
+
 using namespace kernel;
 
 TensorParam vectorParam(std::string name, DataType dtype, int64_t n, bool output) {
@@ -345,7 +352,7 @@ TEST(CpAsync, RegisterStagedOperandsLoadASliceAhead) {
 }
 
 // A row-major int8 B goes into k-major tiles through registers four k rows at a time: each lane's four k
-// bytes of one n are adjacent, and NVRTC joins them into 4-byte shared stores. The s8 bmm benchmark's
+// bytes of one n are adjacent, and the emitter joins them into 4-byte shared stores. The s8 bmm benchmark's
 // kernel (16 slices in four stages, 256 x 128 tiles) has no 1-byte ones left. (The small corpus case
 // matmul_s8_row_major_b_four_k_rows checks the values on the simulator.)
 TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
@@ -354,11 +361,17 @@ TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
   const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("B k-major through registers"), std::string::npos) << k.summary;
-  const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
+  const std::string source = kernel::emitCuda(k);
+  // The loaded rows stay 32-bit words: each 4-byte store takes its bytes out of four words with three byte
+  // perms (sign-extending every byte at the load and joining them again cost eight PRMT per store).
+  EXPECT_NE(source.find("braze_store_4_bytes_of_words("), std::string::npos) << source;
+  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
   const auto sass = runtime::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   EXPECT_EQ(sass->find("STS.U8"), std::string::npos) << *sass;
-  EXPECT_NE(sass->find("STS "), std::string::npos) << *sass;
+  auto count = [&](std::string_view op) { return occurrences(*sass, op); };
+  EXPECT_GT(count("STS "), 0) << *sass;
+  EXPECT_LE(count("PRMT"), 4 * count("STS ")) << *sass;  // three per store, a few in the index arithmetic
 }
 
 // Fragments that ldmatrix loads and only mma reads stay the 32-bit registers ldmatrix loaded: each mma
@@ -378,11 +391,7 @@ TEST(CpAsync, LdmatrixFragmentsStayPackedForTheMma) {
   EXPECT_TRUE(cubin.log.empty()) << cubin.log;
   const auto sass = runtime::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-  auto count = [&](std::string_view op) {
-    int64_t n = 0;
-    for (size_t at = sass->find(op); at != std::string::npos; at = sass->find(op, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](std::string_view op) { return occurrences(*sass, op); };
   // A few PRMT remain in the index arithmetic before the main loop.
   EXPECT_GE(count("IMMA"), 128) << *sass;
   EXPECT_LT(count("PRMT"), count("IMMA") / 8) << *sass;
