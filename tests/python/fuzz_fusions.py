@@ -127,7 +127,8 @@ MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]
 def generate_matmul(seed: int) -> str:
     """The source of one matmul case (sizes up to 40, and now and then a K of 1104: split-K): matmul or
     linear of bf16, f16, int8 or fp8 (e4m3fn, e5m2; a Float result) operands (the 16-bit ones maybe cast from float32 inputs: a prologue), an operand maybe
-    transposed (a permute: a strided view) or with a broadcast batch dim, then 0-2 elementwise ops and a
+    transposed (a permute: a strided view) or with a broadcast batch dim, then 0-2 elementwise ops, maybe
+    an index map of the result (a transpose, a slice, or a reshape into two halves and a permute), and a
     cast (the epilogue). Defines `fd` and `inputs`."""
     rng = random.Random(seed)
     m, n, k = (rng.choice(MM_SIZES) for _ in range(3))
@@ -190,6 +191,16 @@ def generate_matmul(seed: int) -> str:
             body.append(rng.choice(["y = fd.ops.add(y, 7)", "y = fd.ops.neg(y)", "y = fd.ops.abs(y)"]))
         else:
             body.append(rng.choice(["y = fd.ops.relu(y)", "y = fd.ops.mul(y, 0.5)", "y = fd.ops.tanh(y)", "y = fd.ops.add(y, y)"]))
+    # Now and then an index map of the result before the cast (the epilogue stores through it).
+    mapping = rng.choice(["", "", "", "permute", "slice", "reshape"])
+    lead = len(batch)
+    if mapping == "permute":
+        body.append(f"y = fd.ops.permute(y, {list(range(lead)) + [lead + 1, lead]})")
+    elif mapping == "slice" and m > 2:
+        body.append(f"y = fd.ops.slice(y, {[0] * lead + [1, 0]}, {batch + [m - 1, max(1, n // 2)]})")
+    elif mapping == "reshape" and n % 2 == 0:
+        body.append(f"y = fd.ops.permute(fd.ops.reshape(y, {batch + [m, 2, n // 2]}), "
+                    f"{list(range(lead)) + [lead + 1, lead, lead + 2]})")
     out = rng.choice(["Int32", "Int8"]) if integer else rng.choice(["Float", "BFloat16"])
     body.append(f"fd.add_output(fd.ops.cast(y, DataType.{out}))")
     lines += ["    " + line for line in body]

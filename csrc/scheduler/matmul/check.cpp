@@ -1,23 +1,13 @@
 // The matmul scheduler takes a segment of one matmul or linear with the ops that feed its operands
-// (casts, dequantizes, broadcasts, views: computed as each operand value is loaded) and the elementwise
-// ops applied to its result (bias, activation, scale, cast, quantize: applied to each accumulator before
-// it is stored).
+// (casts, dequantizes, broadcasts, views: computed as each operand value is loaded), the elementwise ops
+// applied to its result (bias, activation, scale, cast, quantize: applied to each accumulator before it is
+// stored) and the index maps of its outputs (permute, reshape, slice: where each value is stored).
 #include "scheduler/registry.h"
 
 #include "ir/fusion.h"
-
-#include <unordered_set>
+#include "scheduler/matmul/output_maps.h"
 
 namespace braze {
-namespace {
-
-// Ops computed per element of their index space: quantize (per tensor, channel or block) is one.
-bool elementwise(OpCategory c) {
-  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary || c == OpCategory::Cast ||
-         c == OpCategory::Quantize;
-}
-
-}  // namespace
 
 Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   const Expr* mm = nullptr;
@@ -64,22 +54,20 @@ Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& fact
     return Verdict::no(fmt::format("{}: a {} result of {} operands; the f32 accumulator gives Float, BFloat16 or Half",
                                    exprLabel(*mm), toString(r), toString(operand)));
   }
-  // Everything computed from the result is elementwise on its index space (the epilogue).
-  std::unordered_set<const Val*> after{out};
-  for (const Expr* e : candidate.exprs) {
-    if (e == mm) continue;
-    bool reads_result = false;
-    for (const Val* in : e->inputs()) reads_result = reads_result || after.count(in) != 0;
-    if (!reads_result) continue;
-    if (!elementwise(opInfo(e->kind()).category)) {
-      return Verdict::no("after the matmul, " + exprLabel(*e) + " is not elementwise");
-    }
-    for (const Val* o : e->outputs()) after.insert(o);
-  }
-  const auto& sizes = bound.sizesOf(out);
+  // Everything computed from the result is elementwise on its index space, or an index map of it that
+  // puts each element in one place (the epilogue).
+  const ResultChains after = resultChains(candidate.exprs, *mm, bound);
+  if (!after.refusal.empty()) return Verdict::no(after.refusal);
   for (const Val* o : candidate.outputs) {
-    if (after.count(o) == 0) return Verdict::no("output " + o->name() + " is not computed from the matmul's result");
-    if (bound.sizesOf(o) != sizes) return Verdict::no("output " + o->name() + " has another shape than the matmul's");
+    auto chain = after.chains.find(o);
+    if (chain == after.chains.end()) return Verdict::no("output " + o->name() + " is not computed from the matmul's result");
+    // A value another kernel reads is left to that kernel, which computes it from the result as it loads
+    // it (seed 000's quantized q and k in the second GEMM's prologue: the plan measured on an H200).
+    if (!chain->second.empty() && !o->isFusionOutput()) {
+      return Verdict::no(fmt::format("{} is reached from the result through {} and read by another kernel, which computes "
+                                     "it as it loads it",
+                                     o->name(), exprLabel(*chain->second.front())));
+    }
   }
   return Verdict::yes();
 }

@@ -254,9 +254,10 @@ void MatmulLowering::mma() {
   // Block tiles that divide the output: every output a lane holds is inside it.
   const bool whole_tiles = s.m % p.blockRows() == 0 && s.n % p.blockCols() == 0;
   // A lane's accumulator values 2j and 2j + 1 are adjacent columns of one row (mmaCPosition): with N even
-  // both are inside or neither, and they go out as one store of two (8 bytes of float where a store a
-  // value wrote 4: a warp's stores then fill whole 32-byte sectors).
-  const int64_t pair = s.n % 2 == 0 ? 2 : 1;
+  // and every output at the result's own index, both are inside or neither, and they go out as one store
+  // of two (8 bytes of float where a store a value wrote 4: a warp's stores then fill whole 32-byte
+  // sectors).
+  const int64_t pair = s.n % 2 == 0 && !outputsMapped() ? 2 : 1;
   for (int64_t tm = 0; tm < p.tiles_m; ++tm) {
     for (int64_t tn = 0; tn < p.tiles_n; ++tn) {
       for (int i = 0; i < dims.c_values; i += static_cast<int>(pair)) {

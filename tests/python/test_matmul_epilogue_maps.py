@@ -1,0 +1,86 @@
+"""A matmul's outputs reached through index maps (permute, reshape, slice, squeeze, size-1 broadcasts):
+the epilogue stores each result element where the maps put it, so the ops after them (a cast, an
+activation, a product) are in the matmul's kernel, and the simulated device equals the reference. Maps
+that would write an element to several places, and values another kernel reads, are left out, saying
+why."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import braze
+from braze import DataType, FusionDefinition
+
+BF16 = ml_dtypes.bfloat16
+
+
+def operands(fd, batch=False):
+    """Two bf16 matrices, or two of one batch (a leading dim of size 1)."""
+    shape, contiguity = ([1, -1, -1], [None, True, True]) if batch else ([-1, -1], [True, True])
+    return [fd.define_tensor(shape=shape, contiguity=contiguity, dtype=DataType.BFloat16) for _ in range(2)]
+
+
+def permute_then_cast(fd):
+    x, w = operands(fd)
+    fd.add_output(fd.ops.cast(fd.ops.permute(fd.ops.matmul(x, w), [1, 0]), DataType.Float))
+
+
+def slice_then_square(fd):
+    x, w = operands(fd)
+    z = fd.ops.slice(fd.ops.matmul(x, w), [3, 5], [60, 21])
+    fd.add_output(fd.ops.mul(z, z))
+
+
+def heads_and_the_result(fd):
+    # BERT's head split of a linear's output (reshape to heads, permute), an activation after it, and the
+    # result itself: two outputs of one kernel, one through the maps.
+    x, w = operands(fd)
+    y = fd.ops.matmul(x, w)
+    heads = fd.ops.permute(fd.ops.reshape(y, [66, 2, 23]), [1, 0, 2])
+    fd.add_output(fd.ops.relu(heads))
+    fd.add_output(y)
+
+
+def batched_squeeze_and_broadcast(fd):
+    x, w = operands(fd, batch=True)
+    y = fd.ops.matmul(x, w)  # [1, M, N]
+    z = fd.ops.broadcast_in_dim(fd.ops.squeeze(y, [0]), shape=[37, 1, 29], broadcast_dims=[0, 2])
+    fd.add_output(fd.ops.neg(z))
+
+
+CASES = [
+    (permute_then_cast, [(66, 32), (32, 46)]),
+    (slice_then_square, [(66, 32), (32, 46)]),
+    (heads_and_the_result, [(66, 32), (32, 46)]),
+    (batched_squeeze_and_broadcast, [(1, 37, 40), (1, 40, 29)]),
+]
+
+
+@pytest.mark.parametrize("define,shapes", CASES, ids=[c[0].__name__ for c in CASES])
+def test_index_mapped_outputs_are_written_by_the_matmul_epilogue(define, shapes):
+    with FusionDefinition() as fd:
+        define(fd)
+    rng = np.random.default_rng(31)
+    inputs = [(rng.standard_normal(s) * 0.5).astype(BF16) for s in shapes]
+    plan = fd.explain(inputs)
+    kernels = [s for s in plan.segments if s.kind == "kernel"]
+    assert len(kernels) == 1 and kernels[0].scheduler == "matmul", str(plan)
+    got = fd.execute(inputs)
+    for g, want in zip(got, braze.execute.reference(fd, inputs)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
+
+
+def test_maps_that_repeat_elements_are_refused_with_the_reason():
+    # An expand writes each result element to several places: the matmul kernel does not take it.
+    with FusionDefinition() as fd:
+        x, w = operands(fd, batch=True)
+        y = fd.ops.matmul(x, w)
+        fd.add_output(fd.ops.neg(fd.ops.expand(y, [3, 37, 29])))
+    inputs = [np.ones((1, 37, 40), BF16), np.ones((1, 40, 29), BF16)]
+    plan = fd.explain(inputs)
+    assert len([s for s in plan.segments if s.kind == "kernel"]) == 2, str(plan)
+    assert "repeats the result's elements" in str(plan)
+    got = fd.execute(inputs)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(braze.execute.reference(fd, inputs)[0]))
