@@ -402,6 +402,23 @@ inline KernelCase matmulCase(std::vector<int64_t> a_shape, std::vector<int64_t> 
   return c;
 }
 
+// matmul(a, b) split into heads by the epilogue: reshape [m, n] -> [m, heads, n / heads], permute to
+// [heads, m, n / heads], cast to float (an output reached through index maps, stored where they put it).
+inline KernelCase headSplitMatmulCase(int64_t m, int64_t k, int64_t n, int64_t heads, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* y = matmul(a, b);
+    f.addOutput(cast(permute(reshape(y, ints(f, {m, heads, n / heads})), {1, 0, 2}), DataType::Float));
+  }
+  c.inputs = randomInputs(f, seed, {{m, k}, {k, n}});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
 // matmul(permute(a), b): A given as its transpose [k, m] (a strided view: an mn-major A tile).
 inline KernelCase transposedAMatmulCase(int64_t m, int64_t k, int64_t n, DataType dtype, uint64_t seed) {
   KernelCase c;
@@ -621,6 +638,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       // A row-major 8-bit B staged four k rows at a time, N past the block tile (zeros written there).
       {"matmul_s8_row_major_b_four_k_rows_2x40x96x48",
        [] { return staged(matmulCase({2, 40, 96}, {2, 96, 48}, DataType::Int8, false, DataType::Int32, 44)); }},
+      // The result split into heads by the epilogue's index maps (reshape, permute) and cast.
+      {"matmul_bf16_heads_of_the_result_40x64x48", [] { return staged(headSplitMatmulCase(40, 64, 48, 3, 45)); }},
   };
   for (int64_t n : {1, 7, 13}) {
     cases.push_back({"reshape_and_row_sum_" + std::to_string(n), [n] { return reshapeAndRowSumCase(n); }});
