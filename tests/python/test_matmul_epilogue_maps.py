@@ -72,13 +72,24 @@ def test_index_mapped_outputs_are_written_by_the_matmul_epilogue(define, shapes)
         np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
 
 
-def test_maps_that_repeat_elements_are_refused_with_the_reason():
-    # An expand writes each result element to several places: the matmul kernel does not take it.
+def expand_to_three(fd):
+    x, w = operands(fd, batch=True)
+    fd.add_output(fd.ops.neg(fd.ops.expand(fd.ops.matmul(x, w), [3, 37, 29])))
+
+
+def broadcast_to_three(fd):
+    x, w = operands(fd)
+    y = fd.ops.matmul(x, w)
+    fd.add_output(fd.ops.neg(fd.ops.broadcast_in_dim(y, shape=[3, 37, 29], broadcast_dims=[1, 2])))
+
+
+@pytest.mark.parametrize("define", [expand_to_three, broadcast_to_three])
+def test_maps_that_repeat_elements_are_refused_with_the_reason(define):
+    # Each result element would go to three places: the matmul kernel does not take the map.
     with FusionDefinition() as fd:
-        x, w = operands(fd, batch=True)
-        y = fd.ops.matmul(x, w)
-        fd.add_output(fd.ops.neg(fd.ops.expand(y, [3, 37, 29])))
-    inputs = [np.ones((1, 37, 40), BF16), np.ones((1, 40, 29), BF16)]
+        define(fd)
+    batch = define is expand_to_three
+    inputs = [np.ones((1, 37, 40) if batch else (37, 40), BF16), np.ones((1, 40, 29) if batch else (40, 29), BF16)]
     plan = fd.explain(inputs)
     assert len([s for s in plan.segments if s.kind == "kernel"]) == 2, str(plan)
     assert "repeats the result's elements" in str(plan)

@@ -31,10 +31,18 @@ std::string outputMapRefusal(const Expr& meta, const BoundShapes& bound) {
     case OpKind::Expand:
       return in_sizes == out_sizes ? "" : fmt::format("{} repeats the result's elements (an expand)", exprLabel(meta));
     case OpKind::BroadcastInDim: {
+      // Each operand dim keeps its size, and the new dims have size 1.
       const auto& bdims = meta.attrs().getInts("broadcast_dims");
+      std::vector<bool> mapped(out_sizes.size(), false);
       for (size_t i = 0; i < bdims.size(); ++i) {
+        mapped[bdims[i]] = true;
         if (in_sizes[i] != out_sizes[bdims[i]]) {
           return fmt::format("{} repeats the result's elements (dim {} grows)", exprLabel(meta), i);
+        }
+      }
+      for (size_t d = 0; d < out_sizes.size(); ++d) {
+        if (!mapped[d] && out_sizes[d] != 1) {
+          return fmt::format("{} repeats the result's elements (new dim {} of size {})", exprLabel(meta), d, out_sizes[d]);
         }
       }
       return "";
