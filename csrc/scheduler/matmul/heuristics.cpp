@@ -22,7 +22,7 @@ std::string MatmulParams::toString() const {
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
                                 "(A {}, B {})",
                                 stages, block_k, order(a_order, a_async), order(b_order, b_async));
-  std::string raster = stages >= 2 && fragmentsAhead() ? ", fragments double-buffered" : "";
+  std::string raster = fragmentsAhead() ? ", fragments double-buffered" : "";
   if (raster_group > 1) raster += fmt::format(", blocks in groups of {} rows", raster_group);
   if (split_k > 1) raster += fmt::format(", K split among {} blocks per tile", split_k);
   return fmt::format("matmul: mma.{}, {}x{} warps of {}x{} tiles ({}x{} outputs per block), {}{}", kernel::toString(shape),
@@ -135,17 +135,17 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     p.b_async = problem.b_tile.has_value();
     p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
     p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
-    // Large problems: 256 x 128 block tiles of eight 128 x 32 warp tiles, four stages of 128-byte K slices
-    // (64 bytes for 8-bit operands where four 128-byte stages do not fit: two k32 steps), where they still
-    // give every SM a block and K has 1024 elements or more; else 128 x 128 tiles of eight 64 x 32 warp tiles in four 64-byte stages
-    // (64 KiB). A warp then issues 32 (or 16) mmas per 12 (or 8) ldmatrix against 8 per 6, and a block reads
-    // each A and B element once per 128 outputs or more instead of 64. Measured on an H200 (compare.py
-    // --sweep, bf16 4096^3): 445 us against 519 for 128 x 128 and 3 x 64 bytes; s8 bmm 16 x 1024^3 with a
-    // row-major B: 308 against 407 for 64 x 64, and 228 in 128-byte slices against 257 in 64-byte ones
-    // (eight slices against sixteen: half the barriers and waits per K). With K = 768 (seed 000's QKV
-    // linear, 24576 x 2304) the 256 x 128 tiles were slower, 545 us against 495: one block per SM has no
-    // other block's main loop to hide its prologue and epilogue behind. 16-bit operands take them when both are copied as stored,
-    // 8-bit ones either way.
+    // Large problems: 256 x 128 block tiles of eight warps, four stages of 128-byte K slices (64 bytes for
+    // 8-bit operands where four 128-byte stages do not fit: two k32 steps), where they still give every SM
+    // a block and K has 1024 elements or more; else 128 x 128 tiles of eight 64 x 32 warp tiles in four
+    // 64-byte stages (64 KiB). A warp then issues 32 (or 16) mmas per 8 to 12 (or 8) ldmatrix against 8 per
+    // 6, and a block reads each A and B element once per 128 outputs or more instead of 64. Measured on an
+    // H200 (compare.py --sweep, bf16 4096^3): 445 us against 519 for 128 x 128 and 3 x 64 bytes; s8 bmm
+    // 16 x 1024^3 with a row-major B: 308 against 407 for 64 x 64, and 228 in 128-byte slices against 257
+    // in 64-byte ones (eight slices against sixteen: half the barriers and waits per K). With K = 768
+    // (seed 000's QKV linear, 24576 x 2304) the 256 x 128 tiles were slower, 545 us against 495: one block
+    // per SM has no other block's main loop to hide its prologue and epilogue behind. 16-bit operands take
+    // them when both are copied as stored, 8-bit ones either way.
     const bool copied = (p.a_async && p.b_async) || sizeOf(problem.operand) == 1;
     auto blocksOf = [&](int64_t rows, int64_t cols) { return problem.batch * ceilDiv(problem.m, rows) * ceilDiv(problem.n, cols); };
     auto fourStagesFit = [&](int64_t slice_bytes) { return 4 * slice_bytes * (256 + 128) <= device.smem_per_block_optin; };

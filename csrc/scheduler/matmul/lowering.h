@@ -12,11 +12,9 @@
 #include "scheduler/matmul/heuristics.h"
 #include "scheduler/matmul/operands.h"
 #include "scheduler/matmul/output_maps.h"
-#include "support/error.h"
 
 #include <functional>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace braze::kernel {
@@ -117,56 +115,9 @@ class MatmulLowering {
   // An output reached through index maps is stored where they put the element (output_maps.h): one chunk
   // for the outputs stored for every element, one more for each that a slice keeps only part of. Width 2
   // needs every output at the result's own index (outputsMapped() false).
-  void epilogue(ExprId inside, ExprId r, ExprId c, int64_t width, const std::function<ExprId(ExprId lane)>& accumulated) {
-    struct Store {
-      const Val* out;
-      std::vector<Idx> index;
-    };
-    std::vector<Idx> own = batch_index_;
-    own.push_back({r, false});
-    own.push_back({c, width > 1});
-    std::vector<ExprId> result_index;
-    for (const Idx& i : own) result_index.push_back(i.base);
-    std::vector<Store> everywhere;
-    std::vector<std::pair<Store, ExprId>> partly;
-    for (const Val* out : ctx_.segment.outputs) {
-      const std::vector<const Expr*>& chain = chains_.at(out);
-      if (chain.empty()) {
-        everywhere.push_back({out, own});
-        continue;
-      }
-      BRAZE_ASSERT(width == 1, "matmul epilogue: output {} is reached through index maps; stores of {} need its own index",
-                   out->name(), width);
-      OutputPlace place = placeThrough(kb_, vb_, ctx_.bound, chain, result_index);
-      if (place.inside < 0) {
-        everywhere.push_back({out, std::move(place.index)});
-      } else {
-        partly.push_back({Store{out, std::move(place.index)}, place.inside});
-      }
-    }
-    const VarId lane_var = width > 1 ? kb_.scalarVar("l", DataType::Int64, /*is_index=*/true) : -1;
-    auto emit = [&](ExprId predicate, const std::vector<Store>& stores) {
-      emitChunk(kb_, vb_, predicate, width, lane_var, [&](Chunk& chunk) {
-        ExprId value = accumulated(width > 1 ? kb_.ref(lane_var) : -1);
-        if (bias_ != nullptr) {
-          const DataType sum = acc_type_ == DataType::Float ? DataType::Float : DataType::Int64;
-          const std::vector<Idx> at = ctx_.bound.sizesOf(bias_).empty() ? std::vector<Idx>{} : std::vector<Idx>{{c, width > 1}};
-          value = kb_.elementwise(OpKind::Add, sum, {kb_.cast(value, sum), kb_.cast(vb_.valueAt(bias_, at), sum)});
-        }
-        vb_.setResult(result_, vb_.bind("mm", kb_.cast(value, result_->dtype())));
-        for (const Store& s : stores) storeOutput(kb_, vb_, chunk, ctx_.outputs.at(s.out), s.index, vb_.valueAt(s.out, s.index));
-      });
-    };
-    if (!everywhere.empty()) emit(inside, everywhere);
-    for (const auto& [store, kept] : partly) emit(kb_.land(inside, kept), {store});
-  }
+  void epilogue(ExprId inside, ExprId r, ExprId c, int64_t width, const std::function<ExprId(ExprId lane)>& accumulated);
   // Whether an output is reached from the result through index maps (its stores go one value at a time).
-  bool outputsMapped() const {
-    for (const Val* out : ctx_.segment.outputs) {
-      if (!chains_.at(out).empty()) return true;
-    }
-    return false;
-  }
+  bool outputsMapped() const;
 
   ExprId zeroOf(DataType dtype) { return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype); }
 
