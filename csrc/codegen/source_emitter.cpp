@@ -524,17 +524,18 @@ class Emitter {
     const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(t.dtype), s.width);
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
-    if (s.kind == SKind::VecLoad && uses_.byteWords(s.var)) {
-      const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
-      line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));
-      line(depth + 1, "#pragma unroll");
-      line(depth + 1, fmt::format("for (int w = 0; w < {}; ++w) {}_w[{} + w] = raw.v[w];", s.width / 4, arr,
-                                  k_.exprs[s.b].i / 4));
-    } else if (s.kind == SKind::VecLoad && uses_.onlyAsFloat(s.var) && s.width % 4 == 0) {
+    const bool byte_words = uses_.byteWords(s.var);
+    if (s.kind == SKind::VecLoad && (byte_words || (uses_.onlyAsFloat(s.var) && s.width % 4 == 0))) {
       // Loaded as words: the compiler then does not split the vector into bytes and join them again.
       const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));
-      floatsOfBytes(s, depth + 1);
+      if (byte_words) {
+        line(depth + 1, "#pragma unroll");
+        line(depth + 1, fmt::format("for (int w = 0; w < {}; ++w) {}_w[{} + w] = raw.v[w];", s.width / 4, arr,
+                                    k_.exprs[s.b].i / 4));
+      } else {
+        floatsOfBytes(s, depth + 1);
+      }
     } else if (s.kind == SKind::VecLoad) {
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, t.name, e(s.a)));
       if (!uses_.onlyAsFloat(s.var)) {
