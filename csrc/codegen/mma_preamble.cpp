@@ -142,10 +142,69 @@ __device__ __forceinline__ void braze_ldmatrix_x{0}{1}(unsigned* r, const void* 
                      fmt::join(outputs, ", "));
 }
 
+// wgmma's helpers: the descriptor of an operand at a shared address (fields already encoded: 16-byte
+// units; 128-byte swizzle), the fence, commit and wait, and the proxy fence that makes this thread's
+// shared writes visible to wgmma's reads. braze_wgmma_hold pins accumulator registers after a wait:
+// the compiler may not move reads of them above it (the wgmma writing them has no data dependence the
+// compiler sees).
+constexpr std::string_view kWgmmaSupport = R"(
+__device__ __forceinline__ unsigned long long braze_wgmma_desc(const void* smem, unsigned leading, unsigned stride) {
+  const unsigned long long start = ((unsigned)__cvta_generic_to_shared(smem) & 0x3FFFF) >> 4;
+  return start | ((unsigned long long)leading << 16) | ((unsigned long long)stride << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void braze_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void braze_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int Pending> __device__ __forceinline__ void braze_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+template <int N> __device__ __forceinline__ void braze_wgmma_hold(float* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void braze_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+)";
+
+struct WgmmaForm {
+  int n;
+  DataType operand;
+  bool a_mn_major, b_mn_major;
+  auto operator<=>(const WgmmaForm&) const = default;
+};
+
+std::string wgmmaName(const WgmmaForm& f) {
+  return fmt::format("braze_wgmma_m64n{}k16_{}_{}{}", f.n, operandSuffix(f.operand), f.a_mn_major ? "m" : "k",
+                     f.b_mn_major ? "m" : "k");
+}
+
+// d[0 .. n/2) += A B: one wgmma.mma_async of two shared-memory descriptors. Its scale-d operand is a
+// predicate (true: accumulate into d), set from a register holding 1.
+std::string wgmmaFunction(const WgmmaForm& f) {
+  std::vector<std::string> registers, outputs;
+  for (int i = 0; i < f.n / 2; ++i) {
+    registers.push_back(fmt::format("%{}", i));
+    outputs.push_back(fmt::format("\"+f\"(d[{}])", i));
+  }
+  return fmt::format(R"(
+__device__ __forceinline__ void {0}(float* d, unsigned long long a, unsigned long long b) {{
+  asm volatile("{{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %{6}, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, %{4}, %{5}, accumulate, 1, 1, {7}, {8};\n}}\n"
+               : {9}
+               : "l"(a), "l"(b), "r"(1));
+}}
+)",
+                     wgmmaName(f), f.n, operandSuffix(f.operand), fmt::join(registers, ", "), f.n / 2, f.n / 2 + 1,
+                     f.n / 2 + 2, f.a_mn_major ? 1 : 0, f.b_mn_major ? 1 : 0, fmt::join(outputs, ", "));
+}
+
 struct Used {
   std::set<std::pair<MmaShape, DataType>> mma;
   bool async_copy = false;  // cp.async or ldmatrix
+  std::set<WgmmaForm> wgmma;
 };
+
+WgmmaForm wgmmaForm(const Kernel& k, const Stmt& s) {
+  return {s.width, k.vars[s.mma_operands[0]].dtype, s.wgmma_operands[0].mn_major, s.wgmma_operands[1].mn_major};
+}
 
 void collect(const Kernel& k, const std::vector<Stmt>& stmts, Used& used) {
   for (const Stmt& s : stmts) {
@@ -154,6 +213,7 @@ void collect(const Kernel& k, const std::vector<Stmt>& stmts, Used& used) {
         s.kind == SKind::Ldmatrix) {
       used.async_copy = true;
     }
+    if (s.kind == SKind::Wgmma) used.wgmma.insert(wgmmaForm(k, s));
     collect(k, s.body, used);
     collect(k, s.orelse, used);
   }
@@ -165,12 +225,14 @@ std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma) {
   return fmt::format("braze_mma_{}_{}", toString(mma.mma_shape), operandSuffix(kernel.vars[mma.mma_operands[0]].dtype));
 }
 
+std::string wgmmaFunctionName(const Kernel& kernel, const Stmt& wgmma) { return wgmmaName(wgmmaForm(kernel, wgmma)); }
+
 std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
   Used used;
   collect(kernel, kernel.body, used);
-  if (used.mma.empty() && !used.async_copy) return "";
+  if (used.mma.empty() && !used.async_copy && used.wgmma.empty()) return "";
   BRAZE_CHECK(dialect == SourceDialect::Cuda,
-              "kernel {} uses mma.sync, cp.async or ldmatrix, which have no HIP spelling (AMD's matrix instructions, "
+              "kernel {} uses mma.sync, wgmma, cp.async or ldmatrix, which have no HIP spelling (AMD's matrix instructions, "
               "MFMA, are not emitted)",
               kernel.name);
   std::string out;
@@ -182,6 +244,8 @@ std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
       for (bool transpose : {false, true}) out += ldmatrixFunction(matrices, transpose);
     }
   }
+  if (!used.wgmma.empty()) out += kWgmmaSupport;
+  for (const WgmmaForm& f : used.wgmma) out += wgmmaFunction(f);
   return out;
 }
 

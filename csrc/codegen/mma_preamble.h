@@ -12,6 +12,8 @@ namespace braze::kernel {
 
 // The name of the function an mma statement calls: "braze_mma_m16n8k16_bf16".
 std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma);
+// The name of the function a wgmma statement calls: "braze_wgmma_m64n256k16_bf16_km" (A k-major, B mn-major).
+std::string wgmmaFunctionName(const Kernel& kernel, const Stmt& wgmma);
 // The functions of every mma statement in `kernel` ("" when it has none). A Value error for HIP.
 std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect);
 

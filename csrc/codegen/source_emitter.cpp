@@ -127,7 +127,10 @@ class Emitter {
     body_ = &out;
     // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
     // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
-    if (k_.shared_bytes > 0) line(1, "extern __shared__ __align__(16) unsigned char braze_smem[];");
+    // wgmma operands' swizzle patterns are placed at multiples of 1024 bytes from this base.
+    if (k_.shared_bytes > 0) {
+      line(1, fmt::format("extern __shared__ __align__({}) unsigned char braze_smem[];", k_.arch_specific ? 1024 : 16));
+    }
     block(k_.body, 1);
     out += "}\n";
     return out;
@@ -279,6 +282,7 @@ class Emitter {
       case EKind::Div: return fmt::format("({} / {})", a(0), a(1));
       case EKind::Mod: return fmt::format("({} % {})", a(0), a(1));
       case EKind::Min: return fmt::format("min({}, {})", a(0), a(1));
+      case EKind::Xor: return fmt::format("({} ^ {})", a(0), a(1));
       case EKind::Lt: return fmt::format("({} < {})", a(0), a(1));
       case EKind::Le: return fmt::format("({} <= {})", a(0), a(1));
       case EKind::Eq: return fmt::format("({} == {})", a(0), a(1));
@@ -477,6 +481,23 @@ class Emitter {
       case SKind::CpAsyncCommit: line(depth, "braze_cp_async_commit();"); return;
       case SKind::CpAsyncWait: line(depth, fmt::format("braze_cp_async_wait<{}>();", s.width)); return;
       case SKind::Ldmatrix: ldmatrix(s, depth); return;
+      case SKind::Wgmma: {
+        auto descriptor = [&](int i, ExprId at) {
+          const WgmmaOperand& o = s.wgmma_operands[i];
+          return fmt::format("braze_wgmma_desc(&{}[{}], {}, {})", k_.vars[s.mma_operands[i]].name, e(at),
+                             o.mn_major ? o.leading_bytes >> 4 : 1, o.stride_bytes >> 4);
+        };
+        line(depth, fmt::format("{}({}, {}, {});", wgmmaFunctionName(k_, s), k_.vars[s.var].name, descriptor(0, s.a),
+                                descriptor(1, s.b)));
+        return;
+      }
+      case SKind::WgmmaFence: line(depth, "braze_wgmma_fence();"); return;
+      case SKind::WgmmaCommit: line(depth, "braze_wgmma_commit();"); return;
+      case SKind::WgmmaWait:
+        line(depth, fmt::format("braze_wgmma_wait<{}>();", s.width));
+        if (s.var >= 0) line(depth, fmt::format("braze_wgmma_hold<{}>({});", k_.vars[s.var].size, k_.vars[s.var].name));
+        return;
+      case SKind::ProxyFence: line(depth, "braze_fence_proxy_async();"); return;
     }
   }
 

@@ -144,7 +144,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     if (k.grid[0] * k.grid[1] == 0) continue;
     std::string source = kernel::emitSource(k, kernel::dialectFor(device));
     launched_kernels_.emplace_back(compiledKernelKey(source, device_ordinal), k.summary);
-    CompileOptions compile = kernelCompileOptions(device.arch());
+    CompileOptions compile = kernelCompileOptions(kernel::compileArch(k, device.arch()));
     images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
     launch.words = kernel::argumentWords(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());

@@ -85,6 +85,13 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::Min:
       if (auto a = arg(0), b = arg(1); a && b) result = Bounds{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
       break;
+    case EKind::Xor:  // below the next power of two above both
+      if (auto a = arg(0), b = arg(1); a && b && a->lo >= 0 && b->lo >= 0) {
+        int64_t top = 1;
+        while (top <= std::max(a->hi, b->hi)) top *= 2;
+        result = Bounds{0, top - 1};
+      }
+      break;
     case EKind::Select:
       if (!e.index) break;
       if (auto a = bounds(e.args[1]), b = bounds(e.args[2]); a && b) {

@@ -265,6 +265,15 @@ ExprId KernelBuilder::min(ExprId a, ExprId b) {
   return binaryIndex(EKind::Min, a, b);
 }
 
+ExprId KernelBuilder::bitXor(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  BRAZE_ASSERT(nonNegative(a) && nonNegative(b), "kernel index xor of a value that may be negative");
+  if (ca && cb) return index(*ca ^ *cb);
+  if (ca && *ca == 0) return b;
+  if (cb && *cb == 0) return a;
+  return binaryIndex(EKind::Xor, a, b);
+}
+
 ExprId KernelBuilder::lt(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
   if (ca && cb) return boolean(*ca < *cb);
@@ -414,6 +423,7 @@ int64_t divisibility(const Kernel& k, ExprId id, const std::function<std::option
     case EKind::Sub: return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Mul: return std::min(kMax, divisibility(e.args[0]) * divisibility(e.args[1]));
     case EKind::Mod:  // a % b = a - b * (a / b)
+    case EKind::Xor:  // bits below both operands' lowest set bit stay zero
       return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
     case EKind::VarRef: {
@@ -445,14 +455,15 @@ VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, 
   return id;
 }
 
-VarId KernelBuilder::sharedStorageArray(std::string prefix, DataType dtype, int64_t size) {
+VarId KernelBuilder::sharedStorageArray(std::string prefix, DataType dtype, int64_t size, int64_t alignment) {
   const VarId id = scalarVar(std::move(prefix), dtype);
   KVar& v = k_.vars[id];
   v.kind = VarKind::SharedArray;
   v.storage = true;
   v.size = size;
-  // 128-byte aligned: a swizzle pattern repeats every 128 bytes, and ldmatrix rows need 16.
-  v.shared_offset = (k_.shared_bytes + 127) / 128 * 128;
+  // At least 128-byte aligned: a rotation pattern repeats every 128 bytes, and ldmatrix rows need 16.
+  alignment = std::max<int64_t>(alignment, 128);
+  v.shared_offset = (k_.shared_bytes + alignment - 1) / alignment * alignment;
   k_.shared_bytes = v.shared_offset + (size * sizeOf(dtype) + 15) / 16 * 16;
   return id;
 }
@@ -630,6 +641,46 @@ void KernelBuilder::ldmatrix(VarId fragment, ExprId at, VarId shared, ExprId row
   push(std::move(s));
 }
 
+void KernelBuilder::wgmma(VarId acc, int n, VarId a_tiles, ExprId a_at, const WgmmaOperand& a, VarId b_tiles,
+                          ExprId b_at, const WgmmaOperand& b) {
+  Stmt s;
+  s.kind = SKind::Wgmma;
+  s.var = acc;
+  s.width = n;
+  s.mma_operands = {a_tiles, b_tiles, -1};
+  s.a = a_at;
+  s.b = b_at;
+  s.wgmma_operands = {a, b};
+  k_.arch_specific = true;
+  push(std::move(s));
+}
+
+void KernelBuilder::wgmmaFence() {
+  Stmt s;
+  s.kind = SKind::WgmmaFence;
+  push(std::move(s));
+}
+
+void KernelBuilder::wgmmaCommit() {
+  Stmt s;
+  s.kind = SKind::WgmmaCommit;
+  push(std::move(s));
+}
+
+void KernelBuilder::wgmmaWait(int pending_groups, VarId accumulators) {
+  Stmt s;
+  s.kind = SKind::WgmmaWait;
+  s.var = accumulators;
+  s.width = pending_groups;
+  push(std::move(s));
+}
+
+void KernelBuilder::proxyFence() {
+  Stmt s;
+  s.kind = SKind::ProxyFence;
+  push(std::move(s));
+}
+
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
   // In the body, var runs over [begin, end) upwards (the range of this loop: a variable some other
   // loop reuses gets that loop's range when it is opened).
@@ -711,6 +762,10 @@ std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_
     }
   }
   return values;
+}
+
+std::string compileArch(const Kernel& kernel, const std::string& device_arch) {
+  return kernel.arch_specific && device_arch.starts_with("sm_") && !device_arch.ends_with("a") ? device_arch + "a" : device_arch;
 }
 
 std::string launchSummary(const Kernel& kernel) {

@@ -11,6 +11,7 @@
 
 #include "ir/data_type.h"
 #include "kernel/mma_fragments.h"
+#include "kernel/wgmma.h"
 #include "ir/op_kind.h"
 #include "ir/val.h"
 #include "passes/alias_analysis.h"
@@ -39,6 +40,7 @@ enum class EKind : uint8_t {
   BlockIdx,     // blockIdx.{x,y}
   // Index and predicate arithmetic on `index` values (and bools).
   Add, Sub, Mul, Div, Mod, Min, Lt, Le, Eq, And, Or, Not, Select,
+  Xor,          // bitwise exclusive or of two non-negative index values (a swizzled shared tile's chunk)
   Elementwise,  // an OpKind on compute values (op), result of Val dtype `dtype`
   Cast,         // a compute value of dtype `from` to `dtype`
   IndexToValue, // an index value as a value of `dtype` (iota, gathers' index as data)
@@ -112,6 +114,21 @@ enum class SKind : uint8_t {
   // per + i], per = 4 bytes in elements. `transpose` (16-bit elements only): it receives the elements of
   // column l / 4 at rows 2 (l % 4) and 2 (l % 4) + 1 instead.
   Ldmatrix,
+  // wgmma.mma_async (sm_90a, kernel/wgmma.h): each warpgroup (four consecutive warps) of the block
+  // adds the product of a 64 x 16 A and a 16 x `width` B, both read from shared memory where the
+  // operands' descriptions (wgmma_operands) put them, starting at element a of shared array
+  // mma_operands[0] and element b of mma_operands[1], to its accumulators var (width / 2 Float values per
+  // thread). Asynchronous: the shared elements are read, and the accumulators written, at some point
+  // before the wgmma wait that covers its group; touching either earlier is an error.
+  Wgmma,
+  WgmmaFence,   // orders this thread's earlier register accesses before the wgmmas that follow
+  WgmmaCommit,  // closes the warpgroup's group of the wgmmas issued since the last commit
+  WgmmaWait,    // waits until at most `width` of the warpgroup's committed groups are still in flight (var:
+                // the accumulators they write, or -1)
+  // Makes this thread's shared memory writes (stores, landed cp.asyncs) visible to the asynchronous
+  // proxy that wgmma reads through (fence.proxy.async.shared::cta): needed between them and the barrier
+  // after which a wgmma reads them.
+  ProxyFence,
 };
 
 struct Stmt {
@@ -127,6 +144,7 @@ struct Stmt {
   MmaShape mma_shape = MmaShape::M16N8K16;
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
   int32_t b_offset = 0;       // Mma: the B fragment's first element in its array (one array for two n-tiles)
+  std::array<WgmmaOperand, 2> wgmma_operands{};  // Wgmma: how A and B lie in shared memory
   std::vector<Stmt> body, orelse;
 };
 
@@ -174,6 +192,8 @@ struct Kernel {
   // The heuristics, one line, without the grid: the comment that heads the source (which is the
   // compiled-kernel cache's key, so it holds nothing a launch of the same code may change).
   std::string summary;
+  // Uses instructions of the arch-specific target (wgmma: sm_90a), whose cubin runs on that arch only.
+  bool arch_specific = false;
 
   int64_t threadsPerBlock() const { return block[0] * block[1]; }
 };
@@ -184,6 +204,10 @@ struct Kernel {
 std::vector<uint64_t> argumentWords(const Kernel& kernel);
 // The inverse: the arguments' values from the words a launch passed (one per argument).
 std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_t* words);
+
+// The arch NVRTC compiles `kernel` for on a device of arch `device_arch` ("sm_90" -> "sm_90a" for a
+// kernel using arch-specific instructions).
+std::string compileArch(const Kernel& kernel, const std::string& device_arch);
 
 // The summary with this launch's grid and index arguments: what explain and the dumps print.
 std::string launchSummary(const Kernel& kernel);
@@ -220,6 +244,7 @@ class KernelBuilder {
   ExprId lor(ExprId a, ExprId b);
   ExprId lnot(ExprId a);
   ExprId select(ExprId cond, ExprId a, ExprId b);
+  ExprId bitXor(ExprId a, ExprId b);  // both non-negative
   ExprId elementwise(OpKind op, DataType dtype, std::vector<ExprId> args);
   ExprId cast(ExprId value, DataType to);
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
@@ -247,8 +272,9 @@ class KernelBuilder {
 
   VarId scalarVar(std::string prefix, DataType dtype, bool is_index = false);
   VarId arrayVar(std::string prefix, DataType dtype, int64_t size, VarKind kind = VarKind::LocalArray);
-  // A shared array of `size` values held as stored in global memory (KVar::storage), 128-byte aligned.
-  VarId sharedStorageArray(std::string prefix, DataType dtype, int64_t size);
+  // A shared array of `size` values held as stored in global memory (KVar::storage), `alignment`-byte
+  // aligned (at least 128; a wgmma operand's 128-byte swizzle repeats every 1024 bytes).
+  VarId sharedStorageArray(std::string prefix, DataType dtype, int64_t size, int64_t alignment = 128);
   TensorId addTensor(TensorParam param);
 
   // Statements go to the innermost open block.
@@ -277,6 +303,16 @@ class KernelBuilder {
   void cpAsyncWait(int pending_groups);
   // fragment[at ..] = ldmatrix.x`matrices`(shared + row), row: this lane's row start (an element index).
   void ldmatrix(VarId fragment, ExprId at, VarId shared, ExprId row, int matrices, bool transpose);
+  // acc += A B on each warpgroup's 64 x n tile (SKind::Wgmma), A and B starting at shared elements a_at
+  // of a_tiles and b_at of b_tiles.
+  void wgmma(VarId acc, int n, VarId a_tiles, ExprId a_at, const WgmmaOperand& a, VarId b_tiles, ExprId b_at,
+             const WgmmaOperand& b);
+  void wgmmaFence();
+  void wgmmaCommit();
+  // `accumulators` (when given): the array the wgmmas write, held in place after the wait (their reads
+  // stay after it in the emitted code).
+  void wgmmaWait(int pending_groups, VarId accumulators = -1);
+  void proxyFence();
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

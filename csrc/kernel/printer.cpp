@@ -70,6 +70,7 @@ class KernelPrinter {
       case EKind::Div: return infix("/");
       case EKind::Mod: return infix("%");
       case EKind::Min: return fmt::format("min({}, {})", arg(0), arg(1));
+      case EKind::Xor: return fmt::format("({} ^ {})", arg(0), arg(1));
       case EKind::Lt: return infix("<");
       case EKind::Le: return infix("<=");
       case EKind::Eq: return infix("==");
@@ -148,6 +149,19 @@ class KernelPrinter {
         line(depth, "{}[{} ..] = ldmatrix.x{}{}({}[{}])", var(), expr(s.b), s.width, s.transpose ? ".trans" : "",
              k_.vars[s.mma_operands[0]].name, expr(s.a));
         return;
+      case SKind::Wgmma: {
+        auto operand = [&](int i, ExprId at) {
+          const WgmmaOperand& o = s.wgmma_operands[i];
+          return fmt::format("{}[{}] ({}, LBO {}, SBO {})", k_.vars[s.mma_operands[i]].name, expr(at),
+                             o.mn_major ? "mn-major" : "k-major", o.leading_bytes, o.stride_bytes);
+        };
+        line(depth, "{} += wgmma.m64n{}k16({}, {})", var(), s.width, operand(0, s.a), operand(1, s.b));
+        return;
+      }
+      case SKind::WgmmaFence: line(depth, "wgmma_fence"); return;
+      case SKind::WgmmaCommit: line(depth, "wgmma_commit"); return;
+      case SKind::WgmmaWait: line(depth, "wgmma_wait({} in flight)", s.width); return;
+      case SKind::ProxyFence: line(depth, "proxy_fence_async_shared"); return;
     }
   }
 

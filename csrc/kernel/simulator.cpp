@@ -7,6 +7,7 @@
 #include <cmath>
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <unordered_map>
@@ -63,6 +64,12 @@ class Simulator {
       pending_.clear();
       groups_.clear();
       in_flight_.clear();
+      wgmma_groups_.clear();
+      wgmma_pending_.clear();
+      wgmma_reading_.clear();
+      busy_accumulators_.clear();
+      unfenced_.clear();
+      unfenced_list_.clear();
       exec(k_.body, Mask(threads_, 1));
     }
   }
@@ -143,6 +150,7 @@ class Simulator {
         return r;
       }
       case EKind::Min: r.i = std::min(I(0), I(1)); return r;
+      case EKind::Xor: r.i = I(0) ^ I(1); return r;
       case EKind::Lt: r.i = I(0) < I(1); return r;
       case EKind::Le: r.i = I(0) <= I(1); return r;
       case EKind::Eq: r.i = I(0) == I(1); return r;
@@ -194,6 +202,8 @@ class Simulator {
         if (k_.vars[e.ref].kind == VarKind::SharedArray) {
           requireLanded(e.ref, t, i);
           noteShared(e.ref, t, i, false);
+        } else {
+          requireAccumulatorsDone(e.ref, t);
         }
         return arrayAt(e.ref, t, i);
       }
@@ -223,6 +233,9 @@ class Simulator {
                           v.name, i, a.writer));
     }
     if (write) {
+      if (auto it = wgmma_reading_.find(var); it != wgmma_reading_.end() && it->second[i] > 0) {
+        fail(t, fmt::format("writes shared {}[{}], which a wgmma still in flight reads (no wgmma wait covers it)", v.name, i));
+      }
       if (a.reader >= 0 && a.reader != t) {
         fail(t, fmt::format("writes shared {}[{}], which {} read, with no barrier in between", v.name, i,
                             a.reader == kManyReaders ? std::string("other threads") : fmt::format("thread {}", a.reader)));
@@ -312,6 +325,7 @@ class Simulator {
         for (size_t j = 0; j < copy.values.size(); ++j) {
           --flight[copy.at + static_cast<int64_t>(j)];
           noteShared(copy.var, t, copy.at + static_cast<int64_t>(j), true);
+          noteUnfenced(copy.var, t, copy.at + static_cast<int64_t>(j));
           arrayAt(copy.var, t, copy.at + static_cast<int64_t>(j)) = copy.values[j];
         }
       }
@@ -406,7 +420,12 @@ class Simulator {
         }
         for (int64_t t = 0; t < threads_; ++t) {
           if (!mask[t]) continue;
-          if (shared) noteShared(s.var, t, writes[t].first, true);
+          if (shared) {
+            noteShared(s.var, t, writes[t].first, true);
+            noteUnfenced(s.var, t, writes[t].first);
+          } else {
+            requireAccumulatorsDone(s.var, t);
+          }
           arrayAt(s.var, t, writes[t].first) = writes[t].second;
         }
         return;
@@ -441,6 +460,19 @@ class Simulator {
       case SKind::CpAsyncCommit: execCpAsyncCommit(mask); return;
       case SKind::CpAsyncWait: execCpAsyncWait(s, mask); return;
       case SKind::Ldmatrix: execLdmatrix(s, mask); return;
+      case SKind::Wgmma: execWgmma(s, mask); return;
+      case SKind::WgmmaFence: return;  // register order: the simulator runs statements in order
+      case SKind::WgmmaCommit: execWgmmaCommit(mask); return;
+      case SKind::WgmmaWait: execWgmmaWait(s, mask); return;
+      case SKind::ProxyFence:
+        for (int64_t t = 0; t < threads_; ++t) {
+          if (!mask[t]) continue;
+          for (const auto& [var, i] : unfenced_list_[t]) {
+            if (unfenced_[var][i] == t + 1) unfenced_[var][i] = 0;
+          }
+          unfenced_list_[t].clear();
+        }
+        return;
       case SKind::Fence: return;  // blocks run one after another: writes are visible at once
       case SKind::AtomicAdd:
         for (int64_t t = 0; t < threads_; ++t) {
@@ -558,6 +590,121 @@ class Simulator {
     }
   }
 
+  // The threads of warpgroup g that reached a warpgroup statement: all of them, or none (a partial one is
+  // an error).
+  bool warpgroupActive(int64_t g, const Mask& mask, const char* what) {
+    int64_t active = 0;
+    for (int64_t t = g * 128; t < g * 128 + 128; ++t) active += mask[t] ? 1 : 0;
+    if (active == 0) return false;
+    for (int64_t t = g * 128; t < g * 128 + 128; ++t) {
+      if (!mask[t]) fail(t, fmt::format("{} reached by only part of its warpgroup (this thread is inactive)", what));
+    }
+    return true;
+  }
+
+  // Reads A and B where the hardware would (kernel/wgmma.h), computes the warpgroup's 64 x n product
+  // into its accumulators (exact products summed in double, rounded to float once per wgmma), and
+  // keeps the operand elements and the accumulators busy until a wgmma wait covers the group.
+  void execWgmma(const Stmt& s, const Mask& mask) {
+    const int64_t n = s.width;
+    for (int64_t g = 0; g * 128 < threads_; ++g) {
+      if (!warpgroupActive(g, mask, "wgmma")) continue;
+      WgmmaInFlight flight{s.var, {}, -1};
+      std::vector<double> matrices[2] = {std::vector<double>(kWgmmaM * kWgmmaK), std::vector<double>(kWgmmaK * n)};
+      for (int operand = 0; operand < 2; ++operand) {
+        const VarId var = s.mma_operands[operand];
+        const KVar& v = k_.vars[var];
+        const int64_t element = sizeOf(v.dtype);
+        const int64_t at = eval(operand == 0 ? s.a : s.b, g * 128).i;
+        for (int64_t t = g * 128; t < g * 128 + 128; ++t) {
+          if (eval(operand == 0 ? s.a : s.b, t).i != at) fail(t, "wgmma operand start differs within the warpgroup");
+        }
+        const int64_t start = v.shared_offset + at * element;
+        const int64_t mn_extent = operand == 0 ? kWgmmaM : n;
+        auto& reading = wgmma_reading_[var];
+        if (reading.empty()) reading.assign(v.size, 0);
+        for (int64_t mn = 0; mn < mn_extent; ++mn) {
+          for (int64_t k = 0; k < kWgmmaK; ++k) {
+            const int64_t byte = wgmmaElementByte(s.wgmma_operands[operand], start, mn, k, element) - v.shared_offset;
+            if (byte % element != 0 || byte < 0 || byte / element >= v.size) {
+              fail(g * 128, fmt::format("wgmma reads {} element ({}, {}) at shared byte {}, outside its {} elements",
+                                        v.name, mn, k, byte + v.shared_offset, v.size));
+            }
+            const int64_t i = byte / element;
+            requireLanded(var, g * 128, i);
+            noteShared(var, g * 128, i, false);
+            if (auto it = unfenced_.find(var); it != unfenced_.end() && it->second[i] != 0) {
+              fail(g * 128, fmt::format("wgmma reads shared {}[{}], which thread {} wrote with no proxy fence after the write",
+                                        v.name, i, it->second[i] - 1));
+            }
+            ++reading[i];
+            flight.reads.emplace_back(var, i);
+            const double value = arrayAt(var, g * 128, i).f;
+            if (operand == 0) {
+              matrices[0][mn * kWgmmaK + k] = value;
+            } else {
+              matrices[1][k * n + mn] = value;
+            }
+          }
+        }
+      }
+      for (int64_t t = g * 128; t < g * 128 + 128; ++t) {
+        requireAccumulatorsDone(s.var, t, true);
+        for (int64_t i = 0; i < n / 2; ++i) {
+          const MatrixPosition p = wgmmaDPosition(static_cast<int>(t - g * 128), static_cast<int>(i));
+          double sum = 0;
+          for (int k = 0; k < kWgmmaK; ++k) sum += matrices[0][p.row * kWgmmaK + k] * matrices[1][k * n + p.col];
+          SimValue& d = arrayAt(s.var, t, i);
+          d.f = static_cast<float>(sum + d.f);
+        }
+      }
+      ++busy_accumulators_[{g, s.var}];
+      wgmma_pending_[g].push_back(std::move(flight));
+    }
+  }
+
+  void execWgmmaCommit(const Mask& mask) {
+    for (int64_t g = 0; g * 128 < threads_; ++g) {
+      if (!warpgroupActive(g, mask, "wgmma commit")) continue;
+      for (WgmmaInFlight& w : wgmma_pending_[g]) {
+        if (w.group < 0) w.group = wgmma_groups_[g];
+      }
+      ++wgmma_groups_[g];
+    }
+  }
+
+  void execWgmmaWait(const Stmt& s, const Mask& mask) {
+    for (int64_t g = 0; g * 128 < threads_; ++g) {
+      if (!warpgroupActive(g, mask, "wgmma wait")) continue;
+      const int64_t newest_kept = wgmma_groups_[g] - s.width;
+      std::vector<WgmmaInFlight> kept;
+      for (WgmmaInFlight& w : wgmma_pending_[g]) {
+        if (w.group < 0 || w.group >= newest_kept) {
+          kept.push_back(std::move(w));
+          continue;
+        }
+        for (const auto& [var, i] : w.reads) --wgmma_reading_[var][i];
+        if (--busy_accumulators_[{g, w.accumulators}] == 0) busy_accumulators_.erase({g, w.accumulators});
+      }
+      wgmma_pending_[g] = std::move(kept);
+    }
+  }
+
+  // Accumulators of a wgmma in flight may be neither read nor written (`by_wgmma`: another wgmma into
+  // them, which chains after it, is allowed).
+  void requireAccumulatorsDone(VarId var, int64_t t, bool by_wgmma = false) {
+    if (by_wgmma || busy_accumulators_.empty() || !busy_accumulators_.count({t / 128, var})) return;
+    fail(t, fmt::format("touches {}, the accumulators of a wgmma in flight (no wgmma wait covers it)", k_.vars[var].name));
+  }
+
+  void noteUnfenced(VarId var, int64_t t, int64_t i) {
+    if (!k_.arch_specific) return;  // no wgmma reads the writes
+    auto& marks = unfenced_[var];
+    if (marks.empty()) marks.assign(k_.vars[var].size, 0);
+    marks[i] = static_cast<int32_t>(t + 1);
+    unfenced_list_[t].emplace_back(var, i);
+  }
+
   void execReduce(const Stmt& s, const Mask& mask) {
     requireFullBlock(mask, "a block reduction");
     // The emitted reduction synchronizes the block unless it is a warp shuffle (see the emitter).
@@ -607,6 +754,22 @@ class Simulator {
   std::unordered_map<int64_t, std::vector<PendingCopy>> pending_;
   std::unordered_map<int64_t, int64_t> groups_;
   std::unordered_map<VarId, std::vector<int32_t>> in_flight_;
+  // wgmma, per warpgroup: its committed group count and the wgmmas not covered by a wait yet (the shared
+  // elements each reads, its accumulators, its group: -1 until committed); per shared element the
+  // wgmmas in flight reading it; the accumulator arrays in flight.
+  struct WgmmaInFlight {
+    VarId accumulators = -1;
+    std::vector<std::pair<VarId, int64_t>> reads;
+    int64_t group = -1;
+  };
+  std::unordered_map<int64_t, int64_t> wgmma_groups_;
+  std::unordered_map<int64_t, std::vector<WgmmaInFlight>> wgmma_pending_;
+  std::unordered_map<VarId, std::vector<int32_t>> wgmma_reading_;
+  std::map<std::pair<int64_t, VarId>, int64_t> busy_accumulators_;
+  // Shared elements written (stored, or a cp.async landed) with no proxy fence by the writer since: the
+  // writer + 1, or 0; and each thread's such writes.
+  std::unordered_map<VarId, std::vector<int32_t>> unfenced_;
+  std::unordered_map<int64_t, std::vector<std::pair<VarId, int64_t>>> unfenced_list_;
 };
 
 }  // namespace

@@ -191,7 +191,35 @@ class KernelVerifier {
       case SKind::CpAsyncCommit: break;
       case SKind::CpAsyncWait: check(s.width >= 0, "a cp.async wait for {} groups", s.width); break;
       case SKind::Ldmatrix: ldmatrix(s); break;
+      case SKind::Wgmma: wgmma(s); break;
+      case SKind::WgmmaFence:
+      case SKind::WgmmaCommit:
+      case SKind::ProxyFence: break;
+      case SKind::WgmmaWait: check(s.width >= 0, "a wgmma wait for {} groups", s.width); break;
     }
+  }
+
+  // Whole warpgroups; 16-bit operands in declared shared arrays; Float accumulators, n / 2 per thread.
+  void wgmma(const Stmt& s) {
+    uses(s.a, "a wgmma");
+    uses(s.b, "a wgmma");
+    check(k_.warp_size == 32 && k_.threadsPerBlock() % 128 == 0, "wgmma needs whole warpgroups of 128 threads; the kernel has {}",
+          k_.threadsPerBlock());
+    check(s.width >= 8 && s.width <= 256 && s.width % 8 == 0, "wgmma.m64n{}k16: n must be a multiple of 8 in [8, 256]", s.width);
+    for (int i = 0; i < 2; ++i) {
+      const KVar& v = k_.vars.at(s.mma_operands[i]);
+      check(v.kind == VarKind::SharedArray && v.storage && defined_.count(s.mma_operands[i]) != 0,
+            "wgmma reads {}, which is not a declared shared array of stored values", v.name);
+      check(v.dtype == DataType::BFloat16 || v.dtype == DataType::Half, "wgmma of {} operands (bf16 or f16 only)",
+            toString(v.dtype));
+      check(v.shared_offset % 1024 == 0, "wgmma operand {} starts at shared byte {}, not a multiple of 1024 (its swizzle pattern)",
+            v.name, v.shared_offset);
+    }
+    check(k_.vars.at(s.mma_operands[0]).dtype == k_.vars.at(s.mma_operands[1]).dtype, "wgmma of operands of two dtypes");
+    const KVar& d = k_.vars.at(s.var);
+    check(d.kind == VarKind::LocalArray && d.dtype == DataType::Float && d.size == s.width / 2 && defined_.count(s.var) != 0,
+          "wgmma.m64n{}k16 accumulates into {}, which is not a declared local array of {} Float values", s.width, d.name,
+          s.width / 2);
   }
 
   void ldmatrix(const Stmt& s) {

@@ -49,6 +49,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_loads_ahead", &HeuristicTuning::matmul_loads_ahead, 0, 1, false},
     {"matmul_fragments_ahead", &HeuristicTuning::matmul_fragments_ahead, -1, 1, false},
     {"matmul_copy_parts", &HeuristicTuning::matmul_copy_parts, 0, 16, false},
+    {"matmul_wgmma", &HeuristicTuning::matmul_wgmma, -1, 1, false},
 };
 
 std::string_view trim(std::string_view text) {

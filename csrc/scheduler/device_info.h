@@ -36,6 +36,8 @@ struct HeuristicTuning {
   // With fragments ahead: the parts a slice's refill copies are issued in, one after each k step's mmas
   // (0: one per k step before the last; 1: all at once).
   int64_t matmul_copy_parts = 0;
+  // Warpgroup mmas (wgmma, sm_90): 1 where the problem allows them, 0 never, -1 the heuristic's choice.
+  int64_t matmul_wgmma = -1;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

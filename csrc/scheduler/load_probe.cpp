@@ -55,6 +55,7 @@ class IndexEvaluator {
       case EKind::Div:
       case EKind::Mod:
       case EKind::Min:
+      case EKind::Xor:
       case EKind::Lt:
       case EKind::Le:
       case EKind::Eq:
@@ -76,6 +77,7 @@ class IndexEvaluator {
       case EKind::Div: return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
       case EKind::Mod: return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
       case EKind::Min: return std::min(a, b);
+      case EKind::Xor: return a ^ b;
       case EKind::Lt: return int64_t{a < b};
       case EKind::Le: return int64_t{a <= b};
       case EKind::Eq: return int64_t{a == b};

@@ -26,8 +26,9 @@ TOLERANCE = {np.dtype(np.float32): (1e-3, 1e-3), np.dtype(np.float16): (2e-3, 2e
              np.dtype(ml_dtypes.bfloat16): (2e-2, 2e-2)}
 
 
-def _check(seed: int, make=generate) -> bool:
-    """Runs one case; False when the generator made a fusion the reference itself rejects."""
+def _check(seed: int, make=generate, target: str | None = None) -> bool:
+    """Runs one case (planned for `target`, a device preset with tuning, or the default); False when the
+    generator made a fusion the reference itself rejects."""
     source = make(seed)
     scope: dict = {}
     try:
@@ -38,11 +39,11 @@ def _check(seed: int, make=generate) -> bool:
         return False
     reproducer = (
         f"# braze fuzz case {seed}: run this file to reproduce\n{source}"
-        "got = fd.execute(inputs)\nfrom braze import execute\nwant = execute.reference(fd, inputs)\n"
+        f"got = fd.execute(inputs{'' if target is None else f', target={target!r}'})\nfrom braze import execute\nwant = execute.reference(fd, inputs)\n"
         "for g, w in zip(got, want):\n    print(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))\n"
     )
     try:
-        got = fd.execute(inputs)
+        got = fd.execute(inputs) if target is None else fd.execute(inputs, target=target)
         assert len(got) == len(want)
         for g, w in zip(got, want):
             assert g.dtype == w.dtype and g.shape == w.shape
@@ -84,3 +85,22 @@ def test_random_matmuls_match_the_reference():
         scheduled += any(s.scheduler == "matmul" for s in segments)
     # Every generated case is one the matmul scheduler takes: the fuzzer tests it, not the host path.
     assert scheduled == MATMUL_CASES
+
+
+WGMMA = "h100:matmul_wgmma=1"
+
+
+def test_random_matmuls_on_warpgroup_mmas_match_the_reference():
+    """The same matmuls planned for an H100 that takes wgmma wherever it can (16-bit operands both copied
+    as stored): the simulator reads each wgmma operand where the hardware would."""
+    taken = 0
+    cases = 4 * MATMUL_CASES  # about one in twenty takes wgmma
+    for seed in range(FIRST, FIRST + cases):
+        assert _check(seed, generate_matmul, WGMMA), f"matmul case {seed} was rejected by the reference"
+        scope: dict = {}
+        exec(compile(generate_matmul(seed), "<case>", "exec"), scope)
+        segments = scope["fd"].explain(scope["inputs"], target=WGMMA).segments
+        taken += any("wgmma" in (s.heuristics or "") for s in segments)
+    # Most cases have 8-bit operands, prologues, a few rows (a GEMV) or rows cp.async cannot copy (not a
+    # multiple of 16 bytes): those keep their schedule.
+    assert taken >= cases // 40, f"only {taken} of {cases} cases took wgmma"

@@ -17,6 +17,13 @@ std::string MatmulParams::toString() const {
   auto order = [](kernel::TileOrder o, bool async) {
     return fmt::format("{}{}", o == kernel::TileOrder::KMajor ? "k-major" : "mn-major", async ? "" : " through registers");
   };
+  if (wgmma) {
+    std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+    return fmt::format("matmul: wgmma.m64n{}k16, {} warpgroups ({}x{} outputs per block), {}-stage cp.async pipeline of "
+                       "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
+                       blockCols(), warps_m / 4, blockRows(), blockCols(), stages, block_k, order(a_order, true),
+                       order(b_order, true), extra);
+  }
   const std::string staging =
       stages == 0 ? "fragments loaded from global memory"
                   : fmt::format("{}-stage cp.async pipeline of {}-element K slices, ldmatrix from rotated shared tiles "
@@ -36,6 +43,17 @@ std::string mmaUnavailable(const DeviceInfo& device, DataType operand) {
   const int sm = device.major * 10 + device.minor;
   const int needed = kernel::mmaMinimumSm(operand);
   if (sm < needed) return fmt::format("mma.sync of {} needs sm_{} or newer; {} is sm_{}", toString(operand), needed, device.name, sm);
+  return "";
+}
+
+std::string wgmmaUnavailable(const DeviceInfo& device, const MatmulProblem& problem) {
+  if (device.vendor != GpuVendor::Nvidia || device.major != 9 || device.minor != 0) {
+    return fmt::format("wgmma needs sm_90; {} is not", device.name);
+  }
+  if (problem.operand != DataType::BFloat16 && problem.operand != DataType::Half) {
+    return fmt::format("wgmma is used for bf16 and f16 operands, not {}", toString(problem.operand));
+  }
+  if (!problem.a_tile || !problem.b_tile) return "wgmma reads operands copied as stored (cp.async); one is not";
   return "";
 }
 
@@ -74,11 +92,46 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
   return p;
 }
 
+// wgmma tiles of rows x cols (rows a multiple of 64, at most 256; cols a multiple of 64, at most 256):
+// 64-element (128-byte) K slices, one swizzle pattern wide for a k-major tile, and as many stages as the
+// block's shared memory holds, at most four, at least three (a slice's wgmmas in flight, the next
+// slice's, and one arriving).
+bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64_t rows, int64_t cols, MatmulParams& p) {
+  const int64_t element = sizeOf(problem.operand);
+  const int64_t block_k = 128 / element, stage_bytes = block_k * element * (rows + cols);
+  const int64_t stages = std::min<int64_t>(4, device.smem_per_block_optin / stage_bytes);
+  if (stages < 3 || rows % 64 != 0 || rows > 256 || cols % 64 != 0 || cols > 256) return false;
+  p.wgmma = true;
+  p.shape = kernel::MmaShape::M16N8K16;
+  p.warps_m = rows / 16;
+  p.warps_n = 1;
+  p.tiles_m = 1;
+  p.tiles_n = cols / 8;
+  p.block_k = block_k;
+  p.stages = stages;
+  p.a_async = p.b_async = true;
+  p.a_order = *problem.a_tile;
+  p.b_order = *problem.b_tile;
+  p.fragments_ahead = false;
+  p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
+  p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
+  p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
+  return true;
+}
+
 // $BRAZE_TUNING's matmul fields (HeuristicTuning), for measuring other choices: a block tile of 2 x 4 warps,
 // K slices, stages (as many as the block's shared memory holds, at most the asked number).
 void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulParams& p) {
   const HeuristicTuning& tuning = device.tuning;
   const int64_t element = sizeOf(problem.operand);
+  if (p.wgmma) {  // its tile and stages
+    const int64_t rows = tuning.matmul_block_m > 0 ? tuning.matmul_block_m : p.blockRows();
+    const int64_t cols = tuning.matmul_block_n > 0 ? tuning.matmul_block_n : p.blockCols();
+    MatmulParams tiled = p;
+    if (setWgmmaTiles(device, problem, rows, cols, tiled)) p = tiled;
+    if (tuning.matmul_stages >= 3) p.stages = std::min(p.stages, tuning.matmul_stages);
+    return;
+  }
   p.loads_ahead = tuning.matmul_loads_ahead != 0;
   // Never with an operand staged through registers: its slice in flight holds registers too (the s8 bmm
   // with a row-major B spilled with both).
@@ -185,7 +238,19 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     // No more stages than K has slices (shared memory the block would hold for nothing).
     p.stages = std::max<int64_t>(2, std::min(p.stages, ceilDiv(std::max<int64_t>(problem.k, 1), p.block_k)));
   }
+  // Warpgroup mmas on sm_90 where both operands are copied as stored, in 128 x 256 tiles (two warpgroups
+  // of 64 x 256) where the problem gives every SM one, else 128 x 128 ones.
+  const int64_t wgmma = device.tuning.matmul_wgmma;
+  if (wgmma != 0 && wgmmaUnavailable(device, problem).empty()) {
+    auto blocksOf = [&](int64_t rows, int64_t cols) { return problem.batch * ceilDiv(problem.m, rows) * ceilDiv(problem.n, cols); };
+    const bool large = blocksOf(128, 256) >= device.sm_count && problem.k >= 256;
+    if (wgmma == 1 || large) setWgmmaTiles(device, problem, 128, large ? 256 : 128, p);
+  }
   if (p.stages >= 2) applyTuning(device, problem, p);
+  if (p.wgmma) {
+    if (p.blocks_m > 8 && p.blocks_m * p.blocks_n > 2 * static_cast<int64_t>(device.sm_count)) p.raster_group = 8;
+    return p;  // no split-K
+  }
   // Few output tiles for the SMs and a long K: split K among blocks, each keeping at least 4 slices, so that
   // every SM gets a block (no split leaves a block without slices).
   const int64_t slices = p.stages >= 2 ? ceilDiv(problem.k, p.block_k) : 0;

@@ -89,8 +89,13 @@ void MatmulLowering::mma() {
   const bool fragments_ahead = p.fragmentsAhead();
   // Staged, an even number of n-tiles: each B array holds two tiles' fragments, which one ldmatrix.x4 loads.
   const int64_t b_per_array = p.stages >= 2 && p.tiles_n % 2 == 0 ? 2 : 1;
-  for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type_, dims.c_values));
-  for (int set = 0; set < (fragments_ahead ? 2 : 1); ++set) {
+  // wgmma: one array of the warp's tiles_n tiles, 4 values each (the wgmma's accumulator registers).
+  if (p.wgmma) {
+    acc.push_back(kb.arrayVar("acc", acc_type_, p.tiles_n * dims.c_values));
+  } else {
+    for (int64_t i = 0; i < p.tiles_m * p.tiles_n; ++i) acc.push_back(kb.arrayVar("acc", acc_type_, dims.c_values));
+  }
+  for (int set = 0; set < (fragments_ahead ? 2 : 1) && !p.wgmma; ++set) {
     for (int64_t i = 0; i < p.tiles_m; ++i) fa[set].push_back(kb.arrayVar("fa", operand, dims.a_values));
     for (int64_t i = 0; i < p.tiles_n / b_per_array; ++i) {
       fb[set].push_back(kb.arrayVar("fb", operand, b_per_array * dims.b_values));
@@ -98,7 +103,7 @@ void MatmulLowering::mma() {
   }
   for (VarId v : acc) {
     kb.declare(v);
-    for (int64_t i = 0; i < dims.c_values; ++i) kb.localWrite(v, kb.index(i), zeroOf(acc_type_));
+    for (int64_t i = 0; i < ctx_.kernel.vars[v].size; ++i) kb.localWrite(v, kb.index(i), zeroOf(acc_type_));
   }
   for (int set = 0; set < 2; ++set) {
     for (VarId v : fa[set]) kb.declare(v);
@@ -125,6 +130,10 @@ void MatmulLowering::mma() {
     const ExprId first = kb.mul(split, kb.index(per_split));
     const ExprId count = p.split_k > 1 ? kb.letValue("slices", kb.min(kb.index(per_split), kb.sub(kb.index(slices), first)))
                                        : kb.index(slices);
+    if (p.wgmma) {  // no split-K: the block's slices are [0, count)
+      wgmmaLoop(acc[0], ta, tb, count);
+      return finishMma(acc, tile_id, split, row0, col0, g, t);
+    }
     // The first stages - 1 slices, a group each (empty past the last slice, so the count stays uniform).
     for (int64_t slice = 0; slice < p.stages - 1; ++slice) {
       kb.openIf(kb.lt(kb.index(slice), count));
@@ -249,7 +258,15 @@ void MatmulLowering::mma() {
     mmas(0);
     kb.close();
   }
+  finishMma(acc, tile_id, split, row0, col0, g, t);
+}
 
+void MatmulLowering::finishMma(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, ExprId row0, ExprId col0,
+                               ExprId g, ExprId t) {
+  const MatmulParams& p = p_;
+  const MmaDims dims = mmaDims(p.shape);
+  KernelBuilder& kb = kb_;
+  const MatmulExtents& s = s_;
   if (p.split_k > 1) combineSplits(acc, tile_id, split, dims.c_values);
   // Block tiles that divide the output: every output a lane holds is inside it.
   const bool whole_tiles = s.m % p.blockRows() == 0 && s.n % p.blockCols() == 0;
@@ -265,8 +282,11 @@ void MatmulLowering::mma() {
         const ExprId c = kb.add(kb.add(col0, kb.index(tn * 8)), laneLinear(kb, g, t, [&](int l) { return mmaCPosition(l, i).col; }));
         const ExprId inside = whole_tiles ? kb.constantInt(1, DataType::Bool)
                                           : kb.land(kb.lt(r, kb.index(s.m)), kb.lt(c, kb.index(s.n)));
+        // wgmma: tile tn's values at 4 tn of the one array.
+        const VarId array = p.wgmma ? acc[0] : acc[tm * p.tiles_n + tn];
+        const int64_t first = p.wgmma ? tn * dims.c_values + i : i;
         epilogue(inside, r, c, pair, [&](ExprId lane) {
-          return kb.localRead(acc[tm * p.tiles_n + tn], lane >= 0 ? kb.add(kb.index(i), lane) : kb.index(i));
+          return kb.localRead(array, lane >= 0 ? kb.add(kb.index(first), lane) : kb.index(first));
         });
       }
     }
@@ -360,7 +380,9 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
   t.rows = order == TileOrder::KMajor ? mn : p_.block_k;
   t.row_elements = order == TileOrder::KMajor ? p_.block_k : mn;
   t.chunks = t.row_elements * sizeOf(operand->dtype()) / 16;
-  t.tiles = kb_.sharedStorageArray(operand == a_ ? "tile_a" : "tile_b", operand->dtype(), p_.stages * t.rows * t.row_elements);
+  t.swizzled = p_.wgmma;
+  t.tiles = kb_.sharedStorageArray(operand == a_ ? "tile_a" : "tile_b", operand->dtype(), p_.stages * t.rows * t.row_elements,
+                                   t.swizzled ? 1024 : 128);
   kb_.declare(t.tiles);
   return t;
 }
@@ -368,6 +390,14 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
 ExprId MatmulLowering::tileIndex(const Staging& t, ExprId stage, ExprId row, ExprId chunk) {
   KernelBuilder& kb = kb_;
   const int64_t per_chunk = t.row_elements / t.chunks;
+  if (t.swizzled) {
+    // 128-byte lines of 8 chunks: a row's chunks c go to line (c / 8) * rows + row (a row of more than 8
+    // chunks, mn-major, spans rows-long groups of lines), at chunk position (c % 8) ^ (line % 8).
+    const ExprId line = kb.add(kb.mul(kb.div(chunk, kb.index(8)), kb.index(t.rows)), row);
+    const ExprId placed = kb.bitXor(kb.mod(chunk, kb.index(8)), kb.mod(line, kb.index(8)));
+    return kb.add(kb.mul(stage, kb.index(t.rows * t.row_elements)),
+                  kb.add(kb.mul(line, kb.index(8 * per_chunk)), kb.mul(placed, kb.index(per_chunk))));
+  }
   const ExprId rotated = kb.mod(kb.add(chunk, kb.div(row, kb.index(rowsPerRotation(t.chunks)))), kb.index(t.chunks));
   return kb.add(kb.mul(stage, kb.index(t.rows * t.row_elements)),
                 kb.add(kb.mul(row, kb.index(t.row_elements)), kb.mul(rotated, kb.index(per_chunk))));

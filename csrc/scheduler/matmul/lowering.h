@@ -58,6 +58,7 @@ class MatmulLowering {
     // Every tile of the operand lies inside it (K a multiple of the slice, the extent of the tile's span):
     // no bounds to test, no partial copies.
     bool whole = false;
+    bool swizzled = false;       // wgmma's 128-byte swizzled lines (kernel/wgmma.h), else rotated rows
   };
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);
@@ -83,6 +84,12 @@ class MatmulLowering {
   // `stage`.
   void loadFragment(const Staging& t, const LdmatrixPattern& pattern, VarId fragment, ExprId stage, ExprId mn_base,
                     int64_t mn_offset, int64_t k0);
+
+  // The wgmma main loop (wgmma_loop.cpp): the slices of K through the staged tiles into `acc`, which
+  // the last wait leaves complete.
+  void wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count);
+  // After the main loop: split-K's combine and the epilogue of every accumulator.
+  void finishMma(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, ExprId row0, ExprId col0, ExprId g, ExprId t);
 
   static MmaShape shapeFor(DataType operand) {
     return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;

@@ -85,6 +85,16 @@ inline std::string gpuUnavailableReason() {
   }
 
 // The one kernel of a plan (a test failure when there are several).
+// A hand-built kernel's parameter: n contiguous elements of dtype.
+inline kernel::TensorParam vectorParam(std::string name, DataType dtype, int64_t n, bool output) {
+  kernel::TensorParam p;
+  p.name = std::move(name);
+  p.dtype = dtype;
+  p.output = output;
+  p.layout = StridedLayout{{n}, {1}, 0};
+  return p;
+}
+
 inline const kernel::Kernel& onlyKernel(const LoweredPlan& compiled) {
   const kernel::Kernel* found = nullptr;
   for (const auto& k : compiled.kernels) {

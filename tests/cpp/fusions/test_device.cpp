@@ -177,7 +177,8 @@ void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>&
   TestDevice& device = testDevice();
   runtime::DeviceOps& ops = device.ops();
   runtime::DeviceScope scope(ops);
-  runtime::CompileOptions options = runtime::kernelCompileOptions(device.plannedFor(DeviceInfo::h100Sxm()).arch());
+  runtime::CompileOptions options =
+      runtime::kernelCompileOptions(kernel::compileArch(k, device.plannedFor(DeviceInfo::h100Sxm()).arch()));
   const DeviceInfo target = device.plannedFor(DeviceInfo::h100Sxm());
   const std::string source = kernel::emitSource(k, kernel::dialectFor(target));
   const runtime::KernelHandle function = ops.load({{&k, {source, k.name, options}, k.shared_bytes}})[0];

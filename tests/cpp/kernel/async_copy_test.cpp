@@ -30,15 +30,6 @@ int64_t occurrences(const std::string& text, std::string_view op) {
 
 using namespace kernel;
 
-TensorParam vectorParam(std::string name, DataType dtype, int64_t n, bool output) {
-  TensorParam p;
-  p.name = std::move(name);
-  p.dtype = dtype;
-  p.output = output;
-  p.layout = StridedLayout{{n}, {1}, 0};
-  return p;
-}
-
 struct FragmentCase {
   bool a;  // A (16 x K) or B (K x 8) of the mma
   TileOrder order;
@@ -73,8 +64,8 @@ Kernel fragmentKernel(const FragmentCase& c) {
   k.summary = "one fragment through shared memory";
   k.block = {32, 1};
   KernelBuilder kb(k);
-  const TensorId g = kb.addTensor(vectorParam("G", c.dtype, shape.rows * shape.row_elements, false));
-  const TensorId d = kb.addTensor(vectorParam("D", c.dtype, 32 * values, true));
+  const TensorId g = kb.addTensor(testing::vectorParam("G", c.dtype, shape.rows * shape.row_elements, false));
+  const TensorId d = kb.addTensor(testing::vectorParam("D", c.dtype, 32 * values, true));
   const VarId tile = kb.sharedStorageArray("tile", c.dtype, shape.rows * shape.row_elements);
   kb.declare(tile);
   const ExprId lane = kb.threadIdx(0);
@@ -161,8 +152,8 @@ TEST(LdmatrixFragment, RotatedTilesReadWithoutBankConflicts) {
       k.block = {32, 1};
       KernelBuilder kb(k);
       const int64_t rows = 16, row_elements = 32, chunks = 4;
-      const TensorId g = kb.addTensor(vectorParam("G", DataType::BFloat16, rows * row_elements, false));
-      const TensorId d = kb.addTensor(vectorParam("D", DataType::BFloat16, 32 * 8, true));
+      const TensorId g = kb.addTensor(testing::vectorParam("G", DataType::BFloat16, rows * row_elements, false));
+      const TensorId d = kb.addTensor(testing::vectorParam("D", DataType::BFloat16, 32 * 8, true));
       const VarId tile = kb.sharedStorageArray("tile", DataType::BFloat16, rows * row_elements);
       kb.declare(tile);
       const ExprId lane = kb.threadIdx(0);
@@ -211,8 +202,8 @@ void expectSimulationError(const std::string& what, const std::string& error,
   k.summary = what;
   k.block = {32, 1};
   KernelBuilder kb(k);
-  const TensorId g = kb.addTensor(vectorParam("G", DataType::Float, 132, false));
-  const TensorId d = kb.addTensor(vectorParam("D", DataType::Float, 32, true));
+  const TensorId g = kb.addTensor(testing::vectorParam("G", DataType::Float, 132, false));
+  const TensorId d = kb.addTensor(testing::vectorParam("D", DataType::Float, 32, true));
   const VarId tile = kb.sharedStorageArray("tile", DataType::Float, 132);
   kb.declare(tile);
   const ExprId lane = kb.threadIdx(0);
@@ -259,7 +250,7 @@ TEST(CpAsync, TheVerifierChecksSizesAndOperands) {
   k.name = "bad";
   k.block = {32, 1};
   KernelBuilder kb(k);
-  const TensorId g = kb.addTensor(vectorParam("G", DataType::Int8, 64, false));
+  const TensorId g = kb.addTensor(testing::vectorParam("G", DataType::Int8, 64, false));
   const VarId tile = kb.sharedStorageArray("tile", DataType::Int8, 64);
   kb.declare(tile);
   kb.cpAsync(tile, kb.index(0), g, kb.index(0), 12, kb.index(12));  // 12 bytes: not a cp.async size
@@ -484,6 +475,7 @@ TEST(CpAsync, Fp8QuantizedOperandsAreDividedInFloatAndRoundedOnce) {
 TEST(CpAsync, LargeBlockTilesMatchTheReference) {
   DeviceInfo one_sm = DeviceInfo::h100Sxm();
   one_sm.sm_count = 1;
+  one_sm.tuning = HeuristicTuning::parse("matmul_wgmma=0");  // mma.sync's tiles (wgmma_test.cpp has wgmma's)
   DeviceInfo less_smem = one_sm;
   less_smem.smem_per_block_optin = 100 * 1024;
   for (const auto& [device, summary] :

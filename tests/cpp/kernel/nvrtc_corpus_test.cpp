@@ -1,4 +1,5 @@
-// Every kernel of the test corpus compiles with NVRTC for sm_80 and sm_90 without a warning, and
+// Every kernel of the test corpus compiles with NVRTC without a warning for the arch it is planned for
+// (an A100's plan for sm_80, an H100's for sm_90, or sm_90a where it uses wgmma), and
 // where the heuristics vectorize by 16 bytes the SASS has 128-bit global loads and stores.
 // No GPU is needed: NVRTC and cuobjdump run on any machine with the toolkit.
 #include "fusions/kernel_corpus.h"
@@ -11,8 +12,12 @@
 namespace braze {
 namespace {
 
-std::vector<std::string> corpusSources() {
-  std::vector<std::string> sources;
+struct CorpusSource {
+  std::string source, arch;
+};
+
+std::vector<CorpusSource> corpusSources() {
+  std::vector<CorpusSource> sources;
   std::vector<testing::KernelCaseMaker> cases = testing::largeKernelCorpus();
   for (testing::KernelCaseMaker& maker : testing::matmulBenchmarkShapes()) cases.push_back(std::move(maker));
   // The small corpus's matmuls: every schedule (staged by cp.async or through registers, both tile
@@ -25,25 +30,28 @@ std::vector<std::string> corpusSources() {
   }
   for (const testing::KernelCaseMaker& maker : cases) {
     const testing::KernelCase c = maker.make();
-    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), DeviceInfo::h100Sxm());
-    for (const auto& k : compiled.kernels) {
-      if (k) sources.push_back(kernel::emitCuda(*k));
+    for (const DeviceInfo& device : {DeviceInfo::a100(), DeviceInfo::h100Sxm()}) {
+      const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), device);
+      for (const auto& k : compiled.kernels) {
+        if (k) sources.push_back({kernel::emitCuda(*k), kernel::compileArch(*k, device.arch())});
+      }
     }
   }
   return sources;
 }
 
-TEST(NvrtcCorpus, EveryKernelCompilesForSm80AndSm90WithoutWarnings) {
+TEST(NvrtcCorpus, EveryKernelCompilesForItsArchWithoutWarnings) {
   if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
   const auto sources = corpusSources();
-  ASSERT_GE(sources.size(), 8u);
-  for (const std::string& source : sources) {
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      const auto compiled = runtime::compileCuda(source, source.substr(3, source.find(':') - 3), {.arch = arch});
-      EXPECT_TRUE(compiled.log.empty()) << arch << ":\n" << compiled.log << "\n" << source;
-      EXPECT_FALSE(compiled.cubin.empty());
-    }
+  ASSERT_GE(sources.size(), 16u);
+  int64_t arch_specific = 0;
+  for (const auto& [source, arch] : sources) {
+    const auto compiled = runtime::compileCuda(source, source.substr(3, source.find(':') - 3), {.arch = arch});
+    EXPECT_TRUE(compiled.log.empty()) << arch << ":\n" << compiled.log << "\n" << source;
+    EXPECT_FALSE(compiled.cubin.empty());
+    arch_specific += arch == "sm_90a" ? 1 : 0;
   }
+  EXPECT_GT(arch_specific, 0) << "no kernel of the corpus takes wgmma on an H100";
 }
 
 TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {

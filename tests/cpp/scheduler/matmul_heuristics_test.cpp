@@ -104,12 +104,15 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   // Three stages of A and B tiles stay under the 48 KiB a launch gets without opting in.
   EXPECT_LE(p.stages * p.block_k * 2 * (p.blockRows() + p.blockCols()), 48 * 1024);
   // 1024 x 1024 in 128 x 128 tiles is 64 blocks, under an H100's 132 SMs: 64 x 64 tiles. 4096 x 4096 fills
-  // them with 512 blocks of 256 x 128 (4 x 2 warps of 64 x 64), four stages of 128-byte slices (192 KiB,
-  // opted into); on an A100, whose blocks opt into 163 KiB, 1024 blocks of 128 x 128 in four 64-byte stages.
+  // them with 512 blocks of 256 x 128 (4 x 2 warps of 64 x 64) where mma.sync computes them (wgmma, which
+  // an H100 takes by default, is tested below), four stages of 128-byte slices (192 KiB, opted into); on an
+  // A100, whose blocks opt into 163 KiB, 1024 blocks of 128 x 128 in four 64-byte stages.
   EXPECT_EQ(p.blockRows() * p.blockCols(), 64 * 64);
   MatmulProblem large = bf16;
   large.m = large.n = 4096;
-  const MatmulParams big = matmulHeuristics(DeviceInfo::h100Sxm(), large);
+  DeviceInfo mma_h100 = DeviceInfo::h100Sxm();
+  mma_h100.tuning = HeuristicTuning::parse("matmul_wgmma=0");
+  const MatmulParams big = matmulHeuristics(mma_h100, large);
   EXPECT_EQ(big.blockRows(), 256);
   EXPECT_EQ(big.blockCols(), 128);
   EXPECT_EQ(big.warps_m, 4);
@@ -134,14 +137,14 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   // more stages than K has slices.
   MatmulProblem short_k = large;
   short_k.k = 768;
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).blockRows(), 128);
+  EXPECT_EQ(matmulHeuristics(mma_h100, short_k).blockRows(), 128);
   // One set of fragments there (two would halve its blocks per SM), unless tuned.
-  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).fragmentsAhead());
+  EXPECT_FALSE(matmulHeuristics(mma_h100, short_k).fragmentsAhead());
   DeviceInfo forced = DeviceInfo::h100Sxm();
-  forced.tuning = HeuristicTuning::parse("matmul_fragments_ahead=1");
+  forced.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_fragments_ahead=1");
   EXPECT_TRUE(matmulHeuristics(forced, short_k).fragmentsAhead());
   short_k.k = 64;
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), short_k).stages, 2);
+  EXPECT_EQ(matmulHeuristics(mma_h100, short_k).stages, 2);
   MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
   s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
   // 8-bit operands: 128-byte slices where four stages of them fit (an H100's 227 KiB), else 64-byte ones
@@ -190,7 +193,7 @@ TEST(MatmulHeuristics, TuningSetsTilesSlicesAndStagesWithinSharedMemory) {
   // Warps: 4 x 4 warps of 64 x 32 outputs share the H100's 256 x 128 tile; alone, the warp fields keep
   // the heuristic's tile.
   DeviceInfo h100 = DeviceInfo::h100Sxm();
-  h100.tuning = HeuristicTuning::parse("matmul_warps_m=4, matmul_warps_n=4");
+  h100.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_warps_m=4, matmul_warps_n=4");
   const MatmulParams warps = matmulHeuristics(h100, bf16);
   EXPECT_EQ(warps.blockRows(), 256);
   EXPECT_EQ(warps.blockCols(), 128);
@@ -198,7 +201,7 @@ TEST(MatmulHeuristics, TuningSetsTilesSlicesAndStagesWithinSharedMemory) {
   EXPECT_EQ(warps.tiles_m, 4);
   EXPECT_EQ(warps.tiles_n, 4);
   // A tile narrower than its warps keeps one mma tile per warp: 32 columns hold 4 warps, not 8.
-  h100.tuning = HeuristicTuning::parse("matmul_block_n=32, matmul_warps_m=1, matmul_warps_n=8");
+  h100.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_block_n=32, matmul_warps_m=1, matmul_warps_n=8");
   const MatmulParams narrow = matmulHeuristics(h100, bf16);
   EXPECT_EQ(narrow.warps_n, 4);
   EXPECT_EQ(narrow.blockCols(), 32);
@@ -246,6 +249,30 @@ TEST(MatmulHeuristics, MmaNeedsAnNvidiaGpuOfSm80AndSm89ForFp8) {
   turing.major = 7;
   turing.minor = 5;
   EXPECT_NE(mmaUnavailable(turing, DataType::Half).find("needs sm_80 or newer"), std::string::npos);
+}
+
+// Warpgroup mmas: 128 x 256 tiles of two warpgroups for a large bf16 problem on sm_90, four stages of
+// 64-element slices (192 KiB); never on sm_80, for int8, with B through registers, or when tuned off.
+TEST(MatmulHeuristics, LargeBf16ProblemsTakeWgmmaOnSm90Only) {
+  MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
+  problem.a_tile = kernel::TileOrder::KMajor;
+  problem.b_tile = kernel::TileOrder::MnMajor;
+  const MatmulParams h100 = matmulHeuristics(DeviceInfo::h100Sxm(), problem);
+  EXPECT_TRUE(h100.wgmma);
+  EXPECT_EQ(h100.blockRows(), 128);
+  EXPECT_EQ(h100.blockCols(), 256);
+  EXPECT_EQ(h100.stages, 4);
+  EXPECT_EQ(h100.raster_group, 8);
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::a100(), problem).wgmma);
+  DeviceInfo off = DeviceInfo::h100Sxm();
+  off.tuning = HeuristicTuning::parse("matmul_wgmma=0");
+  EXPECT_FALSE(matmulHeuristics(off, problem).wgmma);
+  problem.operand = DataType::Int8;
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).wgmma);
+  EXPECT_NE(wgmmaUnavailable(DeviceInfo::h100Sxm(), problem).find("bf16 and f16"), std::string::npos);
+  problem.operand = DataType::BFloat16;
+  problem.b_tile = std::nullopt;  // B through registers: no wgmma
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).wgmma);
 }
 
 }  // namespace
