@@ -161,6 +161,10 @@ template <int N> __device__ __forceinline__ void braze_wgmma_hold(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int N> __device__ __forceinline__ void braze_wgmma_hold(int* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 __device__ __forceinline__ void braze_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 )";
 
@@ -172,28 +176,35 @@ struct WgmmaForm {
 };
 
 std::string wgmmaName(const WgmmaForm& f) {
-  return fmt::format("braze_wgmma_m64n{}k16_{}_{}{}", f.n, operandSuffix(f.operand), f.a_mn_major ? "m" : "k",
-                     f.b_mn_major ? "m" : "k");
+  return fmt::format("braze_wgmma_m64n{}k{}_{}_{}{}", f.n, wgmmaK(sizeOf(f.operand)), operandSuffix(f.operand),
+                     f.a_mn_major ? "m" : "k", f.b_mn_major ? "m" : "k");
 }
 
 // d[0 .. n/2) += A B: one wgmma.mma_async of two shared-memory descriptors. Its scale-d operand is a
-// predicate (true: accumulate into d), set from a register holding 1.
+// predicate (true: accumulate into d), set from a register holding 1. 16-bit operands take scales of A
+// and B (1) and their orders (transposed: mn-major); fp8 ones the scales only (k-major); integer ones
+// neither, with s32 accumulators (which wrap without .satfinite, as the simulator's).
 std::string wgmmaFunction(const WgmmaForm& f) {
+  const bool integer = f.operand == DataType::Int8 || f.operand == DataType::UInt8;
+  const bool sixteen = sizeOf(f.operand) == 2;
   std::vector<std::string> registers, outputs;
   for (int i = 0; i < f.n / 2; ++i) {
     registers.push_back(fmt::format("%{}", i));
-    outputs.push_back(fmt::format("\"+f\"(d[{}])", i));
+    outputs.push_back(fmt::format("\"+{}\"(d[{}])", integer ? "r" : "f", i));
   }
+  const std::string modifiers = sixteen ? fmt::format(", 1, 1, {}, {}", f.a_mn_major ? 1 : 0, f.b_mn_major ? 1 : 0)
+                                : integer ? "" : ", 1, 1";
   return fmt::format(R"(
-__device__ __forceinline__ void {0}(float* d, unsigned long long a, unsigned long long b) {{
-  asm volatile("{{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %{6}, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, %{4}, %{5}, accumulate, 1, 1, {7}, {8};\n}}\n"
-               : {9}
+__device__ __forceinline__ void {0}({1}* d, unsigned long long a, unsigned long long b) {{
+  asm volatile("{{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %{2}, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n{3}k{4}.{5}.{6}.{6} {{{7}}}, %{8}, %{9}, accumulate{10};\n}}\n"
+               : {11}
                : "l"(a), "l"(b), "r"(1));
 }}
 )",
-                     wgmmaName(f), f.n, operandSuffix(f.operand), fmt::join(registers, ", "), f.n / 2, f.n / 2 + 1,
-                     f.n / 2 + 2, f.a_mn_major ? 1 : 0, f.b_mn_major ? 1 : 0, fmt::join(outputs, ", "));
+                     wgmmaName(f), integer ? "int" : "float", f.n / 2 + 2, f.n, wgmmaK(sizeOf(f.operand)),
+                     integer ? "s32" : "f32", operandSuffix(f.operand), fmt::join(registers, ", "), f.n / 2, f.n / 2 + 1,
+                     modifiers, fmt::join(outputs, ", "));
 }
 
 struct Used {

@@ -414,6 +414,8 @@ class Emitter {
           } else if (uses_.packedFragment(s.var)) {
             line(depth, fmt::format("unsigned {}[{}];  // packed: {} values per register", v.name,
                                     v.size / VarUses::valuesPerRegister(v.dtype), VarUses::valuesPerRegister(v.dtype)));
+          } else if (uses_.wgmmaAccumulator(s.var) && v.dtype == DataType::Int32) {
+            line(depth, fmt::format("int {}[{}];  // s32 wgmma accumulators", v.name, v.size));
           } else if (!uses_.onlyAsFloat(s.var)) {
             line(depth, fmt::format("{} {}[{}];", type(s.var), v.name, v.size));
           }
@@ -428,7 +430,12 @@ class Emitter {
       }
       case SKind::For: {
         const std::string& v = k_.vars[s.var].name;
+        // A wgmma loop stays a loop: unrolled (a short constant trip count), ptxas moved the accumulators
+        // between the wgmmas and their wait and had to make the warpgroup wait there (its C7519 note).
+        const bool wgmma_loop =
+            std::any_of(s.body.begin(), s.body.end(), [](const Stmt& b) { return b.kind == SKind::Wgmma; });
         if (s.unroll) line(depth, "#pragma unroll");
+        if (!s.unroll && wgmma_loop) line(depth, "#pragma unroll 1");
         line(depth, fmt::format("for (idx_t {} = {}; {} < {}; {} += {}) {{", v, e(s.a), v, e(s.b), v, e(s.c)));
         block(s.body, depth + 1);
         line(depth, "}");
@@ -491,7 +498,11 @@ class Emitter {
                                 descriptor(1, s.b)));
         return;
       }
-      case SKind::WgmmaFence: line(depth, "braze_wgmma_fence();"); return;
+      case SKind::WgmmaFence:
+        // The accumulators' last writes (their zeros) before the fence, not moved between it and the wgmma.
+        if (s.var >= 0) line(depth, fmt::format("braze_wgmma_hold<{}>({});", k_.vars[s.var].size, k_.vars[s.var].name));
+        line(depth, "braze_wgmma_fence();");
+        return;
       case SKind::WgmmaCommit: line(depth, "braze_wgmma_commit();"); return;
       case SKind::WgmmaWait:
         line(depth, fmt::format("braze_wgmma_wait<{}>();", s.width));

@@ -23,6 +23,7 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
   stored_only_.assign(n, false);
   packed_.assign(n, false);
   byte_words_.assign(n, false);
+  wgmma_accumulator_.assign(n, false);
   for (size_t v = 0; v < n; ++v) {
     const KVar& var = k_.vars[v];
     float_copy_[v] = var.kind == VarKind::LocalArray && (var.dtype == DataType::Int8 || var.dtype == DataType::UInt8);
@@ -89,6 +90,7 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
       }
     }
     if (st.kind == SKind::Mma) mmas_.push_back(&st);
+    if (st.kind == SKind::Wgmma) wgmma_accumulator_[st.var] = true;
     DataType stored = DataType::Null;  // the type a store of st.b rounds to
     if (st.kind == SKind::Store) stored = k_.tensors[st.tensor].dtype;
     if (st.kind == SKind::LocalWrite && k_.vars[st.var].storage) stored = k_.vars[st.var].dtype;

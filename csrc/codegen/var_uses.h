@@ -34,6 +34,9 @@ class VarUses {
   // 32-bit words (a row-major 8-bit B staged k-major then takes each byte out of its word where it is
   // stored, instead of sign-extending every byte at the load).
   bool byteWords(VarId v) const { return byte_words_[v]; }
+  // A wgmma's accumulator array: an Int32 one is held as ints (the s32 registers wgmma writes), not the
+  // 64-bit integers a kernel computes integers in.
+  bool wgmmaAccumulator(VarId v) const { return wgmma_accumulator_[v]; }
   // The values of `dtype` one 32-bit fragment register holds.
   static int64_t valuesPerRegister(DataType dtype) { return 4 / sizeOf(dtype); }
 
@@ -43,7 +46,7 @@ class VarUses {
   const Kernel& k_;
   std::vector<int> writes_;
   std::vector<ExprId> definition_;
-  std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_, byte_words_;
+  std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_, byte_words_, wgmma_accumulator_;
   std::vector<const Stmt*> mmas_;
 };
 

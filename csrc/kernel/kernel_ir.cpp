@@ -267,7 +267,6 @@ ExprId KernelBuilder::min(ExprId a, ExprId b) {
 
 ExprId KernelBuilder::bitXor(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
-  BRAZE_ASSERT(nonNegative(a) && nonNegative(b), "kernel index xor of a value that may be negative");
   if (ca && cb) return index(*ca ^ *cb);
   if (ca && *ca == 0) return b;
   if (cb && *cb == 0) return a;
@@ -655,9 +654,10 @@ void KernelBuilder::wgmma(VarId acc, int n, VarId a_tiles, ExprId a_at, const Wg
   push(std::move(s));
 }
 
-void KernelBuilder::wgmmaFence() {
+void KernelBuilder::wgmmaFence(VarId accumulators) {
   Stmt s;
   s.kind = SKind::WgmmaFence;
+  s.var = accumulators;
   push(std::move(s));
 }
 

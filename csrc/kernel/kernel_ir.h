@@ -121,7 +121,8 @@ enum class SKind : uint8_t {
   // thread). Asynchronous: the shared elements are read, and the accumulators written, at some point
   // before the wgmma wait that covers its group; touching either earlier is an error.
   Wgmma,
-  WgmmaFence,   // orders this thread's earlier register accesses before the wgmmas that follow
+  WgmmaFence,   // orders this thread's earlier register accesses (var: the accumulators, or -1) before the
+                // wgmmas that follow
   WgmmaCommit,  // closes the warpgroup's group of the wgmmas issued since the last commit
   WgmmaWait,    // waits until at most `width` of the warpgroup's committed groups are still in flight (var:
                 // the accumulators they write, or -1)
@@ -307,7 +308,7 @@ class KernelBuilder {
   // of a_tiles and b_at of b_tiles.
   void wgmma(VarId acc, int n, VarId a_tiles, ExprId a_at, const WgmmaOperand& a, VarId b_tiles, ExprId b_at,
              const WgmmaOperand& b);
-  void wgmmaFence();
+  void wgmmaFence(VarId accumulators = -1);
   void wgmmaCommit();
   // `accumulators` (when given): the array the wgmmas write, held in place after the wait (their reads
   // stay after it in the emitted code).

@@ -603,14 +603,18 @@ class Simulator {
   }
 
   // Reads A and B where the hardware would (kernel/wgmma.h), computes the warpgroup's 64 x n product
-  // into its accumulators (exact products summed in double, rounded to float once per wgmma), and
+  // into its accumulators (float: exact products summed in double, rounded to float once per wgmma;
+  // integer: exact, wrapped to int32), and
   // keeps the operand elements and the accumulators busy until a wgmma wait covers the group.
   void execWgmma(const Stmt& s, const Mask& mask) {
     const int64_t n = s.width;
+    const DataType operand_dtype = k_.vars[s.mma_operands[0]].dtype;
+    const bool integer = !isFloating(operand_dtype);
+    const int64_t depth = wgmmaK(sizeOf(operand_dtype));
     for (int64_t g = 0; g * 128 < threads_; ++g) {
       if (!warpgroupActive(g, mask, "wgmma")) continue;
       WgmmaInFlight flight{s.var, {}, -1};
-      std::vector<double> matrices[2] = {std::vector<double>(kWgmmaM * kWgmmaK), std::vector<double>(kWgmmaK * n)};
+      std::vector<double> matrices[2] = {std::vector<double>(kWgmmaM * depth), std::vector<double>(depth * n)};
       for (int operand = 0; operand < 2; ++operand) {
         const VarId var = s.mma_operands[operand];
         const KVar& v = k_.vars[var];
@@ -624,7 +628,7 @@ class Simulator {
         auto& reading = wgmma_reading_[var];
         if (reading.empty()) reading.assign(v.size, 0);
         for (int64_t mn = 0; mn < mn_extent; ++mn) {
-          for (int64_t k = 0; k < kWgmmaK; ++k) {
+          for (int64_t k = 0; k < depth; ++k) {
             const int64_t byte = wgmmaElementByte(s.wgmma_operands[operand], start, mn, k, element) - v.shared_offset;
             if (byte % element != 0 || byte < 0 || byte / element >= v.size) {
               fail(g * 128, fmt::format("wgmma reads {} element ({}, {}) at shared byte {}, outside its {} elements",
@@ -639,9 +643,10 @@ class Simulator {
             }
             ++reading[i];
             flight.reads.emplace_back(var, i);
-            const double value = arrayAt(var, g * 128, i).f;
+            const SimValue& held = arrayAt(var, g * 128, i);
+            const double value = integer ? static_cast<double>(held.i) : held.f;
             if (operand == 0) {
-              matrices[0][mn * kWgmmaK + k] = value;
+              matrices[0][mn * depth + k] = value;
             } else {
               matrices[1][k * n + mn] = value;
             }
@@ -652,10 +657,18 @@ class Simulator {
         requireAccumulatorsDone(s.var, t, true);
         for (int64_t i = 0; i < n / 2; ++i) {
           const MatrixPosition p = wgmmaDPosition(static_cast<int>(t - g * 128), static_cast<int>(i));
-          double sum = 0;
-          for (int k = 0; k < kWgmmaK; ++k) sum += matrices[0][p.row * kWgmmaK + k] * matrices[1][k * n + p.col];
           SimValue& d = arrayAt(s.var, t, i);
-          d.f = static_cast<float>(sum + d.f);
+          if (integer) {  // exact, wrapped to int32 as s32 accumulators without .satfinite are
+            int64_t sum = d.i;
+            for (int64_t k = 0; k < depth; ++k) {
+              sum += static_cast<int64_t>(matrices[0][p.row * depth + k]) * static_cast<int64_t>(matrices[1][k * n + p.col]);
+            }
+            d.i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+          } else {
+            double sum = 0;
+            for (int64_t k = 0; k < depth; ++k) sum += matrices[0][p.row * depth + k] * matrices[1][k * n + p.col];
+            d.f = static_cast<float>(sum + d.f);
+          }
         }
       }
       ++busy_accumulators_[{g, s.var}];

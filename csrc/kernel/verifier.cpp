@@ -199,27 +199,34 @@ class KernelVerifier {
     }
   }
 
-  // Whole warpgroups; 16-bit operands in declared shared arrays; Float accumulators, n / 2 per thread.
+  // Whole warpgroups; operands of one dtype wgmma takes in declared shared arrays at 1024-byte
+  // multiples (mn-major for 16-bit ones only); accumulators of the mma's accumulator dtype, n / 2 per thread.
   void wgmma(const Stmt& s) {
     uses(s.a, "a wgmma");
     uses(s.b, "a wgmma");
     check(k_.warp_size == 32 && k_.threadsPerBlock() % 128 == 0, "wgmma needs whole warpgroups of 128 threads; the kernel has {}",
           k_.threadsPerBlock());
-    check(s.width >= 8 && s.width <= 256 && s.width % 8 == 0, "wgmma.m64n{}k16: n must be a multiple of 8 in [8, 256]", s.width);
+    const DataType operand = k_.vars.at(s.mma_operands[0]).dtype;
+    const bool eight = sizeOf(operand) == 1;
+    check(s.width >= 8 && s.width <= 256 && s.width % (eight && s.width > 32 ? 16 : 8) == 0,
+          "wgmma.m64n{}k{}: n must be a multiple of 8 in [8, 256] (of 16 above 32 for 8-bit operands)", s.width,
+          wgmmaK(sizeOf(operand)));
     for (int i = 0; i < 2; ++i) {
       const KVar& v = k_.vars.at(s.mma_operands[i]);
       check(v.kind == VarKind::SharedArray && v.storage && defined_.count(s.mma_operands[i]) != 0,
             "wgmma reads {}, which is not a declared shared array of stored values", v.name);
-      check(v.dtype == DataType::BFloat16 || v.dtype == DataType::Half, "wgmma of {} operands (bf16 or f16 only)",
+      check(wgmmaTakes(v.dtype) && v.dtype == operand, "wgmma of {} and {} operands (two of bf16, f16, s8, u8, e4m3fn or e5m2)",
+            toString(operand), toString(v.dtype));
+      check(!s.wgmma_operands[i].mn_major || wgmmaTakesMnMajor(v.dtype), "an mn-major wgmma operand of {} (16-bit only)",
             toString(v.dtype));
       check(v.shared_offset % 1024 == 0, "wgmma operand {} starts at shared byte {}, not a multiple of 1024 (its swizzle pattern)",
             v.name, v.shared_offset);
     }
-    check(k_.vars.at(s.mma_operands[0]).dtype == k_.vars.at(s.mma_operands[1]).dtype, "wgmma of operands of two dtypes");
+    const DataType accumulator = mmaAccumulator(eight ? MmaShape::M16N8K32 : MmaShape::M16N8K16, operand);
     const KVar& d = k_.vars.at(s.var);
-    check(d.kind == VarKind::LocalArray && d.dtype == DataType::Float && d.size == s.width / 2 && defined_.count(s.var) != 0,
-          "wgmma.m64n{}k16 accumulates into {}, which is not a declared local array of {} Float values", s.width, d.name,
-          s.width / 2);
+    check(d.kind == VarKind::LocalArray && d.dtype == accumulator && d.size == s.width / 2 && defined_.count(s.var) != 0,
+          "wgmma.m64n{} accumulates into {}, which is not a declared local array of {} {} values", s.width, d.name, s.width / 2,
+          toString(accumulator));
   }
 
   void ldmatrix(const Stmt& s) {

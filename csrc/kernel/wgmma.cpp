@@ -2,6 +2,20 @@
 
 namespace braze::kernel {
 
+bool wgmmaTakes(DataType dtype) {
+  switch (dtype) {
+    case DataType::BFloat16:
+    case DataType::Half:
+    case DataType::Int8:
+    case DataType::UInt8:
+    case DataType::Float8_e4m3fn:
+    case DataType::Float8_e5m2: return true;
+    default: return false;
+  }
+}
+
+bool wgmmaTakesMnMajor(DataType dtype) { return dtype == DataType::BFloat16 || dtype == DataType::Half; }
+
 int64_t swizzle128(int64_t x) { return x ^ (((x >> 7) & 7) << 4); }
 
 int64_t wgmmaElementByte(const WgmmaOperand& op, int64_t start, int64_t mn, int64_t k, int64_t element_bytes) {

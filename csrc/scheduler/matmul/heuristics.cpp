@@ -1,5 +1,6 @@
 #include "scheduler/matmul/heuristics.h"
 
+#include "kernel/wgmma.h"
 #include "scheduler/heuristics.h"
 
 #include <fmt/format.h>
@@ -19,10 +20,10 @@ std::string MatmulParams::toString() const {
   };
   if (wgmma) {
     std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
-    return fmt::format("matmul: wgmma.m64n{}k16, {} warpgroups ({}x{} outputs per block), {}-stage cp.async pipeline of "
+    return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups ({}x{} outputs per block), {}-stage cp.async pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
-                       blockCols(), warps_m / 4, blockRows(), blockCols(), stages, block_k, order(a_order, true),
-                       order(b_order, true), extra);
+                       blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4, blockRows(), blockCols(),
+                       stages, block_k, order(a_order, a_async), order(b_order, b_async), extra);
   }
   const std::string staging =
       stages == 0 ? "fragments loaded from global memory"
@@ -50,10 +51,9 @@ std::string wgmmaUnavailable(const DeviceInfo& device, const MatmulProblem& prob
   if (device.vendor != GpuVendor::Nvidia || device.major != 9 || device.minor != 0) {
     return fmt::format("wgmma needs sm_90; {} is not", device.name);
   }
-  if (problem.operand != DataType::BFloat16 && problem.operand != DataType::Half) {
-    return fmt::format("wgmma is used for bf16 and f16 operands, not {}", toString(problem.operand));
+  if (!kernel::wgmmaTakes(problem.operand)) {
+    return fmt::format("wgmma takes bf16, f16, s8, u8, e4m3fn or e5m2 operands, not {}", toString(problem.operand));
   }
-  if (!problem.a_tile || !problem.b_tile) return "wgmma reads operands copied as stored (cp.async); one is not";
   return "";
 }
 
@@ -93,30 +93,42 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
 }
 
 // wgmma tiles of rows x cols (rows a multiple of 64, at most 256; cols a multiple of 64, at most 256):
-// 64-element (128-byte) K slices, one swizzle pattern wide for a k-major tile, and as many stages as the
-// block's shared memory holds, at most four, at least three (a slice's wgmmas in flight, the next
-// slice's, and one arriving).
+// 128-byte K slices, one swizzle pattern wide for a k-major tile, and as many stages as the block's
+// shared memory holds, at most four, at least three (a slice's wgmmas in flight, the next slice's, and one
+// arriving). An operand cp.async cannot copy is computed in registers and stored k-major; an 8-bit one
+// copied as stored is k-major too (wgmma reads 8-bit operands only so).
 bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64_t rows, int64_t cols, MatmulParams& p) {
   const int64_t element = sizeOf(problem.operand);
   const int64_t block_k = 128 / element, stage_bytes = block_k * element * (rows + cols);
   const int64_t stages = std::min<int64_t>(4, device.smem_per_block_optin / stage_bytes);
   if (stages < 3 || rows % 64 != 0 || rows > 256 || cols % 64 != 0 || cols > 256) return false;
   p.wgmma = true;
-  p.shape = kernel::MmaShape::M16N8K16;
+  p.shape = element == 2 ? kernel::MmaShape::M16N8K16 : kernel::MmaShape::M16N8K32;
   p.warps_m = rows / 16;
   p.warps_n = 1;
   p.tiles_m = 1;
   p.tiles_n = cols / 8;
   p.block_k = block_k;
   p.stages = stages;
-  p.a_async = p.b_async = true;
-  p.a_order = *problem.a_tile;
-  p.b_order = *problem.b_tile;
+  p.a_async = problem.a_tile.has_value();
+  p.b_async = problem.b_tile.has_value();
+  p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
+  p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
   p.fragments_ahead = false;
   p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_m * p.blocks_n;
   return true;
+}
+
+// The wgmma tile's columns: 256, 192 or 128, the fewest column blocks and then the least padding (N = 384
+// takes two blocks of 192 rather than 256 + 128).
+int64_t wgmmaColumns(const MatmulProblem& problem) {
+  int64_t best = 256;
+  for (int64_t cols : {192, 128}) {
+    if (ceilDiv(std::max<int64_t>(problem.n, 1), cols) <= ceilDiv(std::max<int64_t>(problem.n, 1), best)) best = cols;
+  }
+  return best;
 }
 
 // $BRAZE_TUNING's matmul fields (HeuristicTuning), for measuring other choices: a block tile of 2 x 4 warps,
@@ -238,13 +250,14 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     // No more stages than K has slices (shared memory the block would hold for nothing).
     p.stages = std::max<int64_t>(2, std::min(p.stages, ceilDiv(std::max<int64_t>(problem.k, 1), p.block_k)));
   }
-  // Warpgroup mmas on sm_90 where both operands are copied as stored, in 128 x 256 tiles (two warpgroups
-  // of 64 x 256) where the problem gives every SM one, else 128 x 128 ones.
+  // Warpgroup mmas on sm_90 in tiles of two warpgroups, 128 x 256 (or 192, 128: wgmmaColumns), where the
+  // problem gives every SM a block (tuned on: wherever they apply). H200, bf16 4096^3: 248 us against 355
+  // for mma.sync's best (compare.py --sweep); seed 000's QKV GEMM (K = 768) 205 against 341.
   const int64_t wgmma = device.tuning.matmul_wgmma;
   if (wgmma != 0 && wgmmaUnavailable(device, problem).empty()) {
-    auto blocksOf = [&](int64_t rows, int64_t cols) { return problem.batch * ceilDiv(problem.m, rows) * ceilDiv(problem.n, cols); };
-    const bool large = blocksOf(128, 256) >= device.sm_count && problem.k >= 256;
-    if (wgmma == 1 || large) setWgmmaTiles(device, problem, 128, large ? 256 : 128, p);
+    const int64_t cols = wgmmaColumns(problem);
+    const bool large = problem.batch * ceilDiv(problem.m, 128) * ceilDiv(problem.n, cols) >= device.sm_count;
+    if (wgmma == 1 || large) setWgmmaTiles(device, problem, 128, cols, p);
   }
   if (p.stages >= 2) applyTuning(device, problem, p);
   if (p.wgmma) {

@@ -64,9 +64,8 @@ struct MatmulParams {
   // With fragments ahead, the parts a slice's refill copies are issued in (after the mmas of k steps 0,
   // 1, ...): at most the k steps before the last; 0 means that many.
   int64_t copy_parts = 0;
-  // Warpgroup mmas (sm_90, 16-bit operands both copied as stored): warps_m / 4 warpgroups, each a 64 x
-  // blockCols() tile by one wgmma.m64nNk16 per k step, A and B read from 128-byte swizzled shared tiles
-  // (no ldmatrix, no fragments): warps_n = tiles_m = 1, tiles_n = N / 8 (each warp's 16 rows hold the
+  // Warpgroup mmas (sm_90): warps_m / 4 warpgroups, each a 64 x blockCols() tile by one wgmma per k step
+  // (32 bytes of K), A and B read from 128-byte swizzled shared tiles (no ldmatrix, no fragments): warps_n = tiles_m = 1, tiles_n = N / 8 (each warp's 16 rows hold the
   // accumulators of tiles_n mma tiles, in their layout). Each slice's wgmmas stay in flight while the
   // next slice's are issued, so a refill takes the stage of the slice before last.
   bool wgmma = false;
@@ -80,8 +79,8 @@ struct MatmulParams {
 // does, else why not.
 std::string mmaUnavailable(const DeviceInfo& device, DataType operand);
 
-// Whether `device` runs wgmma for a problem's operands (sm_90 exactly, 16-bit operands); empty when it
-// does, else why not.
+// Whether `device` runs wgmma for a problem's operands (sm_90 exactly; bf16, f16, s8, u8, e4m3fn or e5m2);
+// empty when it does, else why not.
 std::string wgmmaUnavailable(const DeviceInfo& device, const MatmulProblem& problem);
 
 MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& problem);

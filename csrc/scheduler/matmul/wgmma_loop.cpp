@@ -1,12 +1,14 @@
-// The wgmma main loop: K slices go through a ring of `stages` shared tiles by cp.async, stored in
-// wgmma's 128-byte swizzled layout (Staging::swizzled), and each warpgroup issues one wgmma per k step
-// of a slice, reading A's 64 rows of its own and all of B's columns straight from the tiles.
+// The wgmma main loop: K slices go through a ring of `stages` shared tiles, by cp.async or (an operand
+// computed as it is loaded) through registers, stored in wgmma's 128-byte swizzled layout
+// (Staging::swizzled), and each warpgroup issues one wgmma per k step of a slice, reading A's 64 rows of
+// its own and all of B's columns straight from the tiles. An operand through registers is loaded and
+// stored after the slice's wgmmas are issued, so its loads run while they compute.
 //
 // A slice's wgmmas run while the next slice's are issued: after committing slice kt's group a warpgroup
 // waits only for slice kt - 1's. So the stage refilled at iteration kt is slice kt - 2's, which every
 // warpgroup finished with before the barrier of iteration kt (it waited for it at iteration kt - 1), and
-// the copies run stages - 2 slices ahead of the wgmmas. The copies' writes go through the generic proxy
-// and wgmma reads through the async one: each thread fences its landed copies before the barrier.
+// the copies run stages - 2 slices ahead of the wgmmas. The copies' and stores' writes go through the
+// generic proxy and wgmma reads through the async one: each thread fences its writes before the barrier.
 #include "scheduler/matmul/lowering.h"
 
 namespace braze::kernel {
@@ -25,15 +27,16 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   const ExprId warpgroup = kb.letValue("warpgroup", kb.div(kb.threadIdx(0), kb.index(128)));
   // Where an operand's k step `ks` of stage `stage` starts (an element of its tiles), for the warpgroup's
   // first m (A) or n 0 (B), and how its lines are laid out (kernel/wgmma.h).
+  const int64_t element = sizeOf(a_->dtype()), depth = wgmmaK(element);
+  const int64_t line = 128 / element;  // elements of a 128-byte line
   auto start = [&](const Staging& t, ExprId stage, ExprId mn_first, int64_t ks) {
     const ExprId base = kb.mul(stage, kb.index(t.rows * t.row_elements));
-    const int64_t line = 64;  // elements of a 128-byte line (16-bit operands)
     if (t.order == TileOrder::KMajor) {
-      return kb.add(base, kb.add(kb.mul(mn_first, kb.index(line)), kb.index(ks * kWgmmaK)));
+      return kb.add(base, kb.add(kb.mul(mn_first, kb.index(line)), kb.index(ks * depth)));
     }
-    // mn-major: groups of p.block_k lines per 64 m or n; a k step is 16 lines.
+    // mn-major: groups of p.block_k lines per `line` m or n; a k step is `depth` lines.
     return kb.add(base, kb.add(kb.mul(kb.div(mn_first, kb.index(line)), kb.index(p.block_k * line)),
-                               kb.index(ks * kWgmmaK * line)));
+                               kb.index(ks * depth * line)));
   };
   auto operand = [&](const Staging& t) {
     return WgmmaOperand{t.order == TileOrder::MnMajor, static_cast<int32_t>(p.block_k * 128), 1024};
@@ -45,8 +48,8 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   kb.barrier();
   const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
   const ExprId a_first = kb.mul(warpgroup, kb.index(kWgmmaM));
-  kb.wgmmaFence();
-  for (int64_t ks = 0; ks < p.block_k / kWgmmaK; ++ks) {
+  kb.wgmmaFence(acc);
+  for (int64_t ks = 0; ks < p.block_k / depth; ++ks) {
     kb.wgmma(acc, static_cast<int>(p.blockCols()), ta.tiles, start(ta, stage, a_first, ks), operand(ta), tb.tiles,
              start(tb, stage, kb.index(0), ks), operand(tb));
   }

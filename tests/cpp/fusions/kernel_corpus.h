@@ -503,6 +503,24 @@ inline KernelCase matmulQuantizeEpilogueCase(int64_t m, int64_t k, int64_t n, ui
   return c;
 }
 
+// Seed 000's second GEMM: bf16 operands quantized to e4m3fn by one scale (an input), multiplied with f32
+// accumulators: the quantizes are computed as the operands are loaded (through registers).
+inline KernelCase quantizedFp8MatmulCase(int64_t m, int64_t k, int64_t n, uint64_t seed) {
+  KernelCase c;
+  {
+    FusionGuard g(c.fusion.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* scale = defineTensor({1}, {std::nullopt}, DataType::Float);
+    TensorView* qa = quantize(a, scale, nullptr, DataType::Float8_e4m3fn);
+    TensorView* qb = quantize(b, scale, nullptr, DataType::Float8_e4m3fn);
+    c.fusion->addOutput(matmul(qa, qb, DataType::Float));
+  }
+  c.inputs = randomInputs(*c.fusion, seed, {{m, k}, {k, n}, {1}});
+  c.expect = expectMatmulSegment();
+  return c;
+}
+
 // A matmul case expected to split K among blocks.
 inline KernelCase splitK(KernelCase c) {
   c.expect = expectMatmulSegment("K split among");

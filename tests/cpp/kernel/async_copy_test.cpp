@@ -370,7 +370,9 @@ TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
 // cost NVRTC about nine PRMT per IMMA (seed 002's s8 bmm with B given [batch, n, k]: 560 PRMT to 64 IMMA).
 TEST(CpAsync, LdmatrixFragmentsStayPackedForTheMma) {
   const testing::KernelCase c = testing::matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, true, DataType::Null, 14);
-  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  DeviceInfo mma_h100 = DeviceInfo::h100Sxm();
+  mma_h100.tuning = HeuristicTuning::parse("matmul_wgmma=0");  // mma.sync's fragments
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), mma_h100);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("(A k-major, B k-major)"), std::string::npos) << k.summary;
   const std::string source = kernel::emitCuda(k);
@@ -419,6 +421,7 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
 TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
   DeviceInfo four_sms = DeviceInfo::h100Sxm();
   four_sms.sm_count = 4;
+  four_sms.tuning = HeuristicTuning::parse("matmul_wgmma=0");  // mma.sync's accumulators (wgmma's share the layout)
   for (int64_t n : {40, 33}) {
     const testing::KernelCase c = testing::matmulCase({3, 37, 64}, {3, 64, n}, DataType::Int8, true, DataType::Null, 24);
     runtime::SimDeviceOps device;
@@ -429,7 +432,7 @@ TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
   }
   if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const testing::KernelCase big = testing::matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, true, DataType::Null, 25);
-  const auto compiled = lowerPlan(planSegments(*big.fusion, big.inputs), DeviceInfo::h100Sxm());
+  const auto compiled = lowerPlan(planSegments(*big.fusion, big.inputs), four_sms);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
   const auto sass = runtime::disassemble(cubin.cubin);
@@ -443,17 +446,7 @@ TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
 // is divided in float and moved off fp8 ties (braze_quotient_for_fp8), and each value is rounded once,
 // where it is stored into the shared tile.
 TEST(CpAsync, Fp8QuantizedOperandsAreDividedInFloatAndRoundedOnce) {
-  testing::KernelCase c;
-  {
-    FusionGuard g(c.fusion.get());
-    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
-    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
-    TensorView* scale = defineTensor({1}, {std::nullopt}, DataType::Float);
-    TensorView* qa = quantize(a, scale, nullptr, DataType::Float8_e4m3fn);
-    TensorView* qb = quantize(b, scale, nullptr, DataType::Float8_e4m3fn);
-    c.fusion->addOutput(matmul(qa, qb, DataType::Float));
-  }
-  c.inputs = testing::randomInputs(*c.fusion, 12, {{40, 64}, {64, 24}, {1}});
+  const testing::KernelCase c = testing::quantizedFp8MatmulCase(40, 64, 24, 12);
   const LoweredPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("through registers"), std::string::npos) << k.summary;
@@ -515,7 +508,8 @@ TEST(CpAsync, RasterizedBlocksCoverEveryTileOnce) {
 TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
   DeviceInfo tuned = DeviceInfo::h100Sxm();
   tuned.sm_count = 1;
-  tuned.tuning = HeuristicTuning::parse("matmul_stages=4, matmul_slice_bytes=128, matmul_block_m=128, matmul_block_n=256");
+  tuned.tuning =
+      HeuristicTuning::parse("matmul_wgmma=0, matmul_stages=4, matmul_slice_bytes=128, matmul_block_m=128, matmul_block_n=256");
   for (const testing::KernelCase& c :
        {testing::matmulCase({150, 200}, {200, 264}, DataType::BFloat16, false, DataType::Null, 8),
         testing::matmulCase({150, 200}, {200, 264}, DataType::Half, true, DataType::Null, 9),
@@ -531,7 +525,7 @@ TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
     EXPECT_GT(k.shared_bytes, 48 * 1024);
   }
   // Sixteen warps of 64 x 32 outputs in a 256 x 128 tile.
-  tuned.tuning = HeuristicTuning::parse("matmul_block_m=256, matmul_block_n=128, matmul_warps_m=4, matmul_warps_n=4");
+  tuned.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_block_m=256, matmul_block_n=128, matmul_warps_m=4, matmul_warps_n=4");
   const testing::KernelCase c = testing::matmulCase({300, 136}, {136, 200}, DataType::BFloat16, false, DataType::Null, 11);
   runtime::SimDeviceOps device;
   runtime::FusionCache cache(c.fusion, c.options.plan, &device, tuned);

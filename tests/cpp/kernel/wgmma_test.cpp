@@ -1,8 +1,10 @@
 // wgmma (sm_90a) in the kernel IR. The descriptor and the swizzled addresses are pinned to the PTX
 // ISA's tables; the matmul lowering's wgmma schedule, run on the simulator (which reads each operand
 // element where the hardware would and checks the asynchronous reads and writes), equals the reference
-// on odd sizes, both orders of A and B, bf16 and f16; NVRTC compiles it for sm_90a into HGMMA and LDGSTS
-// with an empty log (no serialized wgmmas), without ldmatrix. The simulator reports a stage refilled
+// on odd sizes, both orders of 16-bit A and B, bf16, f16, s8 (to s32 and narrowed to s8) and e4m3,
+// operands copied as stored or computed in registers (a dequantize, a quantize, a row-major 8-bit B);
+// NVRTC compiles it for sm_90a into HGMMA, IGMMA or QGMMA and LDGSTS with an empty log (no serialized
+// wgmmas), without ldmatrix. The simulator reports a stage refilled
 // while a wgmma still reads it, a write read by a wgmma with no proxy fence, and accumulators read
 // before the wait.
 #include "fusions/kernel_corpus.h"
@@ -91,6 +93,14 @@ TEST(Wgmma, StagedMatmulsMatchTheReference) {
       // Four warpgroups of 64 x 64, batched with a broadcast B.
       {testing::matmulCase({3, 70, 104}, {104, 64}, DataType::BFloat16, false, DataType::Null, 34),
        "matmul_wgmma=1, matmul_block_m=256, matmul_block_n=64"},
+      // s8 x s8 -> s32 with B given [batch, n, k] (k-major, copied as stored), k = 32, K not a multiple of the
+      // 128-element slice; and narrowed to s8 (the XLA seed's result).
+      {testing::matmulCase({2, 70, 208}, {2, 208, 72}, DataType::Int8, true, DataType::Null, 35), "matmul_wgmma=1"},
+      {testing::matmulCase({2, 70, 208}, {2, 208, 72}, DataType::Int8, true, DataType::Int8, 36), "matmul_wgmma=1"},
+      // s8 with a row-major B: staged through registers, k-major.
+      {testing::matmulCase({2, 65, 136}, {2, 136, 80}, DataType::Int8, false, DataType::Null, 37), "matmul_wgmma=1"},
+      // bf16 activations times int8 weights dequantized per group of 32 (B through registers).
+      {testing::weightInt8LinearCase(40, 72, 128, 32, 38), "matmul_wgmma=1"},
   };
   for (const Case& x : cases) {
     runtime::SimDeviceOps sim;
@@ -102,12 +112,30 @@ TEST(Wgmma, StagedMatmulsMatchTheReference) {
   }
 }
 
+// Seed 000's second GEMM: bf16 operands quantized to e4m3fn in the prologue, stored k-major, multiplied by
+// e4m3 wgmmas with f32 accumulators; the scores' N = 200 takes 256-column tiles of one column block.
+TEST(Wgmma, Fp8OperandsQuantizedAsTheyAreLoadedMatchTheReference) {
+  const testing::KernelCase c = testing::quantizedFp8MatmulCase(72, 64, 200, 12);
+  runtime::SimDeviceOps sim;
+  std::unique_ptr<runtime::FusionCache> cache;
+  const Kernel& k = runAndCheck(c, wgmmaDevice("matmul_wgmma=1"), cache, sim, "fp8");
+  EXPECT_NE(k.summary.find("wgmma.m64n256k32"), std::string::npos) << k.summary;
+  EXPECT_NE(k.summary.find("A k-major through registers, B k-major through registers"), std::string::npos) << k.summary;
+  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
+  const auto cubin = runtime::compileCuda(emitCuda(k), k.name, {.arch = "sm_90a"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = runtime::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  EXPECT_NE(sass->find("QGMMA"), std::string::npos) << k.summary;
+}
+
 TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
-  const testing::KernelCase cases[] = {
-      testing::matmulCase({100, 264}, {264, 72}, DataType::BFloat16, false, DataType::Null, 1),
-      testing::matmulCase({300, 264}, {264, 520}, DataType::Half, true, DataType::Null, 2),
+  const std::pair<testing::KernelCase, const char*> cases[] = {
+      {testing::matmulCase({100, 264}, {264, 72}, DataType::BFloat16, false, DataType::Null, 1), "HGMMA"},
+      {testing::matmulCase({300, 264}, {264, 520}, DataType::Half, true, DataType::Null, 2), "HGMMA"},
+      {testing::matmulCase({2, 300, 256}, {2, 256, 520}, DataType::Int8, true, DataType::Null, 3), "IGMMA"},
   };
-  for (const testing::KernelCase& c : cases) {
+  for (const auto& [c, opcode] : cases) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), wgmmaDevice("matmul_wgmma=1"));
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_TRUE(k.arch_specific) << k.summary;
@@ -116,7 +144,7 @@ TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
     EXPECT_TRUE(cubin.log.empty()) << cubin.log;
     const auto sass = runtime::disassemble(cubin.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    EXPECT_NE(sass->find("HGMMA"), std::string::npos) << k.summary;
+    EXPECT_NE(sass->find(opcode), std::string::npos) << k.summary;
     EXPECT_NE(sass->find("LDGSTS"), std::string::npos) << k.summary;
     EXPECT_EQ(sass->find("LDSM"), std::string::npos) << k.summary;
   }

@@ -150,10 +150,10 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   // 8-bit operands: 128-byte slices where four stages of them fit (an H100's 227 KiB), else 64-byte ones
   // (an A100's 163 KiB).
   EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), s8).block_k, 64);
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), s8).block_k, 128);
+  EXPECT_EQ(matmulHeuristics(mma_h100, s8).block_k, 128);
   // Both copied as stored: two sets of fragments and three stages (measured faster than four).
-  EXPECT_TRUE(matmulHeuristics(DeviceInfo::h100Sxm(), s8).fragmentsAhead());
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), s8).stages, 3);
+  EXPECT_TRUE(matmulHeuristics(mma_h100, s8).fragmentsAhead());
+  EXPECT_EQ(matmulHeuristics(mma_h100, s8).stages, 3);
   EXPECT_TRUE(matmulHeuristics(DeviceInfo::a100(), s8).b_async);
   // An operand that cannot be copied as stored (a dequantize prologue, an 8-bit B stored n-major): staged
   // through registers, k-major. 8-bit operands keep the large tiles (measured faster); 16-bit ones keep
@@ -166,7 +166,7 @@ TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
   EXPECT_EQ(registers.b_order, kernel::TileOrder::KMajor);
   EXPECT_NE(registers.toString().find("B k-major through registers"), std::string::npos);
   large.b_tile.reset();
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), large).blockRows(), 64);
+  EXPECT_EQ(matmulHeuristics(mma_h100, large).blockRows(), 64);
 }
 
 // $BRAZE_TUNING's matmul fields replace the staged schedule's choices, with no more stages than the block's
@@ -251,9 +251,10 @@ TEST(MatmulHeuristics, MmaNeedsAnNvidiaGpuOfSm80AndSm89ForFp8) {
   EXPECT_NE(mmaUnavailable(turing, DataType::Half).find("needs sm_80 or newer"), std::string::npos);
 }
 
-// Warpgroup mmas: 128 x 256 tiles of two warpgroups for a large bf16 problem on sm_90, four stages of
-// 64-element slices (192 KiB); never on sm_80, for int8, with B through registers, or when tuned off.
-TEST(MatmulHeuristics, LargeBf16ProblemsTakeWgmmaOnSm90Only) {
+// Warpgroup mmas on sm_90 where the problem gives every SM a block: 128 x 256 tiles of two warpgroups for
+// a large bf16 problem, four stages of 128-byte slices (192 KiB); 8-bit operands (k-major) and operands
+// staged through registers too; never on sm_80, for fnuz fp8 operands, or when tuned off.
+TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
   MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
   problem.a_tile = kernel::TileOrder::KMajor;
   problem.b_tile = kernel::TileOrder::MnMajor;
@@ -262,17 +263,34 @@ TEST(MatmulHeuristics, LargeBf16ProblemsTakeWgmmaOnSm90Only) {
   EXPECT_EQ(h100.blockRows(), 128);
   EXPECT_EQ(h100.blockCols(), 256);
   EXPECT_EQ(h100.stages, 4);
+  EXPECT_EQ(h100.block_k, 64);
   EXPECT_EQ(h100.raster_group, 8);
+  EXPECT_NE(h100.toString().find("wgmma.m64n256k16, 2 warpgroups"), std::string::npos) << h100.toString();
   EXPECT_FALSE(matmulHeuristics(DeviceInfo::a100(), problem).wgmma);
+  EXPECT_NE(wgmmaUnavailable(DeviceInfo::a100(), problem).find("needs sm_90"), std::string::npos);
   DeviceInfo off = DeviceInfo::h100Sxm();
   off.tuning = HeuristicTuning::parse("matmul_wgmma=0");
   EXPECT_FALSE(matmulHeuristics(off, problem).wgmma);
-  problem.operand = DataType::Int8;
-  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).wgmma);
-  EXPECT_NE(wgmmaUnavailable(DeviceInfo::h100Sxm(), problem).find("bf16 and f16"), std::string::npos);
-  problem.operand = DataType::BFloat16;
-  problem.b_tile = std::nullopt;  // B through registers: no wgmma
-  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).wgmma);
+  // B through registers (a dequantize): stored k-major.
+  problem.b_tile = std::nullopt;
+  const MatmulParams registers = matmulHeuristics(DeviceInfo::h100Sxm(), problem);
+  EXPECT_TRUE(registers.wgmma);
+  EXPECT_FALSE(registers.b_async);
+  EXPECT_EQ(registers.b_order, kernel::TileOrder::KMajor);
+  // int8: k = 32, 128-element slices.
+  MatmulProblem s8{16, 1024, 1024, 1024, DataType::Int8};
+  s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
+  const MatmulParams int8 = matmulHeuristics(DeviceInfo::h100Sxm(), s8);
+  EXPECT_TRUE(int8.wgmma);
+  EXPECT_EQ(int8.block_k, 128);
+  EXPECT_EQ(int8.shape, kernel::MmaShape::M16N8K32);
+  EXPECT_NE(int8.toString().find("wgmma.m64n256k32"), std::string::npos) << int8.toString();
+  // N = 384 (seed 000's scores): two column blocks of 192 rather than 256 + 128.
+  MatmulProblem scores{768, 384, 384, 64, DataType::Float8_e4m3fn};
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), scores).blockCols(), 192);
+  scores.operand = DataType::Float8_e4m3fnuz;
+  EXPECT_NE(wgmmaUnavailable(DeviceInfo::h100Sxm(), scores).find("not Float8_e4m3fnuz"), std::string::npos)
+      << wgmmaUnavailable(DeviceInfo::h100Sxm(), scores);
 }
 
 }  // namespace
