@@ -250,14 +250,22 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     // No more stages than K has slices (shared memory the block would hold for nothing).
     p.stages = std::max<int64_t>(2, std::min(p.stages, ceilDiv(std::max<int64_t>(problem.k, 1), p.block_k)));
   }
-  // Warpgroup mmas on sm_90 in tiles of two warpgroups, 128 x 256 (or 192, 128: wgmmaColumns), where the
-  // problem gives every SM a block (tuned on: wherever they apply). H200, bf16 4096^3: 248 us against 355
-  // for mma.sync's best (compare.py --sweep); seed 000's QKV GEMM (K = 768) 205 against 341.
+  // Warpgroup mmas on sm_90, in tiles of two warpgroups, 128 x 256 (or 192, 128: wgmmaColumns), by default
+  // for 64 rows or more where the problem gives a quarter of the SMs a block (16-bit operands) or every SM
+  // one (8-bit operands copied as stored); tuned on, wherever they apply. Measured (compare.py --sweep, kernel_times.py) on an
+  // H100 against mma.sync's schedule: bf16 4096^3 248 us against 357; seed 002's s8 bmm 58 against 75;
+  // seed 000's QKV GEMM (K = 768) 211 against 338; the weight-only int8 linear at M = 64 (43 blocks, B
+  // dequantized in registers) 88 against 105. Not for 8-bit operands computed in registers, which were
+  // slower: the s8 bmm with a row-major B 120 against 93, seed 000's quantized q k^T 757 against 406.
   const int64_t wgmma = device.tuning.matmul_wgmma;
   if (wgmma != 0 && wgmmaUnavailable(device, problem).empty()) {
     const int64_t cols = wgmmaColumns(problem);
-    const bool large = problem.batch * ceilDiv(problem.m, 128) * ceilDiv(problem.n, cols) >= device.sm_count;
-    if (wgmma == 1 || large) setWgmmaTiles(device, problem, 128, cols, p);
+    const int64_t blocks = problem.batch * ceilDiv(problem.m, 128) * ceilDiv(problem.n, cols);
+    const bool eight = sizeOf(problem.operand) == 1;
+    // At least a warpgroup's 64 rows: a few rows would leave most of each 128-row tile padding.
+    const bool chosen = problem.m >= kernel::kWgmmaM &&
+                        (eight ? problem.a_tile && problem.b_tile && blocks >= device.sm_count : 4 * blocks >= device.sm_count);
+    if (wgmma == 1 || chosen) setWgmmaTiles(device, problem, 128, cols, p);
   }
   if (p.stages >= 2) applyTuning(device, problem, p);
   if (p.wgmma) {

@@ -401,7 +401,7 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
                              "matmul_fragments_ahead=0"}) {
     DeviceInfo device_info = DeviceInfo::h100Sxm();
     device_info.sm_count = 4;
-    device_info.tuning = HeuristicTuning::parse(tuning);
+    device_info.tuning = HeuristicTuning::parse(std::string("matmul_wgmma=0, ") + tuning);  // mma.sync's fragments
     for (const testing::KernelCase& c :
          {testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 21),
           testing::matmulCase({3, 33, 336}, {3, 336, 40}, DataType::Int8, true, DataType::Null, 22),

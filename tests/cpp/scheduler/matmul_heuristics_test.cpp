@@ -251,9 +251,9 @@ TEST(MatmulHeuristics, MmaNeedsAnNvidiaGpuOfSm80AndSm89ForFp8) {
   EXPECT_NE(mmaUnavailable(turing, DataType::Half).find("needs sm_80 or newer"), std::string::npos);
 }
 
-// Warpgroup mmas on sm_90 where the problem gives every SM a block: 128 x 256 tiles of two warpgroups for
-// a large bf16 problem, four stages of 128-byte slices (192 KiB); 8-bit operands (k-major) and operands
-// staged through registers too; never on sm_80, for fnuz fp8 operands, or when tuned off.
+// Warpgroup mmas on sm_90: 128 x 256 tiles of two warpgroups for a large bf16 problem, four stages of
+// 128-byte slices (192 KiB); 16-bit operands staged through registers and 8-bit ones copied as stored too;
+// never on sm_80, for fnuz fp8 operands, or when tuned off.
 TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
   MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
   problem.a_tile = kernel::TileOrder::KMajor;
@@ -285,9 +285,23 @@ TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
   EXPECT_EQ(int8.block_k, 128);
   EXPECT_EQ(int8.shape, kernel::MmaShape::M16N8K32);
   EXPECT_NE(int8.toString().find("wgmma.m64n256k32"), std::string::npos) << int8.toString();
-  // N = 384 (seed 000's scores): two column blocks of 192 rather than 256 + 128.
+  // 8-bit operands computed in registers keep mma.sync (measured slower with wgmma), unless tuned on: seed
+  // 000's scores (N = 384) then take two column blocks of 192 rather than 256 + 128.
+  s8.b_tile.reset();
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), s8).wgmma);
   MatmulProblem scores{768, 384, 384, 64, DataType::Float8_e4m3fn};
-  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), scores).blockCols(), 192);
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), scores).wgmma);
+  DeviceInfo on = DeviceInfo::h100Sxm();
+  on.tuning = HeuristicTuning::parse("matmul_wgmma=1");
+  EXPECT_EQ(matmulHeuristics(on, scores).blockCols(), 192);
+  // 16-bit operands with a quarter of the SMs given a block: the weight-only int8 linear at M = 64 (43
+  // blocks of 128 x 256) takes wgmma; 1024^2 bf16 (32 blocks) does not.
+  MatmulProblem linear64{1, 64, 11008, 4096, DataType::BFloat16};
+  linear64.a_tile = kernel::TileOrder::KMajor;
+  EXPECT_TRUE(matmulHeuristics(DeviceInfo::h100Sxm(), linear64).wgmma);
+  MatmulProblem small{1, 1024, 1024, 1024, DataType::BFloat16};
+  small.a_tile = small.b_tile = kernel::TileOrder::KMajor;
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), small).wgmma);
   scores.operand = DataType::Float8_e4m3fnuz;
   EXPECT_NE(wgmmaUnavailable(DeviceInfo::h100Sxm(), scores).find("not Float8_e4m3fnuz"), std::string::npos)
       << wgmmaUnavailable(DeviceInfo::h100Sxm(), scores);
