@@ -69,9 +69,9 @@ struct DeviceInfo {
   double memory_bandwidth_gbs = 3352;  // peak HBM GB/s (from clock and bus width when read from the driver)
   HeuristicTuning tuning;
 
-  // "sm_90": the arch NVRTC compiles for. Arch-specific targets such as sm_90a are not used by
-  // default: a cubin for them runs on that arch only, and braze's kernels do not need their features.
-  // For an AMD GPU, its gfx ISA ("gfx942").
+  // "sm_90": the arch NVRTC compiles for. A kernel using an arch-specific feature (wgmma) is compiled
+  // for the arch-specific target instead ("sm_90a", kernel::compileArch), whose cubin runs on that arch
+  // only. For an AMD GPU, its gfx ISA ("gfx942").
   std::string arch() const;
   // One line for explain and dumps: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, ...)".
   std::string toString() const;
