@@ -100,7 +100,10 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
 bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64_t rows, int64_t cols, MatmulParams& p) {
   const int64_t element = sizeOf(problem.operand);
   const int64_t block_k = 128 / element, stage_bytes = block_k * element * (rows + cols);
-  const int64_t stages = std::min<int64_t>(4, device.smem_per_block_optin / stage_bytes);
+  // No more stages than K's slices keep busy (the copies run stages - 2 slices ahead).
+  const int64_t slices = ceilDiv(std::max<int64_t>(problem.k, 1), block_k);
+  const int64_t fit = device.smem_per_block_optin / stage_bytes;
+  const int64_t stages = std::min<int64_t>({4, fit, std::max<int64_t>(3, slices + 2)});
   if (stages < 3 || rows % 64 != 0 || rows > 256 || cols % 64 != 0 || cols > 256) return false;
   p.wgmma = true;
   p.shape = element == 2 ? kernel::MmaShape::M16N8K16 : kernel::MmaShape::M16N8K32;

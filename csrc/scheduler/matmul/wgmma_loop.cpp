@@ -11,11 +11,15 @@
 // generic proxy and wgmma reads through the async one: each thread fences its writes before the barrier.
 #include "scheduler/matmul/lowering.h"
 
+#include "support/error.h"
+
 namespace braze::kernel {
 
 void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
   const MatmulParams& p = p_;
   KernelBuilder& kb = kb_;
+  BRAZE_ASSERT(p.stages >= 3, "a wgmma pipeline of {} stages (a slice in flight, one computed and one arriving: 3 at least)",
+               p.stages);
   const int64_t ahead = p.stages - 2;
   for (int64_t slice = 0; slice < ahead; ++slice) {
     kb.openIf(kb.lt(kb.index(slice), count));

@@ -4,9 +4,10 @@
 // on odd sizes, both orders of 16-bit A and B, bf16, f16, s8 (to s32 and narrowed to s8) and e4m3,
 // operands copied as stored or computed in registers (a dequantize, a quantize, a row-major 8-bit B);
 // NVRTC compiles it for sm_90a into HGMMA, IGMMA or QGMMA and LDGSTS with an empty log (no serialized
-// wgmmas), without ldmatrix. The simulator reports a stage refilled
-// while a wgmma still reads it, a write read by a wgmma with no proxy fence, and accumulators read
-// before the wait.
+// wgmmas), without ldmatrix. The simulator reports a shared element written while a wgmma still reads
+// it (before its warpgroup's wait, or after it but before a barrier by another thread), a write read by a
+// wgmma with no proxy fence after it, accumulators written with no wgmma fence before the wgmma or
+// touched before the wait, and a block ending with wgmmas in flight.
 #include "fusions/kernel_corpus.h"
 #include "exec/host_execute.h"
 #include "codegen/source_emitter.h"
@@ -152,7 +153,7 @@ TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
 
 // One warpgroup: A (64 x 16) and B (16 x 8, k-major) copied into swizzled tiles, one wgmma, then
 // `after` (what the test gets wrong), a wait, D out.
-enum class Mistake { None, NoProxyFence, WriteBeforeWait, ReadBeforeWait };
+enum class Mistake { None, NoProxyFence, WriteBeforeWait, ReadBeforeWait, NoWgmmaFence, NoWait };
 
 void runOneWgmma(Mistake mistake) {
   Kernel k;
@@ -188,13 +189,15 @@ void runOneWgmma(Mistake mistake) {
   kb.cpAsyncWait(0);
   if (mistake != Mistake::NoProxyFence) kb.proxyFence();
   kb.barrier();
-  kb.wgmmaFence();
+  if (mistake != Mistake::NoWgmmaFence) kb.wgmmaFence(acc);
   kb.wgmma(acc, 8, ta, kb.index(0), {false, 0, 1024}, tb, kb.index(0), {false, 0, 1024});
   kb.wgmmaCommit();
   if (mistake == Mistake::WriteBeforeWait) kb.localWrite(ta, kb.index(0), kb.constant(0.0, DataType::BFloat16));
   if (mistake == Mistake::ReadBeforeWait) kb.store(d, t, kb.localRead(acc, kb.index(0)));
-  kb.wgmmaWait(0, acc);
-  for (int i = 0; i < 4; ++i) kb.store(d, kb.add(kb.mul(t, kb.index(4)), kb.index(i)), kb.localRead(acc, kb.index(i)));
+  if (mistake != Mistake::NoWait) {
+    kb.wgmmaWait(0, acc);
+    for (int i = 0; i < 4; ++i) kb.store(d, kb.add(kb.mul(t, kb.index(4)), kb.index(i)), kb.localRead(acc, kb.index(i)));
+  }
   verifyKernel(k);
 
   HostTensor ha = HostTensor::empty(DataType::BFloat16, {64 * 64});
@@ -228,6 +231,8 @@ TEST(Wgmma, TheSimulatorReportsAsynchronousMistakes) {
   expectReport(Mistake::NoProxyFence, "no proxy fence");
   expectReport(Mistake::WriteBeforeWait, "which a wgmma still in flight reads");
   expectReport(Mistake::ReadBeforeWait, "the accumulators of a wgmma in flight");
+  expectReport(Mistake::NoWgmmaFence, "written since the warpgroup's last wgmma fence");
+  expectReport(Mistake::NoWait, "the block ends with wgmmas in flight");
 }
 
 }  // namespace

@@ -1,0 +1,146 @@
+// The CPU simulator's state and statements (simulator.h says what it runs and checks), shared by
+// simulator.cpp (blocks, expressions, scalar, vector and reduction statements) and simulator_matrix.cpp
+// (the asynchronous copies and the matrix statements: cp.async, ldmatrix, mma, wgmma).
+#pragma once
+
+#include "kernel/element_math.h"
+#include "kernel/simulator.h"
+
+#include <array>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace braze::kernel::sim {
+
+using Mask = std::vector<char>;
+
+class Simulator {
+ public:
+  Simulator(const Kernel& k, const SimLaunch& launch);
+
+  // Blocks run one at a time, in a scrambled (but reproducible) order: a GPU promises no order, and
+  // code that assumed one (say, that the last block of a grid reduction is the one with the highest
+  // index) would fail here too.
+  void run();
+
+ private:
+  [[noreturn]] void fail(int64_t t, const std::string& what) const;
+
+  void checkAccess(int64_t t, TensorId tensor, int64_t offset, int64_t width) const;
+
+  SimValue read(TensorId tensor, int64_t offset) const;
+
+  void write(TensorId tensor, int64_t offset, SimValue v);
+
+  int64_t indexValue(int64_t v, int64_t t) const;
+
+  SimValue eval(ExprId id, int64_t t);
+  SimValue& arrayAt(VarId var, int64_t t, int64_t i);
+
+  // Lockstep execution would hide a missing barrier, so shared accesses are checked instead: between
+  // two barriers, an element one thread wrote may be read or written by no other thread, and an
+  // element read by one thread may not be written by another.
+  void noteShared(VarId var, int64_t t, int64_t i, bool write);
+
+  // A shared element some cp.async still has in flight (issued, not yet covered by a wait of its
+  // thread) may not be read: on a GPU it could hold the old or the new bytes.
+  void requireLanded(VarId var, int64_t t, int64_t i);
+
+  struct PendingCopy {
+    VarId var = -1;
+    int64_t at = 0;
+    std::vector<SimValue> values;
+    int64_t group = -1;  // -1 until committed
+  };
+
+  void execCpAsync(const Stmt& s, const Mask& mask);
+  void execCpAsyncCommit(const Mask& mask);
+
+  // Lands every copy of the thread's committed groups but the newest `in_flight` ones, as the thread's
+  // writes (a barrier is still needed before other threads read them).
+  void execCpAsyncWait(const Stmt& s, const Mask& mask);
+
+  // Per warp: each lane's row address, the PTX distribution of the rows' 4-byte pieces, and the bank
+  // conflicts of each 8-row phase (a phase is conflict-free when its eight 16-byte rows fall in eight
+  // distinct 16-byte bank groups of the 128-byte bank line).
+  void execLdmatrix(const Stmt& s, const Mask& mask);
+  void requireFullBlock(const Mask& mask, const char* what);
+  void exec(const std::vector<Stmt>& stmts, const Mask& mask);
+  void execOne(const Stmt& s, const Mask& mask);
+  void execFor(const Stmt& s, Mask mask);
+  void execVector(const Stmt& s, const Mask& mask);
+
+  // Gathers each warp's A, B and C from its lanes' fragments by the PTX layouts, computes D = A B + C
+  // and scatters D back. Float: the k products (exact for bf16, f16 and fp8 operands) and C summed in double,
+  // then rounded to float; tensor cores sum in an order and precision PTX leaves open, so a GPU may
+  // differ in the last bits. Integer: exact, wrapped to int32.
+  void execMma(const Stmt& s, const Mask& mask);
+
+  // The threads of warpgroup g that reached a warpgroup statement: all of them, or none (a partial one is
+  // an error).
+  bool warpgroupActive(int64_t g, const Mask& mask, const char* what);
+
+  // Reads A and B where the hardware would (kernel/wgmma.h), computes the warpgroup's 64 x n product
+  // into its accumulators (float: exact products summed in double, rounded to float once per wgmma;
+  // integer: exact, wrapped to int32), and
+  // keeps the operand elements and the accumulators busy until a wgmma wait covers the group.
+  void execWgmma(const Stmt& s, const Mask& mask);
+  void execWgmmaCommit(const Mask& mask);
+  void execWgmmaWait(const Stmt& s, const Mask& mask);
+
+  // Accumulators of a wgmma in flight may be neither read nor written (`by_wgmma`: another wgmma into
+  // them, which chains after it, is allowed).
+  void requireAccumulatorsDone(VarId var, int64_t t, bool by_wgmma = false, bool write = false);
+  // Ends the thread's unfenced shared writes (SKind::ProxyFence).
+  void execProxyFence(const Mask& mask);
+  void noteUnfenced(VarId var, int64_t t, int64_t i);
+  void execReduce(const Stmt& s, const Mask& mask);
+
+  const Kernel& k_;
+  std::array<int64_t, 2> grid_;
+  const std::vector<ScalarValue>& arguments_;
+  std::vector<HostTensor> tensors_;  // each parameter's base address, with its dtype
+  int64_t threads_ = 1;
+  std::array<int64_t, 2> block_{0, 0};
+  std::vector<std::vector<SimValue>> scalars_;
+  std::vector<std::vector<SimValue>> arrays_;
+  std::vector<std::pair<int64_t, int64_t>> bounds_;
+  struct SharedAccess {
+    int64_t epoch = -1;
+    int64_t writer = -1;
+    int64_t reader = -1;
+  };
+  static constexpr int64_t kManyReaders = -2;
+  std::unordered_map<VarId, std::vector<SharedAccess>> shared_;
+  int64_t epoch_ = 0;  // barriers passed by the block
+  SimStats* stats_ = nullptr;
+  // cp.async: each thread's copies not landed yet, its committed group count, and per shared element
+  // the copies in flight into it.
+  std::unordered_map<int64_t, std::vector<PendingCopy>> pending_;
+  std::unordered_map<int64_t, int64_t> groups_;
+  std::unordered_map<VarId, std::vector<int32_t>> in_flight_;
+  // wgmma, per warpgroup: its committed group count and the wgmmas not covered by a wait yet (the shared
+  // elements each reads, its accumulators, its group: -1 until committed); per shared element the
+  // wgmmas in flight reading it; the accumulator arrays in flight.
+  struct WgmmaInFlight {
+    VarId accumulators = -1;
+    std::vector<std::pair<VarId, int64_t>> reads;
+    int64_t group = -1;
+  };
+  std::unordered_map<int64_t, int64_t> wgmma_groups_;
+  std::unordered_map<int64_t, std::vector<WgmmaInFlight>> wgmma_pending_;
+  std::unordered_map<VarId, std::vector<int32_t>> wgmma_reading_;
+  std::map<std::pair<int64_t, VarId>, int64_t> busy_accumulators_;
+  // Shared elements written (stored, or a cp.async landed) with no proxy fence by the writer since: the
+  // writer + 1, or 0; and each thread's such writes.
+  std::unordered_map<VarId, std::vector<int32_t>> unfenced_;
+  std::unordered_map<int64_t, std::vector<std::pair<VarId, int64_t>>> unfenced_list_;
+  // (warpgroup, local array) pairs written since the warpgroup's last wgmma fence.
+  std::set<std::pair<int64_t, VarId>> unfenced_accumulators_;
+};
+
+}  // namespace braze::kernel::sim
