@@ -3,7 +3,7 @@
 # run the whole C++ and Python suite with the kernel tests on the GPU (BRAZE_TEST_DEVICE=cuda: the
 # same tests that run on the simulated device elsewhere) in parallel shards beside compute-sanitizer,
 # run the GPU benchmarks, each step under a time limit, and print a short table last. Logs go to $OUT
-# when it is set (one per suite, and report.txt). A run on an H200 took about two minutes:
+# when it is set (one per suite, and report.txt). A run took about two minutes on an H200, three on an H100:
 #   BRAZE_GPU_TEST_LIMIT=150 BRAZE_GPU_BENCH_LIMIT=90 BRAZE_BENCH_COMPILE=0 BRAZE_BENCH_REPS=30 bash tools/gpu_check.sh
 # On a machine with an AMD GPU and ROCm (BRAZE_GPU_PLATFORM=hip, chosen by itself where rocminfo sees a
 # gfx agent and there is no nvidia-smi) the same steps run through the HIP runtime and hiprtc

@@ -271,6 +271,12 @@ TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
   DeviceInfo off = DeviceInfo::h100Sxm();
   off.tuning = HeuristicTuning::parse("matmul_wgmma=0");
   EXPECT_FALSE(matmulHeuristics(off, problem).wgmma);
+  // A K of one slice keeps three stages (the copies run stages - 2 slices ahead), two slices four.
+  MatmulProblem one_slice = problem;
+  one_slice.k = 64;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), one_slice).stages, 3);
+  one_slice.k = 128;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), one_slice).stages, 4);
   // B through registers (a dequantize): stored k-major.
   problem.b_tile = std::nullopt;
   const MatmulParams registers = matmulHeuristics(DeviceInfo::h100Sxm(), problem);
