@@ -1,7 +1,8 @@
 // The kernel IR: one kernel as its two consumers (the CUDA emitter and the CPU simulator) need it.
 // Typed scalar expressions (interned, so equal index arithmetic is one node), statements (let, for,
 // if, loads and stores, vector loads and stores, block reductions, barriers, and the warp-level matrix
-// statements: mma.sync, cp.async with its commit and wait, ldmatrix), tensor parameters with
+// statements: mma.sync, cp.async with its commit and wait, ldmatrix, and the warpgroup's wgmma with its
+// fences, commit and wait), tensor parameters with
 // the layout the kernel was specialized for, and a fixed launch shape. Kernels are specialized on
 // sizes and strides (like torch.compile with static shapes): index arithmetic folds to constants,
 // except for the counts a lowering leaves open (the row count of a reduction, the element count of a

@@ -4,7 +4,9 @@
 // block is reported, as is any access outside a tensor, a misaligned vector access, or an index
 // outside a local array, naming the kernel, the tensor, the offset, the block and the thread. cp.async
 // copies land at the wait that covers them: shared memory read before then is reported. ldmatrix is
-// executed per warp with the PTX layout, and its shared-memory bank conflicts are counted.
+// executed per warp with the PTX layout, and its shared-memory bank conflicts are counted. wgmma runs
+// per warpgroup, reading its operands where their descriptors point the hardware; what it reads and
+// writes stays busy until the wait that covers it (simulator_matrix.cpp lists the mistakes reported).
 // It uses the same index arithmetic, predicates and vector widths as the emitted CUDA, and the
 // reference's element math (kernel/element_math.h).
 #pragma once

@@ -1,5 +1,6 @@
-// The matmul lowering's state and its two schedules (lower.cpp: mma, staged or not; gemv.cpp: GEMV),
-// shared by the files of the matmul scheduler's folder.
+// The matmul lowering's state and its schedules (lower.cpp: mma.sync, staged or not, and the setup and
+// epilogue wgmma shares; wgmma_loop.cpp: wgmma's main loop; gemv.cpp: GEMV), shared by the files of the
+// matmul scheduler's folder.
 //
 // Both read operand values through the ValueBuilder (so a cast, dequantize or broadcast feeding an
 // operand is computed as it is loaded, and transposed operands are read through their strides), and put
