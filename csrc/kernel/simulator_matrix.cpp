@@ -1,7 +1,11 @@
 // The simulator's asynchronous copies and matrix statements: cp.async (landing at the wait that covers
 // it), ldmatrix and mma.sync warp by warp with the PTX layouts, and wgmma per warpgroup, reading its
 // operands where the descriptors point the hardware (kernel/wgmma.h) and keeping them and its
-// accumulators busy until the wait that covers its group.
+// accumulators busy until the wait that covers its group. Reported: a shared element written while a
+// wgmma in flight reads it, or by another thread after the reading warpgroup's wait but before a
+// barrier; a write a wgmma reads with no proxy fence by its writer after it; accumulators written with
+// no wgmma fence before the wgmma, or touched while a wgmma writes them; a block ending with wgmmas in
+// flight; a matrix statement reached by only part of its warp or warpgroup.
 #include "kernel/simulator_state.h"
 
 #include "kernel/wgmma.h"
