@@ -1,8 +1,10 @@
 // The mma schedule: block b of the grid takes one batch's block tile of the output (blocks in raster
 // groups; with split-K, several blocks per tile); its warps each a warp tile of tiles_m x tiles_n mma
 // tiles. Staged (sm_80 on): K slices of A and B go through a ring of shared tiles (cp.async, or computed
-// in registers) and fragments are read with ldmatrix. Otherwise each lane loads its fragment values
-// straight from global memory, zero outside the matrices. Then the warp's mmas, and the epilogue.
+// in registers) and fragments are read with ldmatrix; with wgmma (sm_90), the tiles are swizzled for it and
+// its main loop (wgmma_loop.cpp) replaces the fragments and mmas. Otherwise each lane loads its fragment
+// values straight from global memory, zero outside the matrices. Then the warp's mmas, and the epilogue
+// (wgmma's accumulators are in the mma tiles' layout, a warp per 16 rows).
 #include "scheduler/matmul/lowering.h"
 
 #include "support/error.h"
