@@ -481,6 +481,14 @@ void KernelBuilder::popTarget() {
   open_.pop_back();
 }
 
+void KernelBuilder::pushBare(SKind kind, VarId var, int32_t width) {
+  Stmt s;
+  s.kind = kind;
+  s.var = var;
+  s.width = width;
+  push(std::move(s));
+}
+
 void KernelBuilder::push(Stmt s) { current().push_back(std::move(s)); }
 
 void KernelBuilder::let(VarId var, ExprId value) {
@@ -513,12 +521,7 @@ void KernelBuilder::assign(VarId var, ExprId value) {
   push(std::move(s));
 }
 
-void KernelBuilder::declare(VarId array) {
-  Stmt s;
-  s.kind = SKind::Declare;
-  s.var = array;
-  push(std::move(s));
-}
+void KernelBuilder::declare(VarId array) { pushBare(SKind::Declare, array); }
 
 void KernelBuilder::localWrite(VarId array, ExprId at, ExprId value) {
   Stmt s;
@@ -569,17 +572,9 @@ void KernelBuilder::blockReduce(VarId var, ReduceOp op, int axis) {
   push(std::move(s));
 }
 
-void KernelBuilder::barrier() {
-  Stmt s;
-  s.kind = SKind::Barrier;
-  push(std::move(s));
-}
+void KernelBuilder::barrier() { pushBare(SKind::Barrier); }
 
-void KernelBuilder::fence() {
-  Stmt s;
-  s.kind = SKind::Fence;
-  push(std::move(s));
-}
+void KernelBuilder::fence() { pushBare(SKind::Fence); }
 
 void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value) {
   BRAZE_ASSERT(k_.tensors[tensor].dtype == DataType::Int32, "atomicAdd on {} of dtype {}", k_.tensors[tensor].name,
@@ -615,18 +610,9 @@ void KernelBuilder::cpAsync(VarId shared, ExprId at, TensorId tensor, ExprId off
   push(std::move(s));
 }
 
-void KernelBuilder::cpAsyncCommit() {
-  Stmt s;
-  s.kind = SKind::CpAsyncCommit;
-  push(std::move(s));
-}
+void KernelBuilder::cpAsyncCommit() { pushBare(SKind::CpAsyncCommit); }
 
-void KernelBuilder::cpAsyncWait(int pending_groups) {
-  Stmt s;
-  s.kind = SKind::CpAsyncWait;
-  s.width = pending_groups;
-  push(std::move(s));
-}
+void KernelBuilder::cpAsyncWait(int pending_groups) { pushBare(SKind::CpAsyncWait, -1, pending_groups); }
 
 void KernelBuilder::ldmatrix(VarId fragment, ExprId at, VarId shared, ExprId row, int matrices, bool transpose) {
   Stmt s;
@@ -654,32 +640,15 @@ void KernelBuilder::wgmma(VarId acc, int n, VarId a_tiles, ExprId a_at, const Wg
   push(std::move(s));
 }
 
-void KernelBuilder::wgmmaFence(VarId accumulators) {
-  Stmt s;
-  s.kind = SKind::WgmmaFence;
-  s.var = accumulators;
-  push(std::move(s));
-}
+void KernelBuilder::wgmmaFence(VarId accumulators) { pushBare(SKind::WgmmaFence, accumulators); }
 
-void KernelBuilder::wgmmaCommit() {
-  Stmt s;
-  s.kind = SKind::WgmmaCommit;
-  push(std::move(s));
-}
+void KernelBuilder::wgmmaCommit() { pushBare(SKind::WgmmaCommit); }
 
 void KernelBuilder::wgmmaWait(int pending_groups, VarId accumulators) {
-  Stmt s;
-  s.kind = SKind::WgmmaWait;
-  s.var = accumulators;
-  s.width = pending_groups;
-  push(std::move(s));
+  pushBare(SKind::WgmmaWait, accumulators, pending_groups);
 }
 
-void KernelBuilder::proxyFence() {
-  Stmt s;
-  s.kind = SKind::ProxyFence;
-  push(std::move(s));
-}
+void KernelBuilder::proxyFence() { pushBare(SKind::ProxyFence); }
 
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
   // In the body, var runs over [begin, end) upwards (the range of this loop: a variable some other

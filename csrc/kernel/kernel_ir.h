@@ -331,6 +331,8 @@ class KernelBuilder {
   ExprId argument(ScalarArgument arg);
   ExprId binaryIndex(EKind kind, ExprId a, ExprId b);
   void push(Stmt s);
+  // A statement of only a kind, a var and a width (barriers, fences, commits, waits, declarations).
+  void pushBare(SKind kind, VarId var = -1, int32_t width = 1);
 
   Kernel& k_;
   std::map<std::vector<int64_t>, ExprId> interned_;  // every field of a KExpr, encoded
