@@ -109,12 +109,13 @@ class Emitter {
     std::string out = fmt::format("// {}: {}\n", k_.name, k_.summary);
     out += opsPreamble(dialect_, usesFp8());
     if (usesRandom()) out += randomPreamble();
+    if (k_.index_errors) out += indexCheckPreamble();
     out += mmaPreamble(k_, dialect_);
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
     for (const TensorParam& t : k_.tensors) {
-      const bool written = t.output || t.workspace;
+      const bool written = t.output || t.workspace || t.index_errors;
       params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", storageTypeName(t.dtype),
                                    t.name));
     }
@@ -309,6 +310,9 @@ class Emitter {
         return fmt::format("{}({}, {}, {})", x.op == OpKind::Uniform ? "braze_uniform_unit" : "braze_standard_normal",
                            a(0), a(1), a(2));
       case EKind::ValueToIndex: return fmt::format("static_cast<idx_t>({})", a(0));
+      case EKind::CheckedIndex:
+        return fmt::format("static_cast<idx_t>(braze_checked_index({}, {}, {}, {}ll))", a(0), a(1),
+                           k_.tensors[*k_.index_errors].name, x.i);
       case EKind::Load: {
         const TensorParam& t = k_.tensors[x.ref];
         // Workspace values come from other blocks of this launch: read them from L2, never a stale L1 line.

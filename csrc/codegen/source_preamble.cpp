@@ -370,4 +370,26 @@ __device__ __forceinline__ double braze_standard_normal(long long seed, long lon
 )";
 }
 
+std::string indexCheckPreamble() {
+  // The record is mapped host memory: the host sees `ready` only after the words before it (the
+  // system-wide fence), and a value out of range reads element 0 instead, so no access leaves the tensor.
+  return R"(
+__device__ __noinline__ long long braze_index_error(long long* record, long long site, long long value) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(record), 0ull, 1ull) == 0ull) {
+    volatile long long* words = record;
+    words[1] = site;
+    words[2] = value;
+    __threadfence_system();
+    words[3] = 1;
+  }
+  return 0;
+}
+__device__ __forceinline__ long long braze_checked_index(long long value, long long extent, long long* record,
+                                                         long long site) {
+  return static_cast<unsigned long long>(value) < static_cast<unsigned long long>(extent)
+             ? value : braze_index_error(record, site, value);
+}
+)";
+}
+
 }  // namespace braze::kernel

@@ -50,6 +50,13 @@ class LaunchGraph {
   virtual ~LaunchGraph() = default;
 };
 
+// The device's index-error record (kernel/index_errors.h): `device`, the address kernels write it at;
+// `host`, where the host reads it without synchronizing.
+struct IndexErrorRecord {
+  DevicePtr device = 0;
+  volatile int64_t* host = nullptr;
+};
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -68,6 +75,9 @@ class DeviceOps {
   virtual void enqueueHost(StreamHandle /*stream*/, std::function<void()> /*work*/) {
     throw std::logic_error("enqueueHost on a device whose memory the host cannot reach");
   }
+  // The record every kernel that checks index values reports to, made zeroed on first use and kept for
+  // the device's life; none (both null) on a device that runs no kernel.
+  virtual IndexErrorRecord indexErrorRecord() { return {}; }
   virtual DevicePtr allocate(size_t bytes, StreamHandle stream) = 0;
   // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
   // which must outlive the memory, as with torch's caching allocator). Callable from any thread.

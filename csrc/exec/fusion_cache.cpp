@@ -4,6 +4,7 @@
 
 #include "support/error.h"
 #include "codegen/source_emitter.h"
+#include "kernel/index_errors.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,6 +39,9 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   if (!plan) plan = prepareMiss(inputs, signature);
   DeviceOps& ops = opsFor(deviceOf(inputs));
   DeviceScope scope(ops);
+  // An index a kernel found out of range, in an earlier execute on this device: raised before this one runs.
+  const IndexErrorRecord record = ops.indexErrorRecord();
+  kernel::raiseRecordedIndexError(record.host);
   if (last_address_.load(std::memory_order_relaxed) != plan.get()) {
     std::lock_guard<std::mutex> lock(last_mutex_);
     last_ = plan;
@@ -45,7 +49,10 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   }
   std::vector<DeviceOutput> outputs =
       plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
-  if (wait) ops.synchronize(stream);
+  if (wait) {
+    ops.synchronize(stream);
+    kernel::raiseRecordedIndexError(record.host);  // this execute's own
+  }
   return outputs;
 }
 

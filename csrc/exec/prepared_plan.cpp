@@ -95,6 +95,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
   }
   std::unordered_map<const Val*, int32_t> slot_of;
+  int32_t index_errors_slot = -1;  // one for every kernel that checks index values
   std::vector<KernelImage> images;
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
     const Val* in = plan.fusion->inputs()[i];
@@ -128,7 +129,10 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     Launch launch;
     launch.shape = {k.grid, k.block, k.shared_bytes};
     for (const kernel::TensorParam& p : k.tensors) {
-      if (p.workspace) {
+      if (p.index_errors) {
+        if (index_errors_slot < 0) index_errors_slot = addSlot({SlotKind::IndexErrors});
+        launch.slots.push_back(index_errors_slot);
+      } else if (p.workspace) {
         launch.slots.push_back(addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed}));
       } else if (p.output) {
         const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(p.layout, p.dtype)});
@@ -306,6 +310,10 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         device = t.device;
         continue;
       }
+      if (slot.kind == SlotKind::IndexErrors) {
+        pointers[allocated] = ops.indexErrorRecord().device;
+        continue;
+      }
       if (allocator != nullptr && slot.sole_output >= 0) {
         DeviceTensor spec = outputs_[slot.sole_output].tensor;
         spec.device = device;  // the inputs' (input slots come first)
@@ -360,7 +368,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     }
   } catch (...) {
     for (size_t i = 0; i < allocated; ++i) {
-      if (slots_[i].kind != SlotKind::Input && !external[i]) ops.release(pointers[i], stream);
+      if (owned(slots_[i]) && !external[i]) ops.release(pointers[i], stream);
     }
     throw;
   }
@@ -403,7 +411,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
   }
   // Intermediates and workspaces go back to the pool after the launches that use them (stream order).
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].kind != SlotKind::Input && !slots_[i].returned) ops.release(pointers[i], stream);
+    if (owned(slots_[i]) && !slots_[i].returned) ops.release(pointers[i], stream);
   }
   owners.assign(slots_.size(), nullptr);
   return outputs;

@@ -57,7 +57,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
 
  private:
-  enum class SlotKind : uint8_t { Input, Buffer, Workspace };
+  // IndexErrors: the device's index-error record (DeviceOps::indexErrorRecord), not allocated per run.
+  enum class SlotKind : uint8_t { Input, Buffer, Workspace, IndexErrors };
   struct Slot {
     SlotKind kind = SlotKind::Buffer;
     int64_t input = -1;   // Input: the fusion input's index
@@ -66,6 +67,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
     bool returned = false;  // a fusion output's memory: owned by the caller after the run
     int32_t sole_output = -1;  // the output that is exactly this buffer (offset 0, row-major), if one is
   };
+  // Memory a run allocates (and releases, unless it returns it).
+  static bool owned(const Slot& slot) { return slot.kind == SlotKind::Buffer || slot.kind == SlotKind::Workspace; }
   struct Launch {
     KernelHandle function = nullptr;
     LaunchShape shape;

@@ -103,6 +103,9 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
         }
       }
       break;
+    case EKind::CheckedIndex:  // a value outside [0, extent) becomes 0
+      if (auto extent = arg(1); extent && extent->hi > 0) result = Bounds{0, extent->hi - 1};
+      break;
     default: break;  // launch arguments, loads, values: unknown
   }
   if (result && (result->lo <= -kLimit || result->hi >= kLimit)) result.reset();

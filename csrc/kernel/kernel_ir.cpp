@@ -1,4 +1,5 @@
 #include "kernel/kernel_ir.h"
+#include "kernel/index_errors.h"
 #include "reference/pointwise_math.h"
 
 #include "support/error.h"
@@ -386,6 +387,25 @@ ExprId KernelBuilder::valueToIndex(ExprId value) {
   e.kind = EKind::ValueToIndex;
   e.index = true;
   e.args = {value};
+  return intern(e);
+}
+
+ExprId KernelBuilder::checkedIndex(ExprId value, ExprId extent, const std::string& site) {
+  if (!k_.check_indices) return valueToIndex(value);
+  if (!k_.index_errors) {
+    TensorParam record;
+    record.name = "index_errors";
+    record.dtype = DataType::Int64;
+    record.layout = StridedLayout::rowMajor({kIndexErrorWords});
+    record.alignment_bytes = 8;
+    record.index_errors = true;
+    k_.index_errors = addTensor(std::move(record));
+  }
+  KExpr e;
+  e.kind = EKind::CheckedIndex;
+  e.index = true;
+  e.i = indexCheckSite(site);
+  e.args = {valueToIndex(value), extent};
   return intern(e);
 }
 

@@ -53,6 +53,8 @@ enum class EKind : uint8_t {
                 // gives uniformUnit, op Normal standardNormal
   Fma,          // a * b + c of Float values, rounded once: where the kernel's own order of summation stands
                 // (a GEMV's dot products), not an op of the fusion, which rounds each op's result
+  CheckedIndex, // an index value args[0] that must lie in [0, args[1]): outside, the kernel records it in its
+                // index-error record (kernel/index_errors.h) under site code i, and the value is 0
 };
 
 struct KExpr {
@@ -167,6 +169,9 @@ struct TensorParam {
   // leaves it zeroed again, so one allocation serves every launch.
   bool workspace = false;
   bool zeroed = false;
+  // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
+  // kIndexErrorWords Int64 words, bound by whoever launches.
+  bool index_errors = false;
 };
 
 // A scalar parameter of the kernel, after the tensor parameters, with this launch's value: an index the
@@ -196,6 +201,11 @@ struct Kernel {
   std::string summary;
   // Uses instructions of the arch-specific target (wgmma: sm_90a), whose cubin runs on that arch only.
   bool arch_specific = false;
+  // Whether index values read from tensors are checked (KernelBuilder::checkedIndex); false trusts
+  // them, for speed (HeuristicTuning::index_checks). The parameter of the index-error record, where the
+  // kernel checks some.
+  bool check_indices = true;
+  std::optional<TensorId> index_errors;
 
   int64_t threadsPerBlock() const { return block[0] * block[1]; }
 };
@@ -252,6 +262,10 @@ class KernelBuilder {
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
   ExprId indexToValue(ExprId index, DataType dtype);
   ExprId valueToIndex(ExprId value);
+  // `value` where it lies in [0, extent); elsewhere 0, and the kernel reports the value under `site`, a
+  // message naming the op, the tensor and the dim (the first call adds the index-error record). Without
+  // Kernel::check_indices, `value` as it is.
+  ExprId checkedIndex(ExprId value, ExprId extent, const std::string& site);
   ExprId randomUnit(OpKind op, ExprId seed, ExprId offset, ExprId i);
   ExprId load(TensorId tensor, ExprId offset);
   ExprId localRead(VarId array, ExprId at);

@@ -26,7 +26,10 @@ class KernelPrinter {
     line(1, "launch: grid {}x{}, block {}x{} (warps of {}), shared {} bytes, {}-bit indices, vectorize {}", k_.grid[0],
          k_.grid[1], k_.block[0], k_.block[1], k_.warp_size, k_.shared_bytes, k_.index64 ? 64 : 32, k_.vectorize);
     for (const TensorParam& p : k_.tensors) {
-      const char* role = p.workspace ? (p.zeroed ? "workspace, zeroed" : "workspace") : p.output ? "output" : "input";
+      const char* role = p.index_errors ? "index errors"
+                         : p.workspace  ? (p.zeroed ? "workspace, zeroed" : "workspace")
+                         : p.output     ? "output"
+                                        : "input";
       line(1, "tensor {}: {}[{}] strides [{}] offset {} align {} ({})", p.name, toString(p.dtype),
            fmt::join(p.layout.sizes, ", "), fmt::join(p.layout.strides, ", "), p.layout.offset, p.alignment_bytes, role);
     }
@@ -87,6 +90,7 @@ class KernelPrinter {
       case EKind::Fma: return fmt::format("fma({}, {}, {})", arg(0), arg(1), arg(2));
       case EKind::IndexToValue: return fmt::format("value<{}>({})", toString(e.dtype), arg(0));
       case EKind::ValueToIndex: return fmt::format("index({})", arg(0));
+      case EKind::CheckedIndex: return fmt::format("checked({}, {}, site {:#x})", arg(0), arg(1), e.i);
       case EKind::RandomUnit:
         return fmt::format("{}({}, {}, {})", e.op == OpKind::Uniform ? "uniform_unit" : "standard_normal", arg(0),
                            arg(1), arg(2));

@@ -4,6 +4,7 @@
 #include "support/error.h"
 #include "ir/random_numbers.h"
 #include "kernel/element_math.h"
+#include "kernel/index_errors.h"
 
 #include <cmath>
 #include <algorithm>
@@ -182,6 +183,15 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
       return r;
     }
     case EKind::ValueToIndex: r.i = I(0); return r;
+    case EKind::CheckedIndex: {
+      r.i = I(0);
+      if (r.i >= 0 && r.i < I(1)) return r;
+      HostTensor& record = tensors_[*k_.index_errors];
+      checkAccess(t, *k_.index_errors, 0, kIndexErrorWords);
+      recordIndexError(reinterpret_cast<int64_t*>(record.data()), e.i, r.i);
+      r.i = 0;
+      return r;
+    }
     case EKind::RandomUnit: {
       const auto seed = static_cast<uint64_t>(eval(e.args[0], t).i);
       const auto offset = static_cast<uint64_t>(eval(e.args[1], t).i);

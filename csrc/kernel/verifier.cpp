@@ -61,6 +61,10 @@ class KernelVerifier {
         check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.arguments.size()), "expression {} reads argument {}",
               id, e.ref);
         break;
+      case EKind::CheckedIndex:
+        check(k_.index_errors && k_.tensors[*k_.index_errors].index_errors,
+              "expression {} checks an index, but the kernel has no index-error record", id);
+        break;
       default: break;
     }
   }

@@ -54,10 +54,6 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
   const OpKind kind = expr.kind();
   const auto shape = outputShape(in, dims, expr.attrs().getBool("keepdim"));
   const int64_t kept = keptCount(shape);
-  const bool is_minmax = kind == OpKind::Max || kind == OpKind::Min;
-  BRAZE_CHECK(!is_minmax || reducedCount(in, dims) > 0 || kept == 0,
-              "{}: cannot reduce {} over an empty dim (no identity for {})", expr.name(), expr.input(0)->name(),
-              expr.name());
   // The user's dtype= casts the input first (sum of Float in BFloat16 rounds each term to BFloat16).
   const DataType cast_to = isFloating(out_dtype) && isFloating(in.dtype()) ? out_dtype : DataType::Null;
   const bool in_float = isFloating(in.dtype()) || isFloating(out_dtype);

@@ -5,6 +5,7 @@
 #include "support/error.h"
 #include "reference/eval_ops.h"
 #include "reference/input_check.h"
+#include "ir/size_rules.h"
 
 #include <unordered_map>
 
@@ -38,9 +39,21 @@ std::vector<HostValue> evalByCategory(const Expr& expr, const Operands& operands
 }  // namespace
 
 std::vector<HostValue> evaluateExpr(const Expr& expr, const std::vector<const HostValue*>& operands) {
+  // The op's size rules, checked before it runs: the planner binds every plan with the same rules.
+  std::optional<Sizes> sizes;
+  if (!expr.outputs().empty() && expr.output(0)->isTensor()) {
+    sizes = resultSizes(
+        expr, [&](size_t i) -> const Sizes& { return std::get<HostTensor>(*operands[i]).sizes(); },
+        [&](size_t i) { return toInt(std::get<ScalarValue>(*operands[i])); });
+  }
   std::vector<HostValue> results = evalByCategory(expr, operands);
   BRAZE_ASSERT(results.size() == expr.outputs().size(), "{} produced {} values for {} outputs", expr.name(),
                results.size(), expr.outputs().size());
+  for (const HostValue& result : results) {
+    const auto* tensor = std::get_if<HostTensor>(&result);
+    BRAZE_ASSERT(!sizes || tensor == nullptr || tensor->sizes() == *sizes, "{} computed sizes {}, its size rule says {}",
+                 expr.name(), sizesString(tensor->sizes()), sizesString(*sizes));
+  }
   return results;
 }
 

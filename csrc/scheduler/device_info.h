@@ -38,6 +38,10 @@ struct HeuristicTuning {
   int64_t matmul_copy_parts = 0;
   // Warpgroup mmas (wgmma, sm_90): 1 where the problem allows them, 0 never, -1 the heuristic's choice.
   int64_t matmul_wgmma = -1;
+  // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
+  // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
+  // indexing, for speed (an out-of-range index then reads outside the tensor).
+  int64_t index_checks = 1;
 
   bool operator==(const HeuristicTuning&) const = default;
   // "block_threads=256, max_unroll=2": the fields that differ from the defaults ("defaults" if none).

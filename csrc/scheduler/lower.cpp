@@ -31,6 +31,7 @@ LoweringContext makeContext(const SegmentToLower& segment, const DeviceInfo& dev
   Kernel& k = ctx.kernel;
   k.name = fmt::format("braze_s{}_{}", segment.id, toString(segment.scheduler));
   k.warp_size = device.warp_size;
+  k.check_indices = device.tuning.index_checks != 0;
   KernelBuilder kb(k);
   int64_t max_offset = 0;
   for (const Val* in : segment.inputs) {

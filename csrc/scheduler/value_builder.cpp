@@ -608,7 +608,10 @@ ExprId ValueBuilder::indexing(const Expr& expr, const std::vector<Idx>& index) {
     }
     selected = valueAt(idx_tensor, at);
   }
-  src[dim] = Idx{bind("i", kb_.valueToIndex(selected)), false};
+  // An index outside x's dim reads element 0 instead and is reported (kernel/index_errors.h).
+  const std::string site = fmt::format("{} {} (dim {} of {}, size {})", expr.name(), expr.output(0)->name(), dim,
+                                       x->name(), x_sizes[dim]);
+  src[dim] = Idx{bind("i", kb_.checkedIndex(selected, kb_.index(x_sizes[dim]), site)), false};
   return valueAt(x, src);
 }
 

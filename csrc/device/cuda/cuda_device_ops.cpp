@@ -7,11 +7,13 @@
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/cuda_kernel.h"
 #include "device/device_ops.h"
+#include "kernel/index_errors.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -110,6 +112,21 @@ class CudaDeviceOps final : public DeviceOps {
     return functions;
   }
 
+  IndexErrorRecord indexErrorRecord() override {
+    std::call_once(record_once_, [&] {
+      // Pinned host memory mapped into the device: kernels write it, the host reads it without a
+      // synchronize. Never freed, like the context.
+      void* host = nullptr;
+      driver_.check(driver_.memHostAlloc(&host, kIndexErrorBytes, kMemHostAllocPortable | kMemHostAllocDeviceMap),
+                    "cuMemHostAlloc", "the index-error record");
+      std::memset(host, 0, kIndexErrorBytes);
+      CuDevicePtr device = 0;
+      driver_.check(driver_.memHostGetDevicePointer(&device, host, 0), "cuMemHostGetDevicePointer");
+      record_ = {device, static_cast<volatile int64_t*>(host)};
+    });
+    return record_;
+  }
+
   DevicePtr allocate(size_t bytes, StreamHandle stream) override {
     DevicePtr pointer = 0;
     driver_.check(driver_.memAllocAsync(&pointer, bytes == 0 ? 1 : bytes, cu(stream)), "cuMemAllocAsync",
@@ -178,9 +195,14 @@ class CudaDeviceOps final : public DeviceOps {
     return stack;
   }
 
+  static constexpr size_t kIndexErrorBytes = kernel::kIndexErrorWords * sizeof(int64_t);
+  static constexpr unsigned kMemHostAllocPortable = 0x01, kMemHostAllocDeviceMap = 0x02;
+
   int ordinal_;
   const CudaDriver& driver_;
   CuContext context_;
+  std::once_flag record_once_;
+  IndexErrorRecord record_;
 };
 
 }  // namespace

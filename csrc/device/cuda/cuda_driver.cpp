@@ -54,6 +54,8 @@ bool resolveAll(const DynamicLibrary& lib, CudaDriver& api, std::string& missing
       {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", api.memcpyHtoD)},
       {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", api.memcpyDtoH)},
       {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", api.memsetD8)},
+      {"cuMemHostAlloc", resolve(lib, "cuMemHostAlloc", api.memHostAlloc)},
+      {"cuMemHostGetDevicePointer_v2", resolve(lib, "cuMemHostGetDevicePointer_v2", api.memHostGetDevicePointer)},
       {"cuMemAllocAsync", resolve(lib, "cuMemAllocAsync", api.memAllocAsync)},
       {"cuMemFreeAsync", resolve(lib, "cuMemFreeAsync", api.memFreeAsync)},
       {"cuMemsetD8Async", resolve(lib, "cuMemsetD8Async", api.memsetD8Async)},

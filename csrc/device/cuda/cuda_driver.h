@@ -68,6 +68,8 @@ struct CudaDriver {
   CuResult (*memcpyHtoD)(CuDevicePtr dst, const void* src, size_t bytes) = nullptr;       // cuMemcpyHtoD_v2
   CuResult (*memcpyDtoH)(void* dst, CuDevicePtr src, size_t bytes) = nullptr;             // cuMemcpyDtoH_v2
   CuResult (*memsetD8)(CuDevicePtr dst, unsigned char value, size_t bytes) = nullptr;     // cuMemsetD8_v2
+  CuResult (*memHostAlloc)(void** pointer, size_t bytes, unsigned flags) = nullptr;       // cuMemHostAlloc
+  CuResult (*memHostGetDevicePointer)(CuDevicePtr* device, void* host, unsigned flags) = nullptr;  // cuMemHostGetDevicePointer_v2
   // Stream-ordered allocation (the device's default memory pool, which caches freed blocks) and the
   // stream operations the FusionCache's execute path uses.
   CuResult (*memAllocAsync)(CuDevicePtr* pointer, size_t bytes, CuStream stream) = nullptr;  // cuMemAllocAsync

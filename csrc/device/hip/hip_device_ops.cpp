@@ -6,11 +6,13 @@
 #include "device/hip/hip_runtime.h"
 #include "device/hip/query_hip_device.h"
 #include "device/device_ops.h"
+#include "kernel/index_errors.h"
 #include "device/parallel_compile.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,6 +88,21 @@ class HipDeviceOps final : public DeviceOps {
     return functions;
   }
 
+  IndexErrorRecord indexErrorRecord() override {
+    std::call_once(record_once_, [&] {
+      // Pinned host memory mapped into the device (hipHostMallocMapped | hipHostMallocPortable), as on
+      // CUDA: kernels write it, the host reads it without a synchronize. Never freed.
+      constexpr size_t bytes = kernel::kIndexErrorWords * sizeof(int64_t);
+      void* host = nullptr;
+      api_.check(api_.hostMalloc(&host, bytes, 0x2 | 0x1), "hipHostMalloc", "the index-error record");
+      std::memset(host, 0, bytes);
+      void* device = nullptr;
+      api_.check(api_.hostGetDevicePointer(&device, host, 0), "hipHostGetDevicePointer");
+      record_ = {reinterpret_cast<DevicePtr>(device), static_cast<volatile int64_t*>(host)};
+    });
+    return record_;
+  }
+
   DevicePtr allocate(size_t bytes, StreamHandle stream) override {
     void* pointer = nullptr;
     api_.check(api_.mallocAsync(&pointer, bytes == 0 ? 1 : bytes, hip(stream)), "hipMallocAsync",
@@ -123,6 +140,8 @@ class HipDeviceOps final : public DeviceOps {
 
   int ordinal_;
   const HipRuntime& api_;
+  std::once_flag record_once_;
+  IndexErrorRecord record_;
   int64_t lds_per_block_;  // what the runtime reports (64 KiB on CDNA up to MI300)
   std::mutex mutex_;
   // Modules stay loaded for the process, as the CUDA driver's do.

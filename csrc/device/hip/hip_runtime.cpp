@@ -60,7 +60,8 @@ Loaded load() {
       resolve(lib, "hipModuleLaunchKernel", api->moduleLaunchKernel) &&
       resolve(lib, "hipMallocAsync", api->mallocAsync) && resolve(lib, "hipFreeAsync", api->freeAsync) &&
       resolve(lib, "hipMemsetAsync", api->memsetAsync) && resolve(lib, "hipStreamSynchronize", api->streamSynchronize) &&
-      resolve(lib, "hipMemcpy", api->memcpy) &&
+      resolve(lib, "hipMemcpy", api->memcpy) && resolve(lib, "hipHostMalloc", api->hostMalloc) &&
+      resolve(lib, "hipHostGetDevicePointer", api->hostGetDevicePointer) &&
       resolve(lib, "hipGetErrorName", api->getErrorName) && resolve(lib, "hipGetErrorString", api->getErrorString);
   if (!complete) {  // before ROCm 5.2 (no stream-ordered allocator)
     loaded.reason = fmt::format("{} lacks functions braze needs (ROCm 5.2 or newer is)", lib.path());

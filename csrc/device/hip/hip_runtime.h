@@ -39,6 +39,8 @@ struct HipRuntime {
   HipError (*memsetAsync)(void*, int value, size_t bytes, HipStream) = nullptr;
   HipError (*streamSynchronize)(HipStream) = nullptr;
   HipError (*memcpy)(void* dst, const void* src, size_t bytes, int kind) = nullptr;  // kind 4: hipMemcpyDefault
+  HipError (*hostMalloc)(void** pointer, size_t bytes, unsigned flags) = nullptr;     // hipHostMalloc
+  HipError (*hostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;  // hipHostGetDevicePointer
   const char* (*getErrorName)(HipError) = nullptr;
   const char* (*getErrorString)(HipError) = nullptr;
 

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "ir/verifier.h"
+#include "kernel/index_errors.h"
 #include "kernel/simulator.h"
 #include "kernel/verifier.h"
 
@@ -229,6 +230,15 @@ void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, 
                        p.name, i);
     }
   }
+}
+
+IndexErrorRecord SimDeviceOps::indexErrorRecord() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (!index_errors_) {
+    index_errors_ = std::make_unique<int64_t[]>(kernel::kIndexErrorWords);  // zeroed
+    borrow(index_errors_.get(), kernel::kIndexErrorWords * sizeof(int64_t));
+  }
+  return {reinterpret_cast<DevicePtr>(index_errors_.get()), index_errors_.get()};
 }
 
 void SimDeviceOps::borrow(const void* begin, size_t bytes) {

@@ -42,6 +42,8 @@ class SimDeviceOps final : public DeviceOps {
   ~SimDeviceOps() override;
 
   std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override;
+  // Host memory, lent to the device for its life (so it is not counted among the live allocations).
+  IndexErrorRecord indexErrorRecord() override;
   DevicePtr allocate(size_t bytes, StreamHandle stream) override;
   void release(DevicePtr pointer, StreamHandle stream) override;
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override;
@@ -85,6 +87,7 @@ class SimDeviceOps final : public DeviceOps {
   std::unordered_set<const kernel::Kernel*> loaded_;
   std::map<StreamHandle, std::deque<Command>> queues_;
   std::atomic<int64_t> launches_{0}, graphs_made_{0};
+  std::unique_ptr<int64_t[]> index_errors_;
 };
 
 // The process's simulated device: what host (numpy) inputs run on.

@@ -41,15 +41,66 @@ TEST_P(PipelineWavefront64, MatchesTheReferenceOnTheSimulatorAsAnMi300x) {
 INSTANTIATE_TEST_SUITE_P(Small, PipelineWavefront64, ::testing::ValuesIn(testing::smallKernelCorpus()),
                          testing::caseName);
 
-TEST(Pipeline, OutOfBoundsAccessesAreReportedWithTheKernelName) {
+// The same signature (an index tensor of two int64s), so the same prepared plan, with an index past x.
+std::vector<HostValue> indexPastTheEnd(const testing::KernelCase& c) {
+  return {c.inputs[0], testing::tensorOf(DataType::Int64, {2}, {0, 7})};
+}
+
+TEST(Pipeline, AnIndexOutOfRangeIsAnIndexErrorNamingTheOpAndTheIndex) {
   const testing::KernelCase c = testing::indexSelectCase();
   runtime::SimDeviceOps device;
   runtime::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
   testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
-  // The same signature (an index tensor of two int64s), so the same prepared plan, with an index past x.
-  const std::vector<HostValue> bad{c.inputs[0], testing::tensorOf(DataType::Int64, {2}, {0, 7})};
   try {
-    runtime::runOnHost(cache, bad);
+    runtime::runOnHost(cache, indexPastTheEnd(c));
+    FAIL() << "expected an IndexError";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+    for (const char* part : {"index_select", "dim 0 of T0, size 3", "index 7 is out of bounds"}) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << " in: " << e.what();
+    }
+  }
+  // Reported once: the record is clear again and the next execute runs.
+  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "after the error");
+}
+
+TEST(Pipeline, AnIndexErrorOfAnExecuteThatDidNotWaitIsRaisedByTheNextExecute) {
+  // As on a GPU, where the host does not wait for the kernels: the next execute on the device reports.
+  const testing::KernelCase c = testing::indexSelectCase();
+  runtime::SimDeviceOps device;
+  runtime::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
+  const std::vector<HostValue> held = indexPastTheEnd(c);
+  std::vector<runtime::DeviceValue> bad;
+  for (const HostValue& v : held) {
+    const HostTensor& t = std::get<HostTensor>(v);
+    device.borrow(t.data(), static_cast<size_t>(t.numel() * sizeOf(t.dtype())));
+    bad.push_back(runtime::deviceValueOf(v));
+  }
+  char tag = 0;
+  const auto stream = reinterpret_cast<runtime::StreamHandle>(&tag);
+  (void)cache.run(bad, stream, /*wait=*/false);
+  device.synchronize(stream);  // the kernel ran; nobody has looked at the record yet
+  try {
+    (void)runtime::runOnHost(cache, c.inputs);
+    FAIL() << "expected the next execute to raise the IndexError";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+    EXPECT_NE(std::string(e.what()).find("index 7"), std::string::npos) << e.what();
+  }
+  for (const HostValue& v : held) device.giveBack(std::get<HostTensor>(v).data());
+}
+
+TEST(Pipeline, WithoutIndexChecksTheSimulatorReportsTheAccessWithTheKernelName) {
+  const testing::KernelCase c = testing::indexSelectCase();
+  runtime::SimDeviceOps device;
+  DeviceInfo unchecked = DeviceInfo::h100Sxm();
+  unchecked.tuning.index_checks = 0;
+  runtime::FusionCache cache(c.fusion, {}, &device, unchecked);
+  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
+  const std::string source = cache.lastSourceCode(kernel::SourceDialect::Cuda).at(0);
+  EXPECT_EQ(source.find("braze_checked_index"), std::string::npos) << source;
+  try {
+    runtime::runOnHost(cache, indexPastTheEnd(c));
     FAIL() << "expected an out-of-bounds report";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("braze_s"), std::string::npos) << e.what();

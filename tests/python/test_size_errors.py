@@ -1,0 +1,138 @@
+"""Sizes that do not fit together, and index values out of range, with symbolic shapes: a named error on
+every path, never a result. The size rules (ir/size_rules.h) are checked when a plan binds the inputs,
+so the simulated device's execute, the reference evaluator and planning for a GPU (cuda_code_for) all
+refuse the same inputs with the same message; index values are checked in the kernels."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+from braze import execute as _execute
+
+NUMPY = {DataType.BFloat16: ml_dtypes.bfloat16, DataType.Half: np.float16, DataType.Int8: np.int8,
+         DataType.Float8_e4m3fn: ml_dtypes.float8_e4m3fn, DataType.Float: np.float32, DataType.Int: np.int64}
+
+
+def _tensor(fd, rank, dtype):
+    return fd.define_tensor(shape=[-1] * rank, contiguity=True, dtype=dtype)
+
+
+def _ones(shape, dtype):
+    return np.ones(shape, NUMPY[dtype])
+
+
+def _matmul(dtype, a_shape, b_shape):
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.matmul(_tensor(fd, len(a_shape), dtype), _tensor(fd, len(b_shape), dtype)))
+    return fd, [_ones(a_shape, dtype), _ones(b_shape, dtype)]
+
+
+def _linear(x_shape, w_shape, bias_shape=None):
+    with FusionDefinition() as fd:
+        x = _tensor(fd, len(x_shape), DataType.BFloat16)
+        w = _tensor(fd, len(w_shape), DataType.BFloat16)
+        bias = None if bias_shape is None else _tensor(fd, len(bias_shape), DataType.BFloat16)
+        fd.add_output(fd.ops.linear(x, w, bias))
+    inputs = [_ones(x_shape, DataType.BFloat16), _ones(w_shape, DataType.BFloat16)]
+    return fd, inputs + ([] if bias_shape is None else [_ones(bias_shape, DataType.BFloat16)])
+
+
+def _cat(a_shape, b_shape, dim):
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.cat([_tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)], dim=dim))
+    return fd, [_ones(a_shape, DataType.Float), _ones(b_shape, DataType.Float)]
+
+
+def _dequantize(rows, scales):
+    with FusionDefinition() as fd:
+        q = _tensor(fd, 2, DataType.Int8)
+        scale = _tensor(fd, 1, DataType.Float)
+        fd.add_output(fd.ops.dequantize(q, scale, axis=0))
+    return fd, [_ones((rows, 8), DataType.Int8), _ones(scales, DataType.Float)]
+
+
+SIZE_ERRORS = [
+    *[(f"matmul-inner-{dtype}", lambda dtype=dtype: _matmul(dtype, (4, 5), (6, 3)),
+       r"matmul: inner sizes differ: T0 \[4, 5\] has K = 5 but T1 \[6, 3\] has K = 6")
+      for dtype in (DataType.BFloat16, DataType.Half, DataType.Int8, DataType.Float8_e4m3fn, DataType.Float)],
+    ("linear-inner", lambda: _linear((4, 5), (3, 6)), r"linear: inner sizes differ: T0 \[4, 5\] has K = 5 but T1 \[3, 6\]"),
+    ("linear-bias", lambda: _linear((4, 5), (3, 5), (5,)),
+     r"linear: the bias T2 \[5\] has 5 entries but the weight T1 \[3, 5\] has 3 outputs"),
+    ("cat-other-dim", lambda: _cat((2, 3), (2, 4), 0), r"cat: T1 \[2, 4\] has size 4 on dim 1 but T0 \[2, 3\] has 3"),
+    ("bmm-batch", lambda: _matmul(DataType.BFloat16, (2, 4, 8), (3, 8, 4)),
+     r"matmul: batch dim 0 differs: T0 \[2, 4, 8\] has 2 but T1 \[3, 8, 4\] has 3"),
+    ("dequantize-scale", lambda: _dequantize(40, 39),
+     r"dequantize: the per-channel scale T1 \[39\] needs 40 entries, one per index of axis 0 of T0 \[40, 8\]"),
+]
+
+
+@pytest.mark.parametrize("make, match", [c[1:] for c in SIZE_ERRORS], ids=[c[0] for c in SIZE_ERRORS])
+def test_mismatched_sizes_are_refused_on_every_path(make, match):
+    fd, inputs = make()
+    with pytest.raises(ValueError, match=match):
+        fd.execute(inputs)  # the simulated device: FusionCache, PreparedPlan, the scheduler's kernels
+    with pytest.raises(ValueError, match=match):
+        _execute.reference(fd, inputs)
+    with pytest.raises(ValueError, match=match):
+        fd.cuda_code_for(inputs)  # planned for a GPU
+
+
+def test_the_sizes_that_fit_still_run():
+    """The same definitions with sizes that fit give the reference's results (the rules refuse only the bad)."""
+    for fd, inputs in (_matmul(DataType.BFloat16, (4, 5), (5, 3)), _linear((4, 5), (3, 5), (3,)),
+                       _cat((2, 3), (4, 3), 0), _matmul(DataType.BFloat16, (2, 4, 8), (1, 8, 4)), _dequantize(40, 40)):
+        got, = fd.execute(inputs)
+        want, = _execute.reference(fd, inputs)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-2)
+
+
+def _indexing(op, x_shape, index):
+    with FusionDefinition() as fd:
+        x = _tensor(fd, len(x_shape), DataType.Float)
+        i = _tensor(fd, index.ndim, DataType.Int)
+        fd.add_output(getattr(fd.ops, op)(x, i, 0))
+    x_value = np.arange(np.prod(x_shape), dtype=np.float32).reshape(x_shape)
+    return fd, [x_value, index]
+
+
+INDEX_ERRORS = [
+    ("index_select", (40, 8), np.array([1, 57, 3])),
+    ("index_select", (40, 8), np.array([-1])),
+    ("gather", (40, 8), np.full((3, 8), 40)),
+    ("take_along_axis", (40, 8), np.array([[2] * 8, [41] * 8])),
+]
+
+
+@pytest.mark.parametrize("op, x_shape, index", INDEX_ERRORS, ids=[f"{c[0]}-{c[2].ravel()[-1]}" for c in INDEX_ERRORS])
+def test_an_index_out_of_range_is_an_index_error_naming_the_op(op, x_shape, index):
+    fd, inputs = _indexing(op, x_shape, index)
+    good = [inputs[0], np.clip(index, 0, x_shape[0] - 1)]  # the same signature: the same plan and kernel
+    np.testing.assert_array_equal(fd.execute(good)[0], _execute.reference(fd, good)[0])
+    assert "braze_checked_index" in fd.last_cuda_code()
+    bad = int(index[(index < 0) | (index >= x_shape[0])].ravel()[0])
+    with pytest.raises(IndexError, match=rf"{op} T2 \(dim 0 of T0, size 40\): index {bad} is out of bounds"):
+        fd.execute(inputs)  # checked in the kernel, reported when the execute waits for it
+    with pytest.raises(IndexError, match=rf"{op}: index {bad} is out of bounds for dim 0 of T0 \(size 40\)"):
+        _execute.reference(fd, inputs)
+    np.testing.assert_array_equal(fd.execute(good)[0], _execute.reference(fd, good)[0])  # reported once
+
+
+def test_an_empty_dim_to_index_is_refused_when_bound():
+    fd, inputs = _indexing("index_select", (0, 8), np.array([0]))
+    with pytest.raises(IndexError, match=r"index_select: dim 0 of T0 \[0, 8\] is empty, so every index is out of bounds"):
+        fd.execute(inputs)
+
+
+def test_index_checks_can_be_turned_off():
+    """index_checks=0 (BRAZE_TUNING on a GPU, or a target) emits unchecked indexing: the simulator then
+    reports the access outside the tensor itself, as a GPU would read it."""
+    fd, inputs = _indexing("index_select", (40, 8), np.array([1, 57, 3]))
+    target = "h100:index_checks=0"
+    good = inputs[:1] + [np.array([1, 2, 3])]
+    np.testing.assert_array_equal(fd.execute(good, target=target)[0], _execute.reference(fd, good)[0])
+    assert "braze_checked_index" not in fd.last_cuda_code()
+    with pytest.raises(RuntimeError, match=r"braze_s\d+_\w+: .*outside"):
+        fd.execute(inputs, target=target)
