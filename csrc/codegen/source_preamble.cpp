@@ -1,6 +1,9 @@
 #include "codegen/source_preamble.h"
 
 #include "codegen/narrow_floats_text.h"  // generated from narrow_floats.inc (CMakeLists.txt)
+#include "kernel/index_errors.h"
+
+#include <fmt/format.h>
 
 #include <string>
 
@@ -371,25 +374,23 @@ __device__ __forceinline__ double braze_standard_normal(long long seed, long lon
 }
 
 std::string indexCheckPreamble() {
-  // The record is mapped host memory: the host sees `ready` only after the words before it (the
-  // system-wide fence), and a value out of range reads element 0 instead, so no access leaves the tensor.
-  return R"(
-__device__ __noinline__ long long braze_index_error(long long* record, long long site, long long value) {
-  if (atomicCAS(reinterpret_cast<unsigned long long*>(record), 0ull, 1ull) == 0ull) {
-    volatile long long* words = record;
-    words[1] = site;
-    words[2] = value;
-    __threadfence_system();
-    words[3] = 1;
-  }
+  // kernel/index_errors.h's word: the site above the value's bits, the value saturated. One aligned
+  // 64-bit store to the mapped record, so the host reads a whole report or none.
+  return fmt::format(R"(
+__device__ __noinline__ long long braze_index_error(long long* record, long long site, long long value) {{
+  const long long limit = {}ll;
+  const long long v = value > limit ? limit : (value < -limit ? -limit : value);
+  volatile long long* word = record;
+  if (*word == 0) *word = static_cast<long long>(static_cast<unsigned long long>(site) << {} |
+                                                 (static_cast<unsigned long long>(v) & {}ull));
   return 0;
-}
+}}
 __device__ __forceinline__ long long braze_checked_index(long long value, long long extent, long long* record,
-                                                         long long site) {
+                                                         long long site) {{
   return static_cast<unsigned long long>(value) < static_cast<unsigned long long>(extent)
              ? value : braze_index_error(record, site, value);
-}
-)";
+}}
+)", kIndexErrorValueLimit, 64 - kIndexErrorSiteBits, (uint64_t{1} << (64 - kIndexErrorSiteBits)) - 1);
 }
 
 }  // namespace braze::kernel

@@ -21,8 +21,8 @@ std::string opsPreamble(SourceDialect dialect, bool fp8);
 // braze_uniform_unit and braze_standard_normal: ir/random_numbers.cpp's Philox numbers (the same text
 // in both dialects).
 std::string randomPreamble();
-// braze_checked_index: an index value kept in range, the first one outside reported to the device's
-// index-error record as kernel/index_errors.h lays it out (the same text in both dialects).
+// braze_checked_index: an index value kept in range, one outside reported to the device's index-error
+// record as kernel/index_errors.h packs it (the same text in both dialects).
 std::string indexCheckPreamble();
 
 }  // namespace braze::kernel

@@ -405,7 +405,7 @@ ExprId KernelBuilder::checkedIndex(ExprId value, ExprId extent, const std::strin
   e.kind = EKind::CheckedIndex;
   e.index = true;
   e.i = indexCheckSite(site);
-  e.args = {valueToIndex(value), extent};
+  e.args = {value, extent};  // the value as read (64 bits): checked before it narrows to idx_t
   return intern(e);
 }
 

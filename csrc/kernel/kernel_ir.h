@@ -53,8 +53,9 @@ enum class EKind : uint8_t {
                 // gives uniformUnit, op Normal standardNormal
   Fma,          // a * b + c of Float values, rounded once: where the kernel's own order of summation stands
                 // (a GEMV's dot products), not an op of the fusion, which rounds each op's result
-  CheckedIndex, // an index value args[0] that must lie in [0, args[1]): outside, the kernel records it in its
-                // index-error record (kernel/index_errors.h) under site code i, and the value is 0
+  CheckedIndex, // an integer value args[0] (as read, before it narrows to an index) that must lie in [0, args[1]):
+                // outside, the kernel records it in its index-error record (kernel/index_errors.h) under site
+                // code i, and the index is 0
 };
 
 struct KExpr {
@@ -170,7 +171,7 @@ struct TensorParam {
   bool workspace = false;
   bool zeroed = false;
   // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
-  // kIndexErrorWords Int64 words, bound by whoever launches.
+  // one Int64 word, bound by whoever launches.
   bool index_errors = false;
 };
 

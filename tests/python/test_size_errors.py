@@ -101,6 +101,7 @@ def _indexing(op, x_shape, index):
 INDEX_ERRORS = [
     ("index_select", (40, 8), np.array([1, 57, 3])),
     ("index_select", (40, 8), np.array([-1])),
+    ("index_select", (40, 8), np.array([2**32 + 1])),  # checked as read, not after it narrows to 32 bits
     ("gather", (40, 8), np.full((3, 8), 40)),
     ("take_along_axis", (40, 8), np.array([[2] * 8, [41] * 8])),
 ]

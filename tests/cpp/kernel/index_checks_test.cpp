@@ -11,23 +11,25 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 
 namespace braze {
 namespace {
 
-// out[r, :] = table[index[r], :] for a bf16 table of `width` columns: the embedding lookup.
+// out[r, :] = table[index[r], :] for a bf16 table of `width` columns: the embedding lookup, its index
+// Int32 (an Int64 one is read whole when checked, where unchecked code reads only its low word).
 testing::KernelCase embeddingCase(int64_t rows, int64_t width) {
   testing::KernelCase c;
   {
     FusionGuard g(c.fusion.get());
     TensorView* table = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
-    TensorView* index = defineTensor({-1}, {true}, DataType::Int64);
+    TensorView* index = defineTensor({-1}, {true}, DataType::Int32);
     c.fusion->addOutput(indexSelect(table, index, 0));
   }
   std::vector<double> index(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) index[static_cast<size_t>(r)] = static_cast<double>((r * 7) % 1000);
-  c.inputs = {testing::randomTensor(DataType::BFloat16, {1000, width}, 5), testing::tensorOf(DataType::Int64, {rows}, index)};
+  c.inputs = {testing::randomTensor(DataType::BFloat16, {1000, width}, 5), testing::tensorOf(DataType::Int32, {rows}, index)};
   return c;
 }
 
@@ -59,8 +61,11 @@ TEST(IndexChecks, TheKernelIrShowsTheCheckAndTheRecord) {
   // compiled-kernel cache's key).
   EXPECT_EQ(kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"),
             kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"));
-  EXPECT_NE(kernel::emitCuda(k).find(fmt::format("{}ll", kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"))),
+  const std::string source = kernel::emitCuda(k);
+  EXPECT_NE(source.find(fmt::format("{}ll", kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"))),
             std::string::npos);
+  // The value is checked as read: narrowed to idx_t first, 2^32 + 5 would pass as 5.
+  EXPECT_EQ(source.find("braze_checked_index(static_cast<idx_t>"), std::string::npos) << source;
 }
 
 TEST(IndexChecks, CheckedKernelsCompileWithNvrtcAndKeepTheirVectorAccesses) {
@@ -80,17 +85,46 @@ TEST(IndexChecks, CheckedKernelsCompileWithNvrtcAndKeepTheirVectorAccesses) {
     accesses[checks] = runtime::countGlobalAccesses(*sass);
     instructions[checks] = sassInstructions(*sass);
   }
-  // The check changes no access of the tensors: the same vector width, the same loads, and the same
-  // stores beside the report's three 64-bit words (site, value, ready).
+  // The check changes no access of the tensors: the same vector width, and the same loads and stores
+  // beside the report's read and write of the record's 64-bit word.
   EXPECT_EQ(vectorize[0], vectorize[1]);
-  EXPECT_EQ(accesses[0].load_bits, accesses[1].load_bits);
-  std::map<int, int> tensor_stores = accesses[1].store_bits;
-  if ((tensor_stores[64] -= 3) == 0) tensor_stores.erase(64);
-  EXPECT_EQ(accesses[0].store_bits, tensor_stores);
+  auto withoutTheRecord = [](std::map<int, int> counts) {
+    if (--counts[64] == 0) counts.erase(64);
+    return counts;
+  };
+  EXPECT_EQ(accesses[0].load_bits, withoutTheRecord(accesses[1].load_bits));
+  EXPECT_EQ(accesses[0].store_bits, withoutTheRecord(accesses[1].store_bits));
   // What it adds: a compare and a branch per index read, and the out-of-line report.
   std::printf("embedding gather 4096 x 1024 bf16 (vectorize %lld), sm_90 SASS instructions: %d unchecked, %d checked\n",
               static_cast<long long>(vectorize[1]), instructions[0], instructions[1]);
   EXPECT_LE(instructions[1], instructions[0] + 64);
+}
+
+std::string raised(int64_t* record) {
+  try {
+    kernel::raiseRecordedIndexError(record);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IndexChecks, TheRecordHoldsTheFirstReportWholeUntilTheHostRaisesIt) {
+  const int64_t site = kernel::indexCheckSite("gather T5 (dim 1 of T2, size 7)");
+  const int64_t other = kernel::indexCheckSite("take_along_axis T9 (dim 0 of T8, size 3)");
+  int64_t record = 0;
+  EXPECT_EQ(raised(&record), "");  // nothing recorded: nothing raised
+  kernel::recordIndexError(&record, site, -12);
+  kernel::recordIndexError(&record, other, 40);  // the first report stays
+  EXPECT_NE(raised(&record).find("gather T5 (dim 1 of T2, size 7): index -12 is out of bounds"), std::string::npos);
+  EXPECT_EQ(record, 0);  // cleared: the next report is raised too
+  kernel::recordIndexError(&record, other, int64_t{1} << 40);
+  EXPECT_NE(raised(&record).find(fmt::format("take_along_axis T9 (dim 0 of T8, size 3): index {} or more",
+                                             kernel::kIndexErrorValueLimit)),
+            std::string::npos);
+  kernel::recordIndexError(&record, site, std::numeric_limits<int64_t>::min());
+  EXPECT_NE(raised(&record).find(fmt::format("index {} or less", -kernel::kIndexErrorValueLimit)), std::string::npos);
 }
 
 TEST(IndexChecks, CheckedKernelsCompileWithHiprtc) {
