@@ -3,7 +3,7 @@
 // pure-Python package (python_frontend/braze/), so the C++ side stays a mirror of csrc/ir.
 #pragma once
 
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <nanobind/nanobind.h>
 

@@ -7,7 +7,7 @@ import pathlib
 import re
 import sys
 
-ORDER = ["support", "ir", "reference", "passes", "kernel", "scheduler", "segmenter", "codegen", "device", "exec"]
+ORDER = ["support", "ir", "target", "reference", "passes", "kernel", "scheduler", "segmenter", "codegen", "device", "exec"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

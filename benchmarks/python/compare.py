@@ -12,7 +12,7 @@ run.
     python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile] [--sweep [--tunings "a;b"]]
 
 --sweep times, per case, the kernels of other heuristic tunings too (HeuristicTuning in
-csrc/scheduler/device_info.h: threads per block, chunks per thread, unroll, the matmul's tiles, stages and
+csrc/target/device_info.h: threads per block, chunks per thread, unroll, the matmul's tiles, stages and
 pipeline; set through BRAZE_TUNING for a fresh cache of the fusion), each checked against torch first, and
 prints them fastest first: the data for choosing the defaults on this GPU. --tunings gives the list to
 time ("matmul_fragments_ahead=0;matmul_stages=3"; "" is the heuristic's own choice). The first line also

@@ -6,7 +6,7 @@
 
 #include "codegen/source_preamble.h"
 #include "kernel/kernel_ir.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <string>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ir/data_type.h"
-#include "passes/alias_analysis.h"
+#include "ir/strided_layout.h"
 #include "ir/host_tensor.h"
 #include "device/device_handles.h"
 

@@ -2,7 +2,7 @@
 // same rule for every vendor's device query.
 #pragma once
 
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 namespace braze {
 

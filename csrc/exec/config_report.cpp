@@ -8,7 +8,7 @@
 #include "device/hip/hip_runtime.h"
 #include "device/hip/hiprtc.h"
 #include "device/hip/query_hip_device.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,15 +1,15 @@
 #include "exec/input_signature.h"
 
+#include "ir/strided_layout.h"
+
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
 namespace braze::runtime {
 
 int64_t pointerAlignment(DevicePtr address) {
-  for (int64_t a = 16; a > 1; a /= 2) {
-    if (address % static_cast<DevicePtr>(a) == 0) return a;
-  }
-  return 1;
+  return std::min<int64_t>(addressAlignment(static_cast<uintptr_t>(address)), 16);
 }
 
 InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs) {

@@ -32,7 +32,7 @@ class InputSignature {
   size_t hash_ = 0;
 };
 
-// The largest power of two, at most 16, dividing the address: what vectorized accesses depend on.
+// The address's alignment (ir/strided_layout.h) up to 16 bytes: what vectorized accesses depend on.
 int64_t pointerAlignment(DevicePtr address);
 
 }  // namespace braze::runtime

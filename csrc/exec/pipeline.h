@@ -17,7 +17,7 @@
 
 #include "ir/host_tensor.h"
 #include "kernel/kernel_ir.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 #include "segmenter/segmented_fusion.h"
 
 #include <optional>

@@ -59,4 +59,10 @@ int64_t vectorizeFactor(DataType dtype, const StridedLayout& layout, int64_t ali
   return 1;
 }
 
+int64_t addressAlignment(uintptr_t address) {
+  const uintptr_t lowest_bit = address & (~address + 1);
+  return address == 0 ? kMaxAlignmentBytes
+                      : static_cast<int64_t>(std::min<uintptr_t>(lowest_bit, static_cast<uintptr_t>(kMaxAlignmentBytes)));
+}
+
 }  // namespace braze

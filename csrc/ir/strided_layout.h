@@ -30,4 +30,10 @@ struct StridedLayout {
 // and the data pointer's alignment.
 int64_t vectorizeFactor(DataType dtype, const StridedLayout& layout, int64_t alignment_bytes);
 
+// The alignment of a tensor's first element: the largest power of two, up to 256 bytes, dividing its
+// address (256 for a null pointer, an empty tensor's). Planning reads it (vectorizeFactor, the matmul's
+// copies); an input signature keeps it up to 16 bytes, all that vector accesses depend on.
+inline constexpr int64_t kMaxAlignmentBytes = 256;
+int64_t addressAlignment(uintptr_t address);
+
 }  // namespace braze

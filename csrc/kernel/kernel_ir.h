@@ -15,7 +15,7 @@
 #include "kernel/wgmma.h"
 #include "ir/op_kind.h"
 #include "ir/val.h"
-#include "passes/alias_analysis.h"
+#include "ir/strided_layout.h"
 
 #include <array>
 #include <cstdint>

@@ -12,11 +12,6 @@
 namespace braze {
 namespace {
 
-int64_t alignmentOf(const void* address) {
-  const auto a = reinterpret_cast<uintptr_t>(address);
-  return a == 0 ? 256 : static_cast<int64_t>(std::min<uintptr_t>(a & (~a + 1), 256));
-}
-
 // Meta ops take their sizes from their views (broadcast and expanded dims get stride 0, so squeezing
 // an expanded dim is allowed); every other op from its size rules, which check its operands.
 Sizes outputSizes(const Expr& expr, const BoundShapes& bound) {
@@ -89,7 +84,7 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
     const Val* in = fusion.inputs()[i];
     if (const auto* t = std::get_if<HostTensor>(&inputs[i])) {
       bound.sizes_[in] = t->sizes();
-      bound.inputs_[in] = {StridedLayout{t->sizes(), t->strides(), 0}, alignmentOf(t->data())};
+      bound.inputs_[in] = {StridedLayout{t->sizes(), t->strides(), 0}, addressAlignment(reinterpret_cast<uintptr_t>(t->data()))};
     } else {
       bound.scalars_[in] = std::get<ScalarValue>(inputs[i]);
     }

@@ -4,7 +4,7 @@
 // their parameters into loops; explain and BRAZE_DUMP=heuristics print them.
 #pragma once
 
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <cstdint>
 #include <string>

@@ -6,7 +6,7 @@
 #include "kernel/kernel_ir.h"
 #include "scheduler/value_builder.h"
 #include "passes/bind_shapes.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 #include "scheduler/heuristics.h"
 #include "scheduler/pointwise/heuristics.h"
 #include "scheduler/reduction/heuristics.h"

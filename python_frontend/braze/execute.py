@@ -305,7 +305,7 @@ def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
 def _device_name(target) -> str:
     """The GPU the heuristics plan for (host inputs run on the simulator as that GPU would): a preset
     name, optionally with tuning ("h100:max_chunks_per_thread=2,block_threads=256"; see HeuristicTuning
-    in csrc/scheduler/device_info.h)."""
+    in csrc/target/device_info.h)."""
     if not isinstance(target, str):
         raise TypeError(f"target={target!r}: expected a device name such as 'h100', 'a100' or 'mi300x'")
     return target

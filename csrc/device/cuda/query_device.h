@@ -1,7 +1,7 @@
 // The DeviceInfo of a GPU as the CUDA driver describes it: what plans for the inputs' GPU target.
 #pragma once
 
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <optional>
 

@@ -6,7 +6,7 @@
 
 #include "kernel/mma_fragments.h"
 #include "kernel/shared_tiles.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <cstdint>
 #include <optional>

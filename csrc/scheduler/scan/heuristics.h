@@ -2,7 +2,7 @@
 // lines (every position of the other dims), one thread per line, `block` threads per block.
 #pragma once
 
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <cstdint>
 #include <string>

@@ -8,7 +8,7 @@
 #include "device/device_ops.h"
 #include "device/device_tensor.h"
 #include "exec/fusion_cache.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <memory>
 #include <optional>

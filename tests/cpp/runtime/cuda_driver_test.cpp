@@ -5,7 +5,7 @@
 #include "support/error.h"
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/device_buffer.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Device descriptions: the presets heuristics are tested with, and the driver's answer where there is one.
 #include "device/cuda/query_device.h"
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/device_info.h"
+#include "target/device_info.h"
 
 #include "support/error.h"
 
