@@ -1,5 +1,7 @@
-// Host execution: numpy memory wrapped (not copied) as HostTensors, evaluated by the CPU
-// reference evaluator, and results handed back to numpy without a copy.
+// Host tensors: numpy memory wrapped (not copied) as HostTensors, the reference evaluator on them
+// (braze.execute.reference), and results handed back to numpy without a copy. fd.execute on host inputs
+// does not come here: it runs the fusion's FusionCache on the simulated device (bind_gpu.cpp), the GPU's
+// path.
 //
 // numpy has no bfloat16 or fp8 of its own (ml_dtypes adds them) and nanobind's ndarray cannot
 // name ml_dtypes types, so tensors cross the boundary as raw storage: a pointer with sizes and

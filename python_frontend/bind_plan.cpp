@@ -8,7 +8,6 @@
 #include "support/dump.h"
 #include "codegen/source_emitter.h"
 #include "exec/pipeline.h"
-#include "exec/pipeline.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -82,11 +81,14 @@ std::vector<std::string> sourceCodeFor(const Fusion& fusion, nb::list py_inputs,
                                        const std::string& device, kernel::SourceDialect dialect) {
   const PlanOptions options{bookendPolicyFromString(bookend)};
   const DeviceInfo target = deviceNamed(device);
+  BRAZE_CHECK(kernel::dialectFor(target) == dialect, "{} compiles {} kernels, not {}: ask for {}_code_for", device,
+              kernel::toString(kernel::dialectFor(target)), kernel::toString(dialect),
+              dialect == kernel::SourceDialect::Cuda ? "hip" : "cuda");
   const auto inputs = hostInputs(py_inputs);
   nb::gil_scoped_release release;
   std::vector<std::string> sources;
-  for (const auto& k : lowerPlan(planSegments(fusion, inputs, options), target).kernels) {
-    if (k) sources.push_back(kernel::emitSource(*k, dialect));
+  for (auto& k : emitPlan(lowerPlan(planSegments(fusion, inputs, options), target), target, options).kernels) {
+    if (k) sources.push_back(std::move(k->source));
   }
   return sources;
 }
@@ -96,14 +98,17 @@ std::vector<std::string> sourceCodeFor(const Fusion& fusion, nb::list py_inputs,
 nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend, const std::string& device) {
   ExecuteOptions options{{bookendPolicyFromString(bookend)}, deviceNamed(device)};
   const auto inputs = hostInputs(py_inputs);
-  const LoweredPlan compiled = lowerPlan(planSegments(fusion, inputs, options.plan), options.device);
+  const EmittedPlan emitted =
+      emitPlan(lowerPlan(planSegments(fusion, inputs, options.plan), options.device), options.device, options.plan);
+  const LoweredPlan& compiled = emitted.lowered;
   auto position = [](const std::vector<Val*>& vals, const Val* v) -> int64_t {
     const auto it = std::find(vals.begin(), vals.end(), v);
     return it == vals.end() ? -1 : it - vals.begin();
   };
   nb::list kernels;
-  for (const auto& k : compiled.kernels) {
-    if (!k) continue;
+  for (size_t s = 0; s < compiled.kernels.size(); ++s) {
+    if (!emitted.kernels[s]) continue;  // no kernel, or nothing to launch
+    const kernel::Kernel* k = &*compiled.kernels[s];
     nb::list params;
     for (const kernel::TensorParam& p : k->tensors) {
       nb::dict d;
@@ -119,7 +124,8 @@ nb::list kernelsFor(const Fusion& fusion, nb::list py_inputs, const std::string&
     }
     nb::dict d;
     d["name"] = k->name;
-    d["source"] = kernel::emitSource(*k, kernel::dialectFor(options.device));  // what the device's compiler takes
+    d["source"] = emitted.kernels[s]->source;  // what the device's compiler takes
+    d["arch"] = emitted.kernels[s]->options.arch;
     d["grid"] = nb::make_tuple(k->grid[0], k->grid[1]);
     d["block"] = nb::make_tuple(k->block[0], k->block[1]);
     d["shared_bytes"] = k->shared_bytes;

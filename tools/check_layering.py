@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""The layering rule of csrc/: folders in data-flow order, each including only itself and the folders
-before it (a sub-folder counts as its top folder: scheduler/pointwise is scheduler). Prints every
-include that breaks the rule, with its file and line, and exits 1 if there is one. `make test` runs it."""
+"""The layering rule of csrc/: folders in data-flow order (DESIGN.md's layout), each including only itself
+and the folders before it (a sub-folder counts as its top folder: scheduler/pointwise is scheduler).
+Two more rules keep the scheduler table the only list of schedulers: no file outside scheduler/ includes
+a scheduler kind's header (scheduler/<kind>/...), and DeviceInfo (target/) comes before the schedulers,
+so codegen, device and exec reach it without them. Prints every include that breaks a rule, with its
+file and line, and exits 1 if there is one. `make test` runs it."""
 
 import pathlib
 import re
@@ -15,6 +18,9 @@ def main() -> int:
     root = pathlib.Path(__file__).resolve().parent.parent / "csrc"
     rank = {name: i for i, name in enumerate(ORDER)}
     problems = []
+    device_info = sorted(p.relative_to(root).parts[0] for p in root.rglob("device_info.h"))
+    if device_info != ["target"] or rank["target"] > rank["scheduler"]:
+        problems.append(f"DeviceInfo's header is in {device_info}: it belongs in target/, before scheduler/")
     for path in sorted(root.rglob("*")):
         if path.suffix not in (".h", ".cpp", ".inc"):
             continue
@@ -26,7 +32,11 @@ def main() -> int:
             match = INCLUDE.match(line)
             if not match or "/" not in match.group(1):
                 continue
-            target = match.group(1).split("/")[0]
+            parts = match.group(1).split("/")
+            target = parts[0]
+            if target == "scheduler" and len(parts) > 2 and folder != "scheduler":
+                problems.append(f"{path.relative_to(root)}:{number}: includes {match.group(1)}, a scheduler kind's "
+                                "header; outside scheduler/, schedulers are reached through scheduler/scheduler.h")
             if target not in rank:
                 problems.append(f"{path.relative_to(root)}:{number}: includes {match.group(1)}, outside the known folders")
             elif rank[target] > rank[folder]:

@@ -1,7 +1,7 @@
 // The kernel emitter: kernel IR to one translation unit that NVRTC (CUDA) or hiprtc (HIP) compiles: an
 // extern "C" kernel, the op helpers of source_preamble.h in the dialect, a block reduction helper. One
 // printer for both: the kernel body is the same text, only the preamble differs. Readable on purpose:
-// it is what fd.last_cuda_code(), fd.last_hip_code() and BRAZE_DUMP=kernel show.
+// it is what fd.last_cuda_code(), fd.last_hip_code() and BRAZE_DUMP=after:emit show.
 #pragma once
 
 #include "codegen/source_preamble.h"

@@ -20,6 +20,12 @@ struct CompileOptions {
   auto operator<=>(const CompileOptions&) const = default;
 };
 
+// The options braze compiles its kernels with for `arch` ("sm_90" or "gfx942", from DeviceInfo::arch()):
+// fmad on, and line tables when BRAZE_LINEINFO is set to anything but "" or "0" (profilers and
+// compute-sanitizer then map machine code back to source lines, at no cost in speed). maxrregcount is
+// the heuristics' to set.
+CompileOptions kernelCompileOptions(std::string arch);
+
 struct CompiledKernel {
   std::vector<char> cubin;  // the cubin, or for a gfx arch the AMD code object
   std::string log;      // the compiler's log (empty when there were no warnings)

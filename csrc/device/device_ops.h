@@ -1,7 +1,7 @@
-// The device operations a prepared plan performs, behind one interface: the CUDA driver on a GPU, the
-// simulated device (sim_device_ops.h: host memory, kernels run by the CPU simulator) for host inputs
-// and the tests, and a recorder that does nothing in the host-overhead benchmarks. Stream-ordered
-// throughout: nothing here waits but synchronize.
+// The device operations a prepared plan performs, behind one interface: the CUDA driver on an NVIDIA
+// GPU, the HIP runtime on an AMD GPU (both loaded with dlopen), the simulated device (sim_device_ops.h:
+// host memory, kernels run by the CPU simulator) for host inputs and the tests, and a recorder that does
+// nothing in the host-overhead benchmarks. Stream-ordered throughout: nothing here waits but synchronize.
 #pragma once
 
 #include "kernel/kernel_ir.h"

@@ -127,7 +127,8 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
   auto entry = std::make_unique<Entry>();
-  entry->plan = std::make_shared<const PreparedPlan>(*fusion_, inputs, options_, info, ops);
+  CompiledPlan compiled = compilePlan(emitPlan(planForDevice(*fusion_, inputs, options_, info), info, options_), ops);
+  entry->plan = std::make_shared<const PreparedPlan>(std::move(compiled), device, ops.hostMemory());
   entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
   std::unique_lock<std::shared_mutex> lock(mutex_);
   auto [it, inserted] = plans_.emplace(signature, std::move(entry));
@@ -174,12 +175,14 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   }
   const int device = deviceOf(inputs);
   const DeviceInfo info = deviceInfo(device);
-  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, info);
+  EmittedPlan emitted = emitPlan(planForDevice(*fusion_, inputs, options_, info), info);
+  LoweredPlan& compiled = emitted.lowered;
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  for (const auto& k : compiled.kernels) {
-    if (!k || k->grid[0] * k->grid[1] == 0) continue;  // nothing to compile or launch
-    if (kernels_.count(compiledKernelKey(kernel::emitSource(*k, kernel::dialectFor(info)), device)) != 0) continue;
+  for (size_t s = 0; s < compiled.kernels.size(); ++s) {
+    if (!emitted.kernels[s]) continue;  // nothing to compile or launch
+    const kernel::Kernel* k = &*compiled.kernels[s];
+    if (kernels_.count(compiledKernelKey(emitted.kernels[s]->source, device)) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;

@@ -8,6 +8,8 @@
 #include "segmenter/segment_views.h"
 #include "segmenter/segmenter.h"
 #include "segmenter/verify_plan.h"
+#include "scheduler/scheduler.h"
+#include "codegen/source_emitter.h"
 #include "support/dump.h"
 
 #include <fmt/format.h>
@@ -62,23 +64,17 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
       continue;
     }
     const kernel::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
-    const kernel::SegmentHeuristics heuristics = kernel::segmentHeuristics(to_lower, device);
-    const auto* matmul = std::get_if<MatmulParams>(&heuristics.params);
-    if (matmul != nullptr && !matmul->gemv) {
-      // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for a tensor-core matmul
-      // (the GEMV needs none): the segment says why, and runs where the reference can run it.
-      const Expr* mm = *std::find_if(segment.exprs.begin(), segment.exprs.end(), [](const Expr* e) {
-        return opInfo(e->kind()).category == OpCategory::Matmul;
-      });
-      if (std::string why = mmaUnavailable(device, mm->input(0)->dtype()); !why.empty()) {
-        segment.scheduler.reset();
-        segment.refusals.emplace_back(SchedulerKind::Matmul, std::move(why));
-        lowered.kernels.emplace_back();
-        continue;
-      }
+    kernel::SegmentLowering lowering(to_lower, device);
+    // The device's say first: a segment it has no kernel for runs where the reference can run it.
+    if (std::optional<std::string> why = lowering.refusal()) {
+      segment.refusals.emplace_back(*segment.scheduler, std::move(*why));
+      segment.scheduler.reset();
+      lowered.kernels.emplace_back();
+      continue;
     }
+    const SegmentHeuristics heuristics = lowering.heuristics();
     dumpAfter("heuristics", fmt::format("segment {}: {}", segment.id, heuristics.toString()));
-    kernel::Kernel k = kernel::lowerSegment(to_lower, device, heuristics);
+    kernel::Kernel k = lowering.lower(heuristics);
     if (verifiersEnabled()) kernel::verifyKernel(k);
     // The plan shows what the heuristics chose.
     segment.vectorize = k.vectorize;
@@ -88,6 +84,38 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     lowered.kernels.emplace_back(std::move(k));
   }
   return lowered;
+}
+
+EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptions& options) {
+  EmittedPlan emitted{std::move(plan), options, {}};
+  std::string dump;
+  for (const std::optional<kernel::Kernel>& k : emitted.lowered.kernels) {
+    if (!k || k->grid[0] * k->grid[1] == 0 || options.kernels_on_reference) {
+      emitted.kernels.emplace_back();
+      continue;
+    }
+    EmittedKernel e{kernel::emitSource(*k, kernel::dialectFor(device)),
+                    runtime::kernelCompileOptions(kernel::compileArch(*k, device.arch()))};
+    if (dumpEnabled("after:emit")) dump += fmt::format("// {} ({})\n{}", k->name, e.options.arch, e.source);
+    emitted.kernels.emplace_back(std::move(e));
+  }
+  dumpAfter("emit", dump);
+  return emitted;
+}
+
+CompiledPlan compilePlan(EmittedPlan plan, runtime::DeviceOps& ops) {
+  std::vector<runtime::KernelImage> images;
+  std::vector<size_t> segments;  // the segment of each image
+  for (size_t s = 0; s < plan.kernels.size(); ++s) {
+    if (!plan.kernels[s]) continue;
+    const kernel::Kernel& k = *plan.lowered.kernels[s];
+    images.push_back({&k, {plan.kernels[s]->source, k.name, plan.kernels[s]->options}, k.shared_bytes});
+    segments.push_back(s);
+  }
+  const std::vector<runtime::KernelHandle> loaded = ops.load(images);
+  std::vector<runtime::KernelHandle> functions(plan.kernels.size(), nullptr);
+  for (size_t i = 0; i < loaded.size(); ++i) functions[segments[i]] = loaded[i];
+  return {std::move(plan), std::move(functions)};
 }
 
 LoweredPlan planAndLower(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options) {

@@ -1,20 +1,22 @@
 // The pipeline: every step from a fusion and one execute's inputs (their sizes, strides, alignment and
-// scalar values, never their data) to kernels a device can load, in order, in one file:
+// scalar values, never their data) to kernels loaded on a device, in order, in one file:
 //
 //   bind             concrete sizes and scalars for every tensor and value      passes/bind_shapes
 //   bookend-outputs  segment_set where meta-op chains ending at outputs meet compute   passes/mark_aliases_prepare
 //   segment          the exprs cut into alias and kernel segments                segmenter/segmenter
 //   bookend-inputs   the same for chains that start at inputs (needs the kernels), then segment again
-//   heuristics       per kernel segment: its scheduler's parameters, as a value   scheduler/<name>/heuristics
+//   heuristics       per kernel segment: its scheduler's device check and parameters   scheduler/scheduler.h
 //   lower            per kernel segment: kernel IR following those parameters    scheduler/<name>/lower
+//   emit             per kernel: its source in the device's dialect, and how it is compiled   codegen/
+//   compile          every kernel compiled (or found in the caches) and loaded   device/
 //
-// then PreparedPlan (exec/prepared_plan.h) emits each kernel's source (codegen/), loads it through the
-// device (device/) and lays out the launch. BRAZE_DUMP=after:<step> prints the IR a step made (steps
-// above, and emit for the CUDA source), to stderr; the verifiers (ir/verifier.h,
-// segmenter/verify_plan.h, kernel/verifier.h) check the IR at each stage boundary in debug builds and
-// with BRAZE_VERIFY=1, which the tests set.
+// then PreparedPlan (exec/prepared_plan.h) binds the loaded kernels' arguments and launches them.
+// BRAZE_DUMP=after:<step> prints the IR a step made (the steps above up to emit, whose dump is each
+// kernel's source), to stderr; the verifiers (ir/verifier.h, segmenter/verify_plan.h, kernel/verifier.h)
+// check the IR at each stage boundary in debug builds and with BRAZE_VERIFY=1, which the tests set.
 #pragma once
 
+#include "device/device_ops.h"
 #include "ir/host_tensor.h"
 #include "kernel/kernel_ir.h"
 #include "target/device_info.h"
@@ -52,6 +54,29 @@ struct ExecuteOptions {
 };
 // The whole pipeline up to kernel IR.
 LoweredPlan planAndLower(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options);
+
+// One kernel as its device's compiler takes it.
+struct EmittedKernel {
+  std::string source;               // in the device's dialect: CUDA, or HIP for an AMD GPU
+  runtime::CompileOptions options;  // the arch it is compiled for (sm_90a where it uses wgmma) and flags
+};
+
+// Step emit: every kernel the plan launches, as source. Segments without a kernel, kernels with no
+// block to run (a zero-size dim) and, with PlanOptions::kernels_on_reference, every kernel get none.
+struct EmittedPlan {
+  LoweredPlan lowered;
+  PlanOptions options;
+  std::vector<std::optional<EmittedKernel>> kernels;  // per segment
+};
+EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptions& options = {});
+
+// Step compile: every emitted kernel compiled (or found in the memory and disk caches) and loaded by
+// `ops`, all at once, on as many threads as there are kernels (and cores).
+struct CompiledPlan {
+  EmittedPlan emitted;
+  std::vector<runtime::KernelHandle> functions;  // per segment: its loaded kernel, or null where none was emitted
+};
+CompiledPlan compilePlan(EmittedPlan plan, runtime::DeviceOps& ops);
 
 // Whether BRAZE_DUMP asks for the IR after `step`; prints `text` to stderr if so.
 void dumpAfter(std::string_view step, const std::string& text);

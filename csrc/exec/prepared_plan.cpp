@@ -3,7 +3,6 @@
 #include "support/error.h"
 #include "reference/evaluator.h"
 #include "codegen/source_emitter.h"
-#include "device/cuda/cuda_kernel.h"
 #include "segmenter/segment_views.h"
 
 #include <fmt/ranges.h>
@@ -79,24 +78,14 @@ PreparedPlan::Binding PreparedPlan::bindingOf(const Val* val,
   return {it->second, val, val->dtype(), view.layout.layout};
 }
 
-PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
-                           const DeviceInfo& device, DeviceOps& ops) {
-  compiled_ = planForDevice(fusion, inputs, options, device);
-  const bool host_memory = ops.hostMemory();
-  int device_ordinal = 0;  // the inputs' (the FusionCache checks they share one)
-  for (const DeviceValue& v : inputs) {
-    if (const auto* t = std::get_if<DeviceTensor>(&v)) {
-      device_ordinal = t->device;
-      break;
-    }
-  }
+PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory)
+    : compiled_(std::move(compiled.emitted.lowered)) {
   const SegmentedFusion& plan = compiled_.plan;
   for (const auto& val : plan.fusion->vals()) {
     if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
   }
   std::unordered_map<const Val*, int32_t> slot_of;
   int32_t index_errors_slot = -1;  // one for every kernel that checks index values
-  std::vector<KernelImage> images;
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
     const Val* in = plan.fusion->inputs()[i];
     if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
@@ -104,7 +93,7 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
   for (size_t s = 0; s < plan.segments.size(); ++s) {
     const Segment& segment = plan.segments[s];
     if (segment.kind == SegmentKind::Alias) continue;  // views: resolved where kernels and outputs read them
-    if (!compiled_.kernels[s] || options.kernels_on_reference) {
+    if (!compiled_.kernels[s] || compiled.emitted.options.kernels_on_reference) {
       BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
                        "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
                        "(numpy) inputs, on the CPU",
@@ -146,19 +135,12 @@ PreparedPlan::PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>&
     }
     // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
     if (k.grid[0] * k.grid[1] == 0) continue;
-    std::string source = kernel::emitSource(k, kernel::dialectFor(device));
-    launched_kernels_.emplace_back(compiledKernelKey(source, device_ordinal), k.summary);
-    CompileOptions compile = kernelCompileOptions(kernel::compileArch(k, device.arch()));
-    images.push_back({&k, {std::move(source), k.name, compile}, k.shared_bytes});
+    launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[s]->source, device_ordinal), k.summary);
+    launch.function = compiled.functions[s];
     launch.words = kernel::argumentWords(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
     total_params_ += launch.slots.size() + launch.words.size();
     launches_.push_back(std::move(launch));
-  }
-  // Every kernel of the plan compiles at once, on as many threads as there are kernels (and cores).
-  const std::vector<KernelHandle> functions = ops.load(images);
-  for (size_t i = 0, f = 0; i < launches_.size(); ++i) {
-    if (launches_[i].host_step < 0) launches_[i].function = functions[f++];
   }
   std::unordered_map<const Val*, Binding> saved;  // outputs copied before an in-place update
   if (!plan.fusion->outputAliases().empty()) {

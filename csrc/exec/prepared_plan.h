@@ -1,7 +1,8 @@
-// A fusion made ready to launch for one input signature: planned, lowered and compiled once, with
-// everything a launch needs decided up front (which buffer each kernel parameter binds to, what to
-// allocate, which outputs are views of inputs). Running it binds pointers, allocates outputs and
-// intermediates from the stream-ordered pool, and launches: no planning, no strings, no maps.
+// A fusion made ready to launch for one input signature: a compiled plan (exec/pipeline.h: planned,
+// lowered, emitted and loaded once) with everything a launch needs decided up front (which buffer each
+// kernel parameter binds to, what to allocate, which outputs are views of inputs). Running it binds
+// pointers, allocates outputs and intermediates from the stream-ordered pool, and launches: no
+// planning, no strings, no maps.
 #pragma once
 
 #include "codegen/source_preamble.h"
@@ -31,13 +32,12 @@ size_t compiledKernelKey(const std::string& source, int device);
 // Made with std::make_shared (host steps queued on a stream hold the plan).
 class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
  public:
-  // Plans the fusion for these inputs (their sizes, strides, alignment and scalar values) and
-  // `device`, and loads every kernel through `ops`. Steps without a kernel (a segment no kernel
-  // scheduler accepts, which the reference evaluator runs; an output written into an input in place)
-  // need a device whose memory the host reaches (DeviceOps::hostMemory): on a GPU they throw, naming
-  // the segment or output. Scalar outputs are known from the plan and come back on any device.
-  PreparedPlan(const Fusion& fusion, const std::vector<DeviceValue>& inputs, const PlanOptions& options,
-               const DeviceInfo& device, DeviceOps& ops);
+  // Lays out the launches of a plan compiled for device `device_ordinal`. Steps without a kernel (a
+  // segment no kernel scheduler accepts, which the reference evaluator runs; an output written into an
+  // input in place) need a device whose memory the host reaches (`host_memory`, DeviceOps::hostMemory):
+  // on a GPU they throw, naming the segment or output. Scalar outputs are known from the plan and come
+  // back on any device.
+  PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory);
 
   // Launches the kernels in order on `stream` for inputs with the signature it was prepared for.
   // Outputs a kernel writes are fresh pool allocations, or the allocator's memory where one is given

@@ -4,7 +4,7 @@
 // through any chain of ops.
 #pragma once
 
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 
 #include <optional>
 #include <vector>

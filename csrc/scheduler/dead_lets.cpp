@@ -1,7 +1,7 @@
 // Drops scalar lets nothing reads. Lowering binds values it may not use in the end (a float rounded to
 // a bf16 output that the store rounds itself, a negation replaced by one in bf16); NVRTC would warn of
 // each unused variable, and the corpus test holds kernels to compiling without warnings.
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 
 #include <vector>
 

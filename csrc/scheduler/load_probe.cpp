@@ -1,7 +1,7 @@
 #include "scheduler/load_probe.h"
 
 #include "support/error.h"
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 
 #include <algorithm>
 #include <unordered_map>

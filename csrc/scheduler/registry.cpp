@@ -1,31 +1,13 @@
 #include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 
 #include "support/error.h"
 #include "ir/fusion.h"
 
-#include <array>
 
 namespace braze {
 
-std::string_view toString(SchedulerKind kind) {
-  switch (kind) {
-    case SchedulerKind::Alias: return "alias";
-    case SchedulerKind::InnerPersistent: return "inner_persistent";
-    case SchedulerKind::Reduction: return "reduction";
-    case SchedulerKind::Transpose: return "transpose";
-    case SchedulerKind::Scan: return "scan";
-    case SchedulerKind::Pointwise: return "pointwise";
-    case SchedulerKind::Matmul: return "matmul";
-  }
-  BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
-}
-
-std::span<const SchedulerKind> schedulersInPriorityOrder() {
-  static constexpr std::array kOrder{SchedulerKind::Alias, SchedulerKind::InnerPersistent, SchedulerKind::Reduction,
-                                     SchedulerKind::Transpose, SchedulerKind::Scan, SchedulerKind::Pointwise,
-                                     SchedulerKind::Matmul};
-  return kOrder;
-}
+std::string_view toString(SchedulerKind kind) { return schedulerFor(kind).name; }
 
 CandidateFacts analyzeCandidate(const Candidate& candidate) {
   CandidateFacts facts;
@@ -52,30 +34,16 @@ std::string unsupportedReason(const Expr& unsupported) {
   return exprLabel(unsupported) + " has no kernel scheduler yet";
 }
 
-Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const CandidateFacts& facts,
-                    const BoundShapes& bound) {
-  switch (kind) {
-    case SchedulerKind::Alias: return canScheduleAlias(candidate, facts, bound);
-    case SchedulerKind::InnerPersistent: return canScheduleInnerPersistent(candidate, facts, bound);
-    case SchedulerKind::Reduction: return canScheduleReduction(candidate, facts, bound);
-    case SchedulerKind::Transpose: return canScheduleTranspose(candidate, facts, bound);
-    case SchedulerKind::Scan: return canScheduleScan(candidate, facts, bound);
-    case SchedulerKind::Pointwise: return canSchedulePointwise(candidate, facts, bound);
-    case SchedulerKind::Matmul: return canScheduleMatmul(candidate, facts, bound);
-  }
-  BRAZE_UNREACHABLE("SchedulerKind {}", static_cast<int>(kind));
-}
-
 SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound) {
   const CandidateFacts facts = analyzeCandidate(candidate);
   SchedulerChoice choice;
-  for (SchedulerKind kind : schedulersInPriorityOrder()) {
-    Verdict v = canSchedule(kind, candidate, facts, bound);
+  for (const SchedulerEntry& entry : schedulers()) {
+    Verdict v = entry.accepts(candidate, facts, bound);
     if (v.ok) {
-      choice.kind = kind;
+      choice.kind = entry.kind;
       return choice;
     }
-    choice.refusals.emplace_back(kind, std::move(v.reason));
+    choice.refusals.emplace_back(entry.kind, std::move(v.reason));
   }
   return choice;
 }

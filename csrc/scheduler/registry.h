@@ -1,8 +1,8 @@
-// The scheduler registry: which scheduler can turn a group of exprs into one kernel (or, for the
-// alias scheduler, into host-side views). canSchedule holds the structural checks; heuristics and
-// size-dependent limits (does a row fit in registers) come with each scheduler's heuristic.
-// The segmenter asks chooseScheduler for every union it considers, so it must stay cheap: one pass
-// over the group's exprs.
+// What the segmenter asks the schedulers: which one can turn a group of exprs into one kernel (or, for
+// the alias scheduler, into host-side views), in the scheduler table's order (scheduler/scheduler.h),
+// each by its structural check; heuristics and size-dependent limits (does a row fit in registers) come
+// with each scheduler's heuristics. The segmenter asks chooseScheduler for every union it considers,
+// so it must stay cheap: one pass over the group's exprs.
 #pragma once
 
 #include "support/error.h"
@@ -18,11 +18,9 @@
 
 namespace braze {
 
-// In priority order: the first that accepts a group schedules it.
-// The matmul scheduler comes last: only groups with a matmul, which every other refuses, reach it.
+// The kinds; the scheduler table (scheduler/scheduler.h) holds their order and what each registers.
 enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Scan, Pointwise, Matmul };
-std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...
-std::span<const SchedulerKind> schedulersInPriorityOrder();
+std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...: the table's names
 
 // A group of exprs the segmenter proposes as one segment: exprs in evaluation order, the tensors
 // it reads from outside and the tensors it must write (read by another segment, or fusion outputs).
@@ -52,23 +50,11 @@ struct Verdict {
   static Verdict no(std::string why) { return {false, std::move(why)}; }
 };
 
-Verdict canSchedule(SchedulerKind kind, const Candidate& candidate, const CandidateFacts& facts,
-                    const BoundShapes& bound);
-
 struct SchedulerChoice {
   std::optional<SchedulerKind> kind;                            // none: no scheduler accepts the group
   std::vector<std::pair<SchedulerKind, std::string>> refusals;  // the schedulers before it, with reasons
 };
 SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound);
-
-// Each scheduler's structural check (one file each).
-Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canScheduleTranspose(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 }  // namespace braze
 

@@ -3,7 +3,7 @@
 // segment-local description lowering takes.
 #pragma once
 
-#include "scheduler/lower.h"
+#include "scheduler/scheduler.h"
 #include "segmenter/segmented_fusion.h"
 
 namespace braze {

@@ -221,13 +221,16 @@ def test_dump_after_a_pipeline_step_prints_its_ir(tmp_path):
         "    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
         "    fd.add_output(fd.ops.sum(fd.ops.mul(x, x), dims=[1]))\n"
         "fd.execute([np.ones((4, 8), np.float32)])\n")
-    env = dict(os.environ, BRAZE_DUMP="after:segment,after:heuristics,after:lower")
+    env = dict(os.environ, BRAZE_DUMP="after:segment,after:heuristics,after:lower,after:emit")
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert "== after segment ==" in result.stderr
     assert "kernel reduction" in result.stderr  # the plan's table: segment 0 is a reduction kernel
     assert "== after heuristics ==\nsegment 0: inner reduction: vectorize 4" in result.stderr
     assert "== after lower ==" in result.stderr
     assert "kernel braze_s0_reduction" in result.stderr and "block_reduce<sum" in result.stderr
+    # emit: each kernel's source as its device's compiler takes it, with the arch it is compiled for.
+    assert "== after emit ==\n// braze_s0_reduction (sm_90)\n" in result.stderr
+    assert 'extern "C" __global__ void __launch_bounds__' in result.stderr
     assert "== after bind ==" not in result.stderr  # only the steps asked for
 
 

@@ -3,7 +3,6 @@
 #include "support/error.h"
 #include "device/cuda/nvrtc.h"
 
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -36,13 +35,6 @@ unsigned launchDim(int64_t value, const std::string& name, const char* what) {
 }
 
 }  // namespace
-
-CompileOptions kernelCompileOptions(std::string arch) {
-  const char* lineinfo = std::getenv("BRAZE_LINEINFO");
-  return {.arch = std::move(arch),
-          .fmad = true,
-          .lineinfo = lineinfo != nullptr && *lineinfo != '\0' && std::string_view(lineinfo) != "0"};
-}
 
 std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int ordinal) {
   const CudaDriver& driver = useDevice(ordinal);

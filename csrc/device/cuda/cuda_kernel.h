@@ -15,11 +15,6 @@
 
 namespace braze::runtime {
 
-// The options braze compiles its kernels with for `arch` ("sm_90", from DeviceInfo::arch()): fmad on,
-// and -lineinfo when BRAZE_LINEINFO is set to anything but "" or "0" (profilers and compute-sanitizer
-// then map SASS back to source lines, at no cost in speed). maxrregcount is the heuristics' to set.
-CompileOptions kernelCompileOptions(std::string arch);
-
 // The extern "C" kernel of each job (its `name`), compiled with its options and loaded into device
 // `ordinal`'s primary context (made current). Kernels not loaded before are compiled in parallel
 // (compileAll: a compile error names its kernel and carries NVRTC's log), then loaded in order.

@@ -1,7 +1,7 @@
 // The alias "scheduler": a group of meta ops whose every output is a strided view of the group's
 // inputs runs on the host as views (no kernel, no copy), per the alias analysis.
 #include "ir/fusion.h"
-#include "scheduler/registry.h"
+#include "scheduler/alias/entry.h"
 
 #include <unordered_map>
 
@@ -26,6 +26,11 @@ Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts
     layouts[expr->output(0)] = std::move(view.layout);
   }
   return Verdict::yes();
+}
+
+const SchedulerEntry& aliasScheduler() {
+  static const SchedulerEntry entry{SchedulerKind::Alias, "alias", canScheduleAlias};
+  return entry;
 }
 
 }  // namespace braze

@@ -2,7 +2,7 @@
 // (casts, dequantizes, broadcasts, views: computed as each operand value is loaded), the elementwise ops
 // applied to its result (bias, activation, scale, cast, quantize: applied to each accumulator before it is
 // stored) and the index maps of its outputs (permute, reshape, slice: where each value is stored).
-#include "scheduler/registry.h"
+#include "scheduler/matmul/entry.h"
 
 #include "ir/fusion.h"
 #include "scheduler/matmul/output_maps.h"

@@ -5,6 +5,7 @@
 // its main loop (wgmma_loop.cpp) replaces the fragments and mmas. Otherwise each lane loads its fragment
 // values straight from global memory, zero outside the matrices. Then the warp's mmas, and the epilogue
 // (wgmma's accumulators are in the mma tiles' layout, a warp per 16 rows).
+#include "scheduler/matmul/entry.h"
 #include "scheduler/matmul/lowering.h"
 
 #include "support/error.h"
@@ -547,3 +548,28 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
 }
 
 }  // namespace braze::kernel
+
+namespace braze {
+
+const SchedulerEntry& matmulScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Matmul, "matmul", canScheduleMatmul,
+      // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for a tensor-core matmul;
+      // the GEMV needs none.
+      [](kernel::LoweringContext& ctx) -> std::optional<std::string> {
+        if (kernel::chooseMatmul(ctx).gemv) return std::nullopt;
+        const Expr& mm = kernel::matmulOf(ctx.segment);
+        std::string why = mmaUnavailable(ctx.device, mm.input(0)->dtype());
+        return why.empty() ? std::nullopt : std::optional<std::string>(std::move(why));
+      },
+      [](kernel::LoweringContext& ctx) {
+        const MatmulParams params = kernel::chooseMatmul(ctx);
+        return SegmentHeuristics{&matmulScheduler(), params, params.toString(), ""};
+      },
+      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
+        kernel::lowerMatmul(ctx, std::any_cast<const MatmulParams&>(h.params));
+      }};
+  return entry;
+}
+
+}  // namespace braze

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "kernel/shared_tiles.h"
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 #include "scheduler/matmul/heuristics.h"
 #include "scheduler/matmul/operands.h"
 #include "scheduler/matmul/output_maps.h"

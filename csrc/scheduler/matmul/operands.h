@@ -3,7 +3,7 @@
 #pragma once
 
 #include "kernel/shared_tiles.h"
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 
 #include <optional>
 #include <utility>

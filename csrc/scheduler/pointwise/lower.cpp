@@ -5,7 +5,7 @@
 // a thread walks several rows of one column vector, so the broadcast input's vector is read once.
 #include "support/error.h"
 #include "scheduler/access_probe.h"
-#include "scheduler/lower.h"
+#include "scheduler/pointwise/entry.h"
 #include "ir/strided_layout.h"
 
 #include <numeric>
@@ -123,3 +123,20 @@ void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
 }
 
 }  // namespace braze::kernel
+
+namespace braze {
+
+const SchedulerEntry& pointwiseScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Pointwise, "pointwise", canSchedulePointwise, nullptr,
+      [](kernel::LoweringContext& ctx) {
+        const PointwiseParams params = kernel::choosePointwise(ctx);
+        return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(), ""};
+      },
+      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
+        kernel::lowerPointwise(ctx, std::any_cast<const PointwiseParams&>(h.params));
+      }};
+  return entry;
+}
+
+}  // namespace braze

@@ -2,6 +2,7 @@
 // prologue (read through index maps) and an epilogue that stays at the reduced size. A result that
 // is broadcast back over the reduced dims, or reduced again, needs the row kept on chip: that is
 // the inner persistent scheduler's job (or two kernels).
+#include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 
 namespace braze {

@@ -8,7 +8,7 @@
 // Grid reduction (few rows): blocks in grid y each reduce a split of every row and write a partial;
 // the last block of a row to arrive (an atomic counter) combines the partials and writes the results.
 #include "support/error.h"
-#include "scheduler/lower.h"
+#include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <limits>
@@ -460,10 +460,35 @@ class RowLowering {
 
 }  // namespace
 
-ReductionParams chooseReduction(LoweringContext& ctx, bool persistent_wanted) {
-  return RowLowering(ctx).choose(persistent_wanted);
+// Heuristics of the row lowering; inner persistent segments want their rows kept (they may still not
+// fit: the heuristics then say why and stream them).
+SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, const SchedulerEntry& entry) {
+  const ReductionParams params = RowLowering(ctx).choose(persistent_wanted);
+  return {&entry, params, params.toString(), ""};
 }
 
-void lowerReduction(LoweringContext& ctx, const ReductionParams& params) { RowLowering(ctx).lower(params); }
+void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics) {
+  RowLowering(ctx).lower(std::any_cast<const ReductionParams&>(heuristics.params));
+}
 
 }  // namespace braze::kernel
+
+namespace braze {
+
+const SchedulerEntry& innerPersistentScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::InnerPersistent, "inner_persistent", canScheduleInnerPersistent, nullptr,
+      [](kernel::LoweringContext& ctx) { return kernel::rowHeuristics(ctx, true, innerPersistentScheduler()); },
+      kernel::lowerRows};
+  return entry;
+}
+
+const SchedulerEntry& reductionScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
+      [](kernel::LoweringContext& ctx) { return kernel::rowHeuristics(ctx, false, reductionScheduler()); },
+      kernel::lowerRows};
+  return entry;
+}
+
+}  // namespace braze

@@ -1,6 +1,6 @@
 // The scan scheduler takes a segment that is one cumsum: each thread walks one line along the scanned
 // dim, carrying the running sum. Other ops around it stay in segments of their own.
-#include "scheduler/registry.h"
+#include "scheduler/scan/entry.h"
 
 namespace braze {
 

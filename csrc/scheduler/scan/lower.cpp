@@ -3,7 +3,8 @@
 // wrapping int64 for integers, as the reference evaluator sums) and storing the sum rounded to the
 // output's dtype at each step. The loads of a thread are strided, but every element is read once.
 #include "support/error.h"
-#include "scheduler/lower.h"
+#include "scheduler/scan/entry.h"
+#include "scheduler/scan/heuristics.h"
 
 namespace braze::kernel {
 
@@ -57,3 +58,20 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
 }
 
 }  // namespace braze::kernel
+
+namespace braze {
+
+const SchedulerEntry& scanScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Scan, "scan", canScheduleScan, nullptr,
+      [](kernel::LoweringContext& ctx) {
+        const ScanParams params = kernel::chooseScan(ctx);
+        return SegmentHeuristics{&scanScheduler(), params, params.toString(), ""};
+      },
+      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
+        kernel::lowerScan(ctx, std::any_cast<const ScanParams&>(h.params));
+      }};
+  return entry;
+}
+
+}  // namespace braze

@@ -3,7 +3,8 @@
 // or an input whose stride-1 dim is not its last). Such a kernel needs shared-memory tiles so that
 // both sides stay coalesced; a plain pointwise kernel would read one side with a stride.
 #include "ir/fusion.h"
-#include "scheduler/registry.h"
+#include "scheduler/pointwise/entry.h"
+#include "scheduler/transpose/entry.h"
 
 namespace braze {
 namespace {

@@ -21,7 +21,9 @@
 // input feeding both groups is read once per group.
 #include "support/error.h"
 #include "scheduler/load_probe.h"
-#include "scheduler/lower.h"
+#include "scheduler/pointwise/entry.h"
+#include "scheduler/transpose/entry.h"
+#include "scheduler/transpose/heuristics.h"
 #include "ir/strided_layout.h"
 
 #include <algorithm>
@@ -352,3 +354,25 @@ void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
 }
 
 }  // namespace braze::kernel
+
+namespace braze {
+
+const SchedulerEntry& transposeScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Transpose, "transpose", canScheduleTranspose, nullptr,
+      [](kernel::LoweringContext& ctx) {
+        auto chosen = kernel::chooseTranspose(ctx);
+        if (const auto* params = std::get_if<TransposeParams>(&chosen)) {
+          return SegmentHeuristics{&transposeScheduler(), *params, params->toString(), ""};
+        }
+        const PointwiseParams params = kernel::choosePointwise(ctx);
+        return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(),
+                                 fmt::format("transpose fell back to pointwise ({})", std::get<std::string>(chosen))};
+      },
+      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
+        kernel::lowerTranspose(ctx, std::any_cast<const TransposeParams&>(h.params));
+      }};
+  return entry;
+}
+
+}  // namespace braze

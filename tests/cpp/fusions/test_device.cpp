@@ -4,7 +4,7 @@
 #include "support/error.h"
 #include "codegen/source_emitter.h"
 #include "device/cuda/cuda_driver.h"
-#include "device/cuda/cuda_kernel.h"
+#include "device/compile_options.h"
 #include "device/cuda/device_transfer.h"
 #include "device/cuda/nvrtc.h"
 #include "device/hip/hip_runtime.h"

@@ -1,4 +1,4 @@
-#include "scheduler/lower.h"
+#include "scheduler/lowering_context.h"
 
 #include "support/error.h"
 #include "ir/strided_layout.h"
@@ -19,11 +19,9 @@ int64_t maxOffset(const StridedLayout& layout) {
 
 }  // namespace
 
-namespace {
-
 // The kernel's parameters (the segment's inputs, then its outputs) and what heuristics and lowering
 // read of them: each input's vectorize factor, the widest dtype, and whether indices need 64 bits.
-LoweringContext makeContext(const SegmentToLower& segment, const DeviceInfo& device) {
+LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceInfo& device) {
   BRAZE_ASSERT(segment.scheduler != SchedulerKind::Alias && segment.bound != nullptr,
                "segment {} is an alias segment: it has no kernel", segment.id);
   const BoundShapes& bound = *segment.bound;
@@ -62,49 +60,6 @@ LoweringContext makeContext(const SegmentToLower& segment, const DeviceInfo& dev
   }
   k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();
   return ctx;
-}
-
-}  // namespace
-
-std::string SegmentHeuristics::toString() const {
-  const std::string chosen = std::visit([](const auto& p) { return p.toString(); }, params);
-  return fallback.empty() ? chosen : fmt::format("transpose fell back to pointwise ({}); {}", fallback, chosen);
-}
-
-SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceInfo& device) {
-  LoweringContext ctx = makeContext(segment, device);
-  switch (segment.scheduler) {
-    case SchedulerKind::Pointwise: return {choosePointwise(ctx), ""};
-    case SchedulerKind::Transpose: {
-      auto chosen = chooseTranspose(ctx);
-      if (auto* params = std::get_if<TransposeParams>(&chosen)) return {*params, ""};
-      return {choosePointwise(ctx), std::get<std::string>(chosen)};
-    }
-    case SchedulerKind::Reduction: return {chooseReduction(ctx, false), ""};
-    case SchedulerKind::InnerPersistent: return {chooseReduction(ctx, true), ""};
-    case SchedulerKind::Scan: return {chooseScan(ctx), ""};
-    case SchedulerKind::Matmul: return {chooseMatmul(ctx), ""};
-    case SchedulerKind::Alias: break;
-  }
-  BRAZE_UNREACHABLE("alias segment {} has no kernel", segment.id);
-}
-
-Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, const SegmentHeuristics& heuristics) {
-  LoweringContext ctx = makeContext(segment, device);
-  if (const auto* p = std::get_if<PointwiseParams>(&heuristics.params)) {
-    lowerPointwise(ctx, *p);
-  } else if (const auto* r = std::get_if<ReductionParams>(&heuristics.params)) {
-    lowerReduction(ctx, *r);
-  } else if (const auto* s = std::get_if<ScanParams>(&heuristics.params)) {
-    lowerScan(ctx, *s);
-  } else if (const auto* mm = std::get_if<MatmulParams>(&heuristics.params)) {
-    lowerMatmul(ctx, *mm);
-  } else {
-    lowerTranspose(ctx, std::get<TransposeParams>(heuristics.params));
-  }
-  ctx.kernel.summary = heuristics.fallback.empty() ? ctx.kernel.summary : heuristics.toString();
-  removeDeadLets(ctx.kernel);
-  return std::move(ctx.kernel);
 }
 
 std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {

@@ -1,23 +1,20 @@
-// Lowering: from a kernel segment of a plan, and the device it will run on, to kernel IR. The
-// segment's scheduler picks the loop structure (pointwise chunks, or rows for the reductions), its
-// heuristics the sizes; the ValueBuilder fills the loops with the segment's math.
+// What every scheduler's lowering starts from: a kernel segment of a plan (SegmentToLower), and the
+// context built once from it and the device (LoweringContext: the kernel with its tensor parameters and
+// what heuristics read of them), with the helpers the lowerings share (output groups, predicated
+// chunks, output stores, workspaces). The scheduler table (scheduler/scheduler.h) says which
+// scheduler's heuristics and lowering a segment gets; the ValueBuilder fills their loops with the
+// segment's math.
 #pragma once
 
 #include "kernel/kernel_ir.h"
+#include "scheduler/heuristics.h"
 #include "scheduler/value_builder.h"
 #include "passes/bind_shapes.h"
 #include "target/device_info.h"
-#include "scheduler/heuristics.h"
-#include "scheduler/pointwise/heuristics.h"
-#include "scheduler/reduction/heuristics.h"
-#include "scheduler/matmul/heuristics.h"
-#include "scheduler/scan/heuristics.h"
-#include "scheduler/transpose/heuristics.h"
 #include "scheduler/registry.h"
 
 #include <functional>
 #include <string>
-#include <variant>
 #include <unordered_map>
 
 namespace braze::kernel {
@@ -41,18 +38,6 @@ struct SegmentToLower {
   const BoundShapes* bound = nullptr;
   std::unordered_map<const Val*, SegmentInputView> input_views;  // every tensor input
 };
-
-// A kernel segment's heuristics, chosen before it is lowered and passed to the lowering as a value: the
-// pipeline's heuristics step makes them (BRAZE_DUMP=after:heuristics prints them), lowering follows
-// them. A transpose segment whose loads cannot be staged gets pointwise parameters and says why.
-struct SegmentHeuristics {
-  std::variant<PointwiseParams, ReductionParams, TransposeParams, ScanParams, MatmulParams> params;
-  std::string fallback;  // why a transpose segment is lowered as pointwise ("" otherwise)
-  std::string toString() const;
-};
-SegmentHeuristics segmentHeuristics(const SegmentToLower& segment, const DeviceInfo& device);
-
-Kernel lowerSegment(const SegmentToLower& segment, const DeviceInfo& device, const SegmentHeuristics& heuristics);
 
 // Drops the scalar lets of `k` that nothing reads (dead_lets.cpp).
 void removeDeadLets(Kernel& k);
@@ -80,22 +65,10 @@ struct OutputGroup {
 };
 std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx);
 
-// Each scheduler's two halves: its heuristics for the segment (from the context's shapes, layouts and
-// device), then the kernel those parameters describe.
-PointwiseParams choosePointwise(LoweringContext& ctx);
-void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params);
-ReductionParams chooseReduction(LoweringContext& ctx, bool persistent_wanted);
-void lowerReduction(LoweringContext& ctx, const ReductionParams& params);
-// Shared-memory tiles for segments that read an input across the output's inner dim; falls back to
-// lowerPointwise (saying why in the kernel's summary) when no load can be staged.
-// Transpose: TransposeParams, or why its loads cannot be staged (then the pointwise lowering runs).
-std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx);
-void lowerTranspose(LoweringContext& ctx, const TransposeParams& params);
-
-ScanParams chooseScan(LoweringContext& ctx);
-void lowerScan(LoweringContext& ctx, const ScanParams& params);
-MatmulParams chooseMatmul(LoweringContext& ctx);
-void lowerMatmul(LoweringContext& ctx, const MatmulParams& params);
+// The context of `segment` on `device`: its kernel named braze_s<id>_<scheduler>, the tensor parameters
+// (inputs, then outputs), each input's vectorize factor, the widest dtype, 64-bit indexing where a
+// tensor needs it, and whether index values are checked.
+LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceInfo& device);
 
 // A workspace tensor of a kernel (scratch the launcher allocates: no Val): `numel` elements, zeroed at
 // the first launch when asked (the kernel leaves it zeroed again).

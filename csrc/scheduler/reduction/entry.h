@@ -1,0 +1,16 @@
+// The rows of the scheduler table for reductions: inner persistent (the reduced row kept in registers
+// or shared memory: layer_norm, rms_norm, softmax) and reduction (inner and outer, split across blocks
+// where rows are few). Both are lowered by one row lowering (lower.cpp).
+#pragma once
+
+#include "scheduler/reduction/heuristics.h"
+#include "scheduler/scheduler.h"
+
+namespace braze {
+
+const SchedulerEntry& innerPersistentScheduler();
+const SchedulerEntry& reductionScheduler();
+Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+
+}  // namespace braze

@@ -1,0 +1,70 @@
+// The scheduler table: every scheduler kind, in priority order, with what it registers: its structural
+// check (which groups of exprs the segmenter may make one of its segments), its device check (why a
+// planned segment has no kernel on this device), its heuristics (a pure function of the device and the
+// segment's shapes) and its lowering to kernel IR. It is the only list of the kinds: the segmenter
+// asks it in order, the pipeline takes a segment's entry from it, and nothing else switches on the
+// kind. Adding a scheduler is a folder and a row here.
+#pragma once
+
+#include "scheduler/lowering_context.h"
+#include "scheduler/registry.h"
+
+#include <any>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace braze {
+
+struct SchedulerEntry;
+
+// A kernel segment's heuristics, chosen before it is lowered and passed to the lowering as a value: the
+// pipeline's heuristics step makes them (BRAZE_DUMP=after:heuristics prints them), the lowering of
+// `lowering` follows them: the segment's own scheduler, or another it falls back to (a transpose whose
+// loads cannot be staged is lowered as pointwise, and says why).
+struct SegmentHeuristics {
+  const SchedulerEntry* lowering = nullptr;
+  std::any params;        // the parameters of `lowering`'s scheduler (its <kind>/heuristics.h)
+  std::string summary;    // the parameters, one line
+  // Which scheduler fell back to `lowering`'s, and why ("transpose fell back to pointwise (...)"), or "".
+  std::string fallback;
+  std::string toString() const;
+};
+
+struct SchedulerEntry {
+  SchedulerKind kind;
+  std::string_view name;  // "pointwise": kernel names, explain, refusals
+  // During segmentation, for every group considered: cheap, one pass over the group's exprs.
+  Verdict (*accepts)(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+  // For a planned kernel segment on the context's device: why the device has no kernel for it (the
+  // segment then runs where the reference evaluator can run it), or nothing. Null: every device has one.
+  std::optional<std::string> (*refuse)(kernel::LoweringContext& ctx) = nullptr;
+  // Null for the alias scheduler, which makes no kernel.
+  SegmentHeuristics (*heuristics)(kernel::LoweringContext& ctx) = nullptr;
+  void (*lower)(kernel::LoweringContext& ctx, const SegmentHeuristics& heuristics) = nullptr;
+};
+
+// Every scheduler, in priority order: the first whose check accepts a group schedules it.
+std::span<const SchedulerEntry> schedulers();
+const SchedulerEntry& schedulerFor(SchedulerKind kind);
+
+namespace kernel {
+
+// One kernel segment on its way to kernel IR, through its scheduler's entry: the lowering context is
+// built once, then the device check, the heuristics and the lowering each read it.
+class SegmentLowering {
+ public:
+  SegmentLowering(const SegmentToLower& segment, const DeviceInfo& device);
+  std::optional<std::string> refusal();
+  SegmentHeuristics heuristics();
+  // The kernel, without its dead lets; the context is spent.
+  Kernel lower(const SegmentHeuristics& heuristics);
+
+ private:
+  const SchedulerEntry& entry_;
+  LoweringContext ctx_;
+};
+
+}  // namespace kernel
+}  // namespace braze
