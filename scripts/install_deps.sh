@@ -3,8 +3,8 @@
 # System packages come from apt, Python packages from pip; nothing else is downloaded.
 set -euo pipefail
 
-apt_packages=(cmake g++ make libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libdlpack-dev ccache
-              libamdhip64-dev hipcc llvm)
+apt_packages=(cmake g++ make libfmt-dev nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libdlpack-dev
+              ccache libamdhip64-dev hipcc llvm)
 pip_packages=(nanobind numpy ml_dtypes pytest hypothesis scikit-build-core torch)
 
 missing_apt=()

@@ -17,6 +17,8 @@ mkdir -p "$out"
 # back only a few files.
 parts=$(mktemp -d)
 
+# .gpu-deps holds the debs of shared/GPU.md's list and of libssl-dev and libssl3 (OpenSSL's headers and
+# libcrypto, which the kernel disk cache's SHA-256 links): apt-get download them here into the folder.
 if [ -d .gpu-deps ]; then
   mkdir -p /tmp/deps && for f in .gpu-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
   export CMAKE_PREFIX_PATH=/tmp/deps/usr LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}

@@ -1,11 +1,12 @@
-// SHA-256 (FIPS 180-4), for content-addressed caches: the kernel disk cache names an entry after the
-// digest of its key and checks each entry's bytes against a stored digest. A 64-bit hash such as FNV-1a
-// is too weak for either job: among many cached kernels a collision would hand back another kernel's
-// cubin, and a torn or bit-flipped file could pass its check.
+// SHA-256, for content-addressed caches: the kernel disk cache names an entry after the digest of its
+// key and checks each entry's bytes against a stored digest. A 64-bit hash such as FNV-1a is too weak
+// for either job: among many cached kernels a collision would hand back another kernel's cubin, and a
+// torn or bit-flipped file could pass its check. The digest is OpenSSL's (libcrypto's EVP interface).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,16 +18,15 @@ using Sha256Digest = std::array<uint8_t, 32>;
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void update(std::string_view bytes);
   Sha256Digest finish();  // the object is spent afterwards
 
  private:
-  void compress(const uint8_t* block);
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> pending_{};  // the bytes of a not yet full block
-  size_t pending_size_ = 0;
-  uint64_t total_bytes_ = 0;
+  struct Context;
+  std::unique_ptr<Context> context_;
 };
 
 Sha256Digest sha256(std::string_view bytes);
