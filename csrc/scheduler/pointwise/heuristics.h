@@ -16,7 +16,7 @@ struct PointwiseProblem {
   int64_t bytes_per_element = 0;    // traffic per output element (every input and output, once)
   // Element strides of each input along each output dim (0: broadcast along it), for the inputs read
   // at one offset per output element; empty when the outputs differ in shape (no 2D tiling then).
-  std::vector<std::vector<int64_t>> input_strides;
+  std::vector<std::vector<int64_t>> input_strides{};
 };
 
 struct PointwiseParams {
