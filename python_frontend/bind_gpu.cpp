@@ -26,15 +26,15 @@ namespace braze::python {
 namespace {
 
 namespace nb = nanobind;
-using runtime::DeviceOutput;
-using runtime::DeviceTensor;
-using runtime::DeviceValue;
+using device::DeviceOutput;
+using device::DeviceTensor;
+using device::DeviceValue;
 
 constexpr int kDLCUDA = 2;
 constexpr int kDLROCM = 10;  // AMD GPUs (torch's ROCm build reports its "cuda" tensors so)
 
 // The DLPack device type of the GPUs a cache runs on.
-int dlpackDeviceType(const runtime::FusionCache& cache) {
+int dlpackDeviceType(const exec::FusionCache& cache) {
   return cache.platform() == GpuVendor::Amd ? kDLROCM : kDLCUDA;
 }
 
@@ -92,7 +92,7 @@ nb::object exportAs(const DeviceOutput& out, nb::handle owner, int device_type) 
 // The inputs as the FusionCache takes them: Python numbers as scalars, everything else a device tensor.
 // A cache that launches nothing takes host arrays as stand-ins for device tensors.
 std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarray<nb::ro>>& imported,
-                                      const runtime::FusionCache& cache) {
+                                      const exec::FusionCache& cache) {
   const bool host_ok = cache.launchesNothing();
   std::vector<DeviceValue> inputs;
   inputs.reserve(py_inputs.size());
@@ -120,27 +120,27 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // the tensors it returns, which come back as they are: torch's caching allocator then owns them.
 // `held`: the input objects, kept here because the caller's list may change (another thread) while the
 // GIL is released, and views of inputs take them as owners afterwards.
-nb::list runValues(runtime::FusionCache& cache, const std::vector<DeviceValue>& inputs,
+nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
                    const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
                    nb::object allocate) {
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
   std::vector<nb::object> allocated(cache.outputCount());
-  const runtime::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
+  const device::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
     nb::gil_scoped_acquire acquire;  // called from run, which released the GIL
     nb::object sizes = nb::cast(spec.sizes);
     nb::object strides = nb::cast(spec.strides);
     nb::object got = allocate(sizes, strides, std::string(toString(spec.dtype)), spec.device);
-    if (got.is_none()) return runtime::DevicePtr{0};  // this one from braze's pool
+    if (got.is_none()) return device::DevicePtr{0};  // this one from braze's pool
     nb::tuple pair = nb::cast<nb::tuple>(got);
     BRAZE_CHECK(pair.size() == 2, "the output allocator returned {} values, expected (tensor, address)", pair.size());
     allocated.at(output) = pair[0];
-    return static_cast<runtime::DevicePtr>(nb::cast<uint64_t>(pair[1]));
+    return static_cast<device::DevicePtr>(nb::cast<uint64_t>(pair[1]));
   };
   {
     nb::gil_scoped_release release;  // planning and compiling take milliseconds on a miss
-    outputs = cache.run(inputs, reinterpret_cast<runtime::StreamHandle>(stream), wait,
+    outputs = cache.run(inputs, reinterpret_cast<device::StreamHandle>(stream), wait,
                         allocate.is_none() ? nullptr : &allocator);
   }
   nb::list result;
@@ -181,7 +181,7 @@ std::vector<nb::object> hold(nb::list py_inputs) {
   return held;
 }
 
-nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
+nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
              nb::object allocate) {
   const std::vector<nb::object> held = hold(py_inputs);
   std::vector<nb::ndarray<nb::ro>> imported;  // DLPack imports, alive until the run is over
@@ -192,7 +192,7 @@ nb::list run(runtime::FusionCache& cache, nb::list py_inputs, uintptr_t stream, 
 // fd.execute's common case in one pass: a list of CUDA torch.Tensors (exactly that type) and Python
 // numbers, run on torch's current stream of their device. None, having done nothing, for anything
 // else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
-nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::object allocate) {
+nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate) {
   if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
   // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
   // which could let another thread change the caller's list.
@@ -225,8 +225,8 @@ nb::object runTorch(runtime::FusionCache& cache, nb::handle py_inputs, nb::objec
 }
 
 // (plan, cache, why): what FusionCache::explain says of these inputs, planned without the GIL.
-nb::tuple explanationTuple(runtime::FusionCache& cache, const std::vector<DeviceValue>& inputs) {
-  runtime::CacheExplanation explanation;
+nb::tuple explanationTuple(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs) {
+  exec::CacheExplanation explanation;
   {
     nb::gil_scoped_release release;
     explanation = cache.explain(inputs);
@@ -237,29 +237,29 @@ nb::tuple explanationTuple(runtime::FusionCache& cache, const std::vector<Device
 }  // namespace
 
 void bindGpu(nb::module_& m) {
-  nb::class_<runtime::FusionCache>(m, "FusionCache",
+  nb::class_<exec::FusionCache>(m, "FusionCache",
                                    "a fusion's GPU executions: input signature -> prepared plan (kernels compiled once)")
       .def(
           "__init__",
-          [](runtime::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
+          [](exec::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
              const std::string& simulate, const std::string& platform) {
             const PlanOptions options{bookendPolicyFromString(bookend)};
             if (!simulate.empty()) {
               // Host arrays on the simulated device, planned for the named GPU: run_host.
-              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &runtime::simDeviceOps(),
+              new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, &device::simDeviceOps(),
                                               deviceNamed(simulate));
               return;
             }
             if (no_device.empty()) {
               BRAZE_CHECK(platform == "cuda" || platform == "hip", "platform='{}': expected 'cuda' or 'hip'", platform);
-              new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, nullptr, std::nullopt,
+              new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, nullptr, std::nullopt,
                                               platform == "hip" ? GpuVendor::Amd : GpuVendor::Nvidia);
               return;
             }
             // Tests and host benchmarks of this binding: plans for the named GPU, loads and launches
             // nothing, and takes host (CPU) arrays as if they were on the device.
-            static runtime::NoOpDeviceOps& no_op = *new runtime::NoOpDeviceOps;
-            new (self) runtime::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
+            static device::NoOpDeviceOps& no_op = *new device::NoOpDeviceOps;
+            new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
           nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "", nb::arg("simulate") = "",
           nb::arg("platform") = "cuda",
@@ -269,8 +269,8 @@ void bindGpu(nb::module_& m) {
           "optional tuning) to plan for on the simulated device, which run_host and explain_host use")
       .def(
           "run_host",
-          [](runtime::FusionCache& cache, nb::list py_inputs) {
-            BRAZE_CHECK(dynamic_cast<runtime::SimDeviceOps*>(cache.deviceOps()) != nullptr,
+          [](exec::FusionCache& cache, nb::list py_inputs) {
+            BRAZE_CHECK(dynamic_cast<device::SimDeviceOps*>(cache.deviceOps()) != nullptr,
                         "run_host: this FusionCache was not made with simulate=<gpu name>");
             std::vector<HostValue> inputs;
             inputs.reserve(py_inputs.size());
@@ -278,7 +278,7 @@ void bindGpu(nb::module_& m) {
             std::vector<HostValue> outputs;
             {
               nb::gil_scoped_release release;  // the simulator is slow; let other threads run
-              outputs = runtime::runOnHost(cache, inputs);
+              outputs = exec::runOnHost(cache, inputs);
             }
             return hostValuesToPython(std::move(outputs));
           },
@@ -287,10 +287,10 @@ void bindGpu(nb::module_& m) {
           "HostTensors (views of inputs where the plan makes views) and numbers")
       .def(
           "explain_host",
-          [](runtime::FusionCache& cache, nb::list py_inputs) {
+          [](exec::FusionCache& cache, nb::list py_inputs) {
             std::vector<DeviceValue> inputs;
             for (size_t i = 0; i < py_inputs.size(); ++i) {
-              inputs.push_back(runtime::deviceValueOf(hostValueFromPython(py_inputs[i], i)));
+              inputs.push_back(exec::deviceValueOf(hostValueFromPython(py_inputs[i], i)));
             }
             return explanationTuple(cache, inputs);
           },
@@ -305,7 +305,7 @@ void bindGpu(nb::module_& m) {
            "and Python numbers; None, having done nothing, otherwise")
       .def(
           "cuda_code",
-          [](runtime::FusionCache& cache, nb::list py_inputs) {
+          [](exec::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
             const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
             nb::gil_scoped_release release;
@@ -314,32 +314,32 @@ void bindGpu(nb::module_& m) {
           "the CUDA source of each kernel of the plan for these inputs")
       .def(
           "hip_code",
-          [](runtime::FusionCache& cache, nb::list py_inputs) {
+          [](exec::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
             const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
             nb::gil_scoped_release release;
-            return cache.prepare(inputs)->sourceCode(kernel::SourceDialect::Hip);
+            return cache.prepare(inputs)->sourceCode(codegen::SourceDialect::Hip);
           },
           "the HIP source of each kernel of the plan for these inputs")
       .def(
           "explain",
-          [](runtime::FusionCache& cache, nb::list py_inputs) {
+          [](exec::FusionCache& cache, nb::list py_inputs) {
             std::vector<nb::ndarray<nb::ro>> imported;
             const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
             return explanationTuple(cache, inputs);
           },
           "(plan, cache, why): the plan for these inputs, and whether running them hits a prepared plan ('hit'), "
           "needs only new launch parameters ('new launch parameters') or a new kernel ('new kernel')")
-      .def_prop_rw("cuda_graphs", &runtime::FusionCache::usesCudaGraphs, &runtime::FusionCache::useCudaGraphs,
+      .def_prop_rw("cuda_graphs", &exec::FusionCache::usesCudaGraphs, &exec::FusionCache::useCudaGraphs,
                    "whether plans of several kernels launch them as one CUDA graph (default: BRAZE_CUDA_GRAPHS=1)")
-      .def("kernel_count", &runtime::FusionCache::kernelCount, "distinct kernels the prepared plans run")
+      .def("kernel_count", &exec::FusionCache::kernelCount, "distinct kernels the prepared plans run")
       .def(
-          "last_cuda_code", [](const runtime::FusionCache& cache) { return cache.lastSourceCode(kernel::SourceDialect::Cuda); },
+          "last_cuda_code", [](const exec::FusionCache& cache) { return cache.lastSourceCode(codegen::SourceDialect::Cuda); },
           "the CUDA of the plan the last run used")
       .def(
-          "last_hip_code", [](const runtime::FusionCache& cache) { return cache.lastSourceCode(kernel::SourceDialect::Hip); },
+          "last_hip_code", [](const exec::FusionCache& cache) { return cache.lastSourceCode(codegen::SourceDialect::Hip); },
           "the HIP of the plan the last run used (what hiprtc compiles on an AMD GPU)")
-      .def("__len__", &runtime::FusionCache::size, "prepared plans (one per input signature)");
+      .def("__len__", &exec::FusionCache::size, "prepared plans (one per input signature)");
 
   m.def(
       "_release_torch_types", [] { releaseTorchTypes(); },
@@ -348,7 +348,7 @@ void bindGpu(nb::module_& m) {
       "config_report",
       [] {
         std::vector<std::pair<std::string, std::string>> entries;
-        for (runtime::ConfigEntry& entry : runtime::configReport()) {
+        for (exec::ConfigEntry& entry : exec::configReport()) {
           entries.emplace_back(std::move(entry.key), std::move(entry.value));
         }
         return entries;

@@ -78,12 +78,12 @@ SegmentedFusion explainHost(const Fusion& fusion, nb::list py_inputs, const std:
 }
 
 std::vector<std::string> sourceCodeFor(const Fusion& fusion, nb::list py_inputs, const std::string& bookend,
-                                       const std::string& device, kernel::SourceDialect dialect) {
+                                       const std::string& device, codegen::SourceDialect dialect) {
   const PlanOptions options{bookendPolicyFromString(bookend)};
   const DeviceInfo target = deviceNamed(device);
-  BRAZE_CHECK(kernel::dialectFor(target) == dialect, "{} compiles {} kernels, not {}: ask for {}_code_for", device,
-              kernel::toString(kernel::dialectFor(target)), kernel::toString(dialect),
-              dialect == kernel::SourceDialect::Cuda ? "hip" : "cuda");
+  BRAZE_CHECK(codegen::dialectFor(target) == dialect, "{} compiles {} kernels, not {}: ask for {}_code_for", device,
+              codegen::toString(codegen::dialectFor(target)), codegen::toString(dialect),
+              dialect == codegen::SourceDialect::Cuda ? "hip" : "cuda");
   const auto inputs = hostInputs(py_inputs);
   nb::gil_scoped_release release;
   std::vector<std::string> sources;
@@ -202,14 +202,14 @@ void bindPlan(nb::module_& m) {
   m.def(
       "cuda_code_for",
       [](const Fusion& fusion, nb::list inputs, const std::string& bookend, const std::string& device) {
-        return sourceCodeFor(fusion, inputs, bookend, device, kernel::SourceDialect::Cuda);
+        return sourceCodeFor(fusion, inputs, bookend, device, codegen::SourceDialect::Cuda);
       },
       nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto", nb::arg("device") = "h100",
       "the CUDA source of each kernel the plan for these inputs generates");
   m.def(
       "hip_code_for",
       [](const Fusion& fusion, nb::list inputs, const std::string& bookend, const std::string& device) {
-        return sourceCodeFor(fusion, inputs, bookend, device, kernel::SourceDialect::Hip);
+        return sourceCodeFor(fusion, inputs, bookend, device, codegen::SourceDialect::Hip);
       },
       nb::arg("fusion"), nb::arg("inputs"), nb::arg("bookend") = "auto", nb::arg("device") = "mi300x",
       "the HIP source of each kernel the plan for these inputs generates");

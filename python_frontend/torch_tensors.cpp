@@ -90,7 +90,7 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 
 void releaseTorchTypes() { torchTypeCache() = TorchTypes{}; }
 
-std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
+std::optional<device::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
   const Names& name = names();
@@ -105,7 +105,7 @@ std::optional<runtime::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
   if (known == torch->dtypes.end()) return std::nullopt;
-  runtime::DeviceTensor t;
+  device::DeviceTensor t;
   // data_ptr() is the address of element [0, ..., 0]: the storage offset is in it already.
   t.data = nb::cast<uint64_t>(callMethod(object, name.data_ptr));
   t.dtype = known->second;

@@ -16,7 +16,7 @@ namespace braze::python {
 // Input `input` as a device tensor when it is a torch.Tensor on a CUDA device of a dtype braze has;
 // nullopt otherwise (other objects, CPU tensors, complex dtypes: the DLPack path takes them and
 // reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
-std::optional<runtime::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
+std::optional<device::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
 
 // Drops the references to the torch module and its objects kept for torchCudaTensorOf: at interpreter
 // exit (atexit), so that nothing they reach outlives the module's leak check.

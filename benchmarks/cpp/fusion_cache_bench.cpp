@@ -18,8 +18,8 @@
 namespace braze {
 namespace {
 
-using runtime::DeviceTensor;
-using runtime::DeviceValue;
+using device::DeviceTensor;
+using device::DeviceValue;
 
 // Heap bytes in use (glibc's count; resident memory would miss what freed blocks are reused for).
 int64_t heapBytesInUse() {
@@ -33,8 +33,8 @@ int64_t heapBytesInUse() {
 void BM_CachedExecuteNoOpLaunch_LayerNorm(benchmark::State& state) {
   auto fusion = std::make_shared<Fusion>();
   testing::defineLayerNorm(*fusion, {.batch = 16, .seq = 128, .hidden = 1600});
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
                                         DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
@@ -48,8 +48,8 @@ void BM_CachedExecuteNoOpLaunch_Rope(benchmark::State& state) {
   auto fusion = std::make_shared<Fusion>();
   const testing::RopeConfig c{.batch = 2, .seq = 4096, .heads = 32, .groups = 32, .head = 128, .rope_n_elem = 128};
   testing::defineLitGptQkvSplitRope(*fusion, c);
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
   const int64_t width = (c.heads + 2 * c.groups) * c.head;
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {c.batch, c.seq, width}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {c.seq, c.rope_n_elem}),
@@ -70,13 +70,13 @@ void BM_HostExecuteCached_LayerNorm(benchmark::State& state) {
   const int64_t seq = state.range(0);
   auto fusion = std::make_shared<Fusion>();
   testing::defineLayerNorm(*fusion, {.batch = 16, .seq = seq, .hidden = 1600});
-  runtime::SimDeviceOps ops(/*run_kernels=*/false);
-  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  device::SimDeviceOps ops(/*run_kernels=*/false);
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
   const std::vector<HostValue> inputs{HostTensor::empty(DataType::BFloat16, {16, seq, 1600}),
                                       HostTensor::empty(DataType::BFloat16, {1600}),
                                       HostTensor::empty(DataType::BFloat16, {1600})};
-  runtime::runOnHost(cache, inputs);  // the miss: planned and loaded once
-  for (auto _ : state) benchmark::DoNotOptimize(runtime::runOnHost(cache, inputs));
+  exec::runOnHost(cache, inputs);  // the miss: planned and loaded once
+  for (auto _ : state) benchmark::DoNotOptimize(exec::runOnHost(cache, inputs));
   state.counters["launches"] = static_cast<double>(ops.launches());
   state.counters["plans"] = static_cast<double>(cache.size());
 }
@@ -97,8 +97,8 @@ void BM_CachedExecuteNoOpLaunch_Segments(benchmark::State& state) {
     }
     fusion->addOutput(x);
   }
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::Float, {64, 1024})};
   cache.run(inputs);
   const int64_t before = ops.launches.load();
@@ -110,8 +110,8 @@ BENCHMARK(BM_CachedExecuteNoOpLaunch_Segments)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->
 // A new sequence length of a layer_norm defined without sizes: the miss path when the kernel is
 // compiled already (plan, lower, emit, hash; no NVRTC), and the memory each prepared plan keeps.
 void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   auto inputs = [](int64_t seq) {
     return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {4, seq, 1600}),
                                     DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
@@ -133,7 +133,7 @@ void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
                                         DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
-  for (auto _ : state) benchmark::DoNotOptimize(runtime::InputSignature::of(inputs));
+  for (auto _ : state) benchmark::DoNotOptimize(exec::InputSignature::of(inputs));
 }
 BENCHMARK(BM_InputSignature)->Unit(benchmark::kNanosecond);
 
@@ -155,65 +155,65 @@ std::shared_ptr<Fusion> tinyAdd() {
 }
 
 void BM_GpuLaunch_CachedExecute(benchmark::State& state) {
-  if (!runtime::cudaAvailable()) {
+  if (!device::cudaAvailable()) {
     state.SkipWithError("no CUDA driver or GPU");
     return;
   }
-  runtime::useDevice(0);
-  runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(256);
-  runtime::FusionCache cache(tinyAdd());
+  device::useDevice(0);
+  device::DeviceBuffer x = device::DeviceBuffer::allocate(256);
+  exec::FusionCache cache(tinyAdd());
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {1})};
   cache.run(inputs);
   int64_t calls = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(cache.run(inputs));
-    if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");  // keep the launch queue short
+    if (++calls % 512 == 0) device::synchronizeDevice("benchmark");  // keep the launch queue short
   }
-  runtime::synchronizeDevice("benchmark");
+  device::synchronizeDevice("benchmark");
 }
 BENCHMARK(BM_GpuLaunch_CachedExecute)->Unit(benchmark::kMicrosecond);
 
 void BM_GpuLaunch_Bare(benchmark::State& state) {
-  if (!runtime::cudaAvailable()) {
+  if (!device::cudaAvailable()) {
     state.SkipWithError("no CUDA driver or GPU");
     return;
   }
-  runtime::useDevice(0);
-  runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(256);
-  runtime::DeviceBuffer y = runtime::DeviceBuffer::allocate(256);
-  runtime::FusionCache cache(tinyAdd());
+  device::useDevice(0);
+  device::DeviceBuffer x = device::DeviceBuffer::allocate(256);
+  device::DeviceBuffer y = device::DeviceBuffer::allocate(256);
+  exec::FusionCache cache(tinyAdd());
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {1})};
-  const std::shared_ptr<const runtime::PreparedPlan> plan = cache.prepare(inputs);
+  const std::shared_ptr<const exec::PreparedPlan> plan = cache.prepare(inputs);
   const kernel::Kernel& k = *plan->compiled().kernels.back();
-  const runtime::CuFunction function =
-      runtime::loadCudaKernel(plan->cudaCode().back(), k.name,
-                              runtime::kernelCompileOptions(queryDevice(0).value_or(DeviceInfo()).arch()));
+  const device::CuFunction function =
+      device::loadCudaKernel(plan->cudaCode().back(), k.name,
+                              device::kernelCompileOptions(queryDevice(0).value_or(DeviceInfo()).arch()));
   // The tensors, then the kernel's scalar arguments (the element count), as the cached execute passes them.
-  std::vector<runtime::CuDevicePtr> words = {x.address(), y.address()};
-  for (uint64_t word : kernel::argumentWords(k)) words.push_back(static_cast<runtime::CuDevicePtr>(word));
+  std::vector<device::CuDevicePtr> words = {x.address(), y.address()};
+  for (uint64_t word : kernel::argumentWords(k)) words.push_back(static_cast<device::CuDevicePtr>(word));
   std::vector<void*> params;
-  for (runtime::CuDevicePtr& word : words) params.push_back(&word);
-  const runtime::CudaDriver& driver = runtime::requireCudaDriver();
+  for (device::CuDevicePtr& word : words) params.push_back(&word);
+  const device::CudaDriver& driver = device::requireCudaDriver();
   int64_t calls = 0;
   for (auto _ : state) {
     // The driver call alone: no checks, no strings.
     driver.launchKernel(function, static_cast<unsigned>(k.grid[0]), static_cast<unsigned>(k.grid[1]), 1,
                         static_cast<unsigned>(k.block[0]), static_cast<unsigned>(k.block[1]), 1, 0, nullptr,
                         params.data(), nullptr);
-    if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");
+    if (++calls % 512 == 0) device::synchronizeDevice("benchmark");
   }
-  runtime::synchronizeDevice("benchmark");
+  device::synchronizeDevice("benchmark");
 }
 BENCHMARK(BM_GpuLaunch_Bare)->Unit(benchmark::kMicrosecond);
 
 // On a GPU: a cached execute of a two-kernel plan (x - sum over dim 0: a reduction, then a pointwise
 // kernel), its kernels launched one by one (arg 0) or as one CUDA graph (arg 1), host time per call.
 void BM_GpuLaunch_TwoKernels(benchmark::State& state) {
-  if (!runtime::cudaAvailable()) {
+  if (!device::cudaAvailable()) {
     state.SkipWithError("no CUDA driver or GPU");
     return;
   }
-  runtime::useDevice(0);
+  device::useDevice(0);
   auto fusion = std::make_shared<Fusion>();
   {
     FusionGuard g(fusion.get());
@@ -221,17 +221,17 @@ void BM_GpuLaunch_TwoKernels(benchmark::State& state) {
     fusion->addOutput(sub(x, expand(reduce(OpKind::Sum, x, {0}, true), {fusion->constant(int64_t{8}),
                                                                          fusion->constant(int64_t{32})})));
   }
-  runtime::DeviceBuffer x = runtime::DeviceBuffer::allocate(8 * 32 * 4);
-  runtime::FusionCache cache(fusion);
+  device::DeviceBuffer x = device::DeviceBuffer::allocate(8 * 32 * 4);
+  exec::FusionCache cache(fusion);
   cache.useCudaGraphs(state.range(0) == 1);
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(x.address(), DataType::Float, {8, 32})};
   cache.run(inputs);
   int64_t calls = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(cache.run(inputs));
-    if (++calls % 512 == 0) runtime::synchronizeDevice("benchmark");
+    if (++calls % 512 == 0) device::synchronizeDevice("benchmark");
   }
-  runtime::synchronizeDevice("benchmark");
+  device::synchronizeDevice("benchmark");
   state.SetLabel(fmt::format("{} kernels{}", cache.prepare(inputs)->launchedKernels().size(),
                              state.range(0) == 1 ? ", one CUDA graph" : ""));
 }

@@ -16,10 +16,10 @@
 namespace braze {
 namespace {
 
-using runtime::CompileSource;
-using runtime::KernelCache;
+using device::CompileSource;
+using device::KernelCache;
 
-const runtime::CompileOptions kOptions{.arch = "sm_90"};
+const device::CompileOptions kOptions{.arch = "sm_90"};
 
 struct LayerNormKernel {
   std::string name;
@@ -31,7 +31,7 @@ const LayerNormKernel& layerNormKernel() {
     const testing::KernelCase c = testing::layerNormCase({.batch = 16, .seq = 128, .hidden = 1600}, 1);
     const LoweredPlan compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     for (const auto& k : compiled.kernels) {
-      if (k) return LayerNormKernel{k->name, kernel::emitCuda(*k)};
+      if (k) return LayerNormKernel{k->name, codegen::emitCuda(*k)};
     }
     std::abort();  // the seed layer_norm always has one kernel
   }();
@@ -58,7 +58,7 @@ class BenchDir {
 };
 
 bool skipWithoutNvrtc(benchmark::State& state) {
-  if (runtime::nvrtcAvailable()) return false;
+  if (device::nvrtcAvailable()) return false;
   state.SkipWithError("NVRTC not found");
   return true;
 }
@@ -107,7 +107,7 @@ BENCHMARK(BM_LayerNormKernelMemoryHit)->Unit(benchmark::kMicrosecond);
 // The disk hit hashes the key (for the file name) and checks the entry: SHA-256's speed bounds both.
 void BM_Sha256(benchmark::State& state) {
   const std::string bytes(static_cast<size_t>(state.range(0)), 'x');
-  for (auto _ : state) benchmark::DoNotOptimize(runtime::sha256(bytes));
+  for (auto _ : state) benchmark::DoNotOptimize(sha256(bytes));
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_Sha256)->Arg(64 * 1024);

@@ -8,7 +8,9 @@
 #include <set>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using namespace kernel;  // the emitter prints kernel IR
 namespace {
 
 std::string_view operandSuffix(DataType dtype) {
@@ -260,4 +262,4 @@ std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect) {
   return out;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

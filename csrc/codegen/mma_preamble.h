@@ -8,7 +8,10 @@
 
 #include <string>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using kernel::Kernel;
+using kernel::Stmt;
 
 // The name of the function an mma statement calls: "braze_mma_m16n8k16_bf16".
 std::string mmaFunctionName(const Kernel& kernel, const Stmt& mma);
@@ -17,4 +20,4 @@ std::string wgmmaFunctionName(const Kernel& kernel, const Stmt& wgmma);
 // The functions of every mma statement in `kernel` ("" when it has none). A Value error for HIP.
 std::string mmaPreamble(const Kernel& kernel, SourceDialect dialect);
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

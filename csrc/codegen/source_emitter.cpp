@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <array>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using namespace kernel;  // the emitter prints kernel IR
 namespace {
 
 // Shared by every kernel: an aligned vector type (so one access is one 8- or 16-byte instruction) and a
@@ -622,4 +624,4 @@ class Emitter {
 
 std::string emitSource(const Kernel& kernel, SourceDialect dialect) { return Emitter(kernel, dialect).run(); }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

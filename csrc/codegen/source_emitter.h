@@ -10,7 +10,9 @@
 
 #include <string>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using kernel::Kernel;
 
 // A kernel planned for a wavefront of 64 has no CUDA spelling (a Value error says so).
 std::string emitSource(const Kernel& kernel, SourceDialect dialect);
@@ -21,4 +23,4 @@ inline SourceDialect dialectFor(const DeviceInfo& device) {
   return device.vendor == GpuVendor::Amd ? SourceDialect::Hip : SourceDialect::Cuda;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

@@ -12,7 +12,9 @@
 #include <limits>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using namespace kernel;  // the emitter prints kernel IR
 namespace {
 
 
@@ -482,4 +484,4 @@ std::string literalExpr(int64_t value, DataType dtype) {
   return v < 0 ? fmt::format("({}LL)", v) : fmt::format("{}LL", v);
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

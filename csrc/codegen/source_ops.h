@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-namespace braze::kernel {
+namespace braze::codegen {
 
 // The C++ name of computeTypeOf(dtype): "float", "double", "long long" or "bool".
 std::string_view computeTypeName(DataType dtype);
@@ -65,4 +65,4 @@ std::string toStorageExpr(std::string_view value, DataType dtype);
 std::string literalExpr(double value, DataType dtype);
 std::string literalExpr(int64_t value, DataType dtype);
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

@@ -7,7 +7,9 @@
 
 #include <string>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using namespace kernel;  // the emitter prints kernel IR
 namespace {
 
 // What differs between the dialects: the headers, the storage types of the narrow floats and how they
@@ -393,4 +395,4 @@ __device__ __forceinline__ long long braze_checked_index(long long value, long l
 )", kIndexErrorValueLimit, 64 - kIndexErrorSiteBits, (uint64_t{1} << (64 - kIndexErrorSiteBits)) - 1);
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace braze::kernel {
+namespace braze::codegen {
 
 enum class SourceDialect { Cuda, Hip };
 std::string_view toString(SourceDialect dialect);  // "CUDA", "HIP"
@@ -25,4 +25,4 @@ std::string randomPreamble();
 // record as kernel/index_errors.h packs it (the same text in both dialects).
 std::string indexCheckPreamble();
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

@@ -1,6 +1,8 @@
 #include "codegen/var_uses.h"
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using namespace kernel;  // the emitter prints kernel IR
 namespace {
 
 bool isNarrowFloat(DataType d) {
@@ -111,4 +113,4 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
   }
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

@@ -10,7 +10,12 @@
 
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::codegen {
+
+using kernel::ExprId;
+using kernel::Kernel;
+using kernel::Stmt;
+using kernel::VarId;
 
 class VarUses {
  public:
@@ -50,4 +55,4 @@ class VarUses {
   std::vector<const Stmt*> mmas_;
 };
 
-}  // namespace braze::kernel
+}  // namespace braze::codegen

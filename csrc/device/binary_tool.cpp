@@ -9,7 +9,7 @@
 #include <string_view>
 #include <sys/wait.h>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 std::string shellQuote(const std::string& text) {
@@ -64,4 +64,4 @@ std::string runOnBinary(const std::string& tool, const std::string& flags, const
   return output;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

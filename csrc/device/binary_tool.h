@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // The first of dir/name for `dirs`, then of each PATH entry, that is executable; nullopt when none is.
 std::optional<std::string> findExecutable(const std::vector<std::string>& names, const std::vector<std::string>& dirs);
@@ -15,4 +15,4 @@ std::optional<std::string> findExecutable(const std::vector<std::string>& names,
 // together. Throws a Runtime error with that output when the tool fails.
 std::string runOnBinary(const std::string& tool, const std::string& flags, const std::vector<char>& binary);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze::device {
 
 CompileOptions kernelCompileOptions(std::string arch) {
   const char* lineinfo = std::getenv("BRAZE_LINEINFO");
@@ -12,4 +12,4 @@ CompileOptions kernelCompileOptions(std::string arch) {
           .lineinfo = lineinfo != nullptr && *lineinfo != '\0' && std::string_view(lineinfo) != "0"};
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 struct CompileOptions {
   // "sm_80", "sm_90", "sm_90a" (NVRTC, a cubin) or "gfx90a", "gfx942" (hiprtc, an AMD code object):
@@ -32,4 +32,4 @@ struct CompiledKernel {
   std::string options;  // the options used, joined by spaces (for cache keys and error messages)
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::device

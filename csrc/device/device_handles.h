@@ -7,7 +7,7 @@
 #include <array>
 #include <cstdint>
 
-namespace braze::runtime {
+namespace braze::device {
 
 using DevicePtr = unsigned long long;
 using StreamHandle = struct StreamOpaque*;
@@ -19,4 +19,4 @@ struct LaunchShape {
   int64_t shared_bytes = 0;  // dynamic shared memory per block
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::device

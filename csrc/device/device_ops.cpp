@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 struct NoOpGraph final : LaunchGraph {
@@ -58,4 +58,4 @@ bool NoOpDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::
   return true;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

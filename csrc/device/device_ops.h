@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // A kernel to make ready on a device: its IR (which the simulated device runs, and whose parameters
 // it decodes a launch's arguments by), its CUDA source and NVRTC options (which the driver compiles),
@@ -149,4 +149,4 @@ class NoOpDeviceOps final : public DeviceOps {
   std::atomic<DevicePtr> next_{1 << 20};
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 struct DeviceTensor {
   DevicePtr data = 0;  // address of element [0, ..., 0]
@@ -54,4 +54,4 @@ struct DeviceOutput {
 // the caller's stream has run the kernels, or 0 to leave that output to the stream-ordered pool.
 using OutputAllocator = std::function<DevicePtr(size_t output, const DeviceTensor& spec)>;
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace braze::runtime {
+namespace braze::device {
 
 std::string_view toString(CompileSource source) {
   switch (source) {
@@ -108,4 +108,4 @@ CachedKernel compileCached(std::string_view source, std::string_view what, const
   return processKernelCache().compile(source, what, options);
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

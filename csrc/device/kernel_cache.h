@@ -22,7 +22,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // Where a kernel came from, so tests and benchmarks can tell a hit from a compile.
 enum class CompileSource { Memory, Disk, Compiler };  // Compiler: NVRTC or hiprtc ran
@@ -77,4 +77,4 @@ KernelCache& processKernelCache();
 // processKernelCache().compile(...): what loading a kernel for the GPU goes through.
 CachedKernel compileCached(std::string_view source, std::string_view what, const CompileOptions& options);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

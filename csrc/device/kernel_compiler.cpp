@@ -3,7 +3,7 @@
 #include "device/cuda/nvrtc.h"
 #include "device/hip/hiprtc.h"
 
-namespace braze::runtime {
+namespace braze::device {
 
 bool isHipArch(std::string_view arch) { return arch.starts_with("gfx"); }
 
@@ -22,4 +22,4 @@ CompiledKernel compileKernel(std::string_view source, std::string_view what, con
   return isHipArch(options.arch) ? compileHip(source, what, options) : compileCuda(source, what, options);
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // "gfx90a", "gfx942": an AMD ISA, compiled by hiprtc.
 bool isHipArch(std::string_view arch);
@@ -21,4 +21,4 @@ std::vector<std::string> compilerArguments(const CompileOptions& options);
 // compileCuda or compileHip.
 CompiledKernel compileKernel(std::string_view source, std::string_view what, const CompileOptions& options);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // An entry file:
@@ -370,4 +370,4 @@ void KernelDiskCache::stopWriting(const std::string& why) {
              why);
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

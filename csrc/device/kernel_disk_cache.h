@@ -24,7 +24,7 @@
 #include <string_view>
 #include <utility>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // Where the process's disk cache lives: $BRAZE_CACHE_DIR, else $XDG_CACHE_HOME/braze, else
 // $HOME/.cache/braze. nullopt (no disk cache) when BRAZE_DISABLE_DISK_CACHE is set to anything but ""
@@ -99,4 +99,4 @@ class KernelDiskCache {
   mutable std::atomic<bool> read_warned_{false};
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <functional>
 
-namespace braze::runtime {
+namespace braze::device {
 
 std::string kernelSourcePath(std::string_view source, std::string_view what, std::string_view extension) {
   std::string name;
@@ -25,4 +25,4 @@ std::string saveKernelSource(std::string_view source, std::string_view what, std
   return file ? fmt::format("Source saved to {}", path) : fmt::format("(could not save the source to {})", path);
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -6,11 +6,11 @@
 #include <string>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze::device {
 
 std::string kernelSourcePath(std::string_view source, std::string_view what, std::string_view extension);
 
 // Writes `source` there; returns the line for an error message ("Source saved to PATH", or why not).
 std::string saveKernelSource(std::string_view source, std::string_view what, std::string_view extension);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

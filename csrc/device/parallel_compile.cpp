@@ -8,7 +8,7 @@
 #include <system_error>
 #include <thread>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // Throws the first error in job order (the same one whatever order the threads finished in), naming
@@ -61,4 +61,4 @@ std::vector<CachedKernel> compileAll(const std::vector<CompileJob>& jobs, Kernel
   return results;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

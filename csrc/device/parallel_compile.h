@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 struct CompileJob {
   std::string source;
@@ -22,4 +22,4 @@ struct CompileJob {
 // job in job order is thrown, with the names of the other kernels that failed appended.
 std::vector<CachedKernel> compileAll(const std::vector<CompileJob>& jobs, KernelCache& cache = processKernelCache());
 
-}  // namespace braze::runtime
+}  // namespace braze::device

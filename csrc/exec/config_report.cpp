@@ -18,7 +18,9 @@
 
 extern char** environ;
 
-namespace braze::runtime {
+namespace braze::exec {
+
+using namespace device;  // the report reads the device layer's loaders
 namespace {
 
 std::string nvrtcLine() {
@@ -123,4 +125,4 @@ std::vector<ConfigEntry> configReport() {
   return report;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

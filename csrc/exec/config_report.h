@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::exec {
 
 struct ConfigEntry {
   std::string key;    // "nvrtc", "cuda driver", "device 0", "env BRAZE_DUMP", ...
@@ -17,4 +17,4 @@ struct ConfigEntry {
 // each device it sees, the kernel disk cache, then the BRAZE_* variables that are set.
 std::vector<ConfigEntry> configReport();
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

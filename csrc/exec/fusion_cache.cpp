@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze::exec {
 
 FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions options, DeviceOps* ops,
                          std::optional<DeviceInfo> device, GpuVendor platform)
@@ -72,7 +72,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::lastPlan() const {
   return last_;
 }
 
-std::vector<std::string> FusionCache::lastSourceCode(kernel::SourceDialect dialect) const {
+std::vector<std::string> FusionCache::lastSourceCode(codegen::SourceDialect dialect) const {
   const std::shared_ptr<const PreparedPlan> plan = lastPlan();
   return plan == nullptr ? std::vector<std::string>{} : plan->sourceCode(dialect);
 }
@@ -211,4 +211,4 @@ std::string_view toString(CacheLookup lookup) {
   return "?";
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

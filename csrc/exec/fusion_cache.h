@@ -22,7 +22,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace braze::runtime {
+namespace braze::exec {
+
+using namespace device;  // exec runs plans through the device layer: its names are exec's vocabulary
 
 // What running these inputs would cost, and why (explain's answer).
 enum class CacheLookup : uint8_t {
@@ -76,7 +78,7 @@ class FusionCache {
   // After this many distinct kernels the cache warns once (stderr) that new shapes keep compiling.
   static constexpr size_t kManyKernels = 16;
   // The kernel sources of the plan the last run used, in `dialect` (empty before the first run).
-  std::vector<std::string> lastSourceCode(kernel::SourceDialect dialect) const;
+  std::vector<std::string> lastSourceCode(codegen::SourceDialect dialect) const;
   // The plan the last run used (null before the first run).
   std::shared_ptr<const PreparedPlan> lastPlan() const;
   // Plans of several kernels launch them as one CUDA graph (PreparedPlan::run's `as_graph`): one
@@ -115,4 +117,4 @@ class FusionCache {
   std::atomic<bool> cuda_graphs_{false};
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

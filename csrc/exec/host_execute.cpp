@@ -2,7 +2,7 @@
 
 #include "support/error.h"
 
-namespace braze::runtime {
+namespace braze::exec {
 namespace {
 
 // The memory a host tensor spans: [first byte, bytes), all a kernel may touch through it (negative
@@ -96,4 +96,4 @@ std::vector<HostValue> runOnHost(FusionCache& cache, const std::vector<HostValue
   return host;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

@@ -9,7 +9,9 @@
 
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::exec {
+
+using namespace device;  // exec runs plans through the device layer: its names are exec's vocabulary
 
 // The device's view of a host value: a DeviceTensor at the host address of element [0, ..., 0].
 DeviceValue deviceValueOf(const HostValue& value);
@@ -19,4 +21,4 @@ DeviceValue deviceValueOf(const HostValue& value);
 // into an input (alias_input) are written into the caller's memory and not returned, as in evaluate().
 std::vector<HostValue> runOnHost(FusionCache& cache, const std::vector<HostValue>& inputs);
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

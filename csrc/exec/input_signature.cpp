@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstring>
 
-namespace braze::runtime {
+namespace braze::exec {
 
 int64_t pointerAlignment(DevicePtr address) {
   return std::min<int64_t>(addressAlignment(static_cast<uintptr_t>(address)), 16);
@@ -45,4 +45,4 @@ InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs) {
   return s;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

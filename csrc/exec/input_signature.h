@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::exec {
+
+using namespace device;  // exec runs plans through the device layer: its names are exec's vocabulary
 
 class InputSignature {
  public:
@@ -35,4 +37,4 @@ class InputSignature {
 // The address's alignment (ir/strided_layout.h) up to 16 bytes: what vectorized accesses depend on.
 int64_t pointerAlignment(DevicePtr address);
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

@@ -63,8 +63,8 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
       lowered.kernels.emplace_back();
       continue;
     }
-    const kernel::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
-    kernel::SegmentLowering lowering(to_lower, device);
+    const scheduler::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
+    scheduler::SegmentLowering lowering(to_lower, device);
     // The device's say first: a segment it has no kernel for runs where the reference can run it.
     if (std::optional<std::string> why = lowering.refusal()) {
       segment.refusals.emplace_back(*segment.scheduler, std::move(*why));
@@ -86,7 +86,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
   return lowered;
 }
 
-EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptions& options) {
+EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& target, const PlanOptions& options) {
   EmittedPlan emitted{std::move(plan), options, {}};
   std::string dump;
   for (const std::optional<kernel::Kernel>& k : emitted.lowered.kernels) {
@@ -94,8 +94,8 @@ EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptio
       emitted.kernels.emplace_back();
       continue;
     }
-    EmittedKernel e{kernel::emitSource(*k, kernel::dialectFor(device)),
-                    runtime::kernelCompileOptions(kernel::compileArch(*k, device.arch()))};
+    EmittedKernel e{codegen::emitSource(*k, codegen::dialectFor(target)),
+                    device::kernelCompileOptions(kernel::compileArch(*k, target.arch()))};
     if (dumpEnabled("after:emit")) dump += fmt::format("// {} ({})\n{}", k->name, e.options.arch, e.source);
     emitted.kernels.emplace_back(std::move(e));
   }
@@ -103,8 +103,8 @@ EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptio
   return emitted;
 }
 
-CompiledPlan compilePlan(EmittedPlan plan, runtime::DeviceOps& ops) {
-  std::vector<runtime::KernelImage> images;
+CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops) {
+  std::vector<device::KernelImage> images;
   std::vector<size_t> segments;  // the segment of each image
   for (size_t s = 0; s < plan.kernels.size(); ++s) {
     if (!plan.kernels[s]) continue;
@@ -112,8 +112,8 @@ CompiledPlan compilePlan(EmittedPlan plan, runtime::DeviceOps& ops) {
     images.push_back({&k, {plan.kernels[s]->source, k.name, plan.kernels[s]->options}, k.shared_bytes});
     segments.push_back(s);
   }
-  const std::vector<runtime::KernelHandle> loaded = ops.load(images);
-  std::vector<runtime::KernelHandle> functions(plan.kernels.size(), nullptr);
+  const std::vector<device::KernelHandle> loaded = ops.load(images);
+  std::vector<device::KernelHandle> functions(plan.kernels.size(), nullptr);
   for (size_t i = 0; i < loaded.size(); ++i) functions[segments[i]] = loaded[i];
   return {std::move(plan), std::move(functions)};
 }

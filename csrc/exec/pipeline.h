@@ -58,7 +58,7 @@ LoweredPlan planAndLower(const Fusion& fusion, const std::vector<HostValue>& inp
 // One kernel as its device's compiler takes it.
 struct EmittedKernel {
   std::string source;               // in the device's dialect: CUDA, or HIP for an AMD GPU
-  runtime::CompileOptions options;  // the arch it is compiled for (sm_90a where it uses wgmma) and flags
+  device::CompileOptions options;  // the arch it is compiled for (sm_90a where it uses wgmma) and flags
 };
 
 // Step emit: every kernel the plan launches, as source. Segments without a kernel, kernels with no
@@ -68,15 +68,15 @@ struct EmittedPlan {
   PlanOptions options;
   std::vector<std::optional<EmittedKernel>> kernels;  // per segment
 };
-EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& device, const PlanOptions& options = {});
+EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& target, const PlanOptions& options = {});
 
 // Step compile: every emitted kernel compiled (or found in the memory and disk caches) and loaded by
 // `ops`, all at once, on as many threads as there are kernels (and cores).
 struct CompiledPlan {
   EmittedPlan emitted;
-  std::vector<runtime::KernelHandle> functions;  // per segment: its loaded kernel, or null where none was emitted
+  std::vector<device::KernelHandle> functions;  // per segment: its loaded kernel, or null where none was emitted
 };
-CompiledPlan compilePlan(EmittedPlan plan, runtime::DeviceOps& ops);
+CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops);
 
 // Whether BRAZE_DUMP asks for the IR after `step`; prints `text` to stderr if so.
 void dumpAfter(std::string_view step, const std::string& text);

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <unordered_map>
 
-namespace braze::runtime {
+namespace braze::exec {
 namespace {
 
 // Runs a segment's exprs on the reference evaluator: it sees only its inputs and the bound scalars in
@@ -72,7 +72,7 @@ int32_t PreparedPlan::addSlot(Slot slot) {
 PreparedPlan::Binding PreparedPlan::bindingOf(const Val* val,
                                               const std::unordered_map<const Val*, int32_t>& slot_of) const {
   // Where the tensor's elements live: its own buffer, or (a view) the buffer of what it views.
-  const kernel::SegmentInputView view = segmentInputView(compiled_.plan, val);
+  const scheduler::SegmentInputView view = segmentInputView(compiled_.plan, val);
   auto it = slot_of.find(view.storage);
   BRAZE_ASSERT(it != slot_of.end(), "{} is read before anything writes it", view.storage->name());
   return {it->second, val, val->dtype(), view.layout.layout};
@@ -248,10 +248,10 @@ void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr
   }
 }
 
-std::vector<std::string> PreparedPlan::sourceCode(kernel::SourceDialect dialect) const {
+std::vector<std::string> PreparedPlan::sourceCode(codegen::SourceDialect dialect) const {
   std::vector<std::string> sources;
   for (const auto& k : compiled_.kernels) {
-    if (k) sources.push_back(kernel::emitSource(*k, dialect));
+    if (k) sources.push_back(codegen::emitSource(*k, dialect));
   }
   return sources;
 }
@@ -399,4 +399,4 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
   return outputs;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

@@ -18,7 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::exec {
+
+using namespace device;  // exec runs plans through the device layer: its names are exec's vocabulary
 
 // The plan and kernels (lowered, not compiled) for inputs on a device: planning reads their sizes,
 // strides, pointer alignment and scalar values, never their data.
@@ -51,8 +53,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   const LoweredPlan& compiled() const { return compiled_; }
   // The source of each kernel in `dialect` (the plan's device compiles its own: HIP for an AMD GPU),
   // emitted again when asked (a plan per shape keeps no copy).
-  std::vector<std::string> sourceCode(kernel::SourceDialect dialect) const;
-  std::vector<std::string> cudaCode() const { return sourceCode(kernel::SourceDialect::Cuda); }
+  std::vector<std::string> sourceCode(codegen::SourceDialect dialect) const;
+  std::vector<std::string> cudaCode() const { return sourceCode(codegen::SourceDialect::Cuda); }
   // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
   const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
 
@@ -117,4 +119,4 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   mutable std::unique_ptr<LaunchGraph> graph_;
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::exec

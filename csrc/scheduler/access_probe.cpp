@@ -2,7 +2,7 @@
 
 #include "scheduler/load_probe.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 std::vector<InputAccess> probeInputAccess(const LoweringContext& ctx, const Val* out) {
   // A scratch kernel with the same parameters: the probe's statements are thrown away with it.
@@ -28,4 +28,4 @@ std::vector<InputAccess> probeInputAccess(const LoweringContext& ctx, const Val*
   return access;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 struct InputAccess {
   // Stride per output dim (0 along a dim of size 1); nullopt when the tensor is read at several or
@@ -20,4 +20,4 @@ struct InputAccess {
 // One entry per tensor parameter of ctx.kernel (outputs get nullopt), for the value of `out`.
 std::vector<InputAccess> probeInputAccess(const LoweringContext& ctx, const Val* out);
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

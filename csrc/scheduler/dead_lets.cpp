@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 // The vars read by the statements, counting a let's value only when its var is in `live`.
@@ -65,4 +65,4 @@ void removeDeadLets(Kernel& k) {
   erase(k.body, live);
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 // The value of an index expression with some vars set; nullopt when it reads anything else (another
@@ -164,4 +164,4 @@ std::vector<ProbedLoad> probeLoads(KernelBuilder& kb, ValueBuilder& vb, const Sy
   return loads;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

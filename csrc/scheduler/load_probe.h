@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 // A symbolic point of an index space of `sizes`: dim d's index is vars[d], except b's, which is
 // vars[b] * width + lane when vectorized (the lanes of a chunk); size-1 dims have no var (-1), index 0.
@@ -43,4 +43,4 @@ struct ProbedLoad {
 std::vector<ProbedLoad> probeLoads(KernelBuilder& kb, ValueBuilder& vb, const SymbolicPoint& point,
                                    const std::vector<const Val*>& outputs);
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

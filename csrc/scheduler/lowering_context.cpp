@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 int64_t maxOffset(const StridedLayout& layout) {
@@ -145,4 +145,4 @@ void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out
   kb.popTarget();
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -17,7 +17,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 // What a kernel reads for a segment input: a fusion input as bound, another kernel's output as a fresh
 // row-major buffer, an alias segment's output as the view it makes of one of those (`storage`).
@@ -88,4 +88,4 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
                  ExprId value);
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -36,7 +36,7 @@ std::string SegmentHeuristics::toString() const {
   return fallback.empty() ? summary : fmt::format("{}; {}", fallback, summary);
 }
 
-namespace kernel {
+namespace scheduler {
 
 SegmentLowering::SegmentLowering(const SegmentToLower& segment, const DeviceInfo& device)
     : entry_(schedulerFor(segment.scheduler)), ctx_(makeLoweringContext(segment, device)) {
@@ -56,5 +56,5 @@ Kernel SegmentLowering::lower(const SegmentHeuristics& heuristics) {
   return std::move(ctx_.kernel);
 }
 
-}  // namespace kernel
+}  // namespace scheduler
 }  // namespace braze

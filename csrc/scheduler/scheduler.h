@@ -39,17 +39,17 @@ struct SchedulerEntry {
   Verdict (*accepts)(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
   // For a planned kernel segment on the context's device: why the device has no kernel for it (the
   // segment then runs where the reference evaluator can run it), or nothing. Null: every device has one.
-  std::optional<std::string> (*refuse)(kernel::LoweringContext& ctx) = nullptr;
+  std::optional<std::string> (*refuse)(scheduler::LoweringContext& ctx) = nullptr;
   // Null for the alias scheduler, which makes no kernel.
-  SegmentHeuristics (*heuristics)(kernel::LoweringContext& ctx) = nullptr;
-  void (*lower)(kernel::LoweringContext& ctx, const SegmentHeuristics& heuristics) = nullptr;
+  SegmentHeuristics (*heuristics)(scheduler::LoweringContext& ctx) = nullptr;
+  void (*lower)(scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) = nullptr;
 };
 
 // Every scheduler, in priority order: the first whose check accepts a group schedules it.
 std::span<const SchedulerEntry> schedulers();
 const SchedulerEntry& schedulerFor(SchedulerKind kind);
 
-namespace kernel {
+namespace scheduler {
 
 // One kernel segment on its way to kernel IR, through its scheduler's entry: the lowering context is
 // built once, then the device check, the heuristics and the lowering each read it.
@@ -66,5 +66,5 @@ class SegmentLowering {
   LoweringContext ctx_;
 };
 
-}  // namespace kernel
+}  // namespace scheduler
 }  // namespace braze

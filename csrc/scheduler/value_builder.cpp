@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 int64_t innerExtent(const std::vector<int64_t>& sizes) {
   for (size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] > 1) return sizes[d];
@@ -644,4 +644,4 @@ ExprId ValueBuilder::quantize(const Expr& expr, const std::vector<Idx>& index) {
   return bind("q", kb_.cast(value, out));
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

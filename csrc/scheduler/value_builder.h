@@ -21,7 +21,10 @@
 #include <unordered_set>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
+
+// The lowerings build kernel IR: its names are the scheduler folder's vocabulary.
+using namespace kernel;
 
 // The extent vectorized lanes walk along: the last dim of size > 1 (1 when there is none).
 int64_t innerExtent(const std::vector<int64_t>& sizes);
@@ -152,4 +155,4 @@ class ValueBuilder {
   LoadInterceptor interceptor_;
 };
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -4,7 +4,7 @@
 
 namespace braze {
 
-kernel::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input) {
+scheduler::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input) {
   if (plan.fusion->isInput(input)) return {plan.bound.inputLayout(input), input};
   const Segment* producer = plan.producerOf(input);
   if (producer != nullptr && producer->kind == SegmentKind::Kernel) {
@@ -15,18 +15,18 @@ kernel::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val
   const Expr* e = input->definition();
   BRAZE_ASSERT(e != nullptr && isMetaOp(e->kind()), "segment input {} is neither an input, a kernel output nor a view",
                input->name());
-  kernel::SegmentInputView view = segmentInputView(plan, e->input(0));
+  scheduler::SegmentInputView view = segmentInputView(plan, e->input(0));
   ViewResult result = viewThrough(*e, view.layout.layout, plan.bound.intOperands(*e));
   BRAZE_ASSERT(result.is_view, "alias segment output {} is not a view: {}", input->name(), result.reason);
   view.layout.layout = std::move(result.layout);
   return view;
 }
 
-kernel::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segment& segment) {
+scheduler::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segment& segment) {
   BRAZE_CHECK(segment.kind == SegmentKind::Kernel && segment.scheduler.has_value(),
               "segment {} has no kernel scheduler ({}); it cannot be compiled", segment.id,
               segment.refusals.empty() ? "alias segment" : segment.refusals.back().second);
-  kernel::SegmentToLower lower{segment.id, *segment.scheduler, segment.exprs, segment.inputs, segment.outputs,
+  scheduler::SegmentToLower lower{segment.id, *segment.scheduler, segment.exprs, segment.inputs, segment.outputs,
                                &plan.bound, {}};
   for (const Val* in : segment.inputs) {
     if (in->isTensor()) lower.input_views.emplace(in, segmentInputView(plan, in));

@@ -8,9 +8,9 @@
 
 namespace braze {
 
-kernel::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input);
+scheduler::SegmentInputView segmentInputView(const SegmentedFusion& plan, const Val* input);
 
 // A kernel segment (one a scheduler accepted) as lowering reads it.
-kernel::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segment& segment);
+scheduler::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segment& segment);
 
 }  // namespace braze

@@ -8,7 +8,7 @@
 
 #include <utility>
 
-namespace braze::runtime {
+namespace braze {
 
 std::optional<DynamicLibrary> DynamicLibrary::open(std::span<const std::string> candidates) {
   for (const std::string& candidate : candidates) {
@@ -46,4 +46,4 @@ std::string DynamicLibrary::file() const {
 
 void* DynamicLibrary::symbol(const char* name) const { return dlsym(handle_, name); }
 
-}  // namespace braze::runtime
+}  // namespace braze

@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-namespace braze::runtime {
+namespace braze {
 
 class DynamicLibrary {
  public:
@@ -38,4 +38,4 @@ class DynamicLibrary {
   std::string path_;
 };
 
-}  // namespace braze::runtime
+}  // namespace braze

@@ -4,7 +4,7 @@
 
 #include <openssl/evp.h>
 
-namespace braze::runtime {
+namespace braze {
 
 struct Sha256::Context {
   EVP_MD_CTX* md = nullptr;
@@ -47,4 +47,4 @@ std::string toHex(const Sha256Digest& digest) {
   return hex;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze

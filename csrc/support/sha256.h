@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 
@@ -33,4 +33,4 @@ Sha256Digest sha256(std::string_view bytes);
 // 64 lowercase hex digits.
 std::string toHex(const Sha256Digest& digest);
 
-}  // namespace braze::runtime
+}  // namespace braze

@@ -30,8 +30,8 @@ int main() {
   std::cout << plan.toString();  // the plan, as Python prints it
 
   // The execute path, on the simulated device planned for an H100 (a GPU: omit the device arguments).
-  braze::runtime::FusionCache cache(fusion, {}, &braze::runtime::simDeviceOps(), braze::DeviceInfo::h100Sxm());
-  const auto outputs = braze::runtime::runOnHost(cache, inputs);
+  braze::exec::FusionCache cache(fusion, {}, &braze::device::simDeviceOps(), braze::DeviceInfo::h100Sxm());
+  const auto outputs = braze::exec::runOnHost(cache, inputs);
 
   const auto& got = std::get<braze::HostTensor>(outputs[0]);
   const auto& want = std::get<braze::HostTensor>(expected[0]);

@@ -20,7 +20,7 @@
 #include <mutex>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 CuStream cu(StreamHandle stream) { return reinterpret_cast<CuStream>(stream); }
@@ -216,4 +216,4 @@ DeviceOps& cudaDeviceOps(int ordinal) {
   return *slot;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

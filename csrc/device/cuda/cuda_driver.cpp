@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // The layout of CUDA_KERNEL_NODE_PARAMS_v2 in cuda.h (x86-64 and aarch64).
 static_assert(offsetof(CuKernelNodeParams, params) == 40 && sizeof(CuKernelNodeParams) == 72);
@@ -191,4 +191,4 @@ const CudaDriver& useDevice(int ordinal) {
   return driver;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

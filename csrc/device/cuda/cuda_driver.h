@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // The driver's types, declared here so that building braze never needs cuda.h: CUresult and the
 // attribute enums are C enums (int-sized), CUdevice an int, CUdeviceptr a 64-bit integer; contexts,
@@ -125,4 +125,4 @@ const CudaDriver& useDevice(int ordinal = 0);
 // Device `ordinal`'s primary context, retained on first use (without making it current).
 CuContext primaryContext(int ordinal);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

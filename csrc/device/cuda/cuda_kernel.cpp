@@ -8,7 +8,7 @@
 #include <mutex>
 #include <tuple>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // Without opting in, a block may have at most 48 KiB of dynamic shared memory on every arch.
@@ -102,4 +102,4 @@ void synchronizeDevice(const std::string& what) {
   driver.check(driver.ctxSynchronize(), "cuCtxSynchronize", what);
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

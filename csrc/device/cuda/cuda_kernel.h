@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // The extern "C" kernel of each job (its `name`), compiled with its options and loaded into device
 // `ordinal`'s primary context (made current). Kernels not loaded before are compiled in parallel
@@ -31,4 +31,4 @@ void launchCudaKernel(CuFunction function, const std::string& name, const Launch
 // Waits for the device; a fault of a kernel launched before shows here, named after `what`.
 void synchronizeDevice(const std::string& what);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace braze::runtime {
+namespace braze::device {
 
 DeviceBuffer DeviceBuffer::allocate(size_t bytes) {
   const CudaDriver& driver = requireCudaDriver();
@@ -59,4 +59,4 @@ void DeviceBuffer::fill(unsigned char value) {
   driver.check(driver.memsetD8(address_, value, bytes_), "cuMemsetD8_v2", fmt::format("{} bytes", bytes_));
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

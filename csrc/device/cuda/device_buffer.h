@@ -1,5 +1,5 @@
 // Device memory owned by one object: cuMemAlloc on creation, cuMemFree when it goes, and synchronous
-// copies to and from the host. The current context (runtime::useDevice) must be the one it was
+// copies to and from the host. The current context (device::useDevice) must be the one it was
 // allocated in.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-namespace braze::runtime {
+namespace braze::device {
 
 class DeviceBuffer {
  public:
@@ -37,4 +37,4 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // cuMemAlloc's alignment, and the largest alignment bindShapes records for an input.
@@ -61,4 +61,4 @@ HostTensor downloadFromDevice(const DeviceTensor& t) {
   return HostTensor::wrap(storage.get() - span.lo * item, t.dtype, t.sizes, t.strides, storage).contiguous();
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -8,7 +8,7 @@
 #include "device/cuda/device_buffer.h"
 #include "device/device_tensor.h"
 
-namespace braze::runtime {
+namespace braze::device {
 
 struct UploadedTensor {
   DeviceBuffer buffer;
@@ -34,4 +34,4 @@ struct AlignedPlacement {
 };
 AlignedPlacement alignedPlacement(const void* first_element, const ElementSpan& span, int64_t item);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

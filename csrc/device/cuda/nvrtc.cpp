@@ -11,7 +11,7 @@
 #include <fstream>
 #include <functional>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // The few NVRTC declarations braze needs, written here so that building braze never needs nvrtc.h.
@@ -265,4 +265,4 @@ CompiledKernel compileCuda(std::string_view source, std::string_view what, const
   return kernel;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // libnvrtc can be loaded and the CUDA include dir was found.
 bool nvrtcAvailable();
@@ -40,4 +40,4 @@ void saveSourceForProfilers(std::string_view source, std::string_view what);
 // searched when the CUDA headers cannot be found.
 CompiledKernel compileCuda(std::string_view source, std::string_view what, const CompileOptions& options);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -28,12 +28,12 @@ enum Attribute : int {
 }  // namespace
 
 std::optional<DeviceInfo> queryDevice(int ordinal) {
-  using runtime::kCudaSuccess;
-  const runtime::CudaDriver* api = runtime::cudaDriver();
+  using device::kCudaSuccess;
+  const device::CudaDriver* api = device::cudaDriver();
   if (api == nullptr) return std::nullopt;
   int count = 0;
   if (api->deviceGetCount(&count) != kCudaSuccess || ordinal < 0 || ordinal >= count) return std::nullopt;
-  runtime::CuDevice device = 0;
+  device::CuDevice device = 0;
   if (api->deviceGet(&device, ordinal) != kCudaSuccess) return std::nullopt;
 
   auto attribute = [&](Attribute id, const char* what) {

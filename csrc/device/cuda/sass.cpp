@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 std::optional<std::string> findCuobjdump() {
@@ -85,4 +85,4 @@ GlobalAccessCounts countGlobalAccesses(std::string_view sass) {
   return counts;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // `cuobjdump -sass` of `cubin` (written to a temp file). cuobjdump is looked for in $CUDA_HOME/bin,
 // $CUDA_PATH/bin, /usr/local/cuda/bin, then PATH; nullopt when it is absent. Throws a Runtime error
@@ -29,4 +29,4 @@ struct GlobalAccessCounts {
 // (LDGSTS, REDG, ATOMG, the generic LD/ST) are not counted.
 GlobalAccessCounts countGlobalAccesses(std::string_view sass);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

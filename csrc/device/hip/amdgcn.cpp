@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // The bits a global_load_/global_store_ suffix moves; 0 for one that is not a plain access.
@@ -61,4 +61,4 @@ AmdgcnAccessCounts countAmdgcnGlobalAccesses(std::string_view disassembly) {
   return counts;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // `llvm-objdump -d --mcpu=<arch>` of `code_object`. llvm-objdump is looked for in $ROCM_PATH/llvm/bin,
 // /opt/rocm/llvm/bin, then PATH (llvm-objdump, or a versioned llvm-objdump-N of Debian's LLVM);
@@ -25,4 +25,4 @@ struct AmdgcnAccessCounts {
 // are not counted.
 AmdgcnAccessCounts countAmdgcnGlobalAccesses(std::string_view disassembly);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

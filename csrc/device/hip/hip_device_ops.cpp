@@ -19,7 +19,7 @@
 #include <tuple>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 HipStream hip(StreamHandle stream) { return reinterpret_cast<HipStream>(stream); }
@@ -159,4 +159,4 @@ DeviceOps& hipDeviceOps(int ordinal) {
   return *slot;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

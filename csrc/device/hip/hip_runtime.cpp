@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 std::vector<std::string> runtimeCandidates() {
@@ -125,4 +125,4 @@ std::string hipRuntimeLibraryPath() {
   return api == nullptr ? std::string() : api->library.path();
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

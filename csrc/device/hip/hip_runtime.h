@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace braze::runtime {
+namespace braze::device {
 
 using HipError = int;
 using HipStream = struct HipStreamOpaque*;
@@ -61,4 +61,4 @@ std::string hipUnavailableReason();
 std::string hipRuntimeVersion();
 std::string hipRuntimeLibraryPath();
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -11,7 +11,7 @@
 #include <cctype>
 #include <cstdio>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 // The hiprtc declarations braze needs, written here so that building braze never needs hiprtc.h.
@@ -212,4 +212,4 @@ CompiledKernel compileHip(std::string_view source, std::string_view what, const 
   return kernel;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

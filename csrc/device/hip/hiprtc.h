@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // A library exporting hiprtc could be loaded.
 bool hiprtcAvailable();
@@ -37,4 +37,4 @@ std::vector<std::string> hiprtcArguments(const CompileOptions& options);
 // the source was saved (braze_<what>_<hash>.hip); "hiprtc not found (looked for ...)" without one.
 CompiledKernel compileHip(std::string_view source, std::string_view what, const CompileOptions& options);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -46,8 +46,8 @@ DeviceInfo amdPresetFor(const std::string& gfx_arch, int cus) {
 }
 
 std::optional<DeviceInfo> queryHipDevice(int ordinal) {
-  using runtime::kHipSuccess;
-  const runtime::HipRuntime* api = runtime::hipRuntime();
+  using device::kHipSuccess;
+  const device::HipRuntime* api = device::hipRuntime();
   if (api == nullptr) return std::nullopt;
   int count = 0;
   if (api->getDeviceCount(&count) != kHipSuccess || ordinal < 0 || ordinal >= count) return std::nullopt;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
-namespace braze::runtime {
+namespace braze::device {
 
 std::vector<std::string> rocmLibraryCandidates(const std::vector<std::string>& names) {
   std::vector<std::string> candidates;
@@ -48,4 +48,4 @@ std::optional<std::pair<int, int>> installedLibraryVersion(const std::string& ca
   return std::nullopt;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 
 // Each of `names` in each of those places, in that order.
 std::vector<std::string> rocmLibraryCandidates(const std::vector<std::string>& names);
@@ -18,4 +18,4 @@ std::vector<std::string> rocmLibraryCandidates(const std::vector<std::string>& n
 // LD_LIBRARY_PATH and the usual library directories. nullopt when no such file is found.
 std::optional<std::pair<int, int>> installedLibraryVersion(const std::string& candidate);
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -13,7 +13,7 @@
 #include <exception>
 #include <optional>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 constexpr size_t kAlignment = 256;  // what cuMemAllocAsync guarantees, and what plans assume
@@ -269,4 +269,4 @@ SimDeviceOps& simDeviceOps() {
   return *ops;
 }
 
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -33,7 +33,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace braze::runtime {
+namespace braze::device {
 
 class SimDeviceOps final : public DeviceOps {
  public:
@@ -93,4 +93,4 @@ class SimDeviceOps final : public DeviceOps {
 // The process's simulated device: what host (numpy) inputs run on.
 SimDeviceOps& simDeviceOps();
 
-}  // namespace braze::runtime
+}  // namespace braze::device

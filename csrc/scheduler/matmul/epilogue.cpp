@@ -6,7 +6,7 @@
 
 #include <utility>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 void MatmulLowering::epilogue(ExprId inside, ExprId r, ExprId c, int64_t width, const std::function<ExprId(ExprId lane)>& accumulated) {
   struct Store {
@@ -59,4 +59,4 @@ bool MatmulLowering::outputsMapped() const {
   return false;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -5,7 +5,7 @@
 // its part of K; the last to arrive adds their sums in split order before the epilogue.
 #include "scheduler/matmul/lowering.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 void MatmulLowering::gemv() {
   const MatmulParams& p = p_;
@@ -156,4 +156,4 @@ void MatmulLowering::combineGemvSplits(const std::vector<VarId>& sums, ExprId gr
   kb.close();
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -10,7 +10,7 @@
 
 #include "support/error.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 // An index expression linear in the lane's group g = lane / 4 and its place t = lane % 4, equal to
@@ -547,7 +547,7 @@ void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
   }
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler
 
 namespace braze {
 
@@ -556,18 +556,18 @@ const SchedulerEntry& matmulScheduler() {
       SchedulerKind::Matmul, "matmul", canScheduleMatmul,
       // A GPU without mma.sync (an AMD GPU, or older than sm_80) has no kernel for a tensor-core matmul;
       // the GEMV needs none.
-      [](kernel::LoweringContext& ctx) -> std::optional<std::string> {
-        if (kernel::chooseMatmul(ctx).gemv) return std::nullopt;
-        const Expr& mm = kernel::matmulOf(ctx.segment);
+      [](scheduler::LoweringContext& ctx) -> std::optional<std::string> {
+        if (scheduler::chooseMatmul(ctx).gemv) return std::nullopt;
+        const Expr& mm = scheduler::matmulOf(ctx.segment);
         std::string why = mmaUnavailable(ctx.device, mm.input(0)->dtype());
         return why.empty() ? std::nullopt : std::optional<std::string>(std::move(why));
       },
-      [](kernel::LoweringContext& ctx) {
-        const MatmulParams params = kernel::chooseMatmul(ctx);
+      [](scheduler::LoweringContext& ctx) {
+        const MatmulParams params = scheduler::chooseMatmul(ctx);
         return SegmentHeuristics{&matmulScheduler(), params, params.toString(), ""};
       },
-      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
-        kernel::lowerMatmul(ctx, std::any_cast<const MatmulParams&>(h.params));
+      [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
+        scheduler::lowerMatmul(ctx, std::any_cast<const MatmulParams&>(h.params));
       }};
   return entry;
 }

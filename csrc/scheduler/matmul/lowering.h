@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 class MatmulLowering {
  public:
@@ -144,4 +144,4 @@ class MatmulLowering {
   std::vector<Idx> batch_index_;
 };
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -3,7 +3,7 @@
 #include "support/error.h"
 #include "scheduler/load_probe.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 // Whether `val` is a stored tensor seen through views only: every op between it and the segment's
@@ -156,4 +156,4 @@ std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operan
   return order;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 const Expr& matmulOf(const SegmentToLower& segment);
 
@@ -46,4 +46,4 @@ std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, c
 // K (A, a linear's weight).
 std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last);
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

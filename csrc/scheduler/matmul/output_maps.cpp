@@ -94,7 +94,7 @@ ResultChains resultChains(const std::vector<const Expr*>& exprs, const Expr& mm,
 
 }  // namespace braze
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 OutputPlace placeThrough(KernelBuilder& kb, ValueBuilder& vb, const BoundShapes& bound, const std::vector<const Expr*>& chain,
                          std::vector<ExprId> index) {
@@ -161,4 +161,4 @@ OutputPlace placeThrough(KernelBuilder& kb, ValueBuilder& vb, const BoundShapes&
   return place;
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -26,7 +26,7 @@ ResultChains resultChains(const std::vector<const Expr*>& exprs, const Expr& mm,
 
 }  // namespace braze
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 // Where a result element goes in an output: its index there, and whether it is stored at all (-1:
 // always; a slice keeps only the elements inside it).
@@ -40,4 +40,4 @@ struct OutputPlace {
 OutputPlace placeThrough(KernelBuilder& kb, ValueBuilder& vb, const BoundShapes& bound, const std::vector<const Expr*>& chain,
                          std::vector<ExprId> index);
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -13,7 +13,7 @@
 
 #include "support/error.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
   const MatmulParams& p = p_;
@@ -70,4 +70,4 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   kb.wgmmaWait(0, acc);
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler

@@ -10,9 +10,9 @@ namespace braze {
 const SchedulerEntry& pointwiseScheduler();
 Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
-namespace kernel {
+namespace scheduler {
 PointwiseParams choosePointwise(LoweringContext& ctx);
 void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params);
-}  // namespace kernel
+}  // namespace scheduler
 
 }  // namespace braze

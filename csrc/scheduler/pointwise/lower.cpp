@@ -10,7 +10,7 @@
 
 #include <numeric>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const OutputGroup& group) {
@@ -122,19 +122,19 @@ void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
   }
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler
 
 namespace braze {
 
 const SchedulerEntry& pointwiseScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Pointwise, "pointwise", canSchedulePointwise, nullptr,
-      [](kernel::LoweringContext& ctx) {
-        const PointwiseParams params = kernel::choosePointwise(ctx);
+      [](scheduler::LoweringContext& ctx) {
+        const PointwiseParams params = scheduler::choosePointwise(ctx);
         return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(), ""};
       },
-      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
-        kernel::lowerPointwise(ctx, std::any_cast<const PointwiseParams&>(h.params));
+      [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
+        scheduler::lowerPointwise(ctx, std::any_cast<const PointwiseParams&>(h.params));
       }};
   return entry;
 }

@@ -15,7 +15,7 @@
 #include <numeric>
 #include <unordered_set>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 DataType accumulatorType(DataType out) {
@@ -471,23 +471,23 @@ void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics) {
   RowLowering(ctx).lower(std::any_cast<const ReductionParams&>(heuristics.params));
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler
 
 namespace braze {
 
 const SchedulerEntry& innerPersistentScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::InnerPersistent, "inner_persistent", canScheduleInnerPersistent, nullptr,
-      [](kernel::LoweringContext& ctx) { return kernel::rowHeuristics(ctx, true, innerPersistentScheduler()); },
-      kernel::lowerRows};
+      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, true, innerPersistentScheduler()); },
+      scheduler::lowerRows};
   return entry;
 }
 
 const SchedulerEntry& reductionScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
-      [](kernel::LoweringContext& ctx) { return kernel::rowHeuristics(ctx, false, reductionScheduler()); },
-      kernel::lowerRows};
+      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, false, reductionScheduler()); },
+      scheduler::lowerRows};
   return entry;
 }
 

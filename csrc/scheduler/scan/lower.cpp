@@ -6,7 +6,7 @@
 #include "scheduler/scan/entry.h"
 #include "scheduler/scan/heuristics.h"
 
-namespace braze::kernel {
+namespace braze::scheduler {
 
 ScanParams chooseScan(LoweringContext& ctx) {
   const Expr& scan = *ctx.segment.exprs.at(0);
@@ -57,19 +57,19 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
   kb.close();
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler
 
 namespace braze {
 
 const SchedulerEntry& scanScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Scan, "scan", canScheduleScan, nullptr,
-      [](kernel::LoweringContext& ctx) {
-        const ScanParams params = kernel::chooseScan(ctx);
+      [](scheduler::LoweringContext& ctx) {
+        const ScanParams params = scheduler::chooseScan(ctx);
         return SegmentHeuristics{&scanScheduler(), params, params.toString(), ""};
       },
-      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
-        kernel::lowerScan(ctx, std::any_cast<const ScanParams&>(h.params));
+      [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
+        scheduler::lowerScan(ctx, std::any_cast<const ScanParams&>(h.params));
       }};
   return entry;
 }

@@ -30,7 +30,7 @@
 #include <map>
 #include <numeric>
 
-namespace braze::kernel {
+namespace braze::scheduler {
 namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -353,24 +353,24 @@ void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
   k.summary = params.toString();
 }
 
-}  // namespace braze::kernel
+}  // namespace braze::scheduler
 
 namespace braze {
 
 const SchedulerEntry& transposeScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Transpose, "transpose", canScheduleTranspose, nullptr,
-      [](kernel::LoweringContext& ctx) {
-        auto chosen = kernel::chooseTranspose(ctx);
+      [](scheduler::LoweringContext& ctx) {
+        auto chosen = scheduler::chooseTranspose(ctx);
         if (const auto* params = std::get_if<TransposeParams>(&chosen)) {
           return SegmentHeuristics{&transposeScheduler(), *params, params->toString(), ""};
         }
-        const PointwiseParams params = kernel::choosePointwise(ctx);
+        const PointwiseParams params = scheduler::choosePointwise(ctx);
         return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(),
                                  fmt::format("transpose fell back to pointwise ({})", std::get<std::string>(chosen))};
       },
-      [](kernel::LoweringContext& ctx, const SegmentHeuristics& h) {
-        kernel::lowerTranspose(ctx, std::any_cast<const TransposeParams&>(h.params));
+      [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
+        scheduler::lowerTranspose(ctx, std::any_cast<const TransposeParams&>(h.params));
       }};
   return entry;
 }

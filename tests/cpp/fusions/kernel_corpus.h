@@ -594,7 +594,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
          c.expect = [](const LoweredPlan& compiled) {
            const kernel::Kernel& k = onlyKernel(compiled);
            EXPECT_NE(k.summary.find("inner persistent"), std::string::npos) << k.summary;
-           const std::string full = kernel::emitCuda(k), source = full.substr(full.find("__global__"));
+           const std::string full = codegen::emitCuda(k), source = full.substr(full.find("__global__"));
            size_t exps = 0;
            for (size_t at = source.find("expf("); at != std::string::npos; at = source.find("expf(", at + 1)) ++exps;
            EXPECT_EQ(exps, 1u) << source;

@@ -74,8 +74,8 @@ inline std::vector<Val*> ints(Fusion& f, const std::vector<int64_t>& values) {
 
 // Why GPU tests cannot run here ("" when they can): no driver or device, or no NVRTC.
 inline std::string gpuUnavailableReason() {
-  if (!runtime::cudaAvailable()) return runtime::cudaUnavailableReason();
-  if (!runtime::nvrtcAvailable()) return "NVRTC not found (no libnvrtc, or no CUDA include dir with cuda_bf16.h)";
+  if (!device::cudaAvailable()) return device::cudaUnavailableReason();
+  if (!device::nvrtcAvailable()) return "NVRTC not found (no libnvrtc, or no CUDA include dir with cuda_bf16.h)";
   return "";
 }
 

@@ -52,8 +52,8 @@ inline void expectSameValues(const std::vector<HostValue>& got, const std::vecto
 inline std::vector<HostValue> runPlanOnReference(const Fusion& fusion, const std::vector<HostValue>& inputs,
                                                  PlanOptions options = {}) {
   options.kernels_on_reference = true;
-  runtime::FusionCache cache(std::make_shared<Fusion>(fusion), options, &runtime::simDeviceOps(), DeviceInfo::h100Sxm());
-  return runtime::runOnHost(cache, inputs);
+  exec::FusionCache cache(std::make_shared<Fusion>(fusion), options, &device::simDeviceOps(), DeviceInfo::h100Sxm());
+  return exec::runOnHost(cache, inputs);
 }
 
 // The plan, run segment by segment, equals the unsegmented reference bit for bit; returns the plan.

@@ -22,7 +22,7 @@ namespace {
 
 // Each tensor input copied into `ops`' memory with `copy`, its first element at its host address modulo
 // 256 (plans depend on alignment); scalars as they are.
-TestDevice::Placed placeAligned(runtime::DeviceOps& ops, const std::vector<HostValue>& inputs,
+TestDevice::Placed placeAligned(device::DeviceOps& ops, const std::vector<HostValue>& inputs,
                                 const std::function<void(void*, const void*, size_t)>& copy) {
   TestDevice::Placed placed;
   for (const HostValue& v : inputs) {
@@ -31,14 +31,14 @@ TestDevice::Placed placeAligned(runtime::DeviceOps& ops, const std::vector<HostV
       placed.values.push_back(std::get<ScalarValue>(v));
       continue;
     }
-    const runtime::ElementSpan span = runtime::elementSpan(t->sizes(), t->strides());
+    const device::ElementSpan span = device::elementSpan(t->sizes(), t->strides());
     const int64_t item = sizeOf(t->dtype());
-    const runtime::AlignedPlacement where = runtime::alignedPlacement(t->data(), span, item);
-    const runtime::DevicePtr base = ops.allocate(static_cast<size_t>(where.bytes), nullptr);
-    const runtime::DevicePtr first = base + static_cast<uint64_t>(where.first);
+    const device::AlignedPlacement where = device::alignedPlacement(t->data(), span, item);
+    const device::DevicePtr base = ops.allocate(static_cast<size_t>(where.bytes), nullptr);
+    const device::DevicePtr first = base + static_cast<uint64_t>(where.first);
     copy(reinterpret_cast<uint8_t*>(first) + span.lo * item, t->data() + span.lo * item,
          static_cast<size_t>((span.hi - span.lo) * item));
-    placed.values.push_back(runtime::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
+    placed.values.push_back(device::DeviceTensor{first, t->dtype(), t->sizes(), t->strides(), 0});
     placed.keep.emplace_back(reinterpret_cast<void*>(base), [&ops, base](void*) { ops.release(base, nullptr); });
   }
   return placed;
@@ -47,34 +47,34 @@ TestDevice::Placed placeAligned(runtime::DeviceOps& ops, const std::vector<HostV
 class SimTestDevice final : public TestDevice {
  public:
   std::string name() const override { return "sim"; }
-  runtime::DeviceOps& ops() override { return ops_; }
+  device::DeviceOps& ops() override { return ops_; }
   DeviceInfo plannedFor(const DeviceInfo& simulated) const override { return simulated; }
 
   Placed place(const std::vector<HostValue>& inputs) override {
     return placeAligned(ops_, inputs, [](void* to, const void* from, size_t bytes) { std::memcpy(to, from, bytes); });
   }
 
-  HostTensor fetch(const runtime::DeviceTensor& t) override {
+  HostTensor fetch(const device::DeviceTensor& t) override {
     ops_.synchronize(nullptr);
     return HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t.data)), t.dtype, t.sizes, t.strides)
         .contiguous();
   }
 
  private:
-  runtime::SimDeviceOps ops_;
+  device::SimDeviceOps ops_;
 };
 
 class CudaTestDevice final : public TestDevice {
  public:
   std::string name() const override { return "cuda"; }
-  runtime::DeviceOps& ops() override { return runtime::cudaDeviceOps(0); }
+  device::DeviceOps& ops() override { return device::cudaDeviceOps(0); }
   DeviceInfo plannedFor(const DeviceInfo&) const override { return *queryDevice(0); }
 
   Placed place(const std::vector<HostValue>& inputs) override {
     Placed placed;
     for (const HostValue& v : inputs) {
       if (const auto* t = std::get_if<HostTensor>(&v)) {
-        auto uploaded = std::make_shared<runtime::UploadedTensor>(runtime::uploadToDevice(*t));
+        auto uploaded = std::make_shared<device::UploadedTensor>(device::uploadToDevice(*t));
         placed.values.push_back(uploaded->tensor);
         placed.keep.push_back(std::move(uploaded));
       } else {
@@ -84,7 +84,7 @@ class CudaTestDevice final : public TestDevice {
     return placed;
   }
 
-  HostTensor fetch(const runtime::DeviceTensor& t) override { return runtime::downloadFromDevice(t); }
+  HostTensor fetch(const device::DeviceTensor& t) override { return device::downloadFromDevice(t); }
 };
 
 // An AMD GPU through the HIP runtime: inputs are placed as on the simulated device (each first element
@@ -92,23 +92,23 @@ class CudaTestDevice final : public TestDevice {
 class HipTestDevice final : public TestDevice {
  public:
   std::string name() const override { return "hip"; }
-  runtime::DeviceOps& ops() override { return runtime::hipDeviceOps(0); }
+  device::DeviceOps& ops() override { return device::hipDeviceOps(0); }
   DeviceInfo plannedFor(const DeviceInfo&) const override { return *queryHipDevice(0); }
 
   Placed place(const std::vector<HostValue>& inputs) override {
-    const runtime::HipRuntime& api = runtime::requireHipRuntime();
-    runtime::DeviceScope scope(ops());
+    const device::HipRuntime& api = device::requireHipRuntime();
+    device::DeviceScope scope(ops());
     return placeAligned(ops(), inputs, [&](void* to, const void* from, size_t bytes) {
       ops().synchronize(nullptr);  // the allocation is stream-ordered, the copy is not
       api.check(api.memcpy(to, from, bytes, 4), "hipMemcpy", "an input to the device");
     });
   }
 
-  HostTensor fetch(const runtime::DeviceTensor& t) override {
-    const runtime::HipRuntime& api = runtime::requireHipRuntime();
-    runtime::DeviceScope scope(ops());
+  HostTensor fetch(const device::DeviceTensor& t) override {
+    const device::HipRuntime& api = device::requireHipRuntime();
+    device::DeviceScope scope(ops());
     ops().synchronize(nullptr);
-    const runtime::ElementSpan span = runtime::elementSpan(t.sizes, t.strides);
+    const device::ElementSpan span = device::elementSpan(t.sizes, t.strides);
     const int64_t item = sizeOf(t.dtype);
     std::vector<uint8_t> host(static_cast<size_t>(std::max<int64_t>(span.hi, 1) * item));
     api.check(api.memcpy(host.data() + span.lo * item,
@@ -122,19 +122,19 @@ class HipTestDevice final : public TestDevice {
 std::unique_ptr<TestDevice> chooseDevice() {
   const char* chosen = std::getenv("BRAZE_TEST_DEVICE");
   const std::string name = chosen == nullptr ? "" : chosen;
-  const bool gpu = runtime::cudaAvailable() && runtime::nvrtcAvailable();
+  const bool gpu = device::cudaAvailable() && device::nvrtcAvailable();
   if (name == "cuda" || (name.empty() && gpu)) {
     if (!gpu) {
       throw std::runtime_error("BRAZE_TEST_DEVICE=cuda, but " +
-                               (runtime::cudaAvailable() ? std::string("NVRTC was not found")
-                                                         : runtime::cudaUnavailableReason()));
+                               (device::cudaAvailable() ? std::string("NVRTC was not found")
+                                                         : device::cudaUnavailableReason()));
     }
     return std::make_unique<CudaTestDevice>();
   }
   if (name == "hip") {
     // Never the default: a machine with an AMD GPU runs the suite on it when asked (tools/gpu_check.sh).
-    if (runtime::hipRuntime() == nullptr) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but " + runtime::hipUnavailableReason());
-    if (!runtime::hiprtcAvailable()) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but hiprtc was not found");
+    if (device::hipRuntime() == nullptr) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but " + device::hipUnavailableReason());
+    if (!device::hiprtcAvailable()) throw std::runtime_error("BRAZE_TEST_DEVICE=hip, but hiprtc was not found");
     return std::make_unique<HipTestDevice>();
   }
   if (name.empty() || name == "sim") return std::make_unique<SimTestDevice>();
@@ -150,18 +150,18 @@ TestDevice& testDevice() {
 
 bool testDeviceIsGpu() { return testDevice().name() != "sim"; }
 
-std::unique_ptr<runtime::FusionCache> testFusionCache(std::shared_ptr<const Fusion> fusion, const PlanOptions& options,
+std::unique_ptr<exec::FusionCache> testFusionCache(std::shared_ptr<const Fusion> fusion, const PlanOptions& options,
                                                       const DeviceInfo& simulated) {
   TestDevice& device = testDevice();
-  return std::make_unique<runtime::FusionCache>(std::move(fusion), options, &device.ops(), device.plannedFor(simulated));
+  return std::make_unique<exec::FusionCache>(std::move(fusion), options, &device.ops(), device.plannedFor(simulated));
 }
 
-std::vector<HostValue> runOnTestDevice(runtime::FusionCache& cache, const std::vector<HostValue>& inputs) {
+std::vector<HostValue> runOnTestDevice(exec::FusionCache& cache, const std::vector<HostValue>& inputs) {
   TestDevice& device = testDevice();
   const TestDevice::Placed placed = device.place(inputs);
-  const std::vector<runtime::DeviceOutput> outputs = cache.run(placed.values, nullptr, /*wait=*/true);
+  const std::vector<device::DeviceOutput> outputs = cache.run(placed.values, nullptr, /*wait=*/true);
   std::vector<HostValue> host;
-  for (const runtime::DeviceOutput& out : outputs) {
+  for (const device::DeviceOutput& out : outputs) {
     if (out.scalar) {
       host.emplace_back(*out.scalar);
     } else {
@@ -175,25 +175,25 @@ void launchOnTestDevice(const kernel::Kernel& k, const std::vector<HostTensor*>&
   BRAZE_ASSERT(tensors.size() == k.tensors.size(), "kernel {}: {} tensors for {} parameters", k.name, tensors.size(),
                k.tensors.size());
   TestDevice& device = testDevice();
-  runtime::DeviceOps& ops = device.ops();
-  runtime::DeviceScope scope(ops);
-  runtime::CompileOptions options =
-      runtime::kernelCompileOptions(kernel::compileArch(k, device.plannedFor(DeviceInfo::h100Sxm()).arch()));
+  device::DeviceOps& ops = device.ops();
+  device::DeviceScope scope(ops);
+  device::CompileOptions options =
+      device::kernelCompileOptions(kernel::compileArch(k, device.plannedFor(DeviceInfo::h100Sxm()).arch()));
   const DeviceInfo target = device.plannedFor(DeviceInfo::h100Sxm());
-  const std::string source = kernel::emitSource(k, kernel::dialectFor(target));
-  const runtime::KernelHandle function = ops.load({{&k, {source, k.name, options}, k.shared_bytes}})[0];
+  const std::string source = codegen::emitSource(k, codegen::dialectFor(target));
+  const device::KernelHandle function = ops.load({{&k, {source, k.name, options}, k.shared_bytes}})[0];
   std::vector<HostValue> host;
   for (HostTensor* t : tensors) host.emplace_back(*t);
   const TestDevice::Placed placed = device.place(host);
   std::vector<uint64_t> words;
-  for (const runtime::DeviceValue& v : placed.values) words.push_back(std::get<runtime::DeviceTensor>(v).data);
+  for (const device::DeviceValue& v : placed.values) words.push_back(std::get<device::DeviceTensor>(v).data);
   for (uint64_t w : kernel::argumentWords(k)) words.push_back(w);
   std::vector<void*> args;
   for (uint64_t& w : words) args.push_back(&w);
   ops.launch(function, {k.grid, k.block, k.shared_bytes}, args.data(), nullptr);
   ops.synchronize(nullptr);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const HostTensor back = device.fetch(std::get<runtime::DeviceTensor>(placed.values[i]));
+    const HostTensor back = device.fetch(std::get<device::DeviceTensor>(placed.values[i]));
     HostTensor& t = *tensors[i];
     int64_t next = 0;
     forEachIndex(t.sizes(), [&](const std::vector<int64_t>& index) {

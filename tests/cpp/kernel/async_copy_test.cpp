@@ -283,11 +283,11 @@ TEST(CpAsync, StagedMatmulKernelsUseLdgstsLdsmAndTensorCores) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     ASSERT_NE(k.summary.find("cp.async pipeline"), std::string::npos) << k.summary;
-    if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+    if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
     for (const char* arch : {"sm_80", "sm_90"}) {
-      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+      const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = arch});
       EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-      const auto sass = runtime::disassemble(cubin.cubin);
+      const auto sass = device::disassemble(cubin.cubin);
       if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
       for (const char* op : {"LDGSTS", "LDSM", opcode}) {
         EXPECT_NE(sass->find(op), std::string::npos) << arch << ": no " << op << " in " << k.summary;
@@ -311,11 +311,11 @@ TEST(CpAsync, StagedFp8MatmulCompilesForSm89AndSm90) {
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("mma.m16n8k32"), std::string::npos) << k.summary;
   ASSERT_NE(k.summary.find("cp.async pipeline"), std::string::npos) << k.summary;
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   for (const auto& [arch, mma] : {std::pair{"sm_89", "QMMA"}, std::pair{"sm_90", "HMMA"}}) {
-    const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = arch});
     EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-    const auto sass = runtime::disassemble(cubin.cubin);
+    const auto sass = device::disassemble(cubin.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
     for (const char* op : {"LDGSTS", "LDSM", mma}) EXPECT_NE(sass->find(op), std::string::npos) << arch << ": no " << op;
   }
@@ -331,12 +331,12 @@ TEST(CpAsync, RegisterStagedOperandsLoadASliceAhead) {
   for (const char* tuning : {"", "matmul_loads_ahead=0"}) {
     DeviceInfo device = DeviceInfo::h100Sxm();
     device.tuning = HeuristicTuning::parse(tuning);
-    runtime::SimDeviceOps sim;
-    runtime::FusionCache cache(c.fusion, c.options.plan, &sim, device);
-    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
+    device::SimDeviceOps sim;
+    exec::FusionCache cache(c.fusion, c.options.plan, &sim, device);
+    testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
     const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
     ASSERT_NE(k.summary.find("B k-major through registers"), std::string::npos) << k.summary;
-    sources.push_back(kernel::emitCuda(k));
+    sources.push_back(codegen::emitCuda(k));
   }
   EXPECT_NE(sources[0].find("min((kt + 2), 3)"), std::string::npos) << sources[0];
   EXPECT_EQ(sources[1].find("min((kt + 2), 3)"), std::string::npos) << sources[1];
@@ -347,17 +347,17 @@ TEST(CpAsync, RegisterStagedOperandsLoadASliceAhead) {
 // kernel (16 slices in four stages, 256 x 128 tiles) has no 1-byte ones left. (The small corpus case
 // matmul_s8_row_major_b_four_k_rows checks the values on the simulator.)
 TEST(CpAsync, RowMajorInt8BIsStoredFourBytesAtATime) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const testing::KernelCase c = testing::matmulCase({2, 1024, 1024}, {2, 1024, 1024}, DataType::Int8, false, DataType::Null, 13);
   const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("B k-major through registers"), std::string::npos) << k.summary;
-  const std::string source = kernel::emitCuda(k);
+  const std::string source = codegen::emitCuda(k);
   // The loaded rows stay 32-bit words: each 4-byte store takes its bytes out of four words with three byte
   // perms (sign-extending every byte at the load and joining them again cost eight PRMT per store).
   EXPECT_NE(source.find("braze_store_4_bytes_of_words("), std::string::npos) << source;
-  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   EXPECT_EQ(sass->find("STS.U8"), std::string::npos) << *sass;
   auto count = [&](std::string_view op) { return occurrences(*sass, op); };
@@ -375,14 +375,14 @@ TEST(CpAsync, LdmatrixFragmentsStayPackedForTheMma) {
   const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), mma_h100);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("(A k-major, B k-major)"), std::string::npos) << k.summary;
-  const std::string source = kernel::emitCuda(k);
+  const std::string source = codegen::emitCuda(k);
   EXPECT_NE(source.find("unsigned fa[4];  // packed: 4 values per register"), std::string::npos) << source;
   EXPECT_NE(source.find("braze_mma_m16n8k32_s8_w(acc, fa, fb, acc);"), std::string::npos) << source;
   EXPECT_EQ(source.find("braze_mma_m16n8k32_s8(acc"), std::string::npos) << source;
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
-  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
   EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   auto count = [&](std::string_view op) { return occurrences(*sass, op); };
   // A few PRMT remain in the index arithmetic before the main loop.
@@ -406,9 +406,9 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
          {testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 21),
           testing::matmulCase({3, 33, 336}, {3, 336, 40}, DataType::Int8, true, DataType::Null, 22),
           testing::matmulCase({64, 1024}, {1024, 64}, DataType::Half, true, DataType::Null, 23)}) {
-      runtime::SimDeviceOps device;
-      runtime::FusionCache cache(c.fusion, c.options.plan, &device, device_info);
-      testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
+      device::SimDeviceOps device;
+      exec::FusionCache cache(c.fusion, c.options.plan, &device, device_info);
+      testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
       const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
       EXPECT_EQ(k.summary.find("fragments double-buffered") != std::string::npos, std::string_view(tuning).find("ahead=1") != std::string_view::npos) << k.summary;
     }
@@ -424,18 +424,18 @@ TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
   four_sms.tuning = HeuristicTuning::parse("matmul_wgmma=0");  // mma.sync's accumulators (wgmma's share the layout)
   for (int64_t n : {40, 33}) {
     const testing::KernelCase c = testing::matmulCase({3, 37, 64}, {3, 64, n}, DataType::Int8, true, DataType::Null, 24);
-    runtime::SimDeviceOps device;
-    runtime::FusionCache cache(c.fusion, c.options.plan, &device, four_sms);
-    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), fmt::format("N = {}", n));
-    const std::string source = kernel::emitCuda(testing::onlyKernel(cache.lastPlan()->compiled()));
+    device::SimDeviceOps device;
+    exec::FusionCache cache(c.fusion, c.options.plan, &device, four_sms);
+    testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), fmt::format("N = {}", n));
+    const std::string source = codegen::emitCuda(testing::onlyKernel(cache.lastPlan()->compiled()));
     EXPECT_EQ(source.find("BrazeVec<int, 2>") != std::string::npos, n % 2 == 0) << source;
   }
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const testing::KernelCase big = testing::matmulCase({16, 1024, 1024}, {16, 1024, 1024}, DataType::Int8, true, DataType::Null, 25);
   const auto compiled = lowerPlan(planSegments(*big.fusion, big.inputs), four_sms);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
-  const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   EXPECT_NE(sass->find("STG.E.64"), std::string::npos) << *sass;
   EXPECT_EQ(sass->find("STG.E "), std::string::npos) << *sass;
@@ -450,13 +450,13 @@ TEST(CpAsync, Fp8QuantizedOperandsAreDividedInFloatAndRoundedOnce) {
   const LoweredPlan compiled = testing::expectDeviceMatches(*c.fusion, c.inputs);
   const kernel::Kernel& k = testing::onlyKernel(compiled);
   ASSERT_NE(k.summary.find("through registers"), std::string::npos) << k.summary;
-  const std::string source = kernel::emitCuda(k);
+  const std::string source = codegen::emitCuda(k);
   EXPECT_NE(source.find("braze_quotient_for_fp8("), std::string::npos) << source;
   EXPECT_NE(source.find("rounded where it is stored"), std::string::npos) << source;
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
-  const auto cubin = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
   EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   for (const char* op : {"DMUL", "DADD", "DFMA", "MUFU.RCP64H"}) EXPECT_EQ(sass->find(op), std::string::npos) << op;
 }
@@ -477,9 +477,9 @@ TEST(CpAsync, LargeBlockTilesMatchTheReference) {
     for (bool b_transposed : {false, true}) {
       const testing::KernelCase c =
           testing::matmulCase({200, 1032}, {1032, 136}, DataType::BFloat16, b_transposed, DataType::Null, 5);
-      runtime::SimDeviceOps sim;
-      runtime::FusionCache cache(c.fusion, c.options.plan, &sim, device);
-      testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), summary);
+      device::SimDeviceOps sim;
+      exec::FusionCache cache(c.fusion, c.options.plan, &sim, device);
+      testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), summary);
       const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
       EXPECT_NE(k.summary.find(summary), std::string::npos) << k.summary;
     }
@@ -494,9 +494,9 @@ TEST(CpAsync, RasterizedBlocksCoverEveryTileOnce) {
   one_sm.sm_count = 1;
   one_sm.smem_per_block_optin = 48 * 1024;
   const testing::KernelCase c = testing::matmulCase({576, 64}, {64, 150}, DataType::Int8, true, DataType::Null, 7);
-  runtime::SimDeviceOps device;
-  runtime::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "rasterized");
+  device::SimDeviceOps device;
+  exec::FusionCache cache(c.fusion, c.options.plan, &device, one_sm);
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "rasterized");
   const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
   EXPECT_NE(k.summary.find("blocks in groups of 8 rows"), std::string::npos) << k.summary;
   EXPECT_EQ(k.grid[0], 9 * 3);
@@ -514,9 +514,9 @@ TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
        {testing::matmulCase({150, 200}, {200, 264}, DataType::BFloat16, false, DataType::Null, 8),
         testing::matmulCase({150, 200}, {200, 264}, DataType::Half, true, DataType::Null, 9),
         testing::matmulCase({2, 70, 260}, {2, 260, 40}, DataType::Int8, false, DataType::Null, 10)}) {
-    runtime::SimDeviceOps device;
-    runtime::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
-    testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "tuned");
+    device::SimDeviceOps device;
+    exec::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
+    testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "tuned");
     const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
     EXPECT_NE(k.summary.find("2x4 warps of 4x8 tiles (128x256 outputs per block), 4-stage cp.async pipeline of"),
               std::string::npos) << k.summary;
@@ -527,9 +527,9 @@ TEST(CpAsync, TunedTilesSlicesAndStagesMatchTheReference) {
   // Sixteen warps of 64 x 32 outputs in a 256 x 128 tile.
   tuned.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_block_m=256, matmul_block_n=128, matmul_warps_m=4, matmul_warps_n=4");
   const testing::KernelCase c = testing::matmulCase({300, 136}, {136, 200}, DataType::BFloat16, false, DataType::Null, 11);
-  runtime::SimDeviceOps device;
-  runtime::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "sixteen warps");
+  device::SimDeviceOps device;
+  exec::FusionCache cache(c.fusion, c.options.plan, &device, tuned);
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "sixteen warps");
   const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
   EXPECT_NE(k.summary.find("4x4 warps of 4x4 tiles (256x128 outputs per block)"), std::string::npos) << k.summary;
   EXPECT_EQ(k.block[0], 512);

@@ -18,12 +18,12 @@ namespace braze {
 namespace {
 
 #define SKIP_WITHOUT_HIPRTC() \
-  if (!runtime::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked"
+  if (!device::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked"
 
 // gfx90a, and gfx942 where the loaded hiprtc knows it.
 std::vector<std::string> archs() {
   std::vector<std::string> archs = {"gfx90a"};
-  if (runtime::hiprtcArchProblem("gfx942").empty()) archs.push_back("gfx942");
+  if (device::hiprtcArchProblem("gfx942").empty()) archs.push_back("gfx942");
   return archs;
 }
 
@@ -38,9 +38,9 @@ TEST(HiprtcCorpus, EveryKernelCompilesForGfx90aWithoutWarnings) {
         for (const auto& k : plan.kernels) {
           if (!k) continue;
           ASSERT_EQ(k->warp_size, 64) << maker.name;
-          const std::string source = kernel::emitHip(*k);
+          const std::string source = codegen::emitHip(*k);
           for (const std::string& arch : archs()) {
-            const auto compiled = runtime::compileHip(source, k->name, {.arch = arch});
+            const auto compiled = device::compileHip(source, k->name, {.arch = arch});
             EXPECT_TRUE(compiled.log.empty()) << maker.name << " on " << device.name << " for " << arch << ":\n"
                                               << compiled.log << "\n" << source;
             EXPECT_FALSE(compiled.cubin.empty());
@@ -67,10 +67,10 @@ TEST(HiprtcCorpus, LayerNormAndRopeUse128BitGlobalLoads) {
     for (const auto& k : plan.kernels) {
       if (!k || k->vectorize * 2 < 16) continue;  // 8 bf16 values: one 16-byte access
       vectorized = true;
-      const auto compiled = runtime::compileHip(kernel::emitHip(*k), k->name, {.arch = "gfx90a"});
-      const auto text = runtime::disassembleAmdgcn(compiled.cubin, "gfx90a");
+      const auto compiled = device::compileHip(codegen::emitHip(*k), k->name, {.arch = "gfx90a"});
+      const auto text = device::disassembleAmdgcn(compiled.cubin, "gfx90a");
       if (!text) GTEST_SKIP() << "llvm-objdump not found: the ISA not checked";
-      const auto counts = runtime::countAmdgcnGlobalAccesses(*text);
+      const auto counts = device::countAmdgcnGlobalAccesses(*text);
       EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << name << ": " << k->summary << "\n"
                                                                               << *text;
       EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << name << ": " << k->summary;
@@ -93,7 +93,7 @@ std::optional<std::string> floatKernelIsa(const std::function<std::vector<Val*>(
   c.inputs = testing::randomInputs(*c.fusion, 3, {{4096}, {4096}, {4096}});
   const auto plan = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::mi250x());
   const kernel::Kernel& k = testing::onlyKernel(plan);
-  return runtime::disassembleAmdgcn(runtime::compileHip(kernel::emitHip(k), k.name, {.arch = "gfx90a"}).cubin, "gfx90a");
+  return device::disassembleAmdgcn(device::compileHip(codegen::emitHip(k), k.name, {.arch = "gfx90a"}).cubin, "gfx90a");
 }
 
 // The reference rounds a product before adding it: the HIP code keeps the multiply and the add apart
@@ -134,17 +134,17 @@ TEST(HiprtcCorpus, CountsGlobalAccessesByWidth) {
       "\tglobal_store_short_d16_hi v[4:5], v2, off\n"
       "\tglobal_atomic_add v1, v2, s[0:1]\n"
       "\ts_load_dwordx4 s[0:3], s[4:5], 0x0\n";
-  const auto counts = runtime::countAmdgcnGlobalAccesses(text);
+  const auto counts = device::countAmdgcnGlobalAccesses(text);
   EXPECT_EQ(counts.load_bits, (std::map<int, int>{{128, 1}, {16, 1}}));
   EXPECT_EQ(counts.store_bits, (std::map<int, int>{{128, 1}, {16, 1}}));
 }
 
 TEST(HiprtcCorpus, AnArchNewerThanTheCompilerIsRefusedWithoutTryingIt) {
   SKIP_WITHOUT_HIPRTC();
-  if (runtime::hiprtcArchProblem("gfx942").empty()) GTEST_SKIP() << "hiprtc " << runtime::hiprtcVersion() << " knows gfx942";
+  if (device::hiprtcArchProblem("gfx942").empty()) GTEST_SKIP() << "hiprtc " << device::hiprtcVersion() << " knows gfx942";
   try {
-    runtime::compileHip("extern \"C\" __global__ void k() {}", "k", {.arch = "gfx942"});
-    FAIL() << "gfx942 compiled by hiprtc " << runtime::hiprtcVersion();
+    device::compileHip("extern \"C\" __global__ void k() {}", "k", {.arch = "gfx942"});
+    FAIL() << "gfx942 compiled by hiprtc " << device::hiprtcVersion();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needs hiprtc 6.0 or newer"), std::string::npos) << e.what();
   }

@@ -12,6 +12,7 @@ namespace braze {
 namespace {
 
 using namespace kernel;
+using namespace codegen;
 
 TEST(IndexBounds, ThreadAndLoopIndicesHaveRanges) {
   Kernel k;

@@ -61,7 +61,7 @@ TEST(IndexChecks, TheKernelIrShowsTheCheckAndTheRecord) {
   // compiled-kernel cache's key).
   EXPECT_EQ(kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"),
             kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"));
-  const std::string source = kernel::emitCuda(k);
+  const std::string source = codegen::emitCuda(k);
   EXPECT_NE(source.find(fmt::format("{}ll", kernel::indexCheckSite("index_select T2 (dim 0 of T0, size 1000)"))),
             std::string::npos);
   // The value is checked as read: narrowed to idx_t first, 2^32 + 5 would pass as 5.
@@ -69,20 +69,20 @@ TEST(IndexChecks, TheKernelIrShowsTheCheckAndTheRecord) {
 }
 
 TEST(IndexChecks, CheckedKernelsCompileWithNvrtcAndKeepTheirVectorAccesses) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
   const testing::KernelCase c = embeddingCase(4096, 1024);
   int instructions[2] = {0, 0};
-  runtime::GlobalAccessCounts accesses[2];
+  device::GlobalAccessCounts accesses[2];
   int64_t vectorize[2] = {0, 0};
   for (bool checks : {false, true}) {
     SCOPED_TRACE(checks ? "checked" : "unchecked");
     const kernel::Kernel k = lowered(c, checks);
     vectorize[checks] = k.vectorize;
-    const runtime::CompiledKernel compiled = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
+    const device::CompiledKernel compiled = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
     EXPECT_EQ(compiled.log, "");
-    const std::optional<std::string> sass = runtime::disassemble(compiled.cubin);
+    const std::optional<std::string> sass = device::disassemble(compiled.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    accesses[checks] = runtime::countGlobalAccesses(*sass);
+    accesses[checks] = device::countGlobalAccesses(*sass);
     instructions[checks] = sassInstructions(*sass);
   }
   // The check changes no access of the tensors: the same vector width, and the same loads and stores
@@ -128,12 +128,12 @@ TEST(IndexChecks, TheRecordHoldsTheFirstReportWholeUntilTheHostRaisesIt) {
 }
 
 TEST(IndexChecks, CheckedKernelsCompileWithHiprtc) {
-  if (!runtime::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked";
+  if (!device::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked";
   const testing::KernelCase c = embeddingCase(64, 256);
   DeviceInfo device = DeviceInfo::mi250x();
   const kernel::Kernel k = testing::onlyKernel(lowerPlan(planSegments(*c.fusion, c.inputs), device));
   ASSERT_TRUE(k.index_errors.has_value());
-  const runtime::CompiledKernel compiled = runtime::compileHip(kernel::emitHip(k), k.name, {.arch = "gfx90a"});
+  const device::CompiledKernel compiled = device::compileHip(codegen::emitHip(k), k.name, {.arch = "gfx90a"});
   EXPECT_EQ(compiled.log, "");
   EXPECT_FALSE(compiled.cubin.empty());
 }

@@ -23,6 +23,7 @@ namespace braze {
 namespace {
 
 using namespace kernel;
+using namespace codegen;
 
 struct Layouts {
   // (row, col) of value i of lane `lane` with g = lane / 4, t = lane % 4, per the PTX ISA's fragment tables.
@@ -137,16 +138,16 @@ TEST_P(MmaTile, SimulatedFragmentsFollowThePtxLayoutsAndEqualAScalarLoop) {
 }
 
 TEST_P(MmaTile, NvrtcCompilesItAndTheSassUsesTensorCores) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
   const auto [shape, operand] = GetParam();
   const Kernel k = mmaTileKernel(shape, operand);
   const std::string source = emitCuda(k);
   EXPECT_NE(source.find("mma.sync.aligned." + std::string(toString(shape))), std::string::npos) << source;
   const bool fp8 = mmaMinimumSm(operand) == 89;
   for (const char* arch : {fp8 ? "sm_89" : "sm_80", "sm_90"}) {
-    const auto compiled = runtime::compileCuda(source, k.name, {.arch = arch});
+    const auto compiled = device::compileCuda(source, k.name, {.arch = arch});
     EXPECT_EQ(compiled.log, "") << arch;
-    const auto sass = runtime::disassemble(compiled.cubin);
+    const auto sass = device::disassemble(compiled.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
     // sm_89 runs fp8 mma.sync natively (QMMA); sm_90 compiles it to f16 HMMAs (Hopper's native fp8 is wgmma).
     const bool qmma = fp8 && std::string_view(arch) == "sm_89";

@@ -33,7 +33,7 @@ std::vector<CorpusSource> corpusSources() {
     for (const DeviceInfo& device : {DeviceInfo::a100(), DeviceInfo::h100Sxm()}) {
       const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs, c.options.plan), device);
       for (const auto& k : compiled.kernels) {
-        if (k) sources.push_back({kernel::emitCuda(*k), kernel::compileArch(*k, device.arch())});
+        if (k) sources.push_back({codegen::emitCuda(*k), kernel::compileArch(*k, device.arch())});
       }
     }
   }
@@ -41,12 +41,12 @@ std::vector<CorpusSource> corpusSources() {
 }
 
 TEST(NvrtcCorpus, EveryKernelCompilesForItsArchWithoutWarnings) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: kernel compilation not checked";
   const auto sources = corpusSources();
   ASSERT_GE(sources.size(), 16u);
   int64_t arch_specific = 0;
   for (const auto& [source, arch] : sources) {
-    const auto compiled = runtime::compileCuda(source, source.substr(3, source.find(':') - 3), {.arch = arch});
+    const auto compiled = device::compileCuda(source, source.substr(3, source.find(':') - 3), {.arch = arch});
     EXPECT_TRUE(compiled.log.empty()) << arch << ":\n" << compiled.log << "\n" << source;
     EXPECT_FALSE(compiled.cubin.empty());
     arch_specific += arch == "sm_90a" ? 1 : 0;
@@ -55,16 +55,16 @@ TEST(NvrtcCorpus, EveryKernelCompilesForItsArchWithoutWarnings) {
 }
 
 TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const testing::KernelCase c = testing::layerNormCase({.batch = 16, .seq = 128, .hidden = 1600}, 1);
   const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
   const kernel::Kernel* k = &testing::onlyKernel(compiled);
   ASSERT_EQ(k->vectorize, 8);
   for (const char* arch : {"sm_80", "sm_90"}) {
-    const auto cubin = runtime::compileCuda(kernel::emitCuda(*k), k->name, {.arch = arch});
-    const auto sass = runtime::disassemble(cubin.cubin);
+    const auto cubin = device::compileCuda(codegen::emitCuda(*k), k->name, {.arch = arch});
+    const auto sass = device::disassemble(cubin.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    const auto counts = runtime::countGlobalAccesses(*sass);
+    const auto counts = device::countGlobalAccesses(*sass);
     EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
     EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << arch << "\n" << *sass;
     // Only the 16-byte accesses move row data: no narrow loads of x or stores of the output.
@@ -74,7 +74,7 @@ TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
 
 // The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
 TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   const std::pair<testing::KernelCase, const char*> cases[] = {
       {testing::matmulCase({64, 96}, {96, 48}, DataType::BFloat16, true, DataType::Null, 1), "HMMA"},
       {testing::matmulCase({2, 40, 64}, {2, 64, 24}, DataType::Int8, false, DataType::Int8, 2), "IMMA"},
@@ -83,8 +83,8 @@ TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     for (const char* arch : {"sm_80", "sm_90"}) {
-      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
-      const auto sass = runtime::disassemble(cubin.cubin);
+      const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = arch});
+      const auto sass = device::disassemble(cubin.cubin);
       if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
       EXPECT_NE(sass->find(opcode), std::string::npos) << arch << ": no " << opcode << " in " << k.summary;
     }
@@ -95,17 +95,17 @@ TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
 // and group-128 scales (the group's scale is one load per chunk, not per element), and dequantizes them
 // without conversion instructions.
 TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   for (const testing::KernelCase& c : {testing::weightInt8LinearCase(1, 11008, 4096, 0, 1),
                                        testing::weightInt8LinearCase(4, 512, 1024, 128, 2)}) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     ASSERT_NE(k.summary.find("matmul gemv"), std::string::npos) << k.summary;
     for (const char* arch : {"sm_80", "sm_90"}) {
-      const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = arch});
-      const auto sass = runtime::disassemble(cubin.cubin);
+      const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = arch});
+      const auto sass = device::disassemble(cubin.cubin);
       if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-      const auto counts = runtime::countGlobalAccesses(*sass);
+      const auto counts = device::countGlobalAccesses(*sass);
       EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
       // No byte-wide loads: every weight byte arrives in a 16-byte vector.
       EXPECT_EQ(counts.load_bits.count(8), 0u) << arch << "\n" << *sass;
@@ -122,7 +122,7 @@ TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
   // 128-thread blocks: at most 64 registers per thread for 8 blocks on an SM's 64K registers. The
   // [2048, 1600] layer_norm's 1024 blocks then fit in one wave on 132 SMs (7 per SM would need two).
   // The row count is a launch argument: a few rows give the kernel of the benchmarks' shapes.
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: registers not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: registers not checked";
   for (const testing::KernelCase& c :
        {testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 1600}, 1),
         testing::layerNormCase({.batch = 2, .seq = 4, .hidden = 4096}, 1),
@@ -130,8 +130,8 @@ TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     ASSERT_EQ(k.threadsPerBlock(), 128) << k.summary;
-    const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
-    const std::optional<int> registers = runtime::registersPerThread(cubin.cubin);
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+    const std::optional<int> registers = device::registersPerThread(cubin.cubin);
     if (!registers) GTEST_SKIP() << "cuobjdump not found: registers not checked";
     EXPECT_LE(*registers, 64) << k.summary;
   }

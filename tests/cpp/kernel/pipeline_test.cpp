@@ -28,9 +28,9 @@ class PipelineWavefront64 : public ::testing::TestWithParam<testing::KernelCaseM
 
 TEST_P(PipelineWavefront64, MatchesTheReferenceOnTheSimulatorAsAnMi300x) {
   const testing::KernelCase c = GetParam().make();
-  runtime::SimDeviceOps device;
-  runtime::FusionCache cache(c.fusion, c.options.plan, &device, DeviceInfo::mi300x());
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "as an MI300X");
+  device::SimDeviceOps device;
+  exec::FusionCache cache(c.fusion, c.options.plan, &device, DeviceInfo::mi300x());
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "as an MI300X");
   for (const auto& k : cache.lastPlan()->compiled().kernels) {
     if (k) {
       EXPECT_EQ(k->warp_size, 64) << k->name;
@@ -48,11 +48,11 @@ std::vector<HostValue> indexPastTheEnd(const testing::KernelCase& c) {
 
 TEST(Pipeline, AnIndexOutOfRangeIsAnIndexErrorNamingTheOpAndTheIndex) {
   const testing::KernelCase c = testing::indexSelectCase();
-  runtime::SimDeviceOps device;
-  runtime::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
+  device::SimDeviceOps device;
+  exec::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
   try {
-    runtime::runOnHost(cache, indexPastTheEnd(c));
+    exec::runOnHost(cache, indexPastTheEnd(c));
     FAIL() << "expected an IndexError";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
@@ -61,27 +61,27 @@ TEST(Pipeline, AnIndexOutOfRangeIsAnIndexErrorNamingTheOpAndTheIndex) {
     }
   }
   // Reported once: the record is clear again and the next execute runs.
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "after the error");
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), "after the error");
 }
 
 TEST(Pipeline, AnIndexErrorOfAnExecuteThatDidNotWaitIsRaisedByTheNextExecute) {
   // As on a GPU, where the host does not wait for the kernels: the next execute on the device reports.
   const testing::KernelCase c = testing::indexSelectCase();
-  runtime::SimDeviceOps device;
-  runtime::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
+  device::SimDeviceOps device;
+  exec::FusionCache cache(c.fusion, {}, &device, DeviceInfo::h100Sxm());
   const std::vector<HostValue> held = indexPastTheEnd(c);
-  std::vector<runtime::DeviceValue> bad;
+  std::vector<device::DeviceValue> bad;
   for (const HostValue& v : held) {
     const HostTensor& t = std::get<HostTensor>(v);
     device.borrow(t.data(), static_cast<size_t>(t.numel() * sizeOf(t.dtype())));
-    bad.push_back(runtime::deviceValueOf(v));
+    bad.push_back(exec::deviceValueOf(v));
   }
   char tag = 0;
-  const auto stream = reinterpret_cast<runtime::StreamHandle>(&tag);
+  const auto stream = reinterpret_cast<device::StreamHandle>(&tag);
   (void)cache.run(bad, stream, /*wait=*/false);
   device.synchronize(stream);  // the kernel ran; nobody has looked at the record yet
   try {
-    (void)runtime::runOnHost(cache, c.inputs);
+    (void)exec::runOnHost(cache, c.inputs);
     FAIL() << "expected the next execute to raise the IndexError";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
@@ -92,15 +92,15 @@ TEST(Pipeline, AnIndexErrorOfAnExecuteThatDidNotWaitIsRaisedByTheNextExecute) {
 
 TEST(Pipeline, WithoutIndexChecksTheSimulatorReportsTheAccessWithTheKernelName) {
   const testing::KernelCase c = testing::indexSelectCase();
-  runtime::SimDeviceOps device;
+  device::SimDeviceOps device;
   DeviceInfo unchecked = DeviceInfo::h100Sxm();
   unchecked.tuning.index_checks = 0;
-  runtime::FusionCache cache(c.fusion, {}, &device, unchecked);
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
-  const std::string source = cache.lastSourceCode(kernel::SourceDialect::Cuda).at(0);
+  exec::FusionCache cache(c.fusion, {}, &device, unchecked);
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
+  const std::string source = cache.lastSourceCode(codegen::SourceDialect::Cuda).at(0);
   EXPECT_EQ(source.find("braze_checked_index"), std::string::npos) << source;
   try {
-    runtime::runOnHost(cache, indexPastTheEnd(c));
+    exec::runOnHost(cache, indexPastTheEnd(c));
     FAIL() << "expected an out-of-bounds report";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("braze_s"), std::string::npos) << e.what();
@@ -124,10 +124,10 @@ TEST(Pipeline, TensorsOf2To31ElementsOrMoreSwitchTo64BitIndexing) {
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     const bool huge = rows * 65536 >= (int64_t{1} << 31);
     EXPECT_EQ(k.index64, huge);
-    const std::string source = kernel::emitCuda(k);
+    const std::string source = codegen::emitCuda(k);
     EXPECT_NE(source.find(huge ? "typedef long long idx_t;" : "typedef int idx_t;"), std::string::npos);
-    if (!runtime::nvrtcAvailable()) continue;
-    EXPECT_TRUE(runtime::compileCuda(source, k.name, {.arch = "sm_90"}).log.empty());
+    if (!device::nvrtcAvailable()) continue;
+    EXPECT_TRUE(device::compileCuda(source, k.name, {.arch = "sm_90"}).log.empty());
   }
 }
 

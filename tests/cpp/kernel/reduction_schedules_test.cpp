@@ -142,7 +142,7 @@ TEST(ReductionSchedules, PersistentRowsInSharedMemoryWithATail) {
 
 // Counts `what` in the kernel's own code (the helpers before it define expf, tanhf...).
 size_t countInKernel(const kernel::Kernel& k, const std::string& what) {
-  const std::string full = kernel::emitCuda(k), source = full.substr(full.find("__global__"));
+  const std::string full = codegen::emitCuda(k), source = full.substr(full.find("__global__"));
   size_t n = 0;
   for (size_t at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
   return n;
@@ -171,8 +171,8 @@ TEST(ReductionSchedules, PersistentKernelsComputeCostlyValuesOnce) {
   const auto compiled = expectDeviceMatches(f, randomInputs(f, 19, {{6, 333}}));
   const kernel::Kernel& k = onlyKernel(compiled);
   EXPECT_TRUE(says(k, "inner persistent")) << k.summary;
-  EXPECT_EQ(countInKernel(k, "expf("), 1u) << kernel::emitCuda(k);
-  EXPECT_EQ(countInKernel(k, "tanhf("), 1u) << kernel::emitCuda(k);
+  EXPECT_EQ(countInKernel(k, "expf("), 1u) << codegen::emitCuda(k);
+  EXPECT_EQ(countInKernel(k, "tanhf("), 1u) << codegen::emitCuda(k);
 }
 
 TEST(ReductionSchedules, PerRowValuesAreComputedOnceBeforeThePass) {
@@ -182,13 +182,13 @@ TEST(ReductionSchedules, PerRowValuesAreComputedOnceBeforeThePass) {
   Fusion layer_norm;
   testing::defineLayerNorm(layer_norm, {.batch = 4, .seq = 3, .hidden = 1600});
   const auto ln = expectDeviceMatches(layer_norm, randomInputs(layer_norm, 20, {{4, 3, 1600}, {1600}, {1600}}));
-  const std::string ln_source = kernel::emitCuda(onlyKernel(ln));
+  const std::string ln_source = codegen::emitCuda(onlyKernel(ln));
   EXPECT_EQ(countInKernel(onlyKernel(ln), "braze_sqrt("), 1u) << ln_source;
   EXPECT_LT(ln_source.find("braze_sqrt("), ln_source.rfind("for (idx_t c0")) << ln_source;
 
   const testing::KernelCase softmax = testing::softmaxCase(9, 1000, DataType::BFloat16, false, 5);
   const auto sm = expectDeviceMatches(*softmax.fusion, softmax.inputs);
-  const std::string sm_source = kernel::emitCuda(onlyKernel(sm));
+  const std::string sm_source = codegen::emitCuda(onlyKernel(sm));
   EXPECT_EQ(countInKernel(onlyKernel(sm), "braze_div((1.0f)"), 1u) << sm_source;
   EXPECT_LT(sm_source.find("braze_div((1.0f)"), sm_source.rfind("for (idx_t c0")) << sm_source;
 }

@@ -84,7 +84,7 @@ TEST(ShapeGenericKernels, LayerNormAt64RowCountsHasTwoSources) {
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
     EXPECT_EQ(k.arguments[0].name, "rows");
     EXPECT_EQ(toInt(k.arguments[0].value), batch * seq);
-    const std::string source = kernel::emitCuda(k);
+    const std::string source = codegen::emitCuda(k);
     sources.insert(source);
     if (batch * seq >= 2) sources_from_two_rows.insert(source);
   }
@@ -108,7 +108,7 @@ TEST(ShapeGenericKernels, ALayerNormKernelLaunchedForOtherRowCountsMatchesTheRef
     const LoweredPlan other = compileFor(*f, inputs);
     const kernel::Kernel& target = onlyKernel(other);
     // (Not ASSERT_EQ: a failure would print two sources of 20 KB.)
-    ASSERT_TRUE(kernel::emitCuda(k) == kernel::emitCuda(target))
+    ASSERT_TRUE(codegen::emitCuda(k) == codegen::emitCuda(target))
         << batch << "x" << seq << " needs another kernel: " << target.summary;
     const HostTensor out = launchAs(k, planned, target, inputs, {batch, seq, hidden});
     expectClose({out}, evaluate(*f, inputs), fmt::format("{}x{} with the 4x16 kernel", batch, seq));
@@ -125,8 +125,8 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
     const kernel::Kernel& k = onlyKernel(compiled);
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
     EXPECT_EQ(toInt(k.arguments[0].value), rows * 4096 / k.vectorize);
-    sources.insert(kernel::emitCuda(k));
-    sources_by_heuristics[k.summary].insert(kernel::emitCuda(k));
+    sources.insert(codegen::emitCuda(k));
+    sources_by_heuristics[k.summary].insert(codegen::emitCuda(k));
   }
   // A source per choice of the heuristics (the unroll grows with the work), never one per size.
   for (const auto& [summary, distinct] : sources_by_heuristics) EXPECT_EQ(distinct.size(), 1u) << summary;
@@ -137,7 +137,7 @@ TEST(ShapeGenericKernels, PointwiseKernelsShareASourceAcrossRowCounts) {
   const auto more = randomInputs(*f, 4, {{51, 24}, {51, 24}});
   const LoweredPlan planned = compileFor(*f, small);
   const LoweredPlan other = compileFor(*f, more);
-  ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other)))
+  ASSERT_TRUE(codegen::emitCuda(onlyKernel(planned)) == codegen::emitCuda(onlyKernel(other)))
       << onlyKernel(other).summary;
   const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {51, 24});
   expectClose({out}, evaluate(*f, more), "51x24 with the 40x24 kernel");
@@ -161,7 +161,7 @@ TEST(ShapeGenericKernels, BiasTilesShareASourceAcrossRowCounts) {
     ASSERT_NE(k.summary.find("pointwise 2D"), std::string::npos) << k.summary;
     ASSERT_EQ(k.arguments.size(), 1u) << k.summary;
     EXPECT_EQ(toInt(k.arguments[0].value), batch * seq);
-    sources_by_heuristics[k.summary].insert(kernel::emitCuda(k));
+    sources_by_heuristics[k.summary].insert(codegen::emitCuda(k));
   }
   for (const auto& [summary, distinct] : sources_by_heuristics) EXPECT_EQ(distinct.size(), 1u) << summary;
   EXPECT_LE(sources_by_heuristics.size(), 3u);  // one per rows-per-thread choice
@@ -170,7 +170,7 @@ TEST(ShapeGenericKernels, BiasTilesShareASourceAcrossRowCounts) {
   const auto more = randomInputs(*f, 9, {{3, 7, 40}, {40}});
   const LoweredPlan planned = compileFor(*f, small);
   const LoweredPlan other = compileFor(*f, more);
-  ASSERT_TRUE(kernel::emitCuda(onlyKernel(planned)) == kernel::emitCuda(onlyKernel(other))) << onlyKernel(other).summary;
+  ASSERT_TRUE(codegen::emitCuda(onlyKernel(planned)) == codegen::emitCuda(onlyKernel(other))) << onlyKernel(other).summary;
   const HostTensor out = launchAs(onlyKernel(planned), planned, onlyKernel(other), more, {3, 7, 40});
   expectClose({out}, evaluate(*f, more), "3x7x40 with the 2x5x40 kernel");
 }
@@ -199,11 +199,11 @@ TEST(ShapeGenericKernels, ScalarInputsAreArgumentsNotLiterals) {
   const auto first = inputsFor(0.3125, 3, true, 1);
   const LoweredPlan planned = compileFor(*f, first);
   const kernel::Kernel& k = onlyKernel(planned);
-  const std::string source = kernel::emitCuda(k);
+  const std::string source = codegen::emitCuda(k);
   EXPECT_EQ(source.find("0.3125"), std::string::npos) << "the scale is a literal";
   for (const auto& inputs : {inputsFor(-1.25, -7, false, 2), inputsFor(1e-3, 100, true, 3)}) {
     const LoweredPlan other = compileFor(*f, inputs);
-    ASSERT_TRUE(kernel::emitCuda(onlyKernel(other)) == source) << onlyKernel(other).summary;
+    ASSERT_TRUE(codegen::emitCuda(onlyKernel(other)) == source) << onlyKernel(other).summary;
     const HostTensor out = launchAs(k, planned, onlyKernel(other), inputs, {9, 24});
     expectClose({out}, evaluate(*f, inputs), "new scalar values with the first values' kernel");
   }
@@ -231,7 +231,7 @@ TEST(ShapeGenericKernels, AnotherHiddenSizeOrAMisalignedInputGetsItsOwnSource) {
   const auto f = testing::sizelessLayerNorm();
   auto sourceFor = [&](std::vector<HostValue> inputs) {
     const LoweredPlan compiled = compileFor(*f, inputs);
-    return kernel::emitCuda(onlyKernel(compiled));
+    return codegen::emitCuda(onlyKernel(compiled));
   };
   const std::string base = sourceFor({shapeOnly({4, 8, 1600}), shapeOnly({1600}), shapeOnly({1600})});
   EXPECT_TRUE(base != sourceFor({shapeOnly({4, 8, 2048}), shapeOnly({2048}), shapeOnly({2048})}));

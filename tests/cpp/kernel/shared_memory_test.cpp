@@ -14,6 +14,7 @@ namespace braze {
 namespace {
 
 using namespace kernel;
+using namespace codegen;
 
 // out[i] = in[(i + shift) % n] through a shared array of n floats, for a block of `threads` threads
 // (n by default): each thread stages elements t, t + threads, ... and reads a neighbour's. With more
@@ -89,8 +90,8 @@ TEST(SharedMemory, EmitsDynamicSharedMemoryThatNvrtcCompiles) {
   const std::string source = emitCuda(k);
   EXPECT_NE(source.find("extern __shared__ __align__(16) unsigned char braze_smem[];"), std::string::npos) << source;
   EXPECT_NE(source.find("reinterpret_cast<float*>(braze_smem + 0)"), std::string::npos) << source;
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: compilation not checked";
-  const auto compiled = runtime::compileCuda(source, k.name, {.arch = "sm_90"});
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: compilation not checked";
+  const auto compiled = device::compileCuda(source, k.name, {.arch = "sm_90"});
   EXPECT_TRUE(compiled.log.empty()) << compiled.log;
 }
 

@@ -25,8 +25,10 @@
 #include <sstream>
 #include <unistd.h>
 
-namespace braze::kernel {
+namespace braze::codegen {
 namespace {
+
+using namespace kernel;  // the simulator's element math is what the emitted ops are compared with
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -295,8 +297,8 @@ TEST(SourceOps, EveryOpOnEveryAcceptedDtypeCompilesWithoutWarnings) {
 // The same kernels in HIP: hiprtc compiles every op's expressions and the narrow types' conversions
 // (braze's own in HIP) for gfx90a without a diagnostic.
 TEST(SourceOps, EveryOpOnEveryAcceptedDtypeCompilesAsHipForGfx90a) {
-  if (!runtime::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked";
-  const auto compiled = runtime::compileHip(allOpsTestKernel(SourceDialect::Hip), "all_ops", {.arch = "gfx90a"});
+  if (!device::hiprtcAvailable()) GTEST_SKIP() << "hiprtc not found: HIP compilation not checked";
+  const auto compiled = device::compileHip(allOpsTestKernel(SourceDialect::Hip), "all_ops", {.arch = "gfx90a"});
   EXPECT_EQ(compiled.log, "");
   EXPECT_FALSE(compiled.cubin.empty());
 }
@@ -621,4 +623,4 @@ TEST(SourceOps, ExpressionsFollowTheReferenceDomains) {
 }
 
 }  // namespace
-}  // namespace braze::kernel
+}  // namespace braze::codegen

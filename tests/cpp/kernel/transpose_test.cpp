@@ -31,11 +31,11 @@ HostTensor columnMajor(DataType dtype, int64_t m, int64_t n, uint64_t seed) {
 
 // The kernels of a plan compile for sm_90 with an empty log; returns the sources.
 void expectCompiles(const LoweredPlan& compiled) {
-  if (!runtime::nvrtcAvailable()) return;
+  if (!device::nvrtcAvailable()) return;
   for (const auto& k : compiled.kernels) {
     if (!k) continue;
-    const std::string source = kernel::emitCuda(*k);
-    const auto cubin = runtime::compileCuda(source, k->name, {.arch = "sm_90"});
+    const std::string source = codegen::emitCuda(*k);
+    const auto cubin = device::compileCuda(source, k->name, {.arch = "sm_90"});
     EXPECT_TRUE(cubin.log.empty()) << cubin.log << "\n" << source;
   }
 }
@@ -255,7 +255,7 @@ TEST(Transpose, StridedTransposedReadFallsBackToPointwiseAndSaysWhy) {
 }
 
 TEST(Transpose, NvrtcCompilesTheTiledKernelsWithoutWarnings) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: compilation not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: compilation not checked";
   for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Half, DataType::Double}) {
     Fusion f;
     defineTranspose2d(f, dtype);
@@ -265,7 +265,7 @@ TEST(Transpose, NvrtcCompilesTheTiledKernelsWithoutWarnings) {
 }
 
 TEST(Transpose, SassOfTheSimpleTransposeHasTheLoadsAndStoresTheTilesPredict) {
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   // float [1024, 1024]: 32x32 tiles, 256 threads, vectorize 4. Phase 1: each thread loads one chunk
   // of 4 points along b, 4 scalar loads (32 threads per warp read 32 consecutive floats of x each);
   // phase 2: each thread stores one 16-byte vector of the output. Nothing else touches global memory.
@@ -275,10 +275,10 @@ TEST(Transpose, SassOfTheSimpleTransposeHasTheLoadsAndStoresTheTilesPredict) {
   const kernel::Kernel& k = onlyKernel(compiled);
   ASSERT_EQ(k.summary.rfind("transpose: tile 32x32, dims (a=0, b=1), 1 staged input; vectorize 4, block 256", 0), 0u)
       << k.summary;
-  const auto cubin = runtime::compileCuda(kernel::emitCuda(k), k.name, {.arch = "sm_90"});
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-  const auto counts = runtime::countGlobalAccesses(*sass);
+  const auto counts = device::countGlobalAccesses(*sass);
   const std::map<int, int> loads{{32, 4}}, stores{{128, 1}};
   EXPECT_EQ(counts.load_bits, loads) << *sass;
   EXPECT_EQ(counts.store_bits, stores) << *sass;

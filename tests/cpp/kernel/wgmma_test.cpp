@@ -24,6 +24,7 @@ namespace braze {
 namespace {
 
 using namespace kernel;
+using namespace codegen;
 
 TEST(WgmmaLayout, DescriptorFieldsAreThePtxEncoding) {
   // Start 0x2400 bytes, k-major (LBO 1, as PTX asks of swizzled k-major operands), SBO 1024, 128-byte swizzle.
@@ -71,10 +72,10 @@ DeviceInfo wgmmaDevice(const char* tuning) {
   return device;
 }
 
-const Kernel& runAndCheck(const testing::KernelCase& c, const DeviceInfo& device, std::unique_ptr<runtime::FusionCache>& cache,
-                          runtime::SimDeviceOps& sim, const std::string& what) {
-  cache = std::make_unique<runtime::FusionCache>(c.fusion, c.options.plan, &sim, device);
-  testing::expectClose(runtime::runOnHost(*cache, c.inputs), evaluate(*c.fusion, c.inputs), what);
+const Kernel& runAndCheck(const testing::KernelCase& c, const DeviceInfo& device, std::unique_ptr<exec::FusionCache>& cache,
+                          device::SimDeviceOps& sim, const std::string& what) {
+  cache = std::make_unique<exec::FusionCache>(c.fusion, c.options.plan, &sim, device);
+  testing::expectClose(exec::runOnHost(*cache, c.inputs), evaluate(*c.fusion, c.inputs), what);
   return testing::onlyKernel(cache->lastPlan()->compiled());
 }
 
@@ -104,8 +105,8 @@ TEST(Wgmma, StagedMatmulsMatchTheReference) {
       {testing::weightInt8LinearCase(40, 72, 128, 32, 38), "matmul_wgmma=1"},
   };
   for (const Case& x : cases) {
-    runtime::SimDeviceOps sim;
-    std::unique_ptr<runtime::FusionCache> cache;
+    device::SimDeviceOps sim;
+    std::unique_ptr<exec::FusionCache> cache;
     const Kernel& k = runAndCheck(x.c, wgmmaDevice(x.tuning), cache, sim, x.tuning);
     EXPECT_NE(k.summary.find("wgmma.m64n"), std::string::npos) << k.summary;
     EXPECT_TRUE(k.arch_specific);
@@ -117,15 +118,15 @@ TEST(Wgmma, StagedMatmulsMatchTheReference) {
 // e4m3 wgmmas with f32 accumulators; the scores' N = 200 takes 256-column tiles of one column block.
 TEST(Wgmma, Fp8OperandsQuantizedAsTheyAreLoadedMatchTheReference) {
   const testing::KernelCase c = testing::quantizedFp8MatmulCase(72, 64, 200, 12);
-  runtime::SimDeviceOps sim;
-  std::unique_ptr<runtime::FusionCache> cache;
+  device::SimDeviceOps sim;
+  std::unique_ptr<exec::FusionCache> cache;
   const Kernel& k = runAndCheck(c, wgmmaDevice("matmul_wgmma=1"), cache, sim, "fp8");
   EXPECT_NE(k.summary.find("wgmma.m64n256k32"), std::string::npos) << k.summary;
   EXPECT_NE(k.summary.find("A k-major through registers, B k-major through registers"), std::string::npos) << k.summary;
-  if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
-  const auto cubin = runtime::compileCuda(emitCuda(k), k.name, {.arch = "sm_90a"});
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
+  const auto cubin = device::compileCuda(emitCuda(k), k.name, {.arch = "sm_90a"});
   EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = runtime::disassemble(cubin.cubin);
+  const auto sass = device::disassemble(cubin.cubin);
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   EXPECT_NE(sass->find("QGMMA"), std::string::npos) << k.summary;
 }
@@ -140,10 +141,10 @@ TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), wgmmaDevice("matmul_wgmma=1"));
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_TRUE(k.arch_specific) << k.summary;
-    if (!runtime::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
-    const auto cubin = runtime::compileCuda(emitCuda(k), k.name, {.arch = "sm_90a"});
+    if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
+    const auto cubin = device::compileCuda(emitCuda(k), k.name, {.arch = "sm_90a"});
     EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-    const auto sass = runtime::disassemble(cubin.cubin);
+    const auto sass = device::disassemble(cubin.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
     EXPECT_NE(sass->find(opcode), std::string::npos) << k.summary;
     EXPECT_NE(sass->find("LDGSTS"), std::string::npos) << k.summary;

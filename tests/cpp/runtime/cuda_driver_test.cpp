@@ -12,7 +12,7 @@
 #include <numeric>
 #include <vector>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 TEST(CudaDriver, WithoutADriverEveryUseSaysWhy) {
@@ -66,4 +66,4 @@ TEST(CudaDriver, DeviceMemoryRoundTrips) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

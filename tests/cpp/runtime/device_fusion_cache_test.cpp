@@ -37,17 +37,17 @@ INSTANTIATE_TEST_SUITE_P(Large, DeviceFusionCache, ::testing::ValuesIn(testing::
                          testing::caseName);
 
 TEST(DeviceFusionCacheErrors, WithoutADriverTheErrorSaysWhy) {
-  if (runtime::cudaAvailable()) GTEST_SKIP() << "a CUDA driver and device are present";
+  if (device::cudaAvailable()) GTEST_SKIP() << "a CUDA driver and device are present";
   const testing::KernelCase c = testing::indexSelectCase();
-  runtime::FusionCache cache(c.fusion);  // no device named: the driver's GPU of the inputs
-  runtime::DeviceTensor x{0x1000, DataType::Float, {3}, {1}, 0};
-  runtime::DeviceTensor i{0x2000, DataType::Int64, {2}, {1}, 0};
+  exec::FusionCache cache(c.fusion);  // no device named: the driver's GPU of the inputs
+  device::DeviceTensor x{0x1000, DataType::Float, {3}, {1}, 0};
+  device::DeviceTensor i{0x2000, DataType::Int64, {2}, {1}, 0};
   try {
     cache.run({x, i});
     FAIL() << "ran without a driver";
   } catch (const Error& e) {
     // "no CUDA driver found; ...", or why a driver that is there is unusable (no device, cuInit failed).
-    EXPECT_NE(std::string(e.what()).find(runtime::cudaUnavailableReason()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(device::cudaUnavailableReason()), std::string::npos) << e.what();
   }
 }
 

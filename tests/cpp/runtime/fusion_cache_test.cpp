@@ -13,10 +13,10 @@
 namespace braze {
 namespace {
 
-using runtime::DeviceTensor;
-using runtime::DeviceValue;
-using runtime::FusionCache;
-using runtime::NoOpDeviceOps;
+using device::DeviceTensor;
+using device::DeviceValue;
+using exec::FusionCache;
+using device::NoOpDeviceOps;
 
 std::shared_ptr<Fusion> layerNorm() {
   auto f = std::make_shared<Fusion>();
@@ -24,7 +24,7 @@ std::shared_ptr<Fusion> layerNorm() {
   return f;
 }
 
-std::vector<DeviceValue> layerNormInputs(runtime::DevicePtr x) {
+std::vector<DeviceValue> layerNormInputs(device::DevicePtr x) {
   return {DeviceTensor::contiguous(x, DataType::BFloat16, {16, 128, 1600}),
           DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
           DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
@@ -113,8 +113,8 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   // Bookending at outputs: the last output is a view of y's buffer, not a kernel's transposed copy.
   FusionCache cache(f, PlanOptions{BookendPolicy::Outputs}, &ops, DeviceInfo::h100Sxm());
   std::vector<std::pair<size_t, DeviceTensor>> asked;
-  runtime::DevicePtr next = 0x900000;
-  const runtime::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
+  device::DevicePtr next = 0x900000;
+  const device::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
     asked.emplace_back(output, spec);
     return next += 0x10000;
   };
@@ -138,7 +138,7 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   EXPECT_EQ(ops.allocations.load(), 1);  // y's buffer only
 
   // An allocator that declines (returns 0) leaves the output to the pool.
-  const runtime::OutputAllocator declines = [](size_t, const DeviceTensor&) { return runtime::DevicePtr{0}; };
+  const device::OutputAllocator declines = [](size_t, const DeviceTensor&) { return device::DevicePtr{0}; };
   const auto pooled = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false,
                                 &declines);
   EXPECT_FALSE(pooled[2].caller_allocated);
@@ -146,7 +146,7 @@ TEST(FusionCache, AnAllocatorProvidesEveryOutputThatIsABufferOfItsOwn) {
   EXPECT_EQ(ops.allocations.load(), 3);
 
   // A misaligned address is refused by name, and what the failed run took from the pool goes back.
-  const runtime::OutputAllocator misaligned = [](size_t, const DeviceTensor&) { return runtime::DevicePtr{0x900004}; };
+  const device::OutputAllocator misaligned = [](size_t, const DeviceTensor&) { return device::DevicePtr{0x900004}; };
   const int64_t allocations_before = ops.allocations.load(), releases_before = ops.releases.load();
   try {
     cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {3, 5}, 1)}, nullptr, false, &misaligned);
@@ -229,7 +229,7 @@ std::vector<DeviceValue> standInDeviceValues(const std::vector<HostValue>& input
   std::vector<DeviceValue> values;
   for (const HostValue& v : inputs) {
     if (const auto* t = std::get_if<HostTensor>(&v)) {
-      values.push_back(DeviceTensor{reinterpret_cast<runtime::DevicePtr>(t->data()), t->dtype(), t->sizes(),
+      values.push_back(DeviceTensor{reinterpret_cast<device::DevicePtr>(t->data()), t->dtype(), t->sizes(),
                                     t->strides()});
     } else {
       values.push_back(std::get<ScalarValue>(v));
@@ -330,17 +330,17 @@ TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
 TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {
   NoOpDeviceOps ops;
   FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
-  runtime::CacheExplanation first = cache.explain(sizelessLayerNormInputs(4, 128));
-  EXPECT_EQ(first.lookup, runtime::CacheLookup::NewKernel);
+  exec::CacheExplanation first = cache.explain(sizelessLayerNormInputs(4, 128));
+  EXPECT_EQ(first.lookup, exec::CacheLookup::NewKernel);
   EXPECT_NE(first.why.find("the first kernel of this fusion"), std::string::npos) << first.why;
   cache.run(sizelessLayerNormInputs(4, 128));
-  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(4, 128)).lookup, runtime::CacheLookup::Hit);
-  const runtime::CacheExplanation longer = cache.explain(sizelessLayerNormInputs(2, 1000));
-  EXPECT_EQ(longer.lookup, runtime::CacheLookup::NewLaunch) << longer.why;
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(4, 128)).lookup, exec::CacheLookup::Hit);
+  const exec::CacheExplanation longer = cache.explain(sizelessLayerNormInputs(2, 1000));
+  EXPECT_EQ(longer.lookup, exec::CacheLookup::NewLaunch) << longer.why;
   EXPECT_EQ(cache.size(), 1u);  // explain keeps nothing
   // One row: a block of one row, which the heuristics had not chosen before.
-  const runtime::CacheExplanation one_row = cache.explain(sizelessLayerNormInputs(1, 1));
-  EXPECT_EQ(one_row.lookup, runtime::CacheLookup::NewKernel);
+  const exec::CacheExplanation one_row = cache.explain(sizelessLayerNormInputs(1, 1));
+  EXPECT_EQ(one_row.lookup, exec::CacheLookup::NewKernel);
   EXPECT_NE(one_row.why.find("heuristics no compiled kernel of this fusion has"), std::string::npos) << one_row.why;
   EXPECT_NE(one_row.why.find("1 rows per block"), std::string::npos) << one_row.why;
 }
@@ -349,17 +349,17 @@ TEST(FusionCache, PastItsCapTheLeastRecentlyRunPlanIsDropped) {
   NoOpDeviceOps ops;
   FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   const auto kept = sizelessLayerNormInputs(3, 5);
-  std::shared_ptr<const runtime::PreparedPlan> held = cache.prepare(sizelessLayerNormInputs(1, 1));
+  std::shared_ptr<const exec::PreparedPlan> held = cache.prepare(sizelessLayerNormInputs(1, 1));
   const int64_t n = static_cast<int64_t>(FusionCache::kMaxPlans) + 8;
   for (int64_t seq = 2; seq <= n; ++seq) {
     cache.run(sizelessLayerNormInputs(1, seq));
     if (seq % 64 == 0) cache.run(kept);  // run now and then: never the least recently run
   }
   EXPECT_EQ(cache.size(), FusionCache::kMaxPlans);
-  EXPECT_EQ(cache.explain(kept).lookup, runtime::CacheLookup::Hit);
-  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, n)).lookup, runtime::CacheLookup::Hit);
+  EXPECT_EQ(cache.explain(kept).lookup, exec::CacheLookup::Hit);
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, n)).lookup, exec::CacheLookup::Hit);
   // The first shapes were dropped: planned again, but with kernels compiled already.
-  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, 2)).lookup, runtime::CacheLookup::NewLaunch);
+  EXPECT_EQ(cache.explain(sizelessLayerNormInputs(1, 2)).lookup, exec::CacheLookup::NewLaunch);
   // A plan dropped while the caller holds it stays valid.
   EXPECT_EQ(held->compiled().kernels.size(), 1u);
   EXPECT_LE(cache.kernelCount(), 2u);
@@ -373,11 +373,11 @@ TEST(FusionCache, ManyKernelsAreWarnedAboutOnce) {
     TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
     f->addOutput(reduce(OpKind::Sum, x, {1}));
   }
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   ::testing::internal::CaptureStderr();
-  const int64_t n = static_cast<int64_t>(runtime::FusionCache::kManyKernels) + 4;
-  for (int64_t i = 1; i <= n; ++i) cache.run({runtime::DeviceTensor::contiguous(0x100000, DataType::Float, {8, i})});
+  const int64_t n = static_cast<int64_t>(exec::FusionCache::kManyKernels) + 4;
+  for (int64_t i = 1; i <= n; ++i) cache.run({device::DeviceTensor::contiguous(0x100000, DataType::Float, {8, i})});
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(cache.kernelCount(), static_cast<size_t>(n));
   const auto first = err.find("different kernels");
@@ -392,8 +392,8 @@ TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
     TensorView* x = defineTensor({-1}, {true}, DataType::Float);
     f->addOutput(add(x, x));
   }
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(std::make_shared<Fusion>(*f), {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(std::make_shared<Fusion>(*f), {}, &ops, DeviceInfo::h100Sxm());
   try {
     cache.run({ScalarValue{1.0}});
     FAIL() << "expected an error";
@@ -411,9 +411,9 @@ TEST(FusionCache, ScalarOutputsComeBackAsValuesFromAnyDevice) {
     f->addOutput(add(x, x));
     f->addOutput(binaryOp(OpKind::Mul, size(x, 1), defineScalar(DataType::Int64, int64_t{3})));
   }
-  runtime::NoOpDeviceOps ops;
+  device::NoOpDeviceOps ops;
   ASSERT_FALSE(ops.hostMemory());
-  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   const auto outputs = cache.run({DeviceTensor::contiguous(0x100000, DataType::Float, {4, 7})});
   ASSERT_EQ(outputs.size(), 2u);
   EXPECT_FALSE(outputs[0].scalar.has_value());
@@ -436,11 +436,11 @@ TEST(FusionCache, PlansOfSeveralKernelsLaunchAsOneGraphWhenAsked) {
     TensorView* m = reduce(OpKind::Sum, x, {0}, true);
     f->addOutput(sub(x, expand(m, testing::ints(*f, {29, 32}))));
   }
-  runtime::NoOpDeviceOps ops;
-  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   cache.useCudaGraphs(true);
-  auto input = [](runtime::DevicePtr x) {
-    return std::vector<runtime::DeviceValue>{runtime::DeviceTensor::contiguous(x, DataType::Float, {29, 32})};
+  auto input = [](device::DevicePtr x) {
+    return std::vector<device::DeviceValue>{device::DeviceTensor::contiguous(x, DataType::Float, {29, 32})};
   };
   cache.run(input(0x100000));
   ASSERT_EQ(cache.prepare(input(0x100000))->launchedKernels().size(), 2u);
@@ -458,8 +458,8 @@ TEST(FusionCache, PlansOfSeveralKernelsLaunchAsOneGraphWhenAsked) {
   EXPECT_EQ(ops.graph_launches.load(), 2);
 
   // A plan of one kernel launches it as it is.
-  runtime::NoOpDeviceOps single_ops;
-  runtime::FusionCache single(layerNorm(), {}, &single_ops, DeviceInfo::h100Sxm());
+  device::NoOpDeviceOps single_ops;
+  exec::FusionCache single(layerNorm(), {}, &single_ops, DeviceInfo::h100Sxm());
   single.useCudaGraphs(true);
   single.run(layerNormInputs(0x100000));
   EXPECT_EQ(single_ops.launches.load(), 1);
@@ -467,12 +467,12 @@ TEST(FusionCache, PlansOfSeveralKernelsLaunchAsOneGraphWhenAsked) {
 }
 
 TEST(DeviceOps, AGraphUpdatesOnlyTheKernelsWhoseArgumentsChanged) {
-  runtime::NoOpDeviceOps ops;
-  std::unique_ptr<runtime::LaunchGraph> graph;
+  device::NoOpDeviceOps ops;
+  std::unique_ptr<device::LaunchGraph> graph;
   uint64_t first[2] = {0x1000, 7}, second[1] = {0x2000};
   void* first_args[2] = {&first[0], &first[1]};
   void* second_args[1] = {&second[0]};
-  const std::vector<runtime::KernelLaunch> chain = {{nullptr, {}, first_args, 2}, {nullptr, {}, second_args, 1}};
+  const std::vector<device::KernelLaunch> chain = {{nullptr, {}, first_args, 2}, {nullptr, {}, second_args, 1}};
   ASSERT_TRUE(ops.launchGraph(graph, chain, nullptr));
   ASSERT_NE(graph, nullptr);
   ASSERT_TRUE(ops.launchGraph(graph, chain, nullptr));

@@ -28,14 +28,14 @@ TEST(RocmPaths, ALibrarysVersionIsReadFromTheFileItsSymlinksEndAt) {
   std::ofstream(dir / "libfakehip.so.5.7.31921") << "not a library";
   std::filesystem::create_symlink("libfakehip.so.5.7.31921", dir / "libfakehip.so.5");
   std::ofstream(dir / "libunversioned.so") << "not a library";
-  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libfakehip.so.5").string()), std::make_pair(5, 7));
-  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libunversioned.so").string()), std::nullopt);
-  EXPECT_EQ(runtime::installedLibraryVersion((dir / "libmissing.so.6").string()), std::nullopt);
+  EXPECT_EQ(device::installedLibraryVersion((dir / "libfakehip.so.5").string()), std::make_pair(5, 7));
+  EXPECT_EQ(device::installedLibraryVersion((dir / "libunversioned.so").string()), std::nullopt);
+  EXPECT_EQ(device::installedLibraryVersion((dir / "libmissing.so.6").string()), std::nullopt);
   // A bare name: found through LD_LIBRARY_PATH.
   const char* old = std::getenv("LD_LIBRARY_PATH");
   const std::string saved = old == nullptr ? "" : old;
   ::setenv("LD_LIBRARY_PATH", ("/nonexistent:" + dir.string()).c_str(), 1);
-  EXPECT_EQ(runtime::installedLibraryVersion("libfakehip.so.5"), std::make_pair(5, 7));
+  EXPECT_EQ(device::installedLibraryVersion("libfakehip.so.5"), std::make_pair(5, 7));
   old == nullptr ? ::unsetenv("LD_LIBRARY_PATH") : ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
   std::filesystem::remove_all(dir);
 }
@@ -62,11 +62,11 @@ TEST(HipRuntime, AnIsaStartsFromItsPreset) {
 }
 
 TEST(HipRuntime, WithoutAnAmdGpuTheDeviceOpsAndQuerySaySo) {
-  if (runtime::hipRuntime() != nullptr) GTEST_SKIP() << "an AMD GPU is present: " << runtime::hipRuntimeVersion();
+  if (device::hipRuntime() != nullptr) GTEST_SKIP() << "an AMD GPU is present: " << device::hipRuntimeVersion();
   EXPECT_EQ(queryHipDevice(0), std::nullopt);
-  EXPECT_NE(runtime::hipUnavailableReason(), "");
+  EXPECT_NE(device::hipUnavailableReason(), "");
   try {
-    runtime::hipDeviceOps(0);
+    device::hipDeviceOps(0);
     FAIL() << "HIP device ops without a HIP runtime";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Runtime);
@@ -76,7 +76,7 @@ TEST(HipRuntime, WithoutAnAmdGpuTheDeviceOpsAndQuerySaySo) {
 
 TEST(HipRuntime, TheConfigReportNamesHiprtcAndTheHipRuntime) {
   bool hiprtc = false, runtime_line = false;
-  for (const runtime::ConfigEntry& entry : runtime::configReport()) {
+  for (const exec::ConfigEntry& entry : exec::configReport()) {
     hiprtc = hiprtc || (entry.key == "hiprtc" && !entry.value.empty());
     runtime_line = runtime_line || (entry.key == "hip runtime" && !entry.value.empty());
   }

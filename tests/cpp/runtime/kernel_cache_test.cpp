@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 using testing::ScopedEnv;
@@ -343,4 +343,4 @@ TEST(KernelCacheAcrossProcesses, EightProcessesCompileEachKernelOnce) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <thread>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 using testing::ScopedEnv;
@@ -268,4 +268,4 @@ TEST(KernelDiskCache, DirectoryComesFromTheEnvironment) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

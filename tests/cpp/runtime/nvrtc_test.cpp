@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 #define SKIP_WITHOUT_NVRTC()                                                                             \
@@ -175,4 +175,4 @@ TEST(Sass, CountsGlobalAccessesByWidth) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

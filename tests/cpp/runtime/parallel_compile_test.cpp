@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 using testing::ScopedEnv;
@@ -84,4 +84,4 @@ TEST(ParallelCompile, OneBrokenKernelIsThrownUnchanged) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace braze::runtime {
+namespace braze::device {
 namespace {
 
 TEST(Sha256, MatchesTheStandardsExamples) {
@@ -32,4 +32,4 @@ TEST(Sha256, IncrementalEqualsOneShotAtEverySplit) {
 }
 
 }  // namespace
-}  // namespace braze::runtime
+}  // namespace braze::device

@@ -18,9 +18,9 @@
 namespace braze {
 namespace {
 
-using runtime::DevicePtr;
-using runtime::DeviceTensor;
-using runtime::SimDeviceOps;
+using device::DevicePtr;
+using device::DeviceTensor;
+using device::SimDeviceOps;
 
 // The one kernel of a small layer_norm, planned as the FusionCache plans it, with its inputs and
 // output placed in the device's memory.
@@ -31,7 +31,7 @@ struct LayerNormLaunch {
   std::vector<DevicePtr> pointers;  // x, weight, bias, out: the order of k->tensors
 
   explicit LayerNormLaunch(SimDeviceOps& ops) {
-    std::vector<runtime::DeviceValue> inputs;
+    std::vector<device::DeviceValue> inputs;
     for (const HostValue& v : c.inputs) {
       const HostTensor& t = std::get<HostTensor>(v);
       const size_t bytes = static_cast<size_t>(t.numel() * sizeOf(t.dtype()));
@@ -40,14 +40,14 @@ struct LayerNormLaunch {
       inputs.push_back(DeviceTensor::contiguous(p, t.dtype(), t.sizes()));
       pointers.push_back(p);
     }
-    compiled = runtime::planForDevice(*c.fusion, inputs, {}, DeviceInfo::h100Sxm());
+    compiled = exec::planForDevice(*c.fusion, inputs, {}, DeviceInfo::h100Sxm());
     k = &testing::onlyKernel(compiled);
     EXPECT_EQ(k->tensors.size(), 4u);
     pointers.push_back(ops.allocate(2 * 3 * 64 * 2, nullptr));
   }
 
   // Launches with the tensor pointers in `order` (k->tensors' order when it is 0, 1, 2, 3).
-  void launch(SimDeviceOps& ops, runtime::KernelHandle f, const std::vector<size_t>& order) const {
+  void launch(SimDeviceOps& ops, device::KernelHandle f, const std::vector<size_t>& order) const {
     std::vector<uint64_t> words;
     for (size_t i : order) words.push_back(pointers[i]);
     for (uint64_t w : kernel::argumentWords(*k)) words.push_back(w);
@@ -56,8 +56,8 @@ struct LayerNormLaunch {
     ops.launch(f, {k->grid, k->block, k->shared_bytes}, args.data(), nullptr);
   }
 
-  runtime::KernelHandle load(SimDeviceOps& ops) const {
-    return ops.load({{k, {kernel::emitCuda(*k), k->name, {}}, k->shared_bytes}})[0];
+  device::KernelHandle load(SimDeviceOps& ops) const {
+    return ops.load({{k, {codegen::emitCuda(*k), k->name, {}}, k->shared_bytes}})[0];
   }
 
   HostTensor output() const {
@@ -85,7 +85,7 @@ TEST(SimDevice, RunsALaunchPackedAsForAGpu) {
 TEST(SimDevice, RejectsPermutedPackedArguments) {
   SimDeviceOps ops;
   const LayerNormLaunch ln(ops);
-  const runtime::KernelHandle f = ln.load(ops);
+  const device::KernelHandle f = ln.load(ops);
   // x and weight swapped: the kernel reads a row of 64 through a pointer to 64 elements in all.
   ln.launch(ops, f, {1, 0, 2, 3});
   const std::string swapped = failureOf([&] { ops.synchronize(nullptr); });
@@ -134,11 +134,11 @@ TEST(SimDevice, WorkRunsWhenTheStreamIsSynchronizedAndFreesWaitForIt) {
 
 TEST(SimDevice, ShapesThatShareASourceLaunchOneLoadedKernel) {
   SimDeviceOps ops;
-  runtime::FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(testing::sizelessLayerNorm(), {}, &ops, DeviceInfo::h100Sxm());
   for (int64_t seq : {5, 9, 33}) {
     const std::vector<HostValue> inputs = testing::randomInputs(*testing::sizelessLayerNorm(), 7, {{4, seq, 256},
                                                                                                  {256}, {256}});
-    testing::expectClose(runtime::runOnHost(cache, inputs), evaluate(*testing::sizelessLayerNorm(), inputs),
+    testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*testing::sizelessLayerNorm(), inputs),
                          "seq " + std::to_string(seq));
   }
   EXPECT_EQ(cache.size(), 3u);         // a plan per shape,
@@ -149,14 +149,14 @@ TEST(SimDevice, ShapesThatShareASourceLaunchOneLoadedKernel) {
 TEST(SimDevice, ASecondRunWithTheSameSignatureIsACacheHit) {
   SimDeviceOps ops;
   const testing::KernelCase c = testing::softmaxCase(6, 100, DataType::Float, false, 3);
-  runtime::FusionCache cache(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
-  std::vector<runtime::DeviceValue> device_inputs;
-  for (const HostValue& v : c.inputs) device_inputs.push_back(runtime::deviceValueOf(v));
-  EXPECT_NE(cache.explain(device_inputs).lookup, runtime::CacheLookup::Hit);
-  runtime::runOnHost(cache, c.inputs);
+  exec::FusionCache cache(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  std::vector<device::DeviceValue> device_inputs;
+  for (const HostValue& v : c.inputs) device_inputs.push_back(exec::deviceValueOf(v));
+  EXPECT_NE(cache.explain(device_inputs).lookup, exec::CacheLookup::Hit);
+  exec::runOnHost(cache, c.inputs);
   const auto plan = cache.lastPlan();
-  EXPECT_EQ(cache.explain(device_inputs).lookup, runtime::CacheLookup::Hit);
-  testing::expectClose(runtime::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
+  EXPECT_EQ(cache.explain(device_inputs).lookup, exec::CacheLookup::Hit);
+  testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs));
   EXPECT_EQ(cache.lastPlan(), plan);  // the same prepared plan: nothing planned or lowered again
   EXPECT_EQ(cache.size(), 1u);
 }
@@ -185,8 +185,8 @@ TEST(SimDevice, RunsHostStepsInStreamOrder) {
   };
   const std::vector<HostValue> ours = inputs(), theirs = inputs();
   SimDeviceOps ops;
-  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
-  const std::vector<HostValue> got = runtime::runOnHost(cache, ours);
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const std::vector<HostValue> got = exec::runOnHost(cache, ours);
   const std::vector<HostValue> want = evaluate(*f, theirs);
   ASSERT_EQ(got.size(), 3u);
   testing::expectClose({got[0], got[1]}, {want[0], want[1]});
@@ -205,14 +205,14 @@ TEST(SimDevice, AGraphRunsWithTheArgumentsItWasUpdatedWith) {
     f->addOutput(reduce(OpKind::Sum, mul(centered, centered)->asTensor(), {1}));
   }
   SimDeviceOps ops;
-  runtime::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   cache.useCudaGraphs(true);
   const std::vector<HostValue> first{testing::randomTensor(DataType::Float, {40, 24}, 4)};
-  testing::expectClose(runtime::runOnHost(cache, first), evaluate(*f, first));
+  testing::expectClose(exec::runOnHost(cache, first), evaluate(*f, first));
   ASSERT_EQ(cache.lastPlan()->launchedKernels().size(), 2u) << cache.lastPlan()->compiled().plan.toString();
   // Other values at another address (the same signature): the graph's nodes must be updated to read them.
   const std::vector<HostValue> second{testing::randomTensor(DataType::Float, {40, 24}, 5)};
-  testing::expectClose(runtime::runOnHost(cache, second), evaluate(*f, second));
+  testing::expectClose(exec::runOnHost(cache, second), evaluate(*f, second));
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(ops.graphsMade(), 1);
   EXPECT_EQ(ops.launches(), 4);
@@ -223,14 +223,14 @@ TEST(SimDevice, ThreadsShareOneDeviceAndOneCache) {
   // the first runs, launches and frees interleave, and every result is still its own.
   SimDeviceOps ops;
   const testing::KernelCase c = testing::softmaxCase(6, 100, DataType::Float, false, 3);
-  runtime::FusionCache cache(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
   std::vector<std::vector<HostValue>> inputs;
   for (int t = 0; t < 8; ++t) inputs.push_back(testing::randomInputs(*c.fusion, 100 + t, {{6, 100}}));
   std::vector<std::vector<HostValue>> got(inputs.size());
   std::vector<std::thread> threads;
   for (size_t t = 0; t < inputs.size(); ++t) {
     threads.emplace_back([&, t] {
-      for (int run = 0; run < 5; ++run) got[t] = runtime::runOnHost(cache, inputs[t]);
+      for (int run = 0; run < 5; ++run) got[t] = exec::runOnHost(cache, inputs[t]);
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -254,8 +254,8 @@ TEST(SimDevice, AnInPlaceUpdateMayReadTheInputItWrites) {
   }
   const HostTensor ours = testing::randomTensor(DataType::Float, {5, 5}, 9);
   const HostTensor theirs = ours.contiguous();
-  runtime::FusionCache cache(f, {}, &runtime::simDeviceOps(), DeviceInfo::h100Sxm());
-  runtime::runOnHost(cache, {ours});
+  exec::FusionCache cache(f, {}, &device::simDeviceOps(), DeviceInfo::h100Sxm());
+  exec::runOnHost(cache, {ours});
   evaluate(*f, {theirs});
   testing::expectSameValues({ours}, {theirs});
 }
@@ -270,21 +270,21 @@ TEST(SimDevice, OneThreadsFailureStaysItsOwn) {
   const testing::KernelCase good = testing::softmaxCase(6, 100, DataType::Float, false, 3);
   DeviceInfo unchecked = DeviceInfo::h100Sxm();
   unchecked.tuning.index_checks = 0;
-  runtime::FusionCache bad_cache(bad.fusion, {}, &ops, unchecked);
-  runtime::FusionCache good_cache(good.fusion, {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache bad_cache(bad.fusion, {}, &ops, unchecked);
+  exec::FusionCache good_cache(good.fusion, {}, &ops, DeviceInfo::h100Sxm());
   const std::vector<HostValue> out_of_bounds{bad.inputs[0], testing::tensorOf(DataType::Int64, {2}, {0, 7})};
   std::atomic<int> errors{0};
   std::thread failing([&] {
     for (int run = 0; run < 20; ++run) {
       try {
-        runtime::runOnHost(bad_cache, out_of_bounds);
+        exec::runOnHost(bad_cache, out_of_bounds);
       } catch (const Error&) {
         ++errors;
       }
     }
   });
   const std::vector<HostValue> want = evaluate(*good.fusion, good.inputs);
-  for (int run = 0; run < 20; ++run) testing::expectClose(runtime::runOnHost(good_cache, good.inputs), want);
+  for (int run = 0; run < 20; ++run) testing::expectClose(exec::runOnHost(good_cache, good.inputs), want);
   failing.join();
   EXPECT_EQ(errors.load(), 20);
 }
