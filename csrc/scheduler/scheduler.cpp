@@ -9,7 +9,6 @@
 #include "support/error.h"
 
 #include <array>
-#include <functional>
 
 namespace braze {
 
