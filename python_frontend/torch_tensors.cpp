@@ -80,8 +80,16 @@ const TorchTypes* torchTypes() {
   return &types;
 }
 
+// A tuple of ints (torch's shape and stride() are tuples, torch.Size one too) read without an iterator;
+// any other sequence item by item.
 std::vector<int64_t> int64s(nb::handle sequence) {
   std::vector<int64_t> values;
+  if (PyTuple_Check(sequence.ptr())) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(sequence.ptr());
+    values.reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) values.push_back(nb::cast<int64_t>(nb::handle(PyTuple_GET_ITEM(sequence.ptr(), i))));
+    return values;
+  }
   for (nb::handle item : sequence) values.push_back(nb::cast<int64_t>(item));
   return values;
 }

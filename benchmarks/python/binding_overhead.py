@@ -2,7 +2,9 @@
 plans for an H100 and launches nothing, so what is timed is everything a cached fd.execute does in
 the binding except the launch: reading the inputs (DLPack for numpy arrays; the attributes for a
 stand-in of torch.Tensor), the signature, the plan lookup, binding the arguments and allocating the
-output (through a Python allocator, as torch outputs are). A no-op Python call is the floor.
+output (through a Python allocator, as torch outputs are). A no-op Python call is the floor. fd.execute
+is timed in every call form nvFuser scripts and Thunder use: positional, device= as an index, a string
+and a torch.device, and Thunder's (device=, _enable_options=[], _disable_options=[]).
 
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
 """
@@ -15,6 +17,7 @@ import sys
 import time
 import types
 
+import ml_dtypes
 import numpy as np
 
 from braze import DataType, FusionDefinition, _C
@@ -38,6 +41,66 @@ class StandInTensor:
         return 0
 
 
+class StandInDevice:
+    """torch.device("cuda", 0): hashable, printed as "cuda:0"."""
+
+    def __str__(self):
+        return "cuda:0"
+
+    def __hash__(self):
+        return hash("cuda:0")
+
+    def __eq__(self, other):
+        return isinstance(other, StandInDevice)
+
+
+def layer_norm_backward(fd):
+    """The layer-norm backward as Thunder hands it to nvFuser (bf16 in and out, float math): grad_out,
+    x, mean, rstd and weight in; grad_in (a reduction over the hidden dim per row), grad_weight and
+    grad_bias (reductions over the rows) out."""
+    bf16, f32 = DataType.BFloat16, DataType.Float
+    grad_out = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=bf16)
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=bf16)
+    mean = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=f32)
+    rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=f32)
+    weight = fd.define_tensor(shape=[-1], contiguity=[True], dtype=bf16)
+    go, xf = fd.ops.cast(grad_out, f32), fd.ops.cast(x, f32)
+    x_hat = fd.ops.mul(fd.ops.sub(xf, mean), rstd)
+    g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(weight, f32), [True, False]))
+    c = fd.ops.size(x, 1)
+    a = fd.ops.div(fd.ops.sum(g, dims=[1], keepdim=True), c)
+    b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[1], keepdim=True), c)
+    grad_in = fd.ops.mul(rstd, fd.ops.sub(fd.ops.sub(g, a), fd.ops.mul(x_hat, b)))
+    fd.add_output(fd.ops.cast(grad_in, bf16))
+    fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, x_hat), dims=[0]), bf16))
+    fd.add_output(fd.ops.cast(fd.ops.sum(go, dims=[0]), bf16))
+
+
+def new_signature_us(calls, torch, allocate):
+    """Median time of an execute whose input signature is new (another row count each call) while its
+    kernels are compiled: planning, lowering, emitting and laying out the plan (no-op device). The
+    inputs are torch.Tensor stand-ins (bf16, which DLPack from numpy cannot carry)."""
+    with FusionDefinition() as fd:
+        layer_norm_backward(fd)
+    cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
+    hidden = 768
+    weight = StandInTensor(np.zeros(hidden, ml_dtypes.bfloat16), torch.bfloat16)
+
+    def inputs(rows):
+        bf16 = [StandInTensor(np.zeros((rows, hidden), ml_dtypes.bfloat16), torch.bfloat16) for _ in range(2)]
+        stats = [StandInTensor(np.zeros((rows, 1), np.float32), torch.float32) for _ in range(2)]
+        return bf16 + stats + [weight]
+
+    cache.run(inputs(2048), 0, "torch", allocate)  # the kernels of this fusion: compiled (here, recorded) once
+    times = []
+    for i in range(calls):
+        args = inputs(2049 + i)
+        start = time.perf_counter()
+        cache.run(args, 0, "torch", allocate)
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times), len(cache)
+
+
 def per_call_us(fn, calls, repeats=7):
     times = []
     for _ in range(repeats):
@@ -51,6 +114,7 @@ def per_call_us(fn, calls, repeats=7):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--new-signatures", type=int, default=50, help="calls of the new-signature row")
     args = parser.parse_args()
 
     with FusionDefinition() as fd:
@@ -66,7 +130,7 @@ def main():
 
     xs, ws = np.zeros((64, 256), np.float32), np.zeros(256, np.float32)
     torch = types.ModuleType("torch")
-    torch.Tensor, torch.float32 = StandInTensor, object()
+    torch.Tensor, torch.float32, torch.bfloat16 = StandInTensor, object(), object()
     sys.modules["torch"] = torch
     xt, wt = StandInTensor(xs, torch.float32), StandInTensor(ws, torch.float32)
 
@@ -83,6 +147,7 @@ def main():
 
     torch.empty_strided = lambda sizes, strides, dtype, device: Output()
     StandInTensor.requires_grad = False
+    cuda0 = StandInDevice()
 
     rows = [
         ("a no-op Python call (the floor)", lambda: nothing()),
@@ -92,11 +157,19 @@ def main():
          lambda: cache.run([xt, wt], 0, "torch", allocate)),
         ("fd.execute, torch.Tensor stand-ins (stream, allocator: torch.empty_strided stand-in)",
          lambda: fd.execute([xt, wt])),
+        ("  the same, device=0", lambda: fd.execute([xt, wt], device=0)),
+        ("  the same, device=\"cuda:0\"", lambda: fd.execute([xt, wt], device="cuda:0")),
+        ("  the same, device=torch.device(\"cuda:0\") (a stand-in)", lambda: fd.execute([xt, wt], device=cuda0)),
+        ("  the same, Thunder's form (device=, _enable_options=[], _disable_options=[])",
+         lambda: fd.execute([xt, wt], device=cuda0, _enable_options=[], _disable_options=[])),
     ]
     print(f"{'what (median of 7 x ' + str(args.calls) + ' calls)':86s} {'us/call':>8s}")
     for name, fn in rows:
         fn()  # the miss: planned once
         print(f"{name:86s} {per_call_us(fn, args.calls):8.2f}")
+    median, plans = new_signature_us(args.new_signatures, torch, allocate)
+    print(f"{'layer-norm backward, a new signature (row count) with its kernels compiled':86s} {median:8.1f}"
+          f"   (median of {args.new_signatures}; {plans} plans)")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,20 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   const InputSignature signature = InputSignature::of(inputs);
   std::shared_ptr<const PreparedPlan> plan = find(signature);
   if (!plan) plan = prepareMiss(inputs, signature);
+  return runPlan(plan, inputs, stream, wait, allocator);
+}
+
+std::optional<std::vector<DeviceOutput>> FusionCache::runIfPrepared(const std::vector<DeviceValue>& inputs,
+                                                                    StreamHandle stream, bool wait,
+                                                                    const OutputAllocator* allocator) {
+  std::shared_ptr<const PreparedPlan> plan = find(InputSignature::of(inputs));
+  if (!plan) return std::nullopt;
+  return runPlan(plan, inputs, stream, wait, allocator);
+}
+
+std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const PreparedPlan>& plan,
+                                               const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
+                                               const OutputAllocator* allocator) {
   DeviceOps& ops = opsFor(deviceOf(inputs));
   DeviceScope scope(ops);
   // An index a kernel found out of range, in an earlier execute on this device: raised before this one runs.

@@ -41,18 +41,42 @@ _IGNORED_KWARGS = {
 
 _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 
+# The keywords the torch fast path may see: those it ignores anyway (print_repro is FusionDefinition's).
+# Thunder passes _enable_options and _disable_options on every execute; nvFuser scripts pass device=.
+FAST_KWARGS = frozenset(_IGNORED_KWARGS - {"print_repro"})
+# device= values seen, and whether each names a GPU (they are few: an index, "cuda:0", a torch.device).
+_GPU_DEVICE_NAMES: dict = {}
+
+
+def names_a_gpu(device) -> bool:
+    """Whether `device=` leaves GPU inputs on the fast path: None, an index, "cuda[:n]" or a CUDA
+    torch.device. The general path handles the rest ("cpu" with GPU inputs is an error)."""
+    if device is None:
+        return True
+    try:
+        known = _GPU_DEVICE_NAMES.get(device)
+    except TypeError:  # unhashable: the general path decides
+        return False
+    if known is None:
+        known = isinstance(device, int) or str(device).split(":")[0] == "cuda"
+        if len(_GPU_DEVICE_NAMES) < 64:
+            _GPU_DEVICE_NAMES[device] = known
+    return known
+
 
 def execute(fd, inputs, device, kwargs) -> list:
-    if not kwargs and device is None and "torch" in sys.modules:
+    # Every call form that CUDA torch inputs come in (positional, device=, Thunder's option keywords)
+    # takes the fast path once the fusion has run on a GPU: one C++ pass from the inputs to the launch.
+    if (not kwargs or kwargs.keys() <= FAST_KWARGS) and names_a_gpu(device) and "torch" in sys.modules:
         outputs = _execute_torch(fd, inputs)
         if outputs is not None:
             return outputs
     bookend, kwargs_device, stream = "auto", "h100", None
-    if kwargs:  # the cached GPU path's common case has none: no set arithmetic then
-        bookend = kwargs.pop("bookend", "auto")
-        kwargs_device = kwargs.pop("target", "h100")
-        stream = kwargs.pop("stream", None)
-        unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
+    if kwargs:  # read, not consumed: FusionDefinition.execute keeps them for a reproducer
+        bookend = kwargs.get("bookend", "auto")
+        kwargs_device = kwargs.get("target", "h100")
+        stream = kwargs.get("stream", None)
+        unknown = sorted(set(kwargs) - _IGNORED_KWARGS - {"bookend", "target", "stream"})
         if unknown:
             raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
     flat = _flatten(inputs)
@@ -225,10 +249,12 @@ def _execute_torch(fd, inputs):
     cache = caches.get("auto") if caches is not None else None
     if cache is None:
         return None
-    outputs = cache.run_torch(inputs, _torch_allocator(sys.modules["torch"]))
+    allocate = _torch_allocator(sys.modules["torch"])
+    outputs = cache.run_torch(inputs, allocate)
     if outputs is not None:
         fd._last_gpu_cache = cache
         fd._last_run_was_gpu = True
+        fd._torch_fast = (cache, allocate)  # FusionDefinition.execute goes straight here from now on
     return outputs
 
 

@@ -120,22 +120,34 @@ def test_torch_tensors_are_read_through_their_attributes(monkeypatch):
         cache.run([odd, w], 0, "torch", allocate)
 
 
-def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
-    made = []
+class Output:
+    """What the stand-in torch.empty_strided returns: a tensor braze asks only for its address."""
+
     buffer = np.empty(3 * 5 * 1600, np.uint16)
 
-    class Output:
-        def data_ptr(self):
-            return buffer.ctypes.data
+    def data_ptr(self):
+        return self.buffer.ctypes.data
+
+
+def stand_in_torch(monkeypatch):
+    """A torch module with the stand-in tensor type, torch.bfloat16, a current stream, and an
+    empty_strided that records what it is asked for in `torch.made`."""
+    torch = types.ModuleType("torch")
+    torch.made = []
 
     def empty_strided(sizes, strides, dtype, device):
-        made.append((list(sizes), list(strides), dtype, device))
+        torch.made.append((list(sizes), list(strides), dtype, device))
         return Output()
 
-    torch = types.ModuleType("torch")
     torch.Tensor, torch.bfloat16, torch.empty_strided = StandInTensor, object(), empty_strided
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
     monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch
+
+
+def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
+    torch = stand_in_torch(monkeypatch)
+    made = torch.made
     fd, cache = layer_norm_cache(DataType.BFloat16)
     fd.__dict__["_gpu_caches"] = {"auto": cache}  # the real binding, planning for an H100, no launch
     x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
@@ -153,6 +165,65 @@ def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
     x.negative = True
     with pytest.raises(ValueError, match="input 0: a torch tensor with its negative bit set"):
         fd.execute([x, w])
+
+
+class StandInDevice:
+    """torch.device("cuda", 0) as braze sees it: hashable, printed as "cuda:0"."""
+
+    def __str__(self):
+        return "cuda:0"
+
+    def __hash__(self):
+        return hash("cuda:0")
+
+    def __eq__(self, other):
+        return isinstance(other, StandInDevice)
+
+
+def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
+    """Positional, device= as an index, a string and a torch.device, and Thunder's form with its option
+    keywords: the same outputs from the same prepared plan, each through the one C++ pass (run_torch)."""
+    torch = stand_in_torch(monkeypatch)
+    made = torch.made
+    fd, cache = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    fd.execute([x, w])  # the first run makes the plan
+    runs = []
+
+    class Counting:
+        """The cache, counting the one-pass runs that reach it."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def run_torch(self, inputs, allocate):
+            runs.append(len(inputs))
+            return self.inner.run_torch(inputs, allocate)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    fast_cache, allocate = fd.__dict__["_torch_fast"]
+    fd.__dict__["_torch_fast"] = (Counting(fast_cache), allocate)
+    forms = [{}, {"device": 0}, {"device": "cuda:0"}, {"device": StandInDevice()},
+             {"device": StandInDevice(), "_enable_options": [], "_disable_options": []},
+             {"device": 0, "_enable_options": ["kernel_profile"], "_disable_options": ["parallel_compile"]},
+             {"profile": False, "capture_debug_output": False}]
+    for form in forms:
+        made.clear()
+        (out,) = fd.execute([x, w], **form)
+        assert isinstance(out, Output), form
+        assert made == [([3, 5, 1600], [8000, 1600, 1], torch.bfloat16, 0)], form
+    assert len(runs) == len(forms)  # every form went straight to the C++ pass
+    assert len(cache) == 1  # and hit the one prepared plan
+    # What the fast path must not take: the CPU named as the device, and keywords it does not ignore.
+    with pytest.raises(RuntimeError, match=r"execute\(device='cpu'\): the inputs are on a GPU"):
+        fd.execute([x, w], device="cpu")
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        fd.execute([x, w], _enable_option=[])
+    assert len(runs) == len(forms)
 
 
 def test_run_torch_takes_plain_cuda_tensors_on_the_current_stream_and_declines_the_rest(monkeypatch):
