@@ -15,13 +15,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
 namespace braze {
 
-void dumpAfter(std::string_view step, const std::string& text) {
+void dumpAfter(std::string_view step, const std::function<std::string()>& make_text) {
   if (!dumpEnabled(fmt::format("after:{}", step))) return;
+  const std::string text = make_text();
   std::fprintf(stderr, "== after %.*s ==\n%s", static_cast<int>(step.size()), step.data(), text.c_str());
   if (!text.empty() && text.back() != '\n') std::fputc('\n', stderr);
 }
@@ -30,16 +32,16 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
   if (verifiersEnabled()) verifyFusion(fusion);
   auto prepared = std::make_shared<Fusion>(fusion);  // passes edit a copy: the user's fusion stays as defined
   BoundShapes bound = bindShapes(*prepared, inputs);
-  dumpAfter("bind", bound.toString(*prepared));
+  dumpAfter("bind", [&] { return bound.toString(*prepared); });
 
   BookendReport report;
   // Output chains first: their decisions do not depend on the kernels.
   markOutputChains(*prepared, bound, options.bookend, report);
   if (verifiersEnabled()) verifyFusion(*prepared);
-  dumpAfter("bookend-outputs", prepared->toString());
+  dumpAfter("bookend-outputs", [&] { return prepared->toString(); });
 
   SegmentedFusion plan = segmentFusion(prepared, bound);
-  dumpAfter("segment", plan.toString());
+  dumpAfter("segment", [&] { return plan.toString(); });
 
   // Input chains need the kernels (the double-read rule), so they are decided on a first plan.
   std::unordered_map<const Expr*, int64_t> kernel_of;
@@ -50,7 +52,7 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
   if (markInputChains(*prepared, bound, options.bookend, kernelOf, report)) plan = segmentFusion(prepared, bound);
   plan.bookending = std::move(report);
   if (verifiersEnabled()) verifyPlan(plan);
-  dumpAfter("bookend-inputs", plan.toString());
+  dumpAfter("bookend-inputs", [&] { return plan.toString(); });
   if (dumpEnabled("segments")) std::fprintf(stderr, "%s", plan.toString().c_str());
   return plan;
 }
@@ -73,13 +75,13 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
       continue;
     }
     const SegmentHeuristics heuristics = lowering.heuristics();
-    dumpAfter("heuristics", fmt::format("segment {}: {}", segment.id, heuristics.toString()));
+    dumpAfter("heuristics", [&] { return fmt::format("segment {}: {}", segment.id, heuristics.toString()); });
     kernel::Kernel k = lowering.lower(heuristics);
     if (verifiersEnabled()) kernel::verifyKernel(k);
     // The plan shows what the heuristics chose.
     segment.vectorize = k.vectorize;
     segment.heuristics = kernel::launchSummary(k);
-    dumpAfter("lower", kernel::printKernel(k));
+    dumpAfter("lower", [&] { return kernel::printKernel(k); });
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
     lowered.kernels.emplace_back(std::move(k));
   }
@@ -99,7 +101,7 @@ EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& target, const PlanOptio
     if (dumpEnabled("after:emit")) dump += fmt::format("// {} ({})\n{}", k->name, e.options.arch, e.source);
     emitted.kernels.emplace_back(std::move(e));
   }
-  dumpAfter("emit", dump);
+  dumpAfter("emit", [&] { return dump; });
   return emitted;
 }
 

@@ -23,6 +23,7 @@
 #include "segmenter/segmented_fusion.h"
 
 #include <optional>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -78,7 +79,8 @@ struct CompiledPlan {
 };
 CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops);
 
-// Whether BRAZE_DUMP asks for the IR after `step`; prints `text` to stderr if so.
-void dumpAfter(std::string_view step, const std::string& text);
+// Whether BRAZE_DUMP asks for the IR after `step`; prints the text `make_text` makes to stderr if so (made
+// only then: printing a plan or a kernel costs more than planning it).
+void dumpAfter(std::string_view step, const std::function<std::string()>& make_text);
 
 }  // namespace braze
