@@ -56,6 +56,13 @@ class DefinitionCache:
     def __len__(self) -> int:
         return len(self._by_id)
 
+    def reset(self) -> None:
+        """Forgets every definition and, with them, their execute caches (prepared plans): later
+        definitions start from id 0. Definitions made before keep working with the caches they hold."""
+        with self._lock:
+            self._by_record.clear()
+            self._by_id.clear()
+
     @staticmethod
     def _attach(fd, entry) -> None:
         fd._id = entry.id
