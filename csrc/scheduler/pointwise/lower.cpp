@@ -49,6 +49,33 @@ PointwiseParams choosePointwise(LoweringContext& ctx) {
   VectorizeInput vin;
   vin.widest_dtype_bytes = ctx.widest_dtype_bytes;
   vin.tensor_factors = ctx.input_factors;
+  // With one output shape, the probe says which inputs the lanes walk: an input read at one offset per
+  // output row (a gather's index, a per-row scale) is one scalar load before the lanes, so neither its
+  // dtype nor its own layout limits the vector (an Int64 index tensor would otherwise cap a bf16
+  // embedding gather at two lanes).
+  std::vector<InputAccess> access;
+  if (groups.size() == 1) {
+    access = probeInputAccess(ctx, groups[0].outputs[0]);
+    const std::vector<int64_t>& sizes = groups[0].sizes;
+    int64_t inner = static_cast<int64_t>(sizes.size()) - 1;
+    while (inner > 0 && sizes[inner] == 1) --inner;
+    vin.widest_dtype_bytes = 1;
+    vin.tensor_factors.clear();
+    for (const TensorParam& p : ctx.kernel.tensors) {
+      if (p.output) vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(p.dtype));
+    }
+    size_t input = 0;
+    for (const TensorParam& p : ctx.kernel.tensors) {
+      if (p.output || p.val == nullptr) continue;
+      const auto& strides = access[&p - ctx.kernel.tensors.data()].strides;
+      const bool walked = !strides || inner < 0 || (*strides)[static_cast<size_t>(inner)] != 0;
+      if (walked) {
+        vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(p.dtype));
+        vin.tensor_factors.push_back(ctx.input_factors[input]);
+      }
+      ++input;
+    }
+  }
   vin.inner_extent = 0;
   PointwiseProblem problem;
   int64_t bytes = 0;
@@ -64,7 +91,6 @@ PointwiseParams choosePointwise(LoweringContext& ctx) {
   }
   problem.max_vectorize = kernelVectorize(vin);
   if (groups.size() == 1) {
-    const auto access = probeInputAccess(ctx, groups[0].outputs[0]);
     for (const auto& [val, tensor] : ctx.inputs) {
       if (access[tensor].strides) problem.input_strides.push_back(*access[tensor].strides);
     }

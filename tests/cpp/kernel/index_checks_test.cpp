@@ -18,18 +18,18 @@ namespace braze {
 namespace {
 
 // out[r, :] = table[index[r], :] for a bf16 table of `width` columns: the embedding lookup, its index
-// Int32 (an Int64 one is read whole when checked, where unchecked code reads only its low word).
-testing::KernelCase embeddingCase(int64_t rows, int64_t width) {
+// Int32 by default (an Int64 one is read whole when checked, where unchecked code reads only its low word).
+testing::KernelCase embeddingCase(int64_t rows, int64_t width, DataType index_dtype = DataType::Int32) {
   testing::KernelCase c;
   {
     FusionGuard g(c.fusion.get());
     TensorView* table = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
-    TensorView* index = defineTensor({-1}, {true}, DataType::Int32);
+    TensorView* index = defineTensor({-1}, {true}, index_dtype);
     c.fusion->addOutput(indexSelect(table, index, 0));
   }
   std::vector<double> index(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) index[static_cast<size_t>(r)] = static_cast<double>((r * 7) % 1000);
-  c.inputs = {testing::randomTensor(DataType::BFloat16, {1000, width}, 5), testing::tensorOf(DataType::Int32, {rows}, index)};
+  c.inputs = {testing::randomTensor(DataType::BFloat16, {1000, width}, 5), testing::tensorOf(index_dtype, {rows}, index)};
   return c;
 }
 
@@ -66,6 +66,16 @@ TEST(IndexChecks, TheKernelIrShowsTheCheckAndTheRecord) {
             std::string::npos);
   // The value is checked as read: narrowed to idx_t first, 2^32 + 5 would pass as 5.
   EXPECT_EQ(source.find("braze_checked_index(static_cast<idx_t>"), std::string::npos) << source;
+}
+
+TEST(IndexChecks, AnIndexReadOncePerRowLimitsNeitherTheVectorNorItsWidth) {
+  // The index is one scalar load per row, before the lanes: an Int64 index (8 bytes) and an odd row
+  // count (its own layout's extent) leave a bf16 row of 1024 its 16-byte vectors.
+  for (int64_t rows : {4096, 2049}) {
+    for (DataType dtype : {DataType::Int64, DataType::Int32}) {
+      EXPECT_EQ(lowered(embeddingCase(rows, 1024, dtype), true).vectorize, 8) << rows << " " << toString(dtype);
+    }
+  }
 }
 
 TEST(IndexChecks, CheckedKernelsCompileWithNvrtcAndKeepTheirVectorAccesses) {
