@@ -45,6 +45,18 @@ struct SchedulerEntry {
   void (*lower)(scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) = nullptr;
 };
 
+// The heuristics `entry`'s scheduler chose (`params`, a <kind>/heuristics.h value that prints itself).
+template <typename Params>
+SegmentHeuristics heuristicsOf(const SchedulerEntry& entry, Params params, std::string fallback = "") {
+  std::string summary = params.toString();
+  return {&entry, std::move(params), std::move(summary), std::move(fallback)};
+}
+// The parameters `heuristics` holds, as the scheduler that lowers them reads them.
+template <typename Params>
+const Params& paramsOf(const SegmentHeuristics& heuristics) {
+  return std::any_cast<const Params&>(heuristics.params);
+}
+
 // Every scheduler, in priority order: the first whose check accepts a group schedules it.
 std::span<const SchedulerEntry> schedulers();
 const SchedulerEntry& schedulerFor(SchedulerKind kind);

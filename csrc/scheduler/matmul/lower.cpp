@@ -562,12 +562,9 @@ const SchedulerEntry& matmulScheduler() {
         std::string why = mmaUnavailable(ctx.device, mm.input(0)->dtype());
         return why.empty() ? std::nullopt : std::optional<std::string>(std::move(why));
       },
-      [](scheduler::LoweringContext& ctx) {
-        const MatmulParams params = scheduler::chooseMatmul(ctx);
-        return SegmentHeuristics{&matmulScheduler(), params, params.toString(), ""};
-      },
+      [](scheduler::LoweringContext& ctx) { return heuristicsOf(matmulScheduler(), scheduler::chooseMatmul(ctx)); },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
-        scheduler::lowerMatmul(ctx, std::any_cast<const MatmulParams&>(h.params));
+        scheduler::lowerMatmul(ctx, paramsOf<MatmulParams>(h));
       }};
   return entry;
 }

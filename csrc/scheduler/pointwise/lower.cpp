@@ -155,12 +155,9 @@ namespace braze {
 const SchedulerEntry& pointwiseScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Pointwise, "pointwise", canSchedulePointwise, nullptr,
-      [](scheduler::LoweringContext& ctx) {
-        const PointwiseParams params = scheduler::choosePointwise(ctx);
-        return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(), ""};
-      },
+      [](scheduler::LoweringContext& ctx) { return heuristicsOf(pointwiseScheduler(), scheduler::choosePointwise(ctx)); },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
-        scheduler::lowerPointwise(ctx, std::any_cast<const PointwiseParams&>(h.params));
+        scheduler::lowerPointwise(ctx, paramsOf<PointwiseParams>(h));
       }};
   return entry;
 }

@@ -463,12 +463,11 @@ class RowLowering {
 // Heuristics of the row lowering; inner persistent segments want their rows kept (they may still not
 // fit: the heuristics then say why and stream them).
 SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, const SchedulerEntry& entry) {
-  const ReductionParams params = RowLowering(ctx).choose(persistent_wanted);
-  return {&entry, params, params.toString(), ""};
+  return heuristicsOf(entry, RowLowering(ctx).choose(persistent_wanted));
 }
 
 void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics) {
-  RowLowering(ctx).lower(std::any_cast<const ReductionParams&>(heuristics.params));
+  RowLowering(ctx).lower(paramsOf<ReductionParams>(heuristics));
 }
 
 }  // namespace braze::scheduler

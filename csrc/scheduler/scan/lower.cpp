@@ -64,12 +64,9 @@ namespace braze {
 const SchedulerEntry& scanScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Scan, "scan", canScheduleScan, nullptr,
-      [](scheduler::LoweringContext& ctx) {
-        const ScanParams params = scheduler::chooseScan(ctx);
-        return SegmentHeuristics{&scanScheduler(), params, params.toString(), ""};
-      },
+      [](scheduler::LoweringContext& ctx) { return heuristicsOf(scanScheduler(), scheduler::chooseScan(ctx)); },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
-        scheduler::lowerScan(ctx, std::any_cast<const ScanParams&>(h.params));
+        scheduler::lowerScan(ctx, paramsOf<ScanParams>(h));
       }};
   return entry;
 }

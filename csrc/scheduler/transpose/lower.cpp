@@ -362,15 +362,12 @@ const SchedulerEntry& transposeScheduler() {
       SchedulerKind::Transpose, "transpose", canScheduleTranspose, nullptr,
       [](scheduler::LoweringContext& ctx) {
         auto chosen = scheduler::chooseTranspose(ctx);
-        if (const auto* params = std::get_if<TransposeParams>(&chosen)) {
-          return SegmentHeuristics{&transposeScheduler(), *params, params->toString(), ""};
-        }
-        const PointwiseParams params = scheduler::choosePointwise(ctx);
-        return SegmentHeuristics{&pointwiseScheduler(), params, params.toString(),
-                                 fmt::format("transpose fell back to pointwise ({})", std::get<std::string>(chosen))};
+        if (const auto* params = std::get_if<TransposeParams>(&chosen)) return heuristicsOf(transposeScheduler(), *params);
+        return heuristicsOf(pointwiseScheduler(), scheduler::choosePointwise(ctx),
+                            fmt::format("transpose fell back to pointwise ({})", std::get<std::string>(chosen)));
       },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& h) {
-        scheduler::lowerTranspose(ctx, std::any_cast<const TransposeParams&>(h.params));
+        scheduler::lowerTranspose(ctx, paramsOf<TransposeParams>(h));
       }};
   return entry;
 }
