@@ -1,4 +1,6 @@
 #include "exec/fusion_cache.h"
+
+#include "scheduler/launch_arguments.h"
 #include "device/cuda/query_device.h"
 #include "device/hip/query_hip_device.h"
 
@@ -20,6 +22,7 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
                          std::optional<DeviceInfo> device, GpuVendor platform)
     : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)), platform_(platform) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
+  launch_arguments_ = scheduler::launchArgumentInputs(*fusion_);
   const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
   cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
 }
@@ -34,7 +37,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& sign
 
 std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
                                            const OutputAllocator* allocator) {
-  const InputSignature signature = InputSignature::of(inputs);
+  const InputSignature signature = InputSignature::of(inputs, launch_arguments_);
   std::shared_ptr<const PreparedPlan> plan = find(signature);
   if (!plan) plan = prepareMiss(inputs, signature);
   return runPlan(plan, inputs, stream, wait, allocator);
@@ -43,7 +46,7 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
 std::optional<std::vector<DeviceOutput>> FusionCache::runIfPrepared(const std::vector<DeviceValue>& inputs,
                                                                     StreamHandle stream, bool wait,
                                                                     const OutputAllocator* allocator) {
-  std::shared_ptr<const PreparedPlan> plan = find(InputSignature::of(inputs));
+  std::shared_ptr<const PreparedPlan> plan = find(InputSignature::of(inputs, launch_arguments_));
   if (!plan) return std::nullopt;
   return runPlan(plan, inputs, stream, wait, allocator);
 }
@@ -71,7 +74,7 @@ std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const Prepa
 }
 
 std::shared_ptr<const PreparedPlan> FusionCache::prepare(const std::vector<DeviceValue>& inputs) {
-  const InputSignature signature = InputSignature::of(inputs);
+  const InputSignature signature = InputSignature::of(inputs, launch_arguments_);
   if (std::shared_ptr<const PreparedPlan> plan = find(signature)) return plan;
   return prepareMiss(inputs, signature);
 }
@@ -179,7 +182,7 @@ size_t FusionCache::kernelCount() const {
 }
 
 CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
-  const InputSignature signature = InputSignature::of(inputs);
+  const InputSignature signature = InputSignature::of(inputs, launch_arguments_);
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     if (auto it = plans_.find(signature); it != plans_.end()) {

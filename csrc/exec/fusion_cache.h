@@ -105,6 +105,7 @@ class FusionCache {
   int deviceOf(const std::vector<DeviceValue>& inputs) const;
 
   std::shared_ptr<const Fusion> fusion_;
+  std::vector<bool> launch_arguments_;  // scalar inputs whose values are not in the signature
   PlanOptions options_;
   DeviceOps* ops_;
   std::optional<DeviceInfo> device_;

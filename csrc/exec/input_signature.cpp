@@ -12,10 +12,11 @@ int64_t pointerAlignment(DevicePtr address) {
   return std::min<int64_t>(addressAlignment(static_cast<uintptr_t>(address)), 16);
 }
 
-InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs) {
+InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
   InputSignature s;
   s.words_.reserve(inputs.size() * 10);
-  for (const DeviceValue& v : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DeviceValue& v = inputs[i];
     if (const auto* t = std::get_if<DeviceTensor>(&v)) {
       s.words_.push_back(static_cast<int64_t>(t->dtype) << 8 | static_cast<int64_t>(t->sizes.size()));
       s.words_.push_back(static_cast<int64_t>(t->device) << 8 | pointerAlignment(t->data));
@@ -25,6 +26,7 @@ InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs) {
     }
     const ScalarValue& scalar = std::get<ScalarValue>(v);
     s.words_.push_back(-1 - static_cast<int64_t>(scalar.index()));
+    if (i < launch_arguments.size() && launch_arguments[i]) continue;
     std::visit(
         [&](auto x) {
           if constexpr (std::is_same_v<decltype(x), double>) {

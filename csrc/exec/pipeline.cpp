@@ -8,6 +8,7 @@
 #include "segmenter/segment_views.h"
 #include "segmenter/segmenter.h"
 #include "segmenter/verify_plan.h"
+#include "scheduler/copy_kernel.h"
 #include "scheduler/scheduler.h"
 #include "codegen/source_emitter.h"
 #include "support/dump.h"
@@ -58,7 +59,7 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 }
 
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
-  LoweredPlan lowered{std::move(plan), {}};
+  LoweredPlan lowered{std::move(plan), {}, {}};
   lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
@@ -83,6 +84,15 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     segment.heuristics = kernel::launchSummary(k);
     dumpAfter("lower", [&] { return kernel::printKernel(k); });
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
+    lowered.kernels.emplace_back(std::move(k));
+  }
+  lowered.copies = inPlaceCopies(lowered.plan);
+  for (size_t i = 0; i < lowered.copies.size(); ++i) {
+    const InPlaceCopy& copy = lowered.copies[i];
+    kernel::Kernel k = scheduler::lowerCopyKernel(fmt::format("braze_copy{}", i), copy.value->dtype(), copy.from,
+                                                  copy.to, device);
+    if (verifiersEnabled()) kernel::verifyKernel(k);
+    dumpAfter("lower", [&] { return kernel::printKernel(k); });
     lowered.kernels.emplace_back(std::move(k));
   }
   return lowered;

@@ -20,6 +20,7 @@
 #include "ir/host_tensor.h"
 #include "kernel/kernel_ir.h"
 #include "target/device_info.h"
+#include "segmenter/in_place_copies.h"
 #include "segmenter/segmented_fusion.h"
 
 #include <optional>
@@ -41,12 +42,14 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 
 struct LoweredPlan {
   SegmentedFusion plan;
-  std::vector<std::optional<kernel::Kernel>> kernels;  // per segment: its kernel, or none (alias, no scheduler)
+  // Per segment: its kernel, or none (alias, no scheduler); then one copy kernel per in-place copy.
+  std::vector<std::optional<kernel::Kernel>> kernels;
+  std::vector<InPlaceCopy> copies;  // the in-place updates' copies, after the segments' kernels
 };
 
 // Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler
 // accepts keep no kernel (the reference evaluator runs them) and say why in the plan; the plan's
-// segments show the heuristics chosen.
+// segments show the heuristics chosen. The in-place updates' copies get a copy kernel each.
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device);
 
 struct ExecuteOptions {

@@ -138,26 +138,31 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[s]->source, device_ordinal), k.summary);
     launch.function = compiled.functions[s];
     launch.words = kernel::argumentWords(k);
+    for (size_t w = 0; w < k.arguments.size(); ++w) {
+      if (k.arguments[w].input == nullptr) continue;
+      const auto& inputs = plan.fusion->inputs();
+      const auto at = std::find(inputs.begin(), inputs.end(), k.arguments[w].input);
+      BRAZE_ASSERT(at != inputs.end(), "kernel {} argument {} names no fusion input", k.name, k.arguments[w].name);
+      launch.input_words.push_back({w, static_cast<size_t>(at - inputs.begin()), k.arguments[w]});
+    }
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
     total_params_ += launch.slots.size() + launch.words.size();
     launches_.push_back(std::move(launch));
   }
-  std::unordered_map<const Val*, Binding> saved;  // outputs copied before an in-place update
-  if (!plan.fusion->outputAliases().empty()) {
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
-                     "the fusion updates an input in place (add_output(..., alias_input=...)), which the GPU path does "
-                     "not do yet; run it with host (numpy) inputs");
-    saved = addInPlaceUpdates(slot_of);
-  }
-  for (const Val* out : plan.fusion->outputs()) {
-    if (plan.fusion->outputAliases().count(const_cast<Val*>(out)) != 0) continue;  // written into its input
+  const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, device_ordinal, slot_of);
+  for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
+    const Val* out = plan.fusion->outputs()[i];
+    const Fusion::OutputUse use = plan.fusion->outputUse(i);
+    if (use == Fusion::OutputUse::WrittenIntoInput) continue;  // like nvFuser, not returned
     Output o;
     if (out->isScalar()) {
       o.scalar = std::get<ScalarValue>(scalars_.at(out));
       outputs_.push_back(std::move(o));
       continue;
     }
-    const Binding where = saved.count(out) != 0 ? saved.at(out) : bindingOf(out, slot_of);
+    // The same value added again as a plain output: the input it updated, itself.
+    const Val* value = use == Fusion::OutputUse::UpdatedInput ? plan.fusion->outputAliases().at(const_cast<Val*>(out)) : out;
+    const Binding where = saved.count(value) != 0 ? saved.at(value) : bindingOf(value, slot_of);
     o.slot = where.slot;
     o.byte_offset = where.layout.offset * sizeOf(out->dtype());
     o.tensor.dtype = out->dtype();
@@ -176,52 +181,48 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   }
 }
 
-std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceUpdates(
-    const std::unordered_map<const Val*, int32_t>& slot_of) {
-  const Fusion& fusion = *compiled_.plan.fusion;
-  // An output that views an input updated in place shows the value from before the update (as the
-  // reference evaluator returns it): such outputs are copied out first, into buffers of their own.
-  std::unordered_map<const Val*, Binding> saved;
-  std::vector<int32_t> updated;
-  for (const auto& [out, in] : fusion.outputAliases()) updated.push_back(slot_of.at(in));
-  for (const Val* out : fusion.outputs()) {
-    if (!out->isTensor() || fusion.outputAliases().count(const_cast<Val*>(out)) != 0) continue;
-    const Binding from = bindingOf(out, slot_of);
-    if (std::find(updated.begin(), updated.end(), from.slot) == updated.end()) continue;
-    const StridedLayout layout = StridedLayout::rowMajor(from.layout.sizes);
-    const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())});
+std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCopies(
+    const CompiledPlan& compiled, int device_ordinal, std::unordered_map<const Val*, int32_t>& slot_of) {
+  const SegmentedFusion& plan = compiled_.plan;
+  std::unordered_map<const Val*, Binding> saved;  // outputs copied out before an input they view is written
+  std::vector<Binding> written;                   // per copy: where it wrote
+  for (size_t i = 0; i < compiled_.copies.size(); ++i) {
+    const InPlaceCopy& copy = compiled_.copies[i];
+    const Binding from = copy.staged >= 0 ? written[static_cast<size_t>(copy.staged)] : bindingOf(copy.value, slot_of);
+    Binding to;
+    if (copy.target == InPlaceCopy::Target::Input) {
+      to = bindingOf(copy.input, slot_of);
+    } else {
+      to = {addSlot({SlotKind::Buffer, -1, bytesOf(copy.to.layout, copy.value->dtype())}), copy.value,
+            copy.value->dtype(), copy.to.layout};
+      if (copy.target == InPlaceCopy::Target::SavedOutput) saved.emplace(copy.value, to);
+    }
+    written.push_back(to);
+    const size_t k = plan.segments.size() + i;
+    const std::optional<kernel::Kernel>& kernel = compiled_.kernels[k];
+    if (kernel && kernel->grid[0] * kernel->grid[1] == 0) continue;  // nothing to copy
     Launch launch;
-    launch.host_step = static_cast<int32_t>(host_steps_.size());
-    host_steps_.push_back({-1, {from}, {{slot, out, out->dtype(), layout}}});
-    launches_.push_back(std::move(launch));
-    saved.emplace(out, host_steps_.back().writes[0]);
-  }
-  // Every new value is staged in a buffer of its own before any input is written: a value may be a view
-  // of an input that is itself updated (a permute of it, or another input's update), as the reference
-  // evaluator computes every value before it writes any.
-  std::vector<std::pair<Binding, Binding>> writes;  // (staged value, input)
-  for (const auto& [out, in] : fusion.outputAliases()) {
-    const Binding from = bindingOf(out, slot_of), to = bindingOf(in, slot_of);
-    BRAZE_CHECK(from.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
-                out->name(), fmt::join(from.layout.sizes, ", "), in->name(), fmt::join(to.layout.sizes, ", "));
-    const StridedLayout layout = StridedLayout::rowMajor(from.layout.sizes);
-    const Binding staged{addSlot({SlotKind::Buffer, -1, bytesOf(layout, out->dtype())}), out, out->dtype(), layout};
-    Launch launch;
-    launch.host_step = static_cast<int32_t>(host_steps_.size());
-    host_steps_.push_back({-1, {from}, {staged}});
-    launches_.push_back(std::move(launch));
-    writes.emplace_back(staged, to);
-  }
-  for (const auto& [staged, to] : writes) {
-    Launch launch;
-    launch.host_step = static_cast<int32_t>(host_steps_.size());
-    host_steps_.push_back({-1, {staged}, {to}});
+    if (!compiled.emitted.kernels[k]) {
+      // No copy kernel was compiled (kernels run on the reference evaluator): the host copies.
+      launch.host_step = static_cast<int32_t>(host_steps_.size());
+      host_steps_.push_back({-1, {from}, {to}});
+    } else {
+      launch.shape = {kernel->grid, kernel->block, kernel->shared_bytes};
+      launch.slots = {from.slot, to.slot};
+      launch.words = kernel::argumentWords(*kernel);
+      launch.function = compiled.functions[k];
+      launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[k]->source, device_ordinal),
+                                     kernel->summary);
+      max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
+      total_params_ += launch.slots.size() + launch.words.size();
+    }
     launches_.push_back(std::move(launch));
   }
   return saved;
 }
 
-void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers) const {
+void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
+                               const std::unordered_map<const Val*, HostValue>& scalars) const {
   auto tensorAt = [&](const Binding& b) {
     void* base = reinterpret_cast<void*>(static_cast<uintptr_t>(pointers[b.slot]));
     return HostTensor::wrap(base, b.dtype, b.layout.sizes, b.layout.strides).view(b.layout.sizes, b.layout.strides,
@@ -239,7 +240,7 @@ void PreparedPlan::runHostStep(const HostStep& step, const std::vector<DevicePtr
     });
     return;
   }
-  std::unordered_map<const Val*, HostValue> values = scalars_;
+  std::unordered_map<const Val*, HostValue> values = scalars;
   for (const Binding& b : step.reads) values.insert_or_assign(b.val, tensorAt(b));
   runSegmentOnReference(compiled_.plan.segments[step.segment], values);
   for (const Binding& b : step.writes) {
@@ -318,6 +319,9 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       const size_t tensors = launch.slots.size();
       for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
       for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<DevicePtr>(launch.words[w]);
+      for (const Launch::InputWord& w : launch.input_words) {
+        values[at + tensors + w.word] = kernel::argumentWord(w.argument, std::get<ScalarValue>(inputs[w.input]));
+      }
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
       return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
     };
@@ -337,12 +341,21 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     if (!launched) {
       values.resize(std::max(max_params_, values.size()));
       args.resize(values.size());
+      std::shared_ptr<const std::unordered_map<const Val*, HostValue>> scalars;
+      if (!host_steps_.empty()) {
+        auto with_inputs = std::make_shared<std::unordered_map<const Val*, HostValue>>(scalars_);
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          if (const auto* v = std::get_if<ScalarValue>(&inputs[i])) {
+            (*with_inputs)[compiled_.plan.fusion->inputs()[i]] = *v;
+          }
+        }
+        scalars = std::move(with_inputs);
+      }
       for (const Launch& launch : launches_) {
         if (launch.host_step >= 0) {
           // Runs when the stream gets to it, holding the plan (a cache may drop it meanwhile).
-          ops.enqueueHost(stream, [plan = shared_from_this(), step = &host_steps_[launch.host_step], bound = pointers] {
-            plan->runHostStep(*step, bound);
-          });
+          ops.enqueueHost(stream, [plan = shared_from_this(), step = &host_steps_[launch.host_step], bound = pointers,
+                                   scalars] { plan->runHostStep(*step, bound, *scalars); });
         } else {
           ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
         }

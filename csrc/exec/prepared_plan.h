@@ -35,9 +35,8 @@ size_t compiledKernelKey(const std::string& source, int device);
 class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
  public:
   // Lays out the launches of a plan compiled for device `device_ordinal`. Steps without a kernel (a
-  // segment no kernel scheduler accepts, which the reference evaluator runs; an output written into an
-  // input in place) need a device whose memory the host reaches (`host_memory`, DeviceOps::hostMemory):
-  // on a GPU they throw, naming the segment or output. Scalar outputs are known from the plan and come
+  // segment no kernel scheduler accepts, which the reference evaluator runs) need a device whose memory
+  // the host reaches (`host_memory`, DeviceOps::hostMemory): on a GPU they throw, naming the segment. Scalar outputs are known from the plan and come
   // back on any device.
   PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory);
 
@@ -76,6 +75,13 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
     LaunchShape shape;
     std::vector<int32_t> slots;    // the slot each tensor parameter binds to
     std::vector<uint64_t> words;   // the scalar arguments after them (kernel::argumentWords)
+    // Words that carry a scalar input of the fusion: each run passes that input's value of its own.
+    struct InputWord {
+      size_t word = 0;
+      size_t input = 0;
+      kernel::ScalarArgument argument;
+    };
+    std::vector<InputWord> input_words;
     int32_t host_step = -1;        // or: host_steps_[host_step], run on the host in stream order
   };
   // A tensor in a slot's memory: its layout in elements from the slot's address.
@@ -86,7 +92,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
     StridedLayout layout;
   };
   // A step without a kernel: a segment the reference evaluator runs (`segment` >= 0), or a copy of
-  // reads[0] into writes[0] (an in-place update of an input, or an output saved before one).
+  // reads[0] into writes[0] (an in-place copy, where kernels run on the reference evaluator).
   struct HostStep {
     int64_t segment = -1;
     std::vector<Binding> reads, writes;
@@ -100,17 +106,20 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
 
   int32_t addSlot(Slot slot);
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
-  void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers) const;
-  // Host steps that write outputs declared with alias_input into their inputs; returns the outputs
-  // copied out first because they view an input updated in place.
-  std::unordered_map<const Val*, Binding> addInPlaceUpdates(const std::unordered_map<const Val*, int32_t>& slot_of);
+  // `scalars`: every bound scalar, with the run's values of the scalar inputs.
+  void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
+                   const std::unordered_map<const Val*, HostValue>& scalars) const;
+  // The launches of the in-place updates' copies (LoweredPlan::copies), each a copy kernel or, where
+  // none was compiled, a host step; returns the outputs saved before an input they view is written.
+  std::unordered_map<const Val*, Binding> addInPlaceCopies(const CompiledPlan& compiled, int device_ordinal,
+                                                           std::unordered_map<const Val*, int32_t>& slot_of);
 
   LoweredPlan compiled_;
   std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
   std::vector<HostStep> host_steps_;
-  std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, for host steps
+  std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, as planned
   std::vector<Output> outputs_;
   size_t max_params_ = 0;
   size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once

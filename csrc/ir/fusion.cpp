@@ -166,8 +166,17 @@ void Fusion::aliasOutputToInput(Val* output, Val* input) {
   for (const auto& [out, in] : output_aliases_) {
     BRAZE_CHECK(in != input, "add_output: input {} is already aliased by output {}", input->name(), out->name());
   }
+  BRAZE_CHECK(output_aliases_.count(output) == 0, "add_output: {} is already written into input {}", output->name(),
+              output_aliases_.count(output) != 0 ? output_aliases_.at(output)->name() : "");
   addOutput(output);
   output_aliases_[output] = input;
+}
+
+Fusion::OutputUse Fusion::outputUse(size_t i) const {
+  Val* out = outputs_.at(i);
+  if (output_aliases_.count(out) == 0) return OutputUse::Returned;
+  const bool first = std::find(outputs_.begin(), outputs_.end(), out) == outputs_.begin() + static_cast<int64_t>(i);
+  return first ? OutputUse::WrittenIntoInput : OutputUse::UpdatedInput;
 }
 
 bool Fusion::isInput(const Val* val) const { return std::find(inputs_.begin(), inputs_.end(), val) != inputs_.end(); }

@@ -50,6 +50,11 @@ class Fusion {
   const std::map<Val*, Val*>& outputAliases() const { return output_aliases_; }
   bool isInput(const Val* val) const;
   bool isOutput(const Val* val) const;
+  // What execute does with output i, as nvFuser does: returns it; writes it into the input it aliases
+  // and returns nothing (the first occurrence of an alias_input= output); or returns that input itself
+  // after the update (the same value added again as a plain output).
+  enum class OutputUse { Returned, WrittenIntoInput, UpdatedInput };
+  OutputUse outputUse(size_t i) const;
 
   // Every node, in creation order.
   const std::vector<std::unique_ptr<Val>>& vals() const { return vals_; }

@@ -140,8 +140,8 @@ ExprId KernelBuilder::extent(std::string name, int64_t value) {
   return argument({std::move(name), true, DataType::Int64, value});
 }
 
-ExprId KernelBuilder::scalarArgument(std::string name, DataType dtype, ScalarValue value) {
-  return argument({std::move(name), false, dtype, value});
+ExprId KernelBuilder::scalarArgument(const Val* input, DataType dtype, ScalarValue value) {
+  return argument({input->name(), false, dtype, value, input});
 }
 
 ExprId KernelBuilder::binaryIndex(EKind kind, ExprId a, ExprId b) {
@@ -710,22 +710,19 @@ void KernelBuilder::close() {
   open_.pop_back();
 }
 
-std::vector<uint64_t> argumentWords(const Kernel& kernel) {
+uint64_t argumentWord(const ScalarArgument& a, const ScalarValue& value) {
   static_assert(std::endian::native == std::endian::little, "narrow arguments read the low bytes of a word");
+  const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
+  if (type == DataType::Float) return std::bit_cast<uint32_t>(static_cast<float>(toDouble(value)));
+  if (type == DataType::Double) return std::bit_cast<uint64_t>(toDouble(value));
+  if (type == DataType::Bool) return toInt(value) != 0 ? 1 : 0;
+  return static_cast<uint64_t>(toInt(value));
+}
+
+std::vector<uint64_t> argumentWords(const Kernel& kernel) {
   std::vector<uint64_t> words;
   words.reserve(kernel.arguments.size());
-  for (const ScalarArgument& a : kernel.arguments) {
-    const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
-    if (type == DataType::Float) {
-      words.push_back(std::bit_cast<uint32_t>(static_cast<float>(toDouble(a.value))));
-    } else if (type == DataType::Double) {
-      words.push_back(std::bit_cast<uint64_t>(toDouble(a.value)));
-    } else if (type == DataType::Bool) {
-      words.push_back(toInt(a.value) != 0 ? 1 : 0);
-    } else {
-      words.push_back(static_cast<uint64_t>(toInt(a.value)));
-    }
-  }
+  for (const ScalarArgument& a : kernel.arguments) words.push_back(argumentWord(a, a.value));
   return words;
 }
 

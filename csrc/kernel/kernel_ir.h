@@ -182,6 +182,8 @@ struct ScalarArgument {
   bool index = true;
   DataType dtype = DataType::Int64;  // not an index: the value's dtype
   ScalarValue value = int64_t{0};
+  // The fusion's scalar input it carries, if one: a launch may pass that input's value of its own run.
+  const Val* input = nullptr;
 };
 
 struct Kernel {
@@ -215,6 +217,8 @@ struct Kernel {
 // its word. A parameter narrower than 8 bytes (a 32-bit idx_t, a float, a bool) reads the low bytes,
 // which hold its value on a little-endian host (every host CUDA supports).
 std::vector<uint64_t> argumentWords(const Kernel& kernel);
+// One argument's word for `value` (argumentWords of its own value, or a run's value of its input).
+uint64_t argumentWord(const ScalarArgument& argument, const ScalarValue& value);
 // The inverse: the arguments' values from the words a launch passed (one per argument).
 std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_t* words);
 
@@ -272,8 +276,8 @@ class KernelBuilder {
   ExprId localRead(VarId array, ExprId at);
   // An index the kernel receives at launch (value: this launch's): the source does not contain it.
   ExprId extent(std::string name, int64_t value);
-  // A value of `dtype` the kernel receives at launch (a scalar input of the fusion).
-  ExprId scalarArgument(std::string name, DataType dtype, ScalarValue value);
+  // A value of `dtype` the kernel receives at launch: the scalar input `input` of the fusion.
+  ExprId scalarArgument(const Val* input, DataType dtype, ScalarValue value);
 
   std::optional<int64_t> constValue(ExprId id) const;
   // The range an index value stays in, where it is known: constants, thread and block indices, loop

@@ -83,16 +83,24 @@ std::vector<HostValue> collectOutputs(const Fusion& fusion, const std::unordered
   // aliased input must show the value from before the in-place update.
   std::vector<HostValue> outputs;
   std::vector<std::pair<HostTensor, HostTensor>> in_place;  // (input storage, new value)
-  for (const Val* out : fusion.outputs()) {
+  for (size_t i = 0; i < fusion.outputs().size(); ++i) {
+    const Val* out = fusion.outputs()[i];
     const HostValue& value = values.at(out);
-    auto alias = fusion.outputAliases().find(const_cast<Val*>(out));
-    if (alias != fusion.outputAliases().end()) {
-      const HostTensor& target = std::get<HostTensor>(values.at(alias->second));
-      const HostTensor& result = std::get<HostTensor>(value);
-      BRAZE_CHECK(target.sizes() == result.sizes(), "output {} has shape [{}] but aliases input {} of shape [{}]",
-                  out->name(), fmt::join(result.sizes(), ", "), alias->second->name(), fmt::join(target.sizes(), ", "));
-      in_place.emplace_back(target, result.contiguous());
-      continue;  // like nvFuser, an output written into an input is not returned
+    switch (fusion.outputUse(i)) {
+      case Fusion::OutputUse::WrittenIntoInput: {
+        const Val* input = fusion.outputAliases().at(const_cast<Val*>(out));
+        const HostTensor& target = std::get<HostTensor>(values.at(input));
+        const HostTensor& result = std::get<HostTensor>(value);
+        BRAZE_CHECK(target.sizes() == result.sizes(), "output {} has shape [{}] but aliases input {} of shape [{}]",
+                    out->name(), fmt::join(result.sizes(), ", "), input->name(), fmt::join(target.sizes(), ", "));
+        in_place.emplace_back(target, result.contiguous());
+        continue;  // like nvFuser, an output written into an input is not returned
+      }
+      case Fusion::OutputUse::UpdatedInput:
+        outputs.push_back(values.at(fusion.outputAliases().at(const_cast<Val*>(out))));  // written below
+        continue;
+      case Fusion::OutputUse::Returned:
+        break;
     }
     if (const auto* tensor = std::get_if<HostTensor>(&value)) {
       outputs.emplace_back(fusion.isInput(out) || !row_major ? *tensor : tensor->contiguous());

@@ -43,6 +43,11 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   }
   for (const Val* out : segment.outputs) {
     TensorParam p{out->name(), out->dtype(), true, out, out, bound.allocatedLayout(out), 16};
+    if (auto it = segment.output_views.find(out); it != segment.output_views.end()) {
+      p.storage = it->second.storage;
+      p.layout = it->second.layout.layout;
+      p.alignment_bytes = it->second.layout.alignment_bytes;
+    }
     max_offset = std::max(max_offset, maxOffset(p.layout));
     ctx.widest_dtype_bytes = std::max(ctx.widest_dtype_bytes, sizeOf(out->dtype()));
     ctx.outputs[out] = kb.addTensor(std::move(p));

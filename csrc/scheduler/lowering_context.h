@@ -37,6 +37,9 @@ struct SegmentToLower {
   std::vector<const Val*> outputs;
   const BoundShapes* bound = nullptr;
   std::unordered_map<const Val*, SegmentInputView> input_views;  // every tensor input
+  // An output written into another tensor's memory (an input updated in place): its layout there and
+  // that tensor. Every other output is a buffer of its own (BoundShapes::allocatedLayout).
+  std::unordered_map<const Val*, SegmentInputView> output_views;
 };
 
 // Drops the scalar lets of `k` that nothing reads (dead_lets.cpp).

@@ -281,7 +281,7 @@ ExprId ValueBuilder::scalar(const Val* val) {
   // Constants of the definition stay literals.
   ExprId value;
   if (val->isFusionInput()) {
-    value = kb_.scalarArgument(val->name(), val->dtype(), v);
+    value = kb_.scalarArgument(val, val->dtype(), v);
   } else if (isFloating(val->dtype())) {
     value = kb_.constant(toDouble(v), val->dtype());
   } else {

@@ -27,7 +27,7 @@ scheduler::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segm
               "segment {} has no kernel scheduler ({}); it cannot be compiled", segment.id,
               segment.refusals.empty() ? "alias segment" : segment.refusals.back().second);
   scheduler::SegmentToLower lower{segment.id, *segment.scheduler, segment.exprs, segment.inputs, segment.outputs,
-                               &plan.bound, {}};
+                               &plan.bound, {}, {}};
   for (const Val* in : segment.inputs) {
     if (in->isTensor()) lower.input_views.emplace(in, segmentInputView(plan, in));
   }

@@ -16,6 +16,7 @@ from ._C import BrazeIndexError, BrazeTypeError, BrazeValueError, DataType, Plan
 from .as_nvfuser import install_as_nvfuser
 from .config import config, show_config
 from .fusion_definition import FusionDefinition
+from .generator import manual_seed
 from .handles import Scalar, Tensor
 from .ops import op_names
 from .tensor_descriptor import compute_contiguity, compute_tensor_descriptor
@@ -48,6 +49,7 @@ __all__ = [
     "compute_tensor_descriptor",
     "config",
     "install_as_nvfuser",
+    "manual_seed",
     "op_names",
     "show_config",
     "version",

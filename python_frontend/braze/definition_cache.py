@@ -15,11 +15,12 @@ from ._C import BrazeValueError
 
 
 class _Entry:
-    __slots__ = ("id", "fusion", "host_caches", "gpu_caches")
+    __slots__ = ("id", "fusion", "drawn_inputs", "host_caches", "gpu_caches")
 
-    def __init__(self, id, fusion):
+    def __init__(self, id, fusion, drawn_inputs):
         self.id = id
         self.fusion = fusion
+        self.drawn_inputs = drawn_inputs  # the seed inputs each execute draws (generator.py)
         self.host_caches = {}
         self.gpu_caches = {}
 
@@ -32,11 +33,12 @@ class DefinitionCache:
 
     def register(self, fd) -> None:
         """Gives a finished definition its id, and the execute caches of identical earlier ones."""
-        record = fd._fusion.to_json()
+        drawn = list(fd.__dict__.get("_drawn_inputs", []))
+        record = fd._fusion.to_json() + repr(drawn)  # the same fusion, but seeds passed or drawn
         with self._lock:
             entry = self._by_record.get(record)
             if entry is None:
-                entry = _Entry(len(self._by_id), fd._fusion.__copy__())
+                entry = _Entry(len(self._by_id), fd._fusion.__copy__(), drawn)
                 self._by_record[record] = entry
                 self._by_id.append(entry)
         self._attach(fd, entry)
@@ -66,6 +68,8 @@ class DefinitionCache:
     @staticmethod
     def _attach(fd, entry) -> None:
         fd._id = entry.id
+        if entry.drawn_inputs:
+            fd._drawn_inputs = list(entry.drawn_inputs)
         # execute.py keeps the FusionCache objects in these dicts: sharing them shares the plans.
         fd._host_caches = entry.host_caches
         fd._gpu_caches = entry.gpu_caches

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from . import _C, dtypes
+from . import _C, dtypes, generator
 from ._C import BrazeValueError
 
 _MIXED_INPUTS = "give every tensor input on one GPU, or every one on the CPU (numpy, run on the CPU simulator)"
@@ -273,6 +273,10 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
             raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
     if framework == "torch" and any(getattr(x, "requires_grad", False) for x in flat):
         flat = _readable(flat)
+    if framework == "jax" and fd._fusion.aliased_inputs():
+        name = fd._fusion.aliased_inputs()[0].name
+        raise BrazeValueError(f"the fusion updates input {name} in place (add_output(..., alias_input={name})), but "
+                              "JAX arrays are immutable: pass torch or CuPy tensors, or return the new value instead")
     outputs = cache.run(flat, stream, framework, allocate)
     fd._last_gpu_cache = cache
     fd._last_run_was_gpu = True
@@ -296,6 +300,7 @@ class CachedPlan:
 
 
 def explain(fd, inputs, bookend, target="h100"):
+    inputs = generator.with_placeholders(fd, _flatten(inputs))
     flat = _flatten(inputs)
     if any(_on_cuda(x) for x in flat):
         # The inputs' own GPU decides the heuristics; `target` only names one for host inputs.
@@ -308,22 +313,26 @@ def explain(fd, inputs, bookend, target="h100"):
 
 def reference(fd, inputs) -> list:
     """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with)."""
+    inputs = generator.with_placeholders(fd, _flatten(inputs))
     args, _ = _host_args(fd, inputs)
     return [_to_python(out) for out in _C.evaluate(fd._fusion, args)]
 
 
 def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
+    inputs = generator.with_placeholders(fd, _flatten(inputs))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
 def hip_code_for(fd, inputs, bookend="auto", target="mi300x") -> str:
+    inputs = generator.with_placeholders(fd, _flatten(inputs))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.hip_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
 def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
     """Each kernel braze generates for these inputs, with its launch shape and parameter bindings."""
+    inputs = generator.with_placeholders(fd, _flatten(inputs))
     args, _ = _host_args(fd, inputs)
     return _C.kernels_for(fd._fusion, args, _policy(bookend), _device_name(target))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from . import _C
 from ._C import BrazeValueError
 from . import _convert as cv
-from . import dtypes, execute as _execute, repro as _repro
+from . import dtypes, execute as _execute, generator as _generator, repro as _repro
 from . import tensor_descriptor as td
 from .handles import Scalar, Tensor, wrap
 from .definition_cache import definitions as _definitions
@@ -154,6 +154,14 @@ class FusionDefinition:
             raise TypeError(f"define_scalar: value must be a bool, int or float, got {cv.describe(value)}")
         return Scalar(cv.constant(self, value, dtype), self)
 
+    def _drawn_seed_and_offset(self):
+        """Two Int64 scalar inputs the caller does not pass: a random op's seed and offset, which each
+        execute draws (generator.py)."""
+        seed = Scalar(_C.define_scalar(self._fusion, DataType.Int64), self)
+        offset = Scalar(_C.define_scalar(self._fusion, DataType.Int64), self)
+        self.__dict__.setdefault("_drawn_inputs", []).append(len(self._fusion.inputs()) - 2)
+        return seed, offset
+
     def define_constant(self, value, dtype=None) -> Scalar:
         """Deprecated nvFuser spelling of define_scalar(value, dtype)."""
         return self.define_scalar(value, dtype)
@@ -207,6 +215,9 @@ class FusionDefinition:
         # (positional, device=, the option keywords they pass): straight to the one C++ pass that reads
         # the tensors, finds the plan and launches. Anything else goes the general way below.
         state = self.__dict__
+        user_inputs = inputs  # what a reproducer records: the drawn seeds are drawn again when it runs
+        if "_drawn_inputs" in state:
+            inputs = _generator.with_drawn(self, _execute._flatten(inputs), device)
         fast = state.get("_torch_fast")
         if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
                 and (device is None or _execute.names_a_gpu(device))):
@@ -214,7 +225,7 @@ class FusionDefinition:
             try:
                 outputs = cache.run_torch(inputs, allocate)
             except Exception as error:
-                _repro.report(self, inputs, error, False, kwargs or None)
+                _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise
             if outputs is not None:
                 state["_last_gpu_cache"], state["_last_run_was_gpu"] = cache, True
@@ -223,6 +234,8 @@ class FusionDefinition:
             # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute.
             with self:
                 self.definition()
+            if "_drawn_inputs" in state:
+                inputs = _generator.with_drawn(self, _execute._flatten(inputs), device)
         if self._state == "open":
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
         keywords = kwargs or None  # the reproducer repeats them (execute reads them, consuming none)
@@ -231,14 +244,14 @@ class FusionDefinition:
             # As nvFuser does: the script that reruns this execute, printed before it runs (an in-place
             # update would change the inputs it records), whether or not it then fails.
             try:
-                print(_repro.script(self, inputs, keywords=keywords))
+                print(_repro.script(self, user_inputs, keywords=keywords))
             except Exception as failure:  # noqa: BLE001 - a reproducer that cannot be made must not stop the run
                 print(f"# braze: no reproducer could be made ({type(failure).__name__}: {failure})")
         try:
             return _execute.execute(self, inputs, device, kwargs)
         except Exception as error:
             # BRAZE_REPRO_DIR saves a script that raises this again (repro.py).
-            _repro.report(self, inputs, error, print_repro, keywords)
+            _repro.report(self, user_inputs, error, print_repro, keywords)
             raise
 
     def repro_script(self, inputs) -> str:

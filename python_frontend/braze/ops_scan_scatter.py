@@ -86,11 +86,11 @@ class ScanScatterOps:
     def _random(self, op, builder, a, b, shape, dtype, rng_seed, rng_offset):
         self._begin(op)
         fd = self._fd
-        if rng_seed is None or rng_offset is None:
-            # nvFuser draws them from torch's CUDA generator at each execute; braze's values are a
-            # function of the two, and it does not draw them for the caller.
-            raise TypeError(f"{op}: give rng_seed= and rng_offset= (Scalars or ints): braze's random numbers are "
-                            "a function of them, and it does not draw them per execute")
+        if rng_seed is None and rng_offset is None:
+            rng_seed, rng_offset = fd._drawn_seed_and_offset()  # each execute draws them (generator.py)
+        elif rng_seed is None or rng_offset is None:
+            raise TypeError(f"{op}: give both rng_seed= and rng_offset=, or neither (each execute then draws them "
+                            "from torch's generator, or braze's)")
         return self._wrap(builder(
             cv.scalar(fd, a, op, "minval" if builder is _C.uniform else "mean", DataType.Double),
             cv.scalar(fd, b, op, "maxval" if builder is _C.uniform else "std", DataType.Double),

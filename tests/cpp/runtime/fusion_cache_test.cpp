@@ -4,11 +4,15 @@
 // path are in gpu_fusion_cache_test.cpp.
 #include "fusions/kernel_corpus.h"
 #include "exec/fusion_cache.h"
+#include "exec/host_execute.h"
+#include "device/sim/sim_device_ops.h"
+#include "scheduler/launch_arguments.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
+#include <tuple>
 
 namespace braze {
 namespace {
@@ -73,8 +77,46 @@ TEST(FusionCache, SizesAlignmentAndScalarsSelectThePlan) {
   by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{2.0}});
   EXPECT_EQ(by_scalar.size(), 1u);
   by_scalar.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{3.0}});
-  EXPECT_EQ(by_scalar.size(), 2u);         // a plan per scalar value,
-  EXPECT_EQ(by_scalar.kernelCount(), 1u);  // but one kernel: scalar inputs are launch arguments
+  // A scalar only read as a value is a launch argument, not part of the signature: one plan, one kernel.
+  EXPECT_EQ(by_scalar.size(), 1u);
+  EXPECT_EQ(by_scalar.kernelCount(), 1u);
+
+  // A scalar that sizes a tensor is part of the plan: a plan per value.
+  auto sized = std::make_shared<Fusion>();
+  {
+    FusionGuard g(sized.get());
+    TensorView* x = defineTensor({-1}, {true}, DataType::Float);
+    Val* n = defineScalar(DataType::Int64);
+    sized->addOutput(add(broadcast(x, {true, false}), full({n, sized->constant(int64_t{64})}, sized->constant(1.0),
+                                                            DataType::Float)));
+  }
+  FusionCache by_size(sized, {}, &ops, DeviceInfo::h100Sxm());
+  by_size.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{int64_t{2}}});
+  by_size.run({DeviceTensor::contiguous(0x100000, DataType::Float, {64}), ScalarValue{int64_t{3}}});
+  EXPECT_EQ(by_size.size(), 2u);
+}
+
+TEST(FusionCache, EachRunPassesItsOwnValuesOfLaunchArgumentScalars) {
+  // x * s + uniform(0, 1, seed, offset): a new s, seed or offset is the same plan with new words.
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    Val* s = defineScalar(DataType::Double);
+    Val* seed = defineScalar(DataType::Int64);
+    Val* offset = defineScalar(DataType::Int64);
+    f->addOutput(add(mul(x, s), uniform(f->constant(0.0), f->constant(1.0), {f->constant(int64_t{4}), f->constant(int64_t{33})},
+                                        seed, offset, DataType::Float)));
+  }
+  EXPECT_EQ(scheduler::launchArgumentInputs(*f), (std::vector<bool>{false, true, true, true}));
+  device::SimDeviceOps ops;
+  FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const HostTensor x = testing::randomTensor(DataType::Float, {4, 33}, 1);
+  for (const auto& [s, seed, offset] : {std::tuple{2.0, 7, 0}, std::tuple{-3.5, 7, 4}, std::tuple{0.5, 123456789, 8}}) {
+    const std::vector<HostValue> inputs{x, ScalarValue{s}, ScalarValue{int64_t{seed}}, ScalarValue{int64_t{offset}}};
+    testing::expectSameValues(runOnHost(cache, inputs), evaluate(*f, inputs));
+  }
+  EXPECT_EQ(cache.size(), 1u);
 }
 
 TEST(FusionCache, OutputsThatViewAnInputComeBackAsViews) {

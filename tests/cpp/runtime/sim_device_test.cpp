@@ -173,9 +173,7 @@ TEST(SimDevice, RunsHostStepsInStreamOrder) {
     Val* s = defineScalar(DataType::Double);
     f->addOutput(mul(matmul(a, b), f->constant(2.0)));
     f->addOutput(permute(c, {1, 0}));
-    Val* updated = add(c, s);
-    f->addOutput(updated);
-    f->aliasOutputToInput(updated, c);
+    f->aliasOutputToInput(add(c, s), c);
     f->addOutput(mul(s, f->constant(3.0)));
   }
   auto inputs = [] {

@@ -1,0 +1,32 @@
+// How a plan carries out its in-place updates (outputs added with alias_input=) after its kernels, with
+// the reference evaluator's meaning (every value is computed before any input is written):
+//  1. an output that views an updated input is saved into a buffer of its own: it shows the value from
+//     before the update;
+//  2. a new value that is itself a view of a fusion input is staged into a buffer: writing another input
+//     (or its own) could change what it views;
+//  3. each new value is written into its input, from its kernel's buffer or from its staged copy.
+// A value added again as a plain output is the updated input itself (Fusion::OutputUse::UpdatedInput):
+// it is neither saved nor copied. Each copy runs as a copy kernel (scheduler/copy_kernel.h).
+#pragma once
+
+#include "segmenter/segmented_fusion.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace braze {
+
+struct InPlaceCopy {
+  enum class Target : uint8_t { SavedOutput, Staged, Input };
+  Target target = Target::Input;
+  const Val* value = nullptr;  // the plan's value copied, read through segmentInputView
+  int32_t staged = -1;         // Input: the earlier copy whose buffer holds the value, when it was staged
+  const Val* input = nullptr;  // Input: the fusion input written
+  InputLayout from, to;        // from the read's and the written memory's addresses (a buffer: row-major)
+};
+
+// Saved outputs first, then staged values, then the writes into inputs. Throws when a new value's
+// shape differs from its input's.
+std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan);
+
+}  // namespace braze

@@ -1,0 +1,78 @@
+"""The seed and offset of random ops defined without rng_seed= and rng_offset= (fd.ops.uniform(0, 1,
+shape) as Thunder's dropout writes it). Such an op reads two Int64 scalar inputs that the caller does not
+pass: each execute draws them, as nvFuser does, from torch's generator when the inputs are torch tensors
+(a CUDA tensor's device generator: its Philox seed and offset, the offset advanced past what the fusion
+draws, so consecutive executes differ and torch.manual_seed repeats them; on the CPU, one draw from
+torch's default generator), and from braze's own generator otherwise (braze.manual_seed repeats it).
+Values are a function of (seed, offset, element index) only, so a run is the same on every device."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+# Like torch's, braze's generator starts from a fixed seed: a process's runs repeat unless it reseeds.
+_DEFAULT_SEED = 67280421310721
+_lock = threading.Lock()
+_state = {"seed": _DEFAULT_SEED, "offset": 0}
+
+# Offsets one random op takes from the generator: torch's Philox offsets advance in steps of 4.
+_OFFSET_STEP = 4
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds braze's generator (the one random ops without seeds draw from when no torch tensor is an
+    input) and restarts its offsets."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
+    with _lock:
+        _state["seed"], _state["offset"] = seed & (2**64 - 1), 0
+
+
+def drawn_positions(fd) -> list:
+    """The input positions of the (seed, offset) pairs the definition's random ops draw: each the seed's."""
+    return fd.__dict__.get("_drawn_inputs") or []
+
+
+def with_drawn(fd, flat, device=None) -> list:
+    """`flat` (the caller's inputs, flattened) with each random op's seed and offset inserted, drawn for
+    this execute."""
+    positions = drawn_positions(fd)
+    seed, offset = _draw(flat, len(positions), device)
+    return _insert(flat, positions, seed, offset)
+
+
+def with_placeholders(fd, flat) -> list:
+    """The same with zeros, drawing nothing: for explain, the reference and the kernels' source (a seed
+    or offset is a launch argument, so the plan and kernels do not depend on it)."""
+    return _insert(flat, drawn_positions(fd), 0, 0)
+
+
+def _insert(flat, positions, seed, offset) -> list:
+    if not positions:
+        return flat
+    full = list(flat)
+    for k, position in enumerate(positions):  # ascending: each insert leaves the later positions right
+        full[position:position] = [seed, offset + k * _OFFSET_STEP]
+    return full
+
+
+def _draw(flat, ops, device):
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        tensors = [x for x in flat if isinstance(x, torch.Tensor)]
+        gpu = next((x.device for x in tensors if x.is_cuda), None)
+        if gpu is None and not tensors and device is not None and str(device) != "cpu":
+            gpu = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        if gpu is not None:
+            generator = torch.cuda.default_generators[gpu.index if gpu.index is not None else torch.cuda.current_device()]
+            with _lock:
+                offset = generator.get_offset()
+                generator.set_offset(offset + ops * _OFFSET_STEP)
+            return generator.initial_seed(), offset
+        if tensors:
+            return int(torch.randint(0, 2**62, (1,)).item()), 0
+    with _lock:
+        offset = _state["offset"]
+        _state["offset"] = offset + ops * _OFFSET_STEP
+        return _state["seed"], offset

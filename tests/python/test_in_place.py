@@ -1,0 +1,129 @@
+"""In-place updates (add_output(..., alias_input=)), as Thunder's nvFuser executor uses them for every
+in-place op (optimizer steps, x.add_(...)), with nvFuser's output convention: the aliased output is not
+returned, and the same value added again comes back as the updated input itself. On torch CPU tensors
+(the simulated device) and on CUDA tensors where torch sees a GPU: the same plans, copy kernels and
+outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+
+torch = pytest.importorskip("torch")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def test_returning_an_aliased_output_returns_the_updated_input(device):
+    # nvFuser's test_returning_aliased_outputs: relu written into the input, then returned twice.
+    x = torch.randn(1, 2, 3, 4, device=device)
+    want = x.relu()
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.Float)
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        t4 = fd.ops.where(fd.ops.gt(t0, zero), t0, zero)
+        fd.add_output(t4, t0)
+        fd.add_output(t4)
+        fd.add_output(t4)
+    outputs = fd.execute([x])
+    assert len(outputs) == 2
+    for out in outputs:
+        assert out.data_ptr() == x.data_ptr()
+    torch.testing.assert_close(x, want)
+
+
+def test_an_update_of_a_non_contiguous_input_writes_through_its_strides(device):
+    # nvFuser's test_inplace_update_on_non_contiguous_inputs: a 2x2 view with strides (1, 3) of a 5-vector.
+    storage = torch.randn(5, device=device)
+    x = storage.as_strided((2, 2), (1, 3))
+    before = storage.clone()
+    want = x.relu()
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[2, 2], contiguity=[False, True], dtype=DataType.Float, stride_order=[0, 1])
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        t6 = fd.ops.set(fd.ops.cast(fd.ops.where(fd.ops.gt(t0, zero), t0, zero), DataType.Float))
+        fd.add_output(t6, t0)
+        fd.add_output(t6)
+    (out,) = fd.execute([x])
+    assert out.data_ptr() == x.data_ptr()
+    torch.testing.assert_close(x, want)
+    untouched = [i for i in range(5) if i not in (0, 1, 3, 4)]
+    torch.testing.assert_close(storage[untouched], before[untouched])  # element 2 is outside the view
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_sgd_step_updates_every_parameter_and_returns_nothing(device, dtype):
+    params = [torch.randn(shape, device=device, dtype=dtype) for shape in [(64, 33), (33,), (7, 5, 3)]]
+    grads = [torch.randn_like(p) for p in params]
+    want = [p.float() - 0.1 * g.float() for p, g in zip(params, grads)]
+
+    with FusionDefinition() as fd:
+        handles = []
+        for p in params:
+            handles.append(fd.from_pytorch(p))
+        grad_handles = [fd.from_pytorch(g) for g in grads]
+        lr = fd.define_scalar(0.1, dtype=DataType.Double)
+        for p, g in zip(handles, grad_handles):
+            stepped = fd.ops.sub(fd.ops.cast(p, DataType.Float), fd.ops.mul(fd.ops.cast(g, DataType.Float), lr))
+            fd.add_output(fd.ops.cast(stepped, p.dtype), alias_input=p)
+    for _ in range(2):  # the second run takes the cached plan
+        assert fd.execute(params + grads) == []
+    for p, g, w in zip(params, grads, want):
+        w = w - 0.1 * g.float()
+        torch.testing.assert_close(p.float(), w.to(dtype).float(), rtol=2e-2, atol=2e-2)
+
+
+def test_an_output_that_views_the_updated_input_shows_it_before_the_update(device):
+    x = torch.arange(12.0, device=device).reshape(3, 4)
+    before = x.clone()
+
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.permute(t, [1, 0]))
+        fd.add_output(fd.ops.mul(t, 2.0), alias_input=t)
+    (transposed,) = fd.execute([x])
+    torch.testing.assert_close(transposed, before.t())
+    torch.testing.assert_close(x, before * 2)
+
+
+def test_an_update_through_a_transpose_of_the_same_input(device):
+    x = torch.randn(6, 6, device=device)
+    before = x.clone()
+
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.permute(t, [1, 0]), alias_input=t)
+    assert fd.execute([x]) == []
+    torch.testing.assert_close(x, before.t())
+
+
+def test_an_expanded_input_cannot_be_updated(device):
+    x = torch.randn(1, 8, device=device).expand(4, 8)
+
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[None, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t, 1.0), alias_input=t)
+    with pytest.raises(ValueError, match=r"T0 is updated in place .* dim 0 is expanded"):
+        fd.execute([x])
+
+
+def test_numpy_inputs_follow_the_same_convention():
+    x = np.arange(6, dtype=np.float32)
+
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True)
+        y = fd.ops.add(t, 1.0)
+        fd.add_output(y, alias_input=t)
+        fd.add_output(y)
+    (out,) = fd.execute([x])
+    assert np.shares_memory(out, x)
+    np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32) + 1)

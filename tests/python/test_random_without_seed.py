@@ -1,0 +1,127 @@
+"""Random ops defined without rng_seed= and rng_offset= (as Thunder's dropout and nvFuser's random tests
+write them): each execute draws the seed and offset, from braze's generator for numpy inputs and from
+torch's for torch tensors. Consecutive executes differ, reseeding repeats them, and the draw changes no
+plan (a seed is a launch argument)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze import DataType, FusionDefinition
+
+
+def dropout(fd, p=0.25):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    keep = fd.ops.ge(fd.ops.rand_like(x), p)
+    fd.add_output(fd.ops.where(keep, fd.ops.mul(x, 1.0 / (1.0 - p)), 0.0))
+    return x
+
+
+def test_consecutive_executes_differ_and_reseeding_repeats_them():
+    with FusionDefinition() as fd:
+        dropout(fd)
+    x = np.ones((64, 33), np.float32)
+    braze.manual_seed(1234)
+    first, second = fd.execute([x])[0], fd.execute([x])[0]
+    assert not np.array_equal(first, second)
+    braze.manual_seed(1234)
+    np.testing.assert_array_equal(fd.execute([x])[0], first)
+    np.testing.assert_array_equal(fd.execute([x])[0], second)
+    # About a quarter dropped, the rest scaled.
+    assert 0.15 < np.mean(first == 0) < 0.35
+    assert set(np.unique(first)) <= {0.0, np.float32(1 / 0.75)}
+
+
+def test_drawing_seeds_plans_once():
+    with FusionDefinition() as fd:
+        dropout(fd)
+    x = np.ones((8, 129), np.float32)
+    fd.execute([x])
+    plans = len(fd._host_caches["auto", "h100"])  # shared with identical definitions of other tests
+    assert fd.explain([x]).cache == "hit"
+    fd.execute([x])
+    assert len(fd._host_caches["auto", "h100"]) == plans  # no new plan, whatever was drawn
+
+
+def test_two_random_ops_draw_different_streams():
+    with FusionDefinition() as fd:
+        shape = [fd.define_scalar(DataType.Int64), 16]
+        fd.add_output(fd.ops.uniform(0.0, 1.0, shape))
+        fd.add_output(fd.ops.normal(0.0, 1.0, shape))
+        fd.add_output(fd.ops.uniform(0.0, 1.0, shape))
+    a, n, b = fd.execute([4])
+    assert a.shape == (4, 16) and n.shape == (4, 16)
+    assert not np.array_equal(a, b)
+    assert 0.0 <= a.min() and a.max() < 1.0
+
+
+def test_inputs_defined_after_a_random_op_keep_their_positions():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        noise = fd.ops.rand_like(x)
+        s = fd.define_scalar(DataType.Double)
+        fd.add_output(fd.ops.add(fd.ops.mul(x, s), fd.ops.mul(noise, 0.0)))
+    (out,) = fd.execute([np.arange(5, dtype=np.float32), 2.0])
+    np.testing.assert_array_equal(out, np.arange(5, dtype=np.float32) * 2)
+    assert "__global__" in fd.cuda_code_for([np.arange(5, dtype=np.float32), 2.0])
+
+
+def test_the_explicit_form_keeps_its_meaning():
+    def define(fd):
+        fd.add_output(fd.ops.uniform(0.0, 1.0, [3, 5], rng_seed=7, rng_offset=0))
+
+    with FusionDefinition() as fd:
+        define(fd)
+    np.testing.assert_array_equal(fd.execute([])[0], fd.execute([])[0])
+
+
+def test_a_seed_without_an_offset_is_refused():
+    with FusionDefinition() as fd:
+        with pytest.raises(TypeError, match="both rng_seed= and rng_offset=, or neither"):
+            fd.ops.uniform(0.0, 1.0, [3], rng_seed=1)
+
+
+def test_a_definition_by_id_draws_too():
+    with FusionDefinition() as fd:
+        dropout(fd)
+    again = FusionDefinition(fd.id())
+    x = np.ones((4, 8), np.float32)
+    braze.manual_seed(5)
+    want = fd.execute([x])[0]
+    braze.manual_seed(5)
+    np.testing.assert_array_equal(again.execute([x])[0], want)
+
+
+def test_manual_seed_takes_an_int():
+    with pytest.raises(TypeError, match="expected an int"):
+        braze.manual_seed(1.5)
+
+
+torch_devices = []
+try:
+    import torch
+
+    torch_devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+except ImportError:
+    torch = None
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@pytest.mark.parametrize("device", torch_devices)
+def test_torch_inputs_draw_from_torch_generator(device):
+    with FusionDefinition() as fd:
+        dropout(fd)
+    x = torch.ones(32, 64, device=device)
+    torch.manual_seed(0)
+    first, second = fd.execute([x])[0], fd.execute([x])[0]
+    assert not torch.equal(first, second)
+    torch.manual_seed(0)
+    assert torch.equal(fd.execute([x])[0], first)
+    assert torch.equal(fd.execute([x])[0], second)
+    if device == "cuda":
+        generator = torch.cuda.default_generators[x.device.index]
+        before = generator.get_offset()
+        fd.execute([x])
+        assert generator.get_offset() > before  # what the fusion drew is not drawn again by torch
