@@ -52,9 +52,10 @@ nb::dlpack::dtype dlpackOf(DataType dtype) {
 
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
 // `host_ok`: a cache that launches nothing takes host arrays as stand-ins (their addresses are never
-// dereferenced).
+// dereferenced). `cpu_scalar`: the fusion's input i is a 0-d is_cpu tensor, which a 0-d CPU array is
+// (device -1: kernels get its value).
 DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray<nb::ro>>& imported, bool host_ok,
-                            int device_type) {
+                            bool cpu_scalar, int device_type) {
   nb::ndarray<nb::ro> array;  // braze never writes its inputs; read-only producers are accepted
   if (!nb::try_cast(object, array)) {
     PyErr_Clear();  // what __dlpack__ raised, if it did: replaced by the error below
@@ -62,7 +63,8 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
     throw Error(ErrorKind::Type,
                 fmt::format("input {}: a {} is neither a number nor a tensor readable through DLPack", i, type));
   }
-  BRAZE_CHECK(array.device_type() == device_type || (host_ok && array.device_type() == nb::device::cpu::value),
+  const bool on_cpu = array.device_type() == nb::device::cpu::value;
+  BRAZE_CHECK(array.device_type() == device_type || (on_cpu && (host_ok || (cpu_scalar && array.ndim() == 0))),
               "input {}: on DLPack device type {}, not {}: give every tensor input on one GPU, or every one on the "
               "CPU (numpy), which runs on the CPU simulator",
               i, array.device_type(), device_type == kDLROCM ? "ROCm (10)" : "CUDA (2)");
@@ -70,7 +72,7 @@ DeviceTensor deviceTensorOf(nb::handle object, size_t i, std::vector<nb::ndarray
   t.data = reinterpret_cast<uintptr_t>(array.data_handle()) + array.byte_offset();
   imported.push_back(array);  // __dlpack__ may hand out a copy: keep it alive for the run
   t.dtype = dataTypeOf(array.dtype(), i);
-  t.device = array.device_id();
+  t.device = on_cpu && cpu_scalar ? -1 : static_cast<int>(array.device_id());
   t.sizes.assign(array.shape_ptr(), array.shape_ptr() + array.ndim());
   if (array.stride_ptr() != nullptr) {
     t.strides.assign(array.stride_ptr(), array.stride_ptr() + array.ndim());
@@ -105,10 +107,10 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
       inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
     } else if (nb::isinstance<nb::float_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
-    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item, i)) {
+    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i))) {
       inputs.emplace_back(std::move(*t));  // read through its attributes: no DLPack capsule
     } else {
-      inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok, dlpackDeviceType(cache)));
+      inputs.emplace_back(deviceTensorOf(item, i, imported, host_ok, cache.cpuScalarInput(i), dlpackDeviceType(cache)));
     }
   }
   return inputs;
@@ -219,8 +221,8 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
       inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
     } else if (!isPlainTorchTensor(item)) {
       return nb::none();
-    } else if (std::optional<DeviceTensor> t = torchCudaTensorOf(item, i)) {
-      if (device < 0) device = t->device;
+    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i))) {
+      if (device < 0) device = t->device;  // a CPU scalar's -1 names none
       inputs.emplace_back(std::move(*t));
     } else {
       return nb::none();  // a CPU tensor, or a dtype braze lacks: the general path says so
@@ -250,7 +252,7 @@ void bindGpu(nb::module_& m) {
       .def(
           "__init__",
           [](exec::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
-             const std::string& simulate, const std::string& platform) {
+             const std::string& simulate, const std::string& platform, int device) {
             const PlanOptions options{bookendPolicyFromString(bookend)};
             if (!simulate.empty()) {
               // Host arrays on the simulated device, planned for the named GPU: run_host.
@@ -262,6 +264,7 @@ void bindGpu(nb::module_& m) {
               BRAZE_CHECK(platform == "cuda" || platform == "hip", "platform='{}': expected 'cuda' or 'hip'", platform);
               new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, nullptr, std::nullopt,
                                               platform == "hip" ? GpuVendor::Amd : GpuVendor::Nvidia);
+              self->setTensorlessDevice(device);
               return;
             }
             // Tests and host benchmarks of this binding: plans for the named GPU, loads and launches
@@ -270,8 +273,9 @@ void bindGpu(nb::module_& m) {
             new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
           nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "", nb::arg("simulate") = "",
-          nb::arg("platform") = "cuda",
+          nb::arg("platform") = "cuda", nb::arg("device") = 0,
           "platform: 'cuda' (NVIDIA GPUs: the CUDA driver, NVRTC) or 'hip' (AMD GPUs: the HIP runtime, hiprtc); "
+          "device: the GPU ordinal that runs without GPU tensor inputs (only numbers and CPU scalars) use; "
           "no_device: a GPU name (h100, a100, ...) to plan for without a GPU: nothing is launched, and host "
           "arrays stand for device tensors (for testing and timing the binding); simulate: a GPU name (with "
           "optional tuning) to plan for on the simulated device, which run_host and explain_host use")

@@ -98,11 +98,12 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 
 void releaseTorchTypes() { torchTypeCache() = TorchTypes{}; }
 
-std::optional<device::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t input) {
+std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t input, bool cpu_scalar) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
   const Names& name = names();
-  if (!nb::cast<bool>(object.attr(name.is_cuda))) return std::nullopt;
+  const bool on_cpu = !nb::cast<bool>(object.attr(name.is_cuda));
+  if (on_cpu && !cpu_scalar) return std::nullopt;
   // A lazily negated view (y = z.conj().imag) holds the values without their sign: its memory alone
   // would be read wrong.
   BRAZE_CHECK(!torch->has_is_neg || !nb::cast<bool>(callMethod(object, name.is_neg)),
@@ -124,7 +125,8 @@ std::optional<device::DeviceTensor> torchCudaTensorOf(nb::handle object, size_t 
   for (size_t d = 0; d < t.sizes.size(); ++d) {
     if (t.sizes[d] == 1) t.strides[d] = 1;
   }
-  t.device = nb::cast<int>(callMethod(object, name.get_device));
+  if (on_cpu && !t.sizes.empty()) return std::nullopt;  // not a scalar: the DLPack path says what is wrong
+  t.device = on_cpu ? -1 : nb::cast<int>(callMethod(object, name.get_device));
   return t;
 }
 

@@ -13,12 +13,13 @@
 
 namespace braze::python {
 
-// Input `input` as a device tensor when it is a torch.Tensor on a CUDA device of a dtype braze has;
-// nullopt otherwise (other objects, CPU tensors, complex dtypes: the DLPack path takes them and
-// reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
-std::optional<device::DeviceTensor> torchCudaTensorOf(nanobind::handle object, size_t input);
+// Input `input` as a device tensor when it is a torch.Tensor on a CUDA device of a dtype braze has, or,
+// where `cpu_scalar` (the fusion's input is a 0-d is_cpu tensor), a 0-d CPU tensor (device -1); nullopt
+// otherwise (other objects, other CPU tensors, complex dtypes: the DLPack path takes them and reports
+// what it cannot run). A view with torch's negative bit set is refused, naming the input.
+std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar);
 
-// Drops the references to the torch module and its objects kept for torchCudaTensorOf: at interpreter
+// Drops the references to the torch module and its objects kept for torchTensorOf: at interpreter
 // exit (atexit), so that nothing they reach outlives the module's leak check.
 void releaseTorchTypes();
 

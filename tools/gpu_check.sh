@@ -25,6 +25,13 @@ if [ -d .gpu-deps ]; then
   # Debian's googletest package ships sources only under /usr/src; libgtest-dev has the built libraries.
 fi
 python=${PYTHON:-python3}
+# .gpu-deps/wheels holds the Python wheels the GPU machine lacks (Lightning Thunder and its dependencies,
+# shared/GPU.md says how to download them): installed without a registry, for the Thunder tests.
+pydeps=""
+if ls .gpu-deps/wheels/*.whl >/dev/null 2>&1; then
+  pydeps=/tmp/pydeps
+  $python -m pip install -q --no-deps --no-index --target "$pydeps" .gpu-deps/wheels/*.whl > /dev/null 2>&1 || pydeps=""
+fi
 generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
 
@@ -69,7 +76,8 @@ for i in $(seq 0 $((shards - 1))); do
     > "$parts/cpp_tests.$i.log" 2>&1 &
 done
 groups=$(( shards > 1 ? shards / 2 : 1 ))
-mapfile -t py_files < <(ls tests/python/test_*.py)
+# test_thunder.py runs as a step of its own below, with the carried wheels on the path.
+mapfile -t py_files < <(ls tests/python/test_*.py | grep -v test_thunder.py)
 for g in $(seq 0 $((groups - 1))); do
   files=()
   for j in "${!py_files[@]}"; do (( j % groups == g )) && files+=("${py_files[$j]}"); done
@@ -118,16 +126,25 @@ elif [ -x "$sanitizer" ]; then
 else
   status "compute-sanitizer" "not found"
 fi
-for g in $(seq 0 $((groups - 1))); do
-  line=$(tail -1 "$parts/py_tests.$g.log")
+# pytest's last line as a status line; its failures listed when there are any.
+pytest_status() {
+  local line
+  line=$(tail -1 "$2")
   if grep -qE "passed|skipped" <<< "$line" && ! grep -qE "failed|error" <<< "$line"; then
-    status "Python tests ($g)" "$line"
+    status "$1" "$line"
   else
-    status "Python tests ($g)" "FAILED: $line"; rc=1
-    grep -E "^(FAILED|ERROR) " "$parts/py_tests.$g.log" | head -40
+    status "$1" "FAILED: $line"; rc=1
+    grep -E "^(FAILED|ERROR) " "$2" | head -40
   fi
-done
+}
+for g in $(seq 0 $((groups - 1))); do pytest_status "Python tests ($g)" "$parts/py_tests.$g.log"; done
 cat "$parts"/py_tests.*.log > "$out/py_tests.log"
+# Lightning Thunder on braze: its tests, then the nanoGPT block's step time against eager.
+PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$test_limit" $python -m pytest -q -p no:cacheprovider \
+  -rs tests/python/test_thunder.py > "$out/thunder_tests.log" 2>&1
+pytest_status "Thunder tests" "$out/thunder_tests.log"
+PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $python benchmarks/python/thunder_block.py \
+  --reps "${BRAZE_BENCH_REPS:-50}" --profile > "$out/thunder_block.log" 2>&1 || rc=1
 if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python examples/layer_norm_demo.py > "$parts/demo.log" 2>&1; then
   status "demo (layer_norm)" "$(tail -1 "$parts/demo.log")"
 else
@@ -160,6 +177,8 @@ echo "== braze gpu_check ($platform) on $(tr '\n' ' ' < "$parts/gpu.txt") =="
 cat "$out/summary.txt"
 echo "== benchmarks/python/compare.py"
 cat "$parts/compare.log"
+echo "== Lightning Thunder on braze (thunder_block.py; kernel tables in thunder_block.log)"
+sed -n '1,/^== eager/p' "$out/thunder_block.log" | grep -v '^== eager'
 echo "== host overhead (C++)"
 grep -E "^BM_" "$parts/host_bench.log"
 echo "== host overhead of the Python binding (no launch)"

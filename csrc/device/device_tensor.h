@@ -21,7 +21,7 @@ struct DeviceTensor {
   DataType dtype = DataType::Float;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
-  int device = 0;                // CUDA device ordinal
+  int device = 0;                // CUDA device ordinal; -1: host memory (a 0-d CPU scalar input)
 
   // A row-major tensor at `data` (what DLPack means by a tensor without strides).
   static DeviceTensor contiguous(DevicePtr data, DataType dtype, std::vector<int64_t> sizes, int device = 0) {

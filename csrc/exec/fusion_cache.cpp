@@ -23,6 +23,7 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
     : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)), platform_(platform) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
   launch_arguments_ = scheduler::launchArgumentInputs(*fusion_);
+  for (const Val* in : fusion_->inputs()) cpu_scalar_inputs_.push_back(in->isTensor() && in->asTensor()->isCpu());
   const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
   cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
 }
@@ -99,7 +100,7 @@ int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
   size_t first = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
-    if (t == nullptr) continue;
+    if (t == nullptr || t->device < 0) continue;  // a CPU scalar, next to the GPU's tensors
     if (device < 0) {
       device = t->device;
       first = i;
@@ -107,7 +108,7 @@ int FusionCache::deviceOf(const std::vector<DeviceValue>& inputs) const {
     BRAZE_CHECK(t->device == device, "input {} is on cuda:{} but input {} is on cuda:{}: all tensor inputs of a fusion "
                 "must be on one GPU", i, t->device, first, device);
   }
-  return device < 0 ? 0 : device;
+  return device < 0 ? tensorless_device_ : device;
 }
 
 DeviceOps& FusionCache::opsFor(int device) {

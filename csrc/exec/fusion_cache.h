@@ -74,6 +74,12 @@ class FusionCache {
   GpuVendor platform() const { return platform_; }
   // Loads and launches nothing (NoOpDeviceOps): a host benchmark or a test of the bindings.
   bool launchesNothing() const { return dynamic_cast<const NoOpDeviceOps*>(ops_) != nullptr; }
+  // The GPU that runs whose inputs name none go to (only numbers and CPU scalars: a fusion of full, iota
+  // or random ops, run with device=n); 0 unless set, before the first run.
+  void setTensorlessDevice(int device) { tensorless_device_ = device; }
+  // Whether input i is a CPU scalar (a 0-d define_tensor(is_cpu=True)): a host tensor next to the GPU's,
+  // passed to kernels by value (DeviceTensor::device -1).
+  bool cpuScalarInput(size_t i) const { return i < cpu_scalar_inputs_.size() && cpu_scalar_inputs_[i]; }
   // Prepared plans kept at most: past it, the least recently run is dropped (a later run of its
   // signature plans again, which costs a few hundred microseconds when its kernels are compiled).
   // A plan holds about 25 KiB of heap for a one-kernel layer_norm.
@@ -106,6 +112,8 @@ class FusionCache {
 
   std::shared_ptr<const Fusion> fusion_;
   std::vector<bool> launch_arguments_;  // scalar inputs whose values are not in the signature
+  std::vector<bool> cpu_scalar_inputs_;
+  int tensorless_device_ = 0;
   PlanOptions options_;
   DeviceOps* ops_;
   std::optional<DeviceInfo> device_;

@@ -19,7 +19,8 @@ InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const 
     const DeviceValue& v = inputs[i];
     if (const auto* t = std::get_if<DeviceTensor>(&v)) {
       s.words_.push_back(static_cast<int64_t>(t->dtype) << 8 | static_cast<int64_t>(t->sizes.size()));
-      s.words_.push_back(static_cast<int64_t>(t->device) << 8 | pointerAlignment(t->data));
+      // A CPU scalar (device -1) is read as a value: where it lives says nothing about the kernels.
+      s.words_.push_back(static_cast<int64_t>(t->device) << 8 | (t->device < 0 ? 0 : pointerAlignment(t->data)));
       s.words_.insert(s.words_.end(), t->sizes.begin(), t->sizes.end());
       s.words_.insert(s.words_.end(), t->strides.begin(), t->strides.end());
       continue;

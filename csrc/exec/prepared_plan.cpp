@@ -45,6 +45,14 @@ HostValue planningValue(const DeviceValue& v) {
   return std::get<ScalarValue>(v);
 }
 
+// The value of a 0-d CPU tensor input, read from its host memory.
+ScalarValue cpuScalarValue(const DeviceTensor& t) {
+  const HostTensor host = HostTensor::wrap(reinterpret_cast<void*>(static_cast<uintptr_t>(t.data)), t.dtype, {}, {});
+  if (isFloating(t.dtype)) return host.readDouble(0);
+  if (t.dtype == DataType::Bool) return host.readInt(0) != 0;
+  return host.readInt(0);
+}
+
 size_t bytesOf(const StridedLayout& layout, DataType dtype) {
   return static_cast<size_t>(std::max<int64_t>(layout.numel(), 1) * sizeOf(dtype));
 }
@@ -78,8 +86,31 @@ PreparedPlan::Binding PreparedPlan::bindingOf(const Val* val,
   return {it->second, val, val->dtype(), view.layout.layout};
 }
 
+std::vector<PreparedPlan::Launch::InputWord> PreparedPlan::inputWordsOf(const kernel::Kernel& k) const {
+  std::vector<Launch::InputWord> words;
+  const auto& inputs = compiled_.plan.fusion->inputs();
+  for (size_t w = 0; w < k.arguments.size(); ++w) {
+    if (k.arguments[w].input == nullptr) continue;
+    const auto at = std::find(inputs.begin(), inputs.end(), k.arguments[w].input);
+    BRAZE_ASSERT(at != inputs.end(), "kernel {} argument {} names no fusion input", k.name, k.arguments[w].name);
+    words.push_back({w, static_cast<size_t>(at - inputs.begin()), k.arguments[w], (*at)->isTensor()});
+  }
+  return words;
+}
+
+void PreparedPlan::checkCpuScalars(const std::vector<DeviceValue>& inputs) const {
+  if (host_memory_) return;  // the simulator's tensors are all in host memory
+  for (size_t i : cpu_scalar_inputs_) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    BRAZE_CHECK(t == nullptr || t->device < 0,
+                "input {}: {} is defined as a CPU scalar (define_tensor(is_cpu=True)) but is on cuda:{}: pass a 0-d "
+                "CPU tensor, or define it without is_cpu",
+                i, compiled_.plan.fusion->inputs()[i]->name(), t == nullptr ? 0 : t->device);
+  }
+}
+
 PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory)
-    : compiled_(std::move(compiled.emitted.lowered)) {
+    : compiled_(std::move(compiled.emitted.lowered)), device_ordinal_(device_ordinal), host_memory_(host_memory) {
   const SegmentedFusion& plan = compiled_.plan;
   for (const auto& val : plan.fusion->vals()) {
     if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
@@ -89,6 +120,7 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
     const Val* in = plan.fusion->inputs()[i];
     if (in->isTensor()) slot_of[in] = addSlot({SlotKind::Input, static_cast<int64_t>(i)});
+    if (in->isTensor() && in->asTensor()->isCpu()) cpu_scalar_inputs_.push_back(i);
   }
   for (size_t s = 0; s < plan.segments.size(); ++s) {
     const Segment& segment = plan.segments[s];
@@ -138,13 +170,7 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[s]->source, device_ordinal), k.summary);
     launch.function = compiled.functions[s];
     launch.words = kernel::argumentWords(k);
-    for (size_t w = 0; w < k.arguments.size(); ++w) {
-      if (k.arguments[w].input == nullptr) continue;
-      const auto& inputs = plan.fusion->inputs();
-      const auto at = std::find(inputs.begin(), inputs.end(), k.arguments[w].input);
-      BRAZE_ASSERT(at != inputs.end(), "kernel {} argument {} names no fusion input", k.name, k.arguments[w].name);
-      launch.input_words.push_back({w, static_cast<size_t>(at - inputs.begin()), k.arguments[w]});
-    }
+    launch.input_words = inputWordsOf(k);
     max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
     total_params_ += launch.slots.size() + launch.words.size();
     launches_.push_back(std::move(launch));
@@ -163,6 +189,10 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     // The same value added again as a plain output: the input it updated, itself.
     const Val* value = use == Fusion::OutputUse::UpdatedInput ? plan.fusion->outputAliases().at(const_cast<Val*>(out)) : out;
     const Binding where = saved.count(value) != 0 ? saved.at(value) : bindingOf(value, slot_of);
+    BRAZE_CHECK(host_memory || cpuScalarInputOf(value) == nullptr,
+                "output {} ({}) is a view of {}, a CPU scalar input (is_cpu=True): a GPU execute returns GPU tensors; "
+                "compute the output (e.g. fd.ops.set of it) rather than return the scalar's own memory",
+                i, out->name(), cpuScalarInputOf(value)->name());
     o.slot = where.slot;
     o.byte_offset = where.layout.offset * sizeOf(out->dtype());
     o.tensor.dtype = out->dtype();
@@ -189,6 +219,11 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
   for (size_t i = 0; i < compiled_.copies.size(); ++i) {
     const InPlaceCopy& copy = compiled_.copies[i];
     const Binding from = copy.staged >= 0 ? written[static_cast<size_t>(copy.staged)] : bindingOf(copy.value, slot_of);
+    BRAZE_CHECK(host_memory_ || (cpuScalarInputOf(copy.value) == nullptr &&
+                                 (copy.input == nullptr || !copy.input->asTensor()->isCpu())),
+                "{} updates {} in place, and one of them is a CPU scalar input (is_cpu=True), which GPU kernels do not "
+                "read or write as memory",
+                copy.value->name(), copy.input == nullptr ? "a buffer" : copy.input->name());
     Binding to;
     if (copy.target == InPlaceCopy::Target::Input) {
       to = bindingOf(copy.input, slot_of);
@@ -259,6 +294,7 @@ std::vector<std::string> PreparedPlan::sourceCode(codegen::SourceDialect dialect
 
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                             const OutputAllocator* allocator, bool as_graph) const {
+  if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {
@@ -282,7 +318,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   external.assign(slots_.size(), 0);
-  int device = 0;
+  int device = device_ordinal_;
   size_t allocated = 0;  // slots [0, allocated) are bound: released again if a launch fails
   try {
     for (; allocated < slots_.size(); ++allocated) {
@@ -290,7 +326,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       if (slot.kind == SlotKind::Input) {
         const auto& t = std::get<DeviceTensor>(inputs[slot.input]);
         pointers[allocated] = t.data;
-        device = t.device;
+        if (t.device >= 0) device = t.device;  // not a CPU scalar's -1
         continue;
       }
       if (slot.kind == SlotKind::IndexErrors) {
@@ -320,7 +356,9 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
       for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<DevicePtr>(launch.words[w]);
       for (const Launch::InputWord& w : launch.input_words) {
-        values[at + tensors + w.word] = kernel::argumentWord(w.argument, std::get<ScalarValue>(inputs[w.input]));
+        const ScalarValue value = w.cpu_tensor ? cpuScalarValue(std::get<DeviceTensor>(inputs[w.input]))
+                                               : std::get<ScalarValue>(inputs[w.input]);
+        values[at + tensors + w.word] = kernel::argumentWord(w.argument, value);
       }
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
       return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};

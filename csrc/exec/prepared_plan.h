@@ -80,6 +80,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
       size_t word = 0;
       size_t input = 0;
       kernel::ScalarArgument argument;
+      bool cpu_tensor = false;  // the input is a 0-d CPU tensor: its value is read from host memory
     };
     std::vector<InputWord> input_words;
     int32_t host_step = -1;        // or: host_steps_[host_step], run on the host in stream order
@@ -105,6 +106,11 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   };
 
   int32_t addSlot(Slot slot);
+  // The words of kernel `k`'s arguments that carry the fusion's scalar inputs (and CPU scalars).
+  std::vector<Launch::InputWord> inputWordsOf(const kernel::Kernel& k) const;
+  // Refuses, naming the input, a CPU scalar input (is_cpu=True) given as a GPU tensor, where kernels
+  // would read host memory.
+  void checkCpuScalars(const std::vector<DeviceValue>& inputs) const;
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
   // `scalars`: every bound scalar, with the run's values of the scalar inputs.
   void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
@@ -115,6 +121,9 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
                                                            std::unordered_map<const Val*, int32_t>& slot_of);
 
   LoweredPlan compiled_;
+  int device_ordinal_ = 0;     // what outputs are on when no input tensor says (a fusion without any)
+  bool host_memory_ = false;  // the device's memory is the host's (the simulator)
+  std::vector<size_t> cpu_scalar_inputs_;  // positions of the fusion's is_cpu inputs
   std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

@@ -1,5 +1,6 @@
 #include "ir/fusion.h"
 
+#include "ir/op_kind.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -229,6 +230,14 @@ std::vector<Expr*> Fusion::exprsToEvaluate() const {
   }
   BRAZE_ASSERT(order.size() == needed.size(), "the fusion graph has a cycle");
   return order;
+}
+
+const TensorView* cpuScalarInputOf(const Val* val) {
+  while (val->isTensor() && val->definition() != nullptr && isMetaOp(val->definition()->kind())) {
+    val = val->definition()->input(0);
+  }
+  if (!val->isTensor() || !val->isFusionInput() || !val->asTensor()->isCpu()) return nullptr;
+  return val->asTensor();
 }
 
 }  // namespace braze

@@ -80,6 +80,11 @@ class Fusion {
   int64_t next_expr_id_ = 0;
 };
 
+// The CPU scalar input (a 0-d define_tensor(is_cpu=True)) whose value every element of `val` is: the
+// input itself or a view of it made by meta ops; null for anything else. Kernels take its value as a
+// launch argument, never its host address.
+const TensorView* cpuScalarInputOf(const Val* val);
+
 // Sets the fusion that op builders add to, for the lifetime of the guard.
 class FusionGuard {
  public:

@@ -1,5 +1,6 @@
 #include "scheduler/lowering_context.h"
 
+#include "ir/fusion.h"
 #include "support/error.h"
 #include "ir/strided_layout.h"
 
@@ -33,7 +34,8 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   KernelBuilder kb(k);
   int64_t max_offset = 0;
   for (const Val* in : segment.inputs) {
-    if (!in->isTensor()) continue;
+    // A CPU scalar (or a view of one) is no parameter: the ValueBuilder reads it as a launch argument.
+    if (!in->isTensor() || cpuScalarInputOf(in) != nullptr) continue;
     const auto [layout, storage] = segment.input_views.at(in);
     TensorParam p{in->name(), in->dtype(), false, in, storage, layout.layout, layout.alignment_bytes};
     max_offset = std::max(max_offset, maxOffset(p.layout));
@@ -56,7 +58,7 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   int64_t max_elements = 0;
   for (const Val* in : segment.inputs) {
     // An expanded input's logical size (what the kernel's linear indices span), not its storage.
-    if (in->isTensor()) max_elements = std::max(max_elements, bound.numel(in));
+    if (in->isTensor() && cpuScalarInputOf(in) == nullptr) max_elements = std::max(max_elements, bound.numel(in));
   }
   for (const Expr* e : segment.exprs) {
     for (const Val* v : e->outputs()) {

@@ -291,9 +291,20 @@ ExprId ValueBuilder::scalar(const Val* val) {
   return value;
 }
 
+ExprId ValueBuilder::cpuScalar(const TensorView* input) {
+  // Passed in its dtype's compute type (what a launch word holds), then narrowed back: exact, since the
+  // value came from memory of the input's dtype.
+  const DataType passed = computeTypeOf(input->dtype());
+  ExprId value = kb_.scalarArgument(input, passed, passed == DataType::Bool ? ScalarValue{false} : ScalarValue{int64_t{0}});
+  if (passed != input->dtype()) value = kb_.cast(value, input->dtype());
+  invariant_.insert(value);
+  return value;
+}
+
 ExprId ValueBuilder::valueAt(const Val* val, const std::vector<Idx>& index) {
   if (val->isScalar()) return scalar(val);
   if (auto it = results_.find(val); it != results_.end()) return it->second;
+  if (const TensorView* cpu = cpuScalarInputOf(val)) return cpuScalar(cpu);
   std::vector<int64_t> key;
   for (const Idx& i : index) {
     key.push_back(i.base);

@@ -126,6 +126,8 @@ class ValueBuilder {
   ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
   ExprId quantize(const Expr& expr, const std::vector<Idx>& index);
   ExprId scalar(const Val* val);
+  // The value of a CPU scalar input (ir/fusion.h cpuScalarInputOf): a launch argument each run fills.
+  ExprId cpuScalar(const TensorView* input);
   // `i - offset` limited to [0, size) (0 outside) and whether it was inside: pads and cats read
   // only in-bounds addresses and then select.
   std::pair<Idx, ExprId> shifted(const Idx& i, int64_t offset, int64_t size);

@@ -85,6 +85,9 @@ def execute(fd, inputs, device, kwargs) -> list:
             raise RuntimeError("execute(device='cpu'): the inputs are on a GPU; " + _MIXED_INPUTS)
         return _execute_gpu(fd, flat, _policy(bookend), stream)
     if device is not None and str(device) != "cpu":
+        ordinal = _gpu_ordinal(device)
+        if ordinal is not None and _without_tensors(fd, flat):
+            return _execute_on_gpu(fd, flat, ordinal, _policy(bookend), stream)
         raise RuntimeError(f"execute(device={device!r}): the inputs are host (numpy) arrays, which run on the CPU "
                            "simulator; pass tensors on the GPU to run there")
     args, copied = _host_args(fd, inputs)
@@ -258,6 +261,73 @@ def _execute_torch(fd, inputs):
     return outputs
 
 
+def _stream_handle(stream) -> int:
+    """A CUstream handle for execute(stream=...): an int, or a torch or CuPy stream."""
+    if isinstance(stream, int):
+        return stream
+    # torch's default stream has handle 0: test for the attribute, not the value.
+    handle = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
+    if handle is None:
+        raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
+    return handle
+
+
+def _gpu_ordinal(device):
+    """The GPU `device=` names (an index, "cuda", "cuda:n", a CUDA torch.device), or None."""
+    if isinstance(device, bool):
+        return None
+    if isinstance(device, int):
+        return device
+    index = None if isinstance(device, str) else getattr(device, "index", None)  # a torch.device's
+    name = str(device)
+    if name.split(":")[0] != "cuda":
+        return None
+    if index is not None:
+        return index
+    if ":" in name:
+        return int(name.split(":")[1])
+    torch = sys.modules.get("torch")
+    return torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
+
+
+def _without_tensors(fd, flat) -> bool:
+    """Whether the inputs hold no tensor a device could be told from: only numbers, and 0-d tensors where
+    the definition says CPU scalar (is_cpu=True)."""
+    definitions = fd._fusion.inputs()
+    for i, x in enumerate(flat):
+        if dtypes.is_python_number(x) or isinstance(x, np.generic):
+            continue
+        cpu_scalar = i < len(definitions) and definitions[i].is_tensor and definitions[i].is_cpu
+        if not (cpu_scalar and getattr(x, "ndim", None) == 0):
+            return False
+    return True
+
+
+def _execute_on_gpu(fd, flat, ordinal, bookend, stream) -> list:
+    """A fusion without GPU tensor inputs (full, iota, random ops; numbers and CPU scalars in) run on GPU
+    `ordinal`, as execute(..., device=n) asks: torch tensors out where torch is imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None and not torch.cuda.is_available():
+        torch = None  # torch sees no GPU: braze's driver says what is missing, and outputs are DLPack objects
+    platform = "hip" if torch is not None and getattr(getattr(torch, "version", None), "hip", None) else "cuda"
+    caches = fd.__dict__.setdefault("_gpu_caches", {})
+    key = (bookend, platform, "device", ordinal)
+    cache = caches.get(key)
+    if cache is None:
+        cache = caches[key] = _C.FusionCache(fd._fusion, bookend, platform=platform, device=ordinal)
+    allocate = None
+    if stream is None:
+        stream = _torch_stream(torch, ordinal) if torch is not None else 0
+        allocate = _torch_allocator(torch) if torch is not None else None
+    else:
+        stream = _stream_handle(stream)
+    flat = [np.asarray(x)[()] if isinstance(x, np.generic) else x for x in flat]
+    outputs = cache.run(flat, stream, "torch" if torch is not None else "dlpack", allocate)
+    fd._last_gpu_cache = cache
+    fd._last_run_was_gpu = True
+    return outputs
+
+
 def _execute_gpu(fd, flat, bookend, stream) -> list:
     cache = _gpu_cache(fd, bookend, _platform_of(flat))
     framework = _framework_of(flat)
@@ -266,11 +336,8 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
         stream = _current_stream(framework, flat)
         if framework == "torch":
             allocate = _torch_allocator(sys.modules["torch"])
-    elif not isinstance(stream, int):
-        # torch's default stream has handle 0: test for the attribute, not the value.
-        stream = stream.cuda_stream if hasattr(stream, "cuda_stream") else getattr(stream, "ptr", None)
-        if stream is None:
-            raise TypeError("execute(stream=...): expected a torch or CuPy stream, or a CUstream handle (int)")
+    else:
+        stream = _stream_handle(stream)
     if framework == "torch" and any(getattr(x, "requires_grad", False) for x in flat):
         flat = _readable(flat)
     if framework == "jax" and fd._fusion.aliased_inputs():
