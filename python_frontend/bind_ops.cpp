@@ -110,6 +110,8 @@ void bindIndexingAndMatmul(nb::module_& m) {
   m.def("gather", &gather, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("take_along_axis", &takeAlongAxis, nb::arg("x"), nb::arg("index"), nb::arg("dim"), ref);
   m.def("cumsum", &cumsum, nb::arg("x"), nb::arg("dim"), ref);
+  m.def("topk", &topk, nb::arg("x"), nb::arg("k"), nb::arg("dim"), nb::arg("largest"), nb::arg("sorted"), ref);
+  m.def("argsort", &argsort, nb::arg("x"), nb::arg("dim"), nb::arg("descending"), nb::arg("stable"), ref);
   m.def("stride_order", &strideOrder, nb::arg("x"), nb::arg("stride_order"), ref);
   m.def("scatter", &scatter, nb::arg("x"), nb::arg("index"), nb::arg("src"), nb::arg("dim"), ref);
   m.def("index_put_accumulate", &indexPutAccumulate, nb::arg("acc"), nb::arg("index"), nb::arg("value"), ref);

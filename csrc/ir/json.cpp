@@ -198,7 +198,9 @@ Arity arityOf(OpKind kind) {
     case OpKind::Slice: return {1, kMany, 1, 3, 1};  // x, then starts, ends, strides
     case OpKind::Pad: return {2, kMany, 1, 2, 2};    // x, value, then (left, right) pairs
     case OpKind::Iota: return {3, 3, 1};
-    case OpKind::Cumsum: return {1, 1, 1};
+    case OpKind::Cumsum:
+    case OpKind::Argsort: return {1, 1, 1};
+    case OpKind::TopK: return {2, 2, 2};  // x, k; values, indices
     case OpKind::Scatter:
     case OpKind::IndexPutAccumulate: return {3, 3, 1};
     case OpKind::Uniform:

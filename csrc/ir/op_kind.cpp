@@ -126,6 +126,8 @@ constexpr OpInfo kOps[] = {
     {K::Quantize, "quantize", C::Quantize, R::NotApplicable},
     {K::Dequantize, "dequantize", C::Quantize, R::NotApplicable},
     {K::Cumsum, "cumsum", C::Scan, R::NotApplicable},
+    {K::TopK, "topk", C::Scan, R::NotApplicable},
+    {K::Argsort, "argsort", C::Scan, R::NotApplicable},
     {K::Scatter, "scatter", C::Scatter, R::NotApplicable},
     {K::IndexPutAccumulate, "index_put_accumulate", C::Scatter, R::NotApplicable},
     {K::Uniform, "uniform", C::Random, R::NotApplicable},

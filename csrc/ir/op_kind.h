@@ -23,7 +23,7 @@ enum class OpCategory : uint8_t {
   Indexing,   // index_select, gather, take_along_axis
   Matmul,     // matmul, linear
   Quantize,   // quantize, dequantize
-  Scan,       // cumsum: each element combines every element before it along a dim
+  Scan,       // cumsum, topk, argsort: each element depends on every element of its line along a dim
   Scatter,    // scatter, index_put_accumulate: writes at positions an index tensor gives
   Random,     // uniform, normal: counter-based random numbers of (seed, offset, element)
   ScalarQuery,  // size(t, dim): a scalar from a tensor's shape
@@ -70,7 +70,7 @@ enum class OpKind : uint16_t {
   // Quantization
   Quantize, Dequantize,
   // Scans, scatters, random numbers
-  Cumsum, Scatter, IndexPutAccumulate, Uniform, Normal,
+  Cumsum, TopK, Argsort, Scatter, IndexPutAccumulate, Uniform, Normal,
   // Scalar queries
   Size,
 };

@@ -122,6 +122,12 @@ TensorView* dequantize(TensorView* q, TensorView* scale, TensorView* zero_point,
 // ---- scalar queries -----------------------------------------------------------------------------
 // torch.cumsum along dim; integer and bool inputs accumulate in Int64, as torch does.
 TensorView* cumsum(TensorView* x, int64_t dim);
+// torch.topk along dim: the k largest (or smallest) elements of each line and their Int64 indices, in
+// order (ties: the lower index first; NaN counts as larger than any number, as in torch). k is a scalar
+// (a constant or an input): the result's dim has extent k.
+std::pair<TensorView*, TensorView*> topk(TensorView* x, Val* k, int64_t dim, bool largest, bool sorted);
+// torch.argsort along dim: the Int64 indices that sort each line, ascending or descending; always stable.
+TensorView* argsort(TensorView* x, int64_t dim, bool descending, bool stable);
 // torch.scatter (out of place): x with out[..., index[i, j], ...] = src[i, j] along dim; index has x's
 // rank and is no larger than src on any dim. Where index repeats a position, the last write wins.
 TensorView* scatter(TensorView* x, TensorView* index, TensorView* src, int64_t dim);

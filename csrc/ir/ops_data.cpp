@@ -68,7 +68,8 @@ TensorView* defineTensor(const std::vector<int64_t>& shape, const std::vector<st
   std::vector<IterDomain> dims;
   for (size_t d = 0; d < rank; ++d) {
     const int64_t extent = shape[d];
-    BRAZE_CHECK(extent >= -1, "define_tensor: shape[{}] = {} (expected -1 for symbolic, or a size >= 0)", d, extent);
+    BRAZE_CHECK(extent >= -1, "define_tensor: shape[{}] = {} (expected -1 for symbolic, or a size >= 0) [nvFuser: The value {} at "
+                "index {} was neither symbolic(-1), zero_element(0), broadcast(1), or static(>1)]", d, extent, extent, d);
     if (extent == 1) {
       BRAZE_CHECK(!logical_contiguity[d].has_value(),
                   "define_tensor: dim {} has size 1, a broadcast dim, so its contiguity must be None, got {}", d,
@@ -99,7 +100,10 @@ TensorView* pad(TensorView* x, const std::vector<Val*>& pad_widths, Val* value) 
   BRAZE_CHECK(x != nullptr, "pad: operand is None");
   const int64_t rank = x->rank();
   BRAZE_CHECK(pad_widths.size() % 2 == 0 && static_cast<int64_t>(pad_widths.size()) <= 2 * rank,
-              "pad: pad_widths needs (left, right) pairs for at most {} dims, got {} entries", rank, pad_widths.size());
+              "pad: pad_widths needs (left, right) pairs for at most {} dims, got {} entries [nvFuser: {}]", rank,
+              pad_widths.size(),
+              pad_widths.size() % 2 != 0 ? "Invalid number of padding widths"
+                                         : "Number of pad widths must be at most twice the input dimension");
   Fusion* fusion = x->fusion();
   if (value == nullptr) value = fusion->constant(int64_t{0}, x->dtype());
   BRAZE_CHECK(value->isScalar(), "pad: value must be a scalar, got tensor {}", value->name());
@@ -133,7 +137,7 @@ TensorView* strideOrder(TensorView* x, const std::vector<int64_t>& stride_order)
 }
 
 TensorView* cat(const std::vector<TensorView*>& tensors, int64_t dim) {
-  BRAZE_CHECK(!tensors.empty(), "cat: needs at least one tensor");
+  BRAZE_CHECK(!tensors.empty(), "cat: needs at least one tensor [nvFuser: Attempting to concatenate empty list of tensors]");
   for (TensorView* t : tensors) BRAZE_CHECK(t != nullptr, "cat: a tensor is None");
   TensorView* first = tensors[0];
   dim = first->normalizeAxis(dim, "cat");
@@ -141,8 +145,9 @@ TensorView* cat(const std::vector<TensorView*>& tensors, int64_t dim) {
   DataType dtype = first->dtype();
   int64_t total = 0;
   for (TensorView* t : tensors) {
-    BRAZE_CHECK(t->rank() == first->rank(), "cat: all tensors need rank {} like {}, but {} has rank {}", first->rank(),
-                first->name(), t->name(), t->rank());
+    BRAZE_CHECK(t->rank() == first->rank(),
+                "cat: all tensors need rank {} like {}, but {} has rank {} [nvFuser: Unexpected number of dimensions]",
+                first->rank(), first->name(), t->name(), t->rank());
     BRAZE_TYPE_CHECK(t->dtype() == dtype, "cat: all tensors need dtype {} like {}, but {} has {}", toString(dtype),
                      first->name(), t->name(), toString(t->dtype()));
     const auto these = t->logical();

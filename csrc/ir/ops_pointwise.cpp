@@ -115,8 +115,9 @@ Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
   DataType dtype = DataType::Null;
   switch (kind) {
     case OpKind::Where:
-      BRAZE_TYPE_CHECK(isBool(a->dtype()), "where: the condition {} must be Bool, got {}", a->name(),
-                       toString(a->dtype()));
+      BRAZE_TYPE_CHECK(isBool(a->dtype()),
+                       "where: the condition {} must be Bool, got {} [nvFuser: Condition should be of DataType Bool]",
+                       a->name(), toString(a->dtype()));
       dtype = promotedType({b, c});
       break;
     case OpKind::Lerp:

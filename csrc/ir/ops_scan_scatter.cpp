@@ -1,5 +1,5 @@
-// Builders of the ops whose elements depend on other positions than their own: cumsum (a scan),
-// scatter and index_put_accumulate (writes at positions an index gives), and the random tensors.
+// Builders of the ops whose elements depend on other positions than their own: cumsum, topk and
+// argsort (scans of a line), scatter and index_put_accumulate (writes at positions an index gives), and the random tensors.
 #include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
@@ -18,6 +18,38 @@ TensorView* cumsum(TensorView* x, int64_t dim) {
   const DataType dtype = isFloating(x->dtype()) ? x->dtype() : DataType::Int64;
   TensorView* result = newTensorLike(x->fusion(), dtype, x->logical());
   x->fusion()->newExpr(OpKind::Cumsum, {x}, {result}, {{"dim", dim}});
+  return result;
+}
+
+std::pair<TensorView*, TensorView*> topk(TensorView* x, Val* k, int64_t dim, bool largest, bool sorted) {
+  BRAZE_CHECK(x != nullptr && k != nullptr, "topk: an operand is None");
+  BRAZE_CHECK(x->rank() > 0, "topk: {} is a 0-dim tensor; topk needs a dim to select along", x->name());
+  checkShapeScalar(k, "topk", "k");
+  dim = x->normalizeAxis(dim, "topk");
+  std::vector<IterDomain> dims = x->logical();
+  // A constant k is checked now (a negative one too, which staticValueOr would read as symbolic).
+  const Scalar* constant = k->asScalar();
+  const std::optional<int64_t> given =
+      constant->value() ? std::optional<int64_t>(toInt(*constant->value())) : std::nullopt;
+  const int64_t extent = dims[static_cast<size_t>(dim)].extent;
+  BRAZE_CHECK(!given || *given >= 0, "topk: k = {} is negative [nvFuser: Unexpected size of axis]", given.value_or(0));
+  BRAZE_CHECK(!given || extent < 0 || *given <= extent,
+              "topk: k = {} is not in [0, {}], the size of dim {} of {} [nvFuser: selected index k out of range]",
+              given.value_or(0), extent, dim, x->name());
+  const int64_t count = given.value_or(IterDomain::kSymbolic);
+  dims[static_cast<size_t>(dim)] = IterDomain{count, IterType::Iteration};  // k = 1 too: a chosen element
+  TensorView* values = newTensorLike(x->fusion(), x->dtype(), dims);
+  TensorView* indices = newTensorLike(x->fusion(), DataType::Int64, dims);
+  x->fusion()->newExpr(OpKind::TopK, {x, k}, {values, indices}, {{"dim", dim}, {"largest", largest}, {"sorted", sorted}});
+  return {values, indices};
+}
+
+TensorView* argsort(TensorView* x, int64_t dim, bool descending, bool stable) {
+  BRAZE_CHECK(x != nullptr, "argsort: operand is None");
+  BRAZE_CHECK(x->rank() > 0, "argsort: {} is a 0-dim tensor; argsort needs a dim to sort along", x->name());
+  dim = x->normalizeAxis(dim, "argsort");
+  TensorView* result = newTensorLike(x->fusion(), DataType::Int64, x->logical());
+  x->fusion()->newExpr(OpKind::Argsort, {x}, {result}, {{"dim", dim}, {"descending", descending}, {"stable", stable}});
   return result;
 }
 
@@ -75,7 +107,9 @@ TensorView* randomTensor(OpKind kind, Val* a, Val* b, const std::vector<Val*>& s
                          DataType dtype) {
   const std::string_view op = opName(kind);
   BRAZE_CHECK(a != nullptr && b != nullptr && seed != nullptr && offset != nullptr, "{}: an operand is None", op);
-  BRAZE_TYPE_CHECK(isFloating(dtype), "{}: the dtype must be floating, got {}", op, toString(dtype));
+  BRAZE_TYPE_CHECK(isFloating(dtype),
+                   "{}: the dtype must be floating, got {} [nvFuser: Random distributions only create floating point types]",
+                   op, toString(dtype));
   for (Val* v : {a, b}) {
     BRAZE_TYPE_CHECK(v->isScalar() && !isBool(v->dtype()), "{}: {} must be a numeric scalar", op, v->name());
   }

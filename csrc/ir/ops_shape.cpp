@@ -53,19 +53,26 @@ TensorView* broadcastInDim(TensorView* x, const std::vector<Val*>& shape, const 
   const auto in = x->logical();
   const int64_t out_rank = static_cast<int64_t>(shape.size());
   BRAZE_CHECK(static_cast<int64_t>(broadcast_dims.size()) == x->rank(),
-              "broadcast_in_dim: broadcast_dims has {} entries but {} has rank {} (one output dim per input dim)",
+              "broadcast_in_dim: broadcast_dims has {} entries but {} has rank {} (one output dim per input dim) "
+              "[nvFuser: The broadcast dimensions should match the input dimensions.]",
               broadcast_dims.size(), x->name(), x->rank());
-  BRAZE_CHECK(out_rank >= x->rank(), "broadcast_in_dim: output rank {} is smaller than the rank {} of {}", out_rank,
-              x->rank(), x->name());
+  BRAZE_CHECK(out_rank >= x->rank(),
+              "broadcast_in_dim: output rank {} is smaller than the rank {} of {} [nvFuser: The new shape is expected "
+              "to be greater-then-or-equal to the input]",
+              out_rank, x->rank(), x->name());
   for (Val* s : shape) checkShapeScalar(s, "broadcast_in_dim", "shape");
   std::vector<IterDomain> out(out_rank);
   std::vector<bool> mapped(out_rank, false);
   int64_t previous = -1;
   for (size_t i = 0; i < broadcast_dims.size(); ++i) {
     const int64_t d = broadcast_dims[i];
-    BRAZE_INDEX_CHECK(d >= 0 && d < out_rank, "broadcast_in_dim: broadcast_dims[{}] = {} is out of range for output rank {}",
+    BRAZE_INDEX_CHECK(d >= 0 && d < out_rank,
+                      "broadcast_in_dim: broadcast_dims[{}] = {} is out of range for output rank {} [nvFuser: Invalid "
+                      "broadcast_dims value.]",
                       i, d, out_rank);
-    BRAZE_CHECK(d > previous, "broadcast_in_dim: broadcast_dims must be strictly increasing, got [{}]",
+    BRAZE_CHECK(d > previous,
+                "broadcast_in_dim: broadcast_dims must be strictly increasing, got [{}] [nvFuser: Broadcast dimension "
+                "is not greater than the previous value.]",
                 fmt::join(broadcast_dims, ", "));
     previous = d;
     mapped[d] = true;
@@ -132,7 +139,8 @@ TensorView* reshape(TensorView* x, const std::vector<Val*>& new_shape) {
       dims.push_back({extent < 0 ? IterDomain::kSymbolic : extent, IterType::Iteration});
     }
   }
-  BRAZE_CHECK(inferred <= 1, "reshape: at most one new_shape entry may be -1, got {}", inferred);
+  BRAZE_CHECK(inferred <= 1, "reshape: at most one new_shape entry may be -1, got {} [nvFuser: A maximum of one value of -1]",
+              inferred);
   // With a fully static input, check the element count now rather than at execute time.
   const auto in = x->logical();
   const bool input_static = std::all_of(in.begin(), in.end(), [](const IterDomain& id) { return id.extent >= 0; });
@@ -150,8 +158,10 @@ TensorView* reshape(TensorView* x, const std::vector<Val*>& new_shape) {
                                                                               : IterDomain{numel / known_product};
       }
     } else {
-      BRAZE_CHECK(numel == known_product, "reshape: {} {} has {} elements but new_shape has {}", x->name(),
-                  shapeString(x), numel, known_product);
+      BRAZE_CHECK(numel == known_product,
+                  "reshape: {} {} has {} elements but new_shape has {} [nvFuser: Total element counts across view "
+                  "operation must match]",
+                  x->name(), shapeString(x), numel, known_product);
     }
   }
   TensorView* result = newTensorLike(x->fusion(), x->dtype(), std::move(dims));
@@ -162,13 +172,15 @@ TensorView* reshape(TensorView* x, const std::vector<Val*>& new_shape) {
 TensorView* permute(TensorView* x, const std::vector<int64_t>& dims) {
   checked(x, "permute");
   const auto in = x->logical();
-  BRAZE_CHECK(static_cast<int64_t>(dims.size()) == x->rank(), "permute: dims [{}] has {} entries but {} has rank {}",
+  BRAZE_CHECK(static_cast<int64_t>(dims.size()) == x->rank(),
+              "permute: dims [{}] has {} entries but {} has rank {} [nvFuser: argument to have the same length as input]",
               fmt::join(dims, ", "), dims.size(), x->name(), x->rank());
   std::vector<int64_t> normalized;
   std::set<int64_t> seen;
   for (int64_t d : dims) {
     const int64_t n = x->normalizeAxis(d, "permute");
-    BRAZE_CHECK(seen.insert(n).second, "permute: dims [{}] is not a permutation (dim {} repeats)", fmt::join(dims, ", "), n);
+    BRAZE_CHECK(seen.insert(n).second, "permute: dims [{}] is not a permutation (dim {} repeats) [nvFuser: duplicated "
+                "dimension entries]", fmt::join(dims, ", "), n);
     normalized.push_back(n);
   }
   std::vector<IterDomain> out;
@@ -182,6 +194,10 @@ TensorView* squeeze(TensorView* x, const std::vector<int64_t>& dims, bool squeez
   checked(x, "squeeze");
   const auto in = x->logical();
   std::set<int64_t> removed;
+  BRAZE_CHECK(static_cast<int64_t>(dims.size()) <= x->rank(),
+              "squeeze: {} dims to squeeze but {} has rank {} [nvFuser: The dims to squeeze must be <= the number of "
+              "dims of the input tensor]",
+              dims.size(), x->name(), x->rank());
   for (int64_t d : dims) {
     const int64_t n = x->normalizeAxis(d, "squeeze");
     const IterDomain& id = in[n];
@@ -206,11 +222,15 @@ TensorView* slice(TensorView* x, const std::vector<Val*>& starts, const std::vec
                   const std::vector<Val*>& strides, bool manual_normalization) {
   checked(x, "slice");
   const int64_t rank = x->rank();
+  // nvFuser's phrase for each mismatch: starts vs strides, starts vs ends, then all vs the rank.
+  const char* nvfuser = !strides.empty() && strides.size() != starts.size() ? "Slice start_indices and strides don't match!"
+                        : starts.size() != ends.size() ? "Slice indexing attribute dimensions don't match!"
+                                                       : "Number of tensor dimensions does not match slice dimensions!";
   BRAZE_CHECK(static_cast<int64_t>(starts.size()) == rank && static_cast<int64_t>(ends.size()) == rank,
-              "slice: start_indices ({}) and end_indices ({}) need one entry per dim of {} (rank {})", starts.size(),
-              ends.size(), x->name(), rank);
+              "slice: start_indices ({}) and end_indices ({}) need one entry per dim of {} (rank {}) [nvFuser: {}]",
+              starts.size(), ends.size(), x->name(), rank, nvfuser);
   BRAZE_CHECK(strides.empty() || static_cast<int64_t>(strides.size()) == rank,
-              "slice: strides has {} entries but {} has rank {}", strides.size(), x->name(), rank);
+              "slice: strides has {} entries but {} has rank {} [nvFuser: {}]", strides.size(), x->name(), rank, nvfuser);
   Fusion* fusion = x->fusion();
   std::vector<Val*> steps = strides;
   if (steps.empty()) steps.assign(rank, fusion->constant(int64_t{1}));

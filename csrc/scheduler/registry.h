@@ -35,7 +35,7 @@ struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
   std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
   // An expr the elementwise and reduction schedulers cannot take: a matmul (the matmul scheduler's), a
-  // scatter (no scheduler yet), or a cumsum (the scan scheduler's, alone in its segment).
+  // cumsum, topk, argsort, scatter or index_put_accumulate (the scan scheduler's, alone in its segment).
   const Expr* unsupported = nullptr;
   bool all_meta = true;
 };

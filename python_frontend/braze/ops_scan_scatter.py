@@ -1,9 +1,8 @@
 """fd.ops whose elements depend on other positions than their own, and the random tensors: cumsum,
-scatter, index_put_accumulate, triu, uniform, normal, rand_like, randn_like.
+topk, argsort, scatter, index_put_accumulate, triu, uniform, normal, rand_like, randn_like.
 
-cumsum runs in a scan kernel of its own (scheduler/scan). No kernel scheduler takes scatter or
-index_put_accumulate yet: a segment that holds one runs on the reference evaluator for host inputs, and
-a GPU execute refuses it with a message naming the op. The random ops are computed per element (Philox of the element's position) in pointwise kernels, and
+cumsum, topk, argsort, scatter and index_put_accumulate each run in a scan kernel of their own (scheduler/scan: one
+thread per line, applying the index's entries in order, so the results are deterministic). The random ops are computed per element (Philox of the element's position) in pointwise kernels, and
 triu is recorded as iota, comparisons and where, so both run in kernels everywhere.
 """
 
@@ -12,6 +11,7 @@ from __future__ import annotations
 from . import _C
 from . import _convert as cv
 from ._C import BrazeValueError
+from .handles import Tensor
 
 DataType = _C.DataType
 
@@ -23,13 +23,37 @@ class ScanScatterOps:
         x = cv.tensor(self._fd, arg, "cumsum", "arg")
         return self._wrap(_C.cumsum(x, cv.integer(dim, "cumsum", "dim")))
 
+    def topk(self, arg, k, dim=-1, largest=True, sorted=False):
+        """fd.ops.topk(arg, k, dim=-1, largest=True, sorted=False): torch.topk; returns (values, indices).
+        The k are always in order (largest first, or smallest first), ties by lower index, NaN above every
+        number; k is an int or a scalar of the definition."""
+        self._begin("topk")
+        fd = self._fd
+        x = cv.tensor(fd, arg, "topk", "arg")
+        count = cv.scalar(fd, k, "topk", "k", DataType.Int64)
+        values, indices = _C.topk(x, count, cv.integer(dim, "topk", "dim"), cv.flag(largest, "topk", "largest"),
+                                  cv.flag(sorted, "topk", "sorted"))
+        return self._wrap(values), self._wrap(indices)
+
+    def argsort(self, arg, dim=-1, descending=False, stable=False):
+        """fd.ops.argsort(arg, dim=-1, descending=False, stable=False): torch.argsort (Int64 indices);
+        always stable (ties keep index order), NaN above every number."""
+        self._begin("argsort")
+        fd = self._fd
+        x = cv.tensor(fd, arg, "argsort", "arg")
+        return self._wrap(_C.argsort(x, cv.integer(dim, "argsort", "dim"), cv.flag(descending, "argsort", "descending"),
+                                     cv.flag(stable, "argsort", "stable")))
+
     def scatter(self, arg1, index, src, dim):
         """fd.ops.scatter(arg1, index, src, dim): torch.scatter out of place: out = arg1 with
-        out[..., index[i, j], ...] = src[i, j] along dim (the last write wins where index repeats)."""
+        out[..., index[i, j], ...] = src[i, j] along dim (the last write wins where index repeats). src
+        may be a number or a Scalar (every position index names gets it), as nvFuser's newer releases take."""
         self._begin("scatter")
         fd = self._fd
         x = cv.tensor(fd, arg1, "scatter", "arg1")
         idx = cv.tensor(fd, index, "scatter", "index")
+        if not isinstance(src, Tensor):
+            src = self.full(self.shape(self._wrap(idx)), src, x.dtype)
         s = cv.tensor(fd, src, "scatter", "src")
         return self._wrap(_C.scatter(x, idx, s, cv.integer(dim, "scatter", "dim")))
 
@@ -51,7 +75,8 @@ class ScanScatterOps:
         fd = self._fd
         x = cv.tensor(fd, input, "triu", "input")
         if x.ndim < 2:
-            raise BrazeValueError(f"triu: input {x.name} has rank {x.ndim}; it needs at least 2 dims")
+            raise BrazeValueError(f"triu: input {x.name} has rank {x.ndim}; it needs at least 2 dims [nvFuser: input "
+                                  f"tensor for triu must have 2 or more dims, but got {x.ndim} dims]")
         k = cv.scalar(fd, diagonal, "triu", "diagonal", DataType.Int64)
         rows = self.iota(self.size(self._wrap(x), x.ndim - 2), dtype=DataType.Int64)
         cols = self.iota(self.size(self._wrap(x), x.ndim - 1), dtype=DataType.Int64)

@@ -166,7 +166,9 @@ def _check_constant_slice_indices(starts, ends, name):
         start_const = isinstance(start, numbers.Integral) and not isinstance(start, bool)
         end_const = isinstance(end, numbers.Integral) and not isinstance(end, bool)
         if start_const and start < 0:
-            raise BrazeValueError(f"slice: start_indices[{d}] = {start} must be >= 0 (slicing {name})")
+            raise BrazeValueError(f"slice: start_indices[{d}] = {start} must be >= 0 (slicing {name}) [nvFuser: Slice "
+                                  "operation start_indices must be greater than or equal to 0.]")
         if start_const and end_const and end < start:
             raise BrazeValueError(
-                f"slice: end_indices[{d}] = {end} must be >= start_indices[{d}] = {start} (slicing {name})")
+                f"slice: end_indices[{d}] = {end} must be >= start_indices[{d}] = {start} (slicing {name}) [nvFuser: "
+                "Slice operation end_indices must be greater than or equal to start_indices.]")

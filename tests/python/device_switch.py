@@ -65,7 +65,7 @@ def execute(fd, inputs) -> list:
     if name() == "sim":
         return fd.execute(inputs)
     if any(s.kind == "kernel" and s.scheduler is None for s in fd.explain(inputs).segments):
-        # A segment no scheduler takes (matmul, scatter, index_put_accumulate) has no GPU kernel and the GPU
+        # A segment no scheduler takes (a float32 matmul) has no GPU kernel and the GPU
         # path refuses it: the simulated device runs the case.
         return fd.execute(inputs)
     moved = [_to_cuda(x) if isinstance(x, np.ndarray) else x for x in inputs]

@@ -153,12 +153,22 @@ def _index_put_accumulated(acc, i, v):
     return out
 
 
+def _top(t, k, dim):
+    """torch.topk(largest=True) with ties in index order: the first k of a stable descending sort."""
+    order = np.take(np.argsort(-t, axis=dim, kind="stable"), np.arange(k), axis=dim)
+    return np.take_along_axis(t, order, axis=dim), order
+
+
 def scan_scatter_cases():
     x = uniform((4, 5), -3, 3)
     return [
         OpCase("cumsum", "cumsum", lambda fd, t: fd.ops.cumsum(t, 1), inputs(x), lambda t: np.cumsum(t, 1), (F32,)),
         OpCase("cumsum", "cumsum-int8-in-int64", lambda fd, t: fd.ops.cumsum(t, 0),
                inputs(ints((5, 3), -100, 100, np.int8)), lambda t: np.cumsum(t, 0), (I64,)),
+        OpCase("topk", "topk-largest-3", lambda fd, t: fd.ops.topk(t, 3, 1, True, True), inputs(x),
+               lambda t: _top(t, 3, 1), (F32, I64)),
+        OpCase("argsort", "argsort-descending-dim0", lambda fd, t: fd.ops.argsort(t, 0, True, False), inputs(x),
+               lambda t: np.argsort(-t, axis=0, kind="stable"), (I64,)),
         OpCase("scatter", "scatter", lambda fd, t, i, src: fd.ops.scatter(t, i, src, 0),
                inputs(x, lambda rng: np.stack([rng.permutation(4)[:2] for _ in range(5)], 1), uniform((3, 5), -1, 1)),
                _scattered, (F32,)),

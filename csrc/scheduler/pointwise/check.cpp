@@ -1,8 +1,8 @@
 // The pointwise scheduler's structural check. A pointwise kernel iterates over each output's index
 // space and reads every tensor through the composed index maps of the meta ops between them, so
 // meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit; only
-// reductions (which need a reduction scheduler), cumsum (the scan scheduler's), matmul (the matmul
-// scheduler's) and the ops no scheduler takes yet (scatter, index_put_accumulate) do not.
+// reductions (which need a reduction scheduler), matmul (the matmul scheduler's) and the line walks
+// (cumsum, topk, argsort, scatter, index_put_accumulate: the scan scheduler's) do not.
 #include "scheduler/pointwise/entry.h"
 
 namespace braze {

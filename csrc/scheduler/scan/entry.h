@@ -1,4 +1,4 @@
-// The scan scheduler's row of the scheduler table: a cumsum, alone in its segment.
+// The scan scheduler's row of the scheduler table: a cumsum, scatter or index_put_accumulate, alone in its segment.
 #pragma once
 
 #include "scheduler/scheduler.h"

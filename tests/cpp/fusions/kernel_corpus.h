@@ -6,9 +6,11 @@
 // and gpu_pipeline_test runs both on a GPU where there is one.
 #pragma once
 
+#include "fusions/kernel_case.h"
 #include "fusions/kernel_util.h"
 #include "fusions/layer_norm.h"
 #include "fusions/rope.h"
+#include "fusions/scan_cases.h"
 #include "ir/ops.h"
 #include "codegen/source_emitter.h"
 
@@ -20,25 +22,6 @@
 #include <string>
 
 namespace braze::testing {
-
-struct KernelCase {
-  std::shared_ptr<Fusion> fusion = std::make_shared<Fusion>();
-  std::vector<HostValue> inputs;
-  ExecuteOptions options;
-  // What the plan must look like (vectorize factor, kernel count), checked on every target.
-  std::function<void(const LoweredPlan&)> expect;
-};
-
-// A named case, built only when its test runs: gtest registers every parameter at start-up, and the
-// large cases hold megabytes of inputs.
-struct KernelCaseMaker {
-  std::string name;  // a gtest parameter name: letters, digits and '_'
-  std::function<KernelCase()> make;
-};
-
-inline std::string caseName(const ::testing::TestParamInfo<KernelCaseMaker>& info) { return info.param.name; }
-// How gtest prints a failing case's parameter (instead of its bytes).
-inline void PrintTo(const KernelCaseMaker& maker, std::ostream* os) { *os << maker.name; }
 
 inline std::function<void(const LoweredPlan&)> expectVectorize(int64_t factor) {
   return [factor](const LoweredPlan& compiled) {
@@ -616,6 +599,12 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"index_select", indexSelectCase},
       {"dropout_13x37", [] { return dropoutCase(13, 37); }},
       {"cumsum_7x45", [] { return cumsumCase(7, 45); }},
+      {"scatter_7x45", [] { return scatterCase(7, 45); }},
+      {"scatter_2x1", [] { return scatterCase(2, 1); }},
+      {"index_put_accumulate_9x33_from_40", [] { return indexPutAccumulateCase(9, 33, 40); }},
+      {"index_put_accumulate_1x1_from_3", [] { return indexPutAccumulateCase(1, 1, 3); }},
+      {"topk_argsort_9x37", [] { return sortCase(9, 37, 5); }},
+      {"topk_argsort_1x1", [] { return sortCase(1, 1, 1); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
       {"matmul_f16_1x1x1", [] { return matmulCase({1, 1}, {1, 1}, DataType::Half, false, DataType::Null, 22); }},
@@ -694,6 +683,8 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"pointwise_2d_bias", pointwise2DBiasCase},
       {"dropout_1024x4096", [] { return dropoutCase(1024, 4096); }},
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
+      {"index_put_accumulate_512x768_from_2048", [] { return indexPutAccumulateCase(512, 768, 2048); }},
+      {"topk_argsort_96x200", [] { return sortCase(96, 200, 20); }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),

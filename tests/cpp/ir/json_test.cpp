@@ -167,6 +167,10 @@ Fusion scanScatterRandom() {
     TensorView* values = defineTensor({-1, 8}, {true, true}, DataType::BFloat16);
     Scalar* seed = defineScalar(DataType::Int64);
     f.addOutput(cumsum(x, -1));
+    auto [top, top_at] = topk(x, seed, 1, /*largest=*/false, /*sorted=*/true);
+    f.addOutput(top);
+    f.addOutput(top_at);
+    f.addOutput(argsort(src, 0, /*descending=*/true, /*stable=*/false));
     f.addOutput(scatter(x, i, src, 0));
     f.addOutput(indexPutAccumulate(x, rows, values));
     f.addOutput(uniform(f.constant(-1.0), f.constant(1.0), {i64(4), i64(3)}, seed, i64(2), DataType::Float));

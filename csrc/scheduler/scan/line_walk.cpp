@@ -1,0 +1,28 @@
+#include "scheduler/scan/line_walk.h"
+
+namespace braze::scheduler {
+
+LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
+                      const std::vector<int64_t>& sizes, size_t dim) {
+  LineWalk walk;
+  walk.dim = dim;
+  walk.has_dim = !sizes.empty();
+  std::vector<int64_t> line_sizes = sizes;
+  if (walk.has_dim) line_sizes.erase(line_sizes.begin() + static_cast<int64_t>(dim));
+  for (int64_t s : line_sizes) walk.lines *= s;
+  k.grid = {params.grid, 1};
+  k.block = {params.block, 1};
+  k.summary = params.toString();
+  walk.line = kb.letValue("line", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.block)), kb.threadIdx(0)));
+  kb.openIf(kb.lt(walk.line, kb.index(walk.lines)));
+  walk.position = vb.unflatten(walk.line, false, line_sizes);
+  return walk;
+}
+
+std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at) {
+  std::vector<Idx> index = walk.position;
+  if (walk.has_dim) index.insert(index.begin() + static_cast<int64_t>(walk.dim), Idx{at, false});
+  return index;
+}
+
+}  // namespace braze::scheduler

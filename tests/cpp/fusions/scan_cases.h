@@ -1,0 +1,104 @@
+// Kernel corpus cases of the scan scheduler's line walks besides cumsum: scatter and
+// index_put_accumulate with indices that repeat (the order of writes and adds decides the result),
+// negative ones (index_put counts them from the end), an index broadcast along a dim (stride 0); topk
+// and argsort over ties and NaNs; operands read through views, odd sizes and size-1 dims, in float,
+// bf16 and integer dtypes.
+#pragma once
+
+#include "fusions/host_util.h"
+#include "fusions/kernel_case.h"
+#include "fusions/plan_util.h"
+#include "ir/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace braze::testing {
+
+// `count` indices in [lo, hi), from a fixed LCG: repeats are certain when count exceeds hi - lo.
+inline HostTensor indexTensor(DataType dtype, std::vector<int64_t> sizes, int64_t lo, int64_t hi, uint64_t seed) {
+  HostTensor t = HostTensor::empty(dtype, std::move(sizes));
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    t.writeInt(i, lo + static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(hi - lo)));
+  }
+  return t;
+}
+
+// scatter along dim 1 of a bf16 [rows, cols] with a shorter index [rows - 1, min(cols, 6)] into its first 4 columns (repeats: the
+// last write wins), and along dim 0 of an Int32 tensor with an index broadcast along its columns.
+inline KernelCase scatterCase(int64_t rows, int64_t cols) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* index = defineTensor({-1, -1}, {true, true}, DataType::Int64);
+    TensorView* src = defineTensor({-1, -1}, {false, false}, DataType::BFloat16);
+    TensorView* n = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+    TensorView* rows_index = defineTensor({-1, -1}, {true, std::nullopt}, DataType::Int32);
+    f.addOutput(scatter(x, index, src, 1));
+    f.addOutput(scatter(n, rows_index, n, 0));
+  }
+  const HostTensor src_storage = randomTensor(DataType::BFloat16, {rows, cols + 3}, 41);
+  const HostTensor column = indexTensor(DataType::Int32, {rows, 1}, 0, rows, 43);
+  c.inputs = {randomTensor(DataType::BFloat16, {rows, cols}, 40), indexTensor(DataType::Int64, {rows - 1, std::min<int64_t>(cols, 6)}, 0, std::min<int64_t>(cols, 4), 42),
+              src_storage.view({rows, cols}, {cols + 3, 1}, 1), randomTensor(DataType::Int32, {rows, cols}, 44),
+              column.view({rows, cols}, {1, 0}, 0)};
+  return c;
+}
+
+// index_put_accumulate of `entries` rows (repeated and negative indices) into a float [rows, cols]
+// tensor with the value read transposed, and into a bf16 [rows, 1, 5] one (each add rounds to bf16).
+inline KernelCase indexPutAccumulateCase(int64_t rows, int64_t cols, int64_t entries) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* acc = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* index = defineTensor({-1}, {true}, DataType::Int64);
+    TensorView* value = defineTensor({-1, -1}, {false, false}, DataType::Float);
+    TensorView* narrow = defineTensor({-1, 1, -1}, {true, std::nullopt, true}, DataType::BFloat16);
+    TensorView* narrow_index = defineTensor({-1}, {true}, DataType::Int32);
+    TensorView* narrow_value = defineTensor({-1, 1, -1}, {true, std::nullopt, true}, DataType::BFloat16);
+    f.addOutput(indexPutAccumulate(acc, index, value));
+    f.addOutput(indexPutAccumulate(narrow, narrow_index, narrow_value));
+  }
+  const HostTensor value_t = randomTensor(DataType::Float, {cols, entries}, 51);
+  c.inputs = {randomTensor(DataType::Float, {rows, cols}, 50), indexTensor(DataType::Int64, {entries}, -rows, rows, 52),
+              value_t.view({entries, cols}, {1, entries}, 0), randomTensor(DataType::BFloat16, {rows, 1, 5}, 53),
+              indexTensor(DataType::Int32, {entries}, 0, rows, 54), randomTensor(DataType::BFloat16, {entries, 1, 5}, 55)};
+  return c;
+}
+
+// topk (k of each line, largest and smallest) and argsort (descending) of a float [rows, cols] with
+// ties and NaNs, read transposed, and argsort of an Int32 one along its rows.
+inline KernelCase sortCase(int64_t rows, int64_t cols, int64_t k) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {false, false}, DataType::Float);
+    TensorView* n = defineTensor({-1, -1}, {true, true}, DataType::Int32);
+    auto [largest, largest_at] = topk(x, f.constant(k), 1, /*largest=*/true, /*sorted=*/true);
+    auto [smallest, smallest_at] = topk(x, f.constant(k), 1, /*largest=*/false, /*sorted=*/true);
+    f.addOutput(largest);
+    f.addOutput(largest_at);
+    f.addOutput(smallest_at);
+    f.addOutput(argsort(x, 1, /*descending=*/true, /*stable=*/true));
+    f.addOutput(argsort(n, 0, /*descending=*/false, /*stable=*/false));
+  }
+  // Few distinct values: ties everywhere; every fifth element NaN.
+  HostTensor storage = indexTensor(DataType::Int32, {cols, rows}, -2, 3, 60);
+  HostTensor values = HostTensor::empty(DataType::Float, {cols, rows});
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    values.writeDouble(i, i % 5 == 3 ? std::nan("") : static_cast<double>(storage.readInt(i)));
+  }
+  c.inputs = {values.view({rows, cols}, {1, rows}, 0), indexTensor(DataType::Int32, {rows, cols}, -4, 4, 61)};
+  return c;
+}
+
+}  // namespace braze::testing

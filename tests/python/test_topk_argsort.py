@@ -1,0 +1,128 @@
+"""fd.ops.topk and fd.ops.argsort, as Thunder's nvFuser executor calls them (topk(arg, k, dim, largest,
+sorted) -> (values, indices); argsort(arg, dim, descending, stable) -> indices), in kernels of the scan
+scheduler, against torch: values as torch.topk gives them, indices as torch's stable sort orders them
+(ties by lower index, NaN above every number), in float (with NaN), bf16 and integer dtypes, along each
+dim, with k a constant or an input, k = 0 and k = n. On torch CPU tensors (the simulated device) and on
+CUDA where torch sees a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+import braze
+from braze import DataType, FusionDefinition
+
+torch = pytest.importorskip("torch")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DTYPES = [(DataType.Float, torch.float32), (DataType.BFloat16, torch.bfloat16), (DataType.Int32, torch.int32)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def tied(shape, torch_dtype, seed):
+    """Values with many ties (a few distinct integers), and NaNs in float tensors."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-3, 4, shape, generator=g).to(torch_dtype)
+    if torch_dtype.is_floating_point:
+        x.view(-1)[:: 7] = float("nan")
+    return x
+
+
+def sorted_like_torch(x, dim, descending):
+    return torch.sort(x, dim=dim, descending=descending, stable=True)
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_keeps_the_k_first_of_a_stable_sort(device, dtype, torch_dtype, dim, largest):
+    x = tied((23, 37), torch_dtype, 1).to(device)
+    k = 5
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        values, indices = fd.ops.topk(t, k, dim, largest, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    got_values, got_indices = fd.execute([x])
+    want = sorted_like_torch(x.cpu(), dim, largest)
+    want_values = want.values.narrow(dim, 0, k)
+    torch.testing.assert_close(got_values.cpu(), want_values, equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(got_indices.cpu(), want.indices.narrow(dim, 0, k))
+    # torch.topk agrees on the values (its order among ties is its own).
+    torch.testing.assert_close(got_values.cpu(), torch.topk(x.cpu(), k, dim, largest).values, equal_nan=True)
+    assert [s.scheduler for s in fd.explain([x]).segments] == ["scan"]
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", DTYPES)
+@pytest.mark.parametrize("descending", [True, False])
+def test_argsort_is_torchs_stable_sort(device, dtype, torch_dtype, descending):
+    x = tied((3, 4, 50), torch_dtype, 2).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=dtype)
+        fd.add_output(fd.ops.argsort(t, 1, descending, False))
+        fd.add_output(fd.ops.argsort(t, dim=-1, descending=descending))
+    along_1, along_last = fd.execute([x])
+    assert along_1.dtype == torch.int64
+    assert torch.equal(along_1.cpu(), sorted_like_torch(x.cpu(), 1, descending).indices)
+    assert torch.equal(along_last.cpu(), sorted_like_torch(x.cpu(), -1, descending).indices)
+
+
+def test_k_from_an_input_and_the_edge_cases(device):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        k = fd.define_scalar(dtype=DataType.Int)
+        values, indices = fd.ops.topk(t, k, dim=1)
+        fd.add_output(values)
+        fd.add_output(indices)
+    x = torch.randn(4, 9, device=device)
+    for k in (0, 1, 9):
+        values, indices = fd.execute([x, k])
+        assert values.shape == (4, k) and indices.shape == (4, k)
+        want = torch.sort(x.cpu(), dim=1, descending=True, stable=True)
+        torch.testing.assert_close(values.cpu(), want.values[:, :k])
+        assert torch.equal(indices.cpu(), want.indices[:, :k])
+    with pytest.raises(ValueError, match=r"topk: k = 10 is not in \[0, 9\]"):
+        fd.execute([x, 10])
+
+
+def test_the_definition_checks_its_arguments():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=r"topk: k = 5 is not in \[0, 4\]"):
+            fd.ops.topk(t, 5, dim=1)
+        s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=r"argsort: T\d+ is a 0-dim tensor"):
+            fd.ops.argsort(s)
+        fd.add_output(t)
+
+
+def test_the_printed_definition_runs_again():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        values, indices = fd.ops.topk(t, 3, dim=0, largest=False)
+        fd.add_output(values)
+        fd.add_output(fd.ops.argsort(t, dim=1, descending=True))
+    script = str(fd)
+    assert "fd.ops.topk(T0, " in script and "fd.ops.argsort(T0, dim=1, descending=True" in script
+    namespace = {}
+    exec(script, namespace)
+    again = namespace["fd"]
+    x = torch.randn(6, 5)
+    for a, b in zip(again.execute([x]), fd.execute([x])):
+        assert torch.equal(a, b)
+    assert braze.execute.reference(fd, [x.numpy()])[0].shape == (3, 5)
+
+
+def test_topk_with_only_its_indices_used(device):
+    # The kernel keeps the order through the indices alone, reading x at them.
+    x = tied((5, 31), torch.float32, 3).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        _, indices = fd.ops.topk(t, 6, dim=1)
+        fd.add_output(indices)
+    (indices,) = fd.execute([x])
+    assert torch.equal(indices.cpu(), sorted_like_torch(x.cpu(), 1, True).indices[:, :6])
