@@ -129,6 +129,20 @@ void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
 }
 BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNorm)->Unit(benchmark::kMicrosecond);
 
+// A new row count of the layer-norm backward as Thunder defines it (3 kernels: an inner persistent
+// one and two outer reductions), its kernels compiled: what another batch size or sequence length
+// costs before the launch. Target (issue 25): at most 100 us.
+void BM_NewRowCountNoCompile_LayerNormBackward(benchmark::State& state) {
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
+  auto inputs = [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); };
+  cache.run(inputs(2048));
+  int64_t rows = 2049;
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(rows++)));
+  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+}
+BENCHMARK(BM_NewRowCountNoCompile_LayerNormBackward)->Unit(benchmark::kMicrosecond);
+
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),

@@ -39,6 +39,15 @@ OpKind combineOf(ReduceOp op) {
   return OpKind::Add;
 }
 
+size_t KernelBuilder::KeyHash::operator()(const std::vector<int64_t>& key) const noexcept {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, then a final mix
+  for (int64_t w : key) {
+    h ^= static_cast<uint64_t>(w);
+    h *= 1099511628211ull;
+  }
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
 ExprId KernelBuilder::intern(KExpr e) {
   std::vector<int64_t> key{static_cast<int64_t>(e.kind), static_cast<int64_t>(e.dtype), e.index,
                            static_cast<int64_t>(e.op), static_cast<int64_t>(e.from), e.i,

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -354,7 +355,12 @@ class KernelBuilder {
   void pushBare(SKind kind, VarId var = -1, int32_t width = 1);
 
   Kernel& k_;
-  std::map<std::vector<int64_t>, ExprId> interned_;  // every field of a KExpr, encoded
+  // Every field of a KExpr, encoded -> its id. Hashed: lowering interns every expression it builds,
+  // and an ordered map's vector comparisons were a sixth of planning a new signature.
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& key) const noexcept;
+  };
+  std::unordered_map<std::vector<int64_t>, ExprId, KeyHash> interned_;
   struct Open {
     Stmt* stmt;                 // the open For/If (null for a pushed target)
     std::vector<Stmt>* target;  // where its statements go

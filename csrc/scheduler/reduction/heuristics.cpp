@@ -15,8 +15,10 @@ constexpr int64_t kMinSplit = 4096;
 }  // namespace
 
 std::string ReductionParams::toString() const {
-  const std::string split =
-      splits > 1 ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length) : "";
+  // An outer reduction's split length is a launch argument (the launch summary shows it), not the kernel's.
+  const std::string split = splits <= 1 ? ""
+                            : inner     ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length)
+                                        : fmt::format(", split over {} blocks per row", splits);
   if (!inner) {
     return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({})", vectorize, threads_x,
                        threads_y, split, why);

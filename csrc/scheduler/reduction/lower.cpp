@@ -8,6 +8,7 @@
 // Grid reduction (few rows): blocks in grid y each reduce a split of every row and write a partial;
 // the last block of a row to arrive (an atomic counter) combines the partials and writes the results.
 #include "support/error.h"
+#include "scheduler/access_probe.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 
@@ -140,7 +141,7 @@ class RowLowering {
     problem.splittable = !persistent_wanted && splittable();
     VectorizeInput vin;
     vin.widest_dtype_bytes = ctx_.widest_dtype_bytes;
-    vin.tensor_factors = ctx_.input_factors;
+    vin.tensor_factors = walkedInputFactors();
     // Inner: lanes walk the row; outer: lanes walk the kept dims (the innermost in memory).
     vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
     for (const Val* out : ctx_.segment.outputs) {
@@ -152,6 +153,44 @@ class RowLowering {
   }
 
  private:
+  // The vector factors of the inputs the lanes walk (inner: along the row; outer: along the kept
+  // elements), as the load probe sees them in the reductions' operands: an input read once per lane
+  // group (a [rows, 1] mean or rstd in an inner reduction) is a scalar load before the lanes, and its
+  // own layout (an odd row count) does not limit the vector. Inputs no probe sees count; a tensor seen
+  // in no probe at all (every reduction fed by another) leaves every input counting.
+  std::vector<int64_t> walkedInputFactors() const {
+    // Per tensor parameter: seen with a stride along the walked dim of 0 only (false), or not (true).
+    std::vector<std::optional<std::vector<int64_t>>> seen(ctx_.kernel.tensors.size());
+    std::vector<bool> walks(ctx_.kernel.tensors.size(), false);
+    std::unordered_set<const Val*> probed;
+    for (const Expr* reduction : facts_.reductions) {
+      // An operand computed from another reduction's result (softmax's exp(x - max)) has no value per
+      // element without that reduction: not probed, its tensors count.
+      if (facts_.after_reduction.count(reduction->input(0)) != 0) continue;
+      if (!probed.insert(reduction->input(0)).second) continue;
+      const std::vector<InputAccess> access = probeInputAccess(ctx_, reduction->input(0));
+      for (size_t t = 0; t < access.size(); ++t) {
+        if (access[t].strides && !seen[t]) seen[t] = access[t].strides;
+        if (access[t].strides && seen[t] != access[t].strides) walks[t] = true;  // read two ways: count it
+      }
+    }
+    int64_t walked = -1;
+    for (auto d = static_cast<int64_t>(domain_.input_sizes.size()); d-- > 0 && walked < 0;) {
+      const bool reduced = std::find(domain_.dims.begin(), domain_.dims.end(), d) != domain_.dims.end();
+      if (reduced == domain_.inner && domain_.input_sizes[d] > 1) walked = d;
+    }
+    std::vector<int64_t> factors;
+    size_t input = 0;
+    for (size_t t = 0; t < ctx_.kernel.tensors.size(); ++t) {
+      if (ctx_.kernel.tensors[t].output) continue;
+      if (walked < 0 || walks[t] || !seen[t] || (*seen[t])[static_cast<size_t>(walked)] != 0) {
+        factors.push_back(ctx_.input_factors[input]);
+      }
+      ++input;
+    }
+    return factors;
+  }
+
   // Whether blocks may reduce parts of a row: plain reductions only (statistics need the whole row's
   // mean first), none fed by another's result, and every output a per-row value.
   bool splittable() const {
@@ -202,10 +241,18 @@ class RowLowering {
     return linear;
   }
 
+  // An outer reduction takes its reduced element count (the rows it sums: a batch times a sequence) and
+  // each split's share of them at launch, so another batch size runs the same kernel. An inner one's
+  // count is the row length, which its chunks and unrolling are built on: a constant.
+  ExprId reducedCount() { return params_.inner ? kb_.index(row_length_) : kb_.extent("row_length", row_length_); }
+  ExprId splitLength() {
+    return params_.inner ? kb_.index(params_.split_length) : kb_.extent("split_length", params_.split_length);
+  }
+
   // Runs `body(index)` for every reduced element this thread handles (of its split), in chunks of lanes.
   void forEachElement(const std::function<void(Chunk&, const std::vector<Idx>&)>& body) {
     const int64_t vec = params_.vectorize;
-    const ExprId split_begin = kb_.mul(split_, kb_.index(params_.split_length));
+    const ExprId split_begin = kb_.mul(split_, splitLength());
     if (params_.inner) {
       const int64_t row_chunks = (row_length_ + vec - 1) / vec;
       const int64_t chunks = params_.persistent || params_.splits > 1
@@ -227,8 +274,8 @@ class RowLowering {
       target.insert(target.end() - 1, std::make_move_iterator(hoisted.begin()), std::make_move_iterator(hoisted.end()));
       return;
     }
-    ExprId end = kb_.index(row_length_);
-    if (params_.splits > 1) end = kb_.min(end, kb_.add(split_begin, kb_.index(params_.split_length)));
+    ExprId end = reducedCount();
+    if (params_.splits > 1) end = kb_.min(end, kb_.add(split_begin, splitLength()));
     kb_.openFor(chunk_var_, kb_.add(split_begin, kb_.threadIdx(1)), end, kb_.index(params_.threads_y), false);
     emitChunk(kb_, vb_, row_ok_, lanes_, lane_, [&](Chunk& c) { body(c, domainIndex(kb_.ref(chunk_var_), false)); });
     kb_.close();
@@ -319,7 +366,8 @@ class RowLowering {
     // Statistics: mean, then the sum of squared deviations from it, accumulated in float (double for
     // double outputs); n is the reduced element count.
     const DataType acc = e.output(0)->dtype() == DataType::Double ? DataType::Double : DataType::Float;
-    const ExprId n = kb_.constant(static_cast<double>(row_length_), acc);
+    const ExprId n = params_.inner ? kb_.constant(static_cast<double>(row_length_), acc)
+                                   : kb_.indexToValue(reducedCount(), acc);
     const RowVar sum = accumulate(acc, ReduceOp::Sum,
                                   [&](const std::vector<Idx>& index) { return vb_.valueAt(in, index); });
     const ExprId mean = rowLet("mean", kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(sum), n}));
@@ -336,8 +384,15 @@ class RowLowering {
       result(2, n);
       return;
     }
-    const double divisor = static_cast<double>(row_length_) - e.attrs().getDouble("correction");
-    const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(m2), kb_.constant(std::max(divisor, 0.0), acc)});
+    // n - correction, at least 0 (a variance of fewer elements than the correction divides by 0); an
+    // outer reduction's n comes at launch.
+    const double correction = e.attrs().getDouble("correction");
+    const ExprId divisor =
+        params_.inner ? kb_.constant(std::max(static_cast<double>(row_length_) - correction, 0.0), acc)
+                      : kb_.elementwise(OpKind::Maximum, acc,
+                                        {kb_.elementwise(OpKind::Sub, acc, {n, kb_.constant(correction, acc)}),
+                                         kb_.constant(0.0, acc)});
+    const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(m2), divisor});
     result(0, var);
     if (e.kind() == OpKind::VarMean) result(1, mean);
   }

@@ -288,6 +288,15 @@ inline KernelCase dropoutCase(int64_t rows, int64_t cols) {
   return c;
 }
 
+// The layer-norm backward as Thunder defines it (an inner persistent kernel reading [rows, 1] statistics
+// once per row, and two outer reductions over the rows), at an odd row count.
+inline KernelCase layerNormBackwardCase(int64_t rows, int64_t hidden) {
+  KernelCase c;
+  c.fusion = sizelessLayerNormBackward();
+  c.inputs = randomInputs(*c.fusion, 31, {{rows, hidden}, {rows, hidden}, {rows, 1}, {rows, 1}, {hidden}});
+  return c;
+}
+
 // cumsum along the rows and along the columns of a bf16 input (double sums), and of an int8 input
 // (Int64 sums): the scan scheduler's kernels.
 inline KernelCase cumsumCase(int64_t rows, int64_t cols) {
@@ -604,6 +613,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"index_put_accumulate_9x33_from_40", [] { return indexPutAccumulateCase(9, 33, 40); }},
       {"index_put_accumulate_1x1_from_3", [] { return indexPutAccumulateCase(1, 1, 3); }},
       {"topk_argsort_9x37", [] { return sortCase(9, 37, 5); }},
+      {"layer_norm_backward_odd_rows_37x96", [] { return layerNormBackwardCase(37, 96); }},
       {"topk_argsort_1x1", [] { return sortCase(1, 1, 1); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},

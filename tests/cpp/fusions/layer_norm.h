@@ -2,6 +2,7 @@
 // as the seed's FusionDefinition builds it: bf16 in, float math, bf16 out, weight and bias broadcast.
 #pragma once
 
+#include "device/device_tensor.h"
 #include "ir/ops.h"
 
 #include <memory>
@@ -48,6 +49,40 @@ inline std::shared_ptr<Fusion> sizelessLayerNorm() {
   Val* scaled = mul(normed, cast(broadcast(weight, {true, true, false}), DataType::Float));
   f->addOutput(cast(add(scaled, cast(broadcast(bias, {true, true, false}), DataType::Float)), DataType::BFloat16));
   return f;
+}
+
+// The layer-norm backward as Thunder hands it to nvFuser, sizes left to execute (bf16 in and out, float
+// math): grad_out, x, mean and rstd ([rows, 1]) and weight in; grad_in (a reduction over the hidden dim
+// per row), grad_weight and grad_bias (reductions over the rows) out.
+inline std::shared_ptr<Fusion> sizelessLayerNormBackward() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard guard(f.get());
+  const DataType bf16 = DataType::BFloat16, f32 = DataType::Float;
+  TensorView* grad_out = defineTensor({-1, -1}, {true, true}, bf16);
+  TensorView* x = defineTensor({-1, -1}, {true, true}, bf16);
+  TensorView* mean = defineTensor({-1, 1}, {true, std::nullopt}, f32);
+  TensorView* rstd = defineTensor({-1, 1}, {true, std::nullopt}, f32);
+  TensorView* weight = defineTensor({-1}, {true}, bf16);
+  Val* go = cast(grad_out, f32);
+  Val* x_hat = mul(sub(cast(x, f32), mean), rstd);
+  TensorView* g = mul(go, broadcast(cast(weight, f32)->asTensor(), {true, false}))->asTensor();
+  Val* c = size(x, 1);
+  Val* a = div(reduce(OpKind::Sum, g, {1}, /*keepdim=*/true), c);
+  Val* b = div(reduce(OpKind::Sum, mul(g, x_hat)->asTensor(), {1}, /*keepdim=*/true), c);
+  f->addOutput(cast(mul(rstd, sub(sub(g, a), mul(x_hat, b))), bf16));
+  f->addOutput(cast(reduce(OpKind::Sum, mul(go, x_hat)->asTensor(), {0}), bf16));
+  f->addOutput(cast(reduce(OpKind::Sum, go->asTensor(), {0}), bf16));
+  return f;
+}
+
+// Stand-in device tensors (addresses never dereferenced) for sizelessLayerNormBackward at [rows, hidden].
+inline std::vector<device::DeviceValue> layerNormBackwardAddresses(int64_t rows, int64_t hidden) {
+  using device::DeviceTensor;
+  return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {rows, hidden}),
+          DeviceTensor::contiguous(0x20000000, DataType::BFloat16, {rows, hidden}),
+          DeviceTensor::contiguous(0x30000000, DataType::Float, {rows, 1}),
+          DeviceTensor::contiguous(0x40000000, DataType::Float, {rows, 1}),
+          DeviceTensor::contiguous(0x50000000, DataType::BFloat16, {hidden})};
 }
 
 }  // namespace braze::testing
