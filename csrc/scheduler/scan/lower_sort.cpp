@@ -71,7 +71,9 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   const ExprId last = kb.letValue("last", kb.min(i, kb.index(keep - 1)));  // the slot it starts from
   // Past the first `keep` elements, only one that beats the last kept element enters.
   if (keep < extent) {
-    kb.openIf(kb.lor(kb.lt(i, kb.index(keep)), beats(v, keptValue(kb.index(keep - 1), kb.boolean(true), i))));
+    // The last slot holds an element only once `keep` have entered (both sides are evaluated).
+    const ExprId full = kb.le(kb.index(keep), i);
+    kb.openIf(kb.lor(kb.lt(i, kb.index(keep)), beats(v, keptValue(kb.index(keep - 1), full, i))));
   }
   const VarId placed = kb.scalarVar("placed", DataType::Bool);
   kb.let(placed, kb.boolean(false));
