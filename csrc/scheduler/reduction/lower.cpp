@@ -252,7 +252,7 @@ class RowLowering {
   // Runs `body(index)` for every reduced element this thread handles (of its split), in chunks of lanes.
   void forEachElement(const std::function<void(Chunk&, const std::vector<Idx>&)>& body) {
     const int64_t vec = params_.vectorize;
-    const ExprId split_begin = kb_.mul(split_, splitLength());
+    const ExprId split_begin = params_.splits > 1 ? kb_.mul(split_, splitLength()) : kb_.index(0);
     if (params_.inner) {
       const int64_t row_chunks = (row_length_ + vec - 1) / vec;
       const int64_t chunks = params_.persistent || params_.splits > 1
