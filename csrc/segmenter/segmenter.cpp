@@ -299,6 +299,20 @@ class Segmenter {
       for (const auto& [source, list] : readers) {  // siblings reading one source
         for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
       }
+      // Cousins: the readers of one group's outputs, outside it (a backward's weight and bias
+      // gradients, both summing over the rows what one kernel computed): one pass over the rows.
+      std::map<int64_t, std::vector<int64_t>> cousins;  // producer group -> reader nodes, ascending
+      for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+        for (const Val* in : nodes_[i]->inputs()) {
+          auto p = producer_.find(in);
+          if (p == producer_.end() || find(p->second) == find(i)) continue;
+          auto& list = cousins[find(p->second)];
+          if (list.empty() || list.back() != i) list.push_back(i);
+        }
+      }
+      for (const auto& [producer, list] : cousins) {
+        for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
+      }
     }
   }
 

@@ -369,11 +369,12 @@ TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
   EXPECT_EQ(err, "");
 }
 
-// The layer-norm backward as Thunder defines it, at many row counts (odd ones too): the outer
-// reductions take their row count and split length at launch, and the [rows, 1] statistics, read once
-// per row, do not limit the inner kernel's vectors, so every row count past the first few runs
-// kernels compiled already, all vectorized by 4 (8 bf16 would need a hidden size divisible by 8 per
-// thread's share; 768 gives 4 here).
+// The layer-norm backward as Thunder defines it, at many row counts (odd ones too), plans as two
+// kernels: the inner persistent one (grad_in) and one outer reduction for both grad_weight and
+// grad_bias (the segmenter merges the two readers of the first kernel's outputs). The outer reduction
+// takes its row count and split length at launch, and the [rows, 1] statistics, read once per row, do
+// not limit the inner kernel's vectors, so every row count runs the kernels compiled already, all
+// vectorized by 4.
 TEST(FusionCache, LayerNormBackwardRowCountsShareTheirKernels) {
   NoOpDeviceOps ops;
   FusionCache cache(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
@@ -382,6 +383,7 @@ TEST(FusionCache, LayerNormBackwardRowCountsShareTheirKernels) {
   const size_t kernels = cache.kernelCount();
   for (int64_t rows = 4098; rows < 4130; ++rows) cache.run(inputs(rows));
   EXPECT_EQ(cache.kernelCount(), kernels);
+  EXPECT_EQ(cache.lastPlan()->compiled().plan.kernelCount(), 2) << cache.lastPlan()->compiled().plan.toString();
   for (const auto& k : cache.lastPlan()->compiled().kernels) {
     ASSERT_TRUE(k.has_value());
     EXPECT_EQ(k->vectorize, 4) << k->summary;
