@@ -12,6 +12,7 @@
 #include "support/error.h"
 
 namespace braze::scheduler {
+
 void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   const Expr& op = *ctx.segment.exprs.at(0);
   const bool is_topk = op.kind() == OpKind::TopK;
@@ -39,10 +40,10 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   // Whether a (new, later in the line) beats b (kept): strictly larger (descending) or smaller, a NaN
   // beating every number and nothing beating a NaN kept first.
   auto beats = [&](ExprId a, ExprId b) {
-    const ExprId a_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {a});
-    const ExprId b_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {b});
     const ExprId ordered = kb.elementwise(descending ? OpKind::Gt : OpKind::Lt, DataType::Bool, {a, b});
     if (!isFloating(x->dtype())) return ordered;
+    const ExprId a_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {a});
+    const ExprId b_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {b});
     const ExprId nan_first = kb.elementwise(OpKind::LogicalAnd, DataType::Bool,
                                             {descending ? a_nan : b_nan,
                                              kb.elementwise(OpKind::LogicalNot, DataType::Bool, {descending ? b_nan : a_nan})});
