@@ -25,4 +25,12 @@ std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at) {
   return index;
 }
 
+void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body) {
+  const VarId step = kb.scalarVar("k", DataType::Int64, /*is_index=*/true);
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, /*is_index=*/true);
+  kb.openFor(step, kb.index(0), kb.index(extent), kb.index(1), /*unroll=*/false);
+  emitChunk(kb, vb, kb.boolean(true), 1, lane, [&](Chunk& c) { body(c, kb.ref(step)); });
+  kb.close();
+}
+
 }  // namespace braze::scheduler

@@ -5,6 +5,8 @@
 #include "scheduler/lowering_context.h"
 #include "scheduler/scan/heuristics.h"
 
+#include <functional>
+
 namespace braze::scheduler {
 
 struct LineWalk {
@@ -21,5 +23,7 @@ LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const Scan
                       const std::vector<int64_t>& sizes, size_t dim);
 // The full index of element `at` of the walk's line.
 std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at);
+// for (step = 0; step < extent; ++step) body(chunk, step), in order, each step one chunk of one lane.
+void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body);
 
 }  // namespace braze::scheduler

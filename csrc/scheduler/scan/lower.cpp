@@ -43,18 +43,14 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
   const LineWalk walk = openLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
   const VarId sum = kb.scalarVar("sum", sum_type);
   kb.let(sum, kb.constantInt(0, sum_type));
-  const VarId step = kb.scalarVar("k", DataType::Int64, /*is_index=*/true);
-  const VarId lane = kb.scalarVar("lane", DataType::Int64, /*is_index=*/true);
-  kb.openFor(step, kb.index(0), kb.index(extent), kb.index(1), /*unroll=*/false);
-  emitChunk(kb, vb, kb.boolean(true), 1, lane, [&](Chunk& c) {
-    const std::vector<Idx> index = lineIndex(walk, kb.ref(step));
+  walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
+    const std::vector<Idx> index = lineIndex(walk, step);
     const ExprId value = kb.cast(vb.valueAt(in, index), sum_type);
     kb.pushTarget(&c.pre);
     kb.assign(sum, kb.elementwise(OpKind::Add, sum_type, {kb.ref(sum), value}));
     kb.popTarget();
     storeOutput(kb, vb, c, ctx.outputs.at(out), index, kb.cast(kb.ref(sum), out->dtype()));
   });
-  kb.close();
   kb.close();
 }
 

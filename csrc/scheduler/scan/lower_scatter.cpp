@@ -12,18 +12,6 @@
 #include "support/error.h"
 
 namespace braze::scheduler {
-namespace {
-
-// for (step = 0; step < extent; ++step) body(step), each step one chunk of one lane.
-void walk(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body) {
-  const VarId step = kb.scalarVar("k", DataType::Int64, /*is_index=*/true);
-  const VarId lane = kb.scalarVar("lane", DataType::Int64, /*is_index=*/true);
-  kb.openFor(step, kb.index(0), kb.index(extent), kb.index(1), /*unroll=*/false);
-  emitChunk(kb, vb, kb.boolean(true), 1, lane, [&](Chunk& c) { body(c, kb.ref(step)); });
-  kb.close();
-}
-
-}  // namespace
 
 void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
   const Expr& op = *ctx.segment.exprs.at(0);
@@ -42,7 +30,7 @@ void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
   const TensorId out_param = ctx.outputs.at(out);
   const LineWalk line = openLineWalk(k, kb, vb, params, sizes, dim);
   const std::vector<Idx>& position = line.position;
-  walk(kb, vb, sizes[dim], [&](Chunk& c, ExprId step) {
+  walkSteps(kb, vb, sizes[dim], [&](Chunk& c, ExprId step) {
     const std::vector<Idx> at = lineIndex(line, step);
     storeOutput(kb, vb, c, out_param, at, vb.valueAt(x, at));
   });
@@ -60,7 +48,7 @@ void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
   }
   kb.openIf(covered);
   const std::string site = fmt::format("{} {} (dim {} of {}, size {})", op.name(), out->name(), dim, x->name(), sizes[dim]);
-  walk(kb, vb, entries, [&](Chunk& c, ExprId step) {
+  walkSteps(kb, vb, entries, [&](Chunk& c, ExprId step) {
     const std::vector<Idx> entry = lineIndex(line, step);
     ExprId target = vb.valueAt(index, accumulate ? std::vector<Idx>{Idx{step, false}} : entry);
     if (accumulate) {
