@@ -59,7 +59,8 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 }
 
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
-  LoweredPlan lowered{std::move(plan), {}, {}};
+  LoweredPlan lowered{std::move(plan), {}, {}, {}};
+  std::vector<std::pair<size_t, kernel::Kernel>> follow_ups;  // appended after the copies
   lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
@@ -84,7 +85,14 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     segment.heuristics = kernel::launchSummary(k);
     dumpAfter("lower", [&] { return kernel::printKernel(k); });
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
+    const size_t s = lowered.kernels.size();
     lowered.kernels.emplace_back(std::move(k));
+    for (kernel::Kernel& next : lowering.takeFollowUps()) {
+      ++segment.follow_up_kernels;
+      if (verifiersEnabled()) kernel::verifyKernel(next);
+      dumpAfter("lower", [&] { return kernel::printKernel(next); });
+      follow_ups.emplace_back(s, std::move(next));
+    }
   }
   lowered.copies = inPlaceCopies(lowered.plan);
   for (size_t i = 0; i < lowered.copies.size(); ++i) {
@@ -93,6 +101,10 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
                                                   copy.to, device);
     if (verifiersEnabled()) kernel::verifyKernel(k);
     dumpAfter("lower", [&] { return kernel::printKernel(k); });
+    lowered.kernels.emplace_back(std::move(k));
+  }
+  for (auto& [segment, k] : follow_ups) {
+    lowered.follow_ups.push_back({segment, lowered.kernels.size()});
     lowered.kernels.emplace_back(std::move(k));
   }
   return lowered;

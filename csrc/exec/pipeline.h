@@ -42,9 +42,17 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 
 struct LoweredPlan {
   SegmentedFusion plan;
-  // Per segment: its kernel, or none (alias, no scheduler); then one copy kernel per in-place copy.
+  // Per segment: its kernel, or none (alias, no scheduler); then one copy kernel per in-place copy;
+  // then the follow-up kernels.
   std::vector<std::optional<kernel::Kernel>> kernels;
   std::vector<InPlaceCopy> copies;  // the in-place updates' copies, after the segments' kernels
+  // A kernel that runs right after its segment's own and finishes its work (the inner-outer
+  // scheduler's second pass): the segment, and the kernel's index in `kernels`.
+  struct FollowUp {
+    size_t segment = 0;
+    size_t kernel = 0;
+  };
+  std::vector<FollowUp> follow_ups;
 };
 
 // Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler

@@ -146,34 +146,12 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
       launches_.push_back(std::move(launch));
       continue;
     }
-    const kernel::Kernel& k = *compiled_.kernels[s];
-    Launch launch;
-    launch.shape = {k.grid, k.block, k.shared_bytes};
-    for (const kernel::TensorParam& p : k.tensors) {
-      if (p.index_errors) {
-        if (index_errors_slot < 0) index_errors_slot = addSlot({SlotKind::IndexErrors});
-        launch.slots.push_back(index_errors_slot);
-      } else if (p.workspace) {
-        launch.slots.push_back(addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed}));
-      } else if (p.output) {
-        const int32_t slot = addSlot({SlotKind::Buffer, -1, bytesOf(p.layout, p.dtype)});
-        slot_of[p.val] = slot;
-        launch.slots.push_back(slot);
-      } else {
-        auto it = slot_of.find(p.storage);
-        BRAZE_ASSERT(it != slot_of.end(), "kernel {} reads {} before anything writes it", k.name, p.storage->name());
-        launch.slots.push_back(it->second);
-      }
+    std::unordered_map<std::string, int32_t> shared_workspaces;  // this segment's, by name
+    addKernelLaunch(compiled, s, device_ordinal, slot_of, index_errors_slot, shared_workspaces);
+    for (const LoweredPlan::FollowUp& next : compiled_.follow_ups) {
+      if (next.segment == s) addKernelLaunch(compiled, next.kernel, device_ordinal, slot_of, index_errors_slot,
+                                             shared_workspaces);
     }
-    // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
-    if (k.grid[0] * k.grid[1] == 0) continue;
-    launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[s]->source, device_ordinal), k.summary);
-    launch.function = compiled.functions[s];
-    launch.words = kernel::argumentWords(k);
-    launch.input_words = inputWordsOf(k);
-    max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
-    total_params_ += launch.slots.size() + launch.words.size();
-    launches_.push_back(std::move(launch));
   }
   const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, device_ordinal, slot_of);
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
@@ -209,6 +187,50 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     }
     outputs_.push_back(std::move(o));
   }
+}
+
+void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index, int device_ordinal,
+                                   std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
+                                   std::unordered_map<std::string, int32_t>& shared_workspaces) {
+  const kernel::Kernel& k = *compiled_.kernels[index];
+  Launch launch;
+  launch.shape = {k.grid, k.block, k.shared_bytes};
+  for (const kernel::TensorParam& p : k.tensors) {
+    if (p.index_errors) {
+      if (index_errors_slot < 0) index_errors_slot = addSlot({SlotKind::IndexErrors});
+      launch.slots.push_back(index_errors_slot);
+    } else if (p.workspace) {
+      auto [it, fresh] = shared_workspaces.try_emplace(p.name, -1);
+      if (!p.shared || fresh) {
+        it->second = addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed});
+      } else {
+        BRAZE_ASSERT(slots_[it->second].bytes == bytesOf(p.layout, p.dtype), "kernel {} reads workspace {} at "
+                     "another size than the kernel that wrote it", k.name, p.name);
+      }
+      launch.slots.push_back(it->second);
+    } else if (p.output) {
+      // A follow-up kernel writes outputs its segment's first kernel has a parameter for, but leaves alone.
+      auto it = slot_of.find(p.val);
+      const int32_t slot = it != slot_of.end() && p.val != nullptr && slots_[it->second].kind == SlotKind::Buffer
+                               ? it->second
+                               : addSlot({SlotKind::Buffer, -1, bytesOf(p.layout, p.dtype)});
+      slot_of[p.val] = slot;
+      launch.slots.push_back(slot);
+    } else {
+      auto it = slot_of.find(p.storage);
+      BRAZE_ASSERT(it != slot_of.end(), "kernel {} reads {} before anything writes it", k.name, p.storage->name());
+      launch.slots.push_back(it->second);
+    }
+  }
+  // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
+  if (k.grid[0] * k.grid[1] == 0) return;
+  launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[index]->source, device_ordinal), k.summary);
+  launch.function = compiled.functions[index];
+  launch.words = kernel::argumentWords(k);
+  launch.input_words = inputWordsOf(k);
+  max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
+  total_params_ += launch.slots.size() + launch.words.size();
+  launches_.push_back(std::move(launch));
 }
 
 std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCopies(

@@ -106,6 +106,11 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   };
 
   int32_t addSlot(Slot slot);
+  // The launch of kernel `index` of the plan (a segment's, or a follow-up's): its parameters bound to slots
+  // (outputs and workspaces added), its arguments packed. A shared workspace binds by name within the segment.
+  void addKernelLaunch(const CompiledPlan& compiled, size_t index, int device_ordinal,
+                       std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
+                       std::unordered_map<std::string, int32_t>& shared_workspaces);
   // The words of kernel `k`'s arguments that carry the fusion's scalar inputs (and CPU scalars).
   std::vector<Launch::InputWord> inputWordsOf(const kernel::Kernel& k) const;
   // Refuses, naming the input, a CPU scalar input (is_cpu=True) given as a GPU tensor, where kernels

@@ -171,6 +171,9 @@ struct TensorParam {
   // leaves it zeroed again, so one allocation serves every launch.
   bool workspace = false;
   bool zeroed = false;
+  // A workspace the segment's next kernel reads (a finishing pass over partial results): the launcher
+  // binds every kernel of one segment that names a shared workspace alike to the same memory.
+  bool shared = false;
   // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
   // one Int64 word, bound by whoever launches.
   bool index_errors = false;

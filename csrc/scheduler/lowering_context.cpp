@@ -26,7 +26,7 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   BRAZE_ASSERT(segment.scheduler != SchedulerKind::Alias && segment.bound != nullptr,
                "segment {} is an alias segment: it has no kernel", segment.id);
   const BoundShapes& bound = *segment.bound;
-  LoweringContext ctx{segment, bound, device, Kernel{}, {}, {}, 1, {}};
+  LoweringContext ctx{segment, bound, device, Kernel{}, {}, {}, 1, {}, {}};
   Kernel& k = ctx.kernel;
   k.name = fmt::format("braze_s{}_{}", segment.id, toString(segment.scheduler));
   k.warp_size = device.warp_size;

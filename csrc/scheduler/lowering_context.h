@@ -55,6 +55,9 @@ struct LoweringContext {
   std::unordered_map<const Val*, TensorId> outputs;  // segment output -> parameter
   int64_t widest_dtype_bytes = 1;
   std::vector<int64_t> input_factors;  // vectorizeFactor of every input parameter
+  // Kernels launched right after `kernel`, in order, that finish what it started (the inner-outer
+  // scheduler's sum of per-block partials): they read its shared workspaces and write segment outputs.
+  std::vector<Kernel> follow_ups;
 };
 
 // The segment's outputs by shape, in order of first appearance: a pointwise or transpose kernel

@@ -19,7 +19,7 @@
 namespace braze {
 
 // The kinds; the scheduler table (scheduler/scheduler.h) holds their order and what each registers.
-enum class SchedulerKind { Alias, InnerPersistent, Reduction, Transpose, Scan, Pointwise, Matmul };
+enum class SchedulerKind { Alias, InnerPersistent, InnerOuterPersistent, Reduction, Transpose, Scan, Pointwise, Matmul };
 std::string_view toString(SchedulerKind kind);  // "alias", "inner_persistent", ...: the table's names
 
 // A group of exprs the segmenter proposes as one segment: exprs in evaluation order, the tensors

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include "scheduler/alias/entry.h"
+#include "scheduler/inner_outer/entry.h"
 #include "scheduler/matmul/entry.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/reduction/entry.h"
@@ -14,10 +15,11 @@ namespace braze {
 
 std::span<const SchedulerEntry> schedulers() {
   // Priority order. Alias first: a group of meta ops only is a view, never a kernel. Inner persistent
-  // before reduction (it takes the normalizations it can keep in registers), transpose before pointwise
-  // (it takes the permutes it can tile). Matmul last: only groups with a matmul, which every other
+  // and inner-outer persistent before reduction (they take the normalizations and their backward
+  // passes, rows kept on chip), transpose before pointwise (it takes the permutes it can tile). Matmul last: only groups with a matmul, which every other
   // refuses, reach it.
-  static const std::array<SchedulerEntry, 7> table{aliasScheduler(),     innerPersistentScheduler(),
+  static const std::array<SchedulerEntry, 8> table{aliasScheduler(),     innerPersistentScheduler(),
+                                                   innerOuterPersistentScheduler(),
                                                    reductionScheduler(), transposeScheduler(),
                                                    scanScheduler(),      pointwiseScheduler(),
                                                    matmulScheduler()};
@@ -52,6 +54,7 @@ Kernel SegmentLowering::lower(const SegmentHeuristics& heuristics) {
   heuristics.lowering->lower(ctx_, heuristics);
   if (!heuristics.fallback.empty()) ctx_.kernel.summary = heuristics.toString();
   removeDeadLets(ctx_.kernel);
+  for (Kernel& k : ctx_.follow_ups) removeDeadLets(k);
   return std::move(ctx_.kernel);
 }
 

@@ -70,8 +70,10 @@ class SegmentLowering {
   SegmentLowering(const SegmentToLower& segment, const DeviceInfo& device);
   std::optional<std::string> refusal();
   SegmentHeuristics heuristics();
-  // The kernel, without its dead lets; the context is spent.
+  // The kernel, without its dead lets; the context is spent but for its follow-ups.
   Kernel lower(const SegmentHeuristics& heuristics);
+  // The kernels that run right after it and finish its work (LoweringContext::follow_ups), after lower().
+  std::vector<Kernel> takeFollowUps() { return std::move(ctx_.follow_ups); }
 
  private:
   const SchedulerEntry& entry_;

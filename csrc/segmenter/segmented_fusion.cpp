@@ -38,11 +38,15 @@ std::string_view toString(CutReason reason) {
 
 int64_t SegmentedFusion::kernelCount() const {
   int64_t n = 0;
-  for (const Segment& s : segments) n += s.kind == SegmentKind::Kernel ? 1 : 0;
+  for (const Segment& s : segments) n += s.kind == SegmentKind::Kernel ? 1 + s.follow_up_kernels : 0;
   return n;
 }
 
-int64_t SegmentedFusion::aliasCount() const { return static_cast<int64_t>(segments.size()) - kernelCount(); }
+int64_t SegmentedFusion::aliasCount() const {
+  int64_t n = 0;
+  for (const Segment& s : segments) n += s.kind == SegmentKind::Alias ? 1 : 0;
+  return n;
+}
 
 const Segment* SegmentedFusion::producerOf(const Val* tensor) const {
   for (const Segment& s : segments) {

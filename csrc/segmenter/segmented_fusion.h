@@ -28,6 +28,9 @@ struct Segment {
   std::vector<std::pair<SchedulerKind, std::string>> refusals;  // schedulers tried before, with reasons
   std::optional<int64_t> vectorize;        // set by the schedulers' heuristics when the plan is compiled
   std::string heuristics;                  // the heuristics' parameters, one line, once compiled
+  // Kernels launched after the segment's own to finish its work (the inner-outer scheduler's sum of
+  // partials), known once compiled: a kernel segment launches 1 + follow_up_kernels.
+  int64_t follow_up_kernels = 0;
 };
 
 // Why two segments joined by a tensor were not merged: one of a closed list, and the detail.
@@ -49,7 +52,7 @@ struct SegmentedFusion {
   BookendReport bookending;
   std::string device;  // the GPU the heuristics planned for (DeviceInfo::toString), once lowered
 
-  int64_t kernelCount() const;
+  int64_t kernelCount() const;  // kernels launched: a kernel segment's own and its follow-ups
   int64_t aliasCount() const;
   // The segment that writes `tensor` (by name, "T5"), or null if it is a fusion input.
   const Segment* producerOf(const Val* tensor) const;

@@ -3,10 +3,19 @@
 // where rows are few). Both are lowered by one row lowering (lower.cpp).
 #pragma once
 
+#include "scheduler/inner_outer/heuristics.h"
 #include "scheduler/reduction/heuristics.h"
 #include "scheduler/scheduler.h"
 
 namespace braze {
+
+namespace scheduler {
+// The inner-outer persistent scheduler's first kernel is the row lowering's, with the outer reductions
+// summed per thread alongside (lower.cpp): its heuristics and its lowering, which adds the finishing
+// kernel to ctx.follow_ups.
+InnerOuterParams innerOuterRowHeuristics(LoweringContext& ctx);
+void lowerInnerOuterRows(LoweringContext& ctx, const InnerOuterParams& params);
+}  // namespace scheduler
 
 const SchedulerEntry& innerPersistentScheduler();
 const SchedulerEntry& reductionScheduler();

@@ -10,7 +10,9 @@
 #include "support/error.h"
 #include "scheduler/access_probe.h"
 #include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
+#include "scheduler/inner_outer/entry.h"
 
 #include <limits>
 #include <numeric>
@@ -18,37 +20,6 @@
 
 namespace braze::scheduler {
 namespace {
-
-DataType accumulatorType(DataType out) {
-  if (isFloating(out)) return out == DataType::Double ? DataType::Double : DataType::Float;
-  return out;
-}
-
-ReduceOp reduceOpOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::Sum: return ReduceOp::Sum;
-    case OpKind::Prod: return ReduceOp::Prod;
-    case OpKind::Max: return ReduceOp::Max;
-    case OpKind::Min: return ReduceOp::Min;
-    case OpKind::Any: return ReduceOp::Any;
-    case OpKind::All: return ReduceOp::All;
-    default: BRAZE_UNREACHABLE("reduceOpOf({})", opName(kind));
-  }
-}
-
-ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc) {
-  const double inf = std::numeric_limits<double>::infinity();
-  const bool f = isFloating(acc);
-  switch (op) {
-    case ReduceOp::Sum: return kb.constantInt(0, acc);
-    case ReduceOp::Prod: return kb.constantInt(1, acc);
-    case ReduceOp::Max: return f ? kb.constant(-inf, acc) : kb.constantInt(integerMin(acc), acc);
-    case ReduceOp::Min: return f ? kb.constant(inf, acc) : kb.constantInt(integerMax(acc), acc);
-    case ReduceOp::Any: return kb.boolean(false);
-    case ReduceOp::All: return kb.boolean(true);
-  }
-  return -1;
-}
 
 // A row value as the lowering holds it: a scalar variable, or (outer reductions vectorized over the
 // kept dims) a local array with one value per lane.
@@ -59,10 +30,18 @@ struct RowVar {
 
 class RowLowering {
  public:
-  explicit RowLowering(LoweringContext& ctx)
+  // `inner_outer`: the segment also reduces over the rows (the inner-outer persistent scheduler): those
+  // reductions are kept apart (outer_), their results and what is computed from them left to the finish.
+  explicit RowLowering(LoweringContext& ctx, bool inner_outer = false)
       : ctx_(ctx), bound_(ctx.bound), kb_(ctx.kernel), vb_(kb_, bound_, ctx.segment.exprs, ctx.inputs) {
     Candidate candidate{ctx.segment.exprs, ctx.segment.inputs, ctx.segment.outputs};
     facts_ = analyzeCandidate(candidate);
+    if (inner_outer) {
+      const InnerOuterSplit split = splitInnerOuter(facts_, ctx.segment.exprs, bound_);
+      facts_.reductions = split.inner;
+      outer_ = split.outer;
+      after_outer_ = split.after_outer;
+    }
     auto domain = commonReductionDomain(facts_, bound_);
     BRAZE_ASSERT(std::holds_alternative<ReductionDomain>(domain), "segment {}: {}", ctx.segment.id,
                  std::get<std::string>(domain));
@@ -94,18 +73,7 @@ class RowLowering {
     member_ = kb_.threadIdx(params_.inner ? 0 : 1);
     split_ = params_.splits > 1 ? kb_.blockIdx(1) : kb_.index(0);
     std::vector<Stmt> declarations, passes;
-    if (params_.persistent) {
-      LoadCache cache{&declarations, kb_.ref(chunk_var_), params_.chunks, {}};
-      for (const auto& [val, tensor] : ctx_.inputs) {
-        if (isRowData(val)) cache.tensors.insert(tensor);
-      }
-      if (params_.shared_cache) {
-        cache.shared = true;
-        cache.threads = params_.threads_x * params_.threads_y;
-        cache.thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
-      }
-      vb_.setLoadCache(cache);
-    }
+    if (params_.persistent) keepRows(&declarations);
     kb_.pushTarget(&passes);
     if (params_.splits > 1) {
       gridReduce();
@@ -124,7 +92,76 @@ class RowLowering {
     k.summary = params_.toString();
   }
 
-  ReductionParams choose(bool persistent_wanted) {
+  // Inner-outer: every block walks row groups blockIdx.x, + blocks, ... as the inner persistent
+  // kernel walks its one row group, and each thread also sums, per outer reduction, the values of its
+  // row elements (the same columns in every row) over the rows it walks. After the walk each thread row
+  // of each block writes its sums to a shared workspace: partial_rows x row_length partials, which the
+  // follow-up kernel (inner_outer/finish) sums per column into the outer results.
+  void lowerInnerOuter(const InnerOuterParams& io) {
+    params_ = io.inner;
+    Kernel& k = ctx_.kernel;
+    lane_ = kb_.scalarVar("lane", DataType::Int64, true);
+    chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
+    lanes_ = 1;
+    member_ = kb_.threadIdx(0);
+    split_ = kb_.index(0);
+    const int64_t vec = params_.vectorize;
+    std::vector<Stmt> declarations, passes;
+    if (params_.persistent) keepRows(&declarations);
+    kb_.pushTarget(&passes);
+    for (const Expr* e : outer_) {
+      const Plain p = plainOf(*e);
+      const VarId acc = kb_.arrayVar("outer", p.acc, params_.chunks * vec);
+      kb_.declare(acc);
+      for (int64_t i = 0; i < params_.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
+      outer_acc_.push_back(acc);
+    }
+    // The row groups and the grid are launch arguments: another row count runs the same kernel.
+    const VarId group = kb_.scalarVar("group", DataType::Int64, true);
+    kb_.openFor(group, kb_.blockIdx(0), kb_.extent("row_groups", ceilDiv(rows_, params_.threads_y)),
+                kb_.extent("blocks", io.blocks), false);
+    row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
+    kept_base_ = row_;
+    row_ok_ = kb_.lt(kept_base_, kb_.extent("rows", rows_));
+    for (const Expr* e : facts_.reductions) reduce(*e);
+    epilogue();
+    kb_.close();
+    // This thread row's partial sums: its columns are those of every row it walked.
+    const ExprId partial_row = kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_y)), kb_.threadIdx(1));
+    for (size_t o = 0; o < outer_.size(); ++o) {
+      const TensorId ws = kb_.addTensor(workspaceParam(innerOuterPartialsName(o), plainOf(*outer_[o]).acc,
+                                                       io.partial_rows * row_length_, false));
+      k.tensors[ws].shared = true;
+      kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
+      const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+      for (int64_t l = 0; l < vec; ++l) {
+        const ExprId col = kb_.add(kb_.mul(step, kb_.index(vec)), kb_.index(l));
+        kb_.openIf(kb_.lt(col, kb_.index(row_length_)));
+        const ExprId slot = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l));
+        kb_.store(ws, kb_.add(kb_.mul(partial_row, kb_.index(row_length_)), col), kb_.localRead(outer_acc_[o], slot));
+        kb_.close();
+      }
+      kb_.close();
+    }
+    kb_.popTarget();
+    auto& target = kb_.current();
+    target.insert(target.end(), std::make_move_iterator(declarations.begin()),
+                  std::make_move_iterator(declarations.end()));
+    target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
+    k.grid = {io.blocks, 1};
+    k.block = {params_.threads_x, params_.threads_y};
+    k.vectorize = vec;
+    k.summary = io.toString();
+    ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, outer_, after_outer_, io, row_length_));
+  }
+
+  InnerOuterParams chooseInnerOuter() {
+    return innerOuterHeuristics(ctx_.device, {rowProblem(true), static_cast<int64_t>(outer_.size())});
+  }
+
+  ReductionParams choose(bool persistent_wanted) { return reductionHeuristics(ctx_.device, rowProblem(persistent_wanted)); }
+
+  ReductionProblem rowProblem(bool persistent_wanted) {
     ReductionProblem problem;
     problem.rows = rows_;
     problem.row_length = row_length_;
@@ -145,11 +182,12 @@ class RowLowering {
     // Inner: lanes walk the row; outer: lanes walk the kept dims (the innermost in memory).
     vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
     for (const Val* out : ctx_.segment.outputs) {
+      if (after_outer_.count(out) != 0) continue;  // the finish writes it
       const bool full = bound_.numel(out) == domain_.full_numel && rows_ != domain_.full_numel;
       if (full || !domain_.inner) vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
     }
     problem.max_vectorize = kernelVectorize(vin);
-    return reductionHeuristics(ctx_.device, problem);
+    return problem;
   }
 
  private:
@@ -279,6 +317,38 @@ class RowLowering {
     kb_.openFor(chunk_var_, kb_.add(split_begin, kb_.threadIdx(1)), end, kb_.index(params_.threads_y), false);
     emitChunk(kb_, vb_, row_ok_, lanes_, lane_, [&](Chunk& c) { body(c, domainIndex(kb_.ref(chunk_var_), false)); });
     kb_.close();
+  }
+
+  // A persistent kernel's loads of row data are kept (registers, or shared memory) in arrays declared
+  // in `declarations`, for the passes after the first.
+  void keepRows(std::vector<Stmt>* declarations) {
+    LoadCache cache{declarations, kb_.ref(chunk_var_), params_.chunks, {}};
+    for (const auto& [val, tensor] : ctx_.inputs) {
+      if (isRowData(val)) cache.tensors.insert(tensor);
+    }
+    if (params_.shared_cache) {
+      cache.shared = true;
+      cache.threads = params_.threads_x * params_.threads_y;
+      cache.thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+    }
+    vb_.setLoadCache(cache);
+  }
+
+  // Adds outer reduction `o`'s value at `index` (this thread's element of its current row) to the
+  // thread's partial sum of that column.
+  void accumulateOuter(Chunk& c, const std::vector<Idx>& index, size_t o) {
+    const Expr& e = *outer_[o];
+    const Plain p = plainOf(e);
+    const bool cast_first = isFloating(p.out) && isFloating(e.input(0)->dtype());
+    const ExprId in = vb_.valueAt(e.input(0), index);
+    const ExprId v = kb_.cast(cast_first ? kb_.cast(in, p.out) : in, p.acc);
+    const int64_t vec = params_.vectorize;
+    kb_.pushTarget(vec > 1 ? &c.body : &c.pre);
+    ExprId slot = kb_.mul(kb_.ref(chunk_var_), kb_.index(vec));
+    if (vec > 1) slot = kb_.add(slot, kb_.ref(lane_));
+    const ExprId combined = kb_.elementwise(combineOf(p.op), p.acc, {kb_.localRead(outer_acc_[o], slot), v});
+    kb_.localWrite(outer_acc_[o], slot, combined);
+    kb_.popTarget();
   }
 
   // The row value as an expression: the scalar, or the array's element for the current lane.
@@ -471,12 +541,14 @@ class RowLowering {
   void epilogue() {
     std::vector<const Val*> full, per_row;
     for (const Val* out : ctx_.segment.outputs) {
+      if (after_outer_.count(out) != 0) continue;  // the finish writes it
       const int64_t n = bound_.numel(out);
       (n == rows_ ? per_row : full).push_back(out);
     }
-    if (!full.empty()) {
+    if (!full.empty() || !outer_.empty()) {
       vb_.setLastPass();
       forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
+        for (size_t o = 0; o < outer_.size(); ++o) accumulateOuter(c, index, o);
         const ExprId linear = domainLinear(index);
         const bool lane = params_.vectorize > 1;
         for (const Val* out : full) {
@@ -504,6 +576,9 @@ class RowLowering {
   KernelBuilder kb_;
   ValueBuilder vb_;
   CandidateFacts facts_;
+  std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
+  std::unordered_set<const Val*> after_outer_;  // their results and what is computed from them
+  std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
   ReductionDomain domain_;
   std::vector<int64_t> kept_sizes_, reduced_sizes_;
   int64_t rows_ = 0, row_length_ = 0;
@@ -523,6 +598,12 @@ SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, co
 
 void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics) {
   RowLowering(ctx).lower(paramsOf<ReductionParams>(heuristics));
+}
+
+InnerOuterParams innerOuterRowHeuristics(LoweringContext& ctx) { return RowLowering(ctx, true).chooseInnerOuter(); }
+
+void lowerInnerOuterRows(LoweringContext& ctx, const InnerOuterParams& params) {
+  RowLowering(ctx, true).lowerInnerOuter(params);
 }
 
 }  // namespace braze::scheduler

@@ -4,6 +4,38 @@
 
 namespace braze {
 
+namespace {
+
+// Whether `r` reduces only innermost dims: no kept dim of size > 1 after a reduced dim of size > 1.
+bool reducesInnerDims(const Expr& r, const BoundShapes& bound) {
+  const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
+  std::vector<int64_t> dims = r.attrs().getInts("dims");
+  std::sort(dims.begin(), dims.end());
+  bool seen_reduced = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const bool reduced = std::binary_search(dims.begin(), dims.end(), static_cast<int64_t>(i));
+    if (reduced && sizes[i] > 1) seen_reduced = true;
+    if (!reduced && sizes[i] > 1 && seen_reduced) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<const Expr*>& exprs,
+                                const BoundShapes& bound) {
+  InnerOuterSplit split;
+  for (const Expr* r : facts.reductions) (reducesInnerDims(*r, bound) ? split.inner : split.outer).push_back(r);
+  for (const Expr* e : exprs) {
+    bool after = std::find(split.outer.begin(), split.outer.end(), e) != split.outer.end();
+    for (const Val* in : e->inputs()) after = after || split.after_outer.count(in) != 0;
+    if (after) {
+      for (const Val* out : e->outputs()) split.after_outer.insert(out);
+    }
+  }
+  return split;
+}
+
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound) {
   if (facts.unsupported != nullptr) return unsupportedReason(*facts.unsupported);
   if (facts.reductions.empty()) return std::string("the group has no reduction");

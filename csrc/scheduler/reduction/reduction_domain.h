@@ -24,6 +24,16 @@ struct ReductionDomain {
 // differing domains): the first check of both reduction schedulers.
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound);
 
+// A group that reduces rows both ways (layer-norm backward: per row for grad_in, over the rows for the
+// weight and bias grads): `inner`, the reductions over a suffix of dims (the rows); `outer`, the others;
+// `after_outer`, the outer reductions' results and every value computed from them.
+struct InnerOuterSplit {
+  std::vector<const Expr*> inner, outer;
+  std::unordered_set<const Val*> after_outer;
+};
+InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<const Expr*>& exprs,
+                                const BoundShapes& bound);
+
 // The first output of the group that a kernel over `domain` cannot write (its size is neither a
 // row's nor a reduction result's), as a refusal reason; empty when all fit.
 std::string outputOutsideDomain(const Candidate& candidate, const ReductionDomain& domain, const BoundShapes& bound);

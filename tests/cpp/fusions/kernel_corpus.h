@@ -6,6 +6,7 @@
 // and gpu_pipeline_test runs both on a GPU where there is one.
 #pragma once
 
+#include "fusions/backward_cases.h"
 #include "fusions/kernel_case.h"
 #include "fusions/kernel_util.h"
 #include "fusions/layer_norm.h"
@@ -285,15 +286,6 @@ inline KernelCase dropoutCase(int64_t rows, int64_t cols) {
   c.inputs = randomInputs(f, 23, {{rows, cols}});
   c.inputs.resize(1);
   c.inputs.push_back(ScalarValue{int64_t{1234567}});
-  return c;
-}
-
-// The layer-norm backward as Thunder defines it (an inner persistent kernel reading [rows, 1] statistics
-// once per row, and two outer reductions over the rows), at an odd row count.
-inline KernelCase layerNormBackwardCase(int64_t rows, int64_t hidden) {
-  KernelCase c;
-  c.fusion = sizelessLayerNormBackward();
-  c.inputs = randomInputs(*c.fusion, 31, {{rows, hidden}, {rows, hidden}, {rows, 1}, {rows, 1}, {hidden}});
   return c;
 }
 
@@ -613,7 +605,6 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"index_put_accumulate_9x33_from_40", [] { return indexPutAccumulateCase(9, 33, 40); }},
       {"index_put_accumulate_1x1_from_3", [] { return indexPutAccumulateCase(1, 1, 3); }},
       {"topk_argsort_9x37", [] { return sortCase(9, 37, 5); }},
-      {"layer_norm_backward_odd_rows_37x96", [] { return layerNormBackwardCase(37, 96); }},
       {"topk_argsort_1x1", [] { return sortCase(1, 1, 1); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
@@ -666,6 +657,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       cases.push_back({fmt::format("reduce_{}_dim{}", opName(kind), dim), [kind, dim] { return reductionCase(kind, dim); }});
     }
   }
+  for (KernelCaseMaker& c : backwardCases()) cases.push_back(std::move(c));
   return cases;
 }
 
@@ -695,6 +687,12 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
       {"index_put_accumulate_512x768_from_2048", [] { return indexPutAccumulateCase(512, 768, 2048); }},
       {"topk_argsort_96x200", [] { return sortCase(96, 200, 20); }},
+      {"layer_norm_backward_bf16_256x768",
+       [] {
+         KernelCase c = normBackwardCase({.rows = 256, .hidden = 768}, 8);
+         c.expect = expectKernels(2, SchedulerKind::InnerOuterPersistent);
+         return c;
+       }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),

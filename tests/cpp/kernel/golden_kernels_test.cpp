@@ -1,5 +1,6 @@
 // Golden kernel IR: the kernels lowered for a few cases that exercise every scheduler (the seed
-// layer_norm, litGPT RoPE, a softmax, a grid reduction, a transpose), printed (kernel/printer.h) and
+// layer_norm, litGPT RoPE, a softmax, a grid reduction, a transpose, the layer-norm backward's
+// inner-outer pair), printed (kernel/printer.h) and
 // compared with tests/cpp/kernel/golden/<case>.txt. A change to lowering or heuristics shows up here
 // as a readable diff of loops and index arithmetic; when it is meant, BRAZE_UPDATE_GOLDEN=1 rewrites
 // the files, and the diff is reviewed with the change.
@@ -35,6 +36,7 @@ std::vector<GoldenCase> goldenCases() {
       {"softmax", [] { return testing::softmaxCase(9, 1000, DataType::BFloat16, /*column_sums=*/false, 3); }},
       {"grid_reduction", testing::gridInnerCase},
       {"transpose", testing::transposeTilesCase},
+      {"layer_norm_backward", [] { return testing::normBackwardCase({.rows = 37, .hidden = 96}, 5); }},
   };
 }
 

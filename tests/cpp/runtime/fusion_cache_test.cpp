@@ -369,12 +369,12 @@ TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
   EXPECT_EQ(err, "");
 }
 
-// The layer-norm backward as Thunder defines it, at many row counts (odd ones too), plans as two
-// kernels: the inner persistent one (grad_in) and one outer reduction for both grad_weight and
-// grad_bias (the segmenter merges the two readers of the first kernel's outputs). The outer reduction
-// takes its row count and split length at launch, and the [rows, 1] statistics, read once per row, do
-// not limit the inner kernel's vectors, so every row count runs the kernels compiled already, all
-// vectorized by 4.
+// The layer-norm backward as Thunder defines it, at many row counts (odd ones too), plans as one
+// inner-outer persistent segment of two kernels: the pass over the rows (grad_in, and per-block partial
+// sums of grad_weight and grad_bias), then the finish that sums the partials per column. Both take the
+// row, row-group, block and partial-row counts at launch, and the [rows, 1] statistics, read once per
+// row, do not limit the row kernel's vectors, so every row count runs the kernels compiled already,
+// the row kernel vectorized by 4.
 TEST(FusionCache, LayerNormBackwardRowCountsShareTheirKernels) {
   NoOpDeviceOps ops;
   FusionCache cache(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
@@ -383,11 +383,14 @@ TEST(FusionCache, LayerNormBackwardRowCountsShareTheirKernels) {
   const size_t kernels = cache.kernelCount();
   for (int64_t rows = 4098; rows < 4130; ++rows) cache.run(inputs(rows));
   EXPECT_EQ(cache.kernelCount(), kernels);
-  EXPECT_EQ(cache.lastPlan()->compiled().plan.kernelCount(), 2) << cache.lastPlan()->compiled().plan.toString();
-  for (const auto& k : cache.lastPlan()->compiled().kernels) {
-    ASSERT_TRUE(k.has_value());
-    EXPECT_EQ(k->vectorize, 4) << k->summary;
-  }
+  const LoweredPlan& plan = cache.lastPlan()->compiled();
+  EXPECT_EQ(plan.plan.kernelCount(), 2) << plan.plan.toString();
+  ASSERT_EQ(plan.plan.segments.size(), 1u) << plan.plan.toString();
+  EXPECT_EQ(plan.plan.segments[0].scheduler, SchedulerKind::InnerOuterPersistent);
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  ASSERT_TRUE(plan.kernels[0].has_value());
+  EXPECT_EQ(plan.kernels[0]->vectorize, 4) << plan.kernels[0]->summary;
+  EXPECT_EQ(kernels, 2u);
 }
 
 TEST(FusionCache, ExplainSaysHitNewLaunchOrNewKernelAndWhy) {

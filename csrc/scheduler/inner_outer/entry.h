@@ -1,0 +1,31 @@
+// The inner-outer persistent scheduler's row in the scheduler table: a group that reduces the rows of
+// one tensor both ways (layer-norm and RMS-norm backward: per row for grad_in, over the rows for the
+// weight and bias grads), with pointwise math around, as one pass over the rows kept on chip (the row
+// lowering's, reduction/lower.cpp) that leaves per-block partial sums of the outer reductions, and a
+// small follow-up kernel (finish.cpp) that sums them per column and writes what is computed from them.
+#pragma once
+
+#include "scheduler/inner_outer/heuristics.h"
+#include "scheduler/scheduler.h"
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace braze {
+
+const SchedulerEntry& innerOuterPersistentScheduler();
+Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+
+namespace scheduler {
+// The shared workspace of outer reduction `o`'s partial sums (both kernels name it alike).
+std::string innerOuterPartialsName(size_t o);
+// The finishing kernel: per column, the partial sums of every outer reduction combined, then the
+// segment's outputs computed from them.
+// `after_outer`: the outer results and every value computed from them (InnerOuterSplit).
+Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<const Expr*>& outer,
+                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params,
+                             int64_t columns);
+}  // namespace scheduler
+
+}  // namespace braze

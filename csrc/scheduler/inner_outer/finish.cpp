@@ -1,0 +1,91 @@
+// The inner-outer persistent scheduler's follow-up kernel and its row in the scheduler table. Threads in
+// x take consecutive columns (coalesced), threads in y split the partial rows; a block reduction across
+// y combines them, then the first thread row computes what the segment makes of the outer results (a
+// cast to the grad's dtype, a scale) and stores the outputs. The partial row count is a launch argument.
+#include "scheduler/inner_outer/entry.h"
+#include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/reduce_values.h"
+
+#include <fmt/format.h>
+
+namespace braze {
+namespace scheduler {
+
+std::string innerOuterPartialsName(size_t o) { return o == 0 ? "partials" : fmt::format("partials{}", o); }
+
+Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<const Expr*>& outer,
+                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params,
+                             int64_t columns) {
+  Kernel k;
+  k.name = ctx.kernel.name + "_finish";
+  k.warp_size = ctx.kernel.warp_size;
+  k.check_indices = ctx.kernel.check_indices;
+  k.index64 = ctx.kernel.index64;
+  KernelBuilder kb(k);
+  std::vector<TensorId> partials;
+  for (size_t o = 0; o < outer.size(); ++o) {
+    TensorParam p = workspaceParam(innerOuterPartialsName(o), accumulatorType(outer[o]->output(0)->dtype()),
+                                   params.partial_rows * columns, false);
+    p.shared = true;
+    partials.push_back(kb.addTensor(std::move(p)));
+  }
+  // The outputs computed from the outer results, with the parameters the first kernel has for them.
+  std::vector<std::pair<const Val*, TensorId>> outputs;
+  for (const Val* out : ctx.segment.outputs) {
+    if (after_outer.count(out) != 0) outputs.emplace_back(out, kb.addTensor(ctx.kernel.tensors[ctx.outputs.at(out)]));
+  }
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
+  const ExprId col = kb.letValue("col", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.finish_threads_x)),
+                                               kb.threadIdx(0)));
+  const ExprId col_ok = kb.lt(col, kb.index(columns));
+  const ExprId partial_rows = kb.extent("partial_rows", params.partial_rows);
+  std::vector<VarId> totals;
+  for (size_t o = 0; o < outer.size(); ++o) {
+    const DataType acc = accumulatorType(outer[o]->output(0)->dtype());
+    const ReduceOp op = reduceOpOf(outer[o]->kind());
+    const VarId total = kb.scalarVar("total", acc);
+    kb.let(total, identity(kb, op, acc));
+    const VarId j = kb.scalarVar("j", DataType::Int64, true);
+    kb.openFor(j, kb.threadIdx(1), partial_rows, kb.index(params.finish_threads_y), false);
+    kb.openIf(col_ok);
+    const ExprId part = kb.load(partials[o], kb.add(kb.mul(kb.ref(j), kb.index(columns)), col));
+    kb.assign(total, kb.elementwise(combineOf(op), acc, {kb.ref(total), part}));
+    kb.close();
+    kb.close();
+    kb.blockReduce(total, op, 1);
+    totals.push_back(total);
+  }
+  const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
+  const ExprId writer = kb.land(col_ok, kb.eq(kb.threadIdx(1), kb.index(0)));
+  emitChunk(kb, vb, writer, 1, lane, [&](Chunk& c) {
+    for (size_t o = 0; o < outer.size(); ++o) {
+      const Val* result = outer[o]->output(0);
+      vb.setResult(result, kb.cast(kb.ref(totals[o]), result->dtype()));
+    }
+    for (const auto& [out, tensor] : outputs) {
+      const std::vector<Idx> at = vb.unflatten(col, false, ctx.bound.sizesOf(out));
+      storeOutput(kb, vb, c, tensor, at, vb.valueAt(out, at));
+    }
+  });
+  k.grid = {ceilDiv(columns, params.finish_threads_x), 1};
+  k.block = {params.finish_threads_x, params.finish_threads_y};
+  k.summary = fmt::format("inner-outer persistent finish: {} outer reductions of partial rows, block {}x{} "
+                          "(columns x partial rows)", outer.size(), params.finish_threads_x, params.finish_threads_y);
+  return k;
+}
+
+}  // namespace scheduler
+
+const SchedulerEntry& innerOuterPersistentScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::InnerOuterPersistent, "inner_outer_persistent", canScheduleInnerOuter, nullptr,
+      [](scheduler::LoweringContext& ctx) {
+        return heuristicsOf(innerOuterPersistentScheduler(), scheduler::innerOuterRowHeuristics(ctx));
+      },
+      [](scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) {
+        scheduler::lowerInnerOuterRows(ctx, paramsOf<InnerOuterParams>(heuristics));
+      }};
+  return entry;
+}
+
+}  // namespace braze

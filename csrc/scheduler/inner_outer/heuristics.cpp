@@ -1,0 +1,51 @@
+#include "scheduler/inner_outer/heuristics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace braze {
+namespace {
+
+// Each block walks at least this many row groups: fewer, and the partial sums (a row of floats per
+// block row and outer reduction) approach the bytes of the rows themselves.
+constexpr int64_t kMinRowGroupsPerBlock = 4;
+
+}  // namespace
+
+std::string InnerOuterParams::toString() const {
+  return fmt::format("inner-outer persistent: {}; partial sums finished by a {}x{} block (columns x partial rows)",
+                     inner.toString(), finish_threads_x, finish_threads_y);
+}
+
+InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem) {
+  InnerOuterParams p;
+  ReductionProblem rows = problem.rows;
+  rows.wants_persistent = true;
+  rows.splittable = false;
+  // A thread keeps one partial sum per element of its row share and outer reduction: like a kept tensor.
+  rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
+  p.inner = reductionHeuristics(device, rows);
+  const int64_t threads = p.inner.threads_x * p.inner.threads_y;
+  const int64_t row_groups = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
+  // Resident blocks per SM: by threads, and by registers (kept values plus the kernel's own ~32).
+  const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
+  const bool in_registers = p.inner.persistent && !p.inner.shared_cache;
+  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + 32);
+  int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
+  per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
+  if (p.inner.shared_cache) {
+    const int64_t shared = kept * threads * problem.rows.cached_value_bytes;
+    per_sm = std::clamp<int64_t>(device.smem_per_sm / std::max<int64_t>(shared, 1), 1, per_sm);
+  }
+  const int64_t resident = static_cast<int64_t>(device.sm_count) * per_sm;
+  p.blocks = std::clamp<int64_t>(row_groups / kMinRowGroupsPerBlock, 1, resident);
+  p.partial_rows = p.blocks * p.inner.threads_y;
+  // The finish: a warp (wavefront) across columns, the rest of a tuned block down the partial rows.
+  p.finish_threads_x = device.warp_size;
+  p.finish_threads_y = std::clamp<int64_t>(nextPow2(p.partial_rows), 1,
+                                           std::max<int64_t>(device.tuning.block_threads * 2 / device.warp_size, 1));
+  return p;
+}
+
+}  // namespace braze

@@ -1,0 +1,18 @@
+// What the reduction lowerings share about one plain reduction's values: the type it accumulates
+// in, its combining op and the value it starts from.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "ir/op_kind.h"
+
+namespace braze::scheduler {
+
+using namespace kernel;  // the lowerings build kernel IR: its names are the scheduler folder's vocabulary
+
+// Float for every floating type below double, the type itself otherwise.
+DataType accumulatorType(DataType out);
+ReduceOp reduceOpOf(OpKind kind);
+// The value a reduction starts from: 0 for sums, 1 for products, -inf (or the type's least) for max...
+ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc);
+
+}  // namespace braze::scheduler

@@ -1,0 +1,174 @@
+// Kernel corpus cases of backward passes as Thunder hands them to a fuser: layer-norm and RMS-norm
+// backward (grad_in per row; grad_weight and grad_bias over the rows; with or without the weight and
+// bias; with the bias grad of the neighbouring linear, a reduction over the same rows of another
+// width), GELU and SiLU backward with the bias grad of their linear, and softmax backward. Each case
+// says how many kernels its plan may launch.
+#pragma once
+
+#include "fusions/kernel_case.h"
+#include "fusions/plan_util.h"
+#include "ir/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace braze::testing {
+
+// A plan launching at most `kernels` kernels, one of whose segments is `scheduler`'s.
+inline std::function<void(const LoweredPlan&)> expectKernels(int64_t kernels, std::optional<SchedulerKind> scheduler) {
+  return [kernels, scheduler](const LoweredPlan& plan) {
+    EXPECT_LE(plan.plan.kernelCount(), kernels) << plan.plan.toString();
+    if (!scheduler) return;
+    bool found = false;
+    for (const Segment& s : plan.plan.segments) found = found || s.scheduler == scheduler;
+    EXPECT_TRUE(found) << "no " << toString(*scheduler) << " segment in\n" << plan.plan.toString();
+  };
+}
+
+struct NormBackward {
+  int64_t rows = 1, hidden = 1;
+  DataType dtype = DataType::BFloat16;
+  bool rms = false;           // RMS norm: x_hat = x * rstd (no mean input)
+  bool weight = true, bias = true;
+  int64_t extra_width = 0;    // > 0: the bias grad of a neighbouring linear, sum over rows of [rows, extra_width]
+};
+
+// grad_out, x, (mean), rstd ([rows, 1] float), (weight [hidden]), (extra [rows, extra_width]) in;
+// grad_in, (grad_weight, grad_bias), (extra's column sums) out, in the inputs' dtype.
+inline KernelCase normBackwardCase(const NormBackward& n, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  std::vector<std::vector<int64_t>> sizes{{n.rows, n.hidden}, {n.rows, n.hidden}};
+  {
+    FusionGuard g(&f);
+    const DataType f32 = DataType::Float;
+    TensorView* grad_out = defineTensor({-1, -1}, {true, true}, n.dtype);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, n.dtype);
+    TensorView* mean = nullptr;
+    if (!n.rms) {
+      mean = defineTensor({-1, 1}, {true, std::nullopt}, f32);
+      sizes.push_back({n.rows, 1});
+    }
+    TensorView* rstd = defineTensor({-1, 1}, {true, std::nullopt}, f32);
+    sizes.push_back({n.rows, 1});
+    TensorView* weight = nullptr;
+    if (n.weight) {
+      weight = defineTensor({-1}, {true}, n.dtype);
+      sizes.push_back({n.hidden});
+    }
+    TensorView* extra = nullptr;
+    if (n.extra_width > 0) {
+      extra = defineTensor({-1, -1}, {true, true}, n.dtype);
+      sizes.push_back({n.rows, n.extra_width});
+    }
+    Val* go = cast(grad_out, f32);
+    Val* xf = cast(x, f32);
+    Val* x_hat = mul(n.rms ? xf : sub(xf, mean), rstd);
+    Val* gw = weight == nullptr ? go : mul(go, broadcast(cast(weight, f32)->asTensor(), {true, false}));
+    Val* c_size = size(x, 1);
+    Val* b = div(reduce(OpKind::Sum, mul(gw, x_hat)->asTensor(), {1}, /*keepdim=*/true), c_size);
+    Val* centered = gw;
+    if (!n.rms) centered = sub(gw, div(reduce(OpKind::Sum, gw->asTensor(), {1}, /*keepdim=*/true), c_size));
+    f.addOutput(cast(mul(rstd, sub(centered, mul(x_hat, b))), n.dtype));
+    if (n.weight) f.addOutput(cast(reduce(OpKind::Sum, mul(go, x_hat)->asTensor(), {0}), n.dtype));
+    if (n.bias) f.addOutput(cast(reduce(OpKind::Sum, go->asTensor(), {0}), n.dtype));
+    if (extra != nullptr) f.addOutput(cast(reduce(OpKind::Sum, cast(extra, f32)->asTensor(), {0}), n.dtype));
+  }
+  c.inputs = randomInputs(f, seed, sizes);
+  return c;
+}
+
+// grad_in = grad * act'(x) (GELU with erf, or SiLU) in the inputs' dtype, and its sum over the rows
+// (the bias grad of the linear before the activation).
+inline KernelCase activationBackwardCase(int64_t rows, int64_t cols, DataType dtype, bool gelu, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    const DataType f32 = DataType::Float;
+    auto number = [](double v) { return defineScalar(DataType::Double, v); };
+    TensorView* grad = defineTensor({-1, -1}, {true, true}, dtype);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, dtype);
+    Val* gf = cast(grad, f32);
+    Val* xf = cast(x, f32);
+    Val* derivative = nullptr;
+    if (gelu) {
+      Val* cdf = mul(add(unaryOp(OpKind::Erf, mul(xf, number(0.7071067811865476))), number(1.0)), number(0.5));
+      Val* pdf = mul(unaryOp(OpKind::Exp, mul(mul(xf, xf), number(-0.5))), number(0.3989422804014327));
+      derivative = add(cdf, mul(xf, pdf));
+    } else {
+      Val* s = unaryOp(OpKind::Sigmoid, xf);
+      derivative = mul(s, add(number(1.0), mul(xf, sub(number(1.0), s))));
+    }
+    Val* grad_in = mul(gf, derivative);
+    f.addOutput(cast(grad_in, dtype));
+    f.addOutput(cast(reduce(OpKind::Sum, grad_in->asTensor(), {0}), dtype));
+  }
+  c.inputs = randomInputs(f, seed, {{rows, cols}, {rows, cols}});
+  c.expect = expectKernels(1, SchedulerKind::Reduction);
+  return c;
+}
+
+// grad_in = y * (grad - sum(grad * y) per row), y the softmax output.
+inline KernelCase softmaxBackwardCase(int64_t rows, int64_t cols, DataType dtype, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    const DataType f32 = DataType::Float;
+    TensorView* grad = defineTensor({-1, -1}, {true, true}, dtype);
+    TensorView* y = defineTensor({-1, -1}, {true, true}, dtype);
+    Val* gf = cast(grad, f32);
+    Val* yf = cast(y, f32);
+    Val* dot = reduce(OpKind::Sum, mul(gf, yf)->asTensor(), {1}, /*keepdim=*/true);
+    f.addOutput(cast(mul(yf, sub(gf, dot)), dtype));
+  }
+  c.inputs = randomInputs(f, seed, {{rows, cols}, {rows, cols}});
+  c.expect = expectKernels(1, SchedulerKind::InnerPersistent);
+  return c;
+}
+
+// Every case above at odd sizes, size-1 rows and columns, and bf16, fp16 and fp32.
+inline std::vector<KernelCaseMaker> backwardCases() {
+  std::vector<KernelCaseMaker> cases;
+  auto norm = [&](std::string name, NormBackward n, int64_t kernels, std::optional<SchedulerKind> scheduler) {
+    cases.push_back({std::move(name), [n, kernels, scheduler] {
+                       KernelCase c = normBackwardCase(n, 40 + static_cast<uint64_t>(n.rows + n.hidden));
+                       c.expect = expectKernels(kernels, scheduler);
+                       return c;
+                     }});
+  };
+  const auto inner_outer = SchedulerKind::InnerOuterPersistent;
+  norm("layer_norm_backward_bf16_37x96", {.rows = 37, .hidden = 96}, 2, inner_outer);
+  norm("layer_norm_backward_f16_61x200", {.rows = 61, .hidden = 200, .dtype = DataType::Half}, 2, inner_outer);
+  norm("layer_norm_backward_f32_5x33", {.rows = 5, .hidden = 33, .dtype = DataType::Float}, 2, inner_outer);
+  norm("layer_norm_backward_weight_only_19x64", {.rows = 19, .hidden = 64, .bias = false}, 2, inner_outer);
+  norm("layer_norm_backward_bias_only_19x64", {.rows = 19, .hidden = 64, .weight = false}, 2, inner_outer);
+  norm("layer_norm_backward_no_affine_19x64", {.rows = 19, .hidden = 64, .weight = false, .bias = false}, 1,
+       SchedulerKind::InnerPersistent);
+  norm("layer_norm_backward_one_row_1x64", {.rows = 1, .hidden = 64}, 2, std::nullopt);
+  norm("layer_norm_backward_one_column_9x1", {.rows = 9, .hidden = 1, .dtype = DataType::Float}, 2, std::nullopt);
+  norm("layer_norm_backward_linear_bias_grad_33x48_w80", {.rows = 33, .hidden = 48, .extra_width = 80}, 3,
+       inner_outer);
+  norm("rms_norm_backward_bf16_29x160", {.rows = 29, .hidden = 160, .rms = true, .bias = false}, 2, inner_outer);
+  norm("rms_norm_backward_f32_7x9", {.rows = 7, .hidden = 9, .dtype = DataType::Float, .rms = true, .bias = false},
+       2, inner_outer);
+  for (bool gelu : {true, false}) {
+    const std::string name = gelu ? "gelu" : "silu";
+    cases.push_back({name + "_backward_bias_grad_bf16_45x72",
+                     [gelu] { return activationBackwardCase(45, 72, DataType::BFloat16, gelu, 61); }});
+    cases.push_back({name + "_backward_bias_grad_f32_1x7",
+                     [gelu] { return activationBackwardCase(1, 7, DataType::Float, gelu, 62); }});
+  }
+  cases.push_back({"softmax_backward_bf16_13x300", [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 63); }});
+  cases.push_back({"softmax_backward_f16_4x1", [] {
+                     KernelCase c = softmaxBackwardCase(4, 1, DataType::Half, 64);
+                     c.expect = expectKernels(1, std::nullopt);  // rows of one element: no reduction left
+                     return c;
+                   }});
+  return cases;
+}
+
+}  // namespace braze::testing

@@ -1,0 +1,57 @@
+// The inner-outer persistent scheduler's heuristics, on a described H100 and A100: the layer-norm
+// backward's rows (grad_out and x kept, two outer reductions) at Thunder's nanoGPT width and at a large one.
+#include "scheduler/inner_outer/heuristics.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+InnerOuterProblem layerNormBackward(int64_t rows, int64_t hidden, int64_t outer = 2) {
+  return {{.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = 4,
+           .cached_tensors = 2, .widest_dtype_bytes = 4},
+          outer};
+}
+
+TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheGpu) {
+  for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
+    for (auto [rows, hidden] : {std::pair<int64_t, int64_t>{2048, 768}, {16384, 4096}}) {
+      const InnerOuterParams p = innerOuterHeuristics(device, layerNormBackward(rows, hidden));
+      SCOPED_TRACE(p.toString());
+      EXPECT_TRUE(p.inner.persistent);
+      EXPECT_FALSE(p.inner.shared_cache);
+      EXPECT_EQ(p.inner.vectorize, 4);
+      EXPECT_GE(p.inner.threads_x * p.inner.chunks * p.inner.vectorize, hidden);
+      // The partial sums count as kept values: (2 tensors + 2 sums) per element a thread owns.
+      EXPECT_LE(p.inner.chunks * p.inner.vectorize * 4, device.tuning.persistent_values);
+      EXPECT_GE(p.blocks, device.sm_count);  // every SM busy
+      // Every block walks several row groups, so the partials stay small next to the rows.
+      const int64_t row_groups = (rows + p.inner.threads_y - 1) / p.inner.threads_y;
+      EXPECT_GE(row_groups / p.blocks, 4);
+      EXPECT_EQ(p.partial_rows, p.blocks * p.inner.threads_y);
+      EXPECT_EQ(p.finish_threads_x, device.warp_size);
+      EXPECT_LE(p.finish_threads_x * p.finish_threads_y, device.max_threads_per_block);
+    }
+  }
+}
+
+TEST(InnerOuterHeuristics, FewRowsGetOneBlockAndNoIdlePartialRows) {
+  const InnerOuterParams p = innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(3, 768));
+  EXPECT_EQ(p.blocks, 1);
+  EXPECT_EQ(p.partial_rows, p.inner.threads_y);
+  EXPECT_LE(p.finish_threads_y, 8);
+}
+
+TEST(InnerOuterHeuristics, MoreOuterReductionsKeepFewerRowValuesInRegisters) {
+  // Each outer reduction adds a partial sum per element a thread owns: enough of them push the row to
+  // shared memory, and the resident blocks per SM (so the grid) shrink with the registers used.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const InnerOuterParams two = innerOuterHeuristics(h100, layerNormBackward(16384, 8192, 2));
+  const InnerOuterParams eight = innerOuterHeuristics(h100, layerNormBackward(16384, 8192, 8));
+  EXPECT_TRUE(two.inner.persistent);
+  EXPECT_FALSE(two.inner.shared_cache) << two.toString();
+  EXPECT_TRUE(eight.inner.shared_cache || !eight.inner.persistent) << eight.toString();
+}
+
+}  // namespace
+}  // namespace braze

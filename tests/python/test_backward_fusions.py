@@ -1,0 +1,158 @@
+"""Backward passes as Thunder defines them (layer-norm and RMS-norm backward with the weight and bias
+grads, GELU/SiLU backward with the bias grad of their linear, softmax backward): how many kernels each
+plans as, and their values against numpy in float64, on the test device."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import device_switch
+from braze import DataType, FusionDefinition
+
+F32 = DataType.Float
+NP = {DataType.BFloat16: np.dtype(ml_dtypes.bfloat16), DataType.Half: np.dtype(np.float16), F32: np.dtype(np.float32)}
+
+
+def norm_backward(dtype, rms, weight, bias):
+    """grad_out, x, (mean), rstd, (weight) in; grad_in, (grad_weight), (grad_bias) out."""
+    with FusionDefinition() as fd:
+        go_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        mean = None if rms else fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype) if weight else None
+        go = fd.ops.cast(go_, F32)
+        xf = fd.ops.cast(x_, F32)
+        xh = fd.ops.mul(xf if rms else fd.ops.sub(xf, mean), rstd)
+        g = go if w is None else fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, False]))
+        c = fd.ops.size(x_, 1)
+        b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [1], keepdim=True), c)
+        centered = g if rms else fd.ops.sub(g, fd.ops.div(fd.ops.sum(g, [1], keepdim=True), c))
+        fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(centered, fd.ops.mul(xh, b))), dtype))
+        if weight:
+            fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0]), dtype))
+        if bias:
+            fd.add_output(fd.ops.cast(fd.ops.sum(go, [0]), dtype))
+    return fd
+
+
+def norm_backward_expected(inputs, rms, weight, bias):
+    f = [np.asarray(a, dtype=np.float64) for a in inputs]
+    go, x = f[0], f[1]
+    mean, rstd = (0.0, f[2]) if rms else (f[2], f[3])
+    w = f[-1] if weight else 1.0
+    xh = (x - mean) * rstd
+    g = go * w
+    n = x.shape[1]
+    centered = g if rms else g - g.sum(1, keepdims=True) / n
+    out = [rstd * (centered - xh * (g * xh).sum(1, keepdims=True) / n)]
+    if weight:
+        out.append((go * xh).sum(0))
+    if bias:
+        out.append(go.sum(0))
+    return out
+
+
+def kernels(fd, inputs) -> int:
+    return int(str(fd.explain(inputs)).split(" kernel(s)")[0].rsplit(" ", 1)[1])
+
+
+def assert_close(got, expected, dtype):
+    """Within a few units in the last place of the output dtype, relative to the largest value."""
+    tol = {DataType.BFloat16: 2e-2, DataType.Half: 3e-3, F32: 1e-5}[dtype]
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * max(np.abs(expected).max(initial=0.0), 1.0))
+
+
+@pytest.mark.parametrize(
+    "rows,hidden,dtype,rms,weight,bias",
+    [
+        (257, 768, DataType.BFloat16, False, True, True),  # Thunder's nanoGPT width, odd rows
+        (64, 200, DataType.Half, False, True, True),
+        (33, 1000, F32, False, True, False),
+        (20, 160, DataType.BFloat16, True, True, False),  # RMS norm
+        (7, 96, F32, True, True, False),
+    ],
+)
+def test_norm_backward_is_one_inner_outer_pass_and_a_finish(rows, hidden, dtype, rms, weight, bias):
+    fd = norm_backward(dtype, rms, weight, bias)
+    rng = np.random.default_rng(rows + hidden)
+    inputs = [rng.standard_normal((rows, hidden)).astype(NP[dtype]), rng.standard_normal((rows, hidden)).astype(NP[dtype])]
+    if not rms:
+        inputs.append(rng.standard_normal((rows, 1)).astype(np.float32))
+    inputs.append((0.5 + rng.random((rows, 1))).astype(np.float32))
+    if weight:
+        inputs.append(rng.standard_normal(hidden).astype(NP[dtype]))
+    plan = fd.explain(inputs)
+    assert [s.scheduler for s in plan.segments] == ["inner_outer_persistent"], str(plan)
+    assert kernels(fd, inputs) == 2, str(plan)
+    outputs = device_switch.execute(fd, inputs)
+    for got, expected in zip(outputs, norm_backward_expected(inputs, rms, weight, bias), strict=True):
+        assert got.dtype == NP[dtype]
+        assert_close(got, expected, dtype)
+
+
+def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():
+    fd = norm_backward(DataType.BFloat16, False, True, True)
+    rng = np.random.default_rng(3)
+    for rows in (64, 65, 1000):
+        inputs = [rng.standard_normal((rows, 256)).astype(NP[DataType.BFloat16]) for _ in range(2)]
+        inputs += [rng.standard_normal((rows, 1)).astype(np.float32), (0.5 + rng.random((rows, 1))).astype(np.float32)]
+        inputs.append(rng.standard_normal(256).astype(NP[DataType.BFloat16]))
+        if rows != 64:
+            assert fd.explain(inputs).cache == "new launch parameters", fd.explain(inputs).why
+        outputs = device_switch.execute(fd, inputs)
+        for got, expected in zip(outputs, norm_backward_expected(inputs, False, True, True), strict=True):
+            assert_close(got, expected, DataType.BFloat16)
+
+
+@pytest.mark.parametrize("gelu", [True, False])
+def test_activation_backward_with_bias_grad_is_one_kernel(gelu):
+    dtype = DataType.BFloat16
+    with FusionDefinition() as fd:
+        g_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        g, x = fd.ops.cast(g_, F32), fd.ops.cast(x_, F32)
+        if gelu:
+            cdf = fd.ops.mul(fd.ops.add(fd.ops.erf(fd.ops.mul(x, 0.7071067811865476)), 1.0), 0.5)
+            pdf = fd.ops.mul(fd.ops.exp(fd.ops.mul(fd.ops.mul(x, x), -0.5)), 0.3989422804014327)
+            d = fd.ops.add(cdf, fd.ops.mul(x, pdf))
+        else:
+            s = fd.ops.sigmoid(x)
+            d = fd.ops.mul(s, fd.ops.add(1.0, fd.ops.mul(x, fd.ops.sub(1.0, s))))
+        gi = fd.ops.mul(g, d)
+        fd.add_output(fd.ops.cast(gi, dtype))
+        fd.add_output(fd.ops.cast(fd.ops.sum(gi, [0]), dtype))
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((130, 72)).astype(NP[dtype]) for _ in range(2)]
+    assert kernels(fd, inputs) == 1, str(fd.explain(inputs))
+    g, x = (np.asarray(a, dtype=np.float64) for a in inputs)
+    if gelu:
+        from math import erf, pi, sqrt
+
+        d = 0.5 * (1 + np.vectorize(erf)(x / sqrt(2))) + x * np.exp(-x * x / 2) / sqrt(2 * pi)
+    else:
+        s = 1 / (1 + np.exp(-x))
+        d = s * (1 + x * (1 - s))
+    outputs = device_switch.execute(fd, inputs)
+    assert_close(outputs[0], g * d, dtype)
+    assert_close(outputs[1], (g * d).sum(0), dtype)
+
+
+def test_softmax_backward_is_one_kernel():
+    dtype = DataType.Half
+    with FusionDefinition() as fd:
+        g_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        y_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        g, y = fd.ops.cast(g_, F32), fd.ops.cast(y_, F32)
+        dot = fd.ops.sum(fd.ops.mul(g, y), [1], keepdim=True)
+        fd.add_output(fd.ops.cast(fd.ops.mul(y, fd.ops.sub(g, dot)), dtype))
+    rng = np.random.default_rng(6)
+    logits = rng.standard_normal((37, 300))
+    y = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    inputs = [rng.standard_normal((37, 300)).astype(np.float16), y.astype(np.float16)]
+    assert kernels(fd, inputs) == 1, str(fd.explain(inputs))
+    g, yy = (np.asarray(a, dtype=np.float64) for a in inputs)
+    (out,) = device_switch.execute(fd, inputs)
+    assert_close(out, yy * (g - (g * yy).sum(1, keepdims=True)), dtype)
