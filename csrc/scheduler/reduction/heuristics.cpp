@@ -11,6 +11,8 @@ namespace {
 // Reduced elements per split of a grid reduction, at least: below that, writing and combining the
 // partials costs more than the parallelism gains.
 constexpr int64_t kMinSplit = 4096;
+// Outer reductions: reduced elements (rows) each thread in y walks per split, at least.
+constexpr int64_t kMinOuterRowsPerThread = 8;
 
 }  // namespace
 
@@ -58,7 +60,10 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
   p.grid = ceilDiv(kept_vectors, p.threads_x);
   p.why = "reduced dims are outer";
   if (problem.splittable) {
-    p.splits = chooseSplits(device, p.grid, problem.row_length, std::max<int64_t>(p.threads_y * 16, kMinSplit / 8));
+    // A split gives each thread in y at least kMinOuterRowsPerThread rows: the partials (a kept row per
+    // split) stay small next to the rows themselves, while bias grads over a few thousand rows still
+    // fill the GPU.
+    p.splits = chooseSplits(device, p.grid, problem.row_length, p.threads_y * kMinOuterRowsPerThread);
     if (p.splits > 1) {
       p.split_length = ceilDiv(problem.row_length, p.splits);
       p.splits = ceilDiv(problem.row_length, p.split_length);

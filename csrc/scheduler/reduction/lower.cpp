@@ -230,7 +230,8 @@ class RowLowering {
   }
 
   // Whether blocks may reduce parts of a row: plain reductions only (statistics need the whole row's
-  // mean first), none fed by another's result, and every output a per-row value.
+  // mean first), none fed by another's result, and every output a per-row value or an element that
+  // needs no reduction result.
   bool splittable() const {
     std::unordered_set<const Val*> after_reduction;
     for (const Expr* e : ctx_.segment.exprs) {
@@ -243,8 +244,9 @@ class RowLowering {
         for (const Val* out : e->outputs()) after_reduction.insert(out);
       }
     }
+    // Outputs before any reduction are written by whichever block walks their element (prologueOutputs).
     for (const Val* out : ctx_.segment.outputs) {
-      if (bound_.numel(out) != rows_) return false;
+      if (bound_.numel(out) != rows_ && (!isFullOutput(out) || after_reduction.count(out) != 0)) return false;
     }
     return !facts_.reductions.empty();
   }
@@ -334,6 +336,35 @@ class RowLowering {
     vb_.setLoadCache(cache);
   }
 
+  // The outputs with an element per domain element that depend on no reduction (a GELU backward's
+  // grad_in next to its bias grad): a kernel that streams the rows writes them in its first pass over
+  // the elements, instead of reading the inputs again after the reductions. A persistent kernel keeps
+  // its rows, so it writes every output in its last pass.
+  std::vector<const Val*> prologueOutputs() const {
+    std::vector<const Val*> outs;
+    if (params_.persistent || !outer_.empty()) return outs;
+    for (const Val* out : ctx_.segment.outputs) {
+      if (isFullOutput(out) && facts_.after_reduction.count(out) == 0) outs.push_back(out);
+    }
+    return outs;
+  }
+  bool isFullOutput(const Val* out) const {
+    return bound_.numel(out) == domain_.full_numel && domain_.full_numel != rows_;
+  }
+
+  // Stores `outs` (each with an element per domain element) at the domain element `index`.
+  void storeFullOutputs(Chunk& c, const std::vector<Idx>& index, const std::vector<const Val*>& outs) {
+    if (outs.empty()) return;
+    const ExprId linear = domainLinear(index);
+    const bool lane = params_.vectorize > 1;
+    for (const Val* out : outs) {
+      // Same shape as the domain: the same index, so loads match the cached ones of earlier passes.
+      const bool same = bound_.sizesOf(out) == domain_.input_sizes;
+      const auto at = same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out));
+      storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
+    }
+  }
+
   // Adds outer reduction `o`'s value at `index` (this thread's element of its current row) to the
   // thread's partial sum of that column.
   void accumulateOuter(Chunk& c, const std::vector<Idx>& index, size_t o) {
@@ -392,7 +423,11 @@ class RowLowering {
   // acc = combine over this thread's elements of value(index), then across the threads of a row.
   RowVar accumulate(DataType acc_type, ReduceOp op, const std::function<ExprId(const std::vector<Idx>&)>& value) {
     const RowVar acc = newRowVar(acc_type, identity(kb_, op, acc_type));
+    // The first pass over the elements also writes the outputs that need no reduction result.
+    const std::vector<const Val*> prologue = prologue_written_ ? std::vector<const Val*>{} : prologueOutputs();
+    prologue_written_ = true;
     forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
+      if (!prologue.empty()) storeFullOutputs(c, index, prologue);
       const ExprId v = kb_.cast(value(index), acc_type);
       kb_.pushTarget(params_.vectorize > 1 ? &c.body : &c.pre);
       const ExprId combined = kb_.elementwise(combineOf(op), acc_type, {rowValue(acc), v});
@@ -545,18 +580,13 @@ class RowLowering {
       const int64_t n = bound_.numel(out);
       (n == rows_ ? per_row : full).push_back(out);
     }
+    const std::vector<const Val*> prologue = prologueOutputs();
+    std::erase_if(full, [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); });
     if (!full.empty() || !outer_.empty()) {
       vb_.setLastPass();
       forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
         for (size_t o = 0; o < outer_.size(); ++o) accumulateOuter(c, index, o);
-        const ExprId linear = domainLinear(index);
-        const bool lane = params_.vectorize > 1;
-        for (const Val* out : full) {
-          // Same shape as the domain: the same index, so loads match the cached ones of earlier passes.
-          const bool same = bound_.sizesOf(out) == domain_.input_sizes;
-          const auto at = same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out));
-          storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
-        }
+        storeFullOutputs(c, index, full);
       });
     }
     if (!per_row.empty()) {
@@ -579,6 +609,7 @@ class RowLowering {
   std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
   std::unordered_set<const Val*> after_outer_;  // their results and what is computed from them
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
+  bool prologue_written_ = false;               // a pass over the elements has stored prologueOutputs()
   ReductionDomain domain_;
   std::vector<int64_t> kept_sizes_, reduced_sizes_;
   int64_t rows_ = 0, row_length_ = 0;

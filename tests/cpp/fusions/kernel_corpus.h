@@ -687,6 +687,8 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
       {"index_put_accumulate_512x768_from_2048", [] { return indexPutAccumulateCase(512, 768, 2048); }},
       {"topk_argsort_96x200", [] { return sortCase(96, 200, 20); }},
+      // The bias grad split among blocks over the rows, each block writing its rows of grad_in.
+      {"gelu_backward_bias_grad_split_1000x256", [] { return activationBackwardCase(1000, 256, DataType::BFloat16, true, 9); }},
       {"layer_norm_backward_bf16_256x768",
        [] {
          KernelCase c = normBackwardCase({.rows = 256, .hidden = 768}, 8);

@@ -88,6 +88,17 @@ TEST(Heuristics, OuterReductionsVectorizeTheKeptDimAndSplitLongColumns) {
   EXPECT_GT(p.splits, 1) << p.toString();
   EXPECT_GE(p.grid * p.splits, a100.sm_count);
   EXPECT_NE(p.toString().find("split over"), std::string::npos);
+  // A bias grad over a few thousand rows (GELU backward's, 3072 wide in bf16): 12 column blocks alone
+  // would leave most SMs idle, so the rows are split until two waves fill an H100, each thread in y
+  // still walking several rows per split.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const ReductionProblem bias_grad{
+      .rows = 3072, .row_length = 2048, .inner = false, .max_vectorize = 8, .splittable = true};
+  const ReductionParams bias = reductionHeuristics(h100, bias_grad);
+  EXPECT_EQ(bias.grid, 3072 / (32 * 8));
+  EXPECT_GE(bias.grid * bias.splits, 2 * h100.sm_count) << bias.toString();
+  EXPECT_GE(bias.split_length, 8 * bias.threads_y) << bias.toString();
+  EXPECT_GE(bias.splits * bias.split_length, bias_grad.row_length);
   // An MI300X's wavefront spans 64 kept vectors.
   const ReductionParams amd = reductionHeuristics(DeviceInfo::mi300x(), column_sum);
   EXPECT_EQ(amd.threads_x, 64);
