@@ -290,6 +290,7 @@ class Segmenter {
     bool changed = true;
     while (changed) {
       changed = false;
+      changed = mergeOverSameRows() || changed;
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
         for (const Val* in : nodes_[i]->inputs()) {
           auto p = producer_.find(in);
@@ -314,6 +315,40 @@ class Segmenter {
         for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
       }
     }
+  }
+
+  // Horizontal: a group with a reduction joins an inner-outer persistent group that reduces as many
+  // rows (a norm backward and the bias grad of the linear next to it, which reads other tensors and
+  // shares no tensor with it): one walk over the rows instead of a kernel of its own.
+  bool mergeOverSameRows() {
+    auto reductions = [&](int64_t g) {
+      int64_t n = 0;
+      for (int64_t node : groups_[g].nodes) {
+        const OpCategory category = opInfo(nodes_[node]->kind()).category;
+        n += category == OpCategory::Reduction || category == OpCategory::Normalization ? 1 : 0;
+      }
+      return n;
+    };
+    std::vector<int64_t> inner_outer, reducing;
+    for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
+      if (find(g) != g || groups_[g].nodes.empty()) continue;
+      const int64_t n = reductions(g);
+      if (n == 0) continue;
+      reducing.push_back(g);
+      if (n >= 2 && chooseScheduler(candidateOf({g}), bound_).kind == SchedulerKind::InnerOuterPersistent) {
+        inner_outer.push_back(g);
+      }
+    }
+    bool changed = false;
+    for (int64_t a : inner_outer) {
+      for (int64_t b : reducing) {
+        const int64_t root = find(a);
+        if (find(b) != b || b == root) continue;
+        if (chooseScheduler(candidateOf({root, b}), bound_).kind != SchedulerKind::InnerOuterPersistent) continue;
+        changed = tryMerge(root, b) || changed;
+      }
+    }
+    return changed;
   }
 
   SegmentedFusion buildResult();

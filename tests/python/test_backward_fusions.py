@@ -93,6 +93,46 @@ def test_norm_backward_is_one_inner_outer_pass_and_a_finish(rows, hidden, dtype,
         assert_close(got, expected, dtype)
 
 
+@pytest.mark.parametrize("extra_rows_same", [True, False])
+def test_linear_bias_grad_over_the_same_rows_joins_the_norm_backward(extra_rows_same):
+    """Thunder's layer-norm backward also sums the grad of the next linear's output over the rows (its
+    bias grad, 3072 wide for nanoGPT's 768): a tensor the norm never reads, walked by the same kernel
+    when its row count is the norm's, a kernel of its own otherwise."""
+    dtype = DataType.BFloat16
+    with FusionDefinition() as fd:
+        go_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        mean = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
+        fc = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        go = fd.ops.cast(go_, F32)
+        xh = fd.ops.mul(fd.ops.sub(fd.ops.cast(x_, F32), mean), rstd)
+        g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, False]))
+        c = fd.ops.size(x_, 1)
+        a = fd.ops.div(fd.ops.sum(g, [1], keepdim=True), c)
+        b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [1], keepdim=True), c)
+        fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(fd.ops.sub(g, a), fd.ops.mul(xh, b))), dtype))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0]), dtype))
+        fd.add_output(fd.ops.cast(fd.ops.sum(go, [0]), dtype))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(fc, F32), [0]), dtype))
+    rows, hidden, width = 130, 96, 200
+    rng = np.random.default_rng(9)
+    bf16 = NP[dtype]
+    inputs = [rng.standard_normal((rows, hidden)).astype(bf16), rng.standard_normal((rows, hidden)).astype(bf16),
+              rng.standard_normal((rows, 1)).astype(np.float32), (0.5 + rng.random((rows, 1))).astype(np.float32),
+              rng.standard_normal(hidden).astype(bf16),
+              rng.standard_normal((rows if extra_rows_same else rows + 3, width)).astype(bf16)]
+    plan = fd.explain(inputs)
+    assert kernels(fd, inputs) == (2 if extra_rows_same else 3), str(plan)
+    assert "inner_outer_persistent" in [s.scheduler for s in plan.segments], str(plan)
+    expected = norm_backward_expected(inputs[:5], False, True, True)
+    expected.append(np.asarray(inputs[5], dtype=np.float64).sum(0))
+    outputs = device_switch.execute(fd, inputs)
+    for got, want in zip(outputs, expected, strict=True):
+        assert_close(got, want, dtype)
+
+
 def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():
     fd = norm_backward(DataType.BFloat16, False, True, True)
     rng = np.random.default_rng(3)

@@ -3,18 +3,49 @@
 // columns). Without the outer reductions and what follows them, the group must be one the inner
 // persistent scheduler takes (a row statistic broadcast back over the row). The outer reductions are
 // plain ones; what is computed from their results is elementwise math on those results and scalars
-// only, ending in outputs of a row's size: the finishing kernel computes it per column.
+// only, ending in outputs of a row's size: the finishing kernel computes it per column. Reductions over
+// the same rows of other tensors (a bias grad next to the norm's) join as extra reductions when their
+// operands are elementwise math on tensors of their own shape.
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
 namespace braze {
 namespace {
 
 // Threads per row at most (a block's), times the partial sums a thread keeps per outer reduction.
 constexpr int64_t kMaxRowLength = 1024 * 32;
+// Columns of an extra reduction at most: a 128-thread block keeps 64 partial sums per thread at most.
+constexpr int64_t kMaxExtraColumns = 8192;
+
+// The values computed (elementwise, before any reduction) only from tensors of the extra reductions'
+// shapes: what the kernel's walk over those tensors computes.
+std::unordered_set<const Val*> extraOperandValues(const std::vector<const Expr*>& exprs,
+                                                  const std::vector<const Expr*>& extras, const BoundShapes& bound) {
+  std::unordered_set<const Val*> values;
+  if (extras.empty()) return values;
+  auto extra_shape = [&](const Val* v) {
+    return std::any_of(extras.begin(), extras.end(),
+                       [&](const Expr* r) { return bound.sizesOf(r->input(0)) == bound.sizesOf(v); });
+  };
+  std::unordered_set<const Val*> produced;
+  for (const Expr* e : exprs) {
+    for (const Val* out : e->outputs()) produced.insert(out);
+  }
+  for (const Expr* e : exprs) {
+    if (!isElementwise(e->kind()) || !extra_shape(e->output(0))) continue;
+    bool own = true;
+    for (const Val* in : e->inputs()) {
+      own = own && (!in->isTensor() || values.count(in) != 0 || (produced.count(in) == 0 && extra_shape(in)));
+    }
+    if (own) values.insert(e->output(0));
+  }
+  return values;
+}
 
 }  // namespace
 
@@ -30,25 +61,41 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);
   const int64_t row_length = domain.outer_numel == 0 ? 0 : domain.full_numel / domain.outer_numel;
+  std::vector<int64_t> over_rows;  // the dims an outer reduction of the domain reduces
+  for (int64_t d = 0; d < static_cast<int64_t>(domain.input_sizes.size()); ++d) {
+    if (!std::binary_search(domain.dims.begin(), domain.dims.end(), d)) over_rows.push_back(d);
+  }
+  std::vector<const Expr*> extras;
   for (const Expr* r : split.outer) {
-    std::vector<int64_t> dims = r->attrs().getInts("dims");
-    std::sort(dims.begin(), dims.end());
-    std::vector<int64_t> kept;
-    for (int64_t d = 0; d < static_cast<int64_t>(domain.input_sizes.size()); ++d) {
-      if (!std::binary_search(domain.dims.begin(), domain.dims.end(), d)) kept.push_back(d);
-    }
-    if (bound.sizesOf(r->input(0)) != domain.input_sizes || dims != kept) {
-      return Verdict::no(fmt::format("{} does not reduce the rows of [{}] that {} reduces along", exprLabel(*r),
-                                     fmt::join(domain.input_sizes, ", "), exprLabel(*split.inner.front())));
-    }
     if (opInfo(r->kind()).category != OpCategory::Reduction) {
       return Verdict::no(fmt::format("{} is a statistic over the rows (two passes), not a plain reduction",
                                      exprLabel(*r)));
     }
+    std::vector<int64_t> dims = r->attrs().getInts("dims");
+    std::sort(dims.begin(), dims.end());
+    if (bound.sizesOf(r->input(0)) == domain.input_sizes && dims == over_rows) continue;
+    if (std::optional<int64_t> columns = extraOuterColumns(*r, domain.outer_numel, bound);
+        columns && *columns <= kMaxExtraColumns) {
+      extras.push_back(r);
+      continue;
+    }
+    return Verdict::no(fmt::format("{} reduces neither the rows of [{}] that {} reduces along, nor {} rows of another "
+                                   "tensor of at most {} columns",
+                                   exprLabel(*r), fmt::join(domain.input_sizes, ", "), exprLabel(*split.inner.front()),
+                                   domain.outer_numel, kMaxExtraColumns));
   }
   if (row_length > kMaxRowLength) {
     return Verdict::no(fmt::format("rows of {} elements: more than the {} whose partial sums a block keeps",
                                    row_length, kMaxRowLength));
+  }
+  // The extra reductions' operands: computed from inputs of their own shape, apart from the rows.
+  const std::unordered_set<const Val*> extra_values = extraOperandValues(candidate.exprs, extras, bound);
+  for (const Expr* r : extras) {
+    const bool input = std::find(candidate.inputs.begin(), candidate.inputs.end(), r->input(0)) != candidate.inputs.end();
+    if (!input && extra_values.count(r->input(0)) == 0) {
+      return Verdict::no(fmt::format("{} reduces a value computed from the rows of [{}]", exprLabel(*r),
+                                     fmt::join(domain.input_sizes, ", ")));
+    }
   }
   // What follows the outer reductions: elementwise on their results, at a row's size, read by nothing else.
   Candidate rows{{}, candidate.inputs, {}};
@@ -60,12 +107,24 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
       reads_outer = reads_outer || from_outer;
       reads_other = reads_other || (in->isTensor() && !from_outer);
     }
+    const bool extra_operand = std::any_of(e->outputs().begin(), e->outputs().end(),
+                                           [&](const Val* v) { return extra_values.count(v) != 0; });
+    if (extra_operand) continue;
+    bool reads_extra = false;
+    for (const Val* in : e->inputs()) reads_extra = reads_extra || extra_values.count(in) != 0;
+    if (reads_extra && !outer) {
+      return Verdict::no(fmt::format("{} reads an extra reduction's operand", exprLabel(*e)));
+    }
     if (!outer && !reads_outer) {
       rows.exprs.push_back(e);
       continue;
     }
     if (outer) continue;
-    if (!isElementwise(e->kind()) || reads_other || bound.numel(e->output(0)) != row_length) {
+    const int64_t n = bound.numel(e->output(0));
+    const bool column_sized = n == row_length || std::any_of(extras.begin(), extras.end(), [&](const Expr* r) {
+                                return bound.numel(r->output(0)) == n;
+                              });
+    if (!isElementwise(e->kind()) || reads_other || !column_sized) {
       return Verdict::no(fmt::format("{} uses an outer reduction's result other than elementwise with scalars",
                                      exprLabel(*e)));
     }
@@ -75,6 +134,7 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   }
   // The outer reductions' operands are read per row element: values of the row part.
   for (const Expr* r : split.outer) {
+    if (std::find(extras.begin(), extras.end(), r) != extras.end()) continue;
     if (std::find(rows.outputs.begin(), rows.outputs.end(), r->input(0)) == rows.outputs.end() &&
         std::find(candidate.inputs.begin(), candidate.inputs.end(), r->input(0)) == candidate.inputs.end()) {
       rows.outputs.push_back(r->input(0));

@@ -22,10 +22,17 @@ namespace scheduler {
 std::string innerOuterPartialsName(size_t o);
 // The finishing kernel: per column, the partial sums of every outer reduction combined, then the
 // segment's outputs computed from them.
+// One outer reduction's partial sums as the first kernel leaves them: `rows` x `columns` floats in
+// workspace innerOuterPartialsName(its position), `rows` the launch argument named `rows_name`.
+struct OuterPartials {
+  const Expr* reduction = nullptr;
+  int64_t columns = 1;
+  int64_t rows = 1;
+  std::string rows_name;
+};
 // `after_outer`: the outer results and every value computed from them (InnerOuterSplit).
-Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<const Expr*>& outer,
-                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params,
-                             int64_t columns);
+Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
+                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params);
 }  // namespace scheduler
 
 }  // namespace braze

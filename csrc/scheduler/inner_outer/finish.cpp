@@ -8,26 +8,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace braze {
 namespace scheduler {
 
 std::string innerOuterPartialsName(size_t o) { return o == 0 ? "partials" : fmt::format("partials{}", o); }
 
-Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<const Expr*>& outer,
-                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params,
-                             int64_t columns) {
+Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
+                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params) {
   Kernel k;
   k.name = ctx.kernel.name + "_finish";
   k.warp_size = ctx.kernel.warp_size;
   k.check_indices = ctx.kernel.check_indices;
   k.index64 = ctx.kernel.index64;
   KernelBuilder kb(k);
-  std::vector<TensorId> partials;
-  for (size_t o = 0; o < outer.size(); ++o) {
-    TensorParam p = workspaceParam(innerOuterPartialsName(o), accumulatorType(outer[o]->output(0)->dtype()),
-                                   params.partial_rows * columns, false);
-    p.shared = true;
-    partials.push_back(kb.addTensor(std::move(p)));
+  std::vector<TensorId> workspaces;
+  int64_t columns = 0;  // the widest reduction's: the grid covers it
+  for (size_t o = 0; o < partials.size(); ++o) {
+    const OuterPartials& p = partials[o];
+    TensorParam ws = workspaceParam(innerOuterPartialsName(o), accumulatorType(p.reduction->output(0)->dtype()),
+                                    p.rows * p.columns, false);
+    ws.shared = true;
+    workspaces.push_back(kb.addTensor(std::move(ws)));
+    columns = std::max(columns, p.columns);
   }
   // The outputs computed from the outer results, with the parameters the first kernel has for them.
   std::vector<std::pair<const Val*, TensorId>> outputs;
@@ -37,40 +41,47 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<const
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
   const ExprId col = kb.letValue("col", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.finish_threads_x)),
                                                kb.threadIdx(0)));
-  const ExprId col_ok = kb.lt(col, kb.index(columns));
-  const ExprId partial_rows = kb.extent("partial_rows", params.partial_rows);
   std::vector<VarId> totals;
-  for (size_t o = 0; o < outer.size(); ++o) {
-    const DataType acc = accumulatorType(outer[o]->output(0)->dtype());
-    const ReduceOp op = reduceOpOf(outer[o]->kind());
+  for (size_t o = 0; o < partials.size(); ++o) {
+    const OuterPartials& p = partials[o];
+    const DataType acc = accumulatorType(p.reduction->output(0)->dtype());
+    const ReduceOp op = reduceOpOf(p.reduction->kind());
     const VarId total = kb.scalarVar("total", acc);
     kb.let(total, identity(kb, op, acc));
     const VarId j = kb.scalarVar("j", DataType::Int64, true);
-    kb.openFor(j, kb.threadIdx(1), partial_rows, kb.index(params.finish_threads_y), false);
-    kb.openIf(col_ok);
-    const ExprId part = kb.load(partials[o], kb.add(kb.mul(kb.ref(j), kb.index(columns)), col));
+    kb.openFor(j, kb.threadIdx(1), kb.extent(p.rows_name, p.rows), kb.index(params.finish_threads_y), false);
+    kb.openIf(kb.lt(col, kb.index(p.columns)));
+    const ExprId part = kb.load(workspaces[o], kb.add(kb.mul(kb.ref(j), kb.index(p.columns)), col));
     kb.assign(total, kb.elementwise(combineOf(op), acc, {kb.ref(total), part}));
     kb.close();
     kb.close();
     kb.blockReduce(total, op, 1);
     totals.push_back(total);
   }
+  // Each output has the columns of the reductions it is computed from.
   const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
-  const ExprId writer = kb.land(col_ok, kb.eq(kb.threadIdx(1), kb.index(0)));
-  emitChunk(kb, vb, writer, 1, lane, [&](Chunk& c) {
-    for (size_t o = 0; o < outer.size(); ++o) {
-      const Val* result = outer[o]->output(0);
-      vb.setResult(result, kb.cast(kb.ref(totals[o]), result->dtype()));
-    }
-    for (const auto& [out, tensor] : outputs) {
-      const std::vector<Idx> at = vb.unflatten(col, false, ctx.bound.sizesOf(out));
-      storeOutput(kb, vb, c, tensor, at, vb.valueAt(out, at));
-    }
-  });
+  std::vector<int64_t> widths;
+  for (const OuterPartials& p : partials) {
+    if (std::find(widths.begin(), widths.end(), p.columns) == widths.end()) widths.push_back(p.columns);
+  }
+  for (int64_t width : widths) {
+    const ExprId writer = kb.land(kb.lt(col, kb.index(width)), kb.eq(kb.threadIdx(1), kb.index(0)));
+    emitChunk(kb, vb, writer, 1, lane, [&](Chunk& c) {
+      for (size_t o = 0; o < partials.size(); ++o) {
+        const Val* result = partials[o].reduction->output(0);
+        if (partials[o].columns == width) vb.setResult(result, kb.cast(kb.ref(totals[o]), result->dtype()));
+      }
+      for (const auto& [out, tensor] : outputs) {
+        if (ctx.bound.numel(out) != width) continue;
+        const std::vector<Idx> at = vb.unflatten(col, false, ctx.bound.sizesOf(out));
+        storeOutput(kb, vb, c, tensor, at, vb.valueAt(out, at));
+      }
+    });
+  }
   k.grid = {ceilDiv(columns, params.finish_threads_x), 1};
   k.block = {params.finish_threads_x, params.finish_threads_y};
   k.summary = fmt::format("inner-outer persistent finish: {} outer reductions of partial rows, block {}x{} "
-                          "(columns x partial rows)", outer.size(), params.finish_threads_x, params.finish_threads_y);
+                          "(columns x partial rows)", partials.size(), params.finish_threads_x, params.finish_threads_y);
   return k;
 }
 

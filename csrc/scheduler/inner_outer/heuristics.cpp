@@ -14,8 +14,13 @@ constexpr int64_t kMinRowGroupsPerBlock = 4;
 }  // namespace
 
 std::string InnerOuterParams::toString() const {
-  return fmt::format("inner-outer persistent: {}; partial sums finished by a {}x{} block (columns x partial rows)",
-                     inner.toString(), finish_threads_x, finish_threads_y);
+  std::string extra;
+  for (const ExtraOuterParams& e : extras) {
+    extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread", e.columns, e.vectorize,
+                         e.chunks);
+  }
+  return fmt::format("inner-outer persistent: {}{}; partial sums finished by a {}x{} block (columns x partial rows)",
+                     inner.toString(), extra, finish_threads_x, finish_threads_y);
 }
 
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem) {
@@ -27,11 +32,17 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
   p.inner = reductionHeuristics(device, rows);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
+  int64_t extra_sums = 0;  // per thread, over the extra reductions
+  for (const ExtraOuterProblem& e : problem.extras) {
+    const int64_t vectorize = std::max<int64_t>(e.max_vectorize, 1);
+    p.extras.push_back({e.columns, vectorize, std::max<int64_t>(ceilDiv(e.columns, threads * vectorize), 1)});
+    extra_sums += p.extras.back().chunks * vectorize;
+  }
   const int64_t row_groups = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   // Resident blocks per SM: by threads, and by registers (kept values plus the kernel's own ~32).
   const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
   const bool in_registers = p.inner.persistent && !p.inner.shared_cache;
-  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + 32);
+  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + extra_sums + 32);
   int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
   if (p.inner.shared_cache) {

@@ -2,19 +2,37 @@
 // scheduler's (threads per row, rows per block, the row kept in registers or shared memory), with the
 // per-thread partial sums of the outer reductions counted as kept values; then how many blocks walk
 // the rows (enough to fill the GPU, few enough that the partial sums stay small next to the rows),
-// and the block of the kernel that finishes the partial sums.
+// the share of each extra reduction (over the same rows of another tensor) a thread sums, and the block
+// of the kernel that finishes the partial sums.
 #pragma once
 
 #include "scheduler/reduction/heuristics.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace braze {
+
+// A reduction over the same rows of another tensor (the bias grad of the linear next to a norm):
+// `columns` sums, its operand read with vectors of up to `max_vectorize` along them.
+struct ExtraOuterProblem {
+  int64_t columns = 1;
+  int64_t max_vectorize = 1;
+};
 
 struct InnerOuterProblem {
   ReductionProblem rows;         // the inner reductions' problem (rows, row length, vectorize, kept tensors)
   int64_t outer_reductions = 1;  // reductions over the rows, each a value per row element
+  std::vector<ExtraOuterProblem> extras;
+};
+
+// How a block walks an extra reduction's rows after its own row groups: all its threads across the
+// columns, `chunks` vectors of `vectorize` each per thread, the same columns in every row.
+struct ExtraOuterParams {
+  int64_t columns = 1;
+  int64_t vectorize = 1;
+  int64_t chunks = 1;
 };
 
 struct InnerOuterParams {
@@ -23,6 +41,7 @@ struct InnerOuterParams {
   int64_t partial_rows = 1;   // blocks x rows per block: partial sums each outer reduction leaves per column
   int64_t finish_threads_x = 32;  // the finishing kernel's block: columns ...
   int64_t finish_threads_y = 8;   // ... x partial rows summed by each column's threads
+  std::vector<ExtraOuterParams> extras;  // per extra reduction (a partial row per block each)
   std::string toString() const;   // without the grid (the kernel source's heading)
 };
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem);

@@ -52,6 +52,12 @@ class RowLowering {
     }
     rows_ = domain_.outer_numel;
     row_length_ = domain_.outer_numel == 0 ? 0 : domain_.full_numel / domain_.outer_numel;
+    // Outer reductions of other tensors over the same rows: walked after the row groups.
+    std::erase_if(outer_, [&](const Expr* r) {
+      if (bound_.sizesOf(r->input(0)) == domain_.input_sizes) return false;
+      extra_.push_back(r);
+      return true;
+    });
   }
 
   void lower(const ReductionParams& params) {
@@ -126,6 +132,12 @@ class RowLowering {
     for (const Expr* e : facts_.reductions) reduce(*e);
     epilogue();
     kb_.close();
+    std::vector<OuterPartials> partials;
+    for (const Expr* e : outer_) partials.push_back({e, row_length_, io.partial_rows, "partial_rows"});
+    for (size_t x = 0; x < extra_.size(); ++x) {
+      walkExtraRows(x, io.extras[x], partials.size(), io.blocks);
+      partials.push_back({extra_[x], io.extras[x].columns, io.blocks, "blocks"});
+    }
     // This thread row's partial sums: its columns are those of every row it walked.
     const ExprId partial_row = kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_y)), kb_.threadIdx(1));
     for (size_t o = 0; o < outer_.size(); ++o) {
@@ -152,11 +164,79 @@ class RowLowering {
     k.block = {params_.threads_x, params_.threads_y};
     k.vectorize = vec;
     k.summary = io.toString();
-    ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, outer_, after_outer_, io, row_length_));
+    ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, after_outer_, io));
+  }
+
+  // Extra reduction x of the inner-outer kernel (over the same rows of another tensor): after its row
+  // groups, the block walks rows blockIdx.x, + blocks, ... of that tensor, every thread summing the same
+  // columns of each, then writes its partial row (workspace `ws_index`: blocks x columns).
+  void walkExtraRows(size_t x, const ExtraOuterParams& ep, size_t ws_index, int64_t blocks) {
+    const Expr& e = *extra_[x];
+    const Plain p = plainOf(e);
+    const bool cast_first = isFloating(p.out) && isFloating(e.input(0)->dtype());
+    const std::vector<int64_t>& sizes = bound_.sizesOf(e.input(0));
+    const size_t reduced_dims = e.attrs().getInts("dims").size();
+    const std::vector<int64_t> reduced(sizes.begin(), sizes.begin() + static_cast<int64_t>(reduced_dims));
+    const std::vector<int64_t> kept(sizes.begin() + static_cast<int64_t>(reduced_dims), sizes.end());
+    const int64_t vec = ep.vectorize;
+    vb_.clearLoadCache();  // other tensors than the rows': nothing of theirs is kept
+    const VarId acc = kb_.arrayVar("extra", p.acc, ep.chunks * vec);
+    kb_.declare(acc);
+    for (int64_t i = 0; i < ep.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
+    const ExprId thread = kb_.letValue(
+        "thread", kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0)));
+    const int64_t threads = params_.threads_x * params_.threads_y;
+    const VarId row = kb_.scalarVar("r", DataType::Int64, true);
+    const VarId chunk = kb_.scalarVar("c", DataType::Int64, true);
+    auto column = [&] { return kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(threads)), thread), kb_.index(vec)); };
+    kb_.openFor(row, kb_.blockIdx(0), kb_.extent("rows", rows_), kb_.extent("blocks", blocks), false);
+    kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
+    const ExprId col = column();
+    emitChunk(kb_, vb_, kb_.lt(col, kb_.index(ep.columns)), vec, lane_, [&](Chunk& c) {
+      std::vector<Idx> index = vb_.unflatten(kb_.ref(row), false, reduced);
+      for (Idx& i : vb_.unflatten(col, vec > 1, kept)) index.push_back(i);
+      const ExprId in = vb_.valueAt(e.input(0), index);
+      const ExprId v = kb_.cast(cast_first ? kb_.cast(in, p.out) : in, p.acc);
+      kb_.pushTarget(vec > 1 ? &c.body : &c.pre);
+      ExprId slot = kb_.mul(kb_.ref(chunk), kb_.index(vec));
+      if (vec > 1) slot = kb_.add(slot, kb_.ref(lane_));
+      kb_.localWrite(acc, slot, kb_.elementwise(combineOf(p.op), p.acc, {kb_.localRead(acc, slot), v}));
+      kb_.popTarget();
+    });
+    kb_.close();
+    kb_.close();
+    const TensorId ws = kb_.addTensor(workspaceParam(innerOuterPartialsName(ws_index), p.acc, blocks * ep.columns, false));
+    ctx_.kernel.tensors[ws].shared = true;
+    kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
+    for (int64_t l = 0; l < vec; ++l) {
+      const ExprId at = kb_.add(column(), kb_.index(l));
+      kb_.openIf(kb_.lt(at, kb_.index(ep.columns)));
+      kb_.store(ws, kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(ep.columns)), at),
+                kb_.localRead(acc, kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(vec)), kb_.index(l))));
+      kb_.close();
+    }
+    kb_.close();
   }
 
   InnerOuterParams chooseInnerOuter() {
-    return innerOuterHeuristics(ctx_.device, {rowProblem(true), static_cast<int64_t>(outer_.size())});
+    InnerOuterProblem problem{rowProblem(true), static_cast<int64_t>(outer_.size()), {}};
+    for (const Expr* r : extra_) {
+      // Vectors along the columns, as wide as every tensor of the extra operand's shape allows.
+      VectorizeInput vin;
+      vin.widest_dtype_bytes = 1;
+      vin.inner_extent = innerExtent(bound_.sizesOf(r->input(0)));
+      size_t input = 0;
+      for (const TensorParam& t : ctx_.kernel.tensors) {
+        if (t.output) continue;
+        if (t.val != nullptr && bound_.sizesOf(t.val) == bound_.sizesOf(r->input(0))) {
+          vin.tensor_factors.push_back(ctx_.input_factors[input]);
+          vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(t.dtype));
+        }
+        ++input;
+      }
+      problem.extras.push_back({*extraOuterColumns(*r, rows_, bound_), kernelVectorize(vin)});
+    }
+    return innerOuterHeuristics(ctx_.device, problem);
   }
 
   ReductionParams choose(bool persistent_wanted) { return reductionHeuristics(ctx_.device, rowProblem(persistent_wanted)); }
@@ -254,7 +334,13 @@ class RowLowering {
   // A tensor with an element per element of the domain (x, not a weight broadcast over the rows): what
   // a persistent kernel keeps in registers. Others are small and stay in L1/L2.
   bool isRowData(const Val* val) const {
-    return val->isTensor() && bound_.numel(val) >= domain_.full_numel && domain_.full_numel > domain_.outer_numel;
+    if (!val->isTensor() || isExtraShaped(val)) return false;
+    return bound_.numel(val) >= domain_.full_numel && domain_.full_numel > domain_.outer_numel;
+  }
+  // A tensor of an extra reduction's shape (another tensor's rows, walked apart from the domain's).
+  bool isExtraShaped(const Val* val) const {
+    return std::any_of(extra_.begin(), extra_.end(),
+                       [&](const Expr* r) { return bound_.sizesOf(r->input(0)) == bound_.sizesOf(val); });
   }
 
   // The input index of the reduction domain for this thread's kept element(s) and a reduced element.
@@ -607,6 +693,7 @@ class RowLowering {
   ValueBuilder vb_;
   CandidateFacts facts_;
   std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
+  std::vector<const Expr*> extra_;              // and over the same rows of other tensors
   std::unordered_set<const Val*> after_outer_;  // their results and what is computed from them
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
   bool prologue_written_ = false;               // a pass over the elements has stored prologueOutputs()

@@ -36,6 +36,20 @@ InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<c
   return split;
 }
 
+std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound) {
+  const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
+  std::vector<int64_t> dims = r.attrs().getInts("dims");
+  std::sort(dims.begin(), dims.end());
+  if (dims.empty() || dims.size() >= sizes.size() || rows <= 1) return std::nullopt;
+  int64_t reduced = 1, columns = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i < dims.size() && dims[i] != static_cast<int64_t>(i)) return std::nullopt;  // not the leading dims
+    (i < dims.size() ? reduced : columns) *= sizes[i];
+  }
+  if (reduced != rows) return std::nullopt;
+  return columns;
+}
+
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound) {
   if (facts.unsupported != nullptr) return unsupportedReason(*facts.unsupported);
   if (facts.reductions.empty()) return std::string("the group has no reduction");

@@ -6,6 +6,7 @@
 #include "scheduler/registry.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -33,6 +34,10 @@ struct InnerOuterSplit {
 };
 InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<const Expr*>& exprs,
                                 const BoundShapes& bound);
+
+// The columns of `r` when it reduces `rows` rows of its input, the leading dims, keeping a suffix
+// (an extra reduction of an inner-outer group: [rows, columns] summed over the rows); else nothing.
+std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound);
 
 // The first output of the group that a kernel over `domain` cannot write (its size is neither a
 // row's nor a reduction result's), as a refusal reason; empty when all fit.

@@ -53,5 +53,21 @@ TEST(InnerOuterHeuristics, MoreOuterReductionsKeepFewerRowValuesInRegisters) {
   EXPECT_TRUE(eight.inner.shared_cache || !eight.inner.persistent) << eight.toString();
 }
 
+TEST(InnerOuterHeuristics, AnExtraReductionSpreadsItsColumnsOverTheWholeBlock) {
+  // nanoGPT's layer-norm backward with the 3072-wide bias grad of the next linear: every thread of the
+  // block takes its own columns of each row, so the sums per thread are few.
+  InnerOuterProblem problem = layerNormBackward(2048, 768);
+  problem.extras.push_back({3072, 8});
+  const InnerOuterParams p = innerOuterHeuristics(DeviceInfo::h100Sxm(), problem);
+  ASSERT_EQ(p.extras.size(), 1u);
+  const int64_t threads = p.inner.threads_x * p.inner.threads_y;
+  EXPECT_EQ(p.extras[0].vectorize, 8);
+  EXPECT_GE(p.extras[0].chunks * threads * p.extras[0].vectorize, 3072);
+  EXPECT_LT((p.extras[0].chunks - 1) * threads * p.extras[0].vectorize, 3072);
+  EXPECT_NE(p.toString().find("3072 more columns"), std::string::npos) << p.toString();
+  // The same blocks as without it: the grid follows the rows.
+  EXPECT_EQ(p.blocks, innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(2048, 768)).blocks);
+}
+
 }  // namespace
 }  // namespace braze
