@@ -43,6 +43,7 @@ from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split 
 from test_matmul import define_qkv_attention_scores, define_weight_int8_linear  # noqa: E402  (seeds 000, 003)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mma_peak  # noqa: E402  (the mma.sync ceiling the matmul rows are read against)
+import backward_cases  # noqa: E402  (a transformer block's backward fusions)
 
 L2_BYTES = 50 << 20
 BF16 = ml_dtypes.bfloat16
@@ -141,6 +142,7 @@ def cases():
         yield (name, lambda fd, cfg=cfg: define_rope(fd, **cfg),
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos, sin, **a), make_inputs,
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a), 0)
+    yield from backward_cases.cases()
     yield from matmul_cases()
 
 

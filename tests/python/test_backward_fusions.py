@@ -13,26 +13,52 @@ F32 = DataType.Float
 NP = {DataType.BFloat16: np.dtype(ml_dtypes.bfloat16), DataType.Half: np.dtype(np.float16), F32: np.dtype(np.float32)}
 
 
+def define_norm_backward(fd, dtype, rms=False, weight=True, bias=True, linear_bias_grad=False):
+    """grad_out, x, (mean), rstd, (weight), (grad of the next linear's output) in; grad_in, (grad_weight),
+    (grad_bias), (that linear's bias grad) out: a layer-norm (or RMS-norm) backward as Thunder defines it."""
+    go_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    mean = None if rms else fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+    rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype) if weight else None
+    fc = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype) if linear_bias_grad else None
+    go = fd.ops.cast(go_, F32)
+    xf = fd.ops.cast(x_, F32)
+    xh = fd.ops.mul(xf if rms else fd.ops.sub(xf, mean), rstd)
+    g = go if w is None else fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, False]))
+    c = fd.ops.size(x_, 1)
+    b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [1], keepdim=True), c)
+    centered = g if rms else fd.ops.sub(g, fd.ops.div(fd.ops.sum(g, [1], keepdim=True), c))
+    fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(centered, fd.ops.mul(xh, b))), dtype))
+    if weight:
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0]), dtype))
+    if bias:
+        fd.add_output(fd.ops.cast(fd.ops.sum(go, [0]), dtype))
+    if fc is not None:
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(fc, F32), [0]), dtype))
+
+
+def define_activation_backward(fd, dtype, gelu):
+    """grad, x in; grad * act'(x) (GELU with erf, or SiLU) and its sum over the rows (the bias grad of the
+    linear before the activation) out."""
+    g_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    g, x = fd.ops.cast(g_, F32), fd.ops.cast(x_, F32)
+    if gelu:
+        cdf = fd.ops.mul(fd.ops.add(fd.ops.erf(fd.ops.mul(x, 0.7071067811865476)), 1.0), 0.5)
+        pdf = fd.ops.mul(fd.ops.exp(fd.ops.mul(fd.ops.mul(x, x), -0.5)), 0.3989422804014327)
+        d = fd.ops.add(cdf, fd.ops.mul(x, pdf))
+    else:
+        s = fd.ops.sigmoid(x)
+        d = fd.ops.mul(s, fd.ops.add(1.0, fd.ops.mul(x, fd.ops.sub(1.0, s))))
+    gi = fd.ops.mul(g, d)
+    fd.add_output(fd.ops.cast(gi, dtype))
+    fd.add_output(fd.ops.cast(fd.ops.sum(gi, [0]), dtype))
+
+
 def norm_backward(dtype, rms, weight, bias):
-    """grad_out, x, (mean), rstd, (weight) in; grad_in, (grad_weight), (grad_bias) out."""
     with FusionDefinition() as fd:
-        go_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        mean = None if rms else fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
-        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
-        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype) if weight else None
-        go = fd.ops.cast(go_, F32)
-        xf = fd.ops.cast(x_, F32)
-        xh = fd.ops.mul(xf if rms else fd.ops.sub(xf, mean), rstd)
-        g = go if w is None else fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, False]))
-        c = fd.ops.size(x_, 1)
-        b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [1], keepdim=True), c)
-        centered = g if rms else fd.ops.sub(g, fd.ops.div(fd.ops.sum(g, [1], keepdim=True), c))
-        fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(centered, fd.ops.mul(xh, b))), dtype))
-        if weight:
-            fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0]), dtype))
-        if bias:
-            fd.add_output(fd.ops.cast(fd.ops.sum(go, [0]), dtype))
+        define_norm_backward(fd, dtype, rms, weight, bias)
     return fd
 
 
@@ -100,22 +126,7 @@ def test_linear_bias_grad_over_the_same_rows_joins_the_norm_backward(extra_rows_
     when its row count is the norm's, a kernel of its own otherwise."""
     dtype = DataType.BFloat16
     with FusionDefinition() as fd:
-        go_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        mean = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
-        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
-        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
-        fc = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        go = fd.ops.cast(go_, F32)
-        xh = fd.ops.mul(fd.ops.sub(fd.ops.cast(x_, F32), mean), rstd)
-        g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, False]))
-        c = fd.ops.size(x_, 1)
-        a = fd.ops.div(fd.ops.sum(g, [1], keepdim=True), c)
-        b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [1], keepdim=True), c)
-        fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(fd.ops.sub(g, a), fd.ops.mul(xh, b))), dtype))
-        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0]), dtype))
-        fd.add_output(fd.ops.cast(fd.ops.sum(go, [0]), dtype))
-        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(fc, F32), [0]), dtype))
+        define_norm_backward(fd, dtype, linear_bias_grad=True)
     rows, hidden, width = 130, 96, 200
     rng = np.random.default_rng(9)
     bf16 = NP[dtype]
@@ -151,19 +162,7 @@ def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():
 def test_activation_backward_with_bias_grad_is_one_kernel(gelu):
     dtype = DataType.BFloat16
     with FusionDefinition() as fd:
-        g_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
-        g, x = fd.ops.cast(g_, F32), fd.ops.cast(x_, F32)
-        if gelu:
-            cdf = fd.ops.mul(fd.ops.add(fd.ops.erf(fd.ops.mul(x, 0.7071067811865476)), 1.0), 0.5)
-            pdf = fd.ops.mul(fd.ops.exp(fd.ops.mul(fd.ops.mul(x, x), -0.5)), 0.3989422804014327)
-            d = fd.ops.add(cdf, fd.ops.mul(x, pdf))
-        else:
-            s = fd.ops.sigmoid(x)
-            d = fd.ops.mul(s, fd.ops.add(1.0, fd.ops.mul(x, fd.ops.sub(1.0, s))))
-        gi = fd.ops.mul(g, d)
-        fd.add_output(fd.ops.cast(gi, dtype))
-        fd.add_output(fd.ops.cast(fd.ops.sum(gi, [0]), dtype))
+        define_activation_backward(fd, dtype, gelu)
     rng = np.random.default_rng(5)
     inputs = [rng.standard_normal((130, 72)).astype(NP[dtype]) for _ in range(2)]
     assert kernels(fd, inputs) == 1, str(fd.explain(inputs))

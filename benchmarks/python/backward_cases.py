@@ -1,0 +1,68 @@
+"""compare.py's backward-pass rows: the fusions Thunder hands braze for a transformer block's backward
+(layer-norm backward with the bias grad of the next linear, RMS-norm backward, GELU backward with the
+bias grad of its linear), each with torch eager's own kernels for it as the reference: aten's
+native_layer_norm_backward and gelu_backward, and for RMS norm (no fused backward in eager) the ops
+autograd runs. Rows are (name, define, ref, make_inputs, check, ops), as compare.cases() yields them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+from braze import DataType
+
+sys.path.insert(0, os.path.join(__file__.rsplit("/benchmarks/", 1)[0], "tests", "python"))
+from test_backward_fusions import define_activation_backward, define_norm_backward  # noqa: E402
+
+
+def torch_layer_norm_backward(go, x, mean, rstd, w, fc=None):
+    bias = torch.zeros_like(w)
+    grads = torch.ops.aten.native_layer_norm_backward(go, x, [x.shape[-1]], mean, rstd, w, bias, [True, True, True])
+    return (*grads, fc.sum(0)) if fc is not None else tuple(grads)
+
+
+def torch_rms_norm_backward(go, x, rstd, w):
+    gf, xf = go.float(), x.float()
+    x_hat = xf * rstd
+    g = gf * w.float()
+    grad_in = rstd * (g - x_hat * (g * x_hat).mean(-1, keepdim=True))
+    return grad_in.to(x.dtype), (gf * x_hat).sum(0).to(x.dtype)
+
+
+def torch_gelu_backward(grad, x):
+    grad_in = torch.ops.aten.gelu_backward(grad, x)
+    return grad_in, grad_in.sum(0)
+
+
+def cases():
+    bf16 = torch.bfloat16
+
+    def norm_inputs(rows, hidden, rms, linear_width):
+        def make_inputs(gen):
+            def randn(*shape):
+                return torch.randn(*shape, dtype=torch.float32, device="cuda", generator=gen)
+            xs = [randn(rows, hidden).to(bf16), randn(rows, hidden).to(bf16)]
+            if not rms:
+                xs.append(randn(rows, 1))
+            xs.append(1 + randn(rows, 1).abs())
+            xs.append(randn(hidden).to(bf16))
+            if linear_width:
+                xs.append(randn(rows, linear_width).to(bf16))
+            return xs
+        return make_inputs
+
+    for rows, hidden, width in [(2048, 768, 3072), (16384, 4096, 0)]:
+        name = f"ln backward {rows}x{hidden}" + (f"+{width}" if width else "")
+        yield (name, lambda fd, w=width: define_norm_backward(fd, DataType.BFloat16, linear_bias_grad=w > 0),
+               torch_layer_norm_backward, norm_inputs(rows, hidden, False, width), None, 0)
+    yield ("rms backward 16384x4096",
+           lambda fd: define_norm_backward(fd, DataType.BFloat16, rms=True, bias=False),
+           torch_rms_norm_backward, norm_inputs(16384, 4096, True, 0), None, 0)
+
+    def activation_inputs(gen):
+        return [torch.randn(2048, 3072, dtype=bf16, device="cuda", generator=gen) for _ in range(2)]
+
+    yield ("gelu backward 2048x3072", lambda fd: define_activation_backward(fd, DataType.BFloat16, True),
+           torch_gelu_backward, activation_inputs, None, 0)
