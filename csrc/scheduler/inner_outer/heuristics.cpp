@@ -50,7 +50,9 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
     per_sm = std::clamp<int64_t>(device.smem_per_sm / std::max<int64_t>(shared, 1), 1, per_sm);
   }
   const int64_t resident = static_cast<int64_t>(device.sm_count) * per_sm;
-  p.blocks = std::clamp<int64_t>(row_groups / kMinRowGroupsPerBlock, 1, resident);
+  // A block per SM at least while there are row groups for them, more while each keeps several.
+  const int64_t floor = std::min<int64_t>(device.sm_count, row_groups);
+  p.blocks = std::clamp<int64_t>(row_groups / kMinRowGroupsPerBlock, floor, std::max(resident, floor));
   p.partial_rows = p.blocks * p.inner.threads_y;
   // The finish: a warp (wavefront) across columns, the rest of a tuned block down the partial rows.
   p.finish_threads_x = device.warp_size;

@@ -95,13 +95,22 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
     }
   }
   if (best < 0) best = device.max_threads_per_block;
-  p.threads_x = best;
-  p.chunks = ceilDiv(row_chunks, p.threads_x);
-  p.threads_y = std::max<int64_t>(device.tuning.block_threads / p.threads_x, 1);
-  p.threads_y = std::min(p.threads_y, nextPow2(problem.rows));
+  const int64_t cached = std::max<int64_t>(problem.cached_tensors, 1);
+  auto shape = [&](int64_t threads_x) {
+    p.threads_x = threads_x;
+    p.chunks = ceilDiv(row_chunks, p.threads_x);
+    p.threads_y = std::max<int64_t>(device.tuning.block_threads / p.threads_x, 1);
+    p.threads_y = std::min(p.threads_y, nextPow2(problem.rows));
+  };
+  shape(best);
+  // A row that would leave registers is spread over more threads first (fewer values each), while
+  // that still fits the block.
+  while (problem.wants_persistent && p.chunks > 1 && p.threads_x * 2 <= device.max_threads_per_block &&
+         p.chunks * p.vectorize * cached > registerValuesPerThread(device, p.threads_x * p.threads_y)) {
+    shape(p.threads_x * 2);
+  }
   p.grid = std::max<int64_t>(ceilDiv(problem.rows, p.threads_y), 1);
   const int64_t threads = p.threads_x * p.threads_y;
-  const int64_t cached = std::max<int64_t>(problem.cached_tensors, 1);
   const int64_t values = p.chunks * p.vectorize * cached;
   const int64_t register_budget = registerValuesPerThread(device, threads);
   // Shared memory for a row: every thread's values, plus what the block reduction itself declares.

@@ -256,15 +256,19 @@ class RowLowering {
     }
     problem.cached_tensors = std::max<int64_t>(cached, 1);
     problem.splittable = !persistent_wanted && splittable();
+    // The vector is as wide as the tensors the lanes walk allow: a [rows, 1] float statistic read once
+    // per row (or written once per row) does not narrow a bf16 row's vectors.
     VectorizeInput vin;
-    vin.widest_dtype_bytes = ctx_.widest_dtype_bytes;
-    vin.tensor_factors = walkedInputFactors();
+    vin.tensor_factors = walkedInputFactors(&vin.widest_dtype_bytes);
     // Inner: lanes walk the row; outer: lanes walk the kept dims (the innermost in memory).
     vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
     for (const Val* out : ctx_.segment.outputs) {
       if (after_outer_.count(out) != 0) continue;  // the finish writes it
       const bool full = bound_.numel(out) == domain_.full_numel && rows_ != domain_.full_numel;
-      if (full || !domain_.inner) vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
+      if (full || !domain_.inner) {
+        vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
+        vin.widest_dtype_bytes = std::max(vin.widest_dtype_bytes, sizeOf(out->dtype()));
+      }
     }
     problem.max_vectorize = kernelVectorize(vin);
     return problem;
@@ -276,7 +280,8 @@ class RowLowering {
   // group (a [rows, 1] mean or rstd in an inner reduction) is a scalar load before the lanes, and its
   // own layout (an odd row count) does not limit the vector. Inputs no probe sees count; a tensor seen
   // in no probe at all (every reduction fed by another) leaves every input counting.
-  std::vector<int64_t> walkedInputFactors() const {
+  std::vector<int64_t> walkedInputFactors(int64_t* widest_bytes) const {
+    *widest_bytes = 1;
     // Per tensor parameter: seen with a stride along the walked dim of 0 only (false), or not (true).
     std::vector<std::optional<std::vector<int64_t>>> seen(ctx_.kernel.tensors.size());
     std::vector<bool> walks(ctx_.kernel.tensors.size(), false);
@@ -303,6 +308,7 @@ class RowLowering {
       if (ctx_.kernel.tensors[t].output) continue;
       if (walked < 0 || walks[t] || !seen[t] || (*seen[t])[static_cast<size_t>(walked)] != 0) {
         factors.push_back(ctx_.input_factors[input]);
+        *widest_bytes = std::max(*widest_bytes, sizeOf(ctx_.kernel.tensors[t].dtype));
       }
       ++input;
     }

@@ -72,6 +72,29 @@ TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
   }
 }
 
+// The layer-norm backward's row kernel (inner-outer persistent) reads grad_out and x and writes grad_in
+// 16 bytes at a time, although its [rows, 1] float statistics are read once per row; the kernel spills
+// nothing to local memory (its row and partial sums stay in registers).
+TEST(NvrtcCorpus, InnerOuterLayerNormBackwardUses128BitAccessesAndNoLocalMemory) {
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const testing::KernelCase c = testing::normBackwardCase({.rows = 2048, .hidden = 768, .extra_width = 3072}, 3);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  ASSERT_EQ(compiled.kernels.size(), 2u) << compiled.plan.toString();
+  const kernel::Kernel& k = *compiled.kernels[0];
+  ASSERT_EQ(k.vectorize, 8) << k.summary;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = arch});
+    EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+    const auto sass = device::disassemble(cubin.cubin);
+    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+    const auto counts = device::countGlobalAccesses(*sass);
+    EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
+    EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << arch << "\n" << *sass;
+    EXPECT_EQ(sass->find("LDL"), std::string::npos) << arch << ": local memory loads\n" << *sass;
+    EXPECT_EQ(sass->find("STL"), std::string::npos) << arch << ": local memory stores\n" << *sass;
+  }
+}
+
 // The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
 TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";

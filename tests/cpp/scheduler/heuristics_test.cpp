@@ -163,8 +163,18 @@ TEST(Heuristics, TuningStepsTheChoicesItNames) {
   EXPECT_EQ(wide.chunks, 8);
   EXPECT_EQ(wide.threads_x * wide.threads_y, 512);
 
-  tuned.tuning = HeuristicTuning::parse("persistent_values=16");  // 32 values per thread no longer fit
-  const ReductionParams shared = reductionHeuristics(tuned, norm);
+  // 32 values per thread no longer fit: the row is spread over twice the threads (16 values each)...
+  tuned.tuning = HeuristicTuning::parse("persistent_values=16");
+  const ReductionParams spread = reductionHeuristics(tuned, norm);
+  EXPECT_EQ(spread.threads_x, 2 * base.threads_x);
+  EXPECT_TRUE(spread.persistent && !spread.shared_cache) << spread.why;
+  // ... until one chunk per thread still does not fit (8 values of each of two kept tensors): then
+  // shared memory.
+  tuned.tuning = HeuristicTuning::parse("persistent_values=8");
+  ReductionProblem two_tensors = norm;
+  two_tensors.cached_tensors = 2;
+  const ReductionParams shared = reductionHeuristics(tuned, two_tensors);
+  EXPECT_EQ(shared.chunks, 1);
   EXPECT_TRUE(shared.persistent && shared.shared_cache) << shared.why;
 
   const int64_t n = int64_t{1} << 28;
