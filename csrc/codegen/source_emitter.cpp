@@ -118,8 +118,12 @@ class Emitter {
     std::vector<std::string> params;
     for (const TensorParam& t : k_.tensors) {
       const bool written = t.output || t.workspace || t.index_errors;
-      params.push_back(fmt::format("{}{}* __restrict__ {}", written ? "" : "const ", storageTypeName(t.dtype),
-                                   t.name));
+      // An input updated in place is read and written through two parameters: no __restrict__ on either.
+      const bool shared = t.storage != nullptr && std::any_of(k_.tensors.begin(), k_.tensors.end(), [&](const TensorParam& u) {
+        return &u != &t && u.storage == t.storage && (u.output || t.output);
+      });
+      params.push_back(fmt::format("{}{}* {}{}", written ? "" : "const ", storageTypeName(t.dtype),
+                                   shared ? "" : "__restrict__ ", t.name));
     }
     for (const ScalarArgument& a : k_.arguments) {
       params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : computeTypeName(a.dtype),

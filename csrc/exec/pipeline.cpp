@@ -5,6 +5,7 @@
 #include "kernel/verifier.h"
 #include "passes/bind_shapes.h"
 #include "passes/mark_aliases_prepare.h"
+#include "segmenter/in_place_copies.h"
 #include "segmenter/segment_views.h"
 #include "segmenter/segmenter.h"
 #include "segmenter/verify_plan.h"
@@ -52,6 +53,8 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
   const auto kernelOf = [&](const Expr* e) { return kernel_of.count(e) ? kernel_of.at(e) : -1; };
   if (markInputChains(*prepared, bound, options.bookend, kernelOf, report)) plan = segmentFusion(prepared, bound);
   plan.bookending = std::move(report);
+  // Kernels run on the reference write no inputs: their updates are copied after them.
+  if (!options.kernels_on_reference) plan.written_in_place = updatesWrittenByKernels(plan);
   if (verifiersEnabled()) verifyPlan(plan);
   dumpAfter("bookend-inputs", [&] { return plan.toString(); });
   if (dumpEnabled("segments")) std::fprintf(stderr, "%s", plan.toString().c_str());
@@ -73,6 +76,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     if (std::optional<std::string> why = lowering.refusal()) {
       segment.refusals.emplace_back(*segment.scheduler, std::move(*why));
       segment.scheduler.reset();
+      for (const Val* out : segment.outputs) lowered.plan.written_in_place.erase(out);  // copied after it
       lowered.kernels.emplace_back();
       continue;
     }

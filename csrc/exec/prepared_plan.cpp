@@ -98,6 +98,43 @@ std::vector<PreparedPlan::Launch::InputWord> PreparedPlan::inputWordsOf(const ke
   return words;
 }
 
+namespace {
+
+// The bytes [first, last] a tensor's elements span; nothing for an empty tensor.
+std::optional<std::pair<DevicePtr, DevicePtr>> byteSpan(const DeviceTensor& t) {
+  int64_t low = 0, high = 0;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0) return std::nullopt;
+    (t.strides[d] < 0 ? low : high) += (t.sizes[d] - 1) * t.strides[d];
+  }
+  const int64_t item = sizeOf(t.dtype);
+  return std::make_pair(t.data + static_cast<DevicePtr>(low * item), t.data + static_cast<DevicePtr>((high + 1) * item - 1));
+}
+
+}  // namespace
+
+void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const {
+  for (size_t w : written_inputs_) {
+    const auto& written = std::get<DeviceTensor>(inputs[w]);
+    const auto span = byteSpan(written);
+    if (!span) continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+      if (i == w || t == nullptr || t->device != written.device) continue;
+      // The same tensor passed twice is read element for element like the one written: fine.
+      if (t->data == written.data && t->strides == written.strides && t->sizes == written.sizes &&
+          t->dtype == written.dtype) {
+        continue;
+      }
+      const auto other = byteSpan(*t);
+      BRAZE_CHECK(!other || other->second < span->first || span->second < other->first,
+                  "input {} ({}) shares memory with input {} ({}), which the fusion updates in place: its kernel writes "
+                  "it while input {} may still be read; pass a copy of one of them",
+                  i, compiled_.plan.fusion->inputs()[i]->name(), w, compiled_.plan.fusion->inputs()[w]->name(), i);
+    }
+  }
+}
+
 void PreparedPlan::checkCpuScalars(const std::vector<DeviceValue>& inputs) const {
   if (host_memory_) return;  // the simulator's tensors are all in host memory
   for (size_t i : cpu_scalar_inputs_) {
@@ -152,6 +189,10 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
       if (next.segment == s) addKernelLaunch(compiled, next.kernel, device_ordinal, slot_of, index_errors_slot,
                                              shared_workspaces);
     }
+  }
+  for (const auto& [value, input] : plan.written_in_place) {
+    const auto& ins = plan.fusion->inputs();
+    written_inputs_.push_back(static_cast<size_t>(std::find(ins.begin(), ins.end(), input) - ins.begin()));
   }
   const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, device_ordinal, slot_of);
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
@@ -208,6 +249,8 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index, i
                      "another size than the kernel that wrote it", k.name, p.name);
       }
       launch.slots.push_back(it->second);
+    } else if (p.output && p.storage != nullptr && p.storage != p.val) {
+      launch.slots.push_back(slot_of.at(p.storage));  // an update written into its input's memory
     } else if (p.output) {
       // A follow-up kernel writes outputs its segment's first kernel has a parameter for, but leaves alone.
       auto it = slot_of.find(p.val);
@@ -317,6 +360,7 @@ std::vector<std::string> PreparedPlan::sourceCode(codegen::SourceDialect dialect
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                             const OutputAllocator* allocator, bool as_graph) const {
   if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
+  if (!written_inputs_.empty()) checkWrittenInputsOverlapNothing(inputs);
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {

@@ -116,6 +116,9 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // Refuses, naming the input, a CPU scalar input (is_cpu=True) given as a GPU tensor, where kernels
   // would read host memory.
   void checkCpuScalars(const std::vector<DeviceValue>& inputs) const;
+  // Refuses, naming both, an input whose memory overlaps an input a kernel writes in place
+  // (LoweredPlan's written_in_place): that kernel would read elements another thread already wrote.
+  void checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const;
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
   // `scalars`: every bound scalar, with the run's values of the scalar inputs.
   void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
@@ -129,6 +132,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   int device_ordinal_ = 0;     // what outputs are on when no input tensor says (a fusion without any)
   bool host_memory_ = false;  // the device's memory is the host's (the simulator)
   std::vector<size_t> cpu_scalar_inputs_;  // positions of the fusion's is_cpu inputs
+  std::vector<size_t> written_inputs_;     // positions of the inputs kernels write in place
   std::vector<std::pair<size_t, std::string>> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

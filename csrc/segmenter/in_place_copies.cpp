@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace braze {
 
@@ -29,6 +30,7 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan) {
   }
   std::vector<InPlaceCopy> writes;
   for (const auto& [out, in] : fusion.outputAliases()) {
+    if (plan.written_in_place.count(out) != 0) continue;  // its kernel writes it
     const scheduler::SegmentInputView from = segmentInputView(plan, out);
     const InputLayout to = plan.bound.inputLayout(in);
     BRAZE_CHECK(from.layout.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
@@ -49,6 +51,67 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan) {
   }
   copies.insert(copies.end(), writes.begin(), writes.end());
   return copies;
+}
+
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+// Whether `value` (a new value of `input`) can be written into `input` by the kernel computing it.
+bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Val* input) {
+  const Fusion& fusion = *plan.fusion;
+  const std::vector<int64_t>& sizes = plan.bound.sizesOf(input);
+  const StridedLayout& layout = plan.bound.inputLayout(input).layout;
+  if (plan.bound.sizesOf(value) != sizes) return false;  // inPlaceCopies reports it
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1 && layout.strides[d] == 0) return false;  // expanded: inPlaceCopies reports it
+  }
+  if (input->asTensor()->isCpu()) return false;
+  const Segment* producer = plan.producerOf(value);
+  if (producer == nullptr || producer->kind != SegmentKind::Kernel || producer->scheduler != SchedulerKind::Pointwise) {
+    return false;
+  }
+  if (segmentInputView(plan, value).storage != value) return false;  // a view of something else
+  int64_t updates = 0;
+  for (const auto& [out, in] : fusion.outputAliases()) updates += in == input ? 1 : 0;
+  if (updates != 1) return false;
+  // Nothing returned views the input (it shows the old value) or reads the new value's buffer.
+  for (size_t i = 0; i < fusion.outputs().size(); ++i) {
+    const Val* out = fusion.outputs()[i];
+    if (!out->isTensor() || fusion.outputUse(i) != Fusion::OutputUse::Returned) continue;
+    const Val* storage = segmentInputView(plan, out).storage;
+    if (storage == input || storage == value) return false;
+  }
+  // No other segment reads the input or the new value; the producer reads the input only as itself.
+  for (const Segment& s : plan.segments) {
+    for (const Val* in : s.inputs) {
+      if (!in->isTensor()) continue;
+      const Val* storage = segmentInputView(plan, in).storage;
+      if (storage == value || (storage == input && (&s != producer || in != input))) return false;
+    }
+  }
+  // In the producer, the input flows only through elementwise ops at its own shape: each element is
+  // read where its new value is computed.
+  std::unordered_set<const Val*> from_input{input};
+  for (const Expr* e : producer->exprs) {
+    const bool reads = std::any_of(e->inputs().begin(), e->inputs().end(),
+                                   [&](const Val* v) { return from_input.count(v) != 0; });
+    if (!reads) continue;
+    if (!isElementwise(e->kind()) || plan.bound.sizesOf(e->output(0)) != sizes) return false;
+    from_input.insert(e->outputs().begin(), e->outputs().end());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan) {
+  std::unordered_map<const Val*, const Val*> written;
+  for (const auto& [out, in] : plan.fusion->outputAliases()) {
+    if (writableByItsKernel(plan, out, in)) written.emplace(out, in);
+  }
+  return written;
 }
 
 }  // namespace braze

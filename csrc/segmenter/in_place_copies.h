@@ -6,12 +6,14 @@
 //     (or its own) could change what it views;
 //  3. each new value is written into its input, from its kernel's buffer or from its staged copy.
 // A value added again as a plain output is the updated input itself (Fusion::OutputUse::UpdatedInput):
-// it is neither saved nor copied. Each copy runs as a copy kernel (scheduler/copy_kernel.h).
+// it is neither saved nor copied. Each copy runs as a copy kernel (scheduler/copy_kernel.h). Where it is
+// safe, the kernel computing the new value writes it into the input instead (updatesWrittenByKernels).
 #pragma once
 
 #include "segmenter/segmented_fusion.h"
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace braze {
@@ -25,8 +27,17 @@ struct InPlaceCopy {
   InputLayout from, to;        // from the read's and the written memory's addresses (a buffer: row-major)
 };
 
-// Saved outputs first, then staged values, then the writes into inputs. Throws when a new value's
-// shape differs from its input's.
+// Saved outputs first, then staged values, then the writes into inputs (but those of
+// plan.written_in_place, which their kernels write). Throws when a new value's shape differs from its
+// input's.
 std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan);
+
+// The updates a pointwise kernel can write into their input itself, instead of a buffer then copied:
+// each element of the input is read only by the thread that writes its new value, before it does. So
+// the new value's kernel is the only segment reading the input (itself, not a view of it), reads it
+// only through elementwise ops at its shape, and nothing else reads the new value or views the input
+// (an output viewing it shows the value from before the update). A segment run on the host (no GPU
+// kernel) does not write into inputs: those updates stay copies.
+std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan);
 
 }  // namespace braze

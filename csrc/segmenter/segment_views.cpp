@@ -31,6 +31,10 @@ scheduler::SegmentToLower segmentToLower(const SegmentedFusion& plan, const Segm
   for (const Val* in : segment.inputs) {
     if (in->isTensor()) lower.input_views.emplace(in, segmentInputView(plan, in));
   }
+  for (const Val* out : segment.outputs) {
+    auto it = plan.written_in_place.find(out);
+    if (it != plan.written_in_place.end()) lower.output_views[out] = {plan.bound.inputLayout(it->second), it->second};
+  }
   return lower;
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace braze {
@@ -51,6 +52,9 @@ struct SegmentedFusion {
   std::vector<SegmentEdge> edges;
   BookendReport bookending;
   std::string device;  // the GPU the heuristics planned for (DeviceInfo::toString), once lowered
+  // In-place updates the kernel computing the new value writes into its input itself (value -> input:
+  // updatesWrittenByKernels, segmenter/in_place_copies.h); the others are copied after the kernels.
+  std::unordered_map<const Val*, const Val*> written_in_place;
 
   int64_t kernelCount() const;  // kernels launched: a kernel segment's own and its follow-ups
   int64_t aliasCount() const;

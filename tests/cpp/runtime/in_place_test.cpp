@@ -1,5 +1,5 @@
-// In-place updates (outputs added with alias_input=) on a device: the copy kernels that write new
-// values into their inputs, for every input layout a caller passes, against the reference evaluator;
+// In-place updates (outputs added with alias_input=) on a device: the pointwise kernels that write an
+// elementwise update into its input themselves, the copy kernels that write the other new values, for every input layout a caller passes, against the reference evaluator;
 // what is staged and saved so that reads of an updated input see the values from before the update;
 // nvFuser's output convention; and inputs that cannot be updated. On the test device (the simulator, or
 // the GPU under BRAZE_TEST_DEVICE=cuda).
@@ -108,9 +108,100 @@ TEST(InPlace, InputsThatSwapValuesAreStagedFirst) {
   EXPECT_EQ(lowered.copies[3].staged, 1);
 }
 
-TEST(InPlace, ANewValueAKernelWroteIsCopiedOnceAndTheSameValueReturnsTheInput) {
-  // What an optimizer step is: p <- p - lr * g, one kernel, then one copy of its buffer into p. The
-  // value added again as a plain output comes back as p itself, as nvFuser returns it.
+// x <- x * 2 + y alone: the pointwise kernel reads each element of x where it writes its new value, so
+// it writes x itself, through x's layout, and no copy follows.
+TEST_P(InPlaceLayouts, AnElementwiseUpdateIsWrittenByItsKernel) {
+  const Layout& layout = GetParam();
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {false, false}, layout.dtype);
+    TensorView* y = defineTensor({-1, -1}, {true, true}, layout.dtype);
+    Val* updated = cast(add(mul(x, f->constant(2.0)), y), layout.dtype);
+    f->aliasOutputToInput(updated, x);
+    f->addOutput(updated);
+  }
+  const int64_t numel = layout.sizes[0] * layout.sizes[1];
+  const HostTensor base = testing::randomTensor(layout.dtype, {2 * numel + 8}, 5);
+  const HostTensor y = testing::randomTensor(layout.dtype, layout.sizes, 6);
+  const std::vector<HostValue> theirs{layout.view(base.contiguous()), y};
+  const std::vector<HostValue> want = evaluate(*f, theirs);
+  const LoweredPlan lowered = lowerPlan(planSegments(*f, {layout.view(base), y}), DeviceInfo::h100Sxm());
+  // A column-major x next to a row-major y is the transpose scheduler's (tiles staged through shared
+  // memory, read and written by different threads): that update stays a copy.
+  const bool transposed = std::string(layout.name) == "column_major";
+  EXPECT_EQ(lowered.plan.written_in_place.size(), transposed ? 0u : 1u) << lowered.plan.toString();
+  EXPECT_EQ(lowered.copies.size(), transposed ? 1u : 0u);
+  const auto [got, after] = runAndFetchInputs(f, {layout.view(base), y});
+  ASSERT_EQ(got.size(), 1u);
+  testing::expectSameValues(got, tensorsOf(want));
+  testing::expectSameValues(after, tensorsOf(theirs));
+}
+
+TEST(InPlace, UpdatesReadElsewhereOrAcrossElementsStayCopies) {
+  // x <- x - max(x) per row reads every element of x for each new one (a reduction), and x <- x + 1 next to
+  // an output reading x transposed: neither kernel may write x while another thread may still read it.
+  auto centered = std::make_shared<Fusion>();
+  auto transposed = std::make_shared<Fusion>();
+  {
+    FusionGuard g(centered.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    centered->aliasOutputToInput(sub(x, reduce(OpKind::Max, x, {1}, /*keepdim=*/true)), x);
+  }
+  {
+    FusionGuard g(transposed.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    transposed->aliasOutputToInput(add(x, transposed->constant(1.0)), x);
+    transposed->addOutput(add(permute(x, {1, 0}), transposed->constant(2.0)));
+  }
+  for (const auto& f : {centered, transposed}) {
+    const HostTensor x = testing::randomTensor(DataType::Float, {7, 7}, 8);
+    const LoweredPlan lowered = lowerPlan(planSegments(*f, {x}), DeviceInfo::h100Sxm());
+    EXPECT_TRUE(lowered.plan.written_in_place.empty()) << lowered.plan.toString();
+    EXPECT_EQ(lowered.copies.size(), 1u);
+    const HostTensor theirs = testing::randomTensor(DataType::Float, {7, 7}, 8);  // the reference updates it
+    const std::vector<HostValue> want = evaluate(*f, {theirs});
+    const auto [got, after] = runAndFetchInputs(f, {x});
+    testing::expectSameValues(got, tensorsOf(want));
+    testing::expectSameValues(after, {theirs});
+  }
+}
+
+TEST(InPlace, AnInputSharingMemoryWithOneAKernelWritesIsRefusedByName) {
+  // p <- p - 0.1 * g: with g one element past p in the same buffer, the kernel would read elements of g
+  // another thread already wrote; the same tensor passed as both reads each element where it writes it.
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* p = defineTensor({-1}, {true}, DataType::Float);
+    TensorView* grad = defineTensor({-1}, {true}, DataType::Float);
+    f->aliasOutputToInput(sub(p, mul(grad, f->constant(0.1))), p);
+  }
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const auto p = device::DeviceTensor::contiguous(0x100000, DataType::Float, {4096});
+  const auto shifted = device::DeviceTensor::contiguous(0x100004, DataType::Float, {4096});
+  try {
+    cache.run({p, shifted});
+    ADD_FAILURE() << "overlapping inputs were run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 1 (T1) shares memory with input 0 (T0)"), std::string::npos)
+        << e.what();
+  }
+  cache.run({p, p});
+  cache.run({p, device::DeviceTensor::contiguous(0x104000, DataType::Float, {4096})});  // just past p
+  EXPECT_EQ(ops.launches.load(), 2);
+  // The same tensor twice, on the test device: p <- p - 0.1 * p.
+  const HostTensor x = testing::randomTensor(DataType::Float, {300}, 9);
+  const HostTensor theirs = testing::randomTensor(DataType::Float, {300}, 9);
+  evaluate(*f, {theirs, theirs.contiguous()});
+  const auto [got, after] = runAndFetchInputs(f, {x, x});
+  testing::expectSameValues({after[0]}, {theirs});
+}
+
+TEST(InPlace, AnOptimizerStepIsOneKernelAndTheSameValueReturnsTheInput) {
+  // What an optimizer step is: p <- p - lr * g in one kernel that writes p itself. The value added
+  // again as a plain output comes back as p itself, as nvFuser returns it.
   auto f = std::make_shared<Fusion>();
   {
     FusionGuard g(f.get());
@@ -123,10 +214,14 @@ TEST(InPlace, ANewValueAKernelWroteIsCopiedOnceAndTheSameValueReturnsTheInput) {
   const std::vector<HostValue> inputs{testing::randomTensor(DataType::Float, {4096}, 1),
                                       testing::randomTensor(DataType::Float, {4096}, 2)};
   const LoweredPlan lowered = lowerPlan(planSegments(*f, inputs), DeviceInfo::h100Sxm());
-  ASSERT_EQ(lowered.copies.size(), 1u);
-  EXPECT_EQ(lowered.copies[0].target, InPlaceCopy::Target::Input);
-  EXPECT_EQ(lowered.copies[0].staged, -1);
-  // A device without host memory runs it too: a kernel and a copy kernel, nothing on the host.
+  EXPECT_TRUE(lowered.copies.empty());
+  ASSERT_EQ(lowered.plan.written_in_place.size(), 1u);
+  EXPECT_EQ(lowered.plan.written_in_place.begin()->second->name(), f->inputs()[0]->name());
+  // Kernels run on the reference write no inputs: the update is then a copy.
+  PlanOptions on_reference;
+  on_reference.kernels_on_reference = true;
+  EXPECT_EQ(lowerPlan(planSegments(*f, inputs, on_reference), DeviceInfo::h100Sxm()).copies.size(), 1u);
+  // A device without host memory runs it too: one kernel, nothing on the host.
   device::NoOpDeviceOps ops;
   exec::FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
   const auto outputs = cache.run({device::DeviceTensor::contiguous(0x100000, DataType::Float, {4096}),
@@ -134,8 +229,8 @@ TEST(InPlace, ANewValueAKernelWroteIsCopiedOnceAndTheSameValueReturnsTheInput) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].alias_of, 0);
   EXPECT_EQ(outputs[0].tensor.data, 0x100000u);
-  EXPECT_EQ(ops.launches.load(), 2);
-  ASSERT_EQ(cache.lastPlan()->launchedKernels().size(), 2u);
+  EXPECT_EQ(ops.launches.load(), 1);
+  ASSERT_EQ(cache.lastPlan()->launchedKernels().size(), 1u);
 }
 
 TEST(InPlace, CopyKernelsVectorizeWhereBothLayoutsAllow) {
