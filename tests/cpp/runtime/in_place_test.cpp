@@ -48,19 +48,26 @@ struct Layout {
 
 class InPlaceLayouts : public ::testing::TestWithParam<Layout> {};
 
+// x <- x * 2 + y, added again as a plain output (the updated x itself); with `readers`, x * 3 and x^T
+// are outputs too.
+std::shared_ptr<Fusion> doubleAndAdd(DataType dtype, bool readers) {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard g(f.get());
+  TensorView* x = defineTensor({-1, -1}, {false, false}, dtype);
+  TensorView* y = defineTensor({-1, -1}, {true, true}, dtype);
+  Val* updated = cast(add(mul(x, f->constant(2.0)), y), dtype);
+  if (readers) {
+    f->addOutput(cast(mul(x, f->constant(3.0)), dtype));
+    f->addOutput(permute(x, {1, 0}));
+  }
+  f->aliasOutputToInput(updated, x);
+  f->addOutput(updated);
+  return f;
+}
+
 TEST_P(InPlaceLayouts, UpdatesTheInputLikeTheReference) {
   const Layout& layout = GetParam();
-  auto f = std::make_shared<Fusion>();
-  {
-    FusionGuard g(f.get());
-    TensorView* x = defineTensor({-1, -1}, {false, false}, layout.dtype);
-    TensorView* y = defineTensor({-1, -1}, {true, true}, layout.dtype);
-    Val* updated = cast(add(mul(x, f->constant(2.0)), y), layout.dtype);
-    f->addOutput(cast(mul(x, f->constant(3.0)), layout.dtype));
-    f->addOutput(permute(x, {1, 0}));
-    f->aliasOutputToInput(updated, x);
-    f->addOutput(updated);  // the same value again: the updated x itself
-  }
+  const auto f = doubleAndAdd(layout.dtype, /*readers=*/true);
   const int64_t numel = layout.sizes[0] * layout.sizes[1];
   const HostTensor base = testing::randomTensor(layout.dtype, {2 * numel + 8}, 3);
   const HostTensor y = testing::randomTensor(layout.dtype, layout.sizes, 4);
@@ -112,15 +119,7 @@ TEST(InPlace, InputsThatSwapValuesAreStagedFirst) {
 // it writes x itself, through x's layout, and no copy follows.
 TEST_P(InPlaceLayouts, AnElementwiseUpdateIsWrittenByItsKernel) {
   const Layout& layout = GetParam();
-  auto f = std::make_shared<Fusion>();
-  {
-    FusionGuard g(f.get());
-    TensorView* x = defineTensor({-1, -1}, {false, false}, layout.dtype);
-    TensorView* y = defineTensor({-1, -1}, {true, true}, layout.dtype);
-    Val* updated = cast(add(mul(x, f->constant(2.0)), y), layout.dtype);
-    f->aliasOutputToInput(updated, x);
-    f->addOutput(updated);
-  }
+  const auto f = doubleAndAdd(layout.dtype, /*readers=*/false);
   const int64_t numel = layout.sizes[0] * layout.sizes[1];
   const HostTensor base = testing::randomTensor(layout.dtype, {2 * numel + 8}, 5);
   const HostTensor y = testing::randomTensor(layout.dtype, layout.sizes, 6);
