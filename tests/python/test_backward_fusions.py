@@ -195,3 +195,32 @@ def test_softmax_backward_is_one_kernel():
     g, yy = (np.asarray(a, dtype=np.float64) for a in inputs)
     (out,) = device_switch.execute(fd, inputs)
     assert_close(out, yy * (g - (g * yy).sum(1, keepdims=True)), dtype)
+
+
+def test_layer_norm_forward_with_statistics_reads_bf16_rows_16_bytes_at_a_time():
+    """Thunder's layer-norm forward also returns the [rows, 1] float mean and rstd its backward reads:
+    written once per row, they do not narrow the bf16 rows' vectors (8 elements, 16 bytes)."""
+    with FusionDefinition() as fd:
+        x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        x = fd.ops.cast(x_, F32)
+        var, mean = fd.ops.var_mean(x, [1], correction=0, keepdim=True)
+        rstd = fd.ops.rsqrt(fd.ops.add(var, 1e-5))
+        y = fd.ops.add(fd.ops.mul(fd.ops.mul(fd.ops.sub(x, mean), rstd), fd.ops.cast(w, F32)), fd.ops.cast(b, F32))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+        fd.add_output(mean)
+        fd.add_output(rstd)
+    rng = np.random.default_rng(11)
+    bf16 = NP[DataType.BFloat16]
+    inputs = [rng.standard_normal((67, 768)).astype(bf16), rng.standard_normal(768).astype(bf16),
+              rng.standard_normal(768).astype(bf16)]
+    plan = fd.explain(inputs)
+    assert [(s.scheduler, s.vectorize) for s in plan.segments] == [("inner_persistent", 8)], str(plan)
+    y, mean, rstd = device_switch.execute(fd, inputs)
+    xf, wf, bf = (np.asarray(a, dtype=np.float64) for a in inputs)
+    m = xf.mean(1, keepdims=True)
+    r = 1 / np.sqrt(((xf - m) ** 2).mean(1, keepdims=True) + 1e-5)
+    assert_close(mean, m, F32)
+    assert_close(rstd, r, F32)
+    assert_close(y, (xf - m) * r * wf + bf, DataType.BFloat16)
