@@ -224,3 +224,45 @@ def test_layer_norm_forward_with_statistics_reads_bf16_rows_16_bytes_at_a_time()
     assert_close(mean, m, F32)
     assert_close(rstd, r, F32)
     assert_close(y, (xf - m) * r * wf + bf, DataType.BFloat16)
+
+
+def test_norm_backward_of_3d_strided_inputs_with_a_linear_bias_grad():
+    """nanoGPT's [batch, tokens, channels] form: grad_out with gaps between its rows, x with its dims
+    reversed in memory, the weight and bias grads summed over dims (0, 1), and the next linear's bias grad
+    over the same rows: still one inner-outer segment, exact against numpy."""
+    B, T, C, W = 3, 37, 96, 160
+    bf16 = NP[DataType.BFloat16]
+    with FusionDefinition() as fd:
+        go_ = fd.define_tensor(shape=[-1, -1, -1], contiguity=[False, False, True], dtype=DataType.BFloat16)
+        x_ = fd.define_tensor(shape=[-1, -1, -1], contiguity=[False, False, False], stride_order=[0, 1, 2],
+                              dtype=DataType.BFloat16)
+        mean = fd.define_tensor(shape=[-1, -1, 1], contiguity=[True, True, None], dtype=F32)
+        rstd = fd.define_tensor(shape=[-1, -1, 1], contiguity=[True, True, None], dtype=F32)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        fc = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)
+        go = fd.ops.cast(go_, F32)
+        xh = fd.ops.mul(fd.ops.sub(fd.ops.cast(x_, F32), mean), rstd)
+        g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(w, F32), [True, True, False]))
+        c = fd.ops.size(x_, 2)
+        a = fd.ops.div(fd.ops.sum(g, [2], keepdim=True), c)
+        b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [2], keepdim=True), c)
+        fd.add_output(fd.ops.cast(fd.ops.mul(rstd, fd.ops.sub(fd.ops.sub(g, a), fd.ops.mul(xh, b))), DataType.BFloat16))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, xh), [0, 1]), DataType.BFloat16))
+        fd.add_output(fd.ops.cast(fd.ops.sum(go, [0, 1]), DataType.BFloat16))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(fc, F32), [0, 1]), DataType.BFloat16))
+    rng = np.random.default_rng(12)
+    gaps = rng.standard_normal((B, T, C + 8)).astype(bf16)[:, :, :C]
+    reversed_dims = np.ascontiguousarray(rng.standard_normal((C, T, B)).astype(bf16)).transpose(2, 1, 0)
+    inputs = [gaps, reversed_dims, rng.standard_normal((B, T, 1)).astype(np.float32),
+              (0.5 + rng.random((B, T, 1))).astype(np.float32), rng.standard_normal(C).astype(bf16),
+              rng.standard_normal((B, T, W)).astype(bf16)]
+    plan = fd.explain(inputs)
+    assert [s.scheduler for s in plan.segments] == ["inner_outer_persistent"], str(plan)
+    assert kernels(fd, inputs) == 2, str(plan)
+    go, x, m, r, wf, fcf = (np.asarray(v, dtype=np.float64) for v in inputs)
+    xh = (x - m) * r
+    g = go * wf
+    grad_in = r * (g - g.sum(2, keepdims=True) / C - xh * (g * xh).sum(2, keepdims=True) / C)
+    expected = [grad_in, (go * xh).sum((0, 1)), go.sum((0, 1)), fcf.sum((0, 1))]
+    for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+        assert_close(got, want, DataType.BFloat16)
