@@ -119,9 +119,10 @@ class Emitter {
     for (const TensorParam& t : k_.tensors) {
       const bool written = t.output || t.workspace || t.index_errors;
       // An input updated in place is read and written through two parameters: no __restrict__ on either.
-      const bool shared = t.storage != nullptr && std::any_of(k_.tensors.begin(), k_.tensors.end(), [&](const TensorParam& u) {
-        return &u != &t && u.storage == t.storage && (u.output || t.output);
-      });
+      const bool shared =
+          t.storage != nullptr && std::any_of(k_.tensors.begin(), k_.tensors.end(), [&](const TensorParam& u) {
+            return &u != &t && u.storage == t.storage && (u.output || t.output);
+          });
       params.push_back(fmt::format("{}{}* {}{}", written ? "" : "const ", storageTypeName(t.dtype),
                                    shared ? "" : "__restrict__ ", t.name));
     }

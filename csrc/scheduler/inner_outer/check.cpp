@@ -91,8 +91,8 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   // The extra reductions' operands: computed from inputs of their own shape, apart from the rows.
   const std::unordered_set<const Val*> extra_values = extraOperandValues(candidate.exprs, extras, bound);
   for (const Expr* r : extras) {
-    const bool input = std::find(candidate.inputs.begin(), candidate.inputs.end(), r->input(0)) != candidate.inputs.end();
-    if (!input && extra_values.count(r->input(0)) == 0) {
+    const auto& ins = candidate.inputs;
+    if (std::find(ins.begin(), ins.end(), r->input(0)) == ins.end() && extra_values.count(r->input(0)) == 0) {
       return Verdict::no(fmt::format("{} reduces a value computed from the rows of [{}]", exprLabel(*r),
                                      fmt::join(domain.input_sizes, ", ")));
     }

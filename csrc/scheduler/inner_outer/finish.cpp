@@ -80,8 +80,9 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
   }
   k.grid = {ceilDiv(columns, params.finish_threads_x), 1};
   k.block = {params.finish_threads_x, params.finish_threads_y};
-  k.summary = fmt::format("inner-outer persistent finish: {} outer reductions of partial rows, block {}x{} "
-                          "(columns x partial rows)", partials.size(), params.finish_threads_x, params.finish_threads_y);
+  k.summary = fmt::format("inner-outer persistent finish: {} outer reductions of partial rows, block {}x{} (columns x "
+                          "partial rows)",
+                          partials.size(), params.finish_threads_x, params.finish_threads_y);
   return k;
 }
 

@@ -205,7 +205,8 @@ class RowLowering {
     });
     kb_.close();
     kb_.close();
-    const TensorId ws = kb_.addTensor(workspaceParam(innerOuterPartialsName(ws_index), p.acc, blocks * ep.columns, false));
+    const TensorId ws =
+        kb_.addTensor(workspaceParam(innerOuterPartialsName(ws_index), p.acc, blocks * ep.columns, false));
     ctx_.kernel.tensors[ws].shared = true;
     kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
     for (int64_t l = 0; l < vec; ++l) {
@@ -239,7 +240,9 @@ class RowLowering {
     return innerOuterHeuristics(ctx_.device, problem);
   }
 
-  ReductionParams choose(bool persistent_wanted) { return reductionHeuristics(ctx_.device, rowProblem(persistent_wanted)); }
+  ReductionParams choose(bool persistent_wanted) {
+    return reductionHeuristics(ctx_.device, rowProblem(persistent_wanted));
+  }
 
   ReductionProblem rowProblem(bool persistent_wanted) {
     ReductionProblem problem;
@@ -306,6 +309,11 @@ class RowLowering {
     size_t input = 0;
     for (size_t t = 0; t < ctx_.kernel.tensors.size(); ++t) {
       if (ctx_.kernel.tensors[t].output) continue;
+      const Val* val = ctx_.kernel.tensors[t].val;
+      if (val != nullptr && isExtraShaped(val)) {  // walked apart, with vectors of its own
+        ++input;
+        continue;
+      }
       if (walked < 0 || walks[t] || !seen[t] || (*seen[t])[static_cast<size_t>(walked)] != 0) {
         factors.push_back(ctx_.input_factors[input]);
         *widest_bytes = std::max(*widest_bytes, sizeOf(ctx_.kernel.tensors[t].dtype));
@@ -673,7 +681,8 @@ class RowLowering {
       (n == rows_ ? per_row : full).push_back(out);
     }
     const std::vector<const Val*> prologue = prologueOutputs();
-    std::erase_if(full, [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); });
+    std::erase_if(full,
+                  [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); });
     if (!full.empty() || !outer_.empty()) {
       vb_.setLastPass();
       forEachElement([&](Chunk& c, const std::vector<Idx>& index) {

@@ -1,6 +1,6 @@
 // In-place updates (outputs added with alias_input=) on a device: the pointwise kernels that write an
-// elementwise update into its input themselves, the copy kernels that write the other new values, for every input layout a caller passes, against the reference evaluator;
-// what is staged and saved so that reads of an updated input see the values from before the update;
+// elementwise update into its input themselves, the copy kernels that write the other new values, for
+// every input layout a caller passes, against the reference evaluator; what is staged and saved so that reads of an updated input see the values from before the update;
 // nvFuser's output convention; and inputs that cannot be updated. On the test device (the simulator, or
 // the GPU under BRAZE_TEST_DEVICE=cuda).
 #include "fusions/kernel_corpus.h"
