@@ -290,7 +290,6 @@ class Segmenter {
     bool changed = true;
     while (changed) {
       changed = false;
-      changed = mergeOverSameRows() || changed;
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
         for (const Val* in : nodes_[i]->inputs()) {
           auto p = producer_.find(in);
@@ -314,6 +313,8 @@ class Segmenter {
       for (const auto& [producer, list] : cousins) {
         for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
       }
+      // Once the merges along tensors settle, the horizontal ones (then those again, if it made any).
+      if (!changed) changed = mergeOverSameRows();
     }
   }
 
