@@ -126,3 +126,42 @@ def test_topk_with_only_its_indices_used(device):
         fd.add_output(indices)
     (indices,) = fd.execute([x])
     assert torch.equal(indices.cpu(), sorted_like_torch(x.cpu(), 1, True).indices[:, :6])
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_long_lines_are_sorted_by_blocks(device, largest):
+    # A vocabulary-sized line: a block sort in shared memory, in passes that each keep the best k.
+    x = tied((2, 5000), torch.bfloat16, 4).to(device)
+    x.view(-1)[3::11] = torch.arange(x.numel(), device=device)[3::11].to(torch.bfloat16) / 64  # distinct values too
+    k = 20
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        values, indices = fd.ops.topk(t, k, 1, largest, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+        fd.add_output(fd.ops.argsort(fd.ops.slice(t, [0, 0], [2, 1500]), dim=1, descending=largest))
+    got_values, got_indices, got_order = fd.execute([x])
+    want = sorted_like_torch(x.cpu(), 1, largest)
+    torch.testing.assert_close(got_values.cpu(), want.values[:, :k], equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(got_indices.cpu(), want.indices[:, :k])
+    assert torch.equal(got_order.cpu(), sorted_like_torch(x.cpu()[:, :1500], 1, largest).indices)
+    heuristics = [s.heuristics for s in fd.explain([x]).segments if s.scheduler == "scan"]
+    assert len(heuristics) == 2 and all("block sort" in h for h in heuristics), heuristics
+    assert any("pass(es)" in h and "1 pass(es)" not in h for h in heuristics), heuristics
+
+
+def test_ops_reading_an_input_through_meta_ops_get_a_kernel(device):
+    # A slice or permute of an input is inlined into the segment that reads it: the scan scheduler
+    # takes it there (on a GPU a segment without a kernel could not run).
+    x = tied((6, 40), torch.float32, 5).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.argsort(fd.ops.slice(t, [1, 3], [6, 40]), dim=1, descending=False))
+        values, _ = fd.ops.topk(fd.ops.permute(t, [1, 0]), 2, 1, True, True)
+        fd.add_output(values)
+        fd.add_output(fd.ops.cumsum(fd.ops.permute(t, [1, 0]), 1))
+    order, top, sums = fd.execute([x])
+    assert torch.equal(order.cpu(), sorted_like_torch(x.cpu()[1:, 3:], 1, False).indices)
+    torch.testing.assert_close(top.cpu(), sorted_like_torch(x.cpu().t(), 1, True).values[:, :2], equal_nan=True)
+    torch.testing.assert_close(sums.cpu(), torch.cumsum(x.cpu().t().double(), 1).float(), equal_nan=True)
+    assert [s.scheduler for s in fd.explain([x]).segments] == ["scan"] * 3

@@ -1,17 +1,23 @@
-// The scan scheduler takes a segment that is one cumsum, scatter or index_put_accumulate: each thread
-// walks one line along the op's dim (carrying a running sum, or applying the index's entries in order).
-// Other ops around it stay in segments of their own.
+// The scan scheduler takes a segment that is one cumsum, topk, argsort, scatter or index_put_accumulate,
+// after meta ops on its operands: each thread walks one line along the op's dim (carrying a running sum,
+// or applying the index's entries in order), or a block sorts it. Other ops stay in segments of their own.
 #include "scheduler/scan/entry.h"
+
+#include <algorithm>
 
 namespace braze {
 
 Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   (void)facts;
   (void)bound;
-  const OpKind kind = candidate.exprs.size() == 1 ? candidate.exprs[0]->kind() : OpKind::Set;
-  if (kind != OpKind::Cumsum && kind != OpKind::TopK && kind != OpKind::Argsort && kind != OpKind::Scatter &&
-      kind != OpKind::IndexPutAccumulate) {
-    return Verdict::no("the group is not a lone cumsum, topk, argsort, scatter or index_put_accumulate");
+  // The op may read its operands through meta ops (an input's slice or permute, inlined into the
+  // segment): the lowerings read them through the ValueBuilder, which follows those.
+  const OpKind kind = candidate.exprs.empty() ? OpKind::Set : candidate.exprs.back()->kind();
+  const bool alone = std::all_of(candidate.exprs.begin(), candidate.exprs.end() - (candidate.exprs.empty() ? 0 : 1),
+                                 [](const Expr* e) { return isMetaOp(e->kind()); });
+  if (!alone || (kind != OpKind::Cumsum && kind != OpKind::TopK && kind != OpKind::Argsort && kind != OpKind::Scatter &&
+                 kind != OpKind::IndexPutAccumulate)) {
+    return Verdict::no("the group is not a lone cumsum, topk, argsort, scatter or index_put_accumulate (with meta ops on its operands)");
   }
   return Verdict::yes();
 }

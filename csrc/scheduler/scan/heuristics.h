@@ -1,5 +1,7 @@
 // The scan scheduler's parameters: a cumsum walks `extent` elements along `dim` for each of `lines`
-// lines (every position of the other dims), one thread per line, `block` threads per block.
+// lines (every position of the other dims), one thread per line, `block` threads per block. topk and
+// argsort either walk their lines the same way or, where a line is long enough to keep a block busy,
+// sort it in shared memory with one block per line (a block sort).
 #pragma once
 
 #include "target/device_info.h"
@@ -12,14 +14,26 @@ namespace braze {
 struct ScanProblem {
   int64_t lines = 0;
   int64_t extent = 0;
+  // topk and argsort: the elements kept per line (argsort: all of them), and the bytes of a key as a
+  // kernel compares it (its compute type). keep = 0: not a sort.
+  int64_t keep = 0;
+  int64_t key_bytes = 4;
 };
 
 struct ScanParams {
   int64_t block = 128;
   int64_t grid = 1;
+  // A block sort: each block takes lines blockIdx.x, + grid, ... and sorts `sort_slots` (a power of two)
+  // elements of its line at a time in shared memory; each of `sort_passes` passes keeps the best `keep`
+  // first and fills the other slots with the next elements of the line. 0: one thread walks each line.
+  int64_t sort_slots = 0;
+  int64_t sort_passes = 0;
   std::string toString() const;  // heads the kernel's source
 };
 
 ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem);
+
+// Bytes of shared memory a block sort of `slots` slots takes: each slot's key and its index (int64).
+int64_t blockSortBytes(int64_t slots, int64_t key_bytes);
 
 }  // namespace braze

@@ -12,17 +12,24 @@
 namespace braze::scheduler {
 
 ScanParams chooseScan(LoweringContext& ctx) {
-  const Expr& scan = *ctx.segment.exprs.at(0);
+  const Expr& scan = *ctx.segment.exprs.back();
   // The line structure of the op's operand (topk's result is shorter along dim).
   const auto& sizes = ctx.bound.sizesOf(scan.input(0));
   const int64_t dim = scan.kind() == OpKind::IndexPutAccumulate ? 0 : scan.attrs().getInt("dim");
   const int64_t extent = sizes.empty() ? 1 : sizes[dim];
   const int64_t numel = ctx.bound.numel(scan.input(0));
-  return scanHeuristics(ctx.device, {extent == 0 ? 0 : numel / extent, extent});
+  ScanProblem problem{extent == 0 ? 0 : numel / extent, extent};
+  const bool sorts = scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort;
+  const DataType key = computeTypeOf(scan.input(0)->dtype());
+  if (sorts && key != DataType::Bool && !sizes.empty()) {
+    problem.keep = scan.kind() == OpKind::TopK ? ctx.bound.sizesOf(scan.output(0))[dim] : extent;
+    problem.key_bytes = sizeOf(key);
+  }
+  return scanHeuristics(ctx.device, problem);
 }
 
 void lowerScan(LoweringContext& ctx, const ScanParams& params) {
-  const Expr& scan = *ctx.segment.exprs.at(0);
+  const Expr& scan = *ctx.segment.exprs.back();
   if (scan.kind() == OpKind::Scatter || scan.kind() == OpKind::IndexPutAccumulate) {
     lowerScatterLines(ctx, params);
     return;

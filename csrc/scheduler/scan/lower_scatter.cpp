@@ -14,7 +14,7 @@
 namespace braze::scheduler {
 
 void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
-  const Expr& op = *ctx.segment.exprs.at(0);
+  const Expr& op = *ctx.segment.exprs.back();
   const bool accumulate = op.kind() == OpKind::IndexPutAccumulate;
   BRAZE_ASSERT(accumulate || op.kind() == OpKind::Scatter, "lowerScatterLines: {} is not a scatter", op.name());
   const Val* x = op.input(0);

@@ -2,9 +2,9 @@
 // dim but the sorted one) and keeps the line's first `keep` elements in order in its outputs (topk: k
 // values and indices; argsort: every index), inserting each element of the line in turn: it moves past
 // the kept ones it beats, and an element never beats an equal one kept before it, so ties keep index
-// order (a stable sort, as the reference evaluator sorts); NaN beats every number. An argsort line of n
-// elements costs n^2 / 2 compares and a topk one n * k at most: fine for the lines models sort (vocab
-// top-k at decode, MoE routing over experts), slow for long ones, which would want a block-wide sort.
+// order (a stable sort, as the reference evaluator sorts); NaN ranks above every number, as torch sorts.
+// An argsort line of n elements costs n^2 / 4 compares on average and a topk one about n: the shape for
+// many short lines (MoE routing over experts); long lines are block sorts (lower_block_sort.cpp).
 #include "scheduler/scan/lower_sort.h"
 
 #include "scheduler/scan/line_walk.h"
@@ -13,42 +13,69 @@
 
 namespace braze::scheduler {
 
-void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
-  const Expr& op = *ctx.segment.exprs.at(0);
+SortOp sortOpOf(LoweringContext& ctx) {
+  SortOp s;
+  const Expr& op = *ctx.segment.exprs.back();
   const bool is_topk = op.kind() == OpKind::TopK;
-  BRAZE_ASSERT(is_topk || op.kind() == OpKind::Argsort, "lowerSortLines: {} is not a topk or argsort", op.name());
-  const Val* x = op.input(0);
+  BRAZE_ASSERT(is_topk || op.kind() == OpKind::Argsort, "a sort lowering: {} is not a topk or argsort", op.name());
+  s.x = op.input(0);
+  s.dim = static_cast<size_t>(op.attrs().getInt("dim"));
+  s.descending = op.attrs().getBool(is_topk ? "largest" : "descending");
+  const auto& x_sizes = ctx.bound.sizesOf(s.x);
+  s.extent = x_sizes.empty() ? 1 : x_sizes[s.dim];
+  s.keep = x_sizes.empty() ? 1 : ctx.bound.sizesOf(op.output(0))[s.dim];
+  // Either of topk's results may be unused (not a segment output): the lowering keeps what is written.
+  auto paramOf = [&](const Val* out) { return ctx.outputs.count(out) != 0 ? ctx.outputs.at(out) : TensorId{-1}; };
+  s.values = is_topk ? op.output(0) : nullptr;
+  s.values_param = is_topk ? paramOf(op.output(0)) : -1;
+  s.indices_param = paramOf(op.output(is_topk ? 1 : 0));
+  BRAZE_ASSERT(s.values_param >= 0 || s.indices_param >= 0, "{}: no result is used", op.name());
+  s.compute = computeTypeOf(s.x->dtype());
+  return s;
+}
+
+ExprId sortKeyAt(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const std::vector<Idx>& index) {
+  std::vector<Stmt> reads;
+  vb.beginChunk(&reads, &reads, 1, -1);
+  const ExprId value = vb.valueAt(sort.x, index);
+  std::vector<Stmt>& target = kb.current();
+  target.insert(target.end(), std::make_move_iterator(reads.begin()), std::make_move_iterator(reads.end()));
+  return kb.cast(value, sort.compute);
+}
+
+ExprId sortBeats(KernelBuilder& kb, const SortOp& sort, ExprId a, ExprId b) {
+  const ExprId ordered = kb.elementwise(sort.descending ? OpKind::Gt : OpKind::Lt, DataType::Bool, {a, b});
+  if (!isFloating(sort.x->dtype())) return ordered;
+  const ExprId a_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {a});
+  const ExprId b_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {b});
+  const ExprId nan_first = kb.elementwise(
+      OpKind::LogicalAnd, DataType::Bool,
+      {sort.descending ? a_nan : b_nan, kb.elementwise(OpKind::LogicalNot, DataType::Bool, {sort.descending ? b_nan : a_nan})});
+  return kb.elementwise(OpKind::LogicalOr, DataType::Bool, {ordered, nan_first});
+}
+
+void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
+  if (params.sort_slots > 0) {
+    lowerBlockSortLines(ctx, params);
+    return;
+  }
+  const SortOp sort = sortOpOf(ctx);
+  const Val* x = sort.x;
   const auto& x_sizes = ctx.bound.sizesOf(x);
-  const auto dim = static_cast<size_t>(op.attrs().getInt("dim"));
-  const bool descending = op.attrs().getBool(is_topk ? "largest" : "descending");
-  const int64_t extent = x_sizes[dim];
-  const int64_t keep = ctx.bound.sizesOf(op.output(0))[dim];
+  const size_t dim = sort.dim;
+  const int64_t extent = sort.extent;
+  const int64_t keep = sort.keep;
   KernelBuilder kb(ctx.kernel);
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
-  const TensorId x_param = ctx.inputs.at(x);
-  // Either of topk's results may be unused (not a segment output): the walk keeps what is written.
-  auto paramOf = [&](const Val* out) { return ctx.outputs.count(out) != 0 ? ctx.outputs.at(out) : TensorId{-1}; };
-  const TensorId values_param = is_topk ? paramOf(op.output(0)) : -1;
-  const TensorId indices_param = paramOf(op.output(is_topk ? 1 : 0));
+  const TensorId values_param = sort.values_param;
+  const TensorId indices_param = sort.indices_param;
   const bool has_values = values_param >= 0, has_indices = indices_param >= 0;
-  BRAZE_ASSERT(has_values || has_indices, "{}: no result is used", op.name());
-  const DataType compute = computeTypeOf(x->dtype());
+  const DataType compute = sort.compute;
   auto offsetIn = [&](TensorId tensor, const std::vector<Idx>& index) {
     int64_t coefficient = 0;
     return vb.flatOffset(kb.kernel().tensors[tensor].layout, index, &coefficient);
   };
-  // Whether a (new, later in the line) beats b (kept): strictly larger (descending) or smaller, a NaN
-  // beating every number and nothing beating a NaN kept first.
-  auto beats = [&](ExprId a, ExprId b) {
-    const ExprId ordered = kb.elementwise(descending ? OpKind::Gt : OpKind::Lt, DataType::Bool, {a, b});
-    if (!isFloating(x->dtype())) return ordered;
-    const ExprId a_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {a});
-    const ExprId b_nan = kb.elementwise(OpKind::IsNan, DataType::Bool, {b});
-    const ExprId nan_first = kb.elementwise(OpKind::LogicalAnd, DataType::Bool,
-                                            {descending ? a_nan : b_nan,
-                                             kb.elementwise(OpKind::LogicalNot, DataType::Bool, {descending ? b_nan : a_nan})});
-    return kb.elementwise(OpKind::LogicalOr, DataType::Bool, {ordered, nan_first});
-  };
+  auto beats = [&](ExprId a, ExprId b) { return sortBeats(kb, sort, a, b); };
 
   const LineWalk line = openLineWalk(ctx.kernel, kb, vb, params, x_sizes, dim);
   // The value kept at slot `slot` of the line: in the values output where there is one; else x at the
@@ -58,7 +85,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
     const std::vector<Idx> at = lineIndex(line, slot);
     if (has_values) return kb.cast(kb.load(values_param, offsetIn(values_param, at)), compute);
     const ExprId index = kb.select(valid, kb.valueToIndex(kb.load(indices_param, offsetIn(indices_param, at))), fallback);
-    return kb.cast(kb.load(x_param, offsetIn(x_param, lineIndex(line, index))), compute);
+    return sortKeyAt(kb, vb, sort, lineIndex(line, index));
   };
   if (keep == 0) {  // k = 0: nothing to keep
     kb.close();
@@ -68,7 +95,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   const VarId i_var = kb.scalarVar("i", DataType::Int64, /*is_index=*/true);
   kb.openFor(i_var, kb.index(0), kb.index(extent), kb.index(1), /*unroll=*/false);
   const ExprId i = kb.ref(i_var);
-  const ExprId v = kb.letValue("v", kb.cast(kb.load(x_param, offsetIn(x_param, lineIndex(line, i))), compute));
+  const ExprId v = kb.letValue("v", sortKeyAt(kb, vb, sort, lineIndex(line, i)));
   const ExprId last = kb.letValue("last", kb.min(i, kb.index(keep - 1)));  // the slot it starts from
   // Past the first `keep` elements, only one that beats the last kept element enters.
   if (keep < extent) {

@@ -101,4 +101,28 @@ inline KernelCase sortCase(int64_t rows, int64_t cols, int64_t k) {
   return c;
 }
 
+// topk of long bf16 lines (a vocabulary's logits), largest and smallest, with ties and NaNs, read
+// through a strided view: block sorts of several passes where k is small against the line.
+inline KernelCase longTopkCase(int64_t lines, int64_t extent, int64_t k) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {false, true}, DataType::BFloat16);
+    auto [largest, largest_at] = topk(x, f.constant(k), 1, /*largest=*/true, /*sorted=*/true);
+    auto [smallest, smallest_at] = topk(x, f.constant(k), 1, /*largest=*/false, /*sorted=*/true);
+    f.addOutput(largest);
+    f.addOutput(largest_at);
+    f.addOutput(smallest);
+    f.addOutput(smallest_at);
+  }
+  HostTensor storage = indexTensor(DataType::Int32, {lines, extent + 3}, -200, 200, 62);
+  HostTensor values = HostTensor::empty(DataType::BFloat16, {lines, extent + 3});
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    values.writeDouble(i, i % 97 == 5 ? std::nan("") : static_cast<double>(storage.readInt(i)) / 8);
+  }
+  c.inputs = {values.view({lines, extent}, {extent + 3, 1}, 0)};
+  return c;
+}
+
 }  // namespace braze::testing

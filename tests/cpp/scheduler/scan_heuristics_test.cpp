@@ -20,5 +20,43 @@ TEST(ScanHeuristics, OneThreadPerLineInBlocksNoWiderThanTheLinesNeed) {
   EXPECT_EQ(odd.grid, 2);
 }
 
+// topk and argsort: a block sort where a line keeps a block busy and fits shared memory, else a walk.
+TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  // Top 50 of a 50257-token vocabulary, one line (sampling at decode): slots for twice the kept
+  // elements and two per thread of a 1024-thread block, and passes enough to see the whole line.
+  const ScanParams vocab = scanHeuristics(h100, {.lines = 1, .extent = 50257, .keep = 50, .key_bytes = 4});
+  EXPECT_EQ(vocab.sort_slots, 2048);
+  EXPECT_EQ(vocab.block, 1024);
+  EXPECT_EQ(vocab.grid, 1);
+  EXPECT_GE(vocab.sort_slots + (vocab.sort_passes - 1) * (vocab.sort_slots - 50), 50257);
+  EXPECT_LT(vocab.sort_slots + (vocab.sort_passes - 2) * (vocab.sort_slots - 50), 50257);  // no pass to spare
+  // MoE routing: the top 2 of 8 experts for each of 16384 tokens stays one thread per line.
+  const ScanParams moe = scanHeuristics(h100, {.lines = 16384, .extent = 8, .keep = 2, .key_bytes = 4});
+  EXPECT_EQ(moe.sort_slots, 0);
+  EXPECT_EQ(moe.grid * moe.block, 16384);
+  // argsort of 4096 lines of 1024: the whole line in one pass, a block per line at a time.
+  const ScanParams rows = scanHeuristics(h100, {.lines = 4096, .extent = 1024, .keep = 1024, .key_bytes = 4});
+  EXPECT_EQ(rows.sort_slots, 1024);
+  EXPECT_EQ(rows.sort_passes, 1);
+  EXPECT_LE(rows.grid, 4096);
+  EXPECT_EQ(rows.grid % h100.sm_count, 0);
+  // A line that does not fit shared memory whole cannot be argsorted by a block: it is walked. A topk
+  // of it can, as long as twice k fits.
+  const ScanParams huge = scanHeuristics(h100, {.lines = 2, .extent = 1 << 20, .keep = 1 << 20, .key_bytes = 4});
+  EXPECT_EQ(huge.sort_slots, 0);
+  const ScanParams big_k = scanHeuristics(h100, {.lines = 2, .extent = 1 << 20, .keep = 4000, .key_bytes = 4});
+  EXPECT_EQ(big_k.sort_slots, 8192);
+  EXPECT_LE(blockSortBytes(big_k.sort_slots, 4), h100.smem_per_block_optin);
+  // An A100's smaller shared memory halves what fits of double keys.
+  const ScanParams a100 = scanHeuristics(DeviceInfo::a100(), {.lines = 1, .extent = 16384, .keep = 16384, .key_bytes = 8});
+  EXPECT_EQ(a100.sort_slots, 0);
+  const ScanParams a100_half = scanHeuristics(DeviceInfo::a100(), {.lines = 1, .extent = 8192, .keep = 8192, .key_bytes = 8});
+  EXPECT_EQ(a100_half.sort_slots, 8192);
+  EXPECT_LE(blockSortBytes(8192, 8), DeviceInfo::a100().smem_per_block_optin);
+  // Not a sort (cumsum): always a walk.
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 1, .extent = 50000}).sort_slots, 0);
+}
+
 }  // namespace
 }  // namespace braze
