@@ -142,8 +142,29 @@ def cases():
         yield (name, lambda fd, cfg=cfg: define_rope(fd, **cfg),
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos, sin, **a), make_inputs,
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a), 0)
+    yield from sort_cases()
     yield from backward_cases.cases()
     yield from matmul_cases()
+
+
+def sort_cases():
+    """topk at decode (a vocabulary's logits, sampling's top 50) and a row-wise argsort: block sorts."""
+    for rows, vocab in [(1, 50257), (64, 128256)]:
+        def define_topk(fd, vocab=vocab):
+            x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+            values, _ = fd.ops.topk(x, 50, 1, True, True)
+            fd.add_output(values)
+
+        def make_logits(gen, rows=rows, vocab=vocab):
+            return [torch.randn(rows, vocab, dtype=torch.bfloat16, device="cuda", generator=gen)]
+        yield (f"topk 50 of {rows}x{vocab}", define_topk, lambda x: torch.topk(x, 50, 1).values, make_logits, None, 0)
+
+    def define_argsort(fd):
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.argsort(x, dim=1, descending=False))
+
+    yield ("argsort 4096x1024", define_argsort, lambda x: torch.sort(x, dim=1, stable=True).indices,
+           lambda gen: [torch.randn(4096, 1024, device="cuda", generator=gen)], None, 0)
 
 
 def define_matmul(fd, a_shape, b_shape, dtype):
