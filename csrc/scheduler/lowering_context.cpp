@@ -83,6 +83,15 @@ std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx) {
   return groups;
 }
 
+Kernel followUpKernel(const LoweringContext& ctx, const std::string& suffix) {
+  Kernel k;
+  k.name = ctx.kernel.name + suffix;
+  k.warp_size = ctx.kernel.warp_size;
+  k.check_indices = ctx.kernel.check_indices;
+  k.index64 = ctx.kernel.index64;
+  return k;
+}
+
 TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t numel, bool zeroed) {
   TensorParam param;
   param.name = name;

@@ -76,6 +76,10 @@ std::vector<OutputGroup> groupOutputs(const LoweringContext& ctx);
 // tensor needs it, and whether index values are checked.
 LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceInfo& device);
 
+// A kernel that runs after ctx's own (LoweringContext::follow_ups), named after it with `suffix`, with
+// its warp size, index width and index checks.
+Kernel followUpKernel(const LoweringContext& ctx, const std::string& suffix);
+
 // A workspace tensor of a kernel (scratch the launcher allocates: no Val): `numel` elements, zeroed at
 // the first launch when asked (the kernel leaves it zeroed again).
 TensorParam workspaceParam(const std::string& name, DataType dtype, int64_t numel, bool zeroed);

@@ -130,7 +130,7 @@ def test_topk_with_only_its_indices_used(device):
 
 @pytest.mark.parametrize("largest", [True, False])
 def test_long_lines_are_sorted_by_blocks(device, largest):
-    # A vocabulary-sized line: a block sort in shared memory, in passes that each keep the best k.
+    # Vocabulary-sized lines: block sorts in shared memory.
     x = tied((2, 5000), torch.bfloat16, 4).to(device)
     x.view(-1)[3::11] = torch.arange(x.numel(), device=device)[3::11].to(torch.bfloat16) / 64  # distinct values too
     k = 20
@@ -140,14 +140,21 @@ def test_long_lines_are_sorted_by_blocks(device, largest):
         fd.add_output(values)
         fd.add_output(indices)
         fd.add_output(fd.ops.argsort(fd.ops.slice(t, [0, 0], [2, 1500]), dim=1, descending=largest))
-    got_values, got_indices, got_order = fd.execute([x])
+        wide, _ = fd.ops.topk(fd.ops.slice(t, [0, 0], [2, 3001]), 700, 1, largest, True)
+        fd.add_output(wide)
+    got_values, got_indices, got_order, got_wide = fd.execute([x])
     want = sorted_like_torch(x.cpu(), 1, largest)
     torch.testing.assert_close(got_values.cpu(), want.values[:, :k], equal_nan=True, rtol=0, atol=0)
     assert torch.equal(got_indices.cpu(), want.indices[:, :k])
     assert torch.equal(got_order.cpu(), sorted_like_torch(x.cpu()[:, :1500], 1, largest).indices)
+    torch.testing.assert_close(got_wide.cpu(), sorted_like_torch(x.cpu()[:, :3001], 1, largest).values[:, :700],
+                               equal_nan=True, rtol=0, atol=0)
     heuristics = [s.heuristics for s in fd.explain([x]).segments if s.scheduler == "scan"]
-    assert len(heuristics) == 2 and all("block sort" in h for h in heuristics), heuristics
-    assert any("pass(es)" in h and "1 pass(es)" not in h for h in heuristics), heuristics
+    assert len(heuristics) == 3 and all("block sort" in h for h in heuristics), heuristics
+    # k = 20 of 5000: parts of the line on blocks of their own, then a merge; k = 700 of 3001: one block
+    # per line, in two passes.
+    assert "block sort of 3 parts of 2048 slots" in heuristics[0], heuristics
+    assert "2 pass(es)" in heuristics[2], heuristics
 
 
 def test_ops_reading_an_input_through_meta_ops_get_a_kernel(device):

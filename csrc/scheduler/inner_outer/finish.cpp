@@ -17,11 +17,7 @@ std::string innerOuterPartialsName(size_t o) { return o == 0 ? "partials" : fmt:
 
 Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
                              const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params) {
-  Kernel k;
-  k.name = ctx.kernel.name + "_finish";
-  k.warp_size = ctx.kernel.warp_size;
-  k.check_indices = ctx.kernel.check_indices;
-  k.index64 = ctx.kernel.index64;
+  Kernel k = followUpKernel(ctx, "_finish");
   KernelBuilder kb(k);
   std::vector<TensorId> workspaces;
   int64_t columns = 0;  // the widest reduction's: the grid covers it

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace braze {
 
@@ -16,10 +17,13 @@ constexpr int64_t kMaxBlocksPerSm = 32;
 // Lanes an SM issues an instruction for per cycle (4 schedulers of a warp each): how much of the
 // work of many lines runs at once.
 constexpr int64_t kLanesPerSm = 128;
-// One step of a block sort's network (a compare-and-swap through shared memory, then a barrier)
-// against one compare of a line walk (a load and a compare in registers): a guess at the ratio of
-// their times that only timings on a GPU can settle.
-constexpr int64_t kNetworkStepCost = 4;
+// The cost model's unit is a cycle of one thread; its constants are guesses that only timings on a GPU
+// can settle. A line walk spends kWalkCycles per element: a load and a compare in a loop, bound by the
+// load's latency. A network step spends kNetworkStepCost instructions per slot (two reads, a compare
+// of keys and indices, two writes per pair) on the SM's lanes, and kBarrierCycles on its barrier.
+constexpr int64_t kWalkCycles = 20;
+constexpr int64_t kNetworkStepCost = 8;
+constexpr int64_t kBarrierCycles = 40;
 
 int64_t log2Of(int64_t pow2) {
   int64_t log = 0;
@@ -27,19 +31,59 @@ int64_t log2Of(int64_t pow2) {
   return log;
 }
 
-// The compares of one line walked by one thread, on data in no particular order: each element is
+// The time of one line walked by one thread, on data in no particular order: each element is
 // compared with the last kept one, and the i-th enters with odds keep / i, moving past about keep / 2
 // of the kept ones (an insertion sort of the whole line where everything is kept).
 double walkCompares(int64_t extent, int64_t keep) {
   const auto n = static_cast<double>(extent), k = static_cast<double>(std::min(keep, extent));
-  if (keep >= extent) return n + n * n / 4;
-  return n + k * k / 2 * std::log(n / k);
+  if (keep >= extent) return (n + n * n / 4) * kWalkCycles;
+  return (n + k * k / 2 * std::log(n / k)) * kWalkCycles;
 }
 
-// How long `lines` lines take when each is a chain of `chain` steps and all of them `total`: the
-// longest chain, or the whole work spread over every lane of the GPU.
+// How long work of `total` cycles takes when its longest chain is `chain` cycles: the chain, or the whole
+// work spread over every lane of the GPU.
 double timeOf(const DeviceInfo& device, double chain, double total) {
   return std::max(chain, total / static_cast<double>(device.sm_count * kLanesPerSm));
+}
+
+// A kernel launch and the gap before the next kernel: a few microseconds.
+constexpr double kLaunchCycles = 5000;
+
+// A block sort of `items` lines of `length` elements keeping the best `keep` of each: its slots, passes,
+// block and grid, and its time in the cost model's cycles.
+struct SortShape {
+  int64_t slots = 0, passes = 0, block = 0, grid = 0;
+  double chain = 0, total = 0;
+};
+
+// `slots`: the slots to use (0: enough for the whole line where it is kept, else twice the kept ones and
+// two per thread of the widest block, fewer where shared memory holds fewer). None where the kept ones
+// do not fit.
+std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
+                                   int64_t key_bytes) {
+  const int64_t fits = device.smem_per_block_optin;
+  const int64_t need = nextPow2(keep >= length ? length : 2 * keep);
+  if (blockSortBytes(need, key_bytes) > fits) return std::nullopt;
+  const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
+  SortShape s;
+  s.slots = keep >= length ? need : std::min(nextPow2(length), std::max(need, 2 * block_widest));
+  while (s.slots > need && blockSortBytes(s.slots, key_bytes) > fits) s.slots /= 2;
+  s.block = std::clamp<int64_t>(s.slots, device.warp_size, block_widest);
+  s.passes = length <= s.slots ? 1 : 1 + ceilDiv(length - s.slots, s.slots - keep);
+  const int64_t per_sm = std::clamp<int64_t>(
+      std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, key_bytes)), 1,
+      kMaxBlocksPerSm);
+  s.grid = std::min<int64_t>(items, device.sm_count * per_sm);
+  // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them; a block's
+  // threads share its SM's lanes.
+  const int64_t log = log2Of(s.slots);
+  const int64_t steps = log * (log + 1) / 2;
+  const auto per_slot = static_cast<double>(1 + steps * kNetworkStepCost);
+  s.chain = static_cast<double>(s.passes) *
+            (static_cast<double>(ceilDiv(s.slots, std::min(s.block, kLanesPerSm))) * per_slot +
+             static_cast<double>(steps * kBarrierCycles));
+  s.total = static_cast<double>(items) * static_cast<double>(s.passes * s.slots) * per_slot;
+  return s;
 }
 
 }  // namespace
@@ -48,6 +92,11 @@ int64_t blockSortBytes(int64_t slots, int64_t key_bytes) { return slots * (key_b
 
 std::string ScanParams::toString() const {
   if (sort_slots > 0) {
+    if (sort_parts > 1) {
+      return fmt::format("scan: block sort of {} parts of {} slots per line (block {}), then a merge of {} slots, {} "
+                         "pass(es) (block {})",
+                         sort_parts, sort_slots, block, merge_slots, merge_passes, merge_block);
+    }
     return fmt::format("scan: block sort of {} slots per line, {} pass(es), block {}", sort_slots, sort_passes, block);
   }
   return fmt::format("scan: one thread per line, block {}", block);
@@ -61,37 +110,42 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   p.grid = std::max<int64_t>(ceilDiv(problem.lines, p.block), 1);
   if (problem.keep <= 0 || problem.extent < 2 || problem.lines <= 0) return p;
 
-  // A block sort: slots enough for the whole line where it is kept (argsort), else at least twice the
-  // kept elements (each pass then takes in as many new ones) and two per thread of the widest block.
-  const int64_t fits = device.smem_per_block_optin;
   const int64_t keep = std::min(problem.keep, problem.extent);
-  const int64_t need = nextPow2(keep >= problem.extent ? problem.extent : 2 * keep);
-  if (blockSortBytes(need, problem.key_bytes) > fits) return p;
-  const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
-  int64_t slots = keep >= problem.extent ? need : std::min(nextPow2(problem.extent), std::max(need, 2 * block_widest));
-  while (slots > need && blockSortBytes(slots, problem.key_bytes) > fits) slots /= 2;
-  const int64_t block = std::clamp<int64_t>(slots, device.warp_size, block_widest);
-  const int64_t passes =
-      problem.extent <= slots ? 1 : 1 + ceilDiv(problem.extent - slots, slots - keep);
-  const int64_t log = log2Of(slots);
-  const auto lines = static_cast<double>(problem.lines);
-  // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them; a thread
-  // takes slots / block of them.
-  const auto per_slot = static_cast<double>(1 + log * (log + 1) / 2 * kNetworkStepCost);
-  const auto slot_passes = static_cast<double>(passes * slots);
-  const double block_time = timeOf(device, static_cast<double>(passes * ceilDiv(slots, block)) * per_slot,
-                                   lines * slot_passes * per_slot);
+  const std::optional<SortShape> whole = sortShape(device, problem.lines, problem.extent, keep, problem.key_bytes);
+  if (!whole) return p;
   const double walk = walkCompares(problem.extent, keep);
-  const double walk_time = timeOf(device, walk, lines * walk);
-  if (block_time >= walk_time) return p;
-
-  const int64_t per_sm = std::clamp<int64_t>(
-      std::min(device.max_threads_per_sm / block, device.smem_per_sm / blockSortBytes(slots, problem.key_bytes)), 1,
-      kMaxBlocksPerSm);
-  p.block = block;
-  p.grid = std::min<int64_t>(problem.lines, device.sm_count * per_sm);
-  p.sort_slots = slots;
-  p.sort_passes = passes;
+  double best = timeOf(device, walk, static_cast<double>(problem.lines) * walk);
+  std::optional<SortShape> chosen;
+  if (timeOf(device, whole->chain, whole->total) < best) {
+    best = timeOf(device, whole->chain, whole->total);
+    chosen = whole;
+  }
+  // A line of several passes split into parts of one pass each, on blocks of their own, then merged.
+  std::optional<SortShape> part, merge;
+  const int64_t parts = ceilDiv(problem.extent, whole->slots);
+  if (whole->passes > 1 && problem.lines * parts < (int64_t{1} << 31)) {
+    part = sortShape(device, problem.lines * parts, whole->slots, keep, problem.key_bytes);
+    merge = sortShape(device, problem.lines, parts * keep, keep, problem.key_bytes);
+    if (!part || !merge) return p;
+    const double split = timeOf(device, part->chain, part->total) + timeOf(device, merge->chain, merge->total) + kLaunchCycles;
+    if (split < best) {
+      chosen = part;
+    } else {
+      merge.reset();
+    }
+  }
+  if (!chosen) return p;
+  p.block = chosen->block;
+  p.grid = chosen->grid;
+  p.sort_slots = chosen->slots;
+  p.sort_passes = chosen->passes;
+  if (merge) {
+    p.sort_parts = parts;
+    p.merge_slots = merge->slots;
+    p.merge_passes = merge->passes;
+    p.merge_block = merge->block;
+    p.merge_grid = merge->grid;
+  }
   return p;
 }
 

@@ -28,6 +28,15 @@ struct ScanParams {
   // first and fills the other slots with the next elements of the line. 0: one thread walks each line.
   int64_t sort_slots = 0;
   int64_t sort_passes = 0;
+  // A topk of long lines split over blocks: each line is `sort_parts` parts of sort_slots elements,
+  // each part a block sort of one pass (blocks take (line, part) pairs); a follow-up kernel block sorts
+  // each line's parts x keep best, `merge_slots` at a time in `merge_passes` passes, with `merge_block`
+  // threads in `merge_grid` blocks. sort_parts = 1: no split, no merge.
+  int64_t sort_parts = 1;
+  int64_t merge_slots = 0;
+  int64_t merge_passes = 0;
+  int64_t merge_block = 0;
+  int64_t merge_grid = 0;
   std::string toString() const;  // heads the kernel's source
 };
 

@@ -1,12 +1,15 @@
-// topk and argsort as block sorts: block b takes lines b, b + grid, ... For each line, its threads load
-// `slots` elements (a power of two) into shared memory, each key with its index, and sort them with a
-// bitonic network: log2(slots) stages, stage s of s steps, each step a compare-and-swap of every slot
-// with its partner (its index xor a power of two) and a barrier. The order is a total one: key a
-// ranks before key b as the line walk orders them (sortBeats), equal keys by index, so the result is
-// the stable sort's; a slot past the line's end holds index `extent` and ranks after everything. After
+// topk and argsort as block sorts. A block sort takes work items blockIdx.x, + grid, ...; for each, its
+// threads load `slots` elements (a power of two) into shared memory, each key with its index in the
+// line, and sort them with a bitonic network: log2(slots) stages, stage s of s steps, each step a
+// compare-and-swap of every slot with its partner (its slot xor a power of two) and a barrier. The order
+// is a total one: key a ranks before key b as the line walk orders them (sortBeats), equal keys by
+// index, so the result is the stable sort's; a padding slot holds index `extent` and ranks last. After
 // a pass the best `keep` elements seen lead the slots; each further pass loads the next slots - keep
-// elements of the line behind them and sorts again, so a topk of any line length needs only keep <=
-// slots / 2. The first `keep` slots are then the results.
+// elements behind them and sorts again, so keeping k of any number of elements needs only 2k slots.
+//
+// A work item is a line, or (a topk of long lines split over blocks, ScanParams::sort_parts) a part of
+// a line, whose block writes its best `keep` to a workspace; a follow-up kernel then block sorts each
+// line's parts x keep candidates from there and writes the results.
 #include "scheduler/scan/lower_sort.h"
 
 #include "scheduler/scan/line_walk.h"
@@ -14,39 +17,45 @@
 #include "scheduler/heuristics.h"
 #include "support/error.h"
 
+#include <fmt/format.h>
+
 #include <functional>
 
 namespace braze::scheduler {
+namespace {
 
-void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
-  const SortOp sort = sortOpOf(ctx);
-  const int64_t slots = params.sort_slots, threads = params.block;
-  BRAZE_ASSERT(slots >= 2 && (slots & (slots - 1)) == 0 && sort.keep >= 1 &&
-                   (sort.keep < sort.extent ? 2 * sort.keep <= slots : sort.extent <= slots),
-               "a block sort of {} slots for lines of {} keeping {}", slots, sort.extent, sort.keep);
-  Kernel& k = ctx.kernel;
-  KernelBuilder kb(k);
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
-  k.grid = {params.grid, 1};
-  k.block = {threads, 1};
-  k.summary = params.toString();
+// The shared arrays of a block sort: each slot's key and its element's index in the line.
+struct SortSlots {
+  VarId keys = -1;
+  VarId at = -1;
+};
 
-  const auto& sizes = ctx.bound.sizesOf(sort.x);
-  LineWalk walk;
-  walk.dim = sort.dim;
-  walk.has_dim = !sizes.empty();
-  std::vector<int64_t> line_sizes = sizes;
-  if (walk.has_dim) line_sizes.erase(line_sizes.begin() + static_cast<int64_t>(sort.dim));
-  for (int64_t s : line_sizes) walk.lines *= s;
-  auto offsetIn = [&](TensorId tensor, ExprId at) {
-    int64_t coefficient = 0;
-    return vb.flatOffset(kb.kernel().tensors[tensor].layout, lineIndex(walk, at), &coefficient);
-  };
+// One block sort per work item.
+struct BlockSort {
+  int64_t slots = 0, passes = 0, threads = 0, grid = 0;
+  int64_t items = 0;   // work items
+  int64_t length = 0;  // elements of an item
+  int64_t keep = 0;    // the best of them kept
+  std::function<void(ExprId item)> begin_item;
+  // Fills slot `s` with element `e` (< length) of the item, or padding where there is none.
+  std::function<void(const SortSlots&, ExprId e, ExprId s)> load;
+  // Takes the item's s-th best (s < keep) from slot s.
+  std::function<void(const SortSlots&, ExprId s)> store;
+};
 
-  const VarId keys = kb.arrayVar("keys", sort.compute, slots, VarKind::SharedArray);
-  const VarId at = kb.arrayVar("at", DataType::Int64, slots, VarKind::SharedArray);
-  kb.declare(keys);
-  kb.declare(at);
+void pad(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s) {
+  kb.localWrite(slots.keys, s, isFloating(sort.compute) ? kb.constant(0.0, sort.compute) : kb.constantInt(0, sort.compute));
+  kb.localWrite(slots.at, s, kb.indexToValue(kb.index(sort.extent), DataType::Int64));
+}
+
+void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
+  BRAZE_ASSERT(b.slots >= 2 && (b.slots & (b.slots - 1)) == 0 && b.keep >= 1 &&
+                   (b.keep < b.length ? 2 * b.keep <= b.slots : b.length <= b.slots),
+               "a block sort of {} slots for {} elements keeping {}", b.slots, b.length, b.keep);
+  const SortSlots slots{kb.arrayVar("keys", sort.compute, b.slots, VarKind::SharedArray),
+                        kb.arrayVar("at", DataType::Int64, b.slots, VarKind::SharedArray)};
+  kb.declare(slots.keys);
+  kb.declare(slots.at);
   const ExprId tid = kb.threadIdx(0);
   const ExprId extent = kb.index(sort.extent);
   // Whether slot a's element ranks before slot b's: a real element (its index inside the line) before a
@@ -59,60 +68,60 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   // for (r = 0; r < ceil(count / threads); ++r) body(tid + r * threads), where that is below `count`.
   auto forSlots = [&](int64_t count, const char* name, const std::function<void(ExprId)>& body) {
     const VarId r = kb.scalarVar("r", DataType::Int64, /*is_index=*/true);
-    kb.openFor(r, kb.index(0), kb.index(ceilDiv(count, threads)), kb.index(1), /*unroll=*/false);
-    const ExprId slot = kb.letValue(name, kb.add(tid, kb.mul(kb.ref(r), kb.index(threads))));
+    kb.openFor(r, kb.index(0), kb.index(ceilDiv(count, b.threads)), kb.index(1), /*unroll=*/false);
+    const ExprId slot = kb.letValue(name, kb.add(tid, kb.mul(kb.ref(r), kb.index(b.threads))));
     kb.openIf(kb.lt(slot, kb.index(count)));
     body(slot);
     kb.close();
     kb.close();
   };
 
-  const VarId line = kb.scalarVar("line", DataType::Int64, /*is_index=*/true);
-  kb.openFor(line, kb.blockIdx(0), kb.index(walk.lines), kb.index(params.grid), /*unroll=*/false);
-  walk.line = kb.ref(line);
-  walk.position = vb.unflatten(walk.line, false, line_sizes);
+  const VarId item = kb.scalarVar("item", DataType::Int64, /*is_index=*/true);
+  kb.openFor(item, kb.blockIdx(0), kb.index(b.items), kb.index(b.grid), /*unroll=*/false);
+  b.begin_item(kb.ref(item));
   const VarId pass = kb.scalarVar("pass", DataType::Int64, /*is_index=*/true);
-  kb.openFor(pass, kb.index(0), kb.index(params.sort_passes), kb.index(1), /*unroll=*/false);
+  kb.openFor(pass, kb.index(0), kb.index(b.passes), kb.index(1), /*unroll=*/false);
   // Pass p fills slot s (the first pass every slot, the others those behind the kept ones) with
-  // element s + p (slots - keep) of the line.
-  forSlots(slots, "s", [&](ExprId s) {
-    const bool refills = params.sort_passes > 1;
-    if (refills) kb.openIf(kb.lor(kb.eq(kb.ref(pass), kb.index(0)), kb.le(kb.index(sort.keep), s)));
-    const ExprId e = kb.letValue("e", kb.add(s, kb.mul(kb.ref(pass), kb.index(slots - sort.keep))));
-    kb.openIf(kb.lt(e, extent));
-    kb.localWrite(keys, s, sortKeyAt(kb, vb, sort, lineIndex(walk, e)));
-    kb.localWrite(at, s, kb.indexToValue(e, DataType::Int64));
+  // element s + p (slots - keep) of the item.
+  forSlots(b.slots, "s", [&](ExprId s) {
+    const bool refills = b.passes > 1;
+    if (refills) kb.openIf(kb.lor(kb.eq(kb.ref(pass), kb.index(0)), kb.le(kb.index(b.keep), s)));
+    const ExprId e = kb.letValue("e", kb.add(s, kb.mul(kb.ref(pass), kb.index(b.slots - b.keep))));
+    kb.openIf(kb.lt(e, kb.index(b.length)));
+    b.load(slots, e, s);
     kb.openElse();
-    kb.localWrite(keys, s, isFloating(sort.compute) ? kb.constant(0.0, sort.compute) : kb.constantInt(0, sort.compute));
-    kb.localWrite(at, s, kb.indexToValue(extent, DataType::Int64));
+    pad(kb, sort, slots, s);
     kb.close();
     if (refills) kb.close();
   });
   kb.barrier();
-  // The network: stage `log` merges runs of 2^(log-1) into runs of 2^log, in order where bit `log` of
-  // the slot is clear and reversed where it is set (the whole array in order after the last stage);
-  // its steps pair slots `half` apart, half = 2^(log-1) down to 1.
+  // The network: stage `run` merges runs of run / 2 into runs of `run`, in order where the slot's bit
+  // `run` is clear and reversed where it is set (all in order after the last stage); its steps pair
+  // slots `half` apart, half = run / 2 down to 1.
   const VarId half = kb.scalarVar("half", DataType::Int64, /*is_index=*/true);
-  kb.let(half, kb.index(1));
   int64_t steps = 0;
-  for (int64_t run = 2; run <= slots; run *= 2) {
+  for (int64_t run = 2; run <= b.slots; run *= 2) {
     ++steps;
-    kb.assign(half, kb.index(run / 2));
+    if (run == 2) {
+      kb.let(half, kb.index(1));
+    } else {
+      kb.assign(half, kb.index(run / 2));
+    }
     const VarId step = kb.scalarVar("j", DataType::Int64, /*is_index=*/true);
     kb.openFor(step, kb.index(0), kb.index(steps), kb.index(1), /*unroll=*/false);
-    forSlots(slots, "i", [&](ExprId i) {
+    forSlots(b.slots, "i", [&](ExprId i) {
       const ExprId partner = kb.letValue("partner", kb.bitXor(i, kb.ref(half)));
       kb.openIf(kb.lt(i, partner));  // the pair's lower slot swaps it
-      const ExprId key_i = kb.letValue("key_i", kb.localRead(keys, i));
-      const ExprId key_p = kb.letValue("key_p", kb.localRead(keys, partner));
-      const ExprId at_i = kb.letValue("at_i", kb.valueToIndex(kb.localRead(at, i)));
-      const ExprId at_p = kb.letValue("at_p", kb.valueToIndex(kb.localRead(at, partner)));
+      const ExprId key_i = kb.letValue("key_i", kb.localRead(slots.keys, i));
+      const ExprId key_p = kb.letValue("key_p", kb.localRead(slots.keys, partner));
+      const ExprId at_i = kb.letValue("at_i", kb.valueToIndex(kb.localRead(slots.at, i)));
+      const ExprId at_p = kb.letValue("at_p", kb.valueToIndex(kb.localRead(slots.at, partner)));
       const ExprId in_order_run = kb.eq(kb.mod(kb.div(i, kb.index(run)), kb.index(2)), kb.index(0));
       kb.openIf(kb.select(in_order_run, before(key_p, at_p, key_i, at_i), before(key_i, at_i, key_p, at_p)));
-      kb.localWrite(keys, i, key_p);
-      kb.localWrite(keys, partner, key_i);
-      kb.localWrite(at, i, kb.indexToValue(at_p, DataType::Int64));
-      kb.localWrite(at, partner, kb.indexToValue(at_i, DataType::Int64));
+      kb.localWrite(slots.keys, i, key_p);
+      kb.localWrite(slots.keys, partner, key_i);
+      kb.localWrite(slots.at, i, kb.indexToValue(at_p, DataType::Int64));
+      kb.localWrite(slots.at, partner, kb.indexToValue(at_i, DataType::Int64));
       kb.close();
       kb.close();
     });
@@ -122,18 +131,144 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   }
   kb.close();  // pass
   // The kept elements lead the slots, in order.
-  forSlots(sort.keep, "s", [&](ExprId s) {
-    if (sort.values_param >= 0) {
-      kb.store(sort.values_param, offsetIn(sort.values_param, s), kb.cast(kb.localRead(keys, s), sort.values->dtype()));
+  forSlots(b.keep, "s", [&](ExprId s) { b.store(slots, s); });
+  kb.barrier();  // the next item's loads overwrite the slots
+  kb.close();    // item
+}
+
+// The line's position over the dims other than the sorted one.
+struct LineShape {
+  LineWalk walk;
+  std::vector<int64_t> line_sizes;
+};
+LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort) {
+  LineShape shape;
+  const auto& sizes = ctx.bound.sizesOf(sort.x);
+  shape.walk.dim = sort.dim;
+  shape.walk.has_dim = !sizes.empty();
+  shape.line_sizes = sizes;
+  if (shape.walk.has_dim) shape.line_sizes.erase(shape.line_sizes.begin() + static_cast<int64_t>(sort.dim));
+  for (int64_t s : shape.line_sizes) shape.walk.lines *= s;
+  return shape;
+}
+
+// Stores slot s (the s-th best of the line) into topk's values and indices, or argsort's indices.
+void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineWalk& walk,
+                  const SortSlots& slots, ExprId s) {
+  auto offsetIn = [&](TensorId tensor) {
+    int64_t coefficient = 0;
+    return vb.flatOffset(kb.kernel().tensors[tensor].layout, lineIndex(walk, s), &coefficient);
+  };
+  if (sort.values_param >= 0) {
+    kb.store(sort.values_param, offsetIn(sort.values_param), kb.cast(kb.localRead(slots.keys, s), sort.values->dtype()));
+  }
+  if (sort.indices_param >= 0) {
+    const DataType index_type = kb.kernel().tensors[sort.indices_param].dtype;
+    kb.store(sort.indices_param, offsetIn(sort.indices_param),
+             kb.indexToValue(kb.valueToIndex(kb.localRead(slots.at, s)), index_type));
+  }
+}
+
+// The merge of a split topk: each line's parts x keep candidates, from the workspaces, into the results.
+Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
+                  const TensorParam& keys_ws, const TensorParam& at_ws) {
+  Kernel k = followUpKernel(ctx, "_merge");
+  KernelBuilder kb(k);
+  const TensorId keys = kb.addTensor(keys_ws);
+  const TensorId at = kb.addTensor(at_ws);
+  SortOp merged = sort;
+  if (sort.values_param >= 0) merged.values_param = kb.addTensor(ctx.kernel.tensors[sort.values_param]);
+  if (sort.indices_param >= 0) merged.indices_param = kb.addTensor(ctx.kernel.tensors[sort.indices_param]);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
+  LineShape shape = lineShapeOf(ctx, sort);
+  const int64_t candidates = params.sort_parts * sort.keep;
+  ExprId first = -1;  // the line's first candidate
+  BlockSort b;
+  b.slots = params.merge_slots;
+  b.passes = params.merge_passes;
+  b.threads = params.merge_block;
+  b.grid = params.merge_grid;
+  b.items = shape.walk.lines;
+  b.length = candidates;
+  b.keep = sort.keep;
+  b.begin_item = [&](ExprId line) {
+    shape.walk.line = line;
+    shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+    first = kb.letValue("first", kb.mul(line, kb.index(candidates)));
+  };
+  b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
+    kb.localWrite(slots.keys, s, kb.load(keys, kb.add(first, e)));
+    kb.localWrite(slots.at, s, kb.load(at, kb.add(first, e)));
+  };
+  b.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, merged, shape.walk, slots, s); };
+  emitBlockSort(kb, merged, b);
+  k.grid = {params.merge_grid, 1};
+  k.block = {params.merge_block, 1};
+  k.summary = fmt::format("scan: merge of {} parts' best {} per line, block sort of {} slots, {} pass(es), block {}",
+                          params.sort_parts, sort.keep, params.merge_slots, params.merge_passes, params.merge_block);
+  return k;
+}
+
+}  // namespace
+
+void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
+  const SortOp sort = sortOpOf(ctx);
+  Kernel& k = ctx.kernel;
+  KernelBuilder kb(k);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  k.grid = {params.grid, 1};
+  k.block = {params.block, 1};
+  k.summary = params.toString();
+  LineShape shape = lineShapeOf(ctx, sort);
+  const int64_t parts = params.sort_parts;
+  const int64_t lines = shape.walk.lines;
+  ExprId first = kb.index(0);  // the item's first element in its line
+  BlockSort b;
+  b.slots = params.sort_slots;
+  b.passes = params.sort_passes;
+  b.threads = params.block;
+  b.grid = params.grid;
+  b.items = lines * parts;
+  b.length = parts > 1 ? params.sort_slots : sort.extent;
+  b.keep = sort.keep;
+  ExprId item_ref = -1;
+  b.begin_item = [&](ExprId item) {
+    item_ref = item;
+    const ExprId line = parts > 1 ? kb.letValue("line", kb.div(item, kb.index(parts))) : item;
+    if (parts > 1) first = kb.letValue("first", kb.mul(kb.mod(item, kb.index(parts)), kb.index(params.sort_slots)));
+    shape.walk.line = line;
+    shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+  };
+  b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
+    const ExprId g = parts > 1 ? kb.letValue("g", kb.add(first, e)) : e;
+    if (parts > 1) kb.openIf(kb.lt(g, kb.index(sort.extent)));  // the last part may end early
+    kb.localWrite(slots.keys, s, sortKeyAt(kb, vb, sort, lineIndex(shape.walk, g)));
+    kb.localWrite(slots.at, s, kb.indexToValue(g, DataType::Int64));
+    if (parts > 1) {
+      kb.openElse();
+      pad(kb, sort, slots, s);
+      kb.close();
     }
-    if (sort.indices_param >= 0) {
-      const DataType index_type = kb.kernel().tensors[sort.indices_param].dtype;
-      kb.store(sort.indices_param, offsetIn(sort.indices_param, s),
-               kb.indexToValue(kb.valueToIndex(kb.localRead(at, s)), index_type));
-    }
-  });
-  kb.barrier();  // the next line's loads overwrite the slots
-  kb.close();  // line
+  };
+  if (parts == 1) {
+    b.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, sort, shape.walk, slots, s); };
+    emitBlockSort(kb, sort, b);
+    return;
+  }
+  // Each part's best go to the workspaces the merge reads: keys in their compute type (exact), indices in
+  // the line.
+  TensorParam keys_ws = workspaceParam("sort_keys", sort.compute, lines * parts * sort.keep, false);
+  TensorParam at_ws = workspaceParam("sort_at", DataType::Int64, lines * parts * sort.keep, false);
+  keys_ws.shared = at_ws.shared = true;
+  const TensorId keys = kb.addTensor(keys_ws);
+  const TensorId at = kb.addTensor(at_ws);
+  b.store = [&](const SortSlots& slots, ExprId s) {
+    const ExprId offset = kb.add(kb.mul(item_ref, kb.index(sort.keep)), s);
+    kb.store(keys, offset, kb.localRead(slots.keys, s));
+    kb.store(at, offset, kb.localRead(slots.at, s));
+  };
+  emitBlockSort(kb, sort, b);
+  ctx.follow_ups.push_back(lowerMerge(ctx, sort, params, keys_ws, at_ws));
 }
 
 }  // namespace braze::scheduler

@@ -607,6 +607,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"topk_argsort_9x37", [] { return sortCase(9, 37, 5); }},
       {"topk_argsort_1x1", [] { return sortCase(1, 1, 1); }},
       {"topk_long_2x3001", [] { return longTopkCase(2, 3001, 5); }},
+      {"topk_wide_1x2600", [] { return longTopkCase(1, 2600, 600); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
       {"matmul_f16_1x1x1", [] { return matmulCase({1, 1}, {1, 1}, DataType::Half, false, DataType::Null, 22); }},
@@ -688,7 +689,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},
       {"index_put_accumulate_512x768_from_2048", [] { return indexPutAccumulateCase(512, 768, 2048); }},
       {"topk_argsort_96x200", [] { return sortCase(96, 200, 20); }},
-      {"topk_long_1x12007", [] { return longTopkCase(1, 12007, 50); }},
+      {"topk_long_1x6000", [] { return longTopkCase(1, 6000, 700); }},
       // The bias grad split among blocks over the rows, each block writing its rows of grad_in.
       {"gelu_backward_bias_grad_split_1000x256", [] { return activationBackwardCase(1000, 256, DataType::BFloat16, true, 9); }},
       {"layer_norm_backward_bf16_256x768",

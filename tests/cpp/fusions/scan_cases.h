@@ -102,7 +102,8 @@ inline KernelCase sortCase(int64_t rows, int64_t cols, int64_t k) {
 }
 
 // topk of long bf16 lines (a vocabulary's logits), largest and smallest, with ties and NaNs, read
-// through a strided view: block sorts of several passes where k is small against the line.
+// through a strided view: block sorts of lines split into parts where k is small against the line, of
+// several passes over the line where k is near half of it.
 inline KernelCase longTopkCase(int64_t lines, int64_t extent, int64_t k) {
   KernelCase c;
   Fusion& f = *c.fusion;

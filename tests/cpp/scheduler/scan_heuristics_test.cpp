@@ -23,14 +23,31 @@ TEST(ScanHeuristics, OneThreadPerLineInBlocksNoWiderThanTheLinesNeed) {
 // topk and argsort: a block sort where a line keeps a block busy and fits shared memory, else a walk.
 TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
   const DeviceInfo h100 = DeviceInfo::h100Sxm();
-  // Top 50 of a 50257-token vocabulary, one line (sampling at decode): slots for twice the kept
-  // elements and two per thread of a 1024-thread block, and passes enough to see the whole line.
+  // Top 50 of a 50257-token vocabulary, one line (sampling at decode): the line split into parts of
+  // one pass each, 2048 slots (twice the kept elements, two per thread of a 1024-thread block), on
+  // blocks of their own, then a merge of the parts' best 50.
   const ScanParams vocab = scanHeuristics(h100, {.lines = 1, .extent = 50257, .keep = 50, .key_bytes = 4});
   EXPECT_EQ(vocab.sort_slots, 2048);
+  EXPECT_EQ(vocab.sort_passes, 1);
   EXPECT_EQ(vocab.block, 1024);
-  EXPECT_EQ(vocab.grid, 1);
-  EXPECT_GE(vocab.sort_slots + (vocab.sort_passes - 1) * (vocab.sort_slots - 50), 50257);
-  EXPECT_LT(vocab.sort_slots + (vocab.sort_passes - 2) * (vocab.sort_slots - 50), 50257);  // no pass to spare
+  EXPECT_EQ(vocab.sort_parts, 25);  // 25 x 2048 >= 50257
+  EXPECT_EQ(vocab.grid, 25);
+  EXPECT_EQ(vocab.merge_slots, 2048);  // 25 x 50 candidates in one pass
+  EXPECT_EQ(vocab.merge_passes, 1);
+  EXPECT_EQ(vocab.merge_grid, 1);
+  // 64 lines of a 128256-token vocabulary: parts on every SM, and a merge of 63 x 50 candidates in two
+  // passes of 2048.
+  const ScanParams batch = scanHeuristics(h100, {.lines = 64, .extent = 128256, .keep = 50, .key_bytes = 4});
+  EXPECT_EQ(batch.sort_parts, 63);
+  EXPECT_EQ(batch.grid % h100.sm_count, 0);
+  EXPECT_EQ(batch.merge_slots, 2048);
+  EXPECT_EQ(batch.merge_passes, 2);
+  EXPECT_EQ(batch.merge_grid, 64);
+  // A topk too wide to split (k near half the line): one block per line, in passes.
+  const ScanParams wide = scanHeuristics(h100, {.lines = 3, .extent = 3001, .keep = 700, .key_bytes = 4});
+  EXPECT_EQ(wide.sort_slots, 2048);
+  EXPECT_EQ(wide.sort_parts, 1);
+  EXPECT_EQ(wide.sort_passes, 2);
   // MoE routing: the top 2 of 8 experts for each of 16384 tokens stays one thread per line.
   const ScanParams moe = scanHeuristics(h100, {.lines = 16384, .extent = 8, .keep = 2, .key_bytes = 4});
   EXPECT_EQ(moe.sort_slots, 0);
