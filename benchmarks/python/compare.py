@@ -1,15 +1,18 @@
 """braze against torch eager and torch.compile on the GPU, in one run, with the copy roofline.
 
 Per case: `braze` is fd.execute on torch tensors, per call, host overhead included (the median of
-CUDA-event-timed calls); `kernel` is the device time of braze's kernels alone (fd.execute captured in
-a CUDA graph: the same kernels through the same FusionCache, launched by replaying the graph, so no
-host time counts); eager and torch.compile are timed like `kernel` (CUDA graphs). Inputs rotate among copies so that they do not sit in L2; GB/s counts the
-minimal bytes (every input read once, every output written once) against the measured device-to-device
-copy bandwidth. Each case is first checked against torch. Then the host latency of a cached tiny
-fusion from Python against a bare cuLaunchKernel (ctypes) of an equivalent one-line kernel, in the same
-run.
+CUDA-event-timed calls, each on an idle GPU); `kernel` is the device time of braze's kernels alone
+(fd.execute captured in a CUDA graph: the same kernels through the same FusionCache, launched by
+replaying the graph, so no host time counts); eager and torch.compile (in the default run) are timed
+like `kernel`. Every device time is the median over calls each made with the L2 flushed first (a write
+of twice its size, as triton.testing.do_bench does): a model streams its weights and activations from
+HBM, not from an L2 that still holds them from the last call. `floor` is the row's lower bound: its minimal bytes (every input read once, every output
+written once) at the measured device-to-device copy bandwidth, or its operations at mma.sync's measured
+peak, whichever is longer; `% floor` is floor / kernel. Each case is first checked against torch. Then
+the host latency of a cached tiny fusion from Python against a bare cuLaunchKernel (ctypes) of an
+equivalent one-line kernel, in the same run.
 
-    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--compile] [--sweep [--tunings "a;b"]]
+    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--no-compile] [--sweep [--tunings "a;b"]]
 
 --sweep times, per case, the kernels of other heuristic tunings too (HeuristicTuning in
 csrc/target/device_info.h: threads per block, chunks per thread, unroll, the matmul's tiles, stages and
@@ -268,26 +271,39 @@ def median_call_us(fn, input_sets, reps):
     return statistics.median(times)
 
 
-def median_us(fn, input_sets, reps, per_graph=20):
-    """Median device time of fn(inputs), in microseconds: `per_graph` calls (cycling through the input
-    sets) are captured in one CUDA graph, so host launch overhead stays out of the measurement."""
+class L2Flush:
+    """Writes a buffer twice the L2's size, so that the next kernel finds none of its inputs in L2 (as
+    triton.testing.do_bench flushes before each call)."""
+
+    def __init__(self):
+        self.buffer = torch.empty(2 * L2_BYTES, dtype=torch.uint8, device="cuda")
+
+    def __call__(self):
+        self.buffer.zero_()
+
+
+def median_us(fn, input_sets, reps, flush=None):
+    """Median device time of one call of fn(inputs), in microseconds, with the L2 flushed before each:
+    each input set's call is captured in a CUDA graph (so host launch overhead stays out), and each
+    replay sits between two events after a flush that keeps the GPU busy while the host enqueues."""
+    flush = flush or L2Flush()
     for i in range(3):
         fn(input_sets[i % len(input_sets)])
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(per_graph):
-            fn(input_sets[i % len(input_sets)])
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    graph.replay()
-    times = []
-    for _ in range(reps):
+    graphs = []
+    for inputs in input_sets:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn(inputs)
+        graphs.append(graph)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for i, (start, end) in enumerate(events):
+        flush()
         start.record()
-        graph.replay()
+        graphs[i % len(graphs)].replay()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / per_graph)
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) * 1e3 for start, end in events)
 
 
 def device_preset() -> str:
@@ -316,7 +332,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--only", default="")
-    parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
+    parser.add_argument("--compile", action="store_true", default=True,
+                        help="time torch.compile too (the default; slow to compile)")
+    parser.add_argument("--no-compile", dest="compile", action="store_false", help="leave torch.compile out")
     parser.add_argument("--sweep", action="store_true", help="also time other heuristic tunings of each case")
     parser.add_argument("--tunings", default="",
                         help="with --sweep: time these BRAZE_TUNING strings, separated by ';', instead of the sweep's space "
@@ -328,15 +346,20 @@ def main():
     dst = torch.empty_like(src)
     copy_us = median_us(lambda _: dst.copy_(src), [None], 20)
     copy_gbs = 2 * src.numel() / copy_us / 1e3
-    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s; {mma_peak.measured_line()}")
-    print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'GB/s':>6} "
-          f"{'% copy':>7}  heuristics")
+    try:
+        peaks = mma_peak.mma_sync_peaks()
+        peak_line = mma_peak.describe(peaks)
+    except Exception as error:  # noqa: BLE001  (the table does not depend on it)
+        peaks, peak_line = {}, f"mma.sync peak: not measured ({type(error).__name__}: {error})"
+    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s; {peak_line}")
+    print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'floor us':>9} "
+          f"{'% floor':>8} {'GB/s':>6} {'% copy':>7}  heuristics")
     failed = []
     for case in cases():
         if args.only and args.only not in case[0]:
             continue
         try:
-            bench_case(args, gen, copy_gbs, *case)
+            bench_case(args, gen, copy_gbs, peaks, *case)
         except Exception as error:  # one case's failure is reported and the others still run
             failed.append(case[0])
             print(f"{case[0]:26} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
@@ -366,13 +389,22 @@ def peer_us(fn, input_sets, reps):
         return float("nan")
 
 
-def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
+def floor_us(name, nbytes, ops, copy_gbs, peaks):
+    """The row's lower bound: its minimal bytes at the measured copy bandwidth, or its operations at
+    mma.sync's measured peak (int8 rows at the s8 one, the others at bf16's), whichever is longer. wgmma
+    runs above mma.sync's peak on an H100, so a GEMM row may pass 100% of this floor."""
+    memory = nbytes / copy_gbs / 1e3
+    integer = any(tag in name for tag in ("int8", "w8", "s8"))
+    peak = peaks.get("s8" if integer else "bf16") if ops else None
+    return max(memory, ops / peak / 1e6) if peak else memory
+
+
+def bench_case(args, gen, copy_gbs, peaks, name, define, ref, make_inputs, check, ops):
     with FusionDefinition() as fd:
         define(fd)
     sample = make_inputs(gen)
     bytes_in = sum(t.numel() * t.element_size() for t in sample)
-    copies = max(2, -(-3 * L2_BYTES // max(bytes_in, 1)))
-    input_sets = [sample] + [make_inputs(gen) for _ in range(min(copies, 8) - 1)]
+    input_sets = [sample, make_inputs(gen)]  # alternated; the L2 is flushed before each call anyway
     want = (check or ref)(*sample)
     want = list(want) if isinstance(want, tuple) else [want]
     tuned(fd, "")
@@ -392,9 +424,11 @@ def bench_case(args, gen, copy_gbs, name, define, ref, make_inputs, check, ops):
         compiled = torch.compile(ref)
         compile_us = peer_us(lambda xs: compiled(*xs), input_sets, args.reps)
     gbs = (bytes_in + bytes_out) / kernel_us / 1e3
+    floor = floor_us(name, bytes_in + bytes_out, ops, copy_gbs, peaks)
     rate = f"{ops / kernel_us / 1e6:.0f} TOP/s (eager {ops / eager_us / 1e6:.0f}); " if ops else ""
-    print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {gbs:6.0f} "
-          f"{100 * gbs / copy_gbs:6.0f}%  {rate}{'; '.join(heuristics)}", flush=True)
+    print(f"{name:26} {braze_us:9.1f} {kernel_us:9.1f} {eager_us:9.1f} {compile_us:10.1f} {floor:9.1f} "
+          f"{100 * floor / kernel_us:7.0f}% {gbs:6.0f} {100 * gbs / copy_gbs:6.0f}%  {rate}{'; '.join(heuristics)}",
+          flush=True)
     if name.startswith("w8 linear"):
         # torch's own weight-only int8 kernel, the seed's other peer.
         packed_us = peer_us(lambda xs: torch._weight_int8pack_mm(*xs), input_sets, args.reps)
