@@ -205,3 +205,70 @@ def generate_matmul(seed: int) -> str:
     body.append(f"fd.add_output(fd.ops.cast(y, DataType.{out}))")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
+
+
+SCAN_SIZES = [1, 2, 3, 5, 8, 13, 33, 64, 100]
+LONG_LINES = [700, 2049, 4100]  # block sorts of one pass, several passes, or parts and a merge
+
+
+def generate_scan(seed: int) -> str:
+    """The source of one scan case: an input of rank 1-3 (sizes including 1, now and then a long line),
+    in float32, bfloat16, float16 or int32 (floats with ties, as few distinct values, and NaNs), laid
+    out as _input_source lays them, maybe read through a permute or a slice, then a topk (k from 0 to
+    the line, largest or smallest), an argsort or a cumsum along a random dim, maybe followed by an
+    elementwise op of its result. Defines `fd` and `inputs`."""
+    rng = random.Random(seed)
+    rank = rng.randint(1, 3)
+    shape = [rng.choice(SCAN_SIZES) for _ in range(rank)]
+    dim = rng.randrange(rank)
+    if rng.random() < 0.15:
+        shape[dim] = rng.choice(LONG_LINES)
+        for d in range(rank):
+            if d != dim:
+                shape[d] = min(shape[d], 3)  # a few long lines: the simulator runs every block sort
+    np_dtype, dtype = rng.choice(DTYPES[1:] + [("np.int32", "Int32")])
+    nans = np_dtype != "np.int32" and rng.random() < 0.5
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", "",
+             "def tied(rng, shape):",
+             "    # Few distinct values (ties everywhere), a tenth of them NaN where asked.",
+             "    values = rng.integers(-4, 5, shape) / 2",
+             f"    return np.where(rng.random(shape) < 0.1, np.nan, values) if {nans} else values", ""]
+    # The layouts of _input_source, with tied values in place of uniform ones.
+    lines += [line.replace("rng.uniform(-2, 2, ", "tied(rng, ")
+              for line in _input_source(0, shape, np_dtype, rng.choice(LAYOUTS), rng)]
+    lines.append("inputs = [x0]")
+    lines.append("with FusionDefinition() as fd:")
+    body = [f"t0 = fd.define_tensor(sizes=list(x0.shape), strides=[s // x0.itemsize for s in x0.strides], "
+            f"dtype=DataType.{dtype})"]
+    a, sizes = "t0", list(shape)
+    view = rng.choice(["", "", "permute", "slice"])
+    if view == "permute" and rank > 1:
+        order = list(range(rank))
+        rng.shuffle(order)
+        body.append(f"t1 = fd.ops.permute(t0, {order})")
+        a, sizes, dim = "t1", [shape[d] for d in order], order.index(dim)
+    elif view == "slice" and sizes[dim] > 2:
+        starts = [0] * rank
+        starts[dim] = 1
+        body.append(f"t1 = fd.ops.slice(t0, {starts}, {sizes})")
+        a = "t1"
+        sizes[dim] -= 1
+    op = rng.choice(["topk", "topk", "argsort", "cumsum"])
+    outputs = []
+    if op == "topk":
+        k = rng.choice([0, 1, min(3, sizes[dim]), sizes[dim] // 2, sizes[dim]])
+        largest = rng.random() < 0.5
+        body.append(f"values, indices = fd.ops.topk({a}, {k}, {dim}, {largest}, True)")
+        outputs = rng.choice([["values", "indices"], ["indices"], ["values"]])
+    elif op == "argsort":
+        body.append(f"indices = fd.ops.argsort({a}, dim={dim}, descending={rng.random() < 0.5})")
+        outputs = ["indices"]
+    else:
+        body.append(f"values = fd.ops.cumsum(fd.ops.cast({a}, DataType.Float), {dim})")
+        outputs = ["values"]
+    if "values" in outputs and rng.random() < 0.3:
+        body.append("values = fd.ops.neg(values)")
+    for out in outputs:
+        body.append(f"fd.add_output({out})")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from braze import execute as _execute
-from fuzz_fusions import generate, generate_matmul
+from fuzz_fusions import generate, generate_matmul, generate_scan
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
 FIRST = int(os.environ.get("BRAZE_FUZZ_SEED", "0"))
@@ -104,3 +104,19 @@ def test_random_matmuls_on_warpgroup_mmas_match_the_reference():
     # Most cases have 8-bit operands, prologues, a few rows (a GEMV) or rows cp.async cannot copy (not a
     # multiple of 16 bytes): those keep their schedule.
     assert taken >= cases // 40, f"only {taken} of {cases} cases took wgmma"
+
+
+SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
+
+
+def test_random_scans_match_the_reference():
+    """topk, argsort and cumsum of tied values (and NaNs), read through layouts and views, along any dim,
+    short and long lines: line walks and block sorts (split and merged too) on the simulator, against
+    the reference's stable sort; every case gets a scan kernel, and no segment falls back to the reference."""
+    for seed in range(FIRST, FIRST + SCAN_CASES):
+        assert _check(seed, generate_scan), f"scan case {seed} was rejected by the reference"
+        scope: dict = {}
+        exec(compile(generate_scan(seed), "<case>", "exec"), scope)
+        kernels = [s for s in scope["fd"].explain(scope["inputs"]).segments if s.kind == "kernel"]
+        schedulers = [s.scheduler for s in kernels]
+        assert "scan" in schedulers and "none" not in schedulers, f"scan case {seed}: {schedulers}"

@@ -172,3 +172,16 @@ def test_ops_reading_an_input_through_meta_ops_get_a_kernel(device):
     torch.testing.assert_close(top.cpu(), sorted_like_torch(x.cpu().t(), 1, True).values[:, :2], equal_nan=True)
     torch.testing.assert_close(sums.cpu(), torch.cumsum(x.cpu().t().double(), 1).float(), equal_nan=True)
     assert [s.scheduler for s in fd.explain([x]).segments] == ["scan"] * 3
+
+
+def test_topk_along_a_slice_of_an_expanded_dim(device):
+    # A slice of an expanded (stride-0) dim keeps its length: k may be up to it (not 1).
+    x = torch.arange(33, dtype=torch.float32).reshape(1, 33).expand(8, 33).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(sizes=[8, 33], strides=[0, 1], dtype=DataType.Float)
+        values, indices = fd.ops.topk(fd.ops.slice(t, [1, 0], [8, 33]), 3, 0, True, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    values, indices = fd.execute([x])
+    want = sorted_like_torch(x.cpu()[1:], 0, True)
+    assert torch.equal(values.cpu(), want.values[:3]) and torch.equal(indices.cpu(), want.indices[:3])
