@@ -272,3 +272,29 @@ def generate_scan(seed: int) -> str:
         body.append(f"fd.add_output({out})")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
+
+
+def generate_in_place(seed: int) -> str | None:
+    """generate(seed) with one input updated in place (add_output(..., alias_input=), as Thunder writes
+    every in-place op): one of the values the fusion computes, cast to that input's dtype, is written
+    back into it through its layout (transposed, strided or offset inputs included), while the other
+    outputs read the input as it was. None where every input is an expanded broadcast (read-only)."""
+    source = generate(seed)
+    rng = random.Random(seed * 7 + 1)
+    lines = source.split("\n")
+    writable = [i for i in range(3) if any(line.startswith(f"x{i} = ") and "broadcast_to" not in line for line in lines)
+                and not any(line.startswith(f"x{i} = ") and "broadcast_to" in line for line in lines)]
+    if not writable:
+        return None
+    i = rng.choice(writable)
+    define = next(n for n, line in enumerate(lines) if line.startswith(f"    t{i} = fd.define_tensor("))
+    dtype = lines[define].split("dtype=DataType.")[1].rstrip(")")
+    computed = sorted({line.split(" = ")[0].strip() for line in lines if line.startswith("    t") and " = fd.ops." in line
+                       and "fd.ops.cast(" not in line.split(" = ", 1)[1][:14]})
+    if not computed:
+        return None
+    value = rng.choice(computed)
+    lines.insert(define + 1, f"    original{i} = t{i}")
+    first_output = next(n for n, line in enumerate(lines) if "fd.add_output(" in line)
+    lines.insert(first_output, f"    fd.add_output(fd.ops.cast({value}, DataType.{dtype}), alias_input=original{i})")
+    return "\n".join(lines)

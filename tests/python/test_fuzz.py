@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from braze import execute as _execute
-from fuzz_fusions import generate, generate_matmul, generate_scan
+from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_scan
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
 FIRST = int(os.environ.get("BRAZE_FUZZ_SEED", "0"))
@@ -120,3 +120,45 @@ def test_random_scans_match_the_reference():
         kernels = [s for s in scope["fd"].explain(scope["inputs"]).segments if s.kind == "kernel"]
         schedulers = [s.scheduler for s in kernels]
         assert "scan" in schedulers and "none" not in schedulers, f"scan case {seed}: {schedulers}"
+
+
+IN_PLACE_CASES = int(os.environ.get("BRAZE_FUZZ_IN_PLACE_CASES", "200"))
+
+
+def _close(got, want, source: str):
+    rtol, atol = TOLERANCE.get(np.dtype(want.dtype), (0, 0))
+    if "var_mean" in source:
+        atol *= 400  # as _check: a constant row's variance
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=rtol,
+                               atol=atol, equal_nan=True)
+
+
+def test_random_in_place_updates_match_the_reference():
+    """Random fusions that write one of their values back into an input (transposed, strided or offset in
+    memory) while other outputs read it as it was: the outputs and every input after the run match the
+    reference's, run on an identical set of inputs."""
+    checked = 0
+    for seed in range(FIRST, FIRST + IN_PLACE_CASES):
+        source = generate_in_place(seed)
+        if source is None:
+            continue
+        ours: dict = {}
+        theirs: dict = {}
+        exec(compile(source, f"<in-place case {seed}>", "exec"), ours)
+        exec(compile(source, f"<in-place case {seed}>", "exec"), theirs)  # the same inputs, made again
+        try:
+            want = _execute.reference(theirs["fd"], theirs["inputs"])
+        except ValueError:
+            continue
+        try:
+            got = ours["fd"].execute(ours["inputs"])
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                _close(g, w, source)
+            for i, (g, w) in enumerate(zip(ours["inputs"], theirs["inputs"])):
+                assert g.strides == w.strides, f"input {i}'s layout changed"
+                _close(g, w, source)
+        except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
+            raise AssertionError(f"{type(error).__name__}: {error}\n\n# in-place case {seed}\n{source}") from error
+        checked += 1
+    assert checked >= 0.8 * IN_PLACE_CASES, f"only {checked} of {IN_PLACE_CASES} in-place cases ran"

@@ -127,3 +127,21 @@ def test_numpy_inputs_follow_the_same_convention():
     (out,) = fd.execute([x])
     assert np.shares_memory(out, x)
     np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32) + 1)
+
+
+def test_an_output_reading_the_input_a_kernel_overwrites_sees_its_old_value(device):
+    # One pointwise kernel writes x in place with a value that does not read x, and computes another
+    # output that does: that output must read x before the kernel's store overwrites it.
+    x = torch.randn(6, 33, device=device)
+    y = torch.randn(6, 33, device=device)
+    x_before = x.clone()
+    with FusionDefinition() as fd:
+        tx = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        ty = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        new = fd.ops.neg(ty)
+        fd.add_output(new, alias_input=tx)
+        fd.add_output(fd.ops.mul(new, tx))
+    (product,) = fd.execute([x, y])
+    torch.testing.assert_close(x, -y)
+    torch.testing.assert_close(product, -y * x_before)
+    assert [s.scheduler for s in fd.explain([x_before.clone(), y]).segments] == ["pointwise"]

@@ -13,6 +13,21 @@
 namespace braze::scheduler {
 namespace {
 
+// Stores each output at `index`. A kernel that writes an input in place (an output in that input's
+// memory) computes every value, each bound to a local, before it stores any: a value reading the input
+// then reads its old element. Each thread reads and writes only its own elements of such an input
+// (updatesWrittenByKernels), so the order within the thread is all that matters.
+void storeOutputs(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const LoweringContext& ctx,
+                  const std::vector<const Val*>& outputs, const std::vector<Idx>& index) {
+  if (ctx.segment.output_views.empty()) {
+    for (const Val* out : outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+    return;
+  }
+  std::vector<ExprId> values;
+  for (const Val* out : outputs) values.push_back(vb.bind("value", vb.valueAt(out, index)));
+  for (size_t i = 0; i < outputs.size(); ++i) storeOutput(kb, vb, c, ctx.outputs.at(outputs[i]), index, values[i]);
+}
+
 void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const OutputGroup& group) {
   Kernel& k = ctx.kernel;
   const int64_t vec = params.vectorize;
@@ -37,7 +52,7 @@ void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const
     std::vector<Idx> index = vb.unflatten(row, false, row_sizes);
     const auto columns = vb.unflatten(kb.mul(column, kb.index(vec)), vec > 1, column_sizes);
     index.insert(index.end(), columns.begin(), columns.end());
-    for (const Val* out : group.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+    storeOutputs(kb, vb, c, ctx, group.outputs, index);
   });
   kb.close();
 }
@@ -141,7 +156,7 @@ void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
     const ExprId chunks = guarded ? kb.index(g.numel / vec) : kb.extent("chunks", g.numel / vec);
     emitChunk(kb, vb, kb.lt(chunk_var, chunks), vec, lane, [&](Chunk& c) {
       const auto index = vb.unflatten(kb.mul(chunk_var, kb.index(vec)), vec > 1, g.sizes);
-      for (const Val* out : g.outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), index, vb.valueAt(out, index));
+      storeOutputs(kb, vb, c, ctx, g.outputs, index);
     });
     kb.close();
     if (guarded) kb.close();
