@@ -2,13 +2,18 @@
 
 namespace braze::scheduler {
 
+std::vector<int64_t> lineSizesOf(const std::vector<int64_t>& sizes, size_t dim) {
+  std::vector<int64_t> line_sizes = sizes;
+  if (!sizes.empty()) line_sizes.erase(line_sizes.begin() + static_cast<int64_t>(dim));
+  return line_sizes;
+}
+
 LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
                       const std::vector<int64_t>& sizes, size_t dim) {
   LineWalk walk;
   walk.dim = dim;
   walk.has_dim = !sizes.empty();
-  std::vector<int64_t> line_sizes = sizes;
-  if (walk.has_dim) line_sizes.erase(line_sizes.begin() + static_cast<int64_t>(dim));
+  const std::vector<int64_t> line_sizes = lineSizesOf(sizes, dim);
   for (int64_t s : line_sizes) walk.lines *= s;
   k.grid = {params.grid, 1};
   k.block = {params.block, 1};

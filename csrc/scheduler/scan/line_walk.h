@@ -17,6 +17,9 @@ struct LineWalk {
   int64_t lines = 1;
 };
 
+// The sizes of the dims other than `dim` (none for a 0-dim operand): the lines' index space.
+std::vector<int64_t> lineSizesOf(const std::vector<int64_t>& sizes, size_t dim);
+
 // Sets `k`'s launch shape and summary from `params`, and opens `if (line < lines)` for an operand of
 // `sizes` walked along `dim` (the caller closes it).
 LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,

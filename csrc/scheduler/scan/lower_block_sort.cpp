@@ -146,8 +146,7 @@ LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort) {
   const auto& sizes = ctx.bound.sizesOf(sort.x);
   shape.walk.dim = sort.dim;
   shape.walk.has_dim = !sizes.empty();
-  shape.line_sizes = sizes;
-  if (shape.walk.has_dim) shape.line_sizes.erase(shape.line_sizes.begin() + static_cast<int64_t>(sort.dim));
+  shape.line_sizes = lineSizesOf(sizes, sort.dim);
   for (int64_t s : shape.line_sizes) shape.walk.lines *= s;
   return shape;
 }

@@ -74,6 +74,18 @@ inline KernelCase indexPutAccumulateCase(int64_t rows, int64_t cols, int64_t ent
   return c;
 }
 
+// A `dtype` tensor of `sizes` with few distinct values (integers in [lo, hi) times `scale`: ties
+// everywhere), element i NaN where i % nan_every == nan_at.
+inline HostTensor tiedTensor(DataType dtype, const std::vector<int64_t>& sizes, int64_t lo, int64_t hi, double scale,
+                             int64_t nan_every, int64_t nan_at, uint64_t seed) {
+  const HostTensor storage = indexTensor(DataType::Int32, sizes, lo, hi, seed);
+  HostTensor values = HostTensor::empty(dtype, sizes);
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    values.writeDouble(i, i % nan_every == nan_at ? std::nan("") : static_cast<double>(storage.readInt(i)) * scale);
+  }
+  return values;
+}
+
 // topk (k of each line, largest and smallest) and argsort (descending) of a float [rows, cols] with
 // ties and NaNs, read transposed, and argsort of an Int32 one along its rows.
 inline KernelCase sortCase(int64_t rows, int64_t cols, int64_t k) {
@@ -91,12 +103,7 @@ inline KernelCase sortCase(int64_t rows, int64_t cols, int64_t k) {
     f.addOutput(argsort(x, 1, /*descending=*/true, /*stable=*/true));
     f.addOutput(argsort(n, 0, /*descending=*/false, /*stable=*/false));
   }
-  // Few distinct values: ties everywhere; every fifth element NaN.
-  HostTensor storage = indexTensor(DataType::Int32, {cols, rows}, -2, 3, 60);
-  HostTensor values = HostTensor::empty(DataType::Float, {cols, rows});
-  for (int64_t i = 0; i < values.numel(); ++i) {
-    values.writeDouble(i, i % 5 == 3 ? std::nan("") : static_cast<double>(storage.readInt(i)));
-  }
+  const HostTensor values = tiedTensor(DataType::Float, {cols, rows}, -2, 3, 1.0, 5, 3, 60);  // every fifth NaN
   c.inputs = {values.view({rows, cols}, {1, rows}, 0), indexTensor(DataType::Int32, {rows, cols}, -4, 4, 61)};
   return c;
 }
@@ -117,11 +124,7 @@ inline KernelCase longTopkCase(int64_t lines, int64_t extent, int64_t k) {
     f.addOutput(smallest);
     f.addOutput(smallest_at);
   }
-  HostTensor storage = indexTensor(DataType::Int32, {lines, extent + 3}, -200, 200, 62);
-  HostTensor values = HostTensor::empty(DataType::BFloat16, {lines, extent + 3});
-  for (int64_t i = 0; i < values.numel(); ++i) {
-    values.writeDouble(i, i % 97 == 5 ? std::nan("") : static_cast<double>(storage.readInt(i)) / 8);
-  }
+  const HostTensor values = tiedTensor(DataType::BFloat16, {lines, extent + 3}, -200, 200, 1.0 / 8, 97, 5, 62);
   c.inputs = {values.view({lines, extent}, {extent + 3, 1}, 0)};
   return c;
 }

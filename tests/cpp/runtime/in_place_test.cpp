@@ -65,18 +65,31 @@ std::shared_ptr<Fusion> doubleAndAdd(DataType dtype, bool readers) {
   return f;
 }
 
+// doubleAndAdd's fusion on x (a view of `base` with the layout) and y, and what the reference makes of
+// them: its outputs, and its own copy of the inputs after the update.
+struct LayoutRun {
+  std::shared_ptr<Fusion> fusion;
+  HostTensor base, y;
+  std::vector<HostValue> theirs, want;
+};
+LayoutRun layoutRun(const Layout& layout, bool readers, uint64_t seed) {
+  LayoutRun r;
+  r.fusion = doubleAndAdd(layout.dtype, readers);
+  const int64_t numel = layout.sizes[0] * layout.sizes[1];
+  r.base = testing::randomTensor(layout.dtype, {2 * numel + 8}, seed);
+  r.y = testing::randomTensor(layout.dtype, layout.sizes, seed + 1);
+  r.theirs = {layout.view(r.base.contiguous()), r.y};
+  r.want = evaluate(*r.fusion, r.theirs);
+  return r;
+}
+
 TEST_P(InPlaceLayouts, UpdatesTheInputLikeTheReference) {
   const Layout& layout = GetParam();
-  const auto f = doubleAndAdd(layout.dtype, /*readers=*/true);
-  const int64_t numel = layout.sizes[0] * layout.sizes[1];
-  const HostTensor base = testing::randomTensor(layout.dtype, {2 * numel + 8}, 3);
-  const HostTensor y = testing::randomTensor(layout.dtype, layout.sizes, 4);
-  const std::vector<HostValue> theirs{layout.view(base.contiguous()), y};
-  const std::vector<HostValue> want = evaluate(*f, theirs);
-  const auto [got, after] = runAndFetchInputs(f, {layout.view(base), y});
+  const LayoutRun r = layoutRun(layout, /*readers=*/true, 3);
+  const auto [got, after] = runAndFetchInputs(r.fusion, {layout.view(r.base), r.y});
   ASSERT_EQ(got.size(), 3u);
-  testing::expectSameValues(got, tensorsOf(want));
-  testing::expectSameValues(after, tensorsOf(theirs));
+  testing::expectSameValues(got, tensorsOf(r.want));
+  testing::expectSameValues(after, tensorsOf(r.theirs));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -119,22 +132,17 @@ TEST(InPlace, InputsThatSwapValuesAreStagedFirst) {
 // it writes x itself, through x's layout, and no copy follows.
 TEST_P(InPlaceLayouts, AnElementwiseUpdateIsWrittenByItsKernel) {
   const Layout& layout = GetParam();
-  const auto f = doubleAndAdd(layout.dtype, /*readers=*/false);
-  const int64_t numel = layout.sizes[0] * layout.sizes[1];
-  const HostTensor base = testing::randomTensor(layout.dtype, {2 * numel + 8}, 5);
-  const HostTensor y = testing::randomTensor(layout.dtype, layout.sizes, 6);
-  const std::vector<HostValue> theirs{layout.view(base.contiguous()), y};
-  const std::vector<HostValue> want = evaluate(*f, theirs);
-  const LoweredPlan lowered = lowerPlan(planSegments(*f, {layout.view(base), y}), DeviceInfo::h100Sxm());
+  const LayoutRun r = layoutRun(layout, /*readers=*/false, 5);
+  const LoweredPlan lowered = lowerPlan(planSegments(*r.fusion, {layout.view(r.base), r.y}), DeviceInfo::h100Sxm());
   // A column-major x next to a row-major y is the transpose scheduler's (tiles staged through shared
   // memory, read and written by different threads): that update stays a copy.
   const bool transposed = std::string(layout.name) == "column_major";
   EXPECT_EQ(lowered.plan.written_in_place.size(), transposed ? 0u : 1u) << lowered.plan.toString();
   EXPECT_EQ(lowered.copies.size(), transposed ? 1u : 0u);
-  const auto [got, after] = runAndFetchInputs(f, {layout.view(base), y});
+  const auto [got, after] = runAndFetchInputs(r.fusion, {layout.view(r.base), r.y});
   ASSERT_EQ(got.size(), 1u);
-  testing::expectSameValues(got, tensorsOf(want));
-  testing::expectSameValues(after, tensorsOf(theirs));
+  testing::expectSameValues(got, tensorsOf(r.want));
+  testing::expectSameValues(after, tensorsOf(r.theirs));
 }
 
 TEST(InPlace, UpdatesReadElsewhereOrAcrossElementsStayCopies) {
