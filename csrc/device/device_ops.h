@@ -122,6 +122,7 @@ class NoOpDeviceOps final : public DeviceOps {
   std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const KernelImage& k : kernels) sources_.insert(k.compile.source);
+    loads += static_cast<int64_t>(kernels.size());
     return std::vector<KernelHandle>(kernels.size(), nullptr);
   }
   DevicePtr allocate(size_t bytes, StreamHandle) override {
@@ -136,6 +137,7 @@ class NoOpDeviceOps final : public DeviceOps {
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, StreamHandle) override;
 
   std::atomic<int64_t> allocations{0}, releases{0}, launches{0};
+  std::atomic<int64_t> loads{0};  // kernels asked for (each would be compiled or found in a kernel cache)
   std::atomic<int64_t> graphs_made{0}, graph_nodes_updated{0}, graph_launches{0};
   // Distinct kernel sources asked for: what the driver would have compiled (or found on disk).
   size_t distinctSources() const {

@@ -145,7 +145,10 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
   auto entry = std::make_unique<Entry>();
-  CompiledPlan compiled = compilePlan(emitPlan(planForDevice(*fusion_, inputs, options_, info), info, options_), ops);
+  LoweredPlan lowered = planForDevice(*fusion_, inputs, options_, info);
+  std::optional<std::vector<std::optional<LoadedKernel>>> loaded = knownKernels(lowered, device);
+  CompiledPlan compiled = loaded ? CompiledPlan{std::move(lowered), options_, std::move(*loaded)}
+                                 : compilePlan(emitPlan(std::move(lowered), info, options_), ops);
   entry->plan = std::make_shared<const PreparedPlan>(std::move(compiled), device, ops.hostMemory());
   entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
   std::unique_lock<std::shared_mutex> lock(mutex_);
@@ -155,7 +158,9 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   if (plans_.size() > kMaxPlans) evictLeastRecentlyUsed();
   const size_t known = kernels_.size();
   const PreparedPlan& prepared = *plan;
-  for (const auto& [key, summary] : prepared.launchedKernels()) kernels_.emplace(key, summary);
+  for (const LaunchedKernel& k : prepared.launchedKernels()) {
+    kernels_.try_emplace(KernelKey{k.digest, device}, KnownKernel{k.function, k.summary});
+  }
   if (known < kManyKernels && kernels_.size() >= kManyKernels) {
     // Said once per fusion: shapes that keep changing what the heuristics choose (or strides or
     // alignment, which kernels are specialized on) pay a compile for each new kernel.
@@ -165,6 +170,20 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
                  kernels_.size(), plans_.size());
   }
   return plan;
+}
+
+std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernels(const LoweredPlan& plan,
+                                                                                  int device) const {
+  std::vector<std::optional<LoadedKernel>> loaded(plan.kernels.size());
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    if (!launchesKernel(plan.kernels[i], options_)) continue;
+    const kernel::CodeDigest digest = kernel::codeDigest(*plan.kernels[i]);
+    auto it = kernels_.find(KernelKey{digest, device});
+    if (it == kernels_.end()) return std::nullopt;
+    loaded[i] = LoadedKernel{it->second.function, digest};
+  }
+  return loaded;
 }
 
 void FusionCache::evictLeastRecentlyUsed() {
@@ -193,18 +212,16 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   }
   const int device = deviceOf(inputs);
   const DeviceInfo info = deviceInfo(device);
-  EmittedPlan emitted = emitPlan(planForDevice(*fusion_, inputs, options_, info), info);
-  LoweredPlan& compiled = emitted.lowered;
+  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, info);
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  for (size_t s = 0; s < compiled.kernels.size(); ++s) {
-    if (!emitted.kernels[s]) continue;  // nothing to compile or launch
-    const kernel::Kernel* k = &*compiled.kernels[s];
-    if (kernels_.count(compiledKernelKey(emitted.kernels[s]->source, device)) != 0) continue;
+  for (const std::optional<kernel::Kernel>& k : compiled.kernels) {
+    if (!launchesKernel(k, options_)) continue;  // nothing to compile or launch
+    if (kernels_.count(KernelKey{kernel::codeDigest(*k), device}) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;
-    for (const auto& [hash, summary] : kernels_) same_heuristics = same_heuristics || summary == k->summary;
+    for (const auto& [key, known] : kernels_) same_heuristics = same_heuristics || known.summary == k->summary;
     reasons.push_back(fmt::format("{} ({}): {}", k->name, k->summary,
                                   kernels_.empty()      ? "the first kernel of this fusion"
                                   : same_heuristics     ? "the same heuristics as a compiled kernel, but index "

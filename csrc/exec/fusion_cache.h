@@ -125,7 +125,23 @@ class FusionCache {
   };
   std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
   std::atomic<uint64_t> clock_{0};
-  std::unordered_map<size_t, std::string> kernels_;  // compiledKernelKey -> the heuristics' summary
+  // Every kernel this cache has loaded, dropped plans' included: a new signature whose kernels are all
+  // here runs their functions, neither emitted nor compiled again.
+  struct KernelKey {
+    kernel::CodeDigest digest;
+    int device = 0;
+    bool operator==(const KernelKey&) const = default;
+  };
+  struct KernelKeyHash {
+    size_t operator()(const KernelKey& k) const { return k.digest.low ^ (k.digest.high << 1) ^ static_cast<size_t>(k.device); }
+  };
+  struct KnownKernel {
+    KernelHandle function = nullptr;
+    std::string summary;  // the heuristics', for explain
+  };
+  std::unordered_map<KernelKey, KnownKernel, KernelKeyHash> kernels_;
+  // The loaded function of every kernel `plan` launches, where this cache knows them all.
+  std::optional<std::vector<std::optional<LoadedKernel>>> knownKernels(const LoweredPlan& plan, int device) const;
   // The plan of the last run, for lastSourceCode: compared by address on every run, replaced (under
   // last_mutex_) only when it changes.
   std::atomic<const PreparedPlan*> last_address_{nullptr};

@@ -114,11 +114,15 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
   return lowered;
 }
 
+bool launchesKernel(const std::optional<kernel::Kernel>& k, const PlanOptions& options) {
+  return k && k->grid[0] * k->grid[1] != 0 && !options.kernels_on_reference;
+}
+
 EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& target, const PlanOptions& options) {
   EmittedPlan emitted{std::move(plan), options, {}};
   std::string dump;
   for (const std::optional<kernel::Kernel>& k : emitted.lowered.kernels) {
-    if (!k || k->grid[0] * k->grid[1] == 0 || options.kernels_on_reference) {
+    if (!launchesKernel(k, options)) {
       emitted.kernels.emplace_back();
       continue;
     }
@@ -141,9 +145,12 @@ CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops) {
     segments.push_back(s);
   }
   const std::vector<device::KernelHandle> loaded = ops.load(images);
-  std::vector<device::KernelHandle> functions(plan.kernels.size(), nullptr);
-  for (size_t i = 0; i < loaded.size(); ++i) functions[segments[i]] = loaded[i];
-  return {std::move(plan), std::move(functions)};
+  CompiledPlan compiled{std::move(plan.lowered), plan.options, {}};
+  compiled.kernels.resize(plan.kernels.size());
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    compiled.kernels[segments[i]] = LoadedKernel{loaded[i], kernel::codeDigest(*compiled.lowered.kernels[segments[i]])};
+  }
+  return compiled;
 }
 
 LoweredPlan planAndLower(const Fusion& fusion, const std::vector<HostValue>& inputs, const ExecuteOptions& options) {

@@ -18,6 +18,7 @@
 
 #include "device/device_ops.h"
 #include "ir/host_tensor.h"
+#include "kernel/code_digest.h"
 #include "kernel/kernel_ir.h"
 #include "target/device_info.h"
 #include "segmenter/in_place_copies.h"
@@ -73,8 +74,11 @@ struct EmittedKernel {
   device::CompileOptions options;  // the arch it is compiled for (sm_90a where it uses wgmma) and flags
 };
 
-// Step emit: every kernel the plan launches, as source. Segments without a kernel, kernels with no
-// block to run (a zero-size dim) and, with PlanOptions::kernels_on_reference, every kernel get none.
+// Whether kernel `k` of a plan is emitted, compiled and launched: not for segments without a kernel,
+// kernels with no block to run (a zero-size dim) and, with PlanOptions::kernels_on_reference, any.
+bool launchesKernel(const std::optional<kernel::Kernel>& k, const PlanOptions& options);
+
+// Step emit: every kernel the plan launches (launchesKernel), as source; none for the others.
 struct EmittedPlan {
   LoweredPlan lowered;
   PlanOptions options;
@@ -84,9 +88,14 @@ EmittedPlan emitPlan(LoweredPlan plan, const DeviceInfo& target, const PlanOptio
 
 // Step compile: every emitted kernel compiled (or found in the memory and disk caches) and loaded by
 // `ops`, all at once, on as many threads as there are kernels (and cores).
+struct LoadedKernel {
+  device::KernelHandle function = nullptr;
+  kernel::CodeDigest digest;  // what the function's source is known by (kernel/code_digest.h)
+};
 struct CompiledPlan {
-  EmittedPlan emitted;
-  std::vector<device::KernelHandle> functions;  // per segment: its loaded kernel, or null where none was emitted
+  LoweredPlan lowered;
+  PlanOptions options;
+  std::vector<std::optional<LoadedKernel>> kernels;  // per kernel of `lowered`: none where none was emitted
 };
 CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops);
 

@@ -67,11 +67,6 @@ LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& 
   return planAndLower(fusion, host, {options, device});
 }
 
-size_t compiledKernelKey(const std::string& source, int device) {
-  const size_t key = std::hash<std::string>{}(source);
-  return key ^ (static_cast<size_t>(device) + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2));
-}
-
 int32_t PreparedPlan::addSlot(Slot slot) {
   slots_.push_back(slot);
   return static_cast<int32_t>(slots_.size() - 1);
@@ -147,7 +142,7 @@ void PreparedPlan::checkCpuScalars(const std::vector<DeviceValue>& inputs) const
 }
 
 PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory)
-    : compiled_(std::move(compiled.emitted.lowered)), device_ordinal_(device_ordinal), host_memory_(host_memory) {
+    : compiled_(std::move(compiled.lowered)), device_ordinal_(device_ordinal), host_memory_(host_memory) {
   const SegmentedFusion& plan = compiled_.plan;
   for (const auto& val : plan.fusion->vals()) {
     if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
@@ -162,7 +157,7 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   for (size_t s = 0; s < plan.segments.size(); ++s) {
     const Segment& segment = plan.segments[s];
     if (segment.kind == SegmentKind::Alias) continue;  // views: resolved where kernels and outputs read them
-    if (!compiled_.kernels[s] || compiled.emitted.options.kernels_on_reference) {
+    if (!compiled_.kernels[s] || compiled.options.kernels_on_reference) {
       BRAZE_CHECK_KIND(ErrorKind::Runtime, host_memory,
                        "segment {} ({}) has no GPU kernel: no scheduler accepts it ({}); run this fusion with host "
                        "(numpy) inputs, on the CPU",
@@ -184,9 +179,9 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
       continue;
     }
     std::unordered_map<std::string, int32_t> shared_workspaces;  // this segment's, by name
-    addKernelLaunch(compiled, s, device_ordinal, slot_of, index_errors_slot, shared_workspaces);
+    addKernelLaunch(compiled, s, slot_of, index_errors_slot, shared_workspaces);
     for (const LoweredPlan::FollowUp& next : compiled_.follow_ups) {
-      if (next.segment == s) addKernelLaunch(compiled, next.kernel, device_ordinal, slot_of, index_errors_slot,
+      if (next.segment == s) addKernelLaunch(compiled, next.kernel, slot_of, index_errors_slot,
                                              shared_workspaces);
     }
   }
@@ -194,7 +189,7 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     const auto& ins = plan.fusion->inputs();
     written_inputs_.push_back(static_cast<size_t>(std::find(ins.begin(), ins.end(), input) - ins.begin()));
   }
-  const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, device_ordinal, slot_of);
+  const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, slot_of);
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
     const Val* out = plan.fusion->outputs()[i];
     const Fusion::OutputUse use = plan.fusion->outputUse(i);
@@ -230,7 +225,7 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   }
 }
 
-void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index, int device_ordinal,
+void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
                                    std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
                                    std::unordered_map<std::string, int32_t>& shared_workspaces) {
   const kernel::Kernel& k = *compiled_.kernels[index];
@@ -267,8 +262,9 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index, i
   }
   // No block to run (a zero-size dim): its outputs exist (empty) but nothing is compiled or launched.
   if (k.grid[0] * k.grid[1] == 0) return;
-  launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[index]->source, device_ordinal), k.summary);
-  launch.function = compiled.functions[index];
+  const LoadedKernel& loaded = *compiled.kernels[index];
+  launched_kernels_.push_back({loaded.digest, loaded.function, k.summary});
+  launch.function = loaded.function;
   launch.words = kernel::argumentWords(k);
   launch.input_words = inputWordsOf(k);
   max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
@@ -277,7 +273,7 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index, i
 }
 
 std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCopies(
-    const CompiledPlan& compiled, int device_ordinal, std::unordered_map<const Val*, int32_t>& slot_of) {
+    const CompiledPlan& compiled, std::unordered_map<const Val*, int32_t>& slot_of) {
   const SegmentedFusion& plan = compiled_.plan;
   std::unordered_map<const Val*, Binding> saved;  // outputs copied out before an input they view is written
   std::vector<Binding> written;                   // per copy: where it wrote
@@ -302,7 +298,7 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
     const std::optional<kernel::Kernel>& kernel = compiled_.kernels[k];
     if (kernel && kernel->grid[0] * kernel->grid[1] == 0) continue;  // nothing to copy
     Launch launch;
-    if (!compiled.emitted.kernels[k]) {
+    if (!compiled.kernels[k]) {
       // No copy kernel was compiled (kernels run on the reference evaluator): the host copies.
       launch.host_step = static_cast<int32_t>(host_steps_.size());
       host_steps_.push_back({-1, {from}, {to}});
@@ -310,9 +306,8 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
       launch.shape = {kernel->grid, kernel->block, kernel->shared_bytes};
       launch.slots = {from.slot, to.slot};
       launch.words = kernel::argumentWords(*kernel);
-      launch.function = compiled.functions[k];
-      launched_kernels_.emplace_back(compiledKernelKey(compiled.emitted.kernels[k]->source, device_ordinal),
-                                     kernel->summary);
+      launch.function = compiled.kernels[k]->function;
+      launched_kernels_.push_back({compiled.kernels[k]->digest, launch.function, kernel->summary});
       max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
       total_params_ += launch.slots.size() + launch.words.size();
     }

@@ -27,9 +27,14 @@ using namespace device;  // exec runs plans through the device layer: its names 
 LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device);
 
-// What identifies a compiled kernel on a device: its source and the device (which fixes the arch and
-// so the compile options). Plans with equal keys run the same loaded function.
-size_t compiledKernelKey(const std::string& source, int device);
+// A kernel a plan launches: what its source is known by (on the plan's device, which fixes the arch and
+// so the compile options, plans with equal digests run the same loaded function), the function, and its
+// heuristics' summary.
+struct LaunchedKernel {
+  kernel::CodeDigest digest;
+  KernelHandle function = nullptr;
+  std::string summary;
+};
 
 // Made with std::make_shared (host steps queued on a stream hold the plan).
 class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
@@ -54,8 +59,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // emitted again when asked (a plan per shape keeps no copy).
   std::vector<std::string> sourceCode(codegen::SourceDialect dialect) const;
   std::vector<std::string> cudaCode() const { return sourceCode(codegen::SourceDialect::Cuda); }
-  // Each kernel the plan launches: its compiledKernelKey and its heuristics' summary.
-  const std::vector<std::pair<size_t, std::string>>& launchedKernels() const { return launched_kernels_; }
+  const std::vector<LaunchedKernel>& launchedKernels() const { return launched_kernels_; }
 
  private:
   // IndexErrors: the device's index-error record (DeviceOps::indexErrorRecord), not allocated per run.
@@ -108,7 +112,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   int32_t addSlot(Slot slot);
   // The launch of kernel `index` of the plan (a segment's, or a follow-up's): its parameters bound to slots
   // (outputs and workspaces added), its arguments packed. A shared workspace binds by name within the segment.
-  void addKernelLaunch(const CompiledPlan& compiled, size_t index, int device_ordinal,
+  void addKernelLaunch(const CompiledPlan& compiled, size_t index,
                        std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
                        std::unordered_map<std::string, int32_t>& shared_workspaces);
   // The words of kernel `k`'s arguments that carry the fusion's scalar inputs (and CPU scalars).
@@ -125,7 +129,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
                    const std::unordered_map<const Val*, HostValue>& scalars) const;
   // The launches of the in-place updates' copies (LoweredPlan::copies), each a copy kernel or, where
   // none was compiled, a host step; returns the outputs saved before an input they view is written.
-  std::unordered_map<const Val*, Binding> addInPlaceCopies(const CompiledPlan& compiled, int device_ordinal,
+  std::unordered_map<const Val*, Binding> addInPlaceCopies(const CompiledPlan& compiled,
                                                            std::unordered_map<const Val*, int32_t>& slot_of);
 
   LoweredPlan compiled_;
@@ -133,7 +137,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   bool host_memory_ = false;  // the device's memory is the host's (the simulator)
   std::vector<size_t> cpu_scalar_inputs_;  // positions of the fusion's is_cpu inputs
   std::vector<size_t> written_inputs_;     // positions of the inputs kernels write in place
-  std::vector<std::pair<size_t, std::string>> launched_kernels_;
+  std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
   std::vector<HostStep> host_steps_;

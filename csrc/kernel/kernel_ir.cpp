@@ -39,23 +39,44 @@ OpKind combineOf(ReduceOp op) {
   return OpKind::Add;
 }
 
-size_t KernelBuilder::KeyHash::operator()(const std::vector<int64_t>& key) const noexcept {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, then a final mix
-  for (int64_t w : key) {
-    h ^= static_cast<uint64_t>(w);
+namespace {
+
+uint64_t exprHash(const KExpr& e) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields, then a final mix
+  auto mix = [&](uint64_t w) {
+    h ^= w;
     h *= 1099511628211ull;
-  }
-  return static_cast<size_t>(h ^ (h >> 29));
+  };
+  mix(static_cast<uint64_t>(e.kind) | static_cast<uint64_t>(e.dtype) << 8 | static_cast<uint64_t>(e.index) << 16 |
+      static_cast<uint64_t>(e.op) << 24 | static_cast<uint64_t>(e.from) << 40);
+  mix(static_cast<uint64_t>(e.i));
+  mix(std::bit_cast<uint64_t>(e.f));
+  mix(static_cast<uint64_t>(static_cast<uint32_t>(e.ref)));
+  for (ExprId a : e.args) mix(static_cast<uint64_t>(static_cast<uint32_t>(a)));
+  return h ^ (h >> 29);
 }
 
+// Equal as interning means: every field, the float by its bits (a NaN constant equals itself).
+bool sameExpr(const KExpr& a, const KExpr& b) {
+  return a.kind == b.kind && a.dtype == b.dtype && a.index == b.index && a.op == b.op && a.from == b.from &&
+         a.i == b.i && std::bit_cast<uint64_t>(a.f) == std::bit_cast<uint64_t>(b.f) && a.ref == b.ref &&
+         a.args == b.args;
+}
+
+}  // namespace
+
 ExprId KernelBuilder::intern(KExpr e) {
-  std::vector<int64_t> key{static_cast<int64_t>(e.kind), static_cast<int64_t>(e.dtype), e.index,
-                           static_cast<int64_t>(e.op), static_cast<int64_t>(e.from), e.i,
-                           std::bit_cast<int64_t>(e.f), e.ref};
-  key.insert(key.end(), e.args.begin(), e.args.end());
-  auto [it, inserted] = interned_.try_emplace(std::move(key), static_cast<ExprId>(k_.exprs.size()));
-  if (inserted) k_.exprs.push_back(std::move(e));
-  return it->second;
+  const uint64_t hash = exprHash(e);
+  auto [it, fresh] = newest_with_hash_.try_emplace(hash, -1);
+  for (ExprId id = it->second; id >= 0; id = older_with_hash_[id]) {
+    if (sameExpr(k_.exprs[id], e)) return id;
+  }
+  const auto id = static_cast<ExprId>(k_.exprs.size());
+  k_.exprs.push_back(std::move(e));
+  older_with_hash_.resize(k_.exprs.size(), -1);
+  older_with_hash_[id] = it->second;
+  it->second = id;
+  return id;
 }
 
 std::optional<int64_t> KernelBuilder::constValue(ExprId id) const {

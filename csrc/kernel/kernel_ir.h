@@ -358,12 +358,11 @@ class KernelBuilder {
   void pushBare(SKind kind, VarId var = -1, int32_t width = 1);
 
   Kernel& k_;
-  // Every field of a KExpr, encoded -> its id. Hashed: lowering interns every expression it builds,
-  // and an ordered map's vector comparisons were a sixth of planning a new signature.
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& key) const noexcept;
-  };
-  std::unordered_map<std::vector<int64_t>, ExprId, KeyHash> interned_;
+  // The interned expressions by the hash of their fields: the newest id with that hash, and per id the
+  // next older one (-1 ends the chain). Lowering interns every expression it builds, so a lookup
+  // allocates nothing and compares fields only on a hash match.
+  std::unordered_map<uint64_t, ExprId> newest_with_hash_;
+  std::vector<ExprId> older_with_hash_;
   struct Open {
     Stmt* stmt;                 // the open For/If (null for a pushed target)
     std::vector<Stmt>* target;  // where its statements go

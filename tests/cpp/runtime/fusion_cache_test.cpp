@@ -374,15 +374,21 @@ TEST(FusionCache, SixtyFourRowCountsLoadTwoKernelsAndWarnNothing) {
 // sums of grad_weight and grad_bias), then the finish that sums the partials per column. Both take the
 // row, row-group, block and partial-row counts at launch, and the [rows, 1] statistics, read once per
 // row, do not limit the row kernel's vectors, so every row count runs the kernels compiled already,
-// the row kernel's bf16 rows read 8 at a time (16 bytes).
+// the row kernel's bf16 rows read 8 at a time (16 bytes). Their plans run the functions loaded for the
+// first: nothing is emitted or handed to the device's loader again.
 TEST(FusionCache, LayerNormBackwardRowCountsShareTheirKernels) {
   NoOpDeviceOps ops;
   FusionCache cache(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
   auto inputs = [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); };
   cache.run(inputs(4097));
   const size_t kernels = cache.kernelCount();
+  const int64_t loads = ops.loads.load();
+  const int64_t launches = ops.launches.load();
   for (int64_t rows = 4098; rows < 4130; ++rows) cache.run(inputs(rows));
   EXPECT_EQ(cache.kernelCount(), kernels);
+  EXPECT_EQ(ops.loads.load(), loads);
+  EXPECT_EQ(ops.launches.load() - launches, 32 * 2);
+  EXPECT_EQ(cache.size(), 33u);
   const LoweredPlan& plan = cache.lastPlan()->compiled();
   EXPECT_EQ(plan.plan.kernelCount(), 2) << plan.plan.toString();
   ASSERT_EQ(plan.plan.segments.size(), 1u) << plan.plan.toString();
