@@ -30,6 +30,22 @@ struct OuterPartials {
   int64_t rows = 1;
   std::string rows_name;
 };
+// One outer reduction's partial sums in the first kernel: each thread's (a local array of chunks x
+// vectorize values, its columns of the rows it walked) and the workspace they go to.
+struct ThreadPartials {
+  VarId sums = -1;
+  TensorId workspace = -1;
+  DataType acc = DataType::Float;
+  ReduceOp op = ReduceOp::Sum;
+};
+// Stores one chunk of a thread's sums, `vectorize` consecutive columns from column `first` of a row of
+// `columns` (sums[slot ..] to ws[row_start + first ..]), in whole vectors where the row length allows.
+void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, ExprId slot, ExprId row_start,
+                      ExprId first, int64_t vectorize, int64_t columns);
+// Stores them (partials.cpp): a partial row per block where the heuristics combine in the block, else one
+// per thread row; `chunk` a loop variable of the kernel's to use.
+void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
+                      int64_t row_length, VarId chunk);
 // `after_outer`: the outer results and every value computed from them (InnerOuterSplit).
 Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
                              const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params);

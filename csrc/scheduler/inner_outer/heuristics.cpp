@@ -10,6 +10,9 @@ namespace {
 // Each block walks at least this many row groups: fewer, and the partial sums (a row of floats per
 // block row and outer reduction) approach the bytes of the rows themselves.
 constexpr int64_t kMinRowGroupsPerBlock = 4;
+// Shared memory a block may take to add up its thread rows' partial sums: beyond it (wide rows, which
+// have few rows per block anyway) each thread row stores its own.
+constexpr int64_t kMaxCombineBytes = 32 * 1024;
 
 }  // namespace
 
@@ -19,8 +22,11 @@ std::string InnerOuterParams::toString() const {
     extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread", e.columns, e.vectorize,
                          e.chunks);
   }
-  return fmt::format("inner-outer persistent: {}{}; partial sums finished by a {}x{} block (columns x partial rows)",
-                     inner.toString(), extra, finish_threads_x, finish_threads_y);
+  return fmt::format("inner-outer persistent: {}{}; {}partial sums finished by a {}x{} block (columns x partial "
+                     "rows)",
+                     inner.toString(), extra, combine_in_block ? "a partial row per block, its thread rows added in "
+                                                                 "shared memory; " : "",
+                     finish_threads_x, finish_threads_y);
 }
 
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem) {
@@ -45,15 +51,17 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + extra_sums + 32);
   int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
-  if (p.inner.shared_cache) {
-    const int64_t shared = kept * threads * problem.rows.cached_value_bytes;
-    per_sm = std::clamp<int64_t>(device.smem_per_sm / std::max<int64_t>(shared, 1), 1, per_sm);
-  }
+  const int64_t combine_bytes = problem.outer_reductions * p.inner.threads_y * problem.rows.row_length *
+                                problem.accumulator_bytes;
+  p.combine_in_block = p.inner.threads_y > 1 && combine_bytes <= kMaxCombineBytes;
+  p.combine_bytes = p.combine_in_block ? combine_bytes : 0;
+  const int64_t shared = (p.inner.shared_cache ? kept * threads * problem.rows.cached_value_bytes : 0) + p.combine_bytes;
+  if (shared > 0) per_sm = std::clamp<int64_t>(device.smem_per_sm / shared, 1, per_sm);
   const int64_t resident = static_cast<int64_t>(device.sm_count) * per_sm;
   // A block per SM at least while there are row groups for them, more while each keeps several.
   const int64_t floor = std::min<int64_t>(device.sm_count, row_groups);
   p.blocks = std::clamp<int64_t>(row_groups / kMinRowGroupsPerBlock, floor, std::max(resident, floor));
-  p.partial_rows = p.blocks * p.inner.threads_y;
+  p.partial_rows = p.combine_in_block ? p.blocks : p.blocks * p.inner.threads_y;
   // The finish: a warp (wavefront) across columns, the rest of a tuned block down the partial rows.
   p.finish_threads_x = device.warp_size;
   p.finish_threads_y = std::clamp<int64_t>(nextPow2(p.partial_rows), 1,

@@ -2,6 +2,7 @@
 // scheduler's (threads per row, rows per block, the row kept in registers or shared memory), with the
 // per-thread partial sums of the outer reductions counted as kept values; then how many blocks walk
 // the rows (enough to fill the GPU, few enough that the partial sums stay small next to the rows),
+// whether a block adds up its thread rows' partial sums before storing them,
 // the share of each extra reduction (over the same rows of another tensor) a thread sums, and the block
 // of the kernel that finishes the partial sums.
 #pragma once
@@ -25,6 +26,7 @@ struct InnerOuterProblem {
   ReductionProblem rows;         // the inner reductions' problem (rows, row length, vectorize, kept tensors)
   int64_t outer_reductions = 1;  // reductions over the rows, each a value per row element
   std::vector<ExtraOuterProblem> extras;
+  int64_t accumulator_bytes = 4;  // of the outer reductions' partial sums (the widest)
 };
 
 // How a block walks an extra reduction's rows after its own row groups: all its threads across the
@@ -38,7 +40,12 @@ struct ExtraOuterParams {
 struct InnerOuterParams {
   ReductionParams inner;      // the per-row part; its grid is unused
   int64_t blocks = 1;         // the grid: block b walks row groups b, b + blocks, ...
-  int64_t partial_rows = 1;   // blocks x rows per block: partial sums each outer reduction leaves per column
+  // The block's thread rows add up their partial sums in shared memory (`combine_bytes` of it) and the
+  // block stores one partial row, in vectors: a row per thread row would be as many bytes again as the
+  // rows themselves at nanoGPT's widths, written and then read by the finish.
+  bool combine_in_block = false;
+  int64_t combine_bytes = 0;
+  int64_t partial_rows = 1;   // blocks (combined), or blocks x rows per block: the partial sums per column
   int64_t finish_threads_x = 32;  // the finishing kernel's block: columns ...
   int64_t finish_threads_y = 8;   // ... x partial rows summed by each column's threads
   std::vector<ExtraOuterParams> extras;  // per extra reduction (a partial row per block each)

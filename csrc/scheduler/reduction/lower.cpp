@@ -100,9 +100,10 @@ class RowLowering {
 
   // Inner-outer: every block walks row groups blockIdx.x, + blocks, ... as the inner persistent
   // kernel walks its one row group, and each thread also sums, per outer reduction, the values of its
-  // row elements (the same columns in every row) over the rows it walks. After the walk each thread row
-  // of each block writes its sums to a shared workspace: partial_rows x row_length partials, which the
-  // follow-up kernel (inner_outer/finish) sums per column into the outer results.
+  // row elements (the same columns in every row) over the rows it walks. After the walk the sums go to a
+  // shared workspace of partial_rows x row_length partials (a row per block, its thread rows added in
+  // shared memory, or a row per thread row: inner_outer/partials.cpp), which the follow-up kernel
+  // (inner_outer/finish) sums per column into the outer results.
   void lowerInnerOuter(const InnerOuterParams& io) {
     params_ = io.inner;
     Kernel& k = ctx_.kernel;
@@ -138,23 +139,16 @@ class RowLowering {
       walkExtraRows(x, io.extras[x], partials.size(), io.blocks);
       partials.push_back({extra_[x], io.extras[x].columns, io.blocks, "blocks"});
     }
-    // This thread row's partial sums: its columns are those of every row it walked.
-    const ExprId partial_row = kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(params_.threads_y)), kb_.threadIdx(1));
+    // Each thread's partial sums: its columns of every row it walked.
+    std::vector<ThreadPartials> sums;
     for (size_t o = 0; o < outer_.size(); ++o) {
-      const TensorId ws = kb_.addTensor(workspaceParam(innerOuterPartialsName(o), plainOf(*outer_[o]).acc,
-                                                       io.partial_rows * row_length_, false));
+      const Plain p = plainOf(*outer_[o]);
+      const TensorId ws = kb_.addTensor(workspaceParam(innerOuterPartialsName(o), p.acc, io.partial_rows * row_length_,
+                                                       false));
       k.tensors[ws].shared = true;
-      kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
-      const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
-      for (int64_t l = 0; l < vec; ++l) {
-        const ExprId col = kb_.add(kb_.mul(step, kb_.index(vec)), kb_.index(l));
-        kb_.openIf(kb_.lt(col, kb_.index(row_length_)));
-        const ExprId slot = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l));
-        kb_.store(ws, kb_.add(kb_.mul(partial_row, kb_.index(row_length_)), col), kb_.localRead(outer_acc_[o], slot));
-        kb_.close();
-      }
-      kb_.close();
+      sums.push_back({outer_acc_[o], ws, p.acc, p.op});
     }
+    storePartialRows(kb_, sums, io, row_length_, chunk_var_);
     kb_.popTarget();
     auto& target = kb_.current();
     target.insert(target.end(), std::make_move_iterator(declarations.begin()),
@@ -209,18 +203,16 @@ class RowLowering {
         kb_.addTensor(workspaceParam(innerOuterPartialsName(ws_index), p.acc, blocks * ep.columns, false));
     ctx_.kernel.tensors[ws].shared = true;
     kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
-    for (int64_t l = 0; l < vec; ++l) {
-      const ExprId at = kb_.add(column(), kb_.index(l));
-      kb_.openIf(kb_.lt(at, kb_.index(ep.columns)));
-      kb_.store(ws, kb_.add(kb_.mul(kb_.blockIdx(0), kb_.index(ep.columns)), at),
-                kb_.localRead(acc, kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(vec)), kb_.index(l))));
-      kb_.close();
-    }
+    storeChunkOfSums(kb_, ws, p.acc, acc, kb_.mul(kb_.ref(chunk), kb_.index(vec)),
+                     kb_.mul(kb_.blockIdx(0), kb_.index(ep.columns)), column(), vec, ep.columns);
     kb_.close();
   }
 
   InnerOuterParams chooseInnerOuter() {
     InnerOuterProblem problem{rowProblem(true), static_cast<int64_t>(outer_.size()), {}};
+    for (const Expr* e : outer_) {
+      problem.accumulator_bytes = std::max<int64_t>(problem.accumulator_bytes, sizeOf(plainOf(*e).acc));
+    }
     for (const Expr* r : extra_) {
       // Vectors along the columns, as wide as every tensor of the extra operand's shape allows.
       VectorizeInput vin;

@@ -73,8 +73,10 @@ TEST(NvrtcCorpus, VectorizedLayerNormUses128BitLoadsAndStores) {
 }
 
 // The layer-norm backward's row kernel (inner-outer persistent) reads grad_out and x and writes grad_in
-// 16 bytes at a time, although its [rows, 1] float statistics are read once per row; the kernel spills
-// nothing to local memory (its row and partial sums stay in registers).
+// 16 bytes at a time, although its [rows, 1] float statistics are read once per row, and stores its
+// partial sums (the weight and bias grads', the next linear's bias grad's) 16 bytes at a time too: no
+// narrower global store. The kernel spills nothing to local memory (its row and partial sums stay in
+// registers).
 TEST(NvrtcCorpus, InnerOuterLayerNormBackwardUses128BitAccessesAndNoLocalMemory) {
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
   // nanoGPT's shape with the next linear's bias grad, and a large one (planned from shapes: the inputs'
@@ -102,6 +104,9 @@ TEST(NvrtcCorpus, InnerOuterLayerNormBackwardUses128BitAccessesAndNoLocalMemory)
       const auto counts = device::countGlobalAccesses(*sass);
       EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << " " << k.summary;
       EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << arch << " " << k.summary;
+      for (const auto& [bits, count] : counts.store_bits) {
+        EXPECT_EQ(bits, 128) << arch << ": " << count << " global stores of " << bits << " bits in " << k.summary;
+      }
       EXPECT_EQ(sass->find("LDL"), std::string::npos) << arch << ": local memory loads in " << k.summary;
       EXPECT_EQ(sass->find("STL"), std::string::npos) << arch << ": local memory stores in " << k.summary;
     }

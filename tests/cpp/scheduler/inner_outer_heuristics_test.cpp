@@ -10,7 +10,8 @@ namespace {
 InnerOuterProblem layerNormBackward(int64_t rows, int64_t hidden, int64_t outer = 2) {
   return {{.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = 4,
            .cached_tensors = 2, .widest_dtype_bytes = 4},
-          outer};
+          outer,
+          {}};
 }
 
 TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheGpu) {
@@ -29,7 +30,7 @@ TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheG
       // fewer row groups, a block per SM walks what there is).
       const int64_t row_groups = (rows + p.inner.threads_y - 1) / p.inner.threads_y;
       EXPECT_TRUE(row_groups / p.blocks >= 4 || p.blocks == device.sm_count) << row_groups;
-      EXPECT_EQ(p.partial_rows, p.blocks * p.inner.threads_y);
+      EXPECT_EQ(p.partial_rows, p.combine_in_block ? p.blocks : p.blocks * p.inner.threads_y);
       EXPECT_EQ(p.finish_threads_x, device.warp_size);
       EXPECT_LE(p.finish_threads_x * p.finish_threads_y, device.max_threads_per_block);
     }
@@ -39,8 +40,35 @@ TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheG
 TEST(InnerOuterHeuristics, FewRowsGetABlockPerRowGroupAndNoIdlePartialRows) {
   const InnerOuterParams p = innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(3, 768));
   EXPECT_EQ(p.blocks, (3 + p.inner.threads_y - 1) / p.inner.threads_y);
-  EXPECT_EQ(p.partial_rows, p.blocks * p.inner.threads_y);
+  EXPECT_EQ(p.partial_rows, p.blocks);
   EXPECT_LE(p.finish_threads_y, 8);
+}
+
+TEST(InnerOuterHeuristics, ABlockAddsUpItsThreadRowsPartialSumsWhenTheyFitInSharedMemory) {
+  // nanoGPT's width: several rows per block, whose two rows of float sums each (24 KiB at 4 rows)
+  // are added in shared memory, so the partial rows are a quarter as many bytes to write and read.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const InnerOuterParams narrow = innerOuterHeuristics(h100, layerNormBackward(2048, 768));
+  ASSERT_GT(narrow.inner.threads_y, 1) << narrow.toString();
+  EXPECT_TRUE(narrow.combine_in_block) << narrow.toString();
+  EXPECT_EQ(narrow.combine_bytes, 2 * narrow.inner.threads_y * 768 * 4);
+  EXPECT_EQ(narrow.partial_rows, narrow.blocks);
+  EXPECT_NE(narrow.toString().find("a partial row per block"), std::string::npos) << narrow.toString();
+  // Double sums take twice the bytes; too many for the budget, each thread row stores its own.
+  InnerOuterProblem doubles = layerNormBackward(2048, 768, 4);
+  doubles.accumulator_bytes = 8;
+  const InnerOuterParams wide = innerOuterHeuristics(h100, doubles);
+  if (wide.inner.threads_y > 1 && 4 * wide.inner.threads_y * 768 * 8 > 32 * 1024) {
+    EXPECT_FALSE(wide.combine_in_block) << wide.toString();
+    EXPECT_EQ(wide.partial_rows, wide.blocks * wide.inner.threads_y);
+    EXPECT_EQ(wide.combine_bytes, 0);
+  }
+  // One row per block: nothing to add up.
+  for (const InnerOuterParams& p : {innerOuterHeuristics(h100, layerNormBackward(16384, 8192))}) {
+    if (p.inner.threads_y == 1) {
+      EXPECT_FALSE(p.combine_in_block) << p.toString();
+    }
+  }
 }
 
 TEST(InnerOuterHeuristics, MoreOuterReductionsKeepFewerRowValuesInRegisters) {

@@ -1,0 +1,129 @@
+// The inner-outer kernel's last step: each thread's partial sums of the outer reductions (the columns of
+// every row it walked) stored to the shared workspaces the finish reads. Where the heuristics combine in
+// the block, the thread rows first add up their sums in shared memory and the block stores one partial
+// row, every thread taking its own columns; either way whole vectors are stored where the row length
+// allows (16 bytes per access).
+#include "scheduler/inner_outer/entry.h"
+
+#include <algorithm>
+
+namespace braze::scheduler {
+namespace {
+
+// The widest access of `acc` values (at most 16 bytes, at most `vectorize`) that the row length divides:
+// then a vector that starts inside a row ends inside it.
+int storeWidth(DataType acc, int64_t vectorize, int64_t row_length) {
+  int64_t width = std::min<int64_t>(vectorize, 16 / sizeOf(acc));
+  while (width > 1 && row_length % width != 0) width /= 2;
+  return static_cast<int>(std::max<int64_t>(width, 1));
+}
+
+// Stores `values[at .. at + count)` to `ws[offset ..]`, whole vectors of `width` (count is a multiple).
+void storeRun(KernelBuilder& kb, TensorId ws, ExprId offset, VarId values, ExprId at, int64_t count, int width) {
+  for (int64_t l = 0; l < count; l += width) {
+    const ExprId to = kb.add(offset, kb.index(l));
+    const ExprId from = kb.add(at, kb.index(l));
+    if (width == 1) {
+      kb.store(ws, to, kb.localRead(values, from));
+    } else {
+      kb.vecStore(ws, to, values, from, width);
+    }
+  }
+}
+
+// Each thread row stores its own partial row (partial_rows = blocks x rows per block).
+void storePerThreadRow(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
+                       int64_t row_length, VarId chunk) {
+  const ReductionParams& rows = io.inner;
+  const int64_t vec = rows.vectorize;
+  const ExprId partial_row = kb.add(kb.mul(kb.blockIdx(0), kb.index(rows.threads_y)), kb.threadIdx(1));
+  for (const ThreadPartials& p : partials) {
+    kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
+    const ExprId step = kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0));
+    storeChunkOfSums(kb, p.workspace, p.acc, p.sums, kb.mul(kb.ref(chunk), kb.index(vec)),
+                     kb.mul(partial_row, kb.index(row_length)), kb.mul(step, kb.index(vec)), vec, row_length);
+    kb.close();
+  }
+}
+
+// The thread rows' sums added in shared memory; the block stores one partial row (partial_rows = blocks).
+void storeCombined(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
+                   int64_t row_length, VarId chunk) {
+  const ReductionParams& rows = io.inner;
+  const int64_t vec = rows.vectorize;
+  std::vector<VarId> shared;
+  for (const ThreadPartials& p : partials) {
+    const VarId s = kb.arrayVar("combine", p.acc, rows.threads_y * row_length, VarKind::SharedArray);
+    kb.declare(s);
+    shared.push_back(s);
+    kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
+    const ExprId first = kb.mul(kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0)), kb.index(vec));
+    const bool whole_vectors = row_length % vec == 0;  // a vector's elements all in the row or all past it
+    if (whole_vectors) kb.openIf(kb.lt(first, kb.index(row_length)));
+    for (int64_t l = 0; l < vec; ++l) {
+      const ExprId col = kb.add(first, kb.index(l));
+      if (!whole_vectors) kb.openIf(kb.lt(col, kb.index(row_length)));
+      kb.localWrite(s, kb.add(kb.mul(kb.threadIdx(1), kb.index(row_length)), col),
+                    kb.localRead(p.sums, kb.add(kb.mul(kb.ref(chunk), kb.index(vec)), kb.index(l))));
+      if (!whole_vectors) kb.close();
+    }
+    if (whole_vectors) kb.close();
+    kb.close();
+  }
+  kb.barrier();
+  // Every thread of the block takes `width` consecutive columns at a time, the block's columns in order.
+  const int64_t threads = rows.threads_x * rows.threads_y;
+  const ExprId thread = kb.letValue("thread", kb.add(kb.mul(kb.threadIdx(1), kb.index(rows.threads_x)),
+                                                     kb.threadIdx(0)));
+  for (size_t o = 0; o < partials.size(); ++o) {
+    const ThreadPartials& p = partials[o];
+    const int width = storeWidth(p.acc, vec, row_length);
+    const VarId sum = kb.arrayVar("sum", p.acc, width);
+    kb.openFor(chunk, kb.index(0), kb.index(ceilDiv(row_length, threads * width)), kb.index(1), false);
+    const ExprId col = kb.mul(kb.add(kb.mul(kb.ref(chunk), kb.index(threads)), thread), kb.index(width));
+    kb.openIf(kb.lt(col, kb.index(row_length)));
+    kb.declare(sum);
+    for (int64_t l = 0; l < width; ++l) {
+      ExprId total = kb.localRead(shared[o], kb.add(col, kb.index(l)));
+      for (int64_t r = 1; r < rows.threads_y; ++r) {
+        const ExprId part = kb.localRead(shared[o], kb.add(kb.index(r * row_length), kb.add(col, kb.index(l))));
+        total = kb.elementwise(combineOf(p.op), p.acc, {total, part});
+      }
+      kb.localWrite(sum, kb.index(l), total);
+    }
+    storeRun(kb, p.workspace, kb.add(kb.mul(kb.blockIdx(0), kb.index(row_length)), col), sum, kb.index(0), width,
+             width);
+    kb.close();
+    kb.close();
+  }
+}
+
+}  // namespace
+
+void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, ExprId slot, ExprId row_start,
+                      ExprId first, int64_t vectorize, int64_t columns) {
+  if (columns % vectorize == 0) {
+    // A chunk's columns are all in the row or all past it.
+    kb.openIf(kb.lt(first, kb.index(columns)));
+    storeRun(kb, ws, kb.add(row_start, first), sums, slot, vectorize, storeWidth(acc, vectorize, columns));
+    kb.close();
+    return;
+  }
+  for (int64_t l = 0; l < vectorize; ++l) {
+    const ExprId col = kb.add(first, kb.index(l));
+    kb.openIf(kb.lt(col, kb.index(columns)));
+    kb.store(ws, kb.add(row_start, col), kb.localRead(sums, kb.add(slot, kb.index(l))));
+    kb.close();
+  }
+}
+
+void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
+                      int64_t row_length, VarId chunk) {
+  if (io.combine_in_block) {
+    storeCombined(kb, partials, io, row_length, chunk);
+  } else {
+    storePerThreadRow(kb, partials, io, row_length, chunk);
+  }
+}
+
+}  // namespace braze::scheduler
