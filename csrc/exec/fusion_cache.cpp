@@ -151,11 +151,12 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
                                  : compilePlan(emitPlan(std::move(lowered), info, options_), ops);
   entry->plan = std::make_shared<const PreparedPlan>(std::move(compiled), device, ops.hostMemory());
   entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  std::unique_ptr<Entry> evicted;  // destroyed after the lock is released: other runs' hits need not wait
   std::unique_lock<std::shared_mutex> lock(mutex_);
   auto [it, inserted] = plans_.emplace(signature, std::move(entry));
   if (!inserted) return it->second->plan;
   std::shared_ptr<const PreparedPlan> plan = it->second->plan;
-  if (plans_.size() > kMaxPlans) evictLeastRecentlyUsed();
+  if (plans_.size() > kMaxPlans) evicted = evictLeastRecentlyUsed();
   const size_t known = kernels_.size();
   const PreparedPlan& prepared = *plan;
   for (const LaunchedKernel& k : prepared.launchedKernels()) {
@@ -186,14 +187,16 @@ std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernel
   return loaded;
 }
 
-void FusionCache::evictLeastRecentlyUsed() {
+std::unique_ptr<FusionCache::Entry> FusionCache::evictLeastRecentlyUsed() {
   auto oldest = plans_.begin();
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
     if (it->second->last_use.load(std::memory_order_relaxed) < oldest->second->last_use.load(std::memory_order_relaxed)) {
       oldest = it;
     }
   }
+  std::unique_ptr<Entry> entry = std::move(oldest->second);
   plans_.erase(oldest);
+  return entry;
 }
 
 size_t FusionCache::kernelCount() const {

@@ -3,7 +3,8 @@
 // signature plans, lowers and loads (on a GPU, NVRTC through the kernel caches); every later call
 // computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
 // but kernels leave their row or element counts to launch arguments: a new batch size or sequence
-// length is planned again (under a millisecond) and usually runs kernels compiled already.
+// length is planned again (a few hundred microseconds) and usually lowers to kernels this cache has
+// loaded already, which it then runs without emitting or compiling them (known by their code digest).
 //
 // Checked on a miss only (a hit has the signature of inputs that passed): the inputs' count, kinds,
 // dtypes and ranks against the definition (explain's own checks), and that every tensor is on one
@@ -105,7 +106,9 @@ class FusionCache {
   std::shared_ptr<const PreparedPlan> find(const InputSignature& signature);
   std::shared_ptr<const PreparedPlan> prepareMiss(const std::vector<DeviceValue>& inputs,
                                                   const InputSignature& signature);
-  void evictLeastRecentlyUsed();  // with the unique lock held
+  struct Entry;
+  // Removes the least recently run plan (with the unique lock held); the caller destroys it after unlocking.
+  std::unique_ptr<Entry> evictLeastRecentlyUsed();
   DeviceInfo deviceInfo(int device) const;
   DeviceOps& opsFor(int device);
   int deviceOf(const std::vector<DeviceValue>& inputs) const;
@@ -133,7 +136,9 @@ class FusionCache {
     bool operator==(const KernelKey&) const = default;
   };
   struct KernelKeyHash {
-    size_t operator()(const KernelKey& k) const { return k.digest.low ^ (k.digest.high << 1) ^ static_cast<size_t>(k.device); }
+    size_t operator()(const KernelKey& k) const {
+      return k.digest.low ^ (k.digest.high << 1) ^ static_cast<size_t>(k.device);
+    }
   };
   struct KnownKernel {
     KernelHandle function = nullptr;

@@ -298,3 +298,76 @@ def generate_in_place(seed: int) -> str | None:
     first_output = next(n for n, line in enumerate(lines) if "fd.add_output(" in line)
     lines.insert(first_output, f"    fd.add_output(fd.ops.cast({value}, DataType.{dtype}), alias_input=original{i})")
     return "\n".join(lines)
+
+
+SHAPE_SETS = 6  # input shapes a multi-shape case runs, one after the other, through one definition
+ROW_COUNTS = [1, 64, 97, 128, 200, 256, 257, 300]
+
+
+def generate_multi_shape(seed: int) -> str:
+    """The source of one case whose definition leaves every size open (define_tensor(shape=[-1, ...])):
+    1-3 inputs of one rank, contiguous or transposed, strided or offset in memory (declared so), and 2-6
+    ops that fix no size (elementwise math, reductions kept as size-1 dims and broadcast back, var_mean
+    normalizations, permute round trips), then 1-2 outputs. Defines `fd` and `input_sets`: SHAPE_SETS lists
+    of inputs of other sizes (mostly another leading dim, now and then every dim; 1 included), which run one after the other
+    through the definition's one plan cache: kernels compiled for one shape run for the others."""
+    rng = random.Random(seed)
+    rank = rng.randint(1, 3)
+    n_inputs = rng.randint(1, 3)
+    dtypes = [rng.choice(DTYPES) for _ in range(n_inputs)]
+    layouts = [rng.choice(["contiguous", "contiguous", "transposed", "strided", "offset"]) for _ in range(n_inputs)]
+    shapes = [[rng.choice(SIZES) for _ in range(rank)]]
+    while len(shapes) < SHAPE_SETS:
+        shape = list(shapes[0])
+        if rng.random() < 0.8:
+            shape[0] = rng.choice(ROW_COUNTS)  # another batch or row count, the rest as before
+        else:
+            shape = [rng.choice(SIZES) for _ in range(rank)]
+        shapes.append(shape)
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", "",
+             "input_sets = []"]
+    for shape in shapes:
+        for i in range(n_inputs):
+            lines += _input_source(i, shape, dtypes[i][0], layouts[i], rng)
+        lines.append(f"input_sets.append([{', '.join(f'x{i}' for i in range(n_inputs))}])")
+    lines.append("with FusionDefinition() as fd:")
+    body = []
+    for i in range(n_inputs):
+        contiguity = [layouts[i] == "contiguous"] * rank
+        body.append(f"t{i} = fd.define_tensor(shape={[-1] * rank}, contiguity={contiguity}, dtype=DataType.{dtypes[i][1]})")
+        body.append(f"t{i} = fd.ops.cast(t{i}, DataType.Float)")
+    live = [f"t{i}" for i in range(n_inputs)]
+    count = n_inputs
+    extra_outputs = []
+    for _ in range(rng.randint(2, 6)):
+        name = f"t{count}"
+        count += 1
+        a = rng.choice(live)
+        kind = rng.random()
+        if kind < 0.3:
+            body.append(f"{name} = fd.ops.{rng.choice(UNARY)}({a})")
+        elif kind < 0.55:
+            body.append(f"{name} = fd.ops.{rng.choice(BINARY)}({a}, {rng.choice(live)})")
+        elif kind < 0.75:
+            dims = sorted(rng.sample(range(rank), rng.randint(1, rank)))
+            body.append(f"r{count} = fd.ops.{rng.choice(['sum', 'max', 'min'])}({a}, dims={dims}, keepdim=True)")
+            if rng.random() < 0.3:
+                extra_outputs.append(f"r{count}")
+            body.append(f"{name} = fd.ops.sub({a}, r{count})")
+        elif kind < 0.88:
+            body.append(f"v{count}, m{count} = fd.ops.var_mean({a}, dims=[{rank - 1}], correction=0, keepdim=True)")
+            body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, m{count}), fd.ops.rsqrt(fd.ops.add(v{count}, 1e-5)))")
+        elif rank > 1:
+            order = list(range(rank))
+            rng.shuffle(order)
+            inverse = [order.index(d) for d in range(rank)]
+            body.append(f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})")
+        else:
+            body.append(f"{name} = fd.ops.cast(fd.ops.cast({a}, DataType.BFloat16), DataType.Float)")
+        live.append(name)
+    outputs = rng.sample(live[n_inputs:], min(len(live) - n_inputs, rng.randint(1, 2))) + extra_outputs
+    out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
+    for out in outputs:
+        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from braze import execute as _execute
-from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_scan
+from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
 FIRST = int(os.environ.get("BRAZE_FUZZ_SEED", "0"))
@@ -162,3 +162,34 @@ def test_random_in_place_updates_match_the_reference():
             raise AssertionError(f"{type(error).__name__}: {error}\n\n# in-place case {seed}\n{source}") from error
         checked += 1
     assert checked >= 0.8 * IN_PLACE_CASES, f"only {checked} of {IN_PLACE_CASES} in-place cases ran"
+
+
+SHAPES_CASES = int(os.environ.get("BRAZE_FUZZ_SHAPES_CASES", "200"))
+
+
+def test_random_fusions_over_several_shapes_match_the_reference():
+    """Definitions that leave sizes open, run for several input shapes one after the other: a new shape
+    whose kernels were compiled for an earlier one runs them (known by their code digest, neither emitted
+    nor loaded again) with its own launch arguments; every shape's outputs match the reference's, and
+    so do the first shape's when it runs again (its prepared plan)."""
+    checked = 0
+    for seed in range(FIRST, FIRST + SHAPES_CASES):
+        source = generate_multi_shape(seed)
+        scope: dict = {}
+        exec(compile(source, f"<multi-shape case {seed}>", "exec"), scope)
+        fd, input_sets = scope["fd"], scope["input_sets"]
+        try:
+            wants = [_execute.reference(fd, inputs) for inputs in input_sets]
+        except ValueError:
+            continue
+        try:
+            for inputs, want in zip(input_sets + input_sets[:1], wants + wants[:1]):
+                got = fd.execute(inputs)
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    assert g.shape == w.shape, f"{g.shape} != {w.shape}"
+                    _close(g, w, source)
+        except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
+            raise AssertionError(f"{type(error).__name__}: {error}\n\n# multi-shape case {seed}\n{source}") from error
+        checked += 1
+    assert checked >= 0.9 * SHAPES_CASES, f"only {checked} of {SHAPES_CASES} multi-shape cases ran"
