@@ -47,6 +47,25 @@ def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random
     return lines
 
 
+def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random) -> str:
+    """A line computing exp of `a` through a random permute and back (a transpose the plan must see through)."""
+    order = list(range(rank))
+    rng.shuffle(order)
+    inverse = [order.index(d) for d in range(rank)]
+    return f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})"
+
+
+def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_outputs: list[str],
+                  rng: random.Random) -> str:
+    """The case's source: 1-2 of the computed values (and the extra outputs) cast to one dtype as outputs."""
+    outputs = rng.sample(computed, min(len(computed), rng.randint(1, 2))) + extra_outputs
+    out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
+    for out in outputs:
+        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"
+
+
 def generate(seed: int) -> str:
     """The source of one case: defines `fd` and `inputs`."""
     rng = random.Random(seed)
@@ -90,10 +109,7 @@ def generate(seed: int) -> str:
             body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, fd.ops.expand(m{count}, {full})), "
                         f"fd.ops.rsqrt(fd.ops.add(fd.ops.expand(v{count}, {full}), 1e-5)))")
         elif kind < 0.76 and rank > 1:
-            order = list(range(rank))
-            rng.shuffle(order)
-            inverse = [order.index(d) for d in range(rank)]
-            body.append(f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})")
+            body.append(_permute_round_trip(name, a, rank, rng))
         elif kind < 0.84 and shape[-1] > 1:
             k = rng.randint(1, shape[-1] - 1)
             starts = [0] * rank
@@ -113,12 +129,7 @@ def generate(seed: int) -> str:
                 total *= s
             body.append(f"{name} = fd.ops.reshape(fd.ops.sin(fd.ops.reshape({a}, [{total}])), {full})")
         live.append(name)
-    outputs = rng.sample(live[n_inputs:], min(len(live) - n_inputs, rng.randint(1, 2))) + extra_outputs
-    out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
-    for out in outputs:
-        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
-    lines += ["    " + line for line in body]
-    return "\n".join(lines) + "\n"
+    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)
 
 
 MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]
@@ -358,16 +369,8 @@ def generate_multi_shape(seed: int) -> str:
             body.append(f"v{count}, m{count} = fd.ops.var_mean({a}, dims=[{rank - 1}], correction=0, keepdim=True)")
             body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, m{count}), fd.ops.rsqrt(fd.ops.add(v{count}, 1e-5)))")
         elif rank > 1:
-            order = list(range(rank))
-            rng.shuffle(order)
-            inverse = [order.index(d) for d in range(rank)]
-            body.append(f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})")
+            body.append(_permute_round_trip(name, a, rank, rng))
         else:
             body.append(f"{name} = fd.ops.cast(fd.ops.cast({a}, DataType.BFloat16), DataType.Float)")
         live.append(name)
-    outputs = rng.sample(live[n_inputs:], min(len(live) - n_inputs, rng.randint(1, 2))) + extra_outputs
-    out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
-    for out in outputs:
-        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
-    lines += ["    " + line for line in body]
-    return "\n".join(lines) + "\n"
+    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)

@@ -6,6 +6,7 @@ case's source, a standalone Python reproducer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import ml_dtypes
@@ -125,12 +126,28 @@ def test_random_scans_match_the_reference():
 IN_PLACE_CASES = int(os.environ.get("BRAZE_FUZZ_IN_PLACE_CASES", "200"))
 
 
+@contextlib.contextmanager
+def _reported(what: str, source: str):
+    """Any failure inside raised again with the case's source, a standalone reproducer."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
+        raise AssertionError(f"{type(error).__name__}: {error}\n\n# {what}\n{source}") from error
+
+
 def _close(got, want, source: str):
     rtol, atol = TOLERANCE.get(np.dtype(want.dtype), (0, 0))
     if "var_mean" in source:
         atol *= 400  # as _check: a constant row's variance
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=rtol,
                                atol=atol, equal_nan=True)
+
+
+def _close_all(got, want, source: str):
+    assert len(got) == len(want), f"{len(got)} outputs, the reference has {len(want)}"
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w), f"{np.shape(g)} != {np.shape(w)}"
+        _close(g, w, source)
 
 
 def test_random_in_place_updates_match_the_reference():
@@ -150,16 +167,11 @@ def test_random_in_place_updates_match_the_reference():
             want = _execute.reference(theirs["fd"], theirs["inputs"])
         except ValueError:
             continue
-        try:
-            got = ours["fd"].execute(ours["inputs"])
-            assert len(got) == len(want)
-            for g, w in zip(got, want):
-                _close(g, w, source)
+        with _reported(f"in-place case {seed}", source):
+            _close_all(ours["fd"].execute(ours["inputs"]), want, source)
             for i, (g, w) in enumerate(zip(ours["inputs"], theirs["inputs"])):
                 assert g.strides == w.strides, f"input {i}'s layout changed"
                 _close(g, w, source)
-        except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
-            raise AssertionError(f"{type(error).__name__}: {error}\n\n# in-place case {seed}\n{source}") from error
         checked += 1
     assert checked >= 0.8 * IN_PLACE_CASES, f"only {checked} of {IN_PLACE_CASES} in-place cases ran"
 
@@ -182,14 +194,8 @@ def test_random_fusions_over_several_shapes_match_the_reference():
             wants = [_execute.reference(fd, inputs) for inputs in input_sets]
         except ValueError:
             continue
-        try:
+        with _reported(f"multi-shape case {seed}", source):
             for inputs, want in zip(input_sets + input_sets[:1], wants + wants[:1]):
-                got = fd.execute(inputs)
-                assert len(got) == len(want)
-                for g, w in zip(got, want):
-                    assert g.shape == w.shape, f"{g.shape} != {w.shape}"
-                    _close(g, w, source)
-        except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
-            raise AssertionError(f"{type(error).__name__}: {error}\n\n# multi-shape case {seed}\n{source}") from error
+                _close_all(fd.execute(inputs), want, source)
         checked += 1
     assert checked >= 0.9 * SHAPES_CASES, f"only {checked} of {SHAPES_CASES} multi-shape cases ran"
