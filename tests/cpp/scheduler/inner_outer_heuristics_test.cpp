@@ -71,6 +71,31 @@ TEST(InnerOuterHeuristics, ABlockAddsUpItsThreadRowsPartialSumsWhenTheyFitInShar
   }
 }
 
+TEST(InnerOuterHeuristics, TheBlockCombineStaysInItsSharedMemoryBudgetOnEveryDevice) {
+  for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100(), DeviceInfo::mi300x()}) {
+    for (int64_t hidden : {96, 768, 1600, 4096, 12288}) {
+      for (int64_t outer : {1, 2, 8}) {
+        for (int64_t acc : {4, 8}) {
+          InnerOuterProblem problem = layerNormBackward(2048, hidden, outer);
+          problem.accumulator_bytes = acc;
+          const InnerOuterParams p = innerOuterHeuristics(device, problem);
+          SCOPED_TRACE(p.toString());
+          EXPECT_LE(p.combine_bytes, 32 * 1024);
+          EXPECT_LE(p.combine_bytes, device.smem_per_block_optin);
+          if (p.combine_in_block) {
+            EXPECT_GT(p.inner.threads_y, 1);
+            EXPECT_EQ(p.combine_bytes, outer * p.inner.threads_y * hidden * acc);
+            EXPECT_EQ(p.partial_rows, p.blocks);
+          } else {
+            EXPECT_EQ(p.combine_bytes, 0);
+            EXPECT_EQ(p.partial_rows, p.blocks * p.inner.threads_y);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(InnerOuterHeuristics, MoreOuterReductionsKeepFewerRowValuesInRegisters) {
   // Each outer reduction adds a partial sum per element a thread owns: enough of them push the row to
   // shared memory, and the resident blocks per SM (so the grid) shrink with the registers used.
