@@ -4,6 +4,7 @@
 #include "codegen/source_ops.h"
 #include "codegen/source_preamble.h"
 #include "codegen/mma_preamble.h"
+#include "codegen/tma_preamble.h"
 #include "codegen/var_uses.h"
 
 #include <fmt/format.h>
@@ -113,6 +114,7 @@ class Emitter {
     if (usesRandom()) out += randomPreamble();
     if (k_.index_errors) out += indexCheckPreamble();
     out += mmaPreamble(k_, dialect_);
+    out += tmaPreamble(k_, dialect_);
     out += kKernelPreamble;
     out += fmt::format("\ntypedef {} idx_t;\n\n", k_.index64 ? "long long" : "int");
     std::vector<std::string> params;
@@ -129,6 +131,10 @@ class Emitter {
     for (const ScalarArgument& a : k_.arguments) {
       params.push_back(fmt::format("const {} {}", a.index ? std::string_view("idx_t") : computeTypeName(a.dtype),
                                    a.name));
+    }
+    // Tensor maps last: 128 bytes each, in parameter space where TMA reads them.
+    for (const TensorParam& t : k_.tensors) {
+      if (t.tma) params.push_back(fmt::format("const __grid_constant__ BrazeTensorMap {}", tensorMapName(t)));
     }
     out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
                        fmt::join(params, ", "));
@@ -415,7 +421,11 @@ class Emitter {
       case SKind::Assign: line(depth, fmt::format("{} = {};", k_.vars[s.var].name, e(s.a))); return;
       case SKind::Declare: {
         const KVar& v = k_.vars[s.var];
-        if (v.kind == VarKind::SharedArray) {
+        if (v.kind == VarKind::Mbarriers) {
+          line(depth, fmt::format("unsigned long long* {} = reinterpret_cast<unsigned long long*>(braze_smem + {});  // {} "
+                                  "mbarriers",
+                                  v.name, v.shared_offset, v.size));
+        } else if (v.kind == VarKind::SharedArray) {
           const std::string t = v.storage ? std::string(storageTypeName(v.dtype)) : type(s.var);
           line(depth, fmt::format("{}* {} = reinterpret_cast<{}*>(braze_smem + {});  // {} elements, shared{}", t, v.name,
                                   t, v.shared_offset, v.size, v.storage ? " (as stored)" : ""));
@@ -520,6 +530,20 @@ class Emitter {
         if (s.var >= 0) line(depth, fmt::format("braze_wgmma_hold<{}>({});", k_.vars[s.var].size, k_.vars[s.var].name));
         return;
       case SKind::ProxyFence: line(depth, "braze_fence_proxy_async();"); return;
+      case SKind::MbarrierInit:
+        line(depth, fmt::format("braze_mbarrier_init(&{}[{}], {});", k_.vars[s.var].name, e(s.a), s.width));
+        return;
+      case SKind::MbarrierArriveExpectTx:
+        line(depth, fmt::format("braze_mbarrier_arrive_expect_tx(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.b)));
+        return;
+      case SKind::MbarrierWait:
+        line(depth, fmt::format("braze_mbarrier_wait(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.b)));
+        return;
+      case SKind::TmaLoad:
+        line(depth, fmt::format("braze_tma_load_2d(&{}[{}], &{}, {}, {}, &{}[{}]);", k_.vars[s.var].name, e(s.a),
+                                tensorMapName(k_.tensors[s.tensor]), e(s.b), e(s.c), k_.vars[s.mma_operands[0]].name,
+                                e(s.d)));
+        return;
     }
   }
 

@@ -229,6 +229,9 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
                                    std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
                                    std::unordered_map<std::string, int32_t>& shared_workspaces) {
   const kernel::Kernel& k = *compiled_.kernels[index];
+  for (const kernel::TensorParam& p : k.tensors) {
+    BRAZE_ASSERT(!p.tma, "kernel {} reads {} through TMA: launches pass no tensor maps", k.name, p.name);
+  }
   Launch launch;
   launch.shape = {k.grid, k.block, k.shared_bytes};
   for (const kernel::TensorParam& p : k.tensors) {

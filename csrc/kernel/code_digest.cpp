@@ -68,7 +68,7 @@ class KernelDigester {
     for (const Stmt& s : stmts) {
       d.add(static_cast<uint64_t>(s.kind));
       d.add(Digester::pack(s.var, s.tensor));
-      for (ExprId e : {s.a, s.b, s.c}) d.add(expr(e));
+      for (ExprId e : {s.a, s.b, s.c, s.d}) d.add(expr(e));
       d.add(Digester::pack(s.width, s.axis));
       d.add(static_cast<uint64_t>(s.unroll) | static_cast<uint64_t>(s.transpose) << 1 |
             static_cast<uint64_t>(s.reduce) << 2 | static_cast<uint64_t>(s.mma_shape) << 10);
@@ -86,7 +86,7 @@ class KernelDigester {
  private:
   static void markStmts(const std::vector<Stmt>& stmts, std::vector<bool>& reached) {
     for (const Stmt& s : stmts) {
-      for (ExprId e : {s.a, s.b, s.c}) {
+      for (ExprId e : {s.a, s.b, s.c, s.d}) {
         if (e >= 0) reached[e] = true;
       }
       markStmts(s.body, reached);
@@ -140,7 +140,9 @@ CodeDigest codeDigest(const Kernel& k) {
     d.add(static_cast<uint64_t>(first_sharing));
     d.add(static_cast<uint64_t>(t.dtype) | static_cast<uint64_t>(t.output) << 16 |
           static_cast<uint64_t>(t.workspace) << 17 | static_cast<uint64_t>(t.zeroed) << 18 |
-          static_cast<uint64_t>(t.shared) << 19 | static_cast<uint64_t>(t.index_errors) << 20);
+          static_cast<uint64_t>(t.shared) << 19 | static_cast<uint64_t>(t.index_errors) << 20 |
+          static_cast<uint64_t>(t.tma.has_value()) << 21 | static_cast<uint64_t>(t.tma && t.tma->swizzle) << 22);
+    if (t.tma) d.add(Digester::pack(static_cast<int32_t>(t.tma->box_rows), static_cast<int32_t>(t.tma->box_columns)));
   }
   d.add(static_cast<uint64_t>(k.arguments.size()));
   for (const ScalarArgument& a : k.arguments) {

@@ -497,9 +497,11 @@ VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, 
   const VarId id = scalarVar(std::move(prefix), dtype);
   k_.vars[id].kind = kind;
   k_.vars[id].size = size;
-  if (kind == VarKind::SharedArray) {
+  if (kind == VarKind::SharedArray || kind == VarKind::Mbarriers) {
     k_.vars[id].shared_offset = k_.shared_bytes;
-    k_.shared_bytes += (size * sizeOf(computeTypeOf(dtype)) + 15) / 16 * 16;  // arrays hold compute values
+    // Arrays hold compute values; an mbarrier is 8 bytes.
+    const int64_t element = kind == VarKind::Mbarriers ? 8 : sizeOf(computeTypeOf(dtype));
+    k_.shared_bytes += (size * element + 15) / 16 * 16;
   }
   return id;
 }
@@ -573,14 +575,17 @@ void KernelBuilder::assign(VarId var, ExprId value) {
 
 void KernelBuilder::declare(VarId array) { pushBare(SKind::Declare, array); }
 
-void KernelBuilder::localWrite(VarId array, ExprId at, ExprId value) {
+void KernelBuilder::pushOnVar(SKind kind, VarId var, ExprId a, ExprId b, int32_t width) {
   Stmt s;
-  s.kind = SKind::LocalWrite;
-  s.var = array;
-  s.a = at;
-  s.b = value;
+  s.kind = kind;
+  s.var = var;
+  s.a = a;
+  s.b = b;
+  s.width = width;
   push(std::move(s));
 }
+
+void KernelBuilder::localWrite(VarId array, ExprId at, ExprId value) { pushOnVar(SKind::LocalWrite, array, at, value); }
 
 void KernelBuilder::store(TensorId tensor, ExprId offset, ExprId value) {
   Stmt s;
@@ -699,6 +704,25 @@ void KernelBuilder::wgmmaWait(int pending_groups, VarId accumulators) {
 }
 
 void KernelBuilder::proxyFence() { pushBare(SKind::ProxyFence); }
+
+void KernelBuilder::mbarrierInit(VarId mbarriers, ExprId at, int arrivals) {
+  pushOnVar(SKind::MbarrierInit, mbarriers, at, -1, arrivals);
+}
+
+void KernelBuilder::mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes) {
+  pushOnVar(SKind::MbarrierArriveExpectTx, mbarriers, at, bytes);
+}
+
+void KernelBuilder::mbarrierWait(VarId mbarriers, ExprId at, ExprId parity) {
+  pushOnVar(SKind::MbarrierWait, mbarriers, at, parity);
+}
+
+void KernelBuilder::tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers,
+                            ExprId barrier) {
+  Stmt s{.kind = SKind::TmaLoad, .var = shared, .tensor = tensor, .a = at, .b = column, .c = row, .d = barrier};
+  s.mma_operands[0] = mbarriers;
+  push(std::move(s));
+}
 
 void KernelBuilder::openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll) {
   // In the body, var runs over [begin, end) upwards (the range of this loop: a variable some other

@@ -71,7 +71,9 @@ struct KExpr {
   std::vector<ExprId> args;  // operands
 };
 
-enum class VarKind : uint8_t { Scalar, LocalArray, SharedArray };
+// Mbarriers: `size` mbarrier objects (8 bytes each) in the block's shared memory, at shared_offset: the
+// phases TMA copies complete and threads wait on (SKind::Mbarrier*).
+enum class VarKind : uint8_t { Scalar, LocalArray, SharedArray, Mbarriers };
 
 struct KVar {
   std::string name;
@@ -135,6 +137,21 @@ enum class SKind : uint8_t {
   // proxy that wgmma reads through (fence.proxy.async.shared::cta): needed between them and the barrier
   // after which a wgmma reads them.
   ProxyFence,
+  // Mbarriers (sm_90): mbarrier var[a] made ready for `width` arrivals per phase, its phase 0 open. One
+  // thread initializes; a barrier must follow before any other thread uses it.
+  MbarrierInit,
+  // This thread arrives on mbarrier var[a] and adds b bytes to what its current phase waits for: the
+  // phase completes once every arrival is in and that many bytes of TMA copies have landed.
+  MbarrierArriveExpectTx,
+  // Waits until the phase of mbarrier var[a] with parity b (0 or 1) has completed: the copies it counted
+  // are then visible to this thread.
+  MbarrierWait,
+  // A TMA load (cp.async.bulk.tensor.2d): the box of tensor `tensor` (TensorParam::tma) at element column
+  // b and row c, out-of-range elements as zeros, into shared array var from element a (a storage array;
+  // rows of the box one after the other, each 128-byte row swizzled like a wgmma operand where the box is
+  // swizzled). It completes its bytes on mbarrier mma_operands[0][d]; its elements may be read only after
+  // a wait on the phase that counted them.
+  TmaLoad,
 };
 
 struct Stmt {
@@ -142,6 +159,7 @@ struct Stmt {
   VarId var = -1;
   TensorId tensor = -1;
   ExprId a = -1, b = -1, c = -1;
+  ExprId d = -1;              // TmaLoad: the mbarrier's index
   int32_t width = 1;
   bool unroll = false;
   int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
@@ -151,7 +169,7 @@ struct Stmt {
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
   int32_t b_offset = 0;       // Mma: the B fragment's first element in its array (one array for two n-tiles)
   std::array<WgmmaOperand, 2> wgmma_operands{};  // Wgmma: how A and B lie in shared memory
-  std::vector<Stmt> body, orelse;
+  std::vector<Stmt> body{}, orelse{};
 };
 
 // The type kernels hold a value of `dtype` in: Float for Half/BFloat16/Float/fp8, Double, Int64 for
@@ -177,6 +195,15 @@ struct TensorParam {
   // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
   // one Int64 word, bound by whoever launches.
   bool index_errors = false;
+  // Read by TMA loads too (SKind::TmaLoad): the tensor as a 2D tensor map (its layout: [rows, columns],
+  // columns contiguous) in boxes of `box_rows` x `box_columns` elements, 128-byte swizzled where `swizzle`
+  // (box_columns then fills exactly 128 bytes). The kernel takes the map as a parameter of its own, after
+  // the scalar arguments; whoever launches encodes it for the bound pointer.
+  struct TmaBox {
+    int64_t box_rows = 0, box_columns = 0;
+    bool swizzle = false;
+  };
+  std::optional<TmaBox> tma = std::nullopt;
 };
 
 // A scalar parameter of the kernel, after the tensor parameters, with this launch's value: an index the
@@ -338,6 +365,11 @@ class KernelBuilder {
   // stay after it in the emitted code).
   void wgmmaWait(int pending_groups, VarId accumulators = -1);
   void proxyFence();
+  void mbarrierInit(VarId mbarriers, ExprId at, int arrivals);
+  void mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes);
+  void mbarrierWait(VarId mbarriers, ExprId at, ExprId parity);
+  // shared[at ..] = the TMA box of `tensor` at (column, row), completing on mbarriers[barrier].
+  void tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers, ExprId barrier);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);
@@ -356,6 +388,8 @@ class KernelBuilder {
   void push(Stmt s);
   // A statement of only a kind, a var and a width (barriers, fences, commits, waits, declarations).
   void pushBare(SKind kind, VarId var = -1, int32_t width = 1);
+  // A statement on var with operands a and b (array writes, mbarrier statements).
+  void pushOnVar(SKind kind, VarId var, ExprId a, ExprId b, int32_t width = 1);
 
   Kernel& k_;
   // The interned expressions by the hash of their fields: the newest id with that hash, and per id the

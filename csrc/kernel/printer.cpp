@@ -30,8 +30,12 @@ class KernelPrinter {
                          : p.workspace  ? (p.zeroed ? "workspace, zeroed" : "workspace")
                          : p.output     ? "output"
                                         : "input";
-      line(1, "tensor {}: {}[{}] strides [{}] offset {} align {} ({})", p.name, toString(p.dtype),
-           fmt::join(p.layout.sizes, ", "), fmt::join(p.layout.strides, ", "), p.layout.offset, p.alignment_bytes, role);
+      const std::string tma = p.tma ? fmt::format(", TMA boxes of {}x{}{}", p.tma->box_rows, p.tma->box_columns,
+                                                  p.tma->swizzle ? " swizzled" : "")
+                                    : "";
+      line(1, "tensor {}: {}[{}] strides [{}] offset {} align {} ({}{})", p.name, toString(p.dtype),
+           fmt::join(p.layout.sizes, ", "), fmt::join(p.layout.strides, ", "), p.layout.offset, p.alignment_bytes, role,
+           tma);
     }
     for (const ScalarArgument& a : k_.arguments) {
       line(1, "argument {}: {} = {}", a.name, a.index ? "index" : toString(a.dtype), ::braze::toString(a.value));
@@ -39,6 +43,10 @@ class KernelPrinter {
     for (size_t v = 0; v < k_.vars.size(); ++v) {
       const KVar& var = k_.vars[v];
       if (var.kind == VarKind::Scalar) continue;
+      if (var.kind == VarKind::Mbarriers) {
+        line(1, "mbarriers {}: {} at byte {}", names_[v], var.size, var.shared_offset);
+        continue;
+      }
       line(1, "{} array {}: {}[{}]{}", var.kind == VarKind::SharedArray ? "shared" : "local", names_[v],
            toString(var.dtype), var.size,
            var.kind == VarKind::SharedArray ? fmt::format(" at byte {}{}", var.shared_offset, var.storage ? " (as stored)" : "")
@@ -166,6 +174,15 @@ class KernelPrinter {
       case SKind::WgmmaCommit: line(depth, "wgmma_commit"); return;
       case SKind::WgmmaWait: line(depth, "wgmma_wait({} in flight)", s.width); return;
       case SKind::ProxyFence: line(depth, "proxy_fence_async_shared"); return;
+      case SKind::MbarrierInit: line(depth, "mbarrier_init({}[{}], {} arrivals)", var(), expr(s.a), s.width); return;
+      case SKind::MbarrierArriveExpectTx:
+        line(depth, "mbarrier_arrive_expect_tx({}[{}], {} bytes)", var(), expr(s.a), expr(s.b));
+        return;
+      case SKind::MbarrierWait: line(depth, "mbarrier_wait({}[{}], parity {})", var(), expr(s.a), expr(s.b)); return;
+      case SKind::TmaLoad:
+        line(depth, "{}[{} ..] = tma_load({} box at column {}, row {}; completes on {}[{}])", var(), expr(s.a), tensor(),
+             expr(s.b), expr(s.c), names_[s.mma_operands[0]], expr(s.d));
+        return;
     }
   }
 

@@ -66,7 +66,10 @@ void Simulator::run() {
     unfenced_.clear();
     unfenced_list_.clear();
     unfenced_accumulators_.clear();
+    mbarriers_.clear();
+    tma_in_flight_.clear();
     exec(k_.body, Mask(threads_, 1));
+    requireNoTmaInFlight();
     for (const auto& [g, flights] : wgmma_pending_) {
       if (!flights.empty()) fail(g * 128, "the block ends with wgmmas in flight (no wgmma wait covers them)");
     }
@@ -251,6 +254,7 @@ void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
 }
 
 void Simulator::requireLanded(VarId var, int64_t t, int64_t i) {
+  requireTmaLanded(var, t, i, false);
   auto it = in_flight_.find(var);
   if (it == in_flight_.end() || i < 0 || i >= static_cast<int64_t>(it->second.size()) || it->second[i] == 0) return;
   fail(t, fmt::format("reads shared {}[{}] while a cp.async into it is in flight (no cp.async wait covers it)",
@@ -277,6 +281,10 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       return;
     case SKind::Declare: {
       const KVar& v = k_.vars[s.var];
+      if (v.kind == VarKind::Mbarriers) {
+        mbarriers_[s.var].assign(v.size, MbarrierState{});
+        return;
+      }
       // Poison: a read before a write shows up as NaN (or an absurd integer) in the results.
       const bool shared = v.kind == VarKind::SharedArray;
       arrays_[s.var].assign((shared ? 1 : threads_) * v.size,
@@ -294,6 +302,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       for (int64_t t = 0; t < threads_; ++t) {
         if (!mask[t]) continue;
         if (shared) {
+          requireTmaLanded(s.var, t, writes[t].first, true);
           noteShared(s.var, t, writes[t].first, true);
           noteUnfenced(s.var, t, writes[t].first);
         } else {
@@ -342,6 +351,10 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
     case SKind::WgmmaCommit: execWgmmaCommit(mask); return;
     case SKind::WgmmaWait: execWgmmaWait(s, mask); return;
     case SKind::ProxyFence: execProxyFence(mask); return;
+    case SKind::MbarrierInit: execMbarrierInit(s, mask); return;
+    case SKind::MbarrierArriveExpectTx: execMbarrierArrive(s, mask); return;
+    case SKind::MbarrierWait: execMbarrierWait(s, mask); return;
+    case SKind::TmaLoad: execTmaLoad(s, mask); return;
     case SKind::Fence: return;  // blocks run one after another: writes are visible at once
     case SKind::AtomicAdd:
       for (int64_t t = 0; t < threads_; ++t) {

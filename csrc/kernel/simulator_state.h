@@ -1,6 +1,7 @@
 // The CPU simulator's state and statements (simulator.h says what it runs and checks), shared by
-// simulator.cpp (blocks, expressions, scalar, vector and reduction statements) and simulator_matrix.cpp
-// (the asynchronous copies and the matrix statements: cp.async, ldmatrix, mma, wgmma).
+// simulator.cpp (blocks, expressions, scalar, vector and reduction statements), simulator_matrix.cpp
+// (the asynchronous copies and the matrix statements: cp.async, ldmatrix, mma, wgmma) and
+// simulator_tma.cpp (mbarriers and TMA loads).
 #pragma once
 
 #include "kernel/element_math.h"
@@ -100,6 +101,36 @@ class Simulator {
   void noteUnfenced(VarId var, int64_t t, int64_t i);
   void execReduce(const Stmt& s, const Mask& mask);
 
+  // Mbarriers and TMA loads (simulator_tma.cpp). A TMA copy reads its box when issued and lands (its
+  // elements written, its bytes counted) when a thread waits on the phase that needs it: an element read
+  // or written before then, an arrival beyond the barrier's count, bytes beyond what the phase expects, a
+  // wait on a phase that can never complete, and a block ending with copies in flight are reported.
+  struct PendingTma {
+    VarId var = -1;
+    std::vector<int64_t> elements;  // of var, one per box element
+    std::vector<SimValue> values;
+    int64_t bytes = 0;
+  };
+  struct MbarrierState {
+    bool initialized = false;
+    int64_t init_thread = -1, init_epoch = -1;
+    int64_t arrivals = 0;        // per phase
+    int64_t pending = 0;         // arrivals the current phase still waits for
+    int64_t expected_bytes = 0;  // transaction bytes it waits for (arrive.expect_tx)
+    int64_t delivered_bytes = 0;
+    int64_t completed = 0;       // phases completed
+    std::vector<PendingTma> copies;  // issued, not landed
+  };
+  MbarrierState& mbarrierAt(VarId var, int64_t t, ExprId at, bool initializing = false);
+  void execMbarrierInit(const Stmt& s, const Mask& mask);
+  void execMbarrierArrive(const Stmt& s, const Mask& mask);
+  void execMbarrierWait(const Stmt& s, const Mask& mask);
+  void execTmaLoad(const Stmt& s, const Mask& mask);
+  // Lands the phase's copies and completes it where its arrivals and bytes are all in.
+  void landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t);
+  void requireTmaLanded(VarId var, int64_t t, int64_t i, bool write);
+  void requireNoTmaInFlight();
+
   const Kernel& k_;
   std::array<int64_t, 2> grid_;
   const std::vector<ScalarValue>& arguments_;
@@ -141,6 +172,9 @@ class Simulator {
   std::unordered_map<int64_t, std::vector<std::pair<VarId, int64_t>>> unfenced_list_;
   // (warpgroup, local array) pairs written since the warpgroup's last wgmma fence.
   std::set<std::pair<int64_t, VarId>> unfenced_accumulators_;
+  // Per Mbarriers var: each barrier's state; per shared element, the TMA copies in flight into it.
+  std::unordered_map<VarId, std::vector<MbarrierState>> mbarriers_;
+  std::unordered_map<VarId, std::vector<int32_t>> tma_in_flight_;
 };
 
 }  // namespace braze::kernel::sim

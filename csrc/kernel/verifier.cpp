@@ -2,6 +2,8 @@
 
 #include "support/error.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -131,6 +133,7 @@ class KernelVerifier {
         uses(s.a, "an array write");
         uses(s.b, "an array write");
         check(defined_.count(s.var) != 0, "a write to array {} before its declaration", k_.vars.at(s.var).name);
+        check(k_.vars[s.var].kind != VarKind::Mbarriers, "a write to mbarriers {} as values", k_.vars[s.var].name);
         break;
       case SKind::For:
         uses(s.a, "a loop bound");
@@ -200,7 +203,52 @@ class KernelVerifier {
       case SKind::WgmmaCommit:
       case SKind::ProxyFence: break;
       case SKind::WgmmaWait: check(s.width >= 0, "a wgmma wait for {} groups", s.width); break;
+      case SKind::MbarrierInit:
+        mbarrier(s.var, s.a, "an mbarrier init");
+        check(s.width >= 1, "an mbarrier initialized for {} arrivals", s.width);
+        break;
+      case SKind::MbarrierArriveExpectTx:
+      case SKind::MbarrierWait:
+        mbarrier(s.var, s.a, "an mbarrier arrive or wait");
+        uses(s.b, "an mbarrier arrive or wait");
+        break;
+      case SKind::TmaLoad: tmaLoad(s); break;
     }
+  }
+
+  void mbarrier(VarId var, ExprId at, const char* where) {
+    uses(at, where);
+    check(var >= 0 && var < static_cast<VarId>(k_.vars.size()) && k_.vars[var].kind == VarKind::Mbarriers &&
+              defined_.count(var) != 0,
+          "{} on var {}, which is not declared mbarriers", where, var);
+  }
+
+  // A declared shared array of the tensor's stored values, the box within TMA's limits (at most 256 per
+  // dim, rows of a multiple of 16 bytes; a swizzled box 128 bytes wide, into a 1024-byte aligned pattern),
+  // the tensor a 2D view with contiguous columns and 16-byte aligned rows.
+  void tmaLoad(const Stmt& s) {
+    for (ExprId e : {s.a, s.b, s.c}) uses(e, "a TMA load");
+    mbarrier(s.mma_operands[0], s.d, "a TMA load");
+    check(k_.warp_size == 32, "a TMA load in a kernel for {}-lane wavefronts (TMA is NVIDIA's, sm_90)", k_.warp_size);
+    check(s.tensor >= 0 && s.tensor < static_cast<TensorId>(k_.tensors.size()) && k_.tensors[s.tensor].tma.has_value(),
+          "a TMA load of tensor {}, which has no TMA box", s.tensor);
+    const TensorParam& t = k_.tensors[s.tensor];
+    const KVar& v = k_.vars.at(s.var);
+    check(defined_.count(s.var) != 0 && v.kind == VarKind::SharedArray && v.storage && v.dtype == t.dtype,
+          "a TMA load of {} into {}, which is not a declared shared array of stored {} values", t.name, v.name,
+          toString(t.dtype));
+    const int64_t e = sizeOf(t.dtype), row_bytes = t.tma->box_columns * e;
+    check(t.tma->box_rows >= 1 && t.tma->box_rows <= 256 && t.tma->box_columns >= 1 && t.tma->box_columns <= 256 &&
+              row_bytes % 16 == 0,
+          "{}'s TMA box of {}x{} (at most 256 per dim, rows a multiple of 16 bytes)", t.name, t.tma->box_rows,
+          t.tma->box_columns);
+    check(!t.tma->swizzle || (row_bytes == 128 && v.shared_offset % 1024 == 0),
+          "{}'s swizzled TMA box rows are {} bytes into {} at shared byte {} (128 bytes, 1024-byte aligned)", t.name,
+          row_bytes, v.name, v.shared_offset);
+    check(v.shared_offset % 128 == 0, "a TMA load into {} at shared byte {} (128-byte aligned)", v.name, v.shared_offset);
+    check(t.layout.sizes.size() == 2 && t.layout.strides[1] == 1 && t.layout.strides[0] * e % 16 == 0,
+          "{} is read by TMA as [{}] with strides [{}]: a 2D tensor with contiguous columns and 16-byte aligned rows",
+          t.name, fmt::join(t.layout.sizes, ", "), fmt::join(t.layout.strides, ", "));
   }
 
   // Whole warpgroups; operands of one dtype wgmma takes in declared shared arrays at 1024-byte

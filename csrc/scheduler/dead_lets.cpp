@@ -18,7 +18,7 @@ class Reads {
     for (const Stmt& s : list) {
       if (s.kind == SKind::Let && !live_[s.var]) continue;
       if (s.kind != SKind::Let && s.var >= 0) read[s.var] = 1;  // assigned, reduced, a loop's: kept
-      for (ExprId x : {s.a, s.b, s.c}) expr(x);
+      for (ExprId x : {s.a, s.b, s.c, s.d}) expr(x);
       stmts(s.body);
       stmts(s.orelse);
     }

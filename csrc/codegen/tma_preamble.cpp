@@ -1,0 +1,69 @@
+#include "codegen/tma_preamble.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <functional>
+#include <string_view>
+
+namespace braze::codegen {
+namespace {
+
+using kernel::SKind;
+using kernel::Stmt;
+
+bool anyStmt(const std::vector<Stmt>& stmts, const std::function<bool(const Stmt&)>& pred) {
+  return std::any_of(stmts.begin(), stmts.end(),
+                     [&](const Stmt& s) { return pred(s) || anyStmt(s.body, pred) || anyStmt(s.orelse, pred); });
+}
+
+// Each clobbers "memory": the compiler may not move the kernel's shared-memory accesses across them. The
+// wait spins on try_wait (which itself suspends the thread for a while) until the phase has completed.
+constexpr std::string_view kTmaFunctions = R"(
+struct __align__(64) BrazeTensorMap { unsigned long long opaque[16]; };
+__device__ __forceinline__ void braze_mbarrier_init(unsigned long long* bar, int arrivals) {
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(arrivals) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void braze_mbarrier_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void braze_mbarrier_wait(unsigned long long* bar, unsigned parity) {
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "{\n.reg .pred done;\nbraze_wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra braze_wait;\n}\n" ::"r"(b), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void braze_tma_load_2d(void* smem, const BrazeTensorMap* map, int column, int row,
+                                                  unsigned long long* bar) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(s), "l"(map), "r"(column), "r"(row), "r"(b) : "memory");
+}
+)";
+
+}  // namespace
+
+bool usesTma(const kernel::Kernel& kernel) {
+  return anyStmt(kernel.body, [](const Stmt& s) {
+    return s.kind == SKind::MbarrierInit || s.kind == SKind::MbarrierArriveExpectTx || s.kind == SKind::MbarrierWait ||
+           s.kind == SKind::TmaLoad;
+  });
+}
+
+std::string tmaPreamble(const kernel::Kernel& kernel, SourceDialect dialect) {
+  if (!usesTma(kernel)) return "";
+  BRAZE_CHECK(dialect == SourceDialect::Cuda,
+              "kernel {} uses mbarriers or TMA loads, which have no HIP spelling (sm_90's asynchronous copies)",
+              kernel.name);
+  return std::string(kTmaFunctions);
+}
+
+std::string tensorMapName(const kernel::TensorParam& tensor) { return tensor.name + "_map"; }
+
+}  // namespace braze::codegen

@@ -1,0 +1,169 @@
+// The simulator's mbarriers and TMA loads. A TMA load reads its box (zeros outside the tensor) when it is
+// issued, and lands when a thread waits on the mbarrier phase it completes: lazily, so that a thread
+// reading the box's shared elements before its wait reads elements still in flight, which is reported.
+// The box's rows lie one after the other from the destination; a swizzled box's 128-byte rows are placed
+// by the same 128-byte swizzle wgmma reads (kernel/wgmma.h), so a wgmma finds the elements where TMA put
+// them. Phases complete when all their arrivals are in and exactly the bytes announced by
+// arrive.expect_tx have landed.
+#include "kernel/simulator_state.h"
+
+#include "kernel/wgmma.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+namespace braze::kernel::sim {
+
+Simulator::MbarrierState& Simulator::mbarrierAt(VarId var, int64_t t, ExprId at, bool initializing) {
+  const KVar& v = k_.vars[var];
+  auto it = mbarriers_.find(var);
+  if (it == mbarriers_.end()) fail(t, fmt::format("uses mbarriers {} before their declaration", v.name));
+  const int64_t i = eval(at, t).i;
+  if (i < 0 || i >= v.size) fail(t, fmt::format("mbarrier {}[{}] outside its {}", v.name, i, v.size));
+  MbarrierState& m = it->second[i];
+  if (!initializing) {
+    if (!m.initialized) fail(t, fmt::format("uses mbarrier {}[{}] before it is initialized", v.name, i));
+    if (m.init_thread != t && m.init_epoch == epoch_) {
+      fail(t, fmt::format("uses mbarrier {}[{}], which thread {} initialized, with no barrier in between", v.name, i,
+                          m.init_thread));
+    }
+  }
+  return m;
+}
+
+void Simulator::execMbarrierInit(const Stmt& s, const Mask& mask) {
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (!mask[t]) continue;
+    MbarrierState& m = mbarrierAt(s.var, t, s.a, true);
+    if (!m.copies.empty()) fail(t, fmt::format("initializes mbarrier {} while TMA copies complete on it", k_.vars[s.var].name));
+    m = MbarrierState{};
+    m.initialized = true;
+    m.init_thread = t;
+    m.init_epoch = epoch_;
+    m.arrivals = m.pending = s.width;
+  }
+}
+
+void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (!mask[t]) continue;
+    MbarrierState& m = mbarrierAt(s.var, t, s.a);
+    const int64_t bytes = eval(s.b, t).i;
+    if (bytes < 0) fail(t, fmt::format("expects {} transaction bytes on mbarrier {}", bytes, k_.vars[s.var].name));
+    if (m.pending == 0) {
+      fail(t, fmt::format("arrives on mbarrier {} whose phase has all its {} arrivals and has not been waited on",
+                          k_.vars[s.var].name, m.arrivals));
+    }
+    --m.pending;
+    m.expected_bytes += bytes;
+  }
+}
+
+void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t) {
+  for (PendingTma& copy : m.copies) {
+    auto& flight = tma_in_flight_[copy.var];
+    auto& access = shared_[copy.var];
+    for (size_t j = 0; j < copy.elements.size(); ++j) {
+      const int64_t e = copy.elements[j];
+      --flight[e];
+      arrayAt(copy.var, t, e) = copy.values[j];
+      // Written by the copy engine, visible to every thread that waits on the phase: no thread's write.
+      if (e < static_cast<int64_t>(access.size())) access[e] = SharedAccess{};
+    }
+    m.delivered_bytes += copy.bytes;
+  }
+  m.copies.clear();
+  if (m.delivered_bytes > m.expected_bytes) {
+    fail(t, fmt::format("TMA copies delivered {} bytes to mbarrier {}[{}], whose phase expects {}", m.delivered_bytes,
+                        k_.vars[var].name, index, m.expected_bytes));
+  }
+  if (m.pending == 0 && m.delivered_bytes == m.expected_bytes) {
+    ++m.completed;
+    m.pending = m.arrivals;
+    m.expected_bytes = m.delivered_bytes = 0;
+  }
+}
+
+void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (!mask[t]) continue;
+    MbarrierState& m = mbarrierAt(s.var, t, s.a);
+    const int64_t index = eval(s.a, t).i, parity = eval(s.b, t).i;
+    if (parity != 0 && parity != 1) fail(t, fmt::format("waits on mbarrier parity {}", parity));
+    // Done when the phase of that parity is the last completed one (the current phase has the other).
+    if (m.completed % 2 != parity) continue;
+    landCopies(m, s.var, index, t);
+    if (m.completed % 2 == parity) {
+      fail(t, fmt::format("waits on mbarrier {}[{}] for its phase of parity {}, which never completes: {} of its {} "
+                          "arrivals missing, {} of {} expected bytes delivered",
+                          k_.vars[s.var].name, index, parity, m.pending, m.arrivals, m.delivered_bytes, m.expected_bytes));
+    }
+  }
+}
+
+void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
+  const TensorParam& tensor = k_.tensors[s.tensor];
+  const TensorParam::TmaBox& box = *tensor.tma;
+  const KVar& v = k_.vars[s.var];
+  const int64_t element = sizeOf(tensor.dtype), row_bytes = box.box_columns * element;
+  const StridedLayout& layout = tensor.layout;
+  auto& flight = tma_in_flight_[s.var];
+  if (flight.empty()) flight.assign(v.size, 0);
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (!mask[t]) continue;
+    MbarrierState& m = mbarrierAt(s.mma_operands[0], t, s.d);
+    const int64_t at = eval(s.a, t).i, column = eval(s.b, t).i, row = eval(s.c, t).i;
+    const int64_t start = v.shared_offset + at * element;  // the box's first shared byte
+    if (start % (box.swizzle ? 1024 : 128) != 0) {
+      fail(t, fmt::format("a TMA load into {}[{}]: shared byte {} is not {}-byte aligned", v.name, at, start,
+                          box.swizzle ? 1024 : 128));
+    }
+    PendingTma copy{s.var, {}, {}, box.box_rows * row_bytes};
+    for (int64_t r = 0; r < box.box_rows; ++r) {
+      for (int64_t c = 0; c < box.box_columns; ++c) {
+        const int64_t gr = row + r, gc = column + c;
+        SimValue value{0.0, 0};
+        if (gr >= 0 && gr < layout.sizes[0] && gc >= 0 && gc < layout.sizes[1]) {
+          const int64_t offset = layout.offset + gr * layout.strides[0] + gc;
+          checkAccess(t, s.tensor, offset, 1);
+          value = read(s.tensor, offset);
+        }
+        int64_t byte = start + r * row_bytes + c * element;
+        if (box.swizzle) byte = swizzle128(byte);
+        const int64_t e = (byte - v.shared_offset) / element;
+        if (e < 0 || e >= v.size) {
+          fail(t, fmt::format("a TMA load's box element ({}, {}) falls at {}[{}], outside its {} elements", r, c, v.name,
+                              e, v.size));
+        }
+        if (flight[e] > 0) fail(t, fmt::format("a TMA load into {}[{}], which another TMA copy in flight writes", v.name, e));
+        // Issued by this thread: a read of the element by another thread since the last barrier (a stage
+        // refilled while still being read) is reported.
+        noteShared(s.var, t, e, true);
+        ++flight[e];
+        copy.elements.push_back(e);
+        copy.values.push_back(value);
+      }
+    }
+    m.copies.push_back(std::move(copy));
+  }
+}
+
+void Simulator::requireTmaLanded(VarId var, int64_t t, int64_t i, bool write) {
+  auto it = tma_in_flight_.find(var);
+  if (it == tma_in_flight_.end() || i < 0 || i >= static_cast<int64_t>(it->second.size()) || it->second[i] == 0) return;
+  fail(t, fmt::format("{} shared {}[{}] while a TMA copy into it is in flight (no mbarrier wait covers it)",
+                      write ? "writes" : "reads", k_.vars[var].name, i));
+}
+
+void Simulator::requireNoTmaInFlight() {
+  for (const auto& [var, barriers] : mbarriers_) {
+    for (const MbarrierState& m : barriers) {
+      if (!m.copies.empty()) {
+        fail(0, fmt::format("the block ends with TMA copies in flight on mbarriers {} (no wait covers them)",
+                            k_.vars[var].name));
+      }
+    }
+  }
+}
+
+}  // namespace braze::kernel::sim
