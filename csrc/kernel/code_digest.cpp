@@ -142,7 +142,14 @@ CodeDigest codeDigest(const Kernel& k) {
           static_cast<uint64_t>(t.workspace) << 17 | static_cast<uint64_t>(t.zeroed) << 18 |
           static_cast<uint64_t>(t.shared) << 19 | static_cast<uint64_t>(t.index_errors) << 20 |
           static_cast<uint64_t>(t.tma.has_value()) << 21 | static_cast<uint64_t>(t.tma && t.tma->swizzle) << 22);
-    if (t.tma) d.add(Digester::pack(static_cast<int32_t>(t.tma->box_rows), static_cast<int32_t>(t.tma->box_columns)));
+    if (t.tma) {
+      // The simulator bounds a TMA box by the tensor's layout in the kernel IR (a GPU by the tensor map each
+      // launch encodes): kernels of other layouts are not one.
+      d.add(Digester::pack(static_cast<int32_t>(t.tma->box_rows), static_cast<int32_t>(t.tma->box_columns)));
+      for (int64_t v : t.layout.sizes) d.add(static_cast<uint64_t>(v));
+      for (int64_t v : t.layout.strides) d.add(static_cast<uint64_t>(v));
+      d.add(static_cast<uint64_t>(t.layout.offset));
+    }
   }
   d.add(static_cast<uint64_t>(k.arguments.size()));
   for (const ScalarArgument& a : k.arguments) {

@@ -9,6 +9,7 @@
 #include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/sass.h"
+#include "kernel/code_digest.h"
 #include "fusions/kernel_util.h"
 #include "kernel/simulator.h"
 #include "kernel/verifier.h"
@@ -141,6 +142,12 @@ TEST(Tma, TheSimulatorReportsWhatAGpuWouldRaceOrHangOn) {
   expectReported({.barrier_after_init = false}, "which thread 0 initialized, with no barrier in between");
   expectReported({.columns = 384, .passes = 2, .barrier_before_refill = false},
                  "writes shared tile[1], which thread 1 read, with no barrier in between");
+}
+
+TEST(Tma, KernelsReadingOtherLayoutsThroughTmaAreNotOneKernel) {
+  // The simulator bounds a box by the layout in the kernel IR: the code digest holds it for TMA tensors.
+  EXPECT_EQ(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({})));
+  EXPECT_NE(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({.rows = 38})));
 }
 
 TEST(Tma, NvrtcCompilesItIntoTmaAndMbarrierInstructions) {
