@@ -141,9 +141,10 @@ class Emitter {
     body_ = &out;
     // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
     // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
-    // wgmma operands' swizzle patterns are placed at multiples of 1024 bytes from this base.
+    // wgmma operands' and swizzled TMA boxes' patterns are placed at multiples of 1024 bytes from this base.
     if (k_.shared_bytes > 0) {
-      line(1, fmt::format("extern __shared__ __align__({}) unsigned char braze_smem[];", k_.arch_specific ? 1024 : 16));
+      line(1, fmt::format("extern __shared__ __align__({}) unsigned char braze_smem[];",
+                          k_.arch_specific || usesTma(k_) ? 1024 : 16));
     }
     block(k_.body, 1);
     out += "}\n";
@@ -151,8 +152,12 @@ class Emitter {
   }
 
  private:
+  // (Over the expressions the statements use: the source names no other.)
   bool usesRandom() const {
-    return std::any_of(k_.exprs.begin(), k_.exprs.end(), [](const KExpr& e) { return e.kind == EKind::RandomUnit; });
+    for (size_t id = 0; id < k_.exprs.size(); ++id) {
+      if (uses_.reached(static_cast<ExprId>(id)) && k_.exprs[id].kind == EKind::RandomUnit) return true;
+    }
+    return false;
   }
 
   // Whether any value of the kernel is e4m3fn or e5m2 (CUDA's fp8 types and conversions needed).
@@ -161,8 +166,9 @@ class Emitter {
     for (const TensorParam& t : k_.tensors) {
       if (fp8(t.dtype)) return true;
     }
-    for (const KExpr& e : k_.exprs) {
-      if (fp8(e.dtype) || fp8(e.from)) return true;
+    for (size_t id = 0; id < k_.exprs.size(); ++id) {
+      const KExpr& e = k_.exprs[id];
+      if (uses_.reached(static_cast<ExprId>(id)) && (fp8(e.dtype) || fp8(e.from))) return true;
     }
     for (const KVar& v : k_.vars) {
       if (fp8(v.dtype)) return true;

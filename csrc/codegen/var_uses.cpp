@@ -18,6 +18,7 @@ bool isMmaOperand(DataType d) {
 
 VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
   const size_t n = k_.vars.size();
+  reached_ = kernel::reachedExpressions(k_);
   writes_.assign(n, 0);
   definition_.assign(n, -1);
   float_copy_.assign(n, false);
@@ -38,7 +39,9 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
   // Reads by expressions: an array element read by anything but a conversion to float, and any read of
   // a scalar as an operand.
   std::vector<bool> read_as_float(n, false);
-  for (const KExpr& x : k_.exprs) {
+  for (size_t id = 0; id < k_.exprs.size(); ++id) {
+    if (!reached_[id]) continue;  // not in the source
+    const KExpr& x = k_.exprs[id];
     const bool to_float = x.kind == EKind::Cast && x.dtype == DataType::Float;
     for (ExprId a : x.args) {
       const KExpr& arg = k_.exprs[a];

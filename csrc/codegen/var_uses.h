@@ -21,6 +21,9 @@ class VarUses {
  public:
   explicit VarUses(const Kernel& kernel);
 
+  // Whether a statement uses expression `e` (kernel::reachedExpressions): what the source names.
+  bool reached(ExprId e) const { return reached_[e]; }
+
   // A scalar that one Let, and no other statement, writes; definition() is that Let's expression.
   bool singleLet(VarId v) const { return writes_[v] == 1 && definition_[v] >= 0; }
   ExprId definition(VarId v) const { return definition_[v]; }
@@ -52,6 +55,7 @@ class VarUses {
   std::vector<int> writes_;
   std::vector<ExprId> definition_;
   std::vector<bool> float_copy_, only_as_float_, stored_only_, packed_, byte_words_, wgmma_accumulator_;
+  std::vector<bool> reached_;  // per expression
   std::vector<const Stmt*> mmas_;
 };
 

@@ -45,19 +45,12 @@ class Digester {
   uint64_t high_ = 0x13198a2e03707344ULL;
 };
 
-// Expressions enter the digest by their structure, as statements reach them: lowering interns
-// expressions it then leaves unused (a count folded to a literal before the lowering made it an
-// argument), which the source never names.
+// Expressions enter the digest by their structure, as statements reach them (reachedExpressions): the
+// source names no other.
 class KernelDigester {
  public:
   explicit KernelDigester(const Kernel& k) : k_(k), digests_(k.exprs.size()) {
-    std::vector<bool> reached(k.exprs.size(), false);
-    markStmts(k.body, reached);
-    // Operands are interned before what uses them: a descending pass reaches every operand.
-    for (size_t i = k.exprs.size(); i-- > 0;) {
-      if (!reached[i]) continue;
-      for (ExprId a : k.exprs[i].args) reached[a] = true;
-    }
+    const std::vector<bool> reached = reachedExpressions(k);
     for (size_t i = 0; i < k.exprs.size(); ++i) {
       if (reached[i]) digests_[i] = digestOf(k.exprs[i]);
     }
@@ -84,16 +77,6 @@ class KernelDigester {
   }
 
  private:
-  static void markStmts(const std::vector<Stmt>& stmts, std::vector<bool>& reached) {
-    for (const Stmt& s : stmts) {
-      for (ExprId e : {s.a, s.b, s.c, s.d}) {
-        if (e >= 0) reached[e] = true;
-      }
-      markStmts(s.body, reached);
-      markStmts(s.orelse, reached);
-    }
-  }
-
   CodeDigest expr(ExprId id) const { return id < 0 ? CodeDigest{} : digests_[id]; }
 
   CodeDigest digestOf(const KExpr& e) const {

@@ -65,6 +65,31 @@ bool sameExpr(const KExpr& a, const KExpr& b) {
 
 }  // namespace
 
+namespace {
+
+void markReached(const std::vector<Stmt>& stmts, std::vector<bool>& reached) {
+  for (const Stmt& s : stmts) {
+    for (ExprId e : {s.a, s.b, s.c, s.d}) {
+      if (e >= 0) reached[e] = true;
+    }
+    markReached(s.body, reached);
+    markReached(s.orelse, reached);
+  }
+}
+
+}  // namespace
+
+std::vector<bool> reachedExpressions(const Kernel& kernel) {
+  std::vector<bool> reached(kernel.exprs.size(), false);
+  markReached(kernel.body, reached);
+  // Operands are interned before what uses them: a descending pass reaches every operand.
+  for (size_t i = kernel.exprs.size(); i-- > 0;) {
+    if (!reached[i]) continue;
+    for (ExprId a : kernel.exprs[i].args) reached[a] = true;
+  }
+  return reached;
+}
+
 ExprId KernelBuilder::intern(KExpr e) {
   const uint64_t hash = exprHash(e);
   auto [it, fresh] = newest_with_hash_.try_emplace(hash, -1);

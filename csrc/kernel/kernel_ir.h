@@ -253,6 +253,11 @@ uint64_t argumentWord(const ScalarArgument& argument, const ScalarValue& value);
 // The inverse: the arguments' values from the words a launch passed (one per argument).
 std::vector<ScalarValue> decodeArgumentWords(const Kernel& kernel, const uint64_t* words);
 
+// Per expression of `kernel`, whether a statement uses it (directly or as an operand's operand). Lowering
+// interns expressions it then leaves unused; the emitted source names only the reached ones, and nothing
+// about the kernel's code depends on the others.
+std::vector<bool> reachedExpressions(const Kernel& kernel);
+
 // The arch NVRTC compiles `kernel` for on a device of arch `device_arch` ("sm_90" -> "sm_90a" for a
 // kernel using arch-specific instructions).
 std::string compileArch(const Kernel& kernel, const std::string& device_arch);

@@ -68,6 +68,8 @@ void Simulator::run() {
     unfenced_accumulators_.clear();
     mbarriers_.clear();
     tma_in_flight_.clear();
+    tma_landed_.clear();
+    waited_.clear();
     exec(k_.body, Mask(threads_, 1));
     requireNoTmaInFlight();
     for (const auto& [g, flights] : wgmma_pending_) {
@@ -282,6 +284,9 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
     case SKind::Declare: {
       const KVar& v = k_.vars[s.var];
       if (v.kind == VarKind::Mbarriers) {
+        for (const MbarrierState& m : mbarriers_[s.var]) {
+          if (!m.copies.empty()) fail(0, fmt::format("declares mbarriers {} again while TMA copies complete on them", v.name));
+        }
         mbarriers_[s.var].assign(v.size, MbarrierState{});
         return;
       }
@@ -370,6 +375,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
     case SKind::Barrier:
       requireFullBlock(mask, "a barrier");
       ++epoch_;
+      tma_landed_.clear();  // what a thread saw by its mbarrier wait, every thread sees after the barrier
       return;
   }
 }

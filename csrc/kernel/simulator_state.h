@@ -103,8 +103,10 @@ class Simulator {
 
   // Mbarriers and TMA loads (simulator_tma.cpp). A TMA copy reads its box when issued and lands (its
   // elements written, its bytes counted) when a thread waits on the phase that needs it: an element read
-  // or written before then, an arrival beyond the barrier's count, bytes beyond what the phase expects, a
-  // wait on a phase that can never complete, and a block ending with copies in flight are reported.
+  // or written before then (or read by a thread that waited on no such phase), an arrival beyond the
+  // barrier's count, bytes beyond what the phase expects, a wait on a phase that can never complete or
+  // that passes only if a phase has not completed yet, and a block ending with copies in flight are
+  // reported.
   struct PendingTma {
     VarId var = -1;
     std::vector<int64_t> elements;  // of var, one per box element
@@ -175,6 +177,15 @@ class Simulator {
   // Per Mbarriers var: each barrier's state; per shared element, the TMA copies in flight into it.
   std::unordered_map<VarId, std::vector<MbarrierState>> mbarriers_;
   std::unordered_map<VarId, std::vector<int32_t>> tma_in_flight_;
+  // Shared elements a TMA copy wrote since the last barrier: the mbarrier (var, index) and the phase count
+  // a thread must have waited for before it reads them; and per mbarrier, the phase count each thread's
+  // last wait saw completed.
+  struct LandedBy {
+    VarId mbarriers = -1;
+    int64_t index = 0, phases = 0;
+  };
+  std::map<std::pair<VarId, int64_t>, LandedBy> tma_landed_;
+  std::map<std::pair<VarId, int64_t>, std::vector<int64_t>> waited_;
 };
 
 }  // namespace braze::kernel::sim

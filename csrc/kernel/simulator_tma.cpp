@@ -4,7 +4,9 @@
 // The box's rows lie one after the other from the destination; a swizzled box's 128-byte rows are placed
 // by the same 128-byte swizzle wgmma reads (kernel/wgmma.h), so a wgmma finds the elements where TMA put
 // them. Phases complete when all their arrivals are in and exactly the bytes announced by
-// arrive.expect_tx have landed.
+// arrive.expect_tx have landed. A landed box is visible to the threads that waited on its phase, and to
+// every thread after the next barrier; a wait whose outcome depends on whether an armed and filled phase
+// has completed yet is reported as the race it is.
 #include "kernel/simulator_state.h"
 
 #include "kernel/wgmma.h"
@@ -56,6 +58,12 @@ void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
     }
     --m.pending;
     m.expected_bytes += bytes;
+    // A phase with nothing left to land completes with its last arrival.
+    if (m.pending == 0 && m.copies.empty() && m.delivered_bytes == m.expected_bytes) {
+      ++m.completed;
+      m.pending = m.arrivals;
+      m.expected_bytes = m.delivered_bytes = 0;
+    }
   }
 }
 
@@ -67,8 +75,10 @@ void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t
       const int64_t e = copy.elements[j];
       --flight[e];
       arrayAt(copy.var, t, e) = copy.values[j];
-      // Written by the copy engine, visible to every thread that waits on the phase: no thread's write.
+      // Written by the copy engine, not by a thread: visible to the threads that wait on the phase (and to
+      // every thread after the next barrier).
       if (e < static_cast<int64_t>(access.size())) access[e] = SharedAccess{};
+      tma_landed_[{copy.var, e}] = LandedBy{var, index, m.completed + 1};
     }
     m.delivered_bytes += copy.bytes;
   }
@@ -90,14 +100,29 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
     MbarrierState& m = mbarrierAt(s.var, t, s.a);
     const int64_t index = eval(s.a, t).i, parity = eval(s.b, t).i;
     if (parity != 0 && parity != 1) fail(t, fmt::format("waits on mbarrier parity {}", parity));
+    auto& waited = waited_[{s.var, index}];
+    if (waited.empty()) waited.assign(threads_, 0);
     // Done when the phase of that parity is the last completed one (the current phase has the other).
-    if (m.completed % 2 != parity) continue;
+    if (m.completed % 2 != parity) {
+      // Unless the current phase has all it waits for: on a GPU it may complete first, and then this wait
+      // waits for the next one.
+      int64_t issued = m.delivered_bytes;
+      for (const PendingTma& copy : m.copies) issued += copy.bytes;
+      if (m.pending == 0 && issued == m.expected_bytes) {
+        fail(t, fmt::format("waits on mbarrier {}[{}] for parity {}, which passes or blocks depending on whether its "
+                            "current phase, armed and filled, has completed yet",
+                            k_.vars[s.var].name, index, parity));
+      }
+      waited[t] = m.completed;
+      continue;
+    }
     landCopies(m, s.var, index, t);
     if (m.completed % 2 == parity) {
       fail(t, fmt::format("waits on mbarrier {}[{}] for its phase of parity {}, which never completes: {} of its {} "
                           "arrivals missing, {} of {} expected bytes delivered",
                           k_.vars[s.var].name, index, parity, m.pending, m.arrivals, m.delivered_bytes, m.expected_bytes));
     }
+    waited[t] = m.completed;
   }
 }
 
@@ -150,9 +175,20 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
 
 void Simulator::requireTmaLanded(VarId var, int64_t t, int64_t i, bool write) {
   auto it = tma_in_flight_.find(var);
-  if (it == tma_in_flight_.end() || i < 0 || i >= static_cast<int64_t>(it->second.size()) || it->second[i] == 0) return;
-  fail(t, fmt::format("{} shared {}[{}] while a TMA copy into it is in flight (no mbarrier wait covers it)",
-                      write ? "writes" : "reads", k_.vars[var].name, i));
+  if (it != tma_in_flight_.end() && i >= 0 && i < static_cast<int64_t>(it->second.size()) && it->second[i] > 0) {
+    fail(t, fmt::format("{} shared {}[{}] while a TMA copy into it is in flight (no mbarrier wait covers it)",
+                        write ? "writes" : "reads", k_.vars[var].name, i));
+  }
+  if (write || tma_landed_.empty()) return;
+  auto landed = tma_landed_.find({var, i});
+  if (landed == tma_landed_.end()) return;
+  const LandedBy& by = landed->second;
+  auto waited = waited_.find({by.mbarriers, by.index});
+  if (waited == waited_.end() || waited->second[t] < by.phases) {
+    fail(t, fmt::format("reads shared {}[{}], which a TMA copy wrote, without waiting on mbarrier {}[{}] for it (nor "
+                        "a barrier after a thread that did)",
+                        k_.vars[var].name, i, k_.vars[by.mbarriers].name, by.index));
+  }
 }
 
 void Simulator::requireNoTmaInFlight() {

@@ -55,6 +55,8 @@ class KernelVerifier {
       case EKind::VarRef:
       case EKind::LocalRead:
         check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.vars.size()), "expression {} reads var {}", id, e.ref);
+        check(k_.vars[e.ref].kind != VarKind::Mbarriers, "expression {} reads mbarriers {} as values", id,
+              k_.vars[e.ref].name);
         break;
       case EKind::Load:
         check(e.ref >= 0 && e.ref < static_cast<int32_t>(k_.tensors.size()), "expression {} loads tensor {}", id, e.ref);
@@ -246,9 +248,11 @@ class KernelVerifier {
           "{}'s swizzled TMA box rows are {} bytes into {} at shared byte {} (128 bytes, 1024-byte aligned)", t.name,
           row_bytes, v.name, v.shared_offset);
     check(v.shared_offset % 128 == 0, "a TMA load into {} at shared byte {} (128-byte aligned)", v.name, v.shared_offset);
-    check(t.layout.sizes.size() == 2 && t.layout.strides[1] == 1 && t.layout.strides[0] * e % 16 == 0,
-          "{} is read by TMA as [{}] with strides [{}]: a 2D tensor with contiguous columns and 16-byte aligned rows",
-          t.name, fmt::join(t.layout.sizes, ", "), fmt::join(t.layout.strides, ", "));
+    check(t.layout.sizes.size() == 2 && t.layout.strides[1] == 1 && t.layout.strides[0] * e % 16 == 0 &&
+              t.layout.offset * e % 16 == 0 && t.alignment_bytes % 16 == 0,
+          "{} is read by TMA as [{}] with strides [{}] from element {}: a 2D tensor with contiguous columns and "
+          "16-byte aligned rows and start",
+          t.name, fmt::join(t.layout.sizes, ", "), fmt::join(t.layout.strides, ", "), t.layout.offset);
   }
 
   // Whole warpgroups; operands of one dtype wgmma takes in declared shared arrays at 1024-byte

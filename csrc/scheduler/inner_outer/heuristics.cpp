@@ -54,8 +54,9 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   const int64_t combine_bytes = problem.outer_reductions * p.inner.threads_y * problem.rows.row_length *
                                 problem.accumulator_bytes;
   const int64_t row_cache_bytes = p.inner.shared_cache ? kept * threads * problem.rows.cached_value_bytes : 0;
+  // (With a KiB to spare for the block reductions' own shared memory and each array's alignment.)
   p.combine_in_block = p.inner.threads_y > 1 && combine_bytes <= kMaxCombineBytes &&
-                       row_cache_bytes + combine_bytes <= device.smem_per_block_optin;
+                       row_cache_bytes + combine_bytes + 1024 <= device.smem_per_block_optin;
   p.combine_bytes = p.combine_in_block ? combine_bytes : 0;
   const int64_t shared = row_cache_bytes + p.combine_bytes;
   if (shared > 0) per_sm = std::clamp<int64_t>(device.smem_per_sm / shared, 1, per_sm);

@@ -10,11 +10,12 @@
 namespace braze::scheduler {
 namespace {
 
-// The widest access of `acc` values (at most 16 bytes, at most `vectorize`) that the row length divides:
-// then a vector that starts inside a row ends inside it.
+// The widest access of `acc` values (a power of two, at most 16 bytes) that both the vectorize factor and
+// the row length divide: then a thread's chunk is whole accesses, and one that starts inside a row ends
+// inside it.
 int storeWidth(DataType acc, int64_t vectorize, int64_t row_length) {
-  int64_t width = std::min<int64_t>(vectorize, 16 / sizeOf(acc));
-  while (width > 1 && row_length % width != 0) width /= 2;
+  int64_t width = 16 / sizeOf(acc);
+  while (width > 1 && (vectorize % width != 0 || row_length % width != 0)) width /= 2;
   return static_cast<int>(std::max<int64_t>(width, 1));
 }
 

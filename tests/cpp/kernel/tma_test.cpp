@@ -3,8 +3,9 @@
 // on the mbarrier's phase), then reads the box where the swizzle (or none) put each element and stores
 // it: the output equals the input, edges included (TMA fills a box's out-of-range elements with zeros,
 // which nothing stores). The simulator reports the mistakes a GPU would hang or race on: a read before
-// the wait, bytes announced that never arrive or more bytes than announced, a barrier used before the
-// block sees its initialization, a box refilled while other threads still read it. NVRTC compiles the
+// the wait (or by a thread that never waits), bytes announced that never arrive or more bytes than
+// announced, a wait for a phase that may or may not have completed, a barrier used before the block
+// sees its initialization, a box refilled while other threads still read it. NVRTC compiles the
 // kernel for sm_90 into UTMALDG and SYNCS instructions.
 #include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
@@ -35,6 +36,8 @@ struct TmaCase {
   int64_t bytes_announced_extra = 0;
   bool barrier_after_init = true;
   bool barrier_before_refill = true;
+  int64_t waiters = 128;      // the threads that wait on the mbarrier (all of them)
+  int64_t parity_offset = 0;  // 1: a wait for the wrong phase
 };
 
 TensorParam matrixParam(std::string name, const TmaCase& c, bool output) {
@@ -88,7 +91,9 @@ Kernel tmaCopyKernel(const TmaCase& c) {
       kb.close();
     };
     if (c.read_before_wait) readBox();
-    kb.mbarrierWait(bar, kb.index(0), kb.index(pass % 2));
+    if (c.waiters < 128) kb.openIf(kb.lt(kb.threadIdx(0), kb.index(c.waiters)));
+    kb.mbarrierWait(bar, kb.index(0), kb.index((pass + c.parity_offset) % 2));
+    if (c.waiters < 128) kb.close();
     if (!c.read_before_wait) readBox();
   }
   return k;
@@ -140,6 +145,8 @@ TEST(Tma, TheSimulatorReportsWhatAGpuWouldRaceOrHangOn) {
   expectReported({.bytes_announced_extra = 16}, "which never completes");
   expectReported({.bytes_announced_extra = -16}, "bytes to mbarrier bar[0], whose phase expects");
   expectReported({.barrier_after_init = false}, "which thread 0 initialized, with no barrier in between");
+  expectReported({.waiters = 64}, "which a TMA copy wrote, without waiting on mbarrier bar[0] for it");
+  expectReported({.parity_offset = 1}, "which passes or blocks depending on whether its current phase");
   expectReported({.columns = 384, .passes = 2, .barrier_before_refill = false},
                  "writes shared tile[1], which thread 1 read, with no barrier in between");
 }
