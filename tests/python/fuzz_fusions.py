@@ -47,12 +47,12 @@ def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random
     return lines
 
 
-def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random) -> str:
-    """A line computing exp of `a` through a random permute and back (a transpose the plan must see through)."""
+def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random, op: str = "exp") -> str:
+    """A line computing `op` of `a` through a random permute and back (a transpose the plan must see through)."""
     order = list(range(rank))
     rng.shuffle(order)
     inverse = [order.index(d) for d in range(rank)]
-    return f"{name} = fd.ops.permute(fd.ops.exp(fd.ops.permute({a}, {order})), {inverse})"
+    return f"{name} = fd.ops.permute(fd.ops.{op}(fd.ops.permute({a}, {order})), {inverse})"
 
 
 def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_outputs: list[str],
@@ -313,15 +313,19 @@ def generate_in_place(seed: int) -> str | None:
 
 SHAPE_SETS = 6  # input shapes a multi-shape case runs, one after the other, through one definition
 ROW_COUNTS = [1, 64, 97, 128, 200, 256, 257, 300]
+# No exp: x minus a sum over 300 x 33 x 33 elements reaches the tens, and float32's exp there, fed to sin,
+# differs from float64's in every digit (rounding amplified, not a kernel's error).
+BOUNDED_UNARY = [op for op in UNARY if op != "exp"]
 
 
 def generate_multi_shape(seed: int) -> str:
     """The source of one case whose definition leaves every size open (define_tensor(shape=[-1, ...])):
     1-3 inputs of one rank, contiguous or transposed, strided or offset in memory (declared so), and 2-6
-    ops that fix no size (elementwise math, reductions kept as size-1 dims and broadcast back, var_mean
-    normalizations, permute round trips), then 1-2 outputs. Defines `fd` and `input_sets`: SHAPE_SETS lists
-    of inputs of other sizes (mostly another leading dim, now and then every dim; 1 included), which run one after the other
-    through the definition's one plan cache: kernels compiled for one shape run for the others."""
+    ops that fix no size (elementwise math without exp, reductions kept as size-1 dims and broadcast back,
+    var_mean normalizations, permute round trips), then 1-2 outputs. Defines `fd` and `input_sets`:
+    SHAPE_SETS lists of inputs of other sizes (mostly another leading dim, now and then every dim; 1
+    included), which run one after the other through the definition's one plan cache: kernels compiled
+    for one shape run for the others."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     n_inputs = rng.randint(1, 3)
@@ -356,7 +360,7 @@ def generate_multi_shape(seed: int) -> str:
         a = rng.choice(live)
         kind = rng.random()
         if kind < 0.3:
-            body.append(f"{name} = fd.ops.{rng.choice(UNARY)}({a})")
+            body.append(f"{name} = fd.ops.{rng.choice(BOUNDED_UNARY)}({a})")
         elif kind < 0.55:
             body.append(f"{name} = fd.ops.{rng.choice(BINARY)}({a}, {rng.choice(live)})")
         elif kind < 0.75:
@@ -369,7 +373,7 @@ def generate_multi_shape(seed: int) -> str:
             body.append(f"v{count}, m{count} = fd.ops.var_mean({a}, dims=[{rank - 1}], correction=0, keepdim=True)")
             body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, m{count}), fd.ops.rsqrt(fd.ops.add(v{count}, 1e-5)))")
         elif rank > 1:
-            body.append(_permute_round_trip(name, a, rank, rng))
+            body.append(_permute_round_trip(name, a, rank, rng, "tanh"))
         else:
             body.append(f"{name} = fd.ops.cast(fd.ops.cast({a}, DataType.BFloat16), DataType.Float)")
         live.append(name)
