@@ -47,6 +47,16 @@ def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random
     return lines
 
 
+def _op_slots(rng: random.Random, live: list[str], count: int):
+    """2-6 ops' slots: each op's name t<count>, its count, an operand drawn from `live` and a draw in [0, 1)
+    picking its kind; the name joins `live` once the caller has written the op."""
+    for _ in range(rng.randint(2, 6)):
+        name = f"t{count}"
+        count += 1
+        yield name, count, rng.choice(live), rng.random()
+        live.append(name)
+
+
 def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random, op: str = "exp") -> str:
     """A line computing `op` of `a` through a random permute and back (a transpose the plan must see through)."""
     order = list(range(rank))
@@ -87,11 +97,7 @@ def generate(seed: int) -> str:
     extra_outputs = []
     count = n_inputs
     full = f"[{', '.join(map(str, shape))}]"
-    for _ in range(rng.randint(2, 6)):
-        name = f"t{count}"
-        count += 1
-        a = rng.choice(live)
-        kind = rng.random()
+    for name, count, a, kind in _op_slots(rng, live, count):
         if kind < 0.25:
             body.append(f"{name} = fd.ops.{rng.choice(UNARY)}({a})")
         elif kind < 0.45:
@@ -128,7 +134,6 @@ def generate(seed: int) -> str:
             for s in shape:
                 total *= s
             body.append(f"{name} = fd.ops.reshape(fd.ops.sin(fd.ops.reshape({a}, [{total}])), {full})")
-        live.append(name)
     return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)
 
 
@@ -354,11 +359,7 @@ def generate_multi_shape(seed: int) -> str:
     live = [f"t{i}" for i in range(n_inputs)]
     count = n_inputs
     extra_outputs = []
-    for _ in range(rng.randint(2, 6)):
-        name = f"t{count}"
-        count += 1
-        a = rng.choice(live)
-        kind = rng.random()
+    for name, count, a, kind in _op_slots(rng, live, count):
         if kind < 0.3:
             body.append(f"{name} = fd.ops.{rng.choice(BOUNDED_UNARY)}({a})")
         elif kind < 0.55:
@@ -376,5 +377,4 @@ def generate_multi_shape(seed: int) -> str:
             body.append(_permute_round_trip(name, a, rank, rng, "tanh"))
         else:
             body.append(f"{name} = fd.ops.cast(fd.ops.cast({a}, DataType.BFloat16), DataType.Float)")
-        live.append(name)
     return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)
