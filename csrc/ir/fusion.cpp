@@ -4,6 +4,7 @@
 #include "support/error.h"
 
 #include <algorithm>
+#include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -193,42 +194,50 @@ Val* Fusion::valById(int64_t id) const {
 std::vector<Expr*> Fusion::exprsToEvaluate() const {
   // The exprs the outputs need, in creation order wherever dependencies allow (Kahn's algorithm taking
   // the oldest ready expr first): the printout then follows the definition, and stays valid when a
-  // pass inserts an expr after the exprs that consume it.
-  std::unordered_set<const Expr*> needed;
+  // pass inserts an expr after the exprs that consume it. Every plan runs this a few times, so the
+  // bookkeeping is in vectors indexed by expr id rather than in hash maps.
+  int64_t ids = 0;
+  for (const auto& e : exprs_) ids = std::max(ids, e->id() + 1);
+  std::vector<char> needed(static_cast<size_t>(ids), 0);
+  size_t needed_count = 0;
   std::vector<Val*> stack(outputs_.begin(), outputs_.end());
   while (!stack.empty()) {
     Val* v = stack.back();
     stack.pop_back();
     Expr* def = v->definition();
-    if (def == nullptr || !needed.insert(def).second) continue;
+    if (def == nullptr || needed[def->id()]) continue;
+    needed[def->id()] = 1;
+    ++needed_count;
     stack.insert(stack.end(), def->inputs().begin(), def->inputs().end());
   }
-  std::unordered_map<const Expr*, int> waiting;  // operands whose definition has not been emitted
-  std::set<std::pair<int64_t, Expr*>> ready;      // ordered by expr id
+  auto isNeeded = [&](const Expr* e) { return e != nullptr && needed[e->id()] != 0; };
+  std::vector<int> waiting(static_cast<size_t>(ids), 0);  // operands whose definition has not been emitted
+  using Ready = std::pair<int64_t, Expr*>;                 // ordered by expr id
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
   for (const auto& e : exprs_) {
-    if (!needed.count(e.get())) continue;
+    if (!isNeeded(e.get())) continue;
     int count = 0;
-    for (Val* in : e->inputs()) count += (in->definition() != nullptr && needed.count(in->definition())) ? 1 : 0;
-    waiting[e.get()] = count;
+    for (Val* in : e->inputs()) count += isNeeded(in->definition()) ? 1 : 0;
+    waiting[e->id()] = count;
     if (count == 0) ready.emplace(e->id(), e.get());
   }
   std::vector<Expr*> order;
+  order.reserve(needed_count);
   while (!ready.empty()) {
-    Expr* expr = ready.begin()->second;
-    ready.erase(ready.begin());
+    Expr* expr = ready.top().second;
+    ready.pop();
     order.push_back(expr);
     for (Val* out : expr->outputs()) {
       for (Expr* use : out->uses()) {
-        auto it = waiting.find(use);
-        if (it == waiting.end()) continue;
+        if (!isNeeded(use)) continue;
         // Counted per operand slot, so add(T3, T3) waits for T3 twice and is released once.
         for (Val* in : use->inputs()) {
-          if (in == out && --it->second == 0) ready.emplace(use->id(), use);
+          if (in == out && --waiting[use->id()] == 0) ready.emplace(use->id(), use);
         }
       }
     }
   }
-  BRAZE_ASSERT(order.size() == needed.size(), "the fusion graph has a cycle");
+  BRAZE_ASSERT(order.size() == needed_count, "the fusion graph has a cycle");
   return order;
 }
 

@@ -92,16 +92,36 @@ std::vector<bool> reachedExpressions(const Kernel& kernel) {
 
 ExprId KernelBuilder::intern(KExpr e) {
   const uint64_t hash = exprHash(e);
-  auto [it, fresh] = newest_with_hash_.try_emplace(hash, -1);
-  for (ExprId id = it->second; id >= 0; id = older_with_hash_[id]) {
+  if (2 * (hashes_ + 1) > hash_table_.size()) growHashTable();
+  const size_t mask = hash_table_.size() - 1;
+  size_t at = static_cast<size_t>(hash) & mask;
+  while (hash_table_[at].newest >= 0 && hash_table_[at].hash != hash) at = (at + 1) & mask;
+  HashSlot& slot = hash_table_[at];
+  for (ExprId id = slot.newest; id >= 0; id = older_with_hash_[id]) {
     if (sameExpr(k_.exprs[id], e)) return id;
+  }
+  if (slot.newest < 0) {
+    slot.hash = hash;
+    ++hashes_;
   }
   const auto id = static_cast<ExprId>(k_.exprs.size());
   k_.exprs.push_back(std::move(e));
   older_with_hash_.resize(k_.exprs.size(), -1);
-  older_with_hash_[id] = it->second;
-  it->second = id;
+  older_with_hash_[id] = slot.newest;
+  slot.newest = id;
   return id;
+}
+
+void KernelBuilder::growHashTable() {
+  std::vector<HashSlot> old = std::move(hash_table_);
+  hash_table_.assign(std::max<size_t>(256, 2 * old.size()), HashSlot{});
+  const size_t mask = hash_table_.size() - 1;
+  for (const HashSlot& slot : old) {
+    if (slot.newest < 0) continue;
+    size_t at = static_cast<size_t>(slot.hash) & mask;
+    while (hash_table_[at].newest >= 0) at = (at + 1) & mask;
+    hash_table_[at] = slot;
+  }
 }
 
 std::optional<int64_t> KernelBuilder::constValue(ExprId id) const {
@@ -398,7 +418,7 @@ ExprId KernelBuilder::fma(ExprId a, ExprId b, ExprId c) {
   return intern(e);
 }
 
-ExprId KernelBuilder::elementwise(OpKind op, DataType dtype, std::vector<ExprId> args) {
+ExprId KernelBuilder::elementwise(OpKind op, DataType dtype, ExprArgs args) {
   KExpr e;
   e.kind = EKind::Elementwise;
   e.op = op;

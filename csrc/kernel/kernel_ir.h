@@ -17,9 +17,11 @@
 #include "ir/val.h"
 #include "ir/strided_layout.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <unordered_map>
 #include <optional>
@@ -59,6 +61,60 @@ enum class EKind : uint8_t {
                 // code i, and the index is 0
 };
 
+// An expression's operands: at most three for every kind but a few elementwise ops, so four are kept
+// inline and only a longer list goes to the heap. Lowering builds (and interns) tens of thousands of
+// expressions per kernel; an allocation per expression was a tenth of a new signature's planning time.
+class ExprArgs {
+ public:
+  ExprArgs() = default;
+  ExprArgs(std::initializer_list<ExprId> ids) { assign(ids.begin(), ids.end()); }
+  ExprArgs(const std::vector<ExprId>& ids) { assign(ids.data(), ids.data() + ids.size()); }  // NOLINT: implicit
+  ExprArgs(const ExprArgs& other) { assign(other.begin(), other.end()); }
+  ExprArgs& operator=(const ExprArgs& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  ExprArgs(ExprArgs&& other) noexcept { *this = std::move(other); }
+  ExprArgs& operator=(ExprArgs&& other) noexcept {
+    if (this == &other) return *this;
+    size_ = other.size_;
+    inline_ = other.inline_;
+    heap_ = std::move(other.heap_);
+    other.size_ = 0;
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const ExprId* begin() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  const ExprId* end() const { return begin() + size_; }
+  ExprId* begin() { return size_ > kInline ? heap_.data() : inline_.data(); }
+  ExprId* end() { return begin() + size_; }
+  ExprId operator[](size_t i) const { return begin()[i]; }
+  ExprId& operator[](size_t i) { return begin()[i]; }
+  void push_back(ExprId id) {
+    if (size_ == kInline) heap_.assign(inline_.begin(), inline_.end());
+    if (size_ >= kInline) {
+      heap_.push_back(id);
+    } else {
+      inline_[size_] = id;
+    }
+    ++size_;
+  }
+  bool operator==(const ExprArgs& other) const { return std::equal(begin(), end(), other.begin(), other.end()); }
+
+ private:
+  static constexpr size_t kInline = 4;
+  void assign(const ExprId* first, const ExprId* last) {
+    size_ = 0;
+    heap_.clear();
+    for (; first != last; ++first) push_back(*first);
+  }
+  std::array<ExprId, kInline> inline_{};
+  size_t size_ = 0;
+  std::vector<ExprId> heap_;  // every operand, when there are more than kInline
+};
+
 struct KExpr {
   EKind kind = EKind::ConstInt;
   DataType dtype = DataType::Int64;  // the value's dtype; index values are Int64 with index = true
@@ -68,7 +124,7 @@ struct KExpr {
   int64_t i = 0;             // ConstInt/ConstBool value; ThreadIdx/BlockIdx axis
   double f = 0;              // ConstFloat
   int32_t ref = -1;          // VarRef/LocalRead: var; Load: tensor; Argument: argument
-  std::vector<ExprId> args;  // operands
+  ExprArgs args;  // operands
 };
 
 // Mbarriers: `size` mbarrier objects (8 bytes each) in the block's shared memory, at shared_offset: the
@@ -298,7 +354,7 @@ class KernelBuilder {
   ExprId lnot(ExprId a);
   ExprId select(ExprId cond, ExprId a, ExprId b);
   ExprId bitXor(ExprId a, ExprId b);  // both non-negative
-  ExprId elementwise(OpKind op, DataType dtype, std::vector<ExprId> args);
+  ExprId elementwise(OpKind op, DataType dtype, ExprArgs args);
   ExprId cast(ExprId value, DataType to);
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
   ExprId indexToValue(ExprId index, DataType dtype);
@@ -397,10 +453,17 @@ class KernelBuilder {
   void pushOnVar(SKind kind, VarId var, ExprId a, ExprId b, int32_t width = 1);
 
   Kernel& k_;
-  // The interned expressions by the hash of their fields: the newest id with that hash, and per id the
-  // next older one (-1 ends the chain). Lowering interns every expression it builds, so a lookup
-  // allocates nothing and compares fields only on a hash match.
-  std::unordered_map<uint64_t, ExprId> newest_with_hash_;
+  // The interned expressions by the hash of their fields: per hash, the newest id with it, in an
+  // open-addressed table (linear probing, at most half full); per id, the next older one with its hash
+  // (-1 ends the chain). Lowering interns every expression it builds, so a lookup allocates nothing and
+  // compares fields only on a hash match.
+  struct HashSlot {
+    uint64_t hash = 0;
+    ExprId newest = -1;  // -1: an empty slot
+  };
+  void growHashTable();
+  std::vector<HashSlot> hash_table_;
+  size_t hashes_ = 0;
   std::vector<ExprId> older_with_hash_;
   struct Open {
     Stmt* stmt;                 // the open For/If (null for a pushed target)

@@ -29,10 +29,16 @@ Sizes outputSizes(const Expr& expr, const BoundShapes& bound) {
 
 }  // namespace
 
+void BoundShapes::checkOwner(const Val* v) const {
+  BRAZE_ASSERT(fusion_ == nullptr || v->fusion() == fusion_, "{} is a val of another fusion than the bound one",
+               v->name());
+}
+
 const std::vector<int64_t>& BoundShapes::sizesOf(const Val* tensor) const {
-  auto it = sizes_.find(tensor);
-  BRAZE_ASSERT(it != sizes_.end(), "no sizes bound for {}", tensor->name());
-  return it->second;
+  checkOwner(tensor);
+  const std::vector<int64_t>* sizes = sizes_.find(tensor);
+  BRAZE_ASSERT(sizes != nullptr, "no sizes bound for {}", tensor->name());
+  return *sizes;
 }
 
 int64_t BoundShapes::numel(const Val* tensor) const {
@@ -53,15 +59,17 @@ int64_t BoundShapes::uniqueBytes(const Val* tensor) const {
 }
 
 const ScalarValue& BoundShapes::scalarOf(const Val* scalar) const {
-  auto it = scalars_.find(scalar);
-  BRAZE_ASSERT(it != scalars_.end(), "no value bound for {}", scalar->name());
-  return it->second;
+  checkOwner(scalar);
+  const ScalarValue* value = scalars_.find(scalar);
+  BRAZE_ASSERT(value != nullptr, "no value bound for {}", scalar->name());
+  return *value;
 }
 
 const InputLayout& BoundShapes::inputLayout(const Val* fusion_input) const {
-  auto it = inputs_.find(fusion_input);
-  BRAZE_ASSERT(it != inputs_.end(), "{} is not a bound fusion input", fusion_input->name());
-  return it->second;
+  checkOwner(fusion_input);
+  const InputLayout* layout = inputs_.find(fusion_input);
+  BRAZE_ASSERT(layout != nullptr, "{} is not a bound fusion input", fusion_input->name());
+  return *layout;
 }
 
 StridedLayout BoundShapes::allocatedLayout(const Val* tensor) const {
@@ -80,21 +88,23 @@ std::vector<int64_t> BoundShapes::intOperands(const Expr& expr) const {
 BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs) {
   checkInputs(fusion, inputs);
   BoundShapes bound;
+  bound.fusion_ = &fusion;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Val* in = fusion.inputs()[i];
     if (const auto* t = std::get_if<HostTensor>(&inputs[i])) {
-      bound.sizes_[in] = t->sizes();
-      bound.inputs_[in] = {StridedLayout{t->sizes(), t->strides(), 0}, addressAlignment(reinterpret_cast<uintptr_t>(t->data()))};
+      bound.sizes_.set(in, t->sizes());
+      bound.inputs_.set(in, {StridedLayout{t->sizes(), t->strides(), 0},
+                             addressAlignment(reinterpret_cast<uintptr_t>(t->data()))});
     } else {
-      bound.scalars_[in] = std::get<ScalarValue>(inputs[i]);
+      bound.scalars_.set(in, std::get<ScalarValue>(inputs[i]));
     }
   }
   for (const auto& val : fusion.vals()) {
-    if (val->isScalar() && val->asScalar()->isConstant()) bound.scalars_[val.get()] = *val->asScalar()->value();
+    if (val->isScalar() && val->asScalar()->isConstant()) bound.scalars_.set(val.get(), *val->asScalar()->value());
   }
   for (const Expr* expr : fusion.exprsToEvaluate()) {
     if (expr->kind() == OpKind::Size) {
-      bound.scalars_[expr->output(0)] = ScalarValue{bound.sizesOf(expr->input(0))[expr->attrs().getInt("dim")]};
+      bound.scalars_.set(expr->output(0), ScalarValue{bound.sizesOf(expr->input(0))[expr->attrs().getInt("dim")]});
       continue;
     }
     if (expr->output(0)->isScalar()) {  // scalar arithmetic: folded here, on the host
@@ -103,11 +113,11 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
       std::vector<const HostValue*> operands;
       for (const HostValue& v : values) operands.push_back(&v);
       const auto results = evaluateExpr(*expr, operands);
-      bound.scalars_[expr->output(0)] = std::get<ScalarValue>(results[0]);
+      bound.scalars_.set(expr->output(0), std::get<ScalarValue>(results[0]));
       continue;
     }
     const Sizes sizes = outputSizes(*expr, bound);
-    for (const Val* out : expr->outputs()) bound.sizes_[out] = sizes;
+    for (const Val* out : expr->outputs()) bound.sizes_.set(out, sizes);
   }
   return bound;
 }
@@ -115,15 +125,15 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
 std::string BoundShapes::toString(const Fusion& fusion) const {
   std::string out;
   for (const auto& v : fusion.vals()) {
-    if (auto it = sizes_.find(v.get()); it != sizes_.end()) {
-      out += fmt::format("{}: [{}]", v->name(), fmt::join(it->second, ", "));
-      if (auto in = inputs_.find(v.get()); in != inputs_.end()) {
-        out += fmt::format(" strides [{}] offset {} aligned {}", fmt::join(in->second.layout.strides, ", "),
-                           in->second.layout.offset, in->second.alignment_bytes);
+    if (const auto* sizes = sizes_.find(v.get())) {
+      out += fmt::format("{}: [{}]", v->name(), fmt::join(*sizes, ", "));
+      if (const InputLayout* in = inputs_.find(v.get())) {
+        out += fmt::format(" strides [{}] offset {} aligned {}", fmt::join(in->layout.strides, ", "),
+                           in->layout.offset, in->alignment_bytes);
       }
       out += '\n';
-    } else if (auto sc = scalars_.find(v.get()); sc != scalars_.end()) {
-      out += fmt::format("{} = {}\n", v->name(), ::braze::toString(sc->second));
+    } else if (const ScalarValue* sc = scalars_.find(v.get())) {
+      out += fmt::format("{} = {}\n", v->name(), ::braze::toString(*sc));
     }
   }
   return out;

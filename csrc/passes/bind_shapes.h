@@ -26,7 +26,7 @@ class BoundShapes {
   // Bytes a kernel moves to read or write the tensor once: broadcast and expanded dims hold one value.
   int64_t uniqueBytes(const Val* tensor) const;
   const ScalarValue& scalarOf(const Val* scalar) const;
-  bool hasScalar(const Val* scalar) const { return scalars_.count(scalar) != 0; }
+  bool hasScalar(const Val* scalar) const { return scalars_.find(scalar) != nullptr; }
   const InputLayout& inputLayout(const Val* fusion_input) const;
   // The layout braze allocates a tensor it computes in: row-major, or the stride order its definition
   // asks for (fd.ops.stride_order, add_output(stride_order=)).
@@ -34,16 +34,43 @@ class BoundShapes {
   // The values of an expr's scalar operands (every input after the first), as integers.
   std::vector<int64_t> intOperands(const Expr& expr) const;
   // For passes that add a tensor with the sizes of an existing one (a segment_set).
-  void bindSameAs(const Val* added, const Val* existing) { sizes_[added] = sizesOf(existing); }
+  void bindSameAs(const Val* added, const Val* existing) {
+    checkOwner(added);
+    sizes_.set(added, sizesOf(existing));
+  }
   // One line per bound value of `fusion`, in creation order: sizes, an input's strides and alignment, a
   // scalar's value (BRAZE_DUMP=after:bind).
   std::string toString(const Fusion& fusion) const;
 
  private:
   friend BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs);
-  std::unordered_map<const Val*, std::vector<int64_t>> sizes_;
-  std::unordered_map<const Val*, ScalarValue> scalars_;
-  std::unordered_map<const Val*, InputLayout> inputs_;
+  // Per Val id (dense within a fusion) rather than hashed by pointer: planning reads sizes thousands of
+  // times per signature and copies the tables with each segmentation.
+  template <typename T>
+  struct ById {
+    std::vector<T> values;
+    std::vector<char> bound;
+    const T* find(const Val* v) const {
+      const auto id = static_cast<size_t>(v->id());
+      return id < bound.size() && bound[id] != 0 ? &values[id] : nullptr;
+    }
+    void set(const Val* v, T value) {
+      const auto id = static_cast<size_t>(v->id());
+      if (id >= bound.size()) {
+        values.resize(id + 1);
+        bound.resize(id + 1, 0);
+      }
+      values[id] = std::move(value);
+      bound[id] = 1;
+    }
+  };
+  // The fusion whose vals are bound: a val of another fusion (another copy) is refused, not looked up
+  // by its id.
+  void checkOwner(const Val* v) const;
+  const Fusion* fusion_ = nullptr;
+  ById<std::vector<int64_t>> sizes_;
+  ById<ScalarValue> scalars_;
+  ById<InputLayout> inputs_;
 };
 
 // Checks the inputs against the definitions (as the reference evaluator does: clear errors naming
