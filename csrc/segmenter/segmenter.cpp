@@ -49,14 +49,23 @@ Segment segmentFor(Candidate candidate, const BoundShapes& bound) {
 class Segmenter {
  public:
   Segmenter(std::shared_ptr<const Fusion> fusion, BoundShapes bound) : fusion_(std::move(fusion)), bound_(std::move(bound)) {
-    for (const Expr* e : fusion_->exprsToEvaluate()) {
-      eval_pos_[e] = static_cast<int64_t>(eval_pos_.size());
+    const std::vector<Expr*> evaluated = fusion_->exprsToEvaluate();
+    int64_t expr_ids = 0, val_ids = 0;
+    for (const Expr* e : evaluated) expr_ids = std::max(expr_ids, e->id() + 1);
+    for (const auto& v : fusion_->vals()) val_ids = std::max(val_ids, v->id() + 1);
+    eval_pos_.assign(static_cast<size_t>(expr_ids), -1);
+    node_of_.assign(static_cast<size_t>(expr_ids), -1);
+    producer_.assign(static_cast<size_t>(val_ids), -1);
+    input_stamp_.assign(static_cast<size_t>(val_ids), 0);
+    int64_t position = 0;
+    for (const Expr* e : evaluated) {
+      eval_pos_[e->id()] = position++;
       if (e->outputs().empty() || !e->output(0)->isTensor()) continue;   // scalar math: folded on the host
       if (isMetaOp(e->kind()) && e->kind() != OpKind::SegmentSet && inputViewRoot(e->output(0)) != nullptr &&
           !isCopiedOutput(e->output(0))) {
         continue;  // an input view: inlined into each reader
       }
-      node_of_[e] = static_cast<int64_t>(nodes_.size());
+      node_of_[e->id()] = static_cast<int64_t>(nodes_.size());
       nodes_.push_back(e);
     }
     parent_.resize(nodes_.size());
@@ -66,7 +75,7 @@ class Segmenter {
     version_.assign(nodes_.size(), 0);
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
       const Expr* e = nodes_[i];
-      for (const Val* out : e->outputs()) producer_[out] = i;
+      for (const Val* out : e->outputs()) producer_[out->id()] = i;
       Group& g = groups_[i];
       g.nodes = {i};
       g.min_pos = g.max_pos = g.level = i;
@@ -77,8 +86,8 @@ class Segmenter {
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
       for (const Val* out : nodes_[i]->outputs()) {
         for (const Expr* use : out->uses()) {
-          auto u = node_of_.find(use);
-          if (u != node_of_.end()) consumer_nodes_[i].push_back(u->second);
+          const int64_t u = nodeOf(use);
+          if (u >= 0) consumer_nodes_[i].push_back(u);
         }
       }
     }
@@ -114,7 +123,14 @@ class Segmenter {
     return i;
   }
 
-  bool isNodeUse(const Expr* use) const { return node_of_.count(use) != 0; }
+  // The node of an expr, or -1 (an input view, scalar math, or an expr no output needs).
+  int64_t nodeOf(const Expr* e) const {
+    return e != nullptr && e->id() < static_cast<int64_t>(node_of_.size()) ? node_of_[e->id()] : -1;
+  }
+  // The node writing a tensor, or -1 (a fusion input, an input view).
+  int64_t producerOf(const Val* v) const {
+    return v->id() < static_cast<int64_t>(producer_.size()) ? producer_[v->id()] : -1;
+  }
 
   // The candidate for a set of nodes (given as the group roots they belong to).
   Candidate candidateOf(const std::vector<int64_t>& roots) {
@@ -126,20 +142,23 @@ class Segmenter {
       return std::find(roots.begin(), roots.end(), r) != roots.end();
     };
     Candidate c;
-    std::unordered_set<const Val*> seen_in;
+    ++input_stamp_now_;  // marks the inputs taken so far
     for (int64_t n : members) {
       const Expr* e = nodes_[n];
       c.exprs.push_back(e);
       for (const Val* in : e->inputs()) {
         if (!in->isTensor()) continue;
-        auto p = producer_.find(in);
-        if ((p == producer_.end() || !inside(p->second)) && seen_in.insert(in).second) c.inputs.push_back(in);
+        const int64_t p = producerOf(in);
+        if ((p < 0 || !inside(p)) && input_stamp_[in->id()] != input_stamp_now_) {
+          input_stamp_[in->id()] = input_stamp_now_;
+          c.inputs.push_back(in);
+        }
       }
       for (const Val* out : e->outputs()) {
         bool read_outside = out->isFusionOutput();
         for (const Expr* use : out->uses()) {
-          auto u = node_of_.find(use);
-          read_outside = read_outside || (u != node_of_.end() && !inside(u->second));
+          const int64_t u = nodeOf(use);
+          read_outside = read_outside || (u >= 0 && !inside(u));
         }
         if (read_outside) c.outputs.push_back(out);
       }
@@ -292,8 +311,8 @@ class Segmenter {
       changed = false;
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
         for (const Val* in : nodes_[i]->inputs()) {
-          auto p = producer_.find(in);
-          if (p != producer_.end()) changed = tryMerge(p->second, i) || changed;
+          const int64_t p = producerOf(in);
+          if (p >= 0) changed = tryMerge(p, i) || changed;
         }
       }
       for (const auto& [source, list] : readers) {  // siblings reading one source
@@ -304,9 +323,9 @@ class Segmenter {
       std::map<int64_t, std::vector<int64_t>> cousins;  // producer group -> reader nodes, ascending
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
         for (const Val* in : nodes_[i]->inputs()) {
-          auto p = producer_.find(in);
-          if (p == producer_.end() || find(p->second) == find(i)) continue;
-          auto& list = cousins[find(p->second)];
+          const int64_t p = producerOf(in);
+          if (p < 0 || find(p) == find(i)) continue;
+          auto& list = cousins[find(p)];
           if (list.empty() || list.back() != i) list.push_back(i);
         }
       }
@@ -356,10 +375,14 @@ class Segmenter {
 
   std::shared_ptr<const Fusion> fusion_;
   BoundShapes bound_;
-  std::unordered_map<const Expr*, int64_t> eval_pos_;
+  // By expr id and by val id (dense within a fusion): -1 where none. Segmentation reads these for every
+  // merge it weighs.
+  std::vector<int64_t> eval_pos_;  // the expr's position in evaluation order
   std::vector<const Expr*> nodes_;
-  std::unordered_map<const Expr*, int64_t> node_of_;
-  std::unordered_map<const Val*, int64_t> producer_;
+  std::vector<int64_t> node_of_;
+  std::vector<int64_t> producer_;
+  std::vector<int64_t> input_stamp_;  // by val id: the candidateOf call that took it as an input
+  int64_t input_stamp_now_ = 0;
   std::vector<int64_t> parent_;
   std::vector<Group> groups_;
   std::vector<std::vector<int64_t>> consumer_nodes_;  // per node: the nodes reading its outputs
@@ -374,7 +397,7 @@ SegmentedFusion Segmenter::buildResult() {
   // Outputs that are input views: alias segments reading only the input.
   std::unordered_set<const Val*> done;
   for (const Val* out : fusion_->outputs()) {
-    if (!out->isTensor() || out->isFusionInput() || inputViewRoot(out) == nullptr || node_of_.count(out->definition()) ||
+    if (!out->isTensor() || out->isFusionInput() || inputViewRoot(out) == nullptr || nodeOf(out->definition()) >= 0 ||
         !done.insert(out).second) {
       continue;
     }
@@ -418,7 +441,8 @@ SegmentedFusion Segmenter::buildResult() {
       }
       if (added.insert(nodes_[n]).second) exprs.push_back(nodes_[n]);
     }
-    std::sort(exprs.begin(), exprs.end(), [&](const Expr* a, const Expr* b) { return eval_pos_.at(a) < eval_pos_.at(b); });
+    std::sort(exprs.begin(), exprs.end(),
+              [&](const Expr* a, const Expr* b) { return eval_pos_[a->id()] < eval_pos_[b->id()]; });
     Candidate c = candidateOf({r});
     c.exprs = exprs;
     std::vector<const Val*> inputs;  // what the kernel reads: views replaced by the inputs they view
@@ -441,8 +465,8 @@ SegmentedFusion Segmenter::buildResult() {
       for (const Val* t : written) {
         bool read = false;
         for (const Expr* use : t->uses()) {
-          auto u = node_of_.find(use);
-          read = read || (u != node_of_.end() && find(u->second) == c);
+          const int64_t u = nodeOf(use);
+          read = read || (u >= 0 && find(u) == c);
         }
         if (!read) continue;
         result.edges.push_back({segment_of_root.at(r), segment_of_root.at(c), t,
