@@ -22,12 +22,9 @@ std::optional<Bounds> product(const Bounds& a, const Bounds& b) {
 }  // namespace
 
 void KernelBuilder::setVarBounds(VarId var, std::optional<Bounds> b) {
-  if (b) {
-    var_bounds_[var] = *b;
-  } else {
-    var_bounds_.erase(var);
-  }
-  bounds_memo_.clear();
+  if (var >= static_cast<VarId>(var_bounds_.size())) var_bounds_.resize(static_cast<size_t>(var) + 1);
+  var_bounds_[var] = b;
+  ++memo_epoch_;
 }
 
 // Narrows `b`, the bounds of `value`, by what `cond` (a conjunction of comparisons) says of it where it holds.
@@ -48,7 +45,7 @@ void KernelBuilder::refine(ExprId cond, ExprId value, Bounds& b) const {
 }
 
 std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
-  if (auto it = bounds_memo_.find(id); it != bounds_memo_.end()) return it->second;
+  if (id < static_cast<ExprId>(bounds_epoch_.size()) && bounds_epoch_[id] == memo_epoch_) return bounds_memo_[id];
   const KExpr& e = k_.exprs[id];
   auto arg = [&](int i) { return bounds(e.args[i]); };
   std::optional<Bounds> result;
@@ -59,7 +56,7 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::ThreadIdx: result = Bounds{0, 1023}; break;
     case EKind::BlockIdx: result = Bounds{0, (int64_t{1} << 31) - 2}; break;
     case EKind::VarRef:
-      if (auto it = var_bounds_.find(e.ref); it != var_bounds_.end()) result = it->second;
+      if (e.ref >= 0 && e.ref < static_cast<int32_t>(var_bounds_.size())) result = var_bounds_[e.ref];
       break;
     case EKind::Add:
       if (auto a = arg(0), b = arg(1); a && b) {
@@ -109,7 +106,12 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     default: break;  // launch arguments, loads, values: unknown
   }
   if (result && (result->lo <= -kLimit || result->hi >= kLimit)) result.reset();
-  bounds_memo_.emplace(id, result);
+  if (id >= static_cast<ExprId>(bounds_epoch_.size())) {
+    bounds_epoch_.resize(k_.exprs.size(), 0);
+    bounds_memo_.resize(k_.exprs.size());
+  }
+  bounds_epoch_[id] = memo_epoch_;
+  bounds_memo_[id] = result;
   return result;
 }
 

@@ -395,8 +395,8 @@ class KernelBuilder {
   ExprId letValue(std::string prefix, ExprId value);  // a new scalar var holding value, as an expression
   // The value letValue bound `var` to (it is assigned nothing else), if it made var.
   std::optional<ExprId> boundValue(VarId var) const {
-    auto it = bound_values_.find(var);
-    return it == bound_values_.end() ? std::nullopt : std::optional<ExprId>(it->second);
+    if (var < 0 || var >= static_cast<VarId>(bound_values_.size()) || bound_values_[var] < 0) return std::nullopt;
+    return bound_values_[var];
   }
   void assign(VarId var, ExprId value);
   void declare(VarId array);
@@ -471,9 +471,13 @@ class KernelBuilder {
   };
   std::vector<Open> open_;
   std::map<std::string, int> name_counts_;
-  std::map<VarId, Bounds> var_bounds_;  // lets of index values and loop variables
-  std::map<VarId, ExprId> bound_values_;  // letValue's variables
-  mutable std::map<ExprId, std::optional<Bounds>> bounds_memo_;  // cleared when var_bounds_ changes
+  // By var id: the bounds of lets of index values and loop variables; letValue's values (-1: none).
+  std::vector<std::optional<Bounds>> var_bounds_;
+  std::vector<ExprId> bound_values_;
+  // By expr id: bounds() as computed while memo_epoch_ was current (setVarBounds starts a new epoch).
+  mutable std::vector<std::optional<Bounds>> bounds_memo_;
+  mutable std::vector<uint32_t> bounds_epoch_;
+  uint32_t memo_epoch_ = 1;
   void setVarBounds(VarId var, std::optional<Bounds> b);
   std::optional<std::pair<ExprId, ExprId>> splitMultiple(ExprId a, int64_t c) const;
   void refine(ExprId cond, ExprId value, Bounds& b) const;

@@ -37,7 +37,8 @@ ExprId KernelBuilder::letValue(std::string prefix, ExprId value) {
   const VarId var = scalarVar(std::move(prefix), e.dtype, is_index);
   let(var, value);
   if (is_index) setVarBounds(var, bounds(value));  // a fresh variable, assigned once
-  bound_values_.emplace(var, value);
+  if (var >= static_cast<VarId>(bound_values_.size())) bound_values_.resize(static_cast<size_t>(var) + 1, -1);
+  if (bound_values_[var] < 0) bound_values_[var] = value;
   return ref(var);
 }
 

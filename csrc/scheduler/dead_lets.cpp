@@ -8,39 +8,59 @@
 namespace braze::scheduler {
 namespace {
 
-// The vars read by the statements, counting a let's value only when its var is in `live`.
-class Reads {
+// One walk over the statements: the vars other statements keep (assigned, reduced, a loop's, or read by
+// their operands) and, per let var, the expressions of its value. A let's value counts only once its
+// var is live, so liveness then spreads from the kept vars through those values by a worklist.
+class LiveLets {
  public:
-  Reads(const Kernel& k, const std::vector<char>& live)
-      : k_(k), live_(live), read(k.vars.size(), 0), seen_(k.exprs.size(), 0) {}
+  explicit LiveLets(const Kernel& k)
+      : live(k.vars.size(), 0), k_(k), let_values_(k.vars.size()), seen_(k.exprs.size(), 0) {}
 
+  void run() {
+    stmts(k_.body);
+    while (!pending_.empty()) {
+      const VarId v = pending_.back();
+      pending_.pop_back();
+      for (ExprId x : let_values_[v]) expr(x);
+    }
+  }
+
+  std::vector<char> live;
+
+ private:
   void stmts(const std::vector<Stmt>& list) {
     for (const Stmt& s : list) {
-      if (s.kind == SKind::Let && !live_[s.var]) continue;
-      if (s.kind != SKind::Let && s.var >= 0) read[s.var] = 1;  // assigned, reduced, a loop's: kept
-      for (ExprId x : {s.a, s.b, s.c, s.d}) expr(x);
+      if (s.kind == SKind::Let) {
+        for (ExprId x : {s.a, s.b, s.c, s.d}) {
+          if (x >= 0) let_values_[s.var].push_back(x);
+        }
+      } else {
+        if (s.var >= 0) markLive(s.var);
+        for (ExprId x : {s.a, s.b, s.c, s.d}) expr(x);
+      }
       stmts(s.body);
       stmts(s.orelse);
     }
   }
 
- private:
+  void markLive(VarId v) {
+    if (live[v]) return;
+    live[v] = 1;
+    pending_.push_back(v);
+  }
+
   void expr(ExprId id) {
     if (id < 0 || seen_[id]) return;
     seen_[id] = 1;
     const KExpr& e = k_.exprs[id];
-    if (e.kind == EKind::VarRef) read[e.ref] = 1;
+    if (e.kind == EKind::VarRef) markLive(e.ref);
     for (ExprId a : e.args) expr(a);
   }
 
   const Kernel& k_;
-  const std::vector<char>& live_;
-
- public:
-  std::vector<char> read;
-
- private:
+  std::vector<std::vector<ExprId>> let_values_;
   std::vector<char> seen_;
+  std::vector<VarId> pending_;  // live vars whose let values are not walked yet
 };
 
 void erase(std::vector<Stmt>& list, const std::vector<char>& live) {
@@ -54,15 +74,9 @@ void erase(std::vector<Stmt>& list, const std::vector<char>& live) {
 }  // namespace
 
 void removeDeadLets(Kernel& k) {
-  // Grows the live set from what the other statements read, through the values of live lets.
-  std::vector<char> live(k.vars.size(), 0);
-  while (true) {
-    Reads reads(k, live);
-    reads.stmts(k.body);
-    if (reads.read == live) break;
-    live = std::move(reads.read);
-  }
-  erase(k.body, live);
+  LiveLets lets(k);
+  lets.run();
+  erase(k.body, lets.live);
 }
 
 }  // namespace braze::scheduler

@@ -29,24 +29,41 @@ void ValueBuilder::beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, i
   lane_ = lane;
   memo_.clear();
   vector_loads_.clear();
-  if (lane >= 0) lane_vars_.insert(kb_.expr(lane).ref);
+  if (lane >= 0) markLaneVar(kb_.expr(lane).ref);
+}
+
+size_t ValueBuilder::ValueKeyHash::operator()(const ValueKey& key) const {
+  uint64_t h = std::hash<const Val*>()(key.first);
+  for (int64_t v : key.second) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+void ValueBuilder::markInvariant(ExprId e) {
+  if (e >= static_cast<ExprId>(invariant_.size())) invariant_.resize(static_cast<size_t>(e) + 1, 0);
+  invariant_[e] = 1;
+}
+
+void ValueBuilder::markLaneVar(VarId v) {
+  if (v >= static_cast<VarId>(lane_vars_.size())) lane_vars_.resize(static_cast<size_t>(v) + 1, 0);
+  lane_vars_[v] = 1;
 }
 
 bool ValueBuilder::laneDependent(ExprId e) {
-  if (auto it = lane_dependent_.find(e); it != lane_dependent_.end()) return it->second;
+  if (e < static_cast<ExprId>(lane_dependent_.size()) && lane_dependent_[e] >= 0) return lane_dependent_[e] != 0;
   const KExpr& x = kb_.expr(e);
   bool dep = false;
   if (x.kind == EKind::VarRef) {
-    dep = lane_vars_.count(x.ref) != 0;
+    dep = x.ref < static_cast<VarId>(lane_vars_.size()) && lane_vars_[x.ref] != 0;
   } else {
     for (ExprId a : x.args) dep = dep || laneDependent(a);
   }
-  lane_dependent_[e] = dep;
+  if (e >= static_cast<ExprId>(lane_dependent_.size())) lane_dependent_.resize(static_cast<size_t>(e) + 1, -1);
+  lane_dependent_[e] = dep ? 1 : 0;
   return dep;
 }
 
 bool ValueBuilder::invariantExpr(ExprId e) {
-  if (invariant_.count(e) != 0) return true;
+  if (isInvariant(e)) return true;
   const KExpr& x = kb_.expr(e);
   switch (x.kind) {
     case EKind::ConstInt:
@@ -68,7 +85,7 @@ bool ValueBuilder::invariantExpr(ExprId e) {
   for (ExprId a : x.args) {
     if (!invariantExpr(a)) return false;
   }
-  invariant_.insert(e);
+  markInvariant(e);
   return true;
 }
 
@@ -78,7 +95,7 @@ ExprId ValueBuilder::bind(const char* prefix, ExprId value) {
     kb_.pushTarget(hoist_);
     const ExprId bound = kb_.letValue(prefix, value);
     kb_.popTarget();
-    invariant_.insert(bound);
+    markInvariant(bound);
     hoisted_.emplace(value, bound);
     return bound;
   }
@@ -86,7 +103,7 @@ ExprId ValueBuilder::bind(const char* prefix, ExprId value) {
   kb_.pushTarget(dep ? body_ : pre_);
   const ExprId bound = kb_.letValue(prefix, value);
   kb_.popTarget();
-  if (dep && kb_.expr(bound).kind == EKind::VarRef) lane_vars_.insert(kb_.expr(bound).ref);
+  if (dep && kb_.expr(bound).kind == EKind::VarRef) markLaneVar(kb_.expr(bound).ref);
   return bound;
 }
 
@@ -287,7 +304,7 @@ ExprId ValueBuilder::scalar(const Val* val) {
   } else {
     value = kb_.constantInt(toInt(v), val->dtype());
   }
-  invariant_.insert(value);
+  markInvariant(value);
   return value;
 }
 
@@ -297,7 +314,7 @@ ExprId ValueBuilder::cpuScalar(const TensorView* input) {
   const DataType passed = computeTypeOf(input->dtype());
   ExprId value = kb_.scalarArgument(input, passed, passed == DataType::Bool ? ScalarValue{false} : ScalarValue{int64_t{0}});
   if (passed != input->dtype()) value = kb_.cast(value, input->dtype());
-  invariant_.insert(value);
+  markInvariant(value);
   return value;
 }
 
@@ -322,7 +339,7 @@ ExprId ValueBuilder::valueAt(const Val* val, const std::vector<Idx>& index) {
     BRAZE_ASSERT(d != defined_.end(), "kernel lowering: {} is neither computed in the segment nor one of its inputs",
                  val->name());
     result = compute(*d->second, val, index);
-    if (worthKeeping(val) && invariant_.count(result) == 0) {
+    if (worthKeeping(val) && !isInvariant(result)) {
       // The pass that first computes it stores it in the thread's slot; later passes read the slot.
       // Unrolled, the array is registers, and an input slot read by no later pass dies here, so softmax
       // keeps exp(x - max) in the registers x had.
@@ -399,7 +416,7 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
 
 ExprId ValueBuilder::elementwiseOp(const Expr& expr, const Val* out, std::vector<ExprId> args) {
   const bool all_invariant =
-      std::all_of(args.begin(), args.end(), [&](ExprId a) { return invariant_.count(a) != 0; });
+      std::all_of(args.begin(), args.end(), [&](ExprId a) { return isInvariant(a); });
   ExprId value;
   if (opInfo(expr.kind()).category == OpCategory::Cast) {
     value = kb_.cast(args[0], out->dtype());
@@ -414,13 +431,13 @@ ExprId ValueBuilder::elementwiseOp(const Expr& expr, const Val* out, std::vector
       value = kb_.elementwise(e.op, to, {e.args[0]});
     }
   } else if ((expr.kind() == OpKind::TrueDiv || expr.kind() == OpKind::Div) && out->dtype() == DataType::Float &&
-             !all_invariant && invariant_.count(args[1]) != 0) {
+             !all_invariant && isInvariant(args[1])) {
     value = divideByInvariant(args[0], args[1]);
   } else {
     value = kb_.elementwise(expr.kind(), out->dtype(), std::move(args));
   }
   const ExprId bound = bind("t", value);
-  if (all_invariant) invariant_.insert(bound);
+  if (all_invariant) markInvariant(bound);
   return bound;
 }
 

@@ -85,7 +85,7 @@ class ValueBuilder {
   // A reduction computed by the kernel: its value (per row) wherever it is read.
   void setResult(const Val* val, ExprId value) {
     results_[val] = value;
-    if (!laneDependent(value)) invariant_.insert(value);
+    if (!laneDependent(value)) markInvariant(value);
   }
 
   // Index helpers for the lowering.
@@ -137,15 +137,24 @@ class ValueBuilder {
   std::unordered_map<const Val*, const Expr*> defined_;
   std::unordered_map<const Val*, TensorId> params_;
   std::unordered_map<const Val*, ExprId> results_;
-  std::map<std::pair<const Val*, std::vector<int64_t>>, ExprId> memo_;
+  // A value at an index: the val and its index's (base, lane) pairs.
+  using ValueKey = std::pair<const Val*, std::vector<int64_t>>;
+  struct ValueKeyHash {
+    size_t operator()(const ValueKey& key) const;
+  };
+  std::unordered_map<ValueKey, ExprId, ValueKeyHash> memo_;
   std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
   std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes
-  std::map<std::pair<const Val*, std::vector<int64_t>>, ComputedSlot> computed_cache_;  // across passes
-  // Expressions with one value for all the elements a kernel thread walks: scalars, per-row results
-  // of a reduction, and elementwise ops of those.
-  std::unordered_set<ExprId> invariant_;
-  std::unordered_set<VarId> lane_vars_;
-  std::unordered_map<ExprId, bool> lane_dependent_;
+  std::unordered_map<ValueKey, ComputedSlot, ValueKeyHash> computed_cache_;  // across passes
+  // By expr id: expressions with one value for all the elements a kernel thread walks (scalars, per-row
+  // results of a reduction, and elementwise ops of those); and whether an expression depends on the
+  // lane (-1: not known yet). By var id: the vars holding lane-dependent values.
+  std::vector<char> invariant_;
+  std::vector<int8_t> lane_dependent_;
+  std::vector<char> lane_vars_;
+  bool isInvariant(ExprId e) const { return e < static_cast<ExprId>(invariant_.size()) && invariant_[e] != 0; }
+  void markInvariant(ExprId e);
+  void markLaneVar(VarId v);
   std::vector<Stmt>* pre_ = nullptr;
   std::vector<Stmt>* body_ = nullptr;
   int64_t width_ = 1;
