@@ -13,6 +13,7 @@
 #include "scheduler/scheduler.h"
 #include "codegen/source_emitter.h"
 #include "support/dump.h"
+#include "support/error.h"
 
 #include <fmt/format.h>
 
@@ -32,13 +33,21 @@ void dumpAfter(std::string_view step, const std::function<std::string()>& make_t
 
 SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>& inputs, const PlanOptions& options) {
   if (verifiersEnabled()) verifyFusion(fusion);
-  auto prepared = std::make_shared<Fusion>(fusion);  // passes edit a copy: the user's fusion stays as defined
+  // Passes edit a copy (the user's fusion stays as defined), made only where bookending may cut: other
+  // plans read the fusion itself, when it is shared (a FusionCache's).
+  std::shared_ptr<Fusion> edited;
+  std::shared_ptr<const Fusion> prepared = fusion.weak_from_this().lock();
+  if (prepared == nullptr || bookendingMayEdit(fusion, options.bookend)) {
+    edited = std::make_shared<Fusion>(fusion);
+    prepared = edited;
+  }
   BoundShapes bound = bindShapes(*prepared, inputs);
   dumpAfter("bind", [&] { return bound.toString(*prepared); });
 
   BookendReport report;
+  report.policy = options.bookend;
   // Output chains first: their decisions do not depend on the kernels.
-  markOutputChains(*prepared, bound, options.bookend, report);
+  if (edited != nullptr) markOutputChains(*edited, bound, options.bookend, report);
   if (verifiersEnabled()) verifyFusion(*prepared);
   dumpAfter("bookend-outputs", [&] { return prepared->toString(); });
 
@@ -51,7 +60,12 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
     for (const Expr* e : s.exprs) kernel_of[e] = s.id;
   }
   const auto kernelOf = [&](const Expr* e) { return kernel_of.count(e) ? kernel_of.at(e) : -1; };
-  if (markInputChains(*prepared, bound, options.bookend, kernelOf, report)) plan = segmentFusion(prepared, bound);
+  const std::vector<SegmentCut> cuts = decideInputChains(*prepared, bound, options.bookend, kernelOf, report);
+  if (!cuts.empty()) {
+    BRAZE_ASSERT(edited != nullptr, "bookending cut an input chain of a fusion it expected to leave as defined");
+    insertSegmentCuts(*edited, bound, cuts);
+    plan = segmentFusion(prepared, bound);
+  }
   plan.bookending = std::move(report);
   // Kernels run on the reference write no inputs: their updates are copied after them.
   if (!options.kernels_on_reference) plan.written_in_place = updatesWrittenByKernels(plan);

@@ -14,7 +14,9 @@
 
 namespace braze {
 
-class Fusion {
+// Shared (enable_shared_from_this) where a plan can read it as defined: planning copies a fusion only
+// when a pass edits it.
+class Fusion : public std::enable_shared_from_this<Fusion> {
  public:
   Fusion() = default;
   Fusion(const Fusion& other);  // deep copy: same ids, same names, same printout

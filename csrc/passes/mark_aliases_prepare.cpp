@@ -206,12 +206,13 @@ std::string BookendReport::toString() const {
   return text;
 }
 
-void markOutputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, BookendReport& report) {
-  report.policy = policy;
-  const std::vector<Expr*> exprs = fusion.exprsToEvaluate();
-  const std::unordered_set<const Expr*> live(exprs.begin(), exprs.end());
+namespace {
+
+// Roots of output chains: computed tensors (not input views, not themselves view-only) read by view-only
+// chains, each with the view ops its chains start with.
+std::vector<std::pair<Val*, std::vector<const Expr*>>> outputChainRoots(const std::vector<Expr*>& exprs,
+                                                                        const std::unordered_set<const Expr*>& live) {
   const auto view_only = viewOnlyTensors(exprs, live);
-  // Roots: computed tensors (not input views, not themselves view-only) read by view-only chains.
   std::vector<std::pair<Val*, std::vector<const Expr*>>> roots;
   std::unordered_set<const Val*> seen;
   for (Expr* expr : exprs) {
@@ -225,13 +226,39 @@ void markOutputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, 
       if (!starts.empty() && seen.insert(out).second) roots.emplace_back(out, std::move(starts));
     }
   }
-  for (auto& [root, starts] : roots) decideOutputChain(fusion, bound, policy, root, starts, live, report);
+  return roots;
 }
 
-bool markInputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, const KernelOfExpr& kernel_of,
-                     BookendReport& report) {
+}  // namespace
+
+void markOutputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, BookendReport& report) {
+  report.policy = policy;
+  const std::vector<Expr*> exprs = fusion.exprsToEvaluate();
+  const std::unordered_set<const Expr*> live(exprs.begin(), exprs.end());
+  for (auto& [root, starts] : outputChainRoots(exprs, live)) {
+    decideOutputChain(fusion, bound, policy, root, starts, live, report);
+  }
+}
+
+bool bookendingMayEdit(const Fusion& fusion, BookendPolicy policy) {
+  if (policy == BookendPolicy::None) return false;
+  const std::vector<Expr*> exprs = fusion.exprsToEvaluate();
+  const std::unordered_set<const Expr*> live(exprs.begin(), exprs.end());
+  if (!outputChainRoots(exprs, live).empty()) return true;
+  if (policy != BookendPolicy::Both) return false;  // only policy both cuts input chains (decideInputChains)
+  return std::any_of(exprs.begin(), exprs.end(), [](const Expr* e) {
+    return isViewOp(e) && e->input(0)->isTensor() && e->input(0)->isFusionInput();
+  });
+}
+
+void insertSegmentCuts(Fusion& fusion, BoundShapes& bound, const std::vector<SegmentCut>& cuts) {
+  for (const SegmentCut& cut : cuts) insertSegmentSet(fusion, bound, cut.tensor, cut.readers);
+}
+
+std::vector<SegmentCut> decideInputChains(const Fusion& fusion, const BoundShapes& bound, BookendPolicy policy,
+                                          const KernelOfExpr& kernel_of, BookendReport& report) {
   const auto live = evaluated(fusion);
-  bool inserted = false;
+  std::vector<SegmentCut> cuts;
   for (Val* input : fusion.inputs()) {
     if (!input->isTensor()) continue;
     // The input's views that compute reads, in definition order (a breadth-first walk of view ops).
@@ -297,14 +324,11 @@ bool markInputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, c
                                       "host time an alias segment adds",
                                       bound.uniqueBytes(c.end), width, kAliasSegmentHostNs);
       }
-      if (decision.bookended) {
-        insertSegmentSet(fusion, bound, c.end, c.compute_readers);
-        inserted = true;
-      }
+      if (decision.bookended) cuts.push_back({c.end, c.compute_readers});
       report.decisions.push_back(std::move(decision));
     }
   }
-  return inserted;
+  return cuts;
 }
 
 }  // namespace braze

@@ -41,9 +41,21 @@ using KernelOfExpr = std::function<int64_t(const Expr*)>;
 
 // Output chains: decided and marked first (they do not depend on the segmentation).
 void markOutputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, BookendReport& report);
-// Input chains: decided with the kernels of a segmentation made without them. Returns whether any
-// segment_set was inserted (the caller segments again).
-bool markInputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, const KernelOfExpr& kernel_of,
-                     BookendReport& report);
+
+// A segment_set to insert: `readers` read `tensor` through it.
+struct SegmentCut {
+  Val* tensor = nullptr;
+  std::vector<const Expr*> readers;
+};
+// Input chains: decided with the kernels of a segmentation made without them. Returns the cuts to make
+// (insertSegmentCuts; the caller then segments again); none under policies other than both.
+std::vector<SegmentCut> decideInputChains(const Fusion& fusion, const BoundShapes& bound, BookendPolicy policy,
+                                          const KernelOfExpr& kernel_of, BookendReport& report);
+void insertSegmentCuts(Fusion& fusion, BoundShapes& bound, const std::vector<SegmentCut>& cuts);
+
+// Whether bookending may insert a segment_set into `fusion` under `policy`: where a chain of view ops
+// ends at an output, or (policy both) starts at an input. Where it may not, planning reads the fusion
+// as defined rather than a copy.
+bool bookendingMayEdit(const Fusion& fusion, BookendPolicy policy);
 
 }  // namespace braze
