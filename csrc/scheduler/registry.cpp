@@ -34,8 +34,9 @@ std::string unsupportedReason(const Expr& unsupported) {
   return exprLabel(unsupported) + " walks lines along a dim (the scan scheduler takes it alone)";
 }
 
-SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound) {
-  const CandidateFacts facts = analyzeCandidate(candidate);
+SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound, bool reasons) {
+  CandidateFacts facts = analyzeCandidate(candidate);
+  facts.reasons = reasons;
   SchedulerChoice choice;
   for (const SchedulerEntry& entry : schedulers()) {
     Verdict v = entry.accepts(candidate, facts, bound);

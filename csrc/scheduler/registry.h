@@ -38,6 +38,9 @@ struct CandidateFacts {
   // cumsum, topk, argsort, scatter or index_put_accumulate (the scan scheduler's, alone in its segment).
   const Expr* unsupported = nullptr;
   bool all_meta = true;
+  // Whether refusals spell out why. The segmenter's merge attempts need only the verdict, and naming
+  // the exprs involved in every refusal of every attempt took a twentieth of planning a new signature.
+  bool reasons = true;
 };
 CandidateFacts analyzeCandidate(const Candidate& candidate);
 // Why the elementwise and reduction schedulers refuse a group holding `unsupported` (CandidateFacts).
@@ -54,7 +57,8 @@ struct SchedulerChoice {
   std::optional<SchedulerKind> kind;                            // none: no scheduler accepts the group
   std::vector<std::pair<SchedulerKind, std::string>> refusals;  // the schedulers before it, with reasons
 };
-SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound);
+// `reasons` false: the refusals' texts may be placeholders (CandidateFacts::reasons).
+SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound, bool reasons = true);
 
 }  // namespace braze
 

@@ -229,7 +229,8 @@ class Segmenter {
     }
   }
 
-  MergeVerdict verdict(int64_t a, int64_t b, Candidate* union_out = nullptr) {
+  // `reasons` false (merge attempts, which keep only the verdict): a refusal's detail may be a placeholder.
+  MergeVerdict verdict(int64_t a, int64_t b, bool reasons, Candidate* union_out = nullptr) {
     const Group& ga = groups_[a];
     const Group& gb = groups_[b];
     if ((ga.has_segment_set || gb.has_segment_set) && !(ga.all_meta && gb.all_meta)) {
@@ -250,7 +251,7 @@ class Segmenter {
       return {false, CutReason::MoreTraffic,
               fmt::format("one kernel would move {} B, two move {} B", bytes, ga.bytes + gb.bytes)};
     }
-    const SchedulerChoice choice = chooseScheduler(c, bound_);
+    const SchedulerChoice choice = chooseScheduler(c, bound_, reasons);
     if (!choice.kind) {
       std::vector<std::string> why;
       for (const auto& [kind, reason] : choice.refusals) why.push_back(fmt::format("{}: {}", toString(kind), reason));
@@ -270,7 +271,7 @@ class Segmenter {
     auto refused = refused_.find(key);
     if (refused != refused_.end() && refused->second == versions) return false;
     Candidate c;
-    const MergeVerdict v = verdict(a, b, &c);
+    const MergeVerdict v = verdict(a, b, /*reasons=*/false, &c);
     if (!v.ok) {
       refused_[key] = versions;
       return false;
@@ -355,7 +356,7 @@ class Segmenter {
       const int64_t n = reductions(g);
       if (n == 0) continue;
       reducing.push_back(g);
-      if (n >= 2 && chooseScheduler(candidateOf({g}), bound_).kind == SchedulerKind::InnerOuterPersistent) {
+      if (n >= 2 && chooseScheduler(candidateOf({g}), bound_, false).kind == SchedulerKind::InnerOuterPersistent) {
         inner_outer.push_back(g);
       }
     }
@@ -364,7 +365,8 @@ class Segmenter {
       for (int64_t b : reducing) {
         const int64_t root = find(a);
         if (find(b) != b || b == root) continue;
-        if (chooseScheduler(candidateOf({root, b}), bound_).kind != SchedulerKind::InnerOuterPersistent) continue;
+        const SchedulerChoice joined = chooseScheduler(candidateOf({root, b}), bound_, false);
+        if (joined.kind != SchedulerKind::InnerOuterPersistent) continue;
         changed = tryMerge(root, b) || changed;
       }
     }
@@ -461,7 +463,7 @@ SegmentedFusion Segmenter::buildResult() {
   for (int64_t r : roots) {
     const std::vector<const Val*> written = candidateOf({r}).outputs;
     for (int64_t c : consumers[r]) {
-      const MergeVerdict v = verdict(r, c);
+      const MergeVerdict v = verdict(r, c, /*reasons=*/true);
       for (const Val* t : written) {
         bool read = false;
         for (const Expr* use : t->uses()) {

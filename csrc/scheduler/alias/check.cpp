@@ -10,7 +10,8 @@ namespace braze {
 Verdict canScheduleAlias(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   if (!facts.all_meta) {
     for (const Expr* expr : candidate.exprs) {
-      if (!isMetaOp(expr->kind())) return Verdict::no(fmt::format("{} computes (not a meta op)", exprLabel(*expr)));
+      if (isMetaOp(expr->kind())) continue;
+      return Verdict::no(facts.reasons ? fmt::format("{} computes (not a meta op)", exprLabel(*expr)) : "computes");
     }
   }
   // Fusion inputs come with their real layouts; tensors written by a kernel are as it allocates them

@@ -140,7 +140,9 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
       rows.outputs.push_back(r->input(0));
     }
   }
-  const Verdict row_part = canScheduleInnerPersistent(rows, analyzeCandidate(rows), bound);
+  CandidateFacts row_facts = analyzeCandidate(rows);
+  row_facts.reasons = facts.reasons;
+  const Verdict row_part = canScheduleInnerPersistent(rows, row_facts, bound);
   if (!row_part.ok) return Verdict::no("without its outer reductions, " + row_part.reason);
   return Verdict::yes();
 }

@@ -77,6 +77,7 @@ std::variant<ReductionDomain, std::string> commonReductionDomain(const Candidate
       continue;
     }
     if (d.input_sizes != domain->input_sizes || d.dims != domain->dims) {
+      if (!facts.reasons) return std::string("reductions over different domains");
       return fmt::format("{} reduces dims [{}] of [{}] but {} reduces dims [{}] of [{}]", exprLabel(*r),
                          fmt::join(d.dims, ", "), fmt::join(d.input_sizes, ", "), exprLabel(*facts.reductions[0]),
                          fmt::join(domain->dims, ", "), fmt::join(domain->input_sizes, ", "));

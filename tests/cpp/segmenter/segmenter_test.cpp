@@ -5,6 +5,8 @@
 #include "fusions/rope.h"
 #include "fusions/transformer_block.h"
 #include "ir/ops.h"
+#include "passes/mark_aliases_prepare.h"
+#include "scheduler/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +119,40 @@ TEST(Segmenter, ForcedBookendingFromInputsMakesWeightViewsAndStillOneKernel) {
   const SegmentedFusion none = expectMatchesReference(f, inputs, {.bookend = BookendPolicy::None});
   EXPECT_EQ(none.kernelCount(), 1);
   EXPECT_EQ(none.aliasCount(), 0);
+}
+
+TEST(Segmenter, APlanReadsASharedFusionAsDefinedUnlessBookendingCutsIt) {
+  // A FusionCache's fusion is shared: planning it copies nothing unless a pass edits it, and an edit
+  // (a segment_set) goes to a copy, leaving the caller's fusion as defined.
+  auto layerNorm = std::make_shared<Fusion>();
+  testing::defineLayerNorm(*layerNorm, {.batch = 2, .seq = 3, .hidden = 40});
+  const std::string defined = layerNorm->toString();
+  const auto inputs = randomInputs(*layerNorm, 5, {{2, 3, 40}, {40}, {40}});
+  EXPECT_FALSE(bookendingMayEdit(*layerNorm, BookendPolicy::Auto));
+  EXPECT_EQ(planSegments(*layerNorm, inputs).fusion.get(), layerNorm.get());
+  EXPECT_TRUE(bookendingMayEdit(*layerNorm, BookendPolicy::Both));  // the weight and bias broadcasts
+  const SegmentedFusion both = planSegments(*layerNorm, inputs, {.bookend = BookendPolicy::Both});
+  EXPECT_NE(both.fusion.get(), layerNorm.get());
+  EXPECT_EQ(both.aliasCount(), 2) << both.toString();
+  EXPECT_EQ(layerNorm->toString(), defined);
+  // Not shared (a fusion on the stack): always a copy, which the plan owns.
+  Fusion local;
+  testing::defineLayerNorm(local, {.batch = 2, .seq = 3, .hidden = 40});
+  EXPECT_NE(planSegments(local, inputs).fusion.get(), &local);
+
+  auto permuted = std::make_shared<Fusion>();
+  {
+    FusionGuard g(permuted.get());
+    TensorView* x = defineTensor({2048, 4096}, {true, true}, DataType::Float);
+    permuted->addOutput(permute(unaryOp(OpKind::Exp, x)->asTensor(), {1, 0}));
+  }
+  const std::string permuted_defined = permuted->toString();
+  EXPECT_TRUE(bookendingMayEdit(*permuted, BookendPolicy::Auto));  // a view chain ends at the output
+  EXPECT_FALSE(bookendingMayEdit(*permuted, BookendPolicy::None));
+  const SegmentedFusion cut = planSegments(*permuted, {HostTensor::empty(DataType::Float, {2048, 4096})});
+  EXPECT_NE(cut.fusion.get(), permuted.get());
+  EXPECT_EQ(cut.aliasCount(), 1) << cut.toString();
+  EXPECT_EQ(permuted->toString(), permuted_defined);
 }
 
 TEST(Segmenter, ForcedBookendingNeverReadsOneInputTwiceInAKernel) {
@@ -327,6 +363,37 @@ TEST(Segmenter, TransformerBlocksMatchTheReferenceAndStayFewKernels) {
   testing::defineTransformerBlocks(f, {}, 3);
   const SegmentedFusion plan = expectMatchesReference(f, randomInputs(f, 13));
   EXPECT_LE(plan.kernelCount(), 4) << plan.toString();  // about one kernel per block
+}
+
+TEST(Segmenter, SchedulersGiveTheSameVerdictWithoutReasons) {
+  // Merge attempts ask the schedulers without reasons (CandidateFacts::reasons): only the texts may
+  // differ. Checked on every segment of a plan and on the union of the two ends of every cut.
+  Fusion f;
+  testing::defineTransformerBlocks(f, {}, 2);
+  const SegmentedFusion plan = planSegments(f, randomInputs(f, 13));
+  auto same = [&](const Candidate& c) {
+    const SchedulerChoice told = chooseScheduler(c, plan.bound, true);
+    const SchedulerChoice quiet = chooseScheduler(c, plan.bound, false);
+    EXPECT_EQ(told.kind, quiet.kind);
+    ASSERT_EQ(told.refusals.size(), quiet.refusals.size());
+    for (size_t i = 0; i < told.refusals.size(); ++i) {
+      EXPECT_EQ(told.refusals[i].first, quiet.refusals[i].first);
+      EXPECT_FALSE(quiet.refusals[i].second.empty());
+    }
+  };
+  for (const Segment& s : plan.segments) same({s.exprs, s.inputs, s.outputs});
+  ASSERT_FALSE(plan.edges.empty()) << plan.toString();
+  for (const SegmentEdge& e : plan.edges) {
+    const Segment& a = plan.segments[e.producer];
+    const Segment& b = plan.segments[e.consumer];
+    Candidate joined{a.exprs, a.inputs, a.outputs};
+    joined.exprs.insert(joined.exprs.end(), b.exprs.begin(), b.exprs.end());
+    for (const Val* in : b.inputs) {
+      if (std::find(a.outputs.begin(), a.outputs.end(), in) == a.outputs.end()) joined.inputs.push_back(in);
+    }
+    joined.outputs.insert(joined.outputs.end(), b.outputs.begin(), b.outputs.end());
+    same(joined);
+  }
 }
 
 TEST(Segmenter, PlansAreDeterministicAndPrintable) {
