@@ -44,8 +44,8 @@ class BoundShapes {
 
  private:
   friend BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& inputs);
-  // Per Val id (dense within a fusion) rather than hashed by pointer: planning reads sizes thousands of
-  // times per signature and copies the tables with each segmentation.
+  // Per Val id (dense within a fusion) rather than hashed by pointer: segmentation, heuristics and
+  // lowering read sizes at every step, and each segmentation copies the tables.
   template <typename T>
   struct ById {
     std::vector<T> values;
