@@ -1,6 +1,7 @@
 // KernelBuilder::bounds: interval arithmetic on index expressions, saturating at +-2^62 (wider than any
 // index a kernel computes), so a fold is decided only where both ends are known.
 #include "kernel/kernel_ir.h"
+#include "support/by_id.h"
 
 #include <algorithm>
 
@@ -22,8 +23,7 @@ std::optional<Bounds> product(const Bounds& a, const Bounds& b) {
 }  // namespace
 
 void KernelBuilder::setVarBounds(VarId var, std::optional<Bounds> b) {
-  if (var >= static_cast<VarId>(var_bounds_.size())) var_bounds_.resize(static_cast<size_t>(var) + 1);
-  var_bounds_[var] = b;
+  entryAt(var_bounds_, static_cast<size_t>(var)) = b;
   ++memo_epoch_;
 }
 
@@ -45,7 +45,7 @@ void KernelBuilder::refine(ExprId cond, ExprId value, Bounds& b) const {
 }
 
 std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
-  if (id < static_cast<ExprId>(bounds_epoch_.size()) && bounds_epoch_[id] == memo_epoch_) return bounds_memo_[id];
+  if (entryOr(bounds_epoch_, static_cast<size_t>(id), uint32_t{0}) == memo_epoch_) return bounds_memo_[id];
   const KExpr& e = k_.exprs[id];
   auto arg = [&](int i) { return bounds(e.args[i]); };
   std::optional<Bounds> result;
@@ -56,7 +56,7 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::ThreadIdx: result = Bounds{0, 1023}; break;
     case EKind::BlockIdx: result = Bounds{0, (int64_t{1} << 31) - 2}; break;
     case EKind::VarRef:
-      if (e.ref >= 0 && e.ref < static_cast<int32_t>(var_bounds_.size())) result = var_bounds_[e.ref];
+      result = entryOr(var_bounds_, static_cast<size_t>(e.ref), std::optional<Bounds>{});  // -1: none
       break;
     case EKind::Add:
       if (auto a = arg(0), b = arg(1); a && b) {
@@ -106,12 +106,8 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     default: break;  // launch arguments, loads, values: unknown
   }
   if (result && (result->lo <= -kLimit || result->hi >= kLimit)) result.reset();
-  if (id >= static_cast<ExprId>(bounds_epoch_.size())) {
-    bounds_epoch_.resize(k_.exprs.size(), 0);
-    bounds_memo_.resize(k_.exprs.size());
-  }
-  bounds_epoch_[id] = memo_epoch_;
-  bounds_memo_[id] = result;
+  entryAt(bounds_epoch_, static_cast<size_t>(id), uint32_t{0}) = memo_epoch_;
+  entryAt(bounds_memo_, static_cast<size_t>(id)) = result;
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include "ir/op_kind.h"
 #include "ir/val.h"
 #include "ir/strided_layout.h"
+#include "support/by_id.h"
 
 #include <algorithm>
 #include <array>
@@ -396,8 +397,8 @@ class KernelBuilder {
   ExprId letValue(std::string prefix, ExprId value);  // a new scalar var holding value, as an expression
   // The value letValue bound `var` to (it is assigned nothing else), if it made var.
   std::optional<ExprId> boundValue(VarId var) const {
-    if (var < 0 || var >= static_cast<VarId>(bound_values_.size()) || bound_values_[var] < 0) return std::nullopt;
-    return bound_values_[var];
+    const ExprId value = entryOr(bound_values_, static_cast<size_t>(var), ExprId{-1});  // var -1: none
+    return value < 0 ? std::nullopt : std::optional<ExprId>(value);
   }
   void assign(VarId var, ExprId value);
   void declare(VarId array);

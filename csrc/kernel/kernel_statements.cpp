@@ -1,6 +1,7 @@
 // KernelBuilder's statements: the blocks they go to (the kernel's body, an open for or if, a pushed
 // target), and one builder per statement kind. Expressions, variables and tensors are in kernel_ir.cpp.
 #include "kernel/kernel_ir.h"
+#include "support/by_id.h"
 
 #include "support/error.h"
 
@@ -37,8 +38,8 @@ ExprId KernelBuilder::letValue(std::string prefix, ExprId value) {
   const VarId var = scalarVar(std::move(prefix), e.dtype, is_index);
   let(var, value);
   if (is_index) setVarBounds(var, bounds(value));  // a fresh variable, assigned once
-  if (var >= static_cast<VarId>(bound_values_.size())) bound_values_.resize(static_cast<size_t>(var) + 1, -1);
-  if (bound_values_[var] < 0) bound_values_[var] = value;
+  ExprId& bound = entryAt(bound_values_, static_cast<size_t>(var), ExprId{-1});
+  if (bound < 0) bound = value;
   return ref(var);
 }
 

@@ -7,6 +7,7 @@
 #include "ir/fusion.h"
 #include "passes/alias_analysis.h"
 #include "ir/host_tensor.h"
+#include "support/by_id.h"
 
 #include <string>
 #include <unordered_map>
@@ -52,16 +53,12 @@ class BoundShapes {
     std::vector<char> bound;
     const T* find(const Val* v) const {
       const auto id = static_cast<size_t>(v->id());
-      return id < bound.size() && bound[id] != 0 ? &values[id] : nullptr;
+      return entryOr(bound, id, char{0}) != 0 ? &values[id] : nullptr;
     }
     void set(const Val* v, T value) {
       const auto id = static_cast<size_t>(v->id());
-      if (id >= bound.size()) {
-        values.resize(id + 1);
-        bound.resize(id + 1, 0);
-      }
-      values[id] = std::move(value);
-      bound[id] = 1;
+      entryAt(values, id) = std::move(value);
+      entryAt(bound, id, char{0}) = 1;
     }
   };
   // The fusion whose vals are bound: a val of another fusion (another copy) is refused, not looked up

@@ -232,7 +232,6 @@ std::vector<std::pair<Val*, std::vector<const Expr*>>> outputChainRoots(const st
 }  // namespace
 
 void markOutputChains(Fusion& fusion, BoundShapes& bound, BookendPolicy policy, BookendReport& report) {
-  report.policy = policy;
   const std::vector<Expr*> exprs = fusion.exprsToEvaluate();
   const std::unordered_set<const Expr*> live(exprs.begin(), exprs.end());
   for (auto& [root, starts] : outputChainRoots(exprs, live)) {

@@ -38,27 +38,17 @@ size_t ValueBuilder::ValueKeyHash::operator()(const ValueKey& key) const {
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-void ValueBuilder::markInvariant(ExprId e) {
-  if (e >= static_cast<ExprId>(invariant_.size())) invariant_.resize(static_cast<size_t>(e) + 1, 0);
-  invariant_[e] = 1;
-}
-
-void ValueBuilder::markLaneVar(VarId v) {
-  if (v >= static_cast<VarId>(lane_vars_.size())) lane_vars_.resize(static_cast<size_t>(v) + 1, 0);
-  lane_vars_[v] = 1;
-}
 
 bool ValueBuilder::laneDependent(ExprId e) {
-  if (e < static_cast<ExprId>(lane_dependent_.size()) && lane_dependent_[e] >= 0) return lane_dependent_[e] != 0;
+  if (const int8_t known = entryOr(lane_dependent_, static_cast<size_t>(e), int8_t{-1}); known >= 0) return known != 0;
   const KExpr& x = kb_.expr(e);
   bool dep = false;
   if (x.kind == EKind::VarRef) {
-    dep = x.ref < static_cast<VarId>(lane_vars_.size()) && lane_vars_[x.ref] != 0;
+    dep = entryOr(lane_vars_, static_cast<size_t>(x.ref), char{0}) != 0;
   } else {
     for (ExprId a : x.args) dep = dep || laneDependent(a);
   }
-  if (e >= static_cast<ExprId>(lane_dependent_.size())) lane_dependent_.resize(static_cast<size_t>(e) + 1, -1);
-  lane_dependent_[e] = dep ? 1 : 0;
+  entryAt(lane_dependent_, static_cast<size_t>(e), int8_t{-1}) = dep ? 1 : 0;
   return dep;
 }
 

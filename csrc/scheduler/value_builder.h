@@ -13,6 +13,7 @@
 
 #include "kernel/kernel_ir.h"
 #include "passes/bind_shapes.h"
+#include "support/by_id.h"
 
 #include <functional>
 #include <map>
@@ -152,9 +153,9 @@ class ValueBuilder {
   std::vector<char> invariant_;
   std::vector<int8_t> lane_dependent_;
   std::vector<char> lane_vars_;
-  bool isInvariant(ExprId e) const { return e < static_cast<ExprId>(invariant_.size()) && invariant_[e] != 0; }
-  void markInvariant(ExprId e);
-  void markLaneVar(VarId v);
+  bool isInvariant(ExprId e) const { return entryOr(invariant_, static_cast<size_t>(e), char{0}) != 0; }
+  void markInvariant(ExprId e) { entryAt(invariant_, static_cast<size_t>(e), char{0}) = 1; }
+  void markLaneVar(VarId v) { entryAt(lane_vars_, static_cast<size_t>(v), char{0}) = 1; }
   std::vector<Stmt>* pre_ = nullptr;
   std::vector<Stmt>* body_ = nullptr;
   int64_t width_ = 1;

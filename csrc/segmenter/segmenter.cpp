@@ -1,6 +1,7 @@
 #include "segmenter/segmenter.h"
 
 #include "support/error.h"
+#include "support/by_id.h"
 #include "passes/alias_analysis.h"
 
 #include <algorithm>
@@ -125,11 +126,11 @@ class Segmenter {
 
   // The node of an expr, or -1 (an input view, scalar math, or an expr no output needs).
   int64_t nodeOf(const Expr* e) const {
-    return e != nullptr && e->id() < static_cast<int64_t>(node_of_.size()) ? node_of_[e->id()] : -1;
+    return e == nullptr ? -1 : entryOr(node_of_, static_cast<size_t>(e->id()), int64_t{-1});
   }
   // The node writing a tensor, or -1 (a fusion input, an input view).
   int64_t producerOf(const Val* v) const {
-    return v->id() < static_cast<int64_t>(producer_.size()) ? producer_[v->id()] : -1;
+    return entryOr(producer_, static_cast<size_t>(v->id()), int64_t{-1});
   }
 
   // The candidate for a set of nodes (given as the group roots they belong to).
