@@ -44,6 +44,11 @@ std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded,
   return changed;
 }
 
+void DeviceOps::encodeTensorMap(const kernel::TensorMapSpec&, kernel::TensorMapBytes&) {
+  throwError(ErrorKind::Runtime, __FILE__, __LINE__,
+             "this device encodes no TMA tensor maps: a kernel planned for sm_90's TMA loads cannot run on it");
+}
+
 bool NoOpDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                                 StreamHandle) {
   if (!graph) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernel/kernel_ir.h"
+#include "kernel/tensor_map.h"
 #include "device/device_handles.h"
 #include "device/parallel_compile.h"
 
@@ -30,7 +31,8 @@ struct KernelImage {
 };
 
 // One kernel of a chain launched as a graph. Every parameter is 8 bytes (device pointers and
-// kernel::argumentWords): `args[i]` points at parameter i's value.
+// kernel::argumentWords; kernels with tensor maps are not launched as graphs): `args[i]` points at
+// parameter i's value.
 struct KernelLaunch {
   KernelHandle function = nullptr;
   LaunchShape shape;
@@ -85,7 +87,10 @@ class DeviceOps {
   virtual void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) = 0;
   // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
   virtual void synchronize(StreamHandle stream) = 0;
-  // `args`: one pointer per kernel parameter, to the parameter's value.
+  // Encodes the tensor map a kernel's TMA loads read (kernel/tensor_map.h) into `map`, which a launch then
+  // passes as the parameter's value. A device without TMA raises.
+  virtual void encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::TensorMapBytes& map);
+  // `args`: one pointer per kernel parameter, to the parameter's value (8 bytes, or a tensor map's 128).
   virtual void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) = 0;
   // Launches `kernels`, each after the one before, as one CUDA graph on `stream`: `graph` is made on
   // the first call (when null); later calls must pass the same functions and shapes, and update the
@@ -133,6 +138,7 @@ class NoOpDeviceOps final : public DeviceOps {
   void zero(DevicePtr, size_t, StreamHandle) override {}
   void synchronize(StreamHandle) override {}
   void launch(KernelHandle, const LaunchShape&, void**, StreamHandle) override { ++launches; }
+  void encodeTensorMap(const kernel::TensorMapSpec&, kernel::TensorMapBytes& map) override { map = {}; }
   // Emulates a graph: counts the graphs made, the nodes whose arguments were updated, the launches.
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels, StreamHandle) override;
 

@@ -229,10 +229,10 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
                                    std::unordered_map<const Val*, int32_t>& slot_of, int32_t& index_errors_slot,
                                    std::unordered_map<std::string, int32_t>& shared_workspaces) {
   const kernel::Kernel& k = *compiled_.kernels[index];
-  for (const kernel::TensorParam& p : k.tensors) {
-    BRAZE_ASSERT(!p.tma, "kernel {} reads {} through TMA: launches pass no tensor maps", k.name, p.name);
-  }
   Launch launch;
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    if (k.tensors[t].tma) launch.maps.push_back({t, &k.tensors[t]});
+  }
   launch.shape = {k.grid, k.block, k.shared_bytes};
   for (const kernel::TensorParam& p : k.tensors) {
     if (p.index_errors) {
@@ -270,8 +270,10 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
   launch.function = loaded.function;
   launch.words = kernel::argumentWords(k);
   launch.input_words = inputWordsOf(k);
-  max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
-  total_params_ += launch.slots.size() + launch.words.size();
+  max_params_ = std::max(max_params_, launch.params());
+  max_maps_ = std::max(max_maps_, launch.maps.size());
+  tensor_maps_ = tensor_maps_ || !launch.maps.empty();
+  total_params_ += launch.params();
   launches_.push_back(std::move(launch));
 }
 
@@ -311,8 +313,8 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
       launch.words = kernel::argumentWords(*kernel);
       launch.function = compiled.kernels[k]->function;
       launched_kernels_.push_back({compiled.kernels[k]->digest, launch.function, kernel->summary});
-      max_params_ = std::max(max_params_, launch.slots.size() + launch.words.size());
-      total_params_ += launch.slots.size() + launch.words.size();
+      max_params_ = std::max(max_params_, launch.params());
+      total_params_ += launch.params();
     }
     launches_.push_back(std::move(launch));
   }
@@ -365,6 +367,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     std::vector<DevicePtr> pointers, values;
     std::vector<void*> args;
     std::vector<KernelLaunch> chain;
+    std::vector<kernel::TensorMapBytes> maps;
     std::vector<std::shared_ptr<void>> owners;
     std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
   };
@@ -378,7 +381,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     ~Busy() { flag = was; }
   } guard{busy, busy};
   busy = true;
-  auto& [pointers, values, args, chain, owners, external] = scratch;
+  auto& [pointers, values, args, chain, maps, owners, external] = scratch;
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   external.assign(slots_.size(), 0);
@@ -414,7 +417,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
     }
     // Each kernel's arguments: pointers to 8-byte values (one per tensor, then the scalar words), at
-    // `at` in the scratch arrays.
+    // `at` in the scratch arrays, then to its tensor maps (one launch at a time: no graph holds them).
     auto bind = [&](const Launch& launch, size_t at) {
       const size_t tensors = launch.slots.size();
       for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
@@ -425,10 +428,16 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         values[at + tensors + w.word] = kernel::argumentWord(w.argument, value);
       }
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
-      return KernelLaunch{launch.function, launch.shape, &args[at], tensors + launch.words.size()};
+      for (size_t m = 0; m < launch.maps.size(); ++m) {
+        const Launch::MapArg& map = launch.maps[m];
+        ops.encodeTensorMap(kernel::tensorMapSpec(*map.param, values[at + map.tensor]), maps[m]);
+        args[at + tensors + launch.words.size() + m] = &maps[m];
+      }
+      return KernelLaunch{launch.function, launch.shape, &args[at], launch.params()};
     };
+    maps.resize(max_maps_);
     bool launched = false;
-    if (as_graph && launches_.size() > 1 && host_steps_.empty()) {
+    if (as_graph && launches_.size() > 1 && host_steps_.empty() && !tensor_maps_) {
       values.resize(total_params_);
       args.resize(total_params_);
       chain.clear();

@@ -87,6 +87,14 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
       bool cpu_tensor = false;  // the input is a 0-d CPU tensor: its value is read from host memory
     };
     std::vector<InputWord> input_words;
+    // The tensor parameters read through TMA: each run encodes their maps (kernel/tensor_map.h) for the
+    // pointers bound to them and passes them after the words.
+    struct MapArg {
+      size_t tensor = 0;  // the parameter's position among the kernel's tensors
+      const kernel::TensorParam* param = nullptr;
+    };
+    std::vector<MapArg> maps;
+    size_t params() const { return slots.size() + words.size() + maps.size(); }
     int32_t host_step = -1;        // or: host_steps_[host_step], run on the host in stream order
   };
   // A tensor in a slot's memory: its layout in elements from the slot's address.
@@ -143,8 +151,11 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   std::vector<HostStep> host_steps_;
   std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, as planned
   std::vector<Output> outputs_;
-  size_t max_params_ = 0;
+  size_t max_params_ = 0, max_maps_ = 0;
   size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once
+  // A launch passes tensor maps: 128-byte parameters, which a graph's argument words do not hold, so the
+  // plan launches its kernels one by one.
+  bool tensor_maps_ = false;
   // The plan's CUDA graph, made by the first run that asks for one; runs on several threads take turns.
   mutable std::mutex graph_mutex_;
   mutable std::unique_ptr<LaunchGraph> graph_;

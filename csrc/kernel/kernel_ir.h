@@ -253,13 +253,16 @@ struct TensorParam {
   // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
   // one Int64 word, bound by whoever launches.
   bool index_errors = false;
-  // Read by TMA loads too (SKind::TmaLoad): the tensor as a 2D tensor map (its layout: [rows, columns],
-  // columns contiguous) in boxes of `box_rows` x `box_columns` elements, 128-byte swizzled where `swizzle`
-  // (box_columns then fills exactly 128 bytes). The kernel takes the map as a parameter of its own, after
-  // the scalar arguments; whoever launches encodes it for the bound pointer.
+  // Read by TMA loads too (SKind::TmaLoad): the tensor's memory seen as the 2D tensor map `map` ([rows,
+  // columns], columns contiguous, in elements from the bound pointer: the tensor's own layout, or a 2D
+  // view of it such as a matmul operand's matrix) in boxes of `box_rows` x `box_columns` elements,
+  // 128-byte swizzled where `swizzle` (box_columns then fills exactly 128 bytes). The kernel takes the map
+  // as a parameter of its own, after the scalar arguments; whoever launches encodes it for the bound
+  // pointer (kernel/tensor_map.h).
   struct TmaBox {
     int64_t box_rows = 0, box_columns = 0;
     bool swizzle = false;
+    StridedLayout map;
   };
   std::optional<TmaBox> tma = std::nullopt;
 };

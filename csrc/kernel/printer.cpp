@@ -30,9 +30,11 @@ class KernelPrinter {
                          : p.workspace  ? (p.zeroed ? "workspace, zeroed" : "workspace")
                          : p.output     ? "output"
                                         : "input";
-      const std::string tma = p.tma ? fmt::format(", TMA boxes of {}x{}{}", p.tma->box_rows, p.tma->box_columns,
-                                                  p.tma->swizzle ? " swizzled" : "")
-                                    : "";
+      const std::string tma =
+          p.tma ? fmt::format(", TMA boxes of {}x{}{} of [{}] strides [{}] offset {}", p.tma->box_rows,
+                              p.tma->box_columns, p.tma->swizzle ? " swizzled" : "", fmt::join(p.tma->map.sizes, ", "),
+                              fmt::join(p.tma->map.strides, ", "), p.tma->map.offset)
+                : "";
       line(1, "tensor {}: {}[{}] strides [{}] offset {} align {} ({}{})", p.name, toString(p.dtype),
            fmt::join(p.layout.sizes, ", "), fmt::join(p.layout.strides, ", "), p.layout.offset, p.alignment_bytes, role,
            tma);

@@ -248,11 +248,12 @@ class KernelVerifier {
           "{}'s swizzled TMA box rows are {} bytes into {} at shared byte {} (128 bytes, 1024-byte aligned)", t.name,
           row_bytes, v.name, v.shared_offset);
     check(v.shared_offset % 128 == 0, "a TMA load into {} at shared byte {} (128-byte aligned)", v.name, v.shared_offset);
-    check(t.layout.sizes.size() == 2 && t.layout.strides[1] == 1 && t.layout.strides[0] * e % 16 == 0 &&
-              t.layout.offset * e % 16 == 0 && t.alignment_bytes % 16 == 0,
+    const StridedLayout& map = t.tma->map;
+    check(map.sizes.size() == 2 && map.strides.size() == 2 && map.strides[1] == 1 && map.strides[0] * e % 16 == 0 &&
+              map.offset * e % 16 == 0 && t.alignment_bytes % 16 == 0 && map.sizes[0] >= 1 && map.sizes[1] >= 1,
           "{} is read by TMA as [{}] with strides [{}] from element {}: a 2D tensor with contiguous columns and "
           "16-byte aligned rows and start",
-          t.name, fmt::join(t.layout.sizes, ", "), fmt::join(t.layout.strides, ", "), t.layout.offset);
+          t.name, fmt::join(map.sizes, ", "), fmt::join(map.strides, ", "), map.offset);
   }
 
   // Whole warpgroups; operands of one dtype wgmma takes in declared shared arrays at 1024-byte

@@ -38,6 +38,9 @@ struct HeuristicTuning {
   int64_t matmul_copy_parts = 0;
   // Warpgroup mmas (wgmma, sm_90): 1 where the problem allows them, 0 never, -1 the heuristic's choice.
   int64_t matmul_wgmma = -1;
+  // wgmma's K slices loaded by TMA (a tensor map per operand, a thread issuing each stage's boxes) instead
+  // of cp.async: 1 where both operands allow it, 0 never, -1 the heuristic's choice.
+  int64_t matmul_tma = -1;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
   // indexing, for speed (an out-of-range index then reads outside the tensor).

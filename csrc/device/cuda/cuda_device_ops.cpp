@@ -155,6 +155,25 @@ class CudaDeviceOps final : public DeviceOps {
                   "cuLaunchKernel");
   }
 
+  // A 2D map, its rows `row_stride_bytes` apart; zeros outside the tensor (OOB fill none), boxes promoted
+  // to L2 in 256-byte lines.
+  void encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::TensorMapBytes& map) override {
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, driver_.tensorMapEncodeTiled != nullptr,
+                     "the CUDA driver {} has no cuTensorMapEncodeTiled (CUDA 12.0 on): TMA kernels cannot launch",
+                     cudaDriverVersion());
+    const unsigned long long dims[2] = {spec.columns, spec.rows}, strides[1] = {spec.row_stride_bytes};
+    const unsigned box[2] = {spec.box_columns, spec.box_rows}, element_strides[2] = {1, 1};
+    constexpr int kInterleaveNone = 0, kSwizzleNone = 0, kSwizzle128 = 3, kL2Promotion256 = 3, kOobFillZeros = 0;
+    driver_.check(driver_.tensorMapEncodeTiled(&map, kernel::tensorMapDataType(spec.dtype), 2,
+                                               reinterpret_cast<void*>(spec.address), dims, strides, box,
+                                               element_strides, kInterleaveNone,
+                                               spec.swizzle ? kSwizzle128 : kSwizzleNone, kL2Promotion256, kOobFillZeros),
+                  "cuTensorMapEncodeTiled",
+                  fmt::format("{} x {} {} at {:#x}, rows {} bytes apart, boxes of {} x {}", spec.rows, spec.columns,
+                              toString(spec.dtype), spec.address, spec.row_stride_bytes, spec.box_rows,
+                              spec.box_columns));
+  }
+
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                    StreamHandle stream) override {
     if (!driver_.hasGraphs()) return false;

@@ -98,6 +98,7 @@ LoadedDriver* loadDriver() {
   resolve(*loaded->library, "cuGraphDestroy", api.graphDestroy);
   resolve(*loaded->library, "cuStreamIsCapturing", api.streamIsCapturing);
   resolve(*loaded->library, "cuDriverGetVersion", api.driverGetVersion);
+  resolve(*loaded->library, "cuTensorMapEncodeTiled", api.tensorMapEncodeTiled);
   // cuInit fails with CUDA_ERROR_NO_DEVICE where libcuda is mounted but no GPU is (CI containers).
   if (const CuResult result = api.init(0); result != kCudaSuccess) {
     loaded->reason = fmt::format("cuInit failed: {}; host inputs run on the CPU simulator", api.errorText(result));

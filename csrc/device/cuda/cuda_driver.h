@@ -94,6 +94,10 @@ struct CudaDriver {
     return graphCreate && graphAddKernelNode && graphInstantiate && graphExecKernelNodeSetParams && graphLaunch &&
            graphExecDestroy && graphDestroy && streamIsCapturing;
   }
+  // TMA tensor maps (CUDA 12.0 on): optional, null on an older driver, where a TMA kernel cannot launch.
+  CuResult (*tensorMapEncodeTiled)(void* map, int dtype, unsigned rank, void* address, const unsigned long long* dims,
+                                   const unsigned long long* strides, const unsigned* box, const unsigned* element_strides,
+                                   int interleave, int swizzle, int l2_promotion, int oob_fill) = nullptr;
   CuResult (*driverGetVersion)(int* version) = nullptr;  // cuDriverGetVersion: 13000 for CUDA 13.0 (optional)
   CuResult (*getErrorName)(CuResult result, const char** name) = nullptr;                 // cuGetErrorName
   CuResult (*getErrorString)(CuResult result, const char** text) = nullptr;               // cuGetErrorString

@@ -28,6 +28,25 @@ struct SimGraph final : LaunchGraph {
   std::vector<std::vector<uint64_t>> arguments;
 };
 
+// A tensor map's fields in its 128 bytes, after a tag that tells an encoded map from other bytes.
+constexpr uint64_t kTensorMapTag = 0x70616d726f736e74;  // "tnsormap"
+
+kernel::TensorMapSpec decodeTensorMap(const kernel::TensorMapBytes& map, const kernel::Kernel& k,
+                                      const kernel::TensorParam& p) {
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, map.words[0] == kTensorMapTag,
+                   "kernel {}: the tensor map parameter of {} is not a map the simulated device encoded", k.name, p.name);
+  kernel::TensorMapSpec spec;
+  spec.dtype = static_cast<DataType>(map.words[1]);
+  spec.address = map.words[2];
+  spec.columns = map.words[3];
+  spec.rows = map.words[4];
+  spec.row_stride_bytes = map.words[5];
+  spec.box_columns = static_cast<uint32_t>(map.words[6]);
+  spec.box_rows = static_cast<uint32_t>(map.words[6] >> 32);
+  spec.swizzle = map.words[7] != 0;
+  return spec;
+}
+
 bool sameShape(const LaunchShape& a, const LaunchShape& b) {
   return a.grid == b.grid && a.block == b.block && a.shared_bytes == b.shared_bytes;
 }
@@ -133,19 +152,46 @@ void SimDeviceOps::checkLoaded(KernelHandle function) const {
                    "launch of a function the simulated device did not load");
 }
 
+void SimDeviceOps::encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::TensorMapBytes& map) {
+  map = {};
+  map.words[0] = kTensorMapTag;
+  map.words[1] = static_cast<uint64_t>(spec.dtype);
+  map.words[2] = spec.address;
+  map.words[3] = spec.columns;
+  map.words[4] = spec.rows;
+  map.words[5] = spec.row_stride_bytes;
+  map.words[6] = spec.box_columns | static_cast<uint64_t>(spec.box_rows) << 32;
+  map.words[7] = spec.swizzle ? 1 : 0;
+}
+
 void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) {
   checkLoaded(function);
   const kernel::Kernel& k = kernelOf(function);
-  // The argument values are copied now, as the driver copies them: the caller reuses its buffers.
+  // The argument values are copied now, as the driver copies them: the caller reuses its buffers. Tensor
+  // maps come last, one per tensor read through TMA.
   std::vector<uint64_t> words(k.tensors.size() + k.arguments.size());
   for (size_t i = 0; i < words.size(); ++i) std::memcpy(&words[i], args[i], sizeof(uint64_t));
+  std::vector<kernel::TensorMapSpec> maps;
+  for (const kernel::TensorParam& p : k.tensors) {
+    if (!p.tma) continue;
+    kernel::TensorMapBytes map;
+    std::memcpy(&map, args[words.size() + maps.size()], sizeof(map));
+    maps.push_back(decodeTensorMap(map, k, p));
+  }
   launches_.fetch_add(1, std::memory_order_relaxed);
-  enqueue(stream, {[this, &k, shape, words = std::move(words)] { runLaunch(k, shape, words); }, false});
+  enqueue(stream, {[this, &k, shape, words = std::move(words), maps = std::move(maps)] { runLaunch(k, shape, words, maps); },
+                   false});
 }
 
 bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                                StreamHandle stream) {
-  for (const KernelLaunch& k : kernels) checkLoaded(k.function);
+  for (const KernelLaunch& k : kernels) {
+    checkLoaded(k.function);
+    for (const kernel::TensorParam& p : kernelOf(k.function).tensors) {
+      BRAZE_ASSERT(!p.tma, "kernel {} reads {} through TMA: its tensor map is no graph argument word", kernelOf(k.function).name,
+                   p.name);
+    }
+  }
   if (!graph) {
     auto made = std::make_unique<SimGraph>();
     for (const KernelLaunch& k : kernels) {
@@ -198,7 +244,8 @@ std::pair<uintptr_t, uintptr_t> SimDeviceOps::regionOf(uintptr_t address, size_t
                          what, address));
 }
 
-void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, const std::vector<uint64_t>& words) {
+void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, const std::vector<uint64_t>& words,
+                             const std::vector<kernel::TensorMapSpec>& maps) {
   BRAZE_CHECK_KIND(ErrorKind::Runtime, shape.block == k.block && shape.shared_bytes == k.shared_bytes,
                    "kernel {} launched with block ({}, {}) and {} bytes of shared memory, but it was built for block "
                    "({}, {}) and {} bytes", k.name, shape.block[0], shape.block[1], shape.shared_bytes, k.block[0],
@@ -218,6 +265,22 @@ void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, 
     launch.extents.emplace_back(-before, after - 1);
   }
   launch.arguments = kernel::decodeArgumentWords(k, words.data() + k.tensors.size());
+  // The maps a GPU's TMA would read: each must be the one the kernel's map layout gives at the tensor's
+  // pointer (the simulator itself reads boxes by that layout).
+  size_t m = 0;
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    const kernel::TensorParam& p = k.tensors[t];
+    if (!p.tma) continue;
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, m < maps.size(), "kernel {}: no tensor map passed for {}", k.name, p.name);
+    const kernel::TensorMapSpec wanted = kernel::tensorMapSpec(p, words[t]);
+    const kernel::TensorMapSpec& got = maps[m++];
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, got == wanted,
+                     "kernel {}: the tensor map passed for {} is {} x {} {} at {:#x} (rows {} bytes apart, boxes {} x {}), "
+                     "but its pointer and layout give {} x {} {} at {:#x} (rows {} bytes apart, boxes {} x {})",
+                     k.name, p.name, got.rows, got.columns, toString(got.dtype), got.address, got.row_stride_bytes,
+                     got.box_rows, got.box_columns, wanted.rows, wanted.columns, toString(wanted.dtype), wanted.address,
+                     wanted.row_stride_bytes, wanted.box_rows, wanted.box_columns);
+  }
   if (run_kernels_) kernel::simulate(k, launch);
   for (size_t t = 0; t < k.tensors.size(); ++t) {
     const kernel::TensorParam& p = k.tensors[t];

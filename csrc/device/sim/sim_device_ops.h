@@ -49,6 +49,9 @@ class SimDeviceOps final : public DeviceOps {
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override;
   void synchronize(StreamHandle stream) override;
   void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override;
+  // The map's fields as they are (no driver to encode them): each launch checks the maps it is passed
+  // against the ones its kernel's TMA tensors need at the pointers bound to them.
+  void encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::TensorMapBytes& map) override;
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                    StreamHandle stream) override;
   bool hostMemory() const override { return true; }
@@ -74,7 +77,8 @@ class SimDeviceOps final : public DeviceOps {
   };
   void enqueue(StreamHandle stream, Command command);
   void checkLoaded(KernelHandle function) const;
-  void runLaunch(const kernel::Kernel& kernel, const LaunchShape& shape, const std::vector<uint64_t>& words);
+  void runLaunch(const kernel::Kernel& kernel, const LaunchShape& shape, const std::vector<uint64_t>& words,
+                 const std::vector<kernel::TensorMapSpec>& maps = {});
   // The memory [begin, end) holding [address, address + bytes), or an error naming `what`.
   std::pair<uintptr_t, uintptr_t> regionOf(uintptr_t address, size_t bytes, const std::string& what) const;
   void freeNow(DevicePtr pointer);

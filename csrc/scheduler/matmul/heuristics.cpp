@@ -20,10 +20,10 @@ std::string MatmulParams::toString() const {
   };
   if (wgmma) {
     std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
-    return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups ({}x{} outputs per block), {}-stage cp.async pipeline of "
+    return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
                        blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4, blockRows(), blockCols(),
-                       stages, block_k, order(a_order, a_async), order(b_order, b_async), extra);
+                       stages, tma ? "TMA" : "cp.async", block_k, order(a_order, a_async), order(b_order, b_async), extra);
   }
   const std::string staging =
       stages == 0 ? "fragments loaded from global memory"
@@ -96,13 +96,14 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
 // 128-byte K slices, one swizzle pattern wide for a k-major tile, and as many stages as the block's
 // shared memory holds, at most four, at least three (a slice's wgmmas in flight, the next slice's, and one
 // arriving). An operand cp.async cannot copy is computed in registers and stored k-major; an 8-bit one
-// copied as stored is k-major too (wgmma reads 8-bit operands only so).
+// copied as stored is k-major too (wgmma reads 8-bit operands only so). Both copied as stored, with
+// tensor maps, and not tuned off: the slices come by TMA (one 8-byte mbarrier per stage besides).
 bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64_t rows, int64_t cols, MatmulParams& p) {
   const int64_t element = sizeOf(problem.operand);
   const int64_t block_k = 128 / element, stage_bytes = block_k * element * (rows + cols);
   // No more stages than K's slices keep busy (the copies run stages - 2 slices ahead).
   const int64_t slices = ceilDiv(std::max<int64_t>(problem.k, 1), block_k);
-  const int64_t fit = device.smem_per_block_optin / stage_bytes;
+  const int64_t fit = (device.smem_per_block_optin - 64) / stage_bytes;
   const int64_t stages = std::min<int64_t>({4, fit, std::max<int64_t>(3, slices + 2)});
   if (stages < 3 || rows % 64 != 0 || rows > 256 || cols % 64 != 0 || cols > 256) return false;
   p.wgmma = true;
@@ -117,6 +118,7 @@ bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64
   p.b_async = problem.b_tile.has_value();
   p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
   p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
+  p.tma = p.a_async && p.b_async && problem.tma_maps && device.tuning.matmul_tma != 0;
   p.fragments_ahead = false;
   p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());

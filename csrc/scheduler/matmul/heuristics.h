@@ -26,6 +26,9 @@ struct MatmulProblem {
   // order of its tile rows, or nullopt where it cannot (ops between the input and the matmul, a stride
   // or address not a multiple of 16 bytes, an 8-bit operand that is not k-major).
   std::optional<kernel::TileOrder> a_tile = std::nullopt, b_tile = std::nullopt;
+  // Both operands' tiles can be loaded by TMA: each a matrix of its own tensor with a 2D tensor map
+  // (no batch; scheduler/matmul/operands.h's tmaMatrix).
+  bool tma_maps = false;
 };
 
 struct MatmulParams {
@@ -69,6 +72,10 @@ struct MatmulParams {
   // accumulators of tiles_n mma tiles, in their layout). Each slice's wgmmas stay in flight while the
   // next slice's are issued, so a refill takes the stage of the slice before last.
   bool wgmma = false;
+  // wgmma's slices loaded by TMA: one thread issues a stage's boxes of both operands (128-byte swizzled,
+  // as wgmma reads them) and announces their bytes on the stage's mbarrier, which every thread waits on
+  // before the stage's wgmmas; instead of every thread's cp.asyncs.
+  bool tma = false;
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }

@@ -33,8 +33,11 @@ MatmulParams chooseMatmul(LoweringContext& ctx) {
   const OperandReads b_reads = probeOperand(ctx, mm.input(1), b_k, b_mn);
   problem.b_k_contiguous = b_reads.k_contiguous;
   problem.b_element_bytes = b_reads.element_bytes;
-  problem.a_tile = tileOrder(ctx, mm.input(0), operand, true);
-  problem.b_tile = tileOrder(ctx, mm.input(1), operand, linear);
+  const std::optional<OperandStorage> a = operandStorage(ctx, mm.input(0), operand, true);
+  const std::optional<OperandStorage> b = operandStorage(ctx, mm.input(1), operand, linear);
+  if (a) problem.a_tile = a->order;
+  if (b) problem.b_tile = b->order;
+  problem.tma_maps = a && b && a->input != b->input && tmaMatrix(*a, operand) && tmaMatrix(*b, operand);
   return matmulHeuristics(ctx.device, problem);
 }
 
@@ -387,6 +390,19 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
   t.tiles = kb_.sharedStorageArray(operand == a_ ? "tile_a" : "tile_b", operand->dtype(), p_.stages * t.rows * t.row_elements,
                                    t.swizzled ? 1024 : 128);
   kb_.declare(t.tiles);
+  if (p_.tma) {
+    // The heuristics chose TMA only where both operands' matrices have a tensor map (tmaMatrix).
+    const std::optional<OperandStorage> storage = operandStorage(ctx_, operand, operand->dtype(), k_last);
+    const std::optional<StridedLayout> map = storage ? tmaMatrix(*storage, operand->dtype()) : std::nullopt;
+    BRAZE_ASSERT(map && storage->order == order && ctx_.inputs.count(storage->input) != 0,
+                 "matmul operand {} is read by TMA, but has no tensor map of its tiles' order", operand->name());
+    t.tma_tensor = ctx_.inputs.at(storage->input);
+    const int64_t line = 128 / sizeOf(operand->dtype());
+    t.boxes = t.row_elements / line;
+    auto& box = ctx_.kernel.tensors[t.tma_tensor].tma;
+    BRAZE_ASSERT(!box, "{} is read by TMA as two operands", operand->name());
+    box = TensorParam::TmaBox{t.rows, line, true, *map};
+  }
   return t;
 }
 

@@ -60,6 +60,10 @@ class MatmulLowering {
     // no bounds to test, no partial copies.
     bool whole = false;
     bool swizzled = false;       // wgmma's 128-byte swizzled lines (kernel/wgmma.h), else rotated rows
+    // TMA (MatmulParams::tma): the kernel's tensor whose map the slices' boxes come from, and the boxes of
+    // a slice, each 128 bytes wide and `rows` tall, side by side along the tile rows' contiguous dim.
+    TensorId tma_tensor = -1;
+    int64_t boxes = 0;
   };
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);
@@ -89,6 +93,9 @@ class MatmulLowering {
   // The wgmma main loop (wgmma_loop.cpp): the slices of K through the staged tiles into `acc`, which
   // the last wait leaves complete.
   void wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count);
+  // TMA: thread 0 announces slice `slice`'s bytes on mbarrier full[stage] and issues its boxes of both
+  // operands into stage `stage` (wgmma_loop.cpp).
+  void tmaSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId stage, VarId full);
   // After the main loop: split-K's combine and the epilogue of every accumulator.
   void finishMma(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, ExprId row0, ExprId col0, ExprId g, ExprId t);
 

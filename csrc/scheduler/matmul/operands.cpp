@@ -1,6 +1,7 @@
 #include "scheduler/matmul/operands.h"
 
 #include "support/error.h"
+#include "scheduler/heuristics.h"
 #include "scheduler/load_probe.h"
 
 namespace braze::scheduler {
@@ -98,7 +99,7 @@ std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, c
   return loads == 1 ? found : std::pair<TensorId, ExprId>{-1, -1};
 }
 
-std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last) {
+std::optional<OperandStorage> operandStorage(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last) {
   if (!viewOfInput(ctx.segment.exprs, operand)) return std::nullopt;
   const auto& sizes = ctx.bound.sizesOf(operand);
   const size_t nd = sizes.size();
@@ -153,7 +154,24 @@ std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operan
   for (size_t d = 0; d < nd; ++d) {
     if (d != contiguous && sizes[d] > 1 && strides[d] % chunk != 0) return std::nullopt;
   }
-  return order;
+  return OperandStorage{*order, param.val, *origin, std::vector<int64_t>(sizes.begin(), sizes.end()), strides, k_last};
+}
+
+std::optional<StridedLayout> tmaMatrix(const OperandStorage& storage, DataType dtype) {
+  const size_t nd = storage.sizes.size();
+  for (size_t d = 0; d + 2 < nd; ++d) {
+    if (storage.sizes[d] != 1) return std::nullopt;
+  }
+  const size_t k_dim = storage.k_last ? nd - 1 : nd - 2, mn_dim = storage.k_last ? nd - 2 : nd - 1;
+  const bool k_major = storage.order == TileOrder::KMajor;
+  const size_t row_dim = k_major ? mn_dim : k_dim, column_dim = k_major ? k_dim : mn_dim;
+  const int64_t rows = storage.sizes[row_dim], columns = storage.sizes[column_dim];
+  const int64_t chunk = 16 / sizeOf(dtype);
+  // A single row's stride is free: the least whole number of 16-byte chunks that holds the row.
+  const int64_t row_stride = rows > 1 ? storage.strides[row_dim] : ceilDiv(columns, chunk) * chunk;
+  constexpr int64_t kCoordinates = int64_t{1} << 31;
+  if (row_stride < columns || rows >= kCoordinates || columns >= kCoordinates) return std::nullopt;
+  return StridedLayout{{rows, columns}, {row_stride, 1}, storage.origin};
 }
 
 }  // namespace braze::scheduler

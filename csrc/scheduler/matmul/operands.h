@@ -43,7 +43,21 @@ std::pair<TensorId, ExprId> storedElement(KernelBuilder& kb, ValueBuilder& vb, c
 // view (meta ops only) of one tensor of the mma's operand dtype, 16-byte aligned, read at offsets affine
 // in the operand's index, contiguous along K (k-major) or, for 16-bit values, along M / N (mn-major),
 // every other stride and the first element a whole number of 16-byte chunks. `k_last`: its last dim is
-// K (A, a linear's weight).
-std::optional<TileOrder> tileOrder(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last);
+// K (A, a linear's weight). Where it can, where its elements lie: the kernel's tensor for `input`, at
+// `origin` + sum(index[d] * strides[d]) elements (stride 0 along dims of size 1).
+struct OperandStorage {
+  TileOrder order = TileOrder::KMajor;
+  const Val* input = nullptr;
+  int64_t origin = 0;
+  std::vector<int64_t> sizes, strides;
+  bool k_last = true;
+};
+std::optional<OperandStorage> operandStorage(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last);
+
+// The operand's matrix as a TMA tensor map reads it (TensorParam::TmaBox::map): [rows, columns] of its
+// tensor with the tile rows' contiguous dim as columns (K for k-major tiles, M / N for mn-major ones),
+// where the operand has no batch (every dim before its matrix of size 1), its rows lie apart (a stride
+// of at least a row) and its extents fit TMA's 32-bit coordinates.
+std::optional<StridedLayout> tmaMatrix(const OperandStorage& storage, DataType dtype);
 
 }  // namespace braze::scheduler

@@ -1,32 +1,77 @@
-// The wgmma main loop: K slices go through a ring of `stages` shared tiles, by cp.async or (an operand
-// computed as it is loaded) through registers, stored in wgmma's 128-byte swizzled layout
-// (Staging::swizzled), and each warpgroup issues one wgmma per k step of a slice, reading A's 64 rows of
-// its own and all of B's columns straight from the tiles. An operand through registers is loaded and
-// stored after the slice's wgmmas are issued, so its loads run while they compute.
+// The wgmma main loop: K slices go through a ring of `stages` shared tiles, stored in wgmma's 128-byte
+// swizzled layout (Staging::swizzled), and each warpgroup issues one wgmma per k step of a slice, reading
+// A's 64 rows of its own and all of B's columns straight from the tiles. A slice arrives by cp.async, or
+// (an operand computed as it is loaded) through registers, or, with TMA, as boxes of both operands that
+// one thread issues and every thread waits for on the stage's mbarrier. An operand through registers is
+// loaded and stored after the slice's wgmmas are issued, so its loads run while they compute.
 //
 // A slice's wgmmas run while the next slice's are issued: after committing slice kt's group a warpgroup
 // waits only for slice kt - 1's. So the stage refilled at iteration kt is slice kt - 2's, which every
 // warpgroup finished with before the barrier of iteration kt (it waited for it at iteration kt - 1), and
-// the copies run stages - 2 slices ahead of the wgmmas. The copies' and stores' writes go through the
+// the copies run stages - 2 slices ahead of the wgmmas. cp.async's writes and the stores go through the
 // generic proxy and wgmma reads through the async one: each thread fences its writes before the barrier.
+// TMA writes through the async proxy itself; its stage's mbarrier completes phase kt / stages of the
+// stage when slice kt has landed, so the wait is for that phase's parity.
 #include "scheduler/matmul/lowering.h"
 
 #include "support/error.h"
 
 namespace braze::scheduler {
 
+void MatmulLowering::tmaSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId stage, VarId full) {
+  KernelBuilder& kb = kb_;
+  const int64_t element = sizeOf(a_->dtype()), line = 128 / element;
+  // A box counts all its bytes, zeros filled outside the matrix included.
+  const int64_t bytes = (ta.boxes * ta.rows + tb.boxes * tb.rows) * 128;
+  kb.mbarrierArriveExpectTx(full, stage, kb.index(bytes));
+  for (const Staging* t : {&ta, &tb}) {
+    const ExprId k0 = kb.mul(slice, kb.index(p_.block_k));
+    for (int64_t box = 0; box < t->boxes; ++box) {
+      // Box `box` covers the tile rows' elements [box * line, (box + 1) * line): lines box * rows on
+      // (Staging::tileIndex), k for k-major tiles and m / n for mn-major ones.
+      const ExprId along = kb.index(box * line);
+      const bool k_major = t->order == TileOrder::KMajor;
+      const ExprId column = k_major ? kb.add(k0, along) : kb.add(t->mn_base, along);
+      const ExprId row = k_major ? t->mn_base : k0;
+      const ExprId at = kb.add(kb.mul(stage, kb.index(t->rows * t->row_elements)), kb.index(box * t->rows * line));
+      kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage);
+    }
+  }
+}
+
 void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
   const MatmulParams& p = p_;
   KernelBuilder& kb = kb_;
   BRAZE_ASSERT(p.stages >= 3, "a wgmma pipeline of {} stages (a slice in flight, one computed and one arriving: 3 at least)",
                p.stages);
+  BRAZE_ASSERT(!p.tma || (ta.tma_tensor >= 0 && tb.tma_tensor >= 0), "a TMA pipeline with an operand not read by TMA");
   const int64_t ahead = p.stages - 2;
+  const ExprId first_thread = kb.eq(kb.threadIdx(0), kb.index(0));
+  VarId full = -1;
+  if (p.tma) {
+    full = kb.arrayVar("full", DataType::Int64, p.stages, VarKind::Mbarriers);
+    kb.declare(full);
+    kb.openIf(first_thread);
+    for (int64_t stage = 0; stage < p.stages; ++stage) kb.mbarrierInit(full, kb.index(stage), 1);
+    kb.close();
+    kb.barrier();  // every thread sees the barriers initialized
+  }
+  // Slice `slice` into stage `stage`: by cp.async or registers (then a cp.async group), or by TMA.
+  auto fill = [&](ExprId slice, ExprId stage) {
+    if (p.tma) {
+      kb.openIf(first_thread);
+      tmaSlice(ta, tb, slice, stage, full);
+      kb.close();
+      return;
+    }
+    copySlice(ta, slice, stage);
+    copySlice(tb, slice, stage);
+  };
   for (int64_t slice = 0; slice < ahead; ++slice) {
     kb.openIf(kb.lt(kb.index(slice), count));
-    copySlice(ta, kb.index(slice), kb.index(slice));
-    copySlice(tb, kb.index(slice), kb.index(slice));
+    fill(kb.index(slice), kb.index(slice));
     kb.close();
-    kb.cpAsyncCommit();
+    if (!p.tma) kb.cpAsyncCommit();
   }
   const ExprId warpgroup = kb.letValue("warpgroup", kb.div(kb.threadIdx(0), kb.index(128)));
   // Where an operand's k step `ks` of stage `stage` starts (an element of its tiles), for the warpgroup's
@@ -47,10 +92,14 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   };
   const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
   kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
-  kb.cpAsyncWait(static_cast<int>(ahead - 1));
-  kb.proxyFence();
-  kb.barrier();
   const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
+  if (p.tma) {
+    kb.mbarrierWait(full, stage, kb.mod(kb.div(kb.ref(kt), kb.index(p.stages)), kb.index(2)));
+  } else {
+    kb.cpAsyncWait(static_cast<int>(ahead - 1));
+    kb.proxyFence();
+  }
+  kb.barrier();
   const ExprId a_first = kb.mul(warpgroup, kb.index(kWgmmaM));
   kb.wgmmaFence(acc);
   for (int64_t ks = 0; ks < p.block_k / depth; ++ks) {
@@ -61,11 +110,9 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   kb.wgmmaWait(1);
   const ExprId next = kb.add(kb.ref(kt), kb.index(ahead));
   kb.openIf(kb.lt(next, count));
-  const ExprId refill = kb.mod(next, kb.index(p.stages));
-  copySlice(ta, next, refill);
-  copySlice(tb, next, refill);
+  fill(next, kb.mod(next, kb.index(p.stages)));
   kb.close();
-  kb.cpAsyncCommit();
+  if (!p.tma) kb.cpAsyncCommit();
   kb.close();
   kb.wgmmaWait(0, acc);
 }

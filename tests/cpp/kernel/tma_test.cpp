@@ -6,13 +6,16 @@
 // the wait (or by a thread that never waits), bytes announced that never arrive or more bytes than
 // announced, a wait for a phase that may or may not have completed, a barrier used before the block
 // sees its initialization, a box refilled while other threads still read it. NVRTC compiles the
-// kernel for sm_90 into UTMALDG and SYNCS instructions.
+// kernel for sm_90 into UTMALDG and SYNCS instructions. Launched on the simulated device, the kernel
+// gets its tensor map as a parameter, which must be the map of the pointer bound to the tensor.
 #include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/sass.h"
 #include "kernel/code_digest.h"
 #include "fusions/kernel_util.h"
 #include "kernel/simulator.h"
+#include "kernel/tensor_map.h"
+#include "device/sim/sim_device_ops.h"
 #include "kernel/verifier.h"
 #include "support/error.h"
 
@@ -56,7 +59,7 @@ Kernel tmaCopyKernel(const TmaCase& c) {
   k.grid = {boxesOver(c.rows, c.box_rows), boxesOver(column_boxes, c.passes)};
   KernelBuilder kb(k);
   TensorParam in = matrixParam("G", c, false);
-  in.tma = TensorParam::TmaBox{c.box_rows, c.box_columns, c.swizzle};
+  in.tma = TensorParam::TmaBox{c.box_rows, c.box_columns, c.swizzle, in.layout};
   const TensorId g = kb.addTensor(std::move(in));
   const TensorId o = kb.addTensor(matrixParam("O", c, true));
   const VarId tile = kb.sharedStorageArray("tile", c.dtype, c.box_rows * c.box_columns, 1024);
@@ -155,6 +158,42 @@ TEST(Tma, KernelsReadingOtherLayoutsThroughTmaAreNotOneKernel) {
   // The simulator bounds a box by the layout in the kernel IR: the code digest holds it for TMA tensors.
   EXPECT_EQ(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({})));
   EXPECT_NE(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({.rows = 38})));
+}
+
+// Through the simulated device, as a plan launches it: the tensor map after the pointers and words, which
+// the device checks against the map the kernel's layout gives at the bound pointer.
+TEST(Tma, ALaunchPassesTheMapOfThePointerBoundToTheTensor) {
+  const TmaCase c;
+  const Kernel k = tmaCopyKernel(c);
+  device::SimDeviceOps sim;
+  const device::KernelHandle f = sim.load({{&k, {codegen::emitCuda(k), k.name, {}}, k.shared_bytes}})[0];
+  const size_t bytes = static_cast<size_t>(c.rows * c.columns) * sizeOf(c.dtype);
+  std::vector<uint64_t> words = {sim.allocate(bytes, nullptr), sim.allocate(bytes, nullptr)};
+  for (uint64_t w : argumentWords(k)) words.push_back(w);
+  HostTensor g = HostTensor::wrap(reinterpret_cast<void*>(words[0]), c.dtype, {c.rows, c.columns}, {c.columns, 1});
+  for (int64_t e = 0; e < g.numel(); ++e) g.writeDouble(e, static_cast<double>(e % 97));
+  auto launch = [&](uint64_t mapped) {
+    TensorMapBytes map;
+    sim.encodeTensorMap(tensorMapSpec(k.tensors[0], mapped), map);
+    std::vector<void*> args;
+    for (uint64_t& w : words) args.push_back(&w);
+    args.push_back(&map);
+    sim.launch(f, {k.grid, k.block, k.shared_bytes}, args.data(), nullptr);
+    sim.synchronize(nullptr);
+  };
+  launch(words[0]);
+  const HostTensor o = HostTensor::wrap(reinterpret_cast<void*>(words[1]), c.dtype, {c.rows, c.columns}, {c.columns, 1});
+  for (int64_t e = 0; e < g.numel(); ++e) ASSERT_EQ(o.readDouble(e), g.readDouble(e)) << e;
+  try {
+    launch(words[0] + 1024);
+    ADD_FAILURE() << "a map of another address was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the tensor map passed for G is 37 x 160 BFloat16 at"), std::string::npos)
+        << e.what();
+  }
+  sim.release(words[0], nullptr);
+  sim.release(words[1], nullptr);
+  sim.synchronize(nullptr);
 }
 
 TEST(Tma, NvrtcCompilesItIntoTmaAndMbarrierInstructions) {

@@ -138,7 +138,8 @@ TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
       {testing::matmulCase({2, 300, 256}, {2, 256, 520}, DataType::Int8, true, DataType::Null, 3), "IGMMA"},
   };
   for (const auto& [c, opcode] : cases) {
-    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), wgmmaDevice("matmul_wgmma=1"));
+    // cp.async's copies (wgmma_tma_test.cpp has TMA's).
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), wgmmaDevice("matmul_wgmma=1, matmul_tma=0"));
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_TRUE(k.arch_specific) << k.summary;
     if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";

@@ -313,5 +313,46 @@ TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
       << wgmmaUnavailable(DeviceInfo::h100Sxm(), scores);
 }
 
+TEST(MatmulHeuristics, WgmmaSlicesComeByTmaWhereBothOperandsHaveTensorMaps) {
+  MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
+  problem.a_tile = kernel::TileOrder::KMajor;
+  problem.b_tile = kernel::TileOrder::MnMajor;
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).tma);  // no tensor maps (a batch, say)
+  problem.tma_maps = true;
+  const MatmulParams tma = matmulHeuristics(DeviceInfo::h100Sxm(), problem);
+  EXPECT_TRUE(tma.wgmma);
+  EXPECT_TRUE(tma.tma);
+  EXPECT_EQ(tma.stages, 4);  // four 48 KiB stages and their mbarriers fit in 227 KiB
+  EXPECT_NE(tma.toString().find("4-stage TMA pipeline"), std::string::npos) << tma.toString();
+  // Tuned off: cp.async.
+  DeviceInfo off = DeviceInfo::h100Sxm();
+  off.tuning = HeuristicTuning::parse("matmul_tma=0");
+  const MatmulParams copies = matmulHeuristics(off, problem);
+  EXPECT_TRUE(copies.wgmma);
+  EXPECT_FALSE(copies.tma);
+  EXPECT_NE(copies.toString().find("4-stage cp.async pipeline"), std::string::npos) << copies.toString();
+  // An operand computed in registers (a dequantize) is stored by the threads: no TMA for either.
+  MatmulProblem registers = problem;
+  registers.b_tile.reset();
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), registers).tma);
+  // Without wgmma (an A100, or tuned off) there is no TMA.
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::a100(), problem).tma);
+  DeviceInfo no_wgmma = DeviceInfo::h100Sxm();
+  no_wgmma.tuning = HeuristicTuning::parse("matmul_wgmma=0, matmul_tma=1");
+  EXPECT_FALSE(matmulHeuristics(no_wgmma, problem).tma);
+  // Stages that would leave no room for their mbarriers are one fewer: 128 x 256 tiles of 64-element bf16
+  // slices are 48 KiB a stage.
+  DeviceInfo tight = DeviceInfo::h100Sxm();
+  tight.smem_per_block_optin = 4 * 48 * 1024;
+  EXPECT_EQ(matmulHeuristics(tight, problem).stages, 3);
+  // 8-bit operands take TMA too (k-major, 128-element slices).
+  MatmulProblem s8{1, 4096, 4096, 4096, DataType::Int8};
+  s8.a_tile = s8.b_tile = kernel::TileOrder::KMajor;
+  s8.tma_maps = true;
+  const MatmulParams int8 = matmulHeuristics(DeviceInfo::h100Sxm(), s8);
+  EXPECT_TRUE(int8.wgmma && int8.tma);
+  EXPECT_EQ(int8.block_k, 128);
+}
+
 }  // namespace
 }  // namespace braze
