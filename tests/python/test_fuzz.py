@@ -93,8 +93,9 @@ WGMMA = "h100:matmul_wgmma=1"
 
 def test_random_matmuls_on_warpgroup_mmas_match_the_reference():
     """The same matmuls planned for an H100 that takes wgmma wherever it can (16-bit operands both copied
-    as stored): the simulator reads each wgmma operand where the hardware would."""
-    taken = 0
+    as stored): the simulator reads each wgmma operand where the hardware would, and, where both operands
+    are matrices with tensor maps of their own, each TMA box where the copy engine would put it."""
+    taken = by_tma = 0
     cases = 4 * MATMUL_CASES  # about one in twenty takes wgmma
     for seed in range(FIRST, FIRST + cases):
         assert _check(seed, generate_matmul, WGMMA), f"matmul case {seed} was rejected by the reference"
@@ -102,9 +103,11 @@ def test_random_matmuls_on_warpgroup_mmas_match_the_reference():
         exec(compile(generate_matmul(seed), "<case>", "exec"), scope)
         segments = scope["fd"].explain(scope["inputs"], target=WGMMA).segments
         taken += any("wgmma" in (s.heuristics or "") for s in segments)
+        by_tma += any("TMA pipeline" in (s.heuristics or "") for s in segments)
     # Most cases have 8-bit operands, prologues, a few rows (a GEMV) or rows cp.async cannot copy (not a
-    # multiple of 16 bytes): those keep their schedule.
+    # multiple of 16 bytes): those keep their schedule. A batch keeps cp.async (41 of the first 800 took TMA).
     assert taken >= cases // 40, f"only {taken} of {cases} cases took wgmma"
+    assert by_tma >= cases // 80, f"only {by_tma} of {cases} cases loaded their slices by TMA"
 
 
 SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
