@@ -447,7 +447,7 @@ SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8]
 # A matmul case's: stages, K slice bytes, block tile (0: the heuristic's), wgmma's slices by TMA or cp.async.
 MATMUL_SWEEP = {"matmul_stages": [0, 4], "matmul_slice_bytes": [0, 128],
                 "matmul_block_m,matmul_block_n": [(0, 0), (128, 256), (256, 128)], "matmul_loads_ahead": [1, 0],
-                "matmul_tma": [-1, 0]}
+                "matmul_tma": [-1, 0], "matmul_warp_specialized": [0, 1]}
 
 
 def tunings(space):

@@ -303,6 +303,10 @@ class Emitter {
       case EKind::Mod: return fmt::format("({} % {})", a(0), a(1));
       case EKind::Min: return fmt::format("min({}, {})", a(0), a(1));
       case EKind::Xor: return fmt::format("({} ^ {})", a(0), a(1));
+      case EKind::WarpUniform:
+        // As a 32-bit value (a warp's role, say): one shuffle, whose result the compiler knows is uniform.
+        return dialect_ == SourceDialect::Cuda ? fmt::format("(idx_t)__shfl_sync(0xffffffffu, (int){}, 0)", a(0))
+                                               : fmt::format("(idx_t)__shfl((int){}, 0)", a(0));
       case EKind::Lt: return fmt::format("({} < {})", a(0), a(1));
       case EKind::Le: return fmt::format("({} <= {})", a(0), a(1));
       case EKind::Eq: return fmt::format("({} == {})", a(0), a(1));
@@ -546,9 +550,9 @@ class Emitter {
         line(depth, fmt::format("braze_mbarrier_wait(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.b)));
         return;
       case SKind::TmaLoad:
-        line(depth, fmt::format("braze_tma_load_2d(&{}[{}], &{}, {}, {}, &{}[{}]);", k_.vars[s.var].name, e(s.a),
-                                tensorMapName(k_.tensors[s.tensor]), e(s.b), e(s.c), k_.vars[s.mma_operands[0]].name,
-                                e(s.d)));
+        line(depth, fmt::format("braze_tma_load_{}d(&{}[{}], &{}, {}, {}{}, &{}[{}]);", s.e >= 0 ? 3 : 2,
+                                k_.vars[s.var].name, e(s.a), tensorMapName(k_.tensors[s.tensor]), e(s.b), e(s.c),
+                                s.e >= 0 ? ", " + e(s.e) : std::string(), k_.vars[s.mma_operands[0]].name, e(s.d)));
         return;
     }
   }

@@ -45,6 +45,14 @@ __device__ __forceinline__ void braze_tma_load_2d(void* smem, const BrazeTensorM
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       ::"r"(s), "l"(map), "r"(column), "r"(row), "r"(b) : "memory");
 }
+__device__ __forceinline__ void braze_tma_load_3d(void* smem, const BrazeTensorMap* map, int column, int row,
+                                                  int batch, unsigned long long* bar) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+      ::"r"(s), "l"(map), "r"(column), "r"(row), "r"(batch), "r"(b) : "memory");
+}
 )";
 
 }  // namespace

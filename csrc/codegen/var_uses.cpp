@@ -99,7 +99,7 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
     DataType stored = DataType::Null;  // the type a store of st.b rounds to
     if (st.kind == SKind::Store) stored = k_.tensors[st.tensor].dtype;
     if (st.kind == SKind::LocalWrite && k_.vars[st.var].storage) stored = k_.vars[st.var].dtype;
-    for (ExprId id : {st.a, st.b, st.c, st.d}) {
+    for (ExprId id : {st.a, st.b, st.c, st.d, st.e}) {
       if (id < 0) continue;
       const KExpr& x = k_.exprs[id];
       if (x.kind == EKind::LocalRead) {

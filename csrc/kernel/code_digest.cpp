@@ -62,6 +62,7 @@ class KernelDigester {
       d.add(static_cast<uint64_t>(s.kind));
       d.add(Digester::pack(s.var, s.tensor));
       for (ExprId e : {s.a, s.b, s.c, s.d}) d.add(expr(e));
+      if (s.kind == SKind::TmaLoad) d.add(expr(s.e));
       d.add(Digester::pack(s.width, s.axis));
       d.add(static_cast<uint64_t>(s.unroll) | static_cast<uint64_t>(s.transpose) << 1 |
             static_cast<uint64_t>(s.reduce) << 2 | static_cast<uint64_t>(s.mma_shape) << 10);

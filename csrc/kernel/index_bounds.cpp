@@ -82,6 +82,9 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::Min:
       if (auto a = arg(0), b = arg(1); a && b) result = Bounds{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
       break;
+    case EKind::WarpUniform:
+      if (auto a = arg(0)) result = *a;
+      break;
     case EKind::Xor:  // below the next power of two above both
       if (auto a = arg(0), b = arg(1); a && b && a->lo >= 0 && b->lo >= 0) {
         int64_t top = 1;

@@ -69,7 +69,7 @@ namespace {
 
 void markReached(const std::vector<Stmt>& stmts, std::vector<bool>& reached) {
   for (const Stmt& s : stmts) {
-    for (ExprId e : {s.a, s.b, s.c, s.d}) {
+    for (ExprId e : {s.a, s.b, s.c, s.d, s.e}) {
       if (e >= 0) reached[e] = true;
     }
     markReached(s.body, reached);
@@ -390,6 +390,16 @@ ExprId KernelBuilder::lor(ExprId a, ExprId b) {
   return binaryIndex(EKind::Or, a, b);
 }
 
+ExprId KernelBuilder::warpUniform(ExprId a) {
+  if (constValue(a)) return a;
+  KExpr e;
+  e.kind = EKind::WarpUniform;
+  e.dtype = DataType::Int64;
+  e.index = true;
+  e.args = {a};
+  return intern(e);
+}
+
 ExprId KernelBuilder::lnot(ExprId a) {
   if (auto ca = constValue(a)) return boolean(!*ca);
   KExpr e;
@@ -520,6 +530,7 @@ int64_t divisibility(const Kernel& k, ExprId id, const std::function<std::option
     case EKind::Xor:  // bits below both operands' lowest set bit stay zero
       return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
+    case EKind::WarpUniform: return divisibility(e.args[0]);
     case EKind::VarRef: {
       const std::optional<ExprId> value = bound ? bound(e.ref) : std::nullopt;
       return value ? divisibility(*value) : 1;

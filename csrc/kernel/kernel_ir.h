@@ -60,6 +60,8 @@ enum class EKind : uint8_t {
   CheckedIndex, // an integer value args[0] (as read, before it narrows to an index) that must lie in [0, args[1]):
                 // outside, the kernel records it in its index-error record (kernel/index_errors.h) under site
                 // code i, and the index is 0
+  WarpUniform,  // an index args[0] that every lane of a warp holds alike, taken from lane 0 (__shfl_sync): the
+                // compiler then knows that branches on it do not diverge (a warp-specialized block's roles)
 };
 
 // An expression's operands: four inline (index arithmetic takes two, select and fma three), a longer
@@ -204,8 +206,9 @@ enum class SKind : uint8_t {
   // Waits until the phase of mbarrier var[a] with parity b (0 or 1) has completed: the copies it counted
   // are then visible to this thread.
   MbarrierWait,
-  // A TMA load (cp.async.bulk.tensor.2d): the box of tensor `tensor` (TensorParam::tma) at element column
-  // b and row c, out-of-range elements as zeros, into shared array var from element a (a storage array;
+  // A TMA load (cp.async.bulk.tensor.2d, or .3d for a map with a batch dim): the box of tensor `tensor`
+  // (TensorParam::tma) at element column b and row c (and batch e of a 3D map), out-of-range elements as
+  // zeros, into shared array var from element a (a storage array;
   // rows of the box one after the other, each 128-byte row swizzled like a wgmma operand where the box is
   // swizzled). It completes its bytes on mbarrier mma_operands[0][d]; its elements may be read only after
   // a wait on the phase that counted them.
@@ -218,6 +221,7 @@ struct Stmt {
   TensorId tensor = -1;
   ExprId a = -1, b = -1, c = -1;
   ExprId d = -1;              // TmaLoad: the mbarrier's index
+  ExprId e = -1;              // TmaLoad: the batch coordinate of a 3D map (-1 for a 2D one)
   int32_t width = 1;
   bool unroll = false;
   int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
@@ -253,9 +257,10 @@ struct TensorParam {
   // The device's index-error record (kernel/index_errors.h) that checked indices report to: no Val,
   // one Int64 word, bound by whoever launches.
   bool index_errors = false;
-  // Read by TMA loads too (SKind::TmaLoad): the tensor's memory seen as the 2D tensor map `map` ([rows,
-  // columns], columns contiguous, in elements from the bound pointer: the tensor's own layout, or a 2D
-  // view of it such as a matmul operand's matrix) in boxes of `box_rows` x `box_columns` elements,
+  // Read by TMA loads too (SKind::TmaLoad): the tensor's memory seen as the tensor map `map` ([rows,
+  // columns] or [batch, rows, columns], columns contiguous, in elements from the bound pointer: the
+  // tensor's own layout, or a view of it such as a matmul operand's matrices) in boxes of one batch's
+  // `box_rows` x `box_columns` elements,
   // 128-byte swizzled where `swizzle` (box_columns then fills exactly 128 bytes). The kernel takes the map
   // as a parameter of its own, after the scalar arguments; whoever launches encodes it for the bound
   // pointer (kernel/tensor_map.h).
@@ -359,6 +364,7 @@ class KernelBuilder {
   ExprId lnot(ExprId a);
   ExprId select(ExprId cond, ExprId a, ExprId b);
   ExprId bitXor(ExprId a, ExprId b);  // both non-negative
+  ExprId warpUniform(ExprId a);       // EKind::WarpUniform
   ExprId elementwise(OpKind op, DataType dtype, ExprArgs args);
   ExprId cast(ExprId value, DataType to);
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
@@ -435,7 +441,9 @@ class KernelBuilder {
   void mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes);
   void mbarrierWait(VarId mbarriers, ExprId at, ExprId parity);
   // shared[at ..] = the TMA box of `tensor` at (column, row), completing on mbarriers[barrier].
-  void tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers, ExprId barrier);
+  // `batch`: the coordinate along a 3D map's batch dim (-1 for a 2D map).
+  void tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers, ExprId barrier,
+               ExprId batch = -1);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

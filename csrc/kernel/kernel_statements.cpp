@@ -136,8 +136,8 @@ void KernelBuilder::mbarrierWait(VarId mbarriers, ExprId at, ExprId parity) {
 }
 
 void KernelBuilder::tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers,
-                            ExprId barrier) {
-  Stmt s{.kind = SKind::TmaLoad, .var = shared, .tensor = tensor, .a = at, .b = column, .c = row, .d = barrier};
+                            ExprId barrier, ExprId batch) {
+  Stmt s{.kind = SKind::TmaLoad, .var = shared, .tensor = tensor, .a = at, .b = column, .c = row, .d = barrier, .e = batch};
   s.mma_operands[0] = mbarriers;
   push(std::move(s));
 }

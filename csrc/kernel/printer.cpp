@@ -84,6 +84,7 @@ class KernelPrinter {
       case EKind::Mod: return infix("%");
       case EKind::Min: return fmt::format("min({}, {})", arg(0), arg(1));
       case EKind::Xor: return fmt::format("({} ^ {})", arg(0), arg(1));
+      case EKind::WarpUniform: return fmt::format("warp_uniform({})", arg(0));
       case EKind::Lt: return infix("<");
       case EKind::Le: return infix("<=");
       case EKind::Eq: return infix("==");
@@ -182,8 +183,9 @@ class KernelPrinter {
         return;
       case SKind::MbarrierWait: line(depth, "mbarrier_wait({}[{}], parity {})", var(), expr(s.a), expr(s.b)); return;
       case SKind::TmaLoad:
-        line(depth, "{}[{} ..] = tma_load({} box at column {}, row {}; completes on {}[{}])", var(), expr(s.a), tensor(),
-             expr(s.b), expr(s.c), names_[s.mma_operands[0]], expr(s.d));
+        line(depth, "{}[{} ..] = tma_load({} box at column {}, row {}{}; completes on {}[{}])", var(), expr(s.a), tensor(),
+             expr(s.b), expr(s.c), s.e >= 0 ? ", batch " + expr(s.e) : std::string(), names_[s.mma_operands[0]],
+             expr(s.d));
         return;
     }
   }

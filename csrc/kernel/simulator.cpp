@@ -29,6 +29,7 @@ Simulator::Simulator(const Kernel& k, const SimLaunch& launch)
     tensors_.push_back(HostTensor::wrap(launch.tensors[t], k.tensors[t].dtype, {}, {}));
   }
   threads_ = k.threadsPerBlock();
+  uses_mbarriers_ = std::any_of(k.vars.begin(), k.vars.end(), [](const KVar& v) { return v.kind == VarKind::Mbarriers; });
   scalars_.assign(k.vars.size(), {});
   arrays_.assign(k.vars.size(), {});
   for (size_t v = 0; v < k.vars.size(); ++v) {
@@ -70,6 +71,11 @@ void Simulator::run() {
     tma_in_flight_.clear();
     tma_landed_.clear();
     waited_.clear();
+    many_readers_.clear();
+    if (uses_mbarriers_) {
+      releases_.assign(threads_, 0);
+      acquired_.assign(threads_ * threads_, 0);
+    }
     exec(k_.body, Mask(threads_, 1));
     requireNoTmaInFlight();
     for (const auto& [g, flights] : wgmma_pending_) {
@@ -154,6 +160,12 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
     }
     case EKind::Min: r.i = std::min(I(0), I(1)); return r;
     case EKind::Xor: r.i = I(0) ^ I(1); return r;
+    case EKind::WarpUniform: {
+      r.i = I(0);
+      const int64_t lane0 = t - t % k_.warp_size;
+      if (eval(e.args[0], lane0).i != r.i) fail(t, "a warp-uniform index differs from its warp's lane 0's");
+      return r;
+    }
     case EKind::Lt: r.i = I(0) < I(1); return r;
     case EKind::Le: r.i = I(0) <= I(1); return r;
     case EKind::Eq: r.i = I(0) == I(1); return r;
@@ -236,22 +248,50 @@ void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
   if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
   SharedAccess& a = shared_[var][i];
   const KVar& v = k_.vars[var];
-  if (a.epoch != epoch_) a = SharedAccess{epoch_, -1, -1};
-  if (a.writer >= 0 && a.writer != t) {
-    fail(t, fmt::format("{} shared {}[{}], which thread {} wrote, with no barrier in between", write ? "writes" : "reads",
-                        v.name, i, a.writer));
+  if (a.epoch != epoch_) a = SharedAccess{epoch_};
+  const int32_t release = releases_.empty() ? 0 : releases_[t];
+  if (a.writer >= 0 && a.writer != t && !acquiredAfter(t, a.writer, a.writer_release)) {
+    fail(t, fmt::format("{} shared {}[{}], which thread {} wrote, with no barrier in between (nor a wait on an "
+                        "mbarrier it arrived on since)",
+                        write ? "writes" : "reads", v.name, i, a.writer));
   }
   if (write) {
     if (auto it = wgmma_reading_.find(var); it != wgmma_reading_.end() && it->second[i] > 0) {
       fail(t, fmt::format("writes shared {}[{}], which a wgmma still in flight reads (no wgmma wait covers it)", v.name, i));
     }
-    if (a.reader >= 0 && a.reader != t) {
-      fail(t, fmt::format("writes shared {}[{}], which {} read, with no barrier in between", v.name, i,
-                          a.reader == kManyReaders ? std::string("other threads") : fmt::format("thread {}", a.reader)));
+    auto unordered = [&](int32_t reader, int32_t at) { return reader != t && !acquiredAfter(t, reader, at); };
+    int64_t racing = -1;
+    if (a.reader >= 0 && unordered(a.reader, a.reader_release)) racing = a.reader;
+    if (a.reader == kManyReaders) {
+      auto many = many_readers_.find({var, i});
+      racing = kManyReaders;  // readers not recorded (no mbarriers): any other thread
+      if (many != many_readers_.end()) {
+        racing = -1;
+        for (const auto& [reader, at] : many->second) {
+          if (unordered(reader, at)) racing = reader;
+        }
+        many_readers_.erase(many);
+      }
     }
-    a.writer = t;
+    if (racing != -1) {
+      fail(t, fmt::format("writes shared {}[{}], which {} read, with no barrier in between (nor a wait on an mbarrier "
+                          "it arrived on since)",
+                          v.name, i, racing == kManyReaders ? std::string("other threads") : fmt::format("thread {}", racing)));
+    }
+    a.writer = static_cast<int32_t>(t);
+    a.writer_release = release;
+    a.reader = -1;  // every read so far is ordered before this write
+  } else if (a.reader < 0 || a.reader == t) {
+    a.reader = static_cast<int32_t>(t);
+    a.reader_release = release;
+  } else if (!acquired_.empty()) {
+    // Several readers: each one's release count, for the next write to check.
+    auto& readers = many_readers_[{var, i}];
+    if (a.reader != kManyReaders) readers.emplace_back(a.reader, a.reader_release);
+    readers.emplace_back(static_cast<int32_t>(t), release);
+    a.reader = kManyReaders;
   } else {
-    a.reader = a.reader < 0 || a.reader == t ? t : kManyReaders;
+    a.reader = kManyReaders;
   }
 }
 
@@ -376,6 +416,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       requireFullBlock(mask, "a barrier");
       ++epoch_;
       tma_landed_.clear();  // what a thread saw by its mbarrier wait, every thread sees after the barrier
+      many_readers_.clear();
       return;
   }
 }
@@ -425,7 +466,10 @@ void Simulator::execVector(const Stmt& s, const Mask& mask) {
 void Simulator::execReduce(const Stmt& s, const Mask& mask) {
   requireFullBlock(mask, "a block reduction");
   // The emitted reduction synchronizes the block unless it is a warp shuffle (see the emitter).
-  if (!(s.axis == 0 && k_.block[0] <= k_.warp_size && k_.vars[s.var].dtype != DataType::Bool)) ++epoch_;
+  if (!(s.axis == 0 && k_.block[0] <= k_.warp_size && k_.vars[s.var].dtype != DataType::Bool)) {
+    ++epoch_;
+    many_readers_.clear();
+  }
   const DataType dtype = k_.vars[s.var].dtype;
   const OpKind combine = combineOf(s.reduce);
   const int64_t bx = k_.block[0], by = k_.block[1];

@@ -7,7 +7,8 @@
 // executed per warp with the PTX layout, and its shared-memory bank conflicts are counted. wgmma runs
 // per warpgroup, reading its operands where their descriptors point the hardware; what it reads and
 // writes stays busy until the wait that covers it (simulator_matrix.cpp lists the mistakes reported).
-// TMA loads land when a thread waits on the mbarrier phase they complete (simulator_tma.cpp).
+// TMA loads land when a thread waits on the mbarrier phase they complete (simulator_tma.cpp), and a
+// wait orders the waiter after what the phase's arriving threads did before arriving.
 // It uses the same index arithmetic, predicates and vector widths as the emitted CUDA, and the
 // reference's element math (kernel/element_math.h).
 #pragma once

@@ -44,8 +44,15 @@ class Simulator {
 
   // Lockstep execution would hide a missing barrier, so shared accesses are checked instead: between
   // two barriers, an element one thread wrote may be read or written by no other thread, and an
-  // element read by one thread may not be written by another.
+  // element read by one thread may not be written by another, unless the second thread has since waited
+  // on an mbarrier phase the first one arrived on after its access (warp-specialized pipelines order
+  // their stages so, without barriers).
   void noteShared(VarId var, int64_t t, int64_t i, bool write);
+  // Whether thread t has acquired, through an mbarrier wait, an arrival of thread u made after u's access
+  // at release count `release`.
+  bool acquiredAfter(int64_t t, int64_t u, int64_t release) const {
+    return !acquired_.empty() && acquired_[t * threads_ + u] > release;
+  }
 
   // A shared element some cp.async still has in flight (issued, not yet covered by a wait of its
   // thread) may not be read: on a GPU it could hold the old or the new bytes.
@@ -122,7 +129,11 @@ class Simulator {
     int64_t delivered_bytes = 0;
     int64_t completed = 0;       // phases completed
     std::vector<PendingTma> copies;  // issued, not landed
+    // The arrivals of the current phase and of the last completed one: (thread, its release count after
+    // the arrival), which a wait on that phase acquires.
+    std::vector<std::pair<int64_t, int64_t>> arrivals_now, arrivals_done;
   };
+  void completePhase(MbarrierState& m);
   MbarrierState& mbarrierAt(VarId var, int64_t t, ExprId at, bool initializing = false);
   void execMbarrierInit(const Stmt& s, const Mask& mask);
   void execMbarrierArrive(const Stmt& s, const Mask& mask);
@@ -142,13 +153,21 @@ class Simulator {
   std::vector<std::vector<SimValue>> scalars_;
   std::vector<std::vector<SimValue>> arrays_;
   std::vector<std::pair<int64_t, int64_t>> bounds_;
+  // Since the last barrier: the thread that wrote the element and the one that read it (or kManyReaders),
+  // each with its release count (mbarrier arrivals so far) at the access.
   struct SharedAccess {
     int64_t epoch = -1;
-    int64_t writer = -1;
-    int64_t reader = -1;
+    int32_t writer = -1, writer_release = 0;
+    int32_t reader = -1, reader_release = 0;
   };
-  static constexpr int64_t kManyReaders = -2;
+  static constexpr int32_t kManyReaders = -2;
   std::unordered_map<VarId, std::vector<SharedAccess>> shared_;
+  // Kernels with mbarriers: each thread's arrivals so far, and acquired_[t * threads + u], the release
+  // count of u's last arrival that t acquired by a wait; the readers of elements read by several threads
+  // since the last barrier, by (var, element).
+  std::vector<int32_t> releases_, acquired_;
+  bool uses_mbarriers_ = false;
+  std::map<std::pair<VarId, int64_t>, std::vector<std::pair<int32_t, int32_t>>> many_readers_;
   int64_t epoch_ = 0;  // barriers passed by the block
   SimStats* stats_ = nullptr;
   // cp.async: each thread's copies not landed yet, its committed group count, and per shared element

@@ -6,7 +6,9 @@
 // them. Phases complete when all their arrivals are in and exactly the bytes announced by
 // arrive.expect_tx have landed. A landed box is visible to the threads that waited on its phase, and to
 // every thread after the next barrier; a wait whose outcome depends on whether an armed and filled phase
-// has completed yet is reported as the race it is.
+// has completed yet is reported as the race it is. A wait also acquires what the phase's arrivals
+// released: a shared element another thread read or wrote before arriving may then be written (or read)
+// by the waiter without a barrier, which is how a warp-specialized pipeline hands stages back and forth.
 #include "kernel/simulator_state.h"
 
 #include "kernel/wgmma.h"
@@ -46,6 +48,14 @@ void Simulator::execMbarrierInit(const Stmt& s, const Mask& mask) {
   }
 }
 
+void Simulator::completePhase(MbarrierState& m) {
+  ++m.completed;
+  m.pending = m.arrivals;
+  m.expected_bytes = m.delivered_bytes = 0;
+  m.arrivals_done = std::move(m.arrivals_now);
+  m.arrivals_now.clear();
+}
+
 void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
@@ -58,12 +68,10 @@ void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
     }
     --m.pending;
     m.expected_bytes += bytes;
+    // The arrival releases the thread's accesses so far to whoever waits on the phase.
+    m.arrivals_now.emplace_back(t, ++releases_[t]);
     // A phase with nothing left to land completes with its last arrival.
-    if (m.pending == 0 && m.copies.empty() && m.delivered_bytes == m.expected_bytes) {
-      ++m.completed;
-      m.pending = m.arrivals;
-      m.expected_bytes = m.delivered_bytes = 0;
-    }
+    if (m.pending == 0 && m.copies.empty() && m.delivered_bytes == m.expected_bytes) completePhase(m);
   }
 }
 
@@ -78,6 +86,7 @@ void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t
       // Written by the copy engine, not by a thread: visible to the threads that wait on the phase (and to
       // every thread after the next barrier).
       if (e < static_cast<int64_t>(access.size())) access[e] = SharedAccess{};
+      many_readers_.erase({copy.var, e});
       tma_landed_[{copy.var, e}] = LandedBy{var, index, m.completed + 1};
     }
     m.delivered_bytes += copy.bytes;
@@ -87,11 +96,7 @@ void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t
     fail(t, fmt::format("TMA copies delivered {} bytes to mbarrier {}[{}], whose phase expects {}", m.delivered_bytes,
                         k_.vars[var].name, index, m.expected_bytes));
   }
-  if (m.pending == 0 && m.delivered_bytes == m.expected_bytes) {
-    ++m.completed;
-    m.pending = m.arrivals;
-    m.expected_bytes = m.delivered_bytes = 0;
-  }
+  if (m.pending == 0 && m.delivered_bytes == m.expected_bytes) completePhase(m);
 }
 
 void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
@@ -102,6 +107,13 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
     if (parity != 0 && parity != 1) fail(t, fmt::format("waits on mbarrier parity {}", parity));
     auto& waited = waited_[{s.var, index}];
     if (waited.empty()) waited.assign(threads_, 0);
+    // The wait acquires what the arrivals of the phase it waited for released.
+    auto acquire = [&](const MbarrierState& done) {
+      for (const auto& [u, release] : done.arrivals_done) {
+        int32_t& seen = acquired_[t * threads_ + u];
+        seen = std::max(seen, static_cast<int32_t>(release));
+      }
+    };
     // Done when the phase of that parity is the last completed one (the current phase has the other).
     if (m.completed % 2 != parity) {
       // Unless the current phase has all it waits for: on a GPU it may complete first, and then this wait
@@ -114,6 +126,7 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
                             k_.vars[s.var].name, index, parity));
       }
       waited[t] = m.completed;
+      acquire(m);
       continue;
     }
     landCopies(m, s.var, index, t);
@@ -123,6 +136,7 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
                           k_.vars[s.var].name, index, parity, m.pending, m.arrivals, m.delivered_bytes, m.expected_bytes));
     }
     waited[t] = m.completed;
+    acquire(m);
   }
 }
 
@@ -138,6 +152,11 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
     if (!mask[t]) continue;
     MbarrierState& m = mbarrierAt(s.mma_operands[0], t, s.d);
     const int64_t at = eval(s.a, t).i, column = eval(s.b, t).i, row = eval(s.c, t).i;
+    // A 3D map: [batch, rows, columns]; the box lies in one batch.
+    const size_t r0 = layout.sizes.size() - 2;
+    const int64_t batch = s.e >= 0 ? eval(s.e, t).i : 0;
+    const bool batch_inside = s.e < 0 || (batch >= 0 && batch < layout.sizes[0]);
+    const int64_t batch_offset = s.e >= 0 ? batch * layout.strides[0] : 0;
     const int64_t start = v.shared_offset + at * element;  // the box's first shared byte
     if (start % (box.swizzle ? 1024 : 128) != 0) {
       fail(t, fmt::format("a TMA load into {}[{}]: shared byte {} is not {}-byte aligned", v.name, at, start,
@@ -148,8 +167,8 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
       for (int64_t c = 0; c < box.box_columns; ++c) {
         const int64_t gr = row + r, gc = column + c;
         SimValue value{0.0, 0};
-        if (gr >= 0 && gr < layout.sizes[0] && gc >= 0 && gc < layout.sizes[1]) {
-          const int64_t offset = layout.offset + gr * layout.strides[0] + gc;
+        if (batch_inside && gr >= 0 && gr < layout.sizes[r0] && gc >= 0 && gc < layout.sizes[r0 + 1]) {
+          const int64_t offset = layout.offset + batch_offset + gr * layout.strides[r0] + gc;
           checkAccess(t, s.tensor, offset, 1);
           value = read(s.tensor, offset);
         }

@@ -14,9 +14,14 @@ TensorMapSpec tensorMapSpec(const TensorParam& tensor, uint64_t pointer) {
   TensorMapSpec spec;
   spec.dtype = tensor.dtype;
   spec.address = pointer + static_cast<uint64_t>(map.offset) * element;
-  spec.rows = static_cast<uint64_t>(map.sizes[0]);
-  spec.columns = static_cast<uint64_t>(map.sizes[1]);
-  spec.row_stride_bytes = static_cast<uint64_t>(map.strides[0]) * element;
+  const size_t r = map.sizes.size() - 2;  // the rows' dim: 1 after a 3D map's batch dim
+  spec.rows = static_cast<uint64_t>(map.sizes[r]);
+  spec.columns = static_cast<uint64_t>(map.sizes[r + 1]);
+  spec.row_stride_bytes = static_cast<uint64_t>(map.strides[r]) * element;
+  if (r == 1) {
+    spec.batches = static_cast<uint64_t>(map.sizes[0]);
+    spec.batch_stride_bytes = static_cast<uint64_t>(map.strides[0]) * element;
+  }
   spec.box_rows = static_cast<uint32_t>(box.box_rows);
   spec.box_columns = static_cast<uint32_t>(box.box_columns);
   spec.swizzle = box.swizzle;
@@ -27,6 +32,9 @@ TensorMapSpec tensorMapSpec(const TensorParam& tensor, uint64_t pointer) {
   BRAZE_ASSERT(spec.row_stride_bytes % 16 == 0 && spec.row_stride_bytes >= spec.columns * element,
                "{}'s tensor map rows are {} bytes apart, for {} bytes of columns", tensor.name, spec.row_stride_bytes,
                spec.columns * element);
+  BRAZE_ASSERT(r == 0 || (spec.batch_stride_bytes % 16 == 0 && spec.batch_stride_bytes >= spec.rows * spec.row_stride_bytes),
+               "{}'s tensor map batches are {} bytes apart, for {} rows of {} bytes", tensor.name,
+               spec.batch_stride_bytes, spec.rows, spec.row_stride_bytes);
   return spec;
 }
 

@@ -15,9 +15,12 @@ struct TensorMapSpec {
   uint64_t address = 0;             // the map's element (0, 0): 16-byte aligned
   uint64_t columns = 0, rows = 0;   // columns contiguous
   uint64_t row_stride_bytes = 0;    // a multiple of 16, at least a row's bytes
+  uint64_t batches = 1;             // a 3D map's batch dim (1 and stride 0 for a 2D map)
+  uint64_t batch_stride_bytes = 0;  // a multiple of 16, at least a batch's rows
   uint32_t box_columns = 0, box_rows = 0;
   bool swizzle = false;             // 128-byte swizzle
   bool operator==(const TensorMapSpec&) const = default;
+  unsigned rank() const { return batch_stride_bytes == 0 ? 2 : 3; }
 };
 
 // The map of `tensor` (which has a TMA box) bound at `pointer`. Throws, naming the tensor, where the

@@ -230,6 +230,7 @@ class KernelVerifier {
   // the tensor a 2D view with contiguous columns and 16-byte aligned rows.
   void tmaLoad(const Stmt& s) {
     for (ExprId e : {s.a, s.b, s.c}) uses(e, "a TMA load");
+    if (s.e >= 0) uses(s.e, "a TMA load");
     mbarrier(s.mma_operands[0], s.d, "a TMA load");
     check(k_.warp_size == 32, "a TMA load in a kernel for {}-lane wavefronts (TMA is NVIDIA's, sm_90)", k_.warp_size);
     check(s.tensor >= 0 && s.tensor < static_cast<TensorId>(k_.tensors.size()) && k_.tensors[s.tensor].tma.has_value(),
@@ -249,11 +250,16 @@ class KernelVerifier {
           row_bytes, v.name, v.shared_offset);
     check(v.shared_offset % 128 == 0, "a TMA load into {} at shared byte {} (128-byte aligned)", v.name, v.shared_offset);
     const StridedLayout& map = t.tma->map;
-    check(map.sizes.size() == 2 && map.strides.size() == 2 && map.strides[1] == 1 && map.strides[0] * e % 16 == 0 &&
-              map.offset * e % 16 == 0 && t.alignment_bytes % 16 == 0 && map.sizes[0] >= 1 && map.sizes[1] >= 1,
-          "{} is read by TMA as [{}] with strides [{}] from element {}: a 2D tensor with contiguous columns and "
-          "16-byte aligned rows and start",
+    const size_t rank = map.sizes.size();
+    const bool strided = rank >= 2 && map.strides.size() == rank && map.strides[rank - 1] == 1 &&
+                         std::all_of(map.strides.begin(), map.strides.end() - 1, [&](int64_t s) { return s * e % 16 == 0; });
+    check((rank == 2 || rank == 3) && strided && map.offset * e % 16 == 0 && t.alignment_bytes % 16 == 0 &&
+              std::all_of(map.sizes.begin(), map.sizes.end(), [](int64_t n) { return n >= 1; }),
+          "{} is read by TMA as [{}] with strides [{}] from element {}: a 2D or 3D tensor with contiguous columns "
+          "and 16-byte aligned rows, batches and start",
           t.name, fmt::join(map.sizes, ", "), fmt::join(map.strides, ", "), map.offset);
+    check((s.e >= 0) == (rank == 3), "a TMA load of {} ({}D map) with{} a batch coordinate", t.name, rank,
+          s.e >= 0 ? "" : "out");
   }
 
   // Whole warpgroups; operands of one dtype wgmma takes in declared shared arrays at 1024-byte

@@ -31,12 +31,12 @@ class LiveLets {
   void stmts(const std::vector<Stmt>& list) {
     for (const Stmt& s : list) {
       if (s.kind == SKind::Let) {
-        for (ExprId x : {s.a, s.b, s.c, s.d}) {
+        for (ExprId x : {s.a, s.b, s.c, s.d, s.e}) {
           if (x >= 0) let_values_[s.var].push_back(x);
         }
       } else {
         if (s.var >= 0) markLive(s.var);
-        for (ExprId x : {s.a, s.b, s.c, s.d}) expr(x);
+        for (ExprId x : {s.a, s.b, s.c, s.d, s.e}) expr(x);
       }
       stmts(s.body);
       stmts(s.orelse);

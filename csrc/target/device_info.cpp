@@ -51,6 +51,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_copy_parts", &HeuristicTuning::matmul_copy_parts, 0, 16, false},
     {"matmul_wgmma", &HeuristicTuning::matmul_wgmma, -1, 1, false},
     {"matmul_tma", &HeuristicTuning::matmul_tma, -1, 1, false},
+    {"matmul_warp_specialized", &HeuristicTuning::matmul_warp_specialized, 0, 1, false},
     {"index_checks", &HeuristicTuning::index_checks, 0, 1, false},
 };
 

@@ -41,6 +41,10 @@ struct HeuristicTuning {
   // wgmma's K slices loaded by TMA (a tensor map per operand, a thread issuing each stage's boxes) instead
   // of cp.async: 1 where both operands allow it, 0 never, -1 the heuristic's choice.
   int64_t matmul_tma = -1;
+  // With TMA: a warp-specialized block (a copy warpgroup issuing every stage's boxes, the compute
+  // warpgroups waiting on full and releasing empty stages through mbarriers, no block barrier in the main
+  // loop): 1 on, 0 off. Off until measured on a GPU.
+  int64_t matmul_warp_specialized = 0;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
   // indexing, for speed (an out-of-range index then reads outside the tensor).

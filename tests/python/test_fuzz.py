@@ -89,23 +89,27 @@ def test_random_matmuls_match_the_reference():
 
 
 WGMMA = "h100:matmul_wgmma=1"
+WARP_SPECIALIZED = "h100:matmul_wgmma=1,matmul_warp_specialized=1"
 
 
-def test_random_matmuls_on_warpgroup_mmas_match_the_reference():
+@pytest.mark.parametrize("target", [WGMMA, WARP_SPECIALIZED])
+def test_random_matmuls_on_warpgroup_mmas_match_the_reference(target):
     """The same matmuls planned for an H100 that takes wgmma wherever it can (16-bit operands both copied
     as stored): the simulator reads each wgmma operand where the hardware would, and, where both operands
-    are matrices with tensor maps of their own, each TMA box where the copy engine would put it."""
+    are matrices with tensor maps of their own, each TMA box where the copy engine would put it (with a
+    producer warpgroup and full and empty mbarriers, warp-specialized)."""
     taken = by_tma = 0
-    cases = 4 * MATMUL_CASES  # about one in twenty takes wgmma
+    cases = 4 * MATMUL_CASES
     for seed in range(FIRST, FIRST + cases):
-        assert _check(seed, generate_matmul, WGMMA), f"matmul case {seed} was rejected by the reference"
+        assert _check(seed, generate_matmul, target), f"matmul case {seed} was rejected by the reference"
         scope: dict = {}
         exec(compile(generate_matmul(seed), "<case>", "exec"), scope)
-        segments = scope["fd"].explain(scope["inputs"], target=WGMMA).segments
+        segments = scope["fd"].explain(scope["inputs"], target=target).segments
         taken += any("wgmma" in (s.heuristics or "") for s in segments)
-        by_tma += any("TMA pipeline" in (s.heuristics or "") for s in segments)
+        wanted = "warp-specialized TMA pipeline" if target == WARP_SPECIALIZED else "TMA pipeline"
+        by_tma += any(wanted in (s.heuristics or "") for s in segments)
     # Most cases have 8-bit operands, prologues, a few rows (a GEMV) or rows cp.async cannot copy (not a
-    # multiple of 16 bytes): those keep their schedule. A batch keeps cp.async (41 of the first 800 took TMA).
+    # multiple of 16 bytes): those keep their schedule.
     assert taken >= cases // 40, f"only {taken} of {cases} cases took wgmma"
     assert by_tma >= cases // 80, f"only {by_tma} of {cases} cases loaded their slices by TMA"
 

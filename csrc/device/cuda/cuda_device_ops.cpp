@@ -155,23 +155,24 @@ class CudaDeviceOps final : public DeviceOps {
                   "cuLaunchKernel");
   }
 
-  // A 2D map, its rows `row_stride_bytes` apart; zeros outside the tensor (OOB fill none), boxes promoted
-  // to L2 in 256-byte lines.
+  // A 2D or 3D map (columns, rows, batches), its rows and batches the spec's strides apart; zeros outside
+  // the tensor (OOB fill none), boxes of one batch promoted to L2 in 256-byte lines.
   void encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::TensorMapBytes& map) override {
     BRAZE_CHECK_KIND(ErrorKind::Runtime, driver_.tensorMapEncodeTiled != nullptr,
                      "the CUDA driver {} has no cuTensorMapEncodeTiled (CUDA 12.0 on): TMA kernels cannot launch",
                      cudaDriverVersion());
-    const unsigned long long dims[2] = {spec.columns, spec.rows}, strides[1] = {spec.row_stride_bytes};
-    const unsigned box[2] = {spec.box_columns, spec.box_rows}, element_strides[2] = {1, 1};
+    const unsigned long long dims[3] = {spec.columns, spec.rows, spec.batches};
+    const unsigned long long strides[2] = {spec.row_stride_bytes, spec.batch_stride_bytes};
+    const unsigned box[3] = {spec.box_columns, spec.box_rows, 1}, element_strides[3] = {1, 1, 1};
     constexpr int kInterleaveNone = 0, kSwizzleNone = 0, kSwizzle128 = 3, kL2Promotion256 = 3, kOobFillZeros = 0;
-    driver_.check(driver_.tensorMapEncodeTiled(&map, kernel::tensorMapDataType(spec.dtype), 2,
+    driver_.check(driver_.tensorMapEncodeTiled(&map, kernel::tensorMapDataType(spec.dtype), spec.rank(),
                                                reinterpret_cast<void*>(spec.address), dims, strides, box,
                                                element_strides, kInterleaveNone,
                                                spec.swizzle ? kSwizzle128 : kSwizzleNone, kL2Promotion256, kOobFillZeros),
                   "cuTensorMapEncodeTiled",
-                  fmt::format("{} x {} {} at {:#x}, rows {} bytes apart, boxes of {} x {}", spec.rows, spec.columns,
-                              toString(spec.dtype), spec.address, spec.row_stride_bytes, spec.box_rows,
-                              spec.box_columns));
+                  fmt::format("{} x {} x {} {} at {:#x}, rows {} and batches {} bytes apart, boxes of {} x {}",
+                              spec.batches, spec.rows, spec.columns, toString(spec.dtype), spec.address,
+                              spec.row_stride_bytes, spec.batch_stride_bytes, spec.box_rows, spec.box_columns));
   }
 
   bool launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,

@@ -44,6 +44,8 @@ kernel::TensorMapSpec decodeTensorMap(const kernel::TensorMapBytes& map, const k
   spec.box_columns = static_cast<uint32_t>(map.words[6]);
   spec.box_rows = static_cast<uint32_t>(map.words[6] >> 32);
   spec.swizzle = map.words[7] != 0;
+  spec.batches = map.words[8];
+  spec.batch_stride_bytes = map.words[9];
   return spec;
 }
 
@@ -162,6 +164,8 @@ void SimDeviceOps::encodeTensorMap(const kernel::TensorMapSpec& spec, kernel::Te
   map.words[5] = spec.row_stride_bytes;
   map.words[6] = spec.box_columns | static_cast<uint64_t>(spec.box_rows) << 32;
   map.words[7] = spec.swizzle ? 1 : 0;
+  map.words[8] = spec.batches;
+  map.words[9] = spec.batch_stride_bytes;
 }
 
 void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) {
@@ -275,11 +279,13 @@ void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, 
     const kernel::TensorMapSpec wanted = kernel::tensorMapSpec(p, words[t]);
     const kernel::TensorMapSpec& got = maps[m++];
     BRAZE_CHECK_KIND(ErrorKind::Runtime, got == wanted,
-                     "kernel {}: the tensor map passed for {} is {} x {} {} at {:#x} (rows {} bytes apart, boxes {} x {}), "
-                     "but its pointer and layout give {} x {} {} at {:#x} (rows {} bytes apart, boxes {} x {})",
-                     k.name, p.name, got.rows, got.columns, toString(got.dtype), got.address, got.row_stride_bytes,
-                     got.box_rows, got.box_columns, wanted.rows, wanted.columns, toString(wanted.dtype), wanted.address,
-                     wanted.row_stride_bytes, wanted.box_rows, wanted.box_columns);
+                     "kernel {}: the tensor map passed for {} is {} x {} x {} {} at {:#x} (rows {} bytes apart, batches "
+                     "{}, boxes {} x {}), but its pointer and layout give {} x {} x {} {} at {:#x} (rows {} bytes apart, "
+                     "batches {}, boxes {} x {})",
+                     k.name, p.name, got.batches, got.rows, got.columns, toString(got.dtype), got.address,
+                     got.row_stride_bytes, got.batch_stride_bytes, got.box_rows, got.box_columns, wanted.batches,
+                     wanted.rows, wanted.columns, toString(wanted.dtype), wanted.address, wanted.row_stride_bytes,
+                     wanted.batch_stride_bytes, wanted.box_rows, wanted.box_columns);
   }
   if (run_kernels_) kernel::simulate(k, launch);
   for (size_t t = 0; t < k.tensors.size(); ++t) {

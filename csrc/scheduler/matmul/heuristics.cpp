@@ -23,7 +23,8 @@ std::string MatmulParams::toString() const {
     return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
                        blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4, blockRows(), blockCols(),
-                       stages, tma ? "TMA" : "cp.async", block_k, order(a_order, a_async), order(b_order, b_async), extra);
+                       stages, warp_specialized ? "warp-specialized TMA" : tma ? "TMA" : "cp.async", block_k,
+                       order(a_order, a_async), order(b_order, b_async), extra);
   }
   const std::string staging =
       stages == 0 ? "fragments loaded from global memory"
@@ -119,6 +120,7 @@ bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64
   p.a_order = problem.a_tile.value_or(kernel::TileOrder::KMajor);
   p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
   p.tma = p.a_async && p.b_async && problem.tma_maps && device.tuning.matmul_tma != 0;
+  p.warp_specialized = p.tma && device.tuning.matmul_warp_specialized == 1;
   p.fragments_ahead = false;
   p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());

@@ -76,6 +76,14 @@ struct MatmulParams {
   // as wgmma reads them) and announces their bytes on the stage's mbarrier, which every thread waits on
   // before the stage's wgmmas; instead of every thread's cp.asyncs.
   bool tma = false;
+  // With TMA, warp-specialized: one more warpgroup, the producer, whose thread issues each stage's boxes
+  // once the compute warpgroups have released the stage on its `empty` mbarrier, while the compute
+  // warpgroups wait on the stage's `full` mbarrier, issue its wgmmas and release the stage before last;
+  // no block barrier in the main loop. Both roles share one loop (scheduler/matmul/wgmma_loop.cpp), so
+  // the accumulators are live in the producer too and registers are not moved between them (setmaxnreg
+  // would be ignored): every thread has at most 65536 / threads() of them.
+  bool warp_specialized = false;
+  int64_t threads() const { return 32 * warps_m * warps_n + (warp_specialized ? 128 : 0); }
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }
   int64_t blockCols() const { return warps_n * tiles_n * 8; }

@@ -49,7 +49,7 @@ void MatmulLowering::mma() {
   ValueBuilder& vb = vb_;
   const MatmulExtents& s = s_;
   ctx_.kernel.grid = {p.grid, 1};
-  ctx_.kernel.block = {32 * p.warps_m * p.warps_n, 1};
+  ctx_.kernel.block = {p.threads(), 1};
 
   const ExprId block = kb.blockIdx(0);
   // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
@@ -138,7 +138,9 @@ void MatmulLowering::mma() {
                                        : kb.index(slices);
     if (p.wgmma) {  // no split-K: the block's slices are [0, count)
       wgmmaLoop(acc[0], ta, tb, count);
-      return finishMma(acc, tile_id, split, row0, col0, g, t);
+      finishMma(acc, tile_id, split, row0, col0, g, t);
+      if (p.warp_specialized) kb.close();  // the compute warpgroups' `if`: the producer's holds no outputs
+      return;
     }
     // The first stages - 1 slices, a group each (empty past the last slice, so the count stays uniform).
     for (int64_t slice = 0; slice < p.stages - 1; ++slice) {
@@ -402,6 +404,7 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
     auto& box = ctx_.kernel.tensors[t.tma_tensor].tma;
     BRAZE_ASSERT(!box, "{} is read by TMA as two operands", operand->name());
     box = TensorParam::TmaBox{t.rows, line, true, *map};
+    if (map->sizes.size() == 3) t.tma_batch = kb_.letValue(operand == a_ ? "batch_a" : "batch_b", flatBatch(operand));
   }
   return t;
 }

@@ -64,6 +64,7 @@ class MatmulLowering {
     // a slice, each 128 bytes wide and `rows` tall, side by side along the tile rows' contiguous dim.
     TensorId tma_tensor = -1;
     int64_t boxes = 0;
+    ExprId tma_batch = -1;  // a 3D map's: the block's batch along the map's batch dim
   };
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);
@@ -93,6 +94,12 @@ class MatmulLowering {
   // The wgmma main loop (wgmma_loop.cpp): the slices of K through the staged tiles into `acc`, which
   // the last wait leaves complete.
   void wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count);
+  // The same, warp-specialized (MatmulParams::warp_specialized): the producer warpgroup's thread fills
+  // the stages, the compute warpgroups empty them, full and empty mbarriers between them. It leaves an
+  // `if` of the compute warpgroups open, for the epilogue.
+  void warpSpecializedLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count);
+  // One stage's wgmmas for the warpgroup `warpgroup` (A's rows 64 warpgroup on), committed as a group.
+  void stageWgmmas(VarId acc, const Staging& ta, const Staging& tb, ExprId stage, ExprId warpgroup);
   // TMA: thread 0 announces slice `slice`'s bytes on mbarrier full[stage] and issues its boxes of both
   // operands into stage `stage` (wgmma_loop.cpp).
   void tmaSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId stage, VarId full);
@@ -105,6 +112,16 @@ class MatmulLowering {
 
   // Block index bb of the batch: the batch dims' indices.
   void setBatch(ExprId bb) { batch_index_ = vb_.unflatten(bb, false, s_.batch_sizes); }
+  // The operand's batch dims of more than one element, flattened (tmaMatrix's batch dim).
+  ExprId flatBatch(const Val* operand) {
+    const auto& sizes = ctx_.bound.sizesOf(operand);
+    const int64_t nb = static_cast<int64_t>(s_.batch_sizes.size()), lead = static_cast<int64_t>(sizes.size()) - 2;
+    ExprId flat = kb_.index(0);
+    for (int64_t j = 0; j < lead; ++j) {
+      if (sizes[j] != 1) flat = kb_.add(kb_.mul(flat, kb_.index(sizes[j])), batch_index_[j + (nb - lead)].base);
+    }
+    return flat;
+  }
 
   // An operand's index: its own batch dims (aligned right, size 1 broadcast), then its two matrix dims.
   std::vector<Idx> operandIndex(const Val* operand, Idx r, Idx c) {

@@ -159,8 +159,13 @@ std::optional<OperandStorage> operandStorage(const LoweringContext& ctx, const V
 
 std::optional<StridedLayout> tmaMatrix(const OperandStorage& storage, DataType dtype) {
   const size_t nd = storage.sizes.size();
+  // The batch dims of more than one element, as one: each one's stride spans the next one's elements.
+  int64_t batches = 1, batch_stride = 0;
   for (size_t d = 0; d + 2 < nd; ++d) {
-    if (storage.sizes[d] != 1) return std::nullopt;
+    if (storage.sizes[d] == 1) continue;
+    if (batches > 1 && batch_stride != storage.sizes[d] * storage.strides[d]) return std::nullopt;
+    batches *= storage.sizes[d];
+    batch_stride = storage.strides[d];
   }
   const size_t k_dim = storage.k_last ? nd - 1 : nd - 2, mn_dim = storage.k_last ? nd - 2 : nd - 1;
   const bool k_major = storage.order == TileOrder::KMajor;
@@ -170,8 +175,12 @@ std::optional<StridedLayout> tmaMatrix(const OperandStorage& storage, DataType d
   // A single row's stride is free: the least whole number of 16-byte chunks that holds the row.
   const int64_t row_stride = rows > 1 ? storage.strides[row_dim] : ceilDiv(columns, chunk) * chunk;
   constexpr int64_t kCoordinates = int64_t{1} << 31;
-  if (row_stride < columns || rows >= kCoordinates || columns >= kCoordinates) return std::nullopt;
-  return StridedLayout{{rows, columns}, {row_stride, 1}, storage.origin};
+  if (row_stride < columns || rows >= kCoordinates || columns >= kCoordinates || batches >= kCoordinates) {
+    return std::nullopt;
+  }
+  if (batches == 1) return StridedLayout{{rows, columns}, {row_stride, 1}, storage.origin};
+  if (batch_stride < rows * row_stride) return std::nullopt;  // batches that overlap (an expanded dim, say)
+  return StridedLayout{{batches, rows, columns}, {batch_stride, row_stride, 1}, storage.origin};
 }
 
 }  // namespace braze::scheduler

@@ -54,10 +54,11 @@ struct OperandStorage {
 };
 std::optional<OperandStorage> operandStorage(const LoweringContext& ctx, const Val* operand, DataType dtype, bool k_last);
 
-// The operand's matrix as a TMA tensor map reads it (TensorParam::TmaBox::map): [rows, columns] of its
+// The operand's matrices as a TMA tensor map reads them (TensorParam::TmaBox::map): [rows, columns] of its
 // tensor with the tile rows' contiguous dim as columns (K for k-major tiles, M / N for mn-major ones),
-// where the operand has no batch (every dim before its matrix of size 1), its rows lie apart (a stride
-// of at least a row) and its extents fit TMA's 32-bit coordinates.
+// and [batch, rows, columns] where its batch dims of more than one element merge into one (each stride
+// spanning the next dim's elements); where its rows and batches lie apart (strides of at least a row, a
+// batch's rows) and its extents fit TMA's 32-bit coordinates.
 std::optional<StridedLayout> tmaMatrix(const OperandStorage& storage, DataType dtype);
 
 }  // namespace braze::scheduler

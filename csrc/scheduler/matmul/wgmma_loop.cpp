@@ -34,9 +34,37 @@ void MatmulLowering::tmaSlice(const Staging& ta, const Staging& tb, ExprId slice
       const ExprId column = k_major ? kb.add(k0, along) : kb.add(t->mn_base, along);
       const ExprId row = k_major ? t->mn_base : k0;
       const ExprId at = kb.add(kb.mul(stage, kb.index(t->rows * t->row_elements)), kb.index(box * t->rows * line));
-      kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage);
+      kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage, t->tma_batch);
     }
   }
+}
+
+void MatmulLowering::stageWgmmas(VarId acc, const Staging& ta, const Staging& tb, ExprId stage, ExprId warpgroup) {
+  const MatmulParams& p = p_;
+  KernelBuilder& kb = kb_;
+  // Where an operand's k step `ks` of stage `stage` starts (an element of its tiles), for the warpgroup's
+  // first m (A) or n 0 (B), and how its lines are laid out (kernel/wgmma.h).
+  const int64_t element = sizeOf(a_->dtype()), depth = wgmmaK(element);
+  const int64_t line = 128 / element;  // elements of a 128-byte line
+  auto start = [&](const Staging& t, ExprId mn_first, int64_t ks) {
+    const ExprId base = kb.mul(stage, kb.index(t.rows * t.row_elements));
+    if (t.order == TileOrder::KMajor) {
+      return kb.add(base, kb.add(kb.mul(mn_first, kb.index(line)), kb.index(ks * depth)));
+    }
+    // mn-major: groups of p.block_k lines per `line` m or n; a k step is `depth` lines.
+    return kb.add(base, kb.add(kb.mul(kb.div(mn_first, kb.index(line)), kb.index(p.block_k * line)),
+                               kb.index(ks * depth * line)));
+  };
+  auto operand = [&](const Staging& t) {
+    return WgmmaOperand{t.order == TileOrder::MnMajor, static_cast<int32_t>(p.block_k * 128), 1024};
+  };
+  const ExprId a_first = kb.mul(warpgroup, kb.index(kWgmmaM));
+  kb.wgmmaFence(acc);
+  for (int64_t ks = 0; ks < p.block_k / depth; ++ks) {
+    kb.wgmma(acc, static_cast<int>(p.blockCols()), ta.tiles, start(ta, a_first, ks), operand(ta), tb.tiles,
+             start(tb, kb.index(0), ks), operand(tb));
+  }
+  kb.wgmmaCommit();
 }
 
 void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
@@ -45,6 +73,7 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   BRAZE_ASSERT(p.stages >= 3, "a wgmma pipeline of {} stages (a slice in flight, one computed and one arriving: 3 at least)",
                p.stages);
   BRAZE_ASSERT(!p.tma || (ta.tma_tensor >= 0 && tb.tma_tensor >= 0), "a TMA pipeline with an operand not read by TMA");
+  if (p.warp_specialized) return warpSpecializedLoop(acc, ta, tb, count);
   const int64_t ahead = p.stages - 2;
   const ExprId first_thread = kb.eq(kb.threadIdx(0), kb.index(0));
   VarId full = -1;
@@ -74,22 +103,6 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
     if (!p.tma) kb.cpAsyncCommit();
   }
   const ExprId warpgroup = kb.letValue("warpgroup", kb.div(kb.threadIdx(0), kb.index(128)));
-  // Where an operand's k step `ks` of stage `stage` starts (an element of its tiles), for the warpgroup's
-  // first m (A) or n 0 (B), and how its lines are laid out (kernel/wgmma.h).
-  const int64_t element = sizeOf(a_->dtype()), depth = wgmmaK(element);
-  const int64_t line = 128 / element;  // elements of a 128-byte line
-  auto start = [&](const Staging& t, ExprId stage, ExprId mn_first, int64_t ks) {
-    const ExprId base = kb.mul(stage, kb.index(t.rows * t.row_elements));
-    if (t.order == TileOrder::KMajor) {
-      return kb.add(base, kb.add(kb.mul(mn_first, kb.index(line)), kb.index(ks * depth)));
-    }
-    // mn-major: groups of p.block_k lines per `line` m or n; a k step is `depth` lines.
-    return kb.add(base, kb.add(kb.mul(kb.div(mn_first, kb.index(line)), kb.index(p.block_k * line)),
-                               kb.index(ks * depth * line)));
-  };
-  auto operand = [&](const Staging& t) {
-    return WgmmaOperand{t.order == TileOrder::MnMajor, static_cast<int32_t>(p.block_k * 128), 1024};
-  };
   const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
   kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
   const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(p.stages)));
@@ -100,13 +113,7 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
     kb.proxyFence();
   }
   kb.barrier();
-  const ExprId a_first = kb.mul(warpgroup, kb.index(kWgmmaM));
-  kb.wgmmaFence(acc);
-  for (int64_t ks = 0; ks < p.block_k / depth; ++ks) {
-    kb.wgmma(acc, static_cast<int>(p.blockCols()), ta.tiles, start(ta, stage, a_first, ks), operand(ta), tb.tiles,
-             start(tb, stage, kb.index(0), ks), operand(tb));
-  }
-  kb.wgmmaCommit();
+  stageWgmmas(acc, ta, tb, stage, warpgroup);
   kb.wgmmaWait(1);
   const ExprId next = kb.add(kb.ref(kt), kb.index(ahead));
   kb.openIf(kb.lt(next, count));
@@ -115,6 +122,69 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   if (!p.tma) kb.cpAsyncCommit();
   kb.close();
   kb.wgmmaWait(0, acc);
+}
+
+void MatmulLowering::warpSpecializedLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
+  const MatmulParams& p = p_;
+  KernelBuilder& kb = kb_;
+  const int64_t consumers = p.warps_m / 4, stages = p.stages;
+  const ExprId producer_thread = kb.eq(kb.threadIdx(0), kb.index(consumers * 128));
+  const VarId full = kb.arrayVar("full", DataType::Int64, stages, VarKind::Mbarriers);
+  const VarId empty = kb.arrayVar("empty", DataType::Int64, stages, VarKind::Mbarriers);
+  kb.declare(full);
+  kb.declare(empty);
+  kb.openIf(kb.eq(kb.threadIdx(0), kb.index(0)));
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    kb.mbarrierInit(full, kb.index(stage), 1);  // the producer's arrival, with the stage's bytes
+    kb.mbarrierInit(empty, kb.index(stage), static_cast<int>(consumers));  // each compute warpgroup's
+  }
+  kb.close();
+  kb.barrier();  // the last block-wide barrier: every thread sees the mbarriers initialized
+  // Warp-uniform (lane 0's): the compiler then sees the roles' branches as not diverging within a warp,
+  // and keeps the compute warpgroups' wgmmas asynchronous.
+  const ExprId warpgroup = kb.letValue("warpgroup", kb.warpUniform(kb.div(kb.threadIdx(0), kb.index(128))));
+  const ExprId producer = kb.eq(warpgroup, kb.index(consumers));
+  // One loop for both roles, the consumers `lag` slices behind: at iteration kt the producer fills slice
+  // kt once the consumers released slice kt - stages (at iteration kt - stages + lag + 1 at the latest),
+  // and the consumers compute slice kt - lag (filled at that iteration). So each waits only on what the
+  // other did at an earlier iteration, and on a GPU, where the warpgroups do not run in step, the producer
+  // runs up to `stages` slices ahead, held back by the empty mbarriers alone.
+  const int64_t lag = stages - 2;
+  const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
+  kb.openFor(kt, kb.index(0), kb.add(count, kb.index(lag)), kb.index(1), /*unroll=*/false);
+  // The producer warpgroup waits as a whole (a spin loop in a branch the compiler sees diverge within a
+  // warp, with wgmmas in flight, would serialize them); its first thread issues the boxes.
+  kb.openIf(kb.land(producer, kb.lt(kb.ref(kt), count)));
+  {
+    const ExprId stage = kb.mod(kb.ref(kt), kb.index(stages));
+    const ExprId round = kb.div(kb.ref(kt), kb.index(stages));
+    kb.openIf(kb.le(kb.index(stages), kb.ref(kt)));  // the stage's previous slice, released
+    kb.mbarrierWait(empty, stage, kb.mod(kb.sub(round, kb.index(1)), kb.index(2)));
+    kb.close();
+    kb.openIf(producer_thread);
+    tmaSlice(ta, tb, kb.ref(kt), stage, full);
+    kb.close();
+  }
+  kb.close();
+  kb.openIf(kb.land(kb.lnot(producer), kb.le(kb.index(lag), kb.ref(kt))));
+  {
+    const ExprId slice = kb.letValue("slice", kb.sub(kb.ref(kt), kb.index(lag)));
+    const ExprId stage = kb.letValue("stage", kb.mod(slice, kb.index(stages)));
+    kb.mbarrierWait(full, stage, kb.mod(kb.div(slice, kb.index(stages)), kb.index(2)));
+    stageWgmmas(acc, ta, tb, stage, warpgroup);
+    kb.wgmmaWait(1);
+    // The slice before is done with: the warpgroup's first thread (which its wgmmas read for) releases it.
+    kb.openIf(kb.land(kb.le(kb.index(1), slice), kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0))));
+    kb.mbarrierArriveExpectTx(empty, kb.mod(kb.sub(slice, kb.index(1)), kb.index(stages)), kb.index(0));
+    kb.close();
+  }
+  kb.close();
+  kb.close();
+  // Every warpgroup waits (the producer's have no wgmmas: a no-op), so that the compiler sees every path
+  // out of the loop pass the wait; then the compute warpgroups go on to the epilogue (this `if` stays open
+  // for it).
+  kb.wgmmaWait(0, acc);
+  kb.openIf(kb.lnot(producer));
 }
 
 }  // namespace braze::scheduler

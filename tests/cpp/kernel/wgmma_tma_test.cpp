@@ -3,8 +3,10 @@
 // boxes and every thread waiting on the stage's mbarrier. On the simulator, through the whole execute path
 // (the simulated device checks every map a launch passes against the kernel's map layout and the bound
 // pointer), the result equals the reference on odd sizes (boxes past M, N and K filled with zeros), both
-// tile orders of 16-bit operands, 8-bit operands, and an operand that is a strided, offset window of a
-// larger tensor. Operands without a map of their own (a batch, one tensor read as both) keep cp.async.
+// tile orders of 16-bit operands, 8-bit operands, an operand that is a strided, offset window of a larger
+// tensor, and batches (3D maps, a box in one batch: rows past M are zeros, not the next batch's), one
+// operand broadcast along a batch dim. Operands without a map of their own (batch dims that do not merge
+// into one, an expanded batch, one tensor read as both) keep cp.async.
 // NVRTC compiles the kernel for sm_90a into HGMMA fed by UTMALDG, with mbarrier waits (SYNCS), and no
 // LDGSTS.
 #include "fusions/kernel_corpus.h"
@@ -75,6 +77,12 @@ TEST(WgmmaTma, MatmulsLoadedByTmaMatchTheReference) {
       {windowedAMatmulCase(77, 136, 96, 45), "", "A a strided window of a larger tensor"},
       {testing::matmulCase({200, 320}, {320, 192}, DataType::BFloat16, false, DataType::BFloat16, 46),
        "matmul_block_m=256, matmul_block_n=64", "four warpgroups of 64 x 64, K of five slices through four stages"},
+      {testing::matmulCase({3, 70, 104}, {104, 64}, DataType::BFloat16, false, DataType::Null, 47), "",
+       "a batch of A (3D map), B 2D"},
+      {testing::matmulCase({2, 70, 208}, {2, 208, 72}, DataType::Int8, true, DataType::Null, 48), "",
+       "s8, both batched (3D maps), B given [batch, n, k]"},
+      {testing::matmulCase({2, 1, 33, 64}, {2, 3, 64, 136}, DataType::Half, false, DataType::Null, 50), "",
+       "A broadcast along the second batch dim, B's two batch dims merged"},
   };
   for (const Case& x : cases) {
     device::SimDeviceOps sim;
@@ -86,17 +94,31 @@ TEST(WgmmaTma, MatmulsLoadedByTmaMatchTheReference) {
 }
 
 TEST(WgmmaTma, OperandsWithoutATensorMapOfTheirOwnKeepCpAsync) {
-  const std::pair<testing::KernelCase, const char*> cases[] = {
-      {testing::matmulCase({3, 70, 104}, {104, 64}, DataType::BFloat16, false, DataType::Null, 47), "a batch of A"},
-      {testing::matmulCase({2, 70, 208}, {2, 208, 72}, DataType::Int8, true, DataType::Null, 48), "batched operands"},
+  auto twoInputs = [](int64_t rank) {
+    testing::KernelCase c;
+    FusionGuard g(c.fusion.get());
+    defineTensor(std::vector<int64_t>(rank, -1), std::vector<std::optional<bool>>(rank, true), DataType::BFloat16);
+    defineTensor(std::vector<int64_t>(rank, -1), std::vector<std::optional<bool>>(rank, true), DataType::BFloat16);
+    return c;
   };
-  for (const auto& [c, what] : cases) {
-    device::SimDeviceOps sim;
-    std::unique_ptr<exec::FusionCache> cache;
-    const Kernel& k = runOnSimulator(c, "", cache, sim, what);
-    EXPECT_NE(k.summary.find("cp.async pipeline"), std::string::npos) << what << ": " << k.summary;
-    EXPECT_EQ(tmaTensors(k), 0) << what;
+  // A's batch dims swapped: [3, 2] of a [2, 3, m, k] tensor, whose strides do not merge into one.
+  testing::KernelCase swapped = twoInputs(4);
+  {
+    FusionGuard g(swapped.fusion.get());
+    auto* a = static_cast<TensorView*>(swapped.fusion->inputs()[0]);
+    auto* b = static_cast<TensorView*>(swapped.fusion->inputs()[1]);
+    swapped.fusion->addOutput(matmul(permute(a, {1, 0, 2, 3}), b));
   }
+  swapped.inputs = testing::randomInputs(*swapped.fusion, 51, {{2, 3, 40, 64}, {3, 2, 64, 72}});
+  // B expanded along the batch: its batches overlap.
+  testing::KernelCase expanded = twoInputs(3);
+  {
+    FusionGuard g(expanded.fusion.get());
+    auto* a = static_cast<TensorView*>(expanded.fusion->inputs()[0]);
+    auto* b = static_cast<TensorView*>(expanded.fusion->inputs()[1]);
+    expanded.fusion->addOutput(matmul(a, expand(b, testing::ints(*expanded.fusion, {3, 64, 72}))));
+  }
+  expanded.inputs = testing::randomInputs(*expanded.fusion, 52, {{3, 40, 64}, {1, 64, 72}});
   // x @ x^T: one tensor would need two maps.
   testing::KernelCase gram;
   {
@@ -105,10 +127,15 @@ TEST(WgmmaTma, OperandsWithoutATensorMapOfTheirOwnKeepCpAsync) {
     gram.fusion->addOutput(matmul(x, permute(x, {1, 0})));
   }
   gram.inputs = testing::randomInputs(*gram.fusion, 49, {{72, 128}});
-  device::SimDeviceOps sim;
+  const std::pair<const testing::KernelCase*, const char*> cases[] = {
+      {&swapped, "batch dims that do not merge"}, {&expanded, "an expanded batch"}, {&gram, "x @ x^T"}};
   std::unique_ptr<exec::FusionCache> cache;
-  const Kernel& k = runOnSimulator(gram, "", cache, sim, "x @ x^T");
-  EXPECT_EQ(tmaTensors(k), 0) << k.summary;
+  device::SimDeviceOps sim;
+  for (const auto& [c, what] : cases) {
+    const Kernel& k = runOnSimulator(*c, "", cache, sim, what);
+    EXPECT_NE(k.summary.find("wgmma"), std::string::npos) << what << ": " << k.summary;
+    EXPECT_EQ(tmaTensors(k), 0) << what << ": " << k.summary;
+  }
   // Tuned off.
   const testing::KernelCase plain = testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 41);
   EXPECT_EQ(tmaTensors(runOnSimulator(plain, "matmul_tma=0", cache, sim, "tuned off")), 0);
@@ -141,18 +168,23 @@ TEST(WgmmaTma, TheMapIsTheKernelsMatrixAtTheBoundPointer) {
   EXPECT_THROW(tensorMapDataType(DataType::Double), Error);
 }
 
-TEST(WgmmaTma, CompilesForSm90aIntoHgmmaFedByUtmaldg) {
-  const testing::KernelCase c = testing::matmulCase({300, 264}, {264, 520}, DataType::Half, true, DataType::Null, 2);
-  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), tmaDevice(""));
-  const Kernel& k = testing::onlyKernel(compiled);
-  ASSERT_NE(k.summary.find("TMA pipeline"), std::string::npos) << k.summary;
-  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
-  const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90a"});
-  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = device::disassemble(cubin.cubin);
-  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-  for (const char* opcode : {"HGMMA", "UTMALDG", "SYNCS"}) EXPECT_NE(sass->find(opcode), std::string::npos) << opcode;
-  EXPECT_EQ(sass->find("LDGSTS"), std::string::npos) << k.summary;
+TEST(WgmmaTma, CompilesForSm90aIntoWgmmasFedByUtmaldg) {
+  const std::pair<testing::KernelCase, const char*> cases[] = {
+      {testing::matmulCase({300, 264}, {264, 520}, DataType::Half, true, DataType::Null, 2), "HGMMA"},
+      {testing::matmulCase({2, 300, 256}, {2, 256, 520}, DataType::Int8, true, DataType::Null, 3), "IGMMA"},  // 3D maps
+  };
+  for (const auto& [c, opcode] : cases) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), tmaDevice(""));
+    const Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("TMA pipeline"), std::string::npos) << k.summary;
+    if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90a"});
+    EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+    const auto sass = device::disassemble(cubin.cubin);
+    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+    for (const char* op : {opcode, "UTMALDG", "SYNCS"}) EXPECT_NE(sass->find(op), std::string::npos) << op << ": " << k.summary;
+    EXPECT_EQ(sass->find("LDGSTS"), std::string::npos) << k.summary;
+  }
 }
 
 }  // namespace

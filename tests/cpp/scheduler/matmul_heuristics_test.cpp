@@ -317,19 +317,29 @@ TEST(MatmulHeuristics, WgmmaSlicesComeByTmaWhereBothOperandsHaveTensorMaps) {
   MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
   problem.a_tile = kernel::TileOrder::KMajor;
   problem.b_tile = kernel::TileOrder::MnMajor;
-  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).tma);  // no tensor maps (a batch, say)
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), problem).tma);  // no tensor maps (an expanded batch, say)
   problem.tma_maps = true;
   const MatmulParams tma = matmulHeuristics(DeviceInfo::h100Sxm(), problem);
   EXPECT_TRUE(tma.wgmma);
   EXPECT_TRUE(tma.tma);
   EXPECT_EQ(tma.stages, 4);  // four 48 KiB stages and their mbarriers fit in 227 KiB
   EXPECT_NE(tma.toString().find("4-stage TMA pipeline"), std::string::npos) << tma.toString();
+  EXPECT_FALSE(tma.warp_specialized);  // until measured on a GPU
+  EXPECT_EQ(tma.threads(), 256);
+  DeviceInfo specialized = DeviceInfo::h100Sxm();
+  specialized.tuning = HeuristicTuning::parse("matmul_warp_specialized=1");
+  const MatmulParams ws = matmulHeuristics(specialized, problem);
+  EXPECT_TRUE(ws.tma && ws.warp_specialized);
+  EXPECT_EQ(ws.threads(), 384);  // two compute warpgroups and the producer's
+  EXPECT_NE(ws.toString().find("4-stage warp-specialized TMA pipeline"), std::string::npos) << ws.toString();
   // Tuned off: cp.async.
   DeviceInfo off = DeviceInfo::h100Sxm();
   off.tuning = HeuristicTuning::parse("matmul_tma=0");
   const MatmulParams copies = matmulHeuristics(off, problem);
   EXPECT_TRUE(copies.wgmma);
   EXPECT_FALSE(copies.tma);
+  specialized.tuning = HeuristicTuning::parse("matmul_tma=0, matmul_warp_specialized=1");  // needs TMA
+  EXPECT_FALSE(matmulHeuristics(specialized, problem).warp_specialized);
   EXPECT_NE(copies.toString().find("4-stage cp.async pipeline"), std::string::npos) << copies.toString();
   // An operand computed in registers (a dequantize) is stored by the threads: no TMA for either.
   MatmulProblem registers = problem;

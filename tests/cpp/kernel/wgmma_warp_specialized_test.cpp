@@ -1,0 +1,147 @@
+// The warp-specialized wgmma schedule (MatmulParams::warp_specialized): a producer warpgroup whose thread
+// issues each stage's TMA boxes once the stage is released on its `empty` mbarrier, and compute
+// warpgroups that wait on the stage's `full` mbarrier, issue its wgmmas and release the stage before
+// last; no block barrier in the main loop. On the simulator, through the whole execute path, it equals
+// the reference (2D and 3D maps, both tile orders, 8-bit operands, K of many more slices than stages, four
+// compute warpgroups); the simulator orders the stages' accesses only through the mbarriers, so the
+// same kernel with the consumers' wait, the producer's wait or the consumers' release taken out is
+// reported (a read of a stage in flight, a refill of a stage still read, a wait that never completes).
+// NVRTC compiles it for sm_90a with an empty log (no wgmma serialized, no wait the compiler had to insert)
+// into HGMMA fed by UTMALDG, and no LDGSTS.
+#include "fusions/kernel_corpus.h"
+#include "exec/host_execute.h"
+#include "codegen/source_emitter.h"
+#include "kernel/simulator.h"
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/sass.h"
+#include "support/error.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+using namespace kernel;
+
+DeviceInfo warpSpecializedDevice(const std::string& tuning = "") {
+  DeviceInfo device = DeviceInfo::h100Sxm();
+  device.sm_count = 4;  // small problems take wgmma where tuned on
+  device.tuning = HeuristicTuning::parse("matmul_wgmma=1, matmul_warp_specialized=1" + (tuning.empty() ? "" : ", " + tuning));
+  return device;
+}
+
+TEST(WgmmaWarpSpecialized, MatmulsMatchTheReference) {
+  struct Case {
+    testing::KernelCase c;
+    const char* tuning;
+    const char* what;
+  };
+  const Case cases[] = {
+      {testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 61), "",
+       "bf16, B row-major (mn-major boxes), M, N and K past the tiles"},
+      {testing::matmulCase({70, 520}, {520, 130}, DataType::Half, true, DataType::Null, 62), "matmul_stages=3",
+       "f16, B k-major, nine slices through three stages"},
+      {testing::matmulCase({2, 70, 400}, {2, 400, 72}, DataType::Int8, true, DataType::Null, 63), "",
+       "s8, both batched (3D maps), four slices of 128"},
+      {testing::matmulCase({200, 320}, {320, 64}, DataType::BFloat16, false, DataType::BFloat16, 64),
+       "matmul_block_m=256, matmul_block_n=64", "four compute warpgroups of 64 x 64"},
+      {testing::matmulCase({40, 24}, {24, 72}, DataType::BFloat16, false, DataType::Null, 65), "",
+       "one slice: the consumers release nothing"},
+  };
+  for (const Case& x : cases) {
+    device::SimDeviceOps sim;
+    exec::FusionCache cache(x.c.fusion, x.c.options.plan, &sim, warpSpecializedDevice(x.tuning));
+    testing::expectClose(exec::runOnHost(cache, x.c.inputs), evaluate(*x.c.fusion, x.c.inputs), x.what);
+    const Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+    EXPECT_NE(k.summary.find("warp-specialized TMA pipeline"), std::string::npos) << x.what << ": " << k.summary;
+    EXPECT_EQ(k.threadsPerBlock() % 128, 0);
+    EXPECT_EQ(k.threadsPerBlock(), (k.summary.find("4 warpgroups") != std::string::npos ? 4 : 2) * 128 + 128) << k.summary;
+  }
+}
+
+// Drops the statements `drop` matches, wherever they are.
+void dropStatements(std::vector<Stmt>& stmts, const std::function<bool(const Stmt&)>& drop) {
+  std::erase_if(stmts, drop);
+  for (Stmt& s : stmts) {
+    dropStatements(s.body, drop);
+    dropStatements(s.orelse, drop);
+  }
+}
+
+VarId varNamed(const Kernel& k, const std::string& name) {
+  for (size_t v = 0; v < k.vars.size(); ++v) {
+    if (k.vars[v].name == name) return static_cast<VarId>(v);
+  }
+  ADD_FAILURE() << "no var " << name;
+  return -1;
+}
+
+// Simulates `k` (lowered for `c`) on the case's inputs; returns what the simulator reported ("" if nothing).
+std::string simulated(const Kernel& k, const testing::KernelCase& c) {
+  std::vector<HostTensor> inputs;
+  for (const HostValue& v : c.inputs) inputs.push_back(testing::asTensor(v));
+  HostTensor out;
+  std::vector<HostTensor*> tensors;
+  for (const TensorParam& p : k.tensors) {
+    if (p.output) {
+      out = HostTensor::empty(p.dtype, p.layout.sizes);
+      tensors.push_back(&out);
+      continue;
+    }
+    const auto& ins = c.fusion->inputs();
+    tensors.push_back(&inputs[std::find(ins.begin(), ins.end(), p.val) - ins.begin()]);
+  }
+  try {
+    simulate(k, tensors);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(WgmmaWarpSpecialized, TheSimulatorReportsAStageUsedOutOfTurn) {
+  const testing::KernelCase c = testing::matmulCase({70, 520}, {520, 130}, DataType::Half, true, DataType::Null, 62);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), warpSpecializedDevice("matmul_stages=3"));
+  const Kernel& k = testing::onlyKernel(compiled);
+  ASSERT_EQ(simulated(k, c), "");
+  const VarId full = varNamed(k, "full"), empty = varNamed(k, "empty");
+  auto without = [&](SKind kind, VarId var) {
+    Kernel broken = k;
+    dropStatements(broken.body, [&](const Stmt& s) { return s.kind == kind && s.var == var; });
+    return simulated(broken, c);
+  };
+  // The compute warpgroups read a stage without waiting for its boxes.
+  EXPECT_NE(without(SKind::MbarrierWait, full).find("while a TMA copy into it is in flight"), std::string::npos)
+      << without(SKind::MbarrierWait, full);
+  // The producer refills a stage the compute warpgroups may still read.
+  const std::string refill = without(SKind::MbarrierWait, empty);
+  EXPECT_NE(refill.find("with no barrier in between (nor a wait on an mbarrier it arrived on since)"), std::string::npos)
+      << refill;
+  // The compute warpgroups never release a stage: the producer's wait never completes.
+  const std::string hang = without(SKind::MbarrierArriveExpectTx, empty);
+  EXPECT_NE(hang.find("which never completes"), std::string::npos) << hang;
+}
+
+TEST(WgmmaWarpSpecialized, CompilesForSm90aWithItsWgmmasAsynchronous) {
+  // 128 x 192 and 128 x 256 tiles (128 accumulators a thread, within 65536 / 384 registers: no spills).
+  const testing::KernelCase cases[] = {
+      testing::matmulCase({300, 264}, {264, 520}, DataType::BFloat16, true, DataType::Null, 66),
+      testing::matmulCase({256, 256}, {256, 512}, DataType::BFloat16, false, DataType::Null, 67),
+  };
+  for (const testing::KernelCase& c : cases) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), warpSpecializedDevice());
+    const Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("warp-specialized"), std::string::npos) << k.summary;
+    if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90a"});
+    EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+    const auto sass = device::disassemble(cubin.cubin);
+    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+    for (const char* op : {"HGMMA", "UTMALDG", "SYNCS"}) EXPECT_NE(sass->find(op), std::string::npos) << op;
+    EXPECT_EQ(sass->find("LDGSTS"), std::string::npos);
+    EXPECT_EQ(sass->find("STL"), std::string::npos) << k.summary << ": registers spilled to local memory";
+  }
+}
+
+}  // namespace
+}  // namespace braze
