@@ -19,11 +19,20 @@ struct NoOpGraph final : LaunchGraph {
   std::vector<std::vector<uint64_t>> arguments;
 };
 
+constexpr size_t kMapWords = sizeof(kernel::TensorMapBytes) / sizeof(uint64_t);
+
+size_t wordsOf(const KernelLaunch& k, size_t i) { return i + k.maps < k.arg_count ? 1 : kMapWords; }
+
 }  // namespace
 
 std::vector<uint64_t> argumentValues(const KernelLaunch& k) {
-  std::vector<uint64_t> values(k.arg_count);
-  for (size_t i = 0; i < k.arg_count; ++i) std::memcpy(&values[i], k.args[i], sizeof(uint64_t));
+  std::vector<uint64_t> values;
+  values.reserve(k.arg_count + k.maps * (kMapWords - 1));
+  for (size_t i = 0; i < k.arg_count; ++i) {
+    const size_t words = wordsOf(k, i);
+    values.resize(values.size() + words);
+    std::memcpy(&values[values.size() - words], k.args[i], words * sizeof(uint64_t));
+  }
   return values;
 }
 
@@ -33,10 +42,13 @@ std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded,
   std::vector<size_t> changed;
   for (size_t i = 0; i < kernels.size(); ++i) {
     std::vector<uint64_t>& before = recorded[i];
-    BRAZE_ASSERT(before.size() == kernels[i].arg_count, "graph kernel {}: {} arguments, then {}", i, before.size(),
-                 kernels[i].arg_count);
+    const KernelLaunch& k = kernels[i];
+    BRAZE_ASSERT(before.size() == k.arg_count + k.maps * (kMapWords - 1), "graph kernel {}: {} argument words, then {}",
+                 i, before.size(), k.arg_count + k.maps * (kMapWords - 1));
     bool same = true;
-    for (size_t a = 0; a < before.size() && same; ++a) same = std::memcmp(&before[a], kernels[i].args[a], 8) == 0;
+    for (size_t a = 0, word = 0; a < k.arg_count && same; word += wordsOf(k, a), ++a) {
+      same = std::memcmp(&before[word], k.args[a], wordsOf(k, a) * sizeof(uint64_t)) == 0;
+    }
     if (same) continue;
     before = argumentValues(kernels[i]);
     changed.push_back(i);

@@ -30,17 +30,18 @@ struct KernelImage {
   int64_t shared_bytes = 0;
 };
 
-// One kernel of a chain launched as a graph. Every parameter is 8 bytes (device pointers and
-// kernel::argumentWords; kernels with tensor maps are not launched as graphs): `args[i]` points at
-// parameter i's value.
+// One kernel of a chain launched as a graph: `args[i]` points at parameter i's value, 8 bytes (device
+// pointers and kernel::argumentWords) but for the last `maps` parameters, tensor maps of 128 bytes
+// (kernel::TensorMapBytes).
 struct KernelLaunch {
   KernelHandle function = nullptr;
   LaunchShape shape;
   void** args = nullptr;
   size_t arg_count = 0;
+  size_t maps = 0;
 };
 
-// Each argument's 8 bytes, copied: what a graph node keeps of a launch.
+// Each argument's bytes as 8-byte words (16 for a tensor map), copied: what a graph node keeps of a launch.
 std::vector<uint64_t> argumentValues(const KernelLaunch& k);
 // The kernels of a graph's chain whose arguments differ from those recorded for them; records the new ones.
 std::vector<size_t> changedKernels(std::vector<std::vector<uint64_t>>& recorded, const std::vector<KernelLaunch>& kernels);

@@ -271,8 +271,7 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
   launch.words = kernel::argumentWords(k);
   launch.input_words = inputWordsOf(k);
   max_params_ = std::max(max_params_, launch.params());
-  max_maps_ = std::max(max_maps_, launch.maps.size());
-  tensor_maps_ = tensor_maps_ || !launch.maps.empty();
+  total_maps_ += launch.maps.size();
   total_params_ += launch.params();
   launches_.push_back(std::move(launch));
 }
@@ -417,8 +416,8 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
     }
     // Each kernel's arguments: pointers to 8-byte values (one per tensor, then the scalar words), at
-    // `at` in the scratch arrays, then to its tensor maps (one launch at a time: no graph holds them).
-    auto bind = [&](const Launch& launch, size_t at) {
+    // `at` in the scratch arrays, then to its tensor maps, at `map_at` in theirs.
+    auto bind = [&](const Launch& launch, size_t at, size_t map_at) {
       const size_t tensors = launch.slots.size();
       for (size_t p = 0; p < tensors; ++p) values[at + p] = pointers[launch.slots[p]];
       for (size_t w = 0; w < launch.words.size(); ++w) values[at + tensors + w] = static_cast<DevicePtr>(launch.words[w]);
@@ -430,21 +429,22 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
       for (size_t m = 0; m < launch.maps.size(); ++m) {
         const Launch::MapArg& map = launch.maps[m];
-        ops.encodeTensorMap(kernel::tensorMapSpec(*map.param, values[at + map.tensor]), maps[m]);
-        args[at + tensors + launch.words.size() + m] = &maps[m];
+        ops.encodeTensorMap(kernel::tensorMapSpec(*map.param, values[at + map.tensor]), maps[map_at + m]);
+        args[at + tensors + launch.words.size() + m] = &maps[map_at + m];
       }
-      return KernelLaunch{launch.function, launch.shape, &args[at], launch.params()};
+      return KernelLaunch{launch.function, launch.shape, &args[at], launch.params(), launch.maps.size()};
     };
-    maps.resize(max_maps_);
+    maps.resize(total_maps_);
     bool launched = false;
-    if (as_graph && launches_.size() > 1 && host_steps_.empty() && !tensor_maps_) {
+    if (as_graph && launches_.size() > 1 && host_steps_.empty()) {
       values.resize(total_params_);
       args.resize(total_params_);
       chain.clear();
-      size_t at = 0;
+      size_t at = 0, map_at = 0;
       for (const Launch& launch : launches_) {
-        chain.push_back(bind(launch, at));
+        chain.push_back(bind(launch, at, map_at));
         at += chain.back().arg_count;
+        map_at += launch.maps.size();
       }
       std::lock_guard<std::mutex> lock(graph_mutex_);
       launched = ops.launchGraph(graph_, chain, stream);
@@ -468,7 +468,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
           ops.enqueueHost(stream, [plan = shared_from_this(), step = &host_steps_[launch.host_step], bound = pointers,
                                    scalars] { plan->runHostStep(*step, bound, *scalars); });
         } else {
-          ops.launch(launch.function, launch.shape, bind(launch, 0).args, stream);
+          ops.launch(launch.function, launch.shape, bind(launch, 0, 0).args, stream);
         }
       }
     }

@@ -151,11 +151,9 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   std::vector<HostStep> host_steps_;
   std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, as planned
   std::vector<Output> outputs_;
-  size_t max_params_ = 0, max_maps_ = 0;
-  size_t total_params_ = 0;  // over all launches: a graph binds every kernel's arguments at once
-  // A launch passes tensor maps: 128-byte parameters, which a graph's argument words do not hold, so the
-  // plan launches its kernels one by one.
-  bool tensor_maps_ = false;
+  size_t max_params_ = 0;
+  // Over all launches: a graph binds every kernel's arguments (and tensor maps) at once.
+  size_t total_params_ = 0, total_maps_ = 0;
   // The plan's CUDA graph, made by the first run that asks for one; runs on several threads take turns.
   mutable std::mutex graph_mutex_;
   mutable std::unique_ptr<LaunchGraph> graph_;

@@ -127,8 +127,8 @@ CodeDigest codeDigest(const Kernel& k) {
           static_cast<uint64_t>(t.shared) << 19 | static_cast<uint64_t>(t.index_errors) << 20 |
           static_cast<uint64_t>(t.tma.has_value()) << 21 | static_cast<uint64_t>(t.tma && t.tma->swizzle) << 22);
     if (t.tma) {
-      // The simulator bounds a TMA box by the map's layout in the kernel IR (a GPU by the tensor map each
-      // launch encodes from it): kernels of other maps are not one.
+      // Each launch encodes the tensor map from the layout in the kernel IR: kernels of other maps are not
+      // one (though their sources, which take the maps as parameters, may be).
       d.add(Digester::pack(static_cast<int32_t>(t.tma->box_rows), static_cast<int32_t>(t.tma->box_columns)));
       for (int64_t v : t.tma->map.sizes) d.add(static_cast<uint64_t>(v));
       for (int64_t v : t.tma->map.strides) d.add(static_cast<uint64_t>(v));

@@ -27,6 +27,7 @@ Simulator::Simulator(const Kernel& k, const SimLaunch& launch)
                "kernel {}: {} tensor extents for {} tensors", k.name, launch.extents.size(), k.tensors.size());
   for (size_t t = 0; t < k.tensors.size(); ++t) {
     tensors_.push_back(HostTensor::wrap(launch.tensors[t], k.tensors[t].dtype, {}, {}));
+    tma_maps_.push_back(t < launch.tma_maps.size() ? launch.tma_maps[t] : std::nullopt);
   }
   threads_ = k.threadsPerBlock();
   uses_mbarriers_ = std::any_of(k.vars.begin(), k.vars.end(), [](const KVar& v) { return v.kind == VarKind::Mbarriers; });

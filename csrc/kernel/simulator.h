@@ -16,6 +16,7 @@
 #include "kernel/kernel_ir.h"
 #include "ir/host_tensor.h"
 
+#include <optional>
 #include <vector>
 
 namespace braze::kernel {
@@ -38,6 +39,9 @@ struct SimLaunch {
   std::array<int64_t, 2> grid{1, 1};
   std::vector<ScalarValue> arguments;
   std::vector<std::pair<int64_t, int64_t>> extents;
+  // Per tensor parameter read through TMA, the tensor map the launch passed, as a layout from the tensor's
+  // pointer: what TMA loads read (as a GPU reads the map, not the kernel); none, the kernel IR's.
+  std::vector<std::optional<StridedLayout>> tma_maps;
   SimStats* stats = nullptr;  // added to when given
 };
 void simulate(const Kernel& kernel, const SimLaunch& launch);

@@ -153,6 +153,7 @@ class Simulator {
   std::vector<std::vector<SimValue>> scalars_;
   std::vector<std::vector<SimValue>> arrays_;
   std::vector<std::pair<int64_t, int64_t>> bounds_;
+  std::vector<std::optional<StridedLayout>> tma_maps_;  // SimLaunch::tma_maps
   // Since the last barrier: the thread that wrote the element and the one that read it (or kManyReaders),
   // each with its release count (mbarrier arrivals so far) at the access.
   struct SharedAccess {

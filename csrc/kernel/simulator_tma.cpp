@@ -145,7 +145,7 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
   const TensorParam::TmaBox& box = *tensor.tma;
   const KVar& v = k_.vars[s.var];
   const int64_t element = sizeOf(tensor.dtype), row_bytes = box.box_columns * element;
-  const StridedLayout& layout = box.map;
+  const StridedLayout& layout = tma_maps_[s.tensor] ? *tma_maps_[s.tensor] : box.map;
   auto& flight = tma_in_flight_[s.var];
   if (flight.empty()) flight.assign(v.size, 0);
   for (int64_t t = 0; t < threads_; ++t) {

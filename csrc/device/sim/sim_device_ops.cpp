@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -47,6 +49,24 @@ kernel::TensorMapSpec decodeTensorMap(const kernel::TensorMapBytes& map, const k
   spec.batches = map.words[8];
   spec.batch_stride_bytes = map.words[9];
   return spec;
+}
+
+// A launch's argument words (argumentValues): the tensors' and scalar arguments' words, and the tensor maps
+// after them (16 words each), decoded.
+std::pair<std::vector<uint64_t>, std::vector<kernel::TensorMapSpec>> splitArguments(const kernel::Kernel& k,
+                                                                                     const std::vector<uint64_t>& values) {
+  const size_t count = k.tensors.size() + k.arguments.size();
+  std::vector<uint64_t> words(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(count));
+  std::vector<kernel::TensorMapSpec> maps;
+  for (const kernel::TensorParam& p : k.tensors) {
+    if (!p.tma) continue;
+    const size_t at = count + maps.size() * (sizeof(kernel::TensorMapBytes) / sizeof(uint64_t));
+    BRAZE_CHECK_KIND(ErrorKind::Runtime, at < values.size(), "kernel {}: no tensor map passed for {}", k.name, p.name);
+    kernel::TensorMapBytes map;
+    std::memcpy(map.words, values.data() + at, sizeof(map.words));
+    maps.push_back(decodeTensorMap(map, k, p));
+  }
+  return {std::move(words), std::move(maps)};
 }
 
 bool sameShape(const LaunchShape& a, const LaunchShape& b) {
@@ -173,15 +193,10 @@ void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void*
   const kernel::Kernel& k = kernelOf(function);
   // The argument values are copied now, as the driver copies them: the caller reuses its buffers. Tensor
   // maps come last, one per tensor read through TMA.
-  std::vector<uint64_t> words(k.tensors.size() + k.arguments.size());
-  for (size_t i = 0; i < words.size(); ++i) std::memcpy(&words[i], args[i], sizeof(uint64_t));
-  std::vector<kernel::TensorMapSpec> maps;
-  for (const kernel::TensorParam& p : k.tensors) {
-    if (!p.tma) continue;
-    kernel::TensorMapBytes map;
-    std::memcpy(&map, args[words.size() + maps.size()], sizeof(map));
-    maps.push_back(decodeTensorMap(map, k, p));
-  }
+  const size_t maps_passed = static_cast<size_t>(
+      std::count_if(k.tensors.begin(), k.tensors.end(), [](const kernel::TensorParam& p) { return p.tma.has_value(); }));
+  const KernelLaunch passed{function, shape, args, k.tensors.size() + k.arguments.size() + maps_passed, maps_passed};
+  auto [words, maps] = splitArguments(k, argumentValues(passed));
   launches_.fetch_add(1, std::memory_order_relaxed);
   enqueue(stream, {[this, &k, shape, words = std::move(words), maps = std::move(maps)] { runLaunch(k, shape, words, maps); },
                    false});
@@ -189,13 +204,7 @@ void SimDeviceOps::launch(KernelHandle function, const LaunchShape& shape, void*
 
 bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::vector<KernelLaunch>& kernels,
                                StreamHandle stream) {
-  for (const KernelLaunch& k : kernels) {
-    checkLoaded(k.function);
-    for (const kernel::TensorParam& p : kernelOf(k.function).tensors) {
-      BRAZE_ASSERT(!p.tma, "kernel {} reads {} through TMA: its tensor map is no graph argument word", kernelOf(k.function).name,
-                   p.name);
-    }
-  }
+  for (const KernelLaunch& k : kernels) checkLoaded(k.function);
   if (!graph) {
     auto made = std::make_unique<SimGraph>();
     for (const KernelLaunch& k : kernels) {
@@ -221,7 +230,11 @@ bool SimDeviceOps::launchGraph(std::unique_ptr<LaunchGraph>& graph, const std::v
   for (size_t i = 0; i < g.functions.size(); ++i) {
     const kernel::Kernel& k = kernelOf(g.functions[i]);
     launches_.fetch_add(1, std::memory_order_relaxed);
-    enqueue(stream, {[this, &k, shape = g.shapes[i], words = g.arguments[i]] { runLaunch(k, shape, words); }, false});
+    auto [words, maps] = splitArguments(k, g.arguments[i]);
+    enqueue(stream, {[this, &k, shape = g.shapes[i], words = std::move(words), maps = std::move(maps)] {
+                       runLaunch(k, shape, words, maps);
+                     },
+                     false});
   }
   return true;
 }
@@ -269,23 +282,37 @@ void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, 
     launch.extents.emplace_back(-before, after - 1);
   }
   launch.arguments = kernel::decodeArgumentWords(k, words.data() + k.tensors.size());
-  // The maps a GPU's TMA would read: each must be the one the kernel's map layout gives at the tensor's
-  // pointer (the simulator itself reads boxes by that layout).
+  // TMA loads read the maps passed, as a GPU's do (plans whose kernels share a source differ in their
+  // maps only: a K inside one slice, say). A map must fit what the kernel was built for: its boxes (the
+  // kernel announces their bytes and places them), its rank and dtype, and a start in the memory of the
+  // pointer passed beside it, at an element boundary.
   size_t m = 0;
+  launch.tma_maps.assign(k.tensors.size(), std::nullopt);
   for (size_t t = 0; t < k.tensors.size(); ++t) {
     const kernel::TensorParam& p = k.tensors[t];
     if (!p.tma) continue;
     BRAZE_CHECK_KIND(ErrorKind::Runtime, m < maps.size(), "kernel {}: no tensor map passed for {}", k.name, p.name);
-    const kernel::TensorMapSpec wanted = kernel::tensorMapSpec(p, words[t]);
+    const kernel::TensorMapSpec built = kernel::tensorMapSpec(p, words[t]);
     const kernel::TensorMapSpec& got = maps[m++];
-    BRAZE_CHECK_KIND(ErrorKind::Runtime, got == wanted,
-                     "kernel {}: the tensor map passed for {} is {} x {} x {} {} at {:#x} (rows {} bytes apart, batches "
-                     "{}, boxes {} x {}), but its pointer and layout give {} x {} x {} {} at {:#x} (rows {} bytes apart, "
-                     "batches {}, boxes {} x {})",
-                     k.name, p.name, got.batches, got.rows, got.columns, toString(got.dtype), got.address,
-                     got.row_stride_bytes, got.batch_stride_bytes, got.box_rows, got.box_columns, wanted.batches,
-                     wanted.rows, wanted.columns, toString(wanted.dtype), wanted.address, wanted.row_stride_bytes,
-                     wanted.batch_stride_bytes, wanted.box_rows, wanted.box_columns);
+    const auto element = static_cast<uint64_t>(sizeOf(p.dtype));
+    const int64_t offset = static_cast<int64_t>(got.address - words[t]) / static_cast<int64_t>(element);
+    BRAZE_CHECK_KIND(ErrorKind::Runtime,
+                     got.dtype == built.dtype && got.rank() == built.rank() && got.box_rows == built.box_rows &&
+                         got.box_columns == built.box_columns && got.swizzle == built.swizzle &&
+                         (got.address - words[t]) % element == 0 && got.row_stride_bytes % element == 0 &&
+                         got.batch_stride_bytes % element == 0,
+                     "kernel {}: the tensor map passed for {} is {}D {} at {:#x} in boxes of {} x {}{}, but the kernel "
+                     "reads {}D {} boxes of {} x {}{} from the pointer {:#x} passed beside it",
+                     k.name, p.name, got.rank(), toString(got.dtype), got.address, got.box_rows, got.box_columns,
+                     got.swizzle ? " swizzled" : "", built.rank(), toString(built.dtype), built.box_rows,
+                     built.box_columns, built.swizzle ? " swizzled" : "", words[t]);
+    const auto rows = static_cast<int64_t>(got.rows), columns = static_cast<int64_t>(got.columns);
+    const auto row_stride = static_cast<int64_t>(got.row_stride_bytes / element);
+    launch.tma_maps[t] = got.rank() == 2 ? StridedLayout{{rows, columns}, {row_stride, 1}, offset}
+                                         : StridedLayout{{static_cast<int64_t>(got.batches), rows, columns},
+                                                         {static_cast<int64_t>(got.batch_stride_bytes / element),
+                                                          row_stride, 1},
+                                                         offset};
   }
   if (run_kernels_) kernel::simulate(k, launch);
   for (size_t t = 0; t < k.tensors.size(); ++t) {

@@ -154,15 +154,21 @@ TEST(Tma, TheSimulatorReportsWhatAGpuWouldRaceOrHangOn) {
                  "writes shared tile[1], which thread 1 read, with no barrier in between");
 }
 
-TEST(Tma, KernelsReadingOtherLayoutsThroughTmaAreNotOneKernel) {
-  // The simulator bounds a box by the layout in the kernel IR: the code digest holds it for TMA tensors.
-  EXPECT_EQ(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({})));
-  EXPECT_NE(codeDigest(tmaCopyKernel({})), codeDigest(tmaCopyKernel({.rows = 38})));
+TEST(Tma, KernelsReadingOtherMapsAreNotOneKernelButOneSource) {
+  // Each launch encodes its maps from the kernel IR's layouts: the code digest holds them, the source (which
+  // takes the maps as parameters) does not.
+  const Kernel k = tmaCopyKernel({});
+  Kernel other = k;
+  other.tensors[0].tma->map.sizes[0] = 36;
+  EXPECT_EQ(codeDigest(k), codeDigest(tmaCopyKernel({})));
+  EXPECT_NE(codeDigest(k), codeDigest(other));
+  EXPECT_EQ(codegen::emitCuda(k), codegen::emitCuda(other));
 }
 
 // Through the simulated device, as a plan launches it: the tensor map after the pointers and words, which
-// the device checks against the map the kernel's layout gives at the bound pointer.
-TEST(Tma, ALaunchPassesTheMapOfThePointerBoundToTheTensor) {
+// TMA reads (not the kernel IR's layout); a map of other boxes than the kernel announces and places is
+// refused, and one that reaches past the tensor's memory reads outside it.
+TEST(Tma, ALaunchPassesTheMapItsTmaLoadsRead) {
   const TmaCase c;
   const Kernel k = tmaCopyKernel(c);
   device::SimDeviceOps sim;
@@ -172,25 +178,34 @@ TEST(Tma, ALaunchPassesTheMapOfThePointerBoundToTheTensor) {
   for (uint64_t w : argumentWords(k)) words.push_back(w);
   HostTensor g = HostTensor::wrap(reinterpret_cast<void*>(words[0]), c.dtype, {c.rows, c.columns}, {c.columns, 1});
   for (int64_t e = 0; e < g.numel(); ++e) g.writeDouble(e, static_cast<double>(e % 97));
-  auto launch = [&](uint64_t mapped) {
+  auto launch = [&](uint64_t mapped, int64_t box_rows) {
+    TensorParam read = k.tensors[0];
+    read.tma->box_rows = box_rows;
     TensorMapBytes map;
-    sim.encodeTensorMap(tensorMapSpec(k.tensors[0], mapped), map);
+    sim.encodeTensorMap(tensorMapSpec(read, mapped), map);
     std::vector<void*> args;
     for (uint64_t& w : words) args.push_back(&w);
     args.push_back(&map);
     sim.launch(f, {k.grid, k.block, k.shared_bytes}, args.data(), nullptr);
     sim.synchronize(nullptr);
   };
-  launch(words[0]);
+  launch(words[0], c.box_rows);
   const HostTensor o = HostTensor::wrap(reinterpret_cast<void*>(words[1]), c.dtype, {c.rows, c.columns}, {c.columns, 1});
   for (int64_t e = 0; e < g.numel(); ++e) ASSERT_EQ(o.readDouble(e), g.readDouble(e)) << e;
-  try {
-    launch(words[0] + 1024);
-    ADD_FAILURE() << "a map of another address was not reported";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the tensor map passed for G is 1 x 37 x 160 BFloat16 at"), std::string::npos)
-        << e.what();
-  }
+  auto failure = [&](uint64_t mapped, int64_t box_rows) -> std::string {
+    try {
+      launch(mapped, box_rows);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "not reported";
+  };
+  const std::string boxes = failure(words[0], 4);
+  EXPECT_NE(boxes.find("the tensor map passed for G is 2D BFloat16 at"), std::string::npos) << boxes;
+  EXPECT_NE(boxes.find("in boxes of 4 x 64 swizzled, but the kernel reads 2D BFloat16 boxes of 8 x 64"), std::string::npos)
+      << boxes;
+  const std::string past = failure(words[0] + 1024, c.box_rows);
+  EXPECT_NE(past.find("is outside"), std::string::npos) << past;
   sim.release(words[0], nullptr);
   sim.release(words[1], nullptr);
   sim.synchronize(nullptr);

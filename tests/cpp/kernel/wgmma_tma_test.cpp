@@ -17,6 +17,7 @@
 #include "device/cuda/sass.h"
 #include "support/error.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace braze {
@@ -139,6 +140,33 @@ TEST(WgmmaTma, OperandsWithoutATensorMapOfTheirOwnKeepCpAsync) {
   // Tuned off.
   const testing::KernelCase plain = testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 41);
   EXPECT_EQ(tmaTensors(runOnSimulator(plain, "matmul_tma=0", cache, sim, "tuned off")), 0);
+}
+
+// A plan of a TMA GEMM and a reduction of its result, launched as one graph: the second run, at other
+// addresses, updates the graph's nodes, tensor maps included (the simulated device checks each map
+// against the pointer bound beside it).
+TEST(WgmmaTma, AGraphOfATmaKernelEncodesItsMapsForEachRunsPointers) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* a = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* y = matmul(a, b);
+    f->addOutput(y);
+    f->addOutput(reduce(OpKind::Sum, cast(y, DataType::Float)->asTensor(), {1}));
+  }
+  device::SimDeviceOps sim;
+  exec::FusionCache cache(f, {}, &sim, tmaDevice(""));
+  cache.useCudaGraphs(true);
+  for (uint64_t seed : {71, 72}) {
+    const std::vector<HostValue> inputs = testing::randomInputs(*f, seed, {{70, 136}, {136, 96}});
+    testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*f, inputs), fmt::format("seed {}", seed));
+  }
+  const auto& compiled = cache.lastPlan()->compiled();
+  ASSERT_EQ(cache.lastPlan()->launchedKernels().size(), 2u) << compiled.plan.toString();
+  EXPECT_EQ(tmaTensors(*compiled.kernels[0]) + tmaTensors(*compiled.kernels[1]), 2);
+  EXPECT_EQ(sim.graphsMade(), 1);
+  EXPECT_EQ(sim.launches(), 4);
 }
 
 TEST(WgmmaTma, TheMapIsTheKernelsMatrixAtTheBoundPointer) {
