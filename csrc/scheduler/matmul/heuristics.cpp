@@ -20,9 +20,10 @@ std::string MatmulParams::toString() const {
   };
   if (wgmma) {
     std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
-    return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups ({}x{} outputs per block), {}-stage {} pipeline of "
+    return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups{} ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
-                       blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4, blockRows(), blockCols(),
+                       blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4,
+                       warp_specialized ? " and a producer warpgroup" : "", blockRows(), blockCols(),
                        stages, warp_specialized ? "warp-specialized TMA" : tma ? "TMA" : "cp.async", block_k,
                        order(a_order, a_async), order(b_order, b_async), extra);
   }

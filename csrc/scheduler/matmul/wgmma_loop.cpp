@@ -11,7 +11,8 @@
 // the copies run stages - 2 slices ahead of the wgmmas. cp.async's writes and the stores go through the
 // generic proxy and wgmma reads through the async one: each thread fences its writes before the barrier.
 // TMA writes through the async proxy itself; its stage's mbarrier completes phase kt / stages of the
-// stage when slice kt has landed, so the wait is for that phase's parity.
+// stage when slice kt has landed, so the wait is for that phase's parity. warpSpecializedLoop hands the
+// stages between a producer warpgroup and the compute warpgroups through mbarriers instead of barriers.
 #include "scheduler/matmul/lowering.h"
 
 #include "support/error.h"
