@@ -276,6 +276,15 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
   launches_.push_back(std::move(launch));
 }
 
+void PreparedPlan::encodeMaps(const Launch& launch, DeviceOps& ops, const DevicePtr* pointers,
+                              kernel::TensorMapBytes* maps, void** args) {
+  for (size_t m = 0; m < launch.maps.size(); ++m) {
+    const Launch::MapArg& map = launch.maps[m];
+    ops.encodeTensorMap(kernel::tensorMapSpec(*map.param, pointers[map.tensor]), maps[m]);
+    args[m] = &maps[m];
+  }
+}
+
 std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCopies(
     const CompiledPlan& compiled, std::unordered_map<const Val*, int32_t>& slot_of) {
   const SegmentedFusion& plan = compiled_.plan;
@@ -427,11 +436,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         values[at + tensors + w.word] = kernel::argumentWord(w.argument, value);
       }
       for (size_t p = 0; p < tensors + launch.words.size(); ++p) args[at + p] = &values[at + p];
-      for (size_t m = 0; m < launch.maps.size(); ++m) {
-        const Launch::MapArg& map = launch.maps[m];
-        ops.encodeTensorMap(kernel::tensorMapSpec(*map.param, values[at + map.tensor]), maps[map_at + m]);
-        args[at + tensors + launch.words.size() + m] = &maps[map_at + m];
-      }
+      if (!launch.maps.empty()) encodeMaps(launch, ops, &values[at], &maps[map_at], &args[at + tensors + launch.words.size()]);
       return KernelLaunch{launch.function, launch.shape, &args[at], launch.params(), launch.maps.size()};
     };
     maps.resize(total_maps_);

@@ -118,6 +118,11 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   };
 
   int32_t addSlot(Slot slot);
+  // Encodes a launch's tensor maps for the pointers bound to its tensor parameters (`pointers`, in their
+  // order) into `maps`, and points its map parameters (`args`, after its words) at them. Kept out of
+  // run's inlined code: most launches have none.
+  [[gnu::noinline]] static void encodeMaps(const Launch& launch, DeviceOps& ops, const DevicePtr* pointers,
+                                           kernel::TensorMapBytes* maps, void** args);
   // The launch of kernel `index` of the plan (a segment's, or a follow-up's): its parameters bound to slots
   // (outputs and workspaces added), its arguments packed. A shared workspace binds by name within the segment.
   void addKernelLaunch(const CompiledPlan& compiled, size_t index,
