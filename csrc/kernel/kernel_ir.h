@@ -208,10 +208,9 @@ enum class SKind : uint8_t {
   MbarrierWait,
   // A TMA load (cp.async.bulk.tensor.2d, or .3d for a map with a batch dim): the box of tensor `tensor`
   // (TensorParam::tma) at element column b and row c (and batch e of a 3D map), out-of-range elements as
-  // zeros, into shared array var from element a (a storage array;
-  // rows of the box one after the other, each 128-byte row swizzled like a wgmma operand where the box is
-  // swizzled). It completes its bytes on mbarrier mma_operands[0][d]; its elements may be read only after
-  // a wait on the phase that counted them.
+  // zeros, into shared array var from element a (a storage array; rows of the box one after the other,
+  // each 128-byte row swizzled like a wgmma operand where the box is swizzled). It completes its bytes on
+  // mbarrier mma_operands[0][d]; its elements may be read only after a wait on the phase that counted them.
   TmaLoad,
 };
 
@@ -260,10 +259,9 @@ struct TensorParam {
   // Read by TMA loads too (SKind::TmaLoad): the tensor's memory seen as the tensor map `map` ([rows,
   // columns] or [batch, rows, columns], columns contiguous, in elements from the bound pointer: the
   // tensor's own layout, or a view of it such as a matmul operand's matrices) in boxes of one batch's
-  // `box_rows` x `box_columns` elements,
-  // 128-byte swizzled where `swizzle` (box_columns then fills exactly 128 bytes). The kernel takes the map
-  // as a parameter of its own, after the scalar arguments; whoever launches encodes it for the bound
-  // pointer (kernel/tensor_map.h).
+  // `box_rows` x `box_columns` elements, 128-byte swizzled where `swizzle` (box_columns then fills exactly
+  // 128 bytes). The kernel takes the map as a parameter of its own, after the scalar arguments; whoever
+  // launches encodes it for the bound pointer (kernel/tensor_map.h), and TMA reads that map.
   struct TmaBox {
     int64_t box_rows = 0, box_columns = 0;
     bool swizzle = false;
