@@ -18,7 +18,10 @@ bool anyStmt(const std::vector<Stmt>& stmts, const std::function<bool(const Stmt
 }
 
 // Each clobbers "memory": the compiler may not move the kernel's shared-memory accesses across them. The
-// wait spins on try_wait (which itself suspends the thread for a while) until the phase has completed.
+// wait spins on try_wait (which itself suspends the thread for a while) until the phase has completed; a
+// wait still spinning after 2^24 tries (seconds: a TMA box lands, and a stage is released, in
+// microseconds) waits for a phase that never completes, and traps, so that the launch fails with an error
+// instead of hanging the GPU.
 constexpr std::string_view kTmaFunctions = R"(
 struct __align__(64) BrazeTensorMap { unsigned long long opaque[16]; };
 __device__ __forceinline__ void braze_mbarrier_init(unsigned long long* bar, int arrivals) {
@@ -33,9 +36,14 @@ __device__ __forceinline__ void braze_mbarrier_arrive_expect_tx(unsigned long lo
 __device__ __forceinline__ void braze_mbarrier_wait(unsigned long long* bar, unsigned parity) {
   const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
   asm volatile(
-      "{\n.reg .pred done;\nbraze_wait:\n"
+      "{\n.reg .pred done;\n.reg .u32 tries;\nmov.u32 tries, 0;\nbraze_wait:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra braze_wait;\n}\n" ::"r"(b), "r"(parity) : "memory");
+      "@done bra braze_waited;\n"
+      "add.u32 tries, tries, 1;\n"
+      "setp.lt.u32 done, tries, 16777216;\n"
+      "@done bra braze_wait;\n"
+      "trap;\n"
+      "braze_waited:\n}\n" ::"r"(b), "r"(parity) : "memory");
 }
 __device__ __forceinline__ void braze_tma_load_2d(void* smem, const BrazeTensorMap* map, int column, int row,
                                                   unsigned long long* bar) {

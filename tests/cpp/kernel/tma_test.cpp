@@ -6,7 +6,7 @@
 // the wait (or by a thread that never waits), bytes announced that never arrive or more bytes than
 // announced, a wait for a phase that may or may not have completed, a barrier used before the block
 // sees its initialization, a box refilled while other threads still read it. NVRTC compiles the
-// kernel for sm_90 into UTMALDG and SYNCS instructions. Launched on the simulated device, the kernel
+// kernel for sm_90 into UTMALDG and SYNCS instructions, its waits bounded by a trap. Launched on the simulated device, the kernel
 // gets its tensor map as a parameter, which must be the map of the pointer bound to the tensor.
 #include "codegen/source_emitter.h"
 #include "device/cuda/nvrtc.h"
@@ -222,6 +222,8 @@ TEST(Tma, NvrtcCompilesItIntoTmaAndMbarrierInstructions) {
   if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   EXPECT_NE(sass->find("UTMALDG"), std::string::npos) << *sass;
   EXPECT_NE(sass->find("SYNCS"), std::string::npos) << *sass;
+  // A wait that never completes traps after its tries run out rather than hang the GPU.
+  EXPECT_NE(sass->find("BPT.TRAP"), std::string::npos) << *sass;
   EXPECT_THROW(codegen::emitHip(k), Error);
 }
 
