@@ -19,9 +19,9 @@ bool anyStmt(const std::vector<Stmt>& stmts, const std::function<bool(const Stmt
 
 // Each clobbers "memory": the compiler may not move the kernel's shared-memory accesses across them. The
 // wait spins on try_wait (which itself suspends the thread for a while) until the phase has completed; a
-// wait still spinning after 2^24 tries (seconds: a TMA box lands, and a stage is released, in
-// microseconds) waits for a phase that never completes, and traps, so that the launch fails with an error
-// instead of hanging the GPU.
+// wait still spinning after 2^24 tries (each suspends the thread up to a time the hardware chooses: far
+// longer than the microseconds a TMA box takes to land or a stage to be released) waits for a phase that
+// never completes, and traps, so that the launch fails with an error instead of hanging the GPU.
 constexpr std::string_view kTmaFunctions = R"(
 struct __align__(64) BrazeTensorMap { unsigned long long opaque[16]; };
 __device__ __forceinline__ void braze_mbarrier_init(unsigned long long* bar, int arrivals) {
