@@ -26,8 +26,8 @@ struct MatmulProblem {
   // order of its tile rows, or nullopt where it cannot (ops between the input and the matmul, a stride
   // or address not a multiple of 16 bytes, an 8-bit operand that is not k-major).
   std::optional<kernel::TileOrder> a_tile = std::nullopt, b_tile = std::nullopt;
-  // Both operands' tiles can be loaded by TMA: each a matrix of its own tensor with a 2D tensor map
-  // (no batch; scheduler/matmul/operands.h's tmaMatrix).
+  // Both operands' tiles can be loaded by TMA: each the matrices of a tensor of its own, with a 2D tensor
+  // map or a 3D one for a batch (scheduler/matmul/operands.h's tmaMatrix).
   bool tma_maps = false;
 };
 

@@ -1,8 +1,8 @@
-// wgmma's K slices loaded by TMA (MatmulParams::tma): each operand's matrix read through a 2D tensor map
+// wgmma's K slices loaded by TMA (MatmulParams::tma): each operand's matrices read through a 2D or 3D map
 // that every launch encodes for the pointer bound to it, one thread issuing a stage's 128-byte swizzled
 // boxes and every thread waiting on the stage's mbarrier. On the simulator, through the whole execute path
-// (the simulated device checks every map a launch passes against the kernel's map layout and the bound
-// pointer), the result equals the reference on odd sizes (boxes past M, N and K filled with zeros), both
+// (the simulated device's TMA loads read the maps each launch passes, as a GPU's do, and their boxes
+// must be the kernel's), the result equals the reference on odd sizes (boxes past M, N and K filled with zeros), both
 // tile orders of 16-bit operands, 8-bit operands, an operand that is a strided, offset window of a larger
 // tensor, and batches (3D maps, a box in one batch: rows past M are zeros, not the next batch's), one
 // operand broadcast along a batch dim. Operands without a map of their own (batch dims that do not merge
@@ -143,8 +143,8 @@ TEST(WgmmaTma, OperandsWithoutATensorMapOfTheirOwnKeepCpAsync) {
 }
 
 // A plan of a TMA GEMM and a reduction of its result, launched as one graph: the second run, at other
-// addresses, updates the graph's nodes, tensor maps included (the simulated device checks each map
-// against the pointer bound beside it).
+// addresses, updates the graph's nodes, tensor maps included (a stale map would point the boxes outside
+// the memory now bound to the tensor, which the simulated device reports).
 TEST(WgmmaTma, AGraphOfATmaKernelEncodesItsMapsForEachRunsPointers) {
   auto f = std::make_shared<Fusion>();
   {
