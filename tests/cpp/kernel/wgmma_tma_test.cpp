@@ -143,8 +143,8 @@ TEST(WgmmaTma, OperandsWithoutATensorMapOfTheirOwnKeepCpAsync) {
 }
 
 // A plan of a TMA GEMM and a reduction of its result, launched as one graph: the second run, at other
-// addresses, updates the graph's nodes, tensor maps included (a stale map would point the boxes outside
-// the memory now bound to the tensor, which the simulated device reports).
+// addresses, updates the graph's nodes, tensor maps included (a stale map would point the boxes at the
+// first run's memory).
 TEST(WgmmaTma, AGraphOfATmaKernelEncodesItsMapsForEachRunsPointers) {
   auto f = std::make_shared<Fusion>();
   {
