@@ -8,8 +8,7 @@
 // it (before its warpgroup's wait, or after it but before a barrier by another thread), a write read by a
 // wgmma with no proxy fence after it, accumulators written with no wgmma fence before the wgmma or
 // touched before the wait, and a block ending with wgmmas in flight.
-#include "fusions/kernel_corpus.h"
-#include "exec/host_execute.h"
+#include "fusions/wgmma_device.h"
 #include "codegen/source_emitter.h"
 #include "kernel/simulator.h"
 #include "kernel/verifier.h"
@@ -65,19 +64,8 @@ TEST(WgmmaLayout, AccumulatorsFollowTheMmaCLayoutPerWarp) {
   }
 }
 
-DeviceInfo wgmmaDevice(const char* tuning) {
-  DeviceInfo device = DeviceInfo::h100Sxm();
-  device.sm_count = 4;
-  device.tuning = HeuristicTuning::parse(tuning);
-  return device;
-}
-
-const Kernel& runAndCheck(const testing::KernelCase& c, const DeviceInfo& device, std::unique_ptr<exec::FusionCache>& cache,
-                          device::SimDeviceOps& sim, const std::string& what) {
-  cache = std::make_unique<exec::FusionCache>(c.fusion, c.options.plan, &sim, device);
-  testing::expectClose(exec::runOnHost(*cache, c.inputs), evaluate(*c.fusion, c.inputs), what);
-  return testing::onlyKernel(cache->lastPlan()->compiled());
-}
+using testing::fourSmH100;
+using testing::runOnSimulator;
 
 TEST(Wgmma, StagedMatmulsMatchTheReference) {
   struct Case {
@@ -107,7 +95,7 @@ TEST(Wgmma, StagedMatmulsMatchTheReference) {
   for (const Case& x : cases) {
     device::SimDeviceOps sim;
     std::unique_ptr<exec::FusionCache> cache;
-    const Kernel& k = runAndCheck(x.c, wgmmaDevice(x.tuning), cache, sim, x.tuning);
+    const Kernel& k = runOnSimulator(x.c, fourSmH100(x.tuning), cache, sim, x.tuning);
     EXPECT_NE(k.summary.find("wgmma.m64n"), std::string::npos) << k.summary;
     EXPECT_TRUE(k.arch_specific);
     EXPECT_EQ(compileArch(k, "sm_90"), "sm_90a");
@@ -120,7 +108,7 @@ TEST(Wgmma, Fp8OperandsQuantizedAsTheyAreLoadedMatchTheReference) {
   const testing::KernelCase c = testing::quantizedFp8MatmulCase(72, 64, 200, 12);
   device::SimDeviceOps sim;
   std::unique_ptr<exec::FusionCache> cache;
-  const Kernel& k = runAndCheck(c, wgmmaDevice("matmul_wgmma=1"), cache, sim, "fp8");
+  const Kernel& k = runOnSimulator(c, fourSmH100("matmul_wgmma=1"), cache, sim, "fp8");
   EXPECT_NE(k.summary.find("wgmma.m64n256k32"), std::string::npos) << k.summary;
   EXPECT_NE(k.summary.find("A k-major through registers, B k-major through registers"), std::string::npos) << k.summary;
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
@@ -139,7 +127,7 @@ TEST(Wgmma, CompilesForSm90aIntoHgmmaWithoutSerialization) {
   };
   for (const auto& [c, opcode] : cases) {
     // cp.async's copies (wgmma_tma_test.cpp has TMA's).
-    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), wgmmaDevice("matmul_wgmma=1, matmul_tma=0"));
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), fourSmH100("matmul_wgmma=1, matmul_tma=0"));
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_TRUE(k.arch_specific) << k.summary;
     if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";

@@ -9,8 +9,7 @@
 // into one, an expanded batch, one tensor read as both) keep cp.async.
 // NVRTC compiles the kernel for sm_90a into HGMMA fed by UTMALDG, with mbarrier waits (SYNCS), and no
 // LDGSTS.
-#include "fusions/kernel_corpus.h"
-#include "exec/host_execute.h"
+#include "fusions/wgmma_device.h"
 #include "codegen/source_emitter.h"
 #include "kernel/tensor_map.h"
 #include "device/cuda/nvrtc.h"
@@ -25,19 +24,14 @@ namespace {
 
 using namespace kernel;
 
+// wgmma wherever it applies, and `tuning`.
 DeviceInfo tmaDevice(const std::string& tuning) {
-  DeviceInfo device = DeviceInfo::h100Sxm();
-  device.sm_count = 4;  // small problems take wgmma where tuned on
-  device.tuning = HeuristicTuning::parse("matmul_wgmma=1" + (tuning.empty() ? "" : ", " + tuning));
-  return device;
+  return testing::fourSmH100("matmul_wgmma=1" + (tuning.empty() ? "" : ", " + tuning));
 }
 
-// Runs the case on the simulated device; returns its one kernel (owned by `cache`).
 const Kernel& runOnSimulator(const testing::KernelCase& c, const std::string& tuning,
                              std::unique_ptr<exec::FusionCache>& cache, device::SimDeviceOps& sim, const std::string& what) {
-  cache = std::make_unique<exec::FusionCache>(c.fusion, c.options.plan, &sim, tmaDevice(tuning));
-  testing::expectClose(exec::runOnHost(*cache, c.inputs), evaluate(*c.fusion, c.inputs), what);
-  return testing::onlyKernel(cache->lastPlan()->compiled());
+  return testing::runOnSimulator(c, tmaDevice(tuning), cache, sim, what);
 }
 
 int64_t tmaTensors(const Kernel& k) {

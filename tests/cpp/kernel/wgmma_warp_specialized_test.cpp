@@ -8,8 +8,7 @@
 // reported (a read of a stage in flight, a refill of a stage still read, a wait that never completes).
 // NVRTC compiles it for sm_90a with an empty log (no wgmma serialized, no wait the compiler had to insert)
 // into HGMMA fed by UTMALDG, and no LDGSTS.
-#include "fusions/kernel_corpus.h"
-#include "exec/host_execute.h"
+#include "fusions/wgmma_device.h"
 #include "codegen/source_emitter.h"
 #include "kernel/simulator.h"
 #include "device/cuda/nvrtc.h"
@@ -24,10 +23,7 @@ namespace {
 using namespace kernel;
 
 DeviceInfo warpSpecializedDevice(const std::string& tuning = "") {
-  DeviceInfo device = DeviceInfo::h100Sxm();
-  device.sm_count = 4;  // small problems take wgmma where tuned on
-  device.tuning = HeuristicTuning::parse("matmul_wgmma=1, matmul_warp_specialized=1" + (tuning.empty() ? "" : ", " + tuning));
-  return device;
+  return testing::fourSmH100("matmul_wgmma=1, matmul_warp_specialized=1" + (tuning.empty() ? "" : ", " + tuning));
 }
 
 TEST(WgmmaWarpSpecialized, MatmulsMatchTheReference) {
@@ -50,9 +46,8 @@ TEST(WgmmaWarpSpecialized, MatmulsMatchTheReference) {
   };
   for (const Case& x : cases) {
     device::SimDeviceOps sim;
-    exec::FusionCache cache(x.c.fusion, x.c.options.plan, &sim, warpSpecializedDevice(x.tuning));
-    testing::expectClose(exec::runOnHost(cache, x.c.inputs), evaluate(*x.c.fusion, x.c.inputs), x.what);
-    const Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+    std::unique_ptr<exec::FusionCache> cache;
+    const Kernel& k = testing::runOnSimulator(x.c, warpSpecializedDevice(x.tuning), cache, sim, x.what);
     EXPECT_NE(k.summary.find("warp-specialized TMA pipeline"), std::string::npos) << x.what << ": " << k.summary;
     EXPECT_EQ(k.threadsPerBlock() % 128, 0);
     EXPECT_EQ(k.threadsPerBlock(), (k.summary.find("4 warpgroups") != std::string::npos ? 4 : 2) * 128 + 128) << k.summary;
