@@ -241,7 +241,7 @@ def matmul_cases():
                         torch.randn(3 * hidden, dtype=torch.bfloat16, device="cuda", generator=gen)],
            lambda x, w, b: torch_qkv_attention_scores(x, w, b, heads, head_dim, exact=True),
            2 * batch * seq * 3 * hidden * hidden + 2 * batch * heads * seq * seq * head_dim)
-    for m in (1, 64):
+    for m in (1, 16, 32, 64):
         k, n = 4096, 11008
         yield (f"w8 linear M={m} K={k} N={n}", define_weight_int8_linear, torch_weight_int8_linear,
                lambda gen, m=m, k=k, n=n: [torch.randn(m, k, dtype=torch.bfloat16, device="cuda", generator=gen),

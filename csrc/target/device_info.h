@@ -45,6 +45,10 @@ struct HeuristicTuning {
   // warpgroups waiting on full and releasing empty stages through mbarriers, no block barrier in the main
   // loop): 1 on, 0 off. Off until measured on a GPU.
   int64_t matmul_warp_specialized = 0;
+  // The GEMV schedule (warps streaming B's columns along K, no tensor cores): -1 the heuristic's choice
+  // (A of at most 16 rows), 1 wherever B is read along K and A has at most 64 rows (a sum per row and
+  // column in each lane's registers), 0 never.
+  int64_t matmul_gemv = -1;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
   // indexing, for speed (an out-of-range index then reads outside the tensor).

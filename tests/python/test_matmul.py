@@ -62,6 +62,25 @@ def test_weight_only_int8_linear_is_one_kernel(m, group):
         assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in fd.last_cuda_code()
 
 
+@pytest.mark.parametrize("m, tuning, schedule", [(7, "matmul_gemv=0", "mma.m16n8k16"), (16, "matmul_gemv=0", "mma.m16n8k16"),
+                                                (40, "matmul_gemv=1", "matmul gemv:"), (65, "matmul_gemv=1", "mma.m16n8k16")])
+def test_weight_only_int8_linear_follows_the_gemv_tuning(m, tuning, schedule):
+    # Tuned off, a few rows take the tensor cores; tuned on, up to 64 rows take the GEMV (a sum per row
+    # and column per lane), more the tensor cores still. Either way the kernel matches the reference.
+    n, k = 97, 384
+    with FusionDefinition() as fd:
+        define_weight_int8_linear(fd)
+    rng = np.random.default_rng(m)
+    inputs = [rng.standard_normal((m, k)).astype(BF16), rng.integers(-128, 128, (n, k)).astype(np.int8),
+              (rng.random(n) * 0.01).astype(BF16)]
+    target = f"h100:{tuning}"
+    (segment,) = kernels(fd.explain(inputs, target=target))
+    assert schedule in segment.heuristics
+    (out,) = fd.execute(inputs, target=target)
+    expected = braze.execute.reference(fd, inputs)[0]
+    np.testing.assert_allclose(out.astype(np.float64), np.asarray(expected).astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
 def test_xla_s8_bmm_with_an_s8_result_is_one_kernel_bit_exact():
     # Seed: s8 x s8 -> s8; int32 accumulation, then the wrap the cast to int8 asks for.
     with FusionDefinition() as fd:

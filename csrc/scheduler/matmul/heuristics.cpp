@@ -183,7 +183,10 @@ void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulP
 }  // namespace
 
 MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
-  if (problem.m <= 16 && problem.b_k_contiguous) return gemvHeuristics(device, problem);
+  // GEMV for a few rows; tuned on, for as many rows as its per-lane sums (one per row and column, in
+  // registers) leave room for; tuned off, tensor cores whatever the rows.
+  const int64_t gemv = device.tuning.matmul_gemv;
+  if (gemv != 0 && problem.m <= (gemv == 1 ? 64 : 16) && problem.b_k_contiguous) return gemvHeuristics(device, problem);
   MatmulParams p;
   p.shape = problem.operand == DataType::BFloat16 || problem.operand == DataType::Half ? kernel::MmaShape::M16N8K16
                                                                                        : kernel::MmaShape::M16N8K32;

@@ -1,6 +1,7 @@
 // The matmul scheduler's parameters: a block of warps_m x warps_n warps, each computing a warp tile of
 // tiles_m x tiles_n mma tiles (16 x 8 each) of one batch's output, walking K an mma's depth at a time;
-// or, for a few rows (m <= 16) times a B read along K (a linear's [N, K] weights), the GEMV schedule.
+// or, for a few rows (m <= 16, HeuristicTuning::matmul_gemv) times a B read along K (a linear's [N, K]
+// weights), the GEMV schedule.
 // A pure function of (DeviceInfo, problem), unit-tested with described GPUs.
 #pragma once
 

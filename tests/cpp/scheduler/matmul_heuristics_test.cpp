@@ -64,6 +64,23 @@ TEST(MatmulHeuristics, AFewRowsTimesWeightsReadAlongKTakeTheGemv) {
   EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), strided).gemv);
 }
 
+TEST(MatmulHeuristics, TheGemvTuningMovesItsRowLimit) {
+  // Off: tensor cores even for one row. On: the GEMV up to 64 rows (B still read along K), not past them.
+  DeviceInfo off = DeviceInfo::h100Sxm();
+  off.tuning = HeuristicTuning::parse("matmul_gemv=0");
+  EXPECT_FALSE(matmulHeuristics(off, weightOnly(1, 11008, 4096, 1)).gemv);
+  EXPECT_FALSE(matmulHeuristics(off, weightOnly(16, 11008, 4096, 1)).gemv);
+  DeviceInfo on = DeviceInfo::h100Sxm();
+  on.tuning = HeuristicTuning::parse("matmul_gemv=1");
+  EXPECT_TRUE(matmulHeuristics(on, weightOnly(32, 11008, 4096, 1)).gemv);
+  EXPECT_TRUE(matmulHeuristics(on, weightOnly(64, 11008, 4096, 1)).gemv);
+  EXPECT_FALSE(matmulHeuristics(on, weightOnly(65, 11008, 4096, 1)).gemv);
+  MatmulProblem strided = weightOnly(32, 4096, 4096, 1);
+  strided.b_k_contiguous = false;
+  EXPECT_FALSE(matmulHeuristics(on, strided).gemv);
+  EXPECT_EQ(on.tuning.toString(), "matmul_gemv=1");
+}
+
 TEST(MatmulHeuristics, AGemvOfFewColumnsSplitsK) {
   // 40 columns: 10 blocks of 4 warps for 132 SMs. K = 8192 int8 is 512 chunks of 16: splits of at least
   // two unrolled steps (256 chunks): 2 splits, 20 blocks.
