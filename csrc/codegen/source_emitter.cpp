@@ -89,6 +89,12 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
 }
 )";
 
+bool movesRegisters(const std::vector<Stmt>& stmts) {
+  return std::any_of(stmts.begin(), stmts.end(), [](const Stmt& s) {
+    return s.kind == SKind::SetMaxNReg || movesRegisters(s.body) || movesRegisters(s.orelse);
+  });
+}
+
 class Emitter {
  public:
   Emitter(const Kernel& k, SourceDialect dialect) : k_(k), uses_(k), dialect_(dialect) {}
@@ -136,8 +142,10 @@ class Emitter {
     for (const TensorParam& t : k_.tensors) {
       if (t.tma) params.push_back(fmt::format("const __grid_constant__ BrazeTensorMap {}", tensorMapName(t)));
     }
-    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", k_.threadsPerBlock(), k_.name,
-                       fmt::join(params, ", "));
+    // A kernel whose warpgroups move registers between them (setmaxnreg) is compiled for one block per SM:
+    // the registers it hands around are the block's share of the register file.
+    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}{}) {}({}) {{\n", k_.threadsPerBlock(),
+                       movesRegisters(k_.body) ? ", 1" : "", k_.name, fmt::join(params, ", "));
     body_ = &out;
     // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
     // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
@@ -540,6 +548,12 @@ class Emitter {
         if (s.var >= 0) line(depth, fmt::format("braze_wgmma_hold<{}>({});", k_.vars[s.var].size, k_.vars[s.var].name));
         return;
       case SKind::ProxyFence: line(depth, "braze_fence_proxy_async();"); return;
+      case SKind::SetMaxNReg:
+        BRAZE_CHECK(dialect_ == SourceDialect::Cuda, "kernel {} moves registers between warpgroups (setmaxnreg, sm_90a), "
+                    "which has no HIP spelling", k_.name);
+        line(depth, fmt::format("asm volatile(\"setmaxnreg.{}.sync.aligned.u32 {};\\n\" ::: \"memory\");",
+                                s.axis == 1 ? "inc" : "dec", s.width));
+        return;
       case SKind::MbarrierInit:
         line(depth, fmt::format("braze_mbarrier_init(&{}[{}], {});", k_.vars[s.var].name, e(s.a), s.width));
         return;

@@ -65,7 +65,8 @@ class KernelDigester {
       if (s.kind == SKind::TmaLoad) d.add(expr(s.e));
       d.add(Digester::pack(s.width, s.axis));
       d.add(static_cast<uint64_t>(s.unroll) | static_cast<uint64_t>(s.transpose) << 1 |
-            static_cast<uint64_t>(s.reduce) << 2 | static_cast<uint64_t>(s.mma_shape) << 10);
+            static_cast<uint64_t>(s.reduce) << 2 | static_cast<uint64_t>(s.mma_shape) << 10 |
+            static_cast<uint64_t>(s.concurrent) << 18);
       d.add(Digester::pack(s.mma_operands[0], s.mma_operands[1]));
       d.add(Digester::pack(s.mma_operands[2], s.b_offset));
       for (const WgmmaOperand& w : s.wgmma_operands) {

@@ -212,6 +212,10 @@ enum class SKind : uint8_t {
   // each 128-byte row swizzled like a wgmma operand where the box is swizzled). It completes its bytes on
   // mbarrier mma_operands[0][d]; its elements may be read only after a wait on the phase that counted them.
   TmaLoad,
+  // setmaxnreg (sm_90a): this warpgroup's registers per thread become `width` (a multiple of 8 in [24,
+  // 256]); `axis` 1 raises them (waiting for registers another warpgroup gave back), 0 lowers them. Every
+  // thread of the warpgroup executes it, none with wgmmas in flight.
+  SetMaxNReg,
 };
 
 struct Stmt {
@@ -225,6 +229,9 @@ struct Stmt {
   bool unroll = false;
   int32_t axis = 0;           // BlockReduce: 0 reduces across threadIdx.x, 1 across threadIdx.y
   bool transpose = false;     // Ldmatrix
+  // If: the branches run at once (a warp-specialized block's roles), each free to wait on mbarriers the
+  // other arrives on. The simulator interleaves them, switching where one waits; a GPU's warps run apart.
+  bool concurrent = false;
   ReduceOp reduce = ReduceOp::Sum;
   MmaShape mma_shape = MmaShape::M16N8K16;
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
@@ -438,6 +445,7 @@ class KernelBuilder {
   void mbarrierInit(VarId mbarriers, ExprId at, int arrivals);
   void mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes);
   void mbarrierWait(VarId mbarriers, ExprId at, ExprId parity);
+  void setMaxNReg(int registers, bool increase);
   // shared[at ..] = the TMA box of `tensor` at (column, row), completing on mbarriers[barrier].
   // `batch`: the coordinate along a 3D map's batch dim (-1 for a 2D map).
   void tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers, ExprId barrier,
@@ -445,6 +453,7 @@ class KernelBuilder {
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);
+  void openConcurrentIf(ExprId cond);  // an if whose branches run at once (Stmt::concurrent)
   void openElse();  // switches the innermost open if to its else branch
   void close();
   // Sends statements to `target` until popTarget(): code built out of order (what goes before a

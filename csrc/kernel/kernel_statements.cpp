@@ -135,6 +135,10 @@ void KernelBuilder::mbarrierWait(VarId mbarriers, ExprId at, ExprId parity) {
   pushOnVar(SKind::MbarrierWait, mbarriers, at, parity);
 }
 
+void KernelBuilder::setMaxNReg(int registers, bool increase) {
+  push(Stmt{.kind = SKind::SetMaxNReg, .width = registers, .axis = increase ? 1 : 0});
+}
+
 void KernelBuilder::tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers,
                             ExprId barrier, ExprId batch) {
   Stmt s{.kind = SKind::TmaLoad, .var = shared, .tensor = tensor, .a = at, .b = column, .c = row, .d = barrier, .e = batch};
@@ -159,6 +163,11 @@ void KernelBuilder::openIf(ExprId cond) {
   push(Stmt{.kind = SKind::If, .a = cond});
   Stmt* opened = &current().back();
   open_.push_back({opened, &opened->body});
+}
+
+void KernelBuilder::openConcurrentIf(ExprId cond) {
+  openIf(cond);
+  open_.back().stmt->concurrent = true;
 }
 
 void KernelBuilder::openElse() {

@@ -129,7 +129,7 @@ class KernelPrinter {
         block(s.body, depth + 1);
         return;
       case SKind::If:
-        line(depth, "if {}:", expr(s.a));
+        line(depth, "if {}{}:", expr(s.a), s.concurrent ? " (branches at once)" : "");
         block(s.body, depth + 1);
         if (!s.orelse.empty()) {
           line(depth, "else:");
@@ -182,6 +182,7 @@ class KernelPrinter {
         line(depth, "mbarrier_arrive_expect_tx({}[{}], {} bytes)", var(), expr(s.a), expr(s.b));
         return;
       case SKind::MbarrierWait: line(depth, "mbarrier_wait({}[{}], parity {})", var(), expr(s.a), expr(s.b)); return;
+      case SKind::SetMaxNReg: line(depth, "setmaxnreg {} {}", s.axis == 1 ? "inc" : "dec", s.width); return;
       case SKind::TmaLoad:
         line(depth, "{}[{} ..] = tma_load({} box at column {}, row {}{}; completes on {}[{}])", var(), expr(s.a), tensor(),
              expr(s.b), expr(s.c), s.e >= 0 ? ", batch " + expr(s.e) : std::string(), names_[s.mma_operands[0]],

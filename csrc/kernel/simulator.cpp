@@ -368,6 +368,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
         (c ? then_mask : else_mask)[t] = 1;
         (c ? any_then : any_else) = true;
       }
+      if (s.concurrent && any_then && any_else && !s.orelse.empty()) return execConcurrent(s, then_mask, else_mask);
       if (any_then) exec(s.body, then_mask);
       if (any_else && !s.orelse.empty()) exec(s.orelse, else_mask);
       return;
@@ -401,6 +402,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
     case SKind::MbarrierArriveExpectTx: execMbarrierArrive(s, mask); return;
     case SKind::MbarrierWait: execMbarrierWait(s, mask); return;
     case SKind::TmaLoad: execTmaLoad(s, mask); return;
+    case SKind::SetMaxNReg: execSetMaxNReg(s, mask); return;
     case SKind::Fence: return;  // blocks run one after another: writes are visible at once
     case SKind::AtomicAdd:
       for (int64_t t = 0; t < threads_; ++t) {

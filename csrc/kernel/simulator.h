@@ -8,7 +8,9 @@
 // per warpgroup, reading its operands where their descriptors point the hardware; what it reads and
 // writes stays busy until the wait that covers it (simulator_matrix.cpp lists the mistakes reported).
 // TMA loads land when a thread waits on the mbarrier phase they complete (simulator_tma.cpp), and a
-// wait orders the waiter after what the phase's arriving threads did before arriving.
+// wait orders the waiter after what the phase's arriving threads did before arriving. The branches of an
+// if whose branches run at once (a warp-specialized block's roles) run interleaved, handing over where
+// one waits on a phase that has not completed (simulator_branches.cpp).
 // It uses the same index arithmetic, predicates and vector widths as the emitted CUDA, and the
 // reference's element math (kernel/element_math.h).
 #pragma once

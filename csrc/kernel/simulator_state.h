@@ -144,6 +144,16 @@ class Simulator {
   void requireTmaLanded(VarId var, int64_t t, int64_t i, bool write);
   void requireNoTmaInFlight();
 
+  // Branches that run at once (Stmt::concurrent, simulator_branches.cpp): each on a thread of its own,
+  // one running at a time, the running one handing over where it waits on an mbarrier phase that has not
+  // completed. Progress counts what may complete a phase (inits, arrivals, TMA loads issued).
+  struct Interleaving;
+  void execConcurrent(const Stmt& s, const Mask& then_mask, const Mask& else_mask);
+  // Called by a waiting branch: runs the other one until it waits too or ends. False when nothing that
+  // could complete a phase happened meanwhile (the wait would never be satisfied).
+  bool handOver();
+  void execSetMaxNReg(const Stmt& s, const Mask& mask);
+
   const Kernel& k_;
   std::array<int64_t, 2> grid_;
   const std::vector<ScalarValue>& arguments_;
@@ -206,6 +216,9 @@ class Simulator {
   };
   std::map<std::pair<VarId, int64_t>, LandedBy> tma_landed_;
   std::map<std::pair<VarId, int64_t>, std::vector<int64_t>> waited_;
+  Interleaving* interleaving_ = nullptr;  // while branches run at once
+  int branch_ = -1;                       // the one running (0: then, 1: else)
+  int64_t progress_ = 0;
 };
 
 }  // namespace braze::kernel::sim

@@ -45,6 +45,7 @@ void Simulator::execMbarrierInit(const Stmt& s, const Mask& mask) {
     m.init_thread = t;
     m.init_epoch = epoch_;
     m.arrivals = m.pending = s.width;
+    ++progress_;
   }
 }
 
@@ -67,6 +68,7 @@ void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
                           k_.vars[s.var].name, m.arrivals));
     }
     --m.pending;
+    ++progress_;
     m.expected_bytes += bytes;
     // The arrival releases the thread's accesses so far to whoever waits on the phase.
     m.arrivals_now.emplace_back(t, ++releases_[t]);
@@ -130,6 +132,11 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
       continue;
     }
     landCopies(m, s.var, index, t);
+    // In branches that run at once, the other branch may yet arrive or issue what completes the phase.
+    if (m.completed % 2 == parity && interleaving_ != nullptr && handOver()) {
+      --t;  // this thread waits again
+      continue;
+    }
     if (m.completed % 2 == parity) {
       fail(t, fmt::format("waits on mbarrier {}[{}] for its phase of parity {}, which never completes: {} of its {} "
                           "arrivals missing, {} of {} expected bytes delivered",
@@ -189,6 +196,7 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
       }
     }
     m.copies.push_back(std::move(copy));
+    ++progress_;
   }
 }
 

@@ -150,8 +150,15 @@ class KernelVerifier {
         break;
       case SKind::If:
         uses(s.a, "a condition");
-        block(s.body);
-        block(s.orelse);
+        // One level of branches at once: the simulator interleaves two, not a tree of them.
+        check(!s.concurrent || !in_concurrent_, "branches that run at once inside such branches");
+        {
+          const bool outer = in_concurrent_;
+          in_concurrent_ = in_concurrent_ || s.concurrent;
+          block(s.body);
+          block(s.orelse);
+          in_concurrent_ = outer;
+        }
         break;
       case SKind::Store: uses(s.a, "a store"); uses(s.b, "a store"); writes(s.tensor, "a store"); break;
       case SKind::VecLoad:
@@ -215,6 +222,12 @@ class KernelVerifier {
         uses(s.b, "an mbarrier arrive or wait");
         break;
       case SKind::TmaLoad: tmaLoad(s); break;
+      case SKind::SetMaxNReg:
+        check(s.width >= 24 && s.width <= 256 && s.width % 8 == 0,
+              "setmaxnreg to {} registers (a multiple of 8 in [24, 256])", s.width);
+        check(k_.warp_size == 32 && k_.threadsPerBlock() % 128 == 0,
+              "setmaxnreg in a kernel of {} threads per block (whole warpgroups of 32-lane warps)", k_.threadsPerBlock());
+        break;
     }
   }
 
@@ -351,6 +364,7 @@ class KernelVerifier {
 
   const Kernel& k_;
   std::unordered_set<VarId> defined_;
+  bool in_concurrent_ = false;  // inside an if whose branches run at once
   std::unordered_map<ExprId, std::vector<VarId>> vars_of_;
 };
 

@@ -23,7 +23,11 @@ std::string MatmulParams::toString() const {
     return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups{} ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
                        blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4,
-                       warp_specialized ? " and a producer warpgroup" : "", blockRows(), blockCols(),
+                       !warp_specialized         ? ""
+                       : consumer_registers == 0 ? " and a producer warpgroup"
+                                                 : fmt::format(" of {} registers per thread and a producer warpgroup of {}",
+                                                               consumer_registers, producer_registers),
+                       blockRows(), blockCols(),
                        stages, warp_specialized ? "warp-specialized TMA" : tma ? "TMA" : "cp.async", block_k,
                        order(a_order, a_async), order(b_order, b_async), extra);
   }
@@ -122,6 +126,20 @@ bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64
   p.b_order = problem.b_tile.value_or(kernel::TileOrder::KMajor);
   p.tma = p.a_async && p.b_async && problem.tma_maps && device.tuning.matmul_tma != 0;
   p.warp_specialized = p.tma && device.tuning.matmul_warp_specialized == 1;
+  if (p.warp_specialized) {
+    // Launched, a thread may have the register file's share of the block's threads (a multiple of 8, as
+    // registers are allocated); the producer then keeps 40 (CUTLASS's figure for a TMA producer) and the
+    // compute warpgroups share the rest, where that gives them more.
+    const int64_t consumers = p.warps_m / 4, threads = 128 * (consumers + 1);
+    const int64_t most = device.max_regs_per_thread / 8 * 8;
+    const int64_t launched = std::min<int64_t>(most, device.regs_per_sm / threads / 8 * 8);
+    const int64_t producer = 40;
+    const int64_t consumer = std::min<int64_t>(most, (device.regs_per_sm - producer * 128) / (consumers * 128) / 8 * 8);
+    if (consumer > launched) {
+      p.producer_registers = producer;
+      p.consumer_registers = consumer;
+    }
+  }
   p.fragments_ahead = false;
   p.blocks_m = ceilDiv(std::max<int64_t>(problem.m, 1), p.blockRows());
   p.blocks_n = ceilDiv(std::max<int64_t>(problem.n, 1), p.blockCols());

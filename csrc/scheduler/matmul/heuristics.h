@@ -80,10 +80,11 @@ struct MatmulParams {
   // With TMA, warp-specialized: one more warpgroup, the producer, whose thread issues each stage's boxes
   // once the compute warpgroups have released the stage on its `empty` mbarrier, while the compute
   // warpgroups wait on the stage's `full` mbarrier, issue its wgmmas and release the stage before last;
-  // no block barrier in the main loop. Both roles share one loop (scheduler/matmul/wgmma_loop.cpp), so
-  // the accumulators are live in the producer too and registers are not moved between them (setmaxnreg
-  // would be ignored): every thread has at most 65536 / threads() of them.
+  // no block barrier in the main loop. Each role runs a loop of its own (scheduler/matmul/wgmma_loop.cpp).
   bool warp_specialized = false;
+  // Warp-specialized with two compute warpgroups or more: the registers per thread each role asks for
+  // (setmaxnreg), the producer few, the compute warpgroups what it gave back; 0: as launched.
+  int64_t producer_registers = 0, consumer_registers = 0;
   int64_t threads() const { return 32 * warps_m * warps_n + (warp_specialized ? 128 : 0); }
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }

@@ -144,48 +144,44 @@ void MatmulLowering::warpSpecializedLoop(VarId acc, const Staging& ta, const Sta
   // Warp-uniform (lane 0's): the compiler then sees the roles' branches as not diverging within a warp,
   // and keeps the compute warpgroups' wgmmas asynchronous.
   const ExprId warpgroup = kb.letValue("warpgroup", kb.warpUniform(kb.div(kb.threadIdx(0), kb.index(128))));
-  const ExprId producer = kb.eq(warpgroup, kb.index(consumers));
-  // One loop for both roles, the consumers `lag` slices behind: at iteration kt the producer fills slice
-  // kt once the consumers released slice kt - stages (at iteration kt - stages + lag + 1 at the latest),
-  // and the consumers compute slice kt - lag (filled at that iteration). So each waits only on what the
-  // other did at an earlier iteration, and on a GPU, where the warpgroups do not run in step, the producer
-  // runs up to `stages` slices ahead, held back by the empty mbarriers alone.
-  const int64_t lag = stages - 2;
-  const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
-  kb.openFor(kt, kb.index(0), kb.add(count, kb.index(lag)), kb.index(1), /*unroll=*/false);
-  // The producer warpgroup waits as a whole (a spin loop in a branch the compiler sees diverge within a
-  // warp, with wgmmas in flight, would serialize them); its first thread issues the boxes.
-  kb.openIf(kb.land(producer, kb.lt(kb.ref(kt), count)));
+  // Each role in a loop of its own, the two running at once: the producer fills slice kt once the
+  // consumers released the stage's previous slice, up to `stages` slices ahead of them; the consumers
+  // compute each slice once it landed and release the one before it. The producer gives back the
+  // registers it does not need (its loop holds a few indices), which the consumers' accumulators take.
+  kb.openConcurrentIf(kb.eq(warpgroup, kb.index(consumers)));
+  if (p.producer_registers > 0) kb.setMaxNReg(static_cast<int>(p.producer_registers), false);
+  const VarId fill = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
+  kb.openFor(fill, kb.index(0), count, kb.index(1), /*unroll=*/false);
   {
-    const ExprId stage = kb.mod(kb.ref(kt), kb.index(stages));
-    const ExprId round = kb.div(kb.ref(kt), kb.index(stages));
-    kb.openIf(kb.le(kb.index(stages), kb.ref(kt)));  // the stage's previous slice, released
-    kb.mbarrierWait(empty, stage, kb.mod(kb.sub(round, kb.index(1)), kb.index(2)));
+    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(fill), kb.index(stages)));
+    // The whole warpgroup waits (its first thread alone would spin in a branch diverging within a warp).
+    kb.openIf(kb.le(kb.index(stages), kb.ref(fill)));
+    // The release of the stage's previous slice completed its phase kt / stages - 1, of the parity of
+    // kt / stages + 1 (which, unlike the former, is never negative where the compiler folds kt / stages).
+    kb.mbarrierWait(empty, stage, kb.mod(kb.add(kb.div(kb.ref(fill), kb.index(stages)), kb.index(1)), kb.index(2)));
     kb.close();
     kb.openIf(producer_thread);
-    tmaSlice(ta, tb, kb.ref(kt), stage, full);
+    tmaSlice(ta, tb, kb.ref(fill), stage, full);
     kb.close();
   }
   kb.close();
-  kb.openIf(kb.land(kb.lnot(producer), kb.le(kb.index(lag), kb.ref(kt))));
+  kb.openElse();
+  if (p.consumer_registers > 0) kb.setMaxNReg(static_cast<int>(p.consumer_registers), true);
+  const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
+  kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
   {
-    const ExprId slice = kb.letValue("slice", kb.sub(kb.ref(kt), kb.index(lag)));
-    const ExprId stage = kb.letValue("stage", kb.mod(slice, kb.index(stages)));
-    kb.mbarrierWait(full, stage, kb.mod(kb.div(slice, kb.index(stages)), kb.index(2)));
+    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(stages)));
+    kb.mbarrierWait(full, stage, kb.mod(kb.div(kb.ref(kt), kb.index(stages)), kb.index(2)));
     stageWgmmas(acc, ta, tb, stage, warpgroup);
     kb.wgmmaWait(1);
     // The slice before is done with: the warpgroup's first thread (which its wgmmas read for) releases it.
-    kb.openIf(kb.land(kb.le(kb.index(1), slice), kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0))));
-    kb.mbarrierArriveExpectTx(empty, kb.mod(kb.sub(slice, kb.index(1)), kb.index(stages)), kb.index(0));
+    kb.openIf(kb.land(kb.le(kb.index(1), kb.ref(kt)), kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0))));
+    kb.mbarrierArriveExpectTx(empty, kb.mod(kb.sub(kb.ref(kt), kb.index(1)), kb.index(stages)), kb.index(0));
     kb.close();
   }
   kb.close();
-  kb.close();
-  // Every warpgroup waits (the producer's have no wgmmas: a no-op), so that the compiler sees every path
-  // out of the loop pass the wait; then the compute warpgroups go on to the epilogue (this `if` stays open
-  // for it).
+  // The compute warpgroups go on to the epilogue: the else branch stays open for it.
   kb.wgmmaWait(0, acc);
-  kb.openIf(kb.lnot(producer));
 }
 
 }  // namespace braze::scheduler

@@ -1,13 +1,15 @@
 // The warp-specialized wgmma schedule (MatmulParams::warp_specialized): a producer warpgroup whose thread
 // issues each stage's TMA boxes once the stage is released on its `empty` mbarrier, and compute
 // warpgroups that wait on the stage's `full` mbarrier, issue its wgmmas and release the stage before
-// last; no block barrier in the main loop. On the simulator, through the whole execute path, it equals
-// the reference (2D and 3D maps, both tile orders, 8-bit operands, K of many more slices than stages, four
-// compute warpgroups); the simulator orders the stages' accesses only through the mbarriers, so the
-// same kernel with the consumers' wait, the producer's wait or the consumers' release taken out is
-// reported (a read of a stage in flight, a refill of a stage still read, a wait that never completes).
-// NVRTC compiles it for sm_90a with an empty log (no wgmma serialized, no wait the compiler had to insert)
-// into HGMMA fed by UTMALDG, and no LDGSTS.
+// last; each role in a loop of its own, no block barrier in the main loop, registers moved from the
+// producer to the compute warpgroups (setmaxnreg). On the simulator, which interleaves the two roles'
+// loops, through the whole execute path, it equals the reference (2D and 3D maps, both tile orders, 8-bit
+// operands, K of many more slices than stages, four compute warpgroups); the simulator orders the
+// stages' accesses only through the mbarriers, so the same kernel with the consumers' wait, the
+// producer's wait or the consumers' release taken out is reported (a read of a stage in flight, a stage
+// re-armed before its slice was waited for, a wait that never completes). NVRTC compiles it for sm_90a
+// with an empty log (no wgmma serialized, no wait the compiler had to insert, no setmaxnreg ignored) into
+// HGMMA fed by UTMALDG, the registers moved by USETMAXREG, and no LDGSTS.
 #include "fusions/wgmma_device.h"
 #include "codegen/source_emitter.h"
 #include "kernel/simulator.h"
@@ -108,9 +110,11 @@ TEST(WgmmaWarpSpecialized, TheSimulatorReportsAStageUsedOutOfTurn) {
   // The compute warpgroups read a stage without waiting for its boxes.
   EXPECT_NE(without(SKind::MbarrierWait, full).find("while a TMA copy into it is in flight"), std::string::npos)
       << without(SKind::MbarrierWait, full);
-  // The producer refills a stage the compute warpgroups may still read.
+  // The producer does not wait for a stage's release: running ahead of the compute warpgroups, it
+  // re-arms the stage's `full` mbarrier for the next slice before they waited for the one there.
   const std::string refill = without(SKind::MbarrierWait, empty);
-  EXPECT_NE(refill.find("with no barrier in between (nor a wait on an mbarrier it arrived on since)"), std::string::npos)
+  EXPECT_NE(refill.find("arrives on mbarrier full whose phase has all its 1 arrivals and has not been waited on"),
+            std::string::npos)
       << refill;
   // The compute warpgroups never release a stage: the producer's wait never completes.
   const std::string hang = without(SKind::MbarrierArriveExpectTx, empty);
@@ -118,7 +122,8 @@ TEST(WgmmaWarpSpecialized, TheSimulatorReportsAStageUsedOutOfTurn) {
 }
 
 TEST(WgmmaWarpSpecialized, CompilesForSm90aWithItsWgmmasAsynchronous) {
-  // 128 x 192 and 128 x 256 tiles (128 accumulators a thread, within 65536 / 384 registers: no spills).
+  // 128 x 192 and 128 x 256 tiles (128 accumulators a thread, within the compute warpgroups' 232 registers:
+  // no spills).
   const testing::KernelCase cases[] = {
       testing::matmulCase({300, 264}, {264, 520}, DataType::BFloat16, true, DataType::Null, 66),
       testing::matmulCase({256, 256}, {256, 512}, DataType::BFloat16, false, DataType::Null, 67),
@@ -127,12 +132,18 @@ TEST(WgmmaWarpSpecialized, CompilesForSm90aWithItsWgmmasAsynchronous) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), warpSpecializedDevice());
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_NE(k.summary.find("warp-specialized"), std::string::npos) << k.summary;
+    // Two compute warpgroups: launched with 168 registers a thread (65536 / 384), the producer keeps 40 and
+    // the compute warpgroups take 232.
+    const std::string source = codegen::emitCuda(k);
+    EXPECT_NE(source.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
+    EXPECT_NE(source.find("setmaxnreg.inc.sync.aligned.u32 232;"), std::string::npos);
+    EXPECT_NE(source.find("__launch_bounds__(384, 1)"), std::string::npos);
     if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
-    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90a"});
+    const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90a"});
     EXPECT_TRUE(cubin.log.empty()) << cubin.log;
     const auto sass = device::disassemble(cubin.cubin);
     if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    for (const char* op : {"HGMMA", "UTMALDG", "SYNCS"}) EXPECT_NE(sass->find(op), std::string::npos) << op;
+    for (const char* op : {"HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"}) EXPECT_NE(sass->find(op), std::string::npos) << op;
     EXPECT_EQ(sass->find("LDGSTS"), std::string::npos);
     EXPECT_EQ(sass->find("STL"), std::string::npos) << k.summary << ": registers spilled to local memory";
   }

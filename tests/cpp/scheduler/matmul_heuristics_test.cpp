@@ -349,6 +349,21 @@ TEST(MatmulHeuristics, WgmmaSlicesComeByTmaWhereBothOperandsHaveTensorMaps) {
   EXPECT_TRUE(ws.tma && ws.warp_specialized);
   EXPECT_EQ(ws.threads(), 384);  // two compute warpgroups and the producer's
   EXPECT_NE(ws.toString().find("4-stage warp-specialized TMA pipeline"), std::string::npos) << ws.toString();
+  // Launched with 168 registers a thread (65536 / 384, a multiple of 8), the producer keeps 40 and the
+  // compute warpgroups take what it gives back: (65536 - 40 x 128) / 256 = 236, 232 in multiples of 8.
+  EXPECT_EQ(ws.producer_registers, 40);
+  EXPECT_EQ(ws.consumer_registers, 232);
+  EXPECT_NE(ws.toString().find("2 warpgroups of 232 registers per thread and a producer warpgroup of 40"),
+            std::string::npos)
+      << ws.toString();
+  // Four compute warpgroups (256-row tiles): 96 a thread at launch, 112 after.
+  DeviceInfo four = specialized;
+  four.tuning = HeuristicTuning::parse("matmul_warp_specialized=1, matmul_block_m=256, matmul_block_n=64");
+  const MatmulParams wide = matmulHeuristics(four, problem);
+  ASSERT_TRUE(wide.warp_specialized);
+  ASSERT_EQ(wide.threads(), 640);
+  EXPECT_EQ(wide.producer_registers, 40);
+  EXPECT_EQ(wide.consumer_registers, 112);
   // Tuned off: cp.async.
   DeviceInfo off = DeviceInfo::h100Sxm();
   off.tuning = HeuristicTuning::parse("matmul_tma=0");
