@@ -130,9 +130,9 @@ bool setWgmmaTiles(const DeviceInfo& device, const MatmulProblem& problem, int64
     // Launched, a thread may have the register file's share of the block's threads (a multiple of 8, as
     // registers are allocated); the producer then keeps 40 (CUTLASS's figure for a TMA producer) and the
     // compute warpgroups share the rest, where that gives them more.
-    const int64_t consumers = p.warps_m / 4, threads = 128 * (consumers + 1);
+    const int64_t consumers = p.warps_m / 4;
     const int64_t most = device.max_regs_per_thread / 8 * 8;
-    const int64_t launched = std::min<int64_t>(most, device.regs_per_sm / threads / 8 * 8);
+    const int64_t launched = std::min<int64_t>(most, device.regs_per_sm / p.threads() / 8 * 8);
     const int64_t producer = 40;
     const int64_t consumer = std::min<int64_t>(most, (device.regs_per_sm - producer * 128) / (consumers * 128) / 8 * 8);
     if (consumer > launched) {
