@@ -7,6 +7,7 @@
 #include "support/error.h"
 #include "codegen/source_emitter.h"
 #include "kernel/index_errors.h"
+#include "segmenter/reuse_segments.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -145,7 +146,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
   auto entry = std::make_unique<Entry>();
-  LoweredPlan lowered = planForDevice(*fusion_, inputs, options_, info);
+  LoweredPlan lowered = planFor(inputs, info, /*remember=*/true);
   std::optional<std::vector<std::optional<LoadedKernel>>> loaded = knownKernels(lowered, device);
   CompiledPlan compiled = loaded ? CompiledPlan{std::move(lowered), options_, std::move(*loaded)}
                                  : compilePlan(emitPlan(std::move(lowered), info, options_), ops);
@@ -171,6 +172,29 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
                  kernels_.size(), plans_.size());
   }
   return plan;
+}
+
+LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember) {
+  const std::vector<HostValue> host = planningValues(inputs);
+  if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), device);
+  const InputSignature shape_class = InputSignature::shapeClassOf(inputs, launch_arguments_);
+  std::shared_ptr<const SegmentedFusion> known;
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = segmentations_.find(shape_class); it != segmentations_.end()) known = it->second;
+  }
+  if (known != nullptr) {
+    ReusedSegments reused = reuseSegments(*known, host);
+    if (reused.plan) return lowerPlan(std::move(*reused.plan), device);
+    dumpAfter("reuse-segments", [&] { return fmt::format("planned afresh: {}", reused.why_not); });
+  }
+  SegmentedFusion plan = planSegments(*fusion_, host, options_);
+  if (remember && known == nullptr) {
+    auto kept = std::make_shared<const SegmentedFusion>(plan);
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (segmentations_.size() < kMaxPlans) segmentations_.try_emplace(shape_class, std::move(kept));
+  }
+  return lowerPlan(std::move(plan), device);
 }
 
 std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernels(const LoweredPlan& plan,
@@ -215,7 +239,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   }
   const int device = deviceOf(inputs);
   const DeviceInfo info = deviceInfo(device);
-  LoweredPlan compiled = planForDevice(*fusion_, inputs, options_, info);
+  LoweredPlan compiled = planFor(inputs, info, /*remember=*/false);
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const std::optional<kernel::Kernel>& k : compiled.kernels) {

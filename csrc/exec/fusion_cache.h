@@ -107,6 +107,10 @@ class FusionCache {
   std::shared_ptr<const PreparedPlan> prepareMiss(const std::vector<DeviceValue>& inputs,
                                                   const InputSignature& signature);
   struct Entry;
+  // Steps bind .. lower for these inputs: their shape class's segmentation where it holds for them
+  // (segmenter/reuse_segments.h), else planned afresh and, with `remember`, kept for their class if it
+  // has none.
+  LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember);
   // Removes the least recently run plan (with the unique lock held); the caller destroys it after unlocking.
   std::unique_ptr<Entry> evictLeastRecentlyUsed();
   DeviceInfo deviceInfo(int device) const;
@@ -128,6 +132,9 @@ class FusionCache {
   };
   std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
   std::atomic<uint64_t> clock_{0};
+  // Per shape class (InputSignature::shapeClassOf), the segmentation first planned for it, before lowering:
+  // kept for as many classes as plans (kMaxPlans), the first ones.
+  std::unordered_map<InputSignature, std::shared_ptr<const SegmentedFusion>, InputSignature::Hash> segmentations_;
   // Every kernel this cache has loaded, dropped plans' included: a new signature whose kernels are all
   // here runs their functions, neither emitted nor compiled again.
   struct KernelKey {

@@ -24,6 +24,14 @@ class InputSignature {
  public:
   // `launch_arguments[i]`: input i is a scalar whose value is not part of the signature (none when empty).
   static InputSignature of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments = {});
+  // The inputs' shape class: what a segmentation depends on besides the schedulers' size limits, which
+  // FusionCache checks again for each signature of a class (segmenter/reuse_segments.h). The same words as
+  // the signature's, except that an extent of 128 or more is known only by its power of two (2048 to 4095
+  // are one class) and by the largest power of two up to 16 that divides it (what vectorization reads), a
+  // stride by whether it is 0 or row-major (any other stride is kept exactly), and equal extents by which
+  // earlier extent they equal.
+  static InputSignature shapeClassOf(const std::vector<DeviceValue>& inputs,
+                                     const std::vector<bool>& launch_arguments = {});
 
   bool operator==(const InputSignature& other) const { return hash_ == other.hash_ && words_ == other.words_; }
   size_t hash() const { return hash_; }
@@ -33,6 +41,9 @@ class InputSignature {
   };
 
  private:
+  void appendScalar(const ScalarValue& scalar, bool value_is_launch_argument);
+  void finish();  // the hash of the words
+
   std::vector<int64_t> words_;
   size_t hash_ = 0;
 };

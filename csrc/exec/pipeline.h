@@ -36,6 +36,9 @@ struct PlanOptions {
   // Every kernel segment runs on the reference evaluator as a host step (host-memory devices only):
   // the plan's segmentation and views are then checked bit for bit against evaluate().
   bool kernels_on_reference = false;
+  // A FusionCache keeps each shape class's segmentation for the class's later signatures where it holds
+  // (segmenter/reuse_segments.h); false segments every signature afresh.
+  bool reuse_segments = true;
 };
 
 // Steps bind .. bookend-inputs: the segmented plan, without kernels.

@@ -61,10 +61,14 @@ size_t bytesOf(const StridedLayout& layout, DataType dtype) {
 
 LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device) {
+  return planAndLower(fusion, planningValues(inputs), {options, device});
+}
+
+std::vector<HostValue> planningValues(const std::vector<DeviceValue>& inputs) {
   std::vector<HostValue> host;
   host.reserve(inputs.size());
   for (const DeviceValue& v : inputs) host.push_back(planningValue(v));
-  return planAndLower(fusion, host, {options, device});
+  return host;
 }
 
 int32_t PreparedPlan::addSlot(Slot slot) {

@@ -22,8 +22,10 @@ namespace braze::exec {
 
 using namespace device;  // exec runs plans through the device layer: its names are exec's vocabulary
 
-// The plan and kernels (lowered, not compiled) for inputs on a device: planning reads their sizes,
-// strides, pointer alignment and scalar values, never their data.
+// The host stand-ins planning reads for inputs on a device: their sizes, strides, pointer alignment and
+// scalar values, never their data.
+std::vector<HostValue> planningValues(const std::vector<DeviceValue>& inputs);
+// The plan and kernels (lowered, not compiled) for inputs on a device.
 LoweredPlan planForDevice(const Fusion& fusion, const std::vector<DeviceValue>& inputs,
                                    const PlanOptions& options, const DeviceInfo& device);
 

@@ -32,6 +32,7 @@ std::string_view toString(CutReason reason) {
     case CutReason::SegmentSet: return "segment_set";
     case CutReason::WouldCreateCycle: return "would create a cycle";
     case CutReason::MoreTraffic: return "cost model: more traffic";
+    case CutReason::NotReached: return "not reached";
   }
   BRAZE_UNREACHABLE("CutReason {}", static_cast<int>(reason));
 }
@@ -61,6 +62,10 @@ std::string SegmentedFusion::toString() const {
   std::string text = fmt::format("plan: {} segment(s), {} kernel(s), {} alias\n", segments.size(), kernelCount(),
                                  aliasCount());
   if (!device.empty()) text += fmt::format("device: {}\n", device);
+  if (reused) {
+    text += "segmented for other sizes of the same shape class (its refusals, cuts and bookending are theirs); "
+            "every segment's scheduler takes it at these\n";
+  }
   text += fmt::format("  {:<3} {:<6} {:<16} {:<9} {:<22} {:<22} {}\n", "id", "kind", "scheduler", "vectorize", "inputs",
                       "outputs", "ops");
   for (const Segment& s : segments) {

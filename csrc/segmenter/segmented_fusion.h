@@ -34,8 +34,9 @@ struct Segment {
   int64_t follow_up_kernels = 0;
 };
 
-// Why two segments joined by a tensor were not merged: one of a closed list, and the detail.
-enum class CutReason { SchedulerRefused, SegmentSet, WouldCreateCycle, MoreTraffic };
+// Why two segments joined by a tensor were not merged: one of a closed list, and the detail. NotReached:
+// a scheduler takes both, but the merges made first left them apart.
+enum class CutReason { SchedulerRefused, SegmentSet, WouldCreateCycle, MoreTraffic, NotReached };
 std::string_view toString(CutReason reason);
 struct SegmentEdge {
   int64_t producer = 0;  // segment ids
@@ -55,6 +56,9 @@ struct SegmentedFusion {
   // In-place updates the kernel computing the new value writes into its input itself (value -> input:
   // updatesWrittenByKernels, segmenter/in_place_copies.h); the others are copied after the kernels.
   std::unordered_map<const Val*, const Val*> written_in_place;
+  // Segmented for other inputs of the same shape class and kept for these (segmenter/reuse_segments.h):
+  // the refusals, cuts and bookending decisions shown are those of the inputs it was made for.
+  bool reused = false;
 
   int64_t kernelCount() const;  // kernels launched: a kernel segment's own and its follow-ups
   int64_t aliasCount() const;

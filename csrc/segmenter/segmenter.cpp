@@ -473,7 +473,7 @@ SegmentedFusion Segmenter::buildResult() {
         }
         if (!read) continue;
         result.edges.push_back({segment_of_root.at(r), segment_of_root.at(c), t,
-                                v.ok ? CutReason::SchedulerRefused : v.reason,
+                                v.ok ? CutReason::NotReached : v.reason,
                                 v.ok ? "merging them is allowed but was not reached" : v.detail});
       }
     }
