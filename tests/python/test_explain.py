@@ -275,3 +275,32 @@ def test_hip_code_is_the_same_kernels_in_the_hip_dialect():
     cuda, hip = fd.last_cuda_code(), fd.last_hip_code()
     assert "braze_block_reduce<32," in hip and cuda != hip
     assert cuda[cuda.index('extern "C"'):] == hip[hip.index('extern "C"'):]
+
+
+def test_a_new_row_count_of_a_known_shape_class_keeps_its_segmentation():
+    # Row-centred x and the column sums of its square: one inner-outer persistent segment.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        centred = fd.ops.sub(x, fd.ops.sum(x, dims=[1], keepdim=True))
+        fd.add_output(centred)
+        fd.add_output(fd.ops.sum(fd.ops.mul(centred, centred), dims=[0]))
+    rng = np.random.default_rng(5)
+
+    def run(rows):
+        xs = rng.standard_normal((rows, 40)).astype(np.float32)
+        got = fd.execute([xs])
+        want = xs - xs.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[1], (want * want).sum(axis=0), rtol=1e-4)
+        return xs
+
+    first = fd.explain([run(136)])
+    assert "segmented for other sizes" not in str(first)
+    # 152 rows: the same power of two and divisibility by 8 as 136, so the same shape class.
+    xs = run(152)
+    plan = fd.explain([xs])
+    assert plan.cache == "hit"
+    assert "segmented for other sizes of the same shape class" in str(plan), str(plan)
+    assert [(s.kind, s.scheduler) for s in plan.segments] == [(s.kind, s.scheduler) for s in first.segments]
+    # 256 rows: another power of two, segmented afresh.
+    assert "segmented for other sizes" not in str(fd.explain([run(256)]))
