@@ -3,8 +3,9 @@
 // signature plans, lowers and loads (on a GPU, NVRTC through the kernel caches); every later call
 // computes the signature, finds the plan under a shared lock and runs it. Signatures hold exact sizes,
 // but kernels leave their row or element counts to launch arguments: a new batch size or sequence
-// length is planned again (a few hundred microseconds) and usually lowers to kernels this cache has
-// loaded already, which it then runs without emitting or compiling them (known by their code digest).
+// length is planned again (a few hundred microseconds; its shape class's segmentation kept where it
+// holds, segmenter/reuse_segments.h) and usually lowers to kernels this cache has loaded already, which
+// it then runs without emitting or compiling them (known by their code digest).
 //
 // Checked on a miss only (a hit has the signature of inputs that passed): the inputs' count, kinds,
 // dtypes and ranks against the definition (explain's own checks), and that every tensor is on one
@@ -109,7 +110,7 @@ class FusionCache {
   struct Entry;
   // Steps bind .. lower for these inputs: their shape class's segmentation where it holds for them
   // (segmenter/reuse_segments.h), else planned afresh and, with `remember`, kept for their class if it
-  // has none.
+  // has none. BRAZE_DUMP=after:reuse-segments says why a class's segmentation did not hold.
   LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember);
   // Removes the least recently run plan (with the unique lock held); the caller destroys it after unlocking.
   std::unique_ptr<Entry> evictLeastRecentlyUsed();

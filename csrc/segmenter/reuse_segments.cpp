@@ -45,13 +45,13 @@ Candidate unionOf(const SegmentedFusion& plan, const Segment& producer, const Se
 ReusedSegments reuseSegments(const SegmentedFusion& planned, const std::vector<HostValue>& inputs) {
   SegmentedFusion plan = planned;
   plan.bound = bindShapes(*plan.fusion, inputs);
+  const auto name = [](const std::optional<SchedulerKind>& kind) { return kind ? toString(*kind) : "no scheduler"; };
   for (const Segment& s : plan.segments) {
-    if (!s.scheduler) continue;  // no scheduler took it before: the reference runs it whatever the sizes
     const std::optional<SchedulerKind> now =
         chooseScheduler(Candidate{s.exprs, s.inputs, s.outputs}, plan.bound, /*reasons=*/false).kind;
     if (now != s.scheduler) {
-      return {std::nullopt, fmt::format("segment {} is taken by {} at these sizes, not {}", s.id,
-                                        now ? toString(*now) : "no scheduler", toString(*s.scheduler))};
+      return {std::nullopt,
+              fmt::format("segment {} is taken by {} at these sizes, not {}", s.id, name(now), name(s.scheduler))};
     }
   }
   std::set<std::pair<int64_t, int64_t>> asked;
