@@ -24,7 +24,10 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
     : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)), platform_(platform) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
   launch_arguments_ = scheduler::launchArgumentInputs(*fusion_);
-  for (const Val* in : fusion_->inputs()) cpu_scalar_inputs_.push_back(in->isTensor() && in->asTensor()->isCpu());
+  for (const Val* in : fusion_->inputs()) {
+    cpu_scalar_inputs_.push_back(in->isTensor() && in->asTensor()->isCpu());
+    static_shapes_.push_back(in->isTensor() ? in->asTensor()->staticShape() : std::vector<int64_t>{});
+  }
   const char* graphs = std::getenv("BRAZE_CUDA_GRAPHS");
   cuda_graphs_ = graphs != nullptr && std::string_view(graphs) == "1";
 }
@@ -178,23 +181,51 @@ LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const D
   const std::vector<HostValue> host = planningValues(inputs);
   if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), device);
   const InputSignature shape_class = InputSignature::shapeClassOf(inputs, launch_arguments_);
-  std::shared_ptr<const SegmentedFusion> known;
+  std::optional<std::shared_ptr<const SegmentedFusion>> known;
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     if (auto it = segmentations_.find(shape_class); it != segmentations_.end()) known = it->second;
   }
-  if (known != nullptr) {
-    ReusedSegments reused = reuseSegments(*known, host);
+  if (!known) {
+    std::optional<std::vector<DeviceValue>> representative = InputSignature::representativeOf(inputs, static_shapes_);
+    if (representative &&
+        InputSignature::of(*representative, launch_arguments_) == InputSignature::of(inputs, launch_arguments_)) {
+      // These inputs are their class's representative: their plan is the class's.
+      SegmentedFusion plan = planSegments(*fusion_, host, options_);
+      if (remember) keepSegmentation(shape_class, std::make_shared<const SegmentedFusion>(plan));
+      return lowerPlan(std::move(plan), device);
+    }
+    known = classSegmentation(representative);
+    if (remember) keepSegmentation(shape_class, *known);
+  }
+  if (*known != nullptr) {
+    ReusedSegments reused = reuseSegments(**known, host);
     if (reused.plan) return lowerPlan(std::move(*reused.plan), device);
     dumpAfter("reuse-segments", [&] { return fmt::format("planned afresh: {}", reused.why_not); });
   }
-  SegmentedFusion plan = planSegments(*fusion_, host, options_);
-  if (remember && known == nullptr) {
-    auto kept = std::make_shared<const SegmentedFusion>(plan);
-    std::unique_lock<std::shared_mutex> lock(mutex_);
-    if (segmentations_.size() < kMaxPlans) segmentations_.try_emplace(shape_class, std::move(kept));
+  return lowerPlan(planSegments(*fusion_, host, options_), device);
+}
+
+std::shared_ptr<const SegmentedFusion> FusionCache::classSegmentation(
+    const std::optional<std::vector<DeviceValue>>& representative) const {
+  if (!representative) {
+    dumpAfter("reuse-segments", [] { return std::string("the shape class has no representative inputs"); });
+    return nullptr;
   }
-  return lowerPlan(std::move(plan), device);
+  try {
+    return std::make_shared<const SegmentedFusion>(planSegments(*fusion_, planningValues(*representative), options_));
+  } catch (const Error& e) {
+    // Sizes the definition fixes (a reshape to given extents) refuse other sizes of the class: each
+    // signature of it is planned on its own, as the error, if it is the inputs' own, says again then.
+    if (e.kind() == ErrorKind::Internal) throw;
+    dumpAfter("reuse-segments", [&] { return fmt::format("the shape class's representative inputs: {}", e.what()); });
+    return nullptr;
+  }
+}
+
+void FusionCache::keepSegmentation(const InputSignature& shape_class, std::shared_ptr<const SegmentedFusion> plan) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (segmentations_.size() < kMaxPlans) segmentations_.try_emplace(shape_class, std::move(plan));
 }
 
 std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernels(const LoweredPlan& plan,

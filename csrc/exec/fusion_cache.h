@@ -109,9 +109,16 @@ class FusionCache {
                                                   const InputSignature& signature);
   struct Entry;
   // Steps bind .. lower for these inputs: their shape class's segmentation where it holds for them
-  // (segmenter/reuse_segments.h), else planned afresh and, with `remember`, kept for their class if it
-  // has none. BRAZE_DUMP=after:reuse-segments says why a class's segmentation did not hold.
+  // (segmenter/reuse_segments.h), else planned afresh. A class's segmentation is planned for its
+  // representative inputs (InputSignature::representativeOf), never for whichever signature of it came
+  // first, so a signature's plan does not depend on what ran before it; with `remember` it is kept.
+  // BRAZE_DUMP=after:reuse-segments says why a class's segmentation did not hold.
   LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember);
+  // The segmentation of a shape class: planned for its representative inputs; null when it has none or
+  // they are refused (sizes the definition fixes).
+  std::shared_ptr<const SegmentedFusion> classSegmentation(
+      const std::optional<std::vector<DeviceValue>>& representative) const;
+  void keepSegmentation(const InputSignature& shape_class, std::shared_ptr<const SegmentedFusion> plan);
   // Removes the least recently run plan (with the unique lock held); the caller destroys it after unlocking.
   std::unique_ptr<Entry> evictLeastRecentlyUsed();
   DeviceInfo deviceInfo(int device) const;
@@ -121,6 +128,7 @@ class FusionCache {
   std::shared_ptr<const Fusion> fusion_;
   std::vector<bool> launch_arguments_;  // scalar inputs whose values are not in the signature
   std::vector<bool> cpu_scalar_inputs_;
+  std::vector<std::vector<int64_t>> static_shapes_;  // per input, the extents its definition fixes (-1: open)
   int tensorless_device_ = 0;
   PlanOptions options_;
   DeviceOps* ops_;
@@ -133,8 +141,8 @@ class FusionCache {
   };
   std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
   std::atomic<uint64_t> clock_{0};
-  // Per shape class (InputSignature::shapeClassOf), the segmentation first planned for it, before lowering:
-  // kept for as many classes as plans (kMaxPlans), the first ones.
+  // Per shape class (InputSignature::shapeClassOf), its segmentation (before lowering), or null where it
+  // has none: kept for as many classes as plans (kMaxPlans), the first ones.
   std::unordered_map<InputSignature, std::shared_ptr<const SegmentedFusion>, InputSignature::Hash> segmentations_;
   // Every kernel this cache has loaded, dropped plans' included: a new signature whose kernels are all
   // here runs their functions, neither emitted nor compiled again.

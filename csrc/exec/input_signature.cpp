@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace braze::exec {
 
@@ -51,6 +53,30 @@ void appendTensorHead(std::vector<int64_t>& words, const DeviceTensor& t) {
 
 constexpr int64_t kSmallExtent = 128;        // below it, extents stay exact in a shape class
 constexpr int64_t kClassTag = int64_t{1} << 40;  // marks a word that stands for a class of values
+constexpr int64_t kZeroStride = kClassTag;
+constexpr int64_t kRowMajorStride = kClassTag + 1;
+
+// An extent's word in a shape class: itself when small, else its power of two and the largest power of
+// two up to 16 that divides it.
+int64_t extentWord(int64_t extent) {
+  if (extent < kSmallExtent) return extent;
+  const int64_t power = std::bit_width(static_cast<uint64_t>(extent)) - 1;
+  const int64_t divisor = std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4);
+  return kClassTag | power << 8 | divisor;
+}
+
+// A tensor's strides in a shape class: kZeroStride, kRowMajorStride (what a row-major tensor of its sizes
+// has there) or the stride itself.
+std::vector<int64_t> strideWords(const DeviceTensor& t) {
+  int64_t row_major = 1;
+  std::vector<int64_t> words(t.sizes.size());
+  for (size_t d = t.sizes.size(); d-- > 0;) {
+    const int64_t stride = d < t.strides.size() ? t.strides[d] : row_major;
+    words[d] = stride == 0 ? kZeroStride : stride == row_major ? kRowMajorStride : stride;
+    row_major *= t.sizes[d];
+  }
+  return words;
+}
 
 }  // namespace
 
@@ -82,29 +108,68 @@ InputSignature InputSignature::shapeClassOf(const std::vector<DeviceValue>& inpu
       continue;
     }
     appendTensorHead(s.words_, *t);
-    int64_t row_major = 1;
-    std::vector<int64_t> strides(t->sizes.size());
-    for (size_t d = t->sizes.size(); d-- > 0;) {
-      const int64_t stride = d < t->strides.size() ? t->strides[d] : row_major;
-      strides[d] = stride == 0 ? kClassTag : stride == row_major ? kClassTag + 1 : stride;
-      row_major *= t->sizes[d];
-    }
     for (const int64_t extent : t->sizes) {
-      if (extent < kSmallExtent) {
-        s.words_.push_back(extent);
-      } else {
-        const int64_t power = std::bit_width(static_cast<uint64_t>(extent)) - 1;
-        const int64_t divisor = std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4);
-        s.words_.push_back(kClassTag | power << 8 | divisor);
-      }
+      s.words_.push_back(extentWord(extent));
       const auto same = std::find(extents.begin(), extents.end(), extent);
       s.words_.push_back(same == extents.end() ? -1 : same - extents.begin());
       extents.push_back(extent);
     }
+    const std::vector<int64_t> strides = strideWords(*t);
     s.words_.insert(s.words_.end(), strides.begin(), strides.end());
   }
   s.finish();
   return s;
+}
+
+std::optional<std::vector<DeviceValue>> InputSignature::representativeOf(
+    const std::vector<DeviceValue>& inputs, const std::vector<std::vector<int64_t>>& static_shapes) {
+  // The values that stand for themselves: small extents, and extents the definition fixes (those of
+  // every valid signature of the class, with every extent equal to them).
+  std::unordered_map<int64_t, int64_t> standing_for;  // an extent -> what stands for it
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    if (t == nullptr) continue;
+    for (size_t d = 0; d < t->sizes.size(); ++d) {
+      const bool fixed = i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
+      if (t->sizes[d] < kSmallExtent || fixed) standing_for[t->sizes[d]] = t->sizes[d];
+    }
+  }
+  std::unordered_set<int64_t> kept;
+  for (const auto& [extent, itself] : standing_for) kept.insert(itself);
+  std::unordered_map<int64_t, int64_t> taken;  // per class word: the values tried for it so far
+  std::vector<DeviceValue> representative = inputs;
+  for (DeviceValue& value : representative) {
+    auto* t = std::get_if<DeviceTensor>(&value);
+    if (t == nullptr) continue;
+    const std::vector<int64_t> stride_words = strideWords(*t);
+    for (int64_t& extent : t->sizes) {
+      auto [it, first] = standing_for.try_emplace(extent, 0);
+      if (first) {
+        // The k-th value of the extent's class word: 2^p + 16k when 16 divides it, else 2^p + d(2k+1) with
+        // d the power of two that divides it; below 2^(p+1), so of the same power and divisor.
+        const int64_t power = std::bit_width(static_cast<uint64_t>(extent)) - 1;
+        const int64_t divisor = int64_t{1} << std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4);
+        int64_t chosen = 0;
+        do {
+          const int64_t k = taken[extentWord(extent)]++;
+          chosen = (int64_t{1} << power) + (divisor == 16 ? 16 * k : divisor * (2 * k + 1));
+          if (chosen >= int64_t{1} << (power + 1)) return std::nullopt;
+        } while (kept.count(chosen) != 0);
+        it->second = chosen;
+      }
+      extent = it->second;
+    }
+    int64_t row_major = 1;
+    t->strides.resize(t->sizes.size());
+    for (size_t d = t->sizes.size(); d-- > 0;) {
+      if (stride_words[d] == kZeroStride) t->strides[d] = 0;
+      if (stride_words[d] == kRowMajorStride) t->strides[d] = row_major;
+      row_major *= t->sizes[d];
+    }
+  }
+  // An exact stride can come out row-major at the new sizes: then the class has no representative.
+  if (shapeClassOf(representative) != shapeClassOf(inputs)) return std::nullopt;
+  return representative;
 }
 
 }  // namespace braze::exec

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace braze::exec {
@@ -32,6 +33,15 @@ class InputSignature {
   // earlier extent they equal.
   static InputSignature shapeClassOf(const std::vector<DeviceValue>& inputs,
                                      const std::vector<bool>& launch_arguments = {});
+  // Inputs of the same shape class as these whose sizes and strides depend on the class alone: small
+  // extents, and those `static_shapes` fixes (per input, the definition's extents, -1 where open), as they
+  // are; the k-th distinct other extent of a power of two and divisor the k-th such value from the power
+  // up; strides 0, row-major (at the new sizes) or exact as the class has them; pointers and scalars as
+  // given (their alignment and values are the class's). A plan made for them is the class's, whichever
+  // signature of it came first. None when the class has no such inputs (an exact stride that the new
+  // sizes make row-major, or more distinct extents of one power and divisor than it holds).
+  static std::optional<std::vector<DeviceValue>> representativeOf(
+      const std::vector<DeviceValue>& inputs, const std::vector<std::vector<int64_t>>& static_shapes = {});
 
   bool operator==(const InputSignature& other) const { return hash_ == other.hash_ && words_ == other.words_; }
   size_t hash() const { return hash_; }

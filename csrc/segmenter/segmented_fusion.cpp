@@ -63,8 +63,8 @@ std::string SegmentedFusion::toString() const {
                                  aliasCount());
   if (!device.empty()) text += fmt::format("device: {}\n", device);
   if (reused) {
-    text += "segmented for other sizes of the same shape class (its refusals, cuts and bookending are theirs); "
-            "every segment's scheduler takes it at these\n";
+    text += fmt::format("segmented for other sizes of the same shape class, {} (its refusals, cuts and bookending "
+                        "are theirs); every segment's scheduler takes it at these\n", segmented_for);
   }
   text += fmt::format("  {:<3} {:<6} {:<16} {:<9} {:<22} {:<22} {}\n", "id", "kind", "scheduler", "vectorize", "inputs",
                       "outputs", "ops");

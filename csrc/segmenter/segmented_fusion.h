@@ -57,8 +57,10 @@ struct SegmentedFusion {
   // updatesWrittenByKernels, segmenter/in_place_copies.h); the others are copied after the kernels.
   std::unordered_map<const Val*, const Val*> written_in_place;
   // Segmented for other inputs of the same shape class and kept for these (segmenter/reuse_segments.h):
-  // the refusals, cuts and bookending decisions shown are those of the inputs it was made for.
+  // the refusals, cuts and bookending decisions shown are those of the inputs it was made for, whose
+  // tensor sizes `segmented_for` lists.
   bool reused = false;
+  std::string segmented_for;
 
   int64_t kernelCount() const;  // kernels launched: a kernel segment's own and its follow-ups
   int64_t aliasCount() const;

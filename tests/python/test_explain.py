@@ -304,3 +304,35 @@ def test_a_new_row_count_of_a_known_shape_class_keeps_its_segmentation():
     assert [(s.kind, s.scheduler) for s in plan.segments] == [(s.kind, s.scheduler) for s in first.segments]
     # 256 rows: another power of two, segmented afresh.
     assert "segmented for other sizes" not in str(fd.explain([run(256)]))
+
+
+def test_a_shape_class_keeps_the_extents_its_definition_fixes():
+    # The hidden size is fixed by the definition: the class's segmentation is planned at 200 columns, and
+    # row counts of one class (136 and 152) share it.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 200], contiguity=[True, True], dtype=DataType.Float)
+        centred = fd.ops.sub(x, fd.ops.sum(x, dims=[1], keepdim=True))
+        fd.add_output(centred)
+        fd.add_output(fd.ops.sum(fd.ops.mul(centred, centred), dims=[0]))
+    rng = np.random.default_rng(6)
+    for rows in (136, 152):
+        xs = rng.standard_normal((rows, 200)).astype(np.float32)
+        got = fd.execute([xs])
+        want = xs - xs.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[1], (want * want).sum(axis=0), rtol=1e-4)
+    plan = str(fd.explain([xs]))
+    assert "segmented for other sizes of the same shape class, [136, 200]" in plan, plan
+
+
+def test_sizes_a_reshape_fixes_plan_each_signature_on_its_own():
+    # Rows of 200 split as [2, 100]: the class's representative (136 columns) cannot be reshaped so, and
+    # row counts of one class (300 and 268) are then each planned for their own sizes.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.reshape(x, [-1, 2, 100]), dims=[2]))
+    rng = np.random.default_rng(7)
+    for rows in (300, 268):
+        xs = rng.standard_normal((rows, 200)).astype(np.float32)
+        np.testing.assert_allclose(fd.execute([xs])[0], xs.reshape(rows, 2, 100).sum(axis=2), rtol=1e-5, atol=1e-4)
+        assert "segmented for other sizes" not in str(fd.explain([xs]))

@@ -13,6 +13,11 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <map>
+#include <random>
+#include <set>
+
 namespace braze {
 namespace {
 
@@ -57,6 +62,119 @@ TEST(ShapeClass, StridesAreKnownByTheirPatternAndEqualExtentsByWhichTheyEqual) {
   EXPECT_NE(classOf(matrix({300, 200})), classOf(matrix({300, 200}, {}, 0x100002)));
 }
 
+std::vector<int64_t> sizesOf(const DeviceValue& v) { return std::get<DeviceTensor>(v).sizes; }
+std::vector<int64_t> stridesOf(const DeviceValue& v) { return std::get<DeviceTensor>(v).strides; }
+
+TEST(ShapeClass, ARepresentativeStandsForEachExtentByItsPowerAndDivisor) {
+  const auto rep = InputSignature::representativeOf(testing::layerNormBackwardAddresses(3001, 768));
+  ASSERT_TRUE(rep.has_value());
+  EXPECT_EQ(sizesOf((*rep)[0]), (std::vector<int64_t>{2049, 512}));  // odd in [2048, 4096); 16 | 768 in [512, 1024)
+  EXPECT_EQ(stridesOf((*rep)[0]), (std::vector<int64_t>{512, 1}));
+  EXPECT_EQ(sizesOf((*rep)[2]), (std::vector<int64_t>{2049, 1}));  // the same row count stands for the same
+  EXPECT_EQ(sizesOf((*rep)[4]), (std::vector<int64_t>{512}));
+  // Distinct extents of one power and divisor stay distinct; small extents and exact strides stay as given.
+  const auto two = InputSignature::representativeOf(matrix({300, 428, 5}, {0, 900, 1}));
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(sizesOf((*two)[0]), (std::vector<int64_t>{260, 268, 5}));
+  EXPECT_EQ(stridesOf((*two)[0]), (std::vector<int64_t>{0, 900, 1}));
+  // Extents the definition fixes stay, and no other extent is made equal to them.
+  const auto fixed = InputSignature::representativeOf(testing::layerNormBackwardAddresses(3001, 768),
+                                                      {{-1, 768}, {-1, 768}, {-1, 1}, {-1, 1}, {768}});
+  ASSERT_TRUE(fixed.has_value());
+  EXPECT_EQ(sizesOf((*fixed)[0]), (std::vector<int64_t>{2049, 768}));
+  const auto apart = InputSignature::representativeOf(matrix({768, 512}), {{-1, 512}});
+  ASSERT_TRUE(apart.has_value());
+  EXPECT_EQ(sizesOf((*apart)[0]), (std::vector<int64_t>{528, 512}));
+  // Inputs that are their class's representative.
+  const std::vector<DeviceValue> own = matrix({136, 48});
+  EXPECT_EQ(InputSignature::of(*InputSignature::representativeOf(own)), InputSignature::of(own));
+}
+
+// Random signatures and a member of the same class each (other extents of the same powers and divisors,
+// equal where the signature's are): both have one representative, of their class.
+TEST(ShapeClass, TheRepresentativeDependsOnTheClassAlone) {
+  std::mt19937_64 rng(41);
+  const std::vector<int64_t> pool{1, 3, 64, 128, 136, 200, 255, 256, 300, 769, 1024, 2049};
+  int checked = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<int64_t> distinct;  // the signature's extents; the member maps each to another of its class
+    std::vector<DeviceValue> inputs;
+    const int tensors = 1 + static_cast<int>(rng() % 3);
+    for (int t = 0; t < tensors; ++t) {
+      std::vector<int64_t> sizes(1 + rng() % 3);
+      for (int64_t& e : sizes) e = pool[rng() % pool.size()];
+      DeviceTensor tensor = DeviceTensor::contiguous(0x100000 * (t + 1), DataType::Float, sizes);
+      const uint64_t layout = rng() % 4;
+      if (layout == 1) tensor.strides[0] = 0;                                           // expanded
+      if (layout == 2 && sizes.size() > 1) tensor.strides[0] = tensor.strides[0] + 16;  // a slice of wider rows
+      inputs.push_back(tensor);
+      distinct.insert(distinct.end(), sizes.begin(), sizes.end());
+    }
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    // Another extent of the same class word for each large one, none equal to another's.
+    std::map<int64_t, int64_t> other;
+    std::set<int64_t> used;
+    for (int64_t e : distinct) {
+      int64_t mapped = e;
+      if (e >= 128) {
+        const int64_t low = int64_t{1} << (std::bit_width(static_cast<uint64_t>(e)) - 1);
+        const int64_t step = int64_t{1} << std::min(std::countr_zero(static_cast<uint64_t>(e)), 4);
+        for (int tries = 0; tries < 50; ++tries) {
+          const int64_t m = low + step * static_cast<int64_t>(rng() % static_cast<uint64_t>(low / step));
+          if (std::min(std::countr_zero(static_cast<uint64_t>(m)), 4) == std::min(std::countr_zero(static_cast<uint64_t>(e)), 4) &&
+              used.count(m) == 0 && std::find(distinct.begin(), distinct.end(), m) == distinct.end()) {
+            mapped = m;
+            break;
+          }
+        }
+      }
+      used.insert(mapped);
+      other[e] = mapped;
+    }
+    std::vector<DeviceValue> member = inputs;
+    for (DeviceValue& v : member) {
+      auto& t = std::get<DeviceTensor>(v);
+      const std::vector<int64_t> before = t.strides;
+      const std::vector<int64_t> row_major = StridedLayout::rowMajor(t.sizes).strides;
+      for (int64_t& e : t.sizes) e = other[e];
+      const std::vector<int64_t> now = StridedLayout::rowMajor(t.sizes).strides;
+      for (size_t d = 0; d < t.strides.size(); ++d) {
+        if (before[d] == row_major[d]) t.strides[d] = now[d];
+      }
+    }
+    if (classOf(member) != classOf(inputs)) continue;  // an exact stride the new sizes made row-major
+    const auto a = InputSignature::representativeOf(inputs);
+    const auto b = InputSignature::representativeOf(member);
+    ASSERT_EQ(a.has_value(), b.has_value()) << round;
+    if (!a) continue;
+    EXPECT_EQ(classOf(*a), classOf(inputs)) << round;
+    EXPECT_EQ(InputSignature::of(*a), InputSignature::of(*b)) << round;
+    ++checked;
+  }
+  EXPECT_GT(checked, 200);
+}
+
+// Two caches fed the row counts of one class in opposite orders make the same plan and the same CUDA for
+// each: the class's segmentation is its representative's, whichever signature came first.
+TEST(SegmentationReuse, APlanDoesNotDependOnWhichSignatureOfItsClassCameFirst) {
+  const std::vector<int64_t> rows{2049, 3001, 4095, 2501};  // odd, in [2048, 4096)
+  device::NoOpDeviceOps ops;
+  exec::FusionCache forward(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache backward(testing::sizelessLayerNormBackward(), {}, &ops, DeviceInfo::h100Sxm());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    forward.prepare(testing::layerNormBackwardAddresses(rows[i], 768));
+    backward.prepare(testing::layerNormBackwardAddresses(rows[rows.size() - 1 - i], 768));
+  }
+  for (int64_t r : rows) {
+    const auto a = forward.prepare(testing::layerNormBackwardAddresses(r, 768));
+    const auto b = backward.prepare(testing::layerNormBackwardAddresses(r, 768));
+    EXPECT_EQ(a->compiled().plan.toString(), b->compiled().plan.toString()) << r;
+    EXPECT_EQ(a->cudaCode(), b->cudaCode()) << r;
+    EXPECT_TRUE(a->compiled().plan.reused) << r;  // 768 is not the representative's 512
+  }
+}
+
 // Row counts of one class reuse the first one's segmentation; each plan equals the one a fresh cache makes
 // for the same inputs, and runs exactly on the simulated device.
 TEST(SegmentationReuse, LayerNormBackwardRowCountsOfAClassKeepTheirSegments) {
@@ -76,10 +194,11 @@ TEST(SegmentationReuse, LayerNormBackwardRowCountsOfAClassKeepTheirSegments) {
     const SegmentedFusion& reused = cache.lastPlan()->compiled().plan;
     EXPECT_TRUE(reused.reused) << reused.toString();
     EXPECT_NE(reused.toString().find("segmented for other sizes of the same shape class"), std::string::npos);
+    // A cache that never saw 136 rows makes the same plan: the class's segmentation is its representative's.
     exec::FusionCache fresh_cache(first.fusion, {}, &ops, DeviceInfo::h100Sxm());
     exec::runOnHost(fresh_cache, c.inputs);
     const SegmentedFusion& fresh = fresh_cache.lastPlan()->compiled().plan;
-    EXPECT_FALSE(fresh.reused);
+    EXPECT_EQ(fresh.toString(), reused.toString());
     ASSERT_EQ(reused.segments.size(), fresh.segments.size()) << reused.toString() << fresh.toString();
     for (size_t s = 0; s < fresh.segments.size(); ++s) {
       EXPECT_EQ(reused.segments[s].scheduler, fresh.segments[s].scheduler) << s;
