@@ -123,15 +123,19 @@ InputSignature InputSignature::shapeClassOf(const std::vector<DeviceValue>& inpu
 
 std::optional<std::vector<DeviceValue>> InputSignature::representativeOf(
     const std::vector<DeviceValue>& inputs, const std::vector<std::vector<int64_t>>& static_shapes) {
-  // The values that stand for themselves: small extents, and extents the definition fixes (those of
-  // every valid signature of the class, with every extent equal to them).
+  // Extents the definition fixes stand for themselves as it gives them (not as these inputs have them,
+  // which may be wrong: the plan is the class's all the same, and binding these inputs says what is
+  // wrong), and so do small extents; every extent equal to one of them too.
   std::unordered_map<int64_t, int64_t> standing_for;  // an extent -> what stands for it
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
     if (t == nullptr) continue;
     for (size_t d = 0; d < t->sizes.size(); ++d) {
-      const bool fixed = i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
-      if (t->sizes[d] < kSmallExtent || fixed) standing_for[t->sizes[d]] = t->sizes[d];
+      if (i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0) {
+        standing_for[t->sizes[d]] = static_shapes[i][d];
+      } else if (t->sizes[d] < kSmallExtent) {
+        standing_for.try_emplace(t->sizes[d], t->sizes[d]);
+      }
     }
   }
   std::unordered_set<int64_t> kept;

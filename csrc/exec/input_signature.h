@@ -34,8 +34,8 @@ class InputSignature {
   static InputSignature shapeClassOf(const std::vector<DeviceValue>& inputs,
                                      const std::vector<bool>& launch_arguments = {});
   // Inputs of the same shape class as these whose sizes and strides depend on the class alone: small
-  // extents, and those `static_shapes` fixes (per input, the definition's extents, -1 where open), as they
-  // are; the k-th distinct other extent of a power of two and divisor the k-th such value from the power
+  // extents as they are, those `static_shapes` fixes (per input, the definition's extents, -1 where open)
+  // as it fixes them; the k-th distinct other extent of a power of two and divisor the k-th such value from the power
   // up; strides 0, row-major (at the new sizes) or exact as the class has them; pointers and scalars as
   // given (their alignment and values are the class's). A plan made for them is the class's, whichever
   // signature of it came first. None when the class has no such inputs (an exact stride that the new

@@ -82,6 +82,12 @@ TEST(ShapeClass, ARepresentativeStandsForEachExtentByItsPowerAndDivisor) {
                                                       {{-1, 768}, {-1, 768}, {-1, 1}, {-1, 1}, {768}});
   ASSERT_TRUE(fixed.has_value());
   EXPECT_EQ(sizesOf((*fixed)[0]), (std::vector<int64_t>{2049, 768}));
+  // As the definition fixes them, whatever the inputs say (binding them says what is wrong).
+  const auto wrong = InputSignature::representativeOf(testing::layerNormBackwardAddresses(3001, 800),
+                                                      {{-1, 768}, {-1, 768}, {-1, 1}, {-1, 1}, {768}});
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_EQ(sizesOf((*wrong)[1]), (std::vector<int64_t>{2049, 768}));
+  EXPECT_EQ(sizesOf((*wrong)[4]), (std::vector<int64_t>{768}));
   const auto apart = InputSignature::representativeOf(matrix({768, 512}), {{-1, 512}});
   ASSERT_TRUE(apart.has_value());
   EXPECT_EQ(sizesOf((*apart)[0]), (std::vector<int64_t>{528, 512}));
