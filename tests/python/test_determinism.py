@@ -101,3 +101,48 @@ def test_two_processes_in_opposite_orders_agree_bit_for_bit():
         for what in ("plan", "cuda", "outputs"):
             assert forward[key][what] == reverse[key][what], f"{key}: {what} differs between the two orders"
     assert all(entry["cuda"] for entry in forward.values())
+
+
+def _segment_structure(plan_text):
+    """Each segment's id, kind, scheduler, inputs, outputs and ops, and each cut's ends and reason: what
+    segmenting decides (vectorization and the sizes named in refusals are left out)."""
+    lines = plan_text.splitlines()
+    segments = [l.split()[:3] + l.split()[4:] for l in lines
+                if l.startswith("  ") and l.split()[0].isdigit() and "->" not in l]
+    return segments + [l.split("(")[0] for l in lines if "->" in l]
+
+
+def test_a_shape_class_plans_each_signature_as_alone_whatever_ran_before():
+    """Random sizeless fusions (the multi-shape fuzzer's) over sizes that share shape classes: a signature's
+    plan is the same text after any other signature of the definition as in a fresh cache, and its segments
+    and cuts are those that segmenting it alone makes."""
+    import fuzz_fusions
+    from braze import _C
+    from braze import execute as bx
+
+    saved = fuzz_fusions.SIZES, fuzz_fusions.ROW_COUNTS, fuzz_fusions.DTYPES
+    fuzz_fusions.SIZES = [1, 3, 129, 131, 136, 200, 255]
+    fuzz_fusions.ROW_COUNTS = [129, 131, 133, 257, 263, 1]
+    fuzz_fusions.DTYPES = [("np.float32", "Float"), ("np.float16", "Half")]
+    try:
+        sources = [fuzz_fusions.generate_multi_shape(seed) for seed in range(40)]
+    finally:
+        fuzz_fusions.SIZES, fuzz_fusions.ROW_COUNTS, fuzz_fusions.DTYPES = saved
+    reused = 0
+    for seed, source in enumerate(sources):
+        scope: dict = {}
+        exec(compile(source, f"<multi-shape case {seed}>", "exec"), scope)
+        fd, input_sets = scope["fd"], scope["input_sets"]
+        for before in input_sets:
+            cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
+            cache.cuda_code(before)
+            for inputs in input_sets:
+                plan = str(cache.explain(inputs)[0])
+                alone = str(_C.FusionCache(fd._fusion, "auto", no_device="h100").explain(inputs)[0])
+                assert plan == alone, f"seed {seed}: {[x.shape for x in inputs]} after {[x.shape for x in before]}"
+                reused += "segmented for other sizes" in plan
+        for inputs in input_sets:
+            plan = str(_C.FusionCache(fd._fusion, "auto", no_device="h100").explain(inputs)[0])
+            afresh = str(_C.explain(fd._fusion, bx._host_args(fd, inputs)[0]))
+            assert _segment_structure(plan) == _segment_structure(afresh), f"seed {seed}: {plan}\n{afresh}"
+    assert reused > 100  # the class's segmentation was reused, not planned afresh each time
