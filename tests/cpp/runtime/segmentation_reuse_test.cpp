@@ -1,7 +1,8 @@
 // A new input signature of a known shape class keeps the class's segmentation (segmenter/reuse_segments.h,
-// exec's InputSignature::shapeClassOf): which signatures share a class, that the reused plans are the
-// fresh ones' and run exactly on the simulated device, and that a segmentation the new sizes no longer
-// allow is planned afresh.
+// exec's InputSignature::shapeClassOf): which signatures share a class, what inputs represent a class
+// (InputSignature::representativeOf), that the reused plans are the fresh ones' whatever ran before and
+// run exactly on the simulated device, and that a segmentation the new sizes no longer allow is planned
+// afresh.
 #include "fusions/backward_cases.h"
 #include "fusions/kernel_corpus.h"
 #include "fusions/kernel_util.h"
@@ -181,8 +182,8 @@ TEST(SegmentationReuse, APlanDoesNotDependOnWhichSignatureOfItsClassCameFirst) {
   }
 }
 
-// Row counts of one class reuse the first one's segmentation; each plan equals the one a fresh cache makes
-// for the same inputs, and runs exactly on the simulated device.
+// Row counts of one class reuse its segmentation (made at 136 rows, its representative's row count); each
+// plan equals the one a fresh cache makes for the same inputs, and runs exactly on the simulated device.
 TEST(SegmentationReuse, LayerNormBackwardRowCountsOfAClassKeepTheirSegments) {
   const testing::NormBackward shape{.rows = 136, .hidden = 48, .extra_width = 80};
   const testing::KernelCase first = testing::normBackwardCase(shape, 3);
