@@ -56,13 +56,22 @@ constexpr int64_t kClassTag = int64_t{1} << 40;  // marks a word that stands for
 constexpr int64_t kZeroStride = kClassTag;
 constexpr int64_t kRowMajorStride = kClassTag + 1;
 
-// An extent's word in a shape class: itself when small, else its power of two and the largest power of
-// two up to 16 that divides it.
+// What a shape class knows of an extent of kSmallExtent or more: 2^power <= extent < 2^(power + 1), and
+// 2^divisor_log (at most 16) is the largest power of two up to 16 that divides it.
+struct LargeExtent {
+  int64_t power = 0;
+  int64_t divisor_log = 0;
+};
+LargeExtent largeExtent(int64_t extent) {
+  return {std::bit_width(static_cast<uint64_t>(extent)) - 1,
+          std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4)};
+}
+
+// An extent's word in a shape class: itself when small, else its LargeExtent.
 int64_t extentWord(int64_t extent) {
   if (extent < kSmallExtent) return extent;
-  const int64_t power = std::bit_width(static_cast<uint64_t>(extent)) - 1;
-  const int64_t divisor = std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4);
-  return kClassTag | power << 8 | divisor;
+  const LargeExtent large = largeExtent(extent);
+  return kClassTag | large.power << 8 | large.divisor_log;
 }
 
 // A tensor's strides in a shape class: kZeroStride, kRowMajorStride (what a row-major tensor of its sizes
@@ -151,8 +160,8 @@ std::optional<std::vector<DeviceValue>> InputSignature::representativeOf(
       if (first) {
         // The k-th value of the extent's class word: 2^p + 16k when 16 divides it, else 2^p + d(2k+1) with
         // d the power of two that divides it; below 2^(p+1), so of the same power and divisor.
-        const int64_t power = std::bit_width(static_cast<uint64_t>(extent)) - 1;
-        const int64_t divisor = int64_t{1} << std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4);
+        const auto [power, divisor_log] = largeExtent(extent);
+        const int64_t divisor = int64_t{1} << divisor_log;
         int64_t chosen = 0;
         do {
           const int64_t k = taken[extentWord(extent)]++;

@@ -46,13 +46,6 @@ Candidate unionOf(const SegmentedFusion& plan, const Segment& producer, const Se
 ReusedSegments reuseSegments(const SegmentedFusion& planned, const std::vector<HostValue>& inputs) {
   SegmentedFusion plan = planned;
   plan.bound = bindShapes(*plan.fusion, inputs);
-  std::vector<std::string> sizes;
-  bool same_sizes = true;  // then it is the plan of these very inputs, not a reused one
-  for (const Val* in : plan.fusion->inputs()) {
-    if (!in->isTensor()) continue;
-    sizes.push_back(fmt::format("{}", planned.bound.sizesOf(in)));
-    same_sizes = same_sizes && planned.bound.sizesOf(in) == plan.bound.sizesOf(in);
-  }
   const auto name = [](const std::optional<SchedulerKind>& kind) { return kind ? toString(*kind) : "no scheduler"; };
   for (const Segment& s : plan.segments) {
     const std::optional<SchedulerKind> now =
@@ -74,7 +67,14 @@ ReusedSegments reuseSegments(const SegmentedFusion& planned, const std::vector<H
                                         "by {} at these sizes", edge.producer, edge.consumer, toString(*joined))};
     }
   }
-  plan.reused = !same_sizes;
+  // Where the sizes are those it was planned for, it is these inputs' own plan, not a reused one.
+  std::vector<std::string> sizes;
+  plan.reused = false;
+  for (const Val* in : plan.fusion->inputs()) {
+    if (!in->isTensor()) continue;
+    plan.reused = plan.reused || planned.bound.sizesOf(in) != plan.bound.sizesOf(in);
+    sizes.push_back(fmt::format("{}", planned.bound.sizesOf(in)));
+  }
   if (plan.reused) plan.segmented_for = fmt::format("{}", fmt::join(sizes, " "));
   if (verifiersEnabled()) verifyPlan(plan);
   return {std::move(plan), ""};
