@@ -107,13 +107,21 @@ void BM_CachedExecuteNoOpLaunch_Segments(benchmark::State& state) {
 }
 BENCHMARK(BM_CachedExecuteNoOpLaunch_Segments)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kNanosecond);
 
+// What a new signature of a shape class reuses: 0 nothing (segmented and lowered afresh), 1 the class's
+// segmentation (PlanOptions::reuse_segments), 2 that and the row kernels lowered for the class's canonical
+// row count (PlanOptions::reuse_kernels; both are the default).
+PlanOptions reuseOptions(int64_t reuse) {
+  PlanOptions options;
+  options.reuse_segments = reuse >= 1;
+  options.reuse_kernels = reuse >= 2;
+  return options;
+}
+
 // A new sequence length of a layer_norm defined without sizes: the miss path when the kernel is
 // compiled already (plan, lower, emit, hash; no NVRTC), and the memory each prepared plan keeps.
 void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
   device::NoOpDeviceOps ops;
-  PlanOptions options;
-  options.reuse_segments = state.range(0) != 0;  // as in BM_NewRowCountNoCompile_LayerNormBackward
-  exec::FusionCache cache(testing::sizelessLayerNorm(), options, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(testing::sizelessLayerNorm(), reuseOptions(state.range(0)), &ops, DeviceInfo::h100Sxm());
   auto inputs = [](int64_t seq) {
     return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {4, seq, 1600}),
                                     DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
@@ -129,24 +137,22 @@ void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
                                    static_cast<double>(std::max<size_t>(cache.size() - 1, 1));
   state.counters["plans"] = static_cast<double>(cache.size());
 }
-BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNorm)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 // A new row count of the layer-norm backward as Thunder defines it (2 kernels: the inner-outer row kernel
 // and its finish), its kernels compiled: what another batch size or sequence length costs before the
-// launch. Target (issue 25): at most 100 us. The argument: 1 keeps each shape class's segmentation
-// (PlanOptions::reuse_segments, the default), 0 segments every row count afresh.
+// launch. Target (issue 25): at most 100 us. The argument is reuseOptions'.
 void BM_NewRowCountNoCompile_LayerNormBackward(benchmark::State& state) {
   device::NoOpDeviceOps ops;
-  PlanOptions options;
-  options.reuse_segments = state.range(0) != 0;
-  exec::FusionCache cache(testing::sizelessLayerNormBackward(), options, &ops, DeviceInfo::h100Sxm());
+  exec::FusionCache cache(testing::sizelessLayerNormBackward(), reuseOptions(state.range(0)), &ops,
+                          DeviceInfo::h100Sxm());
   auto inputs = [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); };
   cache.run(inputs(2048));
   int64_t rows = 2049;
   for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(rows++)));
   state.counters["kernels"] = static_cast<double>(cache.kernelCount());
 }
-BENCHMARK(BM_NewRowCountNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NewRowCountNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),

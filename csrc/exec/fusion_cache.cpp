@@ -149,7 +149,7 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
   auto entry = std::make_unique<Entry>();
-  LoweredPlan lowered = planFor(inputs, info, /*remember=*/true);
+  LoweredPlan lowered = planFor(inputs, info, device, /*remember=*/true);
   std::optional<std::vector<std::optional<LoadedKernel>>> loaded = knownKernels(lowered, device);
   CompiledPlan compiled = loaded ? CompiledPlan{std::move(lowered), options_, std::move(*loaded)}
                                  : compilePlan(emitPlan(std::move(lowered), info, options_), ops);
@@ -177,9 +177,10 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   return plan;
 }
 
-LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember) {
+LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device,
+                                 bool remember) {
   const std::vector<HostValue> host = planningValues(inputs);
-  if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), device);
+  if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), info);
   const InputSignature shape_class = InputSignature::shapeClassOf(inputs, launch_arguments_);
   std::optional<std::shared_ptr<const SegmentedFusion>> known;
   {
@@ -192,18 +193,30 @@ LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const D
         InputSignature::of(*representative, launch_arguments_) == InputSignature::of(inputs, launch_arguments_)) {
       // These inputs are their class's representative: their plan is the class's.
       SegmentedFusion plan = planSegments(*fusion_, host, options_);
-      if (remember) keepSegmentation(shape_class, std::make_shared<const SegmentedFusion>(plan));
-      return lowerPlan(std::move(plan), device);
+      auto segmentation = std::make_shared<const SegmentedFusion>(plan);
+      if (remember) keepSegmentation(shape_class, segmentation);
+      return lowerClassPlan(std::move(plan), segmentation, inputs, info, device, remember);
     }
     known = classSegmentation(representative);
     if (remember) keepSegmentation(shape_class, *known);
   }
   if (*known != nullptr) {
     ReusedSegments reused = reuseSegments(**known, host);
-    if (reused.plan) return lowerPlan(std::move(*reused.plan), device);
+    if (reused.plan) return lowerClassPlan(std::move(*reused.plan), *known, inputs, info, device, remember);
     dumpAfter("reuse-segments", [&] { return fmt::format("planned afresh: {}", reused.why_not); });
   }
-  return lowerPlan(planSegments(*fusion_, host, options_), device);
+  return lowerPlan(planSegments(*fusion_, host, options_), info);
+}
+
+LoweredPlan FusionCache::lowerClassPlan(SegmentedFusion plan, const std::shared_ptr<const SegmentedFusion>& segmentation,
+                                        const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device,
+                                        bool remember) {
+  std::optional<CanonicalRows> rows;
+  if (options_.reuse_kernels) rows = canonicalRowsOf(inputs, static_shapes_);
+  if (!rows) return lowerPlan(std::move(plan), info);
+  CanonicalRowKernels source(std::move(*rows), launch_arguments_, segmentation, info, device, canonical_kernels_,
+                             remember, kMaxPlans);
+  return lowerPlan(std::move(plan), info, &source);
 }
 
 std::shared_ptr<const SegmentedFusion> FusionCache::classSegmentation(
@@ -270,7 +283,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   }
   const int device = deviceOf(inputs);
   const DeviceInfo info = deviceInfo(device);
-  LoweredPlan compiled = planFor(inputs, info, /*remember=*/false);
+  LoweredPlan compiled = planFor(inputs, info, device, /*remember=*/false);
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const std::optional<kernel::Kernel>& k : compiled.kernels) {

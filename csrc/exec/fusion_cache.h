@@ -12,6 +12,7 @@
 // device. Errors name the input and what was expected.
 #pragma once
 
+#include "exec/canonical_rows.h"
 #include "exec/input_signature.h"
 #include "exec/prepared_plan.h"
 
@@ -113,7 +114,11 @@ class FusionCache {
   // representative inputs (InputSignature::representativeOf), never for whichever signature of it came
   // first, so a signature's plan does not depend on what ran before it; with `remember` it is kept.
   // BRAZE_DUMP=after:reuse-segments says why a class's segmentation did not hold.
-  LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& device, bool remember);
+  LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device, bool remember);
+  // Steps heuristics and lower for `plan`, the class's `segmentation` bound to these inputs: the row
+  // kernels lowered for the class's canonical row count where they can be (exec/canonical_rows.h).
+  LoweredPlan lowerClassPlan(SegmentedFusion plan, const std::shared_ptr<const SegmentedFusion>& segmentation,
+                             const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device, bool remember);
   // The segmentation of a shape class: planned for its representative inputs; null when it has none or
   // they are refused (sizes the definition fixes).
   std::shared_ptr<const SegmentedFusion> classSegmentation(
@@ -144,6 +149,7 @@ class FusionCache {
   // Per shape class (InputSignature::shapeClassOf), its segmentation (before lowering), or null where it
   // has none: kept for as many classes as plans (kMaxPlans), the first ones.
   std::unordered_map<InputSignature, std::shared_ptr<const SegmentedFusion>, InputSignature::Hash> segmentations_;
+  CanonicalKernelCache canonical_kernels_;
   // Every kernel this cache has loaded, dropped plans' included: a new signature whose kernels are all
   // here runs their functions, neither emitted nor compiled again.
   struct KernelKey {

@@ -89,6 +89,12 @@ std::vector<int64_t> strideWords(const DeviceTensor& t) {
 
 }  // namespace
 
+int64_t largestOfShapeClass(int64_t extent) {
+  if (extent < kSmallExtent) return extent;
+  const LargeExtent large = largeExtent(extent);
+  return (int64_t{1} << (large.power + 1)) - (int64_t{1} << large.divisor_log);
+}
+
 InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
   InputSignature s;
   s.words_.reserve(inputs.size() * 10);

@@ -58,6 +58,10 @@ class InputSignature {
   size_t hash_ = 0;
 };
 
+// The largest extent a shape class does not tell from `extent`: itself below 128, else the largest of the
+// same power of two and divisor (2^(power + 1) - divisor).
+int64_t largestOfShapeClass(int64_t extent);
+
 // The address's alignment (ir/strided_layout.h) up to 16 bytes: what vectorized accesses depend on.
 int64_t pointerAlignment(DevicePtr address);
 

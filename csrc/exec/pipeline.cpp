@@ -75,7 +75,7 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
   return plan;
 }
 
-LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
+LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKernelSource* source) {
   LoweredPlan lowered{std::move(plan), {}, {}, {}};
   std::vector<std::pair<size_t, kernel::Kernel>> follow_ups;  // appended after the copies
   lowered.plan.device = device.toString();
@@ -96,7 +96,17 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     }
     const SegmentHeuristics heuristics = lowering.heuristics();
     dumpAfter("heuristics", [&] { return fmt::format("segment {}: {}", segment.id, heuristics.toString()); });
-    kernel::Kernel k = lowering.lower(heuristics);
+    std::optional<SegmentKernelSource::Given> given =
+        source != nullptr ? source->kernelsFor(segment, lowering.context(), heuristics) : std::nullopt;
+    kernel::Kernel k = given ? std::move(given->kernels.front()) : lowering.lower(heuristics);
+    std::vector<kernel::Kernel> next_kernels;
+    if (given) {
+      next_kernels.assign(std::make_move_iterator(given->kernels.begin() + 1),
+                          std::make_move_iterator(given->kernels.end()));
+      segment.kernels_lowered_for = std::move(given->lowered_for);
+    } else {
+      next_kernels = lowering.takeFollowUps();
+    }
     if (verifiersEnabled()) kernel::verifyKernel(k);
     // The plan shows what the heuristics chose.
     segment.vectorize = k.vectorize;
@@ -105,7 +115,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device) {
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
     const size_t s = lowered.kernels.size();
     lowered.kernels.emplace_back(std::move(k));
-    for (kernel::Kernel& next : lowering.takeFollowUps()) {
+    for (kernel::Kernel& next : next_kernels) {
       ++segment.follow_up_kernels;
       if (verifiersEnabled()) kernel::verifyKernel(next);
       dumpAfter("lower", [&] { return kernel::printKernel(next); });

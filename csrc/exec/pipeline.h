@@ -31,6 +31,11 @@
 
 namespace braze {
 
+struct SegmentHeuristics;
+namespace scheduler {
+struct LoweringContext;
+}
+
 struct PlanOptions {
   BookendPolicy bookend = BookendPolicy::Auto;
   // Every kernel segment runs on the reference evaluator as a host step (host-memory devices only):
@@ -39,6 +44,10 @@ struct PlanOptions {
   // A FusionCache keeps each shape class's segmentation for the class's later signatures where it holds
   // (segmenter/reuse_segments.h); false segments every signature afresh.
   bool reuse_segments = true;
+  // With reuse_segments: the kernels of inner reductions (and inner-outer ones) are lowered for a
+  // canonical row count of the class and given each signature's launch values (exec/canonical_rows.h),
+  // so another batch size lowers nothing; false lowers every signature's kernels for its own sizes.
+  bool reuse_kernels = true;
 };
 
 // Steps bind .. bookend-inputs: the segmented plan, without kernels.
@@ -59,10 +68,25 @@ struct LoweredPlan {
   std::vector<FollowUp> follow_ups;
 };
 
+// Where lowerPlan may take a kernel segment's kernels from instead of lowering them at the plan's sizes
+// (a FusionCache's kernels lowered once for a canonical row count: exec/canonical_rows.h).
+class SegmentKernelSource {
+ public:
+  struct Given {
+    std::vector<kernel::Kernel> kernels;  // the segment's own, then its follow-ups
+    std::string lowered_for;              // for the plan's text (Segment::kernels_lowered_for)
+  };
+  virtual ~SegmentKernelSource() = default;
+  // The kernels of `segment` following `heuristics`, with the tensor parameters and launch values of
+  // `actual` (the segment's lowering context at the plan's sizes); none to lower them as usual.
+  virtual std::optional<Given> kernelsFor(const Segment& segment, const scheduler::LoweringContext& actual,
+                                          const SegmentHeuristics& heuristics) = 0;
+};
+
 // Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler
 // accepts keep no kernel (the reference evaluator runs them) and say why in the plan; the plan's
 // segments show the heuristics chosen. The in-place updates' copies get a copy kernel each.
-LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device);
+LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKernelSource* source = nullptr);
 
 struct ExecuteOptions {
   PlanOptions plan;

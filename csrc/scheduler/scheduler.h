@@ -43,6 +43,13 @@ struct SchedulerEntry {
   // Null for the alias scheduler, which makes no kernel.
   SegmentHeuristics (*heuristics)(scheduler::LoweringContext& ctx) = nullptr;
   void (*lower)(scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) = nullptr;
+  // For kernels this lowering made (the segment's, then its follow-ups) at other sizes, whose heuristics
+  // there were `lowered_at`: sets the launch values `heuristics` fix (grid, index arguments, workspace
+  // sizes), as lowering with them would. False where the two differ in more than what the code leaves
+  // open (the row count of an inner reduction, not its row length), or a kernel has an open value it does
+  // not know. Null: the code has every size in it.
+  bool (*relaunch)(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics,
+                   std::span<kernel::Kernel> kernels) = nullptr;
 };
 
 // The heuristics `entry`'s scheduler chose (`params`, a <kind>/heuristics.h value that prints itself).
@@ -74,6 +81,8 @@ class SegmentLowering {
   Kernel lower(const SegmentHeuristics& heuristics);
   // The kernels that run right after it and finish its work (LoweringContext::follow_ups), after lower().
   std::vector<Kernel> takeFollowUps() { return std::move(ctx_.follow_ups); }
+  // Its tensor parameters and what the heuristics read, before lower().
+  const LoweringContext& context() const { return ctx_; }
 
  private:
   const SchedulerEntry& entry_;

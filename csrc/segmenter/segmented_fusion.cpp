@@ -73,6 +73,7 @@ std::string SegmentedFusion::toString() const {
                         schedulerName(s), s.vectorize ? fmt::format("{}", *s.vectorize) : "-", names(s.inputs),
                         names(s.outputs), opNames(s.exprs));
     if (!s.heuristics.empty()) text += fmt::format("        heuristics: {}\n", s.heuristics);
+    if (!s.kernels_lowered_for.empty()) text += fmt::format("        kernels: {}\n", s.kernels_lowered_for);
     for (const auto& [kind, reason] : s.refusals) {
       text += fmt::format("        {} refused: {}\n", braze::toString(kind), reason);
     }

@@ -32,6 +32,9 @@ struct Segment {
   // Kernels launched after the segment's own to finish its work (the inner-outer scheduler's sum of
   // partials), known once compiled: a kernel segment launches 1 + follow_up_kernels.
   int64_t follow_up_kernels = 0;
+  // Its kernels were lowered for other sizes and given these inputs' launch values (a FusionCache's
+  // canonical row count, exec/canonical_rows.h): which sizes, for the plan's text; empty otherwise.
+  std::string kernels_lowered_for;
 };
 
 // Why two segments joined by a tensor were not merged: one of a closed list, and the detail. NotReached:

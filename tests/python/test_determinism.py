@@ -114,8 +114,9 @@ def _segment_structure(plan_text):
 
 def test_a_shape_class_plans_each_signature_as_alone_whatever_ran_before():
     """Random sizeless fusions (the multi-shape fuzzer's) over sizes that share shape classes: a signature's
-    plan is the same text after any other signature of the definition as in a fresh cache, and its segments
-    and cuts are those that segmenting it alone makes."""
+    plan is the same text after any other signature of the definition as in a fresh cache (its row kernels,
+    where they are lowered for the class's canonical row count, included), and its segments and cuts are
+    those that segmenting it alone makes."""
     import fuzz_fusions
     from braze import _C
     from braze import execute as bx
@@ -128,7 +129,7 @@ def test_a_shape_class_plans_each_signature_as_alone_whatever_ran_before():
         sources = [fuzz_fusions.generate_multi_shape(seed) for seed in range(40)]
     finally:
         fuzz_fusions.SIZES, fuzz_fusions.ROW_COUNTS, fuzz_fusions.DTYPES = saved
-    reused = 0
+    reused = relaunched = 0
     for seed, source in enumerate(sources):
         scope: dict = {}
         exec(compile(source, f"<multi-shape case {seed}>", "exec"), scope)
@@ -141,8 +142,11 @@ def test_a_shape_class_plans_each_signature_as_alone_whatever_ran_before():
                 alone = str(_C.FusionCache(fd._fusion, "auto", no_device="h100").explain(inputs)[0])
                 assert plan == alone, f"seed {seed}: {[x.shape for x in inputs]} after {[x.shape for x in before]}"
                 reused += "segmented for other sizes" in plan
+                relaunched += "kernels: lowered for" in plan
         for inputs in input_sets:
             plan = str(_C.FusionCache(fd._fusion, "auto", no_device="h100").explain(inputs)[0])
             afresh = str(_C.explain(fd._fusion, bx._host_args(fd, inputs)[0]))
             assert _segment_structure(plan) == _segment_structure(afresh), f"seed {seed}: {plan}\n{afresh}"
     assert reused > 100  # the class's segmentation was reused, not planned afresh each time
+    # and row kernels were the class's canonical ones in many (84 of the plans when written)
+    assert relaunched > 20

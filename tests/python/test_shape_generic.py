@@ -49,3 +49,50 @@ def test_simulated_results_match_the_reference_at_each_row_count():
         (got,) = fd.execute([x, w])
         (want,) = bx.reference(fd, [x, w])
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-2, atol=2e-2)
+
+
+def _softmax(fd):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    e = fd.ops.exp(fd.ops.sub(x, fd.ops.max(x, dims=[1], keepdim=True)))
+    fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
+
+
+def _rms_norm_backward(fd):
+    """grad_in, grad_weight of an RMS norm (x * rstd * w), float: an inner-outer segment."""
+    go = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+    w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+    x_hat = fd.ops.mul(x, rstd)
+    g = fd.ops.mul(go, fd.ops.broadcast(w, [True, False]))
+    mean_gx = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[1], keepdim=True), fd.ops.size(x, 1))
+    fd.add_output(fd.ops.mul(rstd, fd.ops.sub(g, fd.ops.mul(x_hat, mean_gx))))
+    fd.add_output(fd.ops.sum(fd.ops.mul(go, x_hat), dims=[0]))
+
+
+def test_row_counts_of_a_shape_class_run_the_kernels_lowered_for_its_canonical_row_count():
+    """Row counts 129 to 255 (odd) are one shape class: their inner-persistent and inner-outer kernels are
+    lowered once, for 255 rows, and each row count runs them with its own launch values, as the plan says;
+    the results are the reference's at every row count."""
+    rng = np.random.default_rng(7)
+    cases = [  # the definition, its inputs at a row count, and rows per leading row
+        (lambda fd: sizeless_layer_norm(fd, DataType.Float), 2,
+         lambda rows: [rng.standard_normal((rows, 2, 40)).astype(np.float32), rng.standard_normal(40).astype(np.float32)]),
+        (_softmax, 1, lambda rows: [rng.standard_normal((rows, 72)).astype(np.float32)]),
+        (_rms_norm_backward, 1, lambda rows: [rng.standard_normal((rows, 56)).astype(np.float32),
+                                           rng.standard_normal((rows, 56)).astype(np.float32),
+                                           rng.uniform(0.5, 2, (rows, 1)).astype(np.float32),
+                                           rng.standard_normal(56).astype(np.float32)]),
+    ]
+    for define, per_leading_row, make in cases:
+        with FusionDefinition() as fd:
+            define(fd)
+        for rows in (129, 201, 255, 131):
+            inputs = make(rows)
+            got = fd.execute(inputs)
+            for g, w in zip(got, bx.reference(fd, inputs)):
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+            plan = str(fd.explain(inputs))
+            said = "kernels: lowered for 255 leading rows (the shape class's canonical row count)"
+            assert (f"{said}, launched for {rows}" in plan) == (rows != 255), plan
+            assert f"rows {rows * per_leading_row}" in plan, plan

@@ -5,6 +5,7 @@
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduce_values.h"
+#include "scheduler/reduction/row_launch.h"
 
 #include <fmt/format.h>
 
@@ -92,7 +93,8 @@ const SchedulerEntry& innerOuterPersistentScheduler() {
       },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) {
         scheduler::lowerInnerOuterRows(ctx, paramsOf<InnerOuterParams>(heuristics));
-      }};
+      },
+      scheduler::relaunchInnerOuter};
   return entry;
 }
 

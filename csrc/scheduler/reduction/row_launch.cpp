@@ -1,0 +1,95 @@
+#include "scheduler/reduction/row_launch.h"
+
+#include "scheduler/inner_outer/entry.h"
+#include "scheduler/lowering_context.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace braze::scheduler {
+namespace {
+
+struct LaunchValues {
+  std::vector<std::pair<std::string, int64_t>> arguments;   // index arguments by name
+  std::vector<std::pair<std::string, int64_t>> workspaces;  // elements by workspace name
+};
+
+template <typename Named>
+const int64_t* valueNamed(const std::vector<std::pair<std::string, int64_t>>& values, const Named& name) {
+  for (const auto& [n, v] : values) {
+    if (n == name) return &v;
+  }
+  return nullptr;
+}
+
+// Gives `k` the values: every open index argument (not a scalar input's) and every workspace must have
+// one, or the kernel has a launch value this relaunch does not know.
+bool setValues(Kernel& k, const LaunchValues& values) {
+  for (const ScalarArgument& a : k.arguments) {
+    if (a.index && a.input == nullptr && valueNamed(values.arguments, a.name) == nullptr) return false;
+  }
+  for (const TensorParam& t : k.tensors) {
+    if (t.workspace && valueNamed(values.workspaces, t.name) == nullptr) return false;
+  }
+  for (ScalarArgument& a : k.arguments) {
+    if (a.index && a.input == nullptr) a.value = *valueNamed(values.arguments, a.name);
+  }
+  for (TensorParam& t : k.tensors) {
+    if (t.workspace) t.layout = StridedLayout::rowMajor({*valueNamed(values.workspaces, t.name)});
+  }
+  return true;
+}
+
+// Both inner reductions without a grid split, of one row length: an outer reduction's code has the row
+// count in it, a grid split's workspaces are per row.
+bool sameRows(const ReductionParams& lowered_at, const ReductionParams& p) {
+  return p.inner && lowered_at.inner && p.splits == 1 && lowered_at.splits == 1 &&
+         p.row_length == lowered_at.row_length;
+}
+
+}  // namespace
+
+int64_t rowGroups(const ReductionParams& params) { return ceilDiv(params.rows, params.threads_y); }
+
+bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics, std::span<Kernel> kernels) {
+  const ReductionParams& p = paramsOf<ReductionParams>(heuristics);
+  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 1 ||
+      !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
+    return false;
+  }
+  if (!setValues(kernels[0], {{{"rows", p.rows}}, {}})) return false;
+  kernels[0].grid = {p.grid, p.splits};
+  return true;
+}
+
+bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics,
+                        std::span<Kernel> kernels) {
+  const InnerOuterParams& io = paramsOf<InnerOuterParams>(heuristics);
+  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 2) return false;
+  const InnerOuterParams& at = paramsOf<InnerOuterParams>(lowered_at);
+  if (!sameRows(at.inner, io.inner) || at.extras.size() != io.extras.size()) return false;
+  for (size_t x = 0; x < io.extras.size(); ++x) {
+    if (at.extras[x].columns != io.extras[x].columns) return false;
+  }
+  LaunchValues values;
+  values.arguments = {{"rows", io.inner.rows},
+                      {"row_groups", rowGroups(io.inner)},
+                      {"blocks", io.blocks},
+                      {"partial_rows", io.partial_rows}};
+  // The outer reductions' partial sums (partial_rows x the row length each), then the extra ones'
+  // (blocks x their columns), as the kernel names them.
+  size_t workspaces = 0;
+  for (const TensorParam& t : kernels[0].tensors) workspaces += t.workspace ? 1 : 0;
+  if (workspaces < io.extras.size()) return false;
+  const size_t outer = workspaces - io.extras.size();
+  for (size_t o = 0; o < workspaces; ++o) {
+    values.workspaces.emplace_back(innerOuterPartialsName(o), o < outer ? io.partial_rows * io.inner.row_length
+                                                                        : io.blocks * io.extras[o - outer].columns);
+  }
+  if (!setValues(kernels[0], values) || !setValues(kernels[1], values)) return false;
+  kernels[0].grid = {io.blocks, 1};
+  return true;
+}
+
+}  // namespace braze::scheduler

@@ -1,0 +1,135 @@
+// Row kernels lowered once per shape class for its canonical row count (exec/canonical_rows.h): which
+// inputs have one, that the relaunched kernels are those each row count's own lowering makes (the same
+// code, launch values and tensor layouts), and that they run exactly on the simulated device.
+#include "fusions/backward_cases.h"
+#include "fusions/kernel_util.h"
+#include "fusions/layer_norm.h"
+#include "device/sim/sim_device_ops.h"
+#include "exec/canonical_rows.h"
+#include "exec/fusion_cache.h"
+#include "exec/host_execute.h"
+#include "reference/evaluator.h"
+
+#include <gtest/gtest.h>
+
+namespace braze {
+namespace {
+
+using device::DeviceTensor;
+using device::DeviceValue;
+using exec::canonicalRowsOf;
+
+std::vector<int64_t> sizesOf(const DeviceValue& v) { return std::get<DeviceTensor>(v).sizes; }
+
+// testing::sizelessLayerNorm's inputs, [rows, 3, 1600] bf16 (stand-in addresses).
+std::vector<DeviceValue> layerNormInputs(int64_t rows) {
+  return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {rows, 3, 1600}),
+          DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),
+          DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
+}
+
+TEST(CanonicalRows, TheLeadingRowCountBecomesTheLargestOfItsShapeClass) {
+  const std::optional<exec::CanonicalRows> rows = canonicalRowsOf(testing::layerNormBackwardAddresses(3001, 768), {});
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->extent, 3001);
+  EXPECT_EQ(rows->canonical, 4095);  // [2048, 4096), odd
+  EXPECT_EQ(sizesOf(rows->inputs[0]), (std::vector<int64_t>{4095, 768}));
+  EXPECT_EQ(sizesOf(rows->inputs[2]), (std::vector<int64_t>{4095, 1}));
+  EXPECT_EQ(sizesOf(rows->inputs[4]), (std::vector<int64_t>{768}));  // the weight: no row dim
+  EXPECT_EQ(canonicalRowsOf(testing::layerNormBackwardAddresses(2048, 768), {})->canonical, 4080);  // 16 divides
+  EXPECT_EQ(exec::largestOfShapeClass(2056), 4088);  // 8 divides, 16 does not
+  EXPECT_EQ(exec::largestOfShapeClass(100), 100);    // small extents are exact
+}
+
+// Where the row count also stands elsewhere, making the leading extents canonical alone would change more
+// than the one size (or the class): no canonical inputs.
+TEST(CanonicalRows, NoneWhereTheRowCountIsAlsoAnotherSize) {
+  EXPECT_FALSE(canonicalRowsOf(testing::layerNormBackwardAddresses(768, 768), {}));  // the hidden size too
+  // Leading 100 rows are exact in the class; the weight leads with 768, which x has as its hidden size.
+  EXPECT_FALSE(canonicalRowsOf(testing::layerNormBackwardAddresses(100, 768), {}));
+  // The definition fixes the first input's rows.
+  EXPECT_FALSE(canonicalRowsOf(testing::layerNormBackwardAddresses(3001, 768), {{3001, -1}}));
+  // A column-major input: the row count is its second stride.
+  std::vector<DeviceValue> column_major{DeviceTensor::contiguous(0x100000, DataType::Float, {3001, 768})};
+  std::get<DeviceTensor>(column_major[0]).strides = {1, 3001};
+  EXPECT_FALSE(canonicalRowsOf(column_major, {}));
+  // An integer scalar input of the same value (a size the definition computes with).
+  std::vector<DeviceValue> with_scalar = testing::layerNormBackwardAddresses(3001, 768);
+  with_scalar.emplace_back(ScalarValue{int64_t{3001}});
+  EXPECT_FALSE(canonicalRowsOf(with_scalar, {}));
+}
+
+// The kernels a cache relaunches from the canonical row count are those a cache that lowers every row
+// count for itself makes: the same code (digest), arguments, grid and tensor layouts, for the layer-norm
+// backward (inner-outer: its kernel and the finish) and the layer_norm forward (inner persistent).
+TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
+  struct Case {
+    std::string name;
+    std::shared_ptr<Fusion> fusion;
+    std::function<std::vector<DeviceValue>(int64_t)> inputs;
+  };
+  const std::vector<Case> cases{
+      {"layer-norm backward", testing::sizelessLayerNormBackward(),
+       [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); }},
+      {"layer_norm", testing::sizelessLayerNorm(), layerNormInputs},
+  };
+  for (const Case& c : cases) {
+    device::NoOpDeviceOps ops;
+    exec::FusionCache canonical(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
+    PlanOptions own_options;
+    own_options.reuse_kernels = false;
+    exec::FusionCache own(c.fusion, own_options, &ops, DeviceInfo::h100Sxm());
+    for (int64_t rows : {2049, 3001, 2501, 4095, 129, 255}) {
+      const std::string what = c.name + " at " + std::to_string(rows) + " rows";
+      const LoweredPlan& a = canonical.prepare(c.inputs(rows))->compiled();
+      const LoweredPlan& b = own.prepare(c.inputs(rows))->compiled();
+      ASSERT_EQ(a.kernels.size(), b.kernels.size()) << what;
+      for (size_t k = 0; k < a.kernels.size(); ++k) {
+        ASSERT_TRUE(a.kernels[k] && b.kernels[k]) << what;
+        EXPECT_EQ(kernel::codeDigest(*a.kernels[k]), kernel::codeDigest(*b.kernels[k])) << what;
+        EXPECT_EQ(a.kernels[k]->grid, b.kernels[k]->grid) << what;
+        ASSERT_EQ(a.kernels[k]->arguments.size(), b.kernels[k]->arguments.size()) << what;
+        for (size_t i = 0; i < a.kernels[k]->arguments.size(); ++i) {
+          EXPECT_EQ(a.kernels[k]->arguments[i].value, b.kernels[k]->arguments[i].value)
+              << what << ": " << a.kernels[k]->arguments[i].name;
+        }
+        ASSERT_EQ(a.kernels[k]->tensors.size(), b.kernels[k]->tensors.size()) << what;
+        for (size_t t = 0; t < a.kernels[k]->tensors.size(); ++t) {
+          EXPECT_EQ(a.kernels[k]->tensors[t].layout, b.kernels[k]->tensors[t].layout)
+              << what << ": " << a.kernels[k]->tensors[t].name;
+        }
+      }
+      // Said in the plan, except where the row count is the canonical one (4095 and 255 are).
+      const bool relaunched = a.plan.segments[0].kernels_lowered_for.find("launched for") != std::string::npos;
+      EXPECT_EQ(relaunched, rows != 4095 && rows != 255) << what << "\n" << a.plan.toString();
+    }
+  }
+}
+
+// Layer-norm and RMS-norm backward (with an extra outer reduction of another width) at row counts of one
+// class, run on the simulated device from the kernels lowered for the class's canonical row count: exact
+// against the reference evaluator, and relaunched (the plan says so).
+TEST(CanonicalRows, RowCountsOfAClassRunExactlyFromTheCanonicalKernels) {
+  for (const bool rms : {false, true}) {
+    testing::NormBackward shape{.rows = 129, .hidden = 48, .extra_width = 80};
+    shape.rms = rms;
+    const testing::KernelCase first = testing::normBackwardCase(shape, 5);
+    device::SimDeviceOps ops;
+    exec::FusionCache cache(first.fusion, {}, &ops, DeviceInfo::h100Sxm());
+    for (int64_t rows : {129, 201, 255, 131}) {  // [128, 256), odd
+      testing::NormBackward other = shape;
+      other.rows = rows;
+      const testing::KernelCase c = testing::normBackwardCase(other, 6 + rows);
+      const std::string what = (rms ? "rms " : "layer ") + std::to_string(rows) + " rows";
+      testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*first.fusion, c.inputs), what);
+      const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
+      const bool relaunched = std::any_of(plan.segments.begin(), plan.segments.end(), [](const Segment& s) {
+        return s.kernels_lowered_for.find("lowered for 255 leading rows") != std::string::npos;
+      });
+      EXPECT_EQ(relaunched, rows != 255) << what << "\n" << plan.toString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braze
