@@ -114,7 +114,7 @@ std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const 
     dumpAfter("reuse-kernels", [&] { return fmt::format("segment {}: lowered for its own sizes: {}", segment.id, *why); });
     return std::nullopt;
   }
-  Given given{std::move(std::get<std::vector<kernel::Kernel>>(kernels)), ""};
+  Given given{std::move(std::get<std::vector<kernel::Kernel>>(kernels)), entry->digests, ""};
   // At the canonical row count itself, the kernels are these inputs' own: nothing to say.
   if (rows_.extent != rows_.canonical) {
     given.lowered_for = fmt::format("lowered for {} leading rows (the shape class's canonical row count), launched "
@@ -206,6 +206,7 @@ std::shared_ptr<const CanonicalKernelCache::Entry> CanonicalRowKernels::lowerCan
       }
     }
   }
+  for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
   entry->kernels = std::move(kernels);
   return entry;
 }

@@ -45,6 +45,7 @@ class CanonicalKernelCache {
   struct Entry {
     std::shared_ptr<const SegmentedFusion> segmentation;  // the class's, whose vals the kernels name
     std::vector<kernel::Kernel> kernels;  // the segment's, then its follow-ups; empty: none to reuse
+    std::vector<kernel::CodeDigest> digests;  // theirs, which relaunching leaves as they are
     std::string why_none;                 // when empty
     SegmentHeuristics lowered_at;         // the heuristics the canonical inputs themselves get
     std::vector<std::pair<const Val*, std::vector<int64_t>>> sizes;  // the segment's tensors there

@@ -247,7 +247,7 @@ std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernel
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     if (!launchesKernel(plan.kernels[i], options_)) continue;
-    const kernel::CodeDigest digest = kernel::codeDigest(*plan.kernels[i]);
+    const kernel::CodeDigest digest = plan.digestOf(i);
     auto it = kernels_.find(KernelKey{digest, device});
     if (it == kernels_.end()) return std::nullopt;
     loaded[i] = LoadedKernel{it->second.function, digest};
@@ -286,9 +286,10 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
   LoweredPlan compiled = planFor(inputs, info, device, /*remember=*/false);
   std::vector<std::string> reasons;
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  for (const std::optional<kernel::Kernel>& k : compiled.kernels) {
+  for (size_t i = 0; i < compiled.kernels.size(); ++i) {
+    const std::optional<kernel::Kernel>& k = compiled.kernels[i];
     if (!launchesKernel(k, options_)) continue;  // nothing to compile or launch
-    if (kernels_.count(KernelKey{kernel::codeDigest(*k), device}) != 0) continue;
+    if (kernels_.count(KernelKey{compiled.digestOf(i), device}) != 0) continue;
     // The same heuristics with another source: the index arithmetic names sizes (a broadcast input's
     // strides, a dim that is not contiguous with the rows); different heuristics: the summary says which.
     bool same_heuristics = false;

@@ -76,12 +76,24 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
 }
 
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKernelSource* source) {
-  LoweredPlan lowered{std::move(plan), {}, {}, {}};
-  std::vector<std::pair<size_t, kernel::Kernel>> follow_ups;  // appended after the copies
+  LoweredPlan lowered{std::move(plan), {}, {}, {}, {}};
+  struct FollowUpKernel {
+    size_t segment_kernel = 0;
+    kernel::Kernel kernel;
+    std::optional<kernel::CodeDigest> digest;
+  };
+  std::vector<FollowUpKernel> follow_ups;  // appended after the copies
+  // Each given kernel's digest, which the verifiers check.
+  const auto givenDigest = [](const kernel::Kernel& k, const SegmentKernelSource::Given& given, size_t i) {
+    BRAZE_ASSERT(!verifiersEnabled() || kernel::codeDigest(k) == given.digests.at(i),
+                 "kernel {} was given with the digest of another", k.name);
+    return std::optional<kernel::CodeDigest>(given.digests.at(i));
+  };
   lowered.plan.device = device.toString();
   for (Segment& segment : lowered.plan.segments) {
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
       lowered.kernels.emplace_back();
+      lowered.digests.emplace_back();
       continue;
     }
     const scheduler::SegmentToLower to_lower = segmentToLower(lowered.plan, segment);
@@ -92,6 +104,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
       segment.scheduler.reset();
       for (const Val* out : segment.outputs) lowered.plan.written_in_place.erase(out);  // copied after it
       lowered.kernels.emplace_back();
+      lowered.digests.emplace_back();
       continue;
     }
     const SegmentHeuristics heuristics = lowering.heuristics();
@@ -114,12 +127,15 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
     dumpAfter("lower", [&] { return kernel::printKernel(k); });
     if (dumpEnabled("heuristics")) std::fprintf(stderr, "%s: %s\n", k.name.c_str(), segment.heuristics.c_str());
     const size_t s = lowered.kernels.size();
+    lowered.digests.push_back(given ? givenDigest(k, *given, 0) : std::nullopt);
     lowered.kernels.emplace_back(std::move(k));
-    for (kernel::Kernel& next : next_kernels) {
+    for (size_t f = 0; f < next_kernels.size(); ++f) {
+      kernel::Kernel& next = next_kernels[f];
       ++segment.follow_up_kernels;
       if (verifiersEnabled()) kernel::verifyKernel(next);
       dumpAfter("lower", [&] { return kernel::printKernel(next); });
-      follow_ups.emplace_back(s, std::move(next));
+      std::optional<kernel::CodeDigest> digest = given ? givenDigest(next, *given, f + 1) : std::nullopt;
+      follow_ups.push_back({s, std::move(next), digest});
     }
   }
   lowered.copies = inPlaceCopies(lowered.plan);
@@ -130,10 +146,12 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
     if (verifiersEnabled()) kernel::verifyKernel(k);
     dumpAfter("lower", [&] { return kernel::printKernel(k); });
     lowered.kernels.emplace_back(std::move(k));
+    lowered.digests.emplace_back();
   }
-  for (auto& [segment, k] : follow_ups) {
-    lowered.follow_ups.push_back({segment, lowered.kernels.size()});
-    lowered.kernels.emplace_back(std::move(k));
+  for (FollowUpKernel& f : follow_ups) {
+    lowered.follow_ups.push_back({f.segment_kernel, lowered.kernels.size()});
+    lowered.kernels.emplace_back(std::move(f.kernel));
+    lowered.digests.push_back(f.digest);
   }
   return lowered;
 }
@@ -172,7 +190,7 @@ CompiledPlan compilePlan(EmittedPlan plan, device::DeviceOps& ops) {
   CompiledPlan compiled{std::move(plan.lowered), plan.options, {}};
   compiled.kernels.resize(plan.kernels.size());
   for (size_t i = 0; i < loaded.size(); ++i) {
-    compiled.kernels[segments[i]] = LoadedKernel{loaded[i], kernel::codeDigest(*compiled.lowered.kernels[segments[i]])};
+    compiled.kernels[segments[i]] = LoadedKernel{loaded[i], compiled.lowered.digestOf(segments[i])};
   }
   return compiled;
 }

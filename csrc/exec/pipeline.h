@@ -66,6 +66,12 @@ struct LoweredPlan {
     size_t kernel = 0;
   };
   std::vector<FollowUp> follow_ups;
+  // Per kernel, its code digest where lowering was given it (a SegmentKernelSource's); digestOf works
+  // out the others.
+  std::vector<std::optional<kernel::CodeDigest>> digests;
+  kernel::CodeDigest digestOf(size_t k) const {
+    return k < digests.size() && digests[k] ? *digests[k] : kernel::codeDigest(*kernels[k]);
+  }
 };
 
 // Where lowerPlan may take a kernel segment's kernels from instead of lowering them at the plan's sizes
@@ -74,6 +80,7 @@ class SegmentKernelSource {
  public:
   struct Given {
     std::vector<kernel::Kernel> kernels;  // the segment's own, then its follow-ups
+    std::vector<kernel::CodeDigest> digests;  // theirs (LoweredPlan::digests)
     std::string lowered_for;              // for the plan's text (Segment::kernels_lowered_for)
   };
   virtual ~SegmentKernelSource() = default;
