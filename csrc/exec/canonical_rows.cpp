@@ -74,15 +74,39 @@ size_t CanonicalKernelCache::KeyHash::operator()(const Key& k) const {
          static_cast<size_t>(k.device) * 1009;
 }
 
-std::shared_ptr<const CanonicalKernelCache::Entry> CanonicalKernelCache::find(const Key& key) const {
-  std::shared_lock<std::shared_mutex> lock(mutex_);
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nullptr : it->second;
+namespace {
+
+template <typename Map>
+typename Map::mapped_type findIn(const Map& map, const CanonicalKernelCache::Key& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : it->second;
 }
 
-void CanonicalKernelCache::keep(Key key, std::shared_ptr<const Entry> entry, size_t at_most) {
+template <typename Map>
+void keepIn(Map& map, CanonicalKernelCache::Key key, typename Map::mapped_type value, size_t at_most) {
+  if (map.size() < at_most || map.count(key) != 0) map.insert_or_assign(std::move(key), std::move(value));
+}
+
+}  // namespace
+
+std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalKernelCache::findSegment(const Key& key) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return findIn(segments_, key);
+}
+
+std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalKernelCache::findKernels(const Key& key) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return findIn(kernels_, key);
+}
+
+void CanonicalKernelCache::keep(Key key, std::shared_ptr<const Segment> segment, size_t at_most) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (entries_.size() < at_most || entries_.count(key) != 0) entries_.insert_or_assign(std::move(key), std::move(entry));
+  keepIn(segments_, std::move(key), std::move(segment), at_most);
+}
+
+void CanonicalKernelCache::keep(Key key, std::shared_ptr<const Kernels> kernels, size_t at_most) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  keepIn(kernels_, std::move(key), std::move(kernels), at_most);
 }
 
 CanonicalRowKernels::CanonicalRowKernels(CanonicalRows rows, const std::vector<bool>& launch_arguments,
@@ -97,24 +121,47 @@ CanonicalRowKernels::CanonicalRowKernels(CanonicalRows rows, const std::vector<b
       remember_(remember),
       at_most_(at_most) {}
 
-std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const Segment& segment,
-                                                                           const scheduler::LoweringContext& actual,
-                                                                           const SegmentHeuristics& heuristics) {
-  if (heuristics.lowering == nullptr || heuristics.lowering->relaunch == nullptr) return std::nullopt;
-  CanonicalKernelCache::Key key{signature_, segment.id, heuristics.toString(), device_ordinal_};
-  std::shared_ptr<const CanonicalKernelCache::Entry> entry = cache_.find(key);
-  if (entry == nullptr || entry->segmentation != segmentation_) {
-    entry = lowerCanonical(segment, heuristics);
-    if (remember_) cache_.keep(std::move(key), entry, at_most_);
-  }
-  std::variant<std::vector<kernel::Kernel>, std::string> kernels =
-      entry->kernels.empty() ? std::variant<std::vector<kernel::Kernel>, std::string>(entry->why_none)
-                             : relaunched(*entry, actual, heuristics);
-  if (const auto* why = std::get_if<std::string>(&kernels)) {
-    dumpAfter("reuse-kernels", [&] { return fmt::format("segment {}: lowered for its own sizes: {}", segment.id, *why); });
+std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const braze::Segment& segment,
+                                                                           scheduler::SegmentLowering& lowering) {
+  if (schedulerFor(*segment.scheduler).relaunch == nullptr) return std::nullopt;
+  const auto ownSizes = [&](const std::string& why) {
+    dumpAfter("reuse-kernels", [&] { return fmt::format("segment {}: lowered for its own sizes: {}", segment.id, why); });
     return std::nullopt;
+  };
+  CanonicalKernelCache::Key key{signature_, segment.id, "", device_ordinal_};
+  std::shared_ptr<const CanonicalSegment> canonical = cache_.findSegment(key);
+  if (canonical == nullptr || canonical->segmentation != segmentation_) {
+    canonical = canonicalSegment(segment);
+    if (remember_) cache_.keep(key, canonical, at_most_);
   }
-  Given given{std::move(std::get<std::vector<kernel::Kernel>>(kernels)), entry->digests, ""};
+  if (!canonical->why_none.empty()) return ownSizes(canonical->why_none);
+  if (std::optional<std::string> why = moreThanRows(*canonical, lowering.context())) return ownSizes(*why);
+  SegmentHeuristics heuristics = heuristicsHere(*canonical, lowering);
+  if (heuristics.lowering->relaunch == nullptr) return ownSizes(fmt::format("{} kernels have every size in their code", heuristics.lowering->name));
+  key.heuristics = heuristics.toString();
+  std::shared_ptr<const CanonicalKernelCache::Kernels> kernels = cache_.findKernels(key);
+  if (kernels == nullptr || kernels->segmentation != segmentation_) {
+    kernels = lowerCanonical(segment, *canonical, heuristics);
+    if (remember_) cache_.keep(std::move(key), kernels, at_most_);
+  }
+  std::variant<std::vector<kernel::Kernel>, std::string> launched =
+      kernels->kernels.empty() ? std::variant<std::vector<kernel::Kernel>, std::string>(kernels->why_none)
+                               : relaunched(*kernels, *canonical, lowering.context(), heuristics);
+  if (const auto* why = std::get_if<std::string>(&launched)) return ownSizes(*why);
+  if (verifiersEnabled()) {
+    // The scaled heuristics are the segment's own: the same code, launched the same.
+    const SegmentHeuristics own = lowering.heuristics();
+    BRAZE_ASSERT(own.toString() == heuristics.toString(),
+                 "segment {}: the canonical heuristics at {} rows are '{}', its own '{}'", segment.id, rows_.extent,
+                 heuristics.toString(), own.toString());
+    const auto with_own = relaunched(*kernels, *canonical, lowering.context(), own);
+    BRAZE_ASSERT(std::holds_alternative<std::vector<kernel::Kernel>>(with_own) &&
+                     sameLaunchValues(std::get<std::vector<kernel::Kernel>>(with_own),
+                                      std::get<std::vector<kernel::Kernel>>(launched)),
+                 "segment {}: the canonical heuristics at {} rows launch its kernels otherwise than its own",
+                 segment.id, rows_.extent);
+  }
+  Given given{std::move(heuristics), std::move(std::get<std::vector<kernel::Kernel>>(launched)), kernels->digests, ""};
   // At the canonical row count itself, the kernels are these inputs' own: nothing to say.
   if (rows_.extent != rows_.canonical) {
     given.lowered_for = fmt::format("lowered for {} leading rows (the shape class's canonical row count), launched "
@@ -127,13 +174,20 @@ std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const 
   return given;
 }
 
+SegmentHeuristics CanonicalRowKernels::heuristicsHere(const CanonicalSegment& canonical,
+                                                      scheduler::SegmentLowering& lowering) const {
+  const auto at_rows = canonical.lowered_at.lowering->heuristics_at_rows;
+  std::optional<SegmentHeuristics> scaled =
+      at_rows == nullptr ? std::nullopt : at_rows(device_, canonical.lowered_at, rows_.canonical, rows_.extent);
+  return scaled ? std::move(*scaled) : lowering.heuristics();
+}
+
 std::variant<std::vector<kernel::Kernel>, std::string> CanonicalRowKernels::relaunched(
-    const CanonicalKernelCache::Entry& entry, const scheduler::LoweringContext& actual,
-    const SegmentHeuristics& heuristics) const {
-  if (std::optional<std::string> why = moreThanRows(entry, actual)) return *why;
+    const CanonicalKernelCache::Kernels& lowered, const CanonicalSegment& canonical,
+    const scheduler::LoweringContext& actual, const SegmentHeuristics& heuristics) const {
   // The canonical sizes are the larger: where they need 64-bit indices and these do not, these get their own.
-  if (entry.kernels.front().index64 != actual.kernel.index64) return std::string("its index width differs");
-  std::vector<kernel::Kernel> kernels = entry.kernels;
+  if (lowered.kernels.front().index64 != actual.kernel.index64) return std::string("its index width differs");
+  std::vector<kernel::Kernel> kernels = lowered.kernels;
   for (kernel::Kernel& k : kernels) {
     for (kernel::TensorParam& t : k.tensors) {
       if (t.val == nullptr) continue;  // a workspace or the index-error record: the relaunch sizes it
@@ -145,46 +199,77 @@ std::variant<std::vector<kernel::Kernel>, std::string> CanonicalRowKernels::rela
       t.alignment_bytes = own->alignment_bytes;
     }
   }
-  if (!heuristics.lowering->relaunch(entry.lowered_at, heuristics, kernels)) {
+  if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, kernels)) {
     return fmt::format("its code depends on more than the row count (an outer reduction, a grid split, the row "
                        "length): {} here, {} at the canonical sizes", heuristics.toString(),
-                       entry.lowered_at.toString());
+                       canonical.lowered_at.toString());
   }
   return kernels;
 }
 
-std::shared_ptr<const CanonicalKernelCache::Entry> CanonicalRowKernels::lowerCanonical(
-    const Segment& segment, const SegmentHeuristics& heuristics) {
-  auto entry = std::make_shared<CanonicalKernelCache::Entry>();
-  entry->segmentation = segmentation_;
+const std::optional<SegmentedFusion>& CanonicalRowKernels::canonicalPlan() {
   if (!canonical_plan_) canonical_plan_ = reuseSegments(*segmentation_, planningValues(rows_.inputs)).plan;
-  if (!*canonical_plan_) {
-    entry->why_none = "the class's segmentation does not hold at the canonical row count";
-    return entry;
-  }
-  const SegmentedFusion& plan = **canonical_plan_;
-  const auto same = std::find_if(plan.segments.begin(), plan.segments.end(), [&](const Segment& s) {
+  return *canonical_plan_;
+}
+
+const braze::Segment* CanonicalRowKernels::canonicalSegmentOf(const braze::Segment& segment) {
+  if (!canonicalPlan()) return nullptr;
+  const std::vector<braze::Segment>& segments = canonicalPlan()->segments;
+  const auto same = std::find_if(segments.begin(), segments.end(), [&](const braze::Segment& s) {
     return s.id == segment.id && s.scheduler == segment.scheduler && s.exprs == segment.exprs &&
            s.inputs == segment.inputs && s.outputs == segment.outputs;
   });
-  if (same == plan.segments.end()) {
-    entry->why_none = "the segment is another at the canonical row count";
-    return entry;
+  return same == segments.end() ? nullptr : &*same;
+}
+
+std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalRowKernels::canonicalSegment(
+    const braze::Segment& segment) {
+  auto canonical = std::make_shared<CanonicalSegment>();
+  canonical->segmentation = segmentation_;
+  const braze::Segment* same = canonicalSegmentOf(segment);
+  if (same == nullptr) {
+    canonical->why_none = canonicalPlan() ? "the segment is another at the canonical row count"
+                                          : "the class's segmentation does not hold at the canonical row count";
+    return canonical;
   }
-  const scheduler::SegmentToLower to_lower = segmentToLower(plan, *same);
+  const SegmentedFusion& plan = *canonicalPlan();
+  const scheduler::SegmentToLower to_lower = segmentToLower(plan, *same);  // the lowering refers to it
   scheduler::SegmentLowering lowering(to_lower, device_);
   if (std::optional<std::string> refused = lowering.refusal()) {
-    entry->why_none = *refused;
-    return entry;
+    canonical->why_none = *refused;
+    return canonical;
   }
-  entry->lowered_at = lowering.heuristics();
+  canonical->lowered_at = lowering.heuristics();
+  const auto keepSizes = [&](const Val* v) {
+    if (v->isTensor()) canonical->sizes.emplace_back(v, plan.bound.sizesOf(v));
+  };
+  for (const Val* v : same->inputs) keepSizes(v);
+  for (const Expr* e : same->exprs) {
+    for (const Val* v : e->outputs()) keepSizes(v);
+    for (const Val* v : e->inputs()) {
+      if (!v->isTensor() && !v->isFusionInput() && plan.bound.hasScalar(v)) {
+        canonical->scalars.emplace_back(v, plan.bound.scalarOf(v));
+      }
+    }
+  }
+  return canonical;
+}
+
+std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerCanonical(
+    const braze::Segment& segment, const CanonicalSegment& canonical, const SegmentHeuristics& heuristics) {
+  auto entry = std::make_shared<CanonicalKernelCache::Kernels>();
+  entry->segmentation = segmentation_;
+  const braze::Segment* same = canonicalSegmentOf(segment);
+  BRAZE_ASSERT(same != nullptr, "segment {} had a canonical segment and has none now", segment.id);
+  const scheduler::SegmentToLower to_lower = segmentToLower(*canonicalPlan(), *same);
+  scheduler::SegmentLowering lowering(to_lower, device_);
   std::vector<kernel::Kernel> kernels{lowering.lower(heuristics)};
   for (kernel::Kernel& next : lowering.takeFollowUps()) kernels.push_back(std::move(next));
   std::vector<kernel::Kernel> relaunched = kernels;
-  if (!heuristics.lowering->relaunch(entry->lowered_at, heuristics, relaunched)) {
+  if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, relaunched)) {
     entry->why_none = fmt::format("its code depends on more than the row count (an outer reduction, a grid split, "
                                   "the row length): {} here, {} at the canonical sizes",
-                                  heuristics.toString(), entry->lowered_at.toString());
+                                  heuristics.toString(), canonical.lowered_at.toString());
     return entry;
   }
   // The relaunch gives back every launch value this lowering gave, or it does not know them all.
@@ -194,39 +279,27 @@ std::shared_ptr<const CanonicalKernelCache::Entry> CanonicalRowKernels::lowerCan
     entry->why_none = "its relaunch does not give the launch values its lowering does";
     return entry;
   }
-  const auto keepSizes = [&](const Val* v) {
-    if (v->isTensor()) entry->sizes.emplace_back(v, plan.bound.sizesOf(v));
-  };
-  for (const Val* v : same->inputs) keepSizes(v);
-  for (const Expr* e : same->exprs) {
-    for (const Val* v : e->outputs()) keepSizes(v);
-    for (const Val* v : e->inputs()) {
-      if (!v->isTensor() && !v->isFusionInput() && plan.bound.hasScalar(v)) {
-        entry->scalars.emplace_back(v, plan.bound.scalarOf(v));
-      }
-    }
-  }
   for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
   entry->kernels = std::move(kernels);
   return entry;
 }
 
-std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalKernelCache::Entry& entry,
+std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegment& canonical,
                                                               const scheduler::LoweringContext& actual) const {
-  for (const auto& [val, canonical] : entry.sizes) {
+  for (const auto& [val, sizes] : canonical.sizes) {
     const std::vector<int64_t>& own = actual.bound.sizesOf(val);
-    bool same = own.size() == canonical.size();
-    for (size_t d = 1; same && d < own.size(); ++d) same = own[d] == canonical[d];
+    bool same = own.size() == sizes.size();
+    for (size_t d = 1; same && d < own.size(); ++d) same = own[d] == sizes[d];
     // A leading dim of the row count, or of a multiple k of it: k is the same here.
-    if (same && !own.empty() && own[0] != canonical[0]) {
-      same = canonical[0] % rows_.canonical == 0 && own[0] == canonical[0] / rows_.canonical * rows_.extent;
+    if (same && !own.empty() && own[0] != sizes[0]) {
+      same = sizes[0] % rows_.canonical == 0 && own[0] == sizes[0] / rows_.canonical * rows_.extent;
     }
     if (!same) {
       return fmt::format("{} is {} here and {} at the canonical row count", val->name(), fmt::join(own, "x"),
-                         fmt::join(canonical, "x"));
+                         fmt::join(sizes, "x"));
     }
   }
-  for (const auto& [val, value] : entry.scalars) {
+  for (const auto& [val, value] : canonical.scalars) {
     if (!actual.bound.hasScalar(val) || !(actual.bound.scalarOf(val) == value)) {
       return fmt::format("scalar {} differs at the canonical row count", val->name());
     }

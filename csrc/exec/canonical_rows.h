@@ -37,60 +37,82 @@ struct CanonicalRows {
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes);
 
-// The kernels lowered at canonical inputs, per (their signature, segment, heuristics, device), kept for
-// the cache's life (at most FusionCache::kMaxPlans of them).
+// What a FusionCache keeps of its classes' canonical inputs, kept for the cache's life (at most
+// FusionCache::kMaxPlans of each kind): per (their signature, segment, device), the segment there; per
+// heuristics too, the kernels lowered there with them.
 class CanonicalKernelCache {
  public:
-  // What one segment's lowering at the canonical inputs made.
-  struct Entry {
+  // One segment of the class's segmentation at the canonical inputs.
+  struct Segment {
     std::shared_ptr<const SegmentedFusion> segmentation;  // the class's, whose vals the kernels name
+    std::string why_none;          // non-empty: its kernels are not reused, for this reason
+    SegmentHeuristics lowered_at;  // its heuristics there, from which another row count's follow
+    std::vector<std::pair<const Val*, std::vector<int64_t>>> sizes;  // its tensors' sizes there
+    std::vector<std::pair<const Val*, ScalarValue>> scalars;         // and the scalars it reads
+  };
+  // The segment's kernels lowered at the canonical inputs with one row count's heuristics.
+  struct Kernels {
+    std::shared_ptr<const SegmentedFusion> segmentation;
     std::vector<kernel::Kernel> kernels;  // the segment's, then its follow-ups; empty: none to reuse
     std::vector<kernel::CodeDigest> digests;  // theirs, which relaunching leaves as they are
     std::string why_none;                 // when empty
-    SegmentHeuristics lowered_at;         // the heuristics the canonical inputs themselves get
-    std::vector<std::pair<const Val*, std::vector<int64_t>>> sizes;  // the segment's tensors there
-    std::vector<std::pair<const Val*, ScalarValue>> scalars;         // and the scalars it reads
   };
   struct Key {
     InputSignature inputs;
     int64_t segment = 0;
-    std::string heuristics;
+    std::string heuristics;  // empty for a Segment
     int device = 0;
     bool operator==(const Key&) const = default;
   };
-  std::shared_ptr<const Entry> find(const Key& key) const;
-  void keep(Key key, std::shared_ptr<const Entry> entry, size_t at_most);
+  std::shared_ptr<const Segment> findSegment(const Key& key) const;
+  std::shared_ptr<const Kernels> findKernels(const Key& key) const;
+  void keep(Key key, std::shared_ptr<const Segment> segment, size_t at_most);
+  void keep(Key key, std::shared_ptr<const Kernels> kernels, size_t at_most);
 
  private:
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
+  template <typename T>
+  using Map = std::unordered_map<Key, std::shared_ptr<const T>, KeyHash>;
   mutable std::shared_mutex mutex_;
-  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> entries_;
+  Map<Segment> segments_;
+  Map<Kernels> kernels_;
 };
 
 // lowerPlan's kernel source for one signature whose plan is its class's segmentation (`segmentation`,
-// bound to the signature's inputs), over `cache`.
+// bound to the signature's inputs), over `cache`. A row kernel's heuristics there are those of the
+// canonical inputs with the row count scaled (SchedulerEntry::heuristics_at_rows): the segment is not
+// read again for them.
 class CanonicalRowKernels : public SegmentKernelSource {
  public:
   // `launch_arguments`: the scalar inputs whose values are not in a signature (FusionCache's).
   CanonicalRowKernels(CanonicalRows rows, const std::vector<bool>& launch_arguments,
                       std::shared_ptr<const SegmentedFusion> segmentation, const DeviceInfo& device, int device_ordinal,
                       CanonicalKernelCache& cache, bool remember, size_t at_most);
-  std::optional<Given> kernelsFor(const Segment& segment, const scheduler::LoweringContext& actual,
-                                  const SegmentHeuristics& heuristics) override;
+  std::optional<Given> kernelsFor(const braze::Segment& segment, scheduler::SegmentLowering& lowering) override;
 
  private:
+  using CanonicalSegment = CanonicalKernelCache::Segment;
+  // The class's segmentation bound to the canonical inputs, or none where it does not hold there.
+  const std::optional<SegmentedFusion>& canonicalPlan();
+  // The canonical plan's segment of `segment`'s id, if it is the same segment.
+  const braze::Segment* canonicalSegmentOf(const braze::Segment& segment);
+  std::shared_ptr<const CanonicalSegment> canonicalSegment(const braze::Segment& segment);
   // The segment lowered at the canonical inputs with `heuristics` (an entry without kernels where that
   // cannot be reused).
-  std::shared_ptr<const CanonicalKernelCache::Entry> lowerCanonical(const Segment& segment,
-                                                                    const SegmentHeuristics& heuristics);
-  // Why `entry`'s sizes and scalars differ from the signature's (`actual`) in more than the leading row
-  // count, or nothing.
-  std::optional<std::string> moreThanRows(const CanonicalKernelCache::Entry& entry,
+  std::shared_ptr<const CanonicalKernelCache::Kernels> lowerCanonical(const braze::Segment& segment,
+                                                                      const CanonicalSegment& canonical,
+                                                                      const SegmentHeuristics& heuristics);
+  // Why the segment's sizes and scalars differ from those at the canonical inputs in more than the
+  // leading row count, or nothing.
+  std::optional<std::string> moreThanRows(const CanonicalSegment& canonical,
                                           const scheduler::LoweringContext& actual) const;
-  // The kernels of `entry` with the signature's tensor layouts and launch values, or why not.
-  std::variant<std::vector<kernel::Kernel>, std::string> relaunched(const CanonicalKernelCache::Entry& entry,
+  // The heuristics of the signature's segment: the canonical ones at its row count, or its own.
+  SegmentHeuristics heuristicsHere(const CanonicalSegment& canonical, scheduler::SegmentLowering& lowering) const;
+  // The kernels of `kernels` with the signature's tensor layouts and launch values, or why not.
+  std::variant<std::vector<kernel::Kernel>, std::string> relaunched(const CanonicalKernelCache::Kernels& kernels,
+                                                                    const CanonicalSegment& canonical,
                                                                     const scheduler::LoweringContext& actual,
                                                                     const SegmentHeuristics& heuristics) const;
 

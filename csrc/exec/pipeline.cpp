@@ -107,10 +107,10 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
       lowered.digests.emplace_back();
       continue;
     }
-    const SegmentHeuristics heuristics = lowering.heuristics();
-    dumpAfter("heuristics", [&] { return fmt::format("segment {}: {}", segment.id, heuristics.toString()); });
     std::optional<SegmentKernelSource::Given> given =
-        source != nullptr ? source->kernelsFor(segment, lowering.context(), heuristics) : std::nullopt;
+        source != nullptr ? source->kernelsFor(segment, lowering) : std::nullopt;
+    const SegmentHeuristics heuristics = given ? given->heuristics : lowering.heuristics();
+    dumpAfter("heuristics", [&] { return fmt::format("segment {}: {}", segment.id, heuristics.toString()); });
     kernel::Kernel k = given ? std::move(given->kernels.front()) : lowering.lower(heuristics);
     std::vector<kernel::Kernel> next_kernels;
     if (given) {

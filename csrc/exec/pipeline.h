@@ -20,6 +20,7 @@
 #include "ir/host_tensor.h"
 #include "kernel/code_digest.h"
 #include "kernel/kernel_ir.h"
+#include "scheduler/scheduler.h"
 #include "target/device_info.h"
 #include "segmenter/in_place_copies.h"
 #include "segmenter/segmented_fusion.h"
@@ -30,11 +31,6 @@
 #include <vector>
 
 namespace braze {
-
-struct SegmentHeuristics;
-namespace scheduler {
-struct LoweringContext;
-}
 
 struct PlanOptions {
   BookendPolicy bookend = BookendPolicy::Auto;
@@ -79,15 +75,16 @@ struct LoweredPlan {
 class SegmentKernelSource {
  public:
   struct Given {
+    SegmentHeuristics heuristics;         // the segment's at the plan's sizes, which the kernels follow
     std::vector<kernel::Kernel> kernels;  // the segment's own, then its follow-ups
     std::vector<kernel::CodeDigest> digests;  // theirs (LoweredPlan::digests)
     std::string lowered_for;              // for the plan's text (Segment::kernels_lowered_for)
   };
   virtual ~SegmentKernelSource() = default;
-  // The kernels of `segment` following `heuristics`, with the tensor parameters and launch values of
-  // `actual` (the segment's lowering context at the plan's sizes); none to lower them as usual.
-  virtual std::optional<Given> kernelsFor(const Segment& segment, const scheduler::LoweringContext& actual,
-                                          const SegmentHeuristics& heuristics) = 0;
+  // The kernels of `segment` with the heuristics, tensor parameters and launch values of `lowering` (the
+  // segment at the plan's sizes, which the source may ask for its heuristics); none to lower them as
+  // usual.
+  virtual std::optional<Given> kernelsFor(const Segment& segment, scheduler::SegmentLowering& lowering) = 0;
 };
 
 // Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler

@@ -48,7 +48,10 @@ std::optional<std::string> SegmentLowering::refusal() {
   return entry_.refuse == nullptr ? std::nullopt : entry_.refuse(ctx_);
 }
 
-SegmentHeuristics SegmentLowering::heuristics() { return entry_.heuristics(ctx_); }
+SegmentHeuristics SegmentLowering::heuristics() {
+  if (!heuristics_) heuristics_ = entry_.heuristics(ctx_);
+  return *heuristics_;
+}
 
 Kernel SegmentLowering::lower(const SegmentHeuristics& heuristics) {
   heuristics.lowering->lower(ctx_, heuristics);

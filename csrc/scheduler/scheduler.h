@@ -50,6 +50,12 @@ struct SchedulerEntry {
   // not know. Null: the code has every size in it.
   bool (*relaunch)(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics,
                    std::span<kernel::Kernel> kernels) = nullptr;
+  // The heuristics `chosen` (this lowering's) become where the segment's sizes differ only in their
+  // leading dims, by `to` / `from`: the same pure function of the device and of the problem they were
+  // chosen for, its row count scaled, without reading the segment again. None where the problem has no
+  // such row count. Null: the heuristics are chosen from the segment itself.
+  std::optional<SegmentHeuristics> (*heuristics_at_rows)(const DeviceInfo& device, const SegmentHeuristics& chosen,
+                                                         int64_t from, int64_t to) = nullptr;
 };
 
 // The heuristics `entry`'s scheduler chose (`params`, a <kind>/heuristics.h value that prints itself).
@@ -76,7 +82,7 @@ class SegmentLowering {
  public:
   SegmentLowering(const SegmentToLower& segment, const DeviceInfo& device);
   std::optional<std::string> refusal();
-  SegmentHeuristics heuristics();
+  SegmentHeuristics heuristics();  // chosen once, on the first call
   // The kernel, without its dead lets; the context is spent but for its follow-ups.
   Kernel lower(const SegmentHeuristics& heuristics);
   // The kernels that run right after it and finish its work (LoweringContext::follow_ups), after lower().
@@ -87,6 +93,7 @@ class SegmentLowering {
  private:
   const SchedulerEntry& entry_;
   LoweringContext ctx_;
+  std::optional<SegmentHeuristics> heuristics_;
 };
 
 }  // namespace scheduler

@@ -94,7 +94,7 @@ const SchedulerEntry& innerOuterPersistentScheduler() {
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) {
         scheduler::lowerInnerOuterRows(ctx, paramsOf<InnerOuterParams>(heuristics));
       },
-      scheduler::relaunchInnerOuter};
+      scheduler::relaunchInnerOuter, scheduler::innerOuterHeuristicsAtRows};
   return entry;
 }
 

@@ -31,6 +31,7 @@ std::string InnerOuterParams::toString() const {
 
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem) {
   InnerOuterParams p;
+  p.problem = problem;
   ReductionProblem rows = problem.rows;
   rows.wants_persistent = true;
   rows.splittable = false;

@@ -49,6 +49,7 @@ struct InnerOuterParams {
   int64_t finish_threads_x = 32;  // the finishing kernel's block: columns ...
   int64_t finish_threads_y = 8;   // ... x partial rows summed by each column's threads
   std::vector<ExtraOuterParams> extras;  // per extra reduction (a partial row per block each)
+  InnerOuterProblem problem;  // what they were chosen for (another row count's: row_launch.h)
   std::string toString() const;   // without the grid (the kernel source's heading)
 };
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem);

@@ -78,8 +78,7 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem) {
   ReductionParams p;
   p.inner = problem.inner;
-  p.rows = problem.rows;
-  p.row_length = problem.row_length;
+  p.problem = problem;
   p.vectorize = std::max<int64_t>(problem.max_vectorize, 1);
   if (!problem.inner) return outerReduction(device, problem, p);
   const int64_t row_chunks = std::max<int64_t>(ceilDiv(problem.row_length, p.vectorize), 1);

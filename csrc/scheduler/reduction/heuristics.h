@@ -37,11 +37,11 @@ struct ReductionParams {
   int64_t splits = 1;
   int64_t split_length = 0;
   std::string why;              // one sentence: why persistent, split or neither
-  // The problem's row count and row length. The row count reaches the kernel only as a launch argument
-  // (an inner reduction's "rows"), so a kernel lowered for another row count takes these parameters'
-  // launch values (row_launch.h).
-  int64_t rows = 0;
-  int64_t row_length = 0;
+  // The problem they were chosen for. Its row count reaches the kernel only as a launch argument (an
+  // inner reduction's "rows"), so a kernel lowered for another row count takes these parameters' launch
+  // values, and another row count's parameters are those of this problem with its rows replaced
+  // (row_launch.h).
+  ReductionProblem problem;
   std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);

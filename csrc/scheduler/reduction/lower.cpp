@@ -76,7 +76,7 @@ class RowLowering {
     }
     // Inner: the row count is a launch argument, so every batch size that keeps the heuristics' choice
     // runs one compiled kernel (row offsets of contiguous rows are row * length, whatever the dims).
-    row_ok_ = kb_.lt(kept_base_, params_.inner ? kb_.extent("rows", params_.rows) : kb_.index(rows_));
+    row_ok_ = kb_.lt(kept_base_, params_.inner ? kb_.extent("rows", params_.problem.rows) : kb_.index(rows_));
     member_ = kb_.threadIdx(params_.inner ? 0 : 1);
     split_ = params_.splits > 1 ? kb_.blockIdx(1) : kb_.index(0);
     std::vector<Stmt> declarations, passes;
@@ -130,7 +130,7 @@ class RowLowering {
                 false);
     row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
     kept_base_ = row_;
-    row_ok_ = kb_.lt(kept_base_, kb_.extent("rows", params_.rows));
+    row_ok_ = kb_.lt(kept_base_, kb_.extent("rows", params_.problem.rows));
     for (const Expr* e : facts_.reductions) reduce(*e);
     epilogue();
     kb_.close();
@@ -184,7 +184,7 @@ class RowLowering {
     const VarId row = kb_.scalarVar("r", DataType::Int64, true);
     const VarId chunk = kb_.scalarVar("c", DataType::Int64, true);
     auto column = [&] { return kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(threads)), thread), kb_.index(vec)); };
-    kb_.openFor(row, kb_.blockIdx(0), kb_.extent("rows", params_.rows), kb_.extent("blocks", blocks), false);
+    kb_.openFor(row, kb_.blockIdx(0), kb_.extent("rows", params_.problem.rows), kb_.extent("blocks", blocks), false);
     kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
     const ExprId col = column();
     emitChunk(kb_, vb_, kb_.lt(col, kb_.index(ep.columns)), vec, lane_, [&](Chunk& c) {
@@ -740,7 +740,7 @@ const SchedulerEntry& innerPersistentScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::InnerPersistent, "inner_persistent", canScheduleInnerPersistent, nullptr,
       [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, true, innerPersistentScheduler()); },
-      scheduler::lowerRows, scheduler::relaunchRows};
+      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
   return entry;
 }
 
@@ -748,7 +748,7 @@ const SchedulerEntry& reductionScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
       [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, false, reductionScheduler()); },
-      scheduler::lowerRows, scheduler::relaunchRows};
+      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
   return entry;
 }
 

@@ -45,12 +45,36 @@ bool setValues(Kernel& k, const LaunchValues& values) {
 // count in it, a grid split's workspaces are per row.
 bool sameRows(const ReductionParams& lowered_at, const ReductionParams& p) {
   return p.inner && lowered_at.inner && p.splits == 1 && lowered_at.splits == 1 &&
-         p.row_length == lowered_at.row_length;
+         p.problem.row_length == lowered_at.problem.row_length;
+}
+
+// `rows` scaled by to / from, where they are a whole number of `from`.
+std::optional<int64_t> scaledRows(int64_t rows, int64_t from, int64_t to) {
+  if (from <= 0 || rows % from != 0) return std::nullopt;
+  return rows / from * to;
 }
 
 }  // namespace
 
-int64_t rowGroups(const ReductionParams& params) { return ceilDiv(params.rows, params.threads_y); }
+std::optional<SegmentHeuristics> rowHeuristicsAtRows(const DeviceInfo& device, const SegmentHeuristics& chosen,
+                                                     int64_t from, int64_t to) {
+  ReductionProblem problem = paramsOf<ReductionParams>(chosen).problem;
+  const std::optional<int64_t> rows = scaledRows(problem.rows, from, to);
+  if (!problem.inner || !rows) return std::nullopt;
+  problem.rows = *rows;
+  return heuristicsOf(*chosen.lowering, reductionHeuristics(device, problem), chosen.fallback);
+}
+
+std::optional<SegmentHeuristics> innerOuterHeuristicsAtRows(const DeviceInfo& device, const SegmentHeuristics& chosen,
+                                                            int64_t from, int64_t to) {
+  InnerOuterProblem problem = paramsOf<InnerOuterParams>(chosen).problem;
+  const std::optional<int64_t> rows = scaledRows(problem.rows.rows, from, to);
+  if (!rows) return std::nullopt;
+  problem.rows.rows = *rows;
+  return heuristicsOf(*chosen.lowering, innerOuterHeuristics(device, problem), chosen.fallback);
+}
+
+int64_t rowGroups(const ReductionParams& params) { return ceilDiv(params.problem.rows, params.threads_y); }
 
 bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics, std::span<Kernel> kernels) {
   const ReductionParams& p = paramsOf<ReductionParams>(heuristics);
@@ -58,7 +82,7 @@ bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& 
       !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
     return false;
   }
-  if (!setValues(kernels[0], {{{"rows", p.rows}}, {}})) return false;
+  if (!setValues(kernels[0], {{{"rows", p.problem.rows}}, {}})) return false;
   kernels[0].grid = {p.grid, p.splits};
   return true;
 }
@@ -73,7 +97,7 @@ bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuris
     if (at.extras[x].columns != io.extras[x].columns) return false;
   }
   LaunchValues values;
-  values.arguments = {{"rows", io.inner.rows},
+  values.arguments = {{"rows", io.inner.problem.rows},
                       {"row_groups", rowGroups(io.inner)},
                       {"blocks", io.blocks},
                       {"partial_rows", io.partial_rows}};
@@ -84,7 +108,7 @@ bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuris
   if (workspaces < io.extras.size()) return false;
   const size_t outer = workspaces - io.extras.size();
   for (size_t o = 0; o < workspaces; ++o) {
-    values.workspaces.emplace_back(innerOuterPartialsName(o), o < outer ? io.partial_rows * io.inner.row_length
+    values.workspaces.emplace_back(innerOuterPartialsName(o), o < outer ? io.partial_rows * io.inner.problem.row_length
                                                                         : io.blocks * io.extras[o - outer].columns);
   }
   if (!setValues(kernels[0], values) || !setValues(kernels[1], values)) return false;

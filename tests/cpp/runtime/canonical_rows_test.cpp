@@ -28,6 +28,15 @@ std::vector<DeviceValue> layerNormInputs(int64_t rows) {
           DeviceTensor::contiguous(0x300000, DataType::BFloat16, {1600})};
 }
 
+// Sums over the rows of a float [-1, -1] (the reduction scheduler, inner).
+std::shared_ptr<Fusion> sizelessRowSums() {
+  auto f = std::make_shared<Fusion>();
+  FusionGuard guard(f.get());
+  TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+  f->addOutput(reduce(OpKind::Sum, x, {1}));
+  return f;
+}
+
 TEST(CanonicalRows, TheLeadingRowCountBecomesTheLargestOfItsShapeClass) {
   const std::optional<exec::CanonicalRows> rows = canonicalRowsOf(testing::layerNormBackwardAddresses(3001, 768), {});
   ASSERT_TRUE(rows.has_value());
@@ -72,6 +81,10 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
       {"layer-norm backward", testing::sizelessLayerNormBackward(),
        [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); }},
       {"layer_norm", testing::sizelessLayerNorm(), layerNormInputs},
+      {"row sums", sizelessRowSums(),
+       [](int64_t rows) {
+         return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::Float, {rows, 3000})};
+       }},
   };
   for (const Case& c : cases) {
     device::NoOpDeviceOps ops;
@@ -84,6 +97,10 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
       const LoweredPlan& a = canonical.prepare(c.inputs(rows))->compiled();
       const LoweredPlan& b = own.prepare(c.inputs(rows))->compiled();
       ASSERT_EQ(a.kernels.size(), b.kernels.size()) << what;
+      ASSERT_EQ(a.plan.segments.size(), b.plan.segments.size()) << what;
+      for (size_t s = 0; s < a.plan.segments.size(); ++s) {
+        EXPECT_EQ(a.plan.segments[s].heuristics, b.plan.segments[s].heuristics) << what;
+      }
       for (size_t k = 0; k < a.kernels.size(); ++k) {
         ASSERT_TRUE(a.kernels[k] && b.kernels[k]) << what;
         EXPECT_EQ(kernel::codeDigest(*a.kernels[k]), kernel::codeDigest(*b.kernels[k])) << what;
