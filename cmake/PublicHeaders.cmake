@@ -10,6 +10,8 @@ function(braze_public_headers out_var source_dir)
       continue()
     endif()
     list(APPEND found "${header}")
+    # An edit of its includes changes the list: the next build configures again.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source_dir}/${header}")
     file(STRINGS "${source_dir}/${header}" includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[^\"]+\"")
     foreach(line IN LISTS includes)
       string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" included "${line}")

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "exec/input_signature.h"
-#include "exec/pipeline.h"
+#include "exec/segment_kernel_source.h"
 #include "scheduler/scheduler.h"
 
 #include <memory>

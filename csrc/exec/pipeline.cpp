@@ -1,4 +1,5 @@
 #include "exec/pipeline.h"
+#include "exec/segment_kernel_source.h"
 
 #include "ir/verifier.h"
 #include "kernel/printer.h"

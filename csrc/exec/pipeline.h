@@ -20,7 +20,6 @@
 #include "ir/host_tensor.h"
 #include "kernel/code_digest.h"
 #include "kernel/kernel_ir.h"
-#include "scheduler/scheduler.h"
 #include "target/device_info.h"
 #include "segmenter/in_place_copies.h"
 #include "segmenter/segmented_fusion.h"
@@ -70,22 +69,8 @@ struct LoweredPlan {
   }
 };
 
-// Where lowerPlan may take a kernel segment's kernels from instead of lowering them at the plan's sizes
-// (a FusionCache's kernels lowered once for a canonical row count: exec/canonical_rows.h).
-class SegmentKernelSource {
- public:
-  struct Given {
-    SegmentHeuristics heuristics;         // the segment's at the plan's sizes, which the kernels follow
-    std::vector<kernel::Kernel> kernels;  // the segment's own, then its follow-ups
-    std::vector<kernel::CodeDigest> digests;  // theirs (LoweredPlan::digests)
-    std::string lowered_for;              // for the plan's text (Segment::kernels_lowered_for)
-  };
-  virtual ~SegmentKernelSource() = default;
-  // The kernels of `segment` with the heuristics, tensor parameters and launch values of `lowering` (the
-  // segment at the plan's sizes, which the source may ask for its heuristics); none to lower them as
-  // usual.
-  virtual std::optional<Given> kernelsFor(const Segment& segment, scheduler::SegmentLowering& lowering) = 0;
-};
+// Where lowerPlan may take a segment's kernels from (exec/segment_kernel_source.h).
+class SegmentKernelSource;
 
 // Steps heuristics and lower: every kernel segment's parameters, then its kernel IR, for `device`. Segments no scheduler
 // accepts keep no kernel (the reference evaluator runs them) and say why in the plan; the plan's

@@ -105,7 +105,7 @@ ExprId KernelBuilder::intern(KExpr e) {
     ++hashes_;
   }
   const auto id = static_cast<ExprId>(k_.exprs.size());
-  k_.exprs.push_back(std::move(e));
+  k_.exprs.mut().push_back(std::move(e));
   older_with_hash_.resize(k_.exprs.size(), -1);
   older_with_hash_[id] = slot.newest;
   slot.newest = id;
@@ -545,16 +545,17 @@ VarId KernelBuilder::scalarVar(std::string prefix, DataType dtype, bool is_index
   v.name = n == 0 && prefix.size() > 1 ? prefix : prefix + std::to_string(n);
   v.dtype = dtype;
   v.index = is_index;
-  k_.vars.push_back(std::move(v));
+  k_.vars.mut().push_back(std::move(v));
   return static_cast<VarId>(k_.vars.size() - 1);
 }
 
 VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, VarKind kind) {
   const VarId id = scalarVar(std::move(prefix), dtype);
-  k_.vars[id].kind = kind;
-  k_.vars[id].size = size;
+  KVar& v = k_.vars.mut()[id];
+  v.kind = kind;
+  v.size = size;
   if (kind == VarKind::SharedArray || kind == VarKind::Mbarriers) {
-    k_.vars[id].shared_offset = k_.shared_bytes;
+    v.shared_offset = k_.shared_bytes;
     // Arrays hold compute values; an mbarrier is 8 bytes.
     const int64_t element = kind == VarKind::Mbarriers ? 8 : sizeOf(computeTypeOf(dtype));
     k_.shared_bytes += (size * element + 15) / 16 * 16;
@@ -564,7 +565,7 @@ VarId KernelBuilder::arrayVar(std::string prefix, DataType dtype, int64_t size, 
 
 VarId KernelBuilder::sharedStorageArray(std::string prefix, DataType dtype, int64_t size, int64_t alignment) {
   const VarId id = scalarVar(std::move(prefix), dtype);
-  KVar& v = k_.vars[id];
+  KVar& v = k_.vars.mut()[id];
   v.kind = VarKind::SharedArray;
   v.storage = true;
   v.size = size;

@@ -17,6 +17,7 @@
 #include "ir/val.h"
 #include "ir/strided_layout.h"
 #include "support/by_id.h"
+#include "support/shared_vector.h"
 
 #include <algorithm>
 #include <array>
@@ -292,9 +293,10 @@ struct Kernel {
   std::string name;
   std::vector<TensorParam> tensors;
   std::vector<ScalarArgument> arguments;
-  std::vector<KExpr> exprs;
-  std::vector<KVar> vars;
-  std::vector<Stmt> body;
+  // The code: shared by a kernel's copies (a relaunch's, a plan's) until one writes it.
+  SharedVector<KExpr> exprs;
+  SharedVector<KVar> vars;
+  SharedVector<Stmt> body;
   std::array<int64_t, 2> grid{1, 1};
   std::array<int64_t, 2> block{1, 1};
   bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)

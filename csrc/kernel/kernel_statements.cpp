@@ -9,7 +9,7 @@
 
 namespace braze::kernel {
 
-std::vector<Stmt>& KernelBuilder::current() { return open_.empty() ? k_.body : *open_.back().target; }
+std::vector<Stmt>& KernelBuilder::current() { return open_.empty() ? k_.body.mut() : *open_.back().target; }
 
 void KernelBuilder::pushTarget(std::vector<Stmt>* target) { open_.push_back({nullptr, target}); }
 

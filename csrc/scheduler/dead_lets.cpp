@@ -76,7 +76,7 @@ void erase(std::vector<Stmt>& list, const std::vector<char>& live) {
 void removeDeadLets(Kernel& k) {
   LiveLets lets(k);
   lets.run();
-  erase(k.body, lets.live);
+  erase(k.body.mut(), lets.live);
 }
 
 }  // namespace braze::scheduler

@@ -136,7 +136,7 @@ TEST(ConcurrentBranches, TheSimulatorReportsWhatWouldHangOrRace) {
 
 TEST(ConcurrentBranches, BranchesAtOnceDoNotNest) {
   Kernel k = pingPong({});
-  Stmt& roles = k.body.back();
+  Stmt& roles = k.body.mut().back();
   ASSERT_TRUE(roles.kind == SKind::If && roles.concurrent);
   Stmt inner = roles;
   inner.body.clear();

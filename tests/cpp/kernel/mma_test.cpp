@@ -180,8 +180,8 @@ struct BF16Tile {
 // The kernel's whole body under `if (threadIdx.x < threads)`.
 Kernel onlyThreadsBelow(Kernel k, int64_t threads) {
   KernelBuilder kb(k);
-  std::vector<Stmt> body = std::move(k.body);
-  k.body.clear();
+  std::vector<Stmt> body = std::move(k.body.mut());
+  k.body.mut().clear();
   kb.openIf(kb.lt(kb.threadIdx(0), kb.index(threads)));
   kb.current() = std::move(body);
   kb.close();
@@ -244,7 +244,7 @@ TEST(MmaTile, TheVerifierChecksFragmentsAndWarps) {
     EXPECT_NE(std::string(e.what()).find("needs whole 32-lane warps"), std::string::npos) << e.what();
   }
   Kernel wrong = mmaTileKernel(MmaShape::M16N8K16, DataType::BFloat16);
-  for (KVar& v : wrong.vars) {
+  for (KVar& v : wrong.vars.mut()) {
     if (v.name.starts_with("fa")) v.size = 4;  // 4 values where A needs 8
   }
   try {

@@ -104,7 +104,7 @@ TEST(WgmmaWarpSpecialized, TheSimulatorReportsAStageUsedOutOfTurn) {
   const VarId full = varNamed(k, "full"), empty = varNamed(k, "empty");
   auto without = [&](SKind kind, VarId var) {
     Kernel broken = k;
-    dropStatements(broken.body, [&](const Stmt& s) { return s.kind == kind && s.var == var; });
+    dropStatements(broken.body.mut(), [&](const Stmt& s) { return s.kind == kind && s.var == var; });
     return simulated(broken, c);
   };
   // The compute warpgroups read a stage without waiting for its boxes.
