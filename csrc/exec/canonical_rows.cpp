@@ -137,7 +137,9 @@ std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const 
   if (!canonical->why_none.empty()) return ownSizes(canonical->why_none);
   if (std::optional<std::string> why = moreThanRows(*canonical, lowering.context())) return ownSizes(*why);
   SegmentHeuristics heuristics = heuristicsHere(*canonical, lowering);
-  if (heuristics.lowering->relaunch == nullptr) return ownSizes(fmt::format("{} kernels have every size in their code", heuristics.lowering->name));
+  if (heuristics.lowering->relaunch == nullptr) {
+    return ownSizes(fmt::format("{} kernels have every size in their code", heuristics.lowering->name));
+  }
   key.heuristics = heuristics.toString();
   std::shared_ptr<const CanonicalKernelCache::Kernels> kernels = cache_.findKernels(key);
   if (kernels == nullptr || kernels->segmentation != segmentation_) {

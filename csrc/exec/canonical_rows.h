@@ -1,7 +1,8 @@
 // Another batch size lowers no kernel: a FusionCache lowers the kernels of row schedulers (inner
 // reductions, inner-outer) once per shape class and heuristics, for inputs whose leading extent (the row
 // count's) is the class's largest value of its power of two and divisor, and gives them each signature's
-// tensor layouts and launch values (SchedulerEntry::relaunch). Every signature of the class runs that
+// tensor layouts, heuristics (the canonical inputs' with the row count scaled) and launch values
+// (SchedulerEntry::heuristics_at_rows and relaunch). Every signature of the class runs that
 // canonical kernel, the first one included, so what a signature runs does not depend on which ran
 // before it, and the tests of any size exercise the same path. The row kernels read the row count only
 // as a launch argument (row_launch.h); each use checks that the segment's sizes differ from the
