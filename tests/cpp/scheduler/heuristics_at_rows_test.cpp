@@ -15,7 +15,7 @@ ReductionProblem rowsOf(int64_t rows, int64_t row_length, bool inner = true) {
           .cached_tensors = 1, .widest_dtype_bytes = 2};
 }
 
-TEST(HeuristicsAtRows, AnInnerReductionsAreItsProblemsWithTheRowsScaled) {
+TEST(HeuristicsAtRows, AnInnerReductionGetsTheHeuristicsOfItsProblemAtTheScaledRowCount) {
   for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
     // 4095 rows x 3 (a [rows, 3, 1600] layer_norm) to 129 x 3: few rows change the rows per block.
     for (const int64_t to : {2049, 3001, 129, 4095}) {
@@ -53,7 +53,7 @@ TEST(HeuristicsAtRows, NoneWithoutARowCountToScale) {
   EXPECT_FALSE(scheduler::rowHeuristicsAtRows(h100, odd, 4095, 2049).has_value());
 }
 
-TEST(HeuristicsAtRows, TheInnerOuterSchedulersAreItsProblemsWithTheRowsScaled) {
+TEST(HeuristicsAtRows, TheInnerOuterSchedulerGetsTheHeuristicsOfItsProblemAtTheScaledRowCount) {
   for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
     const InnerOuterProblem at{rowsOf(4095, 768), 2, {{3072, 8}}, 4};
     const SegmentHeuristics chosen = heuristicsOf(innerOuterPersistentScheduler(), innerOuterHeuristics(device, at));
