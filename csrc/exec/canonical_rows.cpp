@@ -34,6 +34,13 @@ bool sameLaunchValues(const std::vector<kernel::Kernel>& a, const std::vector<ke
   return true;
 }
 
+// Why the relaunch refused kernels lowered at the canonical sizes with `heuristics`.
+std::string moreThanTheRowCount(const SegmentHeuristics& heuristics, const CanonicalKernelCache::Segment& canonical) {
+  return fmt::format("its code depends on more than the row count (an outer reduction, a grid split, the row "
+                     "length): {} here, {} at the canonical sizes", heuristics.toString(),
+                     canonical.lowered_at.toString());
+}
+
 }  // namespace
 
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
@@ -202,9 +209,7 @@ std::variant<std::vector<kernel::Kernel>, std::string> CanonicalRowKernels::rela
     }
   }
   if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, kernels)) {
-    return fmt::format("its code depends on more than the row count (an outer reduction, a grid split, the row "
-                       "length): {} here, {} at the canonical sizes", heuristics.toString(),
-                       canonical.lowered_at.toString());
+    return moreThanTheRowCount(heuristics, canonical);
   }
   return kernels;
 }
@@ -269,9 +274,7 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
   for (kernel::Kernel& next : lowering.takeFollowUps()) kernels.push_back(std::move(next));
   std::vector<kernel::Kernel> relaunched = kernels;
   if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, relaunched)) {
-    entry->why_none = fmt::format("its code depends on more than the row count (an outer reduction, a grid split, "
-                                  "the row length): {} here, {} at the canonical sizes",
-                                  heuristics.toString(), canonical.lowered_at.toString());
+    entry->why_none = moreThanTheRowCount(heuristics, canonical);
     return entry;
   }
   // The relaunch gives back every launch value this lowering gave, or it does not know them all.
