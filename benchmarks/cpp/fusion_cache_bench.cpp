@@ -154,6 +154,20 @@ void BM_NewRowCountNoCompile_LayerNormBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_NewRowCountNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
+// The same with the rows in two dims, [8, seq, 768], as Thunder hands a model's layer-norm backward: a new
+// sequence length. The argument is reuseOptions'.
+void BM_NewSequenceLengthNoCompile_LayerNormBackward(benchmark::State& state) {
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(testing::sizelessLayerNormBackward(/*row_dims=*/2), reuseOptions(state.range(0)), &ops,
+                          DeviceInfo::h100Sxm());
+  auto inputs = [](int64_t seq) { return testing::layerNormBackwardAddresses({8, seq}, 768); };
+  cache.run(inputs(1024));
+  int64_t seq = 1025;
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(seq++)));
+  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+}
+BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),

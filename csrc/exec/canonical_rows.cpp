@@ -41,39 +41,107 @@ std::string moreThanTheRowCount(const SegmentHeuristics& heuristics, const Canon
                      canonical.lowered_at.toString());
 }
 
+// `plan`'s segment of `segment`'s id, if it is the same segment (the same ops, inputs and outputs).
+const braze::Segment* sameSegmentIn(const SegmentedFusion& plan, const braze::Segment& segment) {
+  const auto same = std::find_if(plan.segments.begin(), plan.segments.end(), [&](const braze::Segment& s) {
+    return s.id == segment.id && s.scheduler == segment.scheduler && s.exprs == segment.exprs &&
+           s.inputs == segment.inputs && s.outputs == segment.outputs;
+  });
+  return same == plan.segments.end() ? nullptr : &*same;
+}
+
+// A segment's kernel and its follow-ups, lowered with `heuristics`.
+std::vector<kernel::Kernel> lowerWith(scheduler::SegmentLowering& lowering, const SegmentHeuristics& heuristics) {
+  std::vector<kernel::Kernel> kernels{lowering.lower(heuristics)};
+  for (kernel::Kernel& next : lowering.takeFollowUps()) kernels.push_back(std::move(next));
+  return kernels;
+}
+
+// Whether dims [0, d) of `t` and dim d are indexed as one: each of those dims of size above 1 has the
+// stride of the next such dim (up to d) times its size. A kernel's offsets into `t` then name only the
+// product of their sizes (ValueBuilder::flatOffset merges them), never dim d's extent alone.
+bool mergedIntoDim(const DeviceTensor& t, size_t d) {
+  int64_t stride = t.strides[d], size = t.sizes[d];
+  for (size_t i = d; i-- > 0;) {
+    if (t.sizes[i] == 1) continue;
+    if (t.strides[i] != stride * size) return false;
+    stride = t.strides[i];
+    size = t.sizes[i];
+  }
+  return true;
+}
+
+// The first open extent of 128 or more among the input tensors' dims, and the dim it is in: the row
+// count, or the row extent of a row count spread over leading dims ([batch, seq, hidden]'s seq). Not an
+// innermost dim, which holds a row length (or a weight's columns) where row kernels run.
+std::optional<std::pair<int64_t, size_t>> rowExtentOf(const std::vector<DeviceValue>& inputs,
+                                                      const std::vector<std::vector<int64_t>>& static_shapes) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    if (t == nullptr) continue;
+    for (size_t d = 0; d < t->sizes.size(); ++d) {
+      const bool fixed = i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
+      if (t->sizes[d] < kRowExtentAtLeast || fixed) continue;
+      if (d + 1 == t->sizes.size()) break;
+      return std::make_pair(t->sizes[d], d);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
-                                             const std::vector<std::vector<int64_t>>& static_shapes) {
+std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inputs,
+                                             const std::vector<std::vector<int64_t>>& static_shapes, int64_t extent,
+                                             int64_t to) {
   const auto fixed = [&](size_t i, size_t d) {
     return i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
   };
-  int64_t extent = -1;
-  for (size_t i = 0; i < inputs.size() && extent < 0; ++i) {
-    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
-    if (t != nullptr && !t->sizes.empty() && t->sizes[0] >= kRowExtentAtLeast && !fixed(i, 0)) extent = t->sizes[0];
-  }
-  if (extent < 0) return std::nullopt;
-  CanonicalRows rows{inputs, extent, largestOfShapeClass(extent)};
-  for (size_t i = 0; i < rows.inputs.size(); ++i) {
-    auto* t = std::get_if<DeviceTensor>(&rows.inputs[i]);
+  RowExtentInputs changed{inputs, true};
+  for (size_t i = 0; i < changed.inputs.size(); ++i) {
+    auto* t = std::get_if<DeviceTensor>(&changed.inputs[i]);
     if (t == nullptr) {
-      const auto* value = std::get_if<int64_t>(&std::get<ScalarValue>(rows.inputs[i]));
+      const auto* value = std::get_if<int64_t>(&std::get<ScalarValue>(changed.inputs[i]));
       if (value != nullptr && *value == extent) return std::nullopt;
       continue;
     }
-    for (const int64_t stride : t->strides) {
-      if (stride == extent || stride == -extent) return std::nullopt;
-    }
+    std::optional<size_t> row_dim;
     for (size_t d = 0; d < t->sizes.size(); ++d) {
       if (t->sizes[d] != extent) continue;
-      if (d != 0 || fixed(i, d)) return std::nullopt;
-      t->sizes[d] = rows.canonical;
+      if (row_dim || fixed(i, d) || !mergedIntoDim(*t, d)) return std::nullopt;
+      row_dim = d;
+    }
+    // The strides of the dims merged into the row dim follow its new extent; any other that equals the
+    // extent would keep the old value.
+    const size_t merged = row_dim.value_or(0);
+    for (size_t d = merged; d < t->strides.size(); ++d) {
+      if (t->strides[d] == extent || t->strides[d] == -extent) return std::nullopt;
+    }
+    if (!row_dim) continue;
+    changed.leading_only = changed.leading_only && *row_dim == 0;
+    t->sizes[*row_dim] = to;
+    int64_t stride = t->strides[*row_dim], size = to;
+    for (size_t d = *row_dim; d-- > 0;) {
+      if (t->sizes[d] == 1) continue;
+      t->strides[d] = stride * size;
+      stride = t->strides[d];
+      size = t->sizes[d];
     }
   }
   // Equal extents stay equal and unequal ones unequal, strides row-major or not as they were.
-  if (InputSignature::shapeClassOf(rows.inputs) != InputSignature::shapeClassOf(inputs)) return std::nullopt;
-  return rows;
+  if (InputSignature::shapeClassOf(changed.inputs) != InputSignature::shapeClassOf(inputs)) return std::nullopt;
+  return changed;
+}
+
+std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
+                                             const std::vector<std::vector<int64_t>>& static_shapes) {
+  const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(inputs, static_shapes);
+  if (!found) return std::nullopt;
+  const auto [extent, dim] = *found;
+  const int64_t canonical = largestOfShapeClass(extent);
+  std::optional<RowExtentInputs> changed = withRowExtent(inputs, static_shapes, extent, canonical);
+  if (!changed) return std::nullopt;
+  return CanonicalRows{std::move(changed->inputs), extent, canonical, dim, changed->leading_only};
 }
 
 size_t CanonicalKernelCache::KeyHash::operator()(const Key& k) const {
@@ -173,12 +241,15 @@ std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const 
   Given given{std::move(heuristics), std::move(std::get<std::vector<kernel::Kernel>>(launched)), kernels->digests, ""};
   // At the canonical row count itself, the kernels are these inputs' own: nothing to say.
   if (rows_.extent != rows_.canonical) {
-    given.lowered_for = fmt::format("lowered for {} leading rows (the shape class's canonical row count), launched "
-                                    "for {}", rows_.canonical, rows_.extent);
+    given.lowered_for = rows_.leading_only ? fmt::format("lowered for {} leading rows (the shape class's canonical row "
+                                                         "count), launched for {}", rows_.canonical, rows_.extent)
+                                           : fmt::format("lowered for a row extent of {} in dim {} (the shape class's "
+                                                         "canonical one), launched for {}",
+                                                         rows_.canonical, rows_.dim, rows_.extent);
   }
   dumpAfter("reuse-kernels", [&] {
-    return fmt::format("segment {}: canonical kernels, lowered for {} leading rows, launched for {}", segment.id,
-                       rows_.canonical, rows_.extent);
+    return fmt::format("segment {}: canonical kernels, lowered for a row extent of {} in dim {}, launched for {}",
+                       segment.id, rows_.canonical, rows_.dim, rows_.extent);
   });
   return given;
 }
@@ -220,13 +291,7 @@ const std::optional<SegmentedFusion>& CanonicalRowKernels::canonicalPlan() {
 }
 
 const braze::Segment* CanonicalRowKernels::canonicalSegmentOf(const braze::Segment& segment) {
-  if (!canonicalPlan()) return nullptr;
-  const std::vector<braze::Segment>& segments = canonicalPlan()->segments;
-  const auto same = std::find_if(segments.begin(), segments.end(), [&](const braze::Segment& s) {
-    return s.id == segment.id && s.scheduler == segment.scheduler && s.exprs == segment.exprs &&
-           s.inputs == segment.inputs && s.outputs == segment.outputs;
-  });
-  return same == segments.end() ? nullptr : &*same;
+  return canonicalPlan() ? sameSegmentIn(*canonicalPlan(), segment) : nullptr;
 }
 
 std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalRowKernels::canonicalSegment(
@@ -270,8 +335,7 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
   BRAZE_ASSERT(same != nullptr, "segment {} had a canonical segment and has none now", segment.id);
   const scheduler::SegmentToLower to_lower = segmentToLower(*canonicalPlan(), *same);
   scheduler::SegmentLowering lowering(to_lower, device_);
-  std::vector<kernel::Kernel> kernels{lowering.lower(heuristics)};
-  for (kernel::Kernel& next : lowering.takeFollowUps()) kernels.push_back(std::move(next));
+  std::vector<kernel::Kernel> kernels = lowerWith(lowering, heuristics);
   std::vector<kernel::Kernel> relaunched = kernels;
   if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, relaunched)) {
     entry->why_none = moreThanTheRowCount(heuristics, canonical);
@@ -285,8 +349,36 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
     return entry;
   }
   for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
+  if (!rows_.leading_only) {
+    if (std::optional<std::string> why = codeAtAnotherExtent(segment, heuristics, entry->digests)) {
+      entry->why_none = std::move(*why);
+      entry->digests.clear();
+      return entry;
+    }
+  }
   entry->kernels = std::move(kernels);
   return entry;
+}
+
+std::optional<std::string> CanonicalRowKernels::codeAtAnotherExtent(const braze::Segment& segment,
+                                                                    const SegmentHeuristics& heuristics,
+                                                                    const std::vector<kernel::CodeDigest>& digests) {
+  const int64_t other = smallestOfShapeClass(rows_.canonical);
+  const auto mayNameIt = [&](const std::string& why) {
+    return fmt::format("its code may name the row extent (dim {} of the first tensor): {}", rows_.dim, why);
+  };
+  const std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, other);
+  if (!inputs) return mayNameIt(fmt::format("the shape class has no inputs with {} there", other));
+  const std::optional<SegmentedFusion> plan = reuseSegments(*segmentation_, planningValues(inputs->inputs)).plan;
+  const braze::Segment* same = plan ? sameSegmentIn(*plan, segment) : nullptr;
+  if (same == nullptr) return mayNameIt(fmt::format("the segment is another at {}", other));
+  const scheduler::SegmentToLower to_lower = segmentToLower(*plan, *same);
+  scheduler::SegmentLowering lowering(to_lower, device_);
+  const std::vector<kernel::Kernel> kernels = lowerWith(lowering, heuristics);
+  bool same_code = kernels.size() == digests.size();
+  for (size_t k = 0; same_code && k < kernels.size(); ++k) same_code = kernel::codeDigest(kernels[k]) == digests[k];
+  if (!same_code) return mayNameIt(fmt::format("lowered at {} and at {}, it differs", rows_.canonical, other));
+  return std::nullopt;
 }
 
 std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegment& canonical,
@@ -294,10 +386,18 @@ std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegm
   for (const auto& [val, sizes] : canonical.sizes) {
     const std::vector<int64_t>& own = actual.bound.sizesOf(val);
     bool same = own.size() == sizes.size();
-    for (size_t d = 1; same && d < own.size(); ++d) same = own[d] == sizes[d];
-    // A leading dim of the row count, or of a multiple k of it: k is the same here.
-    if (same && !own.empty() && own[0] != sizes[0]) {
-      same = sizes[0] % rows_.canonical == 0 && own[0] == sizes[0] / rows_.canonical * rows_.extent;
+    std::optional<size_t> differs;
+    for (size_t d = 0; same && d < own.size(); ++d) {
+      if (own[d] == sizes[d]) continue;
+      same = !differs;
+      differs = d;
+    }
+    // One dim of the row extent, or of a multiple k of it (k the same here): the leading one where only
+    // leading dims have it.
+    if (same && differs) {
+      const size_t d = *differs;
+      same = (d == 0 || !rows_.leading_only) && sizes[d] % rows_.canonical == 0 &&
+             own[d] == sizes[d] / rows_.canonical * rows_.extent;
     }
     if (!same) {
       return fmt::format("{} is {} here and {} at the canonical row count", val->name(), fmt::join(own, "x"),

@@ -24,19 +24,34 @@
 
 namespace braze::exec {
 
-// The inputs with their row count made canonical: every input tensor that leads with `extent` (that of
-// the first input tensor whose leading extent is 128 or more and left open by the definition) leads
-// with `canonical` instead, the largest extent of the same shape-class word.
+// The inputs with their row count made canonical: every input tensor dim of `extent` (the first open
+// extent of 128 or more among the inputs' dims that is not a tensor's innermost: [rows, hidden]'s rows,
+// [8, seq, hidden]'s seq) is `canonical` instead, the largest extent of the same shape-class word.
 struct CanonicalRows {
   std::vector<DeviceValue> inputs;
   int64_t extent = 0;
   int64_t canonical = 0;
+  size_t dim = 0;  // where the first tensor has it
+  // Every tensor has it as its leading dim: a row kernel's code cannot name it (its index is the row
+  // index's quotient by what follows). Otherwise dims before it are merged with it in every input (their
+  // strides follow), and the code's independence of it is checked by lowering at a second extent.
+  bool leading_only = true;
 };
-// None where no input leads with such an extent, or where it also stands elsewhere (a later dim, a
-// stride, an integer scalar: changing the leading ones alone would not change the one size), or where the
-// canonical inputs are of another shape class.
+// None where no input has such an extent, or where it also stands elsewhere (another dim of a tensor, a
+// stride that does not follow it, an integer scalar: changing the row dims alone would not change the one
+// size), or where the canonical inputs are of another shape class.
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes);
+
+// `inputs` with every tensor dim of `extent` made `to`, and the strides of the dims merged into it
+// following (canonicalRowsOf's rules), or none where they refuse.
+struct RowExtentInputs {
+  std::vector<DeviceValue> inputs;
+  bool leading_only = true;
+};
+std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inputs,
+                                             const std::vector<std::vector<int64_t>>& static_shapes, int64_t extent,
+                                             int64_t to);
 
 // What a FusionCache keeps of its classes' canonical inputs, kept for the cache's life (at most
 // FusionCache::kMaxPlans of each kind): per (their signature, segment, device), the segment there; per
@@ -105,8 +120,13 @@ class CanonicalRowKernels : public SegmentKernelSource {
   std::shared_ptr<const CanonicalKernelCache::Kernels> lowerCanonical(const braze::Segment& segment,
                                                                       const CanonicalSegment& canonical,
                                                                       const SegmentHeuristics& heuristics);
+  // Why the segment's code, lowered with `heuristics` at another extent of the class in the row dim, is
+  // not the code of `digests` (lowered at the canonical one), or nothing: where not every input has the
+  // row extent leading, this is what shows that the code does not name it.
+  std::optional<std::string> codeAtAnotherExtent(const braze::Segment& segment, const SegmentHeuristics& heuristics,
+                                                 const std::vector<kernel::CodeDigest>& digests);
   // Why the segment's sizes and scalars differ from those at the canonical inputs in more than the
-  // leading row count, or nothing.
+  // row extent, or nothing.
   std::optional<std::string> moreThanRows(const CanonicalSegment& canonical,
                                           const scheduler::LoweringContext& actual) const;
   // The heuristics of the signature's segment: the canonical ones at its row count, or its own.

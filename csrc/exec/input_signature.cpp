@@ -95,6 +95,12 @@ int64_t largestOfShapeClass(int64_t extent) {
   return (int64_t{1} << (large.power + 1)) - (int64_t{1} << large.divisor_log);
 }
 
+int64_t smallestOfShapeClass(int64_t extent) {
+  if (extent < kSmallExtent) return extent;
+  const LargeExtent large = largeExtent(extent);
+  return (int64_t{1} << large.power) + (int64_t{1} << large.divisor_log);
+}
+
 InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
   InputSignature s;
   s.words_.reserve(inputs.size() * 10);

@@ -61,6 +61,8 @@ class InputSignature {
 // The largest extent a shape class does not tell from `extent`: itself below 128, else the largest of the
 // same power of two and divisor (2^(power + 1) - divisor).
 int64_t largestOfShapeClass(int64_t extent);
+// And the smallest: 2^power + divisor.
+int64_t smallestOfShapeClass(int64_t extent);
 
 // The address's alignment (ir/strided_layout.h) up to 16 bytes: what vectorized accesses depend on.
 int64_t pointerAlignment(DevicePtr address);

@@ -76,6 +76,25 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
   return plan;
 }
 
+namespace {
+
+// Under the verifiers: the kernels a source gives a segment are the code the segment's own lowering makes
+// with the same heuristics (a kernel lowered for other sizes must not name the sizes that differ).
+void verifyGivenCode(const Segment& segment, scheduler::SegmentLowering& lowering,
+                     const SegmentKernelSource::Given& given) {
+  std::vector<kernel::Kernel> own{lowering.lower(given.heuristics)};
+  for (kernel::Kernel& next : lowering.takeFollowUps()) own.push_back(std::move(next));
+  BRAZE_ASSERT(own.size() == given.digests.size(), "segment {}: {} kernels given, its own lowering makes {}",
+               segment.id, given.digests.size(), own.size());
+  for (size_t i = 0; i < own.size(); ++i) {
+    BRAZE_ASSERT(kernel::codeDigest(own[i]) == given.digests[i],
+                 "segment {}: kernel {} ({}) is not the code its own lowering makes", segment.id, own[i].name,
+                 given.lowered_for);
+  }
+}
+
+}  // namespace
+
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKernelSource* source) {
   LoweredPlan lowered{std::move(plan), {}, {}, {}, {}};
   struct FollowUpKernel {
@@ -110,6 +129,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
     }
     std::optional<SegmentKernelSource::Given> given =
         source != nullptr ? source->kernelsFor(segment, lowering) : std::nullopt;
+    if (given && verifiersEnabled()) verifyGivenCode(segment, lowering, *given);
     const SegmentHeuristics heuristics = given ? given->heuristics : lowering.heuristics();
     dumpAfter("heuristics", [&] { return fmt::format("segment {}: {}", segment.id, heuristics.toString()); });
     kernel::Kernel k = given ? std::move(given->kernels.front()) : lowering.lower(heuristics);

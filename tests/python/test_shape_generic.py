@@ -57,17 +57,35 @@ def _softmax(fd):
     fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
 
 
-def _rms_norm_backward(fd):
-    """grad_in, grad_weight of an RMS norm (x * rstd * w), float: an inner-outer segment."""
-    go = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-    rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+def _rms_norm_backward(fd, rank=2):
+    """grad_in, grad_weight of an RMS norm (x * rstd * w), float, over [rows, hidden] (rank 2) or [batch,
+    seq, hidden] (rank 3): an inner-outer segment."""
+    rows = list(range(rank - 1))
+    go = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=DataType.Float)
+    x = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=DataType.Float)
+    rstd = fd.define_tensor(shape=[-1] * (rank - 1) + [1], contiguity=[True] * (rank - 1) + [None], dtype=DataType.Float)
     w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
     x_hat = fd.ops.mul(x, rstd)
-    g = fd.ops.mul(go, fd.ops.broadcast(w, [True, False]))
-    mean_gx = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[1], keepdim=True), fd.ops.size(x, 1))
+    g = fd.ops.mul(go, fd.ops.broadcast(w, [True] * (rank - 1) + [False]))
+    mean_gx = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[rank - 1], keepdim=True), fd.ops.size(x, rank - 1))
     fd.add_output(fd.ops.mul(rstd, fd.ops.sub(g, fd.ops.mul(x_hat, mean_gx))))
-    fd.add_output(fd.ops.sum(fd.ops.mul(go, x_hat), dims=[0]))
+    fd.add_output(fd.ops.sum(fd.ops.mul(go, x_hat), dims=rows))
+
+
+def _expect_canonical_kernels(define, make, lowered_for, rows_per_extent):
+    """At row extents 129, 201, 255 and 131 (one shape class), the fusion `define` builds gives the
+    reference's results on `make(extent)`, and its plan runs kernels lowered for `lowered_for`, launched
+    for the extent's own rows, except at 255, where they are its own."""
+    with FusionDefinition() as fd:
+        define(fd)
+    for extent in (129, 201, 255, 131):
+        inputs = make(extent)
+        got = fd.execute(inputs)
+        for g, w in zip(got, bx.reference(fd, inputs)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+        plan = str(fd.explain(inputs))
+        assert (f"kernels: lowered for {lowered_for}, launched for {extent}" in plan) == (extent != 255), plan
+        assert f"rows {extent * rows_per_extent}" in plan, plan
 
 
 def test_row_counts_of_a_shape_class_run_the_kernels_lowered_for_its_canonical_row_count():
@@ -85,14 +103,24 @@ def test_row_counts_of_a_shape_class_run_the_kernels_lowered_for_its_canonical_r
                                            rng.standard_normal(56).astype(np.float32)]),
     ]
     for define, per_leading_row, make in cases:
-        with FusionDefinition() as fd:
-            define(fd)
-        for rows in (129, 201, 255, 131):
-            inputs = make(rows)
-            got = fd.execute(inputs)
-            for g, w in zip(got, bx.reference(fd, inputs)):
-                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
-            plan = str(fd.explain(inputs))
-            said = "kernels: lowered for 255 leading rows (the shape class's canonical row count)"
-            assert (f"{said}, launched for {rows}" in plan) == (rows != 255), plan
-            assert f"rows {rows * per_leading_row}" in plan, plan
+        _expect_canonical_kernels(define, make, "255 leading rows (the shape class's canonical row count)",
+                                  per_leading_row)
+
+
+def test_sequence_lengths_of_a_shape_class_run_the_kernels_lowered_for_its_canonical_row_extent():
+    """[2, seq, hidden] with seq 129 to 255 (odd) is one shape class whose rows are spread over the batch and
+    the sequence, as a model hands them: the row kernels are lowered once, for seq 255, and each sequence
+    length runs them with its own launch values (2 * seq rows), as the plan says; the results are the
+    reference's at every length."""
+    rng = np.random.default_rng(11)
+    cases = [
+        (lambda fd: sizeless_layer_norm(fd, DataType.Float),
+         lambda seq: [rng.standard_normal((2, seq, 40)).astype(np.float32), rng.standard_normal(40).astype(np.float32)]),
+        (lambda fd: _rms_norm_backward(fd, rank=3),
+         lambda seq: [rng.standard_normal((2, seq, 56)).astype(np.float32),
+                      rng.standard_normal((2, seq, 56)).astype(np.float32),
+                      rng.uniform(0.5, 2, (2, seq, 1)).astype(np.float32),
+                      rng.standard_normal(56).astype(np.float32)]),
+    ]
+    for define, make in cases:
+        _expect_canonical_kernels(define, make, "a row extent of 255 in dim 1 (the shape class's canonical one)", 2)

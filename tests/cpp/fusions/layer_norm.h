@@ -6,6 +6,8 @@
 #include "ir/ops.h"
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace braze::testing {
 
@@ -53,36 +55,55 @@ inline std::shared_ptr<Fusion> sizelessLayerNorm() {
 
 // The layer-norm backward as Thunder hands it to nvFuser, sizes left to execute (bf16 in and out, float
 // math): grad_out, x, mean and rstd ([rows, 1]) and weight in; grad_in (a reduction over the hidden dim
-// per row), grad_weight and grad_bias (reductions over the rows) out.
-inline std::shared_ptr<Fusion> sizelessLayerNormBackward() {
+// per row), grad_weight and grad_bias (reductions over the rows) out. `row_dims` leading dims hold the
+// rows: 1 for [rows, hidden], 2 for a model's [batch, seq, hidden] (Thunder keeps that shape).
+inline std::shared_ptr<Fusion> sizelessLayerNormBackward(int row_dims = 1) {
   auto f = std::make_shared<Fusion>();
   FusionGuard guard(f.get());
   const DataType bf16 = DataType::BFloat16, f32 = DataType::Float;
-  TensorView* grad_out = defineTensor({-1, -1}, {true, true}, bf16);
-  TensorView* x = defineTensor({-1, -1}, {true, true}, bf16);
-  TensorView* mean = defineTensor({-1, 1}, {true, std::nullopt}, f32);
-  TensorView* rstd = defineTensor({-1, 1}, {true, std::nullopt}, f32);
+  const auto rank = static_cast<size_t>(row_dims) + 1;
+  const std::vector<int64_t> open(rank, -1);
+  std::vector<int64_t> stats_shape = open;
+  stats_shape.back() = 1;
+  std::vector<std::optional<bool>> stats_contiguity(rank, true);
+  stats_contiguity.back() = std::nullopt;
+  TensorView* grad_out = defineTensor(open, std::vector<std::optional<bool>>(rank, true), bf16);
+  TensorView* x = defineTensor(open, std::vector<std::optional<bool>>(rank, true), bf16);
+  TensorView* mean = defineTensor(stats_shape, stats_contiguity, f32);
+  TensorView* rstd = defineTensor(stats_shape, stats_contiguity, f32);
   TensorView* weight = defineTensor({-1}, {true}, bf16);
+  std::vector<bool> broadcast_rows(rank, true);
+  broadcast_rows.back() = false;
+  std::vector<int64_t> rows(static_cast<size_t>(row_dims));
+  for (int d = 0; d < row_dims; ++d) rows[static_cast<size_t>(d)] = d;
+  const auto hidden = static_cast<int64_t>(row_dims);
   Val* go = cast(grad_out, f32);
   Val* x_hat = mul(sub(cast(x, f32), mean), rstd);
-  TensorView* g = mul(go, broadcast(cast(weight, f32)->asTensor(), {true, false}))->asTensor();
-  Val* c = size(x, 1);
-  Val* a = div(reduce(OpKind::Sum, g, {1}, /*keepdim=*/true), c);
-  Val* b = div(reduce(OpKind::Sum, mul(g, x_hat)->asTensor(), {1}, /*keepdim=*/true), c);
+  TensorView* g = mul(go, broadcast(cast(weight, f32)->asTensor(), broadcast_rows))->asTensor();
+  Val* c = size(x, hidden);
+  Val* a = div(reduce(OpKind::Sum, g, {hidden}, /*keepdim=*/true), c);
+  Val* b = div(reduce(OpKind::Sum, mul(g, x_hat)->asTensor(), {hidden}, /*keepdim=*/true), c);
   f->addOutput(cast(mul(rstd, sub(sub(g, a), mul(x_hat, b))), bf16));
-  f->addOutput(cast(reduce(OpKind::Sum, mul(go, x_hat)->asTensor(), {0}), bf16));
-  f->addOutput(cast(reduce(OpKind::Sum, go->asTensor(), {0}), bf16));
+  f->addOutput(cast(reduce(OpKind::Sum, mul(go, x_hat)->asTensor(), rows), bf16));
+  f->addOutput(cast(reduce(OpKind::Sum, go->asTensor(), rows), bf16));
   return f;
 }
 
-// Stand-in device tensors (addresses never dereferenced) for sizelessLayerNormBackward at [rows, hidden].
-inline std::vector<device::DeviceValue> layerNormBackwardAddresses(int64_t rows, int64_t hidden) {
+// Stand-in device tensors (addresses never dereferenced) for sizelessLayerNormBackward at `rows` (its
+// row dims' extents) x hidden.
+inline std::vector<device::DeviceValue> layerNormBackwardAddresses(const std::vector<int64_t>& rows, int64_t hidden) {
   using device::DeviceTensor;
-  return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {rows, hidden}),
-          DeviceTensor::contiguous(0x20000000, DataType::BFloat16, {rows, hidden}),
-          DeviceTensor::contiguous(0x30000000, DataType::Float, {rows, 1}),
-          DeviceTensor::contiguous(0x40000000, DataType::Float, {rows, 1}),
+  std::vector<int64_t> full = rows, stats = rows;
+  full.push_back(hidden);
+  stats.push_back(1);
+  return {DeviceTensor::contiguous(0x10000000, DataType::BFloat16, full),
+          DeviceTensor::contiguous(0x20000000, DataType::BFloat16, full),
+          DeviceTensor::contiguous(0x30000000, DataType::Float, stats),
+          DeviceTensor::contiguous(0x40000000, DataType::Float, stats),
           DeviceTensor::contiguous(0x50000000, DataType::BFloat16, {hidden})};
+}
+inline std::vector<device::DeviceValue> layerNormBackwardAddresses(int64_t rows, int64_t hidden) {
+  return layerNormBackwardAddresses(std::vector<int64_t>{rows}, hidden);
 }
 
 }  // namespace braze::testing

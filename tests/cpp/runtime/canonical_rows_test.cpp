@@ -68,6 +68,34 @@ TEST(CanonicalRows, NoneWhereTheRowCountIsAlsoAnotherSize) {
   EXPECT_FALSE(canonicalRowsOf(with_scalar, {}));
 }
 
+// [batch, seq, hidden] with a small batch: seq is the row extent. The dims before it are merged with it
+// in every input, so their strides follow the canonical extent.
+TEST(CanonicalRows, ASequenceAfterASmallBatchIsTheRowExtentAndTheBatchStridesFollowIt) {
+  const std::optional<exec::CanonicalRows> rows = canonicalRowsOf(testing::layerNormBackwardAddresses({8, 300}, 768), {});
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->extent, 300);
+  EXPECT_EQ(rows->canonical, 508);  // [256, 512), 4 divides
+  EXPECT_EQ(rows->dim, 1u);
+  EXPECT_FALSE(rows->leading_only);
+  const DeviceTensor& x = std::get<DeviceTensor>(rows->inputs[0]);
+  EXPECT_EQ(x.sizes, (std::vector<int64_t>{8, 508, 768}));
+  EXPECT_EQ(x.strides, (std::vector<int64_t>{508 * 768, 768, 1}));
+  const DeviceTensor& mean = std::get<DeviceTensor>(rows->inputs[2]);
+  EXPECT_EQ(mean.sizes, (std::vector<int64_t>{8, 508, 1}));
+  EXPECT_EQ(mean.strides, (std::vector<int64_t>{508, 1, 1}));
+  EXPECT_EQ(exec::smallestOfShapeClass(300), 260);
+  EXPECT_EQ(exec::smallestOfShapeClass(2048), 2064);  // 16 divides
+  EXPECT_EQ(canonicalRowsOf(testing::layerNormBackwardAddresses({200, 300}, 768), {})->dim, 0u);  // the batch
+  // x broadcast over the batch: its row index is the flat row's remainder by seq.
+  std::vector<DeviceValue> expanded = testing::layerNormBackwardAddresses({8, 300}, 768);
+  std::get<DeviceTensor>(expanded[1]).strides = {0, 768, 1};
+  EXPECT_FALSE(canonicalRowsOf(expanded, {}));
+  // x a slice of 300 of 400 positions: its batch stride does not follow seq.
+  std::vector<DeviceValue> sliced = testing::layerNormBackwardAddresses({8, 300}, 768);
+  std::get<DeviceTensor>(sliced[1]).strides = {400 * 768, 768, 1};
+  EXPECT_FALSE(canonicalRowsOf(sliced, {}));
+}
+
 // The kernels a cache relaunches from the canonical row count are those a cache that lowers every row
 // count for itself makes: the same code (digest), arguments, grid and tensor layouts, for the layer-norm
 // backward (inner-outer: its kernel and the finish) and the layer_norm forward (inner persistent).
@@ -80,7 +108,15 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
   const std::vector<Case> cases{
       {"layer-norm backward", testing::sizelessLayerNormBackward(),
        [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); }},
+      {"layer-norm backward [8, seq, 768]", testing::sizelessLayerNormBackward(/*row_dims=*/2),
+       [](int64_t seq) { return testing::layerNormBackwardAddresses({8, seq}, 768); }},
       {"layer_norm", testing::sizelessLayerNorm(), layerNormInputs},
+      {"layer_norm [4, seq, 1600]", testing::sizelessLayerNorm(),
+       [](int64_t seq) {
+         std::vector<DeviceValue> inputs = layerNormInputs(4);
+         inputs[0] = DeviceTensor::contiguous(0x10000000, DataType::BFloat16, {4, seq, 1600});
+         return inputs;
+       }},
       {"row sums", sizelessRowSums(),
        [](int64_t rows) {
          return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::Float, {rows, 3000})};
@@ -146,6 +182,49 @@ TEST(CanonicalRows, RowCountsOfAClassRunExactlyFromTheCanonicalKernels) {
       EXPECT_EQ(relaunched, rows != 255) << what << "\n" << plan.toString();
     }
   }
+}
+
+// The layer-norm backward as Thunder hands a model's, [3, seq, 48], at sequence lengths of one class: exact
+// on the simulated device from the kernels lowered for the class's canonical row extent.
+TEST(CanonicalRows, SequenceLengthsOfAClassRunExactlyFromTheCanonicalKernels) {
+  std::shared_ptr<Fusion> fusion = testing::sizelessLayerNormBackward(/*row_dims=*/2);
+  device::SimDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  for (int64_t seq : {129, 201, 255, 131}) {  // [128, 256), odd
+    const std::vector<HostValue> inputs = testing::randomInputs(
+        *fusion, 40 + static_cast<uint64_t>(seq), {{3, seq, 48}, {3, seq, 48}, {3, seq, 1}, {3, seq, 1}, {48}});
+    const std::string what = "seq " + std::to_string(seq);
+    testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*fusion, inputs), what);
+    const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
+    const bool relaunched = std::any_of(plan.segments.begin(), plan.segments.end(), [](const Segment& s) {
+      return s.kernels_lowered_for.find("lowered for a row extent of 255 in dim 1") != std::string::npos;
+    });
+    EXPECT_EQ(relaunched, seq != 255) << what << "\n" << plan.toString();
+  }
+}
+
+// A [seq, hidden] table added to [batch, seq, hidden] before a row sum: its rows are the flat row index's
+// remainder by seq, so the code names seq. The kernels lowered at a second extent of the class differ,
+// and every sequence length is lowered for itself, exactly.
+TEST(CanonicalRows, CodeThatNamesTheSequenceLengthIsLoweredForEachOne) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
+    TensorView* table = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    fusion->addOutput(reduce(OpKind::Sum, add(x, broadcast(table, {true, false, false}))->asTensor(), {2}));
+  }
+  device::SimDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  for (int64_t seq : {129, 201}) {
+    const std::vector<HostValue> inputs = testing::randomInputs(*fusion, 7, {{2, seq, 40}, {seq, 40}});
+    const std::string what = "seq " + std::to_string(seq);
+    testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*fusion, inputs), what);
+    const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
+    ASSERT_EQ(plan.segments.size(), 1u) << plan.toString();
+    EXPECT_EQ(plan.segments[0].kernels_lowered_for, "") << what;
+  }
+  EXPECT_EQ(cache.kernelCount(), 2u);  // one per sequence length: their code differs
 }
 
 }  // namespace
