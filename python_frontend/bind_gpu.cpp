@@ -119,18 +119,25 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // Runs the cached fusion; outputs as `framework` ("torch", "cupy", "jax", or "dlpack": objects with
 // __dlpack__ for any consumer). With `allocate` (a callable (sizes, strides, dtype name, device) ->
 // (tensor, address), or None for braze's pool), outputs that are buffers of their own are written into
-// the tensors it returns, which come back as they are: torch's caching allocator then owns them.
+// the tensors it returns, which come back as they are: torch's caching allocator then owns them. With
+// `torch_outputs`, torch.empty_strided makes them, called from here.
 // `held`: the input objects, kept here because the caller's list may change (another thread) while the
 // GIL is released, and views of inputs take them as owners afterwards.
 nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
                    const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
-                   nb::object allocate) {
+                   nb::object allocate, bool torch_outputs = false) {
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
   std::vector<nb::object> allocated(cache.outputCount());
   const device::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
     nb::gil_scoped_acquire acquire;  // called from run, which released the GIL
+    if (torch_outputs) {
+      std::optional<TorchOutput> made = torchEmptyStrided(spec);
+      if (!made) return device::DevicePtr{0};  // this one from braze's pool
+      allocated.at(output) = std::move(made->tensor);
+      return static_cast<device::DevicePtr>(made->address);
+    }
     nb::object sizes = nb::cast(spec.sizes);
     nb::object strides = nb::cast(spec.strides);
     nb::object got = allocate(sizes, strides, std::string(toString(spec.dtype)), spec.device);
@@ -140,7 +147,7 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
     allocated.at(output) = pair[0];
     return static_cast<device::DevicePtr>(nb::cast<uint64_t>(pair[1]));
   };
-  const auto* allocator_or_none = allocate.is_none() ? nullptr : &allocator;
+  const auto* allocator_or_none = allocate.is_none() && !torch_outputs ? nullptr : &allocator;
   const auto handle = reinterpret_cast<device::StreamHandle>(stream);
   // A prepared plan launches in microseconds: with the GIL held (as torch launches), which saves giving
   // it up and taking it back around the run and around each output the allocator makes. A miss plans
@@ -202,7 +209,7 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
 // fd.execute's common case in one pass: a list of CUDA torch.Tensors (exactly that type) and Python
 // numbers, run on torch's current stream of their device. None, having done nothing, for anything
 // else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
-nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate) {
+nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {
   if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
   // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
   // which could let another thread change the caller's list.
@@ -231,7 +238,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
   if (device < 0) return nb::none();
   const std::optional<uintptr_t> stream = torchCurrentStream(device);
   if (!stream) return nb::none();
-  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate));
+  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), torch_outputs);
 }
 
 // (plan, cache, why): what FusionCache::explain says of these inputs, planned without the GIL.
@@ -313,8 +320,10 @@ void bindGpu(nb::module_& m) {
            "outputs as `framework` tensors, those that are buffers of their own allocated by `allocate` (sizes, "
            "strides, dtype name, device) -> (tensor, address) when it is given")
       .def("run_torch", &runTorch, nb::arg("inputs"), nb::arg("allocate") = nb::none(),
+           nb::arg("torch_outputs") = false,
            "run(inputs, torch's current stream, 'torch', allocate) when `inputs` is a list of CUDA torch.Tensors "
-           "and Python numbers; None, having done nothing, otherwise")
+           "and Python numbers; None, having done nothing, otherwise. torch_outputs: outputs from "
+           "torch.empty_strided (torch's caching allocator), called without a Python allocate in between")
       .def(
           "cuda_code",
           [](exec::FusionCache& cache, nb::list py_inputs) {

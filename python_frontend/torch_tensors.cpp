@@ -31,6 +31,7 @@ struct TorchTypes {
   nb::object tensor_type;
   bool has_is_neg = false;  // torch.Tensor.is_neg (torch 1.10 on)
   nb::object current_raw_stream;  // torch._C._cuda_getCurrentRawStream, or None
+  nb::object empty_strided;       // torch.empty_strided, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
 };
 
@@ -73,6 +74,7 @@ const TorchTypes* torchTypes() {
   if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_cuda_getCurrentRawStream")) {
     types.current_raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
   }
+  types.empty_strided = nb::hasattr(torch, "empty_strided") ? torch.attr("empty_strided") : nb::none();
   for (DataType dtype : kAllDataTypes) {
     const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
@@ -82,6 +84,18 @@ const TorchTypes* torchTypes() {
 
 // A tuple of ints (torch's shape and stride() are tuples, torch.Size one too) read without an iterator;
 // any other sequence item by item.
+nb::object tupleOf(const std::vector<int64_t>& values) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(values.size()));
+  if (tuple == nullptr) throw nb::python_error();
+  nb::object owned = nb::steal(tuple);
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyObject* item = PyLong_FromLongLong(values[i]);
+    if (item == nullptr) throw nb::python_error();
+    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), item);
+  }
+  return owned;
+}
+
 std::vector<int64_t> int64s(nb::handle sequence) {
   std::vector<int64_t> values;
   if (PyTuple_Check(sequence.ptr())) {
@@ -133,6 +147,32 @@ std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t inpu
 bool isPlainTorchTensor(nb::handle object) {
   const TorchTypes* torch = torchTypes();
   return torch != nullptr && object.type().is(torch->tensor_type);
+}
+
+std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || torch->empty_strided.is_none()) return std::nullopt;
+  const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
+                                  [&](const auto& entry) { return entry.second == spec.dtype; });
+  if (known == torch->dtypes.end()) return std::nullopt;
+  if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
+  // Keyword names made once and interned, as the attribute names are: torch matches them by identity first.
+  static PyObject* const keywords = [] {
+    PyObject* names = PyTuple_New(2);
+    PyTuple_SET_ITEM(names, 0, PyUnicode_InternFromString("dtype"));
+    PyTuple_SET_ITEM(names, 1, PyUnicode_InternFromString("device"));
+    return names;
+  }();
+  const nb::object sizes = tupleOf(spec.sizes);
+  const nb::object strides = tupleOf(spec.strides);
+  const nb::object device = nb::int_(spec.device);
+  PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
+  PyObject* tensor = PyObject_Vectorcall(torch->empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                         keywords);
+  if (tensor == nullptr) throw nb::python_error();
+  TorchOutput out{nb::steal(tensor), 0};
+  out.address = static_cast<uintptr_t>(nb::cast<uint64_t>(callMethod(out.tensor, names().data_ptr)));
+  return out;
 }
 
 std::optional<uintptr_t> torchCurrentStream(int device) {

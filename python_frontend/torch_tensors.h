@@ -26,6 +26,15 @@ void releaseTorchTypes();
 // Whether `object`'s type is torch.Tensor itself (not a subclass, which may change what it reports).
 bool isPlainTorchTensor(nanobind::handle object);
 
+// An output from torch's caching allocator: torch.empty_strided(sizes, strides, dtype=, device=ordinal)
+// called from here (no Python function in between), and its address; nullopt where this torch has no
+// dtype for it or it has no elements (braze's pool gives those).
+struct TorchOutput {
+  nanobind::object tensor;
+  uintptr_t address = 0;
+};
+std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec);
+
 // torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
 // what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.
 std::optional<uintptr_t> torchCurrentStream(int device);

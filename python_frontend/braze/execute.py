@@ -252,12 +252,14 @@ def _execute_torch(fd, inputs):
     cache = caches.get("auto") if caches is not None else None
     if cache is None:
         return None
-    allocate = _torch_allocator(sys.modules["torch"])
-    outputs = cache.run_torch(inputs, allocate)
+    # Outputs from torch's caching allocator (as _torch_allocator says why), torch.empty_strided called
+    # from C++: no Python function in between.
+    torch_outputs = _torch_allocator(sys.modules["torch"]) is not None
+    outputs = cache.run_torch(inputs, None, torch_outputs)
     if outputs is not None:
         fd._last_gpu_cache = cache
         fd._last_run_was_gpu = True
-        fd._torch_fast = (cache, allocate)  # FusionDefinition.execute goes straight here from now on
+        fd._torch_fast = (cache, torch_outputs)  # FusionDefinition.execute goes straight here from now on
     return outputs
 
 

@@ -221,9 +221,9 @@ class FusionDefinition:
         fast = state.get("_torch_fast")
         if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
                 and (device is None or _execute.names_a_gpu(device))):
-            cache, allocate = fast
+            cache, torch_outputs = fast
             try:
-                outputs = cache.run_torch(inputs, allocate)
+                outputs = cache.run_torch(inputs, None, torch_outputs)
             except Exception as error:
                 _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise

@@ -318,9 +318,11 @@ def generate_in_place(seed: int) -> str | None:
 
 SHAPE_SETS = 6  # input shapes a multi-shape case runs, one after the other, through one definition
 ROW_COUNTS = [1, 64, 97, 128, 200, 256, 257, 300]
-# No exp: x minus a sum over 300 x 33 x 33 elements reaches the tens, and float32's exp there, fed to sin,
-# differs from float64's in every digit (rounding amplified, not a kernel's error).
-BOUNDED_UNARY = [op for op in UNARY if op != "exp"]
+# No exp and no sin: x minus a sum over 300 x 33 x 33 elements reaches the tens, and float32's exp there
+# differs from float64's in every digit; a sum over 256 rows of such differences reaches 3e4, where one
+# float32 step is 0.004, which sin passes on whole (multi-shape case 9703550). Rounding amplified, not a
+# kernel's error; the other generators keep both.
+BOUNDED_UNARY = [op for op in UNARY if op not in ("exp", "sin")]
 
 
 def generate_multi_shape(seed: int) -> str:
@@ -328,8 +330,8 @@ def generate_multi_shape(seed: int) -> str:
     1-3 inputs of one rank, contiguous or transposed, strided or offset in memory (declared so), and 2-6
     ops that fix no size (elementwise math without exp, reductions kept as size-1 dims and broadcast back,
     var_mean normalizations, permute round trips), then 1-2 outputs. Defines `fd` and `input_sets`:
-    SHAPE_SETS lists of inputs of other sizes (mostly another leading dim, now and then every dim; 1
-    included), which run one after the other through the definition's one plan cache: kernels compiled
+    SHAPE_SETS lists of inputs of other sizes (mostly another leading dim or, at rank 3, the second one;
+    now and then every dim; 1 included), which run one after the other through the definition's one plan cache: kernels compiled
     for one shape run for the others."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
@@ -340,7 +342,9 @@ def generate_multi_shape(seed: int) -> str:
     while len(shapes) < SHAPE_SETS:
         shape = list(shapes[0])
         if rng.random() < 0.8:
-            shape[0] = rng.choice(ROW_COUNTS)  # another batch or row count, the rest as before
+            # Another batch or row count, or (rank 3) another sequence length after a small batch; the rest
+            # as before.
+            shape[1 if rank == 3 and rng.random() < 0.4 else 0] = rng.choice(ROW_COUNTS)
         else:
             shape = [rng.choice(SIZES) for _ in range(rank)]
         shapes.append(shape)

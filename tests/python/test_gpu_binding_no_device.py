@@ -198,15 +198,16 @@ def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
         def __init__(self, inner):
             self.inner = inner
 
-        def run_torch(self, inputs, allocate):
+        def run_torch(self, inputs, allocate, torch_outputs):
             runs.append(len(inputs))
-            return self.inner.run_torch(inputs, allocate)
+            return self.inner.run_torch(inputs, allocate, torch_outputs)
 
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-    fast_cache, allocate = fd.__dict__["_torch_fast"]
-    fd.__dict__["_torch_fast"] = (Counting(fast_cache), allocate)
+    fast_cache, torch_outputs = fd.__dict__["_torch_fast"]
+    assert torch_outputs  # outputs from torch.empty_strided, called from C++
+    fd.__dict__["_torch_fast"] = (Counting(fast_cache), torch_outputs)
     forms = [{}, {"device": 0}, {"device": "cuda:0"}, {"device": StandInDevice()},
              {"device": StandInDevice(), "_enable_options": [], "_disable_options": []},
              {"device": 0, "_enable_options": ["kernel_profile"], "_disable_options": ["parallel_compile"]},

@@ -51,10 +51,10 @@ class RecordingCache:
         self.calls.append(("run", inputs, stream, framework, allocate))
         return ["output"]
 
-    def run_torch(self, inputs, allocate=None):
+    def run_torch(self, inputs, allocate=None, torch_outputs=False):
         if type(inputs) is not list:
             return None
-        self.calls.append(("run_torch", inputs, allocate))
+        self.calls.append(("run_torch", inputs, allocate, torch_outputs))
         return ["torch output"]
 
     def explain(self, inputs):
@@ -77,12 +77,12 @@ def test_torch_tensors_are_routed_to_the_cache_on_the_current_stream(fake_torch)
     assert allocate is not None  # outputs from torch's allocator, on its current stream
     fd.execute([FakeTensor()], stream=7)
     assert cache.calls[1][2] == 7 and cache.calls[1][4] is None  # another stream: braze's pool
-    # No keywords: the cache's one-pass run_torch first, with torch's allocator; the general path only
-    # when it declines (above: a tuple).
+    # No keywords: the cache's one-pass run_torch first, with torch's allocator (torch.empty_strided,
+    # called from C++); the general path only when it declines (above: a tuple).
     plain = FakeTensor(device=2)
     assert fd.execute([plain, 3]) == ["torch output"]
-    (what, inputs, allocate) = cache.calls[2]
-    assert what == "run_torch" and inputs[0] is plain and inputs[1] == 3 and allocate is not None
+    (what, inputs, allocate, torch_outputs) = cache.calls[2]
+    assert what == "run_torch" and inputs[0] is plain and inputs[1] == 3 and allocate is None and torch_outputs
 
     plan = fd.explain([FakeTensor()])
     assert plan.cache == "new launch parameters" and plan.cache_why == "kernels compiled already"
