@@ -168,6 +168,28 @@ void BM_NewSequenceLengthNoCompile_LayerNormBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
+// And a new batch size of [batch, 1024, 768] (batches under 128 are exact in a shape class, so each is a
+// new class: segmented for its representative inputs, then lowered). Batches 2 to 127 in turn, then a
+// new cache (made and run outside the timing). The argument is reuseOptions'.
+void BM_NewBatchSizeNoCompile_LayerNormBackward(benchmark::State& state) {
+  device::NoOpDeviceOps ops;
+  auto inputs = [](int64_t batch) { return testing::layerNormBackwardAddresses({batch, 1024}, 768); };
+  std::unique_ptr<exec::FusionCache> cache;
+  int64_t batch = 128;
+  for (auto _ : state) {
+    if (batch == 128) {
+      state.PauseTiming();
+      cache = std::make_unique<exec::FusionCache>(testing::sizelessLayerNormBackward(/*row_dims=*/2),
+                                                  reuseOptions(state.range(0)), &ops, DeviceInfo::h100Sxm());
+      cache->run(inputs(1));
+      batch = 2;
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(cache->run(inputs(batch++)));
+  }
+}
+BENCHMARK(BM_NewBatchSizeNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),
                                         DeviceTensor::contiguous(0x200000, DataType::BFloat16, {1600}),

@@ -184,6 +184,19 @@ void CanonicalKernelCache::keep(Key key, std::shared_ptr<const Kernels> kernels,
   keepIn(kernels_, std::move(key), std::move(kernels), at_most);
 }
 
+bool CanonicalKernelCache::namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return std::find(names_no_row_extent_.begin(), names_no_row_extent_.end(), digests) != names_no_row_extent_.end();
+}
+
+void CanonicalKernelCache::keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, size_t at_most) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (names_no_row_extent_.size() < at_most &&
+      std::find(names_no_row_extent_.begin(), names_no_row_extent_.end(), digests) == names_no_row_extent_.end()) {
+    names_no_row_extent_.push_back(std::move(digests));
+  }
+}
+
 CanonicalRowKernels::CanonicalRowKernels(CanonicalRows rows, const std::vector<bool>& launch_arguments,
                                          std::shared_ptr<const SegmentedFusion> segmentation, const DeviceInfo& device,
                                          int device_ordinal, CanonicalKernelCache& cache, bool remember, size_t at_most)
@@ -349,12 +362,13 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
     return entry;
   }
   for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
-  if (!rows_.leading_only) {
+  if (!rows_.leading_only && !cache_.namesNoRowExtent(entry->digests)) {
     if (std::optional<std::string> why = codeAtAnotherExtent(segment, heuristics, entry->digests)) {
       entry->why_none = std::move(*why);
       entry->digests.clear();
       return entry;
     }
+    if (remember_) cache_.keepNamesNoRowExtent(entry->digests, at_most_);
   }
   entry->kernels = std::move(kernels);
   return entry;

@@ -84,6 +84,10 @@ class CanonicalKernelCache {
   std::shared_ptr<const Kernels> findKernels(const Key& key) const;
   void keep(Key key, std::shared_ptr<const Segment> segment, size_t at_most);
   void keep(Key key, std::shared_ptr<const Kernels> kernels, size_t at_most);
+  // Code shown not to name the row extent (lowered at two extents of a class, the same): digests are of
+  // the source, so the same kernels lowered for another class (another batch size) are that code too.
+  bool namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests) const;
+  void keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, size_t at_most);
 
  private:
   struct KeyHash {
@@ -94,6 +98,7 @@ class CanonicalKernelCache {
   mutable std::shared_mutex mutex_;
   Map<Segment> segments_;
   Map<Kernels> kernels_;
+  std::vector<std::vector<kernel::CodeDigest>> names_no_row_extent_;
 };
 
 // lowerPlan's kernel source for one signature whose plan is its class's segmentation (`segmentation`,
