@@ -184,23 +184,28 @@ TEST(CanonicalRows, RowCountsOfAClassRunExactlyFromTheCanonicalKernels) {
   }
 }
 
-// The layer-norm backward as Thunder hands a model's, [3, seq, 48], at sequence lengths of one class: exact
-// on the simulated device from the kernels lowered for the class's canonical row extent.
+// The layer-norm backward as Thunder hands a model's, [batch, seq, 48], at sequence lengths of one class
+// and two batch sizes (two classes, whose code is the same): exact on the simulated device from the
+// kernels lowered for the class's canonical row extent.
 TEST(CanonicalRows, SequenceLengthsOfAClassRunExactlyFromTheCanonicalKernels) {
   std::shared_ptr<Fusion> fusion = testing::sizelessLayerNormBackward(/*row_dims=*/2);
   device::SimDeviceOps ops;
   exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
-  for (int64_t seq : {129, 201, 255, 131}) {  // [128, 256), odd
-    const std::vector<HostValue> inputs = testing::randomInputs(
-        *fusion, 40 + static_cast<uint64_t>(seq), {{3, seq, 48}, {3, seq, 48}, {3, seq, 1}, {3, seq, 1}, {48}});
-    const std::string what = "seq " + std::to_string(seq);
-    testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*fusion, inputs), what);
-    const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
-    const bool relaunched = std::any_of(plan.segments.begin(), plan.segments.end(), [](const Segment& s) {
-      return s.kernels_lowered_for.find("lowered for a row extent of 255 in dim 1") != std::string::npos;
-    });
-    EXPECT_EQ(relaunched, seq != 255) << what << "\n" << plan.toString();
+  for (int64_t batch : {3, 5}) {
+    for (int64_t seq : {129, 201, 255, 131}) {  // [128, 256), odd
+      const std::vector<HostValue> inputs =
+          testing::randomInputs(*fusion, 40 + static_cast<uint64_t>(seq * batch),
+                                {{batch, seq, 48}, {batch, seq, 48}, {batch, seq, 1}, {batch, seq, 1}, {48}});
+      const std::string what = "batch " + std::to_string(batch) + ", seq " + std::to_string(seq);
+      testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*fusion, inputs), what);
+      const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
+      const bool relaunched = std::any_of(plan.segments.begin(), plan.segments.end(), [](const Segment& s) {
+        return s.kernels_lowered_for.find("lowered for a row extent of 255 in dim 1") != std::string::npos;
+      });
+      EXPECT_EQ(relaunched, seq != 255) << what << "\n" << plan.toString();
+    }
   }
+  EXPECT_EQ(cache.kernelCount(), 2u);  // the inner-outer kernel and its finish, for every batch and seq
 }
 
 // A [seq, hidden] table added to [batch, seq, hidden] before a row sum: its rows are the flat row index's
