@@ -2,9 +2,11 @@
 plans for an H100 and launches nothing, so what is timed is everything a cached fd.execute does in
 the binding except the launch: reading the inputs (DLPack for numpy arrays; the attributes for a
 stand-in of torch.Tensor), the signature, the plan lookup, binding the arguments and allocating the
-output (through a Python allocator, as torch outputs are). A no-op Python call is the floor. fd.execute
-is timed in every call form nvFuser scripts and Thunder use: positional, device= as an index, a string
-and a torch.device, and Thunder's (device=, _enable_options=[], _disable_options=[]).
+output (cache.run: through a Python allocator; fd.execute: torch.empty_strided, called from C++). A
+no-op Python call is the floor. fd.execute is timed in every call form nvFuser scripts and Thunder use:
+positional, device= as an index, a string and a torch.device, and Thunder's (device=, _enable_options=[],
+_disable_options=[]). The last rows time a new signature of the layer-norm backward whose kernels are
+compiled: a new row count of [rows, 768], and a new sequence length of [8, seq, 768].
 
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
 """
@@ -54,47 +56,53 @@ class StandInDevice:
         return isinstance(other, StandInDevice)
 
 
-def layer_norm_backward(fd):
+def layer_norm_backward(fd, row_dims=1):
     """The layer-norm backward as Thunder hands it to nvFuser (bf16 in and out, float math): grad_out,
     x, mean, rstd and weight in; grad_in (a reduction over the hidden dim per row), grad_weight and
-    grad_bias (reductions over the rows) out."""
+    grad_bias (reductions over the rows) out. `row_dims` leading dims hold the rows: [rows, hidden], or
+    a model's [batch, seq, hidden], which Thunder keeps."""
     bf16, f32 = DataType.BFloat16, DataType.Float
-    grad_out = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=bf16)
-    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=bf16)
-    mean = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=f32)
-    rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=f32)
+    rank = row_dims + 1
+    grad_out = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=bf16)
+    x = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=bf16)
+    mean = fd.define_tensor(shape=[-1] * row_dims + [1], contiguity=[True] * row_dims + [None], dtype=f32)
+    rstd = fd.define_tensor(shape=[-1] * row_dims + [1], contiguity=[True] * row_dims + [None], dtype=f32)
     weight = fd.define_tensor(shape=[-1], contiguity=[True], dtype=bf16)
     go, xf = fd.ops.cast(grad_out, f32), fd.ops.cast(x, f32)
     x_hat = fd.ops.mul(fd.ops.sub(xf, mean), rstd)
-    g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(weight, f32), [True, False]))
-    c = fd.ops.size(x, 1)
-    a = fd.ops.div(fd.ops.sum(g, dims=[1], keepdim=True), c)
-    b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[1], keepdim=True), c)
+    g = fd.ops.mul(go, fd.ops.broadcast(fd.ops.cast(weight, f32), [True] * row_dims + [False]))
+    c = fd.ops.size(x, row_dims)
+    a = fd.ops.div(fd.ops.sum(g, dims=[row_dims], keepdim=True), c)
+    b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, x_hat), dims=[row_dims], keepdim=True), c)
     grad_in = fd.ops.mul(rstd, fd.ops.sub(fd.ops.sub(g, a), fd.ops.mul(x_hat, b)))
+    rows = list(range(row_dims))
     fd.add_output(fd.ops.cast(grad_in, bf16))
-    fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, x_hat), dims=[0]), bf16))
-    fd.add_output(fd.ops.cast(fd.ops.sum(go, dims=[0]), bf16))
+    fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(go, x_hat), dims=rows), bf16))
+    fd.add_output(fd.ops.cast(fd.ops.sum(go, dims=rows), bf16))
 
 
-def new_signature_us(calls, torch, allocate):
-    """Median time of an execute whose input signature is new (another row count each call) while its
-    kernels are compiled: planning, lowering, emitting and laying out the plan (no-op device). The
-    inputs are torch.Tensor stand-ins (bf16, which DLPack from numpy cannot carry)."""
+def new_signature_us(calls, torch, allocate, leading=()):
+    """Median time of an execute whose input signature is new (another row count or, after `leading`
+    dims, another sequence length each call) while its kernels are compiled: planning, lowering,
+    emitting and laying out the plan (no-op device). The inputs are torch.Tensor stand-ins (bf16,
+    which DLPack from numpy cannot carry)."""
     with FusionDefinition() as fd:
-        layer_norm_backward(fd)
+        layer_norm_backward(fd, len(leading) + 1)
     cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
     hidden = 768
     weight = StandInTensor(np.zeros(hidden, ml_dtypes.bfloat16), torch.bfloat16)
 
     def inputs(rows):
-        bf16 = [StandInTensor(np.zeros((rows, hidden), ml_dtypes.bfloat16), torch.bfloat16) for _ in range(2)]
-        stats = [StandInTensor(np.zeros((rows, 1), np.float32), torch.float32) for _ in range(2)]
+        rows = (*leading, rows)
+        bf16 = [StandInTensor(np.zeros((*rows, hidden), ml_dtypes.bfloat16), torch.bfloat16) for _ in range(2)]
+        stats = [StandInTensor(np.zeros((*rows, 1), np.float32), torch.float32) for _ in range(2)]
         return bf16 + stats + [weight]
 
-    cache.run(inputs(2048), 0, "torch", allocate)  # the kernels of this fusion: compiled (here, recorded) once
+    first = 2048 // max(1, int(np.prod(leading)))
+    cache.run(inputs(first), 0, "torch", allocate)  # the kernels of this fusion: compiled (here, recorded) once
     times = []
     for i in range(calls):
-        args = inputs(2049 + i)
+        args = inputs(first + 1 + i)
         start = time.perf_counter()
         cache.run(args, 0, "torch", allocate)
         times.append((time.perf_counter() - start) * 1e6)
@@ -167,9 +175,10 @@ def main():
     for name, fn in rows:
         fn()  # the miss: planned once
         print(f"{name:86s} {per_call_us(fn, args.calls):8.2f}")
-    median, plans = new_signature_us(args.new_signatures, torch, allocate)
-    print(f"{'layer-norm backward, a new signature (row count) with its kernels compiled':86s} {median:8.1f}"
-          f"   (median of {args.new_signatures}; {plans} plans)")
+    for what, leading in [("row count, [rows, 768]", ()), ("sequence length, [8, seq, 768]", (8,))]:
+        median, plans = new_signature_us(args.new_signatures, torch, allocate, leading)
+        print(f"{'layer-norm backward, a new ' + what + ', its kernels compiled':86s} {median:8.1f}"
+              f"   (median of {args.new_signatures}; {plans} plans)")
 
 
 if __name__ == "__main__":
