@@ -120,12 +120,19 @@ std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inp
     if (!row_dim) continue;
     changed.leading_only = changed.leading_only && *row_dim == 0;
     t->sizes[*row_dim] = to;
-    int64_t stride = t->strides[*row_dim], size = to;
+    // `was`: the stride that followed the old extent where `stride` follows the new one. A size-1 dim's
+    // stride addresses nothing; where it followed (a DLPack producer's row-major [1, seq, hidden]), it
+    // keeps following, so that the tensor stays row-major in its class.
+    int64_t stride = t->strides[*row_dim], size = to, was = stride * extent;
     for (size_t d = *row_dim; d-- > 0;) {
-      if (t->sizes[d] == 1) continue;
+      if (t->sizes[d] == 1) {
+        if (t->strides[d] == was) t->strides[d] = stride * size;
+        continue;
+      }
       t->strides[d] = stride * size;
       stride = t->strides[d];
       size = t->sizes[d];
+      was *= size;
     }
   }
   // Equal extents stay equal and unequal ones unequal, strides row-major or not as they were.

@@ -86,6 +86,16 @@ TEST(CanonicalRows, ASequenceAfterASmallBatchIsTheRowExtentAndTheBatchStridesFol
   EXPECT_EQ(exec::smallestOfShapeClass(300), 260);
   EXPECT_EQ(exec::smallestOfShapeClass(2048), 2064);  // 16 divides
   EXPECT_EQ(canonicalRowsOf(testing::layerNormBackwardAddresses({200, 300}, 768), {})->dim, 0u);  // the batch
+  // A batch of 1: its stride follows seq where a DLPack producer made it row-major, and stays where torch
+  // said 1 (any stride addresses a size-1 dim).
+  for (const int64_t batch_stride : {int64_t{300 * 768}, int64_t{1}}) {
+    std::vector<DeviceValue> one = testing::layerNormBackwardAddresses({1, 300}, 768);
+    std::get<DeviceTensor>(one[0]).strides[0] = batch_stride;
+    const std::optional<exec::CanonicalRows> single = canonicalRowsOf(one, {});
+    ASSERT_TRUE(single.has_value()) << batch_stride;
+    EXPECT_EQ(std::get<DeviceTensor>(single->inputs[0]).strides,
+              (std::vector<int64_t>{batch_stride == 1 ? 1 : 508 * 768, 768, 1}));
+  }
   // x broadcast over the batch: its row index is the flat row's remainder by seq.
   std::vector<DeviceValue> expanded = testing::layerNormBackwardAddresses({8, 300}, 768);
   std::get<DeviceTensor>(expanded[1]).strides = {0, 768, 1};
