@@ -82,8 +82,7 @@ const TorchTypes* torchTypes() {
   return &types;
 }
 
-// A tuple of ints (torch's shape and stride() are tuples, torch.Size one too) read without an iterator;
-// any other sequence item by item.
+// `values` as a Python tuple of ints (what torch.empty_strided takes for sizes and strides).
 nb::object tupleOf(const std::vector<int64_t>& values) {
   PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(values.size()));
   if (tuple == nullptr) throw nb::python_error();
@@ -96,6 +95,8 @@ nb::object tupleOf(const std::vector<int64_t>& values) {
   return owned;
 }
 
+// A tuple of ints (torch's shape and stride() are tuples, torch.Size one too) read without an iterator;
+// any other sequence item by item.
 std::vector<int64_t> int64s(nb::handle sequence) {
   std::vector<int64_t> values;
   if (PyTuple_Check(sequence.ptr())) {
