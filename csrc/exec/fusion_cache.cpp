@@ -23,6 +23,7 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
                          std::optional<DeviceInfo> device, GpuVendor platform)
     : fusion_(std::move(fusion)), options_(options), ops_(ops), device_(std::move(device)), platform_(platform) {
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
+  for (size_t slot = kSlots; slot-- > 0;) free_slots_.push_back(slot);
   launch_arguments_ = scheduler::launchArgumentInputs(*fusion_);
   for (const Val* in : fusion_->inputs()) {
     cpu_scalar_inputs_.push_back(in->isTensor() && in->asTensor()->isCpu());
@@ -36,8 +37,8 @@ std::shared_ptr<const PreparedPlan> FusionCache::find(const InputSignature& sign
   std::shared_lock<std::shared_mutex> lock(mutex_);
   auto it = plans_.find(signature);
   if (it == plans_.end()) return nullptr;
-  it->second->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
-  return it->second->plan;
+  last_use_[it->second.slot].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  return it->second.plan;
 }
 
 std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
@@ -148,18 +149,22 @@ std::shared_ptr<const PreparedPlan> FusionCache::prepareMiss(const std::vector<D
   DeviceScope scope(ops);
   const DeviceInfo info = deviceInfo(device);
   // Prepared outside the lock (NVRTC takes tens of milliseconds); a racing thread's duplicate is dropped.
-  auto entry = std::make_unique<Entry>();
   LoweredPlan lowered = planFor(inputs, info, device, /*remember=*/true);
   std::optional<std::vector<std::optional<LoadedKernel>>> loaded = knownKernels(lowered, device);
   CompiledPlan compiled = loaded ? CompiledPlan{std::move(lowered), options_, std::move(*loaded)}
                                  : compilePlan(emitPlan(std::move(lowered), info, options_), ops);
-  entry->plan = std::make_shared<const PreparedPlan>(std::move(compiled), device, ops.hostMemory());
-  entry->last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
-  std::unique_ptr<Entry> evicted;  // destroyed after the lock is released: other runs' hits need not wait
+  std::shared_ptr<const PreparedPlan> plan =
+      std::make_shared<const PreparedPlan>(std::move(compiled), device, ops.hostMemory());
+  std::shared_ptr<const PreparedPlan> evicted;  // destroyed after the lock is released: hits need not wait
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  auto [it, inserted] = plans_.emplace(signature, std::move(entry));
-  if (!inserted) return it->second->plan;
-  std::shared_ptr<const PreparedPlan> plan = it->second->plan;
+  auto [it, inserted] = plans_.try_emplace(signature);
+  if (!inserted) return it->second.plan;
+  // At most kMaxPlans were kept before this one: a slot is free.
+  it->second.plan = plan;
+  it->second.slot = free_slots_.back();
+  free_slots_.pop_back();
+  slot_owner_[it->second.slot] = &it->first;
+  last_use_[it->second.slot].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
   if (plans_.size() > kMaxPlans) evicted = evictLeastRecentlyUsed();
   const size_t known = kernels_.size();
   const PreparedPlan& prepared = *plan;
@@ -255,16 +260,24 @@ std::optional<std::vector<std::optional<LoadedKernel>>> FusionCache::knownKernel
   return loaded;
 }
 
-std::unique_ptr<FusionCache::Entry> FusionCache::evictLeastRecentlyUsed() {
-  auto oldest = plans_.begin();
-  for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-    if (it->second->last_use.load(std::memory_order_relaxed) < oldest->second->last_use.load(std::memory_order_relaxed)) {
-      oldest = it;
+std::shared_ptr<const PreparedPlan> FusionCache::evictLeastRecentlyUsed() {
+  std::optional<size_t> oldest;
+  uint64_t oldest_use = 0;
+  for (size_t slot = 0; slot < kSlots; ++slot) {
+    if (slot_owner_[slot] == nullptr) continue;
+    const uint64_t use = last_use_[slot].load(std::memory_order_relaxed);
+    if (!oldest || use < oldest_use) {
+      oldest = slot;
+      oldest_use = use;
     }
   }
-  std::unique_ptr<Entry> entry = std::move(oldest->second);
-  plans_.erase(oldest);
-  return entry;
+  BRAZE_ASSERT(oldest.has_value(), "evicting from a FusionCache that keeps no plan");
+  auto it = plans_.find(*slot_owner_[*oldest]);
+  std::shared_ptr<const PreparedPlan> plan = std::move(it->second.plan);
+  slot_owner_[*oldest] = nullptr;
+  free_slots_.push_back(*oldest);
+  plans_.erase(it);
+  return plan;
 }
 
 size_t FusionCache::kernelCount() const {
@@ -278,7 +291,7 @@ CacheExplanation FusionCache::explain(const std::vector<DeviceValue>& inputs) {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     if (auto it = plans_.find(signature); it != plans_.end()) {
       return {CacheLookup::Hit, "a prepared plan has this input signature (sizes, strides, alignment, scalars)",
-              it->second->plan->compiled().plan};
+              it->second.plan->compiled().plan};
     }
   }
   const int device = deviceOf(inputs);

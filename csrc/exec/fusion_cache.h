@@ -125,7 +125,7 @@ class FusionCache {
       const std::optional<std::vector<DeviceValue>>& representative) const;
   void keepSegmentation(const InputSignature& shape_class, std::shared_ptr<const SegmentedFusion> plan);
   // Removes the least recently run plan (with the unique lock held); the caller destroys it after unlocking.
-  std::unique_ptr<Entry> evictLeastRecentlyUsed();
+  std::shared_ptr<const PreparedPlan> evictLeastRecentlyUsed();
   DeviceInfo deviceInfo(int device) const;
   DeviceOps& opsFor(int device);
   int deviceOf(const std::vector<DeviceValue>& inputs) const;
@@ -142,9 +142,15 @@ class FusionCache {
   mutable std::shared_mutex mutex_;
   struct Entry {
     std::shared_ptr<const PreparedPlan> plan;  // shared: a run in flight keeps an evicted plan alive
-    std::atomic<uint64_t> last_use{0};         // stamped on every hit (relaxed), for eviction
+    size_t slot = 0;                           // its stamp in last_use_
   };
-  std::unordered_map<InputSignature, std::unique_ptr<Entry>, InputSignature::Hash> plans_;
+  std::unordered_map<InputSignature, Entry, InputSignature::Hash> plans_;
+  // Per slot (one per plan kept, and the one being added), when its plan last ran (stamped on every hit,
+  // relaxed) and whose it is: the eviction scans these few KiB, not the map's nodes.
+  static constexpr size_t kSlots = kMaxPlans + 1;
+  std::array<std::atomic<uint64_t>, kSlots> last_use_{};
+  std::array<const InputSignature*, kSlots> slot_owner_{};  // null: free
+  std::vector<size_t> free_slots_;
   std::atomic<uint64_t> clock_{0};
   // Per shape class (InputSignature::shapeClassOf), its segmentation (before lowering), or null where it
   // has none: kept for as many classes as plans (kMaxPlans), the first ones.
