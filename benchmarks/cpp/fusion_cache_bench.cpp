@@ -139,39 +139,37 @@ void BM_NewSequenceLengthNoCompile_LayerNorm(benchmark::State& state) {
 }
 BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNorm)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
+// Runs the layer-norm backward of `row_dims` row dims at its inputs for 1024 (compiling its kernels), then
+// at 1025, 1026, ... one per iteration: each a new signature whose kernels are compiled.
+void newRowExtents(benchmark::State& state, int row_dims, std::vector<DeviceValue> (*inputs)(int64_t)) {
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(testing::sizelessLayerNormBackward(row_dims), reuseOptions(state.range(0)), &ops,
+                          DeviceInfo::h100Sxm());
+  cache.run(inputs(1024));
+  int64_t extent = 1025;
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(extent++)));
+  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+}
+
 // A new row count of the layer-norm backward as Thunder defines it (2 kernels: the inner-outer row kernel
 // and its finish), its kernels compiled: what another batch size or sequence length costs before the
 // launch. Target (issue 25): at most 100 us. The argument is reuseOptions'.
 void BM_NewRowCountNoCompile_LayerNormBackward(benchmark::State& state) {
-  device::NoOpDeviceOps ops;
-  exec::FusionCache cache(testing::sizelessLayerNormBackward(), reuseOptions(state.range(0)), &ops,
-                          DeviceInfo::h100Sxm());
-  auto inputs = [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); };
-  cache.run(inputs(2048));
-  int64_t rows = 2049;
-  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(rows++)));
-  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+  newRowExtents(state, 1, [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); });
 }
 BENCHMARK(BM_NewRowCountNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 // The same with the rows in two dims, [8, seq, 768], as Thunder hands a model's layer-norm backward: a new
 // sequence length. The argument is reuseOptions'.
 void BM_NewSequenceLengthNoCompile_LayerNormBackward(benchmark::State& state) {
-  device::NoOpDeviceOps ops;
-  exec::FusionCache cache(testing::sizelessLayerNormBackward(/*row_dims=*/2), reuseOptions(state.range(0)), &ops,
-                          DeviceInfo::h100Sxm());
-  auto inputs = [](int64_t seq) { return testing::layerNormBackwardAddresses({8, seq}, 768); };
-  cache.run(inputs(1024));
-  int64_t seq = 1025;
-  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs(seq++)));
-  state.counters["kernels"] = static_cast<double>(cache.kernelCount());
+  newRowExtents(state, 2, [](int64_t seq) { return testing::layerNormBackwardAddresses({8, seq}, 768); });
 }
 BENCHMARK(BM_NewSequenceLengthNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
-// And a new batch size of [batch, 1024, 768] (batches under 128 are exact in a shape class, so each is a
-// new class: segmented for its representative inputs, then lowered). Batches 2 to 127 in turn, then a
-// new cache (made and run outside the timing). The argument is reuseOptions'.
-void BM_NewBatchSizeNoCompile_LayerNormBackward(benchmark::State& state) {
+// New batch sizes of [batch, 1024, 768], batches `first` + 1 to 127 in turn after `first` (its kernels
+// compiled), then a new cache (made and run outside the timing). A batch before the row extent counts in
+// the shape class by its power of two (exec/canonical_rows.h's foldedBatchOf).
+void newBatchSizes(benchmark::State& state, int64_t first) {
   device::NoOpDeviceOps ops;
   auto inputs = [](int64_t batch) { return testing::layerNormBackwardAddresses({batch, 1024}, 768); };
   std::unique_ptr<exec::FusionCache> cache;
@@ -181,14 +179,23 @@ void BM_NewBatchSizeNoCompile_LayerNormBackward(benchmark::State& state) {
       state.PauseTiming();
       cache = std::make_unique<exec::FusionCache>(testing::sizelessLayerNormBackward(/*row_dims=*/2),
                                                   reuseOptions(state.range(0)), &ops, DeviceInfo::h100Sxm());
-      cache->run(inputs(1));
-      batch = 2;
+      cache->run(inputs(first));
+      batch = first + 1;
       state.ResumeTiming();
     }
     benchmark::DoNotOptimize(cache->run(inputs(batch++)));
   }
 }
+
+// A new batch size of a known power of two (65 to 127 after 64): a known class. The argument is
+// reuseOptions'.
+void BM_NewBatchSizeNoCompile_LayerNormBackward(benchmark::State& state) { newBatchSizes(state, 64); }
 BENCHMARK(BM_NewBatchSizeNoCompile_LayerNormBackward)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// Every batch size from 2 to 127 after 1: the first of each power of two (6 of the 126) is a new class,
+// segmented for its representative inputs and lowered at its canonical sizes.
+void BM_NewBatchSizeSweepNoCompile_LayerNormBackward(benchmark::State& state) { newBatchSizes(state, 1); }
+BENCHMARK(BM_NewBatchSizeSweepNoCompile_LayerNormBackward)->Arg(0)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void BM_InputSignature(benchmark::State& state) {
   const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::BFloat16, {16, 128, 1600}),

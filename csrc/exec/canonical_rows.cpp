@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <bit>
 #include <functional>
 
 namespace braze::exec {
@@ -71,6 +73,28 @@ bool mergedIntoDim(const DeviceTensor& t, size_t d) {
   return true;
 }
 
+// Whether the definition fixes dim d of input i.
+bool fixedBy(const std::vector<std::vector<int64_t>>& static_shapes, size_t i, size_t d) {
+  return i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
+}
+
+// Gives the dims before `d` of `t`, merged into it at `old_sizes` (mergedIntoDim), the strides that merge
+// them at its sizes now. A size-1 dim's stride addresses nothing; where it followed (a DLPack producer's
+// row-major [1, seq, hidden]), it keeps following, so that the tensor stays row-major in its class.
+void followMergedStrides(DeviceTensor& t, size_t d, const std::vector<int64_t>& old_sizes) {
+  int64_t stride = t.strides[d], size = t.sizes[d], was = stride * old_sizes[d];
+  for (size_t i = d; i-- > 0;) {
+    if (t.sizes[i] == 1) {
+      if (t.strides[i] == was) t.strides[i] = stride * size;
+      continue;
+    }
+    t.strides[i] = stride * size;
+    stride = t.strides[i];
+    size = t.sizes[i];
+    was *= old_sizes[i];
+  }
+}
+
 // The first open extent of 128 or more among the input tensors' dims, and the dim it is in: the row
 // count, or the row extent of a row count spread over leading dims ([batch, seq, hidden]'s seq). Not an
 // innermost dim, which holds a row length (or a weight's columns) where row kernels run.
@@ -80,8 +104,7 @@ std::optional<std::pair<int64_t, size_t>> rowExtentOf(const std::vector<DeviceVa
     const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
     if (t == nullptr) continue;
     for (size_t d = 0; d < t->sizes.size(); ++d) {
-      const bool fixed = i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
-      if (t->sizes[d] < kRowExtentAtLeast || fixed) continue;
+      if (t->sizes[d] < kRowExtentAtLeast || fixedBy(static_shapes, i, d)) continue;
       if (d + 1 == t->sizes.size()) break;
       return std::make_pair(t->sizes[d], d);
     }
@@ -89,14 +112,92 @@ std::optional<std::pair<int64_t, size_t>> rowExtentOf(const std::vector<DeviceVa
   return std::nullopt;
 }
 
+// `inputs` with the dims before `dim` of each tensor that has the row extent `extent` there made their
+// `canonical` sizes from their `actual` ones (`batch`, per dim), their strides following; none where
+// foldedBatchOf's conditions do not hold.
+std::optional<std::vector<DeviceValue>> withBatch(const std::vector<DeviceValue>& inputs,
+                                                  const std::vector<std::vector<int64_t>>& static_shapes,
+                                                  int64_t extent, size_t dim, const std::vector<BatchDim>& batch) {
+  std::vector<int64_t> sizes;  // every folded dim's, before and after: no other size may be one of them
+  for (size_t p = 0; p < batch.size(); ++p) {
+    if (!batch[p].folded) continue;
+    sizes.push_back(batch[p].actual);
+    sizes.push_back(batch[p].canonical);
+    for (size_t q = 0; q < batch.size(); ++q) {
+      if (q != p && (batch[p].actual == batch[q].actual) != (batch[p].canonical == batch[q].canonical)) {
+        return std::nullopt;
+      }
+    }
+  }
+  const auto isBatchSize = [&](int64_t size) { return std::find(sizes.begin(), sizes.end(), size) != sizes.end(); };
+  std::vector<DeviceValue> changed = inputs;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    auto* t = std::get_if<DeviceTensor>(&changed[i]);
+    if (t == nullptr) {
+      const auto* value = std::get_if<int64_t>(&std::get<ScalarValue>(changed[i]));
+      if (value != nullptr && isBatchSize(*value)) return std::nullopt;
+      continue;
+    }
+    const bool has_rows = t->sizes.size() > dim && t->sizes[dim] == extent;
+    for (size_t d = has_rows ? dim : 0; d < t->sizes.size(); ++d) {
+      if (isBatchSize(t->sizes[d]) || (!has_rows && t->sizes[d] == extent)) return std::nullopt;
+    }
+    if (!has_rows) continue;
+    for (size_t p = 0; p < dim; ++p) {
+      if (t->sizes[p] != batch[p].actual || (batch[p].folded && fixedBy(static_shapes, i, p))) return std::nullopt;
+    }
+    if (!mergedIntoDim(*t, dim)) return std::nullopt;
+    const std::vector<int64_t> old_sizes = t->sizes;
+    for (size_t p = 0; p < dim; ++p) t->sizes[p] = batch[p].canonical;
+    followMergedStrides(*t, dim, old_sizes);
+  }
+  return changed;
+}
+
 }  // namespace
+
+std::optional<FoldedBatch> foldedBatchOf(const std::vector<DeviceValue>& inputs,
+                                         const std::vector<std::vector<int64_t>>& static_shapes) {
+  const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(inputs, static_shapes);
+  if (!found || found->second == 0) return std::nullopt;
+  const auto [extent, dim] = *found;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
+    if (t == nullptr || t->sizes.size() <= dim || t->sizes[dim] != extent) continue;
+    // The first input with the row extent there: its dims before it are under 128 or fixed.
+    FoldedBatch folded;
+    bool any = false;
+    for (size_t p = 0; p < dim; ++p) {
+      const int64_t size = t->sizes[p];
+      const bool fold = size >= 2 && !fixedBy(static_shapes, i, p);
+      folded.batch.push_back({fold ? static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(size))) : size, size,
+                              fold});
+      any = any || fold;
+    }
+    if (!any) return std::nullopt;
+    std::optional<std::vector<DeviceValue>> changed = withBatch(inputs, static_shapes, extent, dim, folded.batch);
+    if (!changed) return std::nullopt;
+    folded.inputs = std::move(*changed);
+    return folded;
+  }
+  return std::nullopt;
+}
+
+int64_t CanonicalRows::canonicalRows() const {
+  int64_t rows = canonical;
+  for (const BatchDim& b : batch) rows *= b.canonical;
+  return rows;
+}
+
+int64_t CanonicalRows::rows() const {
+  int64_t rows = extent;
+  for (const BatchDim& b : batch) rows *= b.actual;
+  return rows;
+}
 
 std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes, int64_t extent,
                                              int64_t to) {
-  const auto fixed = [&](size_t i, size_t d) {
-    return i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
-  };
   RowExtentInputs changed{inputs, true};
   for (size_t i = 0; i < changed.inputs.size(); ++i) {
     auto* t = std::get_if<DeviceTensor>(&changed.inputs[i]);
@@ -108,7 +209,7 @@ std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inp
     std::optional<size_t> row_dim;
     for (size_t d = 0; d < t->sizes.size(); ++d) {
       if (t->sizes[d] != extent) continue;
-      if (row_dim || fixed(i, d) || !mergedIntoDim(*t, d)) return std::nullopt;
+      if (row_dim || fixedBy(static_shapes, i, d) || !mergedIntoDim(*t, d)) return std::nullopt;
       row_dim = d;
     }
     // The strides of the dims merged into the row dim follow its new extent; any other that equals the
@@ -119,21 +220,9 @@ std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inp
     }
     if (!row_dim) continue;
     changed.leading_only = changed.leading_only && *row_dim == 0;
+    const std::vector<int64_t> old_sizes = t->sizes;
     t->sizes[*row_dim] = to;
-    // `was`: the stride that followed the old extent where `stride` follows the new one. A size-1 dim's
-    // stride addresses nothing; where it followed (a DLPack producer's row-major [1, seq, hidden]), it
-    // keeps following, so that the tensor stays row-major in its class.
-    int64_t stride = t->strides[*row_dim], size = to, was = stride * extent;
-    for (size_t d = *row_dim; d-- > 0;) {
-      if (t->sizes[d] == 1) {
-        if (t->strides[d] == was) t->strides[d] = stride * size;
-        continue;
-      }
-      t->strides[d] = stride * size;
-      stride = t->strides[d];
-      size = t->sizes[d];
-      was *= size;
-    }
+    followMergedStrides(*t, *row_dim, old_sizes);
   }
   // Equal extents stay equal and unequal ones unequal, strides row-major or not as they were.
   if (InputSignature::shapeClassOf(changed.inputs) != InputSignature::shapeClassOf(inputs)) return std::nullopt;
@@ -142,13 +231,17 @@ std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inp
 
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes) {
-  const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(inputs, static_shapes);
+  std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes);
+  const std::vector<DeviceValue>& batched = folded ? folded->inputs : inputs;
+  const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(batched, static_shapes);
   if (!found) return std::nullopt;
   const auto [extent, dim] = *found;
   const int64_t canonical = largestOfShapeClass(extent);
-  std::optional<RowExtentInputs> changed = withRowExtent(inputs, static_shapes, extent, canonical);
+  std::optional<RowExtentInputs> changed = withRowExtent(batched, static_shapes, extent, canonical);
   if (!changed) return std::nullopt;
-  return CanonicalRows{std::move(changed->inputs), extent, canonical, dim, changed->leading_only};
+  CanonicalRows rows{std::move(changed->inputs), extent, canonical, dim, changed->leading_only, {}};
+  if (folded) rows.batch = std::move(folded->batch);
+  return rows;
 }
 
 size_t CanonicalKernelCache::KeyHash::operator()(const Key& k) const {
@@ -258,27 +351,44 @@ std::optional<SegmentKernelSource::Given> CanonicalRowKernels::kernelsFor(const 
                  "segment {}: the canonical heuristics at {} rows launch its kernels otherwise than its own",
                  segment.id, rows_.extent);
   }
-  Given given{std::move(heuristics), std::move(std::get<std::vector<kernel::Kernel>>(launched)), kernels->digests, ""};
-  // At the canonical row count itself, the kernels are these inputs' own: nothing to say.
-  if (rows_.extent != rows_.canonical) {
-    given.lowered_for = rows_.leading_only ? fmt::format("lowered for {} leading rows (the shape class's canonical row "
-                                                         "count), launched for {}", rows_.canonical, rows_.extent)
-                                           : fmt::format("lowered for a row extent of {} in dim {} (the shape class's "
-                                                         "canonical one), launched for {}",
-                                                         rows_.canonical, rows_.dim, rows_.extent);
-  }
+  Given given{std::move(heuristics), std::move(std::get<std::vector<kernel::Kernel>>(launched)), kernels->digests,
+              loweredFor()};
   dumpAfter("reuse-kernels", [&] {
-    return fmt::format("segment {}: canonical kernels, lowered for a row extent of {} in dim {}, launched for {}",
-                       segment.id, rows_.canonical, rows_.dim, rows_.extent);
+    return fmt::format("segment {}: canonical kernels{}", segment.id,
+                       given.lowered_for.empty() ? std::string(", these sizes' own") : ", " + given.lowered_for);
   });
   return given;
+}
+
+std::string CanonicalRowKernels::loweredFor() const {
+  const bool batch_differs = std::any_of(rows_.batch.begin(), rows_.batch.end(),
+                                         [](const BatchDim& b) { return b.canonical != b.actual; });
+  // At the canonical sizes themselves, the kernels are these inputs' own: nothing to say.
+  if (rows_.extent == rows_.canonical && !batch_differs) return "";
+  if (rows_.leading_only) {
+    return fmt::format("lowered for {} leading rows (the shape class's canonical row count), launched for {}",
+                       rows_.canonical, rows_.extent);
+  }
+  if (!batch_differs) {
+    return fmt::format("lowered for a row extent of {} in dim {} (the shape class's canonical one), launched for {}",
+                       rows_.canonical, rows_.dim, rows_.extent);
+  }
+  std::vector<int64_t> canonical, actual;
+  for (const BatchDim& b : rows_.batch) {
+    canonical.push_back(b.canonical);
+    actual.push_back(b.actual);
+  }
+  canonical.push_back(rows_.canonical);
+  actual.push_back(rows_.extent);
+  return fmt::format("lowered for rows {} in dims 0 to {} (the shape class's canonical sizes), launched for {}",
+                     fmt::join(canonical, "x"), rows_.dim, fmt::join(actual, "x"));
 }
 
 SegmentHeuristics CanonicalRowKernels::heuristicsHere(const CanonicalSegment& canonical,
                                                       scheduler::SegmentLowering& lowering) const {
   const auto at_rows = canonical.lowered_at.lowering->heuristics_at_rows;
   std::optional<SegmentHeuristics> scaled =
-      at_rows == nullptr ? std::nullopt : at_rows(device_, canonical.lowered_at, rows_.canonical, rows_.extent);
+      at_rows == nullptr ? std::nullopt : at_rows(device_, canonical.lowered_at, rows_.canonicalRows(), rows_.rows());
   return scaled ? std::move(*scaled) : lowering.heuristics();
 }
 
@@ -388,8 +498,16 @@ std::optional<std::string> CanonicalRowKernels::codeAtAnotherExtent(const braze:
   const auto mayNameIt = [&](const std::string& why) {
     return fmt::format("its code may name the row extent (dim {} of the first tensor): {}", rows_.dim, why);
   };
-  const std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, other);
+  std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, other);
   if (!inputs) return mayNameIt(fmt::format("the shape class has no inputs with {} there", other));
+  if (!rows_.batch.empty()) {
+    // And another batch of each folded dim's power of two, so that the code is shown not to name it either.
+    std::vector<BatchDim> another;
+    for (const BatchDim& b : rows_.batch) another.push_back({b.folded ? b.canonical + 1 : b.canonical, b.canonical, b.folded});
+    std::optional<std::vector<DeviceValue>> batched = withBatch(inputs->inputs, {}, other, rows_.dim, another);
+    if (!batched) return mayNameIt("the shape class has no inputs with another batch");
+    inputs->inputs = std::move(*batched);
+  }
   const std::optional<SegmentedFusion> plan = reuseSegments(*segmentation_, planningValues(inputs->inputs)).plan;
   const braze::Segment* same = plan ? sameSegmentIn(*plan, segment) : nullptr;
   if (same == nullptr) return mayNameIt(fmt::format("the segment is another at {}", other));
@@ -404,21 +522,26 @@ std::optional<std::string> CanonicalRowKernels::codeAtAnotherExtent(const braze:
 
 std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegment& canonical,
                                                               const scheduler::LoweringContext& actual) const {
+  // What a dim that differs may be: k times the row extent at the canonical sizes and k times it here, or
+  // the same of a folded batch dim or of the rows.
+  std::vector<std::pair<int64_t, int64_t>> scalings{{rows_.canonical, rows_.extent}};
+  for (const BatchDim& b : rows_.batch) {
+    if (b.folded) scalings.emplace_back(b.canonical, b.actual);
+  }
+  if (!rows_.batch.empty()) scalings.emplace_back(rows_.canonicalRows(), rows_.rows());
+  const auto scaled = [&](int64_t at_canonical, int64_t here) {
+    return std::any_of(scalings.begin(), scalings.end(), [&](const std::pair<int64_t, int64_t>& s) {
+      return at_canonical % s.first == 0 && here == at_canonical / s.first * s.second;
+    });
+  };
   for (const auto& [val, sizes] : canonical.sizes) {
     const std::vector<int64_t>& own = actual.bound.sizesOf(val);
     bool same = own.size() == sizes.size();
-    std::optional<size_t> differs;
     for (size_t d = 0; same && d < own.size(); ++d) {
       if (own[d] == sizes[d]) continue;
-      same = !differs;
-      differs = d;
-    }
-    // One dim of the row extent, or of a multiple k of it (k the same here): the leading one where only
-    // leading dims have it.
-    if (same && differs) {
-      const size_t d = *differs;
-      same = (d == 0 || !rows_.leading_only) && sizes[d] % rows_.canonical == 0 &&
-             own[d] == sizes[d] / rows_.canonical * rows_.extent;
+      // Where only leading dims have the row extent, the leading one alone (the code cannot name it);
+      // elsewhere the code was lowered at two extents and found the same.
+      same = rows_.leading_only ? d == 0 && scaled(sizes[d], own[d]) : scaled(sizes[d], own[d]);
     }
     if (!same) {
       return fmt::format("{} is {} here and {} at the canonical row count", val->name(), fmt::join(own, "x"),

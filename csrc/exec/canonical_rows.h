@@ -6,7 +6,8 @@
 // canonical kernel, the first one included, so what a signature runs does not depend on which ran
 // before it, and the tests of any size exercise the same path. The row kernels read the row count only
 // as a launch argument (row_launch.h); each use checks that the segment's sizes differ from the
-// canonical ones only in their leading dims, by the same factor, and that its scalars are equal.
+// canonical ones only in the row dims (the leading one, or the row extent and a batch before it, each by
+// its own factor), and that its scalars are equal.
 #pragma once
 
 #include "exec/input_signature.h"
@@ -24,6 +25,14 @@
 
 namespace braze::exec {
 
+// A dim before the row extent ([batch, seq, hidden]'s batch), by its size in the canonical inputs and in
+// the inputs; `folded`: known to the shape class by its power of two (a size of 2 or more, not fixed).
+struct BatchDim {
+  int64_t canonical = 0;
+  int64_t actual = 0;
+  bool folded = false;
+};
+
 // The inputs with their row count made canonical: every input tensor dim of `extent` (the first open
 // extent of 128 or more among the inputs' dims that is not a tensor's innermost: [rows, hidden]'s rows,
 // [8, seq, hidden]'s seq) is `canonical` instead, the largest extent of the same shape-class word.
@@ -36,12 +45,33 @@ struct CanonicalRows {
   // index's quotient by what follows). Otherwise dims before it are merged with it in every input (their
   // strides follow), and the code's independence of it is checked by lowering at a second extent.
   bool leading_only = true;
+  // The dims before the row extent, where the shape class knows them by their power of two (a batch):
+  // their canonical sizes (see foldedBatchOf) and the inputs' own. Empty where they are exact.
+  std::vector<BatchDim> batch;
+  // The rows the canonical inputs and these have in dims [0, dim].
+  int64_t canonicalRows() const;
+  int64_t rows() const;
 };
 // None where no input has such an extent, or where it also stands elsewhere (another dim of a tensor, a
 // stride that does not follow it, an integer scalar: changing the row dims alone would not change the one
 // size), or where the canonical inputs are of another shape class.
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes);
+
+// Inputs whose row extent follows small dims merged into it in every input that has it ([batch, seq,
+// hidden], the batch under 128) with each of those dims of size 2 or more made the smallest of its power
+// of two (4 to 7 are 4) and their strides following: what FusionCache takes the shape class of, so that a
+// new batch size of a known power of two is a known class, whose segmentation and row kernels it keeps
+// (their code names only the merged rows: canonicalRowsOf's inputs have these sizes, and the code is
+// lowered at another batch of the power too). None where a batch size, or what it becomes, is also another
+// size (another dim, an integer scalar), where equal batch sizes would become unequal or the reverse, where
+// an input has the row extent in another dim, or where no dim before it has a size of 2 or more.
+struct FoldedBatch {
+  std::vector<DeviceValue> inputs;
+  std::vector<BatchDim> batch;  // per dim before the row extent
+};
+std::optional<FoldedBatch> foldedBatchOf(const std::vector<DeviceValue>& inputs,
+                                         const std::vector<std::vector<int64_t>>& static_shapes);
 
 // `inputs` with every tensor dim of `extent` made `to`, and the strides of the dims merged into it
 // following (canonicalRowsOf's rules), or none where they refuse.
@@ -134,6 +164,9 @@ class CanonicalRowKernels : public SegmentKernelSource {
   // row extent, or nothing.
   std::optional<std::string> moreThanRows(const CanonicalSegment& canonical,
                                           const scheduler::LoweringContext& actual) const;
+  // What the plan says of the kernels given: the canonical sizes they were lowered for and those they are
+  // launched for, or nothing where these are the canonical ones.
+  std::string loweredFor() const;
   // The heuristics of the signature's segment: the canonical ones at its row count, or its own.
   SegmentHeuristics heuristicsHere(const CanonicalSegment& canonical, scheduler::SegmentLowering& lowering) const;
   // The kernels of `kernels` with the signature's tensor layouts and launch values, or why not.

@@ -186,14 +186,18 @@ LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const D
                                  bool remember) {
   const std::vector<HostValue> host = planningValues(inputs);
   if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), info);
-  const InputSignature shape_class = InputSignature::shapeClassOf(inputs, launch_arguments_);
+  // A batch before the row extent counts by its power of two (foldedBatchOf): the class is that of the
+  // inputs with it folded, and so is the representative.
+  const std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes_);
+  const std::vector<DeviceValue>& classed = folded ? folded->inputs : inputs;
+  const InputSignature shape_class = InputSignature::shapeClassOf(classed, launch_arguments_);
   std::optional<std::shared_ptr<const SegmentedFusion>> known;
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     if (auto it = segmentations_.find(shape_class); it != segmentations_.end()) known = it->second;
   }
   if (!known) {
-    std::optional<std::vector<DeviceValue>> representative = InputSignature::representativeOf(inputs, static_shapes_);
+    std::optional<std::vector<DeviceValue>> representative = InputSignature::representativeOf(classed, static_shapes_);
     if (representative &&
         InputSignature::of(*representative, launch_arguments_) == InputSignature::of(inputs, launch_arguments_)) {
       // These inputs are their class's representative: their plan is the class's.

@@ -112,7 +112,9 @@ class FusionCache {
   // Steps bind .. lower for these inputs: their shape class's segmentation where it holds for them
   // (segmenter/reuse_segments.h), else planned afresh. A class's segmentation is planned for its
   // representative inputs (InputSignature::representativeOf), never for whichever signature of it came
-  // first, so a signature's plan does not depend on what ran before it; with `remember` it is kept.
+  // first, so a signature's plan does not depend on what ran before it; with `remember` it is kept. A
+  // batch before the row extent counts in the class by its power of two (exec/canonical_rows.h's
+  // foldedBatchOf).
   // BRAZE_DUMP=after:reuse-segments says why a class's segmentation did not hold.
   LoweredPlan planFor(const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device, bool remember);
   // Steps heuristics and lower for `plan`, the class's `segmentation` bound to these inputs: the row

@@ -124,3 +124,28 @@ def test_sequence_lengths_of_a_shape_class_run_the_kernels_lowered_for_its_canon
     ]
     for define, make in cases:
         _expect_canonical_kernels(define, make, "a row extent of 255 in dim 1 (the shape class's canonical one)", 2)
+
+
+def test_batch_sizes_of_a_power_of_two_run_the_kernels_lowered_for_its_smallest():
+    """[batch, seq, 56] with batches 4 to 7 (one power of two) and seq 129 to 255 (odd) is one shape class:
+    the RMS-norm backward's inner-outer kernel is lowered once, for [4, 255], and each batch and length runs
+    it with its own launch values (batch * seq rows), as the plan says; the results are the reference's."""
+    rng = np.random.default_rng(13)
+    with FusionDefinition() as fd:
+        _rms_norm_backward(fd, rank=3)
+    for batch, seq in [(5, 129), (7, 255), (4, 201), (6, 131), (4, 255)]:
+        inputs = [rng.standard_normal((batch, seq, 56)).astype(np.float32),
+                  rng.standard_normal((batch, seq, 56)).astype(np.float32),
+                  rng.uniform(0.5, 2, (batch, seq, 1)).astype(np.float32),
+                  rng.standard_normal(56).astype(np.float32)]
+        got = fd.execute(inputs)
+        for g, w in zip(got, bx.reference(fd, inputs)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+        plan = str(fd.explain(inputs))
+        assert f"rows {batch * seq}" in plan, plan
+        if batch == 4:
+            said = "a row extent of 255 in dim 1 (the shape class's canonical one)"
+            assert (f"kernels: lowered for {said}, launched for {seq}" in plan) == (seq != 255), plan
+        else:
+            said = "rows 4x255 in dims 0 to 1 (the shape class's canonical sizes)"
+            assert f"kernels: lowered for {said}, launched for {batch}x{seq}" in plan, plan

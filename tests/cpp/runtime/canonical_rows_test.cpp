@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+
 namespace braze {
 namespace {
 
@@ -106,6 +108,78 @@ TEST(CanonicalRows, ASequenceAfterASmallBatchIsTheRowExtentAndTheBatchStridesFol
   EXPECT_FALSE(canonicalRowsOf(sliced, {}));
 }
 
+// A batch before the row extent is known to the shape class by its power of two: FusionCache takes the
+// class of the inputs with each batch dim of 2 or more the smallest of its power, strides following.
+TEST(CanonicalRows, ABatchBeforeTheRowExtentFoldsToTheSmallestOfItsPowerOfTwo) {
+  const std::optional<exec::FoldedBatch> five = exec::foldedBatchOf(testing::layerNormBackwardAddresses({5, 300}, 768), {});
+  ASSERT_TRUE(five.has_value());
+  ASSERT_EQ(five->batch.size(), 1u);
+  EXPECT_EQ(five->batch[0].canonical, 4);
+  EXPECT_EQ(five->batch[0].actual, 5);
+  const DeviceTensor& x = std::get<DeviceTensor>(five->inputs[0]);
+  EXPECT_EQ(x.sizes, (std::vector<int64_t>{4, 300, 768}));
+  EXPECT_EQ(x.strides, (std::vector<int64_t>{300 * 768, 768, 1}));
+  EXPECT_EQ(sizesOf(five->inputs[2]), (std::vector<int64_t>{4, 300, 1}));
+  EXPECT_EQ(sizesOf(five->inputs[4]), (std::vector<int64_t>{768}));
+  // 127 is 64's class; 8 is its own power, still folded (the code is lowered at 9 too).
+  EXPECT_EQ(exec::foldedBatchOf(testing::layerNormBackwardAddresses({127, 300}, 768), {})->batch[0].canonical, 64);
+  EXPECT_EQ(exec::foldedBatchOf(testing::layerNormBackwardAddresses({8, 300}, 768), {})->batch[0].canonical, 8);
+  // Two batch dims: equal sizes stay equal, unequal ones unequal.
+  const std::optional<exec::FoldedBatch> two = exec::foldedBatchOf(testing::layerNormBackwardAddresses({3, 6, 300}, 64), {});
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(sizesOf(two->inputs[0]), (std::vector<int64_t>{2, 4, 300, 64}));
+  EXPECT_EQ(std::get<DeviceTensor>(two->inputs[0]).strides, (std::vector<int64_t>{4 * 300 * 64, 300 * 64, 64, 1}));
+  EXPECT_FALSE(exec::foldedBatchOf(testing::layerNormBackwardAddresses({4, 5, 300}, 64), {}));
+  // Nothing to fold: a batch of 1, rows in the leading dim, or a batch the definition fixes.
+  EXPECT_FALSE(exec::foldedBatchOf(testing::layerNormBackwardAddresses({1, 300}, 768), {}));
+  EXPECT_FALSE(exec::foldedBatchOf(testing::layerNormBackwardAddresses(3001, 768), {}));
+  EXPECT_FALSE(exec::foldedBatchOf(testing::layerNormBackwardAddresses({5, 300}, 768), {{5, -1, -1}}));
+  // The batch size, or what it becomes, also another size: an integer scalar, another input's dim.
+  for (const int64_t other : {5, 4}) {
+    std::vector<DeviceValue> with_scalar = testing::layerNormBackwardAddresses({5, 300}, 768);
+    with_scalar.emplace_back(ScalarValue{other});
+    EXPECT_FALSE(exec::foldedBatchOf(with_scalar, {})) << other;
+    std::vector<DeviceValue> with_dim = testing::layerNormBackwardAddresses({5, 300}, 768);
+    with_dim.emplace_back(DeviceTensor::contiguous(0x60000000, DataType::Float, {other, 768}));
+    EXPECT_FALSE(exec::foldedBatchOf(with_dim, {})) << other;
+  }
+  // A [seq, hidden] table beside [batch, seq, hidden]: its rows are not the batch's.
+  std::vector<DeviceValue> table = testing::layerNormBackwardAddresses({5, 300}, 768);
+  table.emplace_back(DeviceTensor::contiguous(0x60000000, DataType::Float, {300, 768}));
+  EXPECT_FALSE(exec::foldedBatchOf(table, {}));
+  // The canonical inputs have the folded batch and the canonical extent, and count rows of both.
+  const std::optional<exec::CanonicalRows> rows = canonicalRowsOf(testing::layerNormBackwardAddresses({5, 300}, 768), {});
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(sizesOf(rows->inputs[0]), (std::vector<int64_t>{4, 508, 768}));
+  EXPECT_EQ(std::get<DeviceTensor>(rows->inputs[0]).strides, (std::vector<int64_t>{508 * 768, 768, 1}));
+  EXPECT_EQ(rows->canonicalRows(), 4 * 508);
+  EXPECT_EQ(rows->rows(), 5 * 300);
+}
+
+// The same heuristics, code (digest), grid, arguments and tensor layouts in `a` and `b`.
+void expectSameKernels(const LoweredPlan& a, const LoweredPlan& b, const std::string& what) {
+  ASSERT_EQ(a.kernels.size(), b.kernels.size()) << what;
+  ASSERT_EQ(a.plan.segments.size(), b.plan.segments.size()) << what;
+  for (size_t s = 0; s < a.plan.segments.size(); ++s) {
+    EXPECT_EQ(a.plan.segments[s].heuristics, b.plan.segments[s].heuristics) << what;
+  }
+  for (size_t k = 0; k < a.kernels.size(); ++k) {
+    ASSERT_TRUE(a.kernels[k] && b.kernels[k]) << what;
+    EXPECT_EQ(kernel::codeDigest(*a.kernels[k]), kernel::codeDigest(*b.kernels[k])) << what;
+    EXPECT_EQ(a.kernels[k]->grid, b.kernels[k]->grid) << what;
+    ASSERT_EQ(a.kernels[k]->arguments.size(), b.kernels[k]->arguments.size()) << what;
+    for (size_t i = 0; i < a.kernels[k]->arguments.size(); ++i) {
+      EXPECT_EQ(a.kernels[k]->arguments[i].value, b.kernels[k]->arguments[i].value)
+          << what << ": " << a.kernels[k]->arguments[i].name;
+    }
+    ASSERT_EQ(a.kernels[k]->tensors.size(), b.kernels[k]->tensors.size()) << what;
+    for (size_t t = 0; t < a.kernels[k]->tensors.size(); ++t) {
+      EXPECT_EQ(a.kernels[k]->tensors[t].layout, b.kernels[k]->tensors[t].layout)
+          << what << ": " << a.kernels[k]->tensors[t].name;
+    }
+  }
+}
+
 // The kernels a cache relaunches from the canonical row count are those a cache that lowers every row
 // count for itself makes: the same code (digest), arguments, grid and tensor layouts, for the layer-norm
 // backward (inner-outer: its kernel and the finish) and the layer_norm forward (inner persistent).
@@ -141,32 +215,42 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
     for (int64_t rows : {2049, 3001, 2501, 4095, 129, 255}) {
       const std::string what = c.name + " at " + std::to_string(rows) + " rows";
       const LoweredPlan& a = canonical.prepare(c.inputs(rows))->compiled();
-      const LoweredPlan& b = own.prepare(c.inputs(rows))->compiled();
-      ASSERT_EQ(a.kernels.size(), b.kernels.size()) << what;
-      ASSERT_EQ(a.plan.segments.size(), b.plan.segments.size()) << what;
-      for (size_t s = 0; s < a.plan.segments.size(); ++s) {
-        EXPECT_EQ(a.plan.segments[s].heuristics, b.plan.segments[s].heuristics) << what;
-      }
-      for (size_t k = 0; k < a.kernels.size(); ++k) {
-        ASSERT_TRUE(a.kernels[k] && b.kernels[k]) << what;
-        EXPECT_EQ(kernel::codeDigest(*a.kernels[k]), kernel::codeDigest(*b.kernels[k])) << what;
-        EXPECT_EQ(a.kernels[k]->grid, b.kernels[k]->grid) << what;
-        ASSERT_EQ(a.kernels[k]->arguments.size(), b.kernels[k]->arguments.size()) << what;
-        for (size_t i = 0; i < a.kernels[k]->arguments.size(); ++i) {
-          EXPECT_EQ(a.kernels[k]->arguments[i].value, b.kernels[k]->arguments[i].value)
-              << what << ": " << a.kernels[k]->arguments[i].name;
-        }
-        ASSERT_EQ(a.kernels[k]->tensors.size(), b.kernels[k]->tensors.size()) << what;
-        for (size_t t = 0; t < a.kernels[k]->tensors.size(); ++t) {
-          EXPECT_EQ(a.kernels[k]->tensors[t].layout, b.kernels[k]->tensors[t].layout)
-              << what << ": " << a.kernels[k]->tensors[t].name;
-        }
-      }
+      expectSameKernels(a, own.prepare(c.inputs(rows))->compiled(), what);
       // Said in the plan, except where the row count is the canonical one (4095 and 255 are).
       const bool relaunched = a.plan.segments[0].kernels_lowered_for.find("launched for") != std::string::npos;
       EXPECT_EQ(relaunched, rows != 4095 && rows != 255) << what << "\n" << a.plan.toString();
     }
   }
+}
+
+// Batch sizes of one power of two before a row extent: the kernels relaunched from the canonical sizes
+// (the batch's power, the extent's largest) are each batch's own, and the plan says what they were
+// lowered for.
+TEST(CanonicalRows, BatchSizesOfAPowerOfTwoRelaunchTheirOwnKernels) {
+  device::NoOpDeviceOps ops;
+  const std::shared_ptr<Fusion> fusion = testing::sizelessLayerNormBackward(/*row_dims=*/2);
+  exec::FusionCache canonical(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  PlanOptions own_options;
+  own_options.reuse_kernels = false;
+  exec::FusionCache own(fusion, own_options, &ops, DeviceInfo::h100Sxm());
+  for (const int64_t batch : {5, 4, 7, 6, 64, 100, 127}) {
+    for (const int64_t seq : {301, 511}) {  // [256, 512), odd
+      const std::string what = "[" + std::to_string(batch) + ", " + std::to_string(seq) + ", 768]";
+      const auto inputs = testing::layerNormBackwardAddresses({batch, seq}, 768);
+      const LoweredPlan& a = canonical.prepare(inputs)->compiled();
+      expectSameKernels(a, own.prepare(inputs)->compiled(), what);
+      const std::string& said = a.plan.segments[0].kernels_lowered_for;
+      const int64_t power = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(batch)));
+      if (batch == power) {
+        EXPECT_EQ(said.empty(), seq == 511) << what << ": " << said;
+      } else {
+        EXPECT_EQ(said, "lowered for rows " + std::to_string(power) + "x511 in dims 0 to 1 (the shape class's "
+                            "canonical sizes), launched for " + std::to_string(batch) + "x" + std::to_string(seq))
+            << what;
+      }
+    }
+  }
+  EXPECT_EQ(canonical.kernelCount(), 2u);  // the inner-outer kernel and its finish, for every batch and seq
 }
 
 // Layer-norm and RMS-norm backward (with an extra outer reduction of another width) at row counts of one
@@ -195,13 +279,13 @@ TEST(CanonicalRows, RowCountsOfAClassRunExactlyFromTheCanonicalKernels) {
 }
 
 // The layer-norm backward as Thunder hands a model's, [batch, seq, 48], at sequence lengths of one class
-// and two batch sizes (two classes, whose code is the same): exact on the simulated device from the
-// kernels lowered for the class's canonical row extent.
+// and batch sizes of two powers of two (two classes, whose code is the same): exact on the simulated
+// device from the kernels lowered for the class's canonical sizes.
 TEST(CanonicalRows, SequenceLengthsOfAClassRunExactlyFromTheCanonicalKernels) {
   std::shared_ptr<Fusion> fusion = testing::sizelessLayerNormBackward(/*row_dims=*/2);
   device::SimDeviceOps ops;
   exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
-  for (int64_t batch : {3, 5}) {
+  for (int64_t batch : {3, 5, 4, 7}) {
     for (int64_t seq : {129, 201, 255, 131}) {  // [128, 256), odd
       const std::vector<HostValue> inputs =
           testing::randomInputs(*fusion, 40 + static_cast<uint64_t>(seq * batch),
@@ -210,9 +294,9 @@ TEST(CanonicalRows, SequenceLengthsOfAClassRunExactlyFromTheCanonicalKernels) {
       testing::expectClose(exec::runOnHost(cache, inputs), evaluate(*fusion, inputs), what);
       const SegmentedFusion& plan = cache.lastPlan()->compiled().plan;
       const bool relaunched = std::any_of(plan.segments.begin(), plan.segments.end(), [](const Segment& s) {
-        return s.kernels_lowered_for.find("lowered for a row extent of 255 in dim 1") != std::string::npos;
+        return s.kernels_lowered_for.find("launched for") != std::string::npos;
       });
-      EXPECT_EQ(relaunched, seq != 255) << what << "\n" << plan.toString();
+      EXPECT_EQ(relaunched, seq != 255 || (batch != 4 && batch != 2)) << what << "\n" << plan.toString();
     }
   }
   EXPECT_EQ(cache.kernelCount(), 2u);  // the inner-outer kernel and its finish, for every batch and seq
