@@ -6,7 +6,8 @@ output (cache.run: through a Python allocator; fd.execute: torch.empty_strided, 
 no-op Python call is the floor. fd.execute is timed in every call form nvFuser scripts and Thunder use:
 positional, device= as an index, a string and a torch.device, and Thunder's (device=, _enable_options=[],
 _disable_options=[]). The last rows time a new signature of the layer-norm backward whose kernels are
-compiled: a new row count of [rows, 768], and a new sequence length of [8, seq, 768].
+compiled: a new row count of [rows, 768], a new sequence length of [8, seq, 768], and a new batch size
+of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
 
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
 """
@@ -81,28 +82,26 @@ def layer_norm_backward(fd, row_dims=1):
     fd.add_output(fd.ops.cast(fd.ops.sum(go, dims=rows), bf16))
 
 
-def new_signature_us(calls, torch, allocate, leading=()):
-    """Median time of an execute whose input signature is new (another row count or, after `leading`
-    dims, another sequence length each call) while its kernels are compiled: planning, lowering,
-    emitting and laying out the plan (no-op device). The inputs are torch.Tensor stand-ins (bf16,
-    which DLPack from numpy cannot carry)."""
+def new_signature_us(calls, torch, allocate, rows_at):
+    """Median time of an execute whose input signature is new (its row dims `rows_at(i)` at call i, each
+    call another) while its kernels are compiled (at `rows_at(0)`): planning, lowering, emitting and
+    laying out the plan (no-op device). The inputs are torch.Tensor stand-ins (bf16, which DLPack from
+    numpy cannot carry)."""
     with FusionDefinition() as fd:
-        layer_norm_backward(fd, len(leading) + 1)
+        layer_norm_backward(fd, len(rows_at(0)))
     cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
     hidden = 768
     weight = StandInTensor(np.zeros(hidden, ml_dtypes.bfloat16), torch.bfloat16)
 
     def inputs(rows):
-        rows = (*leading, rows)
         bf16 = [StandInTensor(np.zeros((*rows, hidden), ml_dtypes.bfloat16), torch.bfloat16) for _ in range(2)]
         stats = [StandInTensor(np.zeros((*rows, 1), np.float32), torch.float32) for _ in range(2)]
         return bf16 + stats + [weight]
 
-    first = 2048 // max(1, int(np.prod(leading)))
-    cache.run(inputs(first), 0, "torch", allocate)  # the kernels of this fusion: compiled (here, recorded) once
+    cache.run(inputs(rows_at(0)), 0, "torch", allocate)  # the kernels of this fusion: compiled (here, recorded) once
     times = []
     for i in range(calls):
-        args = inputs(first + 1 + i)
+        args = inputs(rows_at(1 + i))
         start = time.perf_counter()
         cache.run(args, 0, "torch", allocate)
         times.append((time.perf_counter() - start) * 1e6)
@@ -175,10 +174,16 @@ def main():
     for name, fn in rows:
         fn()  # the miss: planned once
         print(f"{name:86s} {per_call_us(fn, args.calls):8.2f}")
-    for what, leading in [("row count, [rows, 768]", ()), ("sequence length, [8, seq, 768]", (8,))]:
-        median, plans = new_signature_us(args.new_signatures, torch, allocate, leading)
+    new_signatures = [  # what changes, its row dims at call i, how many calls
+        ("row count, [rows, 768]", lambda i: (2048 + i,), args.new_signatures),
+        ("sequence length, [8, seq, 768]", lambda i: (8, 256 + i), args.new_signatures),
+        # 65 to 127 after 64: batches of a power of two the cache knows (a batch counts by its power).
+        ("batch size, [batch, 1024, 768]", lambda i: (64 + i, 1024), min(args.new_signatures, 63)),
+    ]
+    for what, rows_at, calls in new_signatures:
+        median, plans = new_signature_us(calls, torch, allocate, rows_at)
         print(f"{'layer-norm backward, a new ' + what + ', its kernels compiled':86s} {median:8.1f}"
-              f"   (median of {args.new_signatures}; {plans} plans)")
+              f"   (median of {calls}; {plans} plans)")
 
 
 if __name__ == "__main__":

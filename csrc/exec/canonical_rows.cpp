@@ -52,13 +52,6 @@ const braze::Segment* sameSegmentIn(const SegmentedFusion& plan, const braze::Se
   return same == plan.segments.end() ? nullptr : &*same;
 }
 
-// A segment's kernel and its follow-ups, lowered with `heuristics`.
-std::vector<kernel::Kernel> lowerWith(scheduler::SegmentLowering& lowering, const SegmentHeuristics& heuristics) {
-  std::vector<kernel::Kernel> kernels{lowering.lower(heuristics)};
-  for (kernel::Kernel& next : lowering.takeFollowUps()) kernels.push_back(std::move(next));
-  return kernels;
-}
-
 // Whether dims [0, d) of `t` and dim d are indexed as one: each of those dims of size above 1 has the
 // stride of the next such dim (up to d) times its size. A kernel's offsets into `t` then name only the
 // product of their sizes (ValueBuilder::flatOffset merges them), never dim d's extent alone.
@@ -465,7 +458,7 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
   BRAZE_ASSERT(same != nullptr, "segment {} had a canonical segment and has none now", segment.id);
   const scheduler::SegmentToLower to_lower = segmentToLower(*canonicalPlan(), *same);
   scheduler::SegmentLowering lowering(to_lower, device_);
-  std::vector<kernel::Kernel> kernels = lowerWith(lowering, heuristics);
+  std::vector<kernel::Kernel> kernels = lowering.lowerAll(heuristics);
   std::vector<kernel::Kernel> relaunched = kernels;
   if (!heuristics.lowering->relaunch(canonical.lowered_at, heuristics, relaunched)) {
     entry->why_none = moreThanTheRowCount(heuristics, canonical);
@@ -513,7 +506,7 @@ std::optional<std::string> CanonicalRowKernels::codeAtAnotherExtent(const braze:
   if (same == nullptr) return mayNameIt(fmt::format("the segment is another at {}", other));
   const scheduler::SegmentToLower to_lower = segmentToLower(*plan, *same);
   scheduler::SegmentLowering lowering(to_lower, device_);
-  const std::vector<kernel::Kernel> kernels = lowerWith(lowering, heuristics);
+  const std::vector<kernel::Kernel> kernels = lowering.lowerAll(heuristics);
   bool same_code = kernels.size() == digests.size();
   for (size_t k = 0; same_code && k < kernels.size(); ++k) same_code = kernel::codeDigest(kernels[k]) == digests[k];
   if (!same_code) return mayNameIt(fmt::format("lowered at {} and at {}, it differs", rows_.canonical, other));

@@ -82,8 +82,7 @@ namespace {
 // with the same heuristics (a kernel lowered for other sizes must not name the sizes that differ).
 void verifyGivenCode(const Segment& segment, scheduler::SegmentLowering& lowering,
                      const SegmentKernelSource::Given& given) {
-  std::vector<kernel::Kernel> own{lowering.lower(given.heuristics)};
-  for (kernel::Kernel& next : lowering.takeFollowUps()) own.push_back(std::move(next));
+  const std::vector<kernel::Kernel> own = lowering.lowerAll(given.heuristics);
   BRAZE_ASSERT(own.size() == given.digests.size(), "segment {}: {} kernels given, its own lowering makes {}",
                segment.id, given.digests.size(), own.size());
   for (size_t i = 0; i < own.size(); ++i) {

@@ -61,5 +61,11 @@ Kernel SegmentLowering::lower(const SegmentHeuristics& heuristics) {
   return std::move(ctx_.kernel);
 }
 
+std::vector<Kernel> SegmentLowering::lowerAll(const SegmentHeuristics& heuristics) {
+  std::vector<Kernel> kernels{lower(heuristics)};
+  for (Kernel& next : takeFollowUps()) kernels.push_back(std::move(next));
+  return kernels;
+}
+
 }  // namespace scheduler
 }  // namespace braze

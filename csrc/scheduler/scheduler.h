@@ -87,6 +87,8 @@ class SegmentLowering {
   Kernel lower(const SegmentHeuristics& heuristics);
   // The kernels that run right after it and finish its work (LoweringContext::follow_ups), after lower().
   std::vector<Kernel> takeFollowUps() { return std::move(ctx_.follow_ups); }
+  // The kernel and its follow-ups, in launch order.
+  std::vector<Kernel> lowerAll(const SegmentHeuristics& heuristics);
   // Its tensor parameters and what the heuristics read, before lower().
   const LoweringContext& context() const { return ctx_; }
 
