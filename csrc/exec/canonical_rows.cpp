@@ -277,17 +277,18 @@ void CanonicalKernelCache::keep(Key key, std::shared_ptr<const Kernels> kernels,
   keepIn(kernels_, std::move(key), std::move(kernels), at_most);
 }
 
-bool CanonicalKernelCache::namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests) const {
+bool CanonicalKernelCache::namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests, bool batch_too) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return std::find(names_no_row_extent_.begin(), names_no_row_extent_.end(), digests) != names_no_row_extent_.end();
+  return std::any_of(names_no_row_extent_.begin(), names_no_row_extent_.end(), [&](const NamesNoRowExtent& n) {
+    return n.digests == digests && (n.batch_too || !batch_too);
+  });
 }
 
-void CanonicalKernelCache::keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, size_t at_most) {
+void CanonicalKernelCache::keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, bool batch_too,
+                                                size_t at_most) {
+  if (namesNoRowExtent(digests, batch_too)) return;
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (names_no_row_extent_.size() < at_most &&
-      std::find(names_no_row_extent_.begin(), names_no_row_extent_.end(), digests) == names_no_row_extent_.end()) {
-    names_no_row_extent_.push_back(std::move(digests));
-  }
+  if (names_no_row_extent_.size() < at_most) names_no_row_extent_.push_back({std::move(digests), batch_too});
 }
 
 CanonicalRowKernels::CanonicalRowKernels(CanonicalRows rows, const std::vector<bool>& launch_arguments,
@@ -472,44 +473,78 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
     return entry;
   }
   for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
-  if (!rows_.leading_only && !cache_.namesNoRowExtent(entry->digests)) {
-    if (std::optional<std::string> why = codeAtAnotherExtent(segment, heuristics, entry->digests)) {
+  if (!rows_.leading_only) {
+    // Where the class has no other inputs, the code is not taken as shown by another class either: what
+    // a signature runs does not depend on which classes ran before it.
+    std::optional<std::string> why;
+    const bool batch_too = !rows_.batch.empty();
+    if (!otherInputs()) {
+      why = fmt::format("its code may name the row extent (dim {} of the first tensor): the shape class has no "
+                        "other inputs to lower it at (its first other extents equal other sizes)", rows_.dim);
+    } else if (!cache_.namesNoRowExtent(entry->digests, batch_too)) {
+      why = codeAtOtherInputs(segment, heuristics, entry->digests);
+      if (!why && remember_) cache_.keepNamesNoRowExtent(entry->digests, batch_too, at_most_);
+    }
+    if (why) {
       entry->why_none = std::move(*why);
       entry->digests.clear();
       return entry;
     }
-    if (remember_) cache_.keepNamesNoRowExtent(entry->digests, at_most_);
   }
   entry->kernels = std::move(kernels);
   return entry;
 }
 
-std::optional<std::string> CanonicalRowKernels::codeAtAnotherExtent(const braze::Segment& segment,
-                                                                    const SegmentHeuristics& heuristics,
-                                                                    const std::vector<kernel::CodeDigest>& digests) {
-  const int64_t other = smallestOfShapeClass(rows_.canonical);
-  const auto mayNameIt = [&](const std::string& why) {
-    return fmt::format("its code may name the row extent (dim {} of the first tensor): {}", rows_.dim, why);
-  };
-  std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, other);
-  if (!inputs) return mayNameIt(fmt::format("the shape class has no inputs with {} there", other));
-  if (!rows_.batch.empty()) {
-    // And another batch of each folded dim's power of two, so that the code is shown not to name it either.
-    std::vector<BatchDim> another;
-    for (const BatchDim& b : rows_.batch) another.push_back({b.folded ? b.canonical + 1 : b.canonical, b.canonical, b.folded});
-    std::optional<std::vector<DeviceValue>> batched = withBatch(inputs->inputs, {}, other, rows_.dim, another);
-    if (!batched) return mayNameIt("the shape class has no inputs with another batch");
-    inputs->inputs = std::move(*batched);
+const std::optional<std::vector<DeviceValue>>& CanonicalRowKernels::otherInputs() {
+  if (other_inputs_) return *other_inputs_;
+  other_inputs_.emplace();
+  // A few first values of each: enough where another size happens to equal one, few enough to stay cheap.
+  constexpr int64_t kExtentsTried = 8, kBatchesTried = 4;
+  for (int64_t k = 0; k < kExtentsTried; ++k) {
+    const std::optional<int64_t> other = nthOfShapeClass(rows_.canonical, k);
+    if (!other) break;
+    if (*other == rows_.canonical) continue;
+    std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, *other);
+    if (!inputs) continue;
+    if (rows_.batch.empty()) {
+      *other_inputs_ = std::move(inputs->inputs);
+      return *other_inputs_;
+    }
+    // Another batch of each folded dim's power of two: canonical + j, below twice the canonical.
+    for (int64_t j = 1; j <= kBatchesTried; ++j) {
+      std::vector<BatchDim> another;
+      bool in_power = true;
+      for (const BatchDim& b : rows_.batch) {
+        in_power = in_power && (!b.folded || b.canonical + j < 2 * b.canonical);
+        another.push_back({b.folded ? b.canonical + j : b.canonical, b.canonical, b.folded});
+      }
+      if (!in_power) break;
+      std::optional<std::vector<DeviceValue>> batched = withBatch(inputs->inputs, {}, *other, rows_.dim, another);
+      if (batched) {
+        *other_inputs_ = std::move(*batched);
+        return *other_inputs_;
+      }
+    }
   }
-  const std::optional<SegmentedFusion> plan = reuseSegments(*segmentation_, planningValues(inputs->inputs)).plan;
+  return *other_inputs_;
+}
+
+std::optional<std::string> CanonicalRowKernels::codeAtOtherInputs(const braze::Segment& segment,
+                                                                  const SegmentHeuristics& heuristics,
+                                                                  const std::vector<kernel::CodeDigest>& digests) {
+  const auto mayNameIt = [&](const std::string& why) {
+    return fmt::format("its code may name the row extent (dim {} of the first tensor){}: {}", rows_.dim,
+                       rows_.batch.empty() ? "" : " or the batch", why);
+  };
+  const std::optional<SegmentedFusion> plan = reuseSegments(*segmentation_, planningValues(*otherInputs())).plan;
   const braze::Segment* same = plan ? sameSegmentIn(*plan, segment) : nullptr;
-  if (same == nullptr) return mayNameIt(fmt::format("the segment is another at {}", other));
+  if (same == nullptr) return mayNameIt("the segment is another at other sizes of the class");
   const scheduler::SegmentToLower to_lower = segmentToLower(*plan, *same);
   scheduler::SegmentLowering lowering(to_lower, device_);
   const std::vector<kernel::Kernel> kernels = lowering.lowerAll(heuristics);
   bool same_code = kernels.size() == digests.size();
   for (size_t k = 0; same_code && k < kernels.size(); ++k) same_code = kernel::codeDigest(kernels[k]) == digests[k];
-  if (!same_code) return mayNameIt(fmt::format("lowered at {} and at {}, it differs", rows_.canonical, other));
+  if (!same_code) return mayNameIt("lowered at other sizes of the class, it differs");
   return std::nullopt;
 }
 

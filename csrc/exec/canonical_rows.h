@@ -114,10 +114,11 @@ class CanonicalKernelCache {
   std::shared_ptr<const Kernels> findKernels(const Key& key) const;
   void keep(Key key, std::shared_ptr<const Segment> segment, size_t at_most);
   void keep(Key key, std::shared_ptr<const Kernels> kernels, size_t at_most);
-  // Code shown not to name the row extent (lowered at two extents of a class, the same): digests are of
-  // the source, so the same kernels lowered for another class (another batch size) are that code too.
-  bool namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests) const;
-  void keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, size_t at_most);
+  // Code shown not to name the row extent (lowered at two extents of a class, the same), and with
+  // `batch_too` not to name a folded batch either (lowered at two batches too): digests are of the source,
+  // so the same kernels lowered for another class are that code too.
+  bool namesNoRowExtent(const std::vector<kernel::CodeDigest>& digests, bool batch_too) const;
+  void keepNamesNoRowExtent(std::vector<kernel::CodeDigest> digests, bool batch_too, size_t at_most);
 
  private:
   struct KeyHash {
@@ -128,7 +129,11 @@ class CanonicalKernelCache {
   mutable std::shared_mutex mutex_;
   Map<Segment> segments_;
   Map<Kernels> kernels_;
-  std::vector<std::vector<kernel::CodeDigest>> names_no_row_extent_;
+  struct NamesNoRowExtent {
+    std::vector<kernel::CodeDigest> digests;
+    bool batch_too = false;
+  };
+  std::vector<NamesNoRowExtent> names_no_row_extent_;
 };
 
 // lowerPlan's kernel source for one signature whose plan is its class's segmentation (`segmentation`,
@@ -155,11 +160,15 @@ class CanonicalRowKernels : public SegmentKernelSource {
   std::shared_ptr<const CanonicalKernelCache::Kernels> lowerCanonical(const braze::Segment& segment,
                                                                       const CanonicalSegment& canonical,
                                                                       const SegmentHeuristics& heuristics);
-  // Why the segment's code, lowered with `heuristics` at another extent of the class in the row dim, is
-  // not the code of `digests` (lowered at the canonical one), or nothing: where not every input has the
-  // row extent leading, this is what shows that the code does not name it.
-  std::optional<std::string> codeAtAnotherExtent(const braze::Segment& segment, const SegmentHeuristics& heuristics,
-                                                 const std::vector<kernel::CodeDigest>& digests);
+  // Inputs of the class at another row extent (and, where the batch is folded, another batch of each
+  // folded dim's power of two), the first such values that keep the class (equal no other size); none
+  // where no few first ones do. Where not every input has the row extent leading, the code is lowered
+  // there too, and must be the same: what shows that it names neither.
+  const std::optional<std::vector<DeviceValue>>& otherInputs();
+  // Why the segment's code, lowered with `heuristics` at otherInputs(), is not the code of `digests`
+  // (lowered at the canonical inputs), or nothing.
+  std::optional<std::string> codeAtOtherInputs(const braze::Segment& segment, const SegmentHeuristics& heuristics,
+                                               const std::vector<kernel::CodeDigest>& digests);
   // Why the segment's sizes and scalars differ from those at the canonical inputs in more than the
   // row extent, or nothing.
   std::optional<std::string> moreThanRows(const CanonicalSegment& canonical,
@@ -179,6 +188,7 @@ class CanonicalRowKernels : public SegmentKernelSource {
   InputSignature signature_;  // of the canonical inputs
   std::shared_ptr<const SegmentedFusion> segmentation_;
   std::optional<std::optional<SegmentedFusion>> canonical_plan_;  // bound to the canonical inputs, once needed
+  std::optional<std::optional<std::vector<DeviceValue>>> other_inputs_;  // once needed
   const DeviceInfo& device_;
   int device_ordinal_;
   CanonicalKernelCache& cache_;

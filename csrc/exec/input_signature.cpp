@@ -63,7 +63,7 @@ struct LargeExtent {
   int64_t divisor_log = 0;
 };
 LargeExtent largeExtent(int64_t extent) {
-  return {std::bit_width(static_cast<uint64_t>(extent)) - 1,
+  return {static_cast<int64_t>(std::bit_width(static_cast<uint64_t>(extent))) - 1,
           std::min<int64_t>(std::countr_zero(static_cast<uint64_t>(extent)), 4)};
 }
 
@@ -95,10 +95,13 @@ int64_t largestOfShapeClass(int64_t extent) {
   return (int64_t{1} << (large.power + 1)) - (int64_t{1} << large.divisor_log);
 }
 
-int64_t smallestOfShapeClass(int64_t extent) {
-  if (extent < kSmallExtent) return extent;
-  const LargeExtent large = largeExtent(extent);
-  return (int64_t{1} << large.power) + (int64_t{1} << large.divisor_log);
+std::optional<int64_t> nthOfShapeClass(int64_t extent, int64_t k) {
+  if (extent < kSmallExtent) return k == 0 ? std::optional<int64_t>(extent) : std::nullopt;
+  const auto [power, divisor_log] = largeExtent(extent);
+  const int64_t divisor = int64_t{1} << divisor_log;
+  const int64_t value = (int64_t{1} << power) + (divisor == 16 ? 16 * k : divisor * (2 * k + 1));
+  if (value >= int64_t{1} << (power + 1)) return std::nullopt;
+  return value;
 }
 
 InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
@@ -170,17 +173,13 @@ std::optional<std::vector<DeviceValue>> InputSignature::representativeOf(
     for (int64_t& extent : t->sizes) {
       auto [it, first] = standing_for.try_emplace(extent, 0);
       if (first) {
-        // The k-th value of the extent's class word: 2^p + 16k when 16 divides it, else 2^p + d(2k+1) with
-        // d the power of two that divides it; below 2^(p+1), so of the same power and divisor.
-        const auto [power, divisor_log] = largeExtent(extent);
-        const int64_t divisor = int64_t{1} << divisor_log;
-        int64_t chosen = 0;
+        // The next value of the extent's class word not taken.
+        std::optional<int64_t> chosen;
         do {
-          const int64_t k = taken[extentWord(extent)]++;
-          chosen = (int64_t{1} << power) + (divisor == 16 ? 16 * k : divisor * (2 * k + 1));
-          if (chosen >= int64_t{1} << (power + 1)) return std::nullopt;
-        } while (kept.count(chosen) != 0);
-        it->second = chosen;
+          chosen = nthOfShapeClass(extent, taken[extentWord(extent)]++);
+          if (!chosen) return std::nullopt;
+        } while (kept.count(*chosen) != 0);
+        it->second = *chosen;
       }
       extent = it->second;
     }

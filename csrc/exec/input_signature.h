@@ -61,8 +61,9 @@ class InputSignature {
 // The largest extent a shape class does not tell from `extent`: itself below 128, else the largest of the
 // same power of two and divisor (2^(power + 1) - divisor).
 int64_t largestOfShapeClass(int64_t extent);
-// And the smallest: 2^power + divisor.
-int64_t smallestOfShapeClass(int64_t extent);
+// The k-th value (from 0) of `extent`'s shape-class word from its power of two up: 2^power + 16k where 16
+// divides it, else 2^power + divisor (2k + 1); `extent` itself for k = 0 below 128. None past the class.
+std::optional<int64_t> nthOfShapeClass(int64_t extent, int64_t k);
 
 // The address's alignment (ir/strided_layout.h) up to 16 bytes: what vectorized accesses depend on.
 int64_t pointerAlignment(DevicePtr address);

@@ -331,8 +331,8 @@ def generate_multi_shape(seed: int) -> str:
     ops that fix no size (elementwise math without exp or sin, reductions kept as size-1 dims and broadcast
     back (one sum at most), var_mean normalizations, permute round trips), then 1-2 outputs. Defines `fd`
     and `input_sets`: SHAPE_SETS lists of inputs of other sizes (mostly another leading dim or, at rank 3,
-    the second one; now and then every dim; 1 included), which run one after the other through the
-    definition's one plan cache: kernels compiled for one shape run for the others."""
+    the second one, with or without the first; now and then every dim; 1 included), which run one after
+    the other through the definition's one plan cache: kernels compiled for one shape run for the others."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     n_inputs = rng.randint(1, 3)
@@ -342,9 +342,15 @@ def generate_multi_shape(seed: int) -> str:
     while len(shapes) < SHAPE_SETS:
         shape = list(shapes[0])
         if rng.random() < 0.8:
-            # Another batch or row count, or (rank 3) another sequence length after a small batch; the rest
-            # as before.
-            shape[1 if rank == 3 and rng.random() < 0.4 else 0] = rng.choice(ROW_COUNTS)
+            # Another batch or row count, or (rank 3) another sequence length after a small batch, now and
+            # then with another small batch too (a batch before a row extent counts in the shape class by
+            # its power of two); the rest as before.
+            if rank == 3 and rng.random() < 0.4:
+                shape[1] = rng.choice(ROW_COUNTS)
+                if rng.random() < 0.5:
+                    shape[0] = rng.choice(SIZES)
+            else:
+                shape[0] = rng.choice(ROW_COUNTS)
         else:
             shape = [rng.choice(SIZES) for _ in range(rank)]
         shapes.append(shape)

@@ -85,8 +85,11 @@ TEST(CanonicalRows, ASequenceAfterASmallBatchIsTheRowExtentAndTheBatchStridesFol
   const DeviceTensor& mean = std::get<DeviceTensor>(rows->inputs[2]);
   EXPECT_EQ(mean.sizes, (std::vector<int64_t>{8, 508, 1}));
   EXPECT_EQ(mean.strides, (std::vector<int64_t>{508, 1, 1}));
-  EXPECT_EQ(exec::smallestOfShapeClass(300), 260);
-  EXPECT_EQ(exec::smallestOfShapeClass(2048), 2064);  // 16 divides
+  EXPECT_EQ(exec::nthOfShapeClass(300, 0), 260);  // [256, 512), 4 divides: 256 + 4, + 12, ...
+  EXPECT_EQ(exec::nthOfShapeClass(300, 1), 268);
+  EXPECT_EQ(exec::nthOfShapeClass(2048, 1), 2064);  // 16 divides: 2048 + 16k
+  EXPECT_EQ(exec::nthOfShapeClass(511, 127), 511);  // 256 + 255: the last odd one
+  EXPECT_EQ(exec::nthOfShapeClass(511, 128), std::nullopt);
   EXPECT_EQ(canonicalRowsOf(testing::layerNormBackwardAddresses({200, 300}, 768), {})->dim, 0u);  // the batch
   // A batch of 1: its stride follows seq where a DLPack producer made it row-major, and stays where torch
   // said 1 (any stride addresses a size-1 dim).
@@ -300,6 +303,29 @@ TEST(CanonicalRows, SequenceLengthsOfAClassRunExactlyFromTheCanonicalKernels) {
     }
   }
   EXPECT_EQ(cache.kernelCount(), 2u);  // the inner-outer kernel and its finish, for every batch and seq
+}
+
+// [1, seq, 129] normalized over its rows, at seq 131 (canonical 255, whose class starts at 129, the row
+// length): the code is lowered at the class's next extent that equals no other size, and seq 131 runs the
+// canonical kernels in a fresh cache as after seq 136 (whose class's code is the same).
+TEST(CanonicalRows, TheOtherExtentEqualsNoOtherSizeAndThePlanDoesNotDependOnOrder) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
+    auto [var, mean] = varMean(x, {2}, 0, /*keepdim=*/true);
+    fusion->addOutput(mul(sub(x, mean), var));
+  }
+  const auto inputs = [](int64_t seq) {
+    return std::vector<DeviceValue>{DeviceTensor::contiguous(0x10000000, DataType::Float, {1, seq, 129})};
+  };
+  device::NoOpDeviceOps ops;
+  exec::FusionCache alone(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  const std::string said = alone.prepare(inputs(131))->compiled().plan.segments[0].kernels_lowered_for;
+  EXPECT_EQ(said, "lowered for a row extent of 255 in dim 1 (the shape class's canonical one), launched for 131");
+  exec::FusionCache after(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  after.prepare(inputs(136));
+  EXPECT_EQ(after.prepare(inputs(131))->compiled().plan.segments[0].kernels_lowered_for, said);
 }
 
 // A [seq, hidden] table added to [batch, seq, hidden] before a row sum: its rows are the flat row index's
