@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <numeric>
 
 namespace braze::exec {
 namespace {
@@ -66,6 +67,15 @@ bool mergedIntoDim(const DeviceTensor& t, size_t d) {
   return true;
 }
 
+// Input i's value where it is an integer scalar that may stand for a size: not a launch argument's (a
+// seed, an offset), whose values only launch kernels.
+std::optional<int64_t> sizeScalar(const DeviceValue& input, size_t i, const std::vector<bool>& launch_arguments) {
+  const auto* scalar = std::get_if<ScalarValue>(&input);
+  const auto* value = scalar == nullptr ? nullptr : std::get_if<int64_t>(scalar);
+  if (value == nullptr || (i < launch_arguments.size() && launch_arguments[i])) return std::nullopt;
+  return *value;
+}
+
 // Whether the definition fixes dim d of input i.
 bool fixedBy(const std::vector<std::vector<int64_t>>& static_shapes, size_t i, size_t d) {
   return i < static_shapes.size() && d < static_shapes[i].size() && static_shapes[i][d] >= 0;
@@ -110,7 +120,8 @@ std::optional<std::pair<int64_t, size_t>> rowExtentOf(const std::vector<DeviceVa
 // foldedBatchOf's conditions do not hold.
 std::optional<std::vector<DeviceValue>> withBatch(const std::vector<DeviceValue>& inputs,
                                                   const std::vector<std::vector<int64_t>>& static_shapes,
-                                                  int64_t extent, size_t dim, const std::vector<BatchDim>& batch) {
+                                                  int64_t extent, size_t dim, const std::vector<BatchDim>& batch,
+                                                  const std::vector<bool>& launch_arguments) {
   std::vector<int64_t> sizes;  // every folded dim's, before and after: no other size may be one of them
   for (size_t p = 0; p < batch.size(); ++p) {
     if (!batch[p].folded) continue;
@@ -127,13 +138,13 @@ std::optional<std::vector<DeviceValue>> withBatch(const std::vector<DeviceValue>
   for (size_t i = 0; i < changed.size(); ++i) {
     auto* t = std::get_if<DeviceTensor>(&changed[i]);
     if (t == nullptr) {
-      const auto* value = std::get_if<int64_t>(&std::get<ScalarValue>(changed[i]));
-      if (value != nullptr && isBatchSize(*value)) return std::nullopt;
+      const std::optional<int64_t> value = sizeScalar(changed[i], i, launch_arguments);
+      if (value && isBatchSize(*value)) return std::nullopt;
       continue;
     }
     const bool has_rows = t->sizes.size() > dim && t->sizes[dim] == extent;
     for (size_t d = has_rows ? dim : 0; d < t->sizes.size(); ++d) {
-      if (isBatchSize(t->sizes[d]) || (!has_rows && t->sizes[d] == extent)) return std::nullopt;
+      if (isBatchSize(t->sizes[d]) || (t->sizes[d] == extent && !(has_rows && d == dim))) return std::nullopt;
     }
     if (!has_rows) continue;
     for (size_t p = 0; p < dim; ++p) {
@@ -150,7 +161,8 @@ std::optional<std::vector<DeviceValue>> withBatch(const std::vector<DeviceValue>
 }  // namespace
 
 std::optional<FoldedBatch> foldedBatchOf(const std::vector<DeviceValue>& inputs,
-                                         const std::vector<std::vector<int64_t>>& static_shapes) {
+                                         const std::vector<std::vector<int64_t>>& static_shapes,
+                                         const std::vector<bool>& launch_arguments) {
   const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(inputs, static_shapes);
   if (!found || found->second == 0) return std::nullopt;
   const auto [extent, dim] = *found;
@@ -168,7 +180,8 @@ std::optional<FoldedBatch> foldedBatchOf(const std::vector<DeviceValue>& inputs,
       any = any || fold;
     }
     if (!any) return std::nullopt;
-    std::optional<std::vector<DeviceValue>> changed = withBatch(inputs, static_shapes, extent, dim, folded.batch);
+    std::optional<std::vector<DeviceValue>> changed =
+        withBatch(inputs, static_shapes, extent, dim, folded.batch, launch_arguments);
     if (!changed) return std::nullopt;
     folded.inputs = std::move(*changed);
     return folded;
@@ -190,13 +203,12 @@ int64_t CanonicalRows::rows() const {
 
 std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes, int64_t extent,
-                                             int64_t to) {
+                                             int64_t to, const std::vector<bool>& launch_arguments) {
   RowExtentInputs changed{inputs, true};
   for (size_t i = 0; i < changed.inputs.size(); ++i) {
     auto* t = std::get_if<DeviceTensor>(&changed.inputs[i]);
     if (t == nullptr) {
-      const auto* value = std::get_if<int64_t>(&std::get<ScalarValue>(changed.inputs[i]));
-      if (value != nullptr && *value == extent) return std::nullopt;
+      if (sizeScalar(changed.inputs[i], i, launch_arguments) == extent) return std::nullopt;
       continue;
     }
     std::optional<size_t> row_dim;
@@ -223,14 +235,15 @@ std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inp
 }
 
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
-                                             const std::vector<std::vector<int64_t>>& static_shapes) {
-  std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes);
+                                             const std::vector<std::vector<int64_t>>& static_shapes,
+                                             const std::vector<bool>& launch_arguments) {
+  std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes, launch_arguments);
   const std::vector<DeviceValue>& batched = folded ? folded->inputs : inputs;
   const std::optional<std::pair<int64_t, size_t>> found = rowExtentOf(batched, static_shapes);
   if (!found) return std::nullopt;
   const auto [extent, dim] = *found;
   const int64_t canonical = largestOfShapeClass(extent);
-  std::optional<RowExtentInputs> changed = withRowExtent(batched, static_shapes, extent, canonical);
+  std::optional<RowExtentInputs> changed = withRowExtent(batched, static_shapes, extent, canonical, launch_arguments);
   if (!changed) return std::nullopt;
   CanonicalRows rows{std::move(changed->inputs), extent, canonical, dim, changed->leading_only, {}};
   if (folded) rows.batch = std::move(folded->batch);
@@ -295,6 +308,7 @@ CanonicalRowKernels::CanonicalRowKernels(CanonicalRows rows, const std::vector<b
                                          std::shared_ptr<const SegmentedFusion> segmentation, const DeviceInfo& device,
                                          int device_ordinal, CanonicalKernelCache& cache, bool remember, size_t at_most)
     : rows_(std::move(rows)),
+      launch_arguments_(launch_arguments),
       signature_(InputSignature::of(rows_.inputs, launch_arguments)),
       segmentation_(std::move(segmentation)),
       device_(device),
@@ -381,15 +395,37 @@ std::string CanonicalRowKernels::loweredFor() const {
 SegmentHeuristics CanonicalRowKernels::heuristicsHere(const CanonicalSegment& canonical,
                                                       scheduler::SegmentLowering& lowering) const {
   const auto at_rows = canonical.lowered_at.lowering->heuristics_at_rows;
-  std::optional<SegmentHeuristics> scaled =
-      at_rows == nullptr ? std::nullopt : at_rows(device_, canonical.lowered_at, rows_.canonicalRows(), rows_.rows());
+  const std::optional<std::pair<int64_t, int64_t>> scaling = rowScaling(canonical, lowering.context());
+  std::optional<SegmentHeuristics> scaled = at_rows == nullptr || !scaling
+                                                ? std::nullopt
+                                                : at_rows(device_, canonical.lowered_at, scaling->first, scaling->second);
   return scaled ? std::move(*scaled) : lowering.heuristics();
+}
+
+std::optional<std::pair<int64_t, int64_t>> CanonicalRowKernels::rowScaling(
+    const CanonicalSegment& canonical, const scheduler::LoweringContext& actual) const {
+  // A segment's rows need not hold every row dim (a sum over the batch leaves rows of seq alone): its
+  // tensors say by what factor its sizes scale, one factor for all of them or none.
+  std::optional<std::pair<int64_t, int64_t>> scaling;
+  for (const auto& [val, sizes] : canonical.sizes) {
+    const std::vector<int64_t>& own = actual.bound.sizesOf(val);
+    int64_t from = 1, to = 1;
+    for (const int64_t size : sizes) from *= size;
+    for (const int64_t size : own) to *= size;
+    if (from == to) continue;
+    if (from == 0 || to == 0) return std::nullopt;
+    const int64_t common = std::gcd(from, to);
+    const std::pair<int64_t, int64_t> here{from / common, to / common};
+    if (scaling && *scaling != here) return std::nullopt;
+    scaling = here;
+  }
+  return scaling.value_or(std::pair<int64_t, int64_t>{1, 1});
 }
 
 std::variant<std::vector<kernel::Kernel>, std::string> CanonicalRowKernels::relaunched(
     const CanonicalKernelCache::Kernels& lowered, const CanonicalSegment& canonical,
     const scheduler::LoweringContext& actual, const SegmentHeuristics& heuristics) const {
-  // The canonical sizes are the larger: where they need 64-bit indices and these do not, these get their own.
+  // Where the canonical sizes need 64-bit indices and these do not, or the reverse, these get their own.
   if (lowered.kernels.front().index64 != actual.kernel.index64) return std::string("its index width differs");
   std::vector<kernel::Kernel> kernels = lowered.kernels;
   for (kernel::Kernel& k : kernels) {
@@ -480,7 +516,8 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
     const bool batch_too = !rows_.batch.empty();
     if (!otherInputs()) {
       why = fmt::format("its code may name the row extent (dim {} of the first tensor): the shape class has no "
-                        "other inputs to lower it at (its first other extents equal other sizes)", rows_.dim);
+                        "other inputs to lower it at (its first other extents{} equal other sizes)", rows_.dim,
+                        rows_.batch.empty() ? "" : " or batches");
     } else if (!cache_.namesNoRowExtent(entry->digests, batch_too)) {
       why = codeAtOtherInputs(segment, heuristics, entry->digests);
       if (!why && remember_) cache_.keepNamesNoRowExtent(entry->digests, batch_too, at_most_);
@@ -504,13 +541,15 @@ const std::optional<std::vector<DeviceValue>>& CanonicalRowKernels::otherInputs(
     const std::optional<int64_t> other = nthOfShapeClass(rows_.canonical, k);
     if (!other) break;
     if (*other == rows_.canonical) continue;
-    std::optional<RowExtentInputs> inputs = withRowExtent(rows_.inputs, {}, rows_.canonical, *other);
+    std::optional<RowExtentInputs> inputs =
+        withRowExtent(rows_.inputs, {}, rows_.canonical, *other, launch_arguments_);
     if (!inputs) continue;
     if (rows_.batch.empty()) {
       *other_inputs_ = std::move(inputs->inputs);
       return *other_inputs_;
     }
-    // Another batch of each folded dim's power of two: canonical + j, below twice the canonical.
+    // Another batch of each folded dim's power of two: canonical + j, below twice the canonical (withBatch
+    // makes each dim's `actual` size, here the canonical one, its `canonical` one, here canonical + j).
     for (int64_t j = 1; j <= kBatchesTried; ++j) {
       std::vector<BatchDim> another;
       bool in_power = true;
@@ -519,7 +558,8 @@ const std::optional<std::vector<DeviceValue>>& CanonicalRowKernels::otherInputs(
         another.push_back({b.folded ? b.canonical + j : b.canonical, b.canonical, b.folded});
       }
       if (!in_power) break;
-      std::optional<std::vector<DeviceValue>> batched = withBatch(inputs->inputs, {}, *other, rows_.dim, another);
+      std::optional<std::vector<DeviceValue>> batched =
+          withBatch(inputs->inputs, {}, *other, rows_.dim, another, launch_arguments_);
       if (batched) {
         *other_inputs_ = std::move(*batched);
         return *other_inputs_;

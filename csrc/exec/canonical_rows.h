@@ -55,8 +55,11 @@ struct CanonicalRows {
 // None where no input has such an extent, or where it also stands elsewhere (another dim of a tensor, a
 // stride that does not follow it, an integer scalar: changing the row dims alone would not change the one
 // size), or where the canonical inputs are of another shape class.
+// `launch_arguments[i]`: input i is a scalar whose value only launches kernels (InputSignature::of), which
+// may equal any size.
 std::optional<CanonicalRows> canonicalRowsOf(const std::vector<DeviceValue>& inputs,
-                                             const std::vector<std::vector<int64_t>>& static_shapes);
+                                             const std::vector<std::vector<int64_t>>& static_shapes,
+                                             const std::vector<bool>& launch_arguments = {});
 
 // Inputs whose row extent follows small dims merged into it in every input that has it ([batch, seq,
 // hidden], the batch under 128) with each of those dims of size 2 or more made the smallest of its power
@@ -71,7 +74,8 @@ struct FoldedBatch {
   std::vector<BatchDim> batch;  // per dim before the row extent
 };
 std::optional<FoldedBatch> foldedBatchOf(const std::vector<DeviceValue>& inputs,
-                                         const std::vector<std::vector<int64_t>>& static_shapes);
+                                         const std::vector<std::vector<int64_t>>& static_shapes,
+                                         const std::vector<bool>& launch_arguments = {});
 
 // `inputs` with every tensor dim of `extent` made `to`, and the strides of the dims merged into it
 // following (canonicalRowsOf's rules), or none where they refuse.
@@ -81,7 +85,7 @@ struct RowExtentInputs {
 };
 std::optional<RowExtentInputs> withRowExtent(const std::vector<DeviceValue>& inputs,
                                              const std::vector<std::vector<int64_t>>& static_shapes, int64_t extent,
-                                             int64_t to);
+                                             int64_t to, const std::vector<bool>& launch_arguments = {});
 
 // What a FusionCache keeps of its classes' canonical inputs, kept for the cache's life (at most
 // FusionCache::kMaxPlans of each kind): per (their signature, segment, device), the segment there; per
@@ -176,7 +180,12 @@ class CanonicalRowKernels : public SegmentKernelSource {
   // What the plan says of the kernels given: the canonical sizes they were lowered for and those they are
   // launched for, or nothing where these are the canonical ones.
   std::string loweredFor() const;
-  // The heuristics of the signature's segment: the canonical ones at its row count, or its own.
+  // The factor (from, to) by which every tensor of the segment whose element count differs at the
+  // canonical inputs and here scales, or none where they scale by different factors.
+  std::optional<std::pair<int64_t, int64_t>> rowScaling(const CanonicalSegment& canonical,
+                                                        const scheduler::LoweringContext& actual) const;
+  // The heuristics of the signature's segment: the canonical ones with the row count scaled by
+  // rowScaling, or its own.
   SegmentHeuristics heuristicsHere(const CanonicalSegment& canonical, scheduler::SegmentLowering& lowering) const;
   // The kernels of `kernels` with the signature's tensor layouts and launch values, or why not.
   std::variant<std::vector<kernel::Kernel>, std::string> relaunched(const CanonicalKernelCache::Kernels& kernels,
@@ -185,6 +194,7 @@ class CanonicalRowKernels : public SegmentKernelSource {
                                                                     const SegmentHeuristics& heuristics) const;
 
   CanonicalRows rows_;
+  std::vector<bool> launch_arguments_;
   InputSignature signature_;  // of the canonical inputs
   std::shared_ptr<const SegmentedFusion> segmentation_;
   std::optional<std::optional<SegmentedFusion>> canonical_plan_;  // bound to the canonical inputs, once needed

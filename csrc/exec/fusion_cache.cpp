@@ -188,7 +188,7 @@ LoweredPlan FusionCache::planFor(const std::vector<DeviceValue>& inputs, const D
   if (!options_.reuse_segments) return lowerPlan(planSegments(*fusion_, host, options_), info);
   // A batch before the row extent counts by its power of two (foldedBatchOf): the class is that of the
   // inputs with it folded, and so is the representative.
-  const std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes_);
+  const std::optional<FoldedBatch> folded = foldedBatchOf(inputs, static_shapes_, launch_arguments_);
   const std::vector<DeviceValue>& classed = folded ? folded->inputs : inputs;
   const InputSignature shape_class = InputSignature::shapeClassOf(classed, launch_arguments_);
   std::optional<std::shared_ptr<const SegmentedFusion>> known;
@@ -221,7 +221,7 @@ LoweredPlan FusionCache::lowerClassPlan(SegmentedFusion plan, const std::shared_
                                         const std::vector<DeviceValue>& inputs, const DeviceInfo& info, int device,
                                         bool remember) {
   std::optional<CanonicalRows> rows;
-  if (options_.reuse_kernels) rows = canonicalRowsOf(inputs, static_shapes_);
+  if (options_.reuse_kernels) rows = canonicalRowsOf(inputs, static_shapes_, launch_arguments_);
   if (!rows) return lowerPlan(std::move(plan), info);
   CanonicalRowKernels source(std::move(*rows), launch_arguments_, segmentation, info, device, canonical_kernels_,
                              remember, kMaxPlans);

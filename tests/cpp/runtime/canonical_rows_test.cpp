@@ -146,6 +146,16 @@ TEST(CanonicalRows, ABatchBeforeTheRowExtentFoldsToTheSmallestOfItsPowerOfTwo) {
     with_dim.emplace_back(DeviceTensor::contiguous(0x60000000, DataType::Float, {other, 768}));
     EXPECT_FALSE(exec::foldedBatchOf(with_dim, {})) << other;
   }
+  // A launch argument's value (a seed) may equal the batch: it reaches no size.
+  std::vector<DeviceValue> with_seed = testing::layerNormBackwardAddresses({5, 300}, 768);
+  with_seed.emplace_back(ScalarValue{int64_t{5}});
+  std::vector<bool> launch_arguments(with_seed.size(), false);
+  launch_arguments.back() = true;
+  EXPECT_TRUE(exec::foldedBatchOf(with_seed, {}, launch_arguments));
+  // A row tensor with the extent twice.
+  std::vector<DeviceValue> square = testing::layerNormBackwardAddresses({5, 300}, 768);
+  square.emplace_back(DeviceTensor::contiguous(0x60000000, DataType::Float, {5, 300, 300}));
+  EXPECT_FALSE(exec::foldedBatchOf(square, {}));
   // A [seq, hidden] table beside [batch, seq, hidden]: its rows are not the batch's.
   std::vector<DeviceValue> table = testing::layerNormBackwardAddresses({5, 300}, 768);
   table.emplace_back(DeviceTensor::contiguous(0x60000000, DataType::Float, {300, 768}));
@@ -326,6 +336,35 @@ TEST(CanonicalRows, TheOtherExtentEqualsNoOtherSizeAndThePlanDoesNotDependOnOrde
   exec::FusionCache after(fusion, {}, &ops, DeviceInfo::h100Sxm());
   after.prepare(inputs(136));
   EXPECT_EQ(after.prepare(inputs(131))->compiled().plan.segments[0].kernels_lowered_for, said);
+}
+
+// [batch, seq, 8, 40] summed over the batch, then over its last dim: the second reduction's rows are
+// seq x 8, without the batch. Its canonical kernel's row count scales with seq alone (8 x 301 rows at
+// batch 5, not 5/4 of that), as its own lowering says, and the results are exact on the simulated device.
+TEST(CanonicalRows, ASegmentWhoseRowsHaveNoBatchScalesWithTheExtentAlone) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, DataType::Float);
+    fusion->addOutput(reduce(OpKind::Sum, reduce(OpKind::Sum, x, {0}), {2}));
+  }
+  device::NoOpDeviceOps no_ops;
+  exec::FusionCache canonical(fusion, {}, &no_ops, DeviceInfo::h100Sxm());
+  PlanOptions own_options;
+  own_options.reuse_kernels = false;
+  exec::FusionCache own(fusion, own_options, &no_ops, DeviceInfo::h100Sxm());
+  device::SimDeviceOps sim_ops;
+  exec::FusionCache simulated(fusion, {}, &sim_ops, DeviceInfo::h100Sxm());
+  for (const int64_t batch : {4, 5}) {
+    for (const int64_t seq : {511, 301}) {
+      const std::string what = "[" + std::to_string(batch) + ", " + std::to_string(seq) + ", 8, 40]";
+      const auto addresses = std::vector<DeviceValue>{
+          DeviceTensor::contiguous(0x10000000, DataType::Float, {batch, seq, 8, 40})};
+      expectSameKernels(canonical.prepare(addresses)->compiled(), own.prepare(addresses)->compiled(), what);
+      const std::vector<HostValue> inputs = testing::randomInputs(*fusion, 3, {{batch, seq, 8, 40}});
+      testing::expectClose(exec::runOnHost(simulated, inputs), evaluate(*fusion, inputs), what);
+    }
+  }
 }
 
 // A [seq, hidden] table added to [batch, seq, hidden] before a row sum: its rows are the flat row index's
