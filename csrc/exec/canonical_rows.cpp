@@ -509,24 +509,26 @@ std::shared_ptr<const CanonicalKernelCache::Kernels> CanonicalRowKernels::lowerC
     return entry;
   }
   for (const kernel::Kernel& k : kernels) entry->digests.push_back(kernel::codeDigest(k));
-  if (!rows_.leading_only) {
-    // Where the class has no other inputs, the code is not taken as shown by another class either: what
-    // a signature runs does not depend on which classes ran before it.
-    std::optional<std::string> why;
-    const bool batch_too = !rows_.batch.empty();
-    if (!otherInputs()) {
-      why = fmt::format("its code may name the row extent (dim {} of the first tensor): the shape class has no "
-                        "other inputs to lower it at (its first other extents{} equal other sizes)", rows_.dim,
-                        rows_.batch.empty() ? "" : " or batches");
-    } else if (!cache_.namesNoRowExtent(entry->digests, batch_too)) {
-      why = codeAtOtherInputs(segment, heuristics, entry->digests);
-      if (!why && remember_) cache_.keepNamesNoRowExtent(entry->digests, batch_too, at_most_);
-    }
-    if (why) {
-      entry->why_none = std::move(*why);
-      entry->digests.clear();
-      return entry;
-    }
+  // A row kernel's code may name the row extent even where it leads every tensor: the boundary of a
+  // concatenation along the rows, the bound an index into a [rows, ...] table is checked against, an
+  // output's stride in a column-major order. It is relaunched only where lowering at another extent of
+  // the class (and another batch of its powers) gives the same code. Where the class has no other inputs,
+  // the code is not taken as shown by another class either: what a signature runs does not depend on
+  // which classes ran before it.
+  std::optional<std::string> why;
+  const bool batch_too = !rows_.batch.empty();
+  if (!otherInputs()) {
+    why = fmt::format("its code may name the row extent (dim {} of the first tensor): the shape class has no "
+                      "other inputs to lower it at (its first other extents{} equal other sizes)", rows_.dim,
+                      rows_.batch.empty() ? "" : " or batches");
+  } else if (!cache_.namesNoRowExtent(entry->digests, batch_too)) {
+    why = codeAtOtherInputs(segment, heuristics, entry->digests);
+    if (!why && remember_) cache_.keepNamesNoRowExtent(entry->digests, batch_too, at_most_);
+  }
+  if (why) {
+    entry->why_none = std::move(*why);
+    entry->digests.clear();
+    return entry;
   }
   entry->kernels = std::move(kernels);
   return entry;
@@ -607,8 +609,8 @@ std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegm
     bool same = own.size() == sizes.size();
     for (size_t d = 0; same && d < own.size(); ++d) {
       if (own[d] == sizes[d]) continue;
-      // Where only leading dims have the row extent, the leading one alone (the code cannot name it);
-      // elsewhere the code was lowered at two extents and found the same.
+      // Where only leading dims have the row extent, the leading one alone; the code was lowered at two
+      // extents and found the same.
       same = rows_.leading_only ? d == 0 && scaled(sizes[d], own[d]) : scaled(sizes[d], own[d]);
     }
     if (!same) {

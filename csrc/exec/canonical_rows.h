@@ -4,8 +4,9 @@
 // tensor layouts, heuristics (the canonical inputs' with the row count scaled) and launch values
 // (SchedulerEntry::heuristics_at_rows and relaunch). Every signature of the class runs that
 // canonical kernel, the first one included, so what a signature runs does not depend on which ran
-// before it, and the tests of any size exercise the same path. The row kernels read the row count only
-// as a launch argument (row_launch.h); each use checks that the segment's sizes differ from the
+// before it, and the tests of any size exercise the same path. The row kernels read the row count as a
+// launch argument (row_launch.h), and their code is relaunched only where lowering it at another extent
+// of the class gives the same code; each use checks that the segment's sizes differ from the
 // canonical ones only in the row dims (the leading one, or the row extent and a batch before it, each by
 // its own factor), and that its scalars are equal.
 #pragma once
@@ -41,9 +42,9 @@ struct CanonicalRows {
   int64_t extent = 0;
   int64_t canonical = 0;
   size_t dim = 0;  // where the first tensor has it
-  // Every tensor has it as its leading dim: a row kernel's code cannot name it (its index is the row
-  // index's quotient by what follows). Otherwise dims before it are merged with it in every input (their
-  // strides follow), and the code's independence of it is checked by lowering at a second extent.
+  // Every tensor has it as its leading dim. Otherwise dims before it are merged with it in every input
+  // (their strides follow). Either way the code's independence of it is checked by lowering at a second
+  // extent of the class.
   bool leading_only = true;
   // The dims before the row extent, where the shape class knows them by their power of two (a batch):
   // their canonical sizes (see foldedBatchOf) and the inputs' own. Empty where they are exact.

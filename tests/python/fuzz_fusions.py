@@ -66,12 +66,19 @@ def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random, op: st
 
 
 def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_outputs: list[str],
-                  rng: random.Random) -> str:
-    """The case's source: 1-2 of the computed values (and the extra outputs) cast to one dtype as outputs."""
+                  rng: random.Random, rank: int = 0) -> str:
+    """The case's source: 1-2 of the computed values (and the extra outputs) cast to one dtype as outputs;
+    where `rank` is above 1, some asked in a random stride order (a column-major output's strides name
+    its leading extent)."""
     outputs = rng.sample(computed, min(len(computed), rng.randint(1, 2))) + extra_outputs
     out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
     for out in outputs:
-        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}))")
+        order = ""
+        if rank > 1 and rng.random() < 0.3:
+            dims = list(range(rank))
+            rng.shuffle(dims)
+            order = f", stride_order={dims}"
+        body.append(f"fd.add_output(fd.ops.cast({out}, {out_dtype}){order})")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
 
@@ -329,7 +336,9 @@ def generate_multi_shape(seed: int) -> str:
     """The source of one case whose definition leaves every size open (define_tensor(shape=[-1, ...])):
     1-3 inputs of one rank, contiguous or transposed, strided or offset in memory (declared so), and 2-6
     ops that fix no size (elementwise math without exp or sin, reductions kept as size-1 dims and broadcast
-    back (one sum at most), var_mean normalizations, permute round trips), then 1-2 outputs. Defines `fd`
+    back (one sum at most), var_mean normalizations, permute round trips), then 1-2 outputs, now and then
+    in another stride order, and now and then a normalization of two values concatenated along the leading
+    dim as one more. Defines `fd`
     and `input_sets`: SHAPE_SETS lists of inputs of other sizes (mostly another leading dim or, at rank 3,
     the second one, with or without the first; now and then every dim; 1 included), which run one after
     the other through the definition's one plan cache: kernels compiled for one shape run for the others."""
@@ -395,4 +404,12 @@ def generate_multi_shape(seed: int) -> str:
             body.append(_permute_round_trip(name, a, rank, rng, "tanh"))
         else:
             body.append(f"{name} = fd.ops.cast(fd.ops.cast({a}, DataType.BFloat16), DataType.Float)")
-    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)
+    if rank > 1 and rng.random() < 0.25:
+        # Two values concatenated along the leading dim, normalized over their rows: a row kernel whose
+        # code names the boundary, the first value's leading extent.
+        first, second = rng.choice(live), rng.choice(live)
+        body.append(f"c{count} = fd.ops.cat([{first}, {second}], 0)")
+        body.append(f"cv{count}, cm{count} = fd.ops.var_mean(c{count}, dims=[{rank - 1}], correction=0, keepdim=True)")
+        body.append(f"cn{count} = fd.ops.mul(fd.ops.sub(c{count}, cm{count}), fd.ops.rsqrt(fd.ops.add(cv{count}, 1e-5)))")
+        extra_outputs.append(f"cn{count}")
+    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng, rank)

@@ -149,3 +149,65 @@ def test_batch_sizes_of_a_power_of_two_run_the_kernels_lowered_for_its_smallest(
         else:
             said = "rows 4x255 in dims 0 to 1 (the shape class's canonical sizes)"
             assert f"kernels: lowered for {said}, launched for {batch}x{seq}" in plan, plan
+
+
+def _per_row_norm(fd, x):
+    var, mean = fd.ops.var_mean(x, [1], correction=0, keepdim=True)
+    return fd.ops.mul(fd.ops.sub(x, mean), fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5))))
+
+
+def test_code_that_names_the_leading_row_count_is_lowered_for_each_one():
+    """Row kernels whose code names the leading row count are not relaunched at another count of its class:
+    a concatenation along the rows (its boundary; the first input broadcast, so a shifted boundary would read
+    in bounds), an output asked column-major (its column stride) and an index into a [rows, 33] table (the
+    bound it is checked against). Each count gives the reference's results and its plan says no relaunch."""
+    rng = np.random.default_rng(17)
+
+    def cat_rows(fd):
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[False, True], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(_per_row_norm(fd, fd.ops.cat([x, y], 0)))
+
+    def column_major(fd):
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(_per_row_norm(fd, x), stride_order=[0, 1])
+
+    def gather_rows(fd):
+        table = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        index = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        fd.add_output(_per_row_norm(fd, fd.ops.index_select(table, index, 0)))
+
+    cases = [
+        (cat_rows, lambda rows: [np.broadcast_to(rng.standard_normal((1, 33)).astype(np.float32), (rows, 33)),
+                                 rng.standard_normal((rows, 33)).astype(np.float32)]),
+        (column_major, lambda rows: [rng.standard_normal((rows, 33)).astype(np.float32)]),
+        (gather_rows, lambda rows: [rng.standard_normal((rows, 33)).astype(np.float32),
+                                    rng.integers(0, rows, 64).astype(np.int64)]),
+    ]
+    for define, make in cases:
+        with FusionDefinition() as fd:
+            define(fd)
+        for rows in (255, 200, 129):
+            inputs = make(rows)
+            got = fd.execute(inputs)
+            for g, w in zip(got, bx.reference(fd, inputs)):
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+            plan = str(fd.explain(inputs))
+            assert "launched for" not in plan, (define.__name__, rows, plan)
+
+
+def test_an_index_past_the_table_names_its_own_row_count():
+    """An index into a [200, 33] table at 210 (inside 255, the canonical row count of the class) is out of
+    bounds, and the error names the table's own size."""
+    with FusionDefinition() as fd:
+        table = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        index = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        fd.add_output(_per_row_norm(fd, fd.ops.index_select(table, index, 0)))
+    index = np.arange(64, dtype=np.int64)
+    index[5] = 210
+    try:
+        fd.execute([np.ones((200, 33), np.float32), index])
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        assert "size 200" in str(e) and "index 210 is out of bounds" in str(e), str(e)
+    else:
+        raise AssertionError("an index of 210 into 200 rows raised nothing")
