@@ -101,6 +101,13 @@ ExprId ValueBuilder::materialize(const Idx& i) { return i.lane ? kb_.add(i.base,
 
 std::vector<Idx> ValueBuilder::unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes) {
   std::vector<Idx> index(sizes.size());
+  // An index space without elements (a zero-size dim: a sum over [3, 0] into [4]) is never indexed at run
+  // time, its loops running no iteration and its grids no block: any index stands for it, and its
+  // quotients by a zero extent would not be defined.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) {
+    for (Idx& i : index) i.base = kb_.index(0);
+    return index;
+  }
   const auto strides = StridedLayout::rowMajor(sizes).strides;
   // The outermost dim of size > 1 takes the quotient whole, as dim 0 does: the dims before it have
   // size 1, so a [1, seq] index space is indexed as [seq] is (no modulo naming seq).

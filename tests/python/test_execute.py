@@ -4,12 +4,15 @@ nvFuser compatibility."""
 
 from __future__ import annotations
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import braze
 from braze import DataType, FusionDefinition
+from braze import execute as bx
 from helpers import NUMPY_TO_BRAZE, define_like, run
 
 
@@ -73,6 +76,29 @@ def test_zero_dim_and_empty_tensors():
     assert zero_d.shape == () and zero_d == 3.0
     np.testing.assert_array_equal(summed, np.zeros(3, np.float32))
     assert fd.execute([np.float32(1.5), np.zeros((0, 3), np.float32)])[0] == 3.0  # a numpy scalar for a 0-D tensor
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (3, 0, 4), (3, 4, 0), (2, 0), (0, 5), (3, 0, 0)], ids=str)
+def test_a_zero_size_dim_anywhere(shape):
+    """A zero-size dim in any position: pointwise ops give empty outputs, a sum over every subset of dims
+    gives zeros where its output has elements, a normalization over the last dim gives an empty output,
+    and all of it is the reference's (no kernel indexes a space without elements)."""
+    rank = len(shape)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(fd.ops.permute(x, list(reversed(range(rank))))))
+        for count in range(1, rank + 1):
+            for dims in itertools.combinations(range(rank), count):
+                fd.add_output(fd.ops.sum(fd.ops.mul(x, x), dims=list(dims)))
+        var, mean = fd.ops.var_mean(x, dims=[rank - 1], correction=0, keepdim=True)
+        fd.add_output(fd.ops.mul(fd.ops.sub(x, mean), fd.ops.rsqrt(fd.ops.add(var, 1e-5))))
+    inputs = [np.zeros(shape, np.float32)]
+    got = fd.execute(inputs)
+    want = bx.reference(fd, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("value", [2, 2.5, True, np.float32(2.5), np.int64(2), np.array(2.5), ml_dtypes.bfloat16(2.5)],
@@ -235,3 +261,20 @@ def test_a_float_constant_is_the_float_it_rounds_to_in_kernels():
     (out,) = fd.execute([x])
     np.testing.assert_array_equal(out, braze.execute.reference(fd, [x])[0])
     assert out.tolist() == [27, -7, 20]
+
+
+def test_inputs_that_are_views_of_one_buffer():
+    """Two inputs that are views of one array (the q and k halves of a qkv buffer, adjacent windows,
+    overlapping windows, windows with a gap): the simulated device gives each the memory it spans, and the
+    sum is numpy's."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b))
+    buf = np.arange(100, dtype=np.float32)
+    qkv = buf[:24].reshape(3, 8)
+    for x, y in [(qkv[:, :4], qkv[:, 4:]), (buf[0:12].reshape(3, 4), buf[12:24].reshape(3, 4)),
+                 (buf[0:12].reshape(3, 4), buf[1:13].reshape(3, 4)), (buf[0:12].reshape(3, 4), buf[13:25].reshape(3, 4)),
+                 (buf[12:24].reshape(3, 4), buf[0:12].reshape(3, 4))]:
+        (out,) = fd.execute([x, y])
+        np.testing.assert_array_equal(out, x + y)

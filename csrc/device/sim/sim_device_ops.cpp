@@ -247,14 +247,16 @@ std::pair<uintptr_t, uintptr_t> SimDeviceOps::regionOf(uintptr_t address, size_t
   if (it != regions_.begin() && holds(std::prev(it)->first, std::prev(it)->second)) {
     return {std::prev(it)->first, std::prev(it)->first + std::prev(it)->second.bytes};
   }
-  // Lent arrays may overlap (views of one array): the widest that holds the address.
-  std::optional<std::pair<uintptr_t, uintptr_t>> found;
-  for (auto l = lent_.begin(); l != lent_.end() && l->first <= address; ++l) {
-    if (holds(l->first, l->second) && (!found || l->second.bytes > found->second - found->first)) {
-      found = {l->first, l->first + l->second.bytes};
-    }
+  // Lent arrays may overlap or touch (views of one array: the q and k of one qkv buffer, adjacent
+  // windows): each run of lent memory without a gap is one region, so that a view's pointer inside
+  // another view's memory is still given all of its own.
+  for (auto l = lent_.begin(); l != lent_.end() && l->first <= address;) {
+    const uintptr_t begin = l->first;
+    uintptr_t end = begin + l->second.bytes;
+    for (++l; l != lent_.end() && l->first <= end; ++l) end = std::max(end, l->first + l->second.bytes);
+    // An empty array's pointer (one past nothing) counts as in it.
+    if (address >= begin && address + bytes <= std::max(end, begin + 1)) return {begin, end};
   }
-  if (found) return *found;
   throwError(ErrorKind::Runtime, __FILE__, __LINE__,
              fmt::format("{}: address {:#x} is not in memory the simulated device allocated or was lent (freed "
                          "already, or an argument packed in the wrong place)",
