@@ -73,7 +73,7 @@ nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
 
 HostValue hostValueFromPython(nb::handle item, size_t index) {
   if (nb::isinstance<HostTensor>(item)) return nb::cast<HostTensor>(item);
-  auto value = scalarValueFromPython(item);
+  auto value = scalarValueFromPython(item, static_cast<int64_t>(index));
   BRAZE_TYPE_CHECK(value.has_value(), "input {}: expected a tensor or a bool/int/float, got {}", index,
                    nb::cast<std::string>(nb::str(item.type())));
   return *value;

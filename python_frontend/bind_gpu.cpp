@@ -104,7 +104,7 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
     if (nb::isinstance<nb::bool_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<bool>(item)});
     } else if (nb::isinstance<nb::int_>(item)) {
-      inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
+      inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
     } else if (nb::isinstance<nb::float_>(item)) {
       inputs.emplace_back(ScalarValue{nb::cast<double>(item)});
     } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i))) {
@@ -225,7 +225,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
     } else if (type == reinterpret_cast<PyObject*>(&PyBool_Type)) {
       inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
     } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
-      inputs.emplace_back(ScalarValue{nb::cast<int64_t>(item)});
+      inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
     } else if (!isPlainTorchTensor(item)) {
       return nb::none();
     } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i))) {

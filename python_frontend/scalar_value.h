@@ -11,8 +11,12 @@
 
 namespace braze::python {
 
-// The value of a Python bool, int or float; nullopt for anything else.
-std::optional<ScalarValue> scalarValueFromPython(nanobind::handle value);
+// The value of a Python bool, int or float; nullopt for anything else. `index`: the execute input it is,
+// if one (an int that does not fit braze's Int is an error naming it).
+std::optional<ScalarValue> scalarValueFromPython(nanobind::handle value, int64_t index = -1);
+// A Python int as braze's Int (int64_t); a ValueError naming input `index` (or a constant, where it is
+// -1) and the value where it does not fit.
+int64_t int64FromPython(nanobind::handle integer, int64_t index = -1);
 nanobind::object scalarValueToPython(const ScalarValue& value);
 
 }  // namespace braze::python

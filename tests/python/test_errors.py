@@ -70,6 +70,10 @@ DEFINITION_ERRORS = [
     ("slice-end-before-start", lambda fd: fd.ops.slice(_t(fd), [3, 4], [1, 2]), ValueError,
      r"slice: end_indices\[0\] = 1 must be >= start_indices\[0\] = 3"),
     ("define-scalar-bad-value", lambda fd: fd.define_scalar("1"), TypeError, r"define_scalar: value must be a bool, int or float"),
+    ("define-scalar-past-int64", lambda fd: fd.define_scalar(2**64), ValueError,
+     r"the integer constant 18446744073709551616 does not fit braze's Int \(64-bit"),
+    ("operand-past-int64", lambda fd: fd.ops.add(_t(fd, dtype=DataType.Int), -2**63 - 1), ValueError,
+     r"the integer constant -9223372036854775809 does not fit braze's Int"),
     ("alias-dtype-mismatch", lambda fd: fd.add_output(fd.ops.cast(_t(fd), DataType.Half), alias_input=fd.input_handles()[0]),
      TypeError, r"add_output: T1 of dtype Half cannot alias input T0 of dtype Float"),
 ]
@@ -122,6 +126,7 @@ EXECUTE_ERRORS = [
      r"input 0: numpy dtype uint16 is not supported"),
     ("list-of-lists", _replace(0, "not an array"), TypeError, r"input 0: expected a numpy array or a Python number, got str"),
     ("scalar-for-tensor", _replace(1, 2.0), TypeError, r"input 1 \(T1\): expected a BFloat16 tensor of rank 1, got the scalar"),
+    ("int-past-int64", _replace(1, 2**70), ValueError, r"input 1: the integer 1180591620717411303424 does not fit braze's Int"),
 ]
 
 
@@ -147,6 +152,16 @@ def test_float_for_an_integer_scalar_input():
         fd.add_output(fd.ops.add(s, 1))
     with pytest.raises(TypeError, match=r"input 0 \(S0\): expected a Int64 scalar, got the float 2.5"):
         fd.execute([2.5])
+
+
+def test_an_integer_scalar_input_past_int64():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(a, fd.define_scalar(dtype=DataType.Int)))
+    np.testing.assert_array_equal(fd.execute([np.ones(2, np.float32), 2**63 - 1])[0], np.full(2, 2.0**63, np.float32))
+    for value in (2**63, -2**63 - 1):
+        with pytest.raises(ValueError, match=rf"input 1: the integer {value} does not fit braze's Int"):
+            fd.execute([np.ones(2, np.float32), value])
 
 
 def test_execute_while_open():
