@@ -4,11 +4,13 @@ so a failing case prints itself as a standalone reproducer.
 A case has 1-3 inputs of one "full" shape (rank 1-3, sizes including 1, odd and prime), each maybe
 transposed in memory, strided, offset by one element or an expanded broadcast, in float32, bfloat16
 or float16; then 2-6 ops drawn from elementwise math, casts, broadcasts and expands of reductions
-(normalization patterns), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs.
+(normalization patterns; now and then broadcast along other dims of the same sizes, or permuted as an
+output), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 
 SIZES = [1, 2, 3, 5, 7, 8, 13, 16, 24, 32, 33]
@@ -88,6 +90,8 @@ def generate(seed: int) -> str:
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     shape = [rng.choice(SIZES) for _ in range(rank)]
+    if rng.random() < 0.15:
+        shape = [shape[0]] * rank  # square: element counts alone do not tell a dim from another
     n_inputs = rng.randint(1, 3)
     lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", ""]
     dtypes = [rng.choice(DTYPES) for _ in range(n_inputs)]
@@ -116,7 +120,22 @@ def generate(seed: int) -> str:
             body.append(f"r{count} = fd.ops.{op}({a}, dims={dims}, keepdim=True)")
             if rng.random() < 0.3:
                 extra_outputs.append(f"r{count}")
-            body.append(f"{name} = fd.ops.sub({a}, fd.ops.expand(r{count}, {full}))")
+            kept = [d for d in range(rank) if d not in dims]
+            if len(kept) > 1 and rng.random() < 0.3:
+                # The result without its reduced dims, permuted: its dims elsewhere than the domain has them.
+                order = list(range(len(kept)))
+                rng.shuffle(order)
+                extra_outputs.append(f"fd.ops.permute(fd.ops.{op}({a}, dims={dims}), {order})")
+            # Now and then the result without its reduced dims broadcast back along dims of the same sizes
+            # that are not its own (a row statistic of a square matrix along its rows).
+            placements = [p for p in itertools.combinations(range(rank), len(kept))
+                          if [shape[d] for d in p] == [shape[d] for d in kept]]
+            if kept and len(placements) > 1 and rng.random() < 0.5:
+                placement = list(rng.choice(placements))
+                body.append(f"{name} = fd.ops.sub({a}, fd.ops.broadcast_in_dim(fd.ops.{op}({a}, dims={dims}), "
+                            f"{full}, {placement}))")
+            else:
+                body.append(f"{name} = fd.ops.sub({a}, fd.ops.expand(r{count}, {full}))")
         elif kind < 0.68:
             body.append(f"v{count}, m{count} = fd.ops.var_mean({a}, dims=[{rank - 1}], correction=1, keepdim=True)")
             body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, fd.ops.expand(m{count}, {full})), "

@@ -3,6 +3,7 @@
 // is broadcast back over the reduced dims, or reduced again, needs the row kept on chip: that is
 // the inner persistent scheduler's job (or two kernels).
 #include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/reduction_domain.h"
 
 namespace braze {
@@ -33,6 +34,7 @@ Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& f
     }
   }
   if (std::string why = outputOutsideDomain(candidate, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = misalignedWithDomain(candidate, facts, domain, bound); !why.empty()) return Verdict::no(why);
   return Verdict::yes();
 }
 

@@ -4,6 +4,7 @@
 // elementwise math and broadcasts are allowed: a slice or permute of a value computed from a row
 // statistic would need other rows' (or other threads') elements. Whether a row fits in registers or
 // shared memory is a size question for the heuristic (schedulers issue).
+#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <algorithm>
@@ -64,6 +65,7 @@ Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFa
   }
   if (!keeps_row) return Verdict::no("no reduction result is broadcast back over the row (a plain reduction)");
   if (std::string why = outputOutsideDomain(candidate, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = misalignedWithDomain(candidate, facts, domain, bound); !why.empty()) return Verdict::no(why);
   return Verdict::yes();
 }
 

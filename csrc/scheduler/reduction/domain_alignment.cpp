@@ -1,0 +1,185 @@
+#include "scheduler/reduction/domain_alignment.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace braze {
+namespace {
+
+// Per dim of a value computed from a reduction result: the domain dim it stands for (a kept dim of the
+// result, carried through the ops after it), kAny where the value is the same all along it (a size-1,
+// broadcast or expanded dim) or it comes from values read through index maps, kUnknown where an op this
+// analysis does not follow moved it or two operands disagree on it.
+constexpr int64_t kAny = -1;
+constexpr int64_t kUnknown = -2;
+using DimIds = std::vector<int64_t>;
+
+int64_t combine(int64_t a, int64_t b) {
+  if (a == kAny) return b;
+  if (b == kAny || a == b) return a;
+  return kUnknown;
+}
+
+std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> out;
+  std::copy_if(sizes.begin(), sizes.end(), std::back_inserter(out), [](int64_t s) { return s != 1; });
+  return out;
+}
+
+// A reduction's output: its kept dims in order (the reduced ones kAny where kept as size 1).
+DimIds reducedIds(const Expr& r, const Val* out, const BoundShapes& bound) {
+  const size_t in_rank = bound.sizesOf(r.input(0)).size(), out_rank = bound.sizesOf(out).size();
+  const std::vector<int64_t>& dims = r.attrs().getInts("dims");
+  const auto reduced = [&](size_t d) { return std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end(); };
+  DimIds ids;
+  for (size_t d = 0; d < in_rank; ++d) {
+    if (!reduced(d)) {
+      ids.push_back(static_cast<int64_t>(d));
+    } else if (out_rank == in_rank) {
+      ids.push_back(kAny);
+    }
+  }
+  if (ids.size() != out_rank) ids.assign(out_rank, kUnknown);
+  return ids;
+}
+
+// What `e`'s output stands for, from its operands' (those not computed from a reduction result count as
+// kAny: they are read at whatever index is asked).
+DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& ids, const BoundShapes& bound) {
+  const Val* out = e.output(0);
+  const size_t rank = bound.sizesOf(out).size();
+  const auto idsOf = [&](const Val* v) {
+    auto it = ids.find(v);
+    DimIds of = it != ids.end() ? it->second : DimIds(bound.sizesOf(v).size(), kAny);
+    const std::vector<int64_t>& sizes = bound.sizesOf(v);
+    for (size_t d = 0; d < of.size(); ++d) {
+      if (sizes[d] == 1) of[d] = kAny;
+    }
+    return of;
+  };
+  DimIds result(rank, kUnknown);
+  if (isElementwise(e.kind())) {
+    result.assign(rank, kAny);
+    for (const Val* in : e.inputs()) {
+      if (!in->isTensor()) continue;
+      const DimIds of = idsOf(in);
+      if (of.size() != rank) return DimIds(rank, kUnknown);
+      for (size_t d = 0; d < rank; ++d) result[d] = combine(result[d], of[d]);
+    }
+    return result;
+  }
+  const DimIds in = idsOf(e.input(0));
+  switch (e.kind()) {
+    case OpKind::Set:
+    case OpKind::SegmentSet:
+    case OpKind::StrideOrder:
+    case OpKind::Expand:
+      if (in.size() == rank) result = in;
+      break;
+    case OpKind::Permute: {
+      const std::vector<int64_t>& dims = e.attrs().getInts("dims");
+      for (size_t d = 0; d < rank && d < dims.size(); ++d) result[d] = in.at(static_cast<size_t>(dims[d]));
+      break;
+    }
+    case OpKind::Broadcast: {
+      const std::vector<int64_t>& flags = e.attrs().getInts("is_broadcast_dim");
+      size_t next = 0;
+      for (size_t d = 0; d < rank && d < flags.size(); ++d) result[d] = flags[d] ? kAny : in.at(next++);
+      break;
+    }
+    case OpKind::BroadcastInDim: {
+      const std::vector<int64_t>& dims = e.attrs().getInts("broadcast_dims");
+      result.assign(rank, kAny);
+      for (size_t i = 0; i < dims.size() && i < in.size(); ++i) result.at(static_cast<size_t>(dims[i])) = in[i];
+      break;
+    }
+    case OpKind::Squeeze: {
+      const std::vector<int64_t>& dims = e.attrs().getInts("dims");
+      DimIds kept;
+      for (size_t d = 0; d < in.size(); ++d) {
+        if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) kept.push_back(in[d]);
+      }
+      if (kept.size() == rank) result = kept;
+      break;
+    }
+    case OpKind::Reshape: {
+      // Adding or removing size-1 dims only: the others keep their order.
+      const std::vector<int64_t>& in_sizes = bound.sizesOf(e.input(0));
+      const std::vector<int64_t>& out_sizes = bound.sizesOf(out);
+      if (withoutOnes(in_sizes) != withoutOnes(out_sizes)) break;
+      size_t next = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        if (out_sizes[d] == 1) {
+          result[d] = kAny;
+          continue;
+        }
+        while (in_sizes[next] == 1) ++next;
+        result[d] = in[next++];
+      }
+      break;
+    }
+    default: break;
+  }
+  return result;
+}
+
+// The domain dims a value of `n` elements has, in order, size-1 dims aside: all of them for a row's
+// size, the kept ones for a reduction result's.
+std::vector<int64_t> expectedDims(int64_t n, const ReductionDomain& domain) {
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < domain.input_sizes.size(); ++d) {
+    const bool kept = !std::binary_search(domain.dims.begin(), domain.dims.end(), static_cast<int64_t>(d));
+    if (domain.input_sizes[d] != 1 && (n == domain.full_numel || kept)) dims.push_back(static_cast<int64_t>(d));
+  }
+  return dims;
+}
+
+// Whether `v` (of sizes `sizes`, with `ids` where it is computed from a reduction result) lies as the
+// domain's dims for its element count do: the same sizes in the same order, each dim standing for its
+// own domain dim or for none.
+bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const ReductionDomain& domain, int64_t n) {
+  const std::vector<int64_t> expected = expectedDims(n, domain);
+  size_t k = 0;
+  for (size_t q = 0; q < sizes.size(); ++q) {
+    if (sizes[q] == 1) continue;
+    if (k == expected.size()) return false;
+    const auto d = static_cast<size_t>(expected[k++]);
+    if (sizes[q] != domain.input_sizes[d]) return false;
+    if (ids != nullptr && (*ids)[q] != kAny && (*ids)[q] != static_cast<int64_t>(d)) return false;
+  }
+  return k == expected.size();
+}
+
+}  // namespace
+
+std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
+                                 const ReductionDomain& domain, const BoundShapes& bound) {
+  std::unordered_map<const Val*, DimIds> ids;  // of the values computed from a reduction result
+  for (const Expr* e : candidate.exprs) {
+    const OpCategory category = opInfo(e->kind()).category;
+    const bool reduction = category == OpCategory::Reduction || category == OpCategory::Normalization;
+    for (const Val* out : e->outputs()) {
+      if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
+      DimIds of = reduction ? reducedIds(*e, out, bound) : forwardIds(*e, ids, bound);
+      const int64_t n = bound.numel(out);
+      if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), &of, domain, n)) {
+        return fmt::format("{} gives [{}], computed from a reduction result with its dims not where the reduction "
+                           "domain [{}] has them (a kernel over the domain would read the result at another row)",
+                           exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
+      }
+      ids.emplace(out, std::move(of));
+    }
+  }
+  for (const Val* out : candidate.outputs) {
+    if (!out->isTensor()) continue;
+    const int64_t n = bound.numel(out);
+    if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), nullptr, domain, n)) {
+      return fmt::format("output {} is [{}]: not the reduction domain [{}] or its kept dims in their order (a kernel "
+                         "over the domain writes each element where the domain has it)",
+                         out->name(), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
+    }
+  }
+  return "";
+}
+
+}  // namespace braze

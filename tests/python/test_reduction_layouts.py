@@ -1,0 +1,98 @@
+"""Values a reduction kernel writes lie where its reduction domain has them: a reduction result permuted,
+broadcast along another dim than its own or combined with a transposed operand, and outputs that are
+permuted or reshaped copies of the reduced tensor, each the reference's (the segmenter cuts where one kernel
+over the domain cannot write them), at square sizes too, where element counts alone cannot tell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition
+from braze import execute as bx
+
+
+def _check(fd, inputs):
+    got = fd.execute(inputs)
+    want = bx.reference(fd, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dims, order", [([1], [1, 0]), ([0], [1, 0]), ([2], [1, 0]), ([1, 2], None)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_a_permuted_reduction_result(dims, order, keepdim):
+    rng = np.random.default_rng(3)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        s = fd.ops.sum(t, dims=dims, keepdim=keepdim)
+        rank = 3 if keepdim else 3 - len(dims)
+        perm = list(reversed(range(rank))) if order is None or keepdim else order
+        fd.add_output(fd.ops.permute(fd.ops.sigmoid(s), perm))
+    for shape in [(3, 4, 5), (4, 4, 4), (6, 1, 6)]:
+        _check(fd, [rng.standard_normal(shape).astype(np.float32)])
+
+
+@pytest.mark.parametrize("n", [2, 4, 64])
+def test_a_row_statistic_broadcast_along_the_other_dim(n):
+    """A / (d_i d_j) with d the row sums of a square A: d broadcast along the rows and along the columns."""
+    rng = np.random.default_rng(n)
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        d = fd.ops.sum(a, dims=[1])
+        di = fd.ops.broadcast_in_dim(d, shape=a.shape(), broadcast_dims=[0])
+        dj = fd.ops.broadcast_in_dim(d, shape=a.shape(), broadcast_dims=[1])
+        fd.add_output(dj)
+        fd.add_output(fd.ops.div(a, fd.ops.mul(di, dj)))
+        fd.add_output(fd.ops.sub(a, fd.ops.broadcast_in_dim(fd.ops.max(a, dims=[0]), shape=a.shape(), broadcast_dims=[0])))
+    _check(fd, [rng.uniform(0.5, 1.5, (n, n)).astype(np.float32)])
+
+
+def test_a_row_statistic_times_a_transposed_operand():
+    rng = np.random.default_rng(5)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.ops.sum(t, dims=[1])
+        fd.add_output(fd.ops.mul(fd.ops.permute(t, [1, 0]), fd.ops.broadcast_in_dim(s, shape=[5, 16], broadcast_dims=[1])))
+    _check(fd, [rng.standard_normal((16, 5)).astype(np.float32)])
+
+
+@pytest.mark.parametrize("perm", [[1, 0, 2], [2, 0, 1], [0, 2, 1]])
+def test_a_permuted_copy_of_the_reduced_tensor_as_another_output(perm):
+    rng = np.random.default_rng(7)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        n = fd.ops.neg(t)
+        fd.add_output(fd.ops.sum(n, dims=[0, 2]))
+        fd.add_output(fd.ops.permute(n, perm))
+        fd.add_output(fd.ops.sum(n, dims=[2]) if perm == [0, 2, 1] else fd.ops.exp(n))
+    for shape in [(3, 8, 16), (4, 4, 4)]:
+        _check(fd, [rng.uniform(-1, 1, shape).astype(np.float32)])
+
+
+def test_a_reshaped_broadcast_of_the_reduced_tensor_as_another_output():
+    x = np.arange(14, dtype=np.float32).reshape(7, 2)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.ops.broadcast_in_dim(t, shape=[7, 2, 2], broadcast_dims=[0, 2])
+        fd.add_output(fd.ops.reshape(b, new_shape=[7, 4]))
+        fd.add_output(fd.ops.sum(b, dims=[0, 2]))
+    _check(fd, [x])
+
+
+def test_layer_norm_stays_one_kernel():
+    """The alignment check refuses none of a normalization's own values: a layer norm over [rows, hidden]
+    with its mean and rstd as outputs is still one inner-persistent kernel."""
+    rng = np.random.default_rng(9)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=True)
+        rstd = fd.ops.rsqrt(fd.ops.add(var, 1e-5))
+        fd.add_output(fd.ops.mul(fd.ops.sub(x, mean), rstd))
+        fd.add_output(fd.ops.squeeze(mean, [1]))
+        fd.add_output(rstd)
+    inputs = [rng.standard_normal((33, 33)).astype(np.float32)]
+    _check(fd, inputs)
+    assert [s.scheduler for s in fd.explain(inputs).segments] == ["inner_persistent"]
