@@ -53,6 +53,18 @@ const braze::Segment* sameSegmentIn(const SegmentedFusion& plan, const braze::Se
   return same == plan.segments.end() ? nullptr : &*same;
 }
 
+// `segmentation` bound to `inputs` where it holds there; none where it does not, or where the definition
+// refuses those sizes or strides (a full([130]) beside rows of another count, a contiguity a permuted
+// layout keeps only at its own sizes): the inputs' own sizes are planned then, as they would be alone.
+std::optional<SegmentedFusion> reusedAt(const SegmentedFusion& segmentation, const std::vector<DeviceValue>& inputs) {
+  try {
+    return reuseSegments(segmentation, planningValues(inputs)).plan;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Internal) throw;
+    return std::nullopt;
+  }
+}
+
 // Whether dims [0, d) of `t` and dim d are indexed as one: each of those dims of size above 1 has the
 // stride of the next such dim (up to d) times its size. A kernel's offsets into `t` then name only the
 // product of their sizes (ValueBuilder::flatOffset merges them), never dim d's extent alone.
@@ -446,7 +458,7 @@ std::variant<std::vector<kernel::Kernel>, std::string> CanonicalRowKernels::rela
 }
 
 const std::optional<SegmentedFusion>& CanonicalRowKernels::canonicalPlan() {
-  if (!canonical_plan_) canonical_plan_ = reuseSegments(*segmentation_, planningValues(rows_.inputs)).plan;
+  if (!canonical_plan_) canonical_plan_ = reusedAt(*segmentation_, rows_.inputs);
   return *canonical_plan_;
 }
 
@@ -578,7 +590,7 @@ std::optional<std::string> CanonicalRowKernels::codeAtOtherInputs(const braze::S
     return fmt::format("its code may name the row extent (dim {} of the first tensor){}: {}", rows_.dim,
                        rows_.batch.empty() ? "" : " or the batch", why);
   };
-  const std::optional<SegmentedFusion> plan = reuseSegments(*segmentation_, planningValues(*otherInputs())).plan;
+  const std::optional<SegmentedFusion> plan = reusedAt(*segmentation_, *otherInputs());
   const braze::Segment* same = plan ? sameSegmentIn(*plan, segment) : nullptr;
   if (same == nullptr) return mayNameIt("the segment is another at other sizes of the class");
   const scheduler::SegmentToLower to_lower = segmentToLower(*plan, *same);

@@ -211,3 +211,33 @@ def test_an_index_past_the_table_names_its_own_row_count():
         assert "size 200" in str(e) and "index 210 is out of bounds" in str(e), str(e)
     else:
         raise AssertionError("an index of 210 into 200 rows raised nothing")
+
+
+def test_sizes_the_definition_fixes_keep_their_own_row_count():
+    """A definition with a size of its own (full([rows]) beside a row sum, a bias broadcast to [rows, 40])
+    runs at that row count, whatever the shape class's canonical count is (254 for 130): the class's
+    segmentation does not hold there, and the inputs' own sizes are lowered."""
+    for rows in (127, 128, 130, 136, 200, 256, 264):
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            fd.add_output(fd.ops.add(fd.ops.sum(x, dims=[1]), fd.ops.full([rows], 1.0, DataType.Float)))
+            fd.add_output(fd.ops.add(x, fd.ops.broadcast_in_dim(fd.ops.sum(x, dims=[0]), [rows, 40], [1])))
+        x = np.ones((rows, 40), np.float32)
+        got = fd.execute([x])
+        for g, w in zip(got, bx.reference(fd, [x])):
+            np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_a_permuted_layout_with_a_row_count_of_a_class():
+    """An input of [rows, 7, 7] whose dim 0 is not outermost in memory (strides (7, 1, 7 * rows)), declared
+    so: its contiguity holds at its own row count only, and each row count runs."""
+    rng = np.random.default_rng(19)
+    for rows in (128, 200):
+        x = np.ascontiguousarray(rng.standard_normal((7, rows, 7)).astype(np.float32)).transpose(1, 2, 0)
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(sizes=list(x.shape), strides=[s // 4 for s in x.strides], dtype=DataType.Float)
+            fd.add_output(fd.ops.sum(t, dims=[0, 1]))
+            fd.add_output(fd.ops.sum(t, dims=[2]))
+        got = fd.execute([x])
+        for g, w in zip(got, bx.reference(fd, [x])):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
