@@ -89,6 +89,23 @@ def test_k_from_an_input_and_the_edge_cases(device):
         fd.execute([x, 10])
 
 
+@pytest.mark.parametrize("length", [13, 37, 100])
+def test_every_k_of_a_line(device, length):
+    """Every k from 1 to the line's length, those above half its power of two included (9 of 13: the whole
+    line sorted in one pass of 16 slots, fewer than twice the kept ones)."""
+    x = tied((3, length), torch.float32, length).to(device)
+    want = sorted_like_torch(x.cpu(), 1, True)
+    for k in range(1, length + 1):
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            values, indices = fd.ops.topk(t, k, 1, True, True)
+            fd.add_output(values)
+            fd.add_output(indices)
+        got_values, got_indices = fd.execute([x])
+        torch.testing.assert_close(got_values.cpu(), want.values[:, :k], equal_nan=True, rtol=0, atol=0)
+        assert torch.equal(got_indices.cpu(), want.indices[:, :k]), k
+
+
 def test_the_definition_checks_its_arguments():
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float)

@@ -50,7 +50,7 @@ void pad(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s
 
 void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
   BRAZE_ASSERT(b.slots >= 2 && (b.slots & (b.slots - 1)) == 0 && b.keep >= 1 &&
-                   (b.keep < b.length ? 2 * b.keep <= b.slots : b.length <= b.slots),
+                   (b.length <= b.slots || 2 * b.keep <= b.slots),
                "a block sort of {} slots for {} elements keeping {}", b.slots, b.length, b.keep);
   const SortSlots slots{kb.arrayVar("keys", sort.compute, b.slots, VarKind::SharedArray),
                         kb.arrayVar("at", DataType::Int64, b.slots, VarKind::SharedArray)};

@@ -71,6 +71,11 @@ TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
   const ScanParams a100_half = scanHeuristics(DeviceInfo::a100(), {.lines = 1, .extent = 8192, .keep = 8192, .key_bytes = 8});
   EXPECT_EQ(a100_half.sort_slots, 8192);
   EXPECT_LE(blockSortBytes(8192, 8), DeviceInfo::a100().smem_per_block_optin);
+  // Most of a line kept (1100 of 1300, above half its power of two): the whole line in one pass of 2048
+  // slots, fewer than twice the kept ones.
+  const ScanParams most = scanHeuristics(h100, {.lines = 4096, .extent = 1300, .keep = 1100, .key_bytes = 4});
+  EXPECT_EQ(most.sort_slots, 2048);
+  EXPECT_EQ(most.sort_passes, 1);
   // Not a sort (cumsum): always a walk.
   EXPECT_EQ(scanHeuristics(h100, {.lines = 1, .extent = 50000}).sort_slots, 0);
 }
