@@ -298,7 +298,7 @@ def generate_scan(seed: int) -> str:
     op = rng.choice(["topk", "topk", "argsort", "cumsum"])
     outputs = []
     if op == "topk":
-        k = rng.choice([0, 1, min(3, sizes[dim]), sizes[dim] // 2, sizes[dim]])
+        k = rng.choice([0, 1, min(3, sizes[dim]), sizes[dim] // 2, rng.randint(0, sizes[dim]), sizes[dim]])
         largest = rng.random() < 0.5
         body.append(f"values, indices = fd.ops.topk({a}, {k}, {dim}, {largest}, True)")
         outputs = rng.choice([["values", "indices"], ["indices"], ["values"]])
