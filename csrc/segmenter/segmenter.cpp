@@ -446,7 +446,8 @@ SegmentedFusion Segmenter::buildResult() {
     }
     std::sort(exprs.begin(), exprs.end(),
               [&](const Expr* a, const Expr* b) { return eval_pos_[a->id()] < eval_pos_[b->id()]; });
-    Candidate c = candidateOf({r});
+    const Candidate checked = candidateOf({r});  // as the merges saw it: the views it reads as inputs
+    Candidate c = checked;
     c.exprs = exprs;
     std::vector<const Val*> inputs;  // what the kernel reads: views replaced by the inputs they view
     for (const Val* in : c.inputs) {
@@ -455,8 +456,19 @@ SegmentedFusion Segmenter::buildResult() {
       if (std::find(inputs.begin(), inputs.end(), source) == inputs.end()) inputs.push_back(source);
     }
     c.inputs = inputs;
+    Segment segment = segmentFor(std::move(c), bound_);
+    if (!segment.scheduler && exprs.size() != checked.exprs.size()) {
+      // Its scheduler takes the group but not the input views it reads kept in its kernel (an extra bias
+      // grad of the inner-outer scheduler summing a reshaped input): each view is made by an alias segment
+      // of its own, and the kernel reads the views, as the group was checked.
+      for (const Val* in : checked.inputs) {
+        if (in->isFusionInput() || inputViewRoot(in) == nullptr || !done.insert(in).second) continue;
+        result.segments.push_back(segmentFor({inputViewChain(in), {inputViewRoot(in)}, {in}}, bound_));
+      }
+      segment = segmentFor(checked, bound_);
+    }
     segment_of_root[r] = static_cast<int64_t>(result.segments.size());
-    result.segments.push_back(segmentFor(std::move(c), bound_));
+    result.segments.push_back(std::move(segment));
   }
   BRAZE_ASSERT(segment_of_root.size() == roots.size(), "the segment graph has a cycle");
   for (size_t i = 0; i < result.segments.size(); ++i) result.segments[i].id = static_cast<int64_t>(i);

@@ -266,3 +266,30 @@ def test_norm_backward_of_3d_strided_inputs_with_a_linear_bias_grad():
     expected = [grad_in, (go * xh).sum((0, 1)), go.sum((0, 1)), fcf.sum((0, 1))]
     for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
         assert_close(got, want, DataType.BFloat16)
+
+
+@pytest.mark.parametrize("view", ["reshape", "permute"])
+def test_a_linear_bias_grad_read_through_a_view_stays_beside_the_norm_backward(view):
+    """The next linear's grad summed over the rows after a view of it (reshaped [batch * tokens, width] as
+    Thunder hands it, or permuted): the inner-outer kernel sums the view, which an alias segment makes, so
+    the plan has a kernel for every segment (one no scheduler took would have no GPU kernel)."""
+    B, T, C, W = 2, 20, 32, 48
+    with FusionDefinition() as fd:
+        go = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=F32)
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=F32)
+        fc = fd.define_tensor(shape=[-1, -1, -1] if view == "reshape" else [-1, -1], contiguity=True, dtype=F32)
+        s = fd.ops.sum(fd.ops.mul(go, x), [2], keepdim=True)
+        fd.add_output(fd.ops.mul(go, fd.ops.sub(x, s)))
+        fd.add_output(fd.ops.sum(fd.ops.mul(go, x), [0, 1]))
+        viewed = fd.ops.reshape(fc, [B * T, W]) if view == "reshape" else fd.ops.permute(fc, [1, 0])
+        fd.add_output(fd.ops.sum(viewed, [0]))
+    rng = np.random.default_rng(21)
+    go_, x_ = (rng.standard_normal((B, T, C)).astype(np.float32) for _ in range(2))
+    fc_ = rng.standard_normal((B, T, W) if view == "reshape" else (W, B * T)).astype(np.float32)
+    inputs = [go_, x_, fc_]
+    plan = fd.explain(inputs)
+    assert [(s.kind, s.scheduler) for s in plan.segments] == [("alias", "alias"), ("kernel", "inner_outer_persistent")], str(plan)
+    expected = [go_ * (x_ - (go_ * x_).sum(2, keepdims=True)), (go_ * x_).sum((0, 1)),
+                fc_.reshape(B * T, W).sum(0) if view == "reshape" else fc_.sum(1)]
+    for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-4)
