@@ -45,6 +45,10 @@ def _check(seed: int, make=generate, target: str | None = None) -> bool:
     )
     try:
         got = fd.execute(inputs) if target is None else fd.execute(inputs, target=target)
+        if target is None:
+            # Every op the generators draw has a scheduler: a kernel segment none took would have no GPU kernel.
+            plan = fd.explain(inputs)
+            assert all(seg.scheduler is not None for seg in plan.segments if seg.kind == "kernel"), str(plan)
         assert len(got) == len(want)
         for g, w in zip(got, want):
             assert g.dtype == w.dtype and g.shape == w.shape
