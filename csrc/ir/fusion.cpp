@@ -1,5 +1,7 @@
 #include "ir/fusion.h"
 
+#include "ir/numerics.h"
+
 #include "ir/op_kind.h"
 #include "support/error.h"
 
@@ -103,13 +105,16 @@ Scalar* Fusion::constant(ScalarValue value, DataType dtype) {
             : std::holds_alternative<int64_t>(value) ? DataType::Int64
                                                      : DataType::Double;
   }
-  // Store the value in the variant alternative that matches the dtype, so printing is faithful.
+  // Store the value a `dtype` holds, in the variant alternative that matches it (so printing is faithful):
+  // an int wrapped to the dtype's width, a float truncated and saturated (NaN 0) or rounded to the dtype,
+  // as a kernel holds it; the reference and every kernel then compute with the same value.
   if (isBool(dtype)) {
     value = toDouble(value) != 0.0;
   } else if (isIntegral(dtype)) {
-    value = toInt(value);
+    value = std::holds_alternative<double>(value) ? numerics::floatToInt(std::get<double>(value), dtype)
+                                                  : numerics::wrapToType(toInt(value), dtype);
   } else {
-    value = toDouble(value);
+    value = numerics::roundToType(toDouble(value), dtype);
   }
   return newScalar(dtype, value);
 }

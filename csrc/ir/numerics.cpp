@@ -1,5 +1,7 @@
 #include "ir/numerics.h"
 
+#include "ir/data_type.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -249,6 +251,44 @@ int64_t roundHalfEvenSaturate(double value, int64_t lo, int64_t hi) {
   }
   // min(max()) rather than std::clamp, which is undefined when lo > hi.
   return std::min(std::max(static_cast<int64_t>(rounded), lo), hi);
+}
+
+double roundToType(double x, DataType dtype) {
+  switch (dtype) {
+    case DataType::Double: return x;
+    case DataType::Float: return toFloat(x);
+    case DataType::Half: return fromHalfBits(toHalfBits(x));
+    case DataType::BFloat16: return fromBFloat16Bits(toBFloat16Bits(x));
+    case DataType::Float8_e4m3fn: return fromFloat8E4M3FnBits(toFloat8E4M3FnBits(x));
+    case DataType::Float8_e5m2: return fromFloat8E5M2Bits(toFloat8E5M2Bits(x));
+    case DataType::Float8_e4m3fnuz: return fromFloat8E4M3FnuzBits(toFloat8E4M3FnuzBits(x));
+    case DataType::Float8_e5m2fnuz: return fromFloat8E5M2FnuzBits(toFloat8E5M2FnuzBits(x));
+    default:
+      if (isBool(dtype)) return x != 0.0 ? 1.0 : 0.0;
+      return static_cast<double>(floatToInt(x, dtype));
+  }
+}
+
+int64_t floatToInt(double x, DataType dtype) {
+  if (isBool(dtype)) return x != 0.0;  // NaN is nonzero: true, as a C++ conversion gives
+  if (std::isnan(x)) return 0;
+  const double t = std::trunc(x);
+  const auto lo = static_cast<double>(integerMin(dtype));
+  const auto hi = static_cast<double>(integerMax(dtype));
+  if (t <= lo) return integerMin(dtype);
+  if (t >= hi) return integerMax(dtype);
+  return static_cast<int64_t>(t);
+}
+
+int64_t wrapToType(int64_t x, DataType dtype) {
+  switch (dtype) {
+    case DataType::Bool: return x != 0;
+    case DataType::Int8: return static_cast<int8_t>(x);
+    case DataType::UInt8: return static_cast<uint8_t>(x);
+    case DataType::Int16: return static_cast<int16_t>(x);
+    case DataType::Int32: return static_cast<int32_t>(x);
+    default: return x;
+  }
 }
 
 }  // namespace braze::numerics

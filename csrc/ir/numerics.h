@@ -1,4 +1,6 @@
 #pragma once
+#include "ir/data_type.h"
+
 #include <cstdint>
 namespace braze::numerics {
 // Conversions from a double to the bit pattern of a narrower float type, rounding to nearest, ties to
@@ -29,4 +31,10 @@ float toFloat(double value);
 // Round-half-to-even to an integer and clamp into [lo, hi] (used by quantize ops, like torch's nearbyint + clamp).
 // NaN gives 0.
 int64_t roundHalfEvenSaturate(double value, int64_t lo, int64_t hi);
+// Rounds a float64 to what a value of `dtype` holds (identity for Double).
+double roundToType(double x, DataType dtype);
+// Float -> integer conversion as CUDA does it: truncate toward zero, saturate, NaN -> 0.
+int64_t floatToInt(double x, DataType dtype);
+// Wraps an int64 to the width and signedness of an integer dtype, as a C++ conversion does.
+int64_t wrapToType(int64_t x, DataType dtype);
 }  // namespace braze::numerics

@@ -2,6 +2,8 @@
 // and returns the outputs.
 #include "reference/evaluator.h"
 
+#include "ir/numerics.h"
+
 #include "support/error.h"
 #include "reference/eval_ops.h"
 #include "reference/input_check.h"
@@ -60,7 +62,15 @@ std::vector<HostValue> evaluateExpr(const Expr& expr, const std::vector<const Ho
 std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValue>& inputs) {
   checkInputs(fusion, inputs);
   std::unordered_map<const Val*, HostValue> values;
-  for (size_t i = 0; i < inputs.size(); ++i) values.emplace(fusion.inputs()[i], inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostValue value = inputs[i];
+    // A Float scalar input is a float, as a kernel's argument is (0.1 is 0.100000001).
+    auto* scalar = std::get_if<ScalarValue>(&value);
+    if (scalar != nullptr && std::holds_alternative<double>(*scalar) && fusion.inputs()[i]->dtype() == DataType::Float) {
+      *scalar = numerics::roundToType(std::get<double>(*scalar), DataType::Float);
+    }
+    values.emplace(fusion.inputs()[i], std::move(value));
+  }
   for (const auto& val : fusion.vals()) {
     if (val->isScalar() && val->asScalar()->isConstant()) values.emplace(val.get(), *val->asScalar()->value());
   }

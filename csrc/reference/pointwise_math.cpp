@@ -58,44 +58,6 @@ double pythonRemainder(double a, double b) {
 
 }  // namespace
 
-double roundToType(double x, DataType dtype) {
-  switch (dtype) {
-    case DataType::Double: return x;
-    case DataType::Float: return numerics::toFloat(x);
-    case DataType::Half: return numerics::fromHalfBits(numerics::toHalfBits(x));
-    case DataType::BFloat16: return numerics::fromBFloat16Bits(numerics::toBFloat16Bits(x));
-    case DataType::Float8_e4m3fn: return numerics::fromFloat8E4M3FnBits(numerics::toFloat8E4M3FnBits(x));
-    case DataType::Float8_e5m2: return numerics::fromFloat8E5M2Bits(numerics::toFloat8E5M2Bits(x));
-    case DataType::Float8_e4m3fnuz: return numerics::fromFloat8E4M3FnuzBits(numerics::toFloat8E4M3FnuzBits(x));
-    case DataType::Float8_e5m2fnuz: return numerics::fromFloat8E5M2FnuzBits(numerics::toFloat8E5M2FnuzBits(x));
-    default:
-      if (isBool(dtype)) return x != 0.0 ? 1.0 : 0.0;
-      return static_cast<double>(floatToInt(x, dtype));
-  }
-}
-
-int64_t floatToInt(double x, DataType dtype) {
-  if (isBool(dtype)) return x != 0.0;  // NaN is nonzero: true, as a C++ conversion gives
-  if (std::isnan(x)) return 0;
-  const double t = std::trunc(x);
-  const auto lo = static_cast<double>(integerMin(dtype));
-  const auto hi = static_cast<double>(integerMax(dtype));
-  if (t <= lo) return integerMin(dtype);
-  if (t >= hi) return integerMax(dtype);
-  return static_cast<int64_t>(t);
-}
-
-int64_t wrapToType(int64_t x, DataType dtype) {
-  switch (dtype) {
-    case DataType::Bool: return x != 0;
-    case DataType::Int8: return static_cast<int8_t>(x);
-    case DataType::UInt8: return static_cast<uint8_t>(x);
-    case DataType::Int16: return static_cast<int16_t>(x);
-    case DataType::Int32: return static_cast<int32_t>(x);
-    default: return x;
-  }
-}
-
 double unaryFloat(OpKind kind, double x, DataType dtype) {
   switch (kind) {
     case OpKind::Abs: return std::abs(x);

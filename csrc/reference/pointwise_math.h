@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/data_type.h"
+#include "ir/numerics.h"
 #include "ir/op_kind.h"
 
 #include <cstdint>
@@ -25,11 +26,9 @@ int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c);
 double elementwiseFloat(OpKind kind, std::span<const double> x, DataType dtype);
 int64_t elementwiseInt(OpKind kind, std::span<const int64_t> x, DataType dtype);
 
-// Rounds a float64 to what a value of `dtype` holds (identity for Double).
-double roundToType(double x, DataType dtype);
-// Float -> integer conversion as CUDA does it: truncate toward zero, saturate, NaN -> 0.
-int64_t floatToInt(double x, DataType dtype);
-// Wraps an int64 to the width and signedness of an integer dtype, as a C++ conversion does.
-int64_t wrapToType(int64_t x, DataType dtype);
+// The conversions to a dtype (ir/numerics.h), which constants are stored as too.
+using numerics::floatToInt;
+using numerics::roundToType;
+using numerics::wrapToType;
 
 }  // namespace braze::reference

@@ -252,3 +252,24 @@ def test_contiguity_is_stored_per_logical_dim():
     assert handle.stride_order == [0, 1, 2]
     assert handle.static_shape == [-1, 1, 5]
     assert not handle.is_cpu
+
+
+def test_a_typed_constant_holds_what_its_dtype_holds():
+    """define_scalar(value, dtype) stores the value a kernel of that dtype holds (an int wrapped to its width,
+    a float truncated and saturated with NaN as 0, or rounded to float32): the reference, the simulated kernel
+    and a later fusion whose constant is that value all agree (they share the kernel's source)."""
+    import numpy as np
+
+    from braze import execute as bx
+
+    cases = [(2**32 + 5, DataType.Int32, 5.0), (300, DataType.UInt8, 44.0), (200, DataType.Int8, -56.0),
+             (float("nan"), DataType.Int64, 0.0), (1e40, DataType.Int32, 2.0**31 - 1), (0.1, DataType.Float, float(np.float32(0.1)))]
+    x = np.zeros(2, np.float64)
+    for value, dtype, held in cases:
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Double)
+            fd.add_output(fd.ops.add(t, fd.define_scalar(value, dtype=dtype)))
+        (got,) = fd.execute([x])
+        (want,) = bx.reference(fd, [x])
+        np.testing.assert_array_equal(got, np.full(2, held))
+        np.testing.assert_array_equal(want, np.full(2, held))

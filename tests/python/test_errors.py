@@ -154,6 +154,16 @@ def test_float_for_an_integer_scalar_input():
         fd.execute([2.5])
 
 
+def test_a_bool_scalar_input_takes_only_true_false_0_or_1():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        fd.add_output(fd.ops.add(a, fd.ops.cast(fd.define_scalar(dtype=DataType.Bool), DataType.Int)))
+    for flag, added in ((True, 1), (1, 1), (0, 0), (False, 0)):
+        np.testing.assert_array_equal(fd.execute([np.array([10, 20]), flag])[0], [10 + added, 20 + added])
+    with pytest.raises(TypeError, match=r"input 1 \(S1\): expected a Bool scalar, got 2"):
+        fd.execute([np.array([10, 20]), 2])
+
+
 def test_an_integer_scalar_input_past_int64():
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
