@@ -54,8 +54,9 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
   const OpKind kind = expr.kind();
   const auto shape = outputShape(in, dims, expr.attrs().getBool("keepdim"));
   const int64_t kept = keptCount(shape);
-  // The user's dtype= casts the input first (sum of Float in BFloat16 rounds each term to BFloat16).
-  const DataType cast_to = isFloating(out_dtype) && isFloating(in.dtype()) ? out_dtype : DataType::Null;
+  // The user's dtype= casts the input first, as torch's does (a sum of Float in BFloat16 rounds each term to
+  // BFloat16, one in Int32 truncates each: [0.6, 1.7, 2.9] sums to 3).
+  const DataType cast_to = isFloating(in.dtype()) && !isBool(out_dtype) ? out_dtype : DataType::Null;
   const bool in_float = isFloating(in.dtype()) || isFloating(out_dtype);
   HostTensor out = HostTensor::empty(out_dtype, shape);
   if (in_float) {

@@ -96,3 +96,19 @@ def test_layer_norm_stays_one_kernel():
     inputs = [rng.standard_normal((33, 33)).astype(np.float32)]
     _check(fd, inputs)
     assert [s.scheduler for s in fd.explain(inputs).segments] == ["inner_persistent"]
+
+
+@pytest.mark.parametrize("op, want", [("sum", [3, 0]), ("prod", [0, 2])])
+@pytest.mark.parametrize("dtype", [DataType.Int32, DataType.Int])
+def test_a_float_reduction_into_an_integer_dtype_casts_each_element_first(op, want, dtype):
+    """As torch's sum(dtype=) and prod(dtype=): [0.6, 1.7, 2.9] sums to 0 + 1 + 2 = 3, not to int(5.2)."""
+    x = np.array([[0.6, 1.7, 2.9], [-0.5, 0.4, 0.3]], np.float32)
+    if op == "prod":
+        x = np.array([[0.6, 1.7, 2.9], [1.5, 2.2, 1.0]], np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(getattr(fd.ops, op)(t, dims=[1], dtype=dtype))
+    (got,) = fd.execute([x])
+    (ref,) = bx.reference(fd, [x])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ref, want)
