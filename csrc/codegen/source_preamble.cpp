@@ -182,7 +182,7 @@ template <typename T> __device__ __forceinline__ T braze_relu(T x) {
   return x > T(0) ? x : (isnan(x) ? x : T(0));
 }
 template <typename T> __device__ __forceinline__ T braze_sign(T x) {
-  return isnan(x) ? x : T(int(x > T(0)) - int(x < T(0)));
+  return T(int(x > T(0)) - int(x < T(0)));  // NaN: 0, as torch's sign
 }
 template <typename T> __device__ __forceinline__ T braze_frac(T x) { return braze_sub(x, braze_trunc(x)); }
 template <typename T> __device__ __forceinline__ T braze_sigmoid(T x) {
@@ -211,7 +211,8 @@ template <typename T> __device__ __forceinline__ T braze_lerp(T a, T b, T w) {
                                : braze_sub(b, braze_mul(braze_sub(b, a), braze_sub(T(1), w)));
 }
 template <typename T> __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) {
-  return isnan(x) ? x : braze_min(braze_max(x, lo), hi);
+  // A NaN value or bound gives NaN, as torch's clamp.
+  return isnan(x) || isnan(lo) || isnan(hi) ? braze_nan_of(x) : braze_min(braze_max(x, lo), hi);
 }
 template <typename T> __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
   return braze_add(x, braze_mul(braze_mul(value, t1), t2));

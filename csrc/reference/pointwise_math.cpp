@@ -98,7 +98,7 @@ double unaryFloat(OpKind kind, double x, DataType dtype) {
     case OpKind::Round: return std::nearbyint(x);  // half to even, like torch.round
     case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
     case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case OpKind::Sign: return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0));
+    case OpKind::Sign: return static_cast<double>((x > 0) - (x < 0));  // NaN: 0, as torch's sign
     case OpKind::SignBit: return std::signbit(x);
     case OpKind::Silu: return x / (1.0 + std::exp(-x));
     case OpKind::Sin: return std::sin(x);
@@ -225,7 +225,8 @@ double ternaryFloat(OpKind kind, double a, double b, double c) {
     case OpKind::Where: return a != 0.0 ? b : c;
     case OpKind::Lerp:  // torch's form: exact at both ends
       return std::abs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1.0 - c);
-    case OpKind::Clamp: return std::isnan(a) ? a : std::min(std::max(a, b), c);
+    case OpKind::Clamp:  // a NaN value or bound gives NaN, as torch's clamp
+      return std::isnan(a) || std::isnan(b) || std::isnan(c) ? a + b + c : std::min(std::max(a, b), c);
     case OpKind::Threshold: return a <= b ? c : a;
     default: BRAZE_UNREACHABLE("ternaryFloat({})", opName(kind));
   }

@@ -88,3 +88,21 @@ def test_op_on_strided_inputs(ident, layout):
     case = BY_ID[ident]
     arrays = case.make_inputs(_rng(case.id))
     _check(case, [LAYOUTS[layout](a) if isinstance(a, np.ndarray) and a.ndim >= 1 else a for a in arrays])
+
+
+def test_sign_and_clamp_of_nan_as_torch():
+    """sign(NaN) is 0 and a NaN value or bound of clamp gives NaN, as torch's (and nvFuser's) do, in the
+    simulated kernel and in the reference alike."""
+    from braze import DataType, FusionDefinition
+    from braze import execute as bx
+
+    x = np.array([np.nan, -0.0, -2.0, 3.0], np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sign(t))
+        fd.add_output(fd.ops.clamp(t, float("nan"), 1.0))
+        fd.add_output(fd.ops.clamp(t, -1.0, 1.0))
+    want = [np.array([0, 0, -1, 1], np.float32), np.full(4, np.nan, np.float32), np.array([np.nan, -0.0, -1, 1], np.float32)]
+    for outputs in (fd.execute([x]), bx.reference(fd, [x])):
+        for got, expected in zip(outputs, want, strict=True):
+            np.testing.assert_array_equal(got, expected)
