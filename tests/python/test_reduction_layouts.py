@@ -112,3 +112,39 @@ def test_a_float_reduction_into_an_integer_dtype_casts_each_element_first(op, wa
     (ref,) = bx.reference(fd, [x])
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(ref, want)
+
+
+@pytest.mark.parametrize("bookend", ["auto", "none", "both"])
+def test_copies_with_a_size_1_dim_added_or_dropped_beside_a_reduction(bookend):
+    """A reduction over non-adjacent dims with a copy of the reduced tensor given a size-1 dim (broadcast)
+    or without one (a [1, n, n, n] view reduced, its rank-3 source an output), an expanded input among
+    them, and a padded row sum reduced over two domains: each output the reference's."""
+    rng = np.random.default_rng(23)
+    x = rng.uniform(-1, 1, (4, 4, 4)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        n = fd.ops.neg(t)
+        fd.add_output(fd.ops.sum(n, dims=[0, 2]))
+        fd.add_output(fd.ops.broadcast(n, [False, True, False, False]))
+        fd.add_output(fd.ops.sum(fd.ops.broadcast(n, [True, False, False, False]), dims=[1, 3]))
+    _check_policy(fd, [x], bookend)
+    expanded = np.broadcast_to(rng.uniform(-1, 1, (4, 1, 4)).astype(np.float32), (4, 4, 4))
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(sizes=[4, 4, 4], strides=[4, 0, 1], dtype=DataType.Float)
+        m = fd.ops.neg(t)
+        fd.add_output(fd.ops.min(fd.ops.broadcast(m, [True, False, False, False]), dims=[0, 1, 3]))
+        fd.add_output(m)
+    _check_policy(fd, [expanded], bookend)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        p = fd.ops.pad(fd.ops.sum(t, dims=[1], keepdim=True), [2, 1, 1, 2], fd.define_scalar(0.0))
+        fd.add_output(fd.ops.sum(fd.ops.broadcast(p, [False, True, False, False]), dims=[0, 3]))
+        fd.add_output(fd.ops.max(p, dims=[0], keepdim=True))
+    _check_policy(fd, [(np.arange(27, dtype=np.float32).reshape(3, 3, 3) % 7) + 1], bookend)
+
+
+def _check_policy(fd, inputs, bookend):
+    got = fd.execute(inputs, bookend=bookend)
+    for g, w in zip(got, bx.reference(fd, inputs), strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -138,6 +138,10 @@ std::vector<int64_t> expectedDims(int64_t n, const ReductionDomain& domain) {
 // domain's dims for its element count do: the same sizes in the same order, each dim standing for its
 // own domain dim or for none.
 bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const ReductionDomain& domain, int64_t n) {
+  // A row-sized value has the domain's size-1 dims too: the walk indexes it as the domain (a copy of the
+  // reduced tensor with a size-1 dim added or dropped was written in part where the reduced dims are not
+  // the innermost).
+  if (n == domain.full_numel && n != domain.outer_numel && sizes != domain.input_sizes) return false;
   const std::vector<int64_t> expected = expectedDims(n, domain);
   size_t k = 0;
   for (size_t q = 0; q < sizes.size(); ++q) {
