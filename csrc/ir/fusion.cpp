@@ -1,7 +1,6 @@
 #include "ir/fusion.h"
 
 #include "ir/numerics.h"
-
 #include "ir/op_kind.h"
 #include "support/error.h"
 

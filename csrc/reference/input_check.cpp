@@ -92,7 +92,6 @@ void checkInputs(const Fusion& fusion, const std::vector<HostValue>& inputs) {
       BRAZE_TYPE_CHECK(!isBool(def->dtype()) || std::holds_alternative<bool>(v) ||
                            (std::holds_alternative<int64_t>(v) && (std::get<int64_t>(v) & ~int64_t{1}) == 0),
                        "input {} ({}): expected a Bool scalar, got {}", i, def->name(), toString(v));
-
     }
   }
 }

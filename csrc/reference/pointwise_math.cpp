@@ -226,7 +226,7 @@ double ternaryFloat(OpKind kind, double a, double b, double c) {
     case OpKind::Lerp:  // torch's form: exact at both ends
       return std::abs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1.0 - c);
     case OpKind::Clamp:  // a NaN value or bound gives NaN, as torch's clamp
-      return std::isnan(a) || std::isnan(b) || std::isnan(c) ? a + b + c : std::min(std::max(a, b), c);
+      return std::isnan(a) || std::isnan(b) || std::isnan(c) ? kNaN : std::min(std::max(a, b), c);
     case OpKind::Threshold: return a <= b ? c : a;
     default: BRAZE_UNREACHABLE("ternaryFloat({})", opName(kind));
   }

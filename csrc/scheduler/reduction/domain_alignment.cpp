@@ -20,12 +20,6 @@ int64_t combine(int64_t a, int64_t b) {
   return kUnknown;
 }
 
-std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> out;
-  std::copy_if(sizes.begin(), sizes.end(), std::back_inserter(out), [](int64_t s) { return s != 1; });
-  return out;
-}
-
 // A reduction's output: its kept dims in order (the reduced ones kAny where kept as size 1).
 DimIds reducedIds(const Expr& r, const Val* out, const BoundShapes& bound) {
   const size_t in_rank = bound.sizesOf(r.input(0)).size(), out_rank = bound.sizesOf(out).size();

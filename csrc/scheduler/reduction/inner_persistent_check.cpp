@@ -12,12 +12,6 @@
 namespace braze {
 namespace {
 
-std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> out;
-  std::copy_if(sizes.begin(), sizes.end(), std::back_inserter(out), [](int64_t s) { return s != 1; });
-  return out;
-}
-
 // Ops that keep every element in its row and position (up to broadcasting).
 bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
   if (isElementwise(expr.kind())) return true;

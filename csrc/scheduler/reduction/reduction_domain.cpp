@@ -86,6 +86,12 @@ std::variant<ReductionDomain, std::string> commonReductionDomain(const Candidate
   return *domain;
 }
 
+std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> out;
+  std::copy_if(sizes.begin(), sizes.end(), std::back_inserter(out), [](int64_t s) { return s != 1; });
+  return out;
+}
+
 std::string outputOutsideDomain(const Candidate& candidate, const ReductionDomain& domain, const BoundShapes& bound) {
   for (const Val* out : candidate.outputs) {
     if (!out->isTensor()) continue;

@@ -39,6 +39,9 @@ InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<c
 // (an extra reduction of an inner-outer group: [rows, columns] summed over the rows); else nothing.
 std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound);
 
+// `sizes` without its size-1 dims: what a reshape that only adds or drops such dims keeps.
+std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes);
+
 // The first output of the group that a kernel over `domain` cannot write (its size is neither a
 // row's nor a reduction result's), as a refusal reason; empty when all fit.
 std::string outputOutsideDomain(const Candidate& candidate, const ReductionDomain& domain, const BoundShapes& bound);
