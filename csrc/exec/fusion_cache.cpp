@@ -7,6 +7,7 @@
 #include "support/error.h"
 #include "codegen/source_emitter.h"
 #include "kernel/index_errors.h"
+#include "reference/input_check.h"
 #include "segmenter/reuse_segments.h"
 
 #include <fmt/format.h>
@@ -25,6 +26,9 @@ FusionCache::FusionCache(std::shared_ptr<const Fusion> fusion, PlanOptions optio
   BRAZE_ASSERT(fusion_ != nullptr, "FusionCache of no fusion");
   for (size_t slot = kSlots; slot-- > 0;) free_slots_.push_back(slot);
   launch_arguments_ = scheduler::launchArgumentInputs(*fusion_);
+  for (size_t i = 0; i < launch_arguments_.size(); ++i) {
+    if (launch_arguments_[i] && isBool(fusion_->inputs()[i]->dtype())) bool_arguments_.push_back(i);
+  }
   for (const Val* in : fusion_->inputs()) {
     cpu_scalar_inputs_.push_back(in->isTensor() && in->asTensor()->isCpu());
     static_shapes_.push_back(in->isTensor() ? in->asTensor()->staticShape() : std::vector<int64_t>{});
@@ -60,6 +64,10 @@ std::optional<std::vector<DeviceOutput>> FusionCache::runIfPrepared(const std::v
 std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const PreparedPlan>& plan,
                                                const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
                                                const OutputAllocator* allocator) {
+  // A Bool launch argument's value is not in the signature, so not checked where a plan is made.
+  for (size_t i : bool_arguments_) {
+    if (const auto* v = std::get_if<ScalarValue>(&inputs[i])) checkBoolScalarInput(i, fusion_->inputs()[i], *v);
+  }
   DeviceOps& ops = opsFor(deviceOf(inputs));
   DeviceScope scope(ops);
   // An index a kernel found out of range, in an earlier execute on this device: raised before this one runs.

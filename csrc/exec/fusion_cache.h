@@ -134,6 +134,7 @@ class FusionCache {
 
   std::shared_ptr<const Fusion> fusion_;
   std::vector<bool> launch_arguments_;  // scalar inputs whose values are not in the signature
+  std::vector<size_t> bool_arguments_;  // the Bool ones among them: their values are checked on every run
   std::vector<bool> cpu_scalar_inputs_;
   std::vector<std::vector<int64_t>> static_shapes_;  // per input, the extents its definition fixes (-1: open)
   int tensorless_device_ = 0;

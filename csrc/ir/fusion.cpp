@@ -1,6 +1,5 @@
 #include "ir/fusion.h"
 
-#include "ir/numerics.h"
 #include "ir/op_kind.h"
 #include "support/error.h"
 
@@ -40,7 +39,9 @@ Fusion& Fusion::operator=(const Fusion& other) {
       copy = new TensorView(this, tv->id(), tv->dtype(), tv->domain(), tv->layout(), tv->isCpu());
     } else {
       const Scalar* s = val->asScalar();
-      copy = new Scalar(this, s->id(), s->dtype(), s->value());
+      auto* scalar = new Scalar(this, s->id(), s->dtype(), s->value());
+      scalar->written_as_ = s->writtenAs();
+      copy = scalar;
     }
     vals_.emplace_back(copy);
     map[val.get()] = copy;
@@ -104,18 +105,9 @@ Scalar* Fusion::constant(ScalarValue value, DataType dtype) {
             : std::holds_alternative<int64_t>(value) ? DataType::Int64
                                                      : DataType::Double;
   }
-  // Store the value a `dtype` holds, in the variant alternative that matches it (so printing is faithful):
-  // an int wrapped to the dtype's width, a float truncated and saturated (NaN 0) or rounded to the dtype,
-  // as a kernel holds it; the reference and every kernel then compute with the same value.
-  if (isBool(dtype)) {
-    value = toDouble(value) != 0.0;
-  } else if (isIntegral(dtype)) {
-    value = std::holds_alternative<double>(value) ? numerics::floatToInt(std::get<double>(value), dtype)
-                                                  : numerics::wrapToType(toInt(value), dtype);
-  } else {
-    value = numerics::roundToType(toDouble(value), dtype);
-  }
-  return newScalar(dtype, value);
+  // The value a `dtype` holds, as a kernel holds it (printing is faithful to it too): the reference and
+  // every kernel then compute with the same value.
+  return newScalar(dtype, valueOfType(value, dtype));
 }
 
 Expr* Fusion::newExpr(OpKind kind, std::vector<Val*> inputs, std::vector<Val*> outputs, Attributes attrs) {

@@ -61,6 +61,10 @@ json valToJson(const Val* v) {
   if (v->isScalar()) {
     const auto& value = v->asScalar()->value();
     j["value"] = value ? attrToJson(std::visit([](auto x) { return AttrValue{x}; }, *value)) : json(nullptr);
+    if (const auto& written = v->asScalar()->writtenAs()) {
+      j["written_as"] = {{"value", attrToJson(std::visit([](auto x) { return AttrValue{x}; }, written->value))},
+                         {"dtype", braze::toString(written->dtype)}};
+    }
     return j;
   }
   const TensorView* tv = v->asTensor();
@@ -301,7 +305,13 @@ class Reader {
       const json& value = field(j, "value", where);
       std::optional<ScalarValue> constant;
       if (!value.is_null()) constant = scalarValueFromJson(value, where + " value");
-      created = fusion_.newScalar(dtype, constant);
+      Scalar* scalar = fusion_.newScalar(dtype, constant);
+      if (const auto written = j.find("written_as"); written != j.end()) {
+        const std::string what = where + " written_as";
+        scalar->setWrittenAs({scalarValueFromJson(field(*written, "value", what), what + " value"),
+                              asDataType(field(*written, "dtype", what), what + " dtype")});
+      }
+      created = scalar;
     } else {
       BRAZE_CHECK(kind == "tensor", "fusion json: {} has kind '{}' (expected tensor or scalar)", where, kind);
       std::vector<IterDomain> domain;

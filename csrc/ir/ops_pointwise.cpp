@@ -71,6 +71,32 @@ void broadcastToCommonRank(std::vector<Val*>& operands) {
   }
 }
 
+// A tensor op computes in its tensors' type, as nvFuser and torch do: a scalar operand of another type is
+// converted to that type first, so x == 0.1 on a Float x compares with float32(0.1), and x + 16777217
+// adds float32(16777217). Constants are converted here (they stay constants); other scalars get a cast.
+Val* inComputeType(Val* v, DataType dtype) {
+  if (v->isTensor() || v->dtype() == dtype) return v;
+  Scalar* s = v->asScalar();
+  if (!s->isConstant()) return cast(v, dtype);
+  Scalar* converted = s->fusion()->constant(*s->value(), dtype);
+  converted->setWrittenAs(s->writtenAs().value_or(WrittenConstant{*s->value(), s->dtype()}));
+  return converted;
+}
+
+void scalarsInComputeType(std::vector<Val*>& operands, size_t first, DataType dtype) {
+  if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor(); })) return;
+  for (size_t i = first; i < operands.size(); ++i) operands[i] = inComputeType(operands[i], dtype);
+}
+
+// The type a binary op computes in: its result's, or for comparisons and logical ops the promoted type's.
+DataType binaryComputeType(OpKind kind, DataType promoted) {
+  switch (opInfo(kind).result) {
+    case ResultType::IntegerOnly: return promoted;
+    case ResultType::FloatOfPromoted: return isFloating(promoted) ? computeType(promoted) : DataType::Float;
+    default: return computeType(promoted);
+  }
+}
+
 Val* elementwise(OpKind kind, std::vector<Val*> operands, DataType dtype) {
   Fusion* fusion = fusionOf(operands);
   broadcastToCommonRank(operands);
@@ -105,7 +131,10 @@ Val* binaryOp(OpKind kind, Val* a, Val* b) {
   BRAZE_ASSERT(opInfo(kind).category == OpCategory::Binary, "{} is not a binary op", opName(kind));
   BRAZE_CHECK(a != nullptr && b != nullptr, "{}: an operand is None", opName(kind));
   const DataType promoted = promotedType({a, b});
-  return elementwise(kind, {a, b}, resultType(kind, promoted, {a, b}));
+  const DataType dtype = resultType(kind, promoted, {a, b});
+  std::vector<Val*> operands{a, b};
+  scalarsInComputeType(operands, 0, binaryComputeType(kind, promoted));
+  return elementwise(kind, std::move(operands), dtype);
 }
 
 Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
@@ -132,13 +161,19 @@ Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
       break;
     default: BRAZE_UNREACHABLE("ternaryOp({})", opName(kind));
   }
-  return elementwise(kind, {a, b, c}, dtype);
+  std::vector<Val*> operands{a, b, c};
+  // where's scalar branches become its result type when written; the condition stays Bool.
+  if (kind != OpKind::Where) scalarsInComputeType(operands, 0, dtype);
+  return elementwise(kind, std::move(operands), dtype);
 }
 
 Val* addcmul(Val* x, Val* t1, Val* t2, Val* value) {
   BRAZE_CHECK(x && t1 && t2 && value, "addcmul: an operand is None");
   BRAZE_CHECK(value->isScalar(), "addcmul: value must be a scalar, got tensor {}", value->name());
-  return elementwise(OpKind::Addcmul, {x, t1, t2, value}, computeType(promotedType({x, t1, t2, value})));
+  const DataType dtype = computeType(promotedType({x, t1, t2, value}));
+  std::vector<Val*> operands{x, t1, t2, value};
+  scalarsInComputeType(operands, 0, dtype);
+  return elementwise(OpKind::Addcmul, std::move(operands), dtype);
 }
 
 Val* cast(Val* x, DataType dtype) {

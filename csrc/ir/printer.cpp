@@ -34,8 +34,12 @@ struct Style {
   std::string operand(const Val* v) const {
     if (v == nullptr) return "None";
     if (v->isScalar() && v->asScalar()->isConstant()) {
-      const std::string value = braze::toString(*v->asScalar()->value());
-      return python ? fmt::format("fd.define_scalar({}, dtype={})", value, dtype(v->dtype())) : value;
+      const Scalar* s = v->asScalar();
+      if (!python) return braze::toString(*s->value());
+      if (const auto& written = s->writtenAs()) {
+        return fmt::format("fd.define_scalar({}, dtype={})", braze::toString(written->value), dtype(written->dtype));
+      }
+      return fmt::format("fd.define_scalar({}, dtype={})", braze::toString(*s->value()), dtype(v->dtype()));
     }
     return v->name();
   }

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "ir/fusion.h"
+#include "ir/numerics.h"
 
 #include <cmath>
 
@@ -25,6 +26,15 @@ double toDouble(const ScalarValue& value) {
 
 int64_t toInt(const ScalarValue& value) {
   return std::visit([](auto v) { return static_cast<int64_t>(v); }, value);
+}
+
+ScalarValue valueOfType(const ScalarValue& value, DataType dtype) {
+  if (isBool(dtype)) return toDouble(value) != 0.0;
+  if (isIntegral(dtype)) {
+    return std::holds_alternative<double>(value) ? numerics::floatToInt(std::get<double>(value), dtype)
+                                                 : numerics::wrapToType(toInt(value), dtype);
+  }
+  return numerics::roundToType(toDouble(value), dtype);
 }
 
 std::string_view toString(IterType type) {

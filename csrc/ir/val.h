@@ -22,6 +22,10 @@ using ScalarValue = std::variant<bool, int64_t, double>;
 std::string toString(const ScalarValue& value);
 double toDouble(const ScalarValue& value);
 int64_t toInt(const ScalarValue& value);  // truncates a double
+// The value a scalar of `dtype` holds, in the alternative that matches it: an int wrapped to the dtype's
+// width, a float truncated and saturated (NaN 0) or rounded to the dtype, nonzero for Bool; as a kernel's
+// register or argument of that dtype holds it. Constants and scalar inputs are taken this way.
+ScalarValue valueOfType(const ScalarValue& value, DataType dtype);
 
 enum class IterType : uint8_t {
   Iteration,  // an ordinary dim
@@ -79,17 +83,28 @@ class Val {
   std::vector<Expr*> uses_;
 };
 
+// A constant as the definition wrote it, where an op converted it to the type it computes in.
+struct WrittenConstant {
+  ScalarValue value;
+  DataType dtype;
+};
+
 class Scalar : public Val {
  public:
   // A constant if value is set; otherwise a fusion input or the result of an expr.
   const std::optional<ScalarValue>& value() const { return value_; }
   bool isConstant() const { return value_.has_value(); }
+  // The Python printer writes a converted constant as it was written, so the script it prints defines
+  // the same values (and names) when run again.
+  const std::optional<WrittenConstant>& writtenAs() const { return written_as_; }
+  void setWrittenAs(WrittenConstant written) { written_as_ = std::move(written); }
 
  private:
   friend class Fusion;
   Scalar(Fusion* fusion, int64_t id, DataType dtype, std::optional<ScalarValue> value)
       : Val(fusion, id, dtype, /*is_tensor=*/false), value_(std::move(value)) {}
   std::optional<ScalarValue> value_;
+  std::optional<WrittenConstant> written_as_;
 };
 
 // How a tensor is laid out in memory: per logical dim whether it is contiguous with the next inner

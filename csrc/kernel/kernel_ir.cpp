@@ -583,11 +583,14 @@ TensorId KernelBuilder::addTensor(TensorParam param) {
 
 uint64_t argumentWord(const ScalarArgument& a, const ScalarValue& value) {
   static_assert(std::endian::native == std::endian::little, "narrow arguments read the low bytes of a word");
+  // A scalar input's word holds its dtype's value (Half 0.1 is 0.0999755859375, Int8 300 is 44), carried
+  // in the dtype's compute type.
+  const ScalarValue v = a.index ? value : valueOfType(value, a.dtype);
   const DataType type = a.index ? DataType::Int64 : computeTypeOf(a.dtype);
-  if (type == DataType::Float) return std::bit_cast<uint32_t>(static_cast<float>(toDouble(value)));
-  if (type == DataType::Double) return std::bit_cast<uint64_t>(toDouble(value));
-  if (type == DataType::Bool) return toInt(value) != 0 ? 1 : 0;
-  return static_cast<uint64_t>(toInt(value));
+  if (type == DataType::Float) return std::bit_cast<uint32_t>(static_cast<float>(toDouble(v)));
+  if (type == DataType::Double) return std::bit_cast<uint64_t>(toDouble(v));
+  if (type == DataType::Bool) return toInt(v) != 0 ? 1 : 0;
+  return static_cast<uint64_t>(toInt(v));
 }
 
 std::vector<uint64_t> argumentWords(const Kernel& kernel) {

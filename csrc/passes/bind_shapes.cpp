@@ -96,7 +96,7 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
       bound.inputs_.set(in, {StridedLayout{t->sizes(), t->strides(), 0},
                              addressAlignment(reinterpret_cast<uintptr_t>(t->data()))});
     } else {
-      bound.scalars_.set(in, std::get<ScalarValue>(inputs[i]));
+      bound.scalars_.set(in, valueOfType(std::get<ScalarValue>(inputs[i]), in->dtype()));
     }
   }
   for (const auto& val : fusion.vals()) {

@@ -2,7 +2,6 @@
 // and returns the outputs.
 #include "reference/evaluator.h"
 
-#include "ir/numerics.h"
 
 #include "support/error.h"
 #include "reference/eval_ops.h"
@@ -64,11 +63,8 @@ std::vector<HostValue> evaluate(const Fusion& fusion, const std::vector<HostValu
   std::unordered_map<const Val*, HostValue> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     HostValue value = inputs[i];
-    // A Float scalar input is a float, as a kernel's argument is (0.1 is 0.100000001).
-    auto* scalar = std::get_if<ScalarValue>(&value);
-    if (scalar != nullptr && std::holds_alternative<double>(*scalar) && fusion.inputs()[i]->dtype() == DataType::Float) {
-      *scalar = numerics::roundToType(std::get<double>(*scalar), DataType::Float);
-    }
+    // A scalar input holds its dtype's value, as a kernel's argument does (a Float 0.1 is 0.100000001).
+    if (auto* scalar = std::get_if<ScalarValue>(&value)) *scalar = valueOfType(*scalar, fusion.inputs()[i]->dtype());
     values.emplace(fusion.inputs()[i], std::move(value));
   }
   for (const auto& val : fusion.vals()) {

@@ -88,12 +88,15 @@ void checkInputs(const Fusion& fusion, const std::vector<HostValue>& inputs) {
       BRAZE_TYPE_CHECK(!std::holds_alternative<double>(v) || isFloating(def->dtype()),
                        "input {} ({}): expected a {} scalar, got the float {}", i, def->name(), toString(def->dtype()),
                        toString(v));
-      // A Bool takes True, False, 0 or 1 (a kernel would take 2 as true, the reference as 2).
-      BRAZE_TYPE_CHECK(!isBool(def->dtype()) || std::holds_alternative<bool>(v) ||
-                           (std::holds_alternative<int64_t>(v) && (std::get<int64_t>(v) & ~int64_t{1}) == 0),
-                       "input {} ({}): expected a Bool scalar, got {}", i, def->name(), toString(v));
+      if (isBool(def->dtype())) checkBoolScalarInput(i, def, v);
     }
   }
+}
+
+void checkBoolScalarInput(size_t index, const Val* def, const ScalarValue& value) {
+  BRAZE_TYPE_CHECK(std::holds_alternative<bool>(value) ||
+                       (std::holds_alternative<int64_t>(value) && (std::get<int64_t>(value) & ~int64_t{1}) == 0),
+                   "input {} ({}): expected a Bool scalar, got {}", index, def->name(), toString(value));
 }
 
 }  // namespace braze

@@ -12,7 +12,8 @@
 namespace braze::scheduler {
 
 // Per fusion input: true for a scalar read only as a value by elementwise ops with tensor results and by
-// uniform and normal (their bounds, seed and offset, not their shape).
+// uniform and normal (their bounds, seed and offset, not their shape), directly or through scalar casts
+// (a Double input beside a Float tensor is cast to float first: the kernel casts the argument).
 std::vector<bool> launchArgumentInputs(const Fusion& fusion);
 
 }  // namespace braze::scheduler

@@ -294,8 +294,13 @@ ExprId ValueBuilder::scalar(const Val* val) {
   // A scalar input is a launch argument: a new value (a scale, an offset) reuses the compiled kernel.
   // Constants of the definition stay literals.
   ExprId value;
+  const Expr* def = val->definition();
   if (val->isFusionInput()) {
     value = kb_.scalarArgument(val, val->dtype(), v);
+  } else if (def != nullptr && def->kind() == OpKind::CastOp && def->input(0)->isFusionInput()) {
+    // A scalar input cast to the type an op computes in: the kernel casts its argument.
+    const Val* in = def->input(0);
+    value = kb_.cast(kb_.scalarArgument(in, in->dtype(), bound_.scalarOf(in)), val->dtype());
   } else if (isFloating(val->dtype())) {
     value = kb_.constant(toDouble(v), val->dtype());
   } else {

@@ -225,7 +225,8 @@ def test_inputs_outputs_and_fusion_ir():
     assert [v.name for v in fd.input_handles()] == ["T0", "S1"]
     assert [v.name for v in fd.output_handles()] == [out.name]
     ir = fd.fusion_ir()
-    assert ir.startswith("Inputs:") and "mul(T0, S1)" in ir
+    # The Double scalar is converted to the Float tensor's type before the multiply.
+    assert ir.startswith("Inputs:") and "S2 Float = cast(S1, dtype=Float)" in ir and "mul(T0, S2)" in ir
 
 
 def test_last_cuda_code_before_and_after_execute():

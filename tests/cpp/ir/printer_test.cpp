@@ -52,21 +52,22 @@ TEST(Printer, LayerNormPrintsOneLinePerExpr) {
   T2 Float[1b, ?e, 16] contiguity=[None, None, True]
   S3 Double
 Outputs:
-  T14 Float[?, ?, 1b]
+  T16 Float[?, ?, 1b]
   T6 Float[?, ?, r1600]
-  T15 Float[1b, ?e, r16]
-  T16 Float[?, 4] (aliases input T1)
+  T17 Float[1b, ?e, r16]
+  T18 Float[?, 4] (aliases input T1)
 Exprs:
   T4 Float[?, ?, 1600] = cast(T0, dtype=Float)
   T5 Float[?, ?, r1600], T6 Float[?, ?, r1600] = var_mean(T4, dims=[2], correction=0.0, keepdim=False)
   S7 Int64 = size(T0, dim=0)
   S8 Int64 = size(T0, dim=1)
   T10 Float[?, ?, 1b] = broadcast_in_dim(T5, shape=[S7, S8, 1], broadcast_dims=[0, 1])
-  T12 Float[?, ?, 1b] = add(T10, 1e-05)
-  T13 Float[?, ?, 1b] = rsqrt(T12)
-  T14 Float[?, ?, 1b] = mul(T13, S3)
-  T15 Float[1b, ?e, r16] = sum(T2, dims=[2], keepdim=False, dtype=Float)
-  T16 Float[?, 4] = neg(T1)
+  T13 Float[?, ?, 1b] = add(T10, 9.999999747378752e-06)
+  T14 Float[?, ?, 1b] = rsqrt(T13)
+  S15 Float = cast(S3, dtype=Float)
+  T16 Float[?, ?, 1b] = mul(T14, S15)
+  T17 Float[1b, ?e, r16] = sum(T2, dims=[2], keepdim=False, dtype=Float)
+  T18 Float[?, 4] = neg(T1)
 )");
 }
 
@@ -84,15 +85,16 @@ def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
     S7 = fd.ops.size(T0, dim=0)
     S8 = fd.ops.size(T0, dim=1)
     T10 = fd.ops.broadcast_in_dim(T5, shape=[S7, S8, 1], broadcast_dims=[0, 1])
-    T12 = fd.ops.add(T10, fd.define_scalar(1e-05, dtype=DataType.Double))
-    T13 = fd.ops.rsqrt(T12)
-    T14 = fd.ops.mul(T13, S3)
-    T15 = fd.ops.sum(T2, dims=[2], keepdim=False, dtype=DataType.Null)
-    T16 = fd.ops.neg(T1)
-    fd.add_output(T14)
+    T13 = fd.ops.add(T10, fd.define_scalar(1e-05, dtype=DataType.Double))
+    T14 = fd.ops.rsqrt(T13)
+    S15 = fd.ops.cast(S3, dtype=DataType.Float)
+    T16 = fd.ops.mul(T14, S15)
+    T17 = fd.ops.sum(T2, dims=[2], keepdim=False, dtype=DataType.Null)
+    T18 = fd.ops.neg(T1)
+    fd.add_output(T16)
     fd.add_output(T6)
-    fd.add_output(T15)
-    fd.add_output(T16, alias_input=T1)
+    fd.add_output(T17)
+    fd.add_output(T18, alias_input=T1)
 
 with FusionDefinition() as fd:
     nvfuser_fusion_id0(fd)
@@ -189,7 +191,8 @@ TEST(Printer, ScalarConstantsUsePythonLiterals) {
   EXPECT_NE(python.find("fd.ops.clamp(T0, fd.define_scalar(-3, dtype=DataType.Int64), "
                         "fd.define_scalar(0.1, dtype=DataType.Double))"),
             std::string::npos);
-  EXPECT_NE(f.toString().find("= clamp(T0, -3, 0.1)"), std::string::npos);
+  // The IR holds the bounds as the Float x compares with them; the script writes them as defined.
+  EXPECT_NE(f.toString().find("= clamp(T0, -3.0, 0.10000000149011612)"), std::string::npos);
 }
 
 TEST(Printer, ConstantScalarOutputIsDefinedBeforeItIsAdded) {

@@ -411,6 +411,11 @@ std::vector<std::string> compareWithReference(const Signature& s) {
   Fusion fusion;
   fusion.addOutput(defineOp(fusion, s.kind, s.operands, s.result));
   std::vector<std::string> mismatches;
+  // The builder converts a scalar operand beside tensors to the op's compute type first (a cast the
+  // reference evaluates): the simulator gets the converted value, as a kernel's cast gives it.
+  const Expr* op = fusion.outputs()[0]->definition();
+  std::vector<DataType> op_dtypes;
+  for (const Val* in : op->inputs()) op_dtypes.push_back(in->dtype());
 
   // Runs the reference on a batch of combos that share their scalar operands' values.
   auto runBatch = [&](const std::vector<std::vector<size_t>>& batch) {
@@ -433,7 +438,10 @@ std::vector<std::string> compareWithReference(const Signature& s) {
     }
     std::optional<SimValue> got;
     try {
-      got = simElementwise(s.kind, s.result, operands, dtypes);
+      for (size_t k = 0; k < n; ++k) {
+        if (op_dtypes[k] != dtypes[k]) operands[k] = simCast(operands[k], dtypes[k], op_dtypes[k]);
+      }
+      got = simElementwise(s.kind, s.result, operands, op_dtypes);
     } catch (const Error&) {
     }
     std::string where;
