@@ -3,6 +3,7 @@
 // each unused variable, and the corpus test holds kernels to compiling without warnings.
 #include "scheduler/lowering_context.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace braze::scheduler {
@@ -14,7 +15,7 @@ namespace {
 class LiveLets {
  public:
   explicit LiveLets(const Kernel& k)
-      : live(k.vars.size(), 0), k_(k), let_values_(k.vars.size()), seen_(k.exprs.size(), 0) {}
+      : live(k.vars.size(), 0), k_(k), let_values_(k.vars.size()), seen_(k.exprs.size(), 0), checks_(k.exprs.size(), -1) {}
 
   void run() {
     stmts(k_.body);
@@ -33,6 +34,9 @@ class LiveLets {
       if (s.kind == SKind::Let) {
         for (ExprId x : {s.a, s.b, s.c, s.d, s.e}) {
           if (x >= 0) let_values_[s.var].push_back(x);
+          // An index checked against its dim reports an out-of-range value even where the load it feeds
+          // ignores it (a size-1 or expanded dim): the check is kept.
+          if (x >= 0 && checks(x)) markLive(s.var);
         }
       } else {
         if (s.var >= 0) markLive(s.var);
@@ -41,6 +45,15 @@ class LiveLets {
       stmts(s.body);
       stmts(s.orelse);
     }
+  }
+
+  bool checks(ExprId id) {
+    if (checks_[id] < 0) {
+      const KExpr& e = k_.exprs[id];
+      checks_[id] = e.kind == EKind::CheckedIndex ||
+                    std::any_of(e.args.begin(), e.args.end(), [&](ExprId a) { return a >= 0 && checks(a); });
+    }
+    return checks_[id] != 0;
   }
 
   void markLive(VarId v) {
@@ -60,6 +73,7 @@ class LiveLets {
   const Kernel& k_;
   std::vector<std::vector<ExprId>> let_values_;
   std::vector<char> seen_;
+  std::vector<signed char> checks_;  // per expr: whether it holds an index check (-1: not known yet)
   std::vector<VarId> pending_;  // live vars whose let values are not walked yet
 };
 

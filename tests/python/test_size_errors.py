@@ -121,6 +121,27 @@ def test_an_index_out_of_range_is_an_index_error_naming_the_op(op, x_shape, inde
     np.testing.assert_array_equal(fd.execute(good)[0], _execute.reference(fd, good)[0])  # reported once
 
 
+@pytest.mark.parametrize("op", ["index_select", "gather", "take_along_axis"])
+@pytest.mark.parametrize("layout", ["one_row", "expanded"])
+def test_an_index_into_a_size_one_or_expanded_dim_is_checked(op, layout):
+    """The kernel reads row 0 of such a dim whatever the index: the check still reports one out of range."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[False, True], dtype=DataType.Float)
+        index_rank = 1 if op == "index_select" else 2
+        i = fd.define_tensor(shape=[-1] * index_rank, contiguity=[True] * index_rank, dtype=DataType.Int)
+        fd.add_output(getattr(fd.ops, op)(x, i, 0))
+    row = np.arange(5, dtype=np.float32)[None]
+    table = row if layout == "one_row" else np.broadcast_to(row, (6, 5))
+    rows = table.shape[0]
+    index_shape = (2,) if op == "index_select" else (2, 5)
+    good = [table, np.zeros(index_shape, np.int64)]
+    np.testing.assert_array_equal(fd.execute(good)[0], _execute.reference(fd, good)[0])
+    bad = [table, np.full(index_shape, rows + 2, np.int64)]
+    with pytest.raises(IndexError, match=rf"{op} T2 \(dim 0 of T0, size {rows}\): index {rows + 2} is out of bounds"):
+        fd.execute(bad)
+    np.testing.assert_array_equal(fd.execute(good)[0], _execute.reference(fd, good)[0])
+
+
 def test_an_empty_dim_to_index_is_refused_when_bound():
     fd, inputs = _indexing("index_select", (0, 8), np.array([0]))
     with pytest.raises(IndexError, match=r"index_select: dim 0 of T0 \[0, 8\] is empty, so every index is out of bounds"):

@@ -110,6 +110,29 @@ TEST(IndexChecks, CheckedKernelsCompileWithNvrtcAndKeepTheirVectorAccesses) {
   EXPECT_LE(instructions[1], instructions[0] + 64);
 }
 
+TEST(IndexChecks, AnIndexIntoASizeOneOrExpandedDimIsCheckedThoughTheLoadIgnoresIt) {
+  // The load of a one-row table (or of an expanded one, stride 0) reads row 0 whatever the index: the
+  // checked index feeds no address, and is kept for its report all the same, without an NVRTC warning.
+  for (const int64_t table_stride : {int64_t{8}, int64_t{0}}) {
+    SCOPED_TRACE(table_stride == 0 ? "expanded" : "one row");
+    testing::KernelCase c;
+    {
+      FusionGuard g(c.fusion.get());
+      TensorView* table = defineTensor({-1, -1}, {false, true}, DataType::BFloat16);
+      TensorView* index = defineTensor({-1}, {true}, DataType::Int64);
+      c.fusion->addOutput(indexSelect(table, index, 0));
+    }
+    const HostTensor table = testing::randomTensor(DataType::BFloat16, {1, 8}, 5);
+    c.inputs = {table_stride == 0 ? table.view({6, 8}, {0, 1}, 0) : table,
+                testing::tensorOf(DataType::Int64, {3}, {0, 5, 0})};
+    const kernel::Kernel k = lowered(c, true);
+    EXPECT_NE(kernel::printKernel(k).find("checked("), std::string::npos) << kernel::printKernel(k);
+    if (!device::nvrtcAvailable()) continue;
+    const device::CompiledKernel compiled = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+    EXPECT_EQ(compiled.log, "");
+  }
+}
+
 std::string raised(int64_t* record) {
   try {
     kernel::raiseRecordedIndexError(record);
