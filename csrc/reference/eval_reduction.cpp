@@ -54,12 +54,13 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
   const OpKind kind = expr.kind();
   const auto shape = outputShape(in, dims, expr.attrs().getBool("keepdim"));
   const int64_t kept = keptCount(shape);
-  // The user's dtype= casts the input first, as torch's does (a sum of Float in BFloat16 rounds each term to
-  // BFloat16, one in Int32 truncates each: [0.6, 1.7, 2.9] sums to 3).
-  const DataType cast_to = isFloating(in.dtype()) && !isBool(out_dtype) ? out_dtype : DataType::Null;
-  const bool in_float = isFloating(in.dtype()) || isFloating(out_dtype);
+  // The user's dtype= casts each element first, as torch's does and kernels do (a sum of Float in BFloat16
+  // rounds each term to BFloat16, one in Int32 truncates each: [0.6, 1.7, 2.9] sums to 3; a max of Int32 in
+  // UInt8 compares wrapped values; a sum in Bool is true where any element is nonzero), then accumulates
+  // in the output's type: floats in float64, integers with wrap-around.
+  const DataType cast_to = out_dtype != in.dtype() ? out_dtype : DataType::Null;
   HostTensor out = HostTensor::empty(out_dtype, shape);
-  if (in_float) {
+  if (isFloating(out_dtype)) {
     double init = 0.0;
     if (kind == OpKind::Prod || kind == OpKind::All) init = 1.0;
     if (kind == OpKind::Max) init = -std::numeric_limits<double>::infinity();
@@ -79,13 +80,7 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
         default: BRAZE_UNREACHABLE("reduction {}", expr.name());
       }
     });
-    for (int64_t k = 0; k < kept; ++k) {
-      if (isFloating(out_dtype)) {
-        out.writeDouble(k, acc[k]);
-      } else {
-        out.writeInt(k, floatToInt(acc[k], out_dtype));
-      }
-    }
+    for (int64_t k = 0; k < kept; ++k) out.writeDouble(k, acc[k]);
     return out;
   }
   int64_t init = 0;
@@ -94,7 +89,14 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
   if (kind == OpKind::Min) init = std::numeric_limits<int64_t>::max();
   std::vector<int64_t> acc(kept, init);
   forEachInput(in, dims, [&](int64_t k, int64_t off) {
-    const int64_t v = in.readInt(off);
+    int64_t v = 0;
+    if (isFloating(in.dtype())) {  // into an integer dtype=: converted as a cast converts
+      const double f = in.readDouble(off);
+      v = isBool(out_dtype) ? int64_t{f != 0.0} : floatToInt(f, out_dtype);
+    } else {
+      v = in.readInt(off);
+      if (cast_to != DataType::Null) v = isBool(cast_to) ? int64_t{v != 0} : wrapToType(v, cast_to);
+    }
     int64_t& a = acc[k];
     switch (kind) {
       case OpKind::Sum: a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(v)); break;
@@ -106,7 +108,7 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
       default: BRAZE_UNREACHABLE("reduction {}", expr.name());
     }
   });
-  for (int64_t k = 0; k < kept; ++k) out.writeInt(k, acc[k]);
+  for (int64_t k = 0; k < kept; ++k) out.writeInt(k, isBool(out_dtype) ? acc[k] != 0 : wrapToType(acc[k], out_dtype));
   return out;
 }
 

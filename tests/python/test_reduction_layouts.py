@@ -114,6 +114,32 @@ def test_a_float_reduction_into_an_integer_dtype_casts_each_element_first(op, wa
     np.testing.assert_array_equal(ref, want)
 
 
+DTYPE_CASES = [
+    ("min", np.array([2, -3, 0], np.int32), DataType.Int32, DataType.Bool, False),
+    ("max", np.array([2, -3, 0], np.int32), DataType.Int32, DataType.UInt8, 253),
+    ("min", np.array([2, -3, 0], np.int32), DataType.Int32, DataType.UInt8, 0),
+    ("min", np.array([2, -3, 300, -200], np.int64), DataType.Int, DataType.Int8, -3),
+    ("max", np.array([2, -3, 300, -200], np.int64), DataType.Int, DataType.Int8, 56),
+    ("sum", np.full(3, 100.0, np.float32), DataType.Float, DataType.Int8, 44),
+    ("sum", np.full(4, 1e9, np.float32), DataType.Float, DataType.Int32, -294967296),
+    ("sum", np.array([0.5, -0.5], np.float32), DataType.Float, DataType.Bool, True),
+    ("sum", np.array([1, 1, -2], np.int32), DataType.Int32, DataType.Bool, True),
+    ("prod", np.full(3000, 2, np.int32), DataType.Int32, DataType.Bool, True),
+]
+
+
+@pytest.mark.parametrize("op, x, dtype, out, want", DTYPE_CASES)
+def test_a_reduction_with_dtype_converts_each_element_then_wraps(op, x, dtype, out, want):
+    """dtype= converts each element as a cast would (torch's sum(dtype=) does), then accumulates in the
+    output's type with wrap-around: kernels and the reference alike."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
+        fd.add_output(getattr(fd.ops, op)(t, dims=[0], dtype=out))
+    (got,) = fd.execute([x])
+    (ref,) = bx.reference(fd, [x])
+    assert got == want and ref == want
+
+
 @pytest.mark.parametrize("bookend", ["auto", "none", "both"])
 def test_copies_with_a_size_1_dim_added_or_dropped_beside_a_reduction(bookend):
     """A reduction over non-adjacent dims with a copy of the reduced tensor given a size-1 dim (broadcast)
