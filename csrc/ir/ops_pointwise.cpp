@@ -124,6 +124,10 @@ Val* unaryOp(OpKind kind, Val* x) {
                      "bitwise_not: expected an integer or bool operand, but {} has dtype {}", x->name(),
                      toString(x->dtype()));
   }
+  // silu keeps its operand's type, which must then hold fractions (torch refuses integers too).
+  BRAZE_TYPE_CHECK(kind != OpKind::Silu || isFloating(x->dtype()),
+                   "silu: expected a floating operand, but {} has dtype {}; cast it to Float first", x->name(),
+                   toString(x->dtype()));
   return elementwise(kind, {x}, resultType(kind, x->dtype(), {x}));
 }
 

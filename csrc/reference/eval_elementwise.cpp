@@ -82,7 +82,14 @@ DataType computeDtype(const Expr& expr) {
 }
 
 double readD(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readDouble(offset) : toDouble(s.scalar); }
-int64_t readI(const Source& s, int64_t offset) { return s.tensor ? s.tensor->readInt(offset) : toInt(s.scalar); }
+// A float operand of integer math (clamp of an Int32 x to Float bounds) converts as kernels convert it:
+// truncated, saturated, NaN 0.
+int64_t readI(const Source& s, int64_t offset) {
+  if (s.tensor != nullptr) {
+    return isFloating(s.tensor->dtype()) ? floatToInt(s.tensor->readDouble(offset), DataType::Int64) : s.tensor->readInt(offset);
+  }
+  return std::holds_alternative<double>(s.scalar) ? floatToInt(std::get<double>(s.scalar), DataType::Int64) : toInt(s.scalar);
+}
 
 // Reads one element of every operand and evaluates it in float64 (or exactly in int64, below).
 double elementFloat(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {

@@ -37,6 +37,8 @@ DEFINITION_ERRORS = [
     ("where-condition-not-bool", lambda fd: fd.ops.where(_t(fd), 1.0, 2.0), TypeError, r"where: the condition T0 must be Bool"),
     ("bitwise-and-of-floats", lambda fd: fd.ops.bitwise_and(_t(fd), _t(fd)), TypeError,
      r"bitwise_and: expected integer or bool operands"),
+    ("silu-of-ints", lambda fd: fd.ops.silu(_t(fd, dtype=DataType.Int32)), TypeError,
+     r"silu: expected a floating operand, but T0 has dtype Int32"),
     ("numpy-array-as-operand", lambda fd: fd.ops.add(np.ones(3), _t(fd)), TypeError,
      r"add: lhs must be a Tensor, a Scalar or a Python number, got a numpy array"),
     ("string-as-operand", lambda fd: fd.ops.exp("x"), TypeError, r"exp: arg must be .* got str 'x'"),
