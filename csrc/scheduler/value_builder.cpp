@@ -580,7 +580,11 @@ ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
     result = result < 0 ? value : kb_.select(inside, value, result);
     begin += size;
   }
-  BRAZE_ASSERT(result >= 0, "cat of empty tensors evaluated at an index");
+  if (result < 0) {
+    // Every input is empty along dim, so is the result: no element is ever read (a sum over it is 0).
+    const DataType dtype = expr.output(0)->dtype();
+    return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype);
+  }
   return bind("cat", result);
 }
 

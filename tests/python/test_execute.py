@@ -101,6 +101,25 @@ def test_a_zero_size_dim_anywhere(shape):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_cat_of_inputs_all_empty_along_its_dim(dim):
+    """Its result is empty along dim too: alone, summed over dim (zeros) and summed over the other dim."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        c = fd.ops.cat([a, fd.ops.neg(b)], dim)
+        fd.add_output(c)
+        fd.add_output(fd.ops.sum(c, dims=[dim]))
+        fd.add_output(fd.ops.sum(fd.ops.exp(c), dims=[1 - dim]))
+    shape = (0, 3) if dim == 0 else (3, 0)
+    inputs = [np.zeros(shape, np.float32), np.zeros(shape, np.float32)]
+    got = fd.execute(inputs)
+    want = bx.reference(fd, inputs)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("value", [2, 2.5, True, np.float32(2.5), np.int64(2), np.array(2.5), ml_dtypes.bfloat16(2.5)],
                          ids=["int", "float", "bool", "np.float32", "np.int64", "0-d array", "bfloat16"])
 def test_symbolic_scalar_inputs(value):
