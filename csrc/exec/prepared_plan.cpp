@@ -3,6 +3,7 @@
 #include "support/error.h"
 #include "reference/evaluator.h"
 #include "codegen/source_emitter.h"
+#include "segmenter/in_place_copies.h"
 #include "segmenter/segment_views.h"
 
 #include <fmt/ranges.h>
@@ -113,16 +114,18 @@ std::optional<std::pair<DevicePtr, DevicePtr>> byteSpan(const DeviceTensor& t) {
 }  // namespace
 
 void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const {
-  for (size_t w : written_inputs_) {
+  for (const WrittenInput& entry : written_inputs_) {
+    const size_t w = entry.input;
     const auto& written = std::get<DeviceTensor>(inputs[w]);
     const auto span = byteSpan(written);
     if (!span) continue;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
       if (i == w || t == nullptr || t->device != written.device) continue;
-      // The same tensor passed twice is read element for element like the one written: fine.
+      // The same tensor passed again, read element for element where the one written is: fine.
       if (t->data == written.data && t->strides == written.strides && t->sizes == written.sizes &&
-          t->dtype == written.dtype) {
+          t->dtype == written.dtype &&
+          std::find(entry.may_be_same.begin(), entry.may_be_same.end(), i) != entry.may_be_same.end()) {
         continue;
       }
       const auto other = byteSpan(*t);
@@ -191,7 +194,10 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   }
   for (const auto& [value, input] : plan.written_in_place) {
     const auto& ins = plan.fusion->inputs();
-    written_inputs_.push_back(static_cast<size_t>(std::find(ins.begin(), ins.end(), input) - ins.begin()));
+    auto position = [&](const Val* v) { return static_cast<size_t>(std::find(ins.begin(), ins.end(), v) - ins.begin()); };
+    WrittenInput written{position(input), {}};
+    for (const Val* other : inputsThatMayBeTheUpdatedInput(plan, value, input)) written.may_be_same.push_back(position(other));
+    written_inputs_.push_back(std::move(written));
   }
   const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, slot_of);
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {

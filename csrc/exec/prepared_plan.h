@@ -151,7 +151,13 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   int device_ordinal_ = 0;     // what outputs are on when no input tensor says (a fusion without any)
   bool host_memory_ = false;  // the device's memory is the host's (the simulator)
   std::vector<size_t> cpu_scalar_inputs_;  // positions of the fusion's is_cpu inputs
-  std::vector<size_t> written_inputs_;     // positions of the inputs kernels write in place
+  // The inputs kernels write in place, by position, each with the other inputs that may be the very same
+  // tensor (inputsThatMayBeTheUpdatedInput); any other input sharing its memory is refused.
+  struct WrittenInput {
+    size_t input = 0;
+    std::vector<size_t> may_be_same;
+  };
+  std::vector<WrittenInput> written_inputs_;
   std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

@@ -76,25 +76,44 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
   int64_t updates = 0;
   for (const auto& [out, in] : fusion.outputAliases()) updates += in == input ? 1 : 0;
   if (updates != 1) return false;
-  // Nothing returned views the input (it shows the old value) or reads the new value's buffer.
+  // Nothing returned, and no other segment, reads the new value's buffer.
+  for (size_t i = 0; i < fusion.outputs().size(); ++i) {
+    const Val* out = fusion.outputs()[i];
+    if (out->isTensor() && fusion.outputUse(i) == Fusion::OutputUse::Returned &&
+        segmentInputView(plan, out).storage == value) {
+      return false;
+    }
+  }
+  for (const Segment& s : plan.segments) {
+    for (const Val* in : s.inputs) {
+      if (in->isTensor() && segmentInputView(plan, in).storage == value) return false;
+    }
+  }
+  return readOnlyWhereTheUpdateIsComputed(plan, *producer, input, sizes);
+}
+
+}  // namespace
+
+bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
+                                      const std::vector<int64_t>& sizes) {
+  const Fusion& fusion = *plan.fusion;
+  if (plan.bound.sizesOf(input) != sizes) return false;
+  // Nothing returned views the input (it shows the old value).
   for (size_t i = 0; i < fusion.outputs().size(); ++i) {
     const Val* out = fusion.outputs()[i];
     if (!out->isTensor() || fusion.outputUse(i) != Fusion::OutputUse::Returned) continue;
-    const Val* storage = segmentInputView(plan, out).storage;
-    if (storage == input || storage == value) return false;
+    if (segmentInputView(plan, out).storage == input) return false;
   }
-  // No other segment reads the input or the new value; the producer reads the input only as itself.
+  // No other segment reads the input; the producer reads it only as itself.
   for (const Segment& s : plan.segments) {
     for (const Val* in : s.inputs) {
-      if (!in->isTensor()) continue;
-      const Val* storage = segmentInputView(plan, in).storage;
-      if (storage == value || (storage == input && (&s != producer || in != input))) return false;
+      if (in->isTensor() && segmentInputView(plan, in).storage == input && (&s != &producer || in != input)) return false;
     }
   }
   // In the producer, the input flows only through elementwise ops at its own shape: each element is
   // read where its new value is computed.
   std::unordered_set<const Val*> from_input{input};
-  for (const Expr* e : producer->exprs) {
+  for (const Expr* e : producer.exprs) {
     const bool reads = std::any_of(e->inputs().begin(), e->inputs().end(),
                                    [&](const Val* v) { return from_input.count(v) != 0; });
     if (!reads) continue;
@@ -104,7 +123,21 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
   return true;
 }
 
-}  // namespace
+std::vector<const Val*> inputsThatMayBeTheUpdatedInput(const SegmentedFusion& plan, const Val* value, const Val* input) {
+  const Fusion& fusion = *plan.fusion;
+  std::vector<const Val*> may;
+  const Segment* producer = plan.producerOf(value);
+  if (producer == nullptr) return may;
+  for (const Val* other : fusion.inputs()) {
+    if (other == input || !other->isTensor()) continue;
+    const bool updated = std::any_of(fusion.outputAliases().begin(), fusion.outputAliases().end(),
+                                     [&](const auto& alias) { return alias.second == other; });
+    if (!updated && readOnlyWhereTheUpdateIsComputed(plan, *producer, other, plan.bound.sizesOf(input))) {
+      may.push_back(other);
+    }
+  }
+  return may;
+}
 
 std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan) {
   std::unordered_map<const Val*, const Val*> written;

@@ -40,4 +40,15 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan);
 // kernel) does not write into inputs: those updates stay copies.
 std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan);
 
+// Whether `input` is read only as an updated input must be for its kernel (`producer`) to write the update
+// in place: by the producer alone, as itself, through elementwise ops at `sizes`, and no returned output
+// views it.
+bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
+                                      const std::vector<int64_t>& sizes);
+// The other tensor inputs that may be the very tensor `input` is (same memory, strides and sizes) while
+// the kernel computing `value` writes it into `input`: each is updated by nothing and read as `input` may
+// be (readOnlyWhereTheUpdateIsComputed), so every element is read before its thread writes it. Any other
+// is refused when passed so: a later kernel, or another element's thread, would read the new values.
+std::vector<const Val*> inputsThatMayBeTheUpdatedInput(const SegmentedFusion& plan, const Val* value, const Val* input);
+
 }  // namespace braze

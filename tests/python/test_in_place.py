@@ -145,3 +145,35 @@ def test_an_output_reading_the_input_a_kernel_overwrites_sees_its_old_value(devi
     torch.testing.assert_close(x, -y)
     torch.testing.assert_close(product, -y * x_before)
     assert [s.scheduler for s in fd.explain([x_before.clone(), y]).segments] == ["pointwise"]
+
+
+def test_the_same_tensor_passed_for_an_updated_input_and_another(device):
+    # Read element for element where the update is written (p <- p - 0.1 * p): fine, as separate tensors.
+    with FusionDefinition() as fd:
+        p = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        g = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.sub(p, fd.ops.mul(g, 0.1)), alias_input=p)
+    x = torch.arange(8.0, device=device)
+    fd.execute([x, x])
+    torch.testing.assert_close(x, torch.arange(8.0, device=device) * 0.9)
+    # Read by another kernel (a sum) or updated itself: the other read would see the new values, so the
+    # plan refuses the pair by name, and the tensors are left as they were.
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        u = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t, 100.0), alias_input=t)
+        fd.add_output(fd.ops.sum(u, dims=[0]))
+    y = torch.arange(4.0, device=device)
+    with pytest.raises(ValueError, match=r"input 1 \(T1\) shares memory with input 0 \(T0\)"):
+        fd.execute([y, y])
+    torch.testing.assert_close(y, torch.arange(4.0, device=device))
+    (total,) = fd.execute([y, y.clone()])
+    assert total.item() == 6.0
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        u = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t, 1.0), alias_input=t)
+        fd.add_output(fd.ops.add(u, 10.0), alias_input=u)
+    z = torch.zeros(4, device=device)
+    with pytest.raises(ValueError, match=r"shares memory with input"):
+        fd.execute([z, z])
