@@ -13,20 +13,32 @@ using detail::fusionOf;
 
 }  // namespace
 
+namespace {
+
+// torch's (and nvFuser's) tiers: tensors with dims, then 0-d tensors, then scalars. A lower tier changes the
+// type only where its category is higher: an Int32 tensor beside a Double 0-d tensor is Double, a Float
+// tensor beside one stays Float, an Int32 tensor beside an Int64 0-d tensor stays Int32.
+std::optional<DataType> combineTiers(std::optional<DataType> higher, std::optional<DataType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (isFloating(*higher)) return higher;
+  if (isBool(*higher) || isFloating(*lower)) return promoteTypes(*higher, *lower);
+  return higher;
+}
+
+}  // namespace
+
 DataType promotedType(const std::vector<Val*>& operands) {
-  std::optional<DataType> tensor_type;
-  std::optional<DataType> scalar_type;
+  std::optional<DataType> dims, zero_dim, scalars;
   for (Val* v : operands) {
-    auto& slot = v->isTensor() ? tensor_type : scalar_type;
+    auto& slot = !v->isTensor() ? scalars : v->asTensor()->rank() == 0 ? zero_dim : dims;
     slot = slot ? promoteTypes(*slot, v->dtype()) : v->dtype();
   }
-  if (!tensor_type) return *scalar_type;
-  if (!scalar_type) return *tensor_type;
-  if (categoryOf(*scalar_type) > categoryOf(*tensor_type)) {
-    // A double scalar with a float tensor keeps the tensor's width; so does an int scalar.
-    return defaultTypeOf(categoryOf(*scalar_type));
-  }
-  return *tensor_type;
+  if (!dims && !zero_dim) return *scalars;
+  // A scalar stands for its category's default type (a double scalar with a float tensor keeps the
+  // tensor's width; so does an int scalar).
+  if (scalars) scalars = defaultTypeOf(categoryOf(*scalars));
+  return *combineTiers(dims, combineTiers(zero_dim, scalars));
 }
 
 namespace {
@@ -75,7 +87,9 @@ void broadcastToCommonRank(std::vector<Val*>& operands) {
 // converted to that type first, so x == 0.1 on a Float x compares with float32(0.1), and x + 16777217
 // adds float32(16777217). Constants are converted here (they stay constants); other scalars get a cast.
 Val* inComputeType(Val* v, DataType dtype) {
-  if (v->isTensor() || v->dtype() == dtype) return v;
+  if (v->dtype() == dtype) return v;
+  // A 0-d tensor beside tensors with dims is converted too (torch reads it as a scalar of the op's type).
+  if (v->isTensor()) return v->asTensor()->rank() == 0 ? cast(v, dtype) : v;
   Scalar* s = v->asScalar();
   if (!s->isConstant()) return cast(v, dtype);
   Scalar* converted = s->fusion()->constant(*s->value(), dtype);
@@ -84,7 +98,9 @@ Val* inComputeType(Val* v, DataType dtype) {
 }
 
 void scalarsInComputeType(std::vector<Val*>& operands, size_t first, DataType dtype) {
-  if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor(); })) return;
+  if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor() && v->asTensor()->rank() > 0; })) {
+    return;
+  }
   for (size_t i = first; i < operands.size(); ++i) operands[i] = inComputeType(operands[i], dtype);
 }
 

@@ -144,3 +144,30 @@ def test_a_scalar_input_holds_its_dtypes_value(dtype, value, held):
     _, (added, scalar) = _run(define, [np.zeros(3), value])
     np.testing.assert_array_equal(added, np.full(3, held))
     assert scalar == held
+
+
+@pytest.mark.parametrize(
+    "dims_dtype, zero_dtype, x, y",
+    [
+        (DataType.Float, DataType.Double, np.array([1.0, 0.1, 16777216.0], np.float32), np.array(0.1)),
+        (DataType.Int32, DataType.Int64, np.array([2**31 - 1, 5, -3], np.int32), np.array(1, np.int64)),
+        (DataType.Int32, DataType.Double, np.array([2, 5, -3], np.int32), np.array(0.25)),
+        (DataType.Bool, DataType.Int64, np.array([True, False, True]), np.array(7, np.int64)),
+    ],
+)
+def test_a_0d_tensor_promotes_as_torch_and_nvfuser_promote_it(dims_dtype, zero_dtype, x, y):
+    """A 0-d tensor (a CPU scalar tensor, as Thunder passes them) changes the type of tensors with dims only
+    where its category is higher, and is then converted to the op's type, as a scalar is."""
+
+    def define(fd):
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dims_dtype)
+        s = fd.define_tensor(shape=[], contiguity=[], dtype=zero_dtype)
+        fd.add_output(fd.ops.add(t, s))
+        fd.add_output(fd.ops.eq(t, s))
+
+    _, (added, equal) = _run(define, [x, y])
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    want = tx + ty
+    assert str(added.dtype) == str(want.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(added, want.numpy())
+    np.testing.assert_array_equal(equal, (tx == ty).numpy())
