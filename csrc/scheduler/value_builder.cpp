@@ -446,12 +446,17 @@ ExprId ValueBuilder::elementwiseOp(const Expr& expr, const Val* out, std::vector
 // As PyTorch does for a tensor divided by a scalar: one reciprocal, then a product per element (at most
 // 1.5 ulp from the correctly rounded quotient, where a float division costs a dozen instructions and
 // softmax's x / sum(x) was bound by them). A subnormal s, whose reciprocal would overflow, is scaled
-// by 2^64 first and the product by 2^64 after (exact: powers of two), so x / s stays finite where it is.
+// by 2^64 first and the product by 2^64 after (exact: powers of two), so x / s stays finite where it is;
+// an s above 2^126, whose reciprocal would be subnormal (and lose the bits the bound needs), by 2^-64.
 ExprId ValueBuilder::divideByInvariant(ExprId x, ExprId s) {
   const DataType f = DataType::Float;
-  const ExprId tiny = kb_.elementwise(OpKind::Lt, DataType::Bool,
-                                      {kb_.elementwise(OpKind::Abs, f, {s}), kb_.constant(0x1p-126, f)});
-  const ExprId scale = bind("scale", kb_.elementwise(OpKind::Where, f, {tiny, kb_.constant(0x1p64, f), kb_.constant(1, f)}));
+  const ExprId magnitude = kb_.elementwise(OpKind::Abs, f, {s});
+  const ExprId tiny = kb_.elementwise(OpKind::Lt, DataType::Bool, {magnitude, kb_.constant(0x1p-126, f)});
+  const ExprId huge = kb_.elementwise(OpKind::Gt, DataType::Bool, {magnitude, kb_.constant(0x1p126, f)});
+  const ExprId scale = bind(
+      "scale", kb_.elementwise(OpKind::Where, f,
+                               {tiny, kb_.constant(0x1p64, f),
+                                kb_.elementwise(OpKind::Where, f, {huge, kb_.constant(0x1p-64, f), kb_.constant(1, f)})}));
   const ExprId inverse =
       bind("inv", kb_.elementwise(OpKind::TrueDiv, f, {kb_.constant(1, f), kb_.elementwise(OpKind::Mul, f, {s, scale})}));
   return kb_.elementwise(OpKind::Mul, f, {kb_.elementwise(OpKind::Mul, f, {x, inverse}), scale});

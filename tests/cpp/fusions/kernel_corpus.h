@@ -308,7 +308,8 @@ inline KernelCase cumsumCase(int64_t rows, int64_t cols) {
 
 // x / sum(d) per row and x / a for a scalar input a: divisors shared by a whole row (or kernel), which
 // kernels turn into one reciprocal and a product per element. The rows' sums are normal, subnormal
-// (a float reciprocal would overflow: 1 / 2^-138 is 2^138), zero, infinite and NaN; a is 2^-140.
+// (a float reciprocal would overflow: 1 / 2^-138 is 2^138), huge (its reciprocal would be subnormal),
+// zero, infinite and NaN; a is 2^-140.
 inline KernelCase divisionByRowValuesCase() {
   KernelCase c;
   Fusion& f = *c.fusion;
@@ -318,23 +319,25 @@ inline KernelCase divisionByRowValuesCase() {
     TensorView* d = defineTensor({-1, -1}, {true, true}, DataType::Float);
     Val* a = defineScalar(DataType::Double);
     TensorView* s = reduce(OpKind::Sum, d, {1}, /*keepdim=*/true);
-    f.addOutput(div(x, expand(s, ints(f, {5, 4}))));
+    f.addOutput(div(x, expand(s, ints(f, {6, 4}))));
     f.addOutput(div(x, a));
   }
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const double tiny = std::ldexp(1.0, -140);
-  c.inputs = {tensorOf(DataType::Float, {5, 4},
+  c.inputs = {tensorOf(DataType::Float, {6, 4},
                        {tiny, -3 * tiny, 0.5 * tiny, 0,  //
                         1, -2, 0, 3,                    //
                         1, -1, inf, 2,                  //
                         1, 2, 3, 4,                     //
-                        0.3, -1.7, 2.9, -0.01}),
-              tensorOf(DataType::Float, {5, 4},
+                        0.3, -1.7, 2.9, -0.01,          //
+                        3e38, -1.7, 2.9e-3, 1e-30}),
+              tensorOf(DataType::Float, {6, 4},
                        {tiny, tiny, tiny, tiny,  //
                         1, -1, 0, 0,             //
                         inf, 1, 2, 3,            //
                         nan, 1, 2, 3,            //
-                        0.5, 1.25, -3, 2.75}),
+                        0.5, 1.25, -3, 2.75,     //
+                        1e38, 1e38, 5e37, 0}),
               ScalarValue{tiny}};
   return c;
 }
