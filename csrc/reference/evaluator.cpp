@@ -109,7 +109,12 @@ std::vector<HostValue> collectOutputs(const Fusion& fusion, const std::unordered
         break;
     }
     if (const auto* tensor = std::get_if<HostTensor>(&value)) {
-      outputs.emplace_back(fusion.isInput(out) || !row_major ? *tensor : tensor->contiguous());
+      // An input returned as itself is the caller's tensor, unless the fusion updates it: then, like any
+      // view of it, a copy from before the update (as a plan's saved output is).
+      bool updated = false;
+      for (const auto& [aliased_out, input] : fusion.outputAliases()) updated = updated || input == out;
+      const bool as_is = fusion.isInput(out) ? !updated : !row_major;
+      outputs.emplace_back(as_is ? *tensor : tensor->contiguous());
     } else {
       outputs.push_back(value);
     }

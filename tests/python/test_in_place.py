@@ -177,3 +177,18 @@ def test_the_same_tensor_passed_for_an_updated_input_and_another(device):
     z = torch.zeros(4, device=device)
     with pytest.raises(ValueError, match=r"shares memory with input"):
         fd.execute([z, z])
+
+
+def test_an_updated_input_returned_as_itself_shows_it_before_the_update():
+    # Like any output viewing an updated input (README: saved first), in a plan and in the reference.
+    from braze import execute as bx
+
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(t)
+        fd.add_output(fd.ops.mul(t, 3.0), alias_input=t)
+    for run in (fd.execute, lambda inputs: bx.reference(fd, inputs)):
+        x = np.arange(4, dtype=np.float32)
+        (out,) = run([x])
+        np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32))
+        np.testing.assert_array_equal(x, 3 * np.arange(4, dtype=np.float32))
