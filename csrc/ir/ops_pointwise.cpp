@@ -152,6 +152,13 @@ Val* binaryOp(OpKind kind, Val* a, Val* b) {
   BRAZE_CHECK(a != nullptr && b != nullptr, "{}: an operand is None", opName(kind));
   const DataType promoted = promotedType({a, b});
   const DataType dtype = resultType(kind, promoted, {a, b});
+  if (kind == OpKind::Pow && !isFloating(dtype) && b->isScalar() && b->asScalar()->isConstant()) {
+    // torch's rule for a constant exponent (a UInt8 base would otherwise take -1 as 255).
+    BRAZE_CHECK(toDouble(*b->asScalar()->value()) >= 0,
+                "pow: {} has dtype {}, and integers to negative integer powers are not allowed (got {}); cast it "
+                "to Float first",
+                a->name(), toString(a->dtype()), toString(*b->asScalar()->value()));
+  }
   std::vector<Val*> operands{a, b};
   scalarsInComputeType(operands, 0, binaryComputeType(kind, promoted));
   return elementwise(kind, std::move(operands), dtype);

@@ -39,6 +39,8 @@ DEFINITION_ERRORS = [
      r"bitwise_and: expected integer or bool operands"),
     ("silu-of-ints", lambda fd: fd.ops.silu(_t(fd, dtype=DataType.Int32)), TypeError,
      r"silu: expected a floating operand, but T0 has dtype Int32"),
+    ("int-to-negative-power", lambda fd: fd.ops.pow(_t(fd, dtype=DataType.UInt8), -1), ValueError,
+     r"pow: T0 has dtype UInt8, and integers to negative integer powers are not allowed \(got -1\)"),
     ("numpy-array-as-operand", lambda fd: fd.ops.add(np.ones(3), _t(fd)), TypeError,
      r"add: lhs must be a Tensor, a Scalar or a Python number, got a numpy array"),
     ("string-as-operand", lambda fd: fd.ops.exp("x"), TypeError, r"exp: arg must be .* got str 'x'"),
