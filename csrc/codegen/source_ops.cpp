@@ -365,9 +365,7 @@ std::string elementwiseExpr(OpKind kind, DataType result_dtype, std::span<const 
   const OpCategory category = opInfo(kind).category;
   Value out;
   if (computesInFloat(kind, result_dtype, dtypes)) {
-    const bool wide = result_dtype == DataType::Double ||
-                      std::any_of(dtypes.begin(), dtypes.end(), [](DataType d) { return !fitsFloat(d); });
-    const DataType math = wide ? DataType::Double : DataType::Float;
+    const DataType math = reference::floatMathType(result_dtype, dtypes);
     std::vector<std::string> x;
     for (const Value& v : in) x.push_back(asMath(v, math));
     if (category == OpCategory::Unary) {

@@ -98,9 +98,7 @@ Val* inComputeType(Val* v, DataType dtype) {
 }
 
 void scalarsInComputeType(std::vector<Val*>& operands, size_t first, DataType dtype) {
-  if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor() && v->asTensor()->rank() > 0; })) {
-    return;
-  }
+  if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor(); })) return;
   for (size_t i = first; i < operands.size(); ++i) operands[i] = inComputeType(operands[i], dtype);
 }
 
@@ -189,8 +187,9 @@ Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
     default: BRAZE_UNREACHABLE("ternaryOp({})", opName(kind));
   }
   std::vector<Val*> operands{a, b, c};
-  // where's scalar branches become its result type when written; the condition stays Bool.
-  if (kind != OpKind::Where) scalarsInComputeType(operands, 0, dtype);
+  // where's scalar branches become its result type when written; the condition stays Bool. clamp and
+  // threshold compare in x's compute type (Float for a BFloat16 x, as its other comparisons do).
+  if (kind != OpKind::Where) scalarsInComputeType(operands, 0, computeType(dtype));
   return elementwise(kind, std::move(operands), dtype);
 }
 

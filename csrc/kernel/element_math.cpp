@@ -69,8 +69,9 @@ SimValue simElementwise(OpKind kind, DataType result_dtype, std::span<const SimV
 
   if (computesInFloat(kind, result_dtype, operand_dtypes)) {
     std::array<double, kMaxOperands> x{};
+    const DataType math = reference::floatMathType(result_dtype, operand_dtypes);
     for (size_t k = 0; k < n; ++k) {
-      x[k] = isFloating(operand_dtypes[k]) ? operands[k].f : static_cast<double>(operands[k].i);
+      x[k] = isFloating(operand_dtypes[k]) ? operands[k].f : reference::roundToType(static_cast<double>(operands[k].i), math);
     }
     // The reference hands the float math the OUTPUT dtype: nextafter steps in the result's type.
     const double v = reference::elementwiseFloat(kind, std::span<const double>(x.data(), n), result_dtype);

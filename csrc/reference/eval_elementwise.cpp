@@ -92,10 +92,17 @@ int64_t readI(const Source& s, int64_t offset) {
 }
 
 // Reads one element of every operand and evaluates it in float64 (or exactly in int64, below).
+// An integer operand of float math is first converted to the type that math is done in (floatMathType).
 double elementFloat(const Expr& expr, const std::vector<Source>& srcs, const std::vector<int64_t>& off, DataType dtype) {
   std::array<double, 4> x{};
+  std::array<DataType, 4> dtypes{};
   BRAZE_ASSERT(srcs.size() <= x.size(), "{}: {} operands", expr.name(), srcs.size());
-  for (size_t i = 0; i < srcs.size(); ++i) x[i] = readD(srcs[i], off[i]);
+  for (size_t i = 0; i < srcs.size(); ++i) dtypes[i] = expr.input(i)->dtype();
+  const DataType math = floatMathType(dtype, std::span<const DataType>(dtypes.data(), srcs.size()));
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    x[i] = readD(srcs[i], off[i]);
+    if (!isFloating(dtypes[i])) x[i] = roundToType(x[i], math);
+  }
   return elementwiseFloat(expr.kind(), std::span<const double>(x.data(), srcs.size()), dtype);
 }
 

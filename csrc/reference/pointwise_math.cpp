@@ -266,4 +266,10 @@ int64_t elementwiseInt(OpKind kind, std::span<const int64_t> x, DataType dtype) 
   }
 }
 
+DataType floatMathType(DataType result_dtype, std::span<const DataType> operand_dtypes) {
+  const bool wide = result_dtype == DataType::Double ||
+                    std::any_of(operand_dtypes.begin(), operand_dtypes.end(), [](DataType d) { return d == DataType::Double; });
+  return wide ? DataType::Double : DataType::Float;
+}
+
 }  // namespace braze::reference

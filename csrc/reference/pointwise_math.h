@@ -24,6 +24,10 @@ int64_t ternaryInt(OpKind kind, int64_t a, int64_t b, int64_t c);
 // One element of any unary, binary or ternary op (addcmul's operands: x, t1, t2, value), dispatched
 // on the op's category: what evalElementwise computes per element and the kernel simulator reuses.
 double elementwiseFloat(OpKind kind, std::span<const double> x, DataType dtype);
+// The type float math is done in: Double where the result or an operand is Double, else Float. An integer
+// operand is converted to it first, rounding as torch and nvFuser convert it (an Int32 16777217 beside a
+// Float is 16777216.0); the math itself is float64 rounded once to the result, as everywhere here.
+DataType floatMathType(DataType result_dtype, std::span<const DataType> operand_dtypes);
 int64_t elementwiseInt(OpKind kind, std::span<const int64_t> x, DataType dtype);
 
 // The conversions to a dtype (ir/numerics.h), which constants are stored as too.

@@ -171,3 +171,51 @@ def test_a_0d_tensor_promotes_as_torch_and_nvfuser_promote_it(dims_dtype, zero_d
     assert str(added.dtype) == str(want.dtype).replace("torch.", "")
     np.testing.assert_array_equal(added, want.numpy())
     np.testing.assert_array_equal(equal, (tx == ty).numpy())
+
+
+def test_a_0d_tensor_with_only_scalars_beside_it_computes_in_its_type():
+    def define(fd):
+        t = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
+        fd.add_output(fd.ops.sub(t, 0.1))
+        fd.add_output(fd.ops.eq(t, 0.1))
+        fd.add_output(fd.ops.threshold(t, 0.1, 3.0))
+
+    _, (diff, equal, thresholded) = _run(define, [np.array(0.1, np.float32)])
+    assert diff == 0.0 and equal and thresholded == 3.0
+
+
+def test_threshold_and_clamp_of_bfloat16_compare_in_float():
+    import ml_dtypes
+
+    x = np.array([0.1, 0.5, -0.1], ml_dtypes.bfloat16)  # bf16(0.1) is 0.10009765625, above float32(0.1)
+
+    def define(fd):
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.threshold(t, 0.1, 3.0))
+        fd.add_output(fd.ops.clamp(t, -0.1, 0.1))
+        fd.add_output(fd.ops.le(t, 0.1))
+
+    _, (thr, clamped, le) = _run(define, [x])
+    tx = torch.tensor(x.astype(np.float32), dtype=torch.bfloat16)
+    np.testing.assert_array_equal(thr.astype(np.float32), torch.threshold(tx, 0.1, 3.0).float().numpy())
+    np.testing.assert_array_equal(le, [False, False, True])
+    np.testing.assert_array_equal(clamped.astype(np.float32), np.clip(x.astype(np.float32), np.float32(-0.1), np.float32(0.1)).astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_an_integer_tensor_in_float_math_is_converted_to_float_first():
+    """Int32 + Float, Int64 == Float and sin(Int32) convert the integers to float32 first, as torch does."""
+    ints = np.array([16777217, 3, -16777219, 2**31 - 1], np.int32)
+    floats = np.array([1.0, 0.5, -1.0, 0.0], np.float32)
+
+    def define(fd):
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b))
+        fd.add_output(fd.ops.eq(fd.ops.cast(a, DataType.Int64), fd.ops.add(b, 16777216.0)))
+        fd.add_output(fd.ops.sin(a))
+
+    _, (added, equal, sine) = _run(define, [ints, floats])
+    ta, tb = torch.from_numpy(ints), torch.from_numpy(floats)
+    np.testing.assert_array_equal(added, (ta + tb).numpy())
+    np.testing.assert_array_equal(equal, (ta.to(torch.int64) == tb + 16777216.0).numpy())
+    np.testing.assert_array_max_ulp(sine, torch.sin(ta).numpy(), maxulp=1)
