@@ -11,10 +11,6 @@ namespace {
 using detail::broadcastDims;
 using detail::fusionOf;
 
-}  // namespace
-
-namespace {
-
 // torch's (and nvFuser's) tiers: tensors with dims, then 0-d tensors, then scalars. A lower tier changes the
 // type only where its category is higher: an Int32 tensor beside a Double 0-d tensor is Double, a Float
 // tensor beside one stays Float, an Int32 tensor beside an Int64 0-d tensor stays Int32.
@@ -88,7 +84,8 @@ void broadcastToCommonRank(std::vector<Val*>& operands) {
 // adds float32(16777217). Constants are converted here (they stay constants); other scalars get a cast.
 Val* inComputeType(Val* v, DataType dtype) {
   if (v->dtype() == dtype) return v;
-  // A 0-d tensor beside tensors with dims is converted too (torch reads it as a scalar of the op's type).
+  // A 0-d tensor is converted too (torch reads it as a scalar of the op's type); tensors with dims are read in
+// their own type by kernels, which convert each element.
   if (v->isTensor()) return v->asTensor()->rank() == 0 ? cast(v, dtype) : v;
   Scalar* s = v->asScalar();
   if (!s->isConstant()) return cast(v, dtype);
@@ -97,9 +94,10 @@ Val* inComputeType(Val* v, DataType dtype) {
   return converted;
 }
 
-void scalarsInComputeType(std::vector<Val*>& operands, size_t first, DataType dtype) {
+// Scalar-only arithmetic (a size computed from sizes) keeps its own promotion.
+void scalarsInComputeType(std::vector<Val*>& operands, DataType dtype) {
   if (std::none_of(operands.begin(), operands.end(), [](Val* v) { return v->isTensor(); })) return;
-  for (size_t i = first; i < operands.size(); ++i) operands[i] = inComputeType(operands[i], dtype);
+  for (Val*& v : operands) v = inComputeType(v, dtype);
 }
 
 // The type a binary op computes in: its result's, or for comparisons and logical ops the promoted type's.
@@ -158,7 +156,7 @@ Val* binaryOp(OpKind kind, Val* a, Val* b) {
                 a->name(), toString(a->dtype()), toString(*b->asScalar()->value()));
   }
   std::vector<Val*> operands{a, b};
-  scalarsInComputeType(operands, 0, binaryComputeType(kind, promoted));
+  scalarsInComputeType(operands, binaryComputeType(kind, promoted));
   return elementwise(kind, std::move(operands), dtype);
 }
 
@@ -189,7 +187,7 @@ Val* ternaryOp(OpKind kind, Val* a, Val* b, Val* c) {
   std::vector<Val*> operands{a, b, c};
   // where's scalar branches become its result type when written; the condition stays Bool. clamp and
   // threshold compare in x's compute type (Float for a BFloat16 x, as its other comparisons do).
-  if (kind != OpKind::Where) scalarsInComputeType(operands, 0, computeType(dtype));
+  if (kind != OpKind::Where) scalarsInComputeType(operands, computeType(dtype));
   return elementwise(kind, std::move(operands), dtype);
 }
 
@@ -198,7 +196,7 @@ Val* addcmul(Val* x, Val* t1, Val* t2, Val* value) {
   BRAZE_CHECK(value->isScalar(), "addcmul: value must be a scalar, got tensor {}", value->name());
   const DataType dtype = computeType(promotedType({x, t1, t2, value}));
   std::vector<Val*> operands{x, t1, t2, value};
-  scalarsInComputeType(operands, 0, dtype);
+  scalarsInComputeType(operands, dtype);
   return elementwise(OpKind::Addcmul, std::move(operands), dtype);
 }
 

@@ -293,14 +293,20 @@ ExprId ValueBuilder::scalar(const Val* val) {
   const ScalarValue& v = bound_.scalarOf(val);
   // A scalar input is a launch argument: a new value (a scale, an offset) reuses the compiled kernel.
   // Constants of the definition stay literals.
+  // A scalar input cast (by the definition, then to the type an op computes in) is its argument cast by
+  // the kernel: launchArgumentInputs counts such an input as read only as a value.
+  std::vector<DataType> casts;
+  const Val* source = val;
+  while (!source->isFusionInput() && source->definition() != nullptr && source->definition()->kind() == OpKind::CastOp) {
+    casts.push_back(source->dtype());
+    source = source->definition()->input(0);
+  }
   ExprId value;
-  const Expr* def = val->definition();
   if (val->isFusionInput()) {
     value = kb_.scalarArgument(val, val->dtype(), v);
-  } else if (def != nullptr && def->kind() == OpKind::CastOp && def->input(0)->isFusionInput()) {
-    // A scalar input cast to the type an op computes in: the kernel casts its argument.
-    const Val* in = def->input(0);
-    value = kb_.cast(kb_.scalarArgument(in, in->dtype(), bound_.scalarOf(in)), val->dtype());
+  } else if (source->isFusionInput() && source->isScalar()) {
+    value = kb_.scalarArgument(source, source->dtype(), bound_.scalarOf(source));
+    for (auto it = casts.rbegin(); it != casts.rend(); ++it) value = kb_.cast(value, *it);
   } else if (isFloating(val->dtype())) {
     value = kb_.constant(toDouble(v), val->dtype());
   } else {

@@ -219,3 +219,20 @@ def test_an_integer_tensor_in_float_math_is_converted_to_float_first():
     np.testing.assert_array_equal(added, (ta + tb).numpy())
     np.testing.assert_array_equal(equal, (ta.to(torch.int64) == tb + 16777216.0).numpy())
     np.testing.assert_array_max_ulp(sine, torch.sin(ta).numpy(), maxulp=1)
+
+
+def test_a_scalar_input_cast_by_the_definition_then_converted_stays_a_launch_argument():
+    """cast(s, Int32) beside a Float tensor is cast again to Float: the kernel casts its argument twice, so
+    a new value of s reuses the plan and is read anew."""
+
+    def define(fd):
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.add(t, fd.ops.cast(s, DataType.Int32)))
+
+    x = np.zeros(3, np.float32)
+    fd, (first,) = _run(define, [x, 2.7])
+    np.testing.assert_array_equal(first, [2, 2, 2])
+    (second,) = fd.execute([x, -5.9])
+    np.testing.assert_array_equal(second, [-5, -5, -5])
+    assert fd.explain([x, 9.5]).cache == "hit"
