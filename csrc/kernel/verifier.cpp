@@ -95,6 +95,17 @@ class KernelVerifier {
     }
   }
 
+  // A var holds values of its dtype's kind: the simulator keeps floats and integers apart (a Bool `true`
+  // written into a Float accumulator would read as 0 there), and C++ would convert where it does not.
+  void holds(VarId v, ExprId value, const char* where) {
+    if (v < 0 || value < 0 || value >= static_cast<ExprId>(k_.exprs.size())) return;
+    const KVar& var = k_.vars.at(v);
+    const KExpr& e = k_.exprs[value];
+    check(var.index == e.index && isFloating(var.dtype) == isFloating(e.dtype),
+          "{} stores a {}{} value in {}, a {}{}", where, e.index ? "index " : "", toString(e.dtype), var.name,
+          var.index ? "index " : "", toString(var.dtype));
+  }
+
   void define(VarId v, VarKind kind, const char* where) {
     check(v >= 0 && v < static_cast<VarId>(k_.vars.size()), "{} defines var {}, which does not exist", where, v);
     check(k_.vars[v].kind == kind, "{} defines {} as the wrong kind of var", where, k_.vars[v].name);
@@ -121,10 +132,15 @@ class KernelVerifier {
 
   void one(const Stmt& s) {
     switch (s.kind) {
-      case SKind::Let: uses(s.a, "a let"); define(s.var, VarKind::Scalar, "a let"); break;
+      case SKind::Let:
+        uses(s.a, "a let");
+        define(s.var, VarKind::Scalar, "a let");
+        holds(s.var, s.a, "a let");
+        break;
       case SKind::Assign:
         uses(s.a, "an assignment");
         check(defined_.count(s.var) != 0, "assignment to {} before it is defined", k_.vars.at(s.var).name);
+        holds(s.var, s.a, "an assignment");
         break;
       case SKind::Declare:
         check(s.var >= 0 && s.var < static_cast<VarId>(k_.vars.size()) && k_.vars[s.var].kind != VarKind::Scalar,
@@ -134,6 +150,7 @@ class KernelVerifier {
       case SKind::LocalWrite:
         uses(s.a, "an array write");
         uses(s.b, "an array write");
+        if (!k_.vars.at(s.var).storage) holds(s.var, s.b, "an array write");
         check(defined_.count(s.var) != 0, "a write to array {} before its declaration", k_.vars.at(s.var).name);
         check(k_.vars[s.var].kind != VarKind::Mbarriers, "a write to mbarriers {} as values", k_.vars[s.var].name);
         break;

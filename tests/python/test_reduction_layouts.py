@@ -174,3 +174,22 @@ def _check_policy(fd, inputs, bookend):
     for g, w in zip(got, bx.reference(fd, inputs), strict=True):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16])
+@pytest.mark.parametrize("shape, dims", [((2, 3), [1]), ((1000, 4), [0]), ((2, 100000), [1])])
+def test_all_and_any_into_a_float_dtype(dtype, shape, dims):
+    """all(x, dtype=Float) started its accumulator from a Bool true, which a Float var read as 0: every
+    row came back 0 (inner, outer and grid reductions alike)."""
+    x = np.ones(shape, np.float32)
+    x.flat[::7] = 0.0 if shape[0] == 2 else 1.0
+    x[-1, 0] = 0.0
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.all(t, dims=dims, dtype=dtype))
+        fd.add_output(fd.ops.any(t, dims=dims, dtype=dtype))
+    got = fd.execute([x])
+    want = [np.all(x != 0, axis=dims[0]), np.any(x != 0, axis=dims[0])]
+    for g, r, w in zip(got, bx.reference(fd, [x]), want):
+        np.testing.assert_array_equal(np.asarray(g, np.float64), w.astype(np.float64))
+        np.testing.assert_array_equal(np.asarray(r, np.float64), w.astype(np.float64))

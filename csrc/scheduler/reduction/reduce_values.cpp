@@ -32,8 +32,9 @@ ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc) {
     case ReduceOp::Prod: return kb.constantInt(1, acc);
     case ReduceOp::Max: return f ? kb.constant(-inf, acc) : kb.constantInt(integerMin(acc), acc);
     case ReduceOp::Min: return f ? kb.constant(inf, acc) : kb.constantInt(integerMax(acc), acc);
-    case ReduceOp::Any: return kb.boolean(false);
-    case ReduceOp::All: return kb.boolean(true);
+    // In the accumulator's type: all(x, dtype=Float) accumulates 1.0 and 0.0.
+    case ReduceOp::Any: return kb.constantInt(0, acc);
+    case ReduceOp::All: return kb.constantInt(1, acc);
   }
   return -1;
 }
