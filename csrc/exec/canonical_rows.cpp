@@ -489,6 +489,11 @@ std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalRowKernels::canoni
   };
   for (const Val* v : same->inputs) keepSizes(v);
   for (const Expr* e : same->exprs) {
+    const OpCategory category = opInfo(e->kind()).category;
+    if (category != OpCategory::Reduction && category != OpCategory::Normalization && !e->outputs().empty() &&
+        e->output(0)->isTensor()) {
+      canonical->elementwise_ops.push_back(e);
+    }
     for (const Val* v : e->outputs()) keepSizes(v);
     for (const Val* v : e->inputs()) {
       if (!v->isTensor() && !v->isFusionInput() && plan.bound.hasScalar(v)) {
@@ -616,8 +621,10 @@ std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegm
       return at_canonical % s.first == 0 && here == at_canonical / s.first * s.second;
     });
   };
+  std::vector<const Val*> changed;
   for (const auto& [val, sizes] : canonical.sizes) {
     const std::vector<int64_t>& own = actual.bound.sizesOf(val);
+    if (own != sizes) changed.push_back(val);
     bool same = own.size() == sizes.size();
     for (size_t d = 0; same && d < own.size(); ++d) {
       if (own[d] == sizes[d]) continue;
@@ -628,6 +635,16 @@ std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegm
     if (!same) {
       return fmt::format("{} is {} here and {} at the canonical row count", val->name(), fmt::join(own, "x"),
                          fmt::join(sizes, "x"));
+    }
+  }
+  const auto changes = [&](const Val* v) { return std::find(changed.begin(), changed.end(), v) != changed.end(); };
+  for (const Expr* e : canonical.elementwise_ops) {
+    if (changes(e->output(0))) continue;
+    for (const Val* in : e->inputs()) {
+      if (in->isTensor() && changes(in)) {
+        return fmt::format("{} of {} cuts the rows: {} changes with them, {} does not", e->name(), in->name(),
+                           in->name(), e->output(0)->name());
+      }
     }
   }
   for (const auto& [val, value] : canonical.scalars) {

@@ -100,6 +100,9 @@ class CanonicalKernelCache {
     SegmentHeuristics lowered_at;  // its heuristics there, from which another row count's follow
     std::vector<std::pair<const Val*, std::vector<int64_t>>> sizes;  // its tensors' sizes there
     std::vector<std::pair<const Val*, ScalarValue>> scalars;         // and the scalars it reads
+    // Its ops other than reductions that make a tensor: where one's operand changes with the rows and
+    // its result does not (x[:150] of [rows, 8]), the rows its kernels count are not the row extent.
+    std::vector<const Expr*> elementwise_ops;
   };
   // The segment's kernels lowered at the canonical inputs with one row count's heuristics.
   struct Kernels {

@@ -241,3 +241,27 @@ def test_a_permuted_layout_with_a_row_count_of_a_class():
         got = fd.execute([x])
         for g, w in zip(got, bx.reference(fd, [x])):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_a_head_slice_of_the_rows_keeps_its_own_row_count():
+    """x[:150] of [rows, 8] (and x[:4] of a [5, seq, 8] batch): the slice's result does not change with the
+    rows while x does, so the kernels count 150 rows (4 batches), not the canonical count scaled to x's."""
+    rng = np.random.default_rng(23)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        head = fd.ops.slice(x, [0, 0], [150, fd.ops.size(x, 1)])
+        fd.add_output(fd.ops.sum(head, dims=[1]))
+        fd.add_output(fd.ops.sum(x, dims=[1]))
+    for rows in (3003, 4095, 300, 150):
+        a = rng.standard_normal((rows, 8)).astype(np.float32)
+        got = fd.execute([a])
+        np.testing.assert_allclose(got[0], a[:150].astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[1], a.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        first4 = fd.ops.slice(x, [0, 0, 0], [4, fd.ops.size(x, 1), fd.ops.size(x, 2)])
+        fd.add_output(fd.ops.sum(first4, dims=[2]))
+    for batch in (5, 7, 4):
+        a = rng.standard_normal((batch, 511, 8)).astype(np.float32)
+        (got,) = fd.execute([a])
+        np.testing.assert_allclose(got, a[:4].astype(np.float64).sum(2), rtol=1e-5, atol=1e-5)
