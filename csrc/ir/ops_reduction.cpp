@@ -11,6 +11,11 @@ namespace braze {
 namespace {
 
 std::vector<int64_t> normalizeDims(TensorView* x, std::vector<int64_t> dims, std::string_view op) {
+  // torch reads dim=[] as every dim, a reduction over nothing would return x: nvFuser refuses it, so
+  // neither meaning is taken silently.
+  BRAZE_CHECK(!dims.empty() || x->logical().empty(),
+              "{}: dims is empty for {} of rank {}: name the dims to reduce (nvFuser: No reduction axis specified)",
+              op, x->name(), x->logical().size());
   std::set<int64_t> seen;
   for (int64_t& d : dims) {
     d = x->normalizeAxis(d, op);

@@ -54,23 +54,43 @@ std::vector<SliceDim> sliceDims(const Expr& slice, const std::vector<int64_t>& i
     BRAZE_INDEX_CHECK(start >= 0 && start <= end && end <= extent,
                       "slice: dim {} of {}: [{}, {}) is not within [0, {}] (manual_normalization=True)", d,
                       slice.input(0)->name(), start, end, extent);
-    dims[d] = {start, (end - start + step - 1) / step, step};
+    dims[d] = {start, end == start ? 0 : (end - start - 1) / step + 1, step};  // no overflow for a huge step
   }
   return dims;
 }
 
+void checkElementCount(std::string_view op, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s == 0) return;
+  }
+  for (int64_t s : shape) {
+    BRAZE_CHECK(!__builtin_mul_overflow(n, s, &n), "{}: shape [{}] has more elements than a 64-bit count holds", op,
+                fmt::join(shape, ", "));
+  }
+}
+
 std::vector<int64_t> expandSizes(const Expr& expand, const std::vector<int64_t>& in_sizes,
                                  std::vector<int64_t> shape) {
+  const std::vector<int64_t> requested = shape;
   for (size_t d = 0; d < in_sizes.size(); ++d) {
     if (shape[d] == -1) shape[d] = in_sizes[d];
+    BRAZE_CHECK(shape[d] >= 0, "expand: shape [{}] has a negative size in dim {} (-1 keeps a dim's size)",
+                fmt::join(requested, ", "), d);
     BRAZE_CHECK(shape[d] == in_sizes[d] || in_sizes[d] == 1,
                 "expand: dim {} of {} has size {} and cannot be expanded to {}", d, expand.input(0)->name(),
                 in_sizes[d], shape[d]);
   }
+  checkElementCount("expand", shape);
   return shape;
 }
 
 void checkBroadcastInDim(const Expr& bid, const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    BRAZE_CHECK(shape[d] >= 0, "broadcast_in_dim: shape [{}] of {} has a negative size in dim {}", fmt::join(shape, ", "),
+                bid.output(0)->name(), d);
+  }
+  checkElementCount("broadcast_in_dim", shape);
   const auto& bdims = bid.attrs().getInts("broadcast_dims");
   for (size_t i = 0; i < bdims.size(); ++i) {
     const int64_t d = bdims[i];

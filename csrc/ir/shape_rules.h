@@ -6,6 +6,7 @@
 #include "ir/expr.h"
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace braze {
@@ -24,6 +25,9 @@ struct SliceDim {
 // unless the slice was built with manual_normalization, as nvFuser does.
 std::vector<SliceDim> sliceDims(const Expr& slice, const std::vector<int64_t>& in_sizes,
                                 const std::vector<int64_t>& scalars);
+
+// Throws a Value error naming `op` when `shape` has more elements than an int64_t counts (sizes >= 0).
+void checkElementCount(std::string_view op, const std::vector<int64_t>& shape);
 
 // expand's shape with -1 replaced by the operand's extent; only size-1 dims may grow.
 std::vector<int64_t> expandSizes(const Expr& expand, const std::vector<int64_t>& in_sizes,

@@ -1,5 +1,6 @@
 #include "ir/size_rules.h"
 
+#include "ir/shape_rules.h"
 #include "ir/val.h"
 #include "support/error.h"
 
@@ -101,6 +102,7 @@ Sizes shapeOperands(const Expr& expr, size_t first, const ScalarOf& scalar) {
   Sizes shape;
   for (size_t i = first; i < expr.inputs().size(); ++i) shape.push_back(scalar(i));
   for (int64_t s : shape) BRAZE_CHECK(s >= 0, "{}: shape {} has a negative size", expr.name(), sizesString(shape));
+  checkElementCount(expr.name(), shape);
   return shape;
 }
 

@@ -3,6 +3,7 @@
 #include "support/error.h"
 #include "reference/evaluator.h"
 #include "reference/input_check.h"
+#include "ir/shape_rules.h"
 #include "ir/size_rules.h"
 
 #include <fmt/ranges.h>
@@ -117,6 +118,7 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
       continue;
     }
     const Sizes sizes = outputSizes(*expr, bound);
+    checkElementCount(expr->name(), sizes);
     for (const Val* out : expr->outputs()) bound.sizes_.set(out, sizes);
   }
   return bound;

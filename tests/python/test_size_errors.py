@@ -158,3 +158,62 @@ def test_index_checks_can_be_turned_off():
     assert "braze_checked_index" not in fd.last_cuda_code()
     with pytest.raises(RuntimeError, match=r"braze_s\d+_\w+: .*outside"):
         fd.execute(inputs, target=target)
+
+
+def _shape_op(build):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        n = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.sum(build(fd, t, n), dims=[0]))
+    return fd
+
+
+@pytest.mark.parametrize("build, n, match", [
+    (lambda fd, t, n: fd.ops.broadcast_in_dim(t, shape=[n, 4], broadcast_dims=[1]), -3,
+     r"broadcast_in_dim: shape \[-3, 4\] of T\d+ has a negative size in dim 0"),
+    (lambda fd, t, n: fd.ops.expand(fd.ops.broadcast(t, [True, False]), [n, -1]), -5,
+     r"expand: shape \[-5, -1\] has a negative size in dim 0"),
+], ids=["broadcast-in-dim-negative", "expand-negative"])
+def test_a_negative_or_overflowing_size_is_refused_on_every_path(build, n, match):
+    """A broadcast or expand to a negative size summed to 0 (the reference read it otherwise): torch refuses
+    it, and so does braze, by name."""
+    fd = _shape_op(build)
+    inputs = [np.arange(4, dtype=np.float32), n]
+    for run in (fd.execute, lambda i: _execute.reference(fd, i), fd.cuda_code_for):
+        with pytest.raises(ValueError, match=match):
+            run(inputs)
+
+
+def test_an_expand_past_a_64_bit_element_count_is_refused():
+    """[2^32, 2^32] elements summed to 0 at once (the count wrapped); torch refuses it."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[1, 1], contiguity=[None, None], dtype=DataType.Float)
+        n = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.sum(fd.ops.expand(t, [n, n]), dims=[0, 1]))
+    inputs = [np.ones((1, 1), np.float32), 2**32]
+    for run in (fd.execute, lambda i: _execute.reference(fd, i)):
+        with pytest.raises(ValueError, match=r"expand: shape \[4294967296, 4294967296\] has more elements than a 64"):
+            run(inputs)
+
+
+def test_a_slice_with_a_huge_step_takes_its_first_element():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        step = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.slice(t, [0], [4], [step]))
+    x = np.arange(4, dtype=np.float32)
+    for step in (2**63 - 1, 2**63 - 2, 3):
+        np.testing.assert_array_equal(fd.execute([x, step])[0], x[0:4:step])
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "var"])
+def test_an_empty_dims_list_is_refused(op):
+    """torch reads dim=[] as every dim, a reduction over no dim would return x: nvFuser refuses it."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=rf"{op}: dims is empty for T0 of rank 2: name the dims to reduce"):
+            getattr(fd.ops, op)(t, [])
+    with FusionDefinition() as fd:  # a 0-d tensor has no dim to name
+        t = fd.define_tensor(shape=[], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t, []))
+    np.testing.assert_array_equal(fd.execute([np.array(2.5, np.float32)])[0], 2.5)
