@@ -68,6 +68,14 @@ def scalar(fd, x, op: str, arg: str, dtype=None):
     raise TypeError(f"{op}: {arg} must be a Scalar or a Python number, got {describe(x)}")
 
 
+def integer_scalar(fd, x, op: str, arg: str):
+    """An Int64 scalar from an int or an integer Scalar: a count, an index or a diagonal, which torch and
+    nvFuser refuse as a float (rather than truncating 2.5 to 2)."""
+    if isinstance(x, (float, np.floating)) or (isinstance(x, Scalar) and dtypes.is_floating(x.dtype)):
+        raise TypeError(f"{op}: {arg} must be an int or an integer Scalar, got {describe(x)}")
+    return scalar(fd, x, op, arg, _C.DataType.Int64)
+
+
 def optional_scalar(fd, x, op: str, arg: str, dtype=None):
     return None if x is None else scalar(fd, x, op, arg, dtype)
 

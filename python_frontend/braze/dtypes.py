@@ -76,6 +76,11 @@ class UnsupportedDataType:
 _COMPLEX_WHY = "braze has no complex dtypes (the README says why)"
 for _name in ("ComplexFloat", "ComplexDouble"):
     setattr(DataType, _name, UnsupportedDataType(_name, _COMPLEX_WHY))
+# Named by nvFuser 0.2.27, whose API level braze reports: Lightning Thunder's nvFuser executor reads
+# DataType.UInt64 when it is imported, so the name must exist even though braze has no such dtype.
+setattr(DataType, "UInt64", UnsupportedDataType("UInt64", "braze's only unsigned integer dtype is UInt8"))
+setattr(DataType, "Float8_e8m0fnu", UnsupportedDataType(
+    "Float8_e8m0fnu", "braze's 8-bit float dtypes are Float8_e4m3fn, Float8_e5m2 and their fnuz forms"))
 
 _FLOATING = {DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn,
              DataType.Float8_e5m2, DataType.Float8_e4m3fnuz, DataType.Float8_e5m2fnuz}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import _C
 from ._C import BrazeValueError
 from . import _convert as cv
+from . import dtypes
 from .handles import Tensor
 
 DataType = _C.DataType
@@ -18,6 +19,10 @@ class IndexingOps:
         self._begin(name)
         x = cv.tensor(self._fd, arg, name, arg_name)
         idx = cv.tensor(self._fd, index, name, "index")
+        if dtypes.is_floating(idx.dtype):
+            # A floating index is converted to Int64 (truncating), as nvFuser's kernels index with it:
+            # Lightning Thunder's cross entropy passes where(target != ignore, target, 0.0), a Float.
+            idx = _C.cast(idx, DataType.Int64)
         return self._wrap(getattr(_C, name)(x, idx, cv.integer(dim, name, "dim")))
 
     def index_select(self, arg, index, dim):
@@ -32,7 +37,7 @@ class IndexingOps:
         self._begin("select")
         fd = self._fd
         x = cv.tensor(fd, arg, "select", "arg")
-        i = cv.scalar(fd, index, "select", "index", DataType.Int64)
+        i = cv.integer_scalar(fd, index, "select", "index")
         dim = cv.integer(dim, "select", "dim")
         one = cv.constant(fd, 1, DataType.Int64)
         picked = _C.index_select(x, _C.full([one], i, DataType.Int64), dim)

@@ -30,7 +30,7 @@ class ScanScatterOps:
         self._begin("topk")
         fd = self._fd
         x = cv.tensor(fd, arg, "topk", "arg")
-        count = cv.scalar(fd, k, "topk", "k", DataType.Int64)
+        count = cv.integer_scalar(fd, k, "topk", "k")
         values, indices = _C.topk(x, count, cv.integer(dim, "topk", "dim"), cv.flag(largest, "topk", "largest"),
                                   cv.flag(sorted, "topk", "sorted"))
         return self._wrap(values), self._wrap(indices)
@@ -77,7 +77,7 @@ class ScanScatterOps:
         if x.ndim < 2:
             raise BrazeValueError(f"triu: input {x.name} has rank {x.ndim}; it needs at least 2 dims [nvFuser: input "
                                   f"tensor for triu must have 2 or more dims, but got {x.ndim} dims]")
-        k = cv.scalar(fd, diagonal, "triu", "diagonal", DataType.Int64)
+        k = cv.integer_scalar(fd, diagonal, "triu", "diagonal")
         rows = self.iota(self.size(self._wrap(x), x.ndim - 2), dtype=DataType.Int64)
         cols = self.iota(self.size(self._wrap(x), x.ndim - 1), dtype=DataType.Int64)
         shape = self.shape(self._wrap(x))
@@ -120,7 +120,7 @@ class ScanScatterOps:
             cv.scalar(fd, a, op, "minval" if builder is _C.uniform else "mean", DataType.Double),
             cv.scalar(fd, b, op, "maxval" if builder is _C.uniform else "std", DataType.Double),
             cv.shape(fd, shape, op, "shape"),
-            cv.scalar(fd, rng_seed, op, "rng_seed", DataType.Int64),
-            cv.scalar(fd, rng_offset, op, "rng_offset", DataType.Int64),
+            cv.integer_scalar(fd, rng_seed, op, "rng_seed"),
+            cv.integer_scalar(fd, rng_offset, op, "rng_offset"),
             cv.data_type(dtype, op, "dtype"),
         ))

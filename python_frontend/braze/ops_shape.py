@@ -126,7 +126,7 @@ class ShapeOps:
         self._begin("iota")
         fd = self._fd
         dtype = cv.data_type(dtype, "iota", "dtype")
-        n = cv.scalar(fd, length, "iota", "length", DataType.Int64)
+        n = cv.integer_scalar(fd, length, "iota", "length")
         # Python numbers for start and step take the requested dtype, which nvFuser requires them to match.
         first = cv.optional_scalar(fd, start, "iota", "start", dtype)
         delta = cv.optional_scalar(fd, step, "iota", "step", dtype)

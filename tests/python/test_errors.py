@@ -78,6 +78,13 @@ DEFINITION_ERRORS = [
      r"the integer constant 18446744073709551616 does not fit braze's Int \(64-bit"),
     ("operand-past-int64", lambda fd: fd.ops.add(_t(fd, dtype=DataType.Int), -2**63 - 1), ValueError,
      r"the integer constant -9223372036854775809 does not fit braze's Int"),
+    *[(f"{name}-float-{arg}", build, TypeError, rf"{name}: {arg} must be an int or an integer Scalar, got float")
+      for name, arg, build in [
+          ("triu", "diagonal", lambda fd: fd.ops.triu(_t(fd), 0.5)),
+          ("topk", "k", lambda fd: fd.ops.topk(_t(fd), 2.5, dim=1)),
+          ("select", "index", lambda fd: fd.ops.select(_t(fd), 1.9, 0)),
+          ("iota", "length", lambda fd: fd.ops.iota(2.9)),
+      ]],
     ("alias-dtype-mismatch", lambda fd: fd.add_output(fd.ops.cast(_t(fd), DataType.Half), alias_input=fd.input_handles()[0]),
      TypeError, r"add_output: T1 of dtype Half cannot alias input T0 of dtype Float"),
 ]

@@ -268,6 +268,20 @@ def test_complex_dtypes_are_named_and_refused():
             fd.ops.cast(t0, DataType.ComplexDouble)
 
 
+def test_dtypes_nvfuser_names_that_braze_lacks_exist_and_are_refused_when_used():
+    # Lightning Thunder's nvFuser executor maps torch.uint64 to DataType.UInt64 when it is imported
+    # (for nvFuser 0.2.27 and later, the level braze reports): without the name, `import thunder` fails.
+    with FusionDefinition() as fd:
+        for name, why in (("UInt64", "only unsigned integer dtype is UInt8"), ("Float8_e8m0fnu", "8-bit float")):
+            dtype = getattr(DataType, name)
+            assert repr(dtype) == f"DataType.{name}"
+            with pytest.raises(TypeError, match=rf"define_tensor: dtype is DataType.{name}: braze's {why}"):
+                fd.define_tensor(shape=[-1], dtype=dtype)
+        t0 = fd.define_tensor(shape=[-1])
+        with pytest.raises(TypeError, match=r"cast: dtype is DataType.UInt64"):
+            fd.ops.cast(t0, DataType.UInt64)
+
+
 def test_torch_cpu_tensors_come_back_as_torch_tensors_sharing_views():
     x = torch.randn(2, 8)
 
@@ -426,3 +440,30 @@ def test_a_view_of_a_stride_ordered_output_is_planned_on_its_real_strides():
         torch.testing.assert_close(a, x * 2)
         torch.testing.assert_close(flat, (x * 2).reshape(24))
         torch.testing.assert_close(transposed, (x * 2).t())
+
+
+def test_a_float_index_is_truncated_to_int64_as_thunders_cross_entropy_needs():
+    """Lightning Thunder's nvFuser cross entropy picks each row's target logit with take_along_axis of
+    where(target != ignore_index, target, define_scalar(0, Float)): a Float index, which nvFuser's kernels
+    index with. Mean loss over the rows that are not ignored, against torch."""
+    logits = torch.randn(37, 1000, dtype=torch.float32)
+    target = torch.randint(0, 1000, (37,))
+    target[[3, 20]] = -1
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        ignore = fd.define_scalar(-1, dtype=DataType.Int)
+        zero = fd.define_scalar(0, dtype=DataType.Float)
+        keep = fd.ops.ne(t, ignore)
+        index = fd.ops.where(keep, t, zero)
+        assert index.dtype == DataType.Float
+        picked = fd.ops.reshape(fd.ops.take_along_axis(a, fd.ops.broadcast_in_dim(index, [a.size(0), 1], [0]), 1),
+                                [a.size(0)])
+        rows_max = fd.ops.max(a, [1])
+        shifted = fd.ops.sub(a, fd.ops.broadcast_in_dim(rows_max, [a.size(0), a.size(1)], [0]))
+        log_sum = fd.ops.log(fd.ops.sum(fd.ops.exp(shifted), [1]))
+        losses = fd.ops.where(keep, fd.ops.neg(fd.ops.sub(fd.ops.sub(picked, rows_max), log_sum)), zero)
+        fd.add_output(fd.ops.div(fd.ops.sum(losses, [0]), fd.ops.sum(fd.ops.cast(keep, DataType.Float), [0])))
+    (loss,) = fd.execute([logits, target])
+    want = torch.nn.functional.cross_entropy(logits.double(), target, ignore_index=-1)
+    torch.testing.assert_close(loss.double(), want, rtol=1e-5, atol=1e-5)
