@@ -85,7 +85,9 @@ void bindFusion(nb::module_& m) {
   nb::class_<Fusion>(m, "Fusion", "A graph of tensor operations with inputs and outputs")
       .def(nb::init<>())
       .def("to_string", &Fusion::toString, "readable IR (what fd.fusion_ir() shows)")
-      .def("to_python", &Fusion::toPython, "a runnable Python definition (what repr(fd) shows)")
+      .def("to_python", &Fusion::toPython, nb::arg("drawn_inputs") = std::vector<size_t>{},
+           "a runnable Python definition (what repr(fd) shows); drawn_inputs: the positions of the scalar "
+           "inputs each execute draws, which it leaves out")
       .def("to_json", [](const Fusion& f) { return toJsonString(f); },
            "the lossless JSON record of the fusion (ir/json.h): equal for identical definitions")
       .def("inputs", &Fusion::inputs, nb::rv_policy::reference_internal)

@@ -67,7 +67,9 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
 
   // Readable IR, one line per expr (like nvFuser's fusion_ir), and a runnable Python definition.
   std::string toString() const;
-  std::string toPython() const;
+  // `drawn_inputs`: positions of scalar inputs each execute draws (a random op's seed and offset given
+  // by neither the caller nor the definition), left out of the script as the definition left them out.
+  std::string toPython(const std::vector<size_t>& drawn_inputs = {}) const;
 
  private:
   int64_t nextId() { return next_id_++; }

@@ -24,6 +24,11 @@ namespace {
 // "fd.define_scalar(1e-05, dtype=DataType.Double)").
 struct Style {
   bool python = false;
+  // Scalar inputs each execute draws (the seed and offset of a random op defined without them): a script
+  // leaves them out, as its definition did.
+  std::span<const Val* const> drawn = {};
+
+  bool isDrawn(const Val* v) const { return std::find(drawn.begin(), drawn.end(), v) != drawn.end(); }
 
   std::string dtype(DataType t) const {
     return python ? fmt::format("DataType.{}", braze::toString(t)) : std::string(braze::toString(t));
@@ -141,9 +146,13 @@ Args fullArgs(const Expr* e, const Style& s) {
 
 // The builder stores the two bounds (or mean and std), seed, offset, then the shape.
 Args randomArgs(const Expr* e, const Style& s) {
-  return {s.operand(e->input(0)), s.operand(e->input(1)), keyword("shape", s.list(inputsFrom(e, 4, e->inputs().size()))),
-          keyword("dtype", s.attr(e->attrs().get("dtype"))), keyword("rng_seed", s.operand(e->input(2))),
-          keyword("rng_offset", s.operand(e->input(3)))};
+  Args args{s.operand(e->input(0)), s.operand(e->input(1)), keyword("shape", s.list(inputsFrom(e, 4, e->inputs().size()))),
+            keyword("dtype", s.attr(e->attrs().get("dtype")))};
+  if (!s.isDrawn(e->input(2))) {
+    args.push_back(keyword("rng_seed", s.operand(e->input(2))));
+    args.push_back(keyword("rng_offset", s.operand(e->input(3))));
+  }
+  return args;
 }
 
 // quantize(x, scale, zero_point, dtype=, axis= | block_shape=): zero_point is None when absent, and
@@ -264,11 +273,14 @@ std::string Fusion::toString() const {
   return text;
 }
 
-std::string Fusion::toPython() const {
-  const Style style{.python = true};
+std::string Fusion::toPython(const std::vector<size_t>& drawn_inputs) const {
+  std::vector<const Val*> drawn;
+  for (size_t i : drawn_inputs) drawn.push_back(inputs_.at(i));
+  const Style style{.python = true, .drawn = drawn};
   std::string body;
   auto line = [&](const std::string& text) { body += "    " + text + "\n"; };
   for (const Val* v : inputs_) {
+    if (style.isDrawn(v)) continue;
     if (v->isScalar()) {
       line(fmt::format("{} = fd.define_scalar(None, dtype={})", v->name(), style.dtype(v->dtype())));
       continue;

@@ -310,8 +310,9 @@ class FusionDefinition:
         return [wrap(v, self) for v in self._fusion.outputs()]
 
     def __repr__(self) -> str:
-        """A runnable Python script that rebuilds this fusion."""
-        return self._fusion.to_python()
+        """A runnable Python script that rebuilds this fusion (random ops without seeds stay so)."""
+        seeds = _generator.drawn_positions(self)
+        return self._fusion.to_python(sorted(seeds + [p + 1 for p in seeds]))
 
     __str__ = __repr__
 

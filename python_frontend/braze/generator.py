@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from ._C import BrazeValueError
+
 # Like torch's, braze's generator starts from a fixed seed: a process's runs repeat unless it reseeds.
 _DEFAULT_SEED = 67280421310721
 _lock = threading.Lock()
@@ -38,14 +40,25 @@ def with_drawn(fd, flat, device=None) -> list:
     """`flat` (the caller's inputs, flattened) with each random op's seed and offset inserted, drawn for
     this execute."""
     positions = drawn_positions(fd)
+    _check_count(fd, flat, positions)
     seed, offset = _draw(flat, len(positions), device)
     return _insert(flat, positions, seed, offset)
+
+
+def _check_count(fd, flat, positions) -> None:
+    """The count the caller passes, without the drawn inputs, which the message must not count either."""
+    expected = len(fd._fusion.inputs()) - 2 * len(positions)
+    if len(flat) != expected:
+        raise BrazeValueError(f"expected {expected} inputs, got {len(flat)} (the seed and offset of the fusion's "
+                              "random ops are drawn by each execute, not passed)")
 
 
 def with_placeholders(fd, flat) -> list:
     """The same with zeros, drawing nothing: for explain, the reference and the kernels' source (a seed
     or offset is a launch argument, so the plan and kernels do not depend on it)."""
-    return _insert(flat, drawn_positions(fd), 0, 0)
+    positions = drawn_positions(fd)
+    _check_count(fd, flat, positions)
+    return _insert(flat, positions, 0, 0)
 
 
 def _insert(flat, positions, seed, offset) -> list:

@@ -125,3 +125,36 @@ def test_torch_inputs_draw_from_torch_generator(device):
         before = generator.get_offset()
         fd.execute([x])
         assert generator.get_offset() > before  # what the fusion drew is not drawn again by torch
+
+
+def test_the_printed_script_and_a_reproducer_leave_the_drawn_seeds_out():
+    """repr(fd) (and so repro_script) declared the drawn seed and offset as scalar inputs, so the rebuilt
+    definition wanted 3 inputs where the caller passes 1; it now calls the random op without them too."""
+    with FusionDefinition() as fd:
+        dropout(fd)
+    text = repr(fd)
+    assert "rng_seed" not in text and "define_scalar(None" not in text, text
+    namespace = {}
+    exec(text, namespace)
+    rebuilt = namespace["fd"]
+    x = np.ones((16, 8), np.float32)
+    braze.manual_seed(7)
+    want = fd.execute([x])[0]
+    braze.manual_seed(7)
+    np.testing.assert_array_equal(rebuilt.execute([x])[0], want)
+    script = fd.repro_script([x])
+    exec(script, {})  # runs without a count error
+    with FusionDefinition() as explicit:
+        y = explicit.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+        seed, offset = explicit.define_scalar(DataType.Int64), explicit.define_scalar(DataType.Int64)
+        explicit.add_output(explicit.ops.uniform(0.0, 1.0, [y.size(0)], rng_seed=seed, rng_offset=offset))
+    assert "rng_seed=S1, rng_offset=S2" in repr(explicit)
+
+
+def test_a_wrong_input_count_does_not_count_the_drawn_seeds():
+    with FusionDefinition() as fd:
+        dropout(fd)
+    x = np.ones((2, 3), np.float32)
+    for inputs in ([], [x, x]):
+        with pytest.raises(ValueError, match=rf"expected 1 inputs, got {len(inputs)} \(the seed and offset"):
+            fd.execute(inputs)
