@@ -4,6 +4,8 @@
 #include "support/error.h"
 #include "ir/fusion.h"
 
+#include <fmt/format.h>
+
 
 namespace braze {
 
@@ -34,10 +36,26 @@ std::string unsupportedReason(const Expr& unsupported) {
   return exprLabel(unsupported) + " walks lines along a dim (the scan scheduler takes it alone)";
 }
 
+namespace {
+// A kernel takes each tensor as an 8-byte pointer, and CUDA's parameter space holds 32764 bytes: past
+// this many tensors (the rest left to scalar arguments), NVRTC refuses the kernel, so no group is one.
+constexpr size_t kMaxKernelTensors = 3840;
+}  // namespace
+
 SchedulerChoice chooseScheduler(const Candidate& candidate, const BoundShapes& bound, bool reasons) {
+  SchedulerChoice choice;
+  size_t tensors = 0;
+  for (const auto* list : {&candidate.inputs, &candidate.outputs}) {
+    for (const Val* v : *list) tensors += v->isTensor() ? 1 : 0;
+  }
+  if (tensors > kMaxKernelTensors) {
+    const std::string why = fmt::format("{} tensors in and out: a kernel's parameters hold at most {} (8 bytes each, "
+                                        "in CUDA's 32764)", tensors, kMaxKernelTensors);
+    for (const SchedulerEntry& entry : schedulers()) choice.refusals.emplace_back(entry.kind, why);
+    return choice;
+  }
   CandidateFacts facts = analyzeCandidate(candidate);
   facts.reasons = reasons;
-  SchedulerChoice choice;
   for (const SchedulerEntry& entry : schedulers()) {
     Verdict v = entry.accepts(candidate, facts, bound);
     if (v.ok) {

@@ -297,3 +297,22 @@ def test_inputs_that_are_views_of_one_buffer():
                  (buf[12:24].reshape(3, 4), buf[0:12].reshape(3, 4))]:
         (out,) = fd.execute([x, y])
         np.testing.assert_array_equal(out, x + y)
+
+
+def test_a_fusion_reading_more_tensors_than_a_kernel_takes_is_split():
+    """A sum of 3900 inputs (a gradient-norm over every parameter) in one kernel needs 3901 pointer
+    parameters, 31 KiB, past what NVRTC accepts with the scalars beside them: the segmenter cuts it."""
+    n = 3900
+    xs = [np.full((3, 5), i % 7, np.float32) for i in range(n)]
+    with FusionDefinition() as fd:
+        ts = [fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float) for _ in range(n)]
+        acc = ts[0]
+        for t in ts[1:]:
+            acc = fd.ops.add(acc, t)
+        fd.add_output(acc)
+    (out,) = fd.execute(xs)
+    np.testing.assert_array_equal(out, sum(x.astype(np.float64) for x in xs))
+    plan = fd.explain(xs)
+    assert len(plan.segments) == 2
+    assert all(len(s.inputs) + len(s.outputs) <= 3840 for s in plan.segments)
+    assert "a kernel's parameters hold at most 3840" in str(plan)
