@@ -137,6 +137,25 @@ void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValu
   }
 }
 
+void PreparedPlan::checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const {
+  std::vector<size_t> updated = copied_inputs_;
+  for (const WrittenInput& entry : written_inputs_) updated.push_back(entry.input);
+  for (size_t c : copied_inputs_) {
+    const auto& copied = std::get<DeviceTensor>(inputs[c]);
+    const auto span = byteSpan(copied);
+    if (!span) continue;
+    for (size_t u : updated) {
+      const auto& other = std::get<DeviceTensor>(inputs[u]);
+      if (u == c || other.device != copied.device) continue;
+      const auto other_span = byteSpan(other);
+      BRAZE_CHECK(!other_span || other_span->second < span->first || span->second < other_span->first,
+                  "input {} ({}) shares memory with input {} ({}), and the fusion updates both in place: the elements "
+                  "they share cannot hold both new values; pass a copy of one of them",
+                  u, compiled_.plan.fusion->inputs()[u]->name(), c, compiled_.plan.fusion->inputs()[c]->name());
+    }
+  }
+}
+
 void PreparedPlan::checkCpuScalars(const std::vector<DeviceValue>& inputs) const {
   if (host_memory_) return;  // the simulator's tensors are all in host memory
   for (size_t i : cpu_scalar_inputs_) {
@@ -211,8 +230,10 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
       continue;
     }
     // The same value added again as a plain output: the input it updated, itself.
-    const Val* value = use == Fusion::OutputUse::UpdatedInput ? plan.fusion->outputAliases().at(const_cast<Val*>(out)) : out;
-    const Binding where = saved.count(value) != 0 ? saved.at(value) : bindingOf(value, slot_of);
+    const bool updated_input = use == Fusion::OutputUse::UpdatedInput;
+    const Val* value = updated_input ? plan.fusion->outputAliases().at(const_cast<Val*>(out)) : out;
+    // A saved copy of the input is its value before the update, which only a plain output of it shows.
+    const Binding where = !updated_input && saved.count(value) != 0 ? saved.at(value) : bindingOf(value, slot_of);
     BRAZE_CHECK(host_memory || cpuScalarInputOf(value) == nullptr,
                 "output {} ({}) is a view of {}, a CPU scalar input (is_cpu=True): a GPU execute returns GPU tensors; "
                 "compute the output (e.g. fd.ops.set of it) rather than return the scalar's own memory",
@@ -311,6 +332,8 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
     Binding to;
     if (copy.target == InPlaceCopy::Target::Input) {
       to = bindingOf(copy.input, slot_of);
+      const auto& ins = plan.fusion->inputs();
+      copied_inputs_.push_back(static_cast<size_t>(std::find(ins.begin(), ins.end(), copy.input) - ins.begin()));
     } else {
       to = {addSlot({SlotKind::Buffer, -1, bytesOf(copy.to.layout, copy.value->dtype())}), copy.value,
             copy.value->dtype(), copy.to.layout};
@@ -379,6 +402,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
                                             const OutputAllocator* allocator, bool as_graph) const {
   if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
   if (!written_inputs_.empty()) checkWrittenInputsOverlapNothing(inputs);
+  if (!copied_inputs_.empty() && copied_inputs_.size() + written_inputs_.size() > 1) checkCopiedInputsOverlapNoUpdate(inputs);
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {

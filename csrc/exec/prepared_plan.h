@@ -138,6 +138,9 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // Refuses, naming both, an input whose memory overlaps an input a kernel writes in place
   // (LoweredPlan's written_in_place): that kernel would read elements another thread already wrote.
   void checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const;
+  // Refuses, naming both, two updated inputs whose memory overlaps where one is written by a copy after
+  // the kernels: which update the shared elements end with would depend on the order of the writes.
+  void checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const;
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
   // `scalars`: every bound scalar, with the run's values of the scalar inputs.
   void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
@@ -158,6 +161,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
     std::vector<size_t> may_be_same;
   };
   std::vector<WrittenInput> written_inputs_;
+  std::vector<size_t> copied_inputs_;  // the inputs copies write after the kernels, by position
   std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

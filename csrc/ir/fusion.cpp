@@ -166,7 +166,10 @@ void Fusion::aliasOutputToInput(Val* output, Val* input) {
   }
   BRAZE_CHECK(output_aliases_.count(output) == 0, "add_output: {} is already written into input {}", output->name(),
               output_aliases_.count(output) != 0 ? output_aliases_.at(output)->name() : "");
-  addOutput(output);
+  // The first entry of an aliased output is the update (not returned), later ones return the updated input.
+  // An output already returned keeps its place among the returned ones, as nvFuser keeps it visible there.
+  BRAZE_CHECK(output->fusion() == this, "add_output: {} belongs to another fusion", output->name());
+  outputs_.insert(std::find(outputs_.begin(), outputs_.end(), output), output);
   output_aliases_[output] = input;
 }
 

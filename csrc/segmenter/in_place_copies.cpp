@@ -35,7 +35,8 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan) {
     const InputLayout to = plan.bound.inputLayout(in);
     BRAZE_CHECK(from.layout.layout.sizes == to.layout.sizes, "output {} has shape [{}] but aliases input {} of shape [{}]",
                 out->name(), fmt::join(from.layout.layout.sizes, ", "), in->name(), fmt::join(to.layout.sizes, ", "));
-    for (size_t d = 0; d < to.layout.sizes.size(); ++d) {
+    const bool empty = std::find(to.layout.sizes.begin(), to.layout.sizes.end(), 0) != to.layout.sizes.end();
+    for (size_t d = 0; d < to.layout.sizes.size() && !empty; ++d) {  // numpy gives an empty array 0 strides
       BRAZE_CHECK(to.layout.sizes[d] <= 1 || to.layout.strides[d] != 0,
                   "input {} is updated in place (add_output({}, alias_input={})) but its dim {} is expanded (size {}, "
                   "stride 0): its elements share memory, so they cannot hold different values",
@@ -102,6 +103,10 @@ bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment
   for (size_t i = 0; i < fusion.outputs().size(); ++i) {
     const Val* out = fusion.outputs()[i];
     if (!out->isTensor() || fusion.outputUse(i) != Fusion::OutputUse::Returned) continue;
+    if (segmentInputView(plan, out).storage == input) return false;
+  }
+  // No update copies the input as it was (b <- a while a is updated): the copies run after the kernels.
+  for (const auto& [out, in] : fusion.outputAliases()) {
     if (segmentInputView(plan, out).storage == input) return false;
   }
   // No other segment reads the input; the producer reads it only as itself.

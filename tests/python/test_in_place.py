@@ -192,3 +192,94 @@ def test_an_updated_input_returned_as_itself_shows_it_before_the_update():
         (out,) = run([x])
         np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32))
         np.testing.assert_array_equal(x, 3 * np.arange(4, dtype=np.float32))
+
+
+def _vec(fd):
+    return fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+
+
+def test_the_updated_value_beside_the_input_as_it_was(device):
+    """a <- 3a returned again as the updated a, and a itself returned as it was: the updated-a output came
+    back as the saved old copy of a."""
+    from braze import execute as bx
+
+    with FusionDefinition() as fd:
+        a = _vec(fd)
+        y = fd.ops.mul(a, 3.0)
+        fd.add_output(y, alias_input=a)
+        fd.add_output(y)
+        fd.add_output(a)
+    x = torch.arange(4.0, device=device)
+    y_out, a_out = fd.execute([x])
+    assert y_out.data_ptr() == x.data_ptr()
+    torch.testing.assert_close(x.cpu(), torch.arange(4.0) * 3)
+    torch.testing.assert_close(a_out.cpu(), torch.arange(4.0))
+    r = np.arange(4, dtype=np.float32)
+    y_ref, a_ref = bx.reference(fd, [r])
+    np.testing.assert_array_equal(y_ref, np.arange(4) * 3)
+    np.testing.assert_array_equal(a_ref, np.arange(4))
+
+
+def test_an_input_copied_into_another_while_its_kernel_updates_it(device):
+    """a <- b + 1 and b <- a (the old a: prev.copy_(cur); cur.add_(d)): b got a's new value when the
+    pointwise kernel wrote a in place before the copy into b ran."""
+    for update in ("b + 1", "a + 1", "a + b"):
+        with FusionDefinition() as fd:
+            a, b = _vec(fd), _vec(fd)
+            new = {"b + 1": lambda: fd.ops.add(b, 1.0), "a + 1": lambda: fd.ops.add(a, 1.0),
+                   "a + b": lambda: fd.ops.add(a, b)}[update]()
+            fd.add_output(new, alias_input=a)
+            fd.add_output(a, alias_input=b)
+        x, w = torch.arange(4.0, device=device), torch.full((4,), 10.0, device=device)
+        want_a = {"b + 1": w + 1, "a + 1": x + 1, "a + b": x + w}[update].cpu()
+        want_b = x.cpu().clone()
+        fd.execute([x, w])
+        torch.testing.assert_close(x.cpu(), want_a)
+        torch.testing.assert_close(w.cpu(), want_b)
+
+
+def test_two_updated_inputs_sharing_memory_are_refused_when_copies_write_them(device):
+    with FusionDefinition() as fd:
+        a, b = _vec(fd), _vec(fd)
+        fd.add_output(fd.ops.mul(b, 2.0), alias_input=a)
+        fd.add_output(fd.ops.add(a, 1.0), alias_input=b)
+    buf = torch.arange(6.0, device=device)
+    for pair in ([buf[0:4], buf[0:4]], [buf[0:4], buf[2:6]]):
+        with pytest.raises(ValueError, match=r"input 1 \(T1\) shares memory with input 0 \(T0\), and the fusion updates both"):
+            fd.execute(pair)
+    torch.testing.assert_close(buf.cpu(), torch.arange(6.0))
+    x, w = torch.arange(4.0, device=device), torch.arange(4.0, device=device)
+    fd.execute([x, w])  # apart: a <- 2b and b <- a + 1, both of the old values
+    torch.testing.assert_close(x.cpu(), torch.arange(4.0) * 2)
+    torch.testing.assert_close(w.cpu(), torch.arange(4.0) + 1)
+
+
+def test_an_empty_input_with_zero_strides_is_updated_as_nothing():
+    """numpy gives (3, 0) zeros the strides (0, 4): not an expanded dim, since there is nothing to write."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, 1.0), alias_input=a)
+    for x in (np.zeros((3, 0), np.float32), torch.zeros(3, 0), np.zeros((2, 0, 3), np.float32)[0]):
+        assert fd.execute([x]) == []
+
+
+def test_an_output_returned_before_its_update_keeps_its_place():
+    """add_output(y), add_output(z), add_output(y, alias_input=a): nvFuser returns [y, z] (the update
+    does not move y), and so does braze now, the printed script included."""
+    with FusionDefinition() as fd:
+        a = _vec(fd)
+        y, z = fd.ops.mul(a, 3.0), fd.ops.add(a, 100.0)
+        fd.add_output(y)
+        fd.add_output(z)
+        fd.add_output(y, alias_input=a)
+    x = np.arange(4, dtype=np.float32)
+    y_out, z_out = fd.execute([x])
+    np.testing.assert_array_equal(y_out, np.arange(4) * 3)
+    assert np.shares_memory(y_out, x)
+    np.testing.assert_array_equal(z_out, np.arange(4) + 100)
+    namespace = {}
+    exec(repr(fd), namespace)
+    x = np.arange(4, dtype=np.float32)
+    y_again, z_again = namespace["fd"].execute([x])
+    np.testing.assert_array_equal(y_again, np.arange(4) * 3)
+    np.testing.assert_array_equal(z_again, np.arange(4) + 100)
