@@ -137,6 +137,11 @@ TensorView* linear(TensorView* a, TensorView* weight, TensorView* bias, DataType
   std::vector<Val*> inputs{a, weight};
   if (bias != nullptr) {
     BRAZE_CHECK(bias->rank() <= 1, "linear: the bias {} must be 0-D or 1-D, got rank {}", bias->name(), bias->rank());
+    // An integer linear accumulates exactly in an integer type, which a floating bias does not fit (torch
+    // refuses the mix too).
+    BRAZE_TYPE_CHECK(isFloating(a->dtype()) || !isFloating(bias->dtype()),
+                     "linear: the bias {} is {} but the operands are {}: give an integer bias, or cast the operands",
+                     bias->name(), toString(bias->dtype()), toString(a->dtype()));
     if (bias->rank() == 1 && weight->rank() == 2) {
       const int64_t n = dw[0].extent;
       const int64_t nb = bias->logical()[0].extent;

@@ -69,6 +69,10 @@ TensorView* quantize(TensorView* x, TensorView* scale, TensorView* zero_point, D
   BRAZE_TYPE_CHECK(dtype == DataType::Int8 || dtype == DataType::UInt8 || isFloat8(dtype),
                    "quantize: the output dtype must be Int8, UInt8 or a Float8 type, got {}", toString(dtype));
   BRAZE_CHECK(zero_point == nullptr || !isFloat8(dtype), "quantize: fp8 outputs take no zero_point");
+  // torch's zero points are integers; a Float one would be added before or after the rounding.
+  BRAZE_TYPE_CHECK(zero_point == nullptr || isIntegral(zero_point->dtype()),
+                   "quantize: the zero_point {} must be an integer tensor, got {}", zero_point->name(),
+                   toString(zero_point->dtype()));
   Attributes attrs = granularityAttrs("quantize", x, scale, zero_point, g);
   attrs.set("dtype", dtype);
   std::vector<Val*> inputs{x, scale};

@@ -77,7 +77,7 @@ HostTensor matmulCore(const HostTensor& a_in, const HostTensor& b_in, bool b_is_
   };
   for (int64_t i = 0; i < batch_rank; ++i) {
     const int64_t sa = batchSize(a, i), sb = batchSize(b, i);
-    batch[i] = std::max(sa, sb);
+    batch[i] = sa == 1 ? sb : sa;  // a size-1 batch dim broadcasts, an empty one stays empty
   }
   std::vector<int64_t> shape = batch;
   if (!a_vec) shape.push_back(m);

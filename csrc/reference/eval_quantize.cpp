@@ -33,7 +33,7 @@ std::vector<HostValue> evalQuantize(const Expr& expr, const Operands& operands) 
   forEachIndex(x.sizes(), [&](const std::vector<int64_t>& index) {
     const int64_t s_off = scaleOffset(expr, scale, index);
     const double s = scale.readDouble(s_off);
-    const double zp = zero_point != nullptr ? zero_point->readDouble(s_off) : 0.0;
+    const double zp = zero_point != nullptr ? zero_point->readDouble(scaleOffset(expr, *zero_point, index)) : 0.0;
     const int64_t x_off = x.offsetOf(index);
     if (!quantize) {
       out.writeDouble(linear++, (x.readDouble(x_off) - zp) * s);

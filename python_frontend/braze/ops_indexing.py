@@ -101,9 +101,11 @@ class IndexingOps:
         y = _C.matmul(a, b, DataType.Float)
         for name, scale in (("scale_a", scale_a), ("scale_b", scale_b)):
             s = self._quant_param(scale, "scaled_mm", name, DataType.Float)
-            if s.dtype != DataType.Float or s.ndim > 2:
-                raise BrazeValueError(f"scaled_mm: {name} must be a Float tensor of at most 2 dims (one element, "
-                                      f"[M, 1] or [1, N]), got {s.name} of rank {s.ndim} and dtype {s.dtype}")
+            # A 1-D scale of more than one element would broadcast along the columns whichever of M or N
+            # it means: torch._scaled_mm refuses it, and so does braze.
+            if s.dtype != DataType.Float or s.ndim > 2 or (s.ndim == 1 and list(s.static_shape) != [1]):
+                raise BrazeValueError(f"scaled_mm: {name} must be a Float tensor of one element, [M, 1] or [1, N], "
+                                      f"got {s.name} of rank {s.ndim} and dtype {s.dtype}")
             y = self.mul(self._wrap(y), self._wrap(s))._val
         if bias is not None:
             bv = cv.tensor(fd, bias, "scaled_mm", "bias")
@@ -144,5 +146,10 @@ class IndexingOps:
         fd = self._fd
         if isinstance(x, Tensor):
             return cv.tensor(fd, x, op, arg)
+        if number_dtype == DataType.Int32:  # a zero point: an integer, as torch's quantize takes
+            s = cv.integer_scalar(fd, x, op, arg)
+            if isinstance(x, int) and not -2**31 <= x < 2**31:
+                raise BrazeValueError(f"{op}: {arg} {x} does not fit Int32")
+            return _C.full([], s, DataType.Int32)
         s = cv.scalar(fd, x, op, arg, number_dtype)  # a TypeError naming op and arg for anything else
         return _C.full([], s, s.dtype)

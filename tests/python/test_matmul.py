@@ -220,7 +220,7 @@ def test_scaled_mm_checks_its_operands_by_name():
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
         b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
         s3 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
-        with pytest.raises(braze.BrazeValueError, match="scaled_mm: scale_a must be a Float tensor of at most 2 dims"):
+        with pytest.raises(braze.BrazeValueError, match=r"scaled_mm: scale_a must be a Float tensor of one element, \[M, 1\] or \[1, N\]"):
             fd.ops.scaled_mm(a, b, s3, 1.0)
 
 
@@ -319,3 +319,67 @@ def test_the_gemv_needs_no_tensor_cores(target):
     np.testing.assert_allclose(out.astype(np.float64), expected, rtol=1e-2, atol=1e-2)  # sums in another order
     if target == "mi300x":
         assert "braze_block_reduce" in braze.execute.hip_code_for(fd, inputs)
+
+
+def test_a_zero_point_laid_out_unlike_its_scale_is_read_at_its_own_strides():
+    """The reference (and so every host step) read the zero point at the scale's offsets: a strided zero
+    point gave [4, 5, 6, 7] for [4, 6, 8, 10], and an expanded one beside a contiguous scale read past it."""
+    from braze import execute as bx
+
+    x = np.ones((32, 4), np.int8)
+    w = np.ones((4, 4), np.int8)
+    scale = np.ones(4, np.float32)
+    zp = np.arange(8, dtype=np.int32)[::2]
+    with FusionDefinition() as fd:
+        X = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        W = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        S = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        Z = fd.define_tensor(shape=[-1], contiguity=[False], dtype=DataType.Int32)
+        fd.add_output(fd.ops.quantize(fd.ops.cast(fd.ops.matmul(X, W), DataType.Float), S, Z, axis=1))
+    want = np.broadcast_to(4 + zp, (32, 4))
+    for run in (fd.execute, lambda i: fd.execute(i, target="mi300x"), lambda i: bx.reference(fd, i)):
+        np.testing.assert_array_equal(run([x, w, scale, zp])[0], want)
+    with FusionDefinition() as fd:
+        Q = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        S = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        Z = fd.define_tensor(shape=[-1], contiguity=[False], dtype=DataType.Int32)
+        fd.add_output(fd.ops.dequantize(Q, S, Z, axis=1))
+    inputs = [np.zeros((2, 4096), np.int8), np.ones(4096, np.float32), np.broadcast_to(np.int32(3), (4096,))]
+    for run in (fd.execute, lambda i: bx.reference(fd, i)):
+        np.testing.assert_array_equal(run(inputs)[0], np.full((2, 4096), -3.0, np.float32))
+
+
+def test_quantization_and_linear_operands_torch_refuses():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        s = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Float)
+        z = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Float)
+        with pytest.raises(TypeError, match=r"quantize: the zero_point T2 must be an integer tensor, got Float"):
+            fd.ops.quantize(x, s, z, dtype=DataType.Int8)
+        with pytest.raises(TypeError, match=r"quantize: zero_point must be an int or an integer Scalar, got float 2.7"):
+            fd.ops.quantize(x, 0.5, 2.7)
+        q = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        wq = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        with pytest.raises(TypeError, match=r"linear: the bias T\d+ is Float but the operands are Int8"):
+            fd.ops.linear(q, wq, x)
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float8_e4m3fn)
+        with pytest.raises(ValueError, match=r"scaled_mm: scale_a must be a Float tensor of one element, \[M, 1\]"):
+            fd.ops.scaled_mm(a, b, x, s, out_dtype=DataType.Float)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.quantize(x, 0.5, 3))  # an int zero point stays fine
+    (out,) = fd.execute([np.array([1.0, -2.0], np.float32)])
+    np.testing.assert_array_equal(out, [5, -1])
+
+
+def test_an_empty_batch_broadcast_against_one():
+    from braze import execute as bx
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.matmul(x, y))
+    inputs = [np.ones((0, 5, 16), np.float32), np.ones((16, 3), np.float32)]
+    for run in (fd.execute, lambda i: bx.reference(fd, i)):
+        assert run(inputs)[0].shape == (0, 5, 3)
