@@ -244,6 +244,43 @@ _TORCH_DTYPES: dict = {}
 _TORCH_ALLOCATORS: dict = {}
 
 
+def updated_inputs(fd) -> tuple:
+    """The positions (among the fusion's inputs, drawn seeds included) of the inputs it updates in place."""
+    positions = fd.__dict__.get("_updated_positions")
+    if positions is None:
+        aliased = {v.id for v in fd._fusion.aliased_inputs()}
+        positions = tuple(i for i, v in enumerate(fd._fusion.inputs()) if v.id in aliased)
+        fd.__dict__["_updated_positions"] = positions
+    return positions
+
+
+def check_torch_updates(fd, flat, positions) -> None:
+    """torch's rule for an in-place op: a leaf tensor that requires grad may not be updated while grad is
+    enabled (an optimizer step runs under torch.no_grad())."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return
+    drawn = generator.drawn_positions(fd)
+    for p in positions:
+        t = flat[p]
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
+            index = p - 2 * sum(1 for d in drawn if d < p)
+            raise BrazeValueError(f"input {index} ({fd._fusion.inputs()[p].name}) is updated in place "
+                                  "(add_output(alias_input=)) but is a leaf tensor that requires grad: torch refuses "
+                                  "an in-place update of one while grad is enabled; run it under torch.no_grad()")
+
+
+def bump_torch_versions(flat, positions) -> None:
+    """The autograd version counter of each torch tensor updated in place, as torch's in-place ops bump it:
+    a backward that saved the old value then says so instead of using the new one."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    tensors = [flat[p] for p in positions if isinstance(flat[p], torch.Tensor) and not flat[p].is_inference()]
+    if tensors:
+        torch.autograd.graph.increment_version(tensors)
+
+
 def _execute_torch(fd, inputs):
     """The cached execute's most common case, CUDA torch tensors (and numbers) on torch's current stream,
     in one C++ pass (FusionCache.run_torch); None when the inputs are anything else, or the fusion has
@@ -259,7 +296,8 @@ def _execute_torch(fd, inputs):
     if outputs is not None:
         fd._last_gpu_cache = cache
         fd._last_run_was_gpu = True
-        fd._torch_fast = (cache, torch_outputs)  # FusionDefinition.execute goes straight here from now on
+        # FusionDefinition.execute goes straight here from now on.
+        fd._torch_fast = (cache, torch_outputs, updated_inputs(fd))
     return outputs
 
 

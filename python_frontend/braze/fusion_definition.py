@@ -221,14 +221,20 @@ class FusionDefinition:
         fast = state.get("_torch_fast")
         if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
                 and (device is None or _execute.names_a_gpu(device))):
-            cache, torch_outputs = fast
+            cache, torch_outputs, updated = fast
+            flat = None
             try:
+                if updated:  # inputs it updates in place, whose autograd versions torch's rules follow
+                    flat = _execute._flatten(inputs)
+                    _execute.check_torch_updates(self, flat, updated)
                 outputs = cache.run_torch(inputs, None, torch_outputs)
             except Exception as error:
                 _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise
             if outputs is not None:
                 state["_last_gpu_cache"], state["_last_run_was_gpu"] = cache, True
+                if updated:
+                    _execute.bump_torch_versions(flat, updated)
                 return outputs
         if self._state == "new" and hasattr(self, "definition"):
             # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute.
@@ -247,8 +253,15 @@ class FusionDefinition:
                 print(_repro.script(self, user_inputs, keywords=keywords))
             except Exception as failure:  # noqa: BLE001 - a reproducer that cannot be made must not stop the run
                 print(f"# braze: no reproducer could be made ({type(failure).__name__}: {failure})")
+        updated = _execute.updated_inputs(self)
+        flat = _execute._flatten(inputs) if updated else None
         try:
-            return _execute.execute(self, inputs, device, kwargs)
+            if updated:
+                _execute.check_torch_updates(self, flat, updated)
+            outputs = _execute.execute(self, inputs, device, kwargs)
+            if updated:
+                _execute.bump_torch_versions(flat, updated)
+            return outputs
         except Exception as error:
             # BRAZE_REPRO_DIR saves a script that raises this again (repro.py).
             _repro.report(self, user_inputs, error, print_repro, keywords)

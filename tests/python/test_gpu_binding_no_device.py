@@ -205,9 +205,10 @@ def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-    fast_cache, torch_outputs = fd.__dict__["_torch_fast"]
+    fast_cache, torch_outputs, updated = fd.__dict__["_torch_fast"]
     assert torch_outputs  # outputs from torch.empty_strided, called from C++
-    fd.__dict__["_torch_fast"] = (Counting(fast_cache), torch_outputs)
+    assert updated == ()  # no input updated in place: nothing more on the fast path
+    fd.__dict__["_torch_fast"] = (Counting(fast_cache), torch_outputs, updated)
     forms = [{}, {"device": 0}, {"device": "cuda:0"}, {"device": StandInDevice()},
              {"device": StandInDevice(), "_enable_options": [], "_disable_options": []},
              {"device": 0, "_enable_options": ["kernel_profile"], "_disable_options": ["parallel_compile"]},

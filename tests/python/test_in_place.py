@@ -283,3 +283,31 @@ def test_an_output_returned_before_its_update_keeps_its_place():
     y_again, z_again = namespace["fd"].execute([x])
     np.testing.assert_array_equal(y_again, np.arange(4) * 3)
     np.testing.assert_array_equal(z_again, np.arange(4) + 100)
+
+
+def test_an_update_bumps_the_autograd_version_and_refuses_a_leaf_that_requires_grad(device):
+    """As torch's own in-place ops: the version counter of an updated tensor goes up (so a backward that
+    saved its old value refuses to run, instead of using the new one: the gradient was 202 for 2), and a
+    leaf that requires grad is refused while grad is enabled (an optimizer step runs under no_grad)."""
+    with FusionDefinition() as fd:
+        t = _vec(fd)
+        fd.add_output(fd.ops.add(t, 100.0), alias_input=t)
+    w = torch.ones(3, device=device, requires_grad=True)
+    x = w * 1.0
+    y = (x * x).sum()
+    before = x._version
+    fd.execute([x])
+    assert x._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    p = torch.nn.Parameter(torch.ones(3, device=device))
+    with pytest.raises(ValueError, match=r"input 0 \(T0\) is updated in place .* leaf tensor that requires grad"):
+        fd.execute([p])
+    torch.testing.assert_close(p.detach().cpu(), torch.ones(3))
+    with torch.no_grad():
+        fd.execute([p])
+    torch.testing.assert_close(p.detach().cpu(), torch.full((3,), 101.0))
+    with torch.inference_mode():
+        z = torch.zeros(3, device=device)
+        fd.execute([z])
+    torch.testing.assert_close(z.cpu(), torch.full((3,), 100.0))
