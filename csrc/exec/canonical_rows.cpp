@@ -492,7 +492,7 @@ std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalRowKernels::canoni
     const OpCategory category = opInfo(e->kind()).category;
     if (category != OpCategory::Reduction && category != OpCategory::Normalization && !e->outputs().empty() &&
         e->output(0)->isTensor()) {
-      canonical->elementwise_ops.push_back(e);
+      canonical->ops_besides_reductions.push_back(e);
     }
     for (const Val* v : e->outputs()) keepSizes(v);
     for (const Val* v : e->inputs()) {
@@ -638,7 +638,7 @@ std::optional<std::string> CanonicalRowKernels::moreThanRows(const CanonicalSegm
     }
   }
   const auto changes = [&](const Val* v) { return std::find(changed.begin(), changed.end(), v) != changed.end(); };
-  for (const Expr* e : canonical.elementwise_ops) {
+  for (const Expr* e : canonical.ops_besides_reductions) {
     if (changes(e->output(0))) continue;
     for (const Val* in : e->inputs()) {
       if (in->isTensor() && changes(in)) {

@@ -102,7 +102,7 @@ class CanonicalKernelCache {
     std::vector<std::pair<const Val*, ScalarValue>> scalars;         // and the scalars it reads
     // Its ops other than reductions that make a tensor: where one's operand changes with the rows and
     // its result does not (x[:150] of [rows, 8]), the rows its kernels count are not the row extent.
-    std::vector<const Expr*> elementwise_ops;
+    std::vector<const Expr*> ops_besides_reductions;
   };
   // The segment's kernels lowered at the canonical inputs with one row count's heuristics.
   struct Kernels {
