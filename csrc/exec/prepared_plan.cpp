@@ -111,25 +111,36 @@ std::optional<std::pair<DevicePtr, DevicePtr>> byteSpan(const DeviceTensor& t) {
   return std::make_pair(t.data + static_cast<DevicePtr>(low * item), t.data + static_cast<DevicePtr>((high + 1) * item - 1));
 }
 
+// Whether two tensors on the same device have a byte in common (by the spans their elements cover).
+bool overlap(const DeviceTensor& a, const DeviceTensor& b) {
+  if (a.device != b.device) return false;
+  const auto span_a = byteSpan(a), span_b = byteSpan(b);
+  return span_a && span_b && !(span_a->second < span_b->first || span_b->second < span_a->first);
+}
+
 }  // namespace
+
+size_t PreparedPlan::inputPosition(const Val* input) const {
+  const auto& ins = compiled_.plan.fusion->inputs();
+  const auto at = std::find(ins.begin(), ins.end(), input);
+  BRAZE_ASSERT(at != ins.end(), "{} is not an input of the fusion", input->name());
+  return static_cast<size_t>(at - ins.begin());
+}
 
 void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const {
   for (const WrittenInput& entry : written_inputs_) {
     const size_t w = entry.input;
     const auto& written = std::get<DeviceTensor>(inputs[w]);
-    const auto span = byteSpan(written);
-    if (!span) continue;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
-      if (i == w || t == nullptr || t->device != written.device) continue;
+      if (i == w || t == nullptr) continue;
       // The same tensor passed again, read element for element where the one written is: fine.
       if (t->data == written.data && t->strides == written.strides && t->sizes == written.sizes &&
           t->dtype == written.dtype &&
           std::find(entry.may_be_same.begin(), entry.may_be_same.end(), i) != entry.may_be_same.end()) {
         continue;
       }
-      const auto other = byteSpan(*t);
-      BRAZE_CHECK(!other || other->second < span->first || span->second < other->first,
+      BRAZE_CHECK(!overlap(*t, written),
                   "input {} ({}) shares memory with input {} ({}), which the fusion updates in place: its kernel writes "
                   "it while input {} may still be read; pass a copy of one of them",
                   i, compiled_.plan.fusion->inputs()[i]->name(), w, compiled_.plan.fusion->inputs()[w]->name(), i);
@@ -138,20 +149,15 @@ void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValu
 }
 
 void PreparedPlan::checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const {
-  std::vector<size_t> updated = copied_inputs_;
-  for (const WrittenInput& entry : written_inputs_) updated.push_back(entry.input);
   for (size_t c : copied_inputs_) {
-    const auto& copied = std::get<DeviceTensor>(inputs[c]);
-    const auto span = byteSpan(copied);
-    if (!span) continue;
-    for (size_t u : updated) {
-      const auto& other = std::get<DeviceTensor>(inputs[u]);
-      if (u == c || other.device != copied.device) continue;
-      const auto other_span = byteSpan(other);
-      BRAZE_CHECK(!other_span || other_span->second < span->first || span->second < other_span->first,
+    for (size_t u : updated_inputs_) {
+      if (u == c) continue;
+      const size_t first = std::min(u, c), second = std::max(u, c);
+      BRAZE_CHECK(!overlap(std::get<DeviceTensor>(inputs[first]), std::get<DeviceTensor>(inputs[second])),
                   "input {} ({}) shares memory with input {} ({}), and the fusion updates both in place: the elements "
                   "they share cannot hold both new values; pass a copy of one of them",
-                  u, compiled_.plan.fusion->inputs()[u]->name(), c, compiled_.plan.fusion->inputs()[c]->name());
+                  first, compiled_.plan.fusion->inputs()[first]->name(), second,
+                  compiled_.plan.fusion->inputs()[second]->name());
     }
   }
 }
@@ -212,13 +218,15 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
     }
   }
   for (const auto& [value, input] : plan.written_in_place) {
-    const auto& ins = plan.fusion->inputs();
-    auto position = [&](const Val* v) { return static_cast<size_t>(std::find(ins.begin(), ins.end(), v) - ins.begin()); };
-    WrittenInput written{position(input), {}};
-    for (const Val* other : inputsThatMayBeTheUpdatedInput(plan, value, input)) written.may_be_same.push_back(position(other));
+    WrittenInput written{inputPosition(input), {}};
+    for (const Val* other : inputsThatMayBeTheUpdatedInput(plan, value, input)) {
+      written.may_be_same.push_back(inputPosition(other));
+    }
     written_inputs_.push_back(std::move(written));
+    updated_inputs_.push_back(written_inputs_.back().input);
   }
   const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, slot_of);
+  updated_inputs_.insert(updated_inputs_.end(), copied_inputs_.begin(), copied_inputs_.end());
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
     const Val* out = plan.fusion->outputs()[i];
     const Fusion::OutputUse use = plan.fusion->outputUse(i);
@@ -332,8 +340,7 @@ std::unordered_map<const Val*, PreparedPlan::Binding> PreparedPlan::addInPlaceCo
     Binding to;
     if (copy.target == InPlaceCopy::Target::Input) {
       to = bindingOf(copy.input, slot_of);
-      const auto& ins = plan.fusion->inputs();
-      copied_inputs_.push_back(static_cast<size_t>(std::find(ins.begin(), ins.end(), copy.input) - ins.begin()));
+      copied_inputs_.push_back(inputPosition(copy.input));
     } else {
       to = {addSlot({SlotKind::Buffer, -1, bytesOf(copy.to.layout, copy.value->dtype())}), copy.value,
             copy.value->dtype(), copy.to.layout};
@@ -402,7 +409,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
                                             const OutputAllocator* allocator, bool as_graph) const {
   if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
   if (!written_inputs_.empty()) checkWrittenInputsOverlapNothing(inputs);
-  if (!copied_inputs_.empty() && copied_inputs_.size() + written_inputs_.size() > 1) checkCopiedInputsOverlapNoUpdate(inputs);
+  if (!copied_inputs_.empty() && updated_inputs_.size() > 1) checkCopiedInputsOverlapNoUpdate(inputs);
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {

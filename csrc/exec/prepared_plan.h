@@ -142,6 +142,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // the kernels: which update the shared elements end with would depend on the order of the writes.
   void checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const;
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
+  // Where `input` is among the fusion's inputs.
+  size_t inputPosition(const Val* input) const;
   // `scalars`: every bound scalar, with the run's values of the scalar inputs.
   void runHostStep(const HostStep& step, const std::vector<DevicePtr>& pointers,
                    const std::unordered_map<const Val*, HostValue>& scalars) const;
@@ -161,7 +163,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
     std::vector<size_t> may_be_same;
   };
   std::vector<WrittenInput> written_inputs_;
-  std::vector<size_t> copied_inputs_;  // the inputs copies write after the kernels, by position
+  std::vector<size_t> copied_inputs_;   // the inputs copies write after the kernels, by position
+  std::vector<size_t> updated_inputs_;  // every input the fusion updates in place (kernels or copies), by position
   std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

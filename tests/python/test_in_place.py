@@ -245,7 +245,7 @@ def test_two_updated_inputs_sharing_memory_are_refused_when_copies_write_them(de
         fd.add_output(fd.ops.add(a, 1.0), alias_input=b)
     buf = torch.arange(6.0, device=device)
     for pair in ([buf[0:4], buf[0:4]], [buf[0:4], buf[2:6]]):
-        with pytest.raises(ValueError, match=r"input 1 \(T1\) shares memory with input 0 \(T0\), and the fusion updates both"):
+        with pytest.raises(ValueError, match=r"input 0 \(T0\) shares memory with input 1 \(T1\), and the fusion updates both"):
             fd.execute(pair)
     torch.testing.assert_close(buf.cpu(), torch.arange(6.0))
     x, w = torch.arange(4.0, device=device), torch.arange(4.0, device=device)
