@@ -138,6 +138,9 @@ def indexing_cases():
                lambda t, i: np.take_along_axis(t[:3], i, axis=1), (F32,)),
         OpCase("take_along_axis", "take_along_axis", lambda fd, t, i: fd.ops.take_along_axis(t, i, 0),
                inputs(x, lambda rng: rng.integers(0, 4, (2, 5))), lambda t, i: np.take_along_axis(t, i, axis=0), (F32,)),
+        # Without max_norm (renormalizing, an in-place update of the weight, is test_embedding.py's).
+        OpCase("embedding_fwd", "embedding_fwd", lambda fd, t, i: fd.ops.embedding_fwd(i, t),
+               inputs(x, lambda rng: rng.integers(0, 4, (2, 3))), lambda t, i: t[i], (F32,)),
     ]
 
 
