@@ -30,15 +30,23 @@ class IndexingOps:
         return self._indexed("index_select", arg, "arg", index, dim)
 
     def select(self, arg, index, dim):
-        """fd.ops.select(arg, index, dim): the slice at `index` along dim, which is removed.
+        """fd.ops.select(arg, index, dim): the slice at `index` along dim, which is removed; a negative
+        index counts from the end, as torch.select's does.
 
-        Recorded as full([1], index) -> index_select -> squeeze (braze has no select op of its own).
+        Recorded as full([1], index) -> index_select -> squeeze (braze has no select op of its own), with
+        a negative index (a symbolic one, or a negative constant) first moved up by the dim's extent where
+        that makes it an index (one below -extent stays as it is, for the index check to name it).
         """
         self._begin("select")
         fd = self._fd
         x = cv.tensor(fd, arg, "select", "arg")
         i = cv.integer_scalar(fd, index, "select", "index")
         dim = cv.integer(dim, "select", "dim")
+        if i.value is None or i.value < 0:
+            index, extent = self._wrap(i), self.size(self._wrap(x), dim)
+            wrapped = self.add(index, extent)
+            from_end = self.logical_and(self.lt(index, 0), self.ge(wrapped, 0))
+            i = self.where(from_end, wrapped, index)._val
         one = cv.constant(fd, 1, DataType.Int64)
         picked = _C.index_select(x, _C.full([one], i, DataType.Int64), dim)
         return self._wrap(_C.squeeze(picked, [dim], False))

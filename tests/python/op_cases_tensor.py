@@ -133,6 +133,7 @@ def indexing_cases():
         OpCase("index_select", "index_select", lambda fd, t, i: fd.ops.index_select(t, i, 0),
                inputs(x, lambda rng: rng.integers(0, 4, (6,))), lambda t, i: t[i], (F32,)),
         OpCase("select", "select", lambda fd, t: fd.ops.select(t, 2, 1), inputs(x), lambda t: t[:, 2], (F32,)),
+        OpCase("select", "select_from_end", lambda fd, t: fd.ops.select(t, -4, 0), inputs(x), lambda t: t[0], (F32,)),
         OpCase("gather", "gather", lambda fd, t, i: fd.ops.gather(t, i, 1),
                inputs(x, lambda rng: rng.integers(0, 5, (3, 2))),
                lambda t, i: np.take_along_axis(t[:3], i, axis=1), (F32,)),

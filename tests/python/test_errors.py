@@ -189,3 +189,16 @@ def test_execute_while_open():
     with FusionDefinition() as fd:
         with pytest.raises(RuntimeError, match="still open"):
             fd.execute([])
+
+
+def test_select_counts_a_negative_index_from_the_end_and_names_one_past_it():
+    # torch.select(x, 1, -1) is the last column; -5 of 4 columns is out of range, reported as given.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.select(x, fd.define_scalar(dtype=DataType.Int), 1))
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for index in (-4, -1, 0, 3):
+        np.testing.assert_array_equal(fd.execute([a, index])[0], a[:, index])
+    for index in (-5, 4):
+        with pytest.raises(IndexError, match=rf"dim 1 of T0, size 4\): index {index} is out of bounds"):
+            fd.execute([a, index])
