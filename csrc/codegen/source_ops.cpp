@@ -139,9 +139,7 @@ Value floatUnary(OpKind kind, DataType math, const std::string& x) {
     case OpKind::Cosh: return m("cosh");
     case OpKind::Erf: return m("erf");
     case OpKind::Erfc: return m("erfc");
-    case OpKind::Erfcinv:  // in double whatever the math type: 1 - x must not round in float
-      return {fmt::format("braze_erfcinv({})", math == DataType::Double ? x : fmt::format("((double){})", x)),
-              DataType::Double};
+    case OpKind::Erfcinv: return m("erfcinv");
     case OpKind::Erfinv: return m("erfinv");
     case OpKind::Exp: return m("exp");
     case OpKind::Exp2: return m("exp2");
@@ -205,6 +203,13 @@ Value floatBinary(OpKind kind, DataType math, DataType result_dtype, const std::
       auto f = [&](const std::string& s) {
         return math == DataType::Float ? s : fmt::format("__double2float_rn({})", s);
       };
+      // Half and BFloat16 operands are Float values the narrow type holds: the step is the narrow type's.
+      if (result_dtype == DataType::Half) {
+        return {fmt::format("braze_nextafter_narrow({}, {}, 10, -14, 65504.0f)", f(x), f(y)), DataType::Float};
+      }
+      if (result_dtype == DataType::BFloat16) {
+        return {fmt::format("braze_nextafter_narrow({}, {}, 7, -126, 0x1.fep127f)", f(x), f(y)), DataType::Float};
+      }
       return {fmt::format("nextafterf({}, {})", f(x), f(y)), DataType::Float};
     }
     case OpKind::Eq: return cmp("==");

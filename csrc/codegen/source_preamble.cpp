@@ -217,8 +217,23 @@ template <typename T> __device__ __forceinline__ T braze_clamp(T x, T lo, T hi) 
 template <typename T> __device__ __forceinline__ T braze_addcmul(T x, T t1, T t2, T value) {
   return braze_add(x, braze_mul(braze_mul(value, t1), t2));
 }
-// The reference's erfcinv is erfinv(1 - x) in double (so x below 2^-53 gives inf, as it does there).
-__device__ __forceinline__ double braze_erfcinv(double x) { return erfinv(__dsub_rn(1.0, x)); }
+// nextafter in Half or BFloat16 (fraction bits, smallest normal exponent, largest finite value), of
+// floats the format holds: the reference's narrowNextAfter, step for step.
+__device__ __forceinline__ float braze_nextafter_narrow(float a, float b, int fraction_bits, int min_exponent,
+                                                        float largest) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return b;
+  if (isinf(a)) return copysignf(largest, a);
+  if (a == 0.0f) return copysignf(ldexpf(1.0f, min_exponent - fraction_bits), b);
+  int exponent = 0;
+  frexpf(a, &exponent);
+  --exponent;
+  const bool shrinks = (b > a) != (a > 0.0f);
+  int step = max(exponent, min_exponent) - fraction_bits;
+  if (shrinks && fabsf(a) == ldexpf(1.0f, exponent) && exponent > min_exponent) --step;
+  const float next = a + (b > a ? ldexpf(1.0f, step) : -ldexpf(1.0f, step));
+  return next == 0.0f ? copysignf(0.0f, a) : next;
+}
 
 // ---- integer ops on long long (unaryInt, binaryInt): wrap-around through unsigned arithmetic
 __device__ __forceinline__ long long braze_add_i(long long a, long long b) {

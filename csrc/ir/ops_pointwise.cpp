@@ -46,6 +46,9 @@ DataType computeType(DataType dtype) {
 }
 
 DataType resultType(OpKind kind, DataType promoted, const std::vector<Val*>& operands) {
+  // nextafter steps to the neighbour in its operands' type, as torch's does: a Half or BFloat16 result,
+  // whose step a Float would not hold.
+  if (kind == OpKind::NextAfter && (promoted == DataType::Half || promoted == DataType::BFloat16)) return promoted;
   switch (opInfo(kind).result) {
     case ResultType::SameAsInput: return promoted;
     case ResultType::Promoted: return computeType(promoted);

@@ -13,20 +13,69 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Inverse error function: Newton steps on erfc (accurate in the tails, where erf rounds to 1) from
-// a logarithmic first guess; converges to full double precision (there is no std::erfinv).
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // erf'(0)
+
+// x >= 0 with erf(x) = a, for a in [0, 0.5]: Newton steps on erf, whose value near 0 is accurate
+// relative to itself (on erfc, 1 - a would drop a's low bits: a relative error of 1e-16 / a). The
+// first guess, the tangent at 0, lies below the root (erfinv is convex there): the steps rise to it.
+double erfinvNearZero(double a) {
+  double x = a / kTwoOverSqrtPi;
+  for (int i = 0; i < 100; ++i) {
+    const double step = (std::erf(x) - a) / (kTwoOverSqrtPi * std::exp(-x * x));
+    x -= step;
+    if (std::abs(step) <= 0x1p-54 * x) break;
+  }
+  return x;
+}
+
+// x > 0 with erfc(x) = t, for t in (0, 0.5]: Newton steps on erfc, accurate in the tail where erf
+// rounds to 1. The first guess lies below the root (the tangent at 0 of erfinv(1 - t)) or, deep in
+// the tail, above it (sqrt(-log(t / 2))), from where one step lands below it.
+double erfcinvOfTail(double t) {
+  double x = t >= 0.1 ? (1.0 - t) / kTwoOverSqrtPi : std::sqrt(-std::log(t / 2.0));
+  for (int i = 0; i < 100; ++i) {
+    const double step = (std::erfc(x) - t) / (-kTwoOverSqrtPi * std::exp(-x * x));
+    x -= step;
+    if (std::abs(step) <= 0x1p-54 * x) break;
+  }
+  return x;
+}
+
+// There is no std::erfinv: each side of 0.5 solved where its residual keeps full precision (1 - |y|
+// is exact for |y| >= 0.5).
 double erfinv(double y) {
   if (std::isnan(y) || y < -1.0 || y > 1.0) return kNaN;
-  if (y == 0.0) return y;
   if (y == 1.0 || y == -1.0) return std::copysign(std::numeric_limits<double>::infinity(), y);
-  const double target = 1.0 - std::abs(y);  // solve erfc(x) = target for x > 0
-  double x = std::abs(y) < 0.7 ? std::abs(y) * 0.886226925 : std::sqrt(-std::log(target / 2.0));
-  for (int i = 0; i < 100; ++i) {
-    const double step = (std::erfc(x) - target) / (-2.0 / std::sqrt(M_PI) * std::exp(-x * x));
-    x -= step;
-    if (std::abs(step) <= 1e-16 * x) break;
-  }
-  return std::copysign(x, y);
+  const double a = std::abs(y);
+  return std::copysign(a <= 0.5 ? erfinvNearZero(a) : erfcinvOfTail(1.0 - a), y);
+}
+
+// erfcinv(z) = erfinv(1 - z), solved on z itself where 1 - z would round (z near 0 or 2).
+double erfcinv(double z) {
+  if (std::isnan(z) || z < 0.0 || z > 2.0) return kNaN;
+  if (z == 0.0) return std::numeric_limits<double>::infinity();
+  if (z > 1.0) return -erfcinv(2.0 - z);  // exact for z in [1, 2]
+  return z <= 0.5 ? erfcinvOfTail(z) : erfinvNearZero(1.0 - z);  // 1 - z exact for z in [0.5, 1]
+}
+
+// The neighbour of `a` toward `b` in a binary format of `fraction_bits` fraction bits, smallest normal
+// exponent `min_exponent` and largest finite value `largest` (Half, BFloat16), `a` and `b` values of
+// it: a step of a's ulp (the ulp below where |a| is a power of two and shrinks). Past `largest` the sum
+// is out of the format's range, which its rounding makes infinite. The kernels' braze_nextafter_narrow
+// is the same steps.
+double narrowNextAfter(double a, double b, int fraction_bits, int min_exponent, double largest) {
+  if (std::isnan(a) || std::isnan(b)) return kNaN;
+  if (a == b) return b;
+  if (std::isinf(a)) return std::copysign(largest, a);
+  if (a == 0.0) return std::copysign(std::ldexp(1.0, min_exponent - fraction_bits), b);
+  int exponent = 0;
+  std::frexp(a, &exponent);
+  --exponent;  // |a| in [2^exponent, 2^(exponent + 1))
+  const bool shrinks = (b > a) != (a > 0.0);
+  int step = std::max(exponent, min_exponent) - fraction_bits;
+  if (shrinks && std::abs(a) == std::ldexp(1.0, exponent) && exponent > min_exponent) --step;
+  const double next = a + (b > a ? std::ldexp(1.0, step) : -std::ldexp(1.0, step));
+  return next == 0.0 ? std::copysign(0.0, a) : next;  // from the smallest subnormal to a zero of a's sign
 }
 
 int widthOf(DataType dtype) { return static_cast<int>(sizeOf(dtype) * 8); }
@@ -72,7 +121,7 @@ double unaryFloat(OpKind kind, double x, DataType dtype) {
     case OpKind::Cosh: return std::cosh(x);
     case OpKind::Erf: return std::erf(x);
     case OpKind::Erfc: return std::erfc(x);
-    case OpKind::Erfcinv: return erfinv(1.0 - x);
+    case OpKind::Erfcinv: return erfcinv(x);
     case OpKind::Erfinv: return erfinv(x);
     case OpKind::Exp: return std::exp(x);
     case OpKind::Exp2: return std::exp2(x);
@@ -151,8 +200,10 @@ double binaryFloat(OpKind kind, double a, double b, DataType dtype) {
     case OpKind::Maximum: return (std::isnan(a) || std::isnan(b)) ? kNaN : std::max(a, b);
     case OpKind::Minimum: return (std::isnan(a) || std::isnan(b)) ? kNaN : std::min(a, b);
     case OpKind::NextAfter:
-      // The next representable value of the computing type, not of float64.
+      // The next representable value of the result's type, not of float64.
       if (dtype == DataType::Double) return std::nextafter(a, b);
+      if (dtype == DataType::Half) return narrowNextAfter(a, b, 10, -14, 65504.0);
+      if (dtype == DataType::BFloat16) return narrowNextAfter(a, b, 7, -126, 0x1.fep127);
       return std::nextafter(static_cast<float>(a), static_cast<float>(b));
     case OpKind::Eq: return a == b;
     case OpKind::Ne: return a != b;

@@ -1,0 +1,62 @@
+"""Elementwise functions whose precision or type is easy to get wrong, against torch and closed forms:
+nextafter in Half and BFloat16 (the neighbour in the narrow type, as torch steps), and erfinv / erfcinv
+near 0 and near 1 (where a solver on erfc alone loses the low bits)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from braze import DataType, FusionDefinition, execute
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("dtype, braze_dtype", [(torch.bfloat16, DataType.BFloat16), (torch.float16, DataType.Half)])
+def test_nextafter_steps_in_the_narrow_type_as_torch(dtype, braze_dtype):
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=braze_dtype)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=braze_dtype)
+        fd.add_output(fd.ops.nextafter(a, b))
+    every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)  # every bit pattern
+    targets = [torch.full_like(every, t) for t in (math.inf, -math.inf, 0.0, -0.0, 1.0)]
+    targets.append(every[torch.randperm(every.numel(), generator=torch.Generator().manual_seed(0))])
+    for target in targets:
+        want = torch.nextafter(every, target)
+        (got,) = fd.execute([every, target])
+        (ref,) = execute.reference(fd, [every, target])
+        assert got.dtype == dtype
+        ref = torch.from_numpy(np.asarray(ref).view(np.int16)).view(dtype)
+        for result in (got, ref):
+            assert torch.equal(result.isnan(), want.isnan())
+            assert torch.equal(result.view(torch.int16)[~want.isnan()], want.view(torch.int16)[~want.isnan()])
+
+
+def _erfinv_series(y):
+    # erfinv's Maclaurin series to y^5 at 50 digits (mpmath comes with torch): below 1e-3 the next term
+    # is under 1e-19 of the value.
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(50):
+        y = mpmath.mpf(y)
+        return float(mpmath.sqrt(mpmath.pi) / 2 * (y + mpmath.pi / 12 * y**3 + 7 * mpmath.pi**2 / 480 * y**5))
+
+
+@pytest.mark.parametrize("braze_dtype, np_dtype, ulps", [(DataType.Float, np.float32, 1), (DataType.Double, np.float64, 1)])
+def test_erfinv_and_erfcinv_keep_full_precision_near_zero(braze_dtype, np_dtype, ulps):
+    rng = np.random.default_rng(1)
+    y = (np.where(rng.random(2000) < 0.5, -1, 1) * 10.0 ** rng.uniform(-30, -3, 2000)).astype(np_dtype)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=braze_dtype)
+        u = fd.define_tensor(shape=[-1], contiguity=[True], dtype=braze_dtype)
+        fd.add_output(fd.ops.erfinv(t))
+        fd.add_output(fd.ops.erfcinv(u))
+    z = (1 - y.astype(np.float64)).astype(np_dtype)  # erfcinv near 1: erfinv of 1 - z, which z holds exactly
+    inv, cinv = fd.execute([y, z])
+    want = np.array([_erfinv_series(float(v)) for v in y])
+    want_c = np.array([_erfinv_series(1 - float(v)) for v in z])
+    for got, expected in ((inv, want), (cinv, want_c)):
+        expected = expected.astype(np_dtype)
+        assert np.all(np.abs(got - expected) <= ulps * np.spacing(np.abs(expected))), (
+            np.max(np.abs(got - expected) / np.spacing(np.abs(expected))))
