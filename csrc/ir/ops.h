@@ -58,7 +58,7 @@ std::tuple<TensorView*, TensorView*, TensorView*> welford(TensorView* x, std::ve
 // ---- meta ops (views) ---------------------------------------------------------------------------
 TensorView* broadcast(TensorView* x, const std::vector<bool>& is_broadcast_dim);
 // inputs: x, then one Int64 scalar per output dim.
-TensorView* broadcastInDim(TensorView* x, const std::vector<Val*>& shape, const std::vector<int64_t>& broadcast_dims);
+TensorView* broadcastInDim(TensorView* x, std::vector<Val*> shape, const std::vector<int64_t>& broadcast_dims);
 // inputs: x, then one scalar per dim; -1 keeps the dim's extent.
 TensorView* expand(TensorView* x, const std::vector<Val*>& shape);
 // inputs: x, then one scalar per new dim; one entry may be -1 (inferred).

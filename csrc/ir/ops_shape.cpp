@@ -48,7 +48,7 @@ TensorView* broadcast(TensorView* x, const std::vector<bool>& is_broadcast_dim) 
   return result;
 }
 
-TensorView* broadcastInDim(TensorView* x, const std::vector<Val*>& shape, const std::vector<int64_t>& broadcast_dims) {
+TensorView* broadcastInDim(TensorView* x, std::vector<Val*> shape, const std::vector<int64_t>& broadcast_dims) {
   checked(x, "broadcast_in_dim");
   const auto in = x->logical();
   const int64_t out_rank = static_cast<int64_t>(shape.size());
@@ -76,6 +76,9 @@ TensorView* broadcastInDim(TensorView* x, const std::vector<Val*>& shape, const 
                 fmt::join(broadcast_dims, ", "));
     previous = d;
     mapped[d] = true;
+    // A constant -1 keeps the input dim's extent, as nvFuser's broadcast_in_dim (an expand) takes it:
+    // Lightning Thunder's index_put writes broadcast_in_dim(index, [-1, ...], [0]).
+    if (staticValueOr(shape[d], 0) == -1) shape[d] = size(x, static_cast<int64_t>(i));
     const int64_t target = staticValueOr(shape[d], IterDomain::kSymbolic);
     if (in[i].isBroadcast()) {
       // A size-1 input dim may be expanded to the requested extent.
@@ -91,6 +94,7 @@ TensorView* broadcastInDim(TensorView* x, const std::vector<Val*>& shape, const 
   }
   for (int64_t d = 0; d < out_rank; ++d) {
     if (mapped[d]) continue;
+    if (staticValueOr(shape[d], 0) == -1) shape[d] = x->fusion()->constant(int64_t{1}, DataType::Int64);  // a new dim's 1
     const int64_t target = staticValueOr(shape[d], IterDomain::kSymbolic);
     out[d] = (target == 1) ? IterDomain{1, IterType::Broadcast} : IterDomain{target, IterType::Expanded};
   }

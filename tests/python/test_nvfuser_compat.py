@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -467,3 +468,20 @@ def test_a_float_index_is_truncated_to_int64_as_thunders_cross_entropy_needs():
     (loss,) = fd.execute([logits, target])
     want = torch.nn.functional.cross_entropy(logits.double(), target, ignore_index=-1)
     torch.testing.assert_close(loss.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_broadcast_in_dim_keeps_an_input_extent_for_minus_one():
+    # Lightning Thunder's index_put: broadcast_in_dim(index, [-1, *values.shape()[1:]], [0]), then scatter.
+    # -1 keeps the mapped input dim's extent (nvFuser expands to the shape); a new dim's -1 is 1.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        v = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.scatter(a, fd.ops.broadcast_in_dim(i, [-1, a.shape()[1]], [0]), v, 0))
+        fd.add_output(fd.ops.broadcast_in_dim(i, [-1, -1, 3], [1]))
+    acc, index, values = np.zeros((5, 3), np.float32), np.array([4, 1]), np.arange(6, dtype=np.float32).reshape(2, 3)
+    updated, broadcast = fd.execute([acc, index, values])
+    want = acc.copy()
+    want[index] = values
+    np.testing.assert_array_equal(updated, want)
+    np.testing.assert_array_equal(broadcast, np.broadcast_to(index[None, :, None], (1, 2, 3)))
