@@ -79,7 +79,7 @@ def execute(fd, inputs, device, kwargs) -> list:
         unknown = sorted(set(kwargs) - _IGNORED_KWARGS - {"bookend", "target", "stream"})
         if unknown:
             raise TypeError(f"execute: unexpected keyword argument(s) {', '.join(unknown)}")
-    flat = _flatten(inputs)
+    flat = _flatten(inputs, fd)
     if any(_on_cuda(x) for x in flat):
         if device is not None and str(device) == "cpu":
             raise RuntimeError("execute(device='cpu'): the inputs are on a GPU; " + _MIXED_INPUTS)
@@ -407,8 +407,8 @@ class CachedPlan:
 
 
 def explain(fd, inputs, bookend, target="h100"):
-    inputs = generator.with_placeholders(fd, _flatten(inputs))
-    flat = _flatten(inputs)
+    inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
+    flat = _flatten(inputs, fd)
     if any(_on_cuda(x) for x in flat):
         # The inputs' own GPU decides the heuristics; `target` only names one for host inputs.
         plan, cache, why = _gpu_cache(fd, _policy(bookend), _platform_of(flat)).explain(_readable(flat))
@@ -420,26 +420,26 @@ def explain(fd, inputs, bookend, target="h100"):
 
 def reference(fd, inputs) -> list:
     """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with)."""
-    inputs = generator.with_placeholders(fd, _flatten(inputs))
+    inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return [_to_python(out) for out in _C.evaluate(fd._fusion, args)]
 
 
 def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
-    inputs = generator.with_placeholders(fd, _flatten(inputs))
+    inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
 def hip_code_for(fd, inputs, bookend="auto", target="mi300x") -> str:
-    inputs = generator.with_placeholders(fd, _flatten(inputs))
+    inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.hip_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
 def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
     """Each kernel braze generates for these inputs, with its launch shape and parameter bindings."""
-    inputs = generator.with_placeholders(fd, _flatten(inputs))
+    inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return _C.kernels_for(fd._fusion, args, _policy(bookend), _device_name(target))
 
@@ -463,7 +463,7 @@ def _host_args(fd, inputs):
     """HostTensors (numpy memory, borrowed) and Python numbers for the inputs, plus the (user array,
     copy) pairs of in-place inputs that had to be copied to be borrowed."""
     fusion = fd._fusion
-    flat = _flatten(inputs)
+    flat = _flatten(inputs, fd)
     aliased = {v.id for v in fusion.aliased_inputs()}
     definitions = fusion.inputs()
     args = []
@@ -490,12 +490,18 @@ def _host_args(fd, inputs):
     return args, copied
 
 
-def _flatten(inputs) -> list:
+def _flatten(inputs, fd=None) -> list:
+    """The inputs with each define_vector(n) input's list spread into its n scalars; with `fd`, a list of
+    another length than its vector's is refused by name."""
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"execute: inputs must be a list, got {type(inputs).__name__}")
+    vectors = getattr(fd, "_vector_sizes", {}) if fd is not None else None
     flat = []
-    for x in inputs:
+    for position, x in enumerate(inputs):
         if isinstance(x, (list, tuple)):
+            if vectors is not None and position in vectors and len(x) != vectors[position]:
+                raise BrazeValueError(f"input {position}: expected a list of {vectors[position]} ints "
+                                      f"(define_vector({vectors[position]})), got {len(x)}")
             flat.extend(x)  # a define_vector(n) input: one element per symbolic scalar
         else:
             flat.append(x)

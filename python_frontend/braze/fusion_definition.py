@@ -187,6 +187,11 @@ class FusionDefinition:
         n = cv.integer(values, "define_vector", "size")
         if n < 0:
             raise BrazeValueError(f"define_vector: size must be >= 0, got {n}")
+        # execute takes the vector as one list at its place among the inputs: which place, and its length.
+        vectors = self.__dict__.setdefault("_vector_sizes", {})
+        drawn = 2 * len(self.__dict__.get("_drawn_inputs", []))  # a random op's seed and offset, not passed
+        position = len(self._fusion.inputs()) - drawn - sum(size - 1 for size in vectors.values())
+        vectors[position] = n
         return [Scalar(_C.define_scalar(self._fusion, DataType.Int64), self) for _ in range(n)]
 
     # ---- outputs ---------------------------------------------------------------------------------
@@ -217,7 +222,7 @@ class FusionDefinition:
         state = self.__dict__
         user_inputs = inputs  # what a reproducer records: the drawn seeds are drawn again when it runs
         if "_drawn_inputs" in state:
-            inputs = _generator.with_drawn(self, _execute._flatten(inputs), device)
+            inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
         fast = state.get("_torch_fast")
         if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
                 and (device is None or _execute.names_a_gpu(device))):
@@ -241,7 +246,7 @@ class FusionDefinition:
             with self:
                 self.definition()
             if "_drawn_inputs" in state:
-                inputs = _generator.with_drawn(self, _execute._flatten(inputs), device)
+                inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
         if self._state == "open":
             raise RuntimeError("execute: the definition is still open; call execute after the `with` block")
         keywords = kwargs or None  # the reproducer repeats them (execute reads them, consuming none)
@@ -271,6 +276,19 @@ class FusionDefinition:
         """A runnable script that rebuilds this fusion, recreates `inputs` (values, sizes, strides,
         alignment, GPU) and executes them: what print_repro=True prints when execute raises."""
         return _repro.script(self, inputs)
+
+    def repro_script_for(self, inputs=None) -> str:
+        """nvFuser's name for repro_script (Lightning Thunder's examine and dynamo reports call it, or
+        the legacy getReproString): without inputs, the script that rebuilds the definition."""
+        return repr(self) if inputs is None else self.repro_script(inputs)
+
+    getReproString = repro_script_for
+
+    def profile(self):
+        """nvFuser's FusionProfile of an execute(profile=True): braze does not collect one (execute accepts
+        and ignores profile=True). Its kernels are named braze_* in torch.profiler and Nsight Systems."""
+        raise NotImplementedError("braze does not collect nvFuser's FusionProfile: time kernels with torch.profiler "
+                                  "(they are named braze_*) or Nsight Systems, and see the plan with fd.explain(inputs)")
 
     def explain(self, inputs, *, bookend="auto", target="h100"):
         """How braze would run this fusion for these inputs, without running it: a Plan whose

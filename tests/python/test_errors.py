@@ -202,3 +202,15 @@ def test_select_counts_a_negative_index_from_the_end_and_names_one_past_it():
     for index in (-5, 4):
         with pytest.raises(IndexError, match=rf"dim 1 of T0, size 4\): index {index} is out of bounds"):
             fd.execute([a, index])
+
+
+def test_a_vector_input_of_another_length_is_named():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.mul(fd.ops.reshape(t, fd.define_vector(2)), s))
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_array_equal(fd.execute([a, 2.0, [3, 8]])[0], a.reshape(3, 8) * 2)
+    for sizes in ([3, 8, 1], [24]):
+        with pytest.raises(ValueError, match=rf"input 2: expected a list of 2 ints \(define_vector\(2\)\), got {len(sizes)}"):
+            fd.execute([a, 2.0, sizes])

@@ -132,3 +132,18 @@ def test_expanded_bool_fp8_and_0d_inputs_are_recreated():
         assert copy.dtype == original.dtype and copy.shape == original.shape and copy.strides == original.strides
         np.testing.assert_array_equal(copy.astype(np.float64), original.astype(np.float64))
     np.testing.assert_array_equal(namespace["fd"].execute(rebuilt)[0], want)
+
+
+def test_thunder_finds_the_reproducer_under_nvfusers_names():
+    # thunder.examine.get_nvfuser_repro and its dynamo reports look up repro_script_for, then the legacy
+    # getReproString; without inputs, the script rebuilds the definition.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+    inputs = [np.arange(3, dtype=np.float32)]
+    assert fd.repro_script_for(inputs) == fd.repro_script(inputs)
+    assert fd.getReproString(inputs) == fd.repro_script(inputs)
+    assert fd.repro_script_for() == repr(fd)
+    fd.execute(inputs, profile=True)  # nvFuser's keyword: accepted, and no profile is collected
+    with pytest.raises(NotImplementedError, match="torch.profiler"):
+        fd.profile()
