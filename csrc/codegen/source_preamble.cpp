@@ -88,9 +88,11 @@ __device__ __forceinline__ braze_e4m3fn braze_store_e4m3fn(float x) {
   r.__x = braze_to_e4m3fn(x);
   return r;
 }
+// A store keeps an infinity, which e5m2 holds (a value moved, not computed): a cast has saturated it
+// already (braze_round_e5m2), as the reference's HostTensor::writeDouble does.
 __device__ __forceinline__ braze_e5m2 braze_store_e5m2(float x) {
   braze_e5m2 r;
-  r.__x = braze_to_e5m2(x);
+  r.__x = isinf(x) ? __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2) : braze_to_e5m2(x);
   return r;
 }
 #endif  // BRAZE_FP8
@@ -133,7 +135,9 @@ __device__ __forceinline__ float braze_mul_bf16(float a, float b) { return braze
 __device__ __forceinline__ float braze_load_e4m3fn(braze_e4m3fn x) { return braze_e4m3fn_value(x); }
 __device__ __forceinline__ braze_e4m3fn braze_store_e4m3fn(double x) { return braze_e4m3fn_bits(x); }
 __device__ __forceinline__ float braze_load_e5m2(braze_e5m2 x) { return braze_e5m2_value(x); }
-__device__ __forceinline__ braze_e5m2 braze_store_e5m2(double x) { return braze_e5m2_bits(x); }
+__device__ __forceinline__ braze_e5m2 braze_store_e5m2(double x) {
+  return isinf(x) ? (x > 0 ? 0x7C : 0xFC) : braze_e5m2_bits(x);  // an infinity stays one (as the CUDA store)
+}
 )HIP";
 
 // Both dialects: the fnuz pair through narrow_floats.inc.

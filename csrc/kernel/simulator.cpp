@@ -112,7 +112,11 @@ SimValue Simulator::read(TensorId tensor, int64_t offset) const {
 
 void Simulator::write(TensorId tensor, int64_t offset, SimValue v) {
   HostTensor& h = tensors_[tensor];
-  if (isFloating(h.dtype())) {
+  if (h.dtype() == DataType::Float8_e5m2 && std::isinf(v.f)) {
+    // The kernels' store keeps an infinity, which e5m2 holds (braze_store_e5m2): a value moved, not
+    // computed (a computed one was rounded, saturating, by a cast before).
+    h.data()[offset] = v.f > 0 ? uint8_t{0x7C} : uint8_t{0xFC};  // one byte per element
+  } else if (isFloating(h.dtype())) {
     h.writeDouble(offset, v.f);
   } else {
     h.writeInt(offset, v.i);

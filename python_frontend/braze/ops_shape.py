@@ -104,7 +104,8 @@ class ShapeOps:
         return self._wrap(_C.stride_order(x, cv.ints(stride_order, "stride_order", "stride_order", allow_single=False)))
 
     def set(self, arg):
-        """fd.ops.set(arg): a copy."""
+        """fd.ops.set(arg): the same values; as nvFuser does, an output that is set of an input is that
+        input's memory (a view), not a new tensor (Thunder writes `set` + `alias_input=` for in-place ops)."""
         self._begin("set")
         return self._wrap(_C.set(cv.tensor(self._fd, arg, "set", "arg")))
 

@@ -60,3 +60,32 @@ def test_erfinv_and_erfcinv_keep_full_precision_near_zero(braze_dtype, np_dtype,
         expected = expected.astype(np_dtype)
         assert np.all(np.abs(got - expected) <= ulps * np.spacing(np.abs(expected))), (
             np.max(np.abs(got - expected) / np.spacing(np.abs(expected))))
+
+
+@pytest.mark.parametrize("target", ["h100", "mi300x"])
+def test_data_movement_keeps_an_e5m2_infinity(target):
+    # A kernel that moves fp8 elements loads them as float and stores them back: the store must not
+    # saturate (CUDA's satfinite turns inf into 57344, which is for casts).
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([1.0, -np.inf, 2.0, np.inf], dtype=ml_dtypes.float8_e5m2)
+    index = np.array([3, 1, 0, 2])
+    moves = {
+        "index_select": (lambda fd, t, i: fd.ops.index_select(t, i, 0), x[index]),
+        "take_along_axis": (lambda fd, t, i: fd.ops.take_along_axis(t, i, 0), x[index]),
+        "cat": (lambda fd, t, i: fd.ops.cat([t, t], 0), np.concatenate([x, x])),
+        "pad": (lambda fd, t, i: fd.ops.pad(t, [1, 1]), np.pad(x, 1)),
+    }
+    for name, (build, want) in moves.items():
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float8_e5m2)
+            i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+            fd.add_output(build(fd, t, i))
+        (got,) = fd.execute([x, index], target=target)
+        (ref,) = execute.reference(fd, [x, index])
+        for result in (got, ref):
+            np.testing.assert_array_equal(np.asarray(result).view(np.uint8), want.view(np.uint8), err_msg=name)
+    with FusionDefinition() as fd:  # a cast saturates, as CUDA's satfinite conversion does
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.cast(t, DataType.Float8_e5m2))
+    (got,) = fd.execute([np.array([np.inf, -np.inf], np.float32)], target=target)
+    np.testing.assert_array_equal(got.astype(np.float32), [57344.0, -57344.0])
