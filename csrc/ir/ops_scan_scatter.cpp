@@ -3,6 +3,10 @@
 #include "support/error.h"
 #include "ir/ops.h"
 #include "ir/ops_util.h"
+#include "ir/numerics.h"
+
+#include <cmath>
+#include <utility>
 
 namespace braze {
 
@@ -125,6 +129,13 @@ TensorView* randomTensor(OpKind kind, Val* a, Val* b, const std::vector<Val*>& s
   const std::optional<double> ca = constant(a), cb = constant(b);
   if (kind == OpKind::Uniform && ca && cb) {
     BRAZE_CHECK(*ca <= *cb, "uniform: minval {} is greater than maxval {}", *ca, *cb);
+    // As torch's uniform_: a bound the dtype does not hold as a finite number makes every draw inf or NaN.
+    // (A bound's own dtype rounds it: 1e30 is finite as a Double scalar but not in a Half result.)
+    for (const auto& [name, bound] : {std::pair{"minval", *ca}, std::pair{"maxval", *cb}}) {
+      BRAZE_CHECK(std::isfinite(bound) && std::isfinite(numerics::roundToType(bound, dtype)),
+                  "uniform: {} {} is out of bounds for {}: a bound must be a finite number of the dtype", name, bound,
+                  toString(dtype));
+    }
   }
   if (kind == OpKind::Normal && cb) BRAZE_CHECK(*cb >= 0, "normal: std {} is negative", *cb);
   Fusion* fusion = a->fusion();

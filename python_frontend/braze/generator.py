@@ -70,6 +70,12 @@ def _insert(flat, positions, seed, offset) -> list:
     return full
 
 
+def _int64_bits(seed: int) -> int:
+    """A 64-bit seed (torch's and manual_seed's are unsigned: 2**63 and above, or -1 as 2**64 - 1) as the
+    Int64 scalar input with its bits, which the kernels' Philox reads as the same unsigned seed."""
+    return seed - 2**64 if seed >= 2**63 else seed
+
+
 def _draw(flat, ops, device):
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -82,10 +88,10 @@ def _draw(flat, ops, device):
             with _lock:
                 offset = generator.get_offset()
                 generator.set_offset(offset + ops * _OFFSET_STEP)
-            return generator.initial_seed(), offset
+            return _int64_bits(generator.initial_seed()), offset
         if tensors:
             return int(torch.randint(0, 2**62, (1,)).item()), 0
     with _lock:
         offset = _state["offset"]
         _state["offset"] = offset + ops * _OFFSET_STEP
-        return _state["seed"], offset
+        return _int64_bits(_state["seed"]), offset

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import _C
 from . import _convert as cv
+from . import dtypes
 from ._C import BrazeValueError
 from .handles import Tensor
 
@@ -116,6 +117,9 @@ class ScanScatterOps:
         elif rng_seed is None or rng_offset is None:
             raise TypeError(f"{op}: give both rng_seed= and rng_offset=, or neither (each execute then draws them "
                             "from torch's generator, or braze's)")
+        if op.endswith("_like") and not dtypes.is_floating(dtype):
+            raise TypeError(f"{op}: draws numbers of arg's dtype, which must be floating, got {dtype} (as torch's "
+                            f"{op} refuses an integer tensor)")
         return self._wrap(builder(
             cv.scalar(fd, a, op, "minval" if builder is _C.uniform else "mean", DataType.Double),
             cv.scalar(fd, b, op, "maxval" if builder is _C.uniform else "std", DataType.Double),

@@ -214,3 +214,24 @@ def test_a_vector_input_of_another_length_is_named():
     for sizes in ([3, 8, 1], [24]):
         with pytest.raises(ValueError, match=rf"input 2: expected a list of 2 ints \(define_vector\(2\)\), got {len(sizes)}"):
             fd.execute([a, 2.0, sizes])
+
+
+@pytest.mark.parametrize("low, high, dtype, which", [
+    (0.0, float("inf"), DataType.Float, "maxval inf"),
+    (float("-inf"), 0.0, DataType.Float, "minval -inf"),
+    (-1e30, 1e30, DataType.Half, "minval -1e\\+30"),          # finite as a Double, not as a Half
+    (-1.7e308, 1.7e308, DataType.Float, "minval -1.7e\\+308"),
+])
+def test_uniform_refuses_bounds_its_dtype_does_not_hold(low, high, dtype, which):
+    # torch's uniform_ refuses them ("from is out of bounds"); drawn, they gave all minval, NaN or -inf.
+    with FusionDefinition() as fd:
+        with pytest.raises(ValueError, match=rf"uniform: {which} is out of bounds for {dtype.name}"):
+            fd.ops.uniform(low, high, [4], dtype=dtype, rng_seed=0, rng_offset=0)
+
+
+@pytest.mark.parametrize("op", ["rand_like", "randn_like"])
+def test_random_like_an_integer_tensor_is_refused_by_its_own_name(op):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        with pytest.raises(TypeError, match=rf"{op}: draws numbers of arg's dtype, which must be floating"):
+            getattr(fd.ops, op)(t, rng_seed=1, rng_offset=0)

@@ -158,3 +158,17 @@ def test_a_wrong_input_count_does_not_count_the_drawn_seeds():
     for inputs in ([], [x, x]):
         with pytest.raises(ValueError, match=rf"expected 1 inputs, got {len(inputs)} \(the seed and offset"):
             fd.execute(inputs)
+
+
+def test_a_seed_past_int64_draws_like_its_bits():
+    # braze.manual_seed takes any 64-bit seed, as torch.manual_seed does (2**63 and above, or -1): the
+    # drawn seed input holds the same bits, so the draws are those of the equal signed seed.
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.uniform(0.0, 1.0, [4], dtype=DataType.Float))
+    draws = {}
+    for seed in (2**63, -2**63, 2**64 - 1, -1):
+        braze.manual_seed(seed)
+        draws[seed] = fd.execute([])[0]
+    np.testing.assert_array_equal(draws[2**63], draws[-2**63])
+    np.testing.assert_array_equal(draws[2**64 - 1], draws[-1])
+    assert not np.array_equal(draws[-1], draws[2**63])
