@@ -18,11 +18,27 @@ DataType = _C.DataType
 
 
 class ScanScatterOps:
+    def _line_of(self, x, dim, op):
+        """(x, dim) to scan; a 0-d x (dim 0 or -1, as torch takes it) as a line of one element."""
+        dim = cv.integer(dim, op, "dim")
+        if x.ndim != 0:
+            return x, dim
+        if dim not in (0, -1):
+            raise IndexError(f"{op}: dim {dim} is out of range for the 0-d tensor {x.name} (expected 0 or -1)")
+        return _C.reshape(x, [cv.constant(self._fd, 1, DataType.Int64)]), 0
+
+    @staticmethod
+    def _as_scalar_tensor(line, x):
+        """A result of _line_of's line back as a 0-d tensor where x was one."""
+        return _C.reshape(line, []) if x.ndim == 0 else line
+
     def cumsum(self, arg, dim):
-        """fd.ops.cumsum(arg, dim): torch.cumsum (integers and bools accumulate in Int64)."""
+        """fd.ops.cumsum(arg, dim): torch.cumsum (integers and bools accumulate in Int64); of a 0-d tensor,
+        its value."""
         self._begin("cumsum")
         x = cv.tensor(self._fd, arg, "cumsum", "arg")
-        return self._wrap(_C.cumsum(x, cv.integer(dim, "cumsum", "dim")))
+        line, d = self._line_of(x, dim, "cumsum")
+        return self._wrap(self._as_scalar_tensor(_C.cumsum(line, d), x))
 
     def topk(self, arg, k, dim=-1, largest=True, sorted=False):
         """fd.ops.topk(arg, k, dim=-1, largest=True, sorted=False): torch.topk; returns (values, indices).
@@ -32,8 +48,15 @@ class ScanScatterOps:
         fd = self._fd
         x = cv.tensor(fd, arg, "topk", "arg")
         count = cv.integer_scalar(fd, k, "topk", "k")
-        values, indices = _C.topk(x, count, cv.integer(dim, "topk", "dim"), cv.flag(largest, "topk", "largest"),
-                                  cv.flag(sorted, "topk", "sorted"))
+        line, d = self._line_of(x, dim, "topk")
+        largest, sorted = cv.flag(largest, "topk", "largest"), cv.flag(sorted, "topk", "sorted")
+        if x.ndim == 0:
+            # torch.topk of a 0-d tensor gives the tensor and index 0 for k of 0 or 1 alike.
+            if count.value is None or count.value not in (0, 1):
+                raise BrazeValueError(f"topk: k must be a constant 0 or 1 for the 0-d tensor {x.name}, got "
+                                      f"{'a symbolic k' if count.value is None else count.value}")
+            return self._wrap(_C.set(x)), self._wrap(_C.full([], cv.constant(fd, 0, DataType.Int64), DataType.Int64))
+        values, indices = _C.topk(line, count, d, largest, sorted)
         return self._wrap(values), self._wrap(indices)
 
     def argsort(self, arg, dim=-1, descending=False, stable=False):
@@ -42,8 +65,9 @@ class ScanScatterOps:
         self._begin("argsort")
         fd = self._fd
         x = cv.tensor(fd, arg, "argsort", "arg")
-        return self._wrap(_C.argsort(x, cv.integer(dim, "argsort", "dim"), cv.flag(descending, "argsort", "descending"),
-                                     cv.flag(stable, "argsort", "stable")))
+        line, d = self._line_of(x, dim, "argsort")
+        order = _C.argsort(line, d, cv.flag(descending, "argsort", "descending"), cv.flag(stable, "argsort", "stable"))
+        return self._wrap(self._as_scalar_tensor(order, x))
 
     def scatter(self, arg1, index, src, dim):
         """fd.ops.scatter(arg1, index, src, dim): torch.scatter out of place: out = arg1 with

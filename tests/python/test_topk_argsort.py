@@ -112,9 +112,30 @@ def test_the_definition_checks_its_arguments():
         with pytest.raises(ValueError, match=r"topk: k = 5 is not in \[0, 4\]"):
             fd.ops.topk(t, 5, dim=1)
         s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
-        with pytest.raises(ValueError, match=r"argsort: T\d+ is a 0-dim tensor"):
-            fd.ops.argsort(s)
+        with pytest.raises(IndexError, match=r"argsort: dim 1 is out of range for the 0-d tensor T\d+"):
+            fd.ops.argsort(s, 1)
+        with pytest.raises(ValueError, match=r"topk: k must be a constant 0 or 1 for the 0-d tensor T\d+, got 2"):
+            fd.ops.topk(s, 2, 0)
         fd.add_output(t)
+
+
+def test_a_zero_dim_tensor_is_a_line_of_one_as_torch_takes_it():
+    x = torch.tensor(3.0)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
+        i = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Int32)
+        for k in (0, 1):
+            values, indices = fd.ops.topk(t, k, dim=0)
+            fd.add_output(values)
+            fd.add_output(indices)
+        fd.add_output(fd.ops.argsort(t, -1))
+        fd.add_output(fd.ops.cumsum(t, 0))
+        fd.add_output(fd.ops.cumsum(i, -1))
+    n = torch.tensor(7, dtype=torch.int32)
+    want = [*torch.topk(x, 0), *torch.topk(x, 1), torch.argsort(x), torch.cumsum(x, 0), torch.cumsum(n, -1)]
+    for got, expected in zip(fd.execute([x, n]), want):
+        assert got.shape == expected.shape == torch.Size([])
+        assert got.dtype == expected.dtype and torch.equal(got, expected)
 
 
 def test_the_printed_definition_runs_again():
