@@ -78,12 +78,25 @@ std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const Prepa
     last_ = plan;
     last_address_.store(plan.get(), std::memory_order_relaxed);
   }
-  std::vector<DeviceOutput> outputs =
-      plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
-  if (wait) {
-    ops.synchronize(stream);
-    kernel::raiseRecordedIndexError(record.host);  // this execute's own
+  std::vector<DeviceOutput> outputs;
+  try {
+    outputs = plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
+    if (wait) ops.synchronize(stream);
+  } catch (...) {
+    if (wait) {
+      // Drain what this run queued (its own errors are the first one's consequences). A kernel of this run
+      // may have found an index out of range before the run failed otherwise (an integer division by
+      // zero): that error is this execute's, as the reference raises it first, and is not left for the
+      // next execute to raise.
+      try {
+        ops.synchronize(stream);
+      } catch (...) {
+      }
+      kernel::raiseRecordedIndexError(record.host);
+    }
+    throw;
   }
+  if (wait) kernel::raiseRecordedIndexError(record.host);  // this execute's own
   return outputs;
 }
 

@@ -332,11 +332,12 @@ void SimDeviceOps::runLaunch(const kernel::Kernel& k, const LaunchShape& shape, 
 
 IndexErrorRecord SimDeviceOps::indexErrorRecord() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (!index_errors_) {
-    index_errors_ = std::make_unique<int64_t[]>(kernel::kIndexErrorWords);  // zeroed
-    borrow(index_errors_.get(), kernel::kIndexErrorWords * sizeof(int64_t));
+  std::unique_ptr<int64_t[]>& record = index_errors_[std::this_thread::get_id()];
+  if (!record) {
+    record = std::make_unique<int64_t[]>(kernel::kIndexErrorWords);  // zeroed
+    borrow(record.get(), kernel::kIndexErrorWords * sizeof(int64_t));
   }
-  return {reinterpret_cast<DevicePtr>(index_errors_.get()), index_errors_.get()};
+  return {reinterpret_cast<DevicePtr>(record.get()), record.get()};
 }
 
 void SimDeviceOps::borrow(const void* begin, size_t bytes) {

@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -91,7 +92,10 @@ class SimDeviceOps final : public DeviceOps {
   std::unordered_set<const kernel::Kernel*> loaded_;
   std::map<StreamHandle, std::deque<Command>> queues_;
   std::atomic<int64_t> launches_{0}, graphs_made_{0};
-  std::unique_ptr<int64_t[]> index_errors_;
+  // One index-error record per thread: a run on the simulator is synchronous on its caller's thread, so
+  // an out-of-range index a kernel finds is raised by the execute that launched it, whatever other threads
+  // run at the same time.
+  std::unordered_map<std::thread::id, std::unique_ptr<int64_t[]>> index_errors_;
 };
 
 // The process's simulated device: what host (numpy) inputs run on.
