@@ -100,6 +100,12 @@ def execute(fd, inputs, device, kwargs) -> list:
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     results = [_to_python(out) for out in outputs]
+    # A view of a read-only input is read-only too, as numpy's own views are (writing through it would
+    # change memory its owner made immutable, or fault on a read-only mapping).
+    read_only = [a for a in flat if isinstance(a, np.ndarray) and not a.flags.writeable]
+    for r in results:
+        if read_only and isinstance(r, np.ndarray) and any(np.may_share_memory(r, a) for a in read_only):
+            r.flags.writeable = False
     if _has_torch_tensor(flat):
         # torch CPU tensors in, torch CPU tensors out (sharing the outputs' memory).
         from .pytorch_utils import to_torch
@@ -468,6 +474,7 @@ def _host_args(fd, inputs):
     definitions = fusion.inputs()
     args = []
     copied = []
+    copied_positions, originals = [], []  # positions of the copied updated inputs; every array as given
     for i, value in enumerate(flat):
         # numpy scalars and 0-D arrays are interchangeable; take the form the definition expects.
         known = i < len(definitions)
@@ -486,8 +493,26 @@ def _host_args(fd, inputs):
         borrowed = _wrappable(array)
         if borrowed is not array and in_place:
             copied.append((array, borrowed))
+            copied_positions.append(i)
+        originals.append((i, array))
         args.append(_wrap(borrowed))
+    _check_copied_updates_overlap_nothing(definitions, copied_positions, originals)
     return args, copied
+
+
+def _check_copied_updates_overlap_nothing(definitions, copied_positions, originals):
+    """An updated input that had to be copied (negative strides) is written back after the run, out of the
+    sight of the plan's own overlap checks, which see the copy: it must share no memory with another input
+    (the other's update, or the values it is read for, would be lost or mixed)."""
+    for u in copied_positions:
+        updated = next(a for i, a in originals if i == u)
+        for i, other in originals:
+            if i != u and np.may_share_memory(updated, other):
+                first, second = min(i, u), max(i, u)
+                raise BrazeValueError(
+                    f"input {first} ({definitions[first].name}) shares memory with input {second} "
+                    f"({definitions[second].name}), and input {u} is updated in place through a copy (its negative "
+                    "strides): the update would be written over the other; pass a copy of one of them")
 
 
 def _flatten(inputs, fd=None) -> list:
