@@ -15,12 +15,13 @@ from ._C import BrazeValueError
 
 
 class _Entry:
-    __slots__ = ("id", "fusion", "drawn_inputs", "host_caches", "gpu_caches")
+    __slots__ = ("id", "fusion", "drawn_inputs", "vector_sizes", "host_caches", "gpu_caches")
 
-    def __init__(self, id, fusion, drawn_inputs):
+    def __init__(self, id, fusion, drawn_inputs, vector_sizes):
         self.id = id
         self.fusion = fusion
         self.drawn_inputs = drawn_inputs  # the seed inputs each execute draws (generator.py)
+        self.vector_sizes = vector_sizes  # the define_vector inputs execute takes as lists: {place: length}
         self.host_caches = {}
         self.gpu_caches = {}
 
@@ -34,11 +35,13 @@ class DefinitionCache:
     def register(self, fd) -> None:
         """Gives a finished definition its id, and the execute caches of identical earlier ones."""
         drawn = list(fd.__dict__.get("_drawn_inputs", []))
-        record = fd._fusion.to_json() + repr(drawn)  # the same fusion, but seeds passed or drawn
+        vectors = dict(fd.__dict__.get("_vector_sizes", {}))
+        # The same fusion, but seeds passed or drawn, or scalars passed one by one or as lists.
+        record = fd._fusion.to_json() + repr(drawn) + repr(sorted(vectors.items()))
         with self._lock:
             entry = self._by_record.get(record)
             if entry is None:
-                entry = _Entry(len(self._by_id), fd._fusion.__copy__(), drawn)
+                entry = _Entry(len(self._by_id), fd._fusion.__copy__(), drawn, vectors)
                 self._by_record[record] = entry
                 self._by_id.append(entry)
         self._attach(fd, entry)
@@ -70,6 +73,8 @@ class DefinitionCache:
         fd._id = entry.id
         if entry.drawn_inputs:
             fd._drawn_inputs = list(entry.drawn_inputs)
+        if entry.vector_sizes:
+            fd._vector_sizes = dict(entry.vector_sizes)
         # execute.py keeps the FusionCache objects in these dicts: sharing them shares the plans.
         fd._host_caches = entry.host_caches
         fd._gpu_caches = entry.gpu_caches

@@ -11,6 +11,8 @@ dtypes, dims) to the C++ builders, whose errors already name the op and the oper
 
 from __future__ import annotations
 
+import threading
+
 from . import _C
 from ._C import BrazeValueError
 from . import _convert as cv
@@ -19,6 +21,9 @@ from . import tensor_descriptor as td
 from .handles import Scalar, Tensor, wrap
 from .definition_cache import definitions as _definitions
 from .ops import Operators
+
+# Held while a subclass's definition() builds its fusion on a first execute.
+_SUBCLASS_DEFINITION = threading.RLock()
 
 _FAST_KWARGS = _execute.FAST_KWARGS
 
@@ -241,10 +246,13 @@ class FusionDefinition:
                 if updated:
                     _execute.bump_torch_versions(flat, updated)
                 return outputs
-        if self._state == "new" and hasattr(self, "definition"):
-            # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute.
-            with self:
-                self.definition()
+        if self._state != "done" and hasattr(self, "definition"):
+            # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute, once,
+            # while the threads that execute it too at the same time wait for it.
+            with _SUBCLASS_DEFINITION:
+                if self._state == "new":
+                    with self:
+                        self.definition()
             if "_drawn_inputs" in state:
                 inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
         if self._state == "open":

@@ -274,3 +274,31 @@ def test_a_typed_constant_holds_what_its_dtype_holds():
         (want,) = bx.reference(fd, [x])
         np.testing.assert_array_equal(got, np.full(2, held))
         np.testing.assert_array_equal(want, np.full(2, held))
+
+
+def test_threads_running_a_subclass_definition_first_build_it_once():
+    import threading
+    import time
+
+    class Exp(FusionDefinition):
+        def definition(self):
+            x = self.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            time.sleep(0.01)  # long enough for the other threads to arrive while it builds
+            self.add_output(self.ops.exp(x))
+
+    fd, errors = Exp(), []
+    start = threading.Barrier(3)
+
+    def first_execute():
+        start.wait()
+        try:
+            np.testing.assert_allclose(fd.execute([np.zeros(3, np.float32)])[0], 1.0)
+        except Exception as error:  # noqa: BLE001 - collected for the assertion below
+            errors.append(f"{type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=first_execute) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

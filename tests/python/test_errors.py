@@ -235,3 +235,15 @@ def test_random_like_an_integer_tensor_is_refused_by_its_own_name(op):
         t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
         with pytest.raises(TypeError, match=rf"{op}: draws numbers of arg's dtype, which must be floating"):
             getattr(fd.ops, op)(t, rng_seed=1, rng_offset=0)
+
+
+def test_a_definition_by_id_keeps_its_vector_inputs():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(x, fd.define_vector(2)))
+        fd.add_output(fd.ops.reshape(x, fd.define_vector(2)))
+    same = FusionDefinition(fd.id())
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert [o.shape for o in same.execute([a, [4, 3], [6, 2]])] == [(4, 3), (6, 2)]
+    with pytest.raises(ValueError, match=r"input 1: expected a list of 2 ints \(define_vector\(2\)\), got 1"):
+        same.execute([a, [4], [3, 6, 2]])
