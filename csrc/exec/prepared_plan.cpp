@@ -150,6 +150,13 @@ void PreparedPlan::checkWrittenInputsOverlapNothing(const std::vector<DeviceValu
 
 void PreparedPlan::checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const {
   for (size_t c : copied_inputs_) {
+    for (size_t v : viewed_inputs_) {
+      BRAZE_CHECK(!overlap(std::get<DeviceTensor>(inputs[v]), std::get<DeviceTensor>(inputs[c])),
+                  "input {} ({}) shares memory with input {} ({}), which the fusion updates in place after its "
+                  "kernels: an output that views input {} would show the new values, not the ones it is computed "
+                  "from; pass a copy of one of them",
+                  v, compiled_.plan.fusion->inputs()[v]->name(), c, compiled_.plan.fusion->inputs()[c]->name(), v);
+    }
     for (size_t u : updated_inputs_) {
       if (u == c) continue;
       const size_t first = std::min(u, c), second = std::max(u, c);
@@ -259,6 +266,10 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
                          bytesOf(allocated, o.tensor.dtype) == slot.bytes;
       slot.sole_output = !slot.returned && whole ? static_cast<int32_t>(outputs_.size()) : -1;
       slot.returned = true;
+    }
+    if (slot.kind == SlotKind::Input && !o.scalar &&
+        std::find(updated_inputs_.begin(), updated_inputs_.end(), static_cast<size_t>(slot.input)) == updated_inputs_.end()) {
+      viewed_inputs_.push_back(static_cast<size_t>(slot.input));
     }
     outputs_.push_back(std::move(o));
   }
@@ -409,7 +420,9 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
                                             const OutputAllocator* allocator, bool as_graph) const {
   if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
   if (!written_inputs_.empty()) checkWrittenInputsOverlapNothing(inputs);
-  if (!copied_inputs_.empty() && updated_inputs_.size() > 1) checkCopiedInputsOverlapNoUpdate(inputs);
+  if (!copied_inputs_.empty() && (updated_inputs_.size() > 1 || !viewed_inputs_.empty())) {
+    checkCopiedInputsOverlapNoUpdate(inputs);
+  }
   // Scratch reused by every run on this thread: after the first, binding allocates nothing. A run
   // entered again from inside the allocator (Python code that executes a fusion) gets its own.
   struct Scratch {

@@ -139,7 +139,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // (LoweredPlan's written_in_place): that kernel would read elements another thread already wrote.
   void checkWrittenInputsOverlapNothing(const std::vector<DeviceValue>& inputs) const;
   // Refuses, naming both, two updated inputs whose memory overlaps where one is written by a copy after
-  // the kernels: which update the shared elements end with would depend on the order of the writes.
+  // the kernels (which update the shared elements end with would depend on the order of the writes), and
+  // an input a returned output views whose memory such a copy writes (the view would show new values).
   void checkCopiedInputsOverlapNoUpdate(const std::vector<DeviceValue>& inputs) const;
   Binding bindingOf(const Val* val, const std::unordered_map<const Val*, int32_t>& slot_of) const;
   // Where `input` is among the fusion's inputs.
@@ -165,6 +166,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   std::vector<WrittenInput> written_inputs_;
   std::vector<size_t> copied_inputs_;   // the inputs copies write after the kernels, by position
   std::vector<size_t> updated_inputs_;  // every input the fusion updates in place (kernels or copies), by position
+  std::vector<size_t> viewed_inputs_;   // the inputs not updated that returned outputs view, by position
   std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;

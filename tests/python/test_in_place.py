@@ -342,3 +342,24 @@ def test_a_view_of_a_read_only_input_is_read_only():
     view, doubled = fd.execute([frozen])
     assert not view.flags.writeable and doubled.flags.writeable
     np.testing.assert_array_equal(view, frozen.T)
+
+
+def test_a_view_of_an_input_sharing_memory_with_an_update_is_refused():
+    # b is a itself: permute(b) would be a live view showing a's update, where the reference computes every
+    # output from the inputs as given.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(a, 2.0), alias_input=a)
+        fd.add_output(fd.ops.permute(a, [1, 0]))
+        fd.add_output(fd.ops.permute(b, [1, 0]))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(ValueError, match=r"input 1 \(T1\) shares memory with input 0 \(T0\), which the fusion updates "
+                                         r"in place after its kernels"):
+        fd.execute([x, x])
+    np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3))
+    y = x.copy()
+    ta, tb = fd.execute([x, y])
+    np.testing.assert_array_equal(ta, np.arange(6).reshape(2, 3).T)
+    np.testing.assert_array_equal(tb, y.T)
+    np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3) * 2)
