@@ -1,5 +1,6 @@
 // cumsum, topk, argsort, scatter, index_put_accumulate and the random tensors on the reference evaluator.
 #include "support/error.h"
+#include "ir/numerics.h"
 #include "ir/random_numbers.h"
 #include "reference/eval_ops.h"
 
@@ -166,6 +167,7 @@ HostTensor random(const Expr& expr, const Operands& operands) {
   for (size_t i = 4; i < operands.size(); ++i) shape.push_back(intOf(*operands[i]));
   const bool is_uniform = expr.kind() == OpKind::Uniform;
   HostTensor out = HostTensor::empty(expr.attrs().getDataType("dtype"), shape);
+  const double max_in_dtype = numerics::roundToType(b, out.dtype());
   for (int64_t i = 0; i < out.numel(); ++i) {
     const auto n = static_cast<uint64_t>(i);
     if (!is_uniform) {
@@ -173,8 +175,9 @@ HostTensor random(const Expr& expr, const Operands& operands) {
       continue;
     }
     out.writeDouble(i, a + (b - a) * uniformUnit(seed, offset, n));
-    // [minval, maxval): a value that rounds up to maxval in the dtype becomes minval (kernels do the same).
-    if (out.readDouble(i) >= b) out.writeDouble(i, a);
+    // [minval, maxval): a value that rounds up to maxval in the dtype (maxval as the dtype holds it, as
+    // torch's uniform_ compares) becomes minval (kernels do the same).
+    if (out.readDouble(i) >= max_in_dtype) out.writeDouble(i, a);
   }
   return out;
 }

@@ -613,7 +613,7 @@ ExprId ValueBuilder::creation(const Expr& expr, const std::vector<Idx>& index) {
 
 // uniform and normal as the reference computes them (eval_scan_scatter.cpp): Philox's number for the
 // element's row-major position, scaled in double and rounded to the dtype; a uniform value that rounds
-// up to maxval becomes minval, so the range stays [minval, maxval).
+// up to maxval (as the dtype holds it) becomes minval, so the range stays [minval, maxval).
 ExprId ValueBuilder::random(const Expr& expr, const std::vector<Idx>& index) {
   const DataType dtype = expr.output(0)->dtype();
   const DataType f64 = DataType::Double;
@@ -631,7 +631,9 @@ ExprId ValueBuilder::random(const Expr& expr, const std::vector<Idx>& index) {
   }
   const ExprId span = kb_.elementwise(OpKind::Sub, f64, {b, a});
   const ExprId value = bind("uniform", kb_.cast(kb_.elementwise(OpKind::Add, f64, {a, kb_.elementwise(OpKind::Mul, f64, {span, unit})}), dtype));
-  const ExprId at_max = kb_.elementwise(OpKind::Ge, DataType::Bool, {kb_.cast(value, f64), b});
+  // maxval as the dtype holds it (torch's uniform_ compares there too): 3.7 is 3.69921875 in Half.
+  const ExprId max_in_dtype = kb_.cast(kb_.cast(b, dtype), f64);
+  const ExprId at_max = kb_.elementwise(OpKind::Ge, DataType::Bool, {kb_.cast(value, f64), max_in_dtype});
   return bind("uniform", kb_.elementwise(OpKind::Where, dtype, {at_max, kb_.cast(a, dtype), value}));
 }
 

@@ -172,3 +172,20 @@ def test_a_seed_past_int64_draws_like_its_bits():
     np.testing.assert_array_equal(draws[2**63], draws[-2**63])
     np.testing.assert_array_equal(draws[2**64 - 1], draws[-1])
     assert not np.array_equal(draws[-1], draws[2**63])
+
+
+@pytest.mark.parametrize("dtype, low, high", [(DataType.Half, -1.5, 3.7), (DataType.BFloat16, 2.0, 3.3),
+                                              (DataType.Float, 0.0, 0.1)])
+def test_uniform_never_reaches_maxval_as_the_dtype_holds_it(dtype, low, high):
+    # 3.7 is 3.69921875 in Half, below 3.7: a draw that rounds to it is maxval, which the range excludes
+    # (torch's uniform_ and nvFuser's test_uniform_range); it becomes minval, in kernels and reference alike.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np_dtype = {DataType.Half: np.float16, DataType.BFloat16: ml_dtypes.bfloat16, DataType.Float: np.float32}[dtype]
+    with FusionDefinition() as fd:
+        seed, offset = fd.define_scalar(DataType.Int), fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.uniform(low, high, [1 << 18], dtype=dtype, rng_seed=seed, rng_offset=offset))
+    (got,) = fd.execute([123, 0])
+    (ref,) = braze.execute.reference(fd, [123, 0])
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint8), np.asarray(ref).view(np.uint8))
+    values = np.asarray(got).astype(np.float64)
+    assert values.min() >= low and values.max() < float(np_dtype(high))
