@@ -4,7 +4,9 @@
 #include "ir/ops_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <utility>
 
 namespace braze {
 
@@ -195,6 +197,17 @@ TensorView* iota(Val* length, Val* start, Val* step, DataType dtype) {
   if (start == nullptr) start = fusion->constant(int64_t{0}, dtype);
   if (step == nullptr) step = fusion->constant(int64_t{1}, dtype);
   BRAZE_CHECK(start->isScalar() && step->isScalar(), "iota: start and step must be scalars");
+  // As nvFuser and torch.arange refuse them: a zero step repeats start, an infinite one gives inf and NaN.
+  for (const auto& [name, v] : {std::pair{"start", start}, std::pair{"step", step}}) {
+    if (!v->asScalar()->isConstant()) continue;
+    const double value = toDouble(*v->asScalar()->value());
+    BRAZE_CHECK(std::isfinite(value), "iota: {} must be a finite number, got {} [nvFuser: iota: length, start, step "
+                "must be finite numbers.]", name, value);
+  }
+  if (step->asScalar()->isConstant()) {
+    BRAZE_CHECK(toDouble(*step->asScalar()->value()) != 0.0, "iota: step must not be 0 [nvFuser: iota: step value "
+                "must not equal zero.]");
+  }
   const int64_t extent = staticValueOr(length, IterDomain::kSymbolic);
   TensorView* result = newTensorLike(fusion, dtype, {IterDomain{extent, IterType::Iteration}});
   fusion->newExpr(OpKind::Iota, {length, start, step}, {result}, {{"dtype", dtype}});

@@ -12,6 +12,7 @@ dtypes, dims) to the C++ builders, whose errors already name the op and the oper
 from __future__ import annotations
 
 import threading
+import warnings
 
 from . import _C
 from ._C import BrazeValueError
@@ -204,7 +205,10 @@ class FusionDefinition:
         """Marks a Tensor or Scalar as a fusion output. With alias_input (a fusion input tensor), the
         result is written into that input's array in place and not returned by execute. With
         stride_order (nvFuser's order: [1, 0] row-major, [0, 1] column-major), the output comes back
-        with strides in that order (recorded as fd.ops.stride_order)."""
+        with strides in that order (recorded as fd.ops.stride_order); a list in alias_input's place is a
+        stride order, as nvFuser's add_output(output, stride_order) takes it."""
+        if isinstance(alias_input, (list, tuple)) and stride_order is None:
+            alias_input, stride_order = None, alias_input
         self._check_open("add_output")
         if stride_order:
             if alias_input is not None:
@@ -253,6 +257,10 @@ class FusionDefinition:
                 if self._state == "new":
                     with self:
                         self.definition()
+                    if hasattr(self, "schedule"):
+                        warnings.warn(f"{type(self).__name__}.schedule() is not called: braze chooses and lowers "
+                                      "each kernel's schedule itself (nvFuser's user schedules have no equivalent)",
+                                      stacklevel=2)
             if "_drawn_inputs" in state:
                 inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
         if self._state == "open":
@@ -291,6 +299,11 @@ class FusionDefinition:
         return repr(self) if inputs is None else self.repro_script(inputs)
 
     getReproString = repro_script_for
+
+    def debug_output(self):
+        """nvFuser's debug output of an execute(capture_debug_output=True): braze captures none (execute
+        accepts the keyword and ignores it; BRAZE_DUMP=<pass> prints what braze can show, to stderr)."""
+        return None
 
     def profile(self):
         """nvFuser's FusionProfile of an execute(profile=True): braze does not collect one (execute accepts

@@ -485,3 +485,44 @@ def test_broadcast_in_dim_keeps_an_input_extent_for_minus_one():
     want[index] = values
     np.testing.assert_array_equal(updated, want)
     np.testing.assert_array_equal(broadcast, np.broadcast_to(index[None, :, None], (1, 2, 3)))
+
+
+def test_add_output_takes_a_stride_order_positionally():
+    # nvFuser's test_output_stride_order: fd.add_output(t, perm).
+    x = torch.arange(120, dtype=torch.float32).reshape(2, 3, 4, 5)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.add(t, 3.0), [0, 1, 2, 3])
+        fd.add_output(fd.ops.add(t, 4.0), (3, 2, 1, 0))
+    column_major, row_major = fd.execute([x])
+    torch.testing.assert_close(column_major, x + 3)
+    torch.testing.assert_close(row_major, x + 4)
+    assert column_major.stride() == (1, 2, 6, 24) and row_major.is_contiguous()
+
+
+@pytest.mark.parametrize("start, step, why", [(0, 0, r"step must not be 0"),
+                                              (float("inf"), 1.0, r"start must be a finite number, got inf"),
+                                              (0.0, float("nan"), r"step must be a finite number, got nan")])
+def test_iota_refuses_what_arange_refuses(start, step, why):
+    dtype = DataType.Int if isinstance(start, int) else DataType.Double
+    with FusionDefinition() as fd:
+        with pytest.raises(BrazeValueError, match=rf"iota: {why}"):
+            fd.ops.iota(fd.define_scalar(5), fd.define_scalar(start, dtype), fd.define_scalar(step, dtype), dtype)
+
+
+def test_a_user_schedule_is_named_as_not_called_and_no_debug_output_is_captured():
+    x = torch.randn(4, 4)
+
+    class WithSchedule(FusionDefinition):
+        def definition(self):
+            self.t0 = self.from_pytorch(x)
+            self.add_output(self.ops.tanh(self.t0))
+
+        def schedule(self):
+            raise AssertionError("braze does not call it")
+
+    fd = WithSchedule()
+    with pytest.warns(UserWarning, match=r"WithSchedule.schedule\(\) is not called"):
+        (out,) = fd.execute([x], capture_debug_output=True)
+    torch.testing.assert_close(out, x.tanh())
+    assert fd.debug_output() is None
