@@ -15,6 +15,7 @@ import math
 from . import _C
 from ._C import BrazeValueError
 from . import _convert as cv
+from . import dtypes
 from .handles import Scalar, Tensor
 
 DataType = _C.DataType
@@ -31,8 +32,8 @@ class EmbeddingOps:
         input's shape + [embedding dim]. padding_idx, scale_grad_by_freq and sparse change only the backward:
         checked, not used. With max_norm, a row whose norm_type-norm (2 when None) is above max_norm is
         scaled by max_norm / (norm + 1e-7) in the output and, where weight is a fusion input, in weight
-        itself (in place, as torch does); a norm_type that is a constant is taken exactly (1, 2, inf and 0
-        included), a symbolic one as (sum |x|^p)^(1/p)."""
+        itself (in place, as torch does), which must then be floating; norm_type is taken exactly (1, 2, inf
+        and 0 included), a symbolic one by run-time selection among the forms."""
         self._begin("embedding_fwd")
         fd = self._fd
         x = cv.tensor(fd, input, "embedding_fwd", "input")
@@ -62,6 +63,13 @@ class EmbeddingOps:
         """The picked rows scaled as torch.embedding_renorm_ scales them, written back into the weight
         where it is a fusion input."""
         fd = self._fd
+        if not dtypes.is_floating(table._val.dtype):
+            raise BrazeValueError(f"embedding_fwd: max_norm renormalizes the weight's rows, which must be floating, "
+                                  f"got {table._val.name} of {table._val.dtype} (torch's norm refuses it too)")
+        if table._val.is_fusion_input and any(v.id == table._val.id for v in fd._fusion.aliased_inputs()):
+            raise BrazeValueError(f"embedding_fwd: the weight {table._val.name} is updated in place already (by "
+                                  "another embedding_fwd with max_norm, or add_output(..., alias_input=)): braze "
+                                  "writes one update per input; renormalize once, or pass a copy of the weight")
         limit = self._wrap(cv.scalar(fd, max_norm, "embedding_fwd", "max_norm", DataType.Double))
         p = 2.0 if norm_type is None else norm_type
         cv.scalar(fd, p, "embedding_fwd", "norm_type", DataType.Double)
@@ -82,8 +90,11 @@ class EmbeddingOps:
             p = p.value
         if isinstance(p, Tensor):
             raise TypeError("embedding_fwd: norm_type must be a Scalar or a Python number, got a Tensor")
-        if isinstance(p, Scalar):  # symbolic: the general form
-            return self.pow(self.sum(self.pow(self.abs(r), p), [1]), self.reciprocal(p))
+        if isinstance(p, Scalar):  # symbolic: each form computed, the one p names taken at run time
+            general = self.pow(self.sum(self.pow(self.abs(r), p), [1]), self.reciprocal(p))
+            largest = self.max(self.abs(r), [1])
+            nonzeros = self.sum(self.cast(self.ne(r, 0.0), r._val.dtype), [1])
+            return self.where(self.eq(p, math.inf), largest, self.where(self.eq(p, 0.0), nonzeros, general))
         p = float(p)
         if math.isnan(p) or p < 0:
             raise BrazeValueError(f"embedding_fwd: norm_type must be a non-negative number or inf, got {p}")

@@ -28,6 +28,13 @@ _ALIGNMENT = 64  # bytes: any misalignment a plan depends on (16-byte vectors) i
 
 # What the script defines before its inputs: a strided, misaligned array or tensor with given values.
 _HELPERS = '''
+def strided(base, shape, strides):
+    """as_strided of `base` with element `strides`, through an unsigned view of its width (numpy cannot
+    read some ml_dtypes type strings: float8_e5m2's is '<f1')."""
+    raw = base.view(np.dtype(f"u{base.itemsize}"))
+    return np.lib.stride_tricks.as_strided(raw, shape, [s * base.itemsize for s in strides]).view(base.dtype)
+
+
 def filled(dtype, shape, strides, data=None):
     """The elements a strided tensor spans, holding `data` (else random values) where it reads them."""
     import ml_dtypes  # noqa: F401 - registers bfloat16 and the fp8 types with numpy
@@ -35,7 +42,7 @@ def filled(dtype, shape, strides, data=None):
     span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
     buffer = np.zeros(span, dt)
     if span:
-        view = np.lib.stride_tricks.as_strided(buffer, shape, [s * dt.itemsize for s in strides])
+        view = strided(buffer, shape, strides)
         if data is not None:
             view[...] = np.frombuffer(zlib.decompress(base64.b64decode(data)), dt).reshape(shape)
         else:
@@ -50,7 +57,7 @@ def host_tensor(dtype, shape, strides, misalign, data=None):
     start = (misalign - raw.ctypes.data) % 64
     raw[start:start + buffer.nbytes] = buffer.view(np.uint8)
     base = raw[start:start + buffer.nbytes].view(buffer.dtype)
-    return np.lib.stride_tricks.as_strided(base, shape, [s * buffer.itemsize for s in strides])
+    return strided(base, shape, strides)
 
 
 def cuda_tensor(dtype, shape, strides, misalign, device, data=None):

@@ -126,3 +126,34 @@ def test_an_index_out_of_range_is_refused():
     fd = thunder_embedding(1, torch.float32, 1.0, 2.0)
     with pytest.raises(Exception, match=r"index"):
         fd.execute([torch.tensor([0, 7]), torch.randn(7, 3)])
+
+
+@pytest.mark.parametrize("norm_type", [math.inf, 0.0, 2.0, 3.0])
+def test_a_symbolic_norm_type_takes_its_form_at_run_time(norm_type):
+    weight = torch.tensor([[3.0, 0.0, 4.0], [0.5, 0.25, 0.0]])
+    index = torch.tensor([0, 1])
+    with FusionDefinition() as fd:
+        i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int64)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        p = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.embedding_fwd(i, w, None, 1.0, p, None, None))
+    want_weight = weight.clone()
+    want = torch.nn.functional.embedding(index, want_weight, max_norm=1.0, norm_type=norm_type)
+    got_weight = weight.clone()
+    (got,) = fd.execute([index, got_weight, norm_type])
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_weight, want_weight)
+
+
+def test_renormalizing_refuses_an_integer_weight_and_a_second_update():
+    with FusionDefinition() as fd:
+        i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int64)
+        ints = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int64)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=r"embedding_fwd: max_norm renormalizes the weight's rows, which must be "
+                                             r"floating, got T1"):
+            fd.ops.embedding_fwd(i, ints, None, 1.0)
+        fd.add_output(fd.ops.embedding_fwd(i, ints))  # without max_norm an integer table is fine
+        fd.add_output(fd.ops.embedding_fwd(i, w, None, 1.0))
+        with pytest.raises(ValueError, match=r"embedding_fwd: the weight T2 is updated in place already"):
+            fd.ops.embedding_fwd(i, w, None, 2.0)

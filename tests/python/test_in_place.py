@@ -363,3 +363,18 @@ def test_a_view_of_an_input_sharing_memory_with_an_update_is_refused():
     np.testing.assert_array_equal(ta, np.arange(6).reshape(2, 3).T)
     np.testing.assert_array_equal(tb, y.T)
     np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3) * 2)
+
+
+def test_an_update_through_a_copy_beside_interleaved_columns_runs():
+    # Even columns reversed (a copy, written back) and odd columns: the same memory range, no element shared.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, 1.0), alias_input=a)
+        fd.add_output(fd.ops.mul(b, 2.0))
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (doubled,) = fd.execute([x[:, 4::-2], x[:, 1::2]])
+    want = np.arange(24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_array_equal(doubled, want[:, 1::2] * 2)
+    want[:, 0::2] += 1
+    np.testing.assert_array_equal(x, want)

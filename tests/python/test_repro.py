@@ -147,3 +147,17 @@ def test_thunder_finds_the_reproducer_under_nvfusers_names():
     fd.execute(inputs, profile=True)  # nvFuser's keyword: accepted, and no profile is collected
     with pytest.raises(NotImplementedError, match="torch.profiler"):
         fd.profile()
+
+
+def test_the_script_recreates_a_strided_float8_e5m2_input(tmp_path):
+    # numpy cannot read e5m2's type string ('<f1'): the script strides it through an unsigned view.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float8_e5m2)
+        fd.add_output(fd.ops.cast(t, DataType.Float))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3).astype(ml_dtypes.float8_e5m2)[:, ::2]
+    namespace = {}
+    exec(compile(fd.repro_script_for([x]).split("outputs = fd.execute")[0], "repro", "exec"), namespace)
+    rebuilt = namespace["inputs"][0]
+    assert rebuilt.strides == x.strides
+    np.testing.assert_array_equal(rebuilt.astype(np.float32), x.astype(np.float32))

@@ -89,3 +89,13 @@ def test_data_movement_keeps_an_e5m2_infinity(target):
         fd.add_output(fd.ops.cast(t, DataType.Float8_e5m2))
     (got,) = fd.execute([np.array([np.inf, -np.inf], np.float32)], target=target)
     np.testing.assert_array_equal(got.astype(np.float32), [57344.0, -57344.0])
+
+
+def test_a_cast_to_its_own_fp8_dtype_keeps_an_infinity_in_kernels_and_reference():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([np.inf, -np.inf, 1.0], np.float32).astype(ml_dtypes.float8_e5m2)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float8_e5m2)
+        fd.add_output(fd.ops.cast(t, DataType.Float8_e5m2))
+    for result in (fd.execute([x])[0], execute.reference(fd, [x])[0]):
+        np.testing.assert_array_equal(np.asarray(result).view(np.uint8), x.view(np.uint8))
