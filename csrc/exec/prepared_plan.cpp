@@ -268,9 +268,11 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
       slot.sole_output = !slot.returned && whole ? static_cast<int32_t>(outputs_.size()) : -1;
       slot.returned = true;
     }
-    if (slot.kind == SlotKind::Input && !o.scalar &&
-        std::find(updated_inputs_.begin(), updated_inputs_.end(), static_cast<size_t>(slot.input)) == updated_inputs_.end()) {
-      viewed_inputs_.push_back(static_cast<size_t>(slot.input));
+    if (slot.kind == SlotKind::Input) {
+      const auto input = static_cast<size_t>(slot.input);
+      if (std::find(updated_inputs_.begin(), updated_inputs_.end(), input) == updated_inputs_.end()) {
+        viewed_inputs_.push_back(input);  // a view of an input no update writes
+      }
     }
     outputs_.push_back(std::move(o));
   }

@@ -94,7 +94,7 @@ TensorView* broadcastInDim(TensorView* x, std::vector<Val*> shape, const std::ve
   }
   for (int64_t d = 0; d < out_rank; ++d) {
     if (mapped[d]) continue;
-    if (staticValueOr(shape[d], 0) == -1) shape[d] = x->fusion()->constant(int64_t{1}, DataType::Int64);  // a new dim's 1
+    if (staticValueOr(shape[d], 0) == -1) shape[d] = x->fusion()->constant(int64_t{1}, DataType::Int64);  // a new dim
     const int64_t target = staticValueOr(shape[d], IterDomain::kSymbolic);
     out[d] = (target == 1) ? IterDomain{1, IterType::Broadcast} : IterDomain{target, IterType::Expanded};
   }
