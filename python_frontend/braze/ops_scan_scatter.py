@@ -18,13 +18,19 @@ DataType = _C.DataType
 
 
 class ScanScatterOps:
+    @staticmethod
+    def _zero_dim_checked(x, dim, op):
+        """dim as an int; for a 0-d x, one torch takes there (0 or -1)."""
+        dim = cv.integer(dim, op, "dim")
+        if x.ndim == 0 and dim not in (0, -1):
+            raise IndexError(f"{op}: dim {dim} is out of range for the 0-d tensor {x.name} (expected 0 or -1)")
+        return dim
+
     def _line_of(self, x, dim, op):
         """(x, dim) to scan; a 0-d x (dim 0 or -1, as torch takes it) as a line of one element."""
-        dim = cv.integer(dim, op, "dim")
+        dim = self._zero_dim_checked(x, dim, op)
         if x.ndim != 0:
             return x, dim
-        if dim not in (0, -1):
-            raise IndexError(f"{op}: dim {dim} is out of range for the 0-d tensor {x.name} (expected 0 or -1)")
         return _C.reshape(x, [cv.constant(self._fd, 1, DataType.Int64)]), 0
 
     @staticmethod
@@ -48,15 +54,15 @@ class ScanScatterOps:
         fd = self._fd
         x = cv.tensor(fd, arg, "topk", "arg")
         count = cv.integer_scalar(fd, k, "topk", "k")
-        line, d = self._line_of(x, dim, "topk")
         largest, sorted = cv.flag(largest, "topk", "largest"), cv.flag(sorted, "topk", "sorted")
         if x.ndim == 0:
+            self._zero_dim_checked(x, dim, "topk")
             # torch.topk of a 0-d tensor gives the tensor and index 0 for k of 0 or 1 alike.
             if count.value is None or count.value not in (0, 1):
                 raise BrazeValueError(f"topk: k must be a constant 0 or 1 for the 0-d tensor {x.name}, got "
                                       f"{'a symbolic k' if count.value is None else count.value}")
             return self._wrap(_C.set(x)), self._wrap(_C.full([], cv.constant(fd, 0, DataType.Int64), DataType.Int64))
-        values, indices = _C.topk(line, count, d, largest, sorted)
+        values, indices = _C.topk(x, count, cv.integer(dim, "topk", "dim"), largest, sorted)
         return self._wrap(values), self._wrap(indices)
 
     def argsort(self, arg, dim=-1, descending=False, stable=False):
