@@ -17,6 +17,7 @@
 #include "support/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <functional>
@@ -94,6 +95,22 @@ void verifyGivenCode(const Segment& segment, scheduler::SegmentLowering& lowerin
 
 }  // namespace
 
+namespace {
+
+// A kernel's grid is its scheduler's choice from the sizes: sizes past what one launch's grid covers
+// (far more elements than a device holds, from expanded or huge requested shapes) are the caller's.
+void checkGridFits(const kernel::Kernel& k, const Segment& segment) {
+  if (k.grid[0] <= 2147483647 && k.grid[1] <= 65535) return;
+  std::vector<std::string> outputs;  // named only when it fails
+  for (const Val* out : segment.outputs) outputs.push_back(out->name());
+  throwError(ErrorKind::Value, __FILE__, __LINE__,
+             fmt::format("segment {} (writing {}): its kernel {} would need a grid of {}x{} blocks, more than one "
+                         "launch holds (2^31-1 x 65535): the tensors are too large",
+                         segment.id, fmt::join(outputs, ", "), k.name, k.grid[0], k.grid[1]));
+}
+
+}  // namespace
+
 LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKernelSource* source) {
   LoweredPlan lowered{std::move(plan), {}, {}, {}, {}};
   struct FollowUpKernel {
@@ -140,6 +157,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
     } else {
       next_kernels = lowering.takeFollowUps();
     }
+    checkGridFits(k, segment);
     if (verifiersEnabled()) kernel::verifyKernel(k);
     // The plan shows what the heuristics chose.
     segment.vectorize = k.vectorize;
@@ -152,6 +170,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
     for (size_t f = 0; f < next_kernels.size(); ++f) {
       kernel::Kernel& next = next_kernels[f];
       ++segment.follow_up_kernels;
+      checkGridFits(next, segment);
       if (verifiersEnabled()) kernel::verifyKernel(next);
       dumpAfter("lower", [&] { return kernel::printKernel(next); });
       std::optional<kernel::CodeDigest> digest = given ? givenDigest(next, *given, f + 1) : std::nullopt;

@@ -11,17 +11,21 @@ std::vector<int64_t> reshapeSizes(const Expr& reshape, const std::vector<int64_t
                                   std::vector<int64_t> shape) {
   int64_t numel = 1;
   for (int64_t s : in_sizes) numel *= s;
-  int64_t known = 1;
   int64_t inferred = -1;
+  std::vector<int64_t> given;  // new_shape without its -1
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       BRAZE_CHECK(inferred < 0, "reshape: more than one -1 in new_shape [{}]", fmt::join(shape, ", "));
       inferred = static_cast<int64_t>(i);
     } else {
       BRAZE_CHECK(shape[i] >= 0, "reshape: new_shape [{}] has a negative size", fmt::join(shape, ", "));
-      known *= shape[i];
+      given.push_back(shape[i]);
     }
   }
+  // A product that wraps could equal the element count: refused before it is taken.
+  checkElementCount("reshape", given);
+  int64_t known = 1;
+  for (int64_t s : given) known *= s;
   if (inferred >= 0) {
     BRAZE_CHECK(known != 0 && numel % known == 0, "reshape: cannot infer the -1 in [{}] for {} elements",
                 fmt::join(shape, ", "), numel);

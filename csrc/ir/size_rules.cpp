@@ -83,8 +83,11 @@ Sizes catSizes(const Expr& expr, const SizesOf& operand) {
       BRAZE_CHECK(d == dim || s[d] == first[d], "cat: {} has size {} on dim {} but {} has {} (only dim {} may differ)",
                   operandString(expr, i, s), s[d], d, operandString(expr, 0, first), first[d], dim);
     }
-    shape[dim] += s[dim];
+    BRAZE_CHECK(!__builtin_add_overflow(shape[dim], s[dim], &shape[dim]),
+                "cat: the result's dim {} would have more elements than a 64-bit count holds ({} after {} inputs)", dim,
+                s[dim], i);
   }
+  checkElementCount("cat", shape);
   return shape;
 }
 
@@ -92,9 +95,16 @@ Sizes padSizes(const Expr& expr, const Sizes& in, const ScalarOf& scalar) {
   Sizes shape = in;  // inputs x, value, then (left, right) pairs from the last dim
   for (size_t pair = 0; 2 * pair + 4 <= expr.inputs().size(); ++pair) {
     const size_t d = shape.size() - 1 - pair;
-    shape[d] += scalar(2 + 2 * pair) + scalar(3 + 2 * pair);
-    BRAZE_CHECK(shape[d] >= 0, "pad: dim {} of {} would have negative size {}", d, operandString(expr, 0, in), shape[d]);
+    const int64_t left = scalar(2 + 2 * pair), right = scalar(3 + 2 * pair);
+    // In 128 bits: widths near the int64 limits must not wrap into a plausible size.
+    const __int128 size = static_cast<__int128>(in[d]) + left + right;
+    BRAZE_CHECK(size >= 0, "pad: dim {} of {} would have negative size {} (widths {} and {})", d,
+                operandString(expr, 0, in), static_cast<int64_t>(std::max<__int128>(size, INT64_MIN)), left, right);
+    BRAZE_CHECK(size <= INT64_MAX, "pad: dim {} of {} with widths {} and {} would have more elements than a 64-bit "
+                "count holds", d, operandString(expr, 0, in), left, right);
+    shape[d] = static_cast<int64_t>(size);
   }
+  checkElementCount("pad", shape);
   return shape;
 }
 

@@ -5,6 +5,7 @@
 #include "ir/strided_layout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace braze::scheduler {
@@ -63,6 +64,15 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   for (const Expr* e : segment.exprs) {
     for (const Val* v : e->outputs()) {
       if (v->isTensor()) max_elements = std::max(max_elements, bound.numel(v));
+    }
+    // A pad shifts indices by its widths, constants in the code: a width past 32 bits (one side
+    // far out, the other far in) is index arithmetic past 32 bits, whatever the sizes.
+    if (e->kind() == OpKind::Pad) {
+      const std::vector<int64_t> operands = bound.intOperands(*e);  // the value, then the widths
+      for (size_t i = 1; i < operands.size(); ++i) {
+        const int64_t w = operands[i];
+        max_elements = std::max(max_elements, w == INT64_MIN ? INT64_MAX : std::abs(w));
+      }
     }
   }
   k.index64 = std::max(max_offset, max_elements) >= std::numeric_limits<int32_t>::max();

@@ -16,6 +16,7 @@ an input (count, dtype, rank, extents, contiguity, expanded stride 0) is checked
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -523,22 +524,85 @@ def _check_copied_updates_overlap_nothing(definitions, copied_positions, origina
                     "strides): the update would be written over the other; pass a copy of one of them")
 
 
+class _FlatInputs(list):
+    """Inputs _flatten has spread already (a define_vector's list into its scalars): not read as the
+    caller's form again."""
+
+
 def _flatten(inputs, fd=None) -> list:
     """The inputs with each define_vector(n) input's list spread into its n scalars; with `fd`, a list of
     another length than its vector's is refused by name."""
+    if isinstance(inputs, _FlatInputs):
+        return inputs
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"execute: inputs must be a list, got {type(inputs).__name__}")
     vectors = getattr(fd, "_vector_sizes", {}) if fd is not None else None
-    flat = []
+    if vectors:
+        _check_vector_inputs(inputs, fd, vectors)
+    flat = _FlatInputs()
     for position, x in enumerate(inputs):
         if isinstance(x, (list, tuple)):
             if vectors is not None and position in vectors and len(x) != vectors[position]:
-                raise BrazeValueError(f"input {position}: expected a list of {vectors[position]} ints "
-                                      f"(define_vector({vectors[position]})), got {len(x)}")
+                raise _at_caller_positions(BrazeValueError(
+                    f"input {position}: expected a list of {vectors[position]} ints "
+                    f"(define_vector({vectors[position]})), got {len(x)}"))
             flat.extend(x)  # a define_vector(n) input: one element per symbolic scalar
         else:
             flat.append(x)
     return flat
+
+
+def renumber_input_error(fd, error):
+    """An error raised after the inputs are flattened names a position among them; where define_vector
+    inputs or the drawn seeds of random ops stand before it, the message is given the caller's position
+    instead ("input 1 (T3)", not "input 3")."""
+    vectors = fd.__dict__.get("_vector_sizes") or {}
+    drawn = generator.drawn_positions(fd)
+    if (not vectors and not drawn) or getattr(error, "_braze_caller_positions", False) or not error.args or \
+            not isinstance(error.args[0], str):
+        return
+    match = re.match(r"input (\d+)\b", error.args[0])
+    if match is None:
+        return
+    flat = int(match.group(1))
+    if any(p <= flat <= p + 1 for p in drawn):
+        return  # a drawn seed or offset: no input of the caller's
+    flat -= 2 * sum(1 for p in drawn if p < flat)
+    position, start = 0, 0
+    while flat >= start + vectors.get(position, 1):
+        start, position = start + vectors.get(position, 1), position + 1
+    where = f"input {position}" if position not in vectors else f"input {position}[{flat - start}]"
+    error.args = (where + error.args[0][match.end():],) + error.args[1:]
+
+
+def _at_caller_positions(error):
+    """An error whose input numbers are the caller's already (renumber_input_error leaves it)."""
+    error._braze_caller_positions = True
+    return error
+
+
+def _check_vector_inputs(inputs, fd, vectors):
+    """Where the definition has define_vector inputs, each takes one list at its place and nothing else
+    does, so that every later message's input number is where the caller put it."""
+    drawn = 2 * len(fd.__dict__.get("_drawn_inputs", []))  # a random op's seed and offset, not passed
+    expected = len(fd._fusion.inputs()) - drawn - sum(n - 1 for n in vectors.values())
+    if len(inputs) != expected:
+        raise _at_caller_positions(BrazeValueError(
+            f"execute: expected {expected} inputs (each define_vector input one list), got {len(inputs)}"))
+    for position, x in enumerate(inputs):
+        n = vectors.get(position)
+        if n is None:
+            if isinstance(x, (list, tuple)):
+                raise _at_caller_positions(BrazeValueError(
+                    f"input {position}: a {type(x).__name__}, but only a define_vector input takes one"))
+            continue
+        if not isinstance(x, (list, tuple)):
+            raise _at_caller_positions(TypeError(
+                f"input {position}: expected a list of {n} ints (define_vector({n})), got {type(x).__name__}"))
+        for i, v in enumerate(x):
+            if isinstance(v, (bool, np.bool_)):
+                raise _at_caller_positions(TypeError(
+                    f"input {position}[{i}]: a bool, expected an int (define_vector({n}))"))
 
 
 def _input_array(i, value) -> np.ndarray:

@@ -243,6 +243,7 @@ class FusionDefinition:
                     _execute.check_torch_updates(self, flat, updated)
                 outputs = cache.run_torch(inputs, None, torch_outputs)
             except Exception as error:
+                _execute.renumber_input_error(self, error)
                 _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise
             if outputs is not None:
@@ -284,6 +285,7 @@ class FusionDefinition:
                 _execute.bump_torch_versions(flat, updated)
             return outputs
         except Exception as error:
+            _execute.renumber_input_error(self, error)
             # BRAZE_REPRO_DIR saves a script that raises this again (repro.py).
             _repro.report(self, user_inputs, error, print_repro, keywords)
             raise

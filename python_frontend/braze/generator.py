@@ -64,7 +64,7 @@ def with_placeholders(fd, flat) -> list:
 def _insert(flat, positions, seed, offset) -> list:
     if not positions:
         return flat
-    full = list(flat)
+    full = type(flat)(flat)  # a list execute has flattened stays one
     for k, position in enumerate(positions):  # ascending: each insert leaves the later positions right
         full[position:position] = [seed, offset + k * _OFFSET_STEP]
     return full

@@ -216,6 +216,42 @@ def test_a_vector_input_of_another_length_is_named():
             fd.execute([a, 2.0, sizes])
 
 
+def _vector_then_tensor():
+    with FusionDefinition() as fd:
+        v = fd.define_vector(3)
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t, fd.ops.full(v[:2], 1.0, DataType.Float)))
+    return fd
+
+
+@pytest.mark.parametrize("inputs, error, match", [
+    (lambda x: [[2, 3, 0]], ValueError, r"execute: expected 2 inputs \(each define_vector input one list\), got 1"),
+    (lambda x: [x, 2, 3, 1], ValueError, r"expected 2 inputs \(each define_vector input one list\), got 4"),
+    (lambda x: [[x], [2, 3], 1], ValueError, r"expected 2 inputs"),
+    (lambda x: [np.array([2, 3, 0]), x], TypeError, r"input 0: expected a list of 3 ints \(define_vector\(3\)\), got ndarray"),
+    (lambda x: [[2, 3, 0], [x]], ValueError, r"input 1: a list, but only a define_vector input takes one"),
+    (lambda x: [[2, True, 0], x], TypeError, r"input 0\[1\]: a bool, expected an int"),
+    (lambda x: [[2, 3, 0], x.ravel()], ValueError, r"input 1 \(T3\): expected rank 2"),  # the caller's place, not 3
+], ids=["too-few", "spread-by-hand", "wrapped", "array", "tensor-in-a-list", "bool", "numbered-as-passed"])
+def test_vector_inputs_take_one_list_each_and_messages_count_as_passed(inputs, error, match):
+    fd = _vector_then_tensor()
+    x = np.zeros((2, 3), np.float32)
+    np.testing.assert_array_equal(fd.execute([[2, 3, 0], x])[0], np.ones((2, 3), np.float32))
+    with pytest.raises(error, match=match):
+        fd.execute(inputs(x))
+
+
+def test_messages_count_inputs_as_passed_past_drawn_seeds():
+    """A random op's seed and offset are inputs the caller does not pass: a message names the caller's place."""
+    with FusionDefinition() as fd:
+        r = fd.ops.uniform(0.0, 1.0, [3], dtype=DataType.Float)
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(r, t))
+    assert fd.execute([np.zeros(3, np.float32)])[0].shape == (3,)
+    with pytest.raises(ValueError, match=r"^input 0 \(T\d+\): expected rank 1"):
+        fd.execute([np.zeros((1, 3), np.float32)])
+
+
 @pytest.mark.parametrize("low, high, dtype, which", [
     (0.0, float("inf"), DataType.Float, "maxval inf"),
     (float("-inf"), 0.0, DataType.Float, "minval -inf"),

@@ -217,3 +217,61 @@ def test_an_empty_dims_list_is_refused(op):
         t = fd.define_tensor(shape=[], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(t, []))
     np.testing.assert_array_equal(fd.execute([np.array(2.5, np.float32)])[0], 2.5)
+
+
+def _symbolic_extent_op(build, scalars):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(build(fd, t, [fd.define_scalar(dtype=DataType.Int) for _ in range(scalars)]))
+    return fd
+
+
+def _cat_of_expanded(fd, t, n):
+    wide = fd.ops.broadcast_in_dim(fd.ops.slice(t, [0], [1]), [n[0]], [0])  # [n], stride 0
+    return fd.ops.cat([wide, wide, wide, wide], 0)
+
+
+@pytest.mark.parametrize("build, scalars, values, match", [
+    # 4 (2^62 + 3) wraps to 12, 2 (2^62 + 2^61) to a negative size.
+    (_cat_of_expanded, 1, [2**62 + 3], r"cat: the result's dim 0 would have more elements than a 64-bit count holds"),
+    (_cat_of_expanded, 1, [2**62 + 2**61], r"cat: the result's dim 0 would have more elements than a 64-bit count"),
+    # 2 * 3 * 3 * 3074457345618258603 wraps to 6, the element count.
+    (lambda fd, t, n: fd.ops.reshape(t, n), 4, [2, 3, 3, 3074457345618258603],
+     r"reshape: shape \[2, 3, 3, 3074457345618258603\] has more elements than a 64-bit count holds"),
+    (lambda fd, t, n: fd.ops.pad(t, n, 7.0), 2, [2**63 - 1, 2**63 - 1],
+     r"pad: dim 0 of T0 \[6\] with widths 9223372036854775807 and 9223372036854775807 would have more elements"),
+], ids=["cat-wraps-small", "cat-wraps-negative", "reshape-wraps-to-numel", "pad-wraps"])
+def test_a_size_whose_arithmetic_overflows_is_refused_on_every_path(build, scalars, values, match):
+    """Sizes summed or multiplied past 64 bits wrapped into a plausible size: the kernel wrote 12 elements of
+    a cat, the reference crashed. torch cannot make such a tensor either."""
+    fd = _symbolic_extent_op(build, scalars)
+    inputs = [np.arange(6, dtype=np.float32), *values]
+    for run in (fd.execute, lambda i: _execute.reference(fd, i), fd.cuda_code_for):
+        with pytest.raises(ValueError, match=match):
+            run(inputs)
+
+
+@pytest.mark.parametrize("left, right", [(2**32 - 2, -(2**32 - 2)), (-(2**32), 2**32 + 1), (2**31, -2**31 + 1),
+                                         (-2**63, 2**63 - 3), (2**63 - 1, -2**63 + 1), (2, -1)])
+def test_pad_widths_past_32_bits_index_in_64_bits(left, right):
+    """Widths that nearly cancel leave a small result, but the kernel shifts its indices by them: 32-bit index
+    arithmetic overflowed there (the simulator checks every 32-bit index; a GPU could have wrapped into the
+    input)."""
+    fd = _symbolic_extent_op(lambda fd, t, n: fd.ops.pad(t, n, 7.0), 2)
+    inputs = [np.arange(1, 7, dtype=np.float32), left, right]
+    got, = fd.execute(inputs)
+    want = np.full(6 + left + right, 7.0, np.float32)
+    lo, hi = max(left, 0), min(left + 6, want.size)
+    want[lo:hi] = inputs[0][lo - left:hi - left]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_execute.reference(fd, inputs)[0], want)
+
+
+def test_a_result_too_large_for_one_launch_is_refused_by_name():
+    """2^62 elements: a grid of 2^51 blocks, which no launch holds (an internal error under BRAZE_VERIFY)."""
+    with FusionDefinition() as fd:
+        n = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.full([n, n], 1.0, DataType.Float))
+    with pytest.raises(ValueError, match=r"segment 0 \(writing T\d+\): its kernel braze_s0_pointwise would need a "
+                                         r"grid of \d+x1 blocks, more than one launch holds .* too large"):
+        fd.execute([2**31])
