@@ -513,26 +513,35 @@ class RowLowering {
     }
   }
 
+  using ValueAt = std::function<ExprId(const std::vector<Idx>&)>;
   // acc = combine over this thread's elements of value(index), then across the threads of a row.
-  RowVar accumulate(DataType acc_type, ReduceOp op, const std::function<ExprId(const std::vector<Idx>&)>& value) {
-    const RowVar acc = newRowVar(acc_type, identity(kb_, op, acc_type));
+  RowVar accumulate(DataType acc_type, ReduceOp op, const ValueAt& value) {
+    return accumulateAll(acc_type, op, {value}).front();
+  }
+  // The same for several values in one pass over the elements, each into its own accumulator.
+  std::vector<RowVar> accumulateAll(DataType acc_type, ReduceOp op, const std::vector<ValueAt>& values) {
+    std::vector<RowVar> accs;
+    for (size_t i = 0; i < values.size(); ++i) accs.push_back(newRowVar(acc_type, identity(kb_, op, acc_type)));
     // The first pass over the elements also writes the outputs that need no reduction result.
     const std::vector<const Val*> prologue = prologue_written_ ? std::vector<const Val*>{} : prologueOutputs();
     prologue_written_ = true;
     forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
       if (!prologue.empty()) storeFullOutputs(c, index, prologue);
-      const ExprId v = kb_.cast(value(index), acc_type);
-      kb_.pushTarget(params_.vectorize > 1 ? &c.body : &c.pre);
-      const ExprId combined = kb_.elementwise(combineOf(op), acc_type, {rowValue(acc), v});
-      if (acc.lanes == 1) {
-        kb_.assign(acc.var, combined);
-      } else {
-        kb_.localWrite(acc.var, kb_.ref(lane_), combined);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const RowVar& acc = accs[i];
+        const ExprId v = kb_.cast(values[i](index), acc_type);
+        kb_.pushTarget(params_.vectorize > 1 ? &c.body : &c.pre);
+        const ExprId combined = kb_.elementwise(combineOf(op), acc_type, {rowValue(acc), v});
+        if (acc.lanes == 1) {
+          kb_.assign(acc.var, combined);
+        } else {
+          kb_.localWrite(acc.var, kb_.ref(lane_), combined);
+        }
+        kb_.popTarget();
       }
-      kb_.popTarget();
     });
-    blockReduce(acc, acc_type, op);
-    return acc;
+    for (const RowVar& acc : accs) blockReduce(acc, acc_type, op);
+    return accs;
   }
 
   // A plain reduction's accumulation: its output dtype, and the value accumulated at an index.
@@ -568,17 +577,35 @@ class RowLowering {
                                    : kb_.indexToValue(reducedCount(), acc);
     const RowVar sum = accumulate(acc, ReduceOp::Sum,
                                   [&](const std::vector<Idx>& index) { return vb_.valueAt(in, index); });
-    const ExprId mean = rowLet("mean", kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(sum), n}));
-    const RowVar m2 = accumulate(acc, ReduceOp::Sum, [&](const std::vector<Idx>& index) {
-      const ExprId d = kb_.elementwise(OpKind::Sub, acc, {kb_.cast(vb_.valueAt(in, index), acc), mean});
+    const ExprId first_mean = rowLet("mean", kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(sum), n}));
+    const ValueAt deviation = [&](const std::vector<Idx>& index) {
+      return kb_.elementwise(OpKind::Sub, acc, {kb_.cast(vb_.valueAt(in, index), acc), first_mean});
+    };
+    const std::vector<RowVar> deviations = accumulateAll(acc, ReduceOp::Sum, {deviation, [&](const std::vector<Idx>& index) {
+      const ExprId d = deviation(index);
       return vb_.bind("d2", kb_.elementwise(OpKind::Mul, acc, {d, d}));
-    });
+    }});
+    // The sum of the deviations corrects the rounding of the first mean (the float sum of a row of equal
+    // values rounds, leaving that mean an ulp off them): with shift = sum(d)/n, mean + shift and
+    // sum(d^2) - sum(d) shift give such a row its value back and a variance of exactly 0, as torch's
+    // Welford does. n may be 0 at launch (an empty outer reduction): no shift then, the mean NaN.
+    const ExprId d_sum = rowValue(deviations[0]);
+    const ExprId zero = kb_.constant(0.0, acc);
+    const ExprId ratio = kb_.elementwise(OpKind::TrueDiv, acc, {d_sum, n});
+    const ExprId shift = rowLet(
+        "shift", params_.inner ? (row_length_ > 0 ? ratio : zero)
+                               : kb_.select(kb_.elementwise(OpKind::Gt, DataType::Bool, {n, zero}), ratio, zero));
+    const ExprId mean = rowLet("mean", kb_.elementwise(OpKind::Add, acc, {first_mean, shift}));
+    const ExprId squares = kb_.elementwise(OpKind::Sub, acc, {rowValue(deviations[1]),
+                                                              kb_.elementwise(OpKind::Mul, acc, {d_sum, shift})});
+    // Rounding may leave a variance of 0 a little below it; NaN stays NaN.
+    const ExprId m2 = rowLet("m2", kb_.elementwise(OpKind::Maximum, acc, {squares, zero}));
     auto result = [&](size_t i, ExprId value) {
       vb_.setResult(e.output(i), rowLet("stat", kb_.cast(value, e.output(i)->dtype())));
     };
     if (e.kind() == OpKind::Welford) {
       result(0, mean);
-      result(1, rowValue(m2));
+      result(1, m2);
       result(2, n);
       return;
     }
@@ -590,7 +617,7 @@ class RowLowering {
                       : kb_.elementwise(OpKind::Maximum, acc,
                                         {kb_.elementwise(OpKind::Sub, acc, {n, kb_.constant(correction, acc)}),
                                          kb_.constant(0.0, acc)});
-    const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(m2), divisor});
+    const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {m2, divisor});
     result(0, var);
     if (e.kind() == OpKind::VarMean) result(1, mean);
   }
