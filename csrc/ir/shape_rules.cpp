@@ -1,4 +1,5 @@
 #include "ir/shape_rules.h"
+#include "ir/size_rules.h"
 
 #include "support/error.h"
 #include "ir/val.h"
@@ -33,7 +34,7 @@ std::vector<int64_t> reshapeSizes(const Expr& reshape, const std::vector<int64_t
     known *= shape[inferred];
   }
   BRAZE_CHECK(known == numel, "reshape: {} of shape [{}] has {} elements, new_shape [{}] has {}",
-              reshape.input(0)->name(), fmt::join(in_sizes, ", "), numel, fmt::join(shape, ", "), known);
+              operandName(reshape.input(0)), fmt::join(in_sizes, ", "), numel, fmt::join(shape, ", "), known);
   return shape;
 }
 
@@ -57,7 +58,7 @@ std::vector<SliceDim> sliceDims(const Expr& slice, const std::vector<int64_t>& i
     }
     BRAZE_INDEX_CHECK(start >= 0 && start <= end && end <= extent,
                       "slice: dim {} of {}: [{}, {}) is not within [0, {}] (manual_normalization=True)", d,
-                      slice.input(0)->name(), start, end, extent);
+                      operandName(slice.input(0)), start, end, extent);
     dims[d] = {start, end == start ? 0 : (end - start - 1) / step + 1, step};  // no overflow for a huge step
   }
   return dims;
@@ -82,7 +83,7 @@ std::vector<int64_t> expandSizes(const Expr& expand, const std::vector<int64_t>&
     BRAZE_CHECK(shape[d] >= 0, "expand: shape [{}] has a negative size in dim {} (-1 keeps a dim's size)",
                 fmt::join(requested, ", "), d);
     BRAZE_CHECK(shape[d] == in_sizes[d] || in_sizes[d] == 1,
-                "expand: dim {} of {} has size {} and cannot be expanded to {}", d, expand.input(0)->name(),
+                "expand: dim {} of {} has size {} and cannot be expanded to {}", d, operandName(expand.input(0)),
                 in_sizes[d], shape[d]);
   }
   checkElementCount("expand", shape);
@@ -100,7 +101,7 @@ void checkBroadcastInDim(const Expr& bid, const std::vector<int64_t>& in_sizes, 
     const int64_t d = bdims[i];
     BRAZE_CHECK(in_sizes[i] == shape[d] || in_sizes[i] == 1,
                 "broadcast_in_dim: input dim {} of {} has size {} but shape[{}] is {} (only size-1 dims expand)", i,
-                bid.input(0)->name(), in_sizes[i], d, shape[d]);
+                operandName(bid.input(0)), in_sizes[i], d, shape[d]);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "ir/size_rules.h"
 
+#include "ir/fusion.h"
 #include "ir/shape_rules.h"
 #include "ir/val.h"
 #include "support/error.h"
@@ -11,6 +12,27 @@
 namespace braze {
 
 std::string sizesString(const Sizes& sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+
+std::string operandName(const Val* tensor) {
+  const Val* origin = tensor;
+  while (!origin->isFusionInput() && origin->definition() != nullptr) {
+    const Expr& def = *origin->definition();
+    const Val* only = nullptr;
+    int tensors = 0;
+    for (const Val* in : def.inputs()) {
+      if (in->isTensor()) {
+        only = in;
+        ++tensors;
+      }
+    }
+    if (tensors != 1 || !(isElementwise(def.kind()) || isMetaOp(def.kind()))) break;
+    origin = only;
+  }
+  if (origin == tensor || !origin->isFusionInput()) return tensor->name();
+  const auto& inputs = origin->fusion()->inputs();
+  const auto position = std::find(inputs.begin(), inputs.end(), origin) - inputs.begin();
+  return fmt::format("{} (from input {}, {})", tensor->name(), position, origin->name());
+}
 
 namespace {
 
@@ -25,7 +47,7 @@ int64_t numelOf(const Sizes& sizes) {
 
 // "T3 [2, 5]": an operand as messages name it.
 std::string operandString(const Expr& expr, size_t i, const Sizes& sizes) {
-  return fmt::format("{} {}", expr.input(i)->name(), sizesString(sizes));
+  return fmt::format("{} {}", operandName(expr.input(i)), sizesString(sizes));
 }
 
 // Elementwise operands (equal ranks, or 0-D): each dim takes the size that is not 1 (a broadcast dim).

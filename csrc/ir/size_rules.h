@@ -28,4 +28,8 @@ std::optional<Sizes> resultSizes(const Expr& expr, const std::function<const Siz
 // "[2, 3]": how size messages print a shape.
 std::string sizesString(const Sizes& sizes);
 
+// How size messages name a tensor: "T13", and where it is computed from one fusion input through ops of
+// one tensor operand (a cast, a broadcast), that input too: "T13 (from input 4, T4)".
+std::string operandName(const Val* tensor);
+
 }  // namespace braze
