@@ -2,6 +2,7 @@
 
 #include "exec/prepared_plan.h"
 #include "ir/verifier.h"
+#include "scheduler/value_builder.h"
 #include "segmenter/reuse_segments.h"
 #include "segmenter/segment_views.h"
 #include "support/error.h"
@@ -496,7 +497,9 @@ std::shared_ptr<const CanonicalKernelCache::Segment> CanonicalRowKernels::canoni
     }
     for (const Val* v : e->outputs()) keepSizes(v);
     for (const Val* v : e->inputs()) {
-      if (!v->isTensor() && !v->isFusionInput() && plan.bound.hasScalar(v)) {
+      // A scalar the kernel reads as a launch argument (a cast of a scalar input) is not in its code.
+      if (!v->isTensor() && !v->isFusionInput() && plan.bound.hasScalar(v) &&
+          scheduler::launchArgumentSource(v) == nullptr) {
         canonical->scalars.emplace_back(v, plan.bound.scalarOf(v));
       }
     }

@@ -289,23 +289,25 @@ ExprId ValueBuilder::cacheSlot(ExprId slot) {
   return cache_.shared ? kb_.add(kb_.mul(slot, kb_.index(cache_.threads)), cache_.thread) : slot;
 }
 
+const Val* launchArgumentSource(const Val* scalar) {
+  const Val* source = scalar;
+  while (!source->isFusionInput() && source->definition() != nullptr && source->definition()->kind() == OpKind::CastOp) {
+    source = source->definition()->input(0);
+  }
+  return source->isFusionInput() && source->isScalar() ? source : nullptr;
+}
+
 ExprId ValueBuilder::scalar(const Val* val) {
   const ScalarValue& v = bound_.scalarOf(val);
   // A scalar input is a launch argument: a new value (a scale, an offset) reuses the compiled kernel.
   // Constants of the definition stay literals.
   // A scalar input cast (by the definition, then to the type an op computes in) is its argument cast by
   // the kernel: launchArgumentInputs counts such an input as read only as a value.
-  std::vector<DataType> casts;
-  const Val* source = val;
-  while (!source->isFusionInput() && source->definition() != nullptr && source->definition()->kind() == OpKind::CastOp) {
-    casts.push_back(source->dtype());
-    source = source->definition()->input(0);
-  }
   ExprId value;
-  if (val->isFusionInput()) {
-    value = kb_.scalarArgument(val, val->dtype(), v);
-  } else if (source->isFusionInput() && source->isScalar()) {
+  if (const Val* source = launchArgumentSource(val)) {
     value = kb_.scalarArgument(source, source->dtype(), bound_.scalarOf(source));
+    std::vector<DataType> casts;
+    for (const Val* c = val; c != source; c = c->definition()->input(0)) casts.push_back(c->dtype());
     for (auto it = casts.rbegin(); it != casts.rend(); ++it) value = kb_.cast(value, *it);
   } else if (isFloating(val->dtype())) {
     value = kb_.constant(toDouble(v), val->dtype());

@@ -55,6 +55,10 @@ struct LoadCache {
 // it to record the loads of an output point and to read staged tensors from shared memory instead.
 using LoadInterceptor = std::function<std::optional<ExprId>(TensorId tensor, ExprId offset)>;
 
+// The scalar input whose launch argument a kernel reads for `scalar` (the input itself, or a cast of it
+// by the definition or by an op), or nullptr where the scalar's value is a literal in the code.
+const Val* launchArgumentSource(const Val* scalar);
+
 class ValueBuilder {
  public:
   // `params`: the segment's inputs and the tensor parameters they are read from.

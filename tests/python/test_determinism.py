@@ -153,3 +153,32 @@ def test_a_shape_class_plans_each_signature_as_alone_whatever_ran_before():
     # lowered for another batch of the same power of two)
     assert relaunched > 20, relaunched
     assert other_batch > 0, "no batch ran the kernels lowered for another of its power of two"
+
+
+def test_a_scalar_read_only_as_a_value_leaves_the_plan_alone():
+    """An epsilon or a count the kernels read as launch arguments (cast to the type an op computes in) is no
+    part of a plan: the canonical row kernels serve a signature whatever value ran first (they were lowered
+    for their own sizes when the first execute's value differed)."""
+    import numpy as np
+    from braze import DataType, FusionDefinition, _C
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        eps = fd.define_scalar(DataType.Double)
+        n = fd.define_scalar(DataType.Int)
+        var, mean = fd.ops.var_mean(fd.ops.mul(x, n), [1], correction=0, keepdim=True)
+        fd.add_output(fd.ops.mul(fd.ops.sub(x, mean), fd.ops.rsqrt(fd.ops.add(var, eps))))
+        fd.add_output(fd.ops.div(fd.ops.sum(x, [0]), n))
+
+    def inputs(rows, eps, n):
+        return [np.ones((rows, 64), np.float32), eps, n]
+
+    relaunched = 0
+    for first in (inputs(511, 1e-5, 3), inputs(257, 0.5, 511)):
+        cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
+        cache.cuda_code(first)
+        for later in (inputs(509, 1e-6, 509), inputs(300, 1e-3, 7), inputs(511, 1e-5, 3)):
+            plan = str(cache.explain(later)[0])
+            assert plan == str(_C.FusionCache(fd._fusion, "auto", no_device="h100").explain(later)[0])
+            relaunched += "kernels: lowered for 511 leading rows" in plan
+    assert relaunched >= 2
