@@ -1,7 +1,8 @@
 """Row statistics (var, var_mean, welford) as torch computes them: a row of equal values has its value for a
 mean and a variance of exactly 0, whichever scheduler reduces it (inner persistent, inner reduction over a
 long row, outer, several dims), so a layer norm of it is exactly 0 rather than an ulp of the value times
-rstd (up to 0.9 before). Random rows stay within float rounding of the float64 result."""
+rstd (up to 0.9 before); exactly while the sums of the deviations are exact, short of some 2^24 elements.
+Random rows stay within float rounding of the float64 result."""
 
 from __future__ import annotations
 
@@ -61,3 +62,23 @@ def test_random_rows_stay_within_float_rounding(shape, dims, offset):
     want_var, want_mean = torch.var_mean(torch.from_numpy(x).double(), dim=dims, correction=1)
     np.testing.assert_allclose(var, want_var.numpy(), rtol=1e-6)
     np.testing.assert_allclose(mean, want_mean.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dims", [[1], [0]])
+def test_rows_near_the_float_limits_and_with_infinities_follow_the_reference(dims):
+    """The first mean sums x / n, so rows whose plain sum overflows keep a finite mean (they gave NaN, before
+    that inf); an infinity in a row is its mean, as the reference and torch.mean give."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=dims, correction=0, keepdim=False)
+        fd.add_output(var)
+        fd.add_output(mean)
+        welford_mean, m2, _ = fd.ops.welford(x, dims=dims)
+        fd.add_output(welford_mean)
+        fd.add_output(m2)
+    for row in ([1e38] * 4, [3e38, 3e38], [2e38, 3e38, -1e38], [1, np.inf, 2], [1, -np.inf, 2], [np.inf, -np.inf],
+                [1, np.nan]):
+        x = np.array([row], np.float32)
+        x = x if dims == [1] else np.ascontiguousarray(x.T)
+        for got, want in zip(fd.execute([x]), bx.reference(fd, [x])):
+            np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)

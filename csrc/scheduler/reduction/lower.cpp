@@ -570,14 +570,20 @@ class RowLowering {
       vb_.setResult(e.output(0), rowLet("r", kb_.cast(rowValue(total), plainOf(e).out)));
       return;
     }
-    // Statistics: mean, then the sum of squared deviations from it, accumulated in float (double for
-    // double outputs); n is the reduced element count.
+    // Statistics: a first mean (the sum of x / n, which stays finite where the sum of x would not), then
+    // the deviations from it and their squares, accumulated in float (double for double outputs); n is
+    // the reduced element count.
     const DataType acc = e.output(0)->dtype() == DataType::Double ? DataType::Double : DataType::Float;
     const ExprId n = params_.inner ? kb_.constant(static_cast<double>(row_length_), acc)
                                    : kb_.indexToValue(reducedCount(), acc);
-    const RowVar sum = accumulate(acc, ReduceOp::Sum,
-                                  [&](const std::vector<Idx>& index) { return vb_.valueAt(in, index); });
-    const ExprId first_mean = rowLet("mean", kb_.elementwise(OpKind::TrueDiv, acc, {rowValue(sum), n}));
+    const ExprId zero = kb_.constant(0.0, acc);
+    const ExprId inverse_n =
+        params_.inner ? kb_.constant(row_length_ > 0 ? 1.0 / static_cast<double>(row_length_) : 0.0, acc)
+                      : rowLet("inverse_n", kb_.elementwise(OpKind::TrueDiv, acc, {kb_.constant(1.0, acc), n}));
+    const RowVar sum = accumulate(acc, ReduceOp::Sum, [&](const std::vector<Idx>& index) {
+      return kb_.elementwise(OpKind::Mul, acc, {kb_.cast(vb_.valueAt(in, index), acc), inverse_n});
+    });
+    const ExprId first_mean = rowLet("mean", rowValue(sum));
     const ValueAt deviation = [&](const std::vector<Idx>& index) {
       return kb_.elementwise(OpKind::Sub, acc, {kb_.cast(vb_.valueAt(in, index), acc), first_mean});
     };
@@ -585,19 +591,24 @@ class RowLowering {
       const ExprId d = deviation(index);
       return vb_.bind("d2", kb_.elementwise(OpKind::Mul, acc, {d, d}));
     }});
-    // The sum of the deviations corrects the rounding of the first mean (the float sum of a row of equal
-    // values rounds, leaving that mean an ulp off them): with shift = sum(d)/n, mean + shift and
-    // sum(d^2) - sum(d) shift give such a row its value back and a variance of exactly 0, as torch's
-    // Welford does. n may be 0 at launch (an empty outer reduction): no shift then, the mean NaN.
+    // The sum of the deviations corrects the rounding of the first mean (a row of equal values sums to
+    // another value, leaving that mean an ulp or so off them): with shift = sum(d)/n, mean + shift and
+    // sum(d^2) - sum(d) shift give such a row its value back and a variance of 0, exactly while those
+    // sums are (short of some 2^24 elements), as torch's Welford does. shift is NaN where n is 0 (the
+    // mean too, the squares' sum 0); a first mean of +-inf (a row with an infinity) is the mean.
     const ExprId d_sum = rowValue(deviations[0]);
-    const ExprId zero = kb_.constant(0.0, acc);
-    const ExprId ratio = kb_.elementwise(OpKind::TrueDiv, acc, {d_sum, n});
-    const ExprId shift = rowLet(
-        "shift", params_.inner ? (row_length_ > 0 ? ratio : zero)
-                               : kb_.select(kb_.elementwise(OpKind::Gt, DataType::Bool, {n, zero}), ratio, zero));
-    const ExprId mean = rowLet("mean", kb_.elementwise(OpKind::Add, acc, {first_mean, shift}));
-    const ExprId squares = kb_.elementwise(OpKind::Sub, acc, {rowValue(deviations[1]),
-                                                              kb_.elementwise(OpKind::Mul, acc, {d_sum, shift})});
+    const ExprId shift = rowLet("shift", kb_.elementwise(OpKind::TrueDiv, acc, {d_sum, n}));
+    const ExprId finite = kb_.elementwise(OpKind::IsFinite, DataType::Bool, {first_mean});
+    const ExprId mean =
+        rowLet("mean", kb_.select(finite, kb_.elementwise(OpKind::Add, acc, {first_mean, shift}), first_mean));
+    const ExprId shifted = kb_.elementwise(OpKind::Mul, acc, {d_sum, shift});
+    const ExprId removed = params_.inner ? (row_length_ > 0 ? shifted : zero)
+                                         : kb_.select(kb_.elementwise(OpKind::Gt, DataType::Bool, {n, zero}), shifted, zero);
+    // (sum d)^2 / n is at most sum(d^2): where that is infinite, so is the result, whatever the other rounds to.
+    const ExprId square_sum = rowValue(deviations[1]);
+    const ExprId squares =
+        kb_.select(kb_.elementwise(OpKind::IsFinite, DataType::Bool, {square_sum}),
+                   kb_.elementwise(OpKind::Sub, acc, {square_sum, removed}), square_sum);
     // Rounding may leave a variance of 0 a little below it; NaN stays NaN.
     const ExprId m2 = rowLet("m2", kb_.elementwise(OpKind::Maximum, acc, {squares, zero}));
     auto result = [&](size_t i, ExprId value) {
@@ -615,8 +626,7 @@ class RowLowering {
     const ExprId divisor =
         params_.inner ? kb_.constant(std::max(static_cast<double>(row_length_) - correction, 0.0), acc)
                       : kb_.elementwise(OpKind::Maximum, acc,
-                                        {kb_.elementwise(OpKind::Sub, acc, {n, kb_.constant(correction, acc)}),
-                                         kb_.constant(0.0, acc)});
+                                        {kb_.elementwise(OpKind::Sub, acc, {n, kb_.constant(correction, acc)}), zero});
     const ExprId var = kb_.elementwise(OpKind::TrueDiv, acc, {m2, divisor});
     result(0, var);
     if (e.kind() == OpKind::VarMean) result(1, mean);
