@@ -100,13 +100,14 @@ namespace {
 // A kernel's grid is its scheduler's choice from the sizes: sizes past what one launch's grid covers
 // (far more elements than a device holds, from expanded or huge requested shapes) are the caller's.
 void checkGridFits(const kernel::Kernel& k, const Segment& segment) {
-  if (k.grid[0] <= 2147483647 && k.grid[1] <= 65535) return;
+  // A negative extent is one whose arithmetic overflowed: a count still larger.
+  if (k.grid[0] >= 0 && k.grid[1] >= 0 && k.grid[0] <= 2147483647 && k.grid[1] <= 65535) return;
   std::vector<std::string> outputs;  // named only when it fails
   for (const Val* out : segment.outputs) outputs.push_back(out->name());
   throwError(ErrorKind::Value, __FILE__, __LINE__,
-             fmt::format("segment {} (writing {}): its kernel {} would need a grid of {}x{} blocks, more than one "
-                         "launch holds (2^31-1 x 65535): the tensors are too large",
-                         segment.id, fmt::join(outputs, ", "), k.name, k.grid[0], k.grid[1]));
+             fmt::format("segment {} (writing {}): its kernel {} would need more blocks than one launch holds "
+                         "(2^31-1 x 65535): the tensors are too large",
+                         segment.id, fmt::join(outputs, ", "), k.name));
 }
 
 }  // namespace

@@ -12,10 +12,12 @@
 
 namespace braze {
 
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Both stay within int64 for any count (the size rules bound counts by it): a / b rounded up without
+// a + b - 1, and the next power of two capped at 2^62 (the largest int64 holds).
+inline int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b > 0 ? 1 : 0); }
 inline int64_t nextPow2(int64_t v) {
   int64_t p = 1;
-  while (p < v) p *= 2;
+  while (p < v && p < (int64_t{1} << 62)) p *= 2;
   return p;
 }
 

@@ -15,6 +15,7 @@ an input (count, dtype, rank, extents, contiguity, expanded stride 0) is checked
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -397,6 +398,44 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
     return outputs
 
 
+def renumber_input_error(fd, error):
+    """An error raised after the inputs are flattened names positions among them ("input 3 (T3): ...",
+    "T5 (from input 3, T3)"); where define_vector inputs or the drawn seeds of random ops stand before
+    one, the message is given the caller's position instead ("input 1")."""
+    vectors = fd.__dict__.get("_vector_sizes") or {}
+    drawn = generator.drawn_positions(fd)
+    if (not vectors and not drawn) or getattr(error, "_braze_caller_positions", False) or not error.args or \
+            not isinstance(error.args[0], str):
+        return
+
+    def caller_position(match):
+        flat = int(match.group(2))
+        if any(p <= flat <= p + 1 for p in drawn):
+            return match.group(0)  # a drawn seed or offset: no input of the caller's
+        flat -= 2 * sum(1 for p in drawn if p < flat)
+        position, start = 0, 0
+        while flat >= start + vectors.get(position, 1):
+            start, position = start + vectors.get(position, 1), position + 1
+        where = f"input {position}" if position not in vectors else f"input {position}[{flat - start}]"
+        return match.group(1) + where
+
+    renumbered = re.sub(r"(^|from )input (\d+)\b", caller_position, error.args[0])
+    error._braze_caller_positions = True
+    error.args = (renumbered,) + error.args[1:]
+
+
+def _in_caller_positions(function):
+    """`function(fd, inputs, ...)` with its errors' input numbers the caller's (renumber_input_error)."""
+    @functools.wraps(function)
+    def wrapper(fd, *args, **kwargs):
+        try:
+            return function(fd, *args, **kwargs)
+        except Exception as error:
+            renumber_input_error(fd, error)
+            raise
+    return wrapper
+
+
 class CachedPlan:
     """fd.explain's answer: the Plan for the inputs (its attributes are this object's), plus what
     running them costs against the fusion's cache: `cache` is "hit" (a prepared plan), "new launch
@@ -413,6 +452,7 @@ class CachedPlan:
         return f"{self.plan}\ncache: {self.cache} ({self.cache_why})"
 
 
+@_in_caller_positions
 def explain(fd, inputs, bookend, target="h100"):
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     flat = _flatten(inputs, fd)
@@ -425,6 +465,7 @@ def explain(fd, inputs, bookend, target="h100"):
     return CachedPlan(plan, cache, why)
 
 
+@_in_caller_positions
 def reference(fd, inputs) -> list:
     """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with)."""
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
@@ -432,18 +473,21 @@ def reference(fd, inputs) -> list:
     return [_to_python(out) for out in _C.evaluate(fd._fusion, args)]
 
 
+@_in_caller_positions
 def cuda_code_for(fd, inputs, bookend="auto", target="h100") -> str:
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.cuda_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
+@_in_caller_positions
 def hip_code_for(fd, inputs, bookend="auto", target="mi300x") -> str:
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
     return "\n".join(_C.hip_code_for(fd._fusion, args, _policy(bookend), _device_name(target)))
 
 
+@_in_caller_positions
 def kernels_for(fd, inputs, bookend="auto", target="h100") -> list:
     """Each kernel braze generates for these inputs, with its launch shape and parameter bindings."""
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
@@ -550,29 +594,6 @@ def _flatten(inputs, fd=None) -> list:
         else:
             flat.append(x)
     return flat
-
-
-def renumber_input_error(fd, error):
-    """An error raised after the inputs are flattened names a position among them; where define_vector
-    inputs or the drawn seeds of random ops stand before it, the message is given the caller's position
-    instead ("input 1 (T3)", not "input 3")."""
-    vectors = fd.__dict__.get("_vector_sizes") or {}
-    drawn = generator.drawn_positions(fd)
-    if (not vectors and not drawn) or getattr(error, "_braze_caller_positions", False) or not error.args or \
-            not isinstance(error.args[0], str):
-        return
-    match = re.match(r"input (\d+)\b", error.args[0])
-    if match is None:
-        return
-    flat = int(match.group(1))
-    if any(p <= flat <= p + 1 for p in drawn):
-        return  # a drawn seed or offset: no input of the caller's
-    flat -= 2 * sum(1 for p in drawn if p < flat)
-    position, start = 0, 0
-    while flat >= start + vectors.get(position, 1):
-        start, position = start + vectors.get(position, 1), position + 1
-    where = f"input {position}" if position not in vectors else f"input {position}[{flat - start}]"
-    error.args = (where + error.args[0][match.end():],) + error.args[1:]
 
 
 def _at_caller_positions(error):

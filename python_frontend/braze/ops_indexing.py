@@ -107,8 +107,9 @@ class IndexingOps:
                 raise BrazeValueError(f"scaled_mm: {name} must be a 2-D fp8 tensor (e4m3fn, e5m2, e4m3fnuz or e5m2fnuz), "
                                       f"got {t.name} of rank {t.ndim} and dtype {t.dtype}")
         y = _C.matmul(a, b, DataType.Float)
-        for name, scale in (("scale_a", scale_a), ("scale_b", scale_b)):
+        for name, scale, per in (("scale_a", scale_a, 0), ("scale_b", scale_b, 1)):
             s = self._quant_param(scale, "scaled_mm", name, DataType.Float)
+            _check_scale_shape(name, s, a if per == 0 else b, per)
             # A 1-D scale of more than one element would broadcast along the columns whichever of M or N
             # it means: torch._scaled_mm refuses it, and so does braze.
             if s.dtype != DataType.Float or s.ndim > 2 or (s.ndim == 1 and list(s.static_shape) != [1]):
@@ -119,6 +120,9 @@ class IndexingOps:
             bv = cv.tensor(fd, bias, "scaled_mm", "bias")
             if bv.ndim != 1:
                 raise BrazeValueError(f"scaled_mm: bias must be 1-D [N], got {bv.name} of rank {bv.ndim}")
+            n, given = list(b.static_shape)[1], list(bv.static_shape)[0]
+            if n >= 0 and given >= 0 and given != n:  # torch refuses a bias of another size, [1] included
+                raise BrazeValueError(f"scaled_mm: bias must have N = {n} entries, got {bv.name} of {given}")
             y = self.add(self._wrap(y), self.cast(self._wrap(bv), DataType.Float))._val
         dtype = a.dtype if out_dtype is None else cv.data_type(out_dtype, "scaled_mm", "out_dtype")
         return self.cast(self._wrap(y), dtype)
@@ -145,6 +149,7 @@ class IndexingOps:
         s = self._quant_param(scale, op, "scale", DataType.Float)
         zp = None if zero_point is None else self._quant_param(zero_point, op, "zero_point", DataType.Int32)
         dtype = cv.data_type(dtype, op, "dtype")
+        _check_zero_point_constant(op, zero_point, dtype)
         axis = None if axis is None else cv.integer(axis, op, "axis")
         blocks = [] if block_shape is None else cv.ints(block_shape, op, "block_shape", allow_single=False)
         return self._wrap(builder(t, s, zp, dtype, axis, blocks))
@@ -161,3 +166,32 @@ class IndexingOps:
             return _C.full([], s, DataType.Int32)
         s = cv.scalar(fd, x, op, arg, number_dtype)  # a TypeError naming op and arg for anything else
         return _C.full([], s, s.dtype)
+
+
+def _check_zero_point_constant(op, zero_point, dtype):
+    """A zero point given as a number must lie in the quantized dtype's range, as torch requires (saturated,
+    it moved every value to the dtype's bound)."""
+    if op != "quantize" or not isinstance(zero_point, int) or isinstance(zero_point, bool):
+        return
+    numpy_dtype = dtypes.to_numpy_dtype(dtype)
+    if numpy_dtype is None or numpy_dtype.kind not in "iu":
+        return
+    import numpy as np
+    bounds = np.iinfo(numpy_dtype)
+    if not bounds.min <= zero_point <= bounds.max:
+        raise BrazeValueError(f"quantize: zero_point {zero_point} is outside {dtype.name}'s range "
+                              f"[{bounds.min}, {bounds.max}]")
+
+
+def _check_scale_shape(name, scale, operand, per):
+    """scaled_mm's scale of rank 2 is [M, 1] (scale_a, per row of mat1) or [1, N] (scale_b, per column of
+    mat2), as torch._scaled_mm takes them; checked where the sizes are static (a broadcast dim is)."""
+    if scale.ndim != 2:
+        return
+    shape, extent = list(scale.static_shape), list(operand.static_shape)[per]
+    want = [extent, 1] if per == 0 else [1, extent]
+    other = 1 - per
+    if shape[other] not in (1, -1) or (extent >= 0 and shape[per] not in (1, -1, extent)):
+        label = "[M, 1]" if per == 0 else "[1, N]"
+        raise BrazeValueError(f"scaled_mm: {name} must be one element or {label} = {want}, "
+                              f"got {scale.name} of shape {shape}")

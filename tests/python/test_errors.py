@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from braze import DataType, FusionDefinition
+from braze import execute as _execute
 
 
 def _definition_error(build, exc, match):
@@ -283,3 +284,50 @@ def test_a_definition_by_id_keeps_its_vector_inputs():
     assert [o.shape for o in same.execute([a, [4, 3], [6, 2]])] == [(4, 3), (6, 2)]
     with pytest.raises(ValueError, match=r"input 1: expected a list of 2 ints \(define_vector\(2\)\), got 1"):
         same.execute([a, [4], [3, 6, 2]])
+
+
+def test_every_path_numbers_inputs_as_passed_in_size_messages_too():
+    """The reference, the kernels' source and explain renumber as execute does, and a size message's "from
+    input N" (a cast of an input that does not fit) is the caller's place too."""
+    with FusionDefinition() as fd:
+        v = fd.define_vector(3)
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(fd.ops.cast(a, DataType.Double), b))
+        fd.add_output(fd.ops.full(v, 1.0, DataType.Float))
+    sizes = [np.zeros((2, 3), np.float32), np.zeros((2, 4), np.float32)]
+    rank = [np.zeros(6, np.float32), np.zeros((2, 4), np.float32)]
+    for run in (fd.execute, lambda i: _execute.reference(fd, i), fd.cuda_code_for, fd.explain):
+        with pytest.raises(ValueError, match=r"add: dim 1 has size 3 in T\d+ \(from input 1, T3\)"):
+            run([[1, 2, 3], *sizes])
+        with pytest.raises(ValueError, match=r"^input 1 \(T3\): expected rank 2"):
+            run([[1, 2, 3], *rank])
+
+
+@pytest.mark.parametrize("zero_point, dtype", [(300, DataType.Int8), (-129, DataType.Int8), (-5, DataType.UInt8),
+                                               (256, DataType.UInt8)])
+def test_a_quantize_zero_point_outside_the_dtype_is_refused(zero_point, dtype):
+    """torch.quantize_per_tensor refuses it; saturated, it moved every value to the dtype's bound."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=rf"quantize: zero_point {zero_point} is outside {dtype.name}'s range"):
+            fd.ops.quantize(x, 0.1, zero_point, dtype=dtype)
+
+
+@pytest.mark.parametrize("scale_a, scale_b, bias, match", [
+    ([3, 5], [1, 5], None, r"scale_a must be one element or \[M, 1\] = \[3, 1\], got T2 of shape \[3, 5\]"),
+    ([1, 5], [1, 5], None, r"scale_a must be one element or \[M, 1\] = \[3, 1\], got T2 of shape \[1, 5\]"),
+    ([3, 1], [3, 1], None, r"scale_b must be one element or \[1, N\] = \[1, 5\], got T3 of shape \[3, 1\]"),
+    ([3, 1], [1, 5], [1], r"bias must have N = 5 entries, got T4 of 1"),
+])
+def test_scaled_mm_refuses_scales_and_biases_torch_refuses(scale_a, scale_b, bias, match):
+    def define(shape, dtype):
+        return fd.define_tensor(shape=shape, contiguity=[None if s == 1 else True for s in shape], dtype=dtype)
+
+    with FusionDefinition() as fd:
+        a = define([3, 16], DataType.Float8_e4m3fn)
+        b = define([16, 5], DataType.Float8_e4m3fn)
+        sa, sb = define(scale_a, DataType.Float), define(scale_b, DataType.Float)
+        bv = None if bias is None else define(bias, DataType.BFloat16)
+        with pytest.raises(ValueError, match=match):
+            fd.ops.scaled_mm(a, b, sa, sb, bias=bv, out_dtype=DataType.Float)

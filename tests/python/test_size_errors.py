@@ -268,10 +268,35 @@ def test_pad_widths_past_32_bits_index_in_64_bits(left, right):
 
 
 def test_a_result_too_large_for_one_launch_is_refused_by_name():
-    """2^62 elements: a grid of 2^51 blocks, which no launch holds (an internal error under BRAZE_VERIFY)."""
+    """2^62 elements and more: a grid no launch holds (an internal error under BRAZE_VERIFY; past 2^62 the
+    heuristics' next power of two looped for ever, at 2^63 - 1 a count overflowed to a negative grid)."""
     with FusionDefinition() as fd:
         n = fd.define_scalar(dtype=DataType.Int)
-        fd.add_output(fd.ops.full([n, n], 1.0, DataType.Float))
-    with pytest.raises(ValueError, match=r"segment 0 \(writing T\d+\): its kernel braze_s0_pointwise would need a "
-                                         r"grid of \d+x1 blocks, more than one launch holds .* too large"):
-        fd.execute([2**31])
+        fd.add_output(fd.ops.full([n], 1.0, DataType.Float))
+    for count in (2**62, 2**62 + 1, 2**63 - 1):
+        for run in (fd.execute, fd.explain):
+            with pytest.raises(ValueError, match=r"segment 0 \(writing T\d+\): its kernel braze_s0_pointwise would need "
+                                                 r"more blocks than one launch holds .* too large"):
+                run([count])
+
+
+def test_a_result_past_2_to_the_64_bytes_is_refused_not_wrapped():
+    """Element counts within int64 whose bytes are not: the reference crashed allocating a wrapped size, and
+    a sort of one such line (an expanded input) wrapped its shared-memory arithmetic (SIGFPE, internal
+    errors)."""
+    with FusionDefinition() as fd:
+        n = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.full([n], 1.0, DataType.Float))
+    with pytest.raises(ValueError, match=r"a tensor of 4611686018427387904 elements of Float would take more bytes"):
+        _execute.reference(fd, [2**62])
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        n = fd.define_scalar(dtype=DataType.Int)
+        row = fd.ops.broadcast_in_dim(fd.ops.slice(t, [0], [1]), [1, n], [1])
+        fd.add_output(fd.ops.argsort(row, 1))
+    for count in (2**60 + 1, 2**61 + 1, 2**62 - 1):
+        inputs = [np.zeros(3, np.float32), count]
+        fd.explain(inputs)  # planned: one thread walks the line
+        for run in (fd.execute, lambda i: _execute.reference(fd, i)):
+            with pytest.raises(ValueError, match=rf"a tensor of {count} elements of Int64 would take more bytes"):
+                run(inputs)

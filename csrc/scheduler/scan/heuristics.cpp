@@ -63,7 +63,7 @@ std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int6
                                    int64_t key_bytes) {
   const int64_t fits = device.smem_per_block_optin;
   // One pass over the whole line where it is no longer than twice the kept ones (9 of 13 in 16 slots).
-  const int64_t need = nextPow2(std::min(length, 2 * keep));
+  const int64_t need = nextPow2(std::min(length, keep > INT64_MAX / 2 ? INT64_MAX : 2 * keep));
   if (blockSortBytes(need, key_bytes) > fits) return std::nullopt;
   const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
   SortShape s;
@@ -89,7 +89,10 @@ std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int6
 
 }  // namespace
 
-int64_t blockSortBytes(int64_t slots, int64_t key_bytes) { return slots * (key_bytes + 8); }
+int64_t blockSortBytes(int64_t slots, int64_t key_bytes) {
+  // Saturated: a line of 2^60 slots needs more than any block holds, not a wrapped small count.
+  return slots > INT64_MAX / (key_bytes + 8) ? INT64_MAX : slots * (key_bytes + 8);
+}
 
 std::string ScanParams::toString() const {
   if (sort_slots > 0) {
@@ -124,7 +127,7 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   // A line of several passes split into parts of one pass each, on blocks of their own, then merged.
   std::optional<SortShape> part, merge;
   const int64_t parts = ceilDiv(problem.extent, whole->slots);
-  if (whole->passes > 1 && problem.lines * parts < (int64_t{1} << 31)) {
+  if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
     part = sortShape(device, problem.lines * parts, whole->slots, keep, problem.key_bytes);
     merge = sortShape(device, problem.lines, parts * keep, keep, problem.key_bytes);
     if (!part || !merge) return p;
