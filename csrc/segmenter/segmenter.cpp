@@ -167,10 +167,16 @@ class Segmenter {
     return c;
   }
 
+  // Saturated at INT64_MAX: counts past it (expanded inputs of 2^60 elements) compare as the largest, not
+  // as wrapped small or negative ones.
   int64_t bytesOf(const Candidate& c) const {
     int64_t bytes = 0;
-    for (const Val* in : c.inputs) bytes += bound_.uniqueBytes(in);
-    for (const Val* out : c.outputs) bytes += bound_.numel(out) * sizeOf(out->dtype());
+    const auto add = [&](int64_t n, int64_t item) {
+      int64_t b = 0;
+      if (__builtin_mul_overflow(n, item, &b) || __builtin_add_overflow(bytes, b, &bytes)) bytes = INT64_MAX;
+    };
+    for (const Val* in : c.inputs) add(bound_.uniqueBytes(in), 1);
+    for (const Val* out : c.outputs) add(bound_.numel(out), sizeOf(out->dtype()));
     return bytes;
   }
 
@@ -248,9 +254,10 @@ class Segmenter {
     }
     Candidate c = candidateOf({a, b});
     const int64_t bytes = bytesOf(c);
-    if (bytes > ga.bytes + gb.bytes) {
+    const int64_t apart = ga.bytes > INT64_MAX - gb.bytes ? INT64_MAX : ga.bytes + gb.bytes;
+    if (bytes > apart) {
       return {false, CutReason::MoreTraffic,
-              fmt::format("one kernel would move {} B, two move {} B", bytes, ga.bytes + gb.bytes)};
+              fmt::format("one kernel would move {} B, two move {} B", bytes, apart)};
     }
     const SchedulerChoice choice = chooseScheduler(c, bound_, reasons);
     if (!choice.kind) {

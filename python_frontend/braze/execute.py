@@ -268,12 +268,11 @@ def check_torch_updates(fd, flat, positions) -> None:
     torch = sys.modules.get("torch")
     if torch is None or not torch.is_grad_enabled():
         return
-    drawn = generator.drawn_positions(fd)
     for p in positions:
         t = flat[p]
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
-            index = p - 2 * sum(1 for d in drawn if d < p)
-            raise BrazeValueError(f"input {index} ({fd._fusion.inputs()[p].name}) is updated in place "
+            # The flat position: FusionDefinition.execute gives the message the caller's (renumber_input_error).
+            raise BrazeValueError(f"input {p} ({fd._fusion.inputs()[p].name}) is updated in place "
                                   "(add_output(alias_input=)) but is a leaf tensor that requires grad: torch refuses "
                                   "an in-place update of one while grad is enabled; run it under torch.no_grad()")
 
@@ -400,8 +399,8 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
 
 def renumber_input_error(fd, error):
     """An error raised after the inputs are flattened names positions among them ("input 3 (T3): ...",
-    "T5 (from input 3, T3)"); where define_vector inputs or the drawn seeds of random ops stand before
-    one, the message is given the caller's position instead ("input 1")."""
+    "T5 (from input 3, T3)", "... of input 4"): where define_vector inputs or the drawn seeds of random ops
+    stand before one, the message is given the caller's position instead ("input 1")."""
     vectors = fd.__dict__.get("_vector_sizes") or {}
     drawn = generator.drawn_positions(fd)
     if (not vectors and not drawn) or getattr(error, "_braze_caller_positions", False) or not error.args or \
@@ -419,7 +418,7 @@ def renumber_input_error(fd, error):
         where = f"input {position}" if position not in vectors else f"input {position}[{flat - start}]"
         return match.group(1) + where
 
-    renumbered = re.sub(r"(^|from )input (\d+)\b", caller_position, error.args[0])
+    renumbered = re.sub(r"(^|[^\w-])input (\d+)\b", caller_position, error.args[0])
     error._braze_caller_positions = True
     error.args = (renumbered,) + error.args[1:]
 

@@ -161,7 +161,7 @@ class IndexingOps:
             return cv.tensor(fd, x, op, arg)
         if number_dtype == DataType.Int32:  # a zero point: an integer, as torch's quantize takes
             s = cv.integer_scalar(fd, x, op, arg)
-            if isinstance(x, int) and not -2**31 <= x < 2**31:
+            if _is_integer_number(x) and not -2**31 <= int(x) < 2**31:
                 raise BrazeValueError(f"{op}: {arg} {x} does not fit Int32")
             return _C.full([], s, DataType.Int32)
         s = cv.scalar(fd, x, op, arg, number_dtype)  # a TypeError naming op and arg for anything else
@@ -171,8 +171,9 @@ class IndexingOps:
 def _check_zero_point_constant(op, zero_point, dtype):
     """A zero point given as a number must lie in the quantized dtype's range, as torch requires (saturated,
     it moved every value to the dtype's bound)."""
-    if op != "quantize" or not isinstance(zero_point, int) or isinstance(zero_point, bool):
+    if op != "quantize" or not _is_integer_number(zero_point):
         return
+    zero_point = int(zero_point)
     numpy_dtype = dtypes.to_numpy_dtype(dtype)
     if numpy_dtype is None or numpy_dtype.kind not in "iu":
         return
@@ -195,3 +196,9 @@ def _check_scale_shape(name, scale, operand, per):
         label = "[M, 1]" if per == 0 else "[1, N]"
         raise BrazeValueError(f"scaled_mm: {name} must be one element or {label} = {want}, "
                               f"got {scale.name} of shape {shape}")
+
+
+def _is_integer_number(x):
+    """A Python or numpy integer (not a bool): what a constant zero point is given as."""
+    import numpy as np
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))

@@ -305,7 +305,7 @@ def test_every_path_numbers_inputs_as_passed_in_size_messages_too():
 
 
 @pytest.mark.parametrize("zero_point, dtype", [(300, DataType.Int8), (-129, DataType.Int8), (-5, DataType.UInt8),
-                                               (256, DataType.UInt8)])
+                                               (256, DataType.UInt8), (np.int64(300), DataType.Int8)])
 def test_a_quantize_zero_point_outside_the_dtype_is_refused(zero_point, dtype):
     """torch.quantize_per_tensor refuses it; saturated, it moved every value to the dtype's bound."""
     with FusionDefinition() as fd:
@@ -331,3 +331,35 @@ def test_scaled_mm_refuses_scales_and_biases_torch_refuses(scale_a, scale_b, bia
         bv = None if bias is None else define(bias, DataType.BFloat16)
         with pytest.raises(ValueError, match=match):
             fd.ops.scaled_mm(a, b, sa, sb, bias=bv, out_dtype=DataType.Float)
+
+
+def test_a_numpy_integer_zero_point_past_int32_is_refused():
+    """It wrapped to 0 silently (a Python int was refused)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        with pytest.raises(ValueError, match=r"quantize: zero_point 1099511627776 does not fit Int32"):
+            fd.ops.quantize(x, 0.5, np.int64(2**40), dtype=DataType.Int32)
+
+
+def test_every_input_number_of_a_message_is_the_callers():
+    """An overlap message names two inputs, and a torch leaf check after drawn seeds was renumbered twice."""
+    with FusionDefinition() as fd:
+        v = fd.define_vector(2)
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(b, v))
+        fd.add_output(fd.ops.add(a, b), alias_input=a)
+    buf = np.arange(8, dtype=np.float32)
+    with pytest.raises(ValueError) as caught:
+        fd.execute([[2, 2], buf[0:4], buf[2:6]])
+    numbers = [int(n) for n in __import__("re").findall(r"(?<![\w-])input (\d+)", str(caught.value))]
+    assert numbers and set(numbers) <= {1, 2}, str(caught.value)
+    torch = pytest.importorskip("torch")
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        r = fd.ops.uniform(0.0, 1.0, [4], dtype=DataType.Float)
+        t1, t2, t3 = (fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float) for _ in range(3))
+        fd.add_output(fd.ops.add(t0, r))
+        fd.add_output(fd.ops.add(fd.ops.add(t1, t2), t3), alias_input=t3)
+    with pytest.raises(ValueError, match=r"^input 3 \(T\d+\) is updated in place"):
+        fd.execute([torch.zeros(4), torch.zeros(4), torch.zeros(4), torch.zeros(4, requires_grad=True)])

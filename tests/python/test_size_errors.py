@@ -300,3 +300,13 @@ def test_a_result_past_2_to_the_64_bytes_is_refused_not_wrapped():
         for run in (fd.execute, lambda i: _execute.reference(fd, i)):
             with pytest.raises(ValueError, match=rf"a tensor of {count} elements of Int64 would take more bytes"):
                 run(inputs)
+
+
+def test_merging_weighs_huge_byte_counts_without_wrapping():
+    """The segmenter's byte counts saturate: a sum of full([n]) stays one kernel at every n, where a count
+    wrapped to a negative one split it at 2^60 and 2^63 - 1 (and the pointwise half then had no grid)."""
+    with FusionDefinition() as fd:
+        n = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.sum(fd.ops.full([n], 1.0, DataType.Float), dims=[0]))
+    for count in (2**59, 2**60, 2**62, 2**63 - 1):
+        assert "plan: 1 segment(s), 1 kernel(s)" in str(fd.explain([count]))

@@ -67,7 +67,8 @@ def test_random_rows_stay_within_float_rounding(shape, dims, offset):
 @pytest.mark.parametrize("dims", [[1], [0]])
 def test_rows_near_the_float_limits_and_with_infinities_follow_the_reference(dims):
     """The first mean sums x / n, so rows whose plain sum overflows keep a finite mean (they gave NaN, before
-    that inf); an infinity in a row is its mean, as the reference and torch.mean give."""
+    that inf), and stands where the deviations overflow (their sum gave NaN or inf); an infinity in a row is
+    its mean, as the reference and torch.mean give."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         var, mean = fd.ops.var_mean(x, dims=dims, correction=0, keepdim=False)
@@ -77,7 +78,7 @@ def test_rows_near_the_float_limits_and_with_infinities_follow_the_reference(dim
         fd.add_output(welford_mean)
         fd.add_output(m2)
     for row in ([1e38] * 4, [3e38, 3e38], [2e38, 3e38, -1e38], [1, np.inf, 2], [1, -np.inf, 2], [np.inf, -np.inf],
-                [1, np.nan]):
+                [1, np.nan], [3e38, 3e38, -3e38], [3e38, -3e38, 3e38], [3e38, 3e38, -3e38, -3e38]):
         x = np.array([row], np.float32)
         x = x if dims == [1] else np.ascontiguousarray(x.T)
         for got, want in zip(fd.execute([x]), bx.reference(fd, [x])):

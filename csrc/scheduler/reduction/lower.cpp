@@ -595,15 +595,18 @@ class RowLowering {
     // another value, leaving that mean an ulp or so off them): with shift = sum(d)/n, mean + shift and
     // sum(d^2) - sum(d) shift give such a row its value back and a variance of 0, exactly while those
     // sums are (short of some 2^24 elements), as torch's Welford does. shift is NaN where n is 0 (the
-    // mean too, the squares' sum 0); a first mean of +-inf (a row with an infinity) is the mean.
+    // mean too, the squares' sum 0).
     const ExprId d_sum = rowValue(deviations[0]);
     const ExprId shift = rowLet("shift", kb_.elementwise(OpKind::TrueDiv, acc, {d_sum, n}));
-    const ExprId finite = kb_.elementwise(OpKind::IsFinite, DataType::Bool, {first_mean});
+    // Where the deviations overflowed (values near the float limit) or the first mean is not finite, the
+    // first mean stands; where n is 0, the NaN shift.
+    const ExprId nonempty = kb_.elementwise(OpKind::Gt, DataType::Bool, {n, zero});
+    const ExprId corrected = kb_.elementwise(OpKind::Add, acc, {first_mean, shift});
+    const ExprId fallback = params_.inner ? (row_length_ > 0 ? first_mean : shift) : kb_.select(nonempty, first_mean, shift);
     const ExprId mean =
-        rowLet("mean", kb_.select(finite, kb_.elementwise(OpKind::Add, acc, {first_mean, shift}), first_mean));
+        rowLet("mean", kb_.select(kb_.elementwise(OpKind::IsFinite, DataType::Bool, {corrected}), corrected, fallback));
     const ExprId shifted = kb_.elementwise(OpKind::Mul, acc, {d_sum, shift});
-    const ExprId removed = params_.inner ? (row_length_ > 0 ? shifted : zero)
-                                         : kb_.select(kb_.elementwise(OpKind::Gt, DataType::Bool, {n, zero}), shifted, zero);
+    const ExprId removed = params_.inner ? (row_length_ > 0 ? shifted : zero) : kb_.select(nonempty, shifted, zero);
     // (sum d)^2 / n is at most sum(d^2): where that is infinite, so is the result, whatever the other rounds to.
     const ExprId square_sum = rowValue(deviations[1]);
     const ExprId squares =
