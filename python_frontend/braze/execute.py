@@ -299,7 +299,7 @@ def _execute_torch(fd, inputs):
     # Outputs from torch's caching allocator (as _torch_allocator says why), torch.empty_strided called
     # from C++: no Python function in between.
     torch_outputs = _torch_allocator(sys.modules["torch"]) is not None
-    outputs = cache.run_torch(inputs, None, torch_outputs)
+    outputs = cache.run_torch(plain_list(inputs), None, torch_outputs)
     if outputs is not None:
         fd._last_gpu_cache = cache
         fd._last_run_was_gpu = True
@@ -572,6 +572,12 @@ class _FlatInputs(list):
     caller's form again."""
 
 
+def plain_list(inputs):
+    """`inputs` as a list of its own type: what FusionCache.run_torch takes (a subclass it leaves to the
+    general path)."""
+    return list(inputs) if type(inputs) is _FlatInputs else inputs
+
+
 def _flatten(inputs, fd=None) -> list:
     """The inputs with each define_vector(n) input's list spread into its n scalars; with `fd`, a list of
     another length than its vector's is refused by name."""
@@ -582,7 +588,7 @@ def _flatten(inputs, fd=None) -> list:
     vectors = getattr(fd, "_vector_sizes", {}) if fd is not None else None
     if vectors:
         _check_vector_inputs(inputs, fd, vectors)
-    flat = _FlatInputs()
+    flat = _FlatInputs() if vectors else []  # only a spread vector could be read as the caller's form
     for position, x in enumerate(inputs):
         if isinstance(x, (list, tuple)):
             if vectors is not None and position in vectors and len(x) != vectors[position]:

@@ -241,7 +241,7 @@ class FusionDefinition:
                 if updated:  # inputs it updates in place, whose autograd versions torch's rules follow
                     flat = _execute._flatten(inputs)
                     _execute.check_torch_updates(self, flat, updated)
-                outputs = cache.run_torch(inputs, None, torch_outputs)
+                outputs = cache.run_torch(_execute.plain_list(inputs), None, torch_outputs)
             except Exception as error:
                 _execute.renumber_input_error(self, error)
                 _repro.report(self, user_inputs, error, False, kwargs or None)

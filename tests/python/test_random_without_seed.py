@@ -189,3 +189,22 @@ def test_uniform_never_reaches_maxval_as_the_dtype_holds_it(dtype, low, high):
     np.testing.assert_array_equal(np.asarray(got).view(np.uint8), np.asarray(ref).view(np.uint8))
     values = np.asarray(got).astype(np.float64)
     assert values.min() >= low and values.max() < float(np_dtype(high))
+
+
+def test_drawn_inputs_stay_a_plain_list_for_the_gpu_fast_path():
+    """FusionCache.run_torch takes an exact list (a subclass goes the general way): the inputs with their drawn
+    seed and offset inserted are one, with or without a define_vector input spread among them."""
+    from braze import execute as bx
+    from braze import generator
+
+    for with_vector in (False, True):
+        with FusionDefinition() as fd:
+            r = fd.ops.uniform(0.0, 1.0, [4], dtype=DataType.Float)
+            t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            if with_vector:
+                t = fd.ops.reshape(t, fd.define_vector(1))
+            fd.add_output(fd.ops.add(r, t))
+        inputs = [np.zeros(4, np.float32)] + ([[4]] if with_vector else [])
+        drawn = generator.with_drawn(fd, bx._flatten(inputs, fd))
+        assert type(bx.plain_list(drawn)) is list and len(drawn) == len(fd._fusion.inputs())
+        assert (type(drawn) is list) != with_vector  # only a spread vector is marked as flattened
