@@ -60,17 +60,32 @@ def _to_numpy(tensor, np_dtype) -> np.ndarray:
     return tensor.contiguous().view(same_width).cpu().numpy().view(np_dtype)
 
 
-def execute(fd, inputs) -> list:
-    """fd.execute(inputs) on the test device: numpy in, numpy (and Python numbers) out either way."""
+def _on_device(fd, inputs) -> list:
+    """The inputs as the test device runs them: CUDA copies where that device is a GPU, else (and where
+    the GPU path would refuse the case) the numpy inputs themselves."""
     if name() == "sim":
-        return fd.execute(inputs)
+        return inputs
     if any(s.kind == "kernel" and s.scheduler is None for s in fd.explain(inputs).segments):
         # A segment no scheduler takes (a float32 matmul) has no GPU kernel and the GPU
         # path refuses it: the simulated device runs the case.
-        return fd.execute(inputs)
+        return inputs
     moved = [_to_cuda(x) if isinstance(x, np.ndarray) else x for x in inputs]
     if any(m is None for m in moved):
-        return fd.execute(inputs)  # a layout the copy does not reproduce: the simulated device runs it
+        return inputs  # a layout the copy does not reproduce: the simulated device runs it
+    return moved
+
+
+def explain(fd, inputs):
+    """fd.explain(inputs) against the cache that execute(fd, inputs) uses: the GPU's or the simulator's
+    (each has its own, so a `cache` answer is only meaningful from the one that ran before)."""
+    return fd.explain(_on_device(fd, inputs))
+
+
+def execute(fd, inputs) -> list:
+    """fd.execute(inputs) on the test device: numpy in, numpy (and Python numbers) out either way."""
+    moved = _on_device(fd, inputs)
+    if moved is inputs:
+        return fd.execute(inputs)
     outputs = fd.execute(moved)
     by_name = {n: d for d, n in dtypes.ARRAY_NAMES.items()}  # torch's dtype names are numpy's / ml_dtypes'
     result = []

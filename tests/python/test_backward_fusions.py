@@ -152,7 +152,8 @@ def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():
         inputs += [rng.standard_normal((rows, 1)).astype(np.float32), (0.5 + rng.random((rows, 1))).astype(np.float32)]
         inputs.append(rng.standard_normal(256).astype(NP[DataType.BFloat16]))
         if rows != 64:
-            assert fd.explain(inputs).cache == "new launch parameters", fd.explain(inputs).why
+            plan = device_switch.explain(fd, inputs)
+            assert plan.cache == "new launch parameters", plan.cache_why
         outputs = device_switch.execute(fd, inputs)
         for got, expected in zip(outputs, norm_backward_expected(inputs, False, True, True), strict=True):
             assert_close(got, expected, DataType.BFloat16)

@@ -214,7 +214,8 @@ def test_ops_reading_an_input_through_meta_ops_get_a_kernel(device):
 
 def test_topk_along_a_slice_of_an_expanded_dim(device):
     # A slice of an expanded (stride-0) dim keeps its length: k may be up to it (not 1).
-    x = torch.arange(33, dtype=torch.float32).reshape(1, 33).expand(8, 33).to(device)
+    # Expanded on the device: torch copies an expanded tensor into a dense one when it moves it.
+    x = torch.arange(33, dtype=torch.float32, device=device).reshape(1, 33).expand(8, 33)
     with FusionDefinition() as fd:
         t = fd.define_tensor(sizes=[8, 33], strides=[0, 1], dtype=DataType.Float)
         values, indices = fd.ops.topk(fd.ops.slice(t, [1, 0], [8, 33]), 3, 0, True, True)
