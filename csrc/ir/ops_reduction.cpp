@@ -52,6 +52,12 @@ void checkTensor(Val* x, std::string_view op) {
 
 }  // namespace
 
+namespace {
+bool sizeOne(const IterDomain& id) {
+  return id.type == IterType::Broadcast || (id.type == IterType::Iteration && id.extent == 1);
+}
+}  // namespace
+
 TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool keepdim, DataType dtype) {
   BRAZE_ASSERT(opInfo(kind).category == OpCategory::Reduction, "{} is not a reduction", opName(kind));
   const std::string_view op = opName(kind);
@@ -62,6 +68,17 @@ TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool k
     // torch: sum/prod of bools and integers accumulate and return Int64; any/all return Bool.
     if ((kind == OpKind::Sum || kind == OpKind::Prod) && !isFloating(dtype)) dtype = DataType::Int64;
     if (kind == OpKind::Any || kind == OpKind::All) dtype = DataType::Bool;
+  }
+  // A sum, product, max or min over dims of size 1 only reduces one element: its value, cast. Such a
+  // reduction is a squeeze instead (as nvFuser makes it), so that a dim a definition broadcast to 1 and
+  // then summed over (Thunder's layer-norm backward has two) is no reduction of another extent that
+  // keeps the real row reductions from sharing a kernel. The cast stays even to the same dtype: the
+  // result is never a view of the operand. Where real dims are reduced too, the reduction stays whole.
+  const bool one_element_is_the_value =
+      kind == OpKind::Sum || kind == OpKind::Prod || kind == OpKind::Max || kind == OpKind::Min;
+  const bool only_size_one = std::all_of(dims.begin(), dims.end(), [&](int64_t d) { return sizeOne(x->logical()[d]); });
+  if (one_element_is_the_value && !dims.empty() && only_size_one) {
+    return cast(keepdim ? x : squeeze(x, dims), dtype)->asTensor();
   }
   Fusion* fusion = x->fusion();
   TensorView* out = newReductionOutput(fusion, dtype, reducedDomain(x, dims, keepdim));
