@@ -1,0 +1,41 @@
+"""Lightning Thunder's nvFuser executor on braze without a GPU: tools/thunder_on_cpu.py trains nanoGPT's block
+one step with thunder.jit on CPU tensors (the fusions Thunder writes run on the simulated device), in a
+process of its own since it patches Thunder and braze's define_tensor. Its output and every gradient
+against eager float32, and how Thunder's fusions plan: the two layer-norm backwards as one inner-outer
+persistent kernel each, no fusion beyond two kernel segments. Skips where Thunder does not import."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def run_block(dtype):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "thunder_on_cpu.py"), "--batch", "2",
+                           "--seq", "16", "--embd", "64", "--heads", "4", "--dtype", dtype],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode == 3:  # the tool's THUNDER_DOES_NOT_IMPORT
+        pytest.skip(done.stderr.strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("dtype, tolerance", [("fp32", 1e-5), ("bf16", 2e-2)])
+def test_thunder_trains_nanogpt_block_on_braze_as_eager(dtype, tolerance):
+    out = run_block(dtype)
+    errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
+    assert "output" in errors and "x.grad" in errors and "ln_1.weight.grad" in errors, out
+    assert len(errors) >= 14, out  # the output, x.grad and the block's 12 parameter grads
+    assert all(err <= tolerance for err in errors.values()), out
+    plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\) ?(.*)", out)
+    assert plans, out
+    assert max(int(n) for n, _ in plans) <= 2, out
+    assert sum(schedulers.split(", ") == ["inner_outer_persistent"] for _, schedulers in plans) == 2, out
