@@ -324,7 +324,7 @@ def tuned(fd, tuning):
     """fd with a fresh GPU cache planning for `tuning` (HeuristicTuning keys) through BRAZE_TUNING, which
     a cache reads when it plans."""
     os.environ["BRAZE_TUNING"] = tuning
-    fd.__dict__.pop("_gpu_caches", None)
+    bx.forget_gpu_plans(fd)
     return fd
 
 

@@ -220,6 +220,14 @@ def _gpu_cache(fd, bookend, platform="cuda"):
     return cache
 
 
+def forget_gpu_plans(fd) -> None:
+    """Drops the fusion's GPU caches and the torch fast path's hold on them, so that its next GPU
+    execute plans afresh (reading BRAZE_TUNING again, as compare.py's sweeps need). Other definitions
+    that share the caches (the same definition made again) keep them."""
+    for name in ("_gpu_caches", "_torch_fast", "_last_gpu_cache", "_last_run_was_gpu"):
+        fd.__dict__.pop(name, None)
+
+
 def _torch_allocator(torch):
     """Outputs from torch's caching allocator: torch accounts for their memory, and a CUDA graph
     capture records them in its private pool (memory from braze's own pool would become the graph's

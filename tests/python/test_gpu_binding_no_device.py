@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from braze import DataType, FusionDefinition, _C
+from braze import DataType, FusionDefinition, _C, execute
 
 from test_shape_generic import sizeless_layer_norm
 
@@ -284,3 +284,21 @@ def test_a_stand_in_torch_module_leaks_nothing_at_exit():
     result = subprocess.run([sys.executable, script, "--calls", "3"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "leaked" not in result.stderr, result.stderr
+
+
+def test_forgetting_the_gpu_plans_drops_the_fast_paths_hold_on_them(monkeypatch):
+    """compare.py's sweeps plan each tuning in a fresh cache: after execute.forget_gpu_plans the next
+    execute goes to the cache made then, not to the one the torch fast path held."""
+    torch = stand_in_torch(monkeypatch)
+    fd, cache = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    fd.execute([x, w])
+    fd.execute([x, w])
+    assert "_torch_fast" in fd.__dict__ and len(cache) == 1
+    execute.forget_gpu_plans(fd)
+    _, fresh = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": fresh}  # what the next GPU execute makes, without a GPU
+    fd.execute([x, w])
+    assert len(fresh) == 1
