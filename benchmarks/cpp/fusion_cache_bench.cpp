@@ -284,6 +284,34 @@ void BM_GpuLaunch_Bare(benchmark::State& state) {
 }
 BENCHMARK(BM_GpuLaunch_Bare)->Unit(benchmark::kMicrosecond);
 
+// On a GPU: the driver calls a cached execute makes besides the launch, one at a time, so that the gap
+// between BM_GpuLaunch_CachedExecute and BM_GpuLaunch_Bare can be read off: an output's allocation and
+// release (stream-ordered, from the pool; arg 0) and the device scope each execute and release enter
+// (cuCtxGetCurrent; arg 1).
+void BM_GpuLaunch_DriverCalls(benchmark::State& state) {
+  if (!device::cudaAvailable()) {
+    state.SkipWithError("no CUDA driver or GPU");
+    return;
+  }
+  device::useDevice(0);
+  device::DeviceOps& ops = device::cudaDeviceOps(0);
+  const bool scope_only = state.range(0) == 1;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    if (scope_only) {
+      device::DeviceScope scope(ops);
+      benchmark::ClobberMemory();
+    } else {
+      ops.release(ops.allocate(256, nullptr), nullptr);
+      if (++calls % 512 == 0) device::synchronizeDevice("benchmark");
+    }
+  }
+  device::synchronizeDevice("benchmark");
+  state.SetLabel(scope_only ? "device scope (cuCtxGetCurrent)"
+                            : "output allocate + release (cuMemAllocAsync, cuMemFreeAsync)");
+}
+BENCHMARK(BM_GpuLaunch_DriverCalls)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 // On a GPU: a cached execute of a two-kernel plan (x - sum over dim 0: a reduction, then a pointwise
 // kernel), its kernels launched one by one (arg 0) or as one CUDA graph (arg 1), host time per call.
 void BM_GpuLaunch_TwoKernels(benchmark::State& state) {
