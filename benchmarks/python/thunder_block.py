@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -65,13 +66,53 @@ def step_times(fn, x, reps) -> list[float]:
     return times
 
 
+def execute_host_time(fn, x, reps) -> tuple[int, float]:
+    """braze's executes per step and the median host time spent inside them per step, in microseconds:
+    what of the step's host time is braze's (the rest is Thunder's and torch's)."""
+    import braze
+
+    execute = braze.FusionDefinition.execute
+    spent = [0.0, 0]
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - start
+            spent[1] += 1
+
+    braze.FusionDefinition.execute = timed
+    try:
+        per_step = []
+        for _ in range(reps):
+            spent[:] = [0.0, 0]
+            fn(x).float().square().mean().backward()
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            per_step.append((spent[1], spent[0] * 1e6))
+    finally:
+        braze.FusionDefinition.execute = execute
+    return per_step[-1][0], statistics.median(us for _, us in per_step)
+
+
 def kernel_table(fn, x, rows=25) -> str:
+    """torch.profiler's kernel table of one step, then the GPU time of all kernels and of braze's."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn(x).float().square().mean().backward()
         torch.cuda.synchronize()
-    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows)
+    events = prof.key_averages()
+
+    def device_us(event):
+        return getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0.0)
+
+    total = sum(device_us(e) for e in events)
+    ours = sum(device_us(e) for e in events if e.key.startswith("braze_"))
+    count = sum(e.count for e in events if e.key.startswith("braze_"))
+    return (events.table(sort_by="cuda_time_total", row_limit=rows) +
+            f"\nGPU time of the step: {total:.1f} us; braze's {count} kernels: {ours:.1f} us\n")
 
 
 def main() -> int:
@@ -109,6 +150,8 @@ def main() -> int:
     print(f"  eager            {e * 1000:8.1f} us")
     print(f"  thunder + braze  {b * 1000:8.1f} us  ({e / b:.2f}x eager)")
     print(f"  nvFusion regions: {len(forward)} forward, {len(backward)} backward")
+    calls, host_us = execute_host_time(jitted, x, args.reps)
+    print(f"  braze's executes: {calls} per step, {host_us:.1f} us of host time in them per step (median)")
     if args.profile:
         print("== eager, one step\n" + kernel_table(block, x))
         print("== thunder + braze, one step\n" + kernel_table(jitted, x))
