@@ -78,7 +78,13 @@ TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool k
       kind == OpKind::Sum || kind == OpKind::Prod || kind == OpKind::Max || kind == OpKind::Min;
   const bool only_size_one = std::all_of(dims.begin(), dims.end(), [&](int64_t d) { return sizeOne(x->logical()[d]); });
   if (one_element_is_the_value && !dims.empty() && only_size_one) {
-    return cast(keepdim ? x : squeeze(x, dims), dtype)->asTensor();
+    TensorView* value = squeeze(x, dims);
+    if (keepdim) {  // kept as broadcast dims, as a reduction keeps them
+      std::vector<bool> kept(x->logical().size(), false);
+      for (int64_t d : dims) kept[d] = true;
+      value = broadcast(value, kept);
+    }
+    return cast(value, dtype)->asTensor();
   }
   Fusion* fusion = x->fusion();
   TensorView* out = newReductionOutput(fusion, dtype, reducedDomain(x, dims, keepdim));
