@@ -53,7 +53,11 @@ TensorView* gatherLike(OpKind kind, TensorView* x, TensorView* index, int64_t di
       BRAZE_CHECK(a < 0 || b < 0 || in[d].isBroadcast() || dims[d].isBroadcast() || a == b,
                   "take_along_axis: index {} {} and {} {} differ on dim {} (only dim {} may differ)", index->name(),
                   shapeString(index), x->name(), shapeString(x), d, dim);
-      if (dims[d].isBroadcast()) dims[d] = in[d];
+      // The index's broadcast dim takes x's; its expanded one (a length, stride 0) stays where x's is 1.
+      const IterType index_type = dims[d].type;
+      if (index_type == IterType::Broadcast || (index_type == IterType::Expanded && in[d].type != IterType::Broadcast)) {
+        dims[d] = in[d];
+      }
     }
   }
   TensorView* result = newTensorLike(x->fusion(), x->dtype(), std::move(dims));
@@ -107,7 +111,9 @@ TensorView* matmul(TensorView* a, TensorView* b, DataType dtype) {
     const int64_t ib = i - (batch - batch_b);
     IterDomain x = ia >= 0 ? da[ia] : IterDomain{1, IterType::Broadcast};
     IterDomain y = ib >= 0 ? db[ib] : IterDomain{1, IterType::Broadcast};
-    if (x.isBroadcast()) {
+    // a's broadcast dim takes b's; a's expanded one takes b's unless b's is a plain broadcast (1), which
+    // it outlasts.
+    if (x.type == IterType::Broadcast || (x.type == IterType::Expanded && y.type != IterType::Broadcast)) {
       out.push_back(y);
       continue;
     }

@@ -53,9 +53,9 @@ void checkTensor(Val* x, std::string_view op) {
 }  // namespace
 
 namespace {
-bool sizeOne(const IterDomain& id) {
-  return id.type == IterType::Broadcast || (id.type == IterType::Iteration && id.extent == 1);
-}
+// A broadcast dim: 1 at execute time, as inputs are checked and ops type their results. (A static extent of
+// 1 on an iteration dim is not enough: such a dim broadcasts against a longer one at execute time.)
+bool sizeOne(const IterDomain& id) { return id.type == IterType::Broadcast; }
 }  // namespace
 
 TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool keepdim, DataType dtype) {
@@ -69,7 +69,7 @@ TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool k
     if ((kind == OpKind::Sum || kind == OpKind::Prod) && !isFloating(dtype)) dtype = DataType::Int64;
     if (kind == OpKind::Any || kind == OpKind::All) dtype = DataType::Bool;
   }
-  // A sum, product, max or min over dims of size 1 only reduces one element: its value, cast. Such a
+  // A sum, product, max or min over broadcast dims only reduces one element: its value, cast. Such a
   // reduction is a squeeze instead (as nvFuser makes it), so that a dim a definition broadcast to 1 and
   // then summed over (Thunder's layer-norm backward has two) is no reduction of another extent that
   // keeps the real row reductions from sharing a kernel. The cast stays even to the same dtype: the
@@ -84,7 +84,10 @@ TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool k
       for (int64_t d : dims) kept[d] = true;
       value = broadcast(value, kept);
     }
-    return cast(value, dtype)->asTensor();
+    Val* result = cast(value, dtype);
+    // A sum starts from +0: -0.0 summed alone is +0.0, as torch and numpy give it.
+    if (kind == OpKind::Sum && isFloating(dtype)) result = cast(add(result, x->fusion()->constant(0.0)), dtype);
+    return result->asTensor();
   }
   Fusion* fusion = x->fusion();
   TensorView* out = newReductionOutput(fusion, dtype, reducedDomain(x, dims, keepdim));

@@ -263,7 +263,7 @@ TensorView* slice(TensorView* x, const std::vector<Val*>& starts, const std::vec
       result = (end - start + step - 1) / step;
     }
     IterDomain id = in[d];
-    if (result == 1 || (in[d].type == IterType::Broadcast && result != 0)) {
+    if (result == 1) {
       id = {1, IterType::Broadcast};
     } else if (in[d].type == IterType::Expanded && result != 0) {
       id = {result, IterType::Expanded};  // part of an expanded dim: still one value repeated, `result` times

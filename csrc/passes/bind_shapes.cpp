@@ -22,6 +22,13 @@ Sizes outputSizes(const Expr& expr, const BoundShapes& bound) {
   BRAZE_ASSERT(opInfo(expr.kind()).category == OpCategory::Meta, "no size rule for {}", expr.name());
   StridedLayout in = StridedLayout::rowMajor(operand(0));
   const auto dims = expr.input(0)->asTensor()->logical();
+  if (expr.kind() == OpKind::Squeeze) {
+    // As the reference checks it: a squeezed dim is 1, or expanded (one value however long).
+    for (int64_t d : expr.attrs().getInts("dims")) {
+      BRAZE_CHECK(operand(0)[d] == 1 || dims[d].type == IterType::Expanded, "squeeze: dim {} of {} has size {}, not 1",
+                  d, expr.input(0)->name(), operand(0)[d]);
+    }
+  }
   for (size_t d = 0; d < dims.size() && d < in.strides.size(); ++d) {
     if (dims[d].isBroadcast()) in.strides[d] = 0;
   }
