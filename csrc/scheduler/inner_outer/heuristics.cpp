@@ -68,8 +68,10 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   p.partial_rows = p.combine_in_block ? p.blocks : p.blocks * p.inner.threads_y;
   // The finish: a warp (wavefront) across columns, the rest of a tuned block down the partial rows.
   p.finish_threads_x = device.warp_size;
+  // Twice the tuned block, within what a block may launch (block_threads=1024 would ask for 2048).
+  const int64_t finish_threads = std::min<int64_t>(device.tuning.block_threads * 2, device.max_threads_per_block);
   p.finish_threads_y = std::clamp<int64_t>(nextPow2(p.partial_rows), 1,
-                                           std::max<int64_t>(device.tuning.block_threads * 2 / device.warp_size, 1));
+                                           std::max<int64_t>(finish_threads / device.warp_size, 1));
   return p;
 }
 

@@ -37,6 +37,21 @@ TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheG
   }
 }
 
+TEST(InnerOuterHeuristics, TheFinishBlockStaysWithinALaunchableBlockAtEveryTunedWidth) {
+  // The finish takes twice the tuned block, and never more threads than a block may have (a tuned
+  // block_threads of 1024 asked for a 32 x 64 finish).
+  for (const DeviceInfo& base : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
+    for (int64_t threads : {32, 128, 512, 1024}) {
+      DeviceInfo device = base;
+      device.tuning.block_threads = threads;
+      const InnerOuterParams p = innerOuterHeuristics(device, layerNormBackward(390, 40));
+      SCOPED_TRACE(p.toString());
+      EXPECT_LE(p.finish_threads_x * p.finish_threads_y, device.max_threads_per_block);
+      EXPECT_LE(p.finish_threads_x * p.finish_threads_y, std::max<int64_t>(2 * threads, device.warp_size));
+    }
+  }
+}
+
 TEST(InnerOuterHeuristics, FewRowsGetABlockPerRowGroupAndNoIdlePartialRows) {
   const InnerOuterParams p = innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(3, 768));
   EXPECT_EQ(p.blocks, (3 + p.inner.threads_y - 1) / p.inner.threads_y);
