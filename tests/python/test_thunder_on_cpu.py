@@ -17,9 +17,9 @@ pytest.importorskip("torch")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
-def run_block(dtype):
+def run_block(dtype, batch):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "thunder_on_cpu.py"), "--batch", "2",
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "thunder_on_cpu.py"), "--batch", str(batch),
                            "--seq", "16", "--embd", "64", "--heads", "4", "--dtype", dtype],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode == 3:  # the tool's THUNDER_DOES_NOT_IMPORT
@@ -28,9 +28,10 @@ def run_block(dtype):
     return done.stdout
 
 
-@pytest.mark.parametrize("dtype, tolerance", [("fp32", 1e-5), ("bf16", 2e-2)])
-def test_thunder_trains_nanogpt_block_on_braze_as_eager(dtype, tolerance):
-    out = run_block(dtype)
+# At batch 1 Thunder's layer-norm backward also reduces the batch dim of 1 with each row ([0, 2]).
+@pytest.mark.parametrize("dtype, batch, tolerance", [("fp32", 2, 1e-5), ("bf16", 2, 2e-2), ("bf16", 1, 2e-2)])
+def test_thunder_trains_nanogpt_block_on_braze_as_eager(dtype, batch, tolerance):
+    out = run_block(dtype, batch)
     errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
     assert "output" in errors and "x.grad" in errors and "ln_1.weight.grad" in errors, out
     assert len(errors) >= 14, out  # the output, x.grad and the block's 12 parameter grads

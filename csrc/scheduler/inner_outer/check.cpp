@@ -73,7 +73,10 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     }
     std::vector<int64_t> dims = r->attrs().getInts("dims");
     std::sort(dims.begin(), dims.end());
-    if (bound.sizesOf(r->input(0)) == domain.input_sizes && dims == over_rows) continue;
+    if (bound.sizesOf(r->input(0)) == domain.input_sizes &&
+        dimsBeyondOnes(dims, domain.input_sizes) == dimsBeyondOnes(over_rows, domain.input_sizes)) {
+      continue;
+    }
     if (std::optional<int64_t> columns = extraOuterColumns(*r, domain.outer_numel, bound);
         columns && *columns <= kMaxExtraColumns) {
       extras.push_back(r);

@@ -76,7 +76,10 @@ std::variant<ReductionDomain, std::string> commonReductionDomain(const Candidate
       domain = std::move(d);
       continue;
     }
-    if (d.input_sizes != domain->input_sizes || d.dims != domain->dims) {
+    // Dims of size 1 reduce nothing: [0, 2] and [2] of [1, 16, 64] are one domain (Thunder reduces a
+    // batch of 1 with the row).
+    if (d.input_sizes != domain->input_sizes ||
+        dimsBeyondOnes(d.dims, d.input_sizes) != dimsBeyondOnes(domain->dims, domain->input_sizes)) {
       if (!facts.reasons) return std::string("reductions over different domains");
       return fmt::format("{} reduces dims [{}] of [{}] but {} reduces dims [{}] of [{}]", exprLabel(*r),
                          fmt::join(d.dims, ", "), fmt::join(d.input_sizes, ", "), exprLabel(*facts.reductions[0]),
@@ -84,6 +87,13 @@ std::variant<ReductionDomain, std::string> commonReductionDomain(const Candidate
     }
   }
   return *domain;
+}
+
+std::vector<int64_t> dimsBeyondOnes(const std::vector<int64_t>& dims, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> out;
+  std::copy_if(dims.begin(), dims.end(), std::back_inserter(out),
+               [&](int64_t d) { return d < 0 || d >= static_cast<int64_t>(sizes.size()) || sizes[d] != 1; });
+  return out;
 }
 
 std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes) {

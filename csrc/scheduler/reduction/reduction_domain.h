@@ -39,6 +39,9 @@ InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<c
 // (an extra reduction of an inner-outer group: [rows, columns] summed over the rows); else nothing.
 std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound);
 
+// The dims among `dims` whose size in `sizes` is not 1: what a reduction over `dims` really reduces.
+std::vector<int64_t> dimsBeyondOnes(const std::vector<int64_t>& dims, const std::vector<int64_t>& sizes);
+
 // `sizes` without its size-1 dims: what a reshape that only adds or drops such dims keeps.
 std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes);
 
