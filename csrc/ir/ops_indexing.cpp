@@ -25,7 +25,9 @@ TensorView* indexSelect(TensorView* x, TensorView* index, int64_t dim) {
               index->rank());
   auto dims = x->logical();
   const IterDomain idx = index->logical()[0];
-  dims[dim] = idx.isBroadcast() ? IterDomain{1, IterType::Broadcast} : IterDomain{idx.extent, IterType::Iteration};
+  // A broadcast index selects one row; an expanded one (stride 0) selects its length of rows.
+  dims[dim] = idx.type == IterType::Broadcast ? IterDomain{1, IterType::Broadcast}
+                                              : IterDomain{idx.extent, IterType::Iteration};
   TensorView* result = newTensorLike(x->fusion(), x->dtype(), std::move(dims));
   x->fusion()->newExpr(OpKind::IndexSelect, {x, index}, {result}, {{"dim", dim}});
   return result;
@@ -57,6 +59,8 @@ TensorView* gatherLike(OpKind kind, TensorView* x, TensorView* index, int64_t di
       const IterType index_type = dims[d].type;
       if (index_type == IterType::Broadcast || (index_type == IterType::Expanded && in[d].type != IterType::Broadcast)) {
         dims[d] = in[d];
+      } else if (index_type == IterType::Iteration && in[d].type == IterType::Iteration) {
+        dims[d].extent = detail::broadcastExtent(a, b);  // a static 1 of either broadcasts at execute time
       }
     }
   }
@@ -117,9 +121,10 @@ TensorView* matmul(TensorView* a, TensorView* b, DataType dtype) {
       out.push_back(y);
       continue;
     }
-    BRAZE_CHECK(y.isBroadcast() || x.extent < 0 || y.extent < 0 || x.extent == y.extent,
+    BRAZE_CHECK(y.isBroadcast() || x.extent < 0 || y.extent < 0 || x.extent == y.extent || x.extent == 1 ||
+                    y.extent == 1,
                 "matmul: batch dim {} differs: {} in {} and {} in {}", i, x.extent, a->name(), y.extent, b->name());
-    if (x.extent < 0 && !y.isBroadcast()) x.extent = y.extent;
+    if (!y.isBroadcast()) x.extent = detail::broadcastExtent(x.extent, y.extent);
     out.push_back(x);
   }
   if (a->rank() >= 2) out.push_back(da[da.size() - 2]);

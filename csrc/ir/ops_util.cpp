@@ -4,6 +4,15 @@
 
 namespace braze::detail {
 
+int64_t broadcastExtent(int64_t a, int64_t b) {
+  // A dim of extent 1 that is no broadcast dim still broadcasts against a longer one at execute time:
+  // its static 1 says nothing about the result's extent unless both are 1.
+  if (a == b) return a;
+  if (a == 1) return b;
+  if (b == 1) return a;
+  return a == IterDomain::kSymbolic ? b : a;
+}
+
 Fusion* fusionOf(const std::vector<Val*>& operands) {
   Fusion* fusion = nullptr;
   for (Val* v : operands) {
@@ -79,10 +88,11 @@ std::vector<IterDomain> broadcastDims(std::string_view op, const std::vector<Val
         out = in;
         continue;
       }
-      BRAZE_CHECK(out.extent == IterDomain::kSymbolic || in.extent == IterDomain::kSymbolic || out.extent == in.extent,
+      BRAZE_CHECK(out.extent == IterDomain::kSymbolic || in.extent == IterDomain::kSymbolic || out.extent == in.extent ||
+                      out.extent == 1 || in.extent == 1,
                   "{}: dim {} has extent {} in {} {} but {} in {} {}", op, d, out.extent, first->name(),
                   shapeString(first), in.extent, tv->name(), shapeString(tv));
-      if (out.extent == IterDomain::kSymbolic) out.extent = in.extent;
+      out.extent = broadcastExtent(out.extent, in.extent);
     }
   }
   return dims;

@@ -20,6 +20,9 @@ std::string shapeString(const TensorView* tv);
 // nvFuser's stride_order (stride_order[d]: dim d's place counted from the innermost, so [1, 0] is
 // row-major) with negative entries counted from the end, checked to be a permutation; empty stays empty.
 std::vector<int64_t> normalizedStrideOrder(const std::vector<int64_t>& given, size_t rank, std::string_view op);
+// The static extent of two non-broadcast dims combined elementwise (kSymbolic where unknown): a static 1
+// broadcasts at execute time, so it fixes nothing unless both are 1.
+int64_t broadcastExtent(int64_t a, int64_t b);
 // The dims of several operands combined elementwise (all ranks equal), or a clear error.
 std::vector<IterDomain> broadcastDims(std::string_view op, const std::vector<Val*>& operands);
 
