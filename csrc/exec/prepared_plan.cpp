@@ -55,11 +55,7 @@ ScalarValue cpuScalarValue(const DeviceTensor& t) {
 }
 
 size_t bytesOf(const StridedLayout& layout, DataType dtype) {
-  int64_t bytes = 0;
-  BRAZE_CHECK(!__builtin_mul_overflow(std::max<int64_t>(layout.numel(), 1), sizeOf(dtype), &bytes),
-              "a tensor of {} elements of {} would take more bytes than a 64-bit count holds", layout.numel(),
-              toString(dtype));
-  return static_cast<size_t>(bytes);
+  return static_cast<size_t>(bufferBytes(layout.numel(), dtype));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -53,6 +54,14 @@ const TypeInfo& info(DataType dtype) {
 std::string_view toString(DataType dtype) { return info(dtype).name; }
 std::string_view cudaTypeName(DataType dtype) { return info(dtype).cuda; }
 int64_t sizeOf(DataType dtype) { return info(dtype).bytes; }
+
+int64_t bufferBytes(int64_t numel, DataType dtype) {
+  int64_t bytes = 0;
+  BRAZE_CHECK(!__builtin_mul_overflow(std::max<int64_t>(numel, 1), sizeOf(dtype), &bytes),
+              "a tensor of {} elements of {} would take more bytes than a 64-bit count holds", numel,
+              toString(dtype));
+  return bytes;
+}
 
 std::string_view arrayTypeName(DataType dtype) { return info(dtype).array; }
 bool numpyHasType(DataType dtype) { return info(dtype).numpy_native; }

@@ -47,6 +47,9 @@ int dlpackCode(DataType dtype);
 std::optional<DataType> dataTypeFromDlpack(int code, int64_t bits);
 
 int64_t sizeOf(DataType dtype);  // bytes per element
+// The bytes of a buffer of max(numel, 1) elements (an empty tensor still gets one), or a Value error where
+// that count passes int64.
+int64_t bufferBytes(int64_t numel, DataType dtype);
 bool isFloating(DataType dtype);   // includes the fp8 types
 bool isFloat8(DataType dtype);
 bool isIntegral(DataType dtype);   // excludes Bool

@@ -13,11 +13,7 @@ HostTensor HostTensor::empty(DataType dtype, std::vector<int64_t> sizes) {
   t.sizes_ = std::move(sizes);
   t.strides_.assign(t.sizes_.size(), 1);
   for (int64_t d = t.rank() - 2; d >= 0; --d) t.strides_[d] = t.strides_[d + 1] * std::max<int64_t>(t.sizes_[d + 1], 1);
-  int64_t bytes_signed = 0;
-  BRAZE_CHECK(!__builtin_mul_overflow(std::max<int64_t>(t.numel(), 1), sizeOf(dtype), &bytes_signed),
-              "a tensor of {} elements of {} would take more bytes than a 64-bit count holds", t.numel(),
-              toString(dtype));
-  const auto bytes = static_cast<size_t>(bytes_signed);
+  const auto bytes = static_cast<size_t>(bufferBytes(t.numel(), dtype));
   auto storage = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
   t.base_ = storage.get();
   t.storage_ = std::move(storage);

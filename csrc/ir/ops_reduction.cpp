@@ -50,12 +50,10 @@ void checkTensor(Val* x, std::string_view op) {
   BRAZE_TYPE_CHECK(x->isTensor(), "{}: expected a tensor, got scalar {}", op, x->name());
 }
 
-}  // namespace
-
-namespace {
 // A broadcast dim: 1 at execute time, as inputs are checked and ops type their results. (A static extent of
 // 1 on an iteration dim is not enough: such a dim broadcasts against a longer one at execute time.)
 bool sizeOne(const IterDomain& id) { return id.type == IterType::Broadcast; }
+
 }  // namespace
 
 TensorView* reduce(OpKind kind, TensorView* x, std::vector<int64_t> dims, bool keepdim, DataType dtype) {
