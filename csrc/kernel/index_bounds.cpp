@@ -2,6 +2,7 @@
 // index a kernel computes), so a fold is decided only where both ends are known.
 #include "kernel/kernel_ir.h"
 #include "support/by_id.h"
+#include "support/error.h"
 
 #include <algorithm>
 
@@ -21,6 +22,13 @@ std::optional<Bounds> product(const Bounds& a, const Bounds& b) {
 }
 
 }  // namespace
+
+void KernelBuilder::fixBlock(int64_t x, int64_t y) {
+  BRAZE_ASSERT(x >= 1 && y >= 1 && x * y <= 1024, "kernel block {}x{}", x, y);
+  k_.block = {x, y};
+  thread_limit_ = {x, y};
+  ++memo_epoch_;
+}
 
 void KernelBuilder::setVarBounds(VarId var, std::optional<Bounds> b) {
   entryAt(var_bounds_, static_cast<size_t>(var)) = b;
@@ -53,7 +61,7 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::ConstInt:
       if (e.index) result = Bounds{e.i, e.i};
       break;
-    case EKind::ThreadIdx: result = Bounds{0, 1023}; break;
+    case EKind::ThreadIdx: result = Bounds{0, e.i < 2 ? thread_limit_[static_cast<size_t>(e.i)] - 1 : 1023}; break;
     case EKind::BlockIdx: result = Bounds{0, (int64_t{1} << 31) - 2}; break;
     case EKind::VarRef:
       result = entryOr(var_bounds_, static_cast<size_t>(e.ref), std::optional<Bounds>{});  // -1: none

@@ -398,6 +398,9 @@ class KernelBuilder {
     int64_t lo = 0, hi = 0;
   };
   std::optional<Bounds> bounds(ExprId id) const;
+  // Fixes the kernel's block (Kernel::block) before its code is built, so threadIdx has the block's
+  // range: a test of a thread's element against a length its threads always stay under folds away.
+  void fixBlock(int64_t x, int64_t y);
   // The largest power of two (up to 2^20) known to divide the index value: what vectorized accesses need.
   int64_t divisibility(ExprId id) const;
 
@@ -500,6 +503,7 @@ class KernelBuilder {
   mutable std::vector<std::optional<Bounds>> bounds_memo_;
   mutable std::vector<uint32_t> bounds_epoch_;
   uint32_t memo_epoch_ = 1;
+  std::array<int64_t, 2> thread_limit_{1024, 1024};  // per axis of threadIdx: its largest value + 1
   void setVarBounds(VarId var, std::optional<Bounds> b);
   std::optional<std::pair<ExprId, ExprId>> splitMultiple(ExprId a, int64_t c) const;
   void refine(ExprId cond, ExprId value, Bounds& b) const;

@@ -118,7 +118,9 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
   const ExprId lane = width > 1 ? kb.ref(lane_var) : -1;
   vb.beginChunk(&chunk.pre, width > 1 ? &chunk.body : &chunk.pre, width, lane);
   build(chunk);
-  if (later == nullptr) kb.openIf(predicate);
+  // A predicate that always holds opens no block.
+  const bool guarded = later == nullptr && kb.constValue(predicate) != std::optional<int64_t>(1);
+  if (guarded) kb.openIf(predicate);
   auto& target = kb.current();
   target.insert(target.end(), std::make_move_iterator(chunk.pre.begin()), std::make_move_iterator(chunk.pre.end()));
   if (later != nullptr) kb.pushTarget(later);
@@ -129,11 +131,8 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
   }
   auto& after = kb.current();
   after.insert(after.end(), std::make_move_iterator(chunk.post.begin()), std::make_move_iterator(chunk.post.end()));
-  if (later != nullptr) {
-    kb.popTarget();
-  } else {
-    kb.close();
-  }
+  if (later != nullptr) kb.popTarget();
+  if (guarded) kb.close();
 }
 
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,

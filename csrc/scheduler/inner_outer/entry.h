@@ -46,6 +46,19 @@ void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, 
 // per thread row; `chunk` a loop variable of the kernel's to use.
 void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
                       int64_t row_length, VarId chunk);
+// An extra reduction of the inner-outer kernel (over the same rows of another tensor: the bias grad of
+// the linear next to a norm) as the kernel walks it after its row groups (extra_rows.cpp).
+struct ExtraRowsWalk {
+  const Expr* reduction = nullptr;  // a plain reduction over the leading dims of its operand
+  ExtraOuterParams params;
+  ReductionParams rows;             // the kernel's per-row part: its block and row count
+  int64_t blocks = 1;               // the grid (the launch argument "blocks")
+  size_t workspace = 0;             // the block's partial row goes to innerOuterPartialsName(workspace)
+};
+// The block walks rows blockIdx.x, + blocks, ... of the operand, every thread summing the same columns
+// of each, then stores its partial row (blocks x columns). `lane`: the kernel's lane loop variable.
+void walkExtraRows(KernelBuilder& kb, ValueBuilder& vb, LoweringContext& ctx, const BoundShapes& bound,
+                   const ExtraRowsWalk& walk, VarId lane);
 // `after_outer`: the outer results and every value computed from them (InnerOuterSplit).
 Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
                              const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params);

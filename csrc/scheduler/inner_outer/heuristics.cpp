@@ -13,14 +13,16 @@ constexpr int64_t kMinRowGroupsPerBlock = 4;
 // Shared memory a block may take to add up its thread rows' partial sums: beyond it (wide rows, which
 // have few rows per block anyway) each thread row stores its own.
 constexpr int64_t kMaxCombineBytes = 32 * 1024;
+// Rows of an extra reduction whose loads a thread has in flight at once, at most.
+constexpr int64_t kMaxExtraRowsInFlight = 4;
 
 }  // namespace
 
 std::string InnerOuterParams::toString() const {
   std::string extra;
   for (const ExtraOuterParams& e : extras) {
-    extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread", e.columns, e.vectorize,
-                         e.chunks);
+    extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread, {} rows in flight",
+                         e.columns, e.vectorize, e.chunks, e.rows_in_flight);
   }
   return fmt::format("inner-outer persistent: {}{}; {}partial sums finished by a {}x{} block (columns x partial "
                      "rows)",
@@ -39,16 +41,25 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
   p.inner = reductionHeuristics(device, rows);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
+  // Registers: the kept row (dead by the time the extra rows are walked) or, streamed, a few vectors.
+  const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
+  const bool in_registers = p.inner.persistent && !p.inner.shared_cache;
   int64_t extra_sums = 0;  // per thread, over the extra reductions
   for (const ExtraOuterProblem& e : problem.extras) {
-    const int64_t vectorize = std::max<int64_t>(e.max_vectorize, 1);
-    p.extras.push_back({e.columns, vectorize, std::max<int64_t>(ceilDiv(e.columns, threads * vectorize), 1)});
-    extra_sums += p.extras.back().chunks * vectorize;
+    ExtraOuterParams ep;
+    ep.columns = e.columns;
+    ep.vectorize = std::max<int64_t>(e.max_vectorize, 1);
+    ep.chunks = std::max<int64_t>(ceilDiv(e.columns, threads * ep.vectorize), 1);
+    // A row's loads hold chunks x vectorize elements in registers until they are added: as many rows in
+    // flight as the registers of the kept rows (dead by then; not the outer sums, still live) hold.
+    const int64_t row_registers = ceilDiv(ep.chunks * ep.vectorize * std::max<int64_t>(e.element_bytes, 1), 4);
+    const int64_t free_registers = in_registers ? kept - p.inner.chunks * p.inner.vectorize * problem.outer_reductions : 32;
+    ep.rows_in_flight = std::clamp<int64_t>(free_registers / row_registers, 1, kMaxExtraRowsInFlight);
+    p.extras.push_back(ep);
+    extra_sums += ep.chunks * ep.vectorize;
   }
   const int64_t row_groups = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   // Resident blocks per SM: by threads, and by registers (kept values plus the kernel's own ~32).
-  const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
-  const bool in_registers = p.inner.persistent && !p.inner.shared_cache;
   const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + extra_sums + 32);
   int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);

@@ -20,6 +20,7 @@ namespace braze {
 struct ExtraOuterProblem {
   int64_t columns = 1;
   int64_t max_vectorize = 1;
+  int64_t element_bytes = 4;  // of its widest operand
 };
 
 struct InnerOuterProblem {
@@ -30,11 +31,14 @@ struct InnerOuterProblem {
 };
 
 // How a block walks an extra reduction's rows after its own row groups: all its threads across the
-// columns, `chunks` vectors of `vectorize` each per thread, the same columns in every row.
+// columns, `chunks` vectors of `vectorize` each per thread, the same columns in every row, and the loads
+// of `rows_in_flight` rows issued together (a row at a time, each row is a round trip to memory, and a
+// block walks a dozen rows or more).
 struct ExtraOuterParams {
   int64_t columns = 1;
   int64_t vectorize = 1;
   int64_t chunks = 1;
+  int64_t rows_in_flight = 1;
 };
 
 struct InnerOuterParams {

@@ -13,6 +13,7 @@
 #include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_launch.h"
+#include "scheduler/reduction/row_inputs.h"
 #include "scheduler/inner_outer/entry.h"
 
 #include <limits>
@@ -64,6 +65,7 @@ class RowLowering {
   void lower(const ReductionParams& params) {
     params_ = params;
     Kernel& k = ctx_.kernel;
+    kb_.fixBlock(params_.threads_x, params_.threads_y);  // a row's elements that always fit take no test
     lane_ = kb_.scalarVar("lane", DataType::Int64, true);
     chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
     lanes_ = params_.inner ? 1 : params_.vectorize;
@@ -85,6 +87,7 @@ class RowLowering {
     if (params_.splits > 1) {
       gridReduce();
     } else {
+      prefetchRows();
       for (const Expr* e : facts_.reductions) reduce(*e);
       epilogue();
     }
@@ -94,7 +97,6 @@ class RowLowering {
                   std::make_move_iterator(declarations.end()));
     target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
     k.grid = {params_.grid, params_.splits};
-    k.block = {params_.threads_x, params_.threads_y};
     k.vectorize = params_.vectorize;
     k.summary = params_.toString();
   }
@@ -108,6 +110,7 @@ class RowLowering {
   void lowerInnerOuter(const InnerOuterParams& io) {
     params_ = io.inner;
     Kernel& k = ctx_.kernel;
+    kb_.fixBlock(params_.threads_x, params_.threads_y);
     lane_ = kb_.scalarVar("lane", DataType::Int64, true);
     chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
     lanes_ = 1;
@@ -131,13 +134,14 @@ class RowLowering {
     row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
     kept_base_ = row_;
     row_ok_ = kb_.lt(kept_base_, kb_.extent("rows", params_.problem.rows));
+    prefetchRows();
     for (const Expr* e : facts_.reductions) reduce(*e);
     epilogue();
     kb_.close();
     std::vector<OuterPartials> partials;
     for (const Expr* e : outer_) partials.push_back({e, row_length_, io.partial_rows, "partial_rows"});
     for (size_t x = 0; x < extra_.size(); ++x) {
-      walkExtraRows(x, io.extras[x], partials.size(), io.blocks);
+      walkExtraRows(kb_, vb_, ctx_, bound_, {extra_[x], io.extras[x], params_, io.blocks, partials.size()}, lane_);
       partials.push_back({extra_[x], io.extras[x].columns, io.blocks, "blocks"});
     }
     // Each thread's partial sums: its columns of every row it walked.
@@ -156,57 +160,9 @@ class RowLowering {
                   std::make_move_iterator(declarations.end()));
     target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
     k.grid = {io.blocks, 1};
-    k.block = {params_.threads_x, params_.threads_y};
     k.vectorize = vec;
     k.summary = io.toString();
     ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, after_outer_, io));
-  }
-
-  // Extra reduction x of the inner-outer kernel (over the same rows of another tensor): after its row
-  // groups, the block walks rows blockIdx.x, + blocks, ... of that tensor, every thread summing the same
-  // columns of each, then writes its partial row (workspace `ws_index`: blocks x columns).
-  void walkExtraRows(size_t x, const ExtraOuterParams& ep, size_t ws_index, int64_t blocks) {
-    const Expr& e = *extra_[x];
-    const Plain p = plainOf(e);
-    const bool cast_first = isFloating(p.out) && isFloating(e.input(0)->dtype());
-    const std::vector<int64_t>& sizes = bound_.sizesOf(e.input(0));
-    const size_t reduced_dims = e.attrs().getInts("dims").size();
-    const std::vector<int64_t> reduced(sizes.begin(), sizes.begin() + static_cast<int64_t>(reduced_dims));
-    const std::vector<int64_t> kept(sizes.begin() + static_cast<int64_t>(reduced_dims), sizes.end());
-    const int64_t vec = ep.vectorize;
-    vb_.clearLoadCache();  // other tensors than the rows': nothing of theirs is kept
-    const VarId acc = kb_.arrayVar("extra", p.acc, ep.chunks * vec);
-    kb_.declare(acc);
-    for (int64_t i = 0; i < ep.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
-    const ExprId thread = kb_.letValue(
-        "thread", kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0)));
-    const int64_t threads = params_.threads_x * params_.threads_y;
-    const VarId row = kb_.scalarVar("r", DataType::Int64, true);
-    const VarId chunk = kb_.scalarVar("c", DataType::Int64, true);
-    auto column = [&] { return kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(threads)), thread), kb_.index(vec)); };
-    kb_.openFor(row, kb_.blockIdx(0), kb_.extent("rows", params_.problem.rows), kb_.extent("blocks", blocks), false);
-    kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
-    const ExprId col = column();
-    emitChunk(kb_, vb_, kb_.lt(col, kb_.index(ep.columns)), vec, lane_, [&](Chunk& c) {
-      std::vector<Idx> index = vb_.unflatten(kb_.ref(row), false, reduced);
-      for (Idx& i : vb_.unflatten(col, vec > 1, kept)) index.push_back(i);
-      const ExprId in = vb_.valueAt(e.input(0), index);
-      const ExprId v = kb_.cast(cast_first ? kb_.cast(in, p.out) : in, p.acc);
-      kb_.pushTarget(vec > 1 ? &c.body : &c.pre);
-      ExprId slot = kb_.mul(kb_.ref(chunk), kb_.index(vec));
-      if (vec > 1) slot = kb_.add(slot, kb_.ref(lane_));
-      kb_.localWrite(acc, slot, kb_.elementwise(combineOf(p.op), p.acc, {kb_.localRead(acc, slot), v}));
-      kb_.popTarget();
-    });
-    kb_.close();
-    kb_.close();
-    const TensorId ws =
-        kb_.addTensor(workspaceParam(innerOuterPartialsName(ws_index), p.acc, blocks * ep.columns, false));
-    ctx_.kernel.tensors[ws].shared = true;
-    kb_.openFor(chunk, kb_.index(0), kb_.index(ep.chunks), kb_.index(1), true);
-    storeChunkOfSums(kb_, ws, p.acc, acc, kb_.mul(kb_.ref(chunk), kb_.index(vec)),
-                     kb_.mul(kb_.blockIdx(0), kb_.index(ep.columns)), column(), vec, ep.columns);
-    kb_.close();
   }
 
   InnerOuterParams chooseInnerOuter() {
@@ -228,7 +184,7 @@ class RowLowering {
         }
         ++input;
       }
-      problem.extras.push_back({*extraOuterColumns(*r, rows_, bound_), kernelVectorize(vin)});
+      problem.extras.push_back({*extraOuterColumns(*r, rows_, bound_), kernelVectorize(vin), vin.widest_dtype_bytes});
     }
     return innerOuterHeuristics(ctx_.device, problem);
   }
@@ -396,15 +352,21 @@ class RowLowering {
       // per-row results and scalars: safe for threads past the last row too).
       std::vector<Stmt> hoisted;
       vb_.setHoistTarget(&hoisted);
+      // Where the threads' chunks never pass the row's end, one test of the row guards them all: a test
+      // per chunk would be a branch per chunk, each with that chunk's loads behind it.
+      const bool whole_chunks = params_.splits == 1 && chunks * params_.threads_x * vec <= row_length_;
+      if (whole_chunks) kb_.openIf(row_ok_);
       kb_.openFor(chunk_var_, kb_.index(0), kb_.index(chunks), kb_.index(1), unroll);
       const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
       const ExprId col = kb_.add(split_begin, kb_.mul(step, kb_.index(vec)));
-      emitChunk(kb_, vb_, kb_.land(row_ok_, kb_.lt(col, kb_.index(row_length_))), vec, lane_,
+      const ExprId in_row = kb_.lt(col, kb_.index(row_length_));
+      emitChunk(kb_, vb_, whole_chunks ? in_row : kb_.land(row_ok_, in_row), vec, lane_,
                 [&](Chunk& c) { body(c, domainIndex(col, vec > 1)); });
       kb_.close();
       vb_.setHoistTarget(nullptr);
       auto& target = kb_.current();
       target.insert(target.end() - 1, std::make_move_iterator(hoisted.begin()), std::make_move_iterator(hoisted.end()));
+      if (whole_chunks) kb_.close();
       return;
     }
     ExprId end = reducedCount();
@@ -429,6 +391,44 @@ class RowLowering {
     vb_.setLoadCache(cache);
   }
 
+  // A row kept in registers is read from memory once, and all of it at once: a pass of loads alone
+  // precedes the first reduction. Left to the reduction's pass, each chunk's loads sit in a guarded block
+  // with that chunk's arithmetic, which the compiler keeps in order: a round trip to memory per chunk
+  // instead of one per row. An input with a value per row (a norm backward's mean and rstd) is loaded
+  // once per row there too, instead of in every chunk of every pass. Only inputs that the passes read at
+  // the domain's own index are taken (readAtDomainIndex), so the passes find each of them loaded.
+  void prefetchRows() {
+    if (!params_.persistent || params_.shared_cache) return;
+    std::vector<const Val*> rows;
+    std::vector<std::pair<const Val*, DataType>> per_row;
+    for (const Val* val : ctx_.segment.inputs) {  // in the segment's order: the same source every time
+      const auto param = ctx_.inputs.find(val);
+      if (param == ctx_.inputs.end() || !val->isTensor()) continue;
+      std::vector<const Expr*> reductions = facts_.reductions;
+      reductions.insert(reductions.end(), outer_.begin(), outer_.end());
+      if (!readAtDomainIndex(val, ctx_.segment.exprs, reductions, domain_, bound_)) continue;
+      if (isRowData(val) && bound_.sizesOf(val) == domain_.input_sizes) rows.push_back(val);
+      if (row_length_ > 1 && isPerRowInput(val, domain_, bound_)) {
+        per_row.emplace_back(val, kb_.kernel().tensors[param->second].dtype);
+      }
+    }
+    for (const auto& [val, dtype] : per_row) {
+      const std::vector<Idx> first = domainIndex(kb_.index(0), false);
+      const VarId var = kb_.scalarVar("row_value", dtype);
+      kb_.let(var, kb_.constant(0.0, dtype));
+      emitChunk(kb_, vb_, row_ok_, 1, lane_, [&](Chunk& c) {
+        const ExprId value = vb_.valueAt(val, first);
+        kb_.pushTarget(&c.pre);
+        kb_.assign(var, value);
+        kb_.popTarget();
+      });
+      vb_.setResult(val, kb_.ref(var));
+    }
+    if (rows.empty()) return;
+    forEachElement([&](Chunk&, const std::vector<Idx>& index) {
+      for (const Val* val : rows) vb_.valueAt(val, index);
+    });
+  }
   // The outputs with an element per domain element that depend on no reduction (a GELU backward's
   // grad_in next to its bias grad): a kernel that streams the rows writes them in its first pass over
   // the elements, instead of reading the inputs again after the reductions. A persistent kernel keeps

@@ -94,7 +94,9 @@ bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuris
   const InnerOuterParams& at = paramsOf<InnerOuterParams>(lowered_at);
   if (!sameRows(at.inner, io.inner) || at.extras.size() != io.extras.size()) return false;
   for (size_t x = 0; x < io.extras.size(); ++x) {
-    if (at.extras[x].columns != io.extras[x].columns) return false;
+    if (at.extras[x].columns != io.extras[x].columns || at.extras[x].rows_in_flight != io.extras[x].rows_in_flight) {
+      return false;
+    }
   }
   LaunchValues values;
   values.arguments = {{"rows", io.inner.problem.rows},

@@ -152,6 +152,9 @@ inline std::vector<KernelCaseMaker> backwardCases() {
   norm("layer_norm_backward_one_column_9x1", {.rows = 9, .hidden = 1, .dtype = DataType::Float}, 2, std::nullopt);
   norm("layer_norm_backward_linear_bias_grad_33x48_w80", {.rows = 33, .hidden = 48, .extra_width = 80}, 2,
        inner_outer);
+  // Enough rows that each block walks the linear's rows several at a time, and some one at a time after.
+  norm("layer_norm_backward_linear_bias_grad_1100x48_w80", {.rows = 1100, .hidden = 48, .extra_width = 80}, 2,
+       inner_outer);
   norm("rms_norm_backward_bf16_29x160", {.rows = 29, .hidden = 160, .rms = true, .bias = false}, 2, inner_outer);
   norm("rms_norm_backward_f32_7x9", {.rows = 7, .hidden = 9, .dtype = DataType::Float, .rms = true, .bias = false},
        2, inner_outer);

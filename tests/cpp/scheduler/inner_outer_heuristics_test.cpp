@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace braze {
 namespace {
 
@@ -136,6 +138,35 @@ TEST(InnerOuterHeuristics, AnExtraReductionSpreadsItsColumnsOverTheWholeBlock) {
   EXPECT_NE(p.toString().find("3072 more columns"), std::string::npos) << p.toString();
   // The same blocks as without it: the grid follows the rows.
   EXPECT_EQ(p.blocks, innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(2048, 768)).blocks);
+}
+
+TEST(InnerOuterHeuristics, AnExtraReductionHasSeveralRowsInFlightWithinTheRegistersTheRowsFree) {
+  // A block walks a dozen rows of the linear's grads or more, each a round trip to memory: their loads
+  // go out several rows at a time, as many as the kept rows' registers (free by then) hold, at most 4.
+  for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
+    for (auto [rows, hidden, columns, bytes] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{2048, 768, 3072, 2},
+                                                {2048, 768, 3072, 4}, {4096, 64, 8192, 4}, {512, 4096, 1024, 2}}) {
+      InnerOuterProblem problem = layerNormBackward(rows, hidden);
+      problem.extras.push_back({columns, 8, bytes});
+      const InnerOuterParams p = innerOuterHeuristics(device, problem);
+      SCOPED_TRACE(p.toString());
+      const ExtraOuterParams& e = p.extras.at(0);
+      EXPECT_GE(e.rows_in_flight, 1);
+      EXPECT_LE(e.rows_in_flight, 4);
+      const int64_t row_kept = p.inner.chunks * p.inner.vectorize * problem.rows.cached_tensors;
+      const int64_t row_registers = (e.chunks * e.vectorize * bytes + 3) / 4;
+      if (e.rows_in_flight > 1 && p.inner.persistent && !p.inner.shared_cache) {
+        EXPECT_LE(e.rows_in_flight * row_registers, row_kept);
+      }
+      EXPECT_NE(p.toString().find(std::to_string(e.rows_in_flight) + " rows in flight"), std::string::npos);
+    }
+  }
+  // nanoGPT's (the compare.py row): 3 chunks of 8 bf16 per thread per row, 4 rows in flight.
+  InnerOuterProblem nano = layerNormBackward(2048, 768);
+  nano.rows.max_vectorize = 8;
+  nano.extras.push_back({3072, 8, 2});
+  const InnerOuterParams p = innerOuterHeuristics(DeviceInfo::h100Sxm(), nano);
+  EXPECT_EQ(p.extras.at(0).rows_in_flight, 4) << p.toString();
 }
 
 }  // namespace
