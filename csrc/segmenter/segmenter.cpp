@@ -324,9 +324,7 @@ class Segmenter {
           if (p >= 0) changed = tryMerge(p, i) || changed;
         }
       }
-      for (const auto& [source, list] : readers) {  // siblings reading one source
-        for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
-      }
+      for (const auto& [source, list] : readers) changed = mergeReaders(list) || changed;  // siblings of one source
       // Cousins: the readers of one group's outputs, outside it (a backward's weight and bias
       // gradients, both summing over the rows what one kernel computed): one pass over the rows.
       std::map<int64_t, std::vector<int64_t>> cousins;  // producer group -> reader nodes, ascending
@@ -338,13 +336,34 @@ class Segmenter {
           if (list.empty() || list.back() != i) list.push_back(i);
         }
       }
-      for (const auto& [producer, list] : cousins) {
-        for (size_t k = 1; k < list.size(); ++k) changed = tryMerge(list[0], list[k]) || changed;
-      }
+      for (const auto& [producer, list] : cousins) changed = mergeReaders(list) || changed;
       // Once the merges along tensors settle, the horizontal ones (then those again, if it made any).
       if (!changed) changed = mergeOverSameRows();
     }
   }
+
+  // Readers of one tensor (ascending): each joins the group of the first earlier reader that takes it, of
+  // up to kReaderGroupsTried distinct groups. Two readers that the first's group refuses may still share
+  // a kernel: a group norm backward's weight and bias grads, both sums over [0, 2, 3] of what its grad_in
+  // kernel reads, whose rows are the groups' instead.
+  bool mergeReaders(const std::vector<int64_t>& list) {
+    bool changed = false;
+    for (size_t k = 1; k < list.size(); ++k) {
+      std::vector<int64_t> tried;
+      for (size_t j = 0; j < k && tried.size() < kReaderGroupsTried; ++j) {
+        const int64_t g = find(list[j]);
+        if (g == find(list[k])) break;  // already together
+        if (std::find(tried.begin(), tried.end(), g) != tried.end()) continue;
+        tried.push_back(g);
+        if (tryMerge(g, list[k])) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    return changed;
+  }
+  static constexpr size_t kReaderGroupsTried = 4;
 
   // Horizontal: a group with a reduction joins an inner-outer persistent group that reduces as many
   // rows (a norm backward and the bias grad of the linear next to it, which reads other tensors and
