@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -397,7 +399,33 @@ class Segmenter {
         changed = tryMerge(root, b) || changed;
       }
     }
+    // Groups whose reductions all reduce the same dims of the same sizes, and those of one another (a GQA
+    // backward's k and v grads, each summed over the repeated heads; two norms of one shape side by
+    // side): one kernel walks both, where a scheduler takes them together.
+    std::map<std::string, std::vector<int64_t>> by_domain;
+    for (int64_t g : reducing) {
+      if (find(g) != g) continue;
+      if (auto key = reductionDomainKey(g)) by_domain[*key].push_back(g);
+    }
+    for (const auto& [key, list] : by_domain) changed = mergeReaders(list) || changed;
     return changed;
+  }
+
+  // The input sizes and reduced dims every reduction of group g has, as a key; none where they differ.
+  std::optional<std::string> reductionDomainKey(int64_t g) const {
+    std::optional<std::string> key;
+    for (int64_t node : groups_[g].nodes) {
+      const Expr& e = *nodes_[node];
+      const OpCategory category = opInfo(e.kind()).category;
+      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
+      std::string k;
+      for (int64_t size : bound_.sizesOf(e.input(0))) k += std::to_string(size) + ",";
+      k += ":";
+      for (int64_t d : e.attrs().getInts("dims")) k += std::to_string(d) + ",";
+      if (key && *key != k) return std::nullopt;
+      key = k;
+    }
+    return key;
   }
 
   SegmentedFusion buildResult();
