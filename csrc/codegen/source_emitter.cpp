@@ -311,6 +311,7 @@ class Emitter {
       case EKind::Mod: return fmt::format("({} % {})", a(0), a(1));
       case EKind::Min: return fmt::format("min({}, {})", a(0), a(1));
       case EKind::Xor: return fmt::format("({} ^ {})", a(0), a(1));
+      case EKind::BitAnd: return fmt::format("({} & {})", a(0), a(1));
       case EKind::WarpUniform:
         // As a 32-bit value (a warp's role, say): one shuffle, whose result the compiler knows is uniform.
         return dialect_ == SourceDialect::Cuda ? fmt::format("(idx_t)__shfl_sync(0xffffffffu, (int){}, 0)", a(0))

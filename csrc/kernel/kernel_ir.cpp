@@ -349,6 +349,13 @@ ExprId KernelBuilder::bitXor(ExprId a, ExprId b) {
   return binaryIndex(EKind::Xor, a, b);
 }
 
+ExprId KernelBuilder::bitAnd(ExprId a, ExprId b) {
+  auto ca = constValue(a), cb = constValue(b);
+  if (ca && cb) return index(*ca & *cb);
+  if ((ca && *ca == 0) || (cb && *cb == 0)) return index(0);
+  return binaryIndex(EKind::BitAnd, a, b);
+}
+
 ExprId KernelBuilder::lt(ExprId a, ExprId b) {
   auto ca = constValue(a), cb = constValue(b);
   if (ca && cb) return boolean(*ca < *cb);
@@ -529,6 +536,8 @@ int64_t divisibility(const Kernel& k, ExprId id, const std::function<std::option
     case EKind::Mod:  // a % b = a - b * (a / b)
     case EKind::Xor:  // bits below both operands' lowest set bit stay zero
       return std::min(divisibility(e.args[0]), divisibility(e.args[1]));
+    case EKind::BitAnd:  // bits below either operand's lowest set bit stay zero
+      return std::max(divisibility(e.args[0]), divisibility(e.args[1]));
     case EKind::Select: return std::min(divisibility(e.args[1]), divisibility(e.args[2]));
     case EKind::WarpUniform: return divisibility(e.args[0]);
     case EKind::VarRef: {

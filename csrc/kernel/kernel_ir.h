@@ -47,6 +47,7 @@ enum class EKind : uint8_t {
   // Index and predicate arithmetic on `index` values (and bools).
   Add, Sub, Mul, Div, Mod, Min, Lt, Le, Eq, And, Or, Not, Select,
   Xor,          // bitwise exclusive or of two non-negative index values (a swizzled shared tile's chunk)
+  BitAnd,       // bitwise and of two non-negative index values (the low bits of a slot)
   Elementwise,  // an OpKind on compute values (op), result of Val dtype `dtype`
   Cast,         // a compute value of dtype `from` to `dtype`
   IndexToValue, // an index value as a value of `dtype` (iota, gathers' index as data)
@@ -371,6 +372,7 @@ class KernelBuilder {
   ExprId lnot(ExprId a);
   ExprId select(ExprId cond, ExprId a, ExprId b);
   ExprId bitXor(ExprId a, ExprId b);  // both non-negative
+  ExprId bitAnd(ExprId a, ExprId b);  // both non-negative
   ExprId warpUniform(ExprId a);       // EKind::WarpUniform
   ExprId elementwise(OpKind op, DataType dtype, ExprArgs args);
   ExprId cast(ExprId value, DataType to);

@@ -84,6 +84,7 @@ class KernelPrinter {
       case EKind::Mod: return infix("%");
       case EKind::Min: return fmt::format("min({}, {})", arg(0), arg(1));
       case EKind::Xor: return fmt::format("({} ^ {})", arg(0), arg(1));
+      case EKind::BitAnd: return fmt::format("({} & {})", arg(0), arg(1));
       case EKind::WarpUniform: return fmt::format("warp_uniform({})", arg(0));
       case EKind::Lt: return infix("<");
       case EKind::Le: return infix("<=");

@@ -165,6 +165,7 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
     }
     case EKind::Min: r.i = std::min(I(0), I(1)); return r;
     case EKind::Xor: r.i = I(0) ^ I(1); return r;
+    case EKind::BitAnd: r.i = I(0) & I(1); return r;
     case EKind::WarpUniform: {
       r.i = I(0);
       const int64_t lane0 = t - t % k_.warp_size;

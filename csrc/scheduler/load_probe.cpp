@@ -56,6 +56,7 @@ class IndexEvaluator {
       case EKind::Mod:
       case EKind::Min:
       case EKind::Xor:
+      case EKind::BitAnd:
       case EKind::Lt:
       case EKind::Le:
       case EKind::Eq:
@@ -78,6 +79,7 @@ class IndexEvaluator {
       case EKind::Mod: return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
       case EKind::Min: return std::min(a, b);
       case EKind::Xor: return a ^ b;
+      case EKind::BitAnd: return a & b;
       case EKind::Lt: return int64_t{a < b};
       case EKind::Le: return int64_t{a <= b};
       case EKind::Eq: return int64_t{a == b};

@@ -19,8 +19,9 @@ constexpr int64_t kMaxBlocksPerSm = 32;
 constexpr int64_t kLanesPerSm = 128;
 // The cost model's unit is a cycle of one thread; its constants are guesses that only timings on a GPU
 // can settle. A line walk spends kWalkCycles per element: a load and a compare in a loop, bound by the
-// load's latency. A network step spends kNetworkStepCost instructions per slot (two reads, a compare
-// of keys and indices, two writes per pair) on the SM's lanes, and kBarrierCycles on its barrier.
+// load's latency. A network step spends kNetworkStepCost instructions per pair of slots (the reads of
+// their keys and indices, a compare, the writes of a swap) on the SM's lanes, and kBarrierCycles on its
+// barrier.
 constexpr int64_t kWalkCycles = 20;
 constexpr int64_t kNetworkStepCost = 8;
 constexpr int64_t kBarrierCycles = 40;
@@ -69,21 +70,22 @@ std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int6
   SortShape s;
   s.slots = keep >= length ? need : std::min(nextPow2(length), std::max(need, 2 * block_widest));
   while (s.slots > need && blockSortBytes(s.slots, key_bytes) > fits) s.slots /= 2;
-  s.block = std::clamp<int64_t>(s.slots, device.warp_size, block_widest);
+  // A thread per pair of slots (the network's unit); loads and stores take two slots per thread.
+  s.block = std::clamp<int64_t>(s.slots / 2, device.warp_size, block_widest);
   s.passes = length <= s.slots ? 1 : 1 + ceilDiv(length - s.slots, s.slots - keep);
   const int64_t per_sm = std::clamp<int64_t>(
       std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, key_bytes)), 1,
       kMaxBlocksPerSm);
   s.grid = std::min<int64_t>(items, device.sm_count * per_sm);
-  // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them; a block's
-  // threads share its SM's lanes.
+  // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them, a
+  // compare-and-swap per pair; a block's threads share its SM's lanes.
   const int64_t log = log2Of(s.slots);
   const int64_t steps = log * (log + 1) / 2;
-  const auto per_slot = static_cast<double>(1 + steps * kNetworkStepCost);
+  const auto lanes = static_cast<double>(std::min(s.block, kLanesPerSm));
+  const double per_pass = static_cast<double>(s.slots) + static_cast<double>(s.slots / 2 * steps * kNetworkStepCost);
   s.chain = static_cast<double>(s.passes) *
-            (static_cast<double>(ceilDiv(s.slots, std::min(s.block, kLanesPerSm))) * per_slot +
-             static_cast<double>(steps * kBarrierCycles));
-  s.total = static_cast<double>(items) * static_cast<double>(s.passes * s.slots) * per_slot;
+            (std::ceil(per_pass / lanes) + static_cast<double>(steps * kBarrierCycles));
+  s.total = static_cast<double>(items) * static_cast<double>(s.passes) * per_pass;
   return s;
 }
 

@@ -1,7 +1,7 @@
 // topk and argsort as block sorts. A block sort takes work items blockIdx.x, + grid, ...; for each, its
 // threads load `slots` elements (a power of two) into shared memory, each key with its index in the
 // line, and sort them with a bitonic network: log2(slots) stages, stage s of s steps, each step a
-// compare-and-swap of every slot with its partner (its slot xor a power of two) and a barrier. The order
+// compare-and-swap of every pair of slots a power of two apart (a thread per pair) and a barrier. The order
 // is a total one: key a ranks before key b as the line walk orders them (sortBeats), equal keys by
 // index, so the result is the stable sort's; a padding slot holds index `extent` and ranks last. After
 // a pass the best `keep` elements seen lead the slots; each further pass loads the next slots - keep
@@ -109,9 +109,13 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
     }
     const VarId step = kb.scalarVar("j", DataType::Int64, /*is_index=*/true);
     kb.openFor(step, kb.index(0), kb.index(steps), kb.index(1), /*unroll=*/false);
-    forSlots(b.slots, "i", [&](ExprId i) {
-      const ExprId partner = kb.letValue("partner", kb.bitXor(i, kb.ref(half)));
-      kb.openIf(kb.lt(i, partner));  // the pair's lower slot swaps it
+    // A thread per pair: pair p's lower slot i keeps p's bits below half's and moves the others up one
+    // place (i = (p / half) * 2 half + p % half = 2 p - p % half, half a power of two); its partner is
+    // i + half.
+    forSlots(b.slots / 2, "p", [&](ExprId p) {
+      const ExprId h = kb.ref(half);
+      const ExprId i = kb.letValue("i", kb.sub(kb.mul(p, kb.index(2)), kb.bitAnd(p, kb.sub(h, kb.index(1)))));
+      const ExprId partner = kb.letValue("partner", kb.add(i, h));
       const ExprId key_i = kb.letValue("key_i", kb.localRead(slots.keys, i));
       const ExprId key_p = kb.letValue("key_p", kb.localRead(slots.keys, partner));
       const ExprId at_i = kb.letValue("at_i", kb.valueToIndex(kb.localRead(slots.at, i)));
@@ -122,7 +126,6 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
       kb.localWrite(slots.keys, partner, key_i);
       kb.localWrite(slots.at, i, kb.indexToValue(at_p, DataType::Int64));
       kb.localWrite(slots.at, partner, kb.indexToValue(at_i, DataType::Int64));
-      kb.close();
       kb.close();
     });
     kb.barrier();
@@ -173,6 +176,7 @@ Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanPara
                   const TensorParam& keys_ws, const TensorParam& at_ws) {
   Kernel k = followUpKernel(ctx, "_merge");
   KernelBuilder kb(k);
+  kb.fixBlock(params.merge_block, 1);  // each thread's slots and pairs are in range: no test
   const TensorId keys = kb.addTensor(keys_ws);
   const TensorId at = kb.addTensor(at_ws);
   SortOp merged = sort;
@@ -202,7 +206,6 @@ Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanPara
   b.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, merged, shape.walk, slots, s); };
   emitBlockSort(kb, merged, b);
   k.grid = {params.merge_grid, 1};
-  k.block = {params.merge_block, 1};
   k.summary = fmt::format("scan: merge of {} parts' best {} per line, block sort of {} slots, {} pass(es), block {}",
                           params.sort_parts, sort.keep, params.merge_slots, params.merge_passes, params.merge_block);
   return k;
@@ -214,9 +217,9 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   const SortOp sort = sortOpOf(ctx);
   Kernel& k = ctx.kernel;
   KernelBuilder kb(k);
+  kb.fixBlock(params.block, 1);  // each thread's slots and pairs are in range: no test
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   k.grid = {params.grid, 1};
-  k.block = {params.block, 1};
   k.summary = params.toString();
   LineShape shape = lineShapeOf(ctx, sort);
   const int64_t parts = params.sort_parts;

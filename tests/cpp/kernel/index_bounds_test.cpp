@@ -34,6 +34,36 @@ TEST(IndexBounds, ThreadAndLoopIndicesHaveRanges) {
   EXPECT_FALSE(kb.bounds(rows).has_value());
 }
 
+TEST(IndexBounds, AFixedBlockGivesThreadIndicesItsRange) {
+  Kernel k;
+  KernelBuilder kb(k);
+  kb.fixBlock(128, 2);
+  EXPECT_EQ(k.block, (std::array<int64_t, 2>{128, 2}));
+  // A row of 3 chunks of 8 per thread over 128 threads: (c * 128 + tid) * 8 < 3072 always holds.
+  const VarId c = kb.scalarVar("c", DataType::Int64, true);
+  kb.openFor(c, kb.index(0), kb.index(3), kb.index(1), true);
+  const ExprId col = kb.mul(kb.add(kb.mul(kb.ref(c), kb.index(128)), kb.threadIdx(0)), kb.index(8));
+  EXPECT_EQ(kb.lt(col, kb.index(3072)), kb.boolean(true));
+  EXPECT_NE(kb.lt(col, kb.index(3064)), kb.boolean(true));  // the last thread's last chunk starts at 3064
+  kb.close();
+  EXPECT_EQ(kb.lt(kb.threadIdx(1), kb.index(2)), kb.boolean(true));
+  EXPECT_NE(kb.lt(kb.threadIdx(1), kb.index(1)), kb.boolean(true));
+}
+
+TEST(IndexBounds, BitwiseAndOfNonNegativeIndicesStaysUnderEither) {
+  Kernel k;
+  KernelBuilder kb(k);
+  kb.fixBlock(512, 1);
+  const ExprId low = kb.bitAnd(kb.threadIdx(0), kb.index(63));
+  const auto b = kb.bounds(low);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->lo, 0);
+  EXPECT_EQ(b->hi, 63);
+  EXPECT_EQ(kb.bitAnd(kb.index(0b1101), kb.index(0b0110)), kb.index(0b0100));
+  EXPECT_EQ(kb.bitAnd(kb.threadIdx(0), kb.index(0)), kb.index(0));
+  EXPECT_EQ(kb.expr(low).kind, EKind::BitAnd);
+}
+
 TEST(IndexBounds, AnIndexShiftedInsideItsDimFlattensBack) {
   Kernel k;
   KernelBuilder kb(k);
