@@ -8,8 +8,8 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <string>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -344,10 +344,11 @@ class Segmenter {
     }
   }
 
-  // Readers of one tensor (ascending): each joins the group of the first earlier reader that takes it, of
-  // up to kReaderGroupsTried distinct groups. Two readers that the first's group refuses may still share
-  // a kernel: a group norm backward's weight and bias grads, both sums over [0, 2, 3] of what its grad_in
-  // kernel reads, whose rows are the groups' instead.
+  // Nodes that may share a kernel (ascending: the readers of one tensor, or groups reducing one domain):
+  // each joins the group of the first earlier one that takes it, of up to kReaderGroupsTried distinct
+  // groups. Two readers that the first's group refuses may still share a kernel: a group norm backward's
+  // weight and bias grads, both sums over [0, 2, 3] of what its grad_in kernel reads, whose rows are the
+  // groups' instead.
   bool mergeReaders(const std::vector<int64_t>& list) {
     bool changed = false;
     for (size_t k = 1; k < list.size(); ++k) {

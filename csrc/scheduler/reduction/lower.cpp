@@ -399,13 +399,13 @@ class RowLowering {
   // the domain's own index are taken (readAtDomainIndex), so the passes find each of them loaded.
   void prefetchRows() {
     if (!params_.persistent || params_.shared_cache) return;
+    std::vector<const Expr*> reductions = facts_.reductions;
+    reductions.insert(reductions.end(), outer_.begin(), outer_.end());
     std::vector<const Val*> rows;
     std::vector<std::pair<const Val*, DataType>> per_row;
     for (const Val* val : ctx_.segment.inputs) {  // in the segment's order: the same source every time
       const auto param = ctx_.inputs.find(val);
       if (param == ctx_.inputs.end() || !val->isTensor()) continue;
-      std::vector<const Expr*> reductions = facts_.reductions;
-      reductions.insert(reductions.end(), outer_.begin(), outer_.end());
       if (!readAtDomainIndex(val, ctx_.segment.exprs, reductions, domain_, bound_)) continue;
       if (isRowData(val) && bound_.sizesOf(val) == domain_.input_sizes) rows.push_back(val);
       if (row_length_ > 1 && isPerRowInput(val, domain_, bound_)) {
@@ -429,6 +429,7 @@ class RowLowering {
       for (const Val* val : rows) vb_.valueAt(val, index);
     });
   }
+
   // The outputs with an element per domain element that depend on no reduction (a GELU backward's
   // grad_in next to its bias grad): a kernel that streams the rows writes them in its first pass over
   // the elements, instead of reading the inputs again after the reductions. A persistent kernel keeps
