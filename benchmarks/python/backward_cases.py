@@ -1,8 +1,9 @@
 """compare.py's backward-pass rows: the fusions Thunder hands braze for a transformer block's backward
 (layer-norm backward with the bias grad of the next linear, RMS-norm backward, GELU backward with the
-bias grad of its linear), each with torch eager's own kernels for it as the reference: aten's
-native_layer_norm_backward and gelu_backward, and for RMS norm (no fused backward in eager) the ops
-autograd runs. Rows are (name, define, ref, make_inputs, check, ops), as compare.cases() yields them."""
+bias grad of its linear) and for a diffusion U-Net's group norm, each with torch eager's own kernels for
+it as the reference: aten's native_layer_norm_backward, gelu_backward and native_group_norm_backward, and
+for RMS norm (no fused backward in eager) the ops autograd runs. Rows are (name, define, ref,
+make_inputs, check, ops), as compare.cases() yields them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from braze import DataType
 
 sys.path.insert(0, os.path.join(__file__.rsplit("/benchmarks/", 1)[0], "tests", "python"))
 from test_backward_fusions import define_activation_backward, define_norm_backward  # noqa: E402
+from test_thunder_group_norm_backward import define_thunder_group_norm_backward  # noqa: E402
 
 
 def torch_layer_norm_backward(go, x, mean, rstd, w, fc=None):
@@ -34,6 +36,14 @@ def torch_rms_norm_backward(go, x, rstd, w):
 def torch_gelu_backward(grad, x):
     grad_in = torch.ops.aten.gelu_backward(grad, x)
     return grad_in, grad_in.sum(0)
+
+
+def torch_group_norm_backward(weight, mean, grad_out, x, rstd):
+    """The fused definition's outputs (bias grad, weight grad, grad_in) from aten's group-norm backward."""
+    n, c, groups = x.shape[0], x.shape[1], mean.shape[1]
+    grad_in, grad_weight, grad_bias = torch.ops.aten.native_group_norm_backward(
+        grad_out, x, mean, rstd.reshape(n, groups), weight, n, c, x[0, 0].numel(), groups, [True, True, True])
+    return grad_bias, grad_weight, grad_in
 
 
 def gelu_backward_in_float(grad, x):
@@ -73,3 +83,17 @@ def cases():
 
     yield ("gelu backward 2048x3072", lambda fd: define_activation_backward(fd, DataType.BFloat16, True),
            torch_gelu_backward, activation_inputs, gelu_backward_in_float, 0)
+
+    # Stable Diffusion's U-Net group norm (32 groups) at 64x64 latents' first stage, float32 as Thunder
+    # hands it: grad_in per group and the weight and bias grads over [0, 2, 3].
+    n, c, groups, h, w = 8, 320, 32, 64, 64
+
+    def group_norm_inputs(gen):
+        def randn(*shape):
+            return torch.randn(*shape, dtype=torch.float32, device="cuda", generator=gen)
+        return [randn(c), randn(n, groups), randn(n, c, h, w), randn(n, c, h, w),
+                0.5 + torch.rand(n, groups, 1, 1, 1, device="cuda", generator=gen)]
+
+    yield (f"gn backward {n}x{c}x{h}x{w}/{groups}",
+           lambda fd: define_thunder_group_norm_backward(fd, n, c, groups, h, w),
+           torch_group_norm_backward, group_norm_inputs, None, 0)
