@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 
 import device_switch
-from braze import DataType, FusionDefinition, dtypes
+from braze import DataType, FusionDefinition, dtypes, execute
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -83,3 +83,17 @@ def assert_matches(got, expected, dtype, what=""):
         np.testing.assert_allclose(got.astype(np.float64), rounded, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(got, expected.astype(dtype), err_msg=what)
+
+
+def execute_near_reference(fd, inputs, rtol):
+    """Runs fd on the test device and checks every output against the reference evaluator's: within rtol,
+    and an absolute tolerance of rtol times the output's largest magnitude (at least 1), as sums of many
+    terms need. Returns the outputs."""
+    outputs = device_switch.execute(fd, inputs)
+    expected = execute.reference(fd, inputs)
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected, strict=True):
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(np.abs(want).max(initial=0), 1.0))
+    return outputs
