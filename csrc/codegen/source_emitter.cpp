@@ -312,6 +312,7 @@ class Emitter {
       case EKind::Min: return fmt::format("min({}, {})", a(0), a(1));
       case EKind::Xor: return fmt::format("({} ^ {})", a(0), a(1));
       case EKind::BitAnd: return fmt::format("({} & {})", a(0), a(1));
+      case EKind::OrderKey: return fmt::format("(idx_t)braze_order_key({})", a(0));
       case EKind::WarpUniform:
         // As a 32-bit value (a warp's role, say): one shuffle, whose result the compiler knows is uniform.
         return dialect_ == SourceDialect::Cuda ? fmt::format("(idx_t)__shfl_sync(0xffffffffu, (int){}, 0)", a(0))
@@ -521,6 +522,11 @@ class Emitter {
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
                                 k_.tensors[s.tensor].name, e(s.a), e(s.b)));
         return;
+      case SKind::SharedAtomicAdd: {
+        const std::string add = fmt::format("atomicAdd(&{}[{}], (int){})", k_.vars[s.target].name, e(s.a), e(s.b));
+        line(depth, s.var >= 0 ? fmt::format("idx_t {} = (idx_t){};", k_.vars[s.var].name, add) : add + ";");
+        return;
+      }
       case SKind::CpAsync:
         line(depth, fmt::format("braze_cp_async<{}>(&{}[{}], &{}[{}], {});", s.width * sizeOf(k_.vars[s.var].dtype),
                                 k_.vars[s.var].name, e(s.b), k_.tensors[s.tensor].name, e(s.a), e(s.c)));

@@ -177,6 +177,14 @@ __device__ __forceinline__ double braze_fmod(double a, double b) { return fmod(a
 __device__ __forceinline__ float braze_nan_of(float) { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ double braze_nan_of(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 
+// The order key of a float (EKind::OrderKey): its bits as an unsigned number that grows with the float, NaN
+// (any sign, any payload) above +inf, -0 taken as +0 (they compare equal).
+__device__ __forceinline__ long long braze_order_key(float x) {
+  if (isnan(x)) return 0xffffffffLL;
+  const unsigned bits = x == 0.0f ? 0u : __float_as_uint(x);
+  return (long long)((bits >> 31) != 0u ? ~bits : (bits | 0x80000000u));
+}
+
 // std::max / std::min exactly: a NaN second operand is ignored and max(-0.0, 0.0) is -0.0 (fmaxf differs).
 template <typename T> __device__ __forceinline__ T braze_max(T a, T b) { return (a < b) ? b : a; }
 template <typename T> __device__ __forceinline__ T braze_min(T a, T b) { return (b < a) ? b : a; }

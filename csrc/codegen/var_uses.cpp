@@ -94,6 +94,10 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
         packed_[st.var] = false;
       }
     }
+    if (st.kind == SKind::SharedAtomicAdd) {  // written in place, as its own type
+      ++writes_[st.target];
+      float_copy_[st.target] = packed_[st.target] = byte_words_[st.target] = false;
+    }
     if (st.kind == SKind::Mma) mmas_.push_back(&st);
     if (st.kind == SKind::Wgmma) wgmma_accumulator_[st.var] = true;
     DataType stored = DataType::Null;  // the type a store of st.b rounds to

@@ -69,6 +69,7 @@ class KernelDigester {
             static_cast<uint64_t>(s.concurrent) << 18);
       d.add(Digester::pack(s.mma_operands[0], s.mma_operands[1]));
       d.add(Digester::pack(s.mma_operands[2], s.b_offset));
+      d.add(static_cast<uint64_t>(static_cast<uint32_t>(s.target)));
       for (const WgmmaOperand& w : s.wgmma_operands) {
         d.add(Digester::pack(w.leading_bytes, w.stride_bytes));
         d.add(static_cast<uint64_t>(w.mn_major));

@@ -93,6 +93,7 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
     case EKind::WarpUniform:
       if (auto a = arg(0)) result = *a;
       break;
+    case EKind::OrderKey: result = Bounds{0, (int64_t{1} << 32) - 1}; break;
     case EKind::BitAnd:  // at most either
       if (auto a = arg(0), b = arg(1); a && b && a->lo >= 0 && b->lo >= 0) result = Bounds{0, std::min(a->hi, b->hi)};
       break;

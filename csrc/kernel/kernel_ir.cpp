@@ -397,6 +397,16 @@ ExprId KernelBuilder::lor(ExprId a, ExprId b) {
   return binaryIndex(EKind::Or, a, b);
 }
 
+ExprId KernelBuilder::orderKey(ExprId value) {
+  BRAZE_ASSERT(expr(value).dtype == DataType::Float && !expr(value).index, "an order key of a non-Float value");
+  KExpr e;
+  e.kind = EKind::OrderKey;
+  e.dtype = DataType::Int64;
+  e.index = true;
+  e.args = {value};
+  return intern(e);
+}
+
 ExprId KernelBuilder::warpUniform(ExprId a) {
   if (constValue(a)) return a;
   KExpr e;

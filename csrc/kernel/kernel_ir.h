@@ -64,6 +64,8 @@ enum class EKind : uint8_t {
                 // code i, and the index is 0
   WarpUniform,  // an index args[0] that every lane of a warp holds alike, taken from lane 0 (__shfl_sync): the
                 // compiler then knows that branches on it do not diverge (a warp-specialized block's roles)
+  OrderKey,     // an index in [0, 2^32) that orders as the Float value args[0] does: larger for larger, NaN
+                // above every number, -0 the same as +0 (a radix select's digits)
 };
 
 // An expression's operands: four inline (index arithmetic takes two, select and fma three), a longer
@@ -168,6 +170,10 @@ enum class SKind : uint8_t {
   Barrier,
   Fence,      // makes this thread's global writes visible to the other blocks before what follows
   AtomicAdd,  // declares var = the old value of tensor[a] (an Int32 tensor), which becomes tensor[a] + b
+  // declares var = the old value of target[a] (a shared Int32 array held as stored: an int in the emitted
+  // code), which becomes target[a] + b. Such adds
+  // to one element from several threads between two barriers are not a race; any other access is.
+  SharedAtomicAdd,
   Mma,        // var (D) = mma_operands A B + C, local arrays holding each lane's fragments (mma_fragments.h); every
               // lane of the warp takes part
   // Asynchronous copies into shared memory (sm_80 on): var[b .. b+width) = tensor[a .. a+width), of
@@ -239,6 +245,7 @@ struct Stmt {
   std::array<VarId, 3> mma_operands{-1, -1, -1};  // Mma: the A, B and C fragment arrays
   int32_t b_offset = 0;       // Mma: the B fragment's first element in its array (one array for two n-tiles)
   std::array<WgmmaOperand, 2> wgmma_operands{};  // Wgmma: how A and B lie in shared memory
+  VarId target = -1;          // SharedAtomicAdd: the shared array added to
   std::vector<Stmt> body{}, orelse{};
 };
 
@@ -374,6 +381,7 @@ class KernelBuilder {
   ExprId bitXor(ExprId a, ExprId b);  // both non-negative
   ExprId bitAnd(ExprId a, ExprId b);  // both non-negative
   ExprId warpUniform(ExprId a);       // EKind::WarpUniform
+  ExprId orderKey(ExprId value);      // EKind::OrderKey of a Float value
   ExprId elementwise(OpKind op, DataType dtype, ExprArgs args);
   ExprId cast(ExprId value, DataType to);
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
@@ -431,6 +439,8 @@ class KernelBuilder {
   void barrier();
   void fence();
   void atomicAdd(VarId old_value, TensorId tensor, ExprId offset, ExprId value);
+  // SKind::SharedAtomicAdd; old_value -1: the old value is not kept.
+  void sharedAtomicAdd(VarId old_value, VarId array, ExprId at, ExprId value);
   // d = a b + c on the warp's 16 x 8 tile; each a local array of the fragment's size (mmaDims).
   void mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c, int32_t b_offset = 0);
   // shared[at .. at+width) = tensor[offset .. offset+width), `src_bytes` of it read, the rest zeros.

@@ -81,6 +81,13 @@ void KernelBuilder::atomicAdd(VarId old_value, TensorId tensor, ExprId offset, E
   push(Stmt{.kind = SKind::AtomicAdd, .var = old_value, .tensor = tensor, .a = offset, .b = value});
 }
 
+void KernelBuilder::sharedAtomicAdd(VarId old_value, VarId array, ExprId at, ExprId value) {
+  const KVar& v = k_.vars[array];
+  BRAZE_ASSERT(v.kind == VarKind::SharedArray && v.storage && v.dtype == DataType::Int32,
+               "a shared atomic add on {} of dtype {} (a shared Int32 array held as stored)", v.name, toString(v.dtype));
+  push(Stmt{.kind = SKind::SharedAtomicAdd, .var = old_value, .a = at, .b = value, .target = array});
+}
+
 void KernelBuilder::mma(MmaShape shape, VarId d, VarId a, VarId b, VarId c, int32_t b_offset) {
   push(Stmt{.kind = SKind::Mma, .var = d, .mma_shape = shape, .mma_operands = {a, b, c}, .b_offset = b_offset});
 }

@@ -86,6 +86,7 @@ class KernelPrinter {
       case EKind::Xor: return fmt::format("({} ^ {})", arg(0), arg(1));
       case EKind::BitAnd: return fmt::format("({} & {})", arg(0), arg(1));
       case EKind::WarpUniform: return fmt::format("warp_uniform({})", arg(0));
+      case EKind::OrderKey: return fmt::format("order_key({})", arg(0));
       case EKind::Lt: return infix("<");
       case EKind::Le: return infix("<=");
       case EKind::Eq: return infix("==");
@@ -150,6 +151,13 @@ class KernelPrinter {
       case SKind::Barrier: line(depth, "barrier"); return;
       case SKind::Fence: line(depth, "fence"); return;
       case SKind::AtomicAdd: line(depth, "let {} = atomic_add({}[{}], {})", var(), tensor(), expr(s.a), expr(s.b)); return;
+      case SKind::SharedAtomicAdd:
+        if (s.var >= 0) {
+          line(depth, "let {} = atomic_add({}[{}], {})", var(), k_.vars[s.target].name, expr(s.a), expr(s.b));
+        } else {
+          line(depth, "atomic_add({}[{}], {})", k_.vars[s.target].name, expr(s.a), expr(s.b));
+        }
+        return;
       case SKind::Mma:
         line(depth, "{} = mma.{}({}, {}{}, {})", var(), toString(s.mma_shape), k_.vars[s.mma_operands[0]].name,
              k_.vars[s.mma_operands[1]].name, s.b_offset != 0 ? fmt::format("[{}:]", s.b_offset) : "",

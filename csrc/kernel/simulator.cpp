@@ -7,6 +7,7 @@
 #include "kernel/index_errors.h"
 
 #include <cmath>
+#include <cstring>
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -172,6 +173,13 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
       if (eval(e.args[0], lane0).i != r.i) fail(t, "a warp-uniform index differs from its warp's lane 0's");
       return r;
     }
+    case EKind::OrderKey: {
+      const auto x = static_cast<float>(eval(e.args[0], t).f);
+      uint32_t bits = 0;
+      if (x != 0.0f) std::memcpy(&bits, &x, sizeof bits);
+      r.i = std::isnan(x) ? int64_t{0xffffffff} : int64_t{(bits >> 31) != 0 ? ~bits : (bits | 0x80000000u)};
+      return r;
+    }
     case EKind::Lt: r.i = I(0) < I(1); return r;
     case EKind::Le: r.i = I(0) <= I(1); return r;
     case EKind::Eq: r.i = I(0) == I(1); return r;
@@ -250,11 +258,31 @@ SimValue& Simulator::arrayAt(VarId var, int64_t t, int64_t i) {
   return arrays_[var][shared ? i : t * v.size + i];
 }
 
+void Simulator::noteSharedAtomic(VarId var, int64_t t, int64_t i) {
+  if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
+  SharedAccess& a = shared_[var][i];
+  if (a.epoch != epoch_) a = SharedAccess{epoch_};
+  const int32_t other = a.writer >= 0 && a.writer != t ? a.writer : a.reader >= 0 && a.reader != t ? a.reader
+                                                                   : a.reader == kManyReaders       ? kManyReaders
+                                                                                                    : -1;
+  if (other != -1) {
+    fail(t, fmt::format("adds atomically to shared {}[{}], which {} {}, with no barrier in between", k_.vars[var].name, i,
+                        other == kManyReaders ? std::string("other threads") : fmt::format("thread {}", other),
+                        other == a.writer ? "wrote" : "read"));
+  }
+  a.adder = a.adder < 0 || a.adder == t ? static_cast<int32_t>(t) : kManyReaders;
+}
+
 void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
   if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
   SharedAccess& a = shared_[var][i];
   const KVar& v = k_.vars[var];
   if (a.epoch != epoch_) a = SharedAccess{epoch_};
+  if (a.adder != -1 && a.adder != t) {
+    fail(t, fmt::format("{} shared {}[{}], which {} added to atomically, with no barrier in between",
+                        write ? "writes" : "reads", v.name, i,
+                        a.adder == kManyReaders ? std::string("other threads") : fmt::format("thread {}", a.adder)));
+  }
   const int32_t release = releases_.empty() ? 0 : releases_[t];
   if (a.writer >= 0 && a.writer != t && !acquiredAfter(t, a.writer, a.writer_release)) {
     fail(t, fmt::format("{} shared {}[{}], which thread {} wrote, with no barrier in between (nor a wait on an "
@@ -420,6 +448,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
         write(s.tensor, offset, old);
       }
       return;
+    case SKind::SharedAtomicAdd: execSharedAtomicAdd(s, mask); return;
     case SKind::Barrier:
       requireFullBlock(mask, "a barrier");
       ++epoch_;
@@ -445,6 +474,29 @@ void Simulator::execFor(const Stmt& s, Mask mask) {
     for (int64_t t = 0; t < threads_; ++t) {
       if (mask[t]) scalars_[s.var][t].i += eval(s.c, t).i;
     }
+  }
+}
+
+void Simulator::execSharedAtomicAdd(const Stmt& s, const Mask& mask) {
+  // The GPU serializes the adds to one element in no set order, and each thread's old value depends on
+  // it: the threads take their turns in an order of their own here, so code that counts on lower threads
+  // going first gets other values than it expects.
+  std::vector<int64_t> order;
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (mask[t]) order.push_back(t);
+  }
+  std::mt19937_64 rng(static_cast<uint64_t>(epoch_) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(block_[0]));
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::pair<int64_t, int64_t>> adds;  // (at, value) per thread, all evaluated before any add
+  adds.reserve(order.size());
+  for (int64_t t : order) adds.emplace_back(eval(s.a, t).i, eval(s.b, t).i);
+  for (size_t n = 0; n < order.size(); ++n) {
+    const int64_t t = order[n];
+    const auto [at, value] = adds[n];
+    noteSharedAtomic(s.target, t, at);
+    SimValue& element = arrayAt(s.target, t, at);
+    if (s.var >= 0) scalars_[s.var][t] = element;
+    element.i = static_cast<int32_t>(static_cast<uint32_t>(element.i) + static_cast<uint32_t>(value));
   }
 }
 

@@ -48,6 +48,9 @@ class Simulator {
   // on an mbarrier phase the first one arrived on after its access (warp-specialized pipelines order
   // their stages so, without barriers).
   void noteShared(VarId var, int64_t t, int64_t i, bool write);
+  // Atomic adds to an element may come from any threads; any other access of another thread between the
+  // same two barriers is a race.
+  void noteSharedAtomic(VarId var, int64_t t, int64_t i);
   // Whether thread t has acquired, through an mbarrier wait, an arrival of thread u made after u's access
   // at release count `release`.
   bool acquiredAfter(int64_t t, int64_t u, int64_t release) const {
@@ -81,6 +84,7 @@ class Simulator {
   void execOne(const Stmt& s, const Mask& mask);
   void execFor(const Stmt& s, Mask mask);
   void execVector(const Stmt& s, const Mask& mask);
+  void execSharedAtomicAdd(const Stmt& s, const Mask& mask);
 
   // Gathers each warp's A, B and C from its lanes' fragments by the PTX layouts, computes D = A B + C
   // and scatters D back. Float: the k products (exact for bf16, f16 and fp8 operands) and C summed in double,
@@ -170,6 +174,7 @@ class Simulator {
     int64_t epoch = -1;
     int32_t writer = -1, writer_release = 0;
     int32_t reader = -1, reader_release = 0;
+    int32_t adder = -1;  // the thread that added to it atomically (kManyReaders: several)
   };
   static constexpr int32_t kManyReaders = -2;
   std::unordered_map<VarId, std::vector<SharedAccess>> shared_;

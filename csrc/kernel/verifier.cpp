@@ -206,6 +206,15 @@ class KernelVerifier {
         writes(s.tensor, "an atomic add");
         define(s.var, VarKind::Scalar, "an atomic add");
         break;
+      case SKind::SharedAtomicAdd:
+        uses(s.a, "a shared atomic add");
+        uses(s.b, "a shared atomic add");
+        check(s.target >= 0 && s.target < static_cast<int32_t>(k_.vars.size()) && defined_.count(s.target) != 0 &&
+                  k_.vars[s.target].kind == VarKind::SharedArray && k_.vars[s.target].storage &&
+                  k_.vars[s.target].dtype == DataType::Int32,
+              "a shared atomic add into var {}, not a declared shared Int32 array held as stored", s.target);
+        if (s.var >= 0) define(s.var, VarKind::Scalar, "a shared atomic add");
+        break;
       case SKind::Mma: mma(s); break;
       case SKind::CpAsync: {
         uses(s.a, "a cp.async");

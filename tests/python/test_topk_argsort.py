@@ -168,12 +168,13 @@ def test_topk_with_only_its_indices_used(device):
 
 @pytest.mark.parametrize("largest", [True, False])
 def test_long_lines_are_sorted_by_blocks(device, largest):
-    # Vocabulary-sized lines: block sorts in shared memory.
-    x = tied((2, 5000), torch.bfloat16, 4).to(device)
-    x.view(-1)[3::11] = torch.arange(x.numel(), device=device)[3::11].to(torch.bfloat16) / 64  # distinct values too
+    # Vocabulary-sized lines of float64 keys: block sorts in shared memory (float keys take a radix select,
+    # test_topk_radix_select.py).
+    x = tied((2, 5000), torch.float64, 4).to(device)
+    x.view(-1)[3::11] = torch.arange(x.numel(), device=device)[3::11].to(torch.float64) / 64  # distinct values too
     k = 20
     with FusionDefinition() as fd:
-        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Double)
         values, indices = fd.ops.topk(t, k, 1, largest, True)
         fd.add_output(values)
         fd.add_output(indices)

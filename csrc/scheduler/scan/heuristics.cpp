@@ -89,7 +89,58 @@ std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int6
   return s;
 }
 
+// A radix select: an item's elements held in registers, `per_thread` per thread (a 64-bit rank each), at
+// most kRadixPerThread, in blocks of at most kRadixBlock threads, which leaves 128 registers a thread:
+// NVRTC's sm_90 code for 8 ranks takes about 126 of them, and spills with 16; a line longer than a block
+// holds is split into parts of kRadixBlock x kRadixPerThread elements.
+constexpr int64_t kRadixPerThread = 8;
+constexpr int64_t kRadixBlock = 512;
+// Per element and pass: a shift, a compare and, for the elements still in the running, an add to a
+// shared bin; per pass the digit's search (two sums of 16 bins) and three barriers.
+constexpr int64_t kRadixElementCost = 4;
+constexpr int64_t kRadixSearchCycles = 2 * 16 * 4;
+
+struct RadixShape {
+  int64_t block = 0, per_thread = 0, grid = 0, slots = 0;
+  double chain = 0, total = 0;
+};
+
+// A radix select of `items` items of `length` elements (indices below `extent`) keeping `keep`, on blocks
+// of `block` threads (0: the narrowest that holds the item). None where it does not fit.
+std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
+                                     int64_t extent, int64_t block = 0) {
+  const int64_t widest = std::min<int64_t>(device.max_threads_per_block, kRadixBlock);
+  RadixShape r;
+  r.block = block > 0 ? block : std::clamp<int64_t>(nextPow2(ceilDiv(length, kRadixPerThread)), 128, widest);
+  r.per_thread = ceilDiv(length, r.block);
+  r.slots = std::max<int64_t>(2, nextPow2(keep));
+  if (r.per_thread > kRadixPerThread || blockSortBytes(r.slots, 4) > device.smem_per_block_optin - kRadixSharedBytes) {
+    return std::nullopt;
+  }
+  const int64_t per_sm = std::clamp<int64_t>(
+      std::min(device.max_threads_per_sm / r.block, device.smem_per_sm / (blockSortBytes(r.slots, 4) + kRadixSharedBytes)),
+      1, kMaxBlocksPerSm);
+  r.grid = std::min<int64_t>(items, device.sm_count * per_sm);
+  const auto lanes = static_cast<double>(std::min(r.block, kLanesPerSm));
+  const int64_t passes = radixPasses(extent);
+  const int64_t log = log2Of(r.slots);
+  const int64_t steps = log * (log + 1) / 2;
+  const double per_pass = static_cast<double>(r.block * r.per_thread * kRadixElementCost);
+  const double network = static_cast<double>(r.slots / 2 * steps * kNetworkStepCost);
+  r.chain = static_cast<double>(r.per_thread * kWalkCycles) +
+            static_cast<double>(passes) * (std::ceil(per_pass / lanes) + kRadixSearchCycles + 3 * kBarrierCycles) +
+            std::ceil(network / lanes) + static_cast<double>(steps * kBarrierCycles);
+  r.total = static_cast<double>(items) * (static_cast<double>(passes) * (per_pass + kRadixSearchCycles * 16) + network);
+  return r;
+}
+
 }  // namespace
+
+int64_t radixPasses(int64_t extent) {
+  int64_t index_bits = 0;
+  while ((int64_t{1} << index_bits) < extent) ++index_bits;
+  return ceilDiv(32 + index_bits, 8);
+}
 
 int64_t blockSortBytes(int64_t slots, int64_t key_bytes) {
   // Saturated: a line of 2^60 slots needs more than any block holds, not a wrapped small count.
@@ -97,6 +148,15 @@ int64_t blockSortBytes(int64_t slots, int64_t key_bytes) {
 }
 
 std::string ScanParams::toString() const {
+  if (radix_per_thread > 0) {
+    const std::string select = fmt::format("radix select of {} per thread (block {}), block sort of {} slots",
+                                           radix_per_thread, block, sort_slots);
+    if (sort_parts > 1) {
+      return fmt::format("scan: {} parts per line, each a {}; then a merge, a radix select of {} per thread (block {})",
+                         sort_parts, select, merge_per_thread, merge_block);
+    }
+    return fmt::format("scan: {} per line", select);
+  }
   if (sort_slots > 0) {
     if (sort_parts > 1) {
       return fmt::format("scan: block sort of {} parts of {} slots per line (block {}), then a merge of {} slots, {} "
@@ -132,12 +192,48 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
     part = sortShape(device, problem.lines * parts, whole->slots, keep, problem.key_bytes);
     merge = sortShape(device, problem.lines, parts * keep, keep, problem.key_bytes);
-    if (!part || !merge) return p;
-    const double split = timeOf(device, part->chain, part->total) + timeOf(device, merge->chain, merge->total) + kLaunchCycles;
+    const double split = part && merge ? timeOf(device, part->chain, part->total) +
+                                             timeOf(device, merge->chain, merge->total) + kLaunchCycles
+                                       : best;
     if (split < best) {
+      best = split;
       chosen = part;
     } else {
       merge.reset();
+    }
+  }
+  // A radix select of the whole line, or of parts of it and then of their candidates.
+  std::optional<RadixShape> radix, radix_merge;
+  if (problem.float_keys && 2 * keep <= problem.extent) {
+    const int64_t widest = std::min<int64_t>(device.max_threads_per_block, kRadixBlock);
+    const int64_t part = widest * kRadixPerThread;
+    const int64_t radix_parts = problem.extent <= widest * kRadixPerThread ? 1 : ceilDiv(problem.extent, part);
+    if (radix_parts <= ((int64_t{1} << 31) - 1) / problem.lines) {
+      radix = radix_parts == 1 ? radixShape(device, problem.lines, problem.extent, keep, problem.extent)
+                               : radixShape(device, problem.lines * radix_parts, part, keep, problem.extent, widest);
+      if (radix && radix_parts > 1) {
+        radix_merge = radixShape(device, problem.lines, radix_parts * keep, keep, problem.extent);
+        if (!radix_merge) radix.reset();
+      }
+    }
+    if (radix) {
+      double time = timeOf(device, radix->chain, radix->total);
+      if (radix_merge) time += timeOf(device, radix_merge->chain, radix_merge->total) + kLaunchCycles;
+      if (time < best) {
+        p.block = radix->block;
+        p.grid = radix->grid;
+        p.sort_slots = radix->slots;
+        p.sort_passes = 1;
+        p.radix_per_thread = radix->per_thread;
+        if (radix_merge) {
+          p.sort_parts = radix_parts;
+          p.merge_slots = radix_merge->slots;
+          p.merge_block = radix_merge->block;
+          p.merge_grid = radix_merge->grid;
+          p.merge_per_thread = radix_merge->per_thread;
+        }
+        return p;
+      }
     }
   }
   if (!chosen) return p;

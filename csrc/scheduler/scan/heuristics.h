@@ -18,6 +18,7 @@ struct ScanProblem {
   // kernel compares it (its compute type). keep = 0: not a sort.
   int64_t keep = 0;
   int64_t key_bytes = 4;
+  bool float_keys = false;  // Float keys (float, half, bf16, fp8 inputs): a radix select can take them
 };
 
 struct ScanParams {
@@ -37,6 +38,13 @@ struct ScanParams {
   int64_t merge_passes = 0;
   int64_t merge_block = 0;
   int64_t merge_grid = 0;
+  // A topk by radix select (ScanProblem::float_keys): each block holds `radix_per_thread` elements of its
+  // work item (a line, or a part of one) per thread, finds the key of the k-th best 8 bits at a time with
+  // histograms in shared memory, and block sorts only the k best, in sort_slots slots (k's power of two).
+  // A split line's merge is a radix select as well, over its parts' candidates, merge_per_thread per
+  // thread (merge_slots, merge_block, merge_grid as above; no passes). 0: no radix select.
+  int64_t radix_per_thread = 0;
+  int64_t merge_per_thread = 0;
   std::string toString() const;  // heads the kernel's source
 };
 
@@ -44,5 +52,12 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem);
 
 // Bytes of shared memory a block sort of `slots` slots takes: each slot's key and its index (int64).
 int64_t blockSortBytes(int64_t slots, int64_t key_bytes);
+
+// A radix select of an item of `length` elements whose indices in their line are below `extent`: the
+// passes of 8 bits it takes, over the key's 32 bits and the bits of the index that break ties.
+int64_t radixPasses(int64_t extent);
+// Bytes of shared memory it takes besides its sort slots: two histograms of 256 Int32 bins, 16 group
+// sums, and the search's state (the prefix found and the rank still wanted, 2 Int64, and a counter).
+constexpr int64_t kRadixSharedBytes = 2 * 256 * 4 + 16 * 4 + 2 * 8 + 4;
 
 }  // namespace braze

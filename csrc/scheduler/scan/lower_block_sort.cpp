@@ -10,9 +10,7 @@
 // A work item is a line, or (a topk of long lines split over blocks, ScanParams::sort_parts) a part of
 // a line, whose block writes its best `keep` to a workspace; a follow-up kernel then block sorts each
 // line's parts x keep candidates from there and writes the results.
-#include "scheduler/scan/lower_sort.h"
-
-#include "scheduler/scan/line_walk.h"
+#include "scheduler/scan/block_sort.h"
 
 #include "scheduler/heuristics.h"
 #include "support/error.h"
@@ -23,12 +21,6 @@
 
 namespace braze::scheduler {
 namespace {
-
-// The shared arrays of a block sort: each slot's key and its element's index in the line.
-struct SortSlots {
-  VarId keys = -1;
-  VarId at = -1;
-};
 
 // One block sort per work item.
 struct BlockSort {
@@ -43,20 +35,65 @@ struct BlockSort {
   std::function<void(const SortSlots&, ExprId s)> store;
 };
 
-void pad(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s) {
-  kb.localWrite(slots.keys, s, isFloating(sort.compute) ? kb.constant(0.0, sort.compute) : kb.constantInt(0, sort.compute));
-  kb.localWrite(slots.at, s, kb.indexToValue(kb.index(sort.extent), DataType::Int64));
-}
-
 void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
   BRAZE_ASSERT(b.slots >= 2 && (b.slots & (b.slots - 1)) == 0 && b.keep >= 1 &&
                    (b.length <= b.slots || 2 * b.keep <= b.slots),
                "a block sort of {} slots for {} elements keeping {}", b.slots, b.length, b.keep);
-  const SortSlots slots{kb.arrayVar("keys", sort.compute, b.slots, VarKind::SharedArray),
-                        kb.arrayVar("at", DataType::Int64, b.slots, VarKind::SharedArray)};
-  kb.declare(slots.keys);
-  kb.declare(slots.at);
-  const ExprId tid = kb.threadIdx(0);
+  const SortSlots slots = declareSortSlots(kb, sort, b.slots);
+  const VarId item = kb.scalarVar("item", DataType::Int64, /*is_index=*/true);
+  kb.openFor(item, kb.blockIdx(0), kb.index(b.items), kb.index(b.grid), /*unroll=*/false);
+  b.begin_item(kb.ref(item));
+  const VarId pass = kb.scalarVar("pass", DataType::Int64, /*is_index=*/true);
+  kb.openFor(pass, kb.index(0), kb.index(b.passes), kb.index(1), /*unroll=*/false);
+  // Pass p fills slot s (the first pass every slot, the others those behind the kept ones) with
+  // element s + p (slots - keep) of the item.
+  forEachSlot(kb, b.slots, b.threads, "s", [&](ExprId s) {
+    const bool refills = b.passes > 1;
+    if (refills) kb.openIf(kb.lor(kb.eq(kb.ref(pass), kb.index(0)), kb.le(kb.index(b.keep), s)));
+    const ExprId e = kb.letValue("e", kb.add(s, kb.mul(kb.ref(pass), kb.index(b.slots - b.keep))));
+    kb.openIf(kb.lt(e, kb.index(b.length)));
+    b.load(slots, e, s);
+    kb.openElse();
+    padSlot(kb, sort, slots, s);
+    kb.close();
+    if (refills) kb.close();
+  });
+  kb.barrier();
+  sortSlotsNetwork(kb, sort, slots, b.slots, b.threads);
+  kb.close();  // pass
+  // The kept elements lead the slots, in order.
+  forEachSlot(kb, b.keep, b.threads, "s", [&](ExprId s) { b.store(slots, s); });
+  kb.barrier();  // the next item's loads overwrite the slots
+  kb.close();    // item
+}
+
+}  // namespace
+
+SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots) {
+  const SortSlots s{kb.arrayVar("keys", sort.compute, slots, VarKind::SharedArray),
+                    kb.arrayVar("at", DataType::Int64, slots, VarKind::SharedArray)};
+  kb.declare(s.keys);
+  kb.declare(s.at);
+  return s;
+}
+
+void padSlot(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s) {
+  kb.localWrite(slots.keys, s, isFloating(sort.compute) ? kb.constant(0.0, sort.compute) : kb.constantInt(0, sort.compute));
+  kb.localWrite(slots.at, s, kb.indexToValue(kb.index(sort.extent), DataType::Int64));
+}
+
+void forEachSlot(KernelBuilder& kb, int64_t count, int64_t threads, const char* name,
+                 const std::function<void(ExprId)>& body) {
+  const VarId r = kb.scalarVar("r", DataType::Int64, /*is_index=*/true);
+  kb.openFor(r, kb.index(0), kb.index(ceilDiv(count, threads)), kb.index(1), /*unroll=*/false);
+  const ExprId slot = kb.letValue(name, kb.add(kb.threadIdx(0), kb.mul(kb.ref(r), kb.index(threads))));
+  kb.openIf(kb.lt(slot, kb.index(count)));
+  body(slot);
+  kb.close();
+  kb.close();
+}
+
+void sortSlotsNetwork(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, int64_t count, int64_t threads) {
   const ExprId extent = kb.index(sort.extent);
   // Whether slot a's element ranks before slot b's: a real element (its index inside the line) before a
   // padding slot, else by key, equal keys by index.
@@ -65,42 +102,12 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
                                  kb.land(kb.lnot(sortBeats(kb, sort, key_b, key_a)), kb.lt(at_a, at_b)));
     return kb.land(kb.lt(at_a, extent), kb.lor(kb.le(extent, at_b), by_key));
   };
-  // for (r = 0; r < ceil(count / threads); ++r) body(tid + r * threads), where that is below `count`.
-  auto forSlots = [&](int64_t count, const char* name, const std::function<void(ExprId)>& body) {
-    const VarId r = kb.scalarVar("r", DataType::Int64, /*is_index=*/true);
-    kb.openFor(r, kb.index(0), kb.index(ceilDiv(count, b.threads)), kb.index(1), /*unroll=*/false);
-    const ExprId slot = kb.letValue(name, kb.add(tid, kb.mul(kb.ref(r), kb.index(b.threads))));
-    kb.openIf(kb.lt(slot, kb.index(count)));
-    body(slot);
-    kb.close();
-    kb.close();
-  };
-
-  const VarId item = kb.scalarVar("item", DataType::Int64, /*is_index=*/true);
-  kb.openFor(item, kb.blockIdx(0), kb.index(b.items), kb.index(b.grid), /*unroll=*/false);
-  b.begin_item(kb.ref(item));
-  const VarId pass = kb.scalarVar("pass", DataType::Int64, /*is_index=*/true);
-  kb.openFor(pass, kb.index(0), kb.index(b.passes), kb.index(1), /*unroll=*/false);
-  // Pass p fills slot s (the first pass every slot, the others those behind the kept ones) with
-  // element s + p (slots - keep) of the item.
-  forSlots(b.slots, "s", [&](ExprId s) {
-    const bool refills = b.passes > 1;
-    if (refills) kb.openIf(kb.lor(kb.eq(kb.ref(pass), kb.index(0)), kb.le(kb.index(b.keep), s)));
-    const ExprId e = kb.letValue("e", kb.add(s, kb.mul(kb.ref(pass), kb.index(b.slots - b.keep))));
-    kb.openIf(kb.lt(e, kb.index(b.length)));
-    b.load(slots, e, s);
-    kb.openElse();
-    pad(kb, sort, slots, s);
-    kb.close();
-    if (refills) kb.close();
-  });
-  kb.barrier();
-  // The network: stage `run` merges runs of run / 2 into runs of `run`, in order where the slot's bit
-  // `run` is clear and reversed where it is set (all in order after the last stage); its steps pair
-  // slots `half` apart, half = run / 2 down to 1.
+  // Stage `run` merges runs of run / 2 into runs of `run`, in order where the slot's bit `run` is clear
+  // and reversed where it is set (all in order after the last stage); its steps pair slots `half` apart,
+  // half = run / 2 down to 1.
   const VarId half = kb.scalarVar("half", DataType::Int64, /*is_index=*/true);
   int64_t steps = 0;
-  for (int64_t run = 2; run <= b.slots; run *= 2) {
+  for (int64_t run = 2; run <= count; run *= 2) {
     ++steps;
     if (run == 2) {
       kb.let(half, kb.index(1));
@@ -112,7 +119,7 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
     // A thread per pair: pair p's lower slot i keeps p's bits below half's and moves the others up one
     // place (i = (p / half) * 2 half + p % half = 2 p - p % half, half a power of two); its partner is
     // i + half.
-    forSlots(b.slots / 2, "p", [&](ExprId p) {
+    forEachSlot(kb, count / 2, threads, "p", [&](ExprId p) {
       const ExprId h = kb.ref(half);
       const ExprId i = kb.letValue("i", kb.sub(kb.mul(p, kb.index(2)), kb.bitAnd(p, kb.sub(h, kb.index(1)))));
       const ExprId partner = kb.letValue("partner", kb.add(i, h));
@@ -132,18 +139,8 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
     kb.assign(half, kb.div(kb.ref(half), kb.index(2)));
     kb.close();
   }
-  kb.close();  // pass
-  // The kept elements lead the slots, in order.
-  forSlots(b.keep, "s", [&](ExprId s) { b.store(slots, s); });
-  kb.barrier();  // the next item's loads overwrite the slots
-  kb.close();    // item
 }
 
-// The line's position over the dims other than the sorted one.
-struct LineShape {
-  LineWalk walk;
-  std::vector<int64_t> line_sizes;
-};
 LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort) {
   LineShape shape;
   const auto& sizes = ctx.bound.sizesOf(sort.x);
@@ -154,7 +151,11 @@ LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort) {
   return shape;
 }
 
-// Stores slot s (the s-th best of the line) into topk's values and indices, or argsort's indices.
+void beginLine(ValueBuilder& vb, LineShape& shape, ExprId line) {
+  shape.walk.line = line;
+  shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+}
+
 void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineWalk& walk,
                   const SortSlots& slots, ExprId s) {
   auto offsetIn = [&](TensorId tensor) {
@@ -171,17 +172,32 @@ void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const
   }
 }
 
+CandidateWorkspaces candidateWorkspaces(const SortOp& sort, int64_t items) {
+  CandidateWorkspaces ws{workspaceParam("sort_keys", sort.compute, items * sort.keep, false),
+                         workspaceParam("sort_at", DataType::Int64, items * sort.keep, false)};
+  ws.keys.shared = ws.at.shared = true;
+  return ws;
+}
+
+MergeTensors addMergeTensors(KernelBuilder& kb, const LoweringContext& ctx, const SortOp& sort,
+                             const CandidateWorkspaces& ws) {
+  MergeTensors m{kb.addTensor(ws.keys), kb.addTensor(ws.at), sort};
+  if (sort.values_param >= 0) m.sort.values_param = kb.addTensor(ctx.kernel.tensors[sort.values_param]);
+  if (sort.indices_param >= 0) m.sort.indices_param = kb.addTensor(ctx.kernel.tensors[sort.indices_param]);
+  return m;
+}
+
+namespace {
+
 // The merge of a split topk: each line's parts x keep candidates, from the workspaces, into the results.
 Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
-                  const TensorParam& keys_ws, const TensorParam& at_ws) {
+                  const CandidateWorkspaces& ws) {
   Kernel k = followUpKernel(ctx, "_merge");
   KernelBuilder kb(k);
   kb.fixBlock(params.merge_block, 1);  // each thread's slots and pairs are in range: no test
-  const TensorId keys = kb.addTensor(keys_ws);
-  const TensorId at = kb.addTensor(at_ws);
-  SortOp merged = sort;
-  if (sort.values_param >= 0) merged.values_param = kb.addTensor(ctx.kernel.tensors[sort.values_param]);
-  if (sort.indices_param >= 0) merged.indices_param = kb.addTensor(ctx.kernel.tensors[sort.indices_param]);
+  const MergeTensors m = addMergeTensors(kb, ctx, sort, ws);
+  const TensorId keys = m.keys, at = m.at;
+  const SortOp& merged = m.sort;
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
   LineShape shape = lineShapeOf(ctx, sort);
   const int64_t candidates = params.sort_parts * sort.keep;
@@ -195,8 +211,7 @@ Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanPara
   b.length = candidates;
   b.keep = sort.keep;
   b.begin_item = [&](ExprId line) {
-    shape.walk.line = line;
-    shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+    beginLine(vb, shape, line);
     first = kb.letValue("first", kb.mul(line, kb.index(candidates)));
   };
   b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
@@ -214,6 +229,10 @@ Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanPara
 }  // namespace
 
 void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
+  if (params.radix_per_thread > 0) {
+    lowerRadixSelectLines(ctx, params);
+    return;
+  }
   const SortOp sort = sortOpOf(ctx);
   Kernel& k = ctx.kernel;
   KernelBuilder kb(k);
@@ -238,8 +257,7 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
     item_ref = item;
     const ExprId line = parts > 1 ? kb.letValue("line", kb.div(item, kb.index(parts))) : item;
     if (parts > 1) first = kb.letValue("first", kb.mul(kb.mod(item, kb.index(parts)), kb.index(params.sort_slots)));
-    shape.walk.line = line;
-    shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+    beginLine(vb, shape, line);
   };
   b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
     const ExprId g = parts > 1 ? kb.letValue("g", kb.add(first, e)) : e;
@@ -248,7 +266,7 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
     kb.localWrite(slots.at, s, kb.indexToValue(g, DataType::Int64));
     if (parts > 1) {
       kb.openElse();
-      pad(kb, sort, slots, s);
+      padSlot(kb, sort, slots, s);
       kb.close();
     }
   };
@@ -257,20 +275,17 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
     emitBlockSort(kb, sort, b);
     return;
   }
-  // Each part's best go to the workspaces the merge reads: keys in their compute type (exact), indices in
-  // the line.
-  TensorParam keys_ws = workspaceParam("sort_keys", sort.compute, lines * parts * sort.keep, false);
-  TensorParam at_ws = workspaceParam("sort_at", DataType::Int64, lines * parts * sort.keep, false);
-  keys_ws.shared = at_ws.shared = true;
-  const TensorId keys = kb.addTensor(keys_ws);
-  const TensorId at = kb.addTensor(at_ws);
+  // Each part's best go to the workspaces the merge reads.
+  const CandidateWorkspaces ws = candidateWorkspaces(sort, lines * parts);
+  const TensorId keys = kb.addTensor(ws.keys);
+  const TensorId at = kb.addTensor(ws.at);
   b.store = [&](const SortSlots& slots, ExprId s) {
     const ExprId offset = kb.add(kb.mul(item_ref, kb.index(sort.keep)), s);
     kb.store(keys, offset, kb.localRead(slots.keys, s));
     kb.store(at, offset, kb.localRead(slots.at, s));
   };
   emitBlockSort(kb, sort, b);
-  ctx.follow_ups.push_back(lowerMerge(ctx, sort, params, keys_ws, at_ws));
+  ctx.follow_ups.push_back(lowerMerge(ctx, sort, params, ws));
 }
 
 }  // namespace braze::scheduler

@@ -80,5 +80,45 @@ TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
   EXPECT_EQ(scanHeuristics(h100, {.lines = 1, .extent = 50000}).sort_slots, 0);
 }
 
+// topk of float keys: a radix select where a line is much longer than k.
+TEST(ScanHeuristics, FloatKeysTakeARadixSelectWhereTheLineIsLongAgainstK) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  auto floats = [&](int64_t lines, int64_t extent, int64_t keep) {
+    return scanHeuristics(h100, {.lines = lines, .extent = extent, .keep = keep, .key_bytes = 4, .float_keys = true});
+  };
+  // 64 lines of a 128256-token vocabulary, the top 50: parts of 512 x 8 elements (32 per line, the last
+  // one shorter) on blocks of their own, then a radix select of each line's 32 x 50 candidates.
+  const ScanParams batch = floats(64, 128256, 50);
+  EXPECT_EQ(batch.radix_per_thread, 8);
+  EXPECT_EQ(batch.block, 512);
+  EXPECT_EQ(batch.sort_parts, 32);
+  EXPECT_EQ(batch.sort_slots, 64);  // the 50 survivors' sort
+  EXPECT_GE(batch.merge_per_thread * batch.merge_block, 32 * 50);
+  EXPECT_LE(batch.merge_per_thread, 8);
+  EXPECT_EQ(batch.merge_grid, 64);
+  EXPECT_EQ(batch.grid % h100.sm_count, 0);
+  // The same lines of float64 keys keep the block sort.
+  const ScanParams doubles = scanHeuristics(h100, {.lines = 64, .extent = 128256, .keep = 50, .key_bytes = 8});
+  EXPECT_EQ(doubles.radix_per_thread, 0);
+  EXPECT_GT(doubles.sort_slots, 0);
+  // The top 8 of lines of 1024: one block per line, 8 elements a thread.
+  const ScanParams rows = floats(4096, 1024, 8);
+  EXPECT_EQ(rows.sort_parts, 1);
+  EXPECT_GE(rows.radix_per_thread * rows.block, 1024);
+  EXPECT_EQ(rows.sort_slots, 8);
+  // MoE routing (2 of 8) stays one thread per line; most of a line kept stays a block sort; a merge of
+  // more candidates than a block holds (128 parts x 4000) is not a radix select.
+  const ScanParams moe = floats(16384, 8, 2);
+  EXPECT_EQ(moe.radix_per_thread, 0);
+  EXPECT_EQ(moe.sort_slots, 0);
+  EXPECT_EQ(floats(4096, 1300, 1100).radix_per_thread, 0);
+  const ScanParams big_k = floats(2, 1 << 20, 4000);
+  EXPECT_EQ(big_k.radix_per_thread, 0);
+  EXPECT_GT(big_k.sort_slots, 0);
+  // Each pass takes 8 bits of the rank: the key's 32 and the index's.
+  EXPECT_EQ(radixPasses(128256), 7);  // 32 + 17 bits
+  EXPECT_EQ(radixPasses(256), 5);     // 32 + 8
+  EXPECT_EQ(radixPasses(2), 5);       // 32 + 1
+}
 }  // namespace
 }  // namespace braze

@@ -1,0 +1,269 @@
+// topk of Float keys by radix select (ScanParams::radix_per_thread). A block takes work items
+// blockIdx.x, + grid, ...; it holds an item's elements in registers, `per_thread` per thread, each as a
+// rank: a non-negative integer that is larger for a better element, unique within the line:
+//
+//   rank = order(key) * 2^b + (2^b - 1 - index)    (b: the bits of an index in the line)
+//
+// order(key) is the key's order key (EKind::OrderKey: larger for larger floats, NaN above all, -0 as
+// +0), or 2^32 - 1 minus it for the smallest; the index part puts the earlier of equal keys first, as
+// the stable sort does (sortBeats). The k-th best rank is found 8 bits at a time, top digit first:
+// each pass counts, in a 256-bin histogram in shared memory (atomic adds), the digits of the ranks that
+// match the digits found so far, and the bin where the count from the top reaches the rank still wanted
+// gives the next digit. After the last pass the k-th best rank is known exactly and every element
+// whose rank is at least it is one of the k best: those are gathered into slots (an atomic counter
+// hands out slots in no particular order), sorted by the bitonic network, and stored.
+//
+// Work items are lines or parts of lines (ScanParams::sort_parts); the parts write their best k (fewer,
+// padded, where the line's last part is shorter than k) to workspaces, and a follow-up kernel selects
+// each line's best k among its parts' candidates the same way.
+#include "scheduler/scan/block_sort.h"
+
+#include "scheduler/heuristics.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace braze::scheduler {
+namespace {
+
+constexpr int64_t kBins = 256;
+constexpr int64_t kGroups = 16;  // of kBins / kGroups bins each: the digit search sums bins in two levels
+
+struct RadixSelect {
+  int64_t threads = 0, per_thread = 0, grid = 0;
+  int64_t items = 0;   // work items
+  int64_t length = 0;  // elements of an item, at most threads x per_thread
+  int64_t slots = 0;   // the sort's slots, a power of two at least keep
+  std::function<void(ExprId item)> begin_item;
+  // Whether element e (< length) of the item exists (a line's last part ends early, a part's candidates
+  // may be padding), and how many of the item's elements do (an index expression): at least keep
+  // where the item is a line or a merge, fewer possibly for a part.
+  std::function<ExprId(ExprId e)> exists;
+  std::function<ExprId()> existing;
+  std::function<ExprId(ExprId e)> key;    // element e's key, in the sort's compute type (Float)
+  std::function<ExprId(ExprId e)> index;  // element e's index in its line
+  std::function<void(const SortSlots&, ExprId s)> store;  // the item's s-th best (s < keep) from slot s
+};
+
+int64_t indexBits(int64_t extent) {
+  int64_t bits = 0;
+  while ((int64_t{1} << bits) < extent) ++bits;
+  return bits;
+}
+
+void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r) {
+  BRAZE_ASSERT(sort.compute == DataType::Float && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
+                   r.length <= r.threads * r.per_thread && sort.extent < (int64_t{1} << 31),
+               "a radix select of {} elements keeping {} in {} slots", r.length, sort.keep, r.slots);
+  const int64_t bits = indexBits(sort.extent);
+  const int64_t passes = radixPasses(sort.extent);
+  const SortSlots slots = declareSortSlots(kb, sort, r.slots);
+  // The counts are 32-bit ints as the atomic adds take them (shared arrays held as stored).
+  const VarId hist[2] = {kb.sharedStorageArray("hist", DataType::Int32, kBins),
+                         kb.sharedStorageArray("hist", DataType::Int32, kBins)};
+  const VarId groups = kb.sharedStorageArray("groups", DataType::Int32, kGroups);
+  // The search's state: the rank's digits found so far (the rest zero) and the rank still wanted among the
+  // elements that match them.
+  const VarId state = kb.arrayVar("state", DataType::Int64, 2, VarKind::SharedArray);
+  const VarId taken = kb.sharedStorageArray("taken", DataType::Int32, 1);
+  for (VarId v : {hist[0], hist[1], groups, state, taken}) kb.declare(v);
+  const ExprId tid = kb.threadIdx(0);
+  const ExprId zero = kb.index(0);
+  auto readIndex = [&](VarId array, ExprId at) { return kb.valueToIndex(kb.localRead(array, at)); };
+  auto writeIndex = [&](VarId array, ExprId at, ExprId value) {
+    kb.localWrite(array, at, kb.indexToValue(value, kb.kernel().vars[array].dtype));
+  };
+  auto clearBins = [&](VarId h) { forEachSlot(kb, kBins, r.threads, "bin", [&](ExprId b) { writeIndex(h, b, zero); }); };
+
+  const VarId item = kb.scalarVar("item", DataType::Int64, /*is_index=*/true);
+  kb.openFor(item, kb.blockIdx(0), kb.index(r.items), kb.index(r.grid), /*unroll=*/false);
+  r.begin_item(kb.ref(item));
+  // This thread's elements tid + j * threads and their ranks, -1 where there is no element: a rank is all
+  // a thread keeps of an element through the passes (two registers), the rest is recomputed or reloaded.
+  std::vector<ExprId> element(r.per_thread), rank(r.per_thread);
+  for (int64_t j = 0; j < r.per_thread; ++j) {
+    element[j] = kb.add(tid, kb.index(j * r.threads));
+    const VarId rank_var = kb.scalarVar("rank", DataType::Int64, /*is_index=*/true);
+    kb.let(rank_var, kb.index(-1));
+    kb.openIf(kb.land(kb.lt(element[j], kb.index(r.length)), r.exists(element[j])));
+    const ExprId order = kb.orderKey(r.key(element[j]));
+    const ExprId key_rank = sort.descending ? order : kb.sub(kb.index((int64_t{1} << 32) - 1), order);
+    const ExprId low = kb.index((int64_t{1} << bits) - 1);
+    kb.assign(rank_var, kb.add(kb.mul(key_rank, kb.index(int64_t{1} << bits)), kb.sub(low, r.index(element[j]))));
+    kb.close();
+    rank[j] = kb.ref(rank_var);
+  }
+  clearBins(hist[0]);
+  kb.openIf(kb.eq(tid, zero));
+  writeIndex(state, kb.index(0), zero);
+  writeIndex(state, kb.index(1), kb.min(kb.index(sort.keep), r.existing()));
+  writeIndex(taken, zero, zero);
+  kb.close();
+  kb.barrier();
+
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    // The digit: bits [shift, top) of the rank (the last one narrower where 8 does not divide 32 + bits).
+    const int64_t top = 32 + bits - 8 * pass;
+    const int64_t shift = std::max<int64_t>(top - 8, 0);
+    const VarId counts = hist[pass % 2];
+    const ExprId prefix = kb.letValue("prefix", readIndex(state, kb.index(0)));
+    const ExprId want = kb.letValue("want", readIndex(state, kb.index(1)));
+    // Count the digits of the ranks whose higher digits are the ones found (all of them, first).
+    for (int64_t j = 0; j < r.per_thread; ++j) {
+      ExprId counted = kb.le(zero, rank[j]);
+      if (pass > 0) {
+        const ExprId above = kb.index(int64_t{1} << top);
+        counted = kb.land(counted, kb.eq(kb.div(rank[j], above), kb.div(prefix, above)));
+      }
+      kb.openIf(counted);
+      const ExprId digit = kb.mod(kb.div(rank[j], kb.index(int64_t{1} << shift)), kb.index(int64_t{1} << (top - shift)));
+      kb.sharedAtomicAdd(-1, counts, digit, kb.index(1));
+      kb.close();
+    }
+    if (pass + 1 < passes) clearBins(hist[(pass + 1) % 2]);  // the next pass's bins (last read two passes ago)
+    kb.barrier();
+    // Sums of groups of 16 bins, then for each bin the count above it: the groups above its own and the
+    // bins above it in its group.
+    const int64_t per_group = kBins / kGroups;
+    forEachSlot(kb, kGroups, r.threads, "g", [&](ExprId g) {
+      ExprId sum = zero;
+      for (int64_t i = 0; i < per_group; ++i) sum = kb.add(sum, readIndex(counts, kb.add(kb.mul(g, kb.index(per_group)), kb.index(i))));
+      writeIndex(groups, g, sum);
+    });
+    kb.barrier();
+    forEachSlot(kb, kBins, r.threads, "bin", [&](ExprId b) {
+      const ExprId group = kb.letValue("group", kb.div(b, kb.index(per_group)));
+      ExprId above = zero;
+      for (int64_t i = 0; i < kGroups; ++i) {
+        above = kb.add(above, kb.select(kb.lt(group, kb.index(i)), readIndex(groups, kb.index(i)), zero));
+      }
+      for (int64_t i = 1; i < per_group; ++i) {
+        const ExprId other = kb.letValue("other", kb.add(b, kb.index(i)));
+        const ExprId in_group = kb.lt(other, kb.mul(kb.add(group, kb.index(1)), kb.index(per_group)));
+        above = kb.add(above, kb.select(in_group, readIndex(counts, kb.min(other, kb.index(kBins - 1))), zero));
+      }
+      const ExprId before = kb.letValue("above", above);
+      const ExprId count = readIndex(counts, b);
+      kb.openIf(kb.land(kb.lt(before, want), kb.le(want, kb.add(before, count))));
+      writeIndex(state, kb.index(0), kb.add(prefix, kb.mul(b, kb.index(int64_t{1} << shift))));
+      writeIndex(state, kb.index(1), kb.sub(want, before));
+      kb.close();
+    });
+    kb.barrier();
+  }
+
+  // Every element ranked at least the k-th best's rank (which is not negative) is one of the best k.
+  const ExprId kth = kb.letValue("kth", readIndex(state, kb.index(0)));
+  forEachSlot(kb, r.slots, r.threads, "s", [&](ExprId s) {
+    kb.openIf(kb.le(kb.min(kb.index(sort.keep), r.existing()), s));
+    padSlot(kb, sort, slots, s);
+    kb.close();
+  });
+  for (int64_t j = 0; j < r.per_thread; ++j) {
+    kb.openIf(kb.le(kth, rank[j]));
+    const VarId slot = kb.scalarVar("slot", DataType::Int64, /*is_index=*/true);
+    kb.sharedAtomicAdd(slot, taken, zero, kb.index(1));
+    kb.localWrite(slots.keys, kb.ref(slot), r.key(element[j]));
+    kb.localWrite(slots.at, kb.ref(slot), kb.indexToValue(r.index(element[j]), DataType::Int64));
+    kb.close();
+  }
+  kb.barrier();
+  sortSlotsNetwork(kb, sort, slots, r.slots, r.threads);
+  forEachSlot(kb, sort.keep, r.threads, "s", [&](ExprId s) { r.store(slots, s); });
+  kb.barrier();  // the next item's gather overwrites the slots
+  kb.close();    // item
+}
+
+// The merge of a split line: each line's parts x keep candidates, from the workspaces, into the results.
+Kernel lowerRadixMerge(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
+                       const CandidateWorkspaces& ws) {
+  Kernel k = followUpKernel(ctx, "_merge");
+  k.index64 = true;  // the ranks take up to 63 bits
+  KernelBuilder kb(k);
+  kb.fixBlock(params.merge_block, 1);
+  const MergeTensors m = addMergeTensors(kb, ctx, sort, ws);
+  const TensorId keys = m.keys, at = m.at;
+  const SortOp& merged = m.sort;
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
+  LineShape shape = lineShapeOf(ctx, sort);
+  const int64_t candidates = params.sort_parts * sort.keep;
+  ExprId first = -1;  // the line's first candidate
+  RadixSelect r;
+  r.threads = params.merge_block;
+  r.per_thread = params.merge_per_thread;
+  r.grid = params.merge_grid;
+  r.items = shape.walk.lines;
+  r.length = candidates;
+  r.slots = params.merge_slots;
+  r.begin_item = [&](ExprId line) {
+    beginLine(vb, shape, line);
+    first = kb.letValue("first", kb.mul(line, kb.index(candidates)));
+  };
+  // A padding candidate holds index `extent`.
+  r.exists = [&](ExprId e) { return kb.lt(kb.valueToIndex(kb.load(at, kb.add(first, e))), kb.index(sort.extent)); };
+  r.existing = [&] { return kb.index(sort.keep); };
+  r.key = [&](ExprId e) { return kb.load(keys, kb.add(first, e)); };
+  r.index = [&](ExprId e) { return kb.valueToIndex(kb.load(at, kb.add(first, e))); };
+  r.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, merged, shape.walk, slots, s); };
+  emitRadixSelect(kb, merged, r);
+  k.grid = {params.merge_grid, 1};
+  k.summary = fmt::format("scan: merge of {} parts' best {} per line, radix select of {} per thread, block {}",
+                          params.sort_parts, sort.keep, params.merge_per_thread, params.merge_block);
+  return k;
+}
+
+}  // namespace
+
+void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
+  const SortOp sort = sortOpOf(ctx);
+  Kernel& k = ctx.kernel;
+  k.index64 = true;  // the ranks take up to 63 bits
+  KernelBuilder kb(k);
+  kb.fixBlock(params.block, 1);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  k.grid = {params.grid, 1};
+  k.summary = params.toString();
+  LineShape shape = lineShapeOf(ctx, sort);
+  const int64_t parts = params.sort_parts;
+  const int64_t lines = shape.walk.lines;
+  const int64_t part_length = parts > 1 ? params.block * params.radix_per_thread : sort.extent;
+  ExprId first = kb.index(0);  // the item's first element in its line
+  ExprId item_ref = -1;
+  RadixSelect r;
+  r.threads = params.block;
+  r.per_thread = params.radix_per_thread;
+  r.grid = params.grid;
+  r.items = lines * parts;
+  r.length = part_length;
+  r.slots = params.sort_slots;
+  r.begin_item = [&](ExprId item) {
+    item_ref = item;
+    const ExprId line = parts > 1 ? kb.letValue("line", kb.div(item, kb.index(parts))) : item;
+    if (parts > 1) first = kb.letValue("first", kb.mul(kb.mod(item, kb.index(parts)), kb.index(part_length)));
+    beginLine(vb, shape, line);
+  };
+  r.exists = [&](ExprId e) { return parts > 1 ? kb.lt(kb.add(first, e), kb.index(sort.extent)) : kb.boolean(true); };
+  r.existing = [&] { return parts > 1 ? kb.min(kb.index(part_length), kb.sub(kb.index(sort.extent), first)) : kb.index(sort.extent); };
+  r.key = [&](ExprId e) { return sortKeyAt(kb, vb, sort, lineIndex(shape.walk, kb.add(first, e))); };
+  r.index = [&](ExprId e) { return kb.add(first, e); };
+  if (parts == 1) {
+    r.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, sort, shape.walk, slots, s); };
+    emitRadixSelect(kb, sort, r);
+    return;
+  }
+  const CandidateWorkspaces ws = candidateWorkspaces(sort, lines * parts);
+  const TensorId keys = kb.addTensor(ws.keys);
+  const TensorId at = kb.addTensor(ws.at);
+  r.store = [&](const SortSlots& slots, ExprId s) {
+    const ExprId offset = kb.add(kb.mul(item_ref, kb.index(sort.keep)), s);
+    kb.store(keys, offset, kb.localRead(slots.keys, s));
+    kb.store(at, offset, kb.localRead(slots.at, s));
+  };
+  emitRadixSelect(kb, sort, r);
+  ctx.follow_ups.push_back(lowerRadixMerge(ctx, sort, params, ws));
+}
+
+}  // namespace braze::scheduler
