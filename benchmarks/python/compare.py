@@ -151,7 +151,8 @@ def cases():
 
 
 def sort_cases():
-    """topk at decode (a vocabulary's logits, sampling's top 50) and a row-wise argsort: block sorts."""
+    """topk at decode (a vocabulary's logits, sampling's top 50: radix selects) and a row-wise argsort (a
+    block sort)."""
     for rows, vocab in [(1, 50257), (64, 128256)]:
         def define_topk(fd, vocab=vocab):
             x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
