@@ -7,6 +7,7 @@
 #include "scheduler/scan/lower_sort.h"
 
 #include <functional>
+#include <string>
 
 namespace braze::scheduler {
 
@@ -33,29 +34,48 @@ struct LineShape {
   LineWalk walk;
   std::vector<int64_t> line_sizes;
 };
-LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort);
-// Points `shape` at line `line` (an index value).
-void beginLine(ValueBuilder& vb, LineShape& shape, ExprId line);
+
+// A work item: a line, or one of its `parts` parts of `part_length` elements where a long line is split
+// over blocks (ScanParams::sort_parts).
+struct LineItem {
+  LineShape shape;
+  int64_t parts = 1, part_length = 0;
+  ExprId item = -1;   // the item being lowered, set by beginItem
+  ExprId first = -1;  // its first element in its line
+};
+LineItem lineItemOf(const LoweringContext& ctx, const SortOp& sort, int64_t parts, int64_t part_length);
+void beginItem(KernelBuilder& kb, ValueBuilder& vb, LineItem& line, ExprId item);
 
 // Stores slot s (the s-th best of the line) into topk's values and indices, or argsort's indices.
 void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineWalk& walk,
                   const SortSlots& slots, ExprId s);
 
 // The workspaces a split line's parts write their best `keep` to, and the merge reads: keys in their
-// compute type (exact), indices in the line, `items` parts' worth.
+// compute type (exact), indices in the line, lines x parts items' worth.
 struct CandidateWorkspaces {
   TensorParam keys, at;
 };
-CandidateWorkspaces candidateWorkspaces(const SortOp& sort, int64_t items);
 
-// A merge kernel's tensors: the workspaces (their ids in `tensors`) and the results, in the sort it
-// returns.
-struct MergeTensors {
+// The store of an item's s-th best from slot s: into the results where the item is a whole line, else
+// into the candidate workspaces, which it adds to the kernel and returns in *ws.
+std::function<void(const SortSlots&, ExprId)> itemStore(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort,
+                                                        const LineItem& line, CandidateWorkspaces* ws);
+
+// A merge kernel's view of the lines it finishes: each line's candidates (the parts' best) in the
+// workspaces, and the store of its results.
+struct MergeLines {
+  SortOp sort;  // the sort, its results this kernel's tensors
   TensorId keys = -1, at = -1;
-  SortOp sort;
+  int64_t lines = 0, candidates = 0;  // candidates per line
+  ExprId first = -1;                  // the line's first candidate, set by begin
+  std::function<void(ExprId line)> begin;
+  std::function<void(const SortSlots&, ExprId s)> store;  // the line's s-th best from slot s
 };
-MergeTensors addMergeTensors(KernelBuilder& kb, const LoweringContext& ctx, const SortOp& sort,
-                             const CandidateWorkspaces& ws);
+// The follow-up kernel that selects each line's best `keep` among its parts' candidates: `emit` lowers
+// its body over `lines` and returns the kernel's summary.
+Kernel lowerMergeKernel(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
+                        const CandidateWorkspaces& ws, bool index64,
+                        const std::function<std::string(KernelBuilder&, MergeLines&)>& emit);
 
 // A radix select (lower_radix_select.cpp): ScanParams::radix_per_thread.
 void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params);

@@ -141,19 +141,38 @@ void sortSlotsNetwork(KernelBuilder& kb, const SortOp& sort, const SortSlots& sl
   }
 }
 
-LineShape lineShapeOf(const LoweringContext& ctx, const SortOp& sort) {
-  LineShape shape;
+LineItem lineItemOf(const LoweringContext& ctx, const SortOp& sort, int64_t parts, int64_t part_length) {
+  LineItem line;
   const auto& sizes = ctx.bound.sizesOf(sort.x);
-  shape.walk.dim = sort.dim;
-  shape.walk.has_dim = !sizes.empty();
-  shape.line_sizes = lineSizesOf(sizes, sort.dim);
-  for (int64_t s : shape.line_sizes) shape.walk.lines *= s;
-  return shape;
+  line.shape.walk.dim = sort.dim;
+  line.shape.walk.has_dim = !sizes.empty();
+  line.shape.line_sizes = lineSizesOf(sizes, sort.dim);
+  for (int64_t s : line.shape.line_sizes) line.shape.walk.lines *= s;
+  line.parts = parts;
+  line.part_length = part_length;
+  return line;
 }
+
+namespace {
 
 void beginLine(ValueBuilder& vb, LineShape& shape, ExprId line) {
   shape.walk.line = line;
   shape.walk.position = vb.unflatten(line, false, shape.line_sizes);
+}
+
+}  // namespace
+
+void beginItem(KernelBuilder& kb, ValueBuilder& vb, LineItem& line, ExprId item) {
+  line.item = item;
+  if (line.parts == 1) {
+    line.first = kb.index(0);
+    beginLine(vb, line.shape, item);
+    return;
+  }
+  const ExprId parts = kb.index(line.parts);
+  const ExprId line_index = kb.letValue("line", kb.div(item, parts));
+  line.first = kb.letValue("first", kb.mul(kb.mod(item, parts), kb.index(line.part_length)));
+  beginLine(vb, line.shape, line_index);
 }
 
 void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineWalk& walk,
@@ -172,61 +191,50 @@ void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const
   }
 }
 
-CandidateWorkspaces candidateWorkspaces(const SortOp& sort, int64_t items) {
-  CandidateWorkspaces ws{workspaceParam("sort_keys", sort.compute, items * sort.keep, false),
-                         workspaceParam("sort_at", DataType::Int64, items * sort.keep, false)};
-  ws.keys.shared = ws.at.shared = true;
-  return ws;
+std::function<void(const SortSlots&, ExprId)> itemStore(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort,
+                                                        const LineItem& line, CandidateWorkspaces* ws) {
+  if (line.parts == 1) {
+    return [&kb, &vb, &sort, &line](const SortSlots& slots, ExprId s) { storeResults(kb, vb, sort, line.shape.walk, slots, s); };
+  }
+  const int64_t items = line.shape.walk.lines * line.parts;
+  *ws = {workspaceParam("sort_keys", sort.compute, items * sort.keep, false),
+         workspaceParam("sort_at", DataType::Int64, items * sort.keep, false)};
+  ws->keys.shared = ws->at.shared = true;
+  const TensorId keys = kb.addTensor(ws->keys);
+  const TensorId at = kb.addTensor(ws->at);
+  return [&kb, &sort, &line, keys, at](const SortSlots& slots, ExprId s) {
+    const ExprId offset = kb.add(kb.mul(line.item, kb.index(sort.keep)), s);
+    kb.store(keys, offset, kb.localRead(slots.keys, s));
+    kb.store(at, offset, kb.localRead(slots.at, s));
+  };
 }
 
-MergeTensors addMergeTensors(KernelBuilder& kb, const LoweringContext& ctx, const SortOp& sort,
-                             const CandidateWorkspaces& ws) {
-  MergeTensors m{kb.addTensor(ws.keys), kb.addTensor(ws.at), sort};
-  if (sort.values_param >= 0) m.sort.values_param = kb.addTensor(ctx.kernel.tensors[sort.values_param]);
-  if (sort.indices_param >= 0) m.sort.indices_param = kb.addTensor(ctx.kernel.tensors[sort.indices_param]);
-  return m;
-}
-
-namespace {
-
-// The merge of a split topk: each line's parts x keep candidates, from the workspaces, into the results.
-Kernel lowerMerge(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
-                  const CandidateWorkspaces& ws) {
+Kernel lowerMergeKernel(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
+                        const CandidateWorkspaces& ws, bool index64,
+                        const std::function<std::string(KernelBuilder&, MergeLines&)>& emit) {
   Kernel k = followUpKernel(ctx, "_merge");
+  k.index64 = index64;
   KernelBuilder kb(k);
   kb.fixBlock(params.merge_block, 1);  // each thread's slots and pairs are in range: no test
-  const MergeTensors m = addMergeTensors(kb, ctx, sort, ws);
-  const TensorId keys = m.keys, at = m.at;
-  const SortOp& merged = m.sort;
+  MergeLines m;
+  m.keys = kb.addTensor(ws.keys);
+  m.at = kb.addTensor(ws.at);
+  m.sort = sort;
+  if (sort.values_param >= 0) m.sort.values_param = kb.addTensor(ctx.kernel.tensors[sort.values_param]);
+  if (sort.indices_param >= 0) m.sort.indices_param = kb.addTensor(ctx.kernel.tensors[sort.indices_param]);
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
-  LineShape shape = lineShapeOf(ctx, sort);
-  const int64_t candidates = params.sort_parts * sort.keep;
-  ExprId first = -1;  // the line's first candidate
-  BlockSort b;
-  b.slots = params.merge_slots;
-  b.passes = params.merge_passes;
-  b.threads = params.merge_block;
-  b.grid = params.merge_grid;
-  b.items = shape.walk.lines;
-  b.length = candidates;
-  b.keep = sort.keep;
-  b.begin_item = [&](ExprId line) {
-    beginLine(vb, shape, line);
-    first = kb.letValue("first", kb.mul(line, kb.index(candidates)));
+  LineItem line = lineItemOf(ctx, sort, 1, sort.extent);
+  m.lines = line.shape.walk.lines;
+  m.candidates = params.sort_parts * sort.keep;
+  m.begin = [&](ExprId index) {
+    beginItem(kb, vb, line, index);
+    m.first = kb.letValue("first", kb.mul(index, kb.index(m.candidates)));
   };
-  b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
-    kb.localWrite(slots.keys, s, kb.load(keys, kb.add(first, e)));
-    kb.localWrite(slots.at, s, kb.load(at, kb.add(first, e)));
-  };
-  b.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, merged, shape.walk, slots, s); };
-  emitBlockSort(kb, merged, b);
+  m.store = itemStore(kb, vb, m.sort, line, nullptr);
+  k.summary = emit(kb, m);
   k.grid = {params.merge_grid, 1};
-  k.summary = fmt::format("scan: merge of {} parts' best {} per line, block sort of {} slots, {} pass(es), block {}",
-                          params.sort_parts, sort.keep, params.merge_slots, params.merge_passes, params.merge_block);
   return k;
 }
-
-}  // namespace
 
 void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   if (params.radix_per_thread > 0) {
@@ -240,29 +248,21 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   k.grid = {params.grid, 1};
   k.summary = params.toString();
-  LineShape shape = lineShapeOf(ctx, sort);
   const int64_t parts = params.sort_parts;
-  const int64_t lines = shape.walk.lines;
-  ExprId first = kb.index(0);  // the item's first element in its line
+  LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.sort_slots : sort.extent);
   BlockSort b;
   b.slots = params.sort_slots;
   b.passes = params.sort_passes;
   b.threads = params.block;
   b.grid = params.grid;
-  b.items = lines * parts;
-  b.length = parts > 1 ? params.sort_slots : sort.extent;
+  b.items = line.shape.walk.lines * parts;
+  b.length = line.part_length;
   b.keep = sort.keep;
-  ExprId item_ref = -1;
-  b.begin_item = [&](ExprId item) {
-    item_ref = item;
-    const ExprId line = parts > 1 ? kb.letValue("line", kb.div(item, kb.index(parts))) : item;
-    if (parts > 1) first = kb.letValue("first", kb.mul(kb.mod(item, kb.index(parts)), kb.index(params.sort_slots)));
-    beginLine(vb, shape, line);
-  };
+  b.begin_item = [&](ExprId item) { beginItem(kb, vb, line, item); };
   b.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
-    const ExprId g = parts > 1 ? kb.letValue("g", kb.add(first, e)) : e;
+    const ExprId g = parts > 1 ? kb.letValue("g", kb.add(line.first, e)) : e;
     if (parts > 1) kb.openIf(kb.lt(g, kb.index(sort.extent)));  // the last part may end early
-    kb.localWrite(slots.keys, s, sortKeyAt(kb, vb, sort, lineIndex(shape.walk, g)));
+    kb.localWrite(slots.keys, s, sortKeyAt(kb, vb, sort, lineIndex(line.shape.walk, g)));
     kb.localWrite(slots.at, s, kb.indexToValue(g, DataType::Int64));
     if (parts > 1) {
       kb.openElse();
@@ -270,22 +270,30 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
       kb.close();
     }
   };
-  if (parts == 1) {
-    b.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, sort, shape.walk, slots, s); };
-    emitBlockSort(kb, sort, b);
-    return;
-  }
-  // Each part's best go to the workspaces the merge reads.
-  const CandidateWorkspaces ws = candidateWorkspaces(sort, lines * parts);
-  const TensorId keys = kb.addTensor(ws.keys);
-  const TensorId at = kb.addTensor(ws.at);
-  b.store = [&](const SortSlots& slots, ExprId s) {
-    const ExprId offset = kb.add(kb.mul(item_ref, kb.index(sort.keep)), s);
-    kb.store(keys, offset, kb.localRead(slots.keys, s));
-    kb.store(at, offset, kb.localRead(slots.at, s));
-  };
+  CandidateWorkspaces ws;
+  b.store = itemStore(kb, vb, sort, line, &ws);
   emitBlockSort(kb, sort, b);
-  ctx.follow_ups.push_back(lowerMerge(ctx, sort, params, ws));
+  if (parts == 1) return;
+  // Each line's parts x keep candidates, block sorted again.
+  ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, false, [&](KernelBuilder& mkb, MergeLines& m) {
+    BlockSort merge;
+    merge.slots = params.merge_slots;
+    merge.passes = params.merge_passes;
+    merge.threads = params.merge_block;
+    merge.grid = params.merge_grid;
+    merge.items = m.lines;
+    merge.length = m.candidates;
+    merge.keep = sort.keep;
+    merge.begin_item = m.begin;
+    merge.load = [&](const SortSlots& slots, ExprId e, ExprId s) {
+      mkb.localWrite(slots.keys, s, mkb.load(m.keys, mkb.add(m.first, e)));
+      mkb.localWrite(slots.at, s, mkb.load(m.at, mkb.add(m.first, e)));
+    };
+    merge.store = m.store;
+    emitBlockSort(mkb, m.sort, merge);
+    return fmt::format("scan: merge of {} parts' best {} per line, block sort of {} slots, {} pass(es), block {}",
+                       params.sort_parts, sort.keep, params.merge_slots, params.merge_passes, params.merge_block);
+  }));
 }
 
 }  // namespace braze::scheduler

@@ -177,44 +177,6 @@ void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r
   kb.close();    // item
 }
 
-// The merge of a split line: each line's parts x keep candidates, from the workspaces, into the results.
-Kernel lowerRadixMerge(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
-                       const CandidateWorkspaces& ws) {
-  Kernel k = followUpKernel(ctx, "_merge");
-  k.index64 = true;  // the ranks take up to 63 bits
-  KernelBuilder kb(k);
-  kb.fixBlock(params.merge_block, 1);
-  const MergeTensors m = addMergeTensors(kb, ctx, sort, ws);
-  const TensorId keys = m.keys, at = m.at;
-  const SortOp& merged = m.sort;
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
-  LineShape shape = lineShapeOf(ctx, sort);
-  const int64_t candidates = params.sort_parts * sort.keep;
-  ExprId first = -1;  // the line's first candidate
-  RadixSelect r;
-  r.threads = params.merge_block;
-  r.per_thread = params.merge_per_thread;
-  r.grid = params.merge_grid;
-  r.items = shape.walk.lines;
-  r.length = candidates;
-  r.slots = params.merge_slots;
-  r.begin_item = [&](ExprId line) {
-    beginLine(vb, shape, line);
-    first = kb.letValue("first", kb.mul(line, kb.index(candidates)));
-  };
-  // A padding candidate holds index `extent`.
-  r.exists = [&](ExprId e) { return kb.lt(kb.valueToIndex(kb.load(at, kb.add(first, e))), kb.index(sort.extent)); };
-  r.existing = [&] { return kb.index(sort.keep); };
-  r.key = [&](ExprId e) { return kb.load(keys, kb.add(first, e)); };
-  r.index = [&](ExprId e) { return kb.valueToIndex(kb.load(at, kb.add(first, e))); };
-  r.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, merged, shape.walk, slots, s); };
-  emitRadixSelect(kb, merged, r);
-  k.grid = {params.merge_grid, 1};
-  k.summary = fmt::format("scan: merge of {} parts' best {} per line, radix select of {} per thread, block {}",
-                          params.sort_parts, sort.keep, params.merge_per_thread, params.merge_block);
-  return k;
-}
-
 }  // namespace
 
 void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
@@ -226,44 +188,45 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   k.grid = {params.grid, 1};
   k.summary = params.toString();
-  LineShape shape = lineShapeOf(ctx, sort);
   const int64_t parts = params.sort_parts;
-  const int64_t lines = shape.walk.lines;
-  const int64_t part_length = parts > 1 ? params.block * params.radix_per_thread : sort.extent;
-  ExprId first = kb.index(0);  // the item's first element in its line
-  ExprId item_ref = -1;
+  LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.block * params.radix_per_thread : sort.extent);
+  const ExprId extent = kb.index(sort.extent);
   RadixSelect r;
   r.threads = params.block;
   r.per_thread = params.radix_per_thread;
   r.grid = params.grid;
-  r.items = lines * parts;
-  r.length = part_length;
+  r.items = line.shape.walk.lines * parts;
+  r.length = line.part_length;
   r.slots = params.sort_slots;
-  r.begin_item = [&](ExprId item) {
-    item_ref = item;
-    const ExprId line = parts > 1 ? kb.letValue("line", kb.div(item, kb.index(parts))) : item;
-    if (parts > 1) first = kb.letValue("first", kb.mul(kb.mod(item, kb.index(parts)), kb.index(part_length)));
-    beginLine(vb, shape, line);
-  };
-  r.exists = [&](ExprId e) { return parts > 1 ? kb.lt(kb.add(first, e), kb.index(sort.extent)) : kb.boolean(true); };
-  r.existing = [&] { return parts > 1 ? kb.min(kb.index(part_length), kb.sub(kb.index(sort.extent), first)) : kb.index(sort.extent); };
-  r.key = [&](ExprId e) { return sortKeyAt(kb, vb, sort, lineIndex(shape.walk, kb.add(first, e))); };
-  r.index = [&](ExprId e) { return kb.add(first, e); };
-  if (parts == 1) {
-    r.store = [&](const SortSlots& slots, ExprId s) { storeResults(kb, vb, sort, shape.walk, slots, s); };
-    emitRadixSelect(kb, sort, r);
-    return;
-  }
-  const CandidateWorkspaces ws = candidateWorkspaces(sort, lines * parts);
-  const TensorId keys = kb.addTensor(ws.keys);
-  const TensorId at = kb.addTensor(ws.at);
-  r.store = [&](const SortSlots& slots, ExprId s) {
-    const ExprId offset = kb.add(kb.mul(item_ref, kb.index(sort.keep)), s);
-    kb.store(keys, offset, kb.localRead(slots.keys, s));
-    kb.store(at, offset, kb.localRead(slots.at, s));
-  };
+  r.begin_item = [&](ExprId item) { beginItem(kb, vb, line, item); };
+  r.exists = [&](ExprId e) { return parts > 1 ? kb.lt(kb.add(line.first, e), extent) : kb.boolean(true); };
+  r.existing = [&] { return parts > 1 ? kb.min(kb.index(line.part_length), kb.sub(extent, line.first)) : extent; };
+  r.key = [&](ExprId e) { return sortKeyAt(kb, vb, sort, lineIndex(line.shape.walk, kb.add(line.first, e))); };
+  r.index = [&](ExprId e) { return kb.add(line.first, e); };
+  CandidateWorkspaces ws;
+  r.store = itemStore(kb, vb, sort, line, &ws);
   emitRadixSelect(kb, sort, r);
-  ctx.follow_ups.push_back(lowerRadixMerge(ctx, sort, params, ws));
+  if (parts == 1) return;
+  // Each line's parts x keep candidates, radix selected again.
+  ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, /*index64=*/true, [&](KernelBuilder& mkb, MergeLines& m) {
+    RadixSelect merge;
+    merge.threads = params.merge_block;
+    merge.per_thread = params.merge_per_thread;
+    merge.grid = params.merge_grid;
+    merge.items = m.lines;
+    merge.length = m.candidates;
+    merge.slots = params.merge_slots;
+    merge.begin_item = m.begin;
+    // A padding candidate holds index `extent`.
+    merge.exists = [&](ExprId e) { return mkb.lt(mkb.valueToIndex(mkb.load(m.at, mkb.add(m.first, e))), mkb.index(sort.extent)); };
+    merge.existing = [&] { return mkb.index(sort.keep); };
+    merge.key = [&](ExprId e) { return mkb.load(m.keys, mkb.add(m.first, e)); };
+    merge.index = [&](ExprId e) { return mkb.valueToIndex(mkb.load(m.at, mkb.add(m.first, e))); };
+    merge.store = m.store;
+    emitRadixSelect(mkb, m.sort, merge);
+    return fmt::format("scan: merge of {} parts' best {} per line, radix select of {} per thread, block {}",
+                       params.sort_parts, sort.keep, params.merge_per_thread, params.merge_block);
+  }));
 }
 
 }  // namespace braze::scheduler
