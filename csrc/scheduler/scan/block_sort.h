@@ -1,6 +1,12 @@
 // The pieces of a block sort that the block sort lowering (lower_block_sort.cpp) and the radix select
-// lowering (lower_radix_select.cpp) share: the slots in shared memory, the bitonic network over them, and
-// the stores of a line's results.
+// lowering (lower_radix_select.cpp) share: the work items (lines, or parts of long lines), the slots in
+// shared memory, the bitonic network over them, and the stores of an item's best.
+//
+// A slot holds an element of its work item by the element's position p in the item (0 .. length - 1);
+// among equal keys, positions are in the order of the elements' indices in the line, so ordering equal
+// keys by position is the stable sort's order. Float keys are held as one 64-bit rank a slot (keyRank),
+// larger for a better element and unique in the item, so that the network compares one integer per pair;
+// other keys as the key in its compute type and the position.
 #pragma once
 
 #include "scheduler/scan/line_walk.h"
@@ -11,22 +17,35 @@
 
 namespace braze::scheduler {
 
-// The shared arrays of a block sort: each slot's key and its element's index in the line.
+// The shared arrays of a block sort.
 struct SortSlots {
-  VarId keys = -1;
-  VarId at = -1;
+  VarId ranks = -1;           // Float keys: each slot's rank, -1 for padding
+  VarId keys = -1, at = -1;   // other keys: each slot's key and position, `length` for padding
+  int64_t length = 0;         // the item's elements: positions are below it
+  int64_t position_bits = 0;  // the bits of a position in a rank
 };
-SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots);
+// Whether `sort`'s slots hold ranks: Float keys (the kernel then needs 64-bit index math, Kernel::index64).
+bool ranksKeys(const SortOp& sort);
+SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length);
 
-// Fills slot s with padding: index `extent`, which ranks after every element.
+// The rank of a Float key at `position` (bits: positionBits of the item's length): order(key) * 2^bits + (2^bits - 1 - position) for the largest
+// (order: EKind::OrderKey, NaN above all, -0 as +0), 2^32 - 1 - order(key) in its place for the
+// smallest. It takes 32 + bits bits, so the earlier of equal keys ranks higher.
+ExprId keyRank(KernelBuilder& kb, const SortOp& sort, int64_t position_bits, ExprId key, ExprId position);
+
+// Fills slot s with the element at `position` whose key (compute type) is `key`, or with padding, which
+// ranks after every element.
+void fillSlot(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s, ExprId key, ExprId position);
 void padSlot(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s);
+// The position of slot s's element (an index value; `length` or more for padding).
+ExprId slotPosition(KernelBuilder& kb, const SortSlots& slots, ExprId s);
 
 // for (r = 0; r < ceil(count / threads); ++r) body(threadIdx.x + r * threads), where that is below `count`.
 void forEachSlot(KernelBuilder& kb, int64_t count, int64_t threads, const char* name,
                  const std::function<void(ExprId)>& body);
 
 // Sorts `count` slots (a power of two) with a bitonic network, a thread per pair of slots, each step
-// followed by a barrier: the order is the stable sort's (sortBeats, equal keys by index, padding last).
+// followed by a barrier: the order is the stable sort's (sortBeats, equal keys by position, padding last).
 void sortSlotsNetwork(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, int64_t count, int64_t threads);
 
 // The line's position over the dims other than the sorted one.
@@ -46,35 +65,40 @@ struct LineItem {
 LineItem lineItemOf(const LoweringContext& ctx, const SortOp& sort, int64_t parts, int64_t part_length);
 void beginItem(KernelBuilder& kb, ValueBuilder& vb, LineItem& line, ExprId item);
 
-// Stores slot s (the s-th best of the line) into topk's values and indices, or argsort's indices.
-void storeResults(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineWalk& walk,
-                  const SortSlots& slots, ExprId s);
+// A work item's elements by position p: whether the element exists (null: every position below the
+// item's length holds one), its key in the sort's compute type, and its index in the line.
+struct ItemElements {
+  std::function<ExprId(ExprId p)> exists, key, index;
+};
+// A LineItem's elements: the line's from `first` on (a split line's last part ends early).
+ItemElements lineElements(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineItem& line);
 
 // The workspaces a split line's parts write their best `keep` to, and the merge reads: keys in their
-// compute type (exact), indices in the line, lines x parts items' worth.
+// compute type (exact), indices in the line (`extent` for padding), lines x parts items' worth.
 struct CandidateWorkspaces {
   TensorParam keys, at;
 };
 
-// The store of an item's s-th best from slot s: into the results where the item is a whole line, else
-// into the candidate workspaces, which it adds to the kernel and returns in *ws.
+// The store of an item's s-th best (s < keep) from slot s: into topk's values and indices, or argsort's
+// indices, where the item is a whole line; else into the candidate workspaces, which it adds to the
+// kernel and returns in *ws.
 std::function<void(const SortSlots&, ExprId)> itemStore(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort,
-                                                        const LineItem& line, CandidateWorkspaces* ws);
+                                                        const LineItem& line, const ItemElements& elements,
+                                                        CandidateWorkspaces* ws);
 
-// A merge kernel's view of the lines it finishes: each line's candidates (the parts' best) in the
-// workspaces, and the store of its results.
+// A merge kernel's view of the lines it finishes: each line's candidates (its parts' best) as an item's
+// elements, and the store of its results.
 struct MergeLines {
   SortOp sort;  // the sort, its results this kernel's tensors
-  TensorId keys = -1, at = -1;
   int64_t lines = 0, candidates = 0;  // candidates per line
-  ExprId first = -1;                  // the line's first candidate, set by begin
   std::function<void(ExprId line)> begin;
-  std::function<void(const SortSlots&, ExprId s)> store;  // the line's s-th best from slot s
+  ItemElements elements;
+  std::function<void(const SortSlots&, ExprId s)> store;
 };
 // The follow-up kernel that selects each line's best `keep` among its parts' candidates: `emit` lowers
 // its body over `lines` and returns the kernel's summary.
 Kernel lowerMergeKernel(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
-                        const CandidateWorkspaces& ws, bool index64,
+                        const CandidateWorkspaces& ws,
                         const std::function<std::string(KernelBuilder&, MergeLines&)>& emit);
 
 // A radix select (lower_radix_select.cpp): ScanParams::radix_per_thread.

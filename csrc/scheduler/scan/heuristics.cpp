@@ -61,20 +61,20 @@ struct SortShape {
 // else twice the kept ones and two per thread of the widest block, fewer where shared memory holds fewer).
 // None where the kept ones do not fit.
 std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
-                                   int64_t key_bytes) {
+                                   int64_t slot_bytes) {
   const int64_t fits = device.smem_per_block_optin;
   // One pass over the whole line where it is no longer than twice the kept ones (9 of 13 in 16 slots).
   const int64_t need = nextPow2(std::min(length, keep > INT64_MAX / 2 ? INT64_MAX : 2 * keep));
-  if (blockSortBytes(need, key_bytes) > fits) return std::nullopt;
+  if (blockSortBytes(need, slot_bytes) > fits) return std::nullopt;
   const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
   SortShape s;
   s.slots = keep >= length ? need : std::min(nextPow2(length), std::max(need, 2 * block_widest));
-  while (s.slots > need && blockSortBytes(s.slots, key_bytes) > fits) s.slots /= 2;
+  while (s.slots > need && blockSortBytes(s.slots, slot_bytes) > fits) s.slots /= 2;
   // A thread per pair of slots (the network's unit); loads and stores take two slots per thread.
   s.block = std::clamp<int64_t>(s.slots / 2, device.warp_size, block_widest);
   s.passes = length <= s.slots ? 1 : 1 + ceilDiv(length - s.slots, s.slots - keep);
   const int64_t per_sm = std::clamp<int64_t>(
-      std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, key_bytes)), 1,
+      std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, slot_bytes)), 1,
       kMaxBlocksPerSm);
   s.grid = std::min<int64_t>(items, device.sm_count * per_sm);
   // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them, a
@@ -105,24 +105,24 @@ struct RadixShape {
   double chain = 0, total = 0;
 };
 
-// A radix select of `items` items of `length` elements (indices below `extent`) keeping `keep`, on blocks
-// of `block` threads (0: the narrowest that holds the item). None where it does not fit.
+// A radix select of `items` items of `length` elements keeping `keep`, on blocks of `block` threads (0: the
+// narrowest that holds the item). None where it does not fit.
 std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
-                                     int64_t extent, int64_t block = 0) {
+                                     int64_t block = 0) {
   const int64_t widest = std::min<int64_t>(device.max_threads_per_block, kRadixBlock);
   RadixShape r;
   r.block = block > 0 ? block : std::clamp<int64_t>(nextPow2(ceilDiv(length, kRadixPerThread)), 128, widest);
   r.per_thread = ceilDiv(length, r.block);
   r.slots = std::max<int64_t>(2, nextPow2(keep));
-  if (r.per_thread > kRadixPerThread || blockSortBytes(r.slots, 4) > device.smem_per_block_optin - kRadixSharedBytes) {
+  if (r.per_thread > kRadixPerThread || blockSortBytes(r.slots, kRankBytes) > device.smem_per_block_optin - kRadixSharedBytes) {
     return std::nullopt;
   }
   const int64_t per_sm = std::clamp<int64_t>(
-      std::min(device.max_threads_per_sm / r.block, device.smem_per_sm / (blockSortBytes(r.slots, 4) + kRadixSharedBytes)),
+      std::min(device.max_threads_per_sm / r.block, device.smem_per_sm / (blockSortBytes(r.slots, kRankBytes) + kRadixSharedBytes)),
       1, kMaxBlocksPerSm);
   r.grid = std::min<int64_t>(items, device.sm_count * per_sm);
   const auto lanes = static_cast<double>(std::min(r.block, kLanesPerSm));
-  const int64_t passes = radixPasses(extent);
+  const int64_t passes = radixPasses(length);
   const int64_t log = log2Of(r.slots);
   const int64_t steps = log * (log + 1) / 2;
   const double per_pass = static_cast<double>(r.block * r.per_thread * kRadixElementCost);
@@ -136,15 +136,19 @@ std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, in
 
 }  // namespace
 
-int64_t radixPasses(int64_t extent) {
-  int64_t index_bits = 0;
-  while ((int64_t{1} << index_bits) < extent) ++index_bits;
-  return ceilDiv(32 + index_bits, 8);
+int64_t positionBits(int64_t length) {
+  int64_t bits = 1;
+  while ((int64_t{1} << bits) < length) ++bits;
+  return bits;
 }
 
-int64_t blockSortBytes(int64_t slots, int64_t key_bytes) {
+int64_t radixPasses(int64_t length) { return ceilDiv(32 + positionBits(length), 8); }
+
+int64_t sortSlotBytes(const ScanProblem& problem) { return problem.float_keys ? kRankBytes : problem.key_bytes + 8; }
+
+int64_t blockSortBytes(int64_t slots, int64_t slot_bytes) {
   // Saturated: a line of 2^60 slots needs more than any block holds, not a wrapped small count.
-  return slots > INT64_MAX / (key_bytes + 8) ? INT64_MAX : slots * (key_bytes + 8);
+  return slots > INT64_MAX / slot_bytes ? INT64_MAX : slots * slot_bytes;
 }
 
 std::string ScanParams::toString() const {
@@ -177,7 +181,7 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   if (problem.keep <= 0 || problem.extent < 2 || problem.lines <= 0) return p;
 
   const int64_t keep = std::min(problem.keep, problem.extent);
-  const std::optional<SortShape> whole = sortShape(device, problem.lines, problem.extent, keep, problem.key_bytes);
+  const std::optional<SortShape> whole = sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem));
   if (!whole) return p;
   const double walk = walkCompares(problem.extent, keep);
   double best = timeOf(device, walk, static_cast<double>(problem.lines) * walk);
@@ -190,8 +194,8 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   std::optional<SortShape> part, merge;
   const int64_t parts = ceilDiv(problem.extent, whole->slots);
   if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
-    part = sortShape(device, problem.lines * parts, whole->slots, keep, problem.key_bytes);
-    merge = sortShape(device, problem.lines, parts * keep, keep, problem.key_bytes);
+    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem));
+    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem));
     const double split = part && merge ? timeOf(device, part->chain, part->total) +
                                              timeOf(device, merge->chain, merge->total) + kLaunchCycles
                                        : best;
@@ -209,10 +213,10 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
     const int64_t part = widest * kRadixPerThread;
     const int64_t radix_parts = problem.extent <= widest * kRadixPerThread ? 1 : ceilDiv(problem.extent, part);
     if (radix_parts <= ((int64_t{1} << 31) - 1) / problem.lines) {
-      radix = radix_parts == 1 ? radixShape(device, problem.lines, problem.extent, keep, problem.extent)
-                               : radixShape(device, problem.lines * radix_parts, part, keep, problem.extent, widest);
+      radix = radix_parts == 1 ? radixShape(device, problem.lines, problem.extent, keep)
+                               : radixShape(device, problem.lines * radix_parts, part, keep, widest);
       if (radix && radix_parts > 1) {
-        radix_merge = radixShape(device, problem.lines, radix_parts * keep, keep, problem.extent);
+        radix_merge = radixShape(device, problem.lines, radix_parts * keep, keep);
         if (!radix_merge) radix.reset();
       }
     }

@@ -18,7 +18,7 @@ struct ScanProblem {
   // kernel compares it (its compute type). keep = 0: not a sort.
   int64_t keep = 0;
   int64_t key_bytes = 4;
-  bool float_keys = false;  // Float keys (float, half, bf16, fp8 inputs): a radix select can take them
+  bool float_keys = false;  // Float keys (float, half, bf16, fp8 inputs): sorted as ranks, radix selects
 };
 
 struct ScanParams {
@@ -50,12 +50,18 @@ struct ScanParams {
 
 ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem);
 
-// Bytes of shared memory a block sort of `slots` slots takes: each slot's key and its index (int64).
-int64_t blockSortBytes(int64_t slots, int64_t key_bytes);
+// The bytes of a block sort's slot: a 64-bit rank for Float keys (the key's 32 order bits above the
+// element's position in its work item), else the key and its position (int64).
+constexpr int64_t kRankBytes = 8;
+int64_t sortSlotBytes(const ScanProblem& problem);
+// Bytes of shared memory a block sort of `slots` slots of `slot_bytes` each takes.
+int64_t blockSortBytes(int64_t slots, int64_t slot_bytes);
 
-// A radix select of an item of `length` elements whose indices in their line are below `extent`: the
-// passes of 8 bits it takes, over the key's 32 bits and the bits of the index that break ties.
-int64_t radixPasses(int64_t extent);
+// The bits of a rank that hold a position below `length` (at least one).
+int64_t positionBits(int64_t length);
+// A radix select of an item of `length` elements: the passes of 8 bits it takes, over the key's 32 bits
+// and the position bits that break ties.
+int64_t radixPasses(int64_t length);
 // Bytes of shared memory it takes besides its sort slots: two histograms of 256 Int32 bins, 16 group
 // sums, and the search's state (the prefix found and the rank still wanted, 2 Int64, and a counter).
 constexpr int64_t kRadixSharedBytes = 2 * 256 * 4 + 16 * 4 + 2 * 8 + 4;

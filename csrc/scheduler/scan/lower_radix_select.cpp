@@ -1,16 +1,16 @@
 // topk of Float keys by radix select (ScanParams::radix_per_thread). A block takes work items
-// blockIdx.x, + grid, ...; it holds an item's elements in registers, `per_thread` per thread, each as a
-// rank: a non-negative integer that is larger for a better element, unique within the line:
+// blockIdx.x, + grid, ...; it holds an item's elements in registers, `per_thread` per thread, each as its
+// rank (block_sort.h, keyRank): a non-negative integer, larger for a better element, unique in the item,
 //
-//   rank = order(key) * 2^b + (2^b - 1 - index)    (b: the bits of an index in the line)
+//   rank = order(key) * 2^b + (2^b - 1 - position)    (b: the bits of a position in the item)
 //
 // order(key) is the key's order key (EKind::OrderKey: larger for larger floats, NaN above all, -0 as
-// +0), or 2^32 - 1 minus it for the smallest; the index part puts the earlier of equal keys first, as
+// +0), or 2^32 - 1 minus it for the smallest; the position part puts the earlier of equal keys first, as
 // the stable sort does (sortBeats). The k-th best rank is found 8 bits at a time, top digit first:
 // each pass counts, in a 256-bin histogram in shared memory (atomic adds), the digits of the ranks that
 // match the digits found so far, and the bin where the count from the top reaches the rank still wanted
 // gives the next digit. After the last pass the k-th best rank is known exactly and every element
-// whose rank is at least it is one of the k best: those are gathered into slots (an atomic counter
+// whose rank is at least it is one of the k best: their ranks are gathered into slots (an atomic counter
 // hands out slots in no particular order), sorted by the bitonic network, and stored.
 //
 // Work items are lines or parts of lines (ScanParams::sort_parts); the parts write their best k (fewer,
@@ -38,29 +38,20 @@ struct RadixSelect {
   int64_t length = 0;  // elements of an item, at most threads x per_thread
   int64_t slots = 0;   // the sort's slots, a power of two at least keep
   std::function<void(ExprId item)> begin_item;
-  // Whether element e (< length) of the item exists (a line's last part ends early, a part's candidates
-  // may be padding), and how many of the item's elements do (an index expression): at least keep
-  // where the item is a line or a merge, fewer possibly for a part.
-  std::function<ExprId(ExprId e)> exists;
+  ItemElements elements;
+  // How many of the item's elements exist (an index expression): at least keep where the item is a line
+  // or a merge's line, possibly fewer for a part.
   std::function<ExprId()> existing;
-  std::function<ExprId(ExprId e)> key;    // element e's key, in the sort's compute type (Float)
-  std::function<ExprId(ExprId e)> index;  // element e's index in its line
   std::function<void(const SortSlots&, ExprId s)> store;  // the item's s-th best (s < keep) from slot s
 };
-
-int64_t indexBits(int64_t extent) {
-  int64_t bits = 0;
-  while ((int64_t{1} << bits) < extent) ++bits;
-  return bits;
-}
 
 void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r) {
   BRAZE_ASSERT(sort.compute == DataType::Float && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
                    r.length <= r.threads * r.per_thread && sort.extent < (int64_t{1} << 31),
                "a radix select of {} elements keeping {} in {} slots", r.length, sort.keep, r.slots);
-  const int64_t bits = indexBits(sort.extent);
-  const int64_t passes = radixPasses(sort.extent);
-  const SortSlots slots = declareSortSlots(kb, sort, r.slots);
+  const SortSlots slots = declareSortSlots(kb, sort, r.slots, r.length);
+  const int64_t bits = slots.position_bits;
+  const int64_t passes = radixPasses(r.length);
   // The counts are 32-bit ints as the atomic adds take them (shared arrays held as stored).
   const VarId hist[2] = {kb.sharedStorageArray("hist", DataType::Int32, kBins),
                          kb.sharedStorageArray("hist", DataType::Int32, kBins)};
@@ -88,11 +79,10 @@ void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r
     element[j] = kb.add(tid, kb.index(j * r.threads));
     const VarId rank_var = kb.scalarVar("rank", DataType::Int64, /*is_index=*/true);
     kb.let(rank_var, kb.index(-1));
-    kb.openIf(kb.land(kb.lt(element[j], kb.index(r.length)), r.exists(element[j])));
-    const ExprId order = kb.orderKey(r.key(element[j]));
-    const ExprId key_rank = sort.descending ? order : kb.sub(kb.index((int64_t{1} << 32) - 1), order);
-    const ExprId low = kb.index((int64_t{1} << bits) - 1);
-    kb.assign(rank_var, kb.add(kb.mul(key_rank, kb.index(int64_t{1} << bits)), kb.sub(low, r.index(element[j]))));
+    ExprId present = kb.lt(element[j], kb.index(r.length));
+    if (r.elements.exists) present = kb.land(present, r.elements.exists(element[j]));
+    kb.openIf(present);
+    kb.assign(rank_var, keyRank(kb, sort, bits, r.elements.key(element[j]), element[j]));
     kb.close();
     rank[j] = kb.ref(rank_var);
   }
@@ -166,8 +156,7 @@ void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r
     kb.openIf(kb.le(kth, rank[j]));
     const VarId slot = kb.scalarVar("slot", DataType::Int64, /*is_index=*/true);
     kb.sharedAtomicAdd(slot, taken, zero, kb.index(1));
-    kb.localWrite(slots.keys, kb.ref(slot), r.key(element[j]));
-    kb.localWrite(slots.at, kb.ref(slot), kb.indexToValue(r.index(element[j]), DataType::Int64));
+    kb.localWrite(slots.ranks, kb.ref(slot), kb.indexToValue(rank[j], DataType::Int64));
     kb.close();
   }
   kb.barrier();
@@ -190,7 +179,6 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   k.summary = params.toString();
   const int64_t parts = params.sort_parts;
   LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.block * params.radix_per_thread : sort.extent);
-  const ExprId extent = kb.index(sort.extent);
   RadixSelect r;
   r.threads = params.block;
   r.per_thread = params.radix_per_thread;
@@ -199,16 +187,17 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   r.length = line.part_length;
   r.slots = params.sort_slots;
   r.begin_item = [&](ExprId item) { beginItem(kb, vb, line, item); };
-  r.exists = [&](ExprId e) { return parts > 1 ? kb.lt(kb.add(line.first, e), extent) : kb.boolean(true); };
-  r.existing = [&] { return parts > 1 ? kb.min(kb.index(line.part_length), kb.sub(extent, line.first)) : extent; };
-  r.key = [&](ExprId e) { return sortKeyAt(kb, vb, sort, lineIndex(line.shape.walk, kb.add(line.first, e))); };
-  r.index = [&](ExprId e) { return kb.add(line.first, e); };
+  r.elements = lineElements(kb, vb, sort, line);
+  r.existing = [&] {
+    const ExprId extent = kb.index(sort.extent);
+    return parts > 1 ? kb.min(kb.index(line.part_length), kb.sub(extent, line.first)) : extent;
+  };
   CandidateWorkspaces ws;
-  r.store = itemStore(kb, vb, sort, line, &ws);
+  r.store = itemStore(kb, vb, sort, line, r.elements, &ws);
   emitRadixSelect(kb, sort, r);
   if (parts == 1) return;
   // Each line's parts x keep candidates, radix selected again.
-  ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, /*index64=*/true, [&](KernelBuilder& mkb, MergeLines& m) {
+  ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, [&](KernelBuilder& mkb, MergeLines& m) {
     RadixSelect merge;
     merge.threads = params.merge_block;
     merge.per_thread = params.merge_per_thread;
@@ -217,11 +206,8 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
     merge.length = m.candidates;
     merge.slots = params.merge_slots;
     merge.begin_item = m.begin;
-    // A padding candidate holds index `extent`.
-    merge.exists = [&](ExprId e) { return mkb.lt(mkb.valueToIndex(mkb.load(m.at, mkb.add(m.first, e))), mkb.index(sort.extent)); };
+    merge.elements = m.elements;
     merge.existing = [&] { return mkb.index(sort.keep); };
-    merge.key = [&](ExprId e) { return mkb.load(m.keys, mkb.add(m.first, e)); };
-    merge.index = [&](ExprId e) { return mkb.valueToIndex(mkb.load(m.at, mkb.add(m.first, e))); };
     merge.store = m.store;
     emitRadixSelect(mkb, m.sort, merge);
     return fmt::format("scan: merge of {} parts' best {} per line, radix select of {} per thread, block {}",

@@ -64,13 +64,13 @@ TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
   EXPECT_EQ(huge.sort_slots, 0);
   const ScanParams big_k = scanHeuristics(h100, {.lines = 2, .extent = 1 << 20, .keep = 4000, .key_bytes = 4});
   EXPECT_EQ(big_k.sort_slots, 8192);
-  EXPECT_LE(blockSortBytes(big_k.sort_slots, 4), h100.smem_per_block_optin);
+  EXPECT_LE(blockSortBytes(big_k.sort_slots, 4 + 8), h100.smem_per_block_optin);
   // An A100's smaller shared memory halves what fits of double keys.
   const ScanParams a100 = scanHeuristics(DeviceInfo::a100(), {.lines = 1, .extent = 16384, .keep = 16384, .key_bytes = 8});
   EXPECT_EQ(a100.sort_slots, 0);
   const ScanParams a100_half = scanHeuristics(DeviceInfo::a100(), {.lines = 1, .extent = 8192, .keep = 8192, .key_bytes = 8});
   EXPECT_EQ(a100_half.sort_slots, 8192);
-  EXPECT_LE(blockSortBytes(8192, 8), DeviceInfo::a100().smem_per_block_optin);
+  EXPECT_LE(blockSortBytes(8192, 8 + 8), DeviceInfo::a100().smem_per_block_optin);
   // Most of a line kept (1100 of 1300, above half its power of two): the whole line in one pass of 2048
   // slots, fewer than twice the kept ones.
   const ScanParams most = scanHeuristics(h100, {.lines = 4096, .extent = 1300, .keep = 1100, .key_bytes = 4});
@@ -115,10 +115,30 @@ TEST(ScanHeuristics, FloatKeysTakeARadixSelectWhereTheLineIsLongAgainstK) {
   const ScanParams big_k = floats(2, 1 << 20, 4000);
   EXPECT_EQ(big_k.radix_per_thread, 0);
   EXPECT_GT(big_k.sort_slots, 0);
-  // Each pass takes 8 bits of the rank: the key's 32 and the index's.
+  // Each pass takes 8 bits of the rank: the key's 32 and the position's in the item.
   EXPECT_EQ(radixPasses(128256), 7);  // 32 + 17 bits
+  EXPECT_EQ(radixPasses(4096), 6);    // 32 + 12: a part of a split line
   EXPECT_EQ(radixPasses(256), 5);     // 32 + 8
   EXPECT_EQ(radixPasses(2), 5);       // 32 + 1
+  EXPECT_EQ(positionBits(1), 1);
+  EXPECT_EQ(positionBits(1024), 10);
+  EXPECT_EQ(positionBits(1025), 11);
+}
+
+// Float keys are sorted as 64-bit ranks, 8 bytes a slot against 12 for a key and its position: an argsort
+// line that does not fit an A100's shared memory as pairs fits as ranks.
+TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
+  const DeviceInfo a100 = DeviceInfo::a100();
+  const ScanProblem pairs{.lines = 1, .extent = 16384, .keep = 16384, .key_bytes = 4};
+  ScanProblem ranks = pairs;
+  ranks.float_keys = true;
+  EXPECT_EQ(sortSlotBytes(pairs), 12);
+  EXPECT_EQ(sortSlotBytes(ranks), kRankBytes);
+  EXPECT_GT(blockSortBytes(16384, sortSlotBytes(pairs)), a100.smem_per_block_optin);
+  EXPECT_LE(blockSortBytes(16384, sortSlotBytes(ranks)), a100.smem_per_block_optin);
+  EXPECT_EQ(scanHeuristics(a100, pairs).sort_slots, 0);
+  EXPECT_EQ(scanHeuristics(a100, ranks).sort_slots, 16384);
+  EXPECT_EQ(scanHeuristics(a100, ranks).radix_per_thread, 0);  // argsort: every element kept
 }
 }  // namespace
 }  // namespace braze

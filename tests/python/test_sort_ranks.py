@@ -1,0 +1,127 @@
+"""Block sorts of float keys hold each element as one 64-bit rank (csrc/scheduler/scan/block_sort.h:
+the key's order bits above its position in the work item), which the bitonic network compares as one
+integer. Against torch's stable sort, bit for bit: argsort of whole lines (odd lengths, size 1, a
+strided dim), topk keeping most of a line, topk of long lines split into parts whose candidates a
+block sort merges in several passes, with ties, NaNs of both signs, both zeros, infinities and
+denormals (values checked bit for bit but NaN payloads). Float64 keys keep the key-and-position slots: one case checks that path as well."""
+
+from __future__ import annotations
+
+import pytest
+
+from braze import DataType, FusionDefinition
+
+torch = pytest.importorskip("torch")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DTYPES = [(DataType.Float, torch.float32), (DataType.Half, torch.float16), (DataType.BFloat16, torch.bfloat16)]
+BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float64: torch.int64}
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def awkward(shape, torch_dtype, seed):
+    """Few distinct values (ties everywhere) with random ones, NaNs of both signs, both zeros,
+    infinities and denormals among them."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-3, 4, shape, generator=g).to(torch.float64)
+    flat = x.view(-1)
+    flat[5::13] = torch.randn(flat.numel(), generator=g, dtype=torch.float64)[5::13]
+    flat[::7] = float("nan")
+    flat[3::29] = -float("nan")
+    flat[1::17] = -0.0
+    flat[2::19] = float("inf")
+    flat[4::23] = -float("inf")
+    flat[6::31] = torch.finfo(torch_dtype).tiny / 4  # a denormal of the dtype
+    return x.to(torch_dtype)
+
+
+def same_bits(got, want):
+    """NaN where the stable sort has NaN (its payload may change through the compute type), every other
+    value equal bit for bit: -0 is not +0."""
+    got = got.cpu()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = want.isnan()
+    assert torch.equal(got.isnan(), nan)
+    assert torch.equal(got[~nan].view(BITS[got.dtype]), want[~nan].view(BITS[want.dtype]))
+
+
+def scan_plan(fd, inputs):
+    plans = [s.heuristics for s in fd.explain(inputs).segments if s.scheduler == "scan"]
+    assert len(plans) == 1, plans
+    return plans[0]
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", DTYPES)
+@pytest.mark.parametrize("descending", [True, False])
+@pytest.mark.parametrize("shape, dim", [((6, 1000), 1), ((3, 1025), 1), ((700, 4), 0), ((2, 2), 1), ((5, 1), 1)])
+def test_argsort_of_float_keys_is_the_stable_sort(device, dtype, torch_dtype, descending, shape, dim):
+    x = awkward(shape, torch_dtype, shape[0] * 7 + shape[1]).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        fd.add_output(fd.ops.argsort(t, dim=dim, descending=descending, stable=True))
+    (got,) = fd.execute([x])
+    want = torch.sort(x.cpu(), dim=dim, descending=descending, stable=True).indices
+    assert torch.equal(got.cpu(), want)
+    if shape[dim] >= 64:
+        assert "block sort" in scan_plan(fd, [x])
+
+
+def define_topk(dtype, k, largest):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        values, indices = fd.ops.topk(t, k, 1, largest, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    return fd
+
+
+def expect_topk(fd, x, k, largest):
+    values, indices = fd.execute([x])
+    want = torch.sort(x.cpu(), dim=1, descending=largest, stable=True)
+    assert torch.equal(indices.cpu(), want.indices[:, :k])
+    same_bits(values, want.values[:, :k])
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", DTYPES)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_most_of_a_line(device, dtype, torch_dtype, largest):
+    # 1100 of 1300: more than half the line, which a radix select does not take.
+    x = awkward((5, 1300), torch_dtype, 3).to(device)
+    fd = define_topk(dtype, 1100, largest)
+    expect_topk(fd, x, 1100, largest)
+    plan = scan_plan(fd, [x])
+    assert "block sort" in plan and "radix" not in plan, plan
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_long_lines_merged_in_passes(device, largest):
+    # 600 of 40000: 10 parts' 6000 candidates are more than a radix merge holds, so the line is split into
+    # parts of 2048 slots, and their 20 x 600 candidates merged by a block sort in several passes.
+    x = awkward((2, 40000), torch.bfloat16, 5).to(device)
+    fd = define_topk(DataType.BFloat16, 600, largest)
+    expect_topk(fd, x, 600, largest)
+    plan = scan_plan(fd, [x])
+    assert "20 parts of 2048 slots" in plan and "radix" not in plan, plan
+    merge = plan.split("merge")[1]
+    assert "pass(es)" in merge and " 1 pass(es)" not in merge, plan
+
+
+def test_topk_radix_select_values_keep_their_bits(device):
+    # A radix select stores each value read again at its index: -0 stays -0 and a NaN keeps its sign.
+    x = awkward((3, 9000), torch.float32, 9).to(device)
+    fd = define_topk(DataType.Float, 70, True)
+    expect_topk(fd, x, 70, True)
+    fd_small = define_topk(DataType.Float, 70, False)
+    expect_topk(fd_small, x, 70, False)
+    assert "radix select" in scan_plan(fd, [x])
+
+
+def test_double_keys_keep_key_and_position_slots(device):
+    x = awkward((2, 40000), torch.float64, 13).to(device)
+    fd = define_topk(DataType.Double, 600, True)
+    expect_topk(fd, x, 600, True)
+    assert "parts of" in scan_plan(fd, [x])
