@@ -190,6 +190,26 @@ Val* Fusion::valById(int64_t id) const {
   return nullptr;
 }
 
+std::vector<char> Fusion::computesNeededValues(const std::vector<Expr*>& evaluated) const {
+  int64_t expr_ids = 0, val_ids = 0;
+  for (const auto& e : exprs_) expr_ids = std::max(expr_ids, e->id() + 1);
+  for (const auto& v : vals_) val_ids = std::max(val_ids, v->id() + 1);
+  std::vector<char> needed_val(static_cast<size_t>(val_ids), 0);
+  std::vector<char> computes(static_cast<size_t>(expr_ids), 0);
+  for (const Val* out : outputs_) needed_val[out->id()] = 1;
+  // Consumers come after their producers in `evaluated`: walked backwards, a val's every reader is seen
+  // before its definition. Scalars are host math, always needed.
+  for (auto it = evaluated.rbegin(); it != evaluated.rend(); ++it) {
+    const Expr* e = *it;
+    computes[e->id()] = std::any_of(e->outputs().begin(), e->outputs().end(), [&](const Val* v) {
+      return !v->isTensor() || needed_val[v->id()] != 0;
+    });
+    if (computes[e->id()] == 0 || opInfo(e->kind()).category == OpCategory::ScalarQuery) continue;
+    for (const Val* in : e->inputs()) needed_val[in->id()] = 1;
+  }
+  return computes;
+}
+
 std::vector<Expr*> Fusion::exprsToEvaluate() const {
   // The exprs the outputs need, in creation order wherever dependencies allow (Kahn's algorithm taking
   // the oldest ready expr first): the printout then follows the definition, and stays valid when a

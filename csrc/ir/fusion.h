@@ -64,6 +64,10 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
   Val* valById(int64_t id) const;
   // The exprs the outputs depend on, each after its operands' definitions: the order to evaluate.
   std::vector<Expr*> exprsToEvaluate() const;
+  // Whether an expr of `evaluated` (exprsToEvaluate()) makes values an output needs: not one whose
+  // tensor is read only for its shape (fd.ops.size, a randn_like's extents), which shape inference
+  // gives without computing it. Indexed by expr id.
+  std::vector<char> computesNeededValues(const std::vector<Expr*>& evaluated) const;
 
   // Readable IR, one line per expr (like nvFuser's fusion_ir), and a runnable Python definition.
   std::string toString() const;

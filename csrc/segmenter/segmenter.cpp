@@ -60,10 +60,12 @@ class Segmenter {
     node_of_.assign(static_cast<size_t>(expr_ids), -1);
     producer_.assign(static_cast<size_t>(val_ids), -1);
     input_stamp_.assign(static_cast<size_t>(val_ids), 0);
+    const std::vector<char> computes = fusion_->computesNeededValues(evaluated);
     int64_t position = 0;
     for (const Expr* e : evaluated) {
       eval_pos_[e->id()] = position++;
       if (e->outputs().empty() || !e->output(0)->isTensor()) continue;   // scalar math: folded on the host
+      if (computes[e->id()] == 0) continue;  // only its shape is read: no kernel computes it
       if (isMetaOp(e->kind()) && e->kind() != OpKind::SegmentSet && inputViewRoot(e->output(0)) != nullptr &&
           !isCopiedOutput(e->output(0))) {
         continue;  // an input view: inlined into each reader

@@ -41,8 +41,10 @@ void verifyPlan(const SegmentedFusion& plan) {
     BRAZE_ASSERT(s.kind == SegmentKind::Alias || s.scheduler.has_value() || !s.refusals.empty(),
                  "kernel segment {} has neither a scheduler nor a reason why none accepts it", s.id);
   }
-  for (const Expr* e : fusion.exprsToEvaluate()) {
-    BRAZE_ASSERT(isMetaOp(e->kind()) || owner.count(e) != 0 || e->outputs()[0]->isScalar(),
+  const std::vector<Expr*> evaluated = fusion.exprsToEvaluate();
+  const std::vector<char> computes = fusion.computesNeededValues(evaluated);
+  for (const Expr* e : evaluated) {
+    BRAZE_ASSERT(isMetaOp(e->kind()) || owner.count(e) != 0 || e->outputs()[0]->isScalar() || computes[e->id()] == 0,
                  "{} is in no segment", e->name());
   }
   for (const Val* out : fusion.outputs()) {

@@ -208,3 +208,22 @@ def test_drawn_inputs_stay_a_plain_list_for_the_gpu_fast_path():
         drawn = generator.with_drawn(fd, bx._flatten(inputs, fd))
         assert type(bx.plain_list(drawn)) is list and len(drawn) == len(fd._fusion.inputs())
         assert (type(drawn) is list) != with_vector  # only a spread vector is marked as flattened
+
+
+def test_noise_shaped_like_a_computed_tensor_computes_only_the_noise():
+    # randn_like(cast(b)) reads the cast only for its shape: no kernel computes it (one with no outputs
+    # would launch an empty grid), and the noise follows the same draw as a randn_like of b's shape.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Half)
+        noise = fd.ops.randn_like(fd.ops.cast(b, DataType.Float), rng_seed=7, rng_offset=0)
+        fd.add_output(fd.ops.add(a, noise))
+    with FusionDefinition() as direct:
+        a2 = direct.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        direct.add_output(direct.ops.add(a2, direct.ops.randn_like(a2, rng_seed=7, rng_offset=0)))
+    a_in = np.zeros((5, 7), np.float32)
+    b_in = np.ones((5, 7), np.float16)
+    plan = fd.explain([a_in, b_in])
+    assert [s.scheduler for s in plan.segments] == ["pointwise"], plan
+    assert len(plan.segments[0].outputs) == 1
+    np.testing.assert_array_equal(fd.execute([a_in, b_in])[0], direct.execute([a_in])[0])

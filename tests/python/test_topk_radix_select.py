@@ -11,29 +11,15 @@ from braze import DataType, FusionDefinition
 
 torch = pytest.importorskip("torch")
 
+from sort_keys import FLOAT_DTYPES, awkward  # noqa: E402  (needs torch)
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-DTYPES = [(DataType.Float, torch.float32), (DataType.Half, torch.float16), (DataType.BFloat16, torch.bfloat16)]
+DTYPES = FLOAT_DTYPES
 
 
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
-
-
-def awkward(shape, torch_dtype, seed):
-    """Few distinct values (ties everywhere), with random ones, NaNs of both signs, both zeros,
-    infinities and denormals among them."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randint(-3, 4, shape, generator=g).to(torch.float32)
-    flat = x.view(-1)
-    flat[5::13] = torch.randn(flat.numel(), generator=g)[5::13]
-    flat[::7] = float("nan")
-    flat[3::29] = -float("nan")
-    flat[1::17] = -0.0
-    flat[2::19] = float("inf")
-    flat[4::23] = -float("inf")
-    flat[6::31] = torch.finfo(torch_dtype).tiny / 4  # a denormal of the dtype
-    return x.to(torch_dtype)
 
 
 def expect_topk(x, k, dim, largest, got_values, got_indices):

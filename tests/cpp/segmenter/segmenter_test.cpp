@@ -201,6 +201,26 @@ TEST(Segmenter, AViewThatFeedsComputeAndAnOutputStaysInTheKernel) {
   EXPECT_EQ(onlyKernel(plan).outputs.size(), 2u);
 }
 
+TEST(Segmenter, ATensorReadOnlyForItsShapeIsNotComputed) {
+  // randn_like(cast(b)) as the frontend records it: normal over size(cast(b), d). No kernel computes the
+  // cast; its sizes come from the bound shapes (a kernel with no outputs would launch an empty grid).
+  Fusion f;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    TensorView* b = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* c = cast(b, DataType::Float)->asTensor();
+    TensorView* noise = normal(f.constant(0.0), f.constant(1.0), shape(c), f.constant(int64_t{7}),
+                               f.constant(int64_t{0}), DataType::Float);
+    f.addOutput(add(x, noise));
+  }
+  const SegmentedFusion plan = expectMatchesReference(f, randomInputs(f, 3, {{5, 7}, {5, 7}}));
+  EXPECT_EQ(plan.segments.size(), 1u) << plan.toString();
+  const Segment& kernel = onlyKernel(plan);
+  EXPECT_EQ(kernel.outputs.size(), 1u);
+  for (const Expr* e : kernel.exprs) EXPECT_NE(e->kind(), OpKind::CastOp) << plan.toString();
+}
+
 TEST(Segmenter, ABranchingInputChainIsOneKernelPlusAView) {
   // reshape -> reshape -> compute, and the middle reshape is also an output.
   Fusion f;
