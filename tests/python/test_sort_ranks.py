@@ -1,4 +1,4 @@
-"""Block sorts of float keys hold each element as one 64-bit rank (csrc/scheduler/scan/block_sort.h:
+"""Block sorts of float keys (and integers of 32 bits or fewer) hold each element as one 64-bit rank (csrc/scheduler/scan/block_sort.h:
 the key's order bits above its position in the work item), which the bitonic network compares as one
 integer. Against torch's stable sort, bit for bit: argsort of whole lines (odd lengths, size 1, a
 strided dim), topk keeping most of a line, topk of long lines split into parts whose candidates a
@@ -111,3 +111,54 @@ def test_double_keys_keep_key_and_position_slots(device):
     fd = define_topk(DataType.Double, 600, True)
     expect_topk(fd, x, 600, True)
     assert "parts of" in scan_plan(fd, [x])
+
+
+INT_DTYPES = [(DataType.Int32, torch.int32), (DataType.Int16, torch.int16), (DataType.Int8, torch.int8),
+              (DataType.UInt8, torch.uint8)]
+
+
+def awkward_ints(shape, torch_dtype, seed):
+    """Ties everywhere, and the dtype's extremes (an offset by 2^31 must keep INT32_MIN lowest)."""
+    g = torch.Generator().manual_seed(seed)
+    info = torch.iinfo(torch_dtype)
+    x = torch.randint(-3, 4, shape, generator=g).clamp(min=info.min)
+    flat = x.view(-1)
+    flat[5::11] = torch.randint(info.min, info.max, (flat.numel(),), generator=g)[5::11]
+    flat[::13] = info.min
+    flat[3::17] = info.max
+    return x.to(torch_dtype)
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", INT_DTYPES)
+@pytest.mark.parametrize("descending", [True, False])
+def test_argsort_of_small_integer_keys_is_the_stable_sort(device, dtype, torch_dtype, descending):
+    x = awkward_ints((4, 1000), torch_dtype, 21).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        fd.add_output(fd.ops.argsort(t, dim=1, descending=descending, stable=True))
+    (got,) = fd.execute([x])
+    assert torch.equal(got.cpu(), torch.sort(x.cpu(), dim=1, descending=descending, stable=True).indices)
+    assert "block sort" in scan_plan(fd, [x])
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("extent, split", [(3000, False), (20000, True)])
+def test_topk_of_int32_keys_is_a_radix_select(device, largest, extent, split):
+    x = awkward_ints((2, extent), torch.int32, extent).to(device)
+    fd = define_topk(DataType.Int32, 45, largest)
+    values, indices = fd.execute([x])
+    want = torch.sort(x.cpu(), dim=1, descending=largest, stable=True)
+    assert torch.equal(indices.cpu(), want.indices[:, :45])
+    assert torch.equal(values.cpu(), want.values[:, :45])
+    plan = scan_plan(fd, [x])
+    assert "radix select" in plan and ("parts per line" in plan) == split, plan
+
+
+def test_int64_keys_keep_key_and_position_slots(device):
+    # Int64 keys have 64 order bits: no rank holds them with a position, so the slots are pairs.
+    x = torch.tensor([[2**40, -(2**40), 5, 2**40, -1, 0, 2**62] * 150], dtype=torch.int64).to(device)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int64)
+        fd.add_output(fd.ops.argsort(t, dim=1, descending=True, stable=True))
+    (got,) = fd.execute([x])
+    assert torch.equal(got.cpu(), torch.sort(x.cpu(), dim=1, descending=True, stable=True).indices)

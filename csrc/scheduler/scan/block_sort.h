@@ -4,7 +4,8 @@
 //
 // A slot holds an element of its work item by the element's position p in the item (0 .. length - 1);
 // among equal keys, positions are in the order of the elements' indices in the line, so ordering equal
-// keys by position is the stable sort's order. Float keys are held as one 64-bit rank a slot (keyRank),
+// keys by position is the stable sort's order. Keys of 32 order bits (rankKeys: floats but double,
+// integers of 32 bits or fewer) are held as one 64-bit rank a slot (keyRank),
 // larger for a better element and unique in the item, so that the network compares one integer per pair;
 // other keys as the key in its compute type and the position.
 #pragma once
@@ -19,18 +20,20 @@ namespace braze::scheduler {
 
 // The shared arrays of a block sort.
 struct SortSlots {
-  VarId ranks = -1;           // Float keys: each slot's rank, -1 for padding
+  VarId ranks = -1;           // rank keys: each slot's rank, -1 for padding
   VarId keys = -1, at = -1;   // other keys: each slot's key and position, `length` for padding
   int64_t length = 0;         // the item's elements: positions are below it
   int64_t position_bits = 0;  // the bits of a position in a rank
 };
-// Whether `sort`'s slots hold ranks: Float keys (the kernel then needs 64-bit index math, Kernel::index64).
+// Whether `sort`'s slots hold ranks: rankKeys of its input (the kernel then needs 64-bit index math,
+// Kernel::index64).
 bool ranksKeys(const SortOp& sort);
 SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length);
 
-// The rank of a Float key at `position` (bits: positionBits of the item's length): order(key) * 2^bits + (2^bits - 1 - position) for the largest
-// (order: EKind::OrderKey, NaN above all, -0 as +0), 2^32 - 1 - order(key) in its place for the
-// smallest. It takes 32 + bits bits, so the earlier of equal keys ranks higher.
+// The rank of a key (compute type) at `position` (bits: positionBits of the item's length):
+// order(key) * 2^bits + (2^bits - 1 - position) for the largest, 2^32 - 1 - order(key) in its place for
+// the smallest. order: a float's EKind::OrderKey (NaN above all, -0 as +0), an integer plus 2^31. It takes
+// 32 + bits bits, and the earlier of equal keys ranks higher.
 ExprId keyRank(KernelBuilder& kb, const SortOp& sort, int64_t position_bits, ExprId key, ExprId position);
 
 // Fills slot s with the element at `position` whose key (compute type) is `key`, or with padding, which

@@ -6,7 +6,7 @@
 
 namespace braze::scheduler {
 
-bool ranksKeys(const SortOp& sort) { return sort.compute == DataType::Float; }
+bool ranksKeys(const SortOp& sort) { return rankKeys(sort.x->dtype()); }
 
 SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length) {
   SortSlots s;
@@ -26,7 +26,9 @@ SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots,
 }
 
 ExprId keyRank(KernelBuilder& kb, const SortOp& sort, int64_t position_bits, ExprId key, ExprId position) {
-  const ExprId order = kb.orderKey(key);
+  // Floats by their order key; integers of 32 bits or fewer (held as Int64) offset to [0, 2^32).
+  const ExprId order = sort.compute == DataType::Float ? kb.orderKey(key)
+                                                       : kb.add(kb.valueToIndex(key), kb.index(int64_t{1} << 31));
   const ExprId key_rank = sort.descending ? order : kb.sub(kb.index((int64_t{1} << 32) - 1), order);
   const ExprId low = kb.index((int64_t{1} << position_bits) - 1);
   return kb.add(kb.mul(key_rank, kb.index(int64_t{1} << position_bits)), kb.sub(low, position));

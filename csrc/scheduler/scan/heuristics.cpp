@@ -144,7 +144,11 @@ int64_t positionBits(int64_t length) {
 
 int64_t radixPasses(int64_t length) { return ceilDiv(32 + positionBits(length), 8); }
 
-int64_t sortSlotBytes(const ScanProblem& problem) { return problem.float_keys ? kRankBytes : problem.key_bytes + 8; }
+bool rankKeys(DataType dtype) {
+  return (isFloating(dtype) && dtype != DataType::Double) || (isIntegral(dtype) && sizeOf(dtype) <= 4);
+}
+
+int64_t sortSlotBytes(const ScanProblem& problem) { return problem.rank_keys ? kRankBytes : problem.key_bytes + 8; }
 
 int64_t blockSortBytes(int64_t slots, int64_t slot_bytes) {
   // Saturated: a line of 2^60 slots needs more than any block holds, not a wrapped small count.
@@ -208,7 +212,7 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   }
   // A radix select of the whole line, or of parts of it and then of their candidates.
   std::optional<RadixShape> radix, radix_merge;
-  if (problem.float_keys && 2 * keep <= problem.extent) {
+  if (problem.rank_keys && 2 * keep <= problem.extent) {
     const int64_t widest = std::min<int64_t>(device.max_threads_per_block, kRadixBlock);
     const int64_t part = widest * kRadixPerThread;
     const int64_t radix_parts = problem.extent <= widest * kRadixPerThread ? 1 : ceilDiv(problem.extent, part);

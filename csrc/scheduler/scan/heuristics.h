@@ -4,6 +4,7 @@
 // sort it in shared memory with one block per line (a block sort).
 #pragma once
 
+#include "ir/data_type.h"
 #include "target/device_info.h"
 
 #include <cstdint>
@@ -18,7 +19,7 @@ struct ScanProblem {
   // kernel compares it (its compute type). keep = 0: not a sort.
   int64_t keep = 0;
   int64_t key_bytes = 4;
-  bool float_keys = false;  // Float keys (float, half, bf16, fp8 inputs): sorted as ranks, radix selects
+  bool rank_keys = false;  // keys of 32 order bits (rankKeys): sorted as ranks, radix selects
 };
 
 struct ScanParams {
@@ -38,7 +39,7 @@ struct ScanParams {
   int64_t merge_passes = 0;
   int64_t merge_block = 0;
   int64_t merge_grid = 0;
-  // A topk by radix select (ScanProblem::float_keys): each block holds `radix_per_thread` elements of its
+  // A topk by radix select (ScanProblem::rank_keys): each block holds `radix_per_thread` elements of its
   // work item (a line, or a part of one) per thread, finds the key of the k-th best 8 bits at a time with
   // histograms in shared memory, and block sorts only the k best, in sort_slots slots (k's power of two).
   // A split line's merge is a radix select as well, over its parts' candidates, merge_per_thread per
@@ -50,7 +51,11 @@ struct ScanParams {
 
 ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem);
 
-// The bytes of a block sort's slot: a 64-bit rank for Float keys (the key's 32 order bits above the
+// Whether keys of `dtype` (a sort's input) have 32 order bits, so that a 64-bit rank holds a key and its
+// position: float, half, bf16 and fp8 (compared as float) and integers of 32 bits or fewer; not double,
+// int64 or bool.
+bool rankKeys(DataType dtype);
+// The bytes of a block sort's slot: a 64-bit rank for rank keys (the key's 32 order bits above the
 // element's position in its work item), else the key and its position (int64).
 constexpr int64_t kRankBytes = 8;
 int64_t sortSlotBytes(const ScanProblem& problem);

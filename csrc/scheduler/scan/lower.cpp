@@ -24,7 +24,7 @@ ScanParams chooseScan(LoweringContext& ctx) {
   if (sorts && key != DataType::Bool && !sizes.empty()) {
     problem.keep = scan.kind() == OpKind::TopK ? ctx.bound.sizesOf(scan.output(0))[dim] : extent;
     problem.key_bytes = sizeOf(key);
-    problem.float_keys = key == DataType::Float;
+    problem.rank_keys = rankKeys(scan.input(0)->dtype());
   }
   return scanHeuristics(ctx.device, problem);
 }

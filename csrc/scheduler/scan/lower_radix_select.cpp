@@ -1,11 +1,12 @@
-// topk of Float keys by radix select (ScanParams::radix_per_thread). A block takes work items
+// topk of rank keys (floats but double, integers of 32 bits or fewer) by radix select
+// (ScanParams::radix_per_thread). A block takes work items
 // blockIdx.x, + grid, ...; it holds an item's elements in registers, `per_thread` per thread, each as its
 // rank (block_sort.h, keyRank): a non-negative integer, larger for a better element, unique in the item,
 //
 //   rank = order(key) * 2^b + (2^b - 1 - position)    (b: the bits of a position in the item)
 //
-// order(key) is the key's order key (EKind::OrderKey: larger for larger floats, NaN above all, -0 as
-// +0), or 2^32 - 1 minus it for the smallest; the position part puts the earlier of equal keys first, as
+// order(key) is a float's order key (EKind::OrderKey: larger for larger floats, NaN above all, -0 as
+// +0) or an integer plus 2^31, or 2^32 - 1 minus that for the smallest; the position part puts the earlier of equal keys first, as
 // the stable sort does (sortBeats). The k-th best rank is found 8 bits at a time, top digit first:
 // each pass counts, in a 256-bin histogram in shared memory (atomic adds), the digits of the ranks that
 // match the digits found so far, and the bin where the count from the top reaches the rank still wanted
@@ -46,7 +47,7 @@ struct RadixSelect {
 };
 
 void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r) {
-  BRAZE_ASSERT(sort.compute == DataType::Float && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
+  BRAZE_ASSERT(ranksKeys(sort) && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
                    r.length <= r.threads * r.per_thread && sort.extent < (int64_t{1} << 31),
                "a radix select of {} elements keeping {} in {} slots", r.length, sort.keep, r.slots);
   const SortSlots slots = declareSortSlots(kb, sort, r.slots, r.length);

@@ -84,7 +84,7 @@ TEST(ScanHeuristics, LongSortLinesAreBlockSortsShortOnesLineWalks) {
 TEST(ScanHeuristics, FloatKeysTakeARadixSelectWhereTheLineIsLongAgainstK) {
   const DeviceInfo h100 = DeviceInfo::h100Sxm();
   auto floats = [&](int64_t lines, int64_t extent, int64_t keep) {
-    return scanHeuristics(h100, {.lines = lines, .extent = extent, .keep = keep, .key_bytes = 4, .float_keys = true});
+    return scanHeuristics(h100, {.lines = lines, .extent = extent, .keep = keep, .key_bytes = 4, .rank_keys = true});
   };
   // 64 lines of a 128256-token vocabulary, the top 50: parts of 512 x 8 elements (32 per line, the last
   // one shorter) on blocks of their own, then a radix select of each line's 32 x 50 candidates.
@@ -131,7 +131,7 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   const DeviceInfo a100 = DeviceInfo::a100();
   const ScanProblem pairs{.lines = 1, .extent = 16384, .keep = 16384, .key_bytes = 4};
   ScanProblem ranks = pairs;
-  ranks.float_keys = true;
+  ranks.rank_keys = true;
   EXPECT_EQ(sortSlotBytes(pairs), 12);
   EXPECT_EQ(sortSlotBytes(ranks), kRankBytes);
   EXPECT_GT(blockSortBytes(16384, sortSlotBytes(pairs)), a100.smem_per_block_optin);
@@ -139,6 +139,12 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   EXPECT_EQ(scanHeuristics(a100, pairs).sort_slots, 0);
   EXPECT_EQ(scanHeuristics(a100, ranks).sort_slots, 16384);
   EXPECT_EQ(scanHeuristics(a100, ranks).radix_per_thread, 0);  // argsort: every element kept
+  // Keys of 32 order bits: floats compared as float, integers of 32 bits or fewer.
+  for (DataType d : {DataType::Float, DataType::Half, DataType::BFloat16, DataType::Float8_e4m3fn, DataType::Int8,
+                     DataType::UInt8, DataType::Int16, DataType::Int32}) {
+    EXPECT_TRUE(rankKeys(d)) << toString(d);
+  }
+  for (DataType d : {DataType::Double, DataType::Int64, DataType::Bool}) EXPECT_FALSE(rankKeys(d)) << toString(d);
 }
 }  // namespace
 }  // namespace braze
