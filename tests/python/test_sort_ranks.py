@@ -43,7 +43,11 @@ def scan_plan(fd, inputs):
 
 @pytest.mark.parametrize("dtype, torch_dtype", DTYPES)
 @pytest.mark.parametrize("descending", [True, False])
-@pytest.mark.parametrize("shape, dim", [((6, 1000), 1), ((3, 1025), 1), ((700, 4), 0), ((2, 2), 1), ((5, 1), 1)])
+@pytest.mark.parametrize(
+    "shape, dim",
+    # 1024 and 2048 slots (16 a thread), 256 (8), 128 (4), 64 (2: a thread per pair of slots), and short lines.
+    [((6, 1000), 1), ((3, 1025), 1), ((700, 4), 0), ((5, 200), 1), ((5, 100), 1), ((4, 64), 1), ((2, 2), 1),
+     ((5, 1), 1)])
 def test_argsort_of_float_keys_is_the_stable_sort(device, dtype, torch_dtype, descending, shape, dim):
     x = awkward(shape, torch_dtype, shape[0] * 7 + shape[1]).to(device)
     with FusionDefinition() as fd:

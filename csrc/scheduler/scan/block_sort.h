@@ -24,11 +24,15 @@ struct SortSlots {
   VarId keys = -1, at = -1;   // other keys: each slot's key and position, `length` for padding
   int64_t length = 0;         // the item's elements: positions are below it
   int64_t position_bits = 0;  // the bits of a position in a rank
+  // Ranks a thread sorts in registers (sortSlotsNetwork): slots / threads where that is 4 or more, else 1.
+  // Slot s then lies at s + s / per_thread: a thread's consecutive slots start a bank apart.
+  int64_t per_thread = 1;
 };
 // Whether `sort`'s slots hold ranks: rankKeys of its input (the kernel then needs 64-bit index math,
 // Kernel::index64).
 bool ranksKeys(const SortOp& sort);
-SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length);
+// `threads`: the block's, which the network runs on.
+SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length, int64_t threads);
 
 // The rank of a key (compute type) at `position` (bits: positionBits of the item's length):
 // order(key) * 2^bits + (2^bits - 1 - position) for the largest, 2^32 - 1 - order(key) in its place for
@@ -40,6 +44,8 @@ ExprId keyRank(KernelBuilder& kb, const SortOp& sort, int64_t position_bits, Exp
 // ranks after every element.
 void fillSlot(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s, ExprId key, ExprId position);
 void padSlot(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, ExprId s);
+// Writes rank `rank` (an index value) into slot s of rank slots.
+void writeRank(KernelBuilder& kb, const SortSlots& slots, ExprId s, ExprId rank);
 // The position of slot s's element (an index value; `length` or more for padding).
 ExprId slotPosition(KernelBuilder& kb, const SortSlots& slots, ExprId s);
 
@@ -47,8 +53,11 @@ ExprId slotPosition(KernelBuilder& kb, const SortSlots& slots, ExprId s);
 void forEachSlot(KernelBuilder& kb, int64_t count, int64_t threads, const char* name,
                  const std::function<void(ExprId)>& body);
 
-// Sorts `count` slots (a power of two) with a bitonic network, a thread per pair of slots, each step
-// followed by a barrier: the order is the stable sort's (sortBeats, equal keys by position, padding last).
+// Sorts `count` slots (a power of two, all declared) with a bitonic network: the order is the stable
+// sort's (sortBeats, equal keys by position, padding last). A step pairs slots `half` apart, a thread per
+// pair, followed by a barrier; where ranks are sorted per_thread at a time, the steps of half below
+// per_thread run in registers instead, each thread on its own consecutive slots, one load and store of
+// them for all such steps of a stage (and for all stages of runs up to per_thread).
 void sortSlotsNetwork(KernelBuilder& kb, const SortOp& sort, const SortSlots& slots, int64_t count, int64_t threads);
 
 // The line's position over the dims other than the sorted one.

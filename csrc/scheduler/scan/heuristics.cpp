@@ -61,7 +61,7 @@ struct SortShape {
 // else twice the kept ones and two per thread of the widest block, fewer where shared memory holds fewer).
 // None where the kept ones do not fit.
 std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
-                                   int64_t slot_bytes) {
+                                   int64_t slot_bytes, int64_t slots_per_thread) {
   const int64_t fits = device.smem_per_block_optin;
   // One pass over the whole line where it is no longer than twice the kept ones (9 of 13 in 16 slots).
   const int64_t need = nextPow2(std::min(length, keep > INT64_MAX / 2 ? INT64_MAX : 2 * keep));
@@ -70,8 +70,7 @@ std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int6
   SortShape s;
   s.slots = keep >= length ? need : std::min(nextPow2(length), std::max(need, 2 * block_widest));
   while (s.slots > need && blockSortBytes(s.slots, slot_bytes) > fits) s.slots /= 2;
-  // A thread per pair of slots (the network's unit); loads and stores take two slots per thread.
-  s.block = std::clamp<int64_t>(s.slots / 2, device.warp_size, block_widest);
+  s.block = std::clamp<int64_t>(s.slots / slots_per_thread, device.warp_size, block_widest);
   s.passes = length <= s.slots ? 1 : 1 + ceilDiv(length - s.slots, s.slots - keep);
   const int64_t per_sm = std::clamp<int64_t>(
       std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, slot_bytes)), 1,
@@ -185,7 +184,11 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   if (problem.keep <= 0 || problem.extent < 2 || problem.lines <= 0) return p;
 
   const int64_t keep = std::min(problem.keep, problem.extent);
-  const std::optional<SortShape> whole = sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem));
+  // Rank slots: kRanksPerThread a thread, sorted in registers where they are near; other slots: a thread
+  // per pair (the network's unit).
+  const int64_t per_thread = problem.rank_keys ? kRanksPerThread : 2;
+  const std::optional<SortShape> whole =
+      sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem), per_thread);
   if (!whole) return p;
   const double walk = walkCompares(problem.extent, keep);
   double best = timeOf(device, walk, static_cast<double>(problem.lines) * walk);
@@ -198,8 +201,8 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   std::optional<SortShape> part, merge;
   const int64_t parts = ceilDiv(problem.extent, whole->slots);
   if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
-    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem));
-    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem));
+    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem), per_thread);
+    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem), per_thread);
     const double split = part && merge ? timeOf(device, part->chain, part->total) +
                                              timeOf(device, merge->chain, merge->total) + kLaunchCycles
                                        : best;

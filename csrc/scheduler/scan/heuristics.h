@@ -58,6 +58,9 @@ bool rankKeys(DataType dtype);
 // The bytes of a block sort's slot: a 64-bit rank for rank keys (the key's 32 order bits above the
 // element's position in its work item), else the key and its position (int64).
 constexpr int64_t kRankBytes = 8;
+// Rank slots a thread of a block sort takes: the network's steps between slots closer than that run in
+// its registers, with no shared memory traffic and no barrier (16 ranks: 32 registers).
+constexpr int64_t kRanksPerThread = 16;
 int64_t sortSlotBytes(const ScanProblem& problem);
 // Bytes of shared memory a block sort of `slots` slots of `slot_bytes` each takes.
 int64_t blockSortBytes(int64_t slots, int64_t slot_bytes);

@@ -38,7 +38,7 @@ void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
   BRAZE_ASSERT(b.slots >= 2 && (b.slots & (b.slots - 1)) == 0 && b.keep >= 1 &&
                    (b.length <= b.slots || 2 * b.keep <= b.slots),
                "a block sort of {} slots for {} elements keeping {}", b.slots, b.length, b.keep);
-  const SortSlots slots = declareSortSlots(kb, sort, b.slots, b.length);
+  const SortSlots slots = declareSortSlots(kb, sort, b.slots, b.length, b.threads);
   const VarId item = kb.scalarVar("item", DataType::Int64, /*is_index=*/true);
   kb.openFor(item, kb.blockIdx(0), kb.index(b.items), kb.index(b.grid), /*unroll=*/false);
   b.begin_item(kb.ref(item));

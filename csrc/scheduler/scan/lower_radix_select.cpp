@@ -50,7 +50,7 @@ void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r
   BRAZE_ASSERT(ranksKeys(sort) && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
                    r.length <= r.threads * r.per_thread && sort.extent < (int64_t{1} << 31),
                "a radix select of {} elements keeping {} in {} slots", r.length, sort.keep, r.slots);
-  const SortSlots slots = declareSortSlots(kb, sort, r.slots, r.length);
+  const SortSlots slots = declareSortSlots(kb, sort, r.slots, r.length, r.threads);
   const int64_t bits = slots.position_bits;
   const int64_t passes = radixPasses(r.length);
   // The counts are 32-bit ints as the atomic adds take them (shared arrays held as stored).
@@ -157,7 +157,7 @@ void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r
     kb.openIf(kb.le(kth, rank[j]));
     const VarId slot = kb.scalarVar("slot", DataType::Int64, /*is_index=*/true);
     kb.sharedAtomicAdd(slot, taken, zero, kb.index(1));
-    kb.localWrite(slots.ranks, kb.ref(slot), kb.indexToValue(rank[j], DataType::Int64));
+    writeRank(kb, slots, kb.ref(slot), rank[j]);
     kb.close();
   }
   kb.barrier();

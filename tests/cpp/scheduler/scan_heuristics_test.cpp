@@ -139,6 +139,15 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   EXPECT_EQ(scanHeuristics(a100, pairs).sort_slots, 0);
   EXPECT_EQ(scanHeuristics(a100, ranks).sort_slots, 16384);
   EXPECT_EQ(scanHeuristics(a100, ranks).radix_per_thread, 0);  // argsort: every element kept
+  EXPECT_EQ(scanHeuristics(a100, ranks).block, 16384 / kRanksPerThread);
+  // Rank slots take kRanksPerThread a thread (a warp at least), pairs of slots one: argsort of 4096
+  // lines of 1024 on an H100.
+  const ScanProblem rows{.lines = 4096, .extent = 1024, .keep = 1024, .key_bytes = 4, .rank_keys = true};
+  EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), rows).sort_slots, 1024);
+  EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), rows).block, 1024 / kRanksPerThread);
+  ScanProblem row_pairs = rows;
+  row_pairs.rank_keys = false;
+  EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), row_pairs).block, 512);
   // Keys of 32 order bits: floats compared as float, integers of 32 bits or fewer.
   for (DataType d : {DataType::Float, DataType::Half, DataType::BFloat16, DataType::Float8_e4m3fn, DataType::Int8,
                      DataType::UInt8, DataType::Int16, DataType::Int32}) {
