@@ -61,20 +61,28 @@ struct SortShape {
 // else twice the kept ones and two per thread of the widest block, fewer where shared memory holds fewer).
 // None where the kept ones do not fit.
 std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
-                                   int64_t slot_bytes, int64_t slots_per_thread) {
+                                   int64_t slot_bytes, bool ranks) {
   const int64_t fits = device.smem_per_block_optin;
+  const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
+  // Rank slots: kRanksPerThread a thread, sorted in registers where they are near, and padded one per
+  // thread (declareSortSlots); other slots: a thread per pair (the network's unit).
+  auto blockOf = [&](int64_t slots) {
+    return std::clamp<int64_t>(slots / (ranks ? kRanksPerThread : 2), device.warp_size, block_widest);
+  };
+  auto bytesOf = [&](int64_t slots) {
+    const int64_t block = blockOf(slots);
+    return blockSortBytes(ranks && slots / block >= 4 ? slots + block : slots, slot_bytes);
+  };
   // One pass over the whole line where it is no longer than twice the kept ones (9 of 13 in 16 slots).
   const int64_t need = nextPow2(std::min(length, keep > INT64_MAX / 2 ? INT64_MAX : 2 * keep));
-  if (blockSortBytes(need, slot_bytes) > fits) return std::nullopt;
-  const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
+  if (bytesOf(need) > fits) return std::nullopt;
   SortShape s;
   s.slots = keep >= length ? need : std::min(nextPow2(length), std::max(need, 2 * block_widest));
-  while (s.slots > need && blockSortBytes(s.slots, slot_bytes) > fits) s.slots /= 2;
-  s.block = std::clamp<int64_t>(s.slots / slots_per_thread, device.warp_size, block_widest);
+  while (s.slots > need && bytesOf(s.slots) > fits) s.slots /= 2;
+  s.block = blockOf(s.slots);
   s.passes = length <= s.slots ? 1 : 1 + ceilDiv(length - s.slots, s.slots - keep);
   const int64_t per_sm = std::clamp<int64_t>(
-      std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / blockSortBytes(s.slots, slot_bytes)), 1,
-      kMaxBlocksPerSm);
+      std::min(device.max_threads_per_sm / s.block, device.smem_per_sm / bytesOf(s.slots)), 1, kMaxBlocksPerSm);
   s.grid = std::min<int64_t>(items, device.sm_count * per_sm);
   // Each pass loads its slots, then runs log (log + 1) / 2 network steps over all of them, a
   // compare-and-swap per pair; a block's threads share its SM's lanes.
@@ -184,11 +192,8 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   if (problem.keep <= 0 || problem.extent < 2 || problem.lines <= 0) return p;
 
   const int64_t keep = std::min(problem.keep, problem.extent);
-  // Rank slots: kRanksPerThread a thread, sorted in registers where they are near; other slots: a thread
-  // per pair (the network's unit).
-  const int64_t per_thread = problem.rank_keys ? kRanksPerThread : 2;
   const std::optional<SortShape> whole =
-      sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem), per_thread);
+      sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem), problem.rank_keys);
   if (!whole) return p;
   const double walk = walkCompares(problem.extent, keep);
   double best = timeOf(device, walk, static_cast<double>(problem.lines) * walk);
@@ -201,8 +206,8 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   std::optional<SortShape> part, merge;
   const int64_t parts = ceilDiv(problem.extent, whole->slots);
   if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
-    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem), per_thread);
-    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem), per_thread);
+    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem), problem.rank_keys);
+    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem), problem.rank_keys);
     const double split = part && merge ? timeOf(device, part->chain, part->total) +
                                              timeOf(device, merge->chain, merge->total) + kLaunchCycles
                                        : best;

@@ -145,6 +145,8 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   const ScanProblem rows{.lines = 4096, .extent = 1024, .keep = 1024, .key_bytes = 4, .rank_keys = true};
   EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), rows).sort_slots, 1024);
   EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), rows).block, 1024 / kRanksPerThread);
+  // 26 blocks of 64 threads fit an SM's 228 KiB with the padding (1088 ranks of 8 bytes each), not 28.
+  EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), rows).grid, 26 * DeviceInfo::h100Sxm().sm_count);
   ScanProblem row_pairs = rows;
   row_pairs.rank_keys = false;
   EXPECT_EQ(scanHeuristics(DeviceInfo::h100Sxm(), row_pairs).block, 512);
