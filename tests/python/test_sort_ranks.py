@@ -166,3 +166,16 @@ def test_int64_keys_keep_key_and_position_slots(device):
         fd.add_output(fd.ops.argsort(t, dim=1, descending=True, stable=True))
     (got,) = fd.execute([x])
     assert torch.equal(got.cpu(), torch.sort(x.cpu(), dim=1, descending=True, stable=True).indices)
+
+
+def test_a_merge_of_more_candidates_than_rank_positions_keeps_pairs():
+    # The top 600 of 9e9 halves (an expanded input: explain only, nothing allocated): parts of 2048 slots
+    # and a merge of 2.6e9 candidates, whose positions take 32 bits: the merge keeps (key, position) slots.
+    x = torch.zeros(1, dtype=torch.float16).expand(1, 9_000_000_000)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[None, False], dtype=DataType.Half)
+        values, indices = fd.ops.topk(t, 600, 1, True, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    plan = scan_plan(fd, [x])
+    assert "parts of 2048 slots" in plan, plan

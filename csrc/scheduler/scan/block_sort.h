@@ -28,9 +28,9 @@ struct SortSlots {
   // Slot s then lies at s + s / per_thread: a thread's consecutive slots start a bank apart.
   int64_t per_thread = 1;
 };
-// Whether `sort`'s slots hold ranks: rankKeys of its input (the kernel then needs 64-bit index math,
-// Kernel::index64).
-bool ranksKeys(const SortOp& sort);
+// Whether the slots of `sort`'s items of `length` elements hold ranks: rankKeys of its input, and
+// positions that fit a rank (rankSlots). The kernel then needs 64-bit index math (Kernel::index64).
+bool ranksKeys(const SortOp& sort, int64_t length);
 // `threads`: the block's, which the network runs on.
 SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length, int64_t threads);
 

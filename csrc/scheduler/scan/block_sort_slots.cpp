@@ -6,13 +6,13 @@
 
 namespace braze::scheduler {
 
-bool ranksKeys(const SortOp& sort) { return rankKeys(sort.x->dtype()); }
+bool ranksKeys(const SortOp& sort, int64_t length) { return rankSlots(rankKeys(sort.x->dtype()), length); }
 
 SortSlots declareSortSlots(KernelBuilder& kb, const SortOp& sort, int64_t slots, int64_t length, int64_t threads) {
   SortSlots s;
   s.length = length;
   s.position_bits = positionBits(length);
-  if (ranksKeys(sort)) {
+  if (ranksKeys(sort, length)) {
     BRAZE_ASSERT(s.position_bits <= 31 && kb.kernel().index64, "ranks of {} positions", length);
     if (slots % threads == 0 && slots / threads >= 4) s.per_thread = slots / threads;
     const int64_t padding = s.per_thread > 1 ? slots / s.per_thread : 0;

@@ -60,8 +60,10 @@ struct SortShape {
 // `slots`: the slots to use (0: enough for the whole line where it is kept or fits in twice the kept ones,
 // else twice the kept ones and two per thread of the widest block, fewer where shared memory holds fewer).
 // None where the kept ones do not fit.
-std::optional<SortShape> sortShape(const DeviceInfo& device, int64_t items, int64_t length, int64_t keep,
-                                   int64_t slot_bytes, bool ranks) {
+std::optional<SortShape> sortShape(const DeviceInfo& device, const ScanProblem& problem, int64_t items,
+                                   int64_t length, int64_t keep) {
+  const bool ranks = rankSlots(problem.rank_keys, length);
+  const int64_t slot_bytes = sortSlotBytes(problem, length);
   const int64_t fits = device.smem_per_block_optin;
   const int64_t block_widest = std::min<int64_t>(device.max_threads_per_block, 1024);
   // Rank slots: kRanksPerThread a thread, sorted in registers where they are near, and padded one per
@@ -155,7 +157,11 @@ bool rankKeys(DataType dtype) {
   return (isFloating(dtype) && dtype != DataType::Double) || (isIntegral(dtype) && sizeOf(dtype) <= 4);
 }
 
-int64_t sortSlotBytes(const ScanProblem& problem) { return problem.rank_keys ? kRankBytes : problem.key_bytes + 8; }
+bool rankSlots(bool rank_keys, int64_t length) { return rank_keys && positionBits(length) <= 31; }
+
+int64_t sortSlotBytes(const ScanProblem& problem, int64_t length) {
+  return rankSlots(problem.rank_keys, length) ? kRankBytes : problem.key_bytes + 8;
+}
 
 int64_t blockSortBytes(int64_t slots, int64_t slot_bytes) {
   // Saturated: a line of 2^60 slots needs more than any block holds, not a wrapped small count.
@@ -193,7 +199,7 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
 
   const int64_t keep = std::min(problem.keep, problem.extent);
   const std::optional<SortShape> whole =
-      sortShape(device, problem.lines, problem.extent, keep, sortSlotBytes(problem), problem.rank_keys);
+      sortShape(device, problem, problem.lines, problem.extent, keep);
   if (!whole) return p;
   const double walk = walkCompares(problem.extent, keep);
   double best = timeOf(device, walk, static_cast<double>(problem.lines) * walk);
@@ -206,8 +212,8 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   std::optional<SortShape> part, merge;
   const int64_t parts = ceilDiv(problem.extent, whole->slots);
   if (whole->passes > 1 && parts <= ((int64_t{1} << 31) - 1) / problem.lines) {  // lines * parts < 2^31
-    part = sortShape(device, problem.lines * parts, whole->slots, keep, sortSlotBytes(problem), problem.rank_keys);
-    merge = sortShape(device, problem.lines, parts * keep, keep, sortSlotBytes(problem), problem.rank_keys);
+    part = sortShape(device, problem, problem.lines * parts, whole->slots, keep);
+    merge = sortShape(device, problem, problem.lines, parts * keep, keep);
     const double split = part && merge ? timeOf(device, part->chain, part->total) +
                                              timeOf(device, merge->chain, merge->total) + kLaunchCycles
                                        : best;

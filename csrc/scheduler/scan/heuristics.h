@@ -55,13 +55,16 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem);
 // position: float, half, bf16 and fp8 (compared as float) and integers of 32 bits or fewer; not double,
 // int64 or bool.
 bool rankKeys(DataType dtype);
+// Whether an item of `length` elements of rank keys is sorted as ranks: its positions fit the rank's 31
+// bits below the key's 32 (a longer item keeps (key, position) slots).
+bool rankSlots(bool rank_keys, int64_t length);
 // The bytes of a block sort's slot: a 64-bit rank for rank keys (the key's 32 order bits above the
 // element's position in its work item), else the key and its position (int64).
 constexpr int64_t kRankBytes = 8;
 // Rank slots a thread of a block sort takes: the network's steps between slots closer than that run in
 // its registers, with no shared memory traffic and no barrier (16 ranks: 32 registers).
 constexpr int64_t kRanksPerThread = 16;
-int64_t sortSlotBytes(const ScanProblem& problem);
+int64_t sortSlotBytes(const ScanProblem& problem, int64_t length);  // of an item of `length` elements
 // Bytes of shared memory a block sort of `slots` slots of `slot_bytes` each takes.
 int64_t blockSortBytes(int64_t slots, int64_t slot_bytes);
 

@@ -163,7 +163,7 @@ Kernel lowerMergeKernel(const LoweringContext& ctx, const SortOp& sort, const Sc
                         const CandidateWorkspaces& ws,
                         const std::function<std::string(KernelBuilder&, MergeLines&)>& emit) {
   Kernel k = followUpKernel(ctx, "_merge");
-  k.index64 = ranksKeys(sort);  // ranks take up to 63 bits
+  k.index64 = k.index64 || ranksKeys(sort, params.sort_parts * sort.keep);  // ranks take up to 63 bits
   KernelBuilder kb(k);
   kb.fixBlock(params.merge_block, 1);  // each thread's slots and pairs are in range: no test
   const TensorId keys = kb.addTensor(ws.keys);
@@ -200,15 +200,16 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
     return;
   }
   const SortOp sort = sortOpOf(ctx);
+  const int64_t parts = params.sort_parts;
+  const int64_t item_length = parts > 1 ? params.sort_slots : sort.extent;
   Kernel& k = ctx.kernel;
-  k.index64 = k.index64 || ranksKeys(sort);  // ranks take up to 63 bits
+  k.index64 = k.index64 || ranksKeys(sort, item_length);  // ranks take up to 63 bits
   KernelBuilder kb(k);
   kb.fixBlock(params.block, 1);  // each thread's slots and pairs are in range: no test
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   k.grid = {params.grid, 1};
   k.summary = params.toString();
-  const int64_t parts = params.sort_parts;
-  LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.sort_slots : sort.extent);
+  LineItem line = lineItemOf(ctx, sort, parts, item_length);
   BlockSort b;
   b.slots = params.sort_slots;
   b.passes = params.sort_passes;

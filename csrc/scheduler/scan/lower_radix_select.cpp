@@ -47,7 +47,7 @@ struct RadixSelect {
 };
 
 void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r) {
-  BRAZE_ASSERT(ranksKeys(sort) && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
+  BRAZE_ASSERT(ranksKeys(sort, r.length) && r.slots >= sort.keep && (r.slots & (r.slots - 1)) == 0 &&
                    r.length <= r.threads * r.per_thread && sort.extent < (int64_t{1} << 31),
                "a radix select of {} elements keeping {} in {} slots", r.length, sort.keep, r.slots);
   const SortSlots slots = declareSortSlots(kb, sort, r.slots, r.length, r.threads);

@@ -132,10 +132,20 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   const ScanProblem pairs{.lines = 1, .extent = 16384, .keep = 16384, .key_bytes = 4};
   ScanProblem ranks = pairs;
   ranks.rank_keys = true;
-  EXPECT_EQ(sortSlotBytes(pairs), 12);
-  EXPECT_EQ(sortSlotBytes(ranks), kRankBytes);
-  EXPECT_GT(blockSortBytes(16384, sortSlotBytes(pairs)), a100.smem_per_block_optin);
-  EXPECT_LE(blockSortBytes(16384, sortSlotBytes(ranks)), a100.smem_per_block_optin);
+  EXPECT_EQ(sortSlotBytes(pairs, 16384), 12);
+  EXPECT_EQ(sortSlotBytes(ranks, 16384), kRankBytes);
+  EXPECT_GT(blockSortBytes(16384, sortSlotBytes(pairs, 16384)), a100.smem_per_block_optin);
+  EXPECT_LE(blockSortBytes(16384, sortSlotBytes(ranks, 16384)), a100.smem_per_block_optin);
+  // Positions past 31 bits do not fit a rank: such items keep (key, position) slots.
+  EXPECT_TRUE(rankSlots(true, int64_t{1} << 31));
+  EXPECT_FALSE(rankSlots(true, (int64_t{1} << 31) + 1));
+  EXPECT_FALSE(rankSlots(false, 16));
+  // The top 600 of a line of 9e9 halves: parts of 2048 slots, then a merge of 2.6e9 candidates, whose
+  // positions take 32 bits: pairs.
+  const ScanParams long_line = scanHeuristics(DeviceInfo::h100Sxm(), {.lines = 1, .extent = 9'000'000'000, .keep = 600,
+                                                                      .key_bytes = 4, .rank_keys = true});
+  EXPECT_GT(long_line.sort_parts, 1);
+  EXPECT_GT(long_line.sort_parts * 600, int64_t{1} << 31);
   EXPECT_EQ(scanHeuristics(a100, pairs).sort_slots, 0);
   EXPECT_EQ(scanHeuristics(a100, ranks).sort_slots, 16384);
   EXPECT_EQ(scanHeuristics(a100, ranks).radix_per_thread, 0);  // argsort: every element kept
