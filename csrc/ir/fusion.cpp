@@ -201,10 +201,13 @@ std::vector<char> Fusion::computesNeededValues(const std::vector<Expr*>& evaluat
   // before its definition. Scalars are host math, always needed.
   for (auto it = evaluated.rbegin(); it != evaluated.rend(); ++it) {
     const Expr* e = *it;
-    computes[e->id()] = std::any_of(e->outputs().begin(), e->outputs().end(), [&](const Val* v) {
-      return !v->isTensor() || needed_val[v->id()] != 0;
-    });
-    if (computes[e->id()] == 0 || opInfo(e->kind()).category == OpCategory::ScalarQuery) continue;
+    // Ops that check their index operands still run: a bad index is reported as the reference reports it.
+    const OpCategory category = opInfo(e->kind()).category;
+    computes[e->id()] = category == OpCategory::Indexing || category == OpCategory::Scatter ||
+                        std::any_of(e->outputs().begin(), e->outputs().end(), [&](const Val* v) {
+                          return !v->isTensor() || needed_val[v->id()] != 0;
+                        });
+    if (computes[e->id()] == 0 || category == OpCategory::ScalarQuery) continue;
     for (const Val* in : e->inputs()) needed_val[in->id()] = 1;
   }
   return computes;

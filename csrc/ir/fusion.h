@@ -64,8 +64,9 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
   Val* valById(int64_t id) const;
   // The exprs the outputs depend on, each after its operands' definitions: the order to evaluate.
   std::vector<Expr*> exprsToEvaluate() const;
-  // Whether an expr of `evaluated` (exprsToEvaluate()) makes values an output needs: not one whose
-  // tensor is read only for its shape (fd.ops.size, a randn_like's extents), which shape inference
+  // Whether an expr of `evaluated` (exprsToEvaluate()) has to run: it makes values an output needs, or
+  // it checks index operands (index_select, gather, scatter...), whose errors a run reports. Not one
+  // whose tensor is read only for its shape (fd.ops.size, a randn_like's extents), which shape inference
   // gives without computing it. Indexed by expr id.
   std::vector<char> computesNeededValues(const std::vector<Expr*>& evaluated) const;
 

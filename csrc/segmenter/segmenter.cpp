@@ -159,13 +159,19 @@ class Segmenter {
           c.inputs.push_back(in);
         }
       }
+      const OpCategory category = opInfo(e->kind()).category;
+      const bool checks_indices = category == OpCategory::Indexing || category == OpCategory::Scatter;
       for (const Val* out : e->outputs()) {
         bool read_outside = out->isFusionOutput();
+        bool read_by_kernels = false;
         for (const Expr* use : out->uses()) {
           const int64_t u = nodeOf(use);
+          read_by_kernels = read_by_kernels || u >= 0;
           read_outside = read_outside || (u >= 0 && !inside(u));
         }
-        if (read_outside) c.outputs.push_back(out);
+        // An index op no kernel reads (its tensor read only for its shape) still runs for its index
+        // checks: it writes its tensor, so that its kernel has elements to run over.
+        if (read_outside || (checks_indices && !read_by_kernels)) c.outputs.push_back(out);
       }
     }
     return c;

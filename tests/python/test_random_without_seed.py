@@ -227,3 +227,19 @@ def test_noise_shaped_like_a_computed_tensor_computes_only_the_noise():
     assert [s.scheduler for s in plan.segments] == ["pointwise"], plan
     assert len(plan.segments[0].outputs) == 1
     np.testing.assert_array_equal(fd.execute([a_in, b_in])[0], direct.execute([a_in])[0])
+
+
+def test_an_index_op_read_only_for_its_shape_still_checks_its_indices():
+    # randn_like(index_select(x, i)): the index_select's values are never read, but a bad index is reported
+    # as the reference evaluator reports it.
+    x = np.random.default_rng(0).random((64, 8), dtype=np.float32)
+    index = np.arange(64)
+    index[-1] = 1000
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int64)
+        fd.add_output(fd.ops.randn_like(fd.ops.index_select(t, i, 0), rng_seed=1, rng_offset=0))
+    with pytest.raises(IndexError, match="1000"):
+        fd.execute([x, index])
+    index[-1] = 3
+    assert fd.execute([x, index])[0].shape == (64, 8)
