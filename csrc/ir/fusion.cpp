@@ -201,12 +201,13 @@ std::vector<char> Fusion::computesNeededValues(const std::vector<Expr*>& evaluat
   // before its definition. Scalars are host math, always needed.
   for (auto it = evaluated.rbegin(); it != evaluated.rend(); ++it) {
     const Expr* e = *it;
-    // Ops that check their index operands still run: a bad index is reported as the reference reports it.
+    const bool values_needed = std::any_of(e->outputs().begin(), e->outputs().end(), [&](const Val* v) {
+      return !v->isTensor() || needed_val[v->id()] != 0;
+    });
+    // Ops that check index operands (index_select, gather, scatter) run even so: a bad index is an error
+    // the run reports, as the reference does.
     const OpCategory category = opInfo(e->kind()).category;
-    computes[e->id()] = category == OpCategory::Indexing || category == OpCategory::Scatter ||
-                        std::any_of(e->outputs().begin(), e->outputs().end(), [&](const Val* v) {
-                          return !v->isTensor() || needed_val[v->id()] != 0;
-                        });
+    computes[e->id()] = values_needed || category == OpCategory::Indexing || category == OpCategory::Scatter;
     if (computes[e->id()] == 0 || category == OpCategory::ScalarQuery) continue;
     for (const Val* in : e->inputs()) needed_val[in->id()] = 1;
   }

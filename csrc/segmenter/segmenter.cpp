@@ -159,19 +159,20 @@ class Segmenter {
           c.inputs.push_back(in);
         }
       }
-      const OpCategory category = opInfo(e->kind()).category;
-      const bool checks_indices = category == OpCategory::Indexing || category == OpCategory::Scatter;
+      // A node none of whose tensors anything reads runs only for its index checks (computesNeededValues):
+      // it writes them, so that its kernel has elements to run over.
+      bool read_at_all = false;
       for (const Val* out : e->outputs()) {
-        bool read_outside = out->isFusionOutput();
-        bool read_by_kernels = false;
+        read_at_all = read_at_all || out->isFusionOutput();
+        for (const Expr* use : out->uses()) read_at_all = read_at_all || nodeOf(use) >= 0;
+      }
+      for (const Val* out : e->outputs()) {
+        bool read_outside = out->isFusionOutput() || !read_at_all;
         for (const Expr* use : out->uses()) {
           const int64_t u = nodeOf(use);
-          read_by_kernels = read_by_kernels || u >= 0;
           read_outside = read_outside || (u >= 0 && !inside(u));
         }
-        // An index op no kernel reads (its tensor read only for its shape) still runs for its index
-        // checks: it writes its tensor, so that its kernel has elements to run over.
-        if (read_outside || (checks_indices && !read_by_kernels)) c.outputs.push_back(out);
+        if (read_outside) c.outputs.push_back(out);
       }
     }
     return c;

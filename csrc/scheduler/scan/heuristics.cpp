@@ -147,7 +147,7 @@ std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, in
 
 int64_t positionBits(int64_t length) {
   int64_t bits = 1;
-  while ((int64_t{1} << bits) < length) ++bits;
+  while (bits < 63 && (int64_t{1} << bits) < length) ++bits;  // 63 for any length past 2^62
   return bits;
 }
 

@@ -123,6 +123,7 @@ TEST(ScanHeuristics, FloatKeysTakeARadixSelectWhereTheLineIsLongAgainstK) {
   EXPECT_EQ(positionBits(1), 1);
   EXPECT_EQ(positionBits(1024), 10);
   EXPECT_EQ(positionBits(1025), 11);
+  EXPECT_EQ(positionBits(INT64_MAX), 63);
 }
 
 // Float keys are sorted as 64-bit ranks, 8 bytes a slot against 12 for a key and its position: an argsort
