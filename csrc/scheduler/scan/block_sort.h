@@ -85,6 +85,17 @@ struct ItemElements {
 // A LineItem's elements: the line's from `first` on (a split line's last part ends early).
 ItemElements lineElements(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, const LineItem& line);
 
+// What a block sort and a radix select both take: their block's threads, their grid (blocks take items
+// blockIdx.x, + grid, ...), their items of `length` elements, the slots the best are sorted in, and how
+// an item begins, what its elements are and where its s-th best (s < keep) goes from slot s.
+struct ItemWork {
+  int64_t threads = 0, grid = 0, slots = 0;
+  int64_t items = 0, length = 0;
+  std::function<void(ExprId item)> begin_item;
+  ItemElements elements;
+  std::function<void(const SortSlots&, ExprId s)> store;
+};
+
 // The workspaces a split line's parts write their best `keep` to, and the merge reads: keys in their
 // compute type (exact), indices in the line (`extent` for padding), lines x parts items' worth.
 struct CandidateWorkspaces {
@@ -98,6 +109,10 @@ std::function<void(const SortSlots&, ExprId)> itemStore(KernelBuilder& kb, Value
                                                         const LineItem& line, const ItemElements& elements,
                                                         CandidateWorkspaces* ws);
 
+// The work of a kernel over LineItems (threads, grid and slots left to the caller); where the items are
+// parts, their best go to the candidate workspaces it returns in *ws.
+ItemWork lineWork(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, LineItem& line, CandidateWorkspaces* ws);
+
 // A merge kernel's view of the lines it finishes: each line's candidates (its parts' best) as an item's
 // elements, and the store of its results.
 struct MergeLines {
@@ -106,6 +121,7 @@ struct MergeLines {
   std::function<void(ExprId line)> begin;
   ItemElements elements;
   std::function<void(const SortSlots&, ExprId s)> store;
+  ItemWork work() const;  // threads, grid and slots left to the caller
 };
 // The follow-up kernel that selects each line's best `keep` among its parts' candidates: `emit` lowers
 // its body over `lines` and returns the kernel's summary.

@@ -23,15 +23,9 @@ namespace braze::scheduler {
 namespace {
 
 // One block sort per work item.
-struct BlockSort {
-  int64_t slots = 0, passes = 0, threads = 0, grid = 0;
-  int64_t items = 0;   // work items
-  int64_t length = 0;  // elements of an item
-  int64_t keep = 0;    // the best of them kept
-  std::function<void(ExprId item)> begin_item;
-  ItemElements elements;
-  // Takes the item's s-th best (s < keep) from slot s.
-  std::function<void(const SortSlots&, ExprId s)> store;
+struct BlockSort : ItemWork {
+  int64_t passes = 0;
+  int64_t keep = 0;  // the best of an item's elements kept
 };
 
 void emitBlockSort(KernelBuilder& kb, const SortOp& sort, const BlockSort& b) {
@@ -159,6 +153,26 @@ std::function<void(const SortSlots&, ExprId)> itemStore(KernelBuilder& kb, Value
   };
 }
 
+ItemWork lineWork(KernelBuilder& kb, ValueBuilder& vb, const SortOp& sort, LineItem& line, CandidateWorkspaces* ws) {
+  ItemWork w;
+  w.items = line.shape.walk.lines * line.parts;
+  w.length = line.part_length;
+  w.begin_item = [&kb, &vb, &line](ExprId item) { beginItem(kb, vb, line, item); };
+  w.elements = lineElements(kb, vb, sort, line);
+  w.store = itemStore(kb, vb, sort, line, w.elements, ws);
+  return w;
+}
+
+ItemWork MergeLines::work() const {
+  ItemWork w;
+  w.items = lines;
+  w.length = candidates;
+  w.begin_item = begin;
+  w.elements = elements;
+  w.store = store;
+  return w;
+}
+
 Kernel lowerMergeKernel(const LoweringContext& ctx, const SortOp& sort, const ScanParams& params,
                         const CandidateWorkspaces& ws,
                         const std::function<std::string(KernelBuilder&, MergeLines&)>& emit) {
@@ -210,33 +224,23 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
   k.grid = {params.grid, 1};
   k.summary = params.toString();
   LineItem line = lineItemOf(ctx, sort, parts, item_length);
-  BlockSort b;
-  b.slots = params.sort_slots;
-  b.passes = params.sort_passes;
+  CandidateWorkspaces ws;
+  BlockSort b{lineWork(kb, vb, sort, line, &ws)};
   b.threads = params.block;
   b.grid = params.grid;
-  b.items = line.shape.walk.lines * parts;
-  b.length = line.part_length;
+  b.slots = params.sort_slots;
+  b.passes = params.sort_passes;
   b.keep = sort.keep;
-  b.begin_item = [&](ExprId item) { beginItem(kb, vb, line, item); };
-  b.elements = lineElements(kb, vb, sort, line);
-  CandidateWorkspaces ws;
-  b.store = itemStore(kb, vb, sort, line, b.elements, &ws);
   emitBlockSort(kb, sort, b);
   if (parts == 1) return;
   // Each line's parts x keep candidates, block sorted again.
   ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, [&](KernelBuilder& mkb, MergeLines& m) {
-    BlockSort merge;
-    merge.slots = params.merge_slots;
-    merge.passes = params.merge_passes;
+    BlockSort merge{m.work()};
     merge.threads = params.merge_block;
     merge.grid = params.merge_grid;
-    merge.items = m.lines;
-    merge.length = m.candidates;
+    merge.slots = params.merge_slots;
+    merge.passes = params.merge_passes;
     merge.keep = sort.keep;
-    merge.begin_item = m.begin;
-    merge.elements = m.elements;
-    merge.store = m.store;
     emitBlockSort(mkb, m.sort, merge);
     return fmt::format("scan: merge of {} parts' best {} per line, block sort of {} slots, {} pass(es), block {}",
                        params.sort_parts, sort.keep, params.merge_slots, params.merge_passes, params.merge_block);

@@ -33,17 +33,12 @@ namespace {
 constexpr int64_t kBins = 256;
 constexpr int64_t kGroups = 16;  // of kBins / kGroups bins each: the digit search sums bins in two levels
 
-struct RadixSelect {
-  int64_t threads = 0, per_thread = 0, grid = 0;
-  int64_t items = 0;   // work items
-  int64_t length = 0;  // elements of an item, at most threads x per_thread
-  int64_t slots = 0;   // the sort's slots, a power of two at least keep
-  std::function<void(ExprId item)> begin_item;
-  ItemElements elements;
+// An item's length is at most threads x per_thread.
+struct RadixSelect : ItemWork {
+  int64_t per_thread = 0;
   // How many of the item's elements exist (an index expression): at least keep where the item is a line
   // or a merge's line, possibly fewer for a part.
   std::function<ExprId()> existing;
-  std::function<void(const SortSlots&, ExprId s)> store;  // the item's s-th best (s < keep) from slot s
 };
 
 void emitRadixSelect(KernelBuilder& kb, const SortOp& sort, const RadixSelect& r) {
@@ -180,36 +175,26 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   k.summary = params.toString();
   const int64_t parts = params.sort_parts;
   LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.block * params.radix_per_thread : sort.extent);
-  RadixSelect r;
+  CandidateWorkspaces ws;
+  RadixSelect r{lineWork(kb, vb, sort, line, &ws)};
   r.threads = params.block;
-  r.per_thread = params.radix_per_thread;
   r.grid = params.grid;
-  r.items = line.shape.walk.lines * parts;
-  r.length = line.part_length;
   r.slots = params.sort_slots;
-  r.begin_item = [&](ExprId item) { beginItem(kb, vb, line, item); };
-  r.elements = lineElements(kb, vb, sort, line);
+  r.per_thread = params.radix_per_thread;
   r.existing = [&] {
     const ExprId extent = kb.index(sort.extent);
     return parts > 1 ? kb.min(kb.index(line.part_length), kb.sub(extent, line.first)) : extent;
   };
-  CandidateWorkspaces ws;
-  r.store = itemStore(kb, vb, sort, line, r.elements, &ws);
   emitRadixSelect(kb, sort, r);
   if (parts == 1) return;
   // Each line's parts x keep candidates, radix selected again.
   ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, [&](KernelBuilder& mkb, MergeLines& m) {
-    RadixSelect merge;
+    RadixSelect merge{m.work()};
     merge.threads = params.merge_block;
-    merge.per_thread = params.merge_per_thread;
     merge.grid = params.merge_grid;
-    merge.items = m.lines;
-    merge.length = m.candidates;
     merge.slots = params.merge_slots;
-    merge.begin_item = m.begin;
-    merge.elements = m.elements;
+    merge.per_thread = params.merge_per_thread;
     merge.existing = [&] { return mkb.index(sort.keep); };
-    merge.store = m.store;
     emitRadixSelect(mkb, m.sort, merge);
     return fmt::format("scan: merge of {} parts' best {} per line, radix select of {} per thread, block {}",
                        params.sort_parts, sort.keep, params.merge_per_thread, params.merge_block);
