@@ -170,11 +170,12 @@ if [ "$platform" = cuda ]; then
     --sweep --tunings ";matmul_tma=0;matmul_warp_specialized=1" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/tma_gemm.log" 2>&1 \
     && status "GEMM pipelines" "ok" || { status "GEMM pipelines" "FAILED (report)"; rc=1; }
 fi
-# The weight-only int8 linears (M = 1, 16, 32, 64) under each of their schedules: the heuristic's, the
-# tensor cores instead of the GEMV (mma.sync or wgmma, and mma.sync alone) and the GEMV up to 64 rows.
+# The weight-only int8 linears (M = 1, 16, 32, 64) under each of their schedules: the heuristic's (the
+# GEMV on tensor cores from 2 rows), the tiled tensor cores (mma.sync or wgmma, and mma.sync alone), the
+# scalar GEMV up to 64 rows, and the GEMV on tensor cores for one row too.
 if [ "$platform" = cuda ]; then
   PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --only "w8 linear" --no-compile \
-    --sweep --tunings ";matmul_gemv=0;matmul_gemv=0,matmul_wgmma=0;matmul_gemv=1" --reps "${BRAZE_BENCH_REPS:-100}" \
+    --sweep --tunings ";matmul_gemv=0;matmul_gemv=0,matmul_wgmma=0;matmul_gemv=1;matmul_gemv_mma=1" --reps "${BRAZE_BENCH_REPS:-100}" \
     > "$parts/w8_linear.log" 2>&1 && status "w8 linear schedules" "ok" || { status "w8 linear schedules" "FAILED (report)"; rc=1; }
 fi
 if [ "$platform" = cuda ]; then
@@ -200,7 +201,7 @@ echo "== host overhead (C++)"
 grep -E "^BM_" "$parts/host_bench.log"
 echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
-[ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (GEMV)"; cat "$parts/w8_linear.log"; }
+[ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row)"; cat "$parts/w8_linear.log"; }
 [ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA"; cat "$parts/tma_gemm.log"; }
 [ -f "$parts/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$parts/sweep.log"; }
 } | tee "$out/report.txt"

@@ -249,6 +249,17 @@ def matmul_cases():
                                            randint8((n, k), gen),
                                            (torch.rand(n, device="cuda", generator=gen) * 0.01).to(torch.bfloat16)],
                None, 2 * m * k * n)
+    # A decoding step of batch 16 (its [16, 1, K] activations are 16 rows of one pass over the weights) and a
+    # GQA key projection at 16 rows (N = 1024: 64 column tiles for the SMs, K split among blocks).
+    k = 4096
+    for batch_shape, n in (((16, 1), 11008), ((16,), 1024)):
+        name = ("w8 decode linear [16, 1, 4096] N=11008" if len(batch_shape) == 2 else f"w8 linear M=16 K={k} N={n}")
+        yield (name, lambda fd, rank=len(batch_shape) + 1: define_weight_int8_linear(fd, x_rank=rank),
+               torch_weight_int8_linear,
+               lambda gen, shape=batch_shape, n=n: [torch.randn(*shape, k, dtype=torch.bfloat16, device="cuda", generator=gen),
+                                                   randint8((n, k), gen),
+                                                   (torch.rand(n, device="cuda", generator=gen) * 0.01).to(torch.bfloat16)],
+               None, 2 * 16 * k * n)
 
 
 def host_copy(t):

@@ -29,7 +29,8 @@ std::string_view operandSuffix(DataType dtype) {
 // The value with the lower fragment index goes in the lower bits of the register, as PTX orders them.
 constexpr std::string_view kPacking = R"(
 __device__ __forceinline__ unsigned braze_pack_bf16x2(float lo, float hi) {
-  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);  // exact: the values are bf16
+  // Exact: the values are bf16. One byte permute takes both high halves (two logic ops otherwise).
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);
 }
 __device__ __forceinline__ unsigned braze_pack_f16x2(float lo, float hi) {
   return (unsigned)__half_as_ushort(__float2half_rn(lo)) | ((unsigned)__half_as_ushort(__float2half_rn(hi)) << 16);
@@ -91,14 +92,27 @@ __device__ __forceinline__ unsigned braze_pack_{0}x4(const float* v) {{
                      name, value, value);
   out += fmt::format(fmt::runtime(body), kind, accumulate);
   out += "}\n";
-  out += fmt::format(R"(__device__ __forceinline__ void {0}({1}* d, const {2}* a, const {2}* b, const {1}* c) {{
-  unsigned aw[4], bw[2];
+  // `<name>_wv` and `<name>_vw`: one operand as registers, the other as values.
+  out += fmt::format(R"(__device__ __forceinline__ void {0}_wv({1}* d, const unsigned* a, const {2}* b, const {1}* c) {{
+  unsigned bw[2];
+  auto packed = [](const {2}* v, int i) {{ return {3}; }};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) bw[i] = packed(b, i);
+  {0}_w(d, a, bw, c);
+}}
+__device__ __forceinline__ void {0}_vw({1}* d, const {2}* a, const unsigned* b, const {1}* c) {{
+  unsigned aw[4];
   auto packed = [](const {2}* v, int i) {{ return {3}; }};
 #pragma unroll
   for (int i = 0; i < 4; ++i) aw[i] = packed(a, i);
+  {0}_w(d, aw, b, c);
+}}
+__device__ __forceinline__ void {0}({1}* d, const {2}* a, const {2}* b, const {1}* c) {{
+  unsigned bw[2];
+  auto packed = [](const {2}* v, int i) {{ return {3}; }};
 #pragma unroll
   for (int i = 0; i < 2; ++i) bw[i] = packed(b, i);
-  {0}_w(d, aw, bw, c);
+  {0}_vw(d, a, bw, c);
 }}
 )",
                      name, value, integer ? "long long" : "float", pack);

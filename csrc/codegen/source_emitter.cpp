@@ -510,10 +510,13 @@ class Emitter {
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
       case SKind::Fence: line(depth, "__threadfence();"); return;
       case SKind::Mma: {
-        // Packed operands (both or neither, VarUses) count the B offset in registers.
-        const bool packed = uses_.packedFragment(s.mma_operands[0]);
-        const int64_t b_offset = packed ? s.b_offset / VarUses::valuesPerRegister(k_.vars[s.mma_operands[1]].dtype) : s.b_offset;
-        line(depth, fmt::format("{}{}({}, {}, {}{}, {});", mmaFunctionName(k_, s), packed ? "_w" : "", k_.vars[s.var].name,
+        // Each operand as registers (packed, VarUses) or as values: the function's suffix says which (w or
+        // v, A then B; none: both values). A packed B counts its offset in registers.
+        const bool packed_a = uses_.packedFragment(s.mma_operands[0]), packed_b = uses_.packedFragment(s.mma_operands[1]);
+        const std::string suffix = packed_a && packed_b ? "_w" : packed_a ? "_wv" : packed_b ? "_vw" : "";
+        const int64_t b_offset =
+            packed_b ? s.b_offset / VarUses::valuesPerRegister(k_.vars[s.mma_operands[1]].dtype) : s.b_offset;
+        line(depth, fmt::format("{}{}({}, {}, {}{}, {});", mmaFunctionName(k_, s), suffix, k_.vars[s.var].name,
                                 k_.vars[s.mma_operands[0]].name, k_.vars[s.mma_operands[1]].name,
                                 b_offset != 0 ? fmt::format(" + {}", b_offset) : "", k_.vars[s.mma_operands[2]].name));
         return;
@@ -623,7 +626,14 @@ class Emitter {
     const std::string& arr = k_.vars[s.var].name;
     line(depth, "{");
     const bool byte_words = uses_.byteWords(s.var);
-    if (s.kind == SKind::VecLoad && (byte_words || (uses_.onlyAsFloat(s.var) && s.width % 4 == 0))) {
+    if (s.kind == SKind::VecLoad && uses_.packedFragment(s.var)) {
+      // Into a packed fragment's registers as loaded (whole registers of its own type, VarUses).
+      const int64_t per = VarUses::valuesPerRegister(k_.vars[s.var].dtype), words = s.width / per;
+      const std::string type = fmt::format("BrazeVec<unsigned, {}>", words);
+      line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", type, type, t.name, e(s.a)));
+      line(depth + 1, "#pragma unroll");
+      line(depth + 1, fmt::format("for (int w = 0; w < {}; ++w) {}[{} + w] = raw.v[w];", words, arr, k_.exprs[s.b].i / per));
+    } else if (s.kind == SKind::VecLoad && (byte_words || (uses_.onlyAsFloat(s.var) && s.width % 4 == 0))) {
       // Loaded as words: the compiler then does not split the vector into bytes and join them again.
       const std::string words = fmt::format("BrazeVec<unsigned, {}>", s.width / 4);
       line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", words, words, t.name, e(s.a)));

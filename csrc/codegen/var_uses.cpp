@@ -57,19 +57,22 @@ VarUses::VarUses(const Kernel& kernel) : k_(kernel) {
     only_as_float_[v] = only_as_float_[v] && float_copy_[v];
     stored_only_[v] = stored_only_[v] && singleLet(static_cast<VarId>(v));
   }
-  // An mma reads both operands in one form: until nothing changes, an mma with an operand that cannot be
-  // packed (or a B offset inside a register) unpacks the other.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Stmt* mma : mmas_) {
-      const VarId a = mma->mma_operands[0], b = mma->mma_operands[1];
-      const bool both = packed_[a] && packed_[b] && mma->b_offset % valuesPerRegister(k_.vars[b].dtype) == 0;
-      if (!both && (packed_[a] || packed_[b])) {
-        packed_[a] = packed_[b] = false;
-        changed = true;
-      }
-    }
+  // A B fragment an mma reads from inside a register is held as values.
+  for (const Stmt* mma : mmas_) {
+    const VarId b = mma->mma_operands[1];
+    if (mma->b_offset % valuesPerRegister(k_.vars[b].dtype) != 0) packed_[b] = false;
   }
+  for (size_t v = 0; v < n; ++v) {
+    if (packed_[v]) byte_words_[v] = float_copy_[v] = only_as_float_[v] = false;
+  }
+}
+
+bool VarUses::wholeRegisters(const Stmt& load) const {
+  const KVar& to = k_.vars[load.var];
+  if (!isMmaOperand(to.dtype)) return false;  // the packed dtypes: 1 or 2 bytes
+  const KExpr& at = k_.exprs[load.b];
+  const int64_t per = valuesPerRegister(to.dtype);
+  return k_.tensors[load.tensor].dtype == to.dtype && load.width % per == 0 && at.kind == EKind::ConstInt && at.i % per == 0;
 }
 
 void VarUses::walk(const std::vector<Stmt>& stmts) {
@@ -78,7 +81,9 @@ void VarUses::walk(const std::vector<Stmt>& stmts) {
       ++writes_[st.var];
       if (st.kind == SKind::Let) definition_[st.var] = st.a;
       if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) float_copy_[st.var] = false;
-      if (st.kind != SKind::Ldmatrix && st.kind != SKind::Declare) packed_[st.var] = false;
+      if (st.kind != SKind::Ldmatrix && st.kind != SKind::Declare && !(st.kind == SKind::VecLoad && wholeRegisters(st))) {
+        packed_[st.var] = false;
+      }
       if (st.kind != SKind::VecLoad && st.kind != SKind::Declare) byte_words_[st.var] = false;
       if (st.kind == SKind::VecLoad &&
           (st.width % 4 != 0 || k_.exprs[st.b].kind != EKind::ConstInt || k_.exprs[st.b].i % 4 != 0)) {

@@ -34,8 +34,9 @@ class VarUses {
   // A bf16, half, e4m3fn or e5m2 scalar of a single Let that only stores into its own type read (as the
   // stored value: a store rounds to its type).
   bool storedOnly(VarId v) const { return stored_only_[v]; }
-  // An mma operand fragment that only ldmatrix writes (at whole registers) and only mma statements read,
-  // each with an operand that is such a fragment too: it may be held as the 32-bit registers themselves.
+  // An mma operand fragment that only ldmatrix or vector loads of its own type write (at whole registers)
+  // and only mma statements read (B at a whole register): it may be held as the 32-bit registers
+  // themselves, which the mma takes as they are (an operand held as values is packed at the mma).
   bool packedFragment(VarId v) const { return packed_[v]; }
   // An Int8 or UInt8 local array that only vector loads of whole words write (at word offsets) and that
   // only stores into a shared tile of its own type read, as the stored value: it may be held as the loaded
@@ -50,6 +51,8 @@ class VarUses {
 
  private:
   void walk(const std::vector<Stmt>& stmts);
+  // A vector load of a tensor of the array's type into whole registers of it.
+  bool wholeRegisters(const Stmt& load) const;
 
   const Kernel& k_;
   std::vector<int> writes_;

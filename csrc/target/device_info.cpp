@@ -53,6 +53,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_tma", &HeuristicTuning::matmul_tma, -1, 1, false},
     {"matmul_warp_specialized", &HeuristicTuning::matmul_warp_specialized, 0, 1, false},
     {"matmul_gemv", &HeuristicTuning::matmul_gemv, -1, 1, false},
+    {"matmul_gemv_mma", &HeuristicTuning::matmul_gemv_mma, -1, 1, false},
     {"index_checks", &HeuristicTuning::index_checks, 0, 1, false},
 };
 

@@ -49,6 +49,10 @@ struct HeuristicTuning {
   // (A of at most 16 rows), 1 wherever B is read along K and A has at most 64 rows (a sum per row and
   // column in each lane's registers), 0 never.
   int64_t matmul_gemv = -1;
+  // The GEMV on tensor cores (each warp a tile of 16 of B's columns against every row of A, by mma.sync
+  // with A and B swapped; MatmulParams::gemv_mma): -1 the heuristic's choice (2 to 64 rows where the
+  // GPU has mma.sync and matmul_gemv is not 1), 1 for 1 to 64 rows, 0 never.
+  int64_t matmul_gemv_mma = -1;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
   // indexing, for speed (an out-of-range index then reads outside the tensor).

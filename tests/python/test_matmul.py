@@ -18,10 +18,11 @@ def kernels(plan):
     return [s for s in plan.segments if s.kind == "kernel"]
 
 
-def define_weight_int8_linear(fd, group=None, n=None, k=None):
+def define_weight_int8_linear(fd, group=None, n=None, k=None, x_rank=2):
     """Seed 003: bf16 activations x int8 weights [N, K] dequantized by a bf16 scale per output channel, or
-    per channel and group of `group` K elements (scales [N, K / group]; the fusion then needs N and K)."""
-    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+    per channel and group of `group` K elements (scales [N, K / group]; the fusion then needs N and K).
+    The activations have x_rank dims (batch dims before the rows)."""
+    x = fd.define_tensor(shape=[-1] * x_rank, contiguity=[True] * x_rank, dtype=DataType.BFloat16)
     w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
     wf = fd.ops.cast(w, DataType.Float)
     if group is None:
@@ -39,8 +40,8 @@ def define_weight_int8_linear(fd, group=None, n=None, k=None):
 @pytest.mark.parametrize("group", [None, 128])
 @pytest.mark.parametrize("m", [1, 7, 64])
 def test_weight_only_int8_linear_is_one_kernel(m, group):
-    # A few rows take the GEMV schedule (16-byte loads of the int8 weights along K), more the tensor cores;
-    # N = 97 leaves a block's last columns empty.
+    # One row takes the GEMV schedule (16-byte loads of the int8 weights along K), 2 to 64 rows the GEMV
+    # on tensor cores (test_gemv_tensor_cores.py); N = 97 leaves a block's last columns empty.
     n, k = 97, 384
     with FusionDefinition() as fd:
         define_weight_int8_linear(fd, group, n, k)
@@ -51,22 +52,21 @@ def test_weight_only_int8_linear_is_one_kernel(m, group):
     (segment,) = kernels(fd.explain(inputs))
     assert segment.scheduler == "matmul"
     assert "linear" in segment.ops and segment.ops.count("cast") == 3
-    if m <= 16:
-        assert "matmul gemv:" in segment.heuristics and "16-element loads along K" in segment.heuristics
-    else:
-        assert "mma.m16n8k16" in segment.heuristics
+    assert "16-element loads along K" in segment.heuristics
+    assert segment.heuristics.startswith("matmul gemv:" if m == 1 else "matmul gemv on tensor cores: mma.m16n8k16")
     (out,) = fd.execute(inputs)
     expected = braze.execute.reference(fd, inputs)[0]
     np.testing.assert_allclose(out.astype(np.float64), np.asarray(expected).astype(np.float64), rtol=1e-2, atol=1e-2)
-    if m > 16:
+    if m > 1:
         assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in fd.last_cuda_code()
 
 
 @pytest.mark.parametrize("m, tuning, schedule", [(7, "matmul_gemv=0", "mma.m16n8k16"), (16, "matmul_gemv=0", "mma.m16n8k16"),
                                                 (40, "matmul_gemv=1", "matmul gemv:"), (65, "matmul_gemv=1", "mma.m16n8k16")])
 def test_weight_only_int8_linear_follows_the_gemv_tuning(m, tuning, schedule):
-    # Tuned off, a few rows take the tensor cores; tuned on, up to 64 rows take the GEMV (a sum per row
-    # and column per lane), more the tensor cores still. Either way the kernel matches the reference.
+    # Tuned off, a few rows take the tensor cores' tiled schedule; tuned on, up to 64 rows take the scalar
+    # GEMV (a sum per row and column per lane), more the tensor cores still. Either way the kernel matches
+    # the reference.
     n, k = 97, 384
     with FusionDefinition() as fd:
         define_weight_int8_linear(fd)
@@ -139,12 +139,17 @@ def test_integer_accumulators_wrap_as_int32():
     np.testing.assert_array_equal(out, braze.execute.reference(fd, inputs)[0])
 
 
+def define_int8_linear_with_bias(fd):
+    """s8 x s8 linear with an int32 bias: int32 sums, the bias added in integers."""
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+    w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+    b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)
+    fd.add_output(fd.ops.linear(x, w, b))
+
+
 def test_integer_linear_adds_its_bias_in_integers():
     with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
-        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
-        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)
-        fd.add_output(fd.ops.linear(x, w, b))
+        define_int8_linear_with_bias(fd)
     k = 2048  # sums past 2**24, where a float add would round
     inputs = [np.full((3, k), 127, np.int8), np.full((5, k), 127, np.int8), np.array([1, 2, 3, 4, 5], np.int32)]
     assert kernels(fd.explain(inputs))[0].scheduler == "matmul"

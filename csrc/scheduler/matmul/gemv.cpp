@@ -29,8 +29,9 @@ void MatmulLowering::gemv() {
   std::vector<ExprId> cols;
   for (int64_t c = 0; c < p.gemv_cols; ++c) cols.push_back(kb.letValue("n", kb.min(kb.add(col0, kb.index(c)), kb.index(s.n - 1))));
   // A sum per row and column, in the accumulator's type (float, or int32 that wraps as mma's does).
+  const int64_t rows = gemvRows();
   std::vector<VarId> sums;
-  for (int64_t i = 0; i < s.m * p.gemv_cols; ++i) {
+  for (int64_t i = 0; i < rows * p.gemv_cols; ++i) {
     sums.push_back(kb.scalarVar("sum", acc_type_));
     kb.let(sums.back(), zeroOf(acc_type_));
   }
@@ -39,8 +40,8 @@ void MatmulLowering::gemv() {
   auto accumulate = [&](Chunk& chunk, Idx k) {
     std::vector<ExprId> column;
     for (ExprId n : cols) column.push_back(kb.cast(valueOfB(k, {n, false}), product_type));
-    for (int64_t m = 0; m < s.m; ++m) {
-      const ExprId row = kb.cast(valueOfA({kb.index(m), false}, k), product_type);
+    for (int64_t m = 0; m < rows; ++m) {
+      const ExprId row = kb.cast(valueOfA({gemvRow(kb.index(m)), false}, k), product_type);
       kb.pushTarget(k.lane ? &chunk.body : &chunk.pre);
       for (int64_t c = 0; c < p.gemv_cols; ++c) {
         const VarId sum = sums[m * p.gemv_cols + c];
@@ -71,21 +72,7 @@ void MatmulLowering::gemv() {
     emitChunk(kb, vb, inside, width, lane_var,
               [&](Chunk& c) { accumulate(c, {kb.mul(chunk, kb.index(width)), width > 1}); });
   };
-  if (steps >= unroll) {
-    const VarId group = kb.scalarVar("kg", DataType::Int64, /*is_index=*/true);
-    const VarId u = kb.scalarVar("ku", DataType::Int64, /*is_index=*/true);
-    kb.openFor(group, kb.index(0), kb.index(steps / unroll * unroll), kb.index(unroll), /*unroll=*/false);
-    kb.openFor(u, kb.index(0), kb.index(unroll), kb.index(1), /*unroll=*/true);
-    chunkStep(kb.add(kb.ref(group), kb.ref(u)));
-    kb.close();
-    kb.close();
-  }
-  if (steps % unroll != 0) {
-    const VarId step = kb.scalarVar("ks", DataType::Int64, /*is_index=*/true);
-    kb.openFor(step, kb.index(steps / unroll * unroll), kb.index(steps), kb.index(1), /*unroll=*/true);
-    chunkStep(kb.ref(step));
-    kb.close();
-  }
+  unrolledSteps(steps, unroll, chunkStep);
   const ExprId all = kb.constantInt(1, DataType::Bool);
   if (s.k % width != 0) {
     // split > splits - 2: the last split (an == in an `if` draws clang's -Wparentheses-equality in HIP).
@@ -99,14 +86,33 @@ void MatmulLowering::gemv() {
   for (VarId sum : sums) kb.blockReduce(sum, ReduceOp::Sum, /*axis=*/0);
   if (splits > 1) combineGemvSplits(sums, group_id, split);
   // Lane 0 holds the warp's sums.
-  for (int64_t m = 0; m < s.m; ++m) {
+  for (int64_t m = 0; m < rows; ++m) {
     for (int64_t c = 0; c < p.gemv_cols; ++c) {
       const ExprId n = kb.add(col0, kb.index(c));
       const ExprId inside = kb.land(kb.eq(lane, kb.index(0)), kb.lt(n, kb.index(s.n)));
-      epilogue(inside, kb.index(m), n, 1, [&](ExprId) { return kb.ref(sums[m * p.gemv_cols + c]); });
+      epilogue(inside, gemvRow(kb.index(m)), n, 1, [&](ExprId) { return kb.ref(sums[m * p.gemv_cols + c]); });
     }
   }
   if (splits > 1) kb.close();  // the last split's block
+}
+
+void MatmulLowering::unrolledSteps(int64_t steps, int64_t unroll, const std::function<void(ExprId step)>& step) {
+  KernelBuilder& kb = kb_;
+  if (steps >= unroll && steps > 0) {
+    const VarId group = kb.scalarVar("kg", DataType::Int64, /*is_index=*/true);
+    const VarId u = kb.scalarVar("ku", DataType::Int64, /*is_index=*/true);
+    kb.openFor(group, kb.index(0), kb.index(steps / unroll * unroll), kb.index(unroll), /*unroll=*/false);
+    kb.openFor(u, kb.index(0), kb.index(unroll), kb.index(1), /*unroll=*/true);
+    step(kb.add(kb.ref(group), kb.ref(u)));
+    kb.close();
+    kb.close();
+  }
+  if (steps % unroll != 0) {
+    const VarId rest = kb.scalarVar("ks", DataType::Int64, /*is_index=*/true);
+    kb.openFor(rest, kb.index(steps / unroll * unroll), kb.index(steps), kb.index(1), /*unroll=*/true);
+    step(kb.ref(rest));
+    kb.close();
+  }
 }
 
 void MatmulLowering::combineGemvSplits(const std::vector<VarId>& sums, ExprId group_id, ExprId split) {

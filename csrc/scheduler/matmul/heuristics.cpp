@@ -6,14 +6,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace braze {
 
 std::string MatmulParams::toString() const {
+  const std::string rows = batch_rows ? ", batch dims read as rows" : "";
+  if (gemv && gemv_mma) {
+    return fmt::format("matmul gemv on tensor cores: mma.{} with A and B swapped, {} of B's columns per block against {} "
+                       "rows of A, K split among {}{} warps, {}-element loads along K, {} in flight{}",
+                       kernel::toString(shape), tiles_m * 16, tiles_n * 8,
+                       split_k > 1 ? fmt::format("{} blocks of ", split_k) : "", gemv_warps, gemv_vector, gemv_unroll, rows);
+  }
   if (gemv) {
-    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight{}",
+    return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight{}{}",
                        gemv_warps, gemv_cols, gemv_vector, gemv_unroll,
-                       gemv_split > 1 ? fmt::format(", K split among {} blocks", gemv_split) : "");
+                       gemv_split > 1 ? fmt::format(", K split among {} blocks", gemv_split) : "", rows);
   }
   auto order = [](kernel::TileOrder o, bool async) {
     return fmt::format("{}{}", o == kernel::TileOrder::KMajor ? "k-major" : "mn-major", async ? "" : " through registers");
@@ -95,6 +103,53 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
       p.grid *= p.gemv_split;
     }
   }
+  return p;
+}
+
+// The GEMV on tensor cores (a few rows): per group of 4 x gemv_vector K elements a lane loads 16 bytes of
+// each of its two weight columns of a tile and its row of A; the mmas compute 16 columns x 8 rows each, so
+// where a warp of the scalar GEMV spends an FMA per row and weight (and a conversion of A's value), this
+// one spends a few instructions per weight (its dequantize and packing) whatever the rows.
+MatmulParams gemvMmaHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
+  MatmulParams p;
+  p.gemv = p.gemv_mma = true;
+  p.shape = problem.operand == DataType::BFloat16 || problem.operand == DataType::Half ? kernel::MmaShape::M16N8K16
+                                                                                       : kernel::MmaShape::M16N8K32;
+  // A lane holds runs of k / 8 consecutive K elements of each fragment row (2 for k16, 4 for k32), two runs
+  // per mma: a chunk is whole mmas' runs, and at least 16 bytes of the weights' largest input.
+  const int64_t runs = 2 * kernel::mmaDims(p.shape).k / 8;
+  p.gemv_vector = std::max<int64_t>(16 / std::max<int64_t>(problem.b_element_bytes, 1), runs);
+  p.tiles_n = ceilDiv(std::max<int64_t>(problem.m, 1), int64_t{8});
+  // Each block reads every row of A per K group: more than 32 rows, 32 columns a block halve those reads,
+  // while the blocks still fill the GPU twice.
+  const int64_t sms = device.sm_count;
+  auto blocksN = [&] { return ceilDiv(std::max<int64_t>(problem.n, 1), 16 * p.tiles_m); };
+  p.tiles_m = problem.m > 32 ? 2 : 1;
+  if (p.tiles_m > 1 && problem.batch * blocksN() < 2 * sms) p.tiles_m = 1;
+  p.blocks_n = blocksN();
+  p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_n;
+  // Warps split K within a block (their sums meet in shared memory): four, eight where the blocks are few
+  // for the SMs (more loads in flight per SM), each warp at least two groups of K.
+  const int64_t groups = ceilDiv(std::max<int64_t>(problem.k, 1), 4 * p.gemv_vector);
+  p.gemv_warps = problem.batch * p.blocks_n < 2 * sms ? 8 : 4;
+  p.gemv_warps = std::clamp<int64_t>(groups / 2, 1, p.gemv_warps);
+  // Fewer blocks than SMs (few columns: a GQA key projection's 1024): K split among blocks too, each warp
+  // of each split keeping at least two groups, so that every SM streams weights; the last block of a
+  // tile adds the splits' sums in split order (split_k, as the mma schedule's).
+  const int64_t tiles = problem.batch * p.blocks_n;
+  if (p.grid > 0 && tiles < sms) {
+    const int64_t wanted = std::min<int64_t>({ceilDiv(2 * sms, tiles), groups / (2 * p.gemv_warps), 16});
+    if (wanted >= 2) {
+      p.split_k = ceilDiv(groups, ceilDiv(groups, wanted));  // every split non-empty
+      p.grid *= p.split_k;
+    }
+  }
+  // Groups loaded together: four while the chunks of A's rows they hold stay few (a lane keeps
+  // tiles_n chunks of A and 2 tiles_m of the weights per group in flight), two else.
+  p.gemv_unroll = p.tiles_n * p.tiles_m <= 2 ? 4 : 2;
+  // No more than a warp's whole groups (the last, partial one goes alone).
+  const int64_t per_warp = ceilDiv(ceilDiv(problem.k / (4 * p.gemv_vector), p.split_k), p.gemv_warps);
+  p.gemv_unroll = std::max<int64_t>(1, std::min(p.gemv_unroll, per_warp));
   return p;
 }
 
@@ -201,10 +256,35 @@ void applyTuning(const DeviceInfo& device, const MatmulProblem& problem, MatmulP
 }  // namespace
 
 MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
-  // GEMV for a few rows; tuned on, for as many rows as its per-lane sums (one per row and column, in
-  // registers) leave room for; tuned off, tensor cores whatever the rows.
-  const int64_t gemv = device.tuning.matmul_gemv;
-  if (gemv != 0 && problem.m <= (gemv == 1 ? 64 : 16) && problem.b_k_contiguous) return gemvHeuristics(device, problem);
+  // A GEMV for a few rows (B read along K): on tensor cores where the GPU has mma.sync, else scalar up to
+  // 16 rows; matmul_gemv=1 takes the scalar one up to 64 rows (its per-lane sums, one per row and column,
+  // in registers), 0 the tiled schedules whatever the rows. A linear's batch dims count as rows where
+  // they fit (batch_rows); else each batch is a GEMV of its own.
+  const int64_t gemv = device.tuning.matmul_gemv, gemv_mma = device.tuning.matmul_gemv_mma;
+  auto gemvOf = [&](const MatmulProblem& q) -> std::optional<MatmulParams> {
+    if (gemv == 0 || !q.b_k_contiguous || q.m > 64) return std::nullopt;
+    // Tensor cores from two rows on (the scalar GEMV's FMAs per weight grow with the rows), unless the
+    // scalar GEMV or warpgroup mmas are tuned on; one row keeps the scalar GEMV, where an mma would
+    // compute 7 rows of padding.
+    const bool mma_rows = gemv_mma == 1 || (gemv_mma < 0 && gemv != 1 && device.tuning.matmul_wgmma != 1 && q.m >= 2);
+    const kernel::MmaShape shape = q.operand == DataType::BFloat16 || q.operand == DataType::Half
+                                       ? kernel::MmaShape::M16N8K16
+                                       : kernel::MmaShape::M16N8K32;
+    const bool has_mma = mmaUnavailable(device, q.operand).empty() && kernel::mmaTakes(shape, q.operand);
+    if (mma_rows && has_mma) return gemvMmaHeuristics(device, q);
+    if (q.m <= (gemv == 1 ? 64 : 16)) return gemvHeuristics(device, q);
+    return std::nullopt;
+  };
+  if (problem.batch_rows && problem.batch > 1) {
+    MatmulProblem rows = problem;
+    rows.m *= rows.batch;
+    rows.batch = 1;
+    if (std::optional<MatmulParams> p = gemvOf(rows)) {
+      p->batch_rows = true;
+      return *p;
+    }
+  }
+  if (std::optional<MatmulParams> p = gemvOf(problem)) return *p;
   MatmulParams p;
   p.shape = problem.operand == DataType::BFloat16 || problem.operand == DataType::Half ? kernel::MmaShape::M16N8K16
                                                                                        : kernel::MmaShape::M16N8K32;

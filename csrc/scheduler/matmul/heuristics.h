@@ -1,7 +1,7 @@
 // The matmul scheduler's parameters: a block of warps_m x warps_n warps, each computing a warp tile of
 // tiles_m x tiles_n mma tiles (16 x 8 each) of one batch's output, walking K an mma's depth at a time;
-// or, for a few rows (m <= 16, HeuristicTuning::matmul_gemv) times a B read along K (a linear's [N, K]
-// weights), the GEMV schedule.
+// or, for a few rows (HeuristicTuning::matmul_gemv, matmul_gemv_mma) times a B read along K (a linear's
+// [N, K] weights), the GEMV schedule, on tensor cores or not.
 // A pure function of (DeviceInfo, problem), unit-tested with described GPUs.
 #pragma once
 
@@ -30,6 +30,10 @@ struct MatmulProblem {
   // Both operands' tiles can be loaded by TMA: each the matrices of a tensor of its own, with a 2D tensor
   // map or a 3D one for a batch (scheduler/matmul/operands.h's tmaMatrix).
   bool tma_maps = false;
+  // A linear whose weight has no batch dims: A's and the output's batch dims are more rows of one matrix
+  // against the same weights (a decoding step's [batch, 1, K] activations), which the GEMV schedules
+  // read as such: the weights stream once, not once per batch.
+  bool batch_rows = false;
 };
 
 struct MatmulParams {
@@ -38,8 +42,8 @@ struct MatmulParams {
   int64_t tiles_m = 2, tiles_n = 4;  // mma tiles per warp along M and N
   int64_t blocks_m = 1, blocks_n = 1, grid = 1;  // grid 0: the output is empty
   int64_t raster_group = 1;  // block rows that consecutive blocks walk along N together
-  // Staged only: K split among split_k blocks per output tile, the last to finish summing their
-  // accumulators (in split order) before the epilogue.
+  // Staged, or the GEMV on tensor cores: K split among split_k blocks per output tile, the last to finish
+  // summing their accumulators (in split order) before the epilogue.
   int64_t split_k = 1;
   // The GEMV schedule, without tensor cores: a block of gemv_warps warps, each summing gemv_cols output
   // columns over all of K for every row, its lanes reading gemv_vector consecutive K elements at a time
@@ -49,6 +53,16 @@ struct MatmulParams {
   bool gemv = false;
   int64_t gemv_warps = 4, gemv_cols = 1, gemv_vector = 1, gemv_unroll = 4;
   int64_t gemv_split = 1;  // blocks per column group, each taking a part of K (too few columns for the SMs)
+  // The GEMV on tensor cores: A and B swapped (B's columns are the mma's rows, A's rows its columns), a
+  // block takes tiles_m * 16 of B's columns against all rows of A (tiles_n tiles of 8) and its gemv_warps
+  // warps split K; a lane reads gemv_vector consecutive K elements of each of its two columns of a tile
+  // (16 bytes of the weights) and of its row of A, and the mma's K order is permuted to match, so every
+  // load is a vector load and no shared memory holds an operand. gemv_unroll groups of 4 x gemv_vector K
+  // elements per warp are loaded together; the warps' sums meet in shared memory, in warp order.
+  bool gemv_mma = false;
+  // With batch_rows: the GEMV reads A's batch dims and its rows as batch x m rows (grid and rows count
+  // them so).
+  bool batch_rows = false;
   // Staging (stages >= 2): each block tile's A and B slices of block_k K elements go into a ring of
   // `stages` shared tiles, stages - 1 slices ahead of the mmas, which read their fragments with ldmatrix.
   // An operand copied as stored goes by cp.async (a_async, b_async); any other (a prologue computes it,

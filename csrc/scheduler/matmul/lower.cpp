@@ -38,6 +38,7 @@ MatmulParams chooseMatmul(LoweringContext& ctx) {
   if (a) problem.a_tile = a->order;
   if (b) problem.b_tile = b->order;
   problem.tma_maps = a && b && a->input != b->input && tmaMatrix(*a, operand) && tmaMatrix(*b, operand);
+  problem.batch_rows = linear && ctx.bound.sizesOf(mm.input(1)).size() == 2;
   return matmulHeuristics(ctx.device, problem);
 }
 
@@ -559,7 +560,9 @@ void MatmulLowering::loadFragment(const Staging& t, const LdmatrixPattern& patte
 
 void lowerMatmul(LoweringContext& ctx, const MatmulParams& p) {
   MatmulLowering lowering(ctx, p);
-  if (p.gemv) {
+  if (p.gemv_mma) {
+    lowering.gemvMma();
+  } else if (p.gemv) {
     lowering.gemv();
   } else {
     lowering.mma();

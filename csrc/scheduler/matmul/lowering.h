@@ -1,6 +1,6 @@
 // The matmul lowering's state and its schedules (lower.cpp: mma.sync, staged or not, and the setup and
-// epilogue wgmma shares; wgmma_loop.cpp: wgmma's main loop; gemv.cpp: GEMV), shared by the files of the
-// matmul scheduler's folder.
+// epilogue wgmma shares; wgmma_loop.cpp: wgmma's main loop; gemv.cpp: GEMV; gemv_mma.cpp: the GEMV on
+// tensor cores), shared by the files of the matmul scheduler's folder.
 //
 // Both read operand values through the ValueBuilder (so a cast, dequantize or broadcast feeding an
 // operand is computed as it is loaded, and transposed operands are read through their strides), and put
@@ -41,6 +41,7 @@ class MatmulLowering {
 
   void mma();
   void gemv();
+  void gemvMma();
 
  private:
   // One operand's ring of shared tiles (staged schedule).
@@ -82,6 +83,9 @@ class MatmulLowering {
   // arrives last sums every split's accumulators in split order (the same sum whichever block is last)
   // into its own and goes on to the epilogue (its `if` stays open), the others stop.
   void combineSplits(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, int values);
+  // The GEMVs' loops over a lane's (or warp's) steps 0 .. steps - 1: groups of `unroll` steps, unrolled
+  // (their loads in flight together), then the rest, each running step(i).
+  void unrolledSteps(int64_t steps, int64_t unroll, const std::function<void(ExprId step)>& step);
   // The GEMV's: lane 0 of each warp writes its sums, and lane 0 of each warp of the last block adds them.
   void combineGemvSplits(const std::vector<VarId>& sums, ExprId group_id, ExprId split);
   // Element kk (along K) of tile row `row` in stage `stage` (k-major tiles).
@@ -108,6 +112,16 @@ class MatmulLowering {
 
   static MmaShape shapeFor(DataType operand) {
     return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
+  }
+
+  // The GEMV's rows of A: m, or with batch_rows (MatmulParams) every batch's m rows.
+  int64_t gemvRows() const { return p_.batch_rows ? s_.batch * s_.m : s_.m; }
+  // Row `row` of the GEMV's rows as A's (and the output's) row; with batch_rows it also sets the batch
+  // index to the row's batch, for the reads and stores that follow.
+  ExprId gemvRow(ExprId row) {
+    if (!p_.batch_rows) return row;
+    setBatch(kb_.div(row, kb_.index(s_.m)));
+    return kb_.mod(row, kb_.index(s_.m));
   }
 
   // Block index bb of the batch: the batch dims' indices.

@@ -461,7 +461,7 @@ inline KernelCase weightInt8LinearCase(int64_t m, int64_t n, int64_t k, int64_t 
     f.addOutput(cast(linear(x, cast(wf, DataType::BFloat16)->asTensor()), DataType::BFloat16));
   }
   c.inputs = randomInputs(f, seed, {{m, k}, {n, k}, group == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, k / group}});
-  c.expect = expectMatmulSegment(m > 16 ? "" : (n < 64 && k >= 8192 ? "K split among" : "matmul gemv"));
+  c.expect = expectMatmulSegment(m > 64 ? "" : (n < 64 && k >= 8192 ? "K split among" : m > 1 ? "gemv on tensor cores" : "matmul gemv"));
   return c;
 }
 
@@ -625,6 +625,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"gemv_weight_int8_group_32_1x9x96", [] { return weightInt8LinearCase(1, 9, 96, 32, 28); }},
       // Few columns and a long K (K % 16 != 0 too): K split among blocks.
       {"gemv_split_k_weight_int8_2x40x8200", [] { return weightInt8LinearCase(2, 40, 8200, 0, 42); }},
+      // 64 rows on tensor cores (8 tiles of 8), K past whole groups of 64.
+      {"gemv_mma_weight_int8_64x100x4104", [] { return weightInt8LinearCase(64, 100, 4104, 0, 43); }},
       {"gemv_s8_transposed_b_16_rows",
        [] { return matmulCase({16, 70}, {70, 13}, DataType::Int8, true, DataType::Null, 29); }},
       // Staged in shared memory (cp.async, ldmatrix): M and N past a block tile, K past a slice.
@@ -640,8 +642,9 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        [] { return splitK(matmulCase({50, 1040}, {1040, 40}, DataType::BFloat16, false, DataType::BFloat16, 40)); }},
       {"matmul_s8_split_k_2x40x2112x24",
        [] { return splitK(matmulCase({2, 40, 2112}, {2, 2112, 24}, DataType::Int8, true, DataType::Null, 41)); }},
-      {"matmul_bf16_staged_batch_broadcast_3x40x96x24",
-       [] { return staged(matmulCase({3, 40, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
+      // (72 rows: fewer take the GEMV on tensor cores, B being read along K.)
+      {"matmul_bf16_staged_batch_broadcast_3x72x96x24",
+       [] { return staged(matmulCase({3, 72, 96}, {1, 96, 24}, DataType::BFloat16, true, DataType::BFloat16, 38)); }},
       // Block tiles and slices that divide M, N and K (no bounds tested): cp.async both ways, and an 8-bit B
       // stored n-major, through registers.
       {"matmul_bf16_staged_whole_tiles_128x96x192",

@@ -401,7 +401,8 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
                              "matmul_fragments_ahead=0"}) {
     DeviceInfo device_info = DeviceInfo::h100Sxm();
     device_info.sm_count = 4;
-    device_info.tuning = HeuristicTuning::parse(std::string("matmul_wgmma=0, ") + tuning);  // mma.sync's fragments
+    // mma.sync's fragments (the rows under 64 would take the GEMV on tensor cores).
+    device_info.tuning = HeuristicTuning::parse(std::string("matmul_wgmma=0, matmul_gemv=0, ") + tuning);
     for (const testing::KernelCase& c :
          {testing::matmulCase({97, 200}, {200, 72}, DataType::BFloat16, false, DataType::Null, 21),
           testing::matmulCase({3, 33, 336}, {3, 336, 40}, DataType::Int8, true, DataType::Null, 22),
@@ -421,7 +422,8 @@ TEST(CpAsync, DoubleBufferedFragmentsMatchTheReference) {
 TEST(CpAsync, EpilogueStoresAdjacentColumnsTogether) {
   DeviceInfo four_sms = DeviceInfo::h100Sxm();
   four_sms.sm_count = 4;
-  four_sms.tuning = HeuristicTuning::parse("matmul_wgmma=0");  // mma.sync's accumulators (wgmma's share the layout)
+  // mma.sync's tiles (wgmma's accumulators share the layout; 37 rows would take the GEMV on tensor cores).
+  four_sms.tuning = HeuristicTuning::parse("matmul_wgmma=0,matmul_gemv=0");
   for (int64_t n : {40, 33}) {
     const testing::KernelCase c = testing::matmulCase({3, 37, 64}, {3, 64, n}, DataType::Int8, true, DataType::Null, 24);
     device::SimDeviceOps device;

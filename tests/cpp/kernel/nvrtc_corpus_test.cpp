@@ -159,6 +159,34 @@ TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
   }
 }
 
+// The GEMV on tensor cores: 128-bit loads of the weights and of the activations (whose fragments are those
+// loads' registers), HMMA, no conversion instructions, nothing in local memory, and registers for four
+// 128-thread blocks an SM at 16 rows.
+TEST(NvrtcCorpus, GemvOnTensorCoresLoadsWith128BitsAndKeepsItsFragmentsInRegisters) {
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  for (int64_t rows : {16, 64}) {
+    const testing::KernelCase c = testing::weightInt8LinearCase(rows, 11008, 4096, 0, 3);
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+    const kernel::Kernel& k = testing::onlyKernel(compiled);
+    ASSERT_NE(k.summary.find("matmul gemv on tensor cores"), std::string::npos) << k.summary;
+    const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+    const auto sass = device::disassemble(cubin.cubin);
+    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+    const auto counts = device::countGlobalAccesses(*sass);
+    EXPECT_EQ(counts.load_bits.count(8), 0u) << *sass;
+    EXPECT_NE(sass->find("HMMA.16816.F32.BF16"), std::string::npos) << *sass;
+    // Per unrolled group: two weight rows (16 bytes each) and two loads of each of A's rows per tile.
+    EXPECT_GE(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 8) << *sass;
+    for (const char* instruction : {" I2F", " F2F.", " F2F ", " LDL", " STL"}) {
+      EXPECT_EQ(sass->find(instruction), std::string::npos) << "has" << instruction << "\n" << *sass;
+    }
+    const std::optional<int> registers = device::registersPerThread(cubin.cubin);
+    if (rows == 16 && registers) {
+      EXPECT_LE(*registers, 128) << k.summary;
+    }
+  }
+}
+
 TEST(NvrtcCorpus, NormsAndSoftmaxLeaveRoomForEightBlocksPerSm) {
   // 128-thread blocks: at most 64 registers per thread for 8 blocks on an SM's 64K registers. The
   // [2048, 1600] layer_norm's 1024 blocks then fit in one wave on 132 SMs (7 per SM would need two).

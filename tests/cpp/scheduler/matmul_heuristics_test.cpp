@@ -52,16 +52,93 @@ TEST(MatmulHeuristics, AFewRowsTimesWeightsReadAlongKTakeTheGemv) {
   EXPECT_EQ(int8.blocks_n, 11008 / (int8.gemv_warps * 2));
   EXPECT_EQ(int8.grid, int8.blocks_n);
   EXPECT_NE(int8.toString().find("matmul gemv"), std::string::npos);
-  // bf16 weights: 8 per load. Sixteen rows: one column per warp (a sum per row and column per lane).
-  const MatmulParams bf16 = matmulHeuristics(DeviceInfo::a100(), weightOnly(16, 4096, 4096, 2));
+  // bf16 weights: 8 per load. Sixteen rows without mma.sync (an AMD GPU): one column per warp (a sum per
+  // row and column per lane).
+  const MatmulParams bf16 = matmulHeuristics(DeviceInfo::mi300x(), weightOnly(16, 4096, 4096, 2));
   EXPECT_TRUE(bf16.gemv);
+  EXPECT_FALSE(bf16.gemv_mma);
   EXPECT_EQ(bf16.gemv_vector, 8);
   EXPECT_EQ(bf16.gemv_cols, 1);
-  // Seventeen rows, or a B strided along K: tensor cores.
-  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(17, 4096, 4096, 1)).gemv);
+  // Seventeen rows without mma.sync, 65 with it, or a B strided along K: the tiled schedules.
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::mi300x(), weightOnly(17, 4096, 4096, 1)).gemv);
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(65, 4096, 4096, 1)).gemv);
   MatmulProblem strided = weightOnly(1, 4096, 4096, 1);
   strided.b_k_contiguous = false;
   EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), strided).gemv);
+}
+
+TEST(MatmulHeuristics, TwoToSixtyFourRowsTakeTheGemvOnTensorCores) {
+  // Seed 003 at 16 rows: 688 blocks of 16 weight columns against 16 rows (2 tiles of 8), 4 warps splitting
+  // K in groups of 64 (16 int8 weights a lane per column), 4 groups in flight.
+  const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(16, 11008, 4096, 1));
+  EXPECT_TRUE(p.gemv && p.gemv_mma);
+  EXPECT_EQ(p.shape, kernel::MmaShape::M16N8K16);
+  EXPECT_EQ(p.gemv_vector, 16);
+  EXPECT_EQ(p.tiles_m, 1);
+  EXPECT_EQ(p.tiles_n, 2);
+  EXPECT_EQ(p.blocks_n, 688);
+  EXPECT_EQ(p.grid, 688);
+  EXPECT_EQ(p.gemv_warps, 4);
+  EXPECT_EQ(p.gemv_unroll, 4);
+  EXPECT_EQ(p.split_k, 1);
+  EXPECT_NE(p.toString().find("matmul gemv on tensor cores: mma.m16n8k16"), std::string::npos) << p.toString();
+  // 64 rows: 32 weight columns a block (halving the reads of A's rows), two groups in flight.
+  const MatmulParams wide = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(64, 11008, 4096, 1));
+  EXPECT_TRUE(wide.gemv_mma);
+  EXPECT_EQ(wide.tiles_m, 2);
+  EXPECT_EQ(wide.tiles_n, 8);
+  EXPECT_EQ(wide.grid, 344);
+  EXPECT_EQ(wide.gemv_unroll, 2);
+  // One row keeps the scalar GEMV; two take the tensor cores; bf16 weights load 8 a lane.
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 11008, 4096, 1)).gemv_mma);
+  EXPECT_TRUE(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(2, 11008, 4096, 1)).gemv_mma);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::a100(), weightOnly(16, 4096, 4096, 2)).gemv_vector, 8);
+  // 8-bit operands: mma.m16n8k32, runs of 4 K a lane. fp8 on an sm_80 GPU (no fp8 mma): the scalar GEMV.
+  MatmulProblem s8 = weightOnly(16, 4096, 4096, 1);
+  s8.operand = DataType::Int8;
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), s8).shape, kernel::MmaShape::M16N8K32);
+  MatmulProblem fp8 = weightOnly(16, 4096, 4096, 1);
+  fp8.operand = DataType::Float8_e4m3fn;
+  EXPECT_TRUE(matmulHeuristics(DeviceInfo::h100Sxm(), fp8).gemv_mma);
+  EXPECT_FALSE(matmulHeuristics(DeviceInfo::a100(), fp8).gemv_mma);
+  EXPECT_TRUE(matmulHeuristics(DeviceInfo::a100(), fp8).gemv);
+}
+
+TEST(MatmulHeuristics, TheGemvOnTensorCoresSplitsKWhereItsBlocksAreFew) {
+  // A GQA key projection, N = 1024: 64 blocks for 132 SMs take 8 warps and split K among 4 blocks (64
+  // groups of 64 K: each warp of each split keeps two).
+  const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(16, 1024, 4096, 1));
+  EXPECT_EQ(p.gemv_warps, 8);
+  EXPECT_EQ(p.split_k, 4);
+  EXPECT_EQ(p.grid, 64 * 4);
+  EXPECT_EQ(p.gemv_unroll, 2);
+  EXPECT_NE(p.toString().find("K split among 4 blocks of 8 warps"), std::string::npos) << p.toString();
+  // A short K: no split that would leave a warp under two groups.
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(16, 1024, 512, 1)).split_k, 1);
+}
+
+TEST(MatmulHeuristics, ALinearsBatchDimsAreGemvRows) {
+  // A decoding step of batch 16: [16, 1, 4096] activations against [11008, 4096] weights are 16 rows of
+  // one pass over the weights (688 blocks), not 16 passes of one row (16 x 1376 blocks).
+  MatmulProblem decode = weightOnly(1, 11008, 4096, 1);
+  decode.batch = 16;
+  decode.batch_rows = true;
+  const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), decode);
+  EXPECT_TRUE(p.gemv_mma && p.batch_rows);
+  EXPECT_EQ(p.tiles_n, 2);
+  EXPECT_EQ(p.grid, 688);
+  EXPECT_NE(p.toString().find("batch dims read as rows"), std::string::npos);
+  decode.batch_rows = false;  // a batched weight: one pass per batch
+  const MatmulParams per_batch = matmulHeuristics(DeviceInfo::h100Sxm(), decode);
+  EXPECT_FALSE(per_batch.gemv_mma || per_batch.batch_rows);
+  EXPECT_EQ(per_batch.grid, 16 * per_batch.blocks_n);
+  // Past 64 rows with the batch: a GEMV per batch.
+  decode.batch_rows = true;
+  decode.m = 5;
+  const MatmulParams batches = matmulHeuristics(DeviceInfo::h100Sxm(), decode);
+  EXPECT_TRUE(batches.gemv_mma);
+  EXPECT_FALSE(batches.batch_rows);
+  EXPECT_EQ(batches.grid, 16 * batches.blocks_n);
 }
 
 TEST(MatmulHeuristics, TheGemvTuningMovesItsRowLimit) {
@@ -79,6 +156,20 @@ TEST(MatmulHeuristics, TheGemvTuningMovesItsRowLimit) {
   strided.b_k_contiguous = false;
   EXPECT_FALSE(matmulHeuristics(on, strided).gemv);
   EXPECT_EQ(on.tuning.toString(), "matmul_gemv=1");
+  EXPECT_FALSE(matmulHeuristics(on, weightOnly(32, 11008, 4096, 1)).gemv_mma);  // the scalar GEMV, tuned on
+  // The GEMV on tensor cores: off, the scalar GEMV to 16 rows; on, from one row.
+  DeviceInfo mma_off = DeviceInfo::h100Sxm();
+  mma_off.tuning = HeuristicTuning::parse("matmul_gemv_mma=0");
+  EXPECT_FALSE(matmulHeuristics(mma_off, weightOnly(16, 11008, 4096, 1)).gemv_mma);
+  EXPECT_TRUE(matmulHeuristics(mma_off, weightOnly(16, 11008, 4096, 1)).gemv);
+  EXPECT_FALSE(matmulHeuristics(mma_off, weightOnly(17, 11008, 4096, 1)).gemv);
+  DeviceInfo mma_on = DeviceInfo::h100Sxm();
+  mma_on.tuning = HeuristicTuning::parse("matmul_gemv_mma=1");
+  EXPECT_TRUE(matmulHeuristics(mma_on, weightOnly(1, 11008, 4096, 1)).gemv_mma);
+  // Warpgroup mmas tuned on: the tiles, for 40 rows as for 400.
+  DeviceInfo wgmma = DeviceInfo::h100Sxm();
+  wgmma.tuning = HeuristicTuning::parse("matmul_wgmma=1");
+  EXPECT_TRUE(matmulHeuristics(wgmma, weightOnly(40, 11008, 4096, 1)).wgmma);
 }
 
 TEST(MatmulHeuristics, AGemvOfFewColumnsSplitsK) {
@@ -101,12 +192,16 @@ TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
   // gives 256 blocks. On an L4 (58 SMs) two columns still leave 128 >= 116 blocks.
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 1024, 4096, 1)).gemv_cols, 1);
   EXPECT_EQ(matmulHeuristics(DeviceInfo::l4(), weightOnly(1, 1024, 4096, 1)).gemv_cols, 2);
-  // Every column is in some block, and an empty output launches nothing.
+  // Every column is in some block (of the scalar GEMV's warps, or of the tensor cores' tiles of 16), and
+  // an empty output launches nothing.
   for (int64_t n : {1, 7, 33, 257}) {
-    const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(3, n, 100, 1));
+    const MatmulParams p = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, n, 100, 1));
     EXPECT_GE(p.blocks_n * p.gemv_warps * p.gemv_cols, n);
+    const MatmulParams mma = matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(40, n, 100, 1));
+    EXPECT_GE(mma.blocks_n * mma.tiles_m * 16, n);
   }
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 0, 100, 1)).grid, 0);
+  EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(9, 0, 100, 1)).grid, 0);
 }
 
 TEST(MatmulHeuristics, OperandsAreStagedInAThreeStagePipelineOf64ByteSlices) {
