@@ -41,9 +41,10 @@ __device__ __forceinline__ unsigned braze_pack_8x4(const long long* v) {
 }
 )";
 
-// Two functions per shape and operand type: `<name>_w` takes each lane's fragments as the 32-bit
-// registers PTX's mma.sync reads (what ldmatrix loads, for fragments nothing else writes or reads: the
-// emitter keeps those packed), and `<name>` takes them as values and packs them first.
+// Four functions per shape and operand type: `<name>_w` takes each lane's fragments as the 32-bit
+// registers PTX's mma.sync reads (what ldmatrix or a vector load of the operand's type fills, for
+// fragments nothing else writes or reads: the emitter keeps those packed), `<name>` takes both as values
+// and packs them first, and `<name>_wv` / `<name>_vw` take one operand each way (A first).
 std::string function(MmaShape shape, DataType operand) {
   const std::string name = fmt::format("braze_mma_{}_{}", toString(shape), operandSuffix(operand));
   const std::string_view suffix = operandSuffix(operand);

@@ -51,7 +51,7 @@ struct HeuristicTuning {
   int64_t matmul_gemv = -1;
   // The GEMV on tensor cores (each warp a tile of 16 of B's columns against every row of A, by mma.sync
   // with A and B swapped; MatmulParams::gemv_mma): -1 the heuristic's choice (2 to 64 rows where the
-  // GPU has mma.sync and matmul_gemv is not 1), 1 for 1 to 64 rows, 0 never.
+  // GPU has mma.sync and neither matmul_gemv nor matmul_wgmma is 1), 1 for 1 to 64 rows, 0 never.
   int64_t matmul_gemv_mma = -1;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked

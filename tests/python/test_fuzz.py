@@ -81,15 +81,18 @@ MATMUL_CASES = int(os.environ.get("BRAZE_FUZZ_MATMUL_CASES", "200"))
 def test_random_matmuls_match_the_reference():
     """Matmuls with prologues, transposed and broadcast operands and epilogues, through the matmul
     scheduler (mma.sync on the simulator), against the reference."""
-    scheduled = 0
+    scheduled = gemv_mma = 0
     for seed in range(FIRST, FIRST + MATMUL_CASES):
         assert _check(seed, generate_matmul), f"matmul case {seed} was rejected by the reference"
         scope: dict = {}
         exec(compile(generate_matmul(seed), "<case>", "exec"), scope)
         segments = scope["fd"].explain(scope["inputs"]).segments
         scheduled += any(s.scheduler == "matmul" for s in segments)
-    # Every generated case is one the matmul scheduler takes: the fuzzer tests it, not the host path.
+        gemv_mma += any("gemv on tensor cores" in (s.heuristics or "") for s in segments)
+    # Every generated case is one the matmul scheduler takes: the fuzzer tests it, not the host path. Its
+    # few rows (up to 40) against a B read along K take the GEMV on tensor cores in a good share of cases.
     assert scheduled == MATMUL_CASES
+    assert gemv_mma >= MATMUL_CASES // 5
 
 
 WGMMA = "h100:matmul_wgmma=1"

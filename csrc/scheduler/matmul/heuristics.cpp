@@ -14,9 +14,9 @@ std::string MatmulParams::toString() const {
   const std::string rows = batch_rows ? ", batch dims read as rows" : "";
   if (gemv && gemv_mma) {
     return fmt::format("matmul gemv on tensor cores: mma.{} with A and B swapped, {} of B's columns per block against {} "
-                       "rows of A, K split among {}{} warps, {}-element loads along K, {} in flight{}",
-                       kernel::toString(shape), tiles_m * 16, tiles_n * 8,
-                       split_k > 1 ? fmt::format("{} blocks of ", split_k) : "", gemv_warps, gemv_vector, gemv_unroll, rows);
+                       "rows of A, {} warps splitting K{}, {}-element loads along K, {} in flight{}",
+                       kernel::toString(shape), tiles_m * 16, tiles_n * 8, gemv_warps,
+                       split_k > 1 ? fmt::format(", K split among {} blocks", split_k) : "", gemv_vector, gemv_unroll, rows);
   }
   if (gemv) {
     return fmt::format("matmul gemv: {} warps of {} columns each over K, {}-element loads along K, {} in flight{}{}",
@@ -275,7 +275,7 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     if (q.m <= (gemv == 1 ? 64 : 16)) return gemvHeuristics(device, q);
     return std::nullopt;
   };
-  if (problem.batch_rows && problem.batch > 1) {
+  if (problem.batch_rows && problem.batch > 1 && problem.m > 0) {
     MatmulProblem rows = problem;
     rows.m *= rows.batch;
     rows.batch = 1;

@@ -176,7 +176,7 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   const int64_t parts = params.sort_parts;
   LineItem line = lineItemOf(ctx, sort, parts, parts > 1 ? params.block * params.radix_per_thread : sort.extent);
   CandidateWorkspaces ws;
-  RadixSelect r{lineWork(kb, vb, sort, line, &ws)};
+  RadixSelect r{lineWork(kb, vb, sort, line, &ws), 0, {}};
   r.threads = params.block;
   r.grid = params.grid;
   r.slots = params.sort_slots;
@@ -189,7 +189,7 @@ void lowerRadixSelectLines(LoweringContext& ctx, const ScanParams& params) {
   if (parts == 1) return;
   // Each line's parts x keep candidates, radix selected again.
   ctx.follow_ups.push_back(lowerMergeKernel(ctx, sort, params, ws, [&](KernelBuilder& mkb, MergeLines& m) {
-    RadixSelect merge{m.work()};
+    RadixSelect merge{m.work(), 0, {}};
     merge.threads = params.merge_block;
     merge.grid = params.merge_grid;
     merge.slots = params.merge_slots;

@@ -112,7 +112,7 @@ TEST(MatmulHeuristics, TheGemvOnTensorCoresSplitsKWhereItsBlocksAreFew) {
   EXPECT_EQ(p.split_k, 4);
   EXPECT_EQ(p.grid, 64 * 4);
   EXPECT_EQ(p.gemv_unroll, 2);
-  EXPECT_NE(p.toString().find("K split among 4 blocks of 8 warps"), std::string::npos) << p.toString();
+  EXPECT_NE(p.toString().find("8 warps splitting K, K split among 4 blocks"), std::string::npos) << p.toString();
   // A short K: no split that would leave a warp under two groups.
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(16, 1024, 512, 1)).split_k, 1);
 }
