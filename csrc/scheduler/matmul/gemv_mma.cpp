@@ -95,13 +95,14 @@ void MatmulLowering::gemvMma() {
     const int64_t h = at / (dims.k / 2), e = at % (dims.k / 2);
     return 2 * run * step + run * h + e;
   };
-  // A's fragment of a step is the chunk's elements 2 run step on, in order (mmaBPosition's K positions
-  // map to them so): where A is stored as it is read (a k-major tensor of the operand's type, 16-byte
-  // aligned rows), whole groups load its fragments straight into the registers the mma takes, two steps'
-  // fragments per 16-byte load, instead of values unpacked and packed again.
+  // A's rows are the mma's B: a step's B fragment is the chunk's elements 2 run step on, in order
+  // (mmaBPosition's K positions map to them so). Where A is stored as it is read (a k-major tensor of the
+  // operand's type, 16-byte aligned rows), whole groups load those fragments straight into the registers
+  // the mma takes, two steps' fragments per 16-byte load, instead of values unpacked and packed again.
   for (int64_t step = 0; step < steps; ++step) {
     for (int i = 0; i < dims.b_values; ++i) {
-      BRAZE_ASSERT(elementOf(step, mmaBPosition(p.shape, 0, i).row) == 2 * run * step + i, "B fragment {} of step {} is not in order", i, step);
+      BRAZE_ASSERT(elementOf(step, mmaBPosition(p.shape, 0, i).row) == 2 * run * step + i,
+                   "B fragment {} of step {} is not in order", i, step);
     }
   }
   const std::optional<OperandStorage> a_storage = operandStorage(ctx_, a_, operand, true);
@@ -167,8 +168,8 @@ void MatmulLowering::gemvMma() {
   const int64_t unroll = std::min(p.gemv_unroll, std::max<int64_t>(per_warp, 1));
   const ExprId first = kb.mul(split, kb.index(per_split));
   const bool even_splits = whole_groups % splits == 0;
-  const ExprId count =
-      even_splits ? kb.index(per_split) : kb.letValue("groups", kb.min(kb.index(per_split), kb.sub(kb.index(whole_groups), first)));
+  const ExprId count = even_splits ? kb.index(per_split)
+                                    : kb.letValue("groups", kb.min(kb.index(per_split), kb.sub(kb.index(whole_groups), first)));
   auto warpGroup = [&](ExprId i) {
     const ExprId q = kb.letValue("q", kb.add(kb.mul(i, kb.index(warps)), warp));
     const bool exact = even_splits && per_split % warps == 0;

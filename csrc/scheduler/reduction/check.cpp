@@ -1,10 +1,13 @@
 // The reduction scheduler's structural check: reductions over one domain, with any pointwise
-// prologue (read through index maps) and an epilogue that stays at the reduced size. A result that
-// is broadcast back over the reduced dims, or reduced again, needs the row kept on chip: that is
-// the inner persistent scheduler's job (or two kernels).
+// prologue (read through index maps) and an epilogue that stays at the reduced size, or concatenates
+// per-row results (row_cats.h). A result that is broadcast back over the reduced dims, or reduced
+// again, needs the row kept on chip: that is the inner persistent scheduler's job (or two kernels).
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/reduction_domain.h"
+#include "scheduler/reduction/row_cats.h"
+
+#include <unordered_set>
 
 namespace braze {
 
@@ -12,7 +15,22 @@ Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& f
   auto domain_or = commonReductionDomain(facts, bound);
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);
-  for (const Expr* expr : candidate.exprs) {
+  // The row cats' exprs and outputs are checked by findRowCats; the rest as any group's.
+  const std::vector<RowCat> cats = findRowCats(
+      candidate.exprs, candidate.outputs,
+      [&](const Val* v) { return facts.after_reduction.count(v) != 0 && bound.numel(v) == domain.outer_numel; }, bound);
+  Candidate rest = candidate;
+  if (!cats.empty()) {
+    std::unordered_set<const Expr*> in_cat;
+    std::unordered_set<const Val*> cat_outputs;
+    for (const RowCat& cat : cats) {
+      in_cat.insert(cat.exprs.begin(), cat.exprs.end());
+      cat_outputs.insert(cat.output);
+    }
+    std::erase_if(rest.exprs, [&](const Expr* e) { return in_cat.count(e) != 0; });
+    std::erase_if(rest.outputs, [&](const Val* v) { return cat_outputs.count(v) != 0; });
+  }
+  for (const Expr* expr : rest.exprs) {
     const OpCategory category = opInfo(expr->kind()).category;
     const bool is_reduction = category == OpCategory::Reduction || category == OpCategory::Normalization;
     if (is_reduction) {
@@ -33,8 +51,8 @@ Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& f
       return Verdict::no(fmt::format("{} moves data after the reduction", exprLabel(*expr)));
     }
   }
-  if (std::string why = outputOutsideDomain(candidate, domain, bound); !why.empty()) return Verdict::no(why);
-  if (std::string why = misalignedWithDomain(candidate, facts, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = outputOutsideDomain(rest, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = misalignedWithDomain(rest, facts, domain, bound); !why.empty()) return Verdict::no(why);
   return Verdict::yes();
 }
 

@@ -14,6 +14,7 @@
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_launch.h"
 #include "scheduler/reduction/row_inputs.h"
+#include "scheduler/reduction/row_cats.h"
 #include "scheduler/inner_outer/entry.h"
 
 #include <limits>
@@ -54,6 +55,11 @@ class RowLowering {
     }
     rows_ = domain_.outer_numel;
     row_length_ = domain_.outer_numel == 0 ? 0 : domain_.full_numel / domain_.outer_numel;
+    if (ctx.segment.scheduler == SchedulerKind::Reduction) {  // the one whose check takes them
+      cats_ = findRowCats(ctx.segment.exprs, ctx.segment.outputs, [&](const Val* v) {
+        return facts_.after_reduction.count(v) != 0 && bound_.numel(v) == rows_;
+      }, bound_);
+    }
     // Outer reductions of other tensors over the same rows: walked after the row groups.
     std::erase_if(outer_, [&](const Expr* r) {
       if (bound_.sizesOf(r->input(0)) == domain_.input_sizes) return false;
@@ -289,7 +295,9 @@ class RowLowering {
     }
     // Outputs before any reduction are written by whichever block walks their element (prologueOutputs).
     for (const Val* out : ctx_.segment.outputs) {
-      if (bound_.numel(out) != rows_ && (!isFullOutput(out) || after_reduction.count(out) != 0)) return false;
+      if (bound_.numel(out) != rows_ && !isRowCat(out) && (!isFullOutput(out) || after_reduction.count(out) != 0)) {
+        return false;
+      }
     }
     return !facts_.reductions.empty();
   }
@@ -710,7 +718,7 @@ class RowLowering {
   void epilogue() {
     std::vector<const Val*> full, per_row;
     for (const Val* out : ctx_.segment.outputs) {
-      if (after_outer_.count(out) != 0) continue;  // the finish writes it
+      if (after_outer_.count(out) != 0 || isRowCat(out)) continue;  // the finish, or the per-row stores, write it
       const int64_t n = bound_.numel(out);
       (n == rows_ ? per_row : full).push_back(out);
     }
@@ -724,7 +732,7 @@ class RowLowering {
         storeFullOutputs(c, index, full);
       });
     }
-    if (!per_row.empty()) {
+    if (!per_row.empty() || !cats_.empty()) {
       vb_.clearLoadCache();  // per-row values are computed once per row, outside the chunk loop
       const ExprId leader = kb_.eq(member_, kb_.index(0));
       emitChunk(kb_, vb_, kb_.land(row_ok_, leader), lanes_, lane_, [&](Chunk& c) {
@@ -732,8 +740,13 @@ class RowLowering {
           const auto at = vb_.unflatten(kept_base_, lanes_ > 1, bound_.sizesOf(out));
           storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
         }
+        const ExprId kept = lanes_ > 1 ? kb_.add(kept_base_, kb_.ref(lane_)) : kept_base_;
+        for (const RowCat& cat : cats_) storeRowCat(kb_, vb_, c, ctx_, cat, kept);
       });
     }
+  }
+  bool isRowCat(const Val* out) const {
+    return std::any_of(cats_.begin(), cats_.end(), [&](const RowCat& cat) { return cat.output == out; });
   }
 
   LoweringContext& ctx_;
@@ -744,6 +757,7 @@ class RowLowering {
   std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
   std::vector<const Expr*> extra_;              // and over the same rows of other tensors
   std::unordered_set<const Val*> after_outer_;  // their results and what is computed from them
+  std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
   bool prologue_written_ = false;               // a pass over the elements has stored prologueOutputs()
   ReductionDomain domain_;
