@@ -138,3 +138,20 @@ def test_bf16_parts_cast_after_their_sums_are_joined_in_bf16():
     assert len(kernels(plan)) == 1, str(plan)
     (out,) = fd.execute(inputs)
     np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(execute.reference(fd, inputs)[0], np.float32))
+
+
+def test_a_join_with_a_small_innermost_dim_leaves_the_vectors_alone():
+    # The join's elements are stored one a lane, so its innermost extent (2 x 3 after the permute) does not
+    # narrow the reduction's loads: bf16 rows of 128 kept elements keep 8 a vector.
+    b, kv, rep, t, d = 2, 3, 2, 16, 128
+    with FusionDefinition() as fd:
+        grads = [tensor(fd, [b, kv, rep, t, d], DataType.BFloat16) for _ in range(2)]
+        parts = [fd.ops.cast(fd.ops.sum(fd.ops.cast(g, F32), dims=[2], keepdim=False, dtype=DataType.Null),
+                             DataType.BFloat16) for g in grads]
+        fd.add_output(fd.ops.permute(fd.ops.cat(parts, 1), dims=[0, 2, 3, 1]))
+    rng = np.random.default_rng(13)
+    inputs = [rng.integers(-8, 8, (b, kv, rep, t, d)).astype(ml_dtypes.bfloat16) for _ in range(2)]
+    (segment,) = kernels(fd.explain(inputs))
+    assert "vectorize 8" in segment.heuristics, segment.heuristics
+    (out,) = fd.execute(inputs)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(execute.reference(fd, inputs)[0], np.float32))

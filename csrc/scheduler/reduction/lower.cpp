@@ -221,7 +221,8 @@ class RowLowering {
     // Inner: lanes walk the row; outer: lanes walk the kept dims (the innermost in memory).
     vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
     for (const Val* out : ctx_.segment.outputs) {
-      if (after_outer_.count(out) != 0) continue;  // the finish writes it
+      // The finish writes it, or the per-row stores of a join do, one element a lane whatever the vector.
+      if (after_outer_.count(out) != 0 || isRowCat(out)) continue;
       const bool full = bound_.numel(out) == domain_.full_numel && rows_ != domain_.full_numel;
       if (full || !domain_.inner) {
         vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
