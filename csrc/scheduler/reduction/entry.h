@@ -1,6 +1,6 @@
 // The rows of the scheduler table for reductions: inner persistent (the reduced row kept in registers
 // or shared memory: layer_norm, rms_norm, softmax) and reduction (inner and outer, split across blocks
-// where rows are few). Both are lowered by one row lowering (lower.cpp).
+// where rows are few), in entries.cpp. Both are lowered by one row lowering (lower.cpp).
 #pragma once
 
 #include "scheduler/inner_outer/heuristics.h"
@@ -10,6 +10,10 @@
 namespace braze {
 
 namespace scheduler {
+// The row lowering (lower.cpp): its heuristics (inner persistent segments want their rows kept) and its
+// lowering, for both rows of the table.
+SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, const SchedulerEntry& entry);
+void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics);
 // The inner-outer persistent scheduler's first kernel is the row lowering's, with the outer reductions
 // summed per thread alongside (lower.cpp): its heuristics and its lowering, which adds the finishing
 // kernel to ctx.follow_ups.

@@ -789,23 +789,3 @@ void lowerInnerOuterRows(LoweringContext& ctx, const InnerOuterParams& params) {
 }
 
 }  // namespace braze::scheduler
-
-namespace braze {
-
-const SchedulerEntry& innerPersistentScheduler() {
-  static const SchedulerEntry entry{
-      SchedulerKind::InnerPersistent, "inner_persistent", canScheduleInnerPersistent, nullptr,
-      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, true, innerPersistentScheduler()); },
-      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
-  return entry;
-}
-
-const SchedulerEntry& reductionScheduler() {
-  static const SchedulerEntry entry{
-      SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
-      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, false, reductionScheduler()); },
-      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
-  return entry;
-}
-
-}  // namespace braze

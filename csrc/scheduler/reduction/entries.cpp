@@ -1,0 +1,24 @@
+// The scheduler table's rows for reductions (entry.h): both lowered by the row lowering (lower.cpp),
+// relaunched at other row counts by row_launch.
+#include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/row_launch.h"
+
+namespace braze {
+
+const SchedulerEntry& innerPersistentScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::InnerPersistent, "inner_persistent", canScheduleInnerPersistent, nullptr,
+      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, true, innerPersistentScheduler()); },
+      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
+  return entry;
+}
+
+const SchedulerEntry& reductionScheduler() {
+  static const SchedulerEntry entry{
+      SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
+      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, false, reductionScheduler()); },
+      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
+  return entry;
+}
+
+}  // namespace braze
