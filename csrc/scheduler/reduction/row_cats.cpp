@@ -163,7 +163,7 @@ namespace scheduler {
 namespace {
 
 // The index of `e`'s output holding its input's element at `index` (a permute, reshape or copy).
-std::vector<Idx> forward(KernelBuilder& kb, ValueBuilder& vb, const BoundShapes& bound, const Expr& e,
+std::vector<Idx> forward(ValueBuilder& vb, const BoundShapes& bound, const Expr& e,
                          const std::vector<Idx>& index) {
   if (e.kind() == OpKind::Permute) {
     const auto& dims = e.attrs().getInts("dims");
@@ -172,10 +172,8 @@ std::vector<Idx> forward(KernelBuilder& kb, ValueBuilder& vb, const BoundShapes&
     return out;
   }
   if (e.kind() == OpKind::Reshape) {
-    const auto& in_sizes = bound.sizesOf(e.input(0));
-    const auto strides = StridedLayout::rowMajor(in_sizes).strides;
-    ExprId flat = kb.index(0);
-    for (size_t d = 0; d < index.size(); ++d) flat = kb.add(flat, kb.mul(index[d].base, kb.index(strides[d])));
+    int64_t lane_coefficient = 0;  // the indices carry no lane
+    const ExprId flat = vb.flatOffset(StridedLayout::rowMajor(bound.sizesOf(e.input(0))), index, &lane_coefficient);
     return vb.unflatten(flat, false, bound.sizesOf(e.output(0)));
   }
   return index;  // a copy
@@ -187,9 +185,9 @@ void storeRowCat(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const LoweringCo
                  ExprId kept) {
   for (const RowCatPart& part : cat.parts) {
     std::vector<Idx> index = vb.unflatten(kept, false, ctx.bound.sizesOf(part.row_value));
-    for (const Expr* e : part.to_cat) index = forward(kb, vb, ctx.bound, *e, index);
+    for (const Expr* e : part.to_cat) index = forward(vb, ctx.bound, *e, index);
     index[static_cast<size_t>(cat.dim)].base = kb.add(index[static_cast<size_t>(cat.dim)].base, kb.index(part.offset));
-    for (const Expr* e : cat.from_cat) index = forward(kb, vb, ctx.bound, *e, index);
+    for (const Expr* e : cat.from_cat) index = forward(vb, ctx.bound, *e, index);
     storeOutput(kb, vb, c, ctx.outputs.at(cat.output), index, vb.valueAt(cat.output, index));
   }
 }
