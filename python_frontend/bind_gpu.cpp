@@ -363,6 +363,18 @@ void bindGpu(nb::module_& m) {
       .def("__len__", &exec::FusionCache::size, "prepared plans (one per input signature)");
 
   m.def(
+      "empty_cache", [] { return device::releaseCudaCachedBlocks(); },
+      "returns the freed device memory braze keeps per stream for reuse (its outputs, intermediates and "
+      "workspaces) to the CUDA pool, as torch.cuda.empty_cache() does for torch's; the bytes returned");
+  m.def(
+      "block_cache_counts",
+      [](int device) {
+        const device::BlockCacheCounts counts = device::cudaDeviceOps(device).blockCacheCounts();
+        return std::make_tuple(counts.hits, counts.misses, counts.cached_bytes, counts.cached_blocks);
+      },
+      nb::arg("device") = 0,
+      "(hits, misses, cached bytes, cached blocks) of braze's cache of freed memory on CUDA device `device`");
+  m.def(
       "_release_torch_types", [] { releaseTorchTypes(); },
       "drops braze's references to the torch module (registered with atexit by braze/__init__.py)");
   m.def(

@@ -180,6 +180,9 @@ if [ "$platform" = cuda ]; then
 fi
 if [ "$platform" = cuda ]; then
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
+  # The same launches with the cache of freed blocks off: every allocation and release through the pool.
+  BRAZE_BLOCK_CACHE_BYTES=0 timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks \
+    --benchmark_filter='GpuLaunch_(CachedExecute|DriverCalls|TwoKernels)' > "$parts/host_bench_pool.log" 2>&1 || rc=1
 else
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
 fi
@@ -199,6 +202,7 @@ echo "== Lightning Thunder on braze (thunder_block.py; kernel tables in thunder_
 sed -n '1,/^== eager/p' "$out/thunder_block.log" | grep -v '^== eager'
 echo "== host overhead (C++)"
 grep -E "^BM_" "$parts/host_bench.log"
+[ -f "$parts/host_bench_pool.log" ] && { echo "== the GPU launches with BRAZE_BLOCK_CACHE_BYTES=0 (no cache of freed blocks)"; grep -E "^BM_" "$parts/host_bench_pool.log"; }
 echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
 [ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row)"; cat "$parts/w8_linear.log"; }

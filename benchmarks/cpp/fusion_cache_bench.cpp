@@ -286,8 +286,8 @@ BENCHMARK(BM_GpuLaunch_Bare)->Unit(benchmark::kMicrosecond);
 
 // On a GPU: the driver calls a cached execute makes besides the launch, one at a time, so that the gap
 // between BM_GpuLaunch_CachedExecute and BM_GpuLaunch_Bare can be read off: an output's allocation and
-// release (stream-ordered, from the pool; arg 0) and the device scope each execute and release enter
-// (cuCtxGetCurrent; arg 1).
+// release (arg 0: from the cache of freed blocks, or with BRAZE_BLOCK_CACHE_BYTES=0 from the driver's
+// stream-ordered pool) and the device scope each execute enters (cuCtxGetCurrent; arg 1).
 void BM_GpuLaunch_DriverCalls(benchmark::State& state) {
   if (!device::cudaAvailable()) {
     state.SkipWithError("no CUDA driver or GPU");
@@ -307,7 +307,9 @@ void BM_GpuLaunch_DriverCalls(benchmark::State& state) {
     }
   }
   device::synchronizeDevice("benchmark");
+  const bool cached = ops.blockCacheCounts().hits > 0;
   state.SetLabel(scope_only ? "device scope (cuCtxGetCurrent)"
+                 : cached   ? "output allocate + release (the cache of freed blocks)"
                             : "output allocate + release (cuMemAllocAsync, cuMemFreeAsync)");
 }
 BENCHMARK(BM_GpuLaunch_DriverCalls)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

@@ -8,6 +8,7 @@
 #include "kernel/tensor_map.h"
 #include "device/device_handles.h"
 #include "device/parallel_compile.h"
+#include "device/stream_block_cache.h"
 
 #include <atomic>
 #include <memory>
@@ -85,6 +86,9 @@ class DeviceOps {
   // Returns memory to the pool, ordered after the work on `stream` (the stream it was allocated on,
   // which must outlive the memory, as with torch's caching allocator). Callable from any thread.
   virtual void release(DevicePtr pointer, StreamHandle stream) = 0;
+  // Returns the freed blocks a device keeps for reuse (stream_block_cache.h) to its pool; the bytes.
+  virtual size_t releaseCachedBlocks() { return 0; }
+  virtual BlockCacheCounts blockCacheCounts() const { return {}; }
   virtual void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) = 0;
   // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
   virtual void synchronize(StreamHandle stream) = 0;
@@ -106,6 +110,8 @@ class DeviceOps {
 
 // The CUDA driver on device `ordinal` (device/cuda/cuda_device_ops.cpp).
 DeviceOps& cudaDeviceOps(int ordinal = 0);
+// releaseCachedBlocks() on every CUDA device whose DeviceOps was made (none is made here); the bytes.
+size_t releaseCudaCachedBlocks();
 // The HIP runtime on AMD device `ordinal` (device/hip/hip_device_ops.cpp); a Runtime error "no HIP
 // runtime: ..." where there is none.
 DeviceOps& hipDeviceOps(int ordinal = 0);

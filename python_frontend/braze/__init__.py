@@ -12,7 +12,7 @@ import atexit
 import os
 
 from . import _C
-from ._C import BrazeIndexError, BrazeTypeError, BrazeValueError, DataType, Plan, Segment
+from ._C import BrazeIndexError, BrazeTypeError, BrazeValueError, DataType, Plan, Segment, empty_cache
 from .as_nvfuser import install_as_nvfuser
 from .config import config, show_config
 from .fusion_definition import FusionDefinition
@@ -48,6 +48,7 @@ __all__ = [
     "compute_contiguity",
     "compute_tensor_descriptor",
     "config",
+    "empty_cache",
     "install_as_nvfuser",
     "manual_seed",
     "op_names",

@@ -187,3 +187,48 @@ def test_inputs_on_the_cpu_and_the_gpu_are_refused():
         fd.add_output(fd.ops.add(a, b))
     with pytest.raises(ValueError, match="input 1"):
         fd.execute([torch.ones(4, device="cuda"), torch.ones(4)])
+
+
+def test_freed_blocks_are_reused_on_their_stream_and_kept_out_of_a_captured_graph():
+    from braze import _C
+
+    # A grid reduction: its partial sums and semaphores are a workspace from braze's pool on every run.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, [1]))
+    x = torch.randn(3, 1 << 20, device="cuda")
+    want = x.double().sum(1).float()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    # stream=: the outputs come from braze's pool too.
+    (out,) = fd.execute([x], stream=side.cuda_stream)
+    del out
+    hits, misses, _, _ = _C.block_cache_counts(x.device.index)
+    for _ in range(10):
+        (out,) = fd.execute([x], stream=side.cuda_stream)
+        side.synchronize()
+        torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-2)
+        del out
+    now_hits, now_misses, cached_bytes, _ = _C.block_cache_counts(x.device.index)
+    assert now_misses == misses, "steady-state executes reuse the blocks freed on their stream"
+    assert now_hits >= hits + 10, "at least the output of every execute"
+    assert cached_bytes > 0
+
+    # Captured on the stream that holds those blocks: the graph's workspace is its own, not a cached block.
+    with torch.cuda.stream(side):
+        fd.execute([x])
+    before = _C.block_cache_counts(x.device.index)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        (static_out,) = fd.execute([x])
+    assert _C.block_cache_counts(x.device.index)[0] == before[0], "the capture took no cached block"
+    for seed in range(2):
+        torch.manual_seed(seed)
+        x.copy_(torch.randn_like(x))
+        graph.replay()
+        (eager,) = fd.execute([x], stream=side.cuda_stream)  # reuses the cached blocks meanwhile
+        torch.cuda.synchronize()
+        torch.testing.assert_close(static_out, x.double().sum(1).float(), rtol=1e-4, atol=1e-2)
+        torch.testing.assert_close(eager, static_out)
+    assert _C.empty_cache() > 0
+    assert _C.block_cache_counts(x.device.index)[2] == 0

@@ -1,12 +1,14 @@
 // The CUDA driver as a DeviceOps: kernels compiled by NVRTC (through the kernel caches) and loaded into
-// the device's primary context, memory from the device's default stream-ordered pool, launches and
-// graphs through the driver API. The pool is told to keep freed memory cached (a release threshold of
-// all memory), so steady-state executes reuse blocks without returning to the driver's allocator. (That
+// the device's primary context, memory from the device's default stream-ordered pool behind a host-side
+// cache of freed blocks per stream (stream_block_cache.h), launches and graphs through the driver API.
+// The pool is told to keep freed memory cached (a release threshold of all memory), so that blocks the
+// host cache returns, or never held, are reused without going back to the driver's allocator. (That
 // setting is process-wide: a library sharing the default pool through cudaMallocAsync keeps its freed
 // memory cached too.) DeviceOps' backend-neutral handles are the driver's own under other names.
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/cuda_kernel.h"
 #include "device/device_ops.h"
+#include "device/stream_block_cache.h"
 #include "kernel/index_errors.h"
 #include "support/error.h"
 
@@ -67,7 +69,10 @@ class CudaLaunchGraph final : public LaunchGraph {
 class CudaDeviceOps final : public DeviceOps {
  public:
   explicit CudaDeviceOps(int ordinal)
-      : ordinal_(ordinal), driver_(requireCudaDriver()), context_(primaryContext(ordinal)) {
+      : ordinal_(ordinal),
+        driver_(requireCudaDriver()),
+        context_(primaryContext(ordinal)),
+        blocks_(blockSource(), blockCacheLimitFromEnv()) {
     CuDevice device = 0;
     driver_.check(driver_.deviceGet(&device, ordinal), "cuDeviceGet");
     CuMemPool pool = nullptr;
@@ -127,17 +132,13 @@ class CudaDeviceOps final : public DeviceOps {
     return record_;
   }
 
-  DevicePtr allocate(size_t bytes, StreamHandle stream) override {
-    DevicePtr pointer = 0;
-    driver_.check(driver_.memAllocAsync(&pointer, bytes == 0 ? 1 : bytes, cu(stream)), "cuMemAllocAsync",
-                  fmt::format("{} bytes", bytes));
-    return pointer;
-  }
+  DevicePtr allocate(size_t bytes, StreamHandle stream) override { return blocks_.allocate(bytes, stream); }
 
-  void release(DevicePtr pointer, StreamHandle stream) override {
-    DeviceScope scope(*this);  // an output's last reference may drop on any thread
-    driver_.check(driver_.memFreeAsync(pointer, cu(stream)), "cuMemFreeAsync");
-  }
+  void release(DevicePtr pointer, StreamHandle stream) override { blocks_.release(pointer, stream); }
+
+  size_t releaseCachedBlocks() override { return blocks_.trim(); }
+
+  BlockCacheCounts blockCacheCounts() const override { return blocks_.counts(); }
 
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override {
     driver_.check(driver_.memsetD8Async(pointer, 0, bytes, cu(stream)), "cuMemsetD8Async");
@@ -218,22 +219,69 @@ class CudaDeviceOps final : public DeviceOps {
   static constexpr size_t kIndexErrorBytes = kernel::kIndexErrorWords * sizeof(int64_t);
   static constexpr unsigned kMemHostAllocPortable = 0x01, kMemHostAllocDeviceMap = 0x02;
 
+  BlockSource blockSource() {
+    BlockSource source;
+    source.allocate = [this](size_t bytes, StreamHandle stream) -> DevicePtr {
+      DevicePtr pointer = 0;
+      const CuResult result = driver_.memAllocAsync(&pointer, bytes, cu(stream));
+      if (result == kCudaErrorOutOfMemory) return 0;
+      driver_.check(result, "cuMemAllocAsync", fmt::format("{} bytes", bytes));
+      return pointer;
+    };
+    source.release = [this](DevicePtr pointer, StreamHandle stream) {
+      DeviceScope scope(*this);  // an output's last reference may drop on any thread
+      driver_.check(driver_.memFreeAsync(pointer, cu(stream)), "cuMemFreeAsync");
+    };
+    source.capturing = [this](StreamHandle stream) {
+      if (driver_.streamIsCapturing == nullptr) return false;  // a driver that cannot capture
+      int status = kStreamCaptureStatusNone;
+      // An error (the legacy stream while another one is captured globally) counts as a capture.
+      return driver_.streamIsCapturing(cu(stream), &status) != kCudaSuccess || status != kStreamCaptureStatusNone;
+    };
+    return source;
+  }
+
   int ordinal_;
   const CudaDriver& driver_;
   CuContext context_;
+  StreamBlockCache blocks_;
   std::once_flag record_once_;
   IndexErrorRecord record_;
 };
 
 }  // namespace
 
+namespace {
+
+struct MadeOps {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<CudaDeviceOps>> by_ordinal;
+};
+
+MadeOps& madeOps() {
+  static auto* made = new MadeOps;  // never destroyed, like the driver
+  return *made;
+}
+
+}  // namespace
+
 DeviceOps& cudaDeviceOps(int ordinal) {
-  static std::mutex mutex;
-  static auto* ops = new std::map<int, std::unique_ptr<CudaDeviceOps>>;  // never destroyed, like the driver
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*ops)[ordinal];
-  if (!slot) slot = std::make_unique<CudaDeviceOps>(ordinal);
-  return *slot;
+  MadeOps& made = madeOps();
+  std::lock_guard<std::mutex> lock(made.mutex);
+  auto found = made.by_ordinal.find(ordinal);
+  if (found == made.by_ordinal.end()) {
+    // Made before it is entered: a device that fails to open (no driver) leaves no slot behind.
+    found = made.by_ordinal.emplace(ordinal, std::make_unique<CudaDeviceOps>(ordinal)).first;
+  }
+  return *found->second;
+}
+
+size_t releaseCudaCachedBlocks() {
+  MadeOps& made = madeOps();
+  std::lock_guard<std::mutex> lock(made.mutex);
+  size_t returned = 0;
+  for (auto& [ordinal, ops] : made.by_ordinal) returned += ops->releaseCachedBlocks();
+  return returned;
 }
 
 }  // namespace braze::device

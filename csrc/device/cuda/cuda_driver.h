@@ -39,6 +39,7 @@ constexpr int kStreamCaptureStatusNone = 0;
 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: bytes a pool keeps cached instead of returning them to the OS.
 constexpr int kMemPoolAttrReleaseThreshold = 4;
 constexpr CuResult kCudaSuccess = 0;
+constexpr CuResult kCudaErrorOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a launch may ask for more than 48 KiB of dynamic
 // shared memory only after the function's limit was raised to it.
 constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;

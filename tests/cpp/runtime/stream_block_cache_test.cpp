@@ -1,0 +1,275 @@
+// The cache of freed device memory in front of a GPU's stream-ordered pool, against a fake pool that
+// records every call: a block comes back only on the stream it was released on and in its size class,
+// large blocks and captured streams go to the pool both ways, the limit holds, an out-of-memory pool is
+// given the cached blocks back before the allocation is tried again, and threads never share a block.
+#include "device/cuda/cuda_driver.h"
+#include "device/device_ops.h"
+#include "device/stream_block_cache.h"
+#include "support/error.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace braze {
+namespace {
+
+using device::BlockSource;
+using device::DevicePtr;
+using device::StreamBlockCache;
+using device::StreamHandle;
+
+StreamHandle stream(uintptr_t n) { return reinterpret_cast<StreamHandle>(n); }
+
+// A pool handing out distinct addresses, the calls it saw, and switches for out-of-memory and capture.
+struct FakePool {
+  std::mutex mutex;
+  DevicePtr next = 1 << 20;
+  std::vector<size_t> allocated;                              // the sizes asked for, in order
+  std::vector<std::pair<DevicePtr, StreamHandle>> released;  // in order
+  std::set<StreamHandle> captured;
+  int fail_next = 0;                                          // allocations that report out of memory
+
+  BlockSource source() {
+    BlockSource s;
+    s.allocate = [this](size_t bytes, StreamHandle) -> DevicePtr {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (fail_next > 0) {
+        --fail_next;
+        return 0;
+      }
+      allocated.push_back(bytes);
+      const DevicePtr p = next;
+      next += (bytes + 255) / 256 * 256 + 256;
+      return p;
+    };
+    s.release = [this](DevicePtr p, StreamHandle st) {
+      std::lock_guard<std::mutex> lock(mutex);
+      released.emplace_back(p, st);
+    };
+    s.capturing = [this](StreamHandle st) {
+      std::lock_guard<std::mutex> lock(mutex);
+      return captured.count(st) > 0;
+    };
+    return s;
+  }
+};
+
+// A cache keeping up to 1 MiB in front of a fake pool.
+class CacheOfOneMiB : public ::testing::Test {
+ protected:
+  FakePool pool;
+  StreamBlockCache cache{pool.source(), 1 << 20};
+};
+
+TEST(StreamBlockCache, SizeClassesAreMultiplesOf512ThenSixteenPerPowerOfTwo) {
+  EXPECT_EQ(StreamBlockCache::sizeClass(0), 512u);
+  EXPECT_EQ(StreamBlockCache::sizeClass(1), 512u);
+  EXPECT_EQ(StreamBlockCache::sizeClass(512), 512u);
+  EXPECT_EQ(StreamBlockCache::sizeClass(513), 1024u);
+  EXPECT_EQ(StreamBlockCache::sizeClass(size_t{1} << 20), size_t{1} << 20);
+  EXPECT_EQ(StreamBlockCache::sizeClass((size_t{1} << 20) + 1), (size_t{1} << 20) + (size_t{64} << 10));
+  EXPECT_EQ(StreamBlockCache::sizeClass((size_t{3} << 20) + 1), (size_t{3} << 20) + (size_t{128} << 10));
+  std::mt19937_64 random(11);
+  for (int i = 0; i < 10000; ++i) {
+    const size_t bytes = random() % (size_t{1} << 34);
+    const size_t size = StreamBlockCache::sizeClass(bytes);
+    ASSERT_GE(size, bytes);
+    ASSERT_LE(size - bytes, std::max<size_t>(511, bytes / 16)) << bytes;
+    ASSERT_EQ(StreamBlockCache::sizeClass(size), size) << "a class is its own class: " << bytes;
+  }
+}
+
+TEST_F(CacheOfOneMiB, AFreedBlockServesTheNextAllocationOfItsClassOnItsStream) {
+  const DevicePtr a = cache.allocate(1000, stream(1));
+  EXPECT_EQ(pool.allocated, std::vector<size_t>{1024}) << "allocated with its class's size";
+  cache.release(a, stream(1));
+  EXPECT_TRUE(pool.released.empty()) << "kept, not returned to the pool";
+  EXPECT_EQ(cache.counts().cached_bytes, 1024u);
+  EXPECT_EQ(cache.allocate(513, stream(1)), a) << "513 bytes are in the 1024 class";
+  EXPECT_EQ(pool.allocated.size(), 1u);
+  EXPECT_EQ(cache.counts().hits, 1);
+  EXPECT_EQ(cache.counts().misses, 1);
+  EXPECT_EQ(cache.counts().cached_bytes, 0u);
+
+  // Another class on the same stream, or the same class on another stream: a new block.
+  cache.release(a, stream(1));
+  const DevicePtr other_class = cache.allocate(2000, stream(1));
+  const DevicePtr other_stream = cache.allocate(1000, stream(2));
+  EXPECT_NE(other_class, a);
+  EXPECT_NE(other_stream, a);
+  EXPECT_EQ(pool.allocated.size(), 3u);
+  EXPECT_EQ(cache.allocate(1000, stream(1)), a);
+}
+
+TEST(StreamBlockCache, LargeBlocksGoToThePoolBothWaysWithTheSizeAsked) {
+  FakePool pool;
+  StreamBlockCache cache(pool.source(), size_t{1} << 30);
+  const size_t large = StreamBlockCache::kLargestCachedBlock + 1;
+  const DevicePtr p = cache.allocate(large, stream(1));
+  EXPECT_EQ(pool.allocated, std::vector<size_t>{large});
+  cache.release(p, stream(1));
+  ASSERT_EQ(pool.released.size(), 1u);
+  EXPECT_EQ(pool.released[0], std::make_pair(p, stream(1)));
+  EXPECT_EQ(cache.counts().cached_blocks, 0u);
+}
+
+TEST(StreamBlockCache, TheLimitCapsTheMemoryKeptAndZeroKeepsNone) {
+  FakePool pool;
+  StreamBlockCache cache(pool.source(), 2048);
+  std::vector<DevicePtr> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(cache.allocate(1024, stream(1)));
+  for (DevicePtr p : blocks) cache.release(p, stream(1));
+  EXPECT_EQ(cache.counts().cached_bytes, 2048u);
+  ASSERT_EQ(pool.released.size(), 1u);
+  EXPECT_EQ(pool.released[0].first, blocks[2]) << "the block past the limit went back to the pool";
+
+  FakePool bare;
+  StreamBlockCache off(bare.source(), 0);
+  const DevicePtr p = off.allocate(100, stream(1));
+  EXPECT_EQ(bare.allocated, std::vector<size_t>{100}) << "no cache: the size asked for";
+  off.release(p, stream(1));
+  EXPECT_EQ(bare.released.size(), 1u);
+  EXPECT_NE(off.allocate(100, stream(1)), 0u);
+  EXPECT_EQ(bare.allocated.size(), 2u);
+}
+
+TEST_F(CacheOfOneMiB, ACapturedStreamNeitherTakesNorGivesCachedBlocks) {
+  const DevicePtr before = cache.allocate(1000, stream(1));
+  const DevicePtr kept = cache.allocate(1000, stream(1));
+  cache.release(kept, stream(1));
+
+  pool.captured.insert(stream(1));
+  // During the capture: a block of the graph's own, whatever is cached; a block released is freed by the graph.
+  const DevicePtr in_graph = cache.allocate(1000, stream(1));
+  EXPECT_NE(in_graph, kept);
+  EXPECT_EQ(pool.allocated.back(), 1000u) << "the size asked for: the graph's block is never cached";
+  cache.release(before, stream(1));
+  ASSERT_EQ(pool.released.size(), 1u);
+  EXPECT_EQ(pool.released[0].first, before);
+  pool.captured.clear();
+
+  // After it: the graph's block goes back to the pool; the block kept before serves the stream again.
+  cache.release(in_graph, stream(1));
+  ASSERT_EQ(pool.released.size(), 2u);
+  EXPECT_EQ(pool.released[1].first, in_graph);
+  EXPECT_EQ(cache.allocate(1000, stream(1)), kept);
+  const DevicePtr fresh = cache.allocate(1000, stream(1));
+  EXPECT_NE(fresh, before);
+  EXPECT_EQ(pool.allocated.size(), 4u) << "`before` was not kept: a new block";
+}
+
+TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheCachedBlocksThenTriesOnceMore) {
+  const DevicePtr a = cache.allocate(1000, stream(1));
+  const DevicePtr b = cache.allocate(5000, stream(2));
+  cache.release(a, stream(1));
+  cache.release(b, stream(2));
+  pool.fail_next = 1;
+  EXPECT_NE(cache.allocate(3000, stream(1)), 0u);
+  EXPECT_EQ(pool.released.size(), 2u) << "both cached blocks went back, each on its own stream";
+  for (const auto& [p, s] : pool.released) EXPECT_EQ(s, p == a ? stream(1) : stream(2));
+  EXPECT_EQ(cache.counts().cached_bytes, 0u);
+
+  pool.fail_next = 2;
+  try {
+    cache.allocate(7000, stream(1));
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("out of device memory: 7000 bytes asked for"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CacheOfOneMiB, TrimReturnsEveryCachedBlockAndSaysHowMuch) {
+  const std::vector<std::pair<size_t, uintptr_t>> asked = {{100, 1}, {600, 2}, {600, 2}, {70000, 3}};
+  std::vector<DevicePtr> blocks;
+  for (const auto& [bytes, s] : asked) blocks.push_back(cache.allocate(bytes, stream(s)));
+  for (size_t i = 0; i < blocks.size(); ++i) cache.release(blocks[i], stream(asked[i].second));
+  EXPECT_EQ(cache.trim(), 512u + 1024 + 1024 + 70144);
+  ASSERT_EQ(pool.released.size(), 4u);
+  for (const auto& [p, s] : pool.released) {
+    const size_t i = static_cast<size_t>(std::find(blocks.begin(), blocks.end(), p) - blocks.begin());
+    ASSERT_LT(i, blocks.size());
+    EXPECT_EQ(s, stream(asked[i].second)) << "returned on the stream it was released on";
+  }
+  EXPECT_EQ(cache.counts().cached_blocks, 0u);
+  EXPECT_EQ(cache.trim(), 0u);
+}
+
+TEST_F(CacheOfOneMiB, ThreadsOnTheirOwnStreamsNeverHoldTheSameBlock) {
+  std::mutex mutex;
+  std::set<DevicePtr> held;
+  bool shared = false;
+  std::vector<std::thread> threads;
+  for (uintptr_t t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(t));
+      std::vector<DevicePtr> mine;
+      for (int i = 0; i < 2000; ++i) {
+        if (mine.size() < 4 && random() % 2 == 0) {
+          const DevicePtr p = cache.allocate(512 * (1 + random() % 4), stream(t % 3));
+          std::lock_guard<std::mutex> lock(mutex);
+          shared = shared || !held.insert(p).second;
+          mine.push_back(p);
+        } else if (!mine.empty()) {
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            held.erase(mine.back());
+          }
+          cache.release(mine.back(), stream(t % 3));
+          mine.pop_back();
+        }
+      }
+      for (DevicePtr p : mine) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          held.erase(p);
+        }
+        cache.release(p, stream(t % 3));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_FALSE(shared) << "two owners held one block at once";
+  const device::BlockCacheCounts counts = cache.counts();
+  EXPECT_EQ(static_cast<size_t>(counts.misses), pool.allocated.size());
+  EXPECT_GT(counts.hits, counts.misses) << "the loop reuses its blocks";
+  EXPECT_EQ(counts.cached_blocks + pool.released.size(), pool.allocated.size()) << "every block is kept or returned";
+}
+
+TEST(StreamBlockCache, TheLimitComesFromTheEnvironment) {
+  const char* old = std::getenv("BRAZE_BLOCK_CACHE_BYTES");
+  const std::string saved = old == nullptr ? "" : old;
+  ::unsetenv("BRAZE_BLOCK_CACHE_BYTES");
+  EXPECT_EQ(device::blockCacheLimitFromEnv(), size_t{1} << 30);
+  ::setenv("BRAZE_BLOCK_CACHE_BYTES", "0", 1);
+  EXPECT_EQ(device::blockCacheLimitFromEnv(), 0u);
+  ::setenv("BRAZE_BLOCK_CACHE_BYTES", "4096", 1);
+  EXPECT_EQ(device::blockCacheLimitFromEnv(), 4096u);
+  ::setenv("BRAZE_BLOCK_CACHE_BYTES", "1G", 1);
+  try {
+    device::blockCacheLimitFromEnv();
+    FAIL() << "expected an error for 1G";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("BRAZE_BLOCK_CACHE_BYTES=1G: expected a number of bytes"), std::string::npos)
+        << e.what();
+  }
+  old == nullptr ? ::unsetenv("BRAZE_BLOCK_CACHE_BYTES") : ::setenv("BRAZE_BLOCK_CACHE_BYTES", saved.c_str(), 1);
+}
+
+TEST(StreamBlockCache, ACudaDeviceThatFailedToOpenLeavesNothingToRelease) {
+  if (device::cudaAvailable()) GTEST_SKIP() << "a CUDA driver and device are present";
+  EXPECT_THROW(device::cudaDeviceOps(0), Error);
+  EXPECT_EQ(device::releaseCudaCachedBlocks(), 0u) << "and does not crash on the device it could not make";
+}
+
+}  // namespace
+}  // namespace braze
