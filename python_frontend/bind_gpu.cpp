@@ -364,8 +364,9 @@ void bindGpu(nb::module_& m) {
 
   m.def(
       "empty_cache", [] { return device::releaseCudaCachedBlocks(); },
-      "returns the freed device memory braze keeps per stream for reuse (its outputs, intermediates and "
-      "workspaces) to the CUDA pool, as torch.cuda.empty_cache() does for torch's; the bytes returned");
+      "waits for the GPUs braze has used, then returns the freed device memory braze keeps per stream for reuse "
+      "(its outputs, intermediates and workspaces) to the device's default memory pool, where other users of "
+      "that pool can allocate it; the bytes returned");
   m.def(
       "block_cache_counts",
       [](int device) {

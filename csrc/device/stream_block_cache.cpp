@@ -21,30 +21,68 @@ size_t StreamBlockCache::sizeClass(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+namespace {
+
+using Returns = std::vector<std::pair<DevicePtr, StreamHandle>>;
+
+}  // namespace
+
+void StreamBlockCache::keepOrReturn(const Freed& block, uint64_t id, StreamHandle stream, Returns& to_release) {
+  const Live& live = block.live;
+  if (live.cacheable && counts_.cached_bytes + live.bytes <= limit_bytes_) {
+    free_[id][live.bytes].push_back(block.pointer);
+    counts_.cached_bytes += live.bytes;
+    ++counts_.cached_blocks;
+    return;
+  }
+  to_release.emplace_back(block.pointer, stream);
+}
+
+void StreamBlockCache::settleDeferred(uint64_t id, StreamHandle stream, Returns& to_release) {
+  auto waiting = deferred_.find(id);
+  if (waiting == deferred_.end()) return;
+  for (const Freed& block : waiting->second) keepOrReturn(block, id, stream, to_release);
+  counts_.deferred_blocks -= waiting->second.size();
+  deferred_.erase(waiting);
+}
+
 DevicePtr StreamBlockCache::allocate(size_t bytes, StreamHandle stream) {
   const size_t size = sizeClass(bytes);
-  const bool cacheable = limit_bytes_ > 0 && size <= kLargestCachedBlock && !source_.capturing(stream);
-  if (cacheable) {
+  const bool capturing = source_.capturing(stream);
+  const std::optional<uint64_t> id = source_.identity(stream);
+  const bool cacheable = limit_bytes_ > 0 && size <= kLargestCachedBlock && !capturing && id.has_value();
+  Returns to_release;
+  DevicePtr pointer = 0;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto blocks = free_.find(stream);
-    if (blocks != free_.end()) {
-      auto same_class = blocks->second.find(size);
-      if (same_class != blocks->second.end() && !same_class->second.empty()) {
-        const DevicePtr pointer = same_class->second.back();
-        same_class->second.pop_back();
-        counts_.cached_bytes -= size;
-        --counts_.cached_blocks;
-        ++counts_.hits;
-        live_[pointer] = Live{size, true};
-        return pointer;
+    if (!capturing && id) settleDeferred(*id, stream, to_release);  // the capture that deferred them is over
+    if (cacheable) {
+      auto blocks = free_.find(*id);
+      if (blocks != free_.end()) {
+        auto same_class = blocks->second.find(size);
+        if (same_class != blocks->second.end() && !same_class->second.empty()) {
+          pointer = same_class->second.back();
+          same_class->second.pop_back();
+          counts_.cached_bytes -= size;
+          --counts_.cached_blocks;
+          ++counts_.hits;
+          live_[pointer] = Live{size, true, false};
+        }
       }
     }
   }
+  for (const auto& [returned, on] : to_release) source_.release(returned, on);
+  if (pointer != 0) return pointer;
   // Blocks that are never cached keep the size asked for (the pool rounds it as it likes).
   const size_t asked = cacheable ? size : std::max<size_t>(bytes, 1);
-  DevicePtr pointer = source_.allocate(asked, stream);
+  pointer = source_.allocate(asked, stream);
   if (pointer == 0) {
-    const size_t returned = trim();
+    size_t returned = 0;
+    try {
+      returned = trim();
+    } catch (const Error&) {
+      // The device cannot be waited for now (a capture elsewhere): the allocation is tried as it is.
+    }
     pointer = source_.allocate(asked, stream);
     BRAZE_CHECK_KIND(ErrorKind::Runtime, pointer != 0,
                      "out of device memory: {} bytes asked for ({} cached bytes of freed outputs were returned to the "
@@ -53,48 +91,85 @@ DevicePtr StreamBlockCache::allocate(size_t bytes, StreamHandle stream) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   ++counts_.misses;
-  if (cacheable) live_[pointer] = Live{size, true};
+  live_[pointer] = Live{asked, cacheable, capturing};
   return pointer;
 }
 
 void StreamBlockCache::release(DevicePtr pointer, StreamHandle stream) {
-  if (limit_bytes_ > 0 && !source_.capturing(stream)) {
+  const bool capturing = source_.capturing(stream);
+  const std::optional<uint64_t> id = source_.identity(stream);
+  Returns to_release;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto live = live_.find(pointer);
-    if (live != live_.end()) {
-      const size_t size = live->second.bytes;
-      live_.erase(live);
-      if (counts_.cached_bytes + size <= limit_bytes_) {
-        free_[stream][size].push_back(pointer);
-        counts_.cached_bytes += size;
-        ++counts_.cached_blocks;
-        return;
+    auto found = live_.find(pointer);
+    const bool known = found != live_.end();
+    const Freed block{pointer, known ? found->second : Live{}};
+    if (known) live_.erase(found);
+    if (!known || !id || (capturing && block.live.in_graph)) {
+      // Not a block of this cache's streams, or the graph's own (freed where the graph says): to the pool.
+      to_release.emplace_back(pointer, stream);
+    } else if (capturing) {
+      deferred_[*id].push_back(block);
+      ++counts_.deferred_blocks;
+    } else {
+      settleDeferred(*id, stream, to_release);
+      if (block.live.in_graph) {
+        to_release.emplace_back(pointer, stream);  // a graph's allocation, freed after the capture
+      } else {
+        keepOrReturn(block, *id, stream, to_release);
       }
     }
-  } else if (limit_bytes_ > 0) {
-    // Released while its stream is captured: the graph frees it when it runs, as the pool would.
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_.erase(pointer);
   }
-  source_.release(pointer, stream);
+  for (const auto& [returned, on] : to_release) source_.release(returned, on);
 }
 
 size_t StreamBlockCache::trim() {
-  std::vector<std::pair<DevicePtr, StreamHandle>> blocks;
-  size_t returned = 0;
+  decltype(free_) taken_free;
+  decltype(deferred_) taken_deferred;
+  BlockCacheCounts taken;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [stream, classes] : free_) {
-      for (auto& [size, pointers] : classes) {
-        for (DevicePtr pointer : pointers) blocks.emplace_back(pointer, stream);
-        returned += size * pointers.size();
-      }
-    }
-    free_.clear();
+    taken_free.swap(free_);
+    taken_deferred.swap(deferred_);
+    taken = counts_;
     counts_.cached_bytes = 0;
     counts_.cached_blocks = 0;
+    counts_.deferred_blocks = 0;
   }
-  for (const auto& [pointer, stream] : blocks) source_.release(pointer, stream);
+  if (taken.cached_blocks == 0 && taken.deferred_blocks == 0) return 0;
+  try {
+    // Freed on the legacy stream below, not on their own (which may be gone): only after all work.
+    source_.synchronize();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, classes] : taken_free) {
+      for (auto& [size, pointers] : classes) {
+        std::vector<DevicePtr>& kept = free_[id][size];
+        kept.insert(kept.end(), pointers.begin(), pointers.end());
+      }
+    }
+    for (auto& [id, blocks] : taken_deferred) {
+      std::vector<Freed>& kept = deferred_[id];
+      kept.insert(kept.end(), blocks.begin(), blocks.end());
+    }
+    counts_.cached_bytes += taken.cached_bytes;
+    counts_.cached_blocks += taken.cached_blocks;
+    counts_.deferred_blocks += taken.deferred_blocks;
+    throw;
+  }
+  size_t returned = 0;
+  for (const auto& [id, classes] : taken_free) {
+    for (const auto& [size, pointers] : classes) {
+      for (DevicePtr pointer : pointers) source_.release(pointer, nullptr);
+      returned += size * pointers.size();
+    }
+  }
+  for (const auto& [id, blocks] : taken_deferred) {
+    for (const Freed& block : blocks) {
+      source_.release(block.pointer, nullptr);
+      returned += block.live.bytes;
+    }
+  }
   return returned;
 }
 

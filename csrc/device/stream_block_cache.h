@@ -6,10 +6,14 @@
 // Reuse on the same stream needs no synchronization: whatever used a block was queued on the stream
 // before the block was released, and whatever the next owner queues comes after it (torch's caching
 // allocator works the same way, with the same condition: memory read on another stream must be kept
-// alive by the caller until that stream is done with it). Blocks never move between streams.
+// alive by the caller until that stream is done with it). Blocks never move between streams, and a
+// stream is known by its identity for the life of the process, not by its handle, which a new stream
+// may reuse while the old one's work still runs.
 //
-// A stream being captured into a CUDA graph bypasses the cache both ways: an address the graph bakes in
-// must belong to the graph (the driver's graph memory nodes), not to a block that a later execute gets.
+// Streams being captured into a CUDA graph: an allocation there is the graph's own (a graph memory
+// node, never cached), and so is its release there. A block from outside the graph released during the
+// capture cannot be freed inside it (the driver takes only the graph's allocations there): it waits until
+// the stream is used outside a capture again, then is kept or freed as any other.
 #pragma once
 
 #include "device/device_handles.h"
@@ -18,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,10 +33,15 @@ struct BlockSource {
   // Memory from the device's stream-ordered pool; 0 when the device is out of memory (any other
   // failure raises).
   std::function<DevicePtr(size_t bytes, StreamHandle stream)> allocate;
-  // Back to the pool, ordered after the work queued on `stream`.
+  // Back to the pool, ordered after the work queued on `stream` (null: the legacy stream).
   std::function<void(DevicePtr pointer, StreamHandle stream)> release;
   // Whether `stream` is being captured into a graph (or cannot say so).
   std::function<bool(StreamHandle stream)> capturing;
+  // The stream's identity for the life of the process; none for a handle that names a different stream
+  // on each thread (CUDA's per-thread default stream), whose blocks are never kept.
+  std::function<std::optional<uint64_t>(StreamHandle stream)> identity;
+  // Waits for all work on the device (before blocks are freed on a stream other than their own).
+  std::function<void()> synchronize;
 };
 
 struct BlockCacheCounts {
@@ -39,6 +49,7 @@ struct BlockCacheCounts {
   int64_t misses = 0;  // allocations that went to the device
   size_t cached_bytes = 0;
   size_t cached_blocks = 0;
+  size_t deferred_blocks = 0;  // released during a capture, waiting for its end
 };
 
 class StreamBlockCache {
@@ -57,7 +68,8 @@ class StreamBlockCache {
   DevicePtr allocate(size_t bytes, StreamHandle stream);
   // `pointer` must come from allocate() on the same `stream`. Callable from any thread.
   void release(DevicePtr pointer, StreamHandle stream);
-  // Returns every cached block to the device; the bytes returned.
+  // Waits for the device, then returns every cached and deferred block to the pool; the bytes returned.
+  // Raises (keeping the blocks) where the device cannot be waited for (a capture in progress).
   size_t trim();
   BlockCacheCounts counts() const;
 
@@ -67,16 +79,28 @@ class StreamBlockCache {
 
  private:
   struct Live {
-    size_t bytes = 0;        // its size class
-    bool cacheable = false;  // allocated outside a capture, at most kLargestCachedBlock
+    size_t bytes = 0;        // its size class where cacheable
+    bool cacheable = false;  // at most kLargestCachedBlock, allocated outside a capture on a known stream
+    bool in_graph = false;   // allocated while its stream was captured: the graph's
   };
-  // Free blocks of one stream, by size class.
-  using FreeBlocks = std::unordered_map<size_t, std::vector<DevicePtr>>;
+  struct Freed {
+    DevicePtr pointer = 0;
+    Live live;
+  };
+  // Under mutex_: keeps a block freed on the stream known as `id` (`stream` its handle), or hands it
+  // to `to_release` past the limit.
+  void keepOrReturn(const Freed& block, uint64_t id, StreamHandle stream,
+                    std::vector<std::pair<DevicePtr, StreamHandle>>& to_release);
+  // Under mutex_: the blocks released during a capture on the stream known as `id`, kept or returned.
+  void settleDeferred(uint64_t id, StreamHandle stream, std::vector<std::pair<DevicePtr, StreamHandle>>& to_release);
 
   BlockSource source_;
   size_t limit_bytes_;
   mutable std::mutex mutex_;
-  std::unordered_map<StreamHandle, FreeBlocks> free_;
+  // Free blocks by stream identity, then size class.
+  std::unordered_map<uint64_t, std::unordered_map<size_t, std::vector<DevicePtr>>> free_;
+  // Blocks released during a capture, by stream identity.
+  std::unordered_map<uint64_t, std::vector<Freed>> deferred_;
   std::unordered_map<DevicePtr, Live> live_;
   BlockCacheCounts counts_;
 };

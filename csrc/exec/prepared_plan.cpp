@@ -479,7 +479,14 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         }
       }
       pointers[allocated] = ops.allocate(slot.bytes, stream);
-      if (slot.zeroed) ops.zero(pointers[allocated], slot.bytes, stream);
+      if (slot.zeroed) {
+        try {
+          ops.zero(pointers[allocated], slot.bytes, stream);
+        } catch (...) {
+          ops.release(pointers[allocated], stream);  // not yet among the bound slots the handler below frees
+          throw;
+        }
+      }
     }
     // Each kernel's arguments: pointers to 8-byte values (one per tensor, then the scalar words), at
     // `at` in the scratch arrays, then to its tensor maps, at `map_at` in theirs.

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace braze::device {
@@ -27,6 +28,8 @@ namespace {
 
 CuStream cu(StreamHandle stream) { return reinterpret_cast<CuStream>(stream); }
 CuFunction cu(KernelHandle kernel) { return reinterpret_cast<CuFunction>(kernel); }
+// CU_STREAM_PER_THREAD: the calling thread's own default stream.
+const CuStream kStreamPerThread = reinterpret_cast<CuStream>(uintptr_t{0x2});
 
 
 constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
@@ -237,6 +240,17 @@ class CudaDeviceOps final : public DeviceOps {
       int status = kStreamCaptureStatusNone;
       // An error (the legacy stream while another one is captured globally) counts as a capture.
       return driver_.streamIsCapturing(cu(stream), &status) != kCudaSuccess || status != kStreamCaptureStatusNone;
+    };
+    source.identity = [this](StreamHandle stream) -> std::optional<uint64_t> {
+      if (cu(stream) == kStreamPerThread) return std::nullopt;  // another stream on every thread
+      if (driver_.streamGetId == nullptr) return reinterpret_cast<uintptr_t>(stream);  // a driver before 12.0
+      unsigned long long id = 0;
+      if (driver_.streamGetId(cu(stream), &id) != kCudaSuccess) return std::nullopt;
+      return static_cast<uint64_t>(id);
+    };
+    source.synchronize = [this] {
+      DeviceScope scope(*this);
+      driver_.check(driver_.ctxSynchronize(), "cuCtxSynchronize", "before returning cached blocks to the pool");
     };
     return source;
   }

@@ -97,6 +97,7 @@ LoadedDriver* loadDriver() {
   resolve(*loaded->library, "cuGraphExecDestroy", api.graphExecDestroy);
   resolve(*loaded->library, "cuGraphDestroy", api.graphDestroy);
   resolve(*loaded->library, "cuStreamIsCapturing", api.streamIsCapturing);
+  resolve(*loaded->library, "cuStreamGetId", api.streamGetId);
   resolve(*loaded->library, "cuDriverGetVersion", api.driverGetVersion);
   resolve(*loaded->library, "cuTensorMapEncodeTiled", api.tensorMapEncodeTiled);
   // cuInit fails with CUDA_ERROR_NO_DEVICE where libcuda is mounted but no GPU is (CI containers).

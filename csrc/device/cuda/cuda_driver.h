@@ -91,6 +91,8 @@ struct CudaDriver {
   CuResult (*graphExecDestroy)(CuGraphExec exec) = nullptr;                              // cuGraphExecDestroy
   CuResult (*graphDestroy)(CuGraph graph) = nullptr;                                     // cuGraphDestroy
   CuResult (*streamIsCapturing)(CuStream stream, int* status) = nullptr;                 // cuStreamIsCapturing
+  // A stream's identity for the life of the process (handles may be reused): optional, CUDA 12.0 on.
+  CuResult (*streamGetId)(CuStream stream, unsigned long long* id) = nullptr;  // cuStreamGetId
   bool hasGraphs() const {
     return graphCreate && graphAddKernelNode && graphInstantiate && graphExecKernelNodeSetParams && graphLaunch &&
            graphExecDestroy && graphDestroy && streamIsCapturing;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -29,14 +30,18 @@ using device::StreamHandle;
 
 StreamHandle stream(uintptr_t n) { return reinterpret_cast<StreamHandle>(n); }
 
-// A pool handing out distinct addresses, the calls it saw, and switches for out-of-memory and capture.
+// A pool handing out distinct addresses, the calls it saw, and switches for out-of-memory, capture,
+// stream identities and a device that cannot be waited for.
 struct FakePool {
   std::mutex mutex;
   DevicePtr next = 1 << 20;
   std::vector<size_t> allocated;                              // the sizes asked for, in order
   std::vector<std::pair<DevicePtr, StreamHandle>> released;  // in order
   std::set<StreamHandle> captured;
+  std::map<StreamHandle, std::optional<uint64_t>> identities;  // default: the handle's value
   int fail_next = 0;                                          // allocations that report out of memory
+  int synchronized = 0;
+  bool synchronize_fails = false;
 
   BlockSource source() {
     BlockSource s;
@@ -58,6 +63,15 @@ struct FakePool {
     s.capturing = [this](StreamHandle st) {
       std::lock_guard<std::mutex> lock(mutex);
       return captured.count(st) > 0;
+    };
+    s.identity = [this](StreamHandle st) -> std::optional<uint64_t> {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto known = identities.find(st);
+      return known != identities.end() ? known->second : std::optional<uint64_t>(reinterpret_cast<uintptr_t>(st));
+    };
+    s.synchronize = [this] {
+      if (synchronize_fails) throw Error(ErrorKind::Runtime, "cuCtxSynchronize failed: a capture is in progress");
+      ++synchronized;
     };
     return s;
   }
@@ -148,23 +162,47 @@ TEST_F(CacheOfOneMiB, ACapturedStreamNeitherTakesNorGivesCachedBlocks) {
   cache.release(kept, stream(1));
 
   pool.captured.insert(stream(1));
-  // During the capture: a block of the graph's own, whatever is cached; a block released is freed by the graph.
+  // During the capture: a block of the graph's own, whatever is cached, freed inside the graph.
   const DevicePtr in_graph = cache.allocate(1000, stream(1));
   EXPECT_NE(in_graph, kept);
   EXPECT_EQ(pool.allocated.back(), 1000u) << "the size asked for: the graph's block is never cached";
-  cache.release(before, stream(1));
+  const DevicePtr freed_in_graph = cache.allocate(1000, stream(1));
+  cache.release(freed_in_graph, stream(1));
   ASSERT_EQ(pool.released.size(), 1u);
-  EXPECT_EQ(pool.released[0].first, before);
+  EXPECT_EQ(pool.released[0].first, freed_in_graph) << "a free node of the graph's own allocation";
+  // A block from before the capture cannot be freed in it, nor reused while it lasts.
+  cache.release(before, stream(1));
+  EXPECT_EQ(pool.released.size(), 1u) << "not freed inside the graph";
+  EXPECT_EQ(cache.counts().deferred_blocks, 1u);
+  EXPECT_NE(cache.allocate(1000, stream(1)), before);
+  EXPECT_EQ(cache.counts().cached_blocks, 1u) << "`kept` untouched by the capture";
   pool.captured.clear();
 
-  // After it: the graph's block goes back to the pool; the block kept before serves the stream again.
+  // After it: the graph's block goes back to the pool; the deferred block joins the cache.
   cache.release(in_graph, stream(1));
   ASSERT_EQ(pool.released.size(), 2u);
   EXPECT_EQ(pool.released[1].first, in_graph);
-  EXPECT_EQ(cache.allocate(1000, stream(1)), kept);
-  const DevicePtr fresh = cache.allocate(1000, stream(1));
-  EXPECT_NE(fresh, before);
-  EXPECT_EQ(pool.allocated.size(), 4u) << "`before` was not kept: a new block";
+  EXPECT_EQ(cache.counts().deferred_blocks, 0u);
+  EXPECT_EQ(cache.counts().cached_blocks, 2u);
+  const std::set<DevicePtr> reused = {cache.allocate(1000, stream(1)), cache.allocate(1000, stream(1))};
+  EXPECT_EQ(reused, (std::set<DevicePtr>{before, kept}));
+}
+
+TEST_F(CacheOfOneMiB, BlocksFollowTheStreamsIdentityNotItsHandle) {
+  const DevicePtr a = cache.allocate(1000, stream(5));
+  cache.release(a, stream(5));
+  // The stream was destroyed and a new one got its handle: its blocks are not the new stream's.
+  pool.identities[stream(5)] = 77;
+  EXPECT_NE(cache.allocate(1000, stream(5)), a);
+  // Another handle of the first stream (the legacy stream is both 0 and 1) finds them.
+  pool.identities[stream(6)] = 5;
+  EXPECT_EQ(cache.allocate(1000, stream(6)), a);
+  // A handle naming another stream on each thread: never cached, freed on it at once.
+  pool.identities[stream(2)] = std::nullopt;
+  const DevicePtr per_thread = cache.allocate(1000, stream(2));
+  EXPECT_EQ(pool.allocated.back(), 1000u);
+  cache.release(per_thread, stream(2));
+  EXPECT_EQ(pool.released.back(), std::make_pair(per_thread, stream(2)));
 }
 
 TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheCachedBlocksThenTriesOnceMore) {
@@ -174,8 +212,8 @@ TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheCachedBlocksThenTriesOnceMore) {
   cache.release(b, stream(2));
   pool.fail_next = 1;
   EXPECT_NE(cache.allocate(3000, stream(1)), 0u);
-  EXPECT_EQ(pool.released.size(), 2u) << "both cached blocks went back, each on its own stream";
-  for (const auto& [p, s] : pool.released) EXPECT_EQ(s, p == a ? stream(1) : stream(2));
+  EXPECT_EQ(pool.released.size(), 2u) << "both cached blocks went back";
+  EXPECT_EQ(pool.synchronized, 1);
   EXPECT_EQ(cache.counts().cached_bytes, 0u);
 
   pool.fail_next = 2;
@@ -186,22 +224,45 @@ TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheCachedBlocksThenTriesOnceMore) {
     EXPECT_EQ(e.kind(), ErrorKind::Runtime);
     EXPECT_NE(std::string(e.what()).find("out of device memory: 7000 bytes asked for"), std::string::npos) << e.what();
   }
+
+  // A device that cannot be waited for (a capture elsewhere): the allocation is still tried again.
+  const DevicePtr c = cache.allocate(1000, stream(1));
+  cache.release(c, stream(1));
+  pool.synchronize_fails = true;
+  pool.fail_next = 1;
+  EXPECT_NE(cache.allocate(9000, stream(1)), 0u);
+  EXPECT_EQ(cache.counts().cached_blocks, 1u) << "kept: it could not be freed";
 }
 
-TEST_F(CacheOfOneMiB, TrimReturnsEveryCachedBlockAndSaysHowMuch) {
-  const std::vector<std::pair<size_t, uintptr_t>> asked = {{100, 1}, {600, 2}, {600, 2}, {70000, 3}};
+TEST_F(CacheOfOneMiB, TrimWaitsForTheDeviceThenReturnsEveryBlockAndSaysHowMuch) {
+  const std::vector<std::pair<size_t, uintptr_t>> asked = {{100, 1}, {600, 3}, {600, 3}, {70000, 4}};
   std::vector<DevicePtr> blocks;
   for (const auto& [bytes, s] : asked) blocks.push_back(cache.allocate(bytes, stream(s)));
-  for (size_t i = 0; i < blocks.size(); ++i) cache.release(blocks[i], stream(asked[i].second));
+  for (size_t i = 0; i + 1 < blocks.size(); ++i) cache.release(blocks[i], stream(asked[i].second));
+  pool.captured.insert(stream(4));
+  cache.release(blocks.back(), stream(4));  // deferred: released during a capture
+  pool.captured.clear();
+  ASSERT_EQ(cache.counts().deferred_blocks, 1u);
+
+  // A device that cannot be waited for: nothing is freed, nothing is lost.
+  pool.synchronize_fails = true;
+  EXPECT_THROW(cache.trim(), Error);
+  EXPECT_TRUE(pool.released.empty());
+  EXPECT_EQ(cache.counts().cached_blocks, 3u);
+  EXPECT_EQ(cache.counts().deferred_blocks, 1u);
+
+  pool.synchronize_fails = false;
   EXPECT_EQ(cache.trim(), 512u + 1024 + 1024 + 70144);
+  EXPECT_EQ(pool.synchronized, 1);
   ASSERT_EQ(pool.released.size(), 4u);
   for (const auto& [p, s] : pool.released) {
-    const size_t i = static_cast<size_t>(std::find(blocks.begin(), blocks.end(), p) - blocks.begin());
-    ASSERT_LT(i, blocks.size());
-    EXPECT_EQ(s, stream(asked[i].second)) << "returned on the stream it was released on";
+    EXPECT_NE(std::find(blocks.begin(), blocks.end(), p), blocks.end());
+    EXPECT_EQ(s, nullptr) << "after the wait, on the legacy stream: a block's own stream may be gone";
   }
   EXPECT_EQ(cache.counts().cached_blocks, 0u);
+  EXPECT_EQ(cache.counts().deferred_blocks, 0u);
   EXPECT_EQ(cache.trim(), 0u);
+  EXPECT_EQ(pool.synchronized, 1) << "nothing to return: no wait";
 }
 
 TEST_F(CacheOfOneMiB, ThreadsOnTheirOwnStreamsNeverHoldTheSameBlock) {
