@@ -182,7 +182,7 @@ if [ "$platform" = cuda ]; then
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
   # The same launches with the cache of freed blocks off: every allocation and release through the pool.
   BRAZE_BLOCK_CACHE_BYTES=0 timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks \
-    --benchmark_filter='GpuLaunch_(CachedExecute|DriverCalls|TwoKernels)' > "$parts/host_bench_pool.log" 2>&1 || rc=1
+    --benchmark_filter='GpuLaunch_(CachedExecute|DriverCalls|Segments)' > "$parts/host_bench_pool.log" 2>&1 || rc=1
 else
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
 fi
