@@ -228,6 +228,52 @@ def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
     assert len(runs) == len(forms)
 
 
+def test_outputs_come_from_torch_compiles_allocation_call_on_the_inputs_device(monkeypatch):
+    """torch._C._dynamo.guards._empty_strided_cuda (sizes, strides, dtype; torch's current device) where
+    torch has it; torch.empty_strided where it made the tensor on another device, and from then on where
+    it does not take that call (out of memory aside)."""
+    torch = stand_in_torch(monkeypatch)
+    fast = []
+
+    class OnDevice(Output):
+        def __init__(self, device):
+            self.device = device
+
+        def get_device(self):
+            return self.device
+
+    current = {"device": 0, "fails": None}
+
+    def empty_strided_cuda(sizes, strides, dtype):
+        fast.append((sizes, strides, dtype))
+        if current["fails"] is not None:
+            raise current["fails"]("refused")
+        return OnDevice(current["device"])
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    torch.OutOfMemoryError = OutOfMemoryError
+    torch._C._dynamo = types.SimpleNamespace(guards=types.SimpleNamespace(_empty_strided_cuda=empty_strided_cuda))
+    fd, cache = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    (out,) = fd.execute([x, w])
+    assert isinstance(out, OnDevice) and torch.made == []
+    assert fast == [((3, 5, 1600), (8000, 1600, 1), torch.bfloat16)]  # exact tuples, as the call requires
+    current["device"] = 1  # torch's current device is not the inputs'
+    (out,) = fd.execute([x, w])
+    assert not isinstance(out, OnDevice) and len(torch.made) == 1 and len(fast) == 2
+    current["device"], current["fails"] = 0, OutOfMemoryError
+    fd.execute([x, w])
+    assert len(torch.made) == 2 and len(fast) == 3  # torch.empty_strided says what is out of memory
+    current["fails"] = RuntimeError  # a form this torch does not take: not asked again
+    fd.execute([x, w])
+    fd.execute([x, w])
+    assert len(torch.made) == 4 and len(fast) == 4
+
+
 def test_run_torch_takes_plain_cuda_tensors_on_the_current_stream_and_declines_the_rest(monkeypatch):
     asked = []
     torch = types.ModuleType("torch")
