@@ -137,7 +137,12 @@ class CudaDeviceOps final : public DeviceOps {
 
   DevicePtr allocate(size_t bytes, StreamHandle stream) override { return blocks_.allocate(bytes, stream); }
 
-  void release(DevicePtr pointer, StreamHandle stream) override { blocks_.release(pointer, stream); }
+  void release(DevicePtr pointer, StreamHandle stream) override {
+    // An output's last reference may drop on any thread, where another device's context (or none) is
+    // current: the null stream, its capture state and its identity are this device's only inside.
+    DeviceScope scope(*this);
+    blocks_.release(pointer, stream);
+  }
 
   size_t releaseCachedBlocks() override { return blocks_.trim(); }
 
@@ -232,7 +237,7 @@ class CudaDeviceOps final : public DeviceOps {
       return pointer;
     };
     source.release = [this](DevicePtr pointer, StreamHandle stream) {
-      DeviceScope scope(*this);  // an output's last reference may drop on any thread
+      DeviceScope scope(*this);  // trim() may run on any thread (braze.empty_cache)
       driver_.check(driver_.memFreeAsync(pointer, cu(stream)), "cuMemFreeAsync");
     };
     source.capturing = [this](StreamHandle stream) {
@@ -291,10 +296,14 @@ DeviceOps& cudaDeviceOps(int ordinal) {
 }
 
 size_t releaseCudaCachedBlocks() {
-  MadeOps& made = madeOps();
-  std::lock_guard<std::mutex> lock(made.mutex);
+  std::vector<CudaDeviceOps*> devices;
+  {
+    MadeOps& made = madeOps();
+    std::lock_guard<std::mutex> lock(made.mutex);
+    for (auto& [ordinal, ops] : made.by_ordinal) devices.push_back(ops.get());  // never destroyed
+  }
   size_t returned = 0;
-  for (auto& [ordinal, ops] : made.by_ordinal) returned += ops->releaseCachedBlocks();
+  for (CudaDeviceOps* ops : devices) returned += ops->releaseCachedBlocks();  // waits for each device
   return returned;
 }
 
