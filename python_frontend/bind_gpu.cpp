@@ -179,7 +179,11 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
       owner = nb::capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
     }
     if (framework == "torch") {
-      result.append(exportAs<nb::pytorch>(out, owner, dlpackDeviceType(cache)));
+      // The capsule straight to torch's C++ import where torch has it; else through nanobind's export,
+      // which calls torch.utils.dlpack.from_dlpack.
+      nb::object capsule = exportAs<nb::no_framework>(out, owner, dlpackDeviceType(cache));
+      std::optional<nb::object> tensor = torchFromCapsule(capsule);
+      result.append(tensor ? *tensor : exportAs<nb::pytorch>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "cupy") {
       result.append(exportAs<nb::cupy>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "jax") {

@@ -36,6 +36,7 @@ struct TorchTypes {
   // allocates with, about a microsecond cheaper than torch.empty_strided; on torch's current device.
   nb::object empty_strided_cuda;
   nb::object out_of_memory;  // torch.OutOfMemoryError, or None
+  nb::object from_capsule;   // torch._C._from_dlpack, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
 };
 
@@ -87,6 +88,9 @@ const TorchTypes* torchTypes() {
     }
   }
   types.out_of_memory = nb::hasattr(torch, "OutOfMemoryError") ? torch.attr("OutOfMemoryError") : nb::none();
+  types.from_capsule = nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_from_dlpack")
+                           ? torch.attr("_C").attr("_from_dlpack")
+                           : nb::none();
   for (DataType dtype : kAllDataTypes) {
     const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
@@ -211,6 +215,16 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
   TorchOutput out{nb::steal(tensor), 0};
   out.address = static_cast<uintptr_t>(nb::cast<uint64_t>(callMethod(out.tensor, names().data_ptr)));
   return out;
+}
+
+std::optional<nb::object> torchFromCapsule(nb::handle capsule) {
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || torch->from_capsule.is_none()) return std::nullopt;
+  PyObject* args[] = {nullptr, capsule.ptr()};
+  PyObject* tensor =
+      PyObject_Vectorcall(torch->from_capsule.ptr(), args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (tensor == nullptr) throw nb::python_error();
+  return nb::steal(tensor);
 }
 
 std::optional<uintptr_t> torchCurrentStream(int device) {

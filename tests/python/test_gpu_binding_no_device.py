@@ -6,6 +6,7 @@ objects, explain's cache answers and the errors for inputs it cannot take."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import types
 
@@ -272,6 +273,40 @@ def test_outputs_come_from_torch_compiles_allocation_call_on_the_inputs_device(m
     fd.execute([x, w])
     fd.execute([x, w])
     assert len(torch.made) == 4 and len(fast) == 4
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def read_capsule(capsule):
+    """(address, DLPack device type, shape, strides) of an unversioned DLPack capsule, left unconsumed
+    (its destructor then releases what it holds)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = DLTensor.from_address(get(capsule, b"dltensor"))
+    return (t.data + t.byte_offset, t.device_type, [t.shape[d] for d in range(t.ndim)],
+            [t.strides[d] for d in range(t.ndim)])
+
+
+def test_views_of_inputs_reach_torch_through_its_cpp_dlpack_import(monkeypatch):
+    """A view of an input goes to torch._C._from_dlpack as a capsule (not through torch.utils.dlpack's
+    Python function, which asks torch for a Stream object first): its address, shape and strides."""
+    torch = stand_in_torch(monkeypatch)
+    imported = []
+    torch._C._from_dlpack = lambda capsule: imported.append(read_capsule(capsule)) or "a torch view"
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.permute(x, [1, 0]))
+        fd.add_output(fd.ops.cast(fd.ops.add(x, x), DataType.BFloat16))
+    fd.__dict__["_gpu_caches"] = {"auto": _C.FusionCache(fd._fusion, "auto", no_device="h100")}
+    x = StandInTensor(np.zeros((5, 7), BF16), torch)
+    view, doubled = fd.execute([x])
+    assert view == "a torch view" and isinstance(doubled, Output)
+    assert imported == [(x.data_ptr(), 2, [7, 5], [1, 7])]  # CUDA (2), the transposed strides
 
 
 def test_run_torch_takes_plain_cuda_tensors_on_the_current_stream_and_declines_the_rest(monkeypatch):
