@@ -367,10 +367,15 @@ void bindGpu(nb::module_& m) {
       .def("__len__", &exec::FusionCache::size, "prepared plans (one per input signature)");
 
   m.def(
-      "empty_cache", [] { return device::releaseCudaCachedBlocks(); },
+      "empty_cache",
+      [] {
+        nb::gil_scoped_release release;  // it waits for the GPU, whose host callbacks may want the GIL
+        return device::releaseCudaCachedBlocks();
+      },
       "waits for the GPUs braze has used, then returns the freed device memory braze keeps per stream for reuse "
       "(its outputs, intermediates and workspaces) to the device's default memory pool, where other users of "
-      "that pool can allocate it; the bytes returned");
+      "that pool can allocate it; the bytes returned. Not while a CUDA graph is being captured (the wait "
+      "would end the capture)");
   m.def(
       "block_cache_counts",
       [](int device) {

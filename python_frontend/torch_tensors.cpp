@@ -35,7 +35,8 @@ struct TorchTypes {
   // torch._C._dynamo.guards._empty_strided_cuda(sizes, strides, dtype), or None: what torch.compile's code
   // allocates with, about a microsecond cheaper than torch.empty_strided; on torch's current device.
   nb::object empty_strided_cuda;
-  nb::object out_of_memory;  // torch.OutOfMemoryError, or None
+  nb::object current_device;  // torch._C._cuda_getDevice, or None (then the call above is not used)
+  nb::object out_of_memory;   // torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5), or None
   nb::object from_capsule;   // torch._C._from_dlpack, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
 };
@@ -87,7 +88,16 @@ const TorchTypes* torchTypes() {
       types.empty_strided_cuda = dynamo.attr("guards").attr("_empty_strided_cuda");
     }
   }
-  types.out_of_memory = nb::hasattr(torch, "OutOfMemoryError") ? torch.attr("OutOfMemoryError") : nb::none();
+  types.current_device = nb::none();
+  if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_cuda_getDevice")) {
+    types.current_device = torch.attr("_C").attr("_cuda_getDevice");
+  }
+  types.out_of_memory = nb::none();
+  if (nb::hasattr(torch, "OutOfMemoryError")) {
+    types.out_of_memory = torch.attr("OutOfMemoryError");
+  } else if (nb::hasattr(torch, "cuda") && nb::hasattr(torch.attr("cuda"), "OutOfMemoryError")) {
+    types.out_of_memory = torch.attr("cuda").attr("OutOfMemoryError");
+  }
   types.from_capsule = nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_from_dlpack")
                            ? torch.attr("_C").attr("_from_dlpack")
                            : nb::none();
@@ -127,22 +137,25 @@ std::vector<int64_t> int64s(nb::handle sequence) {
 
 // torch.compile's allocation call where this torch has it and its current device is `device`; none (the
 // caller then calls torch.empty_strided) otherwise. A call this torch does not take in that form turns
-// the fast call off for the module; running out of memory does not (torch.empty_strided then raises it).
+// the fast call off for the module; running out of memory does not (torch.empty_strided then raises it),
+// and an interrupt is raised as it is.
 std::optional<TorchOutput> torchEmptyStridedOnCurrentDevice(const TorchTypes& torch, const nb::object& sizes,
                                                             const nb::object& strides, const nb::object& dtype,
                                                             int device) {
-  if (torch.empty_strided_cuda.is_none()) return std::nullopt;
+  if (torch.empty_strided_cuda.is_none() || torch.current_device.is_none()) return std::nullopt;
+  // It allocates on torch's current device: asked first, so that no other device is touched.
+  if (nb::cast<int>(torch.current_device()) != device) return std::nullopt;
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), dtype.ptr()};
   PyObject* tensor =
       PyObject_Vectorcall(torch.empty_strided_cuda.ptr(), args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   if (tensor == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt, SystemExit
     const bool out_of_memory = !torch.out_of_memory.is_none() && PyErr_ExceptionMatches(torch.out_of_memory.ptr());
     PyErr_Clear();
     if (!out_of_memory) torchTypeCache().empty_strided_cuda = nb::none();
     return std::nullopt;
   }
   TorchOutput out{nb::steal(tensor), 0};
-  if (nb::cast<int>(callMethod(out.tensor, names().get_device)) != device) return std::nullopt;  // made elsewhere
   out.address = static_cast<uintptr_t>(nb::cast<uint64_t>(callMethod(out.tensor, names().data_ptr)));
   return out;
 }

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 namespace braze::device {
@@ -24,6 +25,20 @@ size_t StreamBlockCache::sizeClass(size_t bytes) {
 namespace {
 
 using Returns = std::vector<std::pair<DevicePtr, StreamHandle>>;
+
+// Every block back to the pool, each on its stream, even when one of them fails (the first failure is
+// raised after the others were tried).
+void releaseAll(const BlockSource& source, const Returns& blocks) {
+  std::exception_ptr first;
+  for (const auto& [pointer, stream] : blocks) {
+    try {
+      source.release(pointer, stream);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
 
 }  // namespace
 
@@ -51,47 +66,63 @@ DevicePtr StreamBlockCache::allocate(size_t bytes, StreamHandle stream) {
   const bool capturing = source_.capturing(stream);
   const std::optional<uint64_t> id = source_.identity(stream);
   const bool cacheable = limit_bytes_ > 0 && size <= kLargestCachedBlock && !capturing && id.has_value();
-  Returns to_release;
-  DevicePtr pointer = 0;
-  {
+  if (!capturing && id) {
+    Returns settled;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      settleDeferred(*id, stream, settled);  // the capture that deferred them is over
+    }
+    releaseAll(source_, settled);
+  }
+  if (cacheable) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!capturing && id) settleDeferred(*id, stream, to_release);  // the capture that deferred them is over
-    if (cacheable) {
-      auto blocks = free_.find(*id);
-      if (blocks != free_.end()) {
-        auto same_class = blocks->second.find(size);
-        if (same_class != blocks->second.end() && !same_class->second.empty()) {
-          pointer = same_class->second.back();
-          same_class->second.pop_back();
-          counts_.cached_bytes -= size;
-          --counts_.cached_blocks;
-          ++counts_.hits;
-          live_[pointer] = Live{size, true, false};
-        }
+    auto blocks = free_.find(*id);
+    if (blocks != free_.end()) {
+      auto same_class = blocks->second.find(size);
+      if (same_class != blocks->second.end() && !same_class->second.empty()) {
+        const DevicePtr pointer = same_class->second.back();
+        same_class->second.pop_back();
+        counts_.cached_bytes -= size;
+        --counts_.cached_blocks;
+        ++counts_.hits;
+        live_[pointer] = Live{size, true, false, *id};
+        return pointer;
       }
     }
   }
-  for (const auto& [returned, on] : to_release) source_.release(returned, on);
-  if (pointer != 0) return pointer;
   // Blocks that are never cached keep the size asked for (the pool rounds it as it likes).
   const size_t asked = cacheable ? size : std::max<size_t>(bytes, 1);
-  pointer = source_.allocate(asked, stream);
+  DevicePtr pointer = source_.allocate(asked, stream);
   if (pointer == 0) {
+    // Out of memory: this stream's kept blocks go back to the pool, in its order (no wait for the device,
+    // which a capture elsewhere would not allow), and the allocation is tried once more.
     size_t returned = 0;
-    try {
-      returned = trim();
-    } catch (const Error&) {
-      // The device cannot be waited for now (a capture elsewhere): the allocation is tried as it is.
+    if (!capturing && id) {
+      Returns kept;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto blocks = free_.find(*id);
+        if (blocks != free_.end()) {
+          for (const auto& [block_size, pointers] : blocks->second) {
+            for (DevicePtr p : pointers) kept.emplace_back(p, stream);
+            returned += block_size * pointers.size();
+            counts_.cached_blocks -= pointers.size();
+          }
+          counts_.cached_bytes -= returned;
+          free_.erase(blocks);
+        }
+      }
+      releaseAll(source_, kept);
     }
-    pointer = source_.allocate(asked, stream);
+    if (returned > 0) pointer = source_.allocate(asked, stream);
     BRAZE_CHECK_KIND(ErrorKind::Runtime, pointer != 0,
-                     "out of device memory: {} bytes asked for ({} cached bytes of freed outputs were returned to the "
-                     "device first and did not make room)",
+                     "out of device memory: {} bytes asked for ({} bytes of freed blocks braze kept for this stream "
+                     "were returned to the device first; braze.empty_cache() returns those of every stream)",
                      bytes, returned);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   ++counts_.misses;
-  live_[pointer] = Live{asked, cacheable, capturing};
+  live_[pointer] = Live{asked, cacheable, capturing, id};
   return pointer;
 }
 
@@ -105,8 +136,10 @@ void StreamBlockCache::release(DevicePtr pointer, StreamHandle stream) {
     const bool known = found != live_.end();
     const Freed block{pointer, known ? found->second : Live{}};
     if (known) live_.erase(found);
-    if (!known || !id || (capturing && block.live.in_graph)) {
-      // Not a block of this cache's streams, or the graph's own (freed where the graph says): to the pool.
+    // The stream it was allocated on, still the same stream (not another one under a reused handle).
+    const bool same_stream = known && id && block.live.stream == id;
+    if (!same_stream || (capturing && block.live.in_graph)) {
+      // Not a block this cache can keep, or the graph's own (freed where the graph says): to the pool.
       to_release.emplace_back(pointer, stream);
     } else if (capturing) {
       deferred_[*id].push_back(block);
@@ -120,7 +153,7 @@ void StreamBlockCache::release(DevicePtr pointer, StreamHandle stream) {
       }
     }
   }
-  for (const auto& [returned, on] : to_release) source_.release(returned, on);
+  releaseAll(source_, to_release);
 }
 
 size_t StreamBlockCache::trim() {
@@ -157,19 +190,21 @@ size_t StreamBlockCache::trim() {
     counts_.deferred_blocks += taken.deferred_blocks;
     throw;
   }
+  Returns blocks;
   size_t returned = 0;
   for (const auto& [id, classes] : taken_free) {
     for (const auto& [size, pointers] : classes) {
-      for (DevicePtr pointer : pointers) source_.release(pointer, nullptr);
+      for (DevicePtr pointer : pointers) blocks.emplace_back(pointer, nullptr);
       returned += size * pointers.size();
     }
   }
-  for (const auto& [id, blocks] : taken_deferred) {
-    for (const Freed& block : blocks) {
-      source_.release(block.pointer, nullptr);
+  for (const auto& [id, deferred] : taken_deferred) {
+    for (const Freed& block : deferred) {
+      blocks.emplace_back(block.pointer, nullptr);
       returned += block.live.bytes;
     }
   }
+  releaseAll(source_, blocks);
   return returned;
 }
 

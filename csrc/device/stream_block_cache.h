@@ -64,12 +64,14 @@ class StreamBlockCache {
   StreamBlockCache& operator=(const StreamBlockCache&) = delete;
 
   // A block of at least `bytes` (its size class), usable on `stream`. When the device is out of
-  // memory, the cached blocks go back to it and the allocation is tried once more before it raises.
+  // memory, the blocks kept for `stream` go back to it and the allocation is tried once more before it
+  // raises (blocks of other streams could only be freed after waiting for the device).
   DevicePtr allocate(size_t bytes, StreamHandle stream);
   // `pointer` must come from allocate() on the same `stream`. Callable from any thread.
   void release(DevicePtr pointer, StreamHandle stream);
   // Waits for the device, then returns every cached and deferred block to the pool; the bytes returned.
-  // Raises (keeping the blocks) where the device cannot be waited for (a capture in progress).
+  // Not while a stream of the device is being captured: the wait would end the capture (it raises, keeping
+  // the blocks, where the driver says so).
   size_t trim();
   BlockCacheCounts counts() const;
 
@@ -82,6 +84,7 @@ class StreamBlockCache {
     size_t bytes = 0;        // its size class where cacheable
     bool cacheable = false;  // at most kLargestCachedBlock, allocated outside a capture on a known stream
     bool in_graph = false;   // allocated while its stream was captured: the graph's
+    std::optional<uint64_t> stream;  // the identity of the stream it was allocated on
   };
   struct Freed {
     DevicePtr pointer = 0;

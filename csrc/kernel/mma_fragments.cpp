@@ -8,6 +8,10 @@ MmaDims mmaDims(MmaShape shape) {
   return shape == MmaShape::M16N8K16 ? MmaDims{16, 8, 16, 8, 4, 4} : MmaDims{16, 8, 32, 16, 8, 4};
 }
 
+MmaShape mmaShapeFor(DataType operand) {
+  return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
+}
+
 bool mmaTakes(MmaShape shape, DataType operand) {
   if (shape == MmaShape::M16N8K16) return operand == DataType::BFloat16 || operand == DataType::Half;
   return operand == DataType::Int8 || operand == DataType::UInt8 || operand == DataType::Float8_e4m3fn ||

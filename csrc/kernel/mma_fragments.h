@@ -30,6 +30,8 @@ struct MmaDims {
 };
 MmaDims mmaDims(MmaShape shape);
 
+// The mma.sync shape for an operand dtype: k16 for 16-bit operands, k32 for 8-bit ones.
+MmaShape mmaShapeFor(DataType operand);
 // Whether `operand` is one of a shape's operand dtypes, and the accumulator dtype it takes (Float, Int32).
 bool mmaTakes(MmaShape shape, DataType operand);
 DataType mmaAccumulator(MmaShape shape, DataType operand);

@@ -73,12 +73,6 @@ std::string wgmmaUnavailable(const DeviceInfo& device, const MatmulProblem& prob
 
 namespace {
 
-// The mma.sync shape of an operand dtype: k16 for 16-bit operands, k32 for 8-bit ones.
-kernel::MmaShape shapeFor(DataType operand) {
-  return operand == DataType::BFloat16 || operand == DataType::Half ? kernel::MmaShape::M16N8K16
-                                                                    : kernel::MmaShape::M16N8K32;
-}
-
 // A few rows: the problem is reading B once. Tensor cores would compute 16-row tiles of which most rows
 // are padding, and their operand loads are not 16 bytes wide; a warp per output column instead streams
 // the column's K elements with vector loads and sums them.
@@ -119,7 +113,7 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
 MatmulParams gemvMmaHeuristics(const DeviceInfo& device, const MatmulProblem& problem) {
   MatmulParams p;
   p.gemv = p.gemv_mma = true;
-  p.shape = shapeFor(problem.operand);
+  p.shape = kernel::mmaShapeFor(problem.operand);
   // A lane holds runs of k / 8 consecutive K elements of each fragment row (2 for k16, 4 for k32), two runs
   // per mma: a chunk is whole mmas' runs, and at least 16 bytes of the weights' largest input.
   const int64_t runs = 2 * kernel::mmaDims(p.shape).k / 8;
@@ -272,7 +266,8 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
     // scalar GEMV or warpgroup mmas are tuned on; one row keeps the scalar GEMV, where an mma would
     // compute 7 rows of padding.
     const bool mma_rows = gemv_mma == 1 || (gemv_mma < 0 && gemv != 1 && device.tuning.matmul_wgmma != 1 && q.m >= 2);
-    const bool has_mma = mmaUnavailable(device, q.operand).empty() && kernel::mmaTakes(shapeFor(q.operand), q.operand);
+    const bool has_mma =
+        mmaUnavailable(device, q.operand).empty() && kernel::mmaTakes(kernel::mmaShapeFor(q.operand), q.operand);
     if (mma_rows && has_mma) return gemvMmaHeuristics(device, q);
     if (q.m <= (gemv == 1 ? 64 : 16)) return gemvHeuristics(device, q);
     return std::nullopt;
@@ -288,7 +283,7 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   }
   if (std::optional<MatmulParams> p = gemvOf(problem)) return *p;
   MatmulParams p;
-  p.shape = shapeFor(problem.operand);
+  p.shape = kernel::mmaShapeFor(problem.operand);
   // Each warp a 32 x 32 output tile by default (2 x 4 mma tiles: 8 accumulators of 4 values); skinny
   // problems take fewer tiles rather than compute padding.
   p.tiles_m = problem.m <= 16 ? 1 : 2;

@@ -32,7 +32,7 @@ class MatmulLowering {
         bias_(linear_ && mm_.inputs().size() > 2 ? mm_.input(2) : nullptr),
         result_(mm_.output(0)),
         s_(extentsOf(ctx.segment)),
-        acc_type_(mmaAccumulator(p.gemv ? shapeFor(a_->dtype()) : p.shape, a_->dtype())),
+        acc_type_(mmaAccumulator(p.gemv ? kernel::mmaShapeFor(a_->dtype()) : p.shape, a_->dtype())),
         kb_(ctx.kernel),
         vb_(kb_, ctx.bound, ctx.segment.exprs, ctx.inputs),
         chains_(resultChains(ctx.segment.exprs, mm_, ctx.bound).chains) {
@@ -109,10 +109,6 @@ class MatmulLowering {
   void tmaSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId stage, VarId full);
   // After the main loop: split-K's combine and the epilogue of every accumulator.
   void finishMma(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, ExprId row0, ExprId col0, ExprId g, ExprId t);
-
-  static MmaShape shapeFor(DataType operand) {
-    return operand == DataType::BFloat16 || operand == DataType::Half ? MmaShape::M16N8K16 : MmaShape::M16N8K32;
-  }
 
   // The GEMV's rows of A: m, or with batch_rows (MatmulParams) every batch's m rows.
   int64_t gemvRows() const { return p_.batch_rows ? s_.batch * s_.m : s_.m; }

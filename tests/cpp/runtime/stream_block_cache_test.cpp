@@ -42,6 +42,7 @@ struct FakePool {
   int fail_next = 0;                                          // allocations that report out of memory
   int synchronized = 0;
   bool synchronize_fails = false;
+  int fail_release = 0;  // releases that fail
 
   BlockSource source() {
     BlockSource s;
@@ -58,6 +59,10 @@ struct FakePool {
     };
     s.release = [this](DevicePtr p, StreamHandle st) {
       std::lock_guard<std::mutex> lock(mutex);
+      if (fail_release > 0) {
+        --fail_release;
+        throw Error(ErrorKind::Runtime, "cuMemFreeAsync failed");
+      }
       released.emplace_back(p, st);
     };
     s.capturing = [this](StreamHandle st) {
@@ -205,33 +210,57 @@ TEST_F(CacheOfOneMiB, BlocksFollowTheStreamsIdentityNotItsHandle) {
   EXPECT_EQ(pool.released.back(), std::make_pair(per_thread, stream(2)));
 }
 
-TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheCachedBlocksThenTriesOnceMore) {
+TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheStreamsBlocksWithoutWaitingThenTriesOnceMore) {
   const DevicePtr a = cache.allocate(1000, stream(1));
   const DevicePtr b = cache.allocate(5000, stream(2));
   cache.release(a, stream(1));
   cache.release(b, stream(2));
   pool.fail_next = 1;
   EXPECT_NE(cache.allocate(3000, stream(1)), 0u);
-  EXPECT_EQ(pool.released.size(), 2u) << "both cached blocks went back";
-  EXPECT_EQ(pool.synchronized, 1);
-  EXPECT_EQ(cache.counts().cached_bytes, 0u);
+  ASSERT_EQ(pool.released.size(), 1u) << "stream 1's block went back, on stream 1";
+  EXPECT_EQ(pool.released[0], std::make_pair(a, stream(1)));
+  EXPECT_EQ(pool.synchronized, 0) << "no wait for the device: a capture elsewhere would end";
+  EXPECT_EQ(cache.counts().cached_bytes, 5120u) << "stream 2's block is still kept";
 
-  pool.fail_next = 2;
+  // Nothing of stream 1 left to return: the error, at once.
+  pool.fail_next = 1;
   try {
     cache.allocate(7000, stream(1));
     FAIL() << "expected an out-of-memory error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Runtime);
-    EXPECT_NE(std::string(e.what()).find("out of device memory: 7000 bytes asked for"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of device memory: 7000 bytes asked for (0 bytes"), std::string::npos)
+        << e.what();
   }
+  EXPECT_EQ(pool.fail_next, 0) << "tried once";
 
-  // A device that cannot be waited for (a capture elsewhere): the allocation is still tried again.
-  const DevicePtr c = cache.allocate(1000, stream(1));
-  cache.release(c, stream(1));
-  pool.synchronize_fails = true;
-  pool.fail_next = 1;
-  EXPECT_NE(cache.allocate(9000, stream(1)), 0u);
-  EXPECT_EQ(cache.counts().cached_blocks, 1u) << "kept: it could not be freed";
+  // While the stream is captured, no block of it is freed outside the graph.
+  const DevicePtr c = cache.allocate(1000, stream(2));
+  cache.release(c, stream(2));
+  pool.captured.insert(stream(2));
+  pool.fail_next = 2;
+  EXPECT_THROW(cache.allocate(9000, stream(2)), Error);
+  EXPECT_EQ(cache.counts().cached_blocks, 2u);
+}
+
+TEST_F(CacheOfOneMiB, ABlockReleasedOnAnotherStreamUnderItsHandleGoesBackToThePool) {
+  const DevicePtr a = cache.allocate(1000, stream(5));
+  // Its stream was destroyed and a new one has its handle when the block is dropped.
+  pool.identities[stream(5)] = 99;
+  cache.release(a, stream(5));
+  EXPECT_EQ(pool.released, (std::vector<std::pair<DevicePtr, StreamHandle>>{{a, stream(5)}}));
+  EXPECT_EQ(cache.counts().cached_blocks, 0u);
+}
+
+TEST_F(CacheOfOneMiB, APoolThatFailsToFreeOneBlockStillGetsTheOthers) {
+  const DevicePtr a = cache.allocate(1000, stream(1));
+  const DevicePtr b = cache.allocate(3000, stream(1));
+  cache.release(a, stream(1));
+  cache.release(b, stream(1));
+  pool.fail_release = 1;
+  EXPECT_THROW(cache.trim(), Error);
+  EXPECT_EQ(pool.released.size(), 1u) << "the second block was returned after the first failed";
+  EXPECT_EQ(cache.counts().cached_blocks, 0u);
 }
 
 TEST_F(CacheOfOneMiB, TrimWaitsForTheDeviceThenReturnsEveryBlockAndSaysHowMuch) {
