@@ -85,6 +85,14 @@ struct FakePool {
 // A cache keeping up to 1 MiB in front of a fake pool.
 class CacheOfOneMiB : public ::testing::Test {
  protected:
+  // Blocks of these sizes allocated on these streams, then released (kept by the cache), in order.
+  std::vector<DevicePtr> kept(const std::vector<std::pair<size_t, uintptr_t>>& blocks) {
+    std::vector<DevicePtr> pointers;
+    for (const auto& [bytes, s] : blocks) pointers.push_back(cache.allocate(bytes, stream(s)));
+    for (size_t i = 0; i < blocks.size(); ++i) cache.release(pointers[i], stream(blocks[i].second));
+    return pointers;
+  }
+
   FakePool pool;
   StreamBlockCache cache{pool.source(), 1 << 20};
 };
@@ -211,10 +219,7 @@ TEST_F(CacheOfOneMiB, BlocksFollowTheStreamsIdentityNotItsHandle) {
 }
 
 TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheStreamsBlocksWithoutWaitingThenTriesOnceMore) {
-  const DevicePtr a = cache.allocate(1000, stream(1));
-  const DevicePtr b = cache.allocate(5000, stream(2));
-  cache.release(a, stream(1));
-  cache.release(b, stream(2));
+  const DevicePtr a = kept({{1000, 1}, {5000, 2}})[0];
   pool.fail_next = 1;
   EXPECT_NE(cache.allocate(3000, stream(1)), 0u);
   ASSERT_EQ(pool.released.size(), 1u) << "stream 1's block went back, on stream 1";
@@ -253,10 +258,7 @@ TEST_F(CacheOfOneMiB, ABlockReleasedOnAnotherStreamUnderItsHandleGoesBackToThePo
 }
 
 TEST_F(CacheOfOneMiB, APoolThatFailsToFreeOneBlockStillGetsTheOthers) {
-  const DevicePtr a = cache.allocate(1000, stream(1));
-  const DevicePtr b = cache.allocate(3000, stream(1));
-  cache.release(a, stream(1));
-  cache.release(b, stream(1));
+  kept({{1000, 1}, {3000, 1}});
   pool.fail_release = 1;
   EXPECT_THROW(cache.trim(), Error);
   EXPECT_EQ(pool.released.size(), 1u) << "the second block was returned after the first failed";
@@ -264,10 +266,8 @@ TEST_F(CacheOfOneMiB, APoolThatFailsToFreeOneBlockStillGetsTheOthers) {
 }
 
 TEST_F(CacheOfOneMiB, TrimWaitsForTheDeviceThenReturnsEveryBlockAndSaysHowMuch) {
-  const std::vector<std::pair<size_t, uintptr_t>> asked = {{100, 1}, {600, 3}, {600, 3}, {70000, 4}};
-  std::vector<DevicePtr> blocks;
-  for (const auto& [bytes, s] : asked) blocks.push_back(cache.allocate(bytes, stream(s)));
-  for (size_t i = 0; i + 1 < blocks.size(); ++i) cache.release(blocks[i], stream(asked[i].second));
+  std::vector<DevicePtr> blocks = kept({{100, 1}, {600, 3}, {600, 3}});
+  blocks.push_back(cache.allocate(70000, stream(4)));
   pool.captured.insert(stream(4));
   cache.release(blocks.back(), stream(4));  // deferred: released during a capture
   pool.captured.clear();
