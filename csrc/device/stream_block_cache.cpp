@@ -136,10 +136,13 @@ void StreamBlockCache::release(DevicePtr pointer, StreamHandle stream) {
     const bool known = found != live_.end();
     const Freed block{pointer, known ? found->second : Live{}};
     if (known) live_.erase(found);
-    // The stream it was allocated on, still the same stream (not another one under a reused handle).
-    const bool same_stream = known && id && block.live.stream == id;
-    if (!same_stream || (capturing && block.live.in_graph)) {
-      // Not a block this cache can keep, or the graph's own (freed where the graph says): to the pool.
+    if (known && block.live.stream && id != block.live.stream) {
+      // Its stream is gone and another has the handle: neither its blocks nor its order are the old one's.
+      orphans_.push_back(block);
+      ++counts_.orphaned_blocks;
+    } else if (!known || !id || (capturing && block.live.in_graph)) {
+      // Not a block this cache can keep (another stream on each thread), or the graph's own (freed where
+      // the graph says): to the pool.
       to_release.emplace_back(pointer, stream);
     } else if (capturing) {
       deferred_[*id].push_back(block);
@@ -159,17 +162,20 @@ void StreamBlockCache::release(DevicePtr pointer, StreamHandle stream) {
 size_t StreamBlockCache::trim() {
   decltype(free_) taken_free;
   decltype(deferred_) taken_deferred;
+  decltype(orphans_) taken_orphans;
   BlockCacheCounts taken;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     taken_free.swap(free_);
     taken_deferred.swap(deferred_);
+    taken_orphans.swap(orphans_);
     taken = counts_;
     counts_.cached_bytes = 0;
     counts_.cached_blocks = 0;
     counts_.deferred_blocks = 0;
+    counts_.orphaned_blocks = 0;
   }
-  if (taken.cached_blocks == 0 && taken.deferred_blocks == 0) return 0;
+  if (taken.cached_blocks == 0 && taken.deferred_blocks == 0 && taken.orphaned_blocks == 0) return 0;
   try {
     // Freed on the legacy stream below, not on their own (which may be gone): only after all work.
     source_.synchronize();
@@ -185,9 +191,11 @@ size_t StreamBlockCache::trim() {
       std::vector<Freed>& kept = deferred_[id];
       kept.insert(kept.end(), blocks.begin(), blocks.end());
     }
+    orphans_.insert(orphans_.end(), taken_orphans.begin(), taken_orphans.end());
     counts_.cached_bytes += taken.cached_bytes;
     counts_.cached_blocks += taken.cached_blocks;
     counts_.deferred_blocks += taken.deferred_blocks;
+    counts_.orphaned_blocks += taken.orphaned_blocks;
     throw;
   }
   Returns blocks;
@@ -203,6 +211,10 @@ size_t StreamBlockCache::trim() {
       blocks.emplace_back(block.pointer, nullptr);
       returned += block.live.bytes;
     }
+  }
+  for (const Freed& block : taken_orphans) {
+    blocks.emplace_back(block.pointer, nullptr);
+    returned += block.live.bytes;
   }
   releaseAll(source_, blocks);
   return returned;

@@ -50,6 +50,7 @@ struct BlockCacheCounts {
   size_t cached_bytes = 0;
   size_t cached_blocks = 0;
   size_t deferred_blocks = 0;  // released during a capture, waiting for its end
+  size_t orphaned_blocks = 0;  // released under a handle that names another stream now, waiting for trim()
 };
 
 class StreamBlockCache {
@@ -69,7 +70,8 @@ class StreamBlockCache {
   DevicePtr allocate(size_t bytes, StreamHandle stream);
   // `pointer` must come from allocate() on the same `stream`. Callable from any thread.
   void release(DevicePtr pointer, StreamHandle stream);
-  // Waits for the device, then returns every cached and deferred block to the pool; the bytes returned.
+  // Waits for the device, then returns every kept, deferred and orphaned block to the pool; the bytes
+  // returned.
   // Not while a stream of the device is being captured: the wait would end the capture (it raises, keeping
   // the blocks, where the driver says so).
   size_t trim();
@@ -104,6 +106,9 @@ class StreamBlockCache {
   std::unordered_map<uint64_t, std::unordered_map<size_t, std::vector<DevicePtr>>> free_;
   // Blocks released during a capture, by stream identity.
   std::unordered_map<uint64_t, std::vector<Freed>> deferred_;
+  // Blocks whose stream was destroyed while they were held (released under its handle, which another
+  // stream has now): the old stream's work may still read them, so only trim() frees them, after its wait.
+  std::vector<Freed> orphans_;
   std::unordered_map<DevicePtr, Live> live_;
   BlockCacheCounts counts_;
 };

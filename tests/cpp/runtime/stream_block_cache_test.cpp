@@ -1,15 +1,20 @@
 // The cache of freed device memory in front of a GPU's stream-ordered pool, against a fake pool that
-// records every call: a block comes back only on the stream it was released on and in its size class,
-// large blocks and captured streams go to the pool both ways, the limit holds, an out-of-memory pool is
-// given the cached blocks back before the allocation is tried again, and threads never share a block.
+// records every call and notes what the driver would refuse: a block comes back only on the stream it was
+// released on and in its size class, large blocks and captured streams go to the pool both ways, blocks
+// released during a capture wait for its end, the limit holds, an out-of-memory pool is given the
+// stream's kept blocks back before the allocation is tried again, threads never share a block, and random
+// sequences of all of it break none of these rules.
 #include "device/cuda/cuda_driver.h"
 #include "device/device_ops.h"
 #include "device/stream_block_cache.h"
+#include "runtime/fake_block_pool.h"
 #include "support/error.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,64 +28,11 @@
 namespace braze {
 namespace {
 
-using device::BlockSource;
 using device::DevicePtr;
 using device::StreamBlockCache;
 using device::StreamHandle;
-
-StreamHandle stream(uintptr_t n) { return reinterpret_cast<StreamHandle>(n); }
-
-// A pool handing out distinct addresses, the calls it saw, and switches for out-of-memory, capture,
-// stream identities and a device that cannot be waited for.
-struct FakePool {
-  std::mutex mutex;
-  DevicePtr next = 1 << 20;
-  std::vector<size_t> allocated;                              // the sizes asked for, in order
-  std::vector<std::pair<DevicePtr, StreamHandle>> released;  // in order
-  std::set<StreamHandle> captured;
-  std::map<StreamHandle, std::optional<uint64_t>> identities;  // default: the handle's value
-  int fail_next = 0;                                          // allocations that report out of memory
-  int synchronized = 0;
-  bool synchronize_fails = false;
-  int fail_release = 0;  // releases that fail
-
-  BlockSource source() {
-    BlockSource s;
-    s.allocate = [this](size_t bytes, StreamHandle) -> DevicePtr {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (fail_next > 0) {
-        --fail_next;
-        return 0;
-      }
-      allocated.push_back(bytes);
-      const DevicePtr p = next;
-      next += (bytes + 255) / 256 * 256 + 256;
-      return p;
-    };
-    s.release = [this](DevicePtr p, StreamHandle st) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (fail_release > 0) {
-        --fail_release;
-        throw Error(ErrorKind::Runtime, "cuMemFreeAsync failed");
-      }
-      released.emplace_back(p, st);
-    };
-    s.capturing = [this](StreamHandle st) {
-      std::lock_guard<std::mutex> lock(mutex);
-      return captured.count(st) > 0;
-    };
-    s.identity = [this](StreamHandle st) -> std::optional<uint64_t> {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto known = identities.find(st);
-      return known != identities.end() ? known->second : std::optional<uint64_t>(reinterpret_cast<uintptr_t>(st));
-    };
-    s.synchronize = [this] {
-      if (synchronize_fails) throw Error(ErrorKind::Runtime, "cuCtxSynchronize failed: a capture is in progress");
-      ++synchronized;
-    };
-    return s;
-  }
-};
+using testing::FakePool;
+using testing::stream;
 
 // A cache keeping up to 1 MiB in front of a fake pool.
 class CacheOfOneMiB : public ::testing::Test {
@@ -92,6 +44,8 @@ class CacheOfOneMiB : public ::testing::Test {
     for (size_t i = 0; i < blocks.size(); ++i) cache.release(pointers[i], stream(blocks[i].second));
     return pointers;
   }
+
+  void TearDown() override { EXPECT_EQ(pool.violations, std::vector<std::string>{}); }
 
   FakePool pool;
   StreamBlockCache cache{pool.source(), 1 << 20};
@@ -248,13 +202,17 @@ TEST_F(CacheOfOneMiB, OutOfMemoryReturnsTheStreamsBlocksWithoutWaitingThenTriesO
   EXPECT_EQ(cache.counts().cached_blocks, 2u);
 }
 
-TEST_F(CacheOfOneMiB, ABlockReleasedOnAnotherStreamUnderItsHandleGoesBackToThePool) {
+TEST_F(CacheOfOneMiB, ABlockWhoseStreamWasDestroyedIsFreedOnlyByTrim) {
   const DevicePtr a = cache.allocate(1000, stream(5));
-  // Its stream was destroyed and a new one has its handle when the block is dropped.
+  // Its stream was destroyed (its work may still run) and a new one has its handle when the block drops.
   pool.identities[stream(5)] = 99;
   cache.release(a, stream(5));
-  EXPECT_EQ(pool.released, (std::vector<std::pair<DevicePtr, StreamHandle>>{{a, stream(5)}}));
-  EXPECT_EQ(cache.counts().cached_blocks, 0u);
+  EXPECT_TRUE(pool.released.empty()) << "not freed in the new stream's order";
+  EXPECT_EQ(cache.counts().orphaned_blocks, 1u);
+  EXPECT_NE(cache.allocate(1000, stream(5)), a) << "nor reused";
+  EXPECT_EQ(cache.trim(), 1024u);
+  EXPECT_EQ(pool.released, (std::vector<std::pair<DevicePtr, StreamHandle>>{{a, nullptr}}))
+      << "after the wait for the device";
 }
 
 TEST_F(CacheOfOneMiB, APoolThatFailsToFreeOneBlockStillGetsTheOthers) {
@@ -359,6 +317,102 @@ TEST(StreamBlockCache, ACudaDeviceThatFailedToOpenLeavesNothingToRelease) {
   if (device::cudaAvailable()) GTEST_SKIP() << "a CUDA driver and device are present";
   EXPECT_THROW(device::cudaDeviceOps(0), Error);
   EXPECT_EQ(device::releaseCudaCachedBlocks(), 0u) << "and does not crash on the device it could not make";
+}
+
+// Random sequences of what executes and their callers do to the cache: allocations and releases of many
+// sizes on several streams, captures that begin and end, streams destroyed and their handles given to new
+// streams, pools out of memory, trims. After every step, what must hold on a GPU: no block has two owners;
+// a block comes back only to the stream it was freed on (by identity, not handle); an allocation inside a
+// capture is the graph's own, never a kept block; the pool never sees a double free or a free inside a
+// capture of memory the graph does not own; and at the end every block the pool gave is back in it.
+struct Held {
+  StreamHandle stream = nullptr;
+  std::optional<uint64_t> identity;  // of the stream when allocated
+};
+
+// One random sequence; the first broken rule, or "" when all held.
+std::string runSequence(uint64_t seed) {
+  std::mt19937_64 random(seed);
+  FakePool pool;
+  const size_t limits[] = {0, 4096, size_t{1} << 20};
+  StreamBlockCache cache(pool.source(), limits[random() % 3]);
+  constexpr uintptr_t kStreams = 4;
+  uint64_t next_identity = 1000;
+  std::map<DevicePtr, Held> held;                      // blocks the "user" owns
+  std::map<DevicePtr, uint64_t> freed_on;              // the identity each block was last freed on by its user
+  auto pick = [&](size_t n) { return static_cast<size_t>(random() % n); };
+  for (int step = 0; step < 400; ++step) {
+    const StreamHandle s = stream(1 + pick(kStreams));
+    const size_t what = pick(100);
+    if (what < 45) {
+      const size_t sizes[] = {0,     1, 100, 512, 513, 4096, 70000, (size_t{1} << 20) + 1,
+                              StreamBlockCache::kLargestCachedBlock + 7};
+      if (pick(20) == 0) pool.fail_next = 1 + static_cast<int>(pick(2));
+      const size_t before = pool.allocated.size();
+      DevicePtr p = 0;
+      try {
+        p = cache.allocate(sizes[pick(std::size(sizes))], s);
+      } catch (const Error&) {
+        pool.fail_next = 0;
+        continue;  // out of memory: nothing handed out
+      }
+      pool.fail_next = 0;
+      const bool fresh = pool.allocated.size() > before;
+      if (held.count(p) != 0) return fmt::format("step {}: {:#x} handed to a second owner", step, p);
+      if (pool.owned.count(p) == 0) return fmt::format("step {}: {:#x} handed out but not the pool's", step, p);
+      if (!fresh && pool.capturing(s)) return fmt::format("step {}: a kept block handed out inside a capture", step);
+      if (!fresh && freed_on.count(p) != 0 && std::optional<uint64_t>(freed_on[p]) != pool.identity(s)) {
+        return fmt::format("step {}: {:#x} freed on stream {} came back on stream {}", step, p, freed_on[p],
+                           pool.identity(s).value_or(0));
+      }
+      held[p] = Held{s, pool.identity(s)};
+    } else if (what < 85 && !held.empty()) {
+      auto it = std::next(held.begin(), static_cast<long>(pick(held.size())));
+      const auto [p, h] = *it;
+      held.erase(it);
+      // Released under a handle that names another stream now: it must never come back from the cache.
+      const std::optional<uint64_t> now = pool.identity(h.stream);
+      freed_on[p] = now && h.identity && *now == *h.identity ? *h.identity : ~uint64_t{0};
+      cache.release(p, h.stream);
+    } else if (what < 92) {
+      // A capture begins or ends on a stream.
+      if (pool.captured.count(s) != 0) {
+        pool.captured.erase(s);
+      } else {
+        pool.captured.insert(s);
+      }
+    } else if (what < 96) {
+      // The stream is destroyed and a new one gets its handle (with blocks still held on it, which the
+      // contract forbids but a user can do: they must never be reused by the new stream).
+      pool.identities[s] = next_identity++;
+    } else if (what < 98 && pool.captured.empty()) {
+      cache.trim();  // documented: not during a capture
+    } else if (pool.captured.count(s) == 0) {
+      pool.identities[s] = std::nullopt;  // a handle naming another stream on each thread, for a while
+      const DevicePtr p = cache.allocate(64, s);
+      cache.release(p, s);
+      pool.identities.erase(s);
+    }
+    if (!pool.violations.empty()) return fmt::format("step {}: {}", step, pool.violations.front());
+  }
+  pool.captured.clear();
+  for (const auto& [p, h] : held) cache.release(p, h.stream);
+  cache.trim();
+  if (!pool.violations.empty()) return pool.violations.front();
+  if (!pool.owned.empty()) return fmt::format("{} blocks never returned to the pool", pool.owned.size());
+  const device::BlockCacheCounts counts = cache.counts();
+  if (counts.cached_blocks != 0 || counts.deferred_blocks != 0 || counts.cached_bytes != 0) {
+    return fmt::format("counts after the final trim: {} kept, {} deferred, {} bytes", counts.cached_blocks,
+                       counts.deferred_blocks, counts.cached_bytes);
+  }
+  return "";
+}
+
+TEST(StreamBlockCacheModel, RandomSequencesBreakNoRuleAndReturnEveryBlock) {
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    const std::string broken = runSequence(seed);
+    ASSERT_EQ(broken, "") << "seed " << seed;
+  }
 }
 
 }  // namespace
