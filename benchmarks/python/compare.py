@@ -491,15 +491,24 @@ def sweep(fd, sample, want, input_sets, nbytes, copy_gbs, reps, candidates):
 
 
 def host_latency(calls):
-    """Per-call host time of a cached one-kernel fusion on a 1-element tensor, from Python, against a
-    bare cuLaunchKernel through ctypes of a one-line kernel doing the same (compiled by CuPy, which
-    serves only as the compiler of this floor): what any Python launcher pays."""
+    """Per-call host time of cached fusions on 1-element tensors, from Python, against a bare cuLaunchKernel
+    through ctypes of a one-line kernel doing the same (compiled by CuPy, which serves only as the
+    compiler of this floor): what any Python launcher pays. One row per call form nvFuser scripts and
+    Thunder use, then the paths those rows do not take: an output that is a view of the input (handed to
+    torch through DLPack), outputs from braze's own pool (stream=), and a plan of two kernels."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
         fd.add_output(fd.ops.add(x, x))
+    with FusionDefinition() as viewed:
+        v = viewed.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        viewed.add_output(viewed.ops.add(v, v))
+        viewed.add_output(viewed.ops.reshape(v, [1, 1]))
+    with FusionDefinition() as two:
+        m = two.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        two.add_output(two.ops.sub(m, two.ops.broadcast_in_dim(two.ops.sum(m, [0]), [8, 32], [1])))
     x = torch.ones(1, device="cuda")
+    matrix = torch.ones(8, 32, device="cuda")
     out = torch.empty(1, device="cuda")
-    fd.execute([x])
     floor = cp.RawKernel(r'''extern "C" __global__ void twice(const float* x, float* y, long long n) {
       long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
       if (i < n) y[i] = x[i] + x[i];
@@ -510,6 +519,7 @@ def host_latency(calls):
     words = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(out.data_ptr()), ctypes.c_uint64(1)]
     params = (ctypes.c_void_p * len(words))(*[ctypes.cast(ctypes.pointer(w), ctypes.c_void_p) for w in words])
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    side = torch.cuda.current_stream().cuda_stream
 
     def bare():
         result = cuda.cuLaunchKernel(function, 1, 1, 1, 128, 1, 1, 0, stream, params, None)
@@ -529,10 +539,23 @@ def host_latency(calls):
             samples.append((time.perf_counter() - t0) / calls * 1e6)
         return statistics.median(samples)
 
-    execute_us = timed(lambda: fd.execute([x]))
     bare_us = timed(bare)
-    print(f"host latency (Python, cached 1-element add): fd.execute {execute_us:.1f} us per call, bare "
-          f"cuLaunchKernel {bare_us:.1f} us, overhead {execute_us - bare_us:.1f} us")
+    print(f"host latency (Python, cached fusions of 1-element tensors): bare cuLaunchKernel {bare_us:.1f} us per call")
+    cuda0 = torch.device("cuda:0")
+    rows = [
+        ("fd.execute([x]) (1 kernel)", lambda: fd.execute([x])),
+        ("  device=0", lambda: fd.execute([x], device=0)),
+        ("  device=\"cuda:0\"", lambda: fd.execute([x], device="cuda:0")),
+        ("  device=torch.device(\"cuda:0\")", lambda: fd.execute([x], device=cuda0)),
+        ("  Thunder's form (device=, _enable_options=[], _disable_options=[])",
+         lambda: fd.execute([x], device=cuda0, _enable_options=[], _disable_options=[])),
+        ("  a second output, a view of the input", lambda: viewed.execute([x])),
+        ("  stream= (outputs from braze's pool)", lambda: fd.execute([x], stream=side)),
+        ("x - colsum(x) of [8, 32] (a reduction, then a pointwise kernel)", lambda: two.execute([matrix])),
+    ]
+    for name, fn in rows:
+        us = timed(fn)
+        print(f"  {name:68s} {us:6.1f} us, {us - bare_us:5.1f} over the bare launch")
 
 
 if __name__ == "__main__":
