@@ -181,9 +181,9 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
     if (framework == "torch") {
       // The capsule straight to torch's C++ import where torch has it; else through nanobind's export,
       // which calls torch.utils.dlpack.from_dlpack.
-      nb::object capsule = exportAs<nb::no_framework>(out, owner, dlpackDeviceType(cache));
-      std::optional<nb::object> tensor = torchFromCapsule(capsule);
-      result.append(tensor ? *tensor : exportAs<nb::pytorch>(out, owner, dlpackDeviceType(cache)));
+      result.append(torchImportsCapsules()
+                        ? torchFromCapsule(exportAs<nb::no_framework>(out, owner, dlpackDeviceType(cache)))
+                        : exportAs<nb::pytorch>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "cupy") {
       result.append(exportAs<nb::cupy>(out, owner, dlpackDeviceType(cache)));
     } else if (framework == "jax") {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,16 @@ const Names& names() {
   return n;
 }
 
+// object.a.b.c for the path {a, b, c}, or None where an attribute on the way is missing.
+nb::object attributeOrNone(nb::handle object, std::initializer_list<const char*> path) {
+  nb::object at = nb::borrow(object);
+  for (const char* name : path) {
+    if (!nb::hasattr(at, name)) return nb::none();
+    at = at.attr(name);
+  }
+  return at;
+}
+
 TorchTypes& torchTypeCache() {
   // Never destroyed: its references must not be dropped after the interpreter has finalized
   // (releaseTorchTypes drops them before, at exit).
@@ -81,26 +92,11 @@ const TorchTypes* torchTypes() {
     types.current_raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
   }
   types.empty_strided = nb::hasattr(torch, "empty_strided") ? torch.attr("empty_strided") : nb::none();
-  types.empty_strided_cuda = nb::none();
-  if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_dynamo")) {
-    nb::object dynamo = torch.attr("_C").attr("_dynamo");
-    if (nb::hasattr(dynamo, "guards") && nb::hasattr(dynamo.attr("guards"), "_empty_strided_cuda")) {
-      types.empty_strided_cuda = dynamo.attr("guards").attr("_empty_strided_cuda");
-    }
-  }
-  types.current_device = nb::none();
-  if (nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_cuda_getDevice")) {
-    types.current_device = torch.attr("_C").attr("_cuda_getDevice");
-  }
-  types.out_of_memory = nb::none();
-  if (nb::hasattr(torch, "OutOfMemoryError")) {
-    types.out_of_memory = torch.attr("OutOfMemoryError");
-  } else if (nb::hasattr(torch, "cuda") && nb::hasattr(torch.attr("cuda"), "OutOfMemoryError")) {
-    types.out_of_memory = torch.attr("cuda").attr("OutOfMemoryError");
-  }
-  types.from_capsule = nb::hasattr(torch, "_C") && nb::hasattr(torch.attr("_C"), "_from_dlpack")
-                           ? torch.attr("_C").attr("_from_dlpack")
-                           : nb::none();
+  types.empty_strided_cuda = attributeOrNone(torch, {"_C", "_dynamo", "guards", "_empty_strided_cuda"});
+  types.current_device = attributeOrNone(torch, {"_C", "_cuda_getDevice"});
+  types.out_of_memory = attributeOrNone(torch, {"OutOfMemoryError"});
+  if (types.out_of_memory.is_none()) types.out_of_memory = attributeOrNone(torch, {"cuda", "OutOfMemoryError"});
+  types.from_capsule = attributeOrNone(torch, {"_C", "_from_dlpack"});
   for (DataType dtype : kAllDataTypes) {
     const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
@@ -217,9 +213,8 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
   }();
   const nb::object sizes = tupleOf(spec.sizes);
   const nb::object strides = tupleOf(spec.strides);
-  if (std::optional<TorchOutput> fast = torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device)) {
-    return fast;
-  }
+  std::optional<TorchOutput> fast = torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
+  if (fast) return fast;
   const nb::object device = nb::int_(spec.device);
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
   PyObject* tensor = PyObject_Vectorcall(torch->empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
@@ -230,9 +225,14 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
   return out;
 }
 
-std::optional<nb::object> torchFromCapsule(nb::handle capsule) {
+bool torchImportsCapsules() {
   const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || torch->from_capsule.is_none()) return std::nullopt;
+  return torch != nullptr && !torch->from_capsule.is_none();
+}
+
+nb::object torchFromCapsule(nb::handle capsule) {
+  const TorchTypes* torch = torchTypes();
+  BRAZE_ASSERT(torch != nullptr && !torch->from_capsule.is_none(), "torchFromCapsule without torch._C._from_dlpack");
   PyObject* args[] = {nullptr, capsule.ptr()};
   PyObject* tensor =
       PyObject_Vectorcall(torch->from_capsule.ptr(), args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);

@@ -36,10 +36,11 @@ struct TorchOutput {
 std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec);
 
 // A torch tensor made from a DLPack capsule by torch._C._from_dlpack, the C++ import that
-// torch.utils.dlpack.from_dlpack ends in; nullopt where this torch lacks it. The Python function first
-// asks torch for the current stream as a Stream object (to pass to __dlpack__, which braze's export
-// ignores: its outputs are written on the stream the caller asked for), several microseconds per output.
-std::optional<nanobind::object> torchFromCapsule(nanobind::handle capsule);
+// torch.utils.dlpack.from_dlpack ends in, where this torch has it (torchImportsCapsules). The Python
+// function first asks torch for the current stream as a Stream object (to pass to __dlpack__, which
+// braze's export ignores: its outputs are written on the stream the caller asked for).
+bool torchImportsCapsules();
+nanobind::object torchFromCapsule(nanobind::handle capsule);
 
 // torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
 // what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.

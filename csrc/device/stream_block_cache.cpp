@@ -61,6 +61,25 @@ void StreamBlockCache::settleDeferred(uint64_t id, StreamHandle stream, Returns&
   deferred_.erase(waiting);
 }
 
+size_t StreamBlockCache::returnKept(uint64_t id, StreamHandle stream) {
+  Returns kept;
+  size_t returned = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto blocks = free_.find(id);
+    if (blocks == free_.end()) return 0;
+    for (const auto& [size, pointers] : blocks->second) {
+      for (DevicePtr pointer : pointers) kept.emplace_back(pointer, stream);
+      returned += size * pointers.size();
+      counts_.cached_blocks -= pointers.size();
+    }
+    counts_.cached_bytes -= returned;
+    free_.erase(blocks);
+  }
+  releaseAll(source_, kept);
+  return returned;
+}
+
 DevicePtr StreamBlockCache::allocate(size_t bytes, StreamHandle stream) {
   const size_t size = sizeClass(bytes);
   const bool capturing = source_.capturing(stream);
@@ -96,24 +115,7 @@ DevicePtr StreamBlockCache::allocate(size_t bytes, StreamHandle stream) {
   if (pointer == 0) {
     // Out of memory: this stream's kept blocks go back to the pool, in its order (no wait for the device,
     // which a capture elsewhere would not allow), and the allocation is tried once more.
-    size_t returned = 0;
-    if (!capturing && id) {
-      Returns kept;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto blocks = free_.find(*id);
-        if (blocks != free_.end()) {
-          for (const auto& [block_size, pointers] : blocks->second) {
-            for (DevicePtr p : pointers) kept.emplace_back(p, stream);
-            returned += block_size * pointers.size();
-            counts_.cached_blocks -= pointers.size();
-          }
-          counts_.cached_bytes -= returned;
-          free_.erase(blocks);
-        }
-      }
-      releaseAll(source_, kept);
-    }
+    const size_t returned = !capturing && id ? returnKept(*id, stream) : 0;
     if (returned > 0) pointer = source_.allocate(asked, stream);
     BRAZE_CHECK_KIND(ErrorKind::Runtime, pointer != 0,
                      "out of device memory: {} bytes asked for ({} bytes of freed blocks braze kept for this stream "

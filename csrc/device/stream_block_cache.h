@@ -96,6 +96,9 @@ class StreamBlockCache {
   // to `to_release` past the limit.
   void keepOrReturn(const Freed& block, uint64_t id, StreamHandle stream,
                     std::vector<std::pair<DevicePtr, StreamHandle>>& to_release);
+  // Returns the blocks kept for the stream known as `id` to the pool, in that stream's order (`stream`, its
+  // handle, is live: the caller allocates on it); the bytes.
+  size_t returnKept(uint64_t id, StreamHandle stream);
   // Under mutex_: the blocks released during a capture on the stream known as `id`, kept or returned.
   void settleDeferred(uint64_t id, StreamHandle stream, std::vector<std::pair<DevicePtr, StreamHandle>>& to_release);
 
