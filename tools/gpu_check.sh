@@ -178,6 +178,13 @@ if [ "$platform" = cuda ]; then
     --sweep --tunings ";matmul_gemv=0;matmul_gemv=0,matmul_wgmma=0;matmul_gemv=1;matmul_gemv_mma=1" --reps "${BRAZE_BENCH_REPS:-100}" \
     > "$parts/w8_linear.log" 2>&1 && status "w8 linear schedules" "ok" || { status "w8 linear schedules" "FAILED (report)"; rc=1; }
 fi
+# The 16384x4096 rows (norms, softmax, their backwards) with rows kept in registers (the heuristic's) and
+# staged in shared memory by cp.async, the next row group's copies in flight during the passes.
+if [ "$platform" = cuda ]; then
+  PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --only "16384x4096" --no-compile \
+    --sweep --tunings ";persistent_staged=1" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/staged_rows.log" 2>&1 \
+    && status "staged rows" "ok" || { status "staged rows" "FAILED (report)"; rc=1; }
+fi
 if [ "$platform" = cuda ]; then
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
   # The same launches with the cache of freed blocks off: every allocation and release through the pool.
@@ -206,6 +213,7 @@ grep -E "^BM_" "$parts/host_bench.log"
 echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
 [ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row)"; cat "$parts/w8_linear.log"; }
+[ -f "$parts/staged_rows.log" ] && { echo "== 16384x4096 rows: kept in registers (the heuristic's), staged by cp.async (persistent_staged=1)"; cat "$parts/staged_rows.log"; }
 [ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA"; cat "$parts/tma_gemm.log"; }
 [ -f "$parts/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$parts/sweep.log"; }
 } | tee "$out/report.txt"

@@ -525,6 +525,17 @@ class Emitter {
         line(depth, fmt::format("idx_t {} = (idx_t)atomicAdd(&{}[{}], (int){});", k_.vars[s.var].name,
                                 k_.tensors[s.tensor].name, e(s.a), e(s.b)));
         return;
+      case SKind::SharedVecLoad: {
+        const KVar& from = k_.vars[s.target];
+        const std::string vec = fmt::format("BrazeVec<{}, {}>", storageTypeName(from.dtype), s.width);
+        line(depth, "{");
+        line(depth + 1, fmt::format("const {} raw = *reinterpret_cast<const {}*>(&{}[{}]);", vec, vec, from.name, e(s.a)));
+        line(depth + 1, "#pragma unroll");
+        line(depth + 1, fmt::format("for (int j = 0; j < {}; ++j) {}[{} + j] = {};", s.width, k_.vars[s.var].name, e(s.b),
+                                    fromStorageExpr("raw.v[j]", from.dtype)));
+        line(depth, "}");
+        return;
+      }
       case SKind::SharedAtomicAdd: {
         const std::string add = fmt::format("atomicAdd(&{}[{}], (int){})", k_.vars[s.target].name, e(s.a), e(s.b));
         line(depth, s.var >= 0 ? fmt::format("idx_t {} = (idx_t){};", k_.vars[s.var].name, add) : add + ";");

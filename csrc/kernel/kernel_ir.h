@@ -224,6 +224,9 @@ enum class SKind : uint8_t {
   // 256]); `axis` 1 raises them (waiting for registers another warpgroup gave back), 0 lowers them. Every
   // thread of the warpgroup executes it, none with wgmmas in flight.
   SetMaxNReg,
+  // var[b .. b+width) = target[a .. a+width): one `width`-element aligned read (1 to 16 bytes) of shared
+  // array `target`, held as stored (what cp.asyncs filled), into a local array of compute values.
+  SharedVecLoad,
 };
 
 struct Stmt {
@@ -435,6 +438,7 @@ class KernelBuilder {
   void store(TensorId tensor, ExprId offset, ExprId value);
   void vecLoad(VarId array, ExprId at, TensorId tensor, ExprId offset, int width);
   void vecStore(TensorId tensor, ExprId offset, VarId array, ExprId at, int width);
+  void sharedVecLoad(VarId array, ExprId at, VarId shared, ExprId from, int width);
   void blockReduce(VarId var, ReduceOp op, int axis);
   void barrier();
   void fence();

@@ -63,6 +63,10 @@ void KernelBuilder::vecLoad(VarId array, ExprId at, TensorId tensor, ExprId offs
   push(Stmt{.kind = SKind::VecLoad, .var = array, .tensor = tensor, .a = offset, .b = at, .width = width});
 }
 
+void KernelBuilder::sharedVecLoad(VarId array, ExprId at, VarId shared, ExprId from, int width) {
+  push(Stmt{.kind = SKind::SharedVecLoad, .var = array, .a = from, .b = at, .width = width, .target = shared});
+}
+
 void KernelBuilder::vecStore(TensorId tensor, ExprId offset, VarId array, ExprId at, int width) {
   push(Stmt{.kind = SKind::VecStore, .var = array, .tensor = tensor, .a = offset, .b = at, .width = width});
 }

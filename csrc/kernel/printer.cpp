@@ -151,6 +151,10 @@ class KernelPrinter {
       case SKind::Barrier: line(depth, "barrier"); return;
       case SKind::Fence: line(depth, "fence"); return;
       case SKind::AtomicAdd: line(depth, "let {} = atomic_add({}[{}], {})", var(), tensor(), expr(s.a), expr(s.b)); return;
+      case SKind::SharedVecLoad:
+        line(depth, "{}[{} .. +{}] = vector_load<{}>({}[{}])", var(), expr(s.b), s.width, s.width, k_.vars[s.target].name,
+             expr(s.a));
+        return;
       case SKind::SharedAtomicAdd:
         if (s.var >= 0) {
           line(depth, "let {} = atomic_add({}[{}], {})", var(), k_.vars[s.target].name, expr(s.a), expr(s.b));

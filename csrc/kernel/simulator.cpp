@@ -449,6 +449,22 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       }
       return;
     case SKind::SharedAtomicAdd: execSharedAtomicAdd(s, mask); return;
+    case SKind::SharedVecLoad:
+      for (int64_t t = 0; t < threads_; ++t) {
+        if (!mask[t]) continue;
+        const int64_t from = eval(s.a, t).i, at = eval(s.b, t).i;
+        const KVar& v = k_.vars[s.target];
+        const int64_t bytes = s.width * sizeOf(v.dtype);
+        if ((v.shared_offset + from * sizeOf(v.dtype)) % bytes != 0) {
+          fail(t, fmt::format("{}-byte vector read of shared {} at element {} is misaligned", bytes, v.name, from));
+        }
+        for (int64_t j = 0; j < s.width; ++j) {
+          requireLanded(s.target, t, from + j);
+          noteShared(s.target, t, from + j, false);
+          arrayAt(s.var, t, at + j) = arrayAt(s.target, t, from + j);
+        }
+      }
+      return;
     case SKind::Barrier:
       requireFullBlock(mask, "a barrier");
       ++epoch_;

@@ -206,6 +206,20 @@ class KernelVerifier {
         writes(s.tensor, "an atomic add");
         define(s.var, VarKind::Scalar, "an atomic add");
         break;
+      case SKind::SharedVecLoad: {
+        uses(s.a, "a shared vector load");
+        uses(s.b, "a shared vector load");
+        check(s.target >= 0 && s.target < static_cast<int32_t>(k_.vars.size()) && defined_.count(s.target) != 0 &&
+                  k_.vars[s.target].kind == VarKind::SharedArray && k_.vars[s.target].storage,
+              "a shared vector load from var {}, not a declared shared array held as stored", s.target);
+        check(defined_.count(s.var) != 0 && k_.vars.at(s.var).kind == VarKind::LocalArray,
+              "a shared vector load into {}, not a declared local array", k_.vars.at(s.var).name);
+        const int64_t bytes = s.width * sizeOf(k_.vars[s.target].dtype);
+        check(s.width >= 1 && (s.width & (s.width - 1)) == 0 && bytes <= 16 && divisibility(k_, s.a) % s.width == 0,
+              "a shared vector load of {} x {} at {}: not a 1-16 byte power of two at a multiple of it", s.width,
+              toString(k_.vars[s.target].dtype), s.a);
+        break;
+      }
       case SKind::SharedAtomicAdd:
         uses(s.a, "a shared atomic add");
         uses(s.b, "a shared atomic add");

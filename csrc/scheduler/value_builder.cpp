@@ -29,6 +29,7 @@ void ValueBuilder::beginChunk(std::vector<Stmt>* pre, std::vector<Stmt>* body, i
   lane_ = lane;
   memo_.clear();
   vector_loads_.clear();
+  shared_loads_.clear();
   if (lane >= 0) markLaneVar(kb_.expr(lane).ref);
 }
 
@@ -269,6 +270,25 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
     return kb_.localRead(cache, cacheSlot(slot));
   }
   return bind("x", kb_.load(tensor, offset));
+}
+
+ExprId ValueBuilder::sharedChunkValue(VarId shared, ExprId from) {
+  if (width_ == 1) return kb_.localRead(shared, from);
+  auto it = shared_loads_.find({shared, from});
+  if (it == shared_loads_.end()) {
+    const DataType dtype = kb_.kernel().vars[shared].dtype;
+    const int64_t piece = std::max<int64_t>(std::min<int64_t>(width_, 16 / sizeOf(dtype)), 1);
+    const VarId array = kb_.arrayVar("sv", dtype, width_);
+    kb_.pushTarget(pre_);
+    kb_.declare(array);
+    for (int64_t first = 0; first < width_; first += piece) {
+      kb_.sharedVecLoad(array, kb_.index(first), shared, first == 0 ? from : kb_.add(from, kb_.index(first)),
+                        static_cast<int>(piece));
+    }
+    kb_.popTarget();
+    it = shared_loads_.emplace(std::make_pair(shared, from), array).first;
+  }
+  return kb_.localRead(it->second, lane_);
 }
 
 VarId ValueBuilder::cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh) {

@@ -85,6 +85,10 @@ class ValueBuilder {
     computed_cache_.clear();
   }
   void setLoadInterceptor(LoadInterceptor interceptor) { interceptor_ = std::move(interceptor); }
+  // The current lane's element of the chunk of shared array `shared` (held as stored) that starts at
+  // element `from`, a multiple of the chunk's width: the chunk is read with vector reads of up to 16
+  // bytes before the lane loop, once per chunk. What an interceptor returns for a staged tensor.
+  ExprId sharedChunkValue(VarId shared, ExprId from);
 
   ExprId valueAt(const Val* val, const std::vector<Idx>& index);
   // A reduction computed by the kernel: its value (per row) wherever it is read.
@@ -149,6 +153,7 @@ class ValueBuilder {
   };
   std::unordered_map<ValueKey, ExprId, ValueKeyHash> memo_;
   std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
+  std::map<std::pair<VarId, ExprId>, VarId> shared_loads_;       // per chunk: (shared array, from) -> array
   std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes
   std::unordered_map<ValueKey, ComputedSlot, ValueKeyHash> computed_cache_;  // across passes
   // By expr id: expressions with one value for all the elements a kernel thread walks (scalars, per-row

@@ -40,6 +40,7 @@ constexpr TuningField kTuningFields[] = {
     {"max_unroll", &HeuristicTuning::max_unroll, 1, 16, true},
     {"max_rows_per_thread", &HeuristicTuning::max_rows_per_thread, 1, 64, true},
     {"persistent_values", &HeuristicTuning::persistent_values, 8, 224, false},
+    {"persistent_staged", &HeuristicTuning::persistent_staged, 0, 1, false},
     {"matmul_stages", &HeuristicTuning::matmul_stages, 0, 8, false},
     {"matmul_slice_bytes", &HeuristicTuning::matmul_slice_bytes, 0, 256, true},  // 0 or a power of two
     {"matmul_block_m", &HeuristicTuning::matmul_block_m, 0, 256, true},

@@ -20,6 +20,10 @@ struct HeuristicTuning {
   int64_t max_unroll = 4;             // 1D pointwise: vector chunks per thread, at most (a power of two)
   int64_t max_rows_per_thread = 8;    // 2D pointwise tiles: rows per thread, at most (a power of two)
   int64_t persistent_values = 96;     // persistent rows: values a thread keeps in registers, at most
+  // Inner persistent rows staged in shared memory by cp.async (sm_80 on), the next row group's copy in
+  // flight while the passes read the current one (ReductionParams::staged): 1 where the rows fit, 0
+  // never. Off until measured on a GPU.
+  int64_t persistent_staged = 0;
   // Staged matmuls (0: the heuristic's choice): shared-memory stages, bytes of K per slice, the block
   // tile's rows and columns, and its warps along each (2 x 4 where only the tile is set; the tile is then
   // used wherever it fits the problem).

@@ -75,6 +75,28 @@ def test_random_fusions_match_the_reference(batch):
     assert valid >= 0.9 * len(seeds), f"only {valid} of {len(seeds)} generated fusions were valid"
 
 
+STAGED = "h100:persistent_staged=1"
+
+
+def test_random_fusions_with_staged_rows_match_the_reference():
+    """A quarter of the general cases planned with persistent rows staged in shared memory (each thread's
+    chunks copied by cp.async into a stage, the passes reading them back, the block walking row groups):
+    every layout, broadcast, view and dtype the generator draws, on the simulator, which reports a stage
+    read before its copies landed. A good share of the cases take the staged kernel."""
+    cases = max(CASES // 4, 1)
+    staged = valid = 0
+    for seed in range(FIRST, FIRST + cases):
+        if not _check(seed, generate, STAGED):
+            continue
+        valid += 1
+        scope: dict = {}
+        exec(compile(generate(seed), "<case>", "exec"), scope)
+        segments = scope["fd"].explain(scope["inputs"], target=STAGED).segments
+        staged += any("staged in shared memory" in (s.heuristics or "") for s in segments)
+    assert valid >= 0.9 * cases
+    assert staged >= cases // 20, f"only {staged} of {cases} cases took the staged kernel"
+
+
 MATMUL_CASES = int(os.environ.get("BRAZE_FUZZ_MATMUL_CASES", "200"))
 
 

@@ -39,6 +39,7 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   rows.splittable = false;
   // A thread keeps one partial sum per element of its row share and outer reduction: like a kept tensor.
   rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
+  rows.row_data_bytes = 0;  // the inner-outer lowering keeps its rows; it has no staged variant
   p.inner = reductionHeuristics(device, rows);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
   // Registers: the kept row (dead by the time the extra rows are walked) or, streamed, a few vectors.

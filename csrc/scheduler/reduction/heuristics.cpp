@@ -25,8 +25,10 @@ std::string ReductionParams::toString() const {
     return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({})", vectorize, threads_x,
                        threads_y, split, why);
   }
-  const char* kind = !persistent ? "inner reduction" : shared_cache ? "inner persistent (shared memory)"
-                                                                      : "inner persistent";
+  const char* kind = !persistent    ? "inner reduction"
+                     : staged       ? "inner persistent (staged in shared memory)"
+                     : shared_cache ? "inner persistent (shared memory)"
+                                    : "inner persistent";
   return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread{} ({})", kind,
                      vectorize, threads_x, threads_y, chunks, split, why);
 }
@@ -71,6 +73,32 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
     }
   }
   return p;
+}
+
+// Staging (tuning.persistent_staged, ReductionParams::staged) of a row kept in registers: where the GPU
+// has cp.async (sm_80 on), every staged input's chunk is whole cp.asyncs (4, 8 or 16 bytes, or 16-byte
+// pieces) and two stages fit a block. The grid is the blocks the SMs hold at once (by threads and
+// shared memory), each walking the same number of row groups but the last.
+void stageRows(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams& p) {
+  if (device.tuning.persistent_staged != 1 || device.vendor != GpuVendor::Nvidia || device.major < 8) return;
+  if (!p.persistent || p.shared_cache || p.splits > 1 || problem.row_data_bytes <= 0) return;
+  const int64_t chunk_bytes = p.vectorize * problem.row_data_min_bytes;
+  if (chunk_bytes % 4 != 0) return;  // wider elements' chunks are then multiples of 4 (or of 16 past 16)
+  const int64_t threads = p.threads_x * p.threads_y;
+  const int64_t stage = p.threads_y * p.chunks * p.threads_x * p.vectorize * problem.row_data_bytes;
+  if (2 * stage + threads * 8 > device.smem_per_block_optin) return;
+  // Per block: two stages, each staged input's array 128-byte aligned, and the block reduction's words.
+  const int64_t block_smem = 2 * stage + 1024;
+  const int64_t resident = std::max<int64_t>(
+      std::min<int64_t>(device.max_threads_per_sm / threads, device.smem_per_sm / block_smem), 1);
+  const int64_t groups = ceilDiv(problem.rows, p.threads_y);
+  const int64_t most = std::max<int64_t>(std::min(groups, resident * device.sm_count), 1);
+  const int64_t per_block = std::max<int64_t>(ceilDiv(groups, most), 1);
+  p.staged = true;
+  p.stage_bytes = stage;
+  p.grid = std::max<int64_t>(ceilDiv(groups, per_block), 1);
+  // Nothing that depends on the row count: the text heads the kernel's source, which serves every row count.
+  p.why += fmt::format("; staged: {} KiB per stage, up to {} blocks per SM", ceilDiv(stage, 1024), resident);
 }
 
 }  // namespace
@@ -120,6 +148,7 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   if (problem.wants_persistent && values <= register_budget) {
     p.persistent = true;
     p.why = fmt::format("row kept in registers: {} values per thread", values);
+    stageRows(device, problem, p);
   } else if (problem.wants_persistent && shared_bytes <= shared_budget) {
     p.persistent = true;
     p.shared_cache = true;

@@ -18,6 +18,10 @@ struct ReductionProblem {
   int64_t cached_tensors = 1;   // tensors a persistent kernel keeps per row element
   int64_t cached_value_bytes = 4;  // bytes of one kept value (its compute type: float, or double)
   int64_t widest_dtype_bytes = 4;
+  // The row data a staged kernel copies into shared memory (every input with an element per row
+  // element): its bytes per row element, all inputs together, and the narrowest input's element.
+  int64_t row_data_bytes = 0;
+  int64_t row_data_min_bytes = 0;
   // The results need no pass after the reduction over the whole row (plain reductions, none feeding
   // another, only per-row outputs): blocks may each reduce part of a row and combine partials.
   bool splittable = false;
@@ -27,11 +31,16 @@ struct ReductionParams {
   bool inner = true;
   bool persistent = false;      // the row is read from HBM once and kept (registers or shared memory)
   bool shared_cache = false;    // persistent in shared memory: the row is too large for registers
+  // Staged (inner persistent): blocks walk row groups blockIdx.x, + grid, ...; each thread copies its
+  // chunks of the next group's row data into shared memory (cp.async, two stages of `stage_bytes`)
+  // while the passes read the current group's from there, so loads stay in flight during the reductions.
+  bool staged = false;
+  int64_t stage_bytes = 0;
   int64_t vectorize = 1;
   int64_t threads_x = 32;       // inner: threads per row; outer: threads over kept elements (vectorize each)
   int64_t threads_y = 1;        // inner: rows per block; outer: threads splitting the reduced dims
   int64_t chunks = 1;           // inner: vector chunks per thread per row (persistent: exact)
-  int64_t grid = 1;             // blocks over the rows (grid x)
+  int64_t grid = 1;             // blocks over the rows (grid x); staged: blocks walking the row groups
   // Grid reduction: each row's reduced elements are split among `splits` blocks (grid y) of
   // `split_length` elements each; the last block to finish a row combines the partial results.
   int64_t splits = 1;

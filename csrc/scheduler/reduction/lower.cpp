@@ -48,7 +48,10 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
 
 void RowLowering::lower(const ReductionParams& params) {
   params_ = params;
-  Kernel& k = ctx_.kernel;
+  if (params_.staged) {
+    lowerStaged();
+    return;
+  }
   kb_.fixBlock(params_.threads_x, params_.threads_y);  // a row's elements that always fit take no test
   lane_ = kb_.scalarVar("lane", DataType::Int64, true);
   chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
@@ -76,24 +79,13 @@ void RowLowering::lower(const ReductionParams& params) {
     epilogue();
   }
   kb_.popTarget();
-  auto& target = kb_.current();
-  target.insert(target.end(), std::make_move_iterator(declarations.begin()),
-                std::make_move_iterator(declarations.end()));
-  target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
-  k.grid = {params_.grid, params_.splits};
-  k.vectorize = params_.vectorize;
-  k.summary = params_.toString();
+  finishKernel(declarations, passes, {params_.grid, params_.splits}, params_.toString());
 }
 
 void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   params_ = io.inner;
   Kernel& k = ctx_.kernel;
-  kb_.fixBlock(params_.threads_x, params_.threads_y);
-  lane_ = kb_.scalarVar("lane", DataType::Int64, true);
-  chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
-  lanes_ = 1;
-  member_ = kb_.threadIdx(0);
-  split_ = kb_.index(0);
+  beginRowGroupWalk();
   const int64_t vec = params_.vectorize;
   std::vector<Stmt> declarations, passes;
   if (params_.persistent) keepRows(&declarations);
@@ -133,14 +125,29 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   }
   storePartialRows(kb_, sums, io, row_length_, chunk_var_);
   kb_.popTarget();
+  finishKernel(declarations, passes, {io.blocks, 1}, io.toString());
+  ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, after_outer_, io));
+}
+
+void RowLowering::beginRowGroupWalk() {
+  kb_.fixBlock(params_.threads_x, params_.threads_y);
+  lane_ = kb_.scalarVar("lane", DataType::Int64, true);
+  chunk_var_ = kb_.scalarVar("c", DataType::Int64, true);
+  lanes_ = 1;
+  member_ = kb_.threadIdx(0);
+  split_ = kb_.index(0);
+}
+
+void RowLowering::finishKernel(std::vector<Stmt>& declarations, std::vector<Stmt>& passes,
+                               std::array<int64_t, 2> grid, std::string summary) {
   auto& target = kb_.current();
   target.insert(target.end(), std::make_move_iterator(declarations.begin()),
                 std::make_move_iterator(declarations.end()));
   target.insert(target.end(), std::make_move_iterator(passes.begin()), std::make_move_iterator(passes.end()));
-  k.grid = {io.blocks, 1};
-  k.vectorize = vec;
-  k.summary = io.toString();
-  ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, after_outer_, io));
+  Kernel& k = ctx_.kernel;
+  k.grid = grid;
+  k.vectorize = params_.vectorize;
+  k.summary = std::move(summary);
 }
 
 InnerOuterParams RowLowering::chooseInnerOuter() {
@@ -198,6 +205,13 @@ ReductionProblem RowLowering::rowProblem(bool persistent_wanted) {
     }
   }
   problem.max_vectorize = kernelVectorize(vin);
+  if (problem.inner) {
+    for (const Val* in : stagedRowInputs(problem.max_vectorize)) {
+      const int64_t bytes = sizeOf(kb_.kernel().tensors[ctx_.inputs.at(in)].dtype);
+      problem.row_data_bytes += bytes;
+      problem.row_data_min_bytes = problem.row_data_min_bytes == 0 ? bytes : std::min(problem.row_data_min_bytes, bytes);
+    }
+  }
   return problem;
 }
 
@@ -315,8 +329,10 @@ void RowLowering::forEachElement(const std::function<void(Chunk&, const std::vec
     const ExprId step = kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0));
     const ExprId col = kb_.add(split_begin, kb_.mul(step, kb_.index(vec)));
     const ExprId in_row = kb_.lt(col, kb_.index(row_length_));
+    staged_col_ = col;  // where a staged read finds the chunk in its stage
     emitChunk(kb_, vb_, whole_chunks ? in_row : kb_.land(row_ok_, in_row), vec, lane_,
               [&](Chunk& c) { body(c, domainIndex(col, vec > 1)); });
+    staged_col_ = -1;
     kb_.close();
     vb_.setHoistTarget(nullptr);
     auto& target = kb_.current();
@@ -344,22 +360,24 @@ void RowLowering::keepRows(std::vector<Stmt>* declarations) {
   vb_.setLoadCache(cache);
 }
 
-void RowLowering::prefetchRows() {
-  if (!params_.persistent || params_.shared_cache) return;
+std::vector<const Val*> RowLowering::keptRowInputs(bool per_row) const {
   std::vector<const Expr*> reductions = facts_.reductions;
   reductions.insert(reductions.end(), outer_.begin(), outer_.end());
-  std::vector<const Val*> rows;
-  std::vector<std::pair<const Val*, DataType>> per_row;
+  std::vector<const Val*> taken;
   for (const Val* val : ctx_.segment.inputs) {  // in the segment's order: the same source every time
-    const auto param = ctx_.inputs.find(val);
-    if (param == ctx_.inputs.end() || !val->isTensor()) continue;
+    if (ctx_.inputs.count(val) == 0 || !val->isTensor()) continue;
     if (!readAtDomainIndex(val, ctx_.segment.exprs, reductions, domain_, bound_)) continue;
-    if (isRowData(val) && bound_.sizesOf(val) == domain_.input_sizes) rows.push_back(val);
-    if (row_length_ > 1 && isPerRowInput(val, domain_, bound_)) {
-      per_row.emplace_back(val, kb_.kernel().tensors[param->second].dtype);
-    }
+    const bool wanted = per_row ? row_length_ > 1 && isPerRowInput(val, domain_, bound_)
+                                : isRowData(val) && bound_.sizesOf(val) == domain_.input_sizes;
+    if (wanted) taken.push_back(val);
   }
-  for (const auto& [val, dtype] : per_row) {
+  return taken;
+}
+
+void RowLowering::prefetchRows() {
+  if (!params_.persistent || params_.shared_cache) return;
+  for (const Val* val : keptRowInputs(true)) {
+    const DataType dtype = kb_.kernel().tensors[ctx_.inputs.at(val)].dtype;
     const std::vector<Idx> first = domainIndex(kb_.index(0), false);
     const VarId var = kb_.scalarVar("row_value", dtype);
     kb_.let(var, kb_.constant(0.0, dtype));
@@ -371,6 +389,8 @@ void RowLowering::prefetchRows() {
     });
     vb_.setResult(val, kb_.ref(var));
   }
+  // A staged kernel's rows are in shared memory already.
+  const std::vector<const Val*> rows = params_.staged ? std::vector<const Val*>{} : keptRowInputs(false);
   if (rows.empty()) return;
   forEachElement([&](Chunk&, const std::vector<Idx>& index) {
     for (const Val* val : rows) vb_.valueAt(val, index);

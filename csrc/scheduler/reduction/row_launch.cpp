@@ -44,7 +44,7 @@ bool setValues(Kernel& k, const LaunchValues& values) {
 // Both inner reductions without a grid split, of one row length: an outer reduction's code has the row
 // count in it, a grid split's workspaces are per row.
 bool sameRows(const ReductionParams& lowered_at, const ReductionParams& p) {
-  return p.inner && lowered_at.inner && p.splits == 1 && lowered_at.splits == 1 &&
+  return p.inner && lowered_at.inner && p.splits == 1 && lowered_at.splits == 1 && p.staged == lowered_at.staged &&
          p.problem.row_length == lowered_at.problem.row_length;
 }
 
@@ -82,7 +82,10 @@ bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& 
       !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
     return false;
   }
-  if (!setValues(kernels[0], {{{"rows", p.problem.rows}}, {}})) return false;
+  // A staged kernel also takes its walk: the row groups and the blocks walking them.
+  if (!setValues(kernels[0], {{{"rows", p.problem.rows}, {"row_groups", rowGroups(p)}, {"blocks", p.grid}}, {}})) {
+    return false;
+  }
   kernels[0].grid = {p.grid, p.splits};
   return true;
 }

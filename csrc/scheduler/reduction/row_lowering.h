@@ -16,7 +16,10 @@
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_cats.h"
 
+#include <array>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -55,6 +58,14 @@ class RowLowering {
   ReductionProblem rowProblem(bool persistent_wanted);
 
  private:
+  // The start of a kernel whose blocks walk row groups (inner-outer, staged): its block, the lane and
+  // chunk variables, a row of threads along x per row.
+  void beginRowGroupWalk();
+  // The kernel's statements (the declarations, then the passes), grid, vector width (the parameters')
+  // and summary.
+  void finishKernel(std::vector<Stmt>& declarations, std::vector<Stmt>& passes, std::array<int64_t, 2> grid,
+                    std::string summary);
+
   // The vector factors of the inputs the lanes walk (inner: along the row; outer: along the kept
   // elements), as the load probe sees them in the reductions' operands: an input read once per lane
   // group (a [rows, 1] mean or rstd in an inner reduction) is a scalar load before the lanes, and its
@@ -101,6 +112,22 @@ class RowLowering {
   // once per row there too, instead of in every chunk of every pass. Only inputs that the passes read at
   // the domain's own index are taken (readAtDomainIndex), so the passes find each of them loaded.
   void prefetchRows();
+  // The inputs the passes read at the domain's own index (readAtDomainIndex) that are row data of the
+  // domain's shape (what is kept or staged), or (`per_row`) that have a value per row.
+  std::vector<const Val*> keptRowInputs(bool per_row) const;
+
+  // The staged kernel (ReductionParams::staged, row_staging.cpp): the passes of the inner persistent
+  // kernel over row groups blockIdx.x, + grid, ..., reading the row data from a shared-memory stage
+  // that the previous iteration's copies filled.
+  void lowerStaged();
+  // The kept row inputs whose every chunk of `vec` elements is whole aligned cp.asyncs (the others are
+  // read from memory in each pass).
+  std::vector<const Val*> stagedRowInputs(int64_t vec) const;
+  // Issues this thread's cp.asyncs of row group `group`'s row data into stage `stage` (none where the
+  // group is past the last), as one commit group.
+  void copyRowGroup(ExprId group, ExprId stage);
+  // A staged tensor's value in the current pass's chunk: its stage's element, or nullopt for any other.
+  std::optional<ExprId> stagedValue(TensorId tensor);
 
   // The outputs with an element per domain element that depend on no reduction (a GELU backward's
   // grad_in next to its bias grad): a kernel that streams the rows writes them in its first pass over
@@ -186,6 +213,11 @@ class RowLowering {
   int64_t lanes_ = 1;  // kept elements per thread: the vectorize of an outer reduction, else 1
   VarId lane_ = -1, chunk_var_ = -1;
   ExprId row_ = -1, row_ok_ = -1, kept_base_ = -1, member_ = -1, split_ = -1;
+  // Staged: the shared array of each staged tensor (both stages), the elements of one stage of it, the
+  // current iteration's stage, and the pass's chunk column (-1 outside forEachElement).
+  std::map<TensorId, VarId> stages_;
+  int64_t stage_elements_ = 0;
+  ExprId stage_ = -1, staged_col_ = -1;
 };
 
 }  // namespace braze::scheduler

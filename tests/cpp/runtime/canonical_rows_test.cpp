@@ -201,13 +201,17 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
     std::string name;
     std::shared_ptr<Fusion> fusion;
     std::function<std::vector<DeviceValue>(int64_t)> inputs;
+    DeviceInfo device = DeviceInfo::h100Sxm();
   };
+  DeviceInfo staged = DeviceInfo::h100Sxm();
+  staged.tuning.persistent_staged = 1;  // the blocks and row groups it walks are launch values too
   const std::vector<Case> cases{
       {"layer-norm backward", testing::sizelessLayerNormBackward(),
        [](int64_t rows) { return testing::layerNormBackwardAddresses(rows, 768); }},
       {"layer-norm backward [8, seq, 768]", testing::sizelessLayerNormBackward(/*row_dims=*/2),
        [](int64_t seq) { return testing::layerNormBackwardAddresses({8, seq}, 768); }},
       {"layer_norm", testing::sizelessLayerNorm(), layerNormInputs},
+      {"layer_norm staged", testing::sizelessLayerNorm(), layerNormInputs, staged},
       {"layer_norm [4, seq, 1600]", testing::sizelessLayerNorm(),
        [](int64_t seq) {
          std::vector<DeviceValue> inputs = layerNormInputs(4);
@@ -221,10 +225,10 @@ TEST(CanonicalRows, RelaunchedKernelsAreEachRowCountsOwn) {
   };
   for (const Case& c : cases) {
     device::NoOpDeviceOps ops;
-    exec::FusionCache canonical(c.fusion, {}, &ops, DeviceInfo::h100Sxm());
+    exec::FusionCache canonical(c.fusion, {}, &ops, c.device);
     PlanOptions own_options;
     own_options.reuse_kernels = false;
-    exec::FusionCache own(c.fusion, own_options, &ops, DeviceInfo::h100Sxm());
+    exec::FusionCache own(c.fusion, own_options, &ops, c.device);
     for (int64_t rows : {2049, 3001, 2501, 4095, 129, 255}) {
       const std::string what = c.name + " at " + std::to_string(rows) + " rows";
       const LoweredPlan& a = canonical.prepare(c.inputs(rows))->compiled();

@@ -56,6 +56,61 @@ TEST(Heuristics, AThousandThreadBlockKeepsFewerValuesPerThreadThanASmallBlock) {
   EXPECT_NE(huge.why.find("re-read"), std::string::npos);
 }
 
+// Staging (persistent_staged=1): a bf16 [16384, 4096] layer_norm's x, 8 KiB per row, two stages per
+// block; the grid is what 132 SMs hold at once by threads and shared memory (16 KiB and a reserve per
+// block: 13 of 228 KiB), each block walking 10 rows (the last 4), and nothing staged where it is off,
+// on an AMD GPU, before sm_80, for a row leaving registers or for 2-byte chunks.
+TEST(Heuristics, StagedRowsFillTheSmsOnceAndWalkTheRest) {
+  ReductionProblem norm = layerNormRows(16384, 4096, 8);
+  norm.row_data_bytes = norm.row_data_min_bytes = 2;
+  DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const ReductionParams kept = reductionHeuristics(h100, norm);
+  EXPECT_FALSE(kept.staged);
+  EXPECT_EQ(kept.grid, 16384);
+  h100.tuning.persistent_staged = 1;
+  const ReductionParams staged = reductionHeuristics(h100, norm);
+  ASSERT_TRUE(staged.staged && staged.persistent && !staged.shared_cache) << staged.toString();
+  EXPECT_EQ(staged.threads_x * staged.threads_y, 128);
+  EXPECT_EQ(staged.stage_bytes, 8192);
+  EXPECT_EQ(staged.grid, ceilDiv(int64_t{16384}, ceilDiv(int64_t{16384}, int64_t{13} * 132)));
+  EXPECT_EQ(staged.grid, 1639);  // 10 rows each, 1638 x 10 + 4
+  EXPECT_NE(staged.toString().find("staged in shared memory"), std::string::npos);
+  // Another row count: the same kernel (the text heads its source), another grid.
+  norm.rows = 100;
+  const ReductionParams few = reductionHeuristics(h100, norm);
+  EXPECT_EQ(few.toString(), staged.toString());
+  EXPECT_EQ(few.grid, 100);
+  norm.rows = 16384;
+
+  DeviceInfo mi300x = DeviceInfo::mi300x();
+  mi300x.tuning.persistent_staged = 1;
+  EXPECT_FALSE(reductionHeuristics(mi300x, norm).staged);
+  DeviceInfo v100 = h100;
+  v100.major = 7;
+  EXPECT_FALSE(reductionHeuristics(v100, norm).staged);
+  DeviceInfo a100 = DeviceInfo::a100();
+  a100.tuning.persistent_staged = 1;
+  EXPECT_TRUE(reductionHeuristics(a100, norm).staged);
+  ReductionProblem odd = layerNormRows(16384, 4095, 1);  // vectors of one bf16: 2-byte copies
+  odd.row_data_bytes = odd.row_data_min_bytes = 2;
+  EXPECT_FALSE(reductionHeuristics(h100, odd).staged);
+  // bf16 beside a float input: 8 x (2 + 4) bytes per chunk, two stages of 24 KiB; 4 blocks per SM.
+  ReductionProblem mixed = norm;
+  mixed.cached_tensors = 2;
+  mixed.row_data_bytes = 6;
+  const ReductionParams both = reductionHeuristics(h100, mixed);
+  EXPECT_TRUE(both.staged) << both.toString();
+  EXPECT_EQ(both.stage_bytes, 4096 * 6);
+  EXPECT_EQ(both.grid, ceilDiv(int64_t{16384}, ceilDiv(int64_t{16384}, int64_t{228 * 1024 / (2 * 4096 * 6 + 1024)} * 132)));
+  // A row too long for registers stays in the shared-memory cache, unstaged.
+  ReductionProblem long_row = layerNormRows(64, 40960, 8);
+  long_row.row_data_bytes = long_row.row_data_min_bytes = 2;
+  const ReductionParams shared = reductionHeuristics(h100, long_row);
+  EXPECT_TRUE(shared.shared_cache && !shared.staged) << shared.toString();
+  // No row data to stage (a problem that names none).
+  EXPECT_FALSE(reductionHeuristics(h100, layerNormRows(16384, 4096, 8)).staged);
+}
+
 TEST(Heuristics, FewLongRowsAreSplitUntilTheGpuIsFull) {
   const DeviceInfo h100 = DeviceInfo::h100Sxm();
   ReductionProblem sum{.rows = 4, .row_length = 1 << 22, .inner = true, .max_vectorize = 4, .splittable = true};

@@ -39,6 +39,20 @@ TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheG
   }
 }
 
+// The inner-outer lowering has no staged variant: staging tuned on leaves its rows kept as before.
+TEST(InnerOuterHeuristics, StagingTunedOnLeavesTheRowsKept) {
+  DeviceInfo h100 = DeviceInfo::h100Sxm();
+  InnerOuterProblem problem = layerNormBackward(16384, 4096);
+  problem.rows.row_data_bytes = 8;
+  problem.rows.row_data_min_bytes = 4;
+  const InnerOuterParams kept = innerOuterHeuristics(h100, problem);
+  h100.tuning.persistent_staged = 1;
+  const InnerOuterParams tuned = innerOuterHeuristics(h100, problem);
+  EXPECT_FALSE(tuned.inner.staged);
+  EXPECT_EQ(tuned.toString(), kept.toString());
+  EXPECT_EQ(tuned.blocks, kept.blocks);
+}
+
 TEST(InnerOuterHeuristics, TheFinishBlockStaysWithinALaunchableBlockAtEveryTunedWidth) {
   // The finish takes twice the tuned block, and never more threads than a block may have (a tuned
   // block_threads of 1024 asked for a 32 x 64 finish).
