@@ -212,8 +212,14 @@ class KernelVerifier {
         check(s.target >= 0 && s.target < static_cast<int32_t>(k_.vars.size()) && defined_.count(s.target) != 0 &&
                   k_.vars[s.target].kind == VarKind::SharedArray && k_.vars[s.target].storage,
               "a shared vector load from var {}, not a declared shared array held as stored", s.target);
-        check(defined_.count(s.var) != 0 && k_.vars.at(s.var).kind == VarKind::LocalArray,
-              "a shared vector load into {}, not a declared local array", k_.vars.at(s.var).name);
+        check(defined_.count(s.var) != 0 && k_.vars.at(s.var).kind == VarKind::LocalArray &&
+                  k_.vars[s.var].dtype == k_.vars[s.target].dtype,
+              "a shared vector load into {}, not a declared local array of the shared array's dtype",
+              k_.vars.at(s.var).name);
+        const KExpr& at = k_.exprs.at(s.b);
+        check(at.kind != EKind::ConstInt || (at.i >= 0 && at.i + s.width <= k_.vars[s.var].size),
+              "a shared vector load of {} into {}[{}] past its end", s.width, k_.vars[s.var].name,
+              at.kind == EKind::ConstInt ? at.i : -1);
         const int64_t bytes = s.width * sizeOf(k_.vars[s.target].dtype);
         check(s.width >= 1 && (s.width & (s.width - 1)) == 0 && bytes <= 16 && divisibility(k_, s.a) % s.width == 0,
               "a shared vector load of {} x {} at {}: not a 1-16 byte power of two at a multiple of it", s.width,

@@ -31,9 +31,6 @@ CuFunction cu(KernelHandle kernel) { return reinterpret_cast<CuFunction>(kernel)
 // CU_STREAM_PER_THREAD: the calling thread's own default stream.
 const CuStream kStreamPerThread = reinterpret_cast<CuStream>(uintptr_t{0x2});
 
-
-constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
-
 CuKernelNodeParams nodeParams(const KernelLaunch& k) {
   CuKernelNodeParams p;
   p.function = cu(k.function);
@@ -110,8 +107,11 @@ class CudaDeviceOps final : public DeviceOps {
     std::vector<KernelHandle> functions;
     for (size_t i = 0; i < loaded.size(); ++i) {
       functions.push_back(reinterpret_cast<KernelHandle>(loaded[i]));
+      // A kernel's own static shared memory (its block reductions' scratch) counts against the 48 KiB a
+      // block may have without opting in, so 48 KiB of dynamic shared memory or a little less may
+      // already be too much: every kernel with dynamic shared memory declares how much it takes.
       const int64_t shared_bytes = kernels[i].shared_bytes;
-      if (shared_bytes <= kDefaultDynamicSharedLimit) continue;
+      if (shared_bytes <= 0) continue;
       driver_.check(driver_.funcSetAttribute(loaded[i], kFuncAttributeMaxDynamicSharedSizeBytes,
                                              static_cast<int>(shared_bytes)),
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",

@@ -11,9 +11,6 @@
 namespace braze::device {
 namespace {
 
-// Without opting in, a block may have at most 48 KiB of dynamic shared memory on every arch.
-constexpr int64_t kDefaultDynamicSharedLimit = 48 * 1024;
-
 using CacheKey = std::tuple<int, CompileOptions, std::string, std::string>;  // ordinal, options, name, source
 
 // Modules are never unloaded: a cached function must stay valid for as long as the process may
@@ -26,12 +23,6 @@ struct LoadedKernels {
 LoadedKernels& cache() {
   static auto* kernels = new LoadedKernels;  // never destroyed, like the driver it points into
   return *kernels;
-}
-
-unsigned launchDim(int64_t value, const std::string& name, const char* what) {
-  BRAZE_ASSERT(value > 0 && value <= std::numeric_limits<unsigned>::max(), "kernel {}: {} of {} cannot be launched",
-               name, what, value);
-  return static_cast<unsigned>(value);
 }
 
 }  // namespace
@@ -77,24 +68,6 @@ std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int
 CuFunction loadCudaKernel(const std::string& source, const std::string& name, const CompileOptions& options,
                           int ordinal) {
   return loadCudaKernels({CompileJob{source, name, options}}, ordinal).front();
-}
-
-void launchCudaKernel(CuFunction function, const std::string& name, const LaunchShape& shape,
-                      std::vector<void*>& args, CuStream stream) {
-  const CudaDriver& driver = requireCudaDriver();
-  if (shape.shared_bytes > kDefaultDynamicSharedLimit) {
-    driver.check(driver.funcSetAttribute(function, kFuncAttributeMaxDynamicSharedSizeBytes,
-                                         static_cast<int>(shape.shared_bytes)),
-                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                 fmt::format("kernel {} asks for {} bytes of dynamic shared memory", name, shape.shared_bytes));
-  }
-  const unsigned shared = shape.shared_bytes == 0 ? 0u : launchDim(shape.shared_bytes, name, "shared memory");
-  driver.check(driver.launchKernel(function, launchDim(shape.grid[0], name, "grid.x"),
-                                   launchDim(shape.grid[1], name, "grid.y"), 1, launchDim(shape.block[0], name, "block.x"),
-                                   launchDim(shape.block[1], name, "block.y"), 1, shared, stream, args.data(), nullptr),
-               "cuLaunchKernel",
-               fmt::format("kernel {}, grid ({}, {}), block ({}, {}), {} bytes of shared memory", name, shape.grid[0],
-                           shape.grid[1], shape.block[0], shape.block[1], shape.shared_bytes));
 }
 
 void synchronizeDevice(const std::string& what) {

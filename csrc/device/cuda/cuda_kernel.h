@@ -22,12 +22,6 @@ std::vector<CuFunction> loadCudaKernels(const std::vector<CompileJob>& jobs, int
 CuFunction loadCudaKernel(const std::string& source, const std::string& name, const CompileOptions& options,
                           int ordinal = 0);
 
-// Launches `function` on `stream` (default: the legacy default stream) with `args` (one pointer per kernel parameter, each
-// pointing at the parameter's value) and does not wait. Above 48 KiB of dynamic shared memory the
-// function's limit is raised first, as the driver requires. `name` is for error messages.
-void launchCudaKernel(CuFunction function, const std::string& name, const LaunchShape& shape,
-                      std::vector<void*>& args, CuStream stream = nullptr);
-
 // Waits for the device; a fault of a kernel launched before shows here, named after `what`.
 void synchronizeDevice(const std::string& what);
 

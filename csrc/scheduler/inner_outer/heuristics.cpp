@@ -39,12 +39,13 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   rows.splittable = false;
   // A thread keeps one partial sum per element of its row share and outer reduction: like a kept tensor.
   rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
-  rows.row_data_bytes = 0;  // the inner-outer lowering keeps its rows; it has no staged variant
   p.inner = reductionHeuristics(device, rows);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
   // Registers: the kept row (dead by the time the extra rows are walked) or, streamed, a few vectors.
   const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
-  const bool in_registers = p.inner.persistent && !p.inner.shared_cache;
+  // Staged (tuning persistent_staged=1): the rows are in shared memory, the partial sums in registers.
+  const int64_t sums = p.inner.chunks * p.inner.vectorize * problem.outer_reductions;
+  const bool in_registers = p.inner.persistent && !p.inner.shared_cache && !p.inner.staged;
   int64_t extra_sums = 0;  // per thread, over the extra reductions
   for (const ExtraOuterProblem& e : problem.extras) {
     ExtraOuterParams ep;
@@ -61,12 +62,15 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   }
   const int64_t row_groups = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   // Resident blocks per SM: by threads, and by registers (kept values plus the kernel's own ~32).
-  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread, (in_registers ? kept : 0) + extra_sums + 32);
+  const int64_t regs = std::min<int64_t>(device.max_regs_per_thread,
+                                         (in_registers ? kept : p.inner.staged ? sums : 0) + extra_sums + 32);
   int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
   const int64_t combine_bytes = problem.outer_reductions * p.inner.threads_y * problem.rows.row_length *
                                 problem.accumulator_bytes;
-  const int64_t row_cache_bytes = p.inner.shared_cache ? kept * threads * problem.rows.cached_value_bytes : 0;
+  const int64_t row_cache_bytes = p.inner.shared_cache ? kept * threads * problem.rows.cached_value_bytes
+                                  : p.inner.staged     ? 2 * p.inner.stage_bytes
+                                                       : 0;
   // (With a KiB to spare for the block reductions' own shared memory and each array's alignment.)
   p.combine_in_block = p.inner.threads_y > 1 && combine_bytes <= kMaxCombineBytes &&
                        row_cache_bytes + combine_bytes + 1024 <= device.smem_per_block_optin;

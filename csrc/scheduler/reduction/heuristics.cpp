@@ -98,7 +98,7 @@ void stageRows(const DeviceInfo& device, const ReductionProblem& problem, Reduct
   p.stage_bytes = stage;
   p.grid = std::max<int64_t>(ceilDiv(groups, per_block), 1);
   // Nothing that depends on the row count: the text heads the kernel's source, which serves every row count.
-  p.why += fmt::format("; staged: {} KiB per stage, up to {} blocks per SM", ceilDiv(stage, 1024), resident);
+  p.why = fmt::format("rows staged by cp.async, {} KiB per stage, up to {} blocks per SM", ceilDiv(stage, 1024), resident);
 }
 
 }  // namespace

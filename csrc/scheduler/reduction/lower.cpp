@@ -88,7 +88,11 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   beginRowGroupWalk();
   const int64_t vec = params_.vectorize;
   std::vector<Stmt> declarations, passes;
-  if (params_.persistent) keepRows(&declarations);
+  if (params_.staged) {
+    declareStages(&declarations);
+  } else if (params_.persistent) {
+    keepRows(&declarations);
+  }
   kb_.pushTarget(&passes);
   for (const Expr* e : outer_) {
     const Plain p = plainOf(*e);
@@ -97,13 +101,7 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
     for (int64_t i = 0; i < params_.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
     outer_acc_.push_back(acc);
   }
-  // The row groups and the grid are launch arguments: another row count runs the same kernel.
-  const VarId group = kb_.scalarVar("group", DataType::Int64, true);
-  kb_.openFor(group, kb_.blockIdx(0), kb_.extent("row_groups", rowGroups(params_)), kb_.extent("blocks", io.blocks),
-              false);
-  row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
-  kept_base_ = row_;
-  row_ok_ = kb_.lt(kept_base_, kb_.extent("rows", params_.problem.rows));
+  openRowGroupWalk(io.blocks);
   prefetchRows();
   for (const Expr* e : facts_.reductions) reduce(*e);
   epilogue();

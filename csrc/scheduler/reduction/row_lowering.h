@@ -120,6 +120,13 @@ class RowLowering {
   // kernel over row groups blockIdx.x, + grid, ..., reading the row data from a shared-memory stage
   // that the previous iteration's copies filled.
   void lowerStaged();
+  // The stages' shared arrays (row_data's inputs that cp.async copies whole), in `declarations`, and the
+  // reads of the passes from them.
+  void declareStages(std::vector<Stmt>* declarations);
+  // Opens the loop over row groups blockIdx.x, + blocks, ... (the inner-outer and staged kernels; the
+  // caller closes it) and binds the row; a staged kernel's copies of the first group before it, and of
+  // the next group, with the wait for the current one, in it.
+  void openRowGroupWalk(int64_t blocks);
   // The kept row inputs whose every chunk of `vec` elements is whole aligned cp.asyncs (the others are
   // read from memory in each pass).
   std::vector<const Val*> stagedRowInputs(int64_t vec) const;

@@ -61,47 +61,54 @@ std::vector<const Val*> RowLowering::stagedRowInputs(int64_t vec) const {
 }
 
 void RowLowering::lowerStaged() {
-  Kernel& k = ctx_.kernel;
-  const int64_t vec = params_.vectorize;
   beginRowGroupWalk();
   std::vector<Stmt> declarations, passes;
-  // The row data comes from the stages; costly values computed from it (softmax's exp) are still kept
-  // in registers across the passes.
-  vb_.setLoadCache(LoadCache{&declarations, kb_.ref(chunk_var_), params_.chunks, {}});
-  // A stage holds each thread row's chunks in the row's order, a row every chunks x threads_x x vec
-  // elements: a chunk lands where the pass over it reads it.
-  stage_elements_ = params_.threads_y * params_.chunks * params_.threads_x * vec;
-  for (const Val* val : stagedRowInputs(vec)) {
-    const TensorId t = ctx_.inputs.at(val);
-    const TensorParam& param = k.tensors[t];
-    const VarId array = kb_.sharedStorageArray("stage", param.dtype, 2 * stage_elements_);
-    kb_.pushTarget(&declarations);
-    kb_.declare(array);
-    kb_.popTarget();
-    stages_.emplace(t, array);
-  }
-  vb_.setLoadInterceptor([this](TensorId t, ExprId) { return stagedValue(t); });
+  declareStages(&declarations);
   kb_.pushTarget(&passes);
-  const ExprId rows = kb_.extent("rows", params_.problem.rows);
-  const ExprId groups = kb_.extent("row_groups", rowGroups(params_));
-  const ExprId blocks = kb_.extent("blocks", params_.grid);
-  copyRowGroup(kb_.blockIdx(0), kb_.index(0));
-  const VarId group = kb_.scalarVar("group", DataType::Int64, true);
-  kb_.openFor(group, kb_.blockIdx(0), groups, blocks, false);
-  // Iteration i (group / blocks: blockIdx.x < blocks) reads stage i % 2 and fills the other.
-  stage_ = kb_.letValue("stage", kb_.mod(kb_.div(kb_.ref(group), blocks), kb_.index(2)));
-  const ExprId next = kb_.letValue("next_group", kb_.add(kb_.ref(group), blocks));
-  copyRowGroup(next, kb_.sub(kb_.index(1), stage_));
-  kb_.cpAsyncWait(1);  // this iteration's group, committed one group of copies earlier, has landed
-  row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
-  kept_base_ = row_;
-  row_ok_ = kb_.lt(row_, rows);
+  openRowGroupWalk(params_.grid);
   prefetchRows();  // the per-row inputs (a norm backward's mean and rstd)
   for (const Expr* e : facts_.reductions) reduce(*e);
   epilogue();
   kb_.close();
   kb_.popTarget();
   finishKernel(declarations, passes, {params_.grid, 1}, params_.toString());
+}
+
+void RowLowering::declareStages(std::vector<Stmt>* declarations) {
+  const int64_t vec = params_.vectorize;
+  // The row data comes from the stages; costly values computed from it (softmax's exp) are still kept
+  // in registers across the passes.
+  vb_.setLoadCache(LoadCache{declarations, kb_.ref(chunk_var_), params_.chunks, {}});
+  // A stage holds each thread row's chunks in the row's order, a row every chunks x threads_x x vec
+  // elements: a chunk lands where the pass over it reads it.
+  stage_elements_ = params_.threads_y * params_.chunks * params_.threads_x * vec;
+  for (const Val* val : stagedRowInputs(vec)) {
+    const TensorId t = ctx_.inputs.at(val);
+    const VarId array = kb_.sharedStorageArray("stage", ctx_.kernel.tensors[t].dtype, 2 * stage_elements_);
+    kb_.pushTarget(declarations);
+    kb_.declare(array);
+    kb_.popTarget();
+    stages_.emplace(t, array);
+  }
+  vb_.setLoadInterceptor([this](TensorId t, ExprId) { return stagedValue(t); });
+}
+
+void RowLowering::openRowGroupWalk(int64_t blocks_value) {
+  // The row groups and the grid are launch arguments: another row count runs the same kernel.
+  const ExprId blocks = kb_.extent("blocks", blocks_value);
+  const ExprId groups = kb_.extent("row_groups", rowGroups(params_));
+  if (params_.staged) copyRowGroup(kb_.blockIdx(0), kb_.index(0));
+  const VarId group = kb_.scalarVar("group", DataType::Int64, true);
+  kb_.openFor(group, kb_.blockIdx(0), groups, blocks, false);
+  if (params_.staged) {
+    // Iteration i (group / blocks: blockIdx.x < blocks) reads stage i % 2 and fills the other.
+    stage_ = kb_.letValue("stage", kb_.mod(kb_.div(kb_.ref(group), blocks), kb_.index(2)));
+    copyRowGroup(kb_.letValue("next_group", kb_.add(kb_.ref(group), blocks)), kb_.sub(kb_.index(1), stage_));
+    kb_.cpAsyncWait(1);  // this iteration's group, committed one group of copies earlier, has landed
+  }
+  row_ = kb_.letValue("row", kb_.add(kb_.mul(kb_.ref(group), kb_.index(params_.threads_y)), kb_.threadIdx(1)));
+  kept_base_ = row_;
+  row_ok_ = kb_.lt(row_, kb_.extent("rows", params_.problem.rows));
 }
 
 void RowLowering::copyRowGroup(ExprId group, ExprId stage) {

@@ -56,6 +56,27 @@ TEST(KernelVerifier, RejectsAStoreToAnInput) {
   EXPECT_NE(failureOf(k).find("writes T0, an input of the kernel"), std::string::npos) << failureOf(k);
 }
 
+// A shared vector load (SKind::SharedVecLoad) reads a shared array held as stored, at a multiple of its
+// width, into a local array of the same dtype that holds it.
+TEST(KernelVerifier, RejectsASharedVectorLoadThatIsMisalignedOrMistyped) {
+  auto kernelWith = [](int64_t from, DataType to, int64_t at) {
+    return copyKernel([&](KernelBuilder& kb, TensorId, TensorId out) {
+      const VarId shared = kb.sharedStorageArray("stage", DataType::BFloat16, 64);
+      kb.declare(shared);
+      const VarId local = kb.arrayVar("sv", to, 8);
+      kb.declare(local);
+      kb.sharedVecLoad(local, kb.index(at), shared, kb.index(from), 8);
+      kb.store(out, kb.threadIdx(0), kb.cast(kb.localRead(local, kb.index(0)), DataType::Float));
+    });
+  };
+  EXPECT_EQ(failureOf(kernelWith(16, DataType::BFloat16, 0)), "");
+  EXPECT_NE(printKernel(kernelWith(16, DataType::BFloat16, 0)).find("vector_load<8>(stage[16])"), std::string::npos);
+  EXPECT_NE(failureOf(kernelWith(12, DataType::BFloat16, 0)).find("not a 1-16 byte power of two at a multiple of it"),
+            std::string::npos);
+  EXPECT_NE(failureOf(kernelWith(16, DataType::Float, 0)).find("of the shared array's dtype"), std::string::npos);
+  EXPECT_NE(failureOf(kernelWith(16, DataType::BFloat16, 4)).find("past its end"), std::string::npos);
+}
+
 TEST(KernelVerifier, RejectsTwoParametersOfOneName) {
   Kernel k = copyKernel([](KernelBuilder& kb, TensorId in, TensorId out) {
     kb.store(out, kb.threadIdx(0), kb.load(in, kb.threadIdx(0)));

@@ -39,18 +39,31 @@ TEST(InnerOuterHeuristics, RowsAndPartialSumsStayInRegistersAndTheBlocksFillTheG
   }
 }
 
-// The inner-outer lowering has no staged variant: staging tuned on leaves its rows kept as before.
-TEST(InnerOuterHeuristics, StagingTunedOnLeavesTheRowsKept) {
+// Staging tuned on (persistent_staged=1): the layer-norm backward's bf16 grad_out and x go to two
+// shared-memory stages, the partial sums stay in registers; the blocks still fill the GPU, and as many
+// stay resident as shared memory allows (the stages and the thread rows' combined partial sums).
+TEST(InnerOuterHeuristics, StagedRowsKeepThePartialSumsInRegistersAndFillTheGpu) {
   DeviceInfo h100 = DeviceInfo::h100Sxm();
   InnerOuterProblem problem = layerNormBackward(16384, 4096);
-  problem.rows.row_data_bytes = 8;
-  problem.rows.row_data_min_bytes = 4;
+  problem.rows.max_vectorize = 8;
+  problem.rows.row_data_bytes = 4;  // grad_out and x, bf16
+  problem.rows.row_data_min_bytes = 2;
   const InnerOuterParams kept = innerOuterHeuristics(h100, problem);
+  EXPECT_FALSE(kept.inner.staged);
   h100.tuning.persistent_staged = 1;
-  const InnerOuterParams tuned = innerOuterHeuristics(h100, problem);
-  EXPECT_FALSE(tuned.inner.staged);
-  EXPECT_EQ(tuned.toString(), kept.toString());
-  EXPECT_EQ(tuned.blocks, kept.blocks);
+  const InnerOuterParams staged = innerOuterHeuristics(h100, problem);
+  ASSERT_TRUE(staged.inner.staged) << staged.toString();
+  const int64_t threads = staged.inner.threads_x * staged.inner.threads_y;
+  EXPECT_EQ(staged.inner.stage_bytes, staged.inner.threads_y * staged.inner.chunks * staged.inner.threads_x * 8 * 4);
+  EXPECT_LE(2 * staged.inner.stage_bytes + staged.combine_bytes + 1024, h100.smem_per_block_optin);
+  EXPECT_GE(staged.blocks, h100.sm_count);
+  const int64_t per_sm = std::min<int64_t>(h100.max_threads_per_sm / threads,
+                                           h100.smem_per_sm / (2 * staged.inner.stage_bytes + staged.combine_bytes));
+  EXPECT_LE(staged.blocks, per_sm * h100.sm_count);
+  EXPECT_NE(staged.toString().find("staged in shared memory"), std::string::npos);
+  // Without row data to stage (none copies whole), the kept kernel.
+  problem.rows.row_data_bytes = 0;
+  EXPECT_FALSE(innerOuterHeuristics(h100, problem).inner.staged);
 }
 
 TEST(InnerOuterHeuristics, TheFinishBlockStaysWithinALaunchableBlockAtEveryTunedWidth) {
