@@ -172,10 +172,12 @@ if [ "$platform" = cuda ]; then
 fi
 # The weight-only int8 linears (M = 1, 16, 32, 64) under each of their schedules: the heuristic's (the
 # GEMV on tensor cores from 2 rows), the tiled tensor cores (mma.sync or wgmma, and mma.sync alone), the
-# scalar GEMV up to 64 rows, and the GEMV on tensor cores for one row too.
+# scalar GEMV up to 64 rows, and the GEMV on tensor cores for one row too; then the one-row scalar GEMV
+# at 4 and 8 columns per warp (each activation load serving more weight columns) and 8 chunks in flight.
 if [ "$platform" = cuda ]; then
   PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --only "w8 linear" --no-compile \
-    --sweep --tunings ";matmul_gemv=0;matmul_gemv=0,matmul_wgmma=0;matmul_gemv=1;matmul_gemv_mma=1" --reps "${BRAZE_BENCH_REPS:-100}" \
+    --sweep --tunings ";matmul_gemv=0;matmul_gemv=0,matmul_wgmma=0;matmul_gemv=1;matmul_gemv_mma=1;matmul_gemv_cols=4;matmul_gemv_cols=8;matmul_gemv_unroll=8;matmul_gemv_cols=4,matmul_gemv_unroll=8" \
+    --reps "${BRAZE_BENCH_REPS:-100}" \
     > "$parts/w8_linear.log" 2>&1 && status "w8 linear schedules" "ok" || { status "w8 linear schedules" "FAILED (report)"; rc=1; }
 fi
 # The 16384x4096 rows (norms, softmax, their backwards) with rows kept in registers (the heuristic's) and
@@ -212,7 +214,7 @@ grep -E "^BM_" "$parts/host_bench.log"
 [ -f "$parts/host_bench_pool.log" ] && { echo "== the GPU launches with BRAZE_BLOCK_CACHE_BYTES=0 (no cache of freed blocks)"; grep -E "^BM_" "$parts/host_bench_pool.log"; }
 echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
-[ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row)"; cat "$parts/w8_linear.log"; }
+[ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row), the one-row GEMV's columns per warp and chunks in flight"; cat "$parts/w8_linear.log"; }
 [ -f "$parts/staged_rows.log" ] && { echo "== 16384x4096 rows: kept in registers (the heuristic's), staged by cp.async (persistent_staged=1)"; cat "$parts/staged_rows.log"; }
 [ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA"; cat "$parts/tma_gemm.log"; }
 [ -f "$parts/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$parts/sweep.log"; }

@@ -55,6 +55,8 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_warp_specialized", &HeuristicTuning::matmul_warp_specialized, 0, 1, false},
     {"matmul_gemv", &HeuristicTuning::matmul_gemv, -1, 1, false},
     {"matmul_gemv_mma", &HeuristicTuning::matmul_gemv_mma, -1, 1, false},
+    {"matmul_gemv_cols", &HeuristicTuning::matmul_gemv_cols, 0, 8, true},  // 0 or a power of two
+    {"matmul_gemv_unroll", &HeuristicTuning::matmul_gemv_unroll, 0, 8, false},
     {"index_checks", &HeuristicTuning::index_checks, 0, 1, false},
 };
 

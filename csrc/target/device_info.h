@@ -57,6 +57,10 @@ struct HeuristicTuning {
   // with A and B swapped; MatmulParams::gemv_mma): -1 the heuristic's choice (2 to 64 rows where the
   // GPU has mma.sync and neither matmul_gemv nor matmul_wgmma is 1), 1 for 1 to 64 rows, 0 never.
   int64_t matmul_gemv_mma = -1;
+  // The scalar GEMV's output columns per warp (each lane's activation loads serve that many weight
+  // columns) and the K chunks per column each lane has in flight: 0, the heuristic's choice.
+  int64_t matmul_gemv_cols = 0;
+  int64_t matmul_gemv_unroll = 0;
   // 1: index values read from tensors (index_select, gather, take_along_axis) are checked in kernels and
   // an out-of-range one raises an IndexError (kernel/index_errors.h); 0: trusted, as CUDA's unchecked
   // indexing, for speed (an out-of-range index then reads outside the tensor).

@@ -83,12 +83,13 @@ MatmulParams gemvHeuristics(const DeviceInfo& device, const MatmulProblem& probl
   p.gemv_vector = std::max<int64_t>(1, 16 / std::max<int64_t>(problem.b_element_bytes, 1));
   // Four chunks of each column in flight per lane (64 bytes of int8 weights): enough loads outstanding
   // to cover DRAM latency at a few warps per SM, few enough registers for 16 rows.
-  p.gemv_unroll = 4;
+  p.gemv_unroll = device.tuning.matmul_gemv_unroll > 0 ? device.tuning.matmul_gemv_unroll : 4;
   // Two columns per warp where the rows leave registers for them (a sum per row and column per lane),
-  // unless that leaves fewer than two blocks per SM.
+  // unless that leaves fewer than two blocks per SM; or as tuned.
   p.gemv_cols = problem.m <= 8 ? 2 : 1;
   auto blocksN = [&] { return ceilDiv(std::max<int64_t>(problem.n, 1), p.gemv_warps * p.gemv_cols); };
   if (p.gemv_cols > 1 && problem.batch * blocksN() < 2 * static_cast<int64_t>(device.sm_count)) p.gemv_cols = 1;
+  if (device.tuning.matmul_gemv_cols > 0) p.gemv_cols = device.tuning.matmul_gemv_cols;
   p.blocks_n = blocksN();
   p.grid = problem.batch * problem.m * problem.n == 0 ? 0 : problem.batch * p.blocks_n;
   // Fewer blocks than SMs: K split among blocks, each keeping at least two unrolled steps of 32 lanes'

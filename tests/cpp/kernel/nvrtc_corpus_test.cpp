@@ -137,9 +137,13 @@ TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
 // without conversion instructions.
 TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
-  for (const testing::KernelCase& c : {testing::weightInt8LinearCase(1, 11008, 4096, 0, 1),
-                                       testing::weightInt8LinearCase(4, 512, 1024, 128, 2)}) {
-    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  // The last at the widest tuning the GPU check sweeps: eight columns per warp, eight chunks in flight.
+  DeviceInfo widest = DeviceInfo::h100Sxm();
+  widest.tuning = HeuristicTuning::parse("matmul_gemv_cols=8, matmul_gemv_unroll=8");
+  for (const auto& [c, device] : {std::pair{testing::weightInt8LinearCase(1, 11008, 4096, 0, 1), DeviceInfo::h100Sxm()},
+                                  std::pair{testing::weightInt8LinearCase(4, 512, 1024, 128, 2), DeviceInfo::h100Sxm()},
+                                  std::pair{testing::weightInt8LinearCase(1, 11008, 4096, 0, 1), widest}}) {
+    const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), device);
     const kernel::Kernel& k = testing::onlyKernel(compiled);
     ASSERT_NE(k.summary.find("matmul gemv"), std::string::npos) << k.summary;
     for (const char* arch : {"sm_80", "sm_90"}) {
@@ -148,8 +152,9 @@ TEST(NvrtcCorpus, GemvReadsInt8WeightsWith128BitLoads) {
       if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
       const auto counts = device::countGlobalAccesses(*sass);
       EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << arch << "\n" << *sass;
-      // No byte-wide loads: every weight byte arrives in a 16-byte vector.
+      // No byte-wide loads: every weight byte arrives in a 16-byte vector. Nothing in local memory.
       EXPECT_EQ(counts.load_bits.count(8), 0u) << arch << "\n" << *sass;
+      EXPECT_EQ(sass->find("STL"), std::string::npos) << arch << " " << k.summary;
       // No conversion instructions (a quarter-rate pipe on sm_90, which bounded the GEMV): the int8 weights
       // become floats by float arithmetic on their bits, and the dequantized product is one bf16 multiply.
       for (const char* conversion : {" I2F", " F2F.", " F2F "}) {

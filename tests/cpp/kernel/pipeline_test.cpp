@@ -108,6 +108,25 @@ TEST(Pipeline, WithoutIndexChecksTheSimulatorReportsTheAccessWithTheKernelName) 
   }
 }
 
+// The scalar GEMV at tuned columns per warp and chunks in flight (what the GPU check sweeps for the one-row
+// weight-only linear): columns past N in the last warp, K not a multiple of the unrolled steps, group-wise
+// scales, a few rows through matmul_gemv=1, all equal to the reference.
+TEST(Pipeline, TheScalarGemvAtTunedColumnsAndUnrollMatchesTheReference) {
+  for (const char* tuning : {"matmul_gemv_cols=8, matmul_gemv_unroll=8", "matmul_gemv_cols=4, matmul_gemv_unroll=1",
+                             "matmul_gemv_cols=1, matmul_gemv_unroll=3"}) {
+    for (const testing::KernelCase& c : {testing::weightInt8LinearCase(1, 301, 1040, 0, 40),
+                                         testing::weightInt8LinearCase(3, 77, 544, 32, 41)}) {
+      DeviceInfo device = DeviceInfo::h100Sxm();
+      device.tuning = HeuristicTuning::parse(std::string(tuning) + ", matmul_gemv=1, matmul_gemv_mma=0");
+      device::SimDeviceOps sim;
+      exec::FusionCache cache(c.fusion, c.options.plan, &sim, device);
+      testing::expectClose(exec::runOnHost(cache, c.inputs), evaluate(*c.fusion, c.inputs), tuning);
+      const kernel::Kernel& k = testing::onlyKernel(cache.lastPlan()->compiled());
+      EXPECT_NE(k.summary.find("matmul gemv:"), std::string::npos) << k.summary;
+    }
+  }
+}
+
 TEST(Pipeline, TensorsOf2To31ElementsOrMoreSwitchTo64BitIndexing) {
   // An expanded input with 2^32 logical elements (one row of storage): the reduction's linear indices
   // pass 2^31, so the kernel indexes with 64 bits; the same fusion at 2^20 elements uses 32.

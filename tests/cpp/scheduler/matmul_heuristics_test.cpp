@@ -187,6 +187,23 @@ TEST(MatmulHeuristics, AGemvOfFewColumnsSplitsK) {
   EXPECT_EQ(matmulHeuristics(DeviceInfo::h100Sxm(), weightOnly(1, 40, 1024, 1)).gemv_split, 1);
 }
 
+// matmul_gemv_cols and matmul_gemv_unroll set the scalar GEMV's columns per warp and chunks in flight
+// (for the GPU's sweep of the one-row weight-only linear); 0 leaves the heuristic's.
+TEST(MatmulHeuristics, TheScalarGemvTakesTunedColumnsAndUnroll) {
+  DeviceInfo h100 = DeviceInfo::h100Sxm();
+  h100.tuning = HeuristicTuning::parse("matmul_gemv_cols=8, matmul_gemv_unroll=8");
+  const MatmulParams tuned = matmulHeuristics(h100, weightOnly(1, 11008, 4096, 1));
+  EXPECT_TRUE(tuned.gemv && !tuned.gemv_mma);
+  EXPECT_EQ(tuned.gemv_cols, 8);
+  EXPECT_EQ(tuned.gemv_unroll, 8);
+  EXPECT_EQ(tuned.blocks_n, (11008 + tuned.gemv_warps * 8 - 1) / (tuned.gemv_warps * 8));
+  h100.tuning = HeuristicTuning::parse("matmul_gemv_cols=0, matmul_gemv_unroll=0");
+  const MatmulParams heuristic = matmulHeuristics(h100, weightOnly(1, 11008, 4096, 1));
+  EXPECT_EQ(heuristic.gemv_cols, 2);
+  EXPECT_EQ(heuristic.gemv_unroll, 4);
+  EXPECT_THROW(HeuristicTuning::parse("matmul_gemv_cols=3"), Error);
+}
+
 TEST(MatmulHeuristics, TheGemvKeepsTwoBlocksPerSmBeforeTwoColumnsPerWarp) {
   // 1024 columns in 4-warp blocks: 128 blocks at two columns per warp, under 2 x 132 SMs; one column
   // gives 256 blocks. On an L4 (58 SMs) two columns still leave 128 >= 116 blocks.
