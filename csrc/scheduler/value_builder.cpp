@@ -549,20 +549,72 @@ std::vector<Idx> ValueBuilder::mapMeta(const Expr& expr, const std::vector<Idx>&
   return mapped;
 }
 
+namespace {
+
+// A reshape as runs of dims: input dims [in_begin, in_end) hold the elements of output dims [out_begin,
+// out_end) (equal products), each run as small as can be. Row-major order makes each run's input index the
+// unflattening of its output dims' linear index alone: a split of one input dim ([T, 10240] -> [T, 8, 10,
+// 128]) needs no division at all. Empty where a size is 0.
+struct ReshapeRun {
+  size_t in_begin, in_end, out_begin, out_end;
+};
+std::vector<ReshapeRun> reshapeRuns(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  if (std::find(in.begin(), in.end(), 0) != in.end() || std::find(out.begin(), out.end(), 0) != out.end()) return {};
+  std::vector<ReshapeRun> runs;
+  size_t i = 0, o = 0;
+  while (i < in.size() || o < out.size()) {
+    ReshapeRun run{i, i, o, o};
+    int64_t in_product = 1, out_product = 1;
+    if (i < in.size()) in_product *= in[i++];
+    if (o < out.size()) out_product *= out[o++];
+    while (in_product != out_product) {
+      if (in_product < out_product && i < in.size()) {
+        in_product *= in[i++];
+      } else if (out_product < in_product && o < out.size()) {
+        out_product *= out[o++];
+      } else {
+        return {};  // not a reshape of equal element counts: left to the whole-index mapping
+      }
+    }
+    run.in_end = i;
+    run.out_end = o;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+}  // namespace
+
 std::vector<Idx> ValueBuilder::mapReshape(const Expr& expr, const std::vector<Idx>& index) {
   const auto& in_sizes = bound_.sizesOf(expr.input(0));
   const auto& out_sizes = bound_.sizesOf(expr.output(0));
-  // The output's row-major linear index. Digits of one linear index (an index unflattened from it)
-  // merge back into it, so a reshape of a reshape costs no division: [1, 64, T, 128] -> [1, 8, 8, T, 128].
-  int64_t coefficient = 0;
-  ExprId linear = flatOffset(StridedLayout::rowMajor(out_sizes), index, &coefficient);
-  const bool lane = coefficient == 1;
-  if (coefficient > 1) linear = kb_.add(linear, kb_.mul(lane_, kb_.index(coefficient)));
-  // The lane survives when it cannot carry out of the operand's last dim.
-  const bool keep_lane = lane && innerExtent(in_sizes) % width_ == 0 &&
-                         kb_.divisibility(linear) % width_ == 0;
-  if (lane && !keep_lane) linear = kb_.add(linear, lane_);
-  return unflatten(linear, keep_lane, in_sizes);
+  std::vector<ReshapeRun> runs = reshapeRuns(in_sizes, out_sizes);
+  if (runs.empty()) runs.push_back({0, in_sizes.size(), 0, out_sizes.size()});
+  std::vector<Idx> mapped;
+  for (const ReshapeRun& run : runs) {
+    const std::vector<int64_t> in_run(in_sizes.begin() + static_cast<std::ptrdiff_t>(run.in_begin),
+                                      in_sizes.begin() + static_cast<std::ptrdiff_t>(run.in_end));
+    if (in_run.empty()) continue;  // output dims of size 1 that no input dim holds
+    const std::vector<Idx> out_index(index.begin() + static_cast<std::ptrdiff_t>(run.out_begin),
+                                     index.begin() + static_cast<std::ptrdiff_t>(run.out_end));
+    if (in_run.size() == 1 && out_index.size() == 1) {
+      mapped.push_back(out_index[0]);  // a dim the reshape keeps
+      continue;
+    }
+    const std::vector<int64_t> out_run(out_sizes.begin() + static_cast<std::ptrdiff_t>(run.out_begin),
+                                       out_sizes.begin() + static_cast<std::ptrdiff_t>(run.out_end));
+    // The run's row-major linear index. Digits of one linear index (an index unflattened from it) merge
+    // back into it, so a reshape of a reshape costs no division: [1, 64, T, 128] -> [1, 8, 8, T, 128].
+    int64_t coefficient = 0;
+    ExprId linear = flatOffset(StridedLayout::rowMajor(out_run), out_index, &coefficient);
+    const bool lane = coefficient == 1;
+    if (coefficient > 1) linear = kb_.add(linear, kb_.mul(lane_, kb_.index(coefficient)));
+    // The lane survives when it cannot carry out of the operand's last dim.
+    const bool keep_lane = lane && innerExtent(in_run) % width_ == 0 && kb_.divisibility(linear) % width_ == 0;
+    if (lane && !keep_lane) linear = kb_.add(linear, lane_);
+    for (const Idx& i : unflatten(linear, keep_lane, in_run)) mapped.push_back(i);
+  }
+  return mapped;
 }
 
 std::pair<Idx, ExprId> ValueBuilder::shifted(const Idx& i, int64_t offset, int64_t size) {
