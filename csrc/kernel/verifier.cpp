@@ -216,10 +216,13 @@ class KernelVerifier {
                   k_.vars[s.var].dtype == k_.vars[s.target].dtype,
               "a shared vector load into {}, not a declared local array of the shared array's dtype",
               k_.vars.at(s.var).name);
-        const KExpr& at = k_.exprs.at(s.b);
-        check(at.kind != EKind::ConstInt || (at.i >= 0 && at.i + s.width <= k_.vars[s.var].size),
-              "a shared vector load of {} into {}[{}] past its end", s.width, k_.vars[s.var].name,
-              at.kind == EKind::ConstInt ? at.i : -1);
+        // Constant positions are checked against both arrays; others the simulator checks as it runs.
+        for (const auto& [position, array] : {std::pair{s.b, s.var}, std::pair{s.a, s.target}}) {
+          const KExpr& at = k_.exprs.at(position);
+          check(at.kind != EKind::ConstInt || (at.i >= 0 && at.i + s.width <= k_.vars[array].size),
+                "a shared vector load of {} at {}[{}] past its end", s.width, k_.vars[array].name,
+                at.kind == EKind::ConstInt ? at.i : -1);
+        }
         const int64_t bytes = s.width * sizeOf(k_.vars[s.target].dtype);
         check(s.width >= 1 && (s.width & (s.width - 1)) == 0 && bytes <= 16 && divisibility(k_, s.a) % s.width == 0,
               "a shared vector load of {} x {} at {}: not a 1-16 byte power of two at a multiple of it", s.width,

@@ -74,7 +74,8 @@ TEST(KernelVerifier, RejectsASharedVectorLoadThatIsMisalignedOrMistyped) {
   EXPECT_NE(failureOf(kernelWith(12, DataType::BFloat16, 0)).find("not a 1-16 byte power of two at a multiple of it"),
             std::string::npos);
   EXPECT_NE(failureOf(kernelWith(16, DataType::Float, 0)).find("of the shared array's dtype"), std::string::npos);
-  EXPECT_NE(failureOf(kernelWith(16, DataType::BFloat16, 4)).find("past its end"), std::string::npos);
+  EXPECT_NE(failureOf(kernelWith(16, DataType::BFloat16, 4)).find("at sv[4] past its end"), std::string::npos);
+  EXPECT_NE(failureOf(kernelWith(64, DataType::BFloat16, 0)).find("at stage[64] past its end"), std::string::npos);
 }
 
 TEST(KernelVerifier, RejectsTwoParametersOfOneName) {
