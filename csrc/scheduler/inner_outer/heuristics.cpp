@@ -44,7 +44,6 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   // Registers: the kept row (dead by the time the extra rows are walked) or, streamed, a few vectors.
   const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
   // Staged (tuning persistent_staged=1): the rows are in shared memory, the partial sums in registers.
-  const int64_t sums = p.inner.chunks * p.inner.vectorize * problem.outer_reductions;
   const bool in_registers = p.inner.persistent && !p.inner.shared_cache && !p.inner.staged;
   int64_t extra_sums = 0;  // per thread, over the extra reductions
   for (const ExtraOuterProblem& e : problem.extras) {
@@ -62,8 +61,11 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
   }
   const int64_t row_groups = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   // Resident blocks per SM: by threads, and by registers (kept values plus the kernel's own ~32).
+  // A staged kernel is counted as if its rows were kept: its blocks walk the rows once, so one that the SMs
+  // cannot hold at once would wait for another to finish them all (the layer-norm backward at 4096 columns
+  // takes 80 registers staged, 103 kept; its partial sums and temporaries alone would count 48).
   const int64_t regs = std::min<int64_t>(device.max_regs_per_thread,
-                                         (in_registers ? kept : p.inner.staged ? sums : 0) + extra_sums + 32);
+                                         (in_registers || p.inner.staged ? kept : 0) + extra_sums + 32);
   int64_t per_sm = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
   const int64_t combine_bytes = problem.outer_reductions * p.inner.threads_y * problem.rows.row_length *

@@ -77,9 +77,12 @@ ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem&
 
 // Staging (tuning.persistent_staged, ReductionParams::staged) of a row kept in registers: where the GPU
 // has cp.async (sm_80 on), every staged input's chunk is whole cp.asyncs (4, 8 or 16 bytes, or 16-byte
-// pieces) and two stages fit a block. The grid is the blocks the SMs hold at once (by threads and
-// shared memory), each walking the same number of row groups but the last.
-void stageRows(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams& p) {
+// pieces) and two stages fit a block. The grid is the blocks the SMs hold at once, each walking the same
+// number of row groups but the last: a block beyond them would start only when another had walked all
+// of its groups, doubling the time. So the count is a floor: by threads, shared memory, and registers as
+// if the row were still kept in them (`values` per thread and the kernel's own 32; the staged kernel
+// needs fewer, but softmax keeps exp(x - max) in registers across its passes anyway).
+void stageRows(const DeviceInfo& device, const ReductionProblem& problem, int64_t values, ReductionParams& p) {
   if (device.tuning.persistent_staged != 1 || device.vendor != GpuVendor::Nvidia || device.major < 8) return;
   if (!p.persistent || p.shared_cache || p.splits > 1 || problem.row_data_bytes <= 0) return;
   const int64_t chunk_bytes = p.vectorize * problem.row_data_min_bytes;
@@ -89,8 +92,10 @@ void stageRows(const DeviceInfo& device, const ReductionProblem& problem, Reduct
   if (2 * stage + threads * 8 > device.smem_per_block_optin) return;
   // Per block: two stages, each staged input's array 128-byte aligned, and the block reduction's words.
   const int64_t block_smem = 2 * stage + 1024;
-  const int64_t resident = std::max<int64_t>(
-      std::min<int64_t>(device.max_threads_per_sm / threads, device.smem_per_sm / block_smem), 1);
+  const int64_t registers = std::min<int64_t>(device.max_regs_per_thread, (values + 32 + 7) / 8 * 8);
+  const int64_t resident = std::max<int64_t>(std::min({device.max_threads_per_sm / threads, device.smem_per_sm / block_smem,
+                                                       device.regs_per_sm / (threads * registers)}),
+                                             1);
   const int64_t groups = ceilDiv(problem.rows, p.threads_y);
   const int64_t most = std::max<int64_t>(std::min(groups, resident * device.sm_count), 1);
   const int64_t per_block = std::max<int64_t>(ceilDiv(groups, most), 1);
@@ -148,7 +153,7 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
   if (problem.wants_persistent && values <= register_budget) {
     p.persistent = true;
     p.why = fmt::format("row kept in registers: {} values per thread", values);
-    stageRows(device, problem, p);
+    stageRows(device, problem, values, p);
   } else if (problem.wants_persistent && shared_bytes <= shared_budget) {
     p.persistent = true;
     p.shared_cache = true;
