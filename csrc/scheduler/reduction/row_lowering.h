@@ -2,13 +2,15 @@
 // Inner: threads in x walk a row in vector chunks, a block holds threads_y rows; every reduction is a
 // pass over the row followed by a block reduction across x; with `persistent`, loads are kept in
 // registers (arrays indexed by the unrolled chunk), or in shared memory for larger rows, so only the
-// first pass reads memory. Outer: threads in x own (vectors of) kept elements, threads in y split the
+// first pass reads memory; `staged`, blocks walk row groups and copy each into shared memory by
+// cp.async while the passes run on the one before. Outer: threads in x own (vectors of) kept elements, threads in y split the
 // reduced ones, a block reduction across y combines. Statistics (var, var_mean, welford) take two
 // passes: the mean, then squared deviations.
 // Grid reduction (few rows): blocks in grid y each reduce a split of every row and write a partial;
 // the last block of a row to arrive (an atomic counter) combines the partials and writes the results.
-// The class is shared by lower.cpp (the kernel's structure, the element walk and the epilogue) and
-// row_passes.cpp (the passes that reduce a row, and the grid reduction).
+// The class is shared by lower.cpp (the kernel's structure, the element walk and the epilogue),
+// row_passes.cpp (the passes that reduce a row, and the grid reduction) and row_staging.cpp (the walk
+// over row groups and the staged rows).
 #pragma once
 
 #include "scheduler/inner_outer/heuristics.h"
@@ -135,6 +137,8 @@ class RowLowering {
   void copyRowGroup(ExprId group, ExprId stage);
   // A staged tensor's value in the current pass's chunk: its stage's element, or nullopt for any other.
   std::optional<ExprId> stagedValue(TensorId tensor);
+  // Where this thread row's part of stage `stage` starts (every staged array alike): its row's column 0.
+  ExprId threadStageStart(ExprId stage);
 
   // The outputs with an element per domain element that depend on no reduction (a GELU backward's
   // grad_in next to its bias grad): a kernel that streams the rows writes them in its first pass over

@@ -1,11 +1,12 @@
-// The staged inner persistent kernel (ReductionParams::staged). A block walks row groups blockIdx.x,
-// + grid, ...; before the passes over one group, each thread issues the cp.asyncs of its own chunks of
-// the next group's row data into the other of two shared-memory stages, then waits for the copies of
-// the current group (issued one iteration earlier) and runs the passes on them. So the next rows'
-// loads are in flight while this group is reduced, where a kernel keeping rows in registers issues no
-// load between its first pass and its last. A thread reads back only the chunks it copied, so the
-// stages need no block barrier: the wait on its own copies is enough, and a stage is refilled by the
-// thread that read it, after reading it.
+// The walk over row groups of the inner-outer and staged kernels, and the staging of rows in shared
+// memory (ReductionParams::staged), in the staged inner persistent kernel and the inner-outer one. A
+// block walks row groups blockIdx.x, + grid, ...; before the passes over one group, each thread issues
+// the cp.asyncs of its own chunks of the next group's row data into the other of two shared-memory
+// stages, then waits for the copies of the current group (issued one iteration earlier) and runs the
+// passes on them. So the next rows' loads are in flight while this group is reduced, where a kernel
+// keeping rows in registers issues no load between its first pass and its last. A thread reads back
+// only the chunks it copied, so the stages need no block barrier: the wait on its own copies is
+// enough, and a stage is refilled by the thread that read it, after reading it.
 #include "scheduler/reduction/row_launch.h"
 #include "scheduler/reduction/row_lowering.h"
 #include "support/error.h"
@@ -117,9 +118,7 @@ void RowLowering::copyRowGroup(ExprId group, ExprId stage) {
   const ExprId row_ok = kb_.lt(row, kb_.extent("rows", params_.problem.rows));
   const ExprId saved_base = kept_base_;
   kept_base_ = row;
-  const ExprId stage_base =
-      kb_.add(kb_.mul(stage, kb_.index(stage_elements_)),
-              kb_.mul(kb_.threadIdx(1), kb_.index(stage_elements_ / params_.threads_y)));
+  const ExprId stage_base = threadStageStart(stage);
   const VarId chunk = kb_.scalarVar("cc", DataType::Int64, true);
   kb_.openFor(chunk, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), /*unroll=*/true);
   const ExprId col = kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk), kb_.index(params_.threads_x)), kb_.threadIdx(0)),
@@ -151,10 +150,12 @@ void RowLowering::copyRowGroup(ExprId group, ExprId stage) {
 std::optional<ExprId> RowLowering::stagedValue(TensorId tensor) {
   const auto it = stages_.find(tensor);
   if (it == stages_.end() || staged_col_ < 0) return std::nullopt;
-  const ExprId from = kb_.add(kb_.add(kb_.mul(stage_, kb_.index(stage_elements_)),
-                                     kb_.mul(kb_.threadIdx(1), kb_.index(stage_elements_ / params_.threads_y))),
-                             staged_col_);
-  return vb_.sharedChunkValue(it->second, from);
+  return vb_.sharedChunkValue(it->second, kb_.add(threadStageStart(stage_), staged_col_));
+}
+
+ExprId RowLowering::threadStageStart(ExprId stage) {
+  return kb_.add(kb_.mul(stage, kb_.index(stage_elements_)),
+                 kb_.mul(kb_.threadIdx(1), kb_.index(stage_elements_ / params_.threads_y)));
 }
 
 }  // namespace braze::scheduler
