@@ -98,12 +98,18 @@ void RowLowering::openRowGroupWalk(int64_t blocks_value) {
   // The row groups and the grid are launch arguments: another row count runs the same kernel.
   const ExprId blocks = kb_.extent("blocks", blocks_value);
   const ExprId groups = kb_.extent("row_groups", rowGroups(params_));
-  if (params_.staged) copyRowGroup(kb_.blockIdx(0), kb_.index(0));
+  // Staged: iteration i reads stage i % 2 and fills the other, i counted beside the loop (a division by
+  // the blocks, a launch argument, would cost a row group some twenty instructions).
+  const VarId iteration = params_.staged ? kb_.scalarVar("iteration", DataType::Int64, true) : -1;
+  if (params_.staged) {
+    copyRowGroup(kb_.blockIdx(0), kb_.index(0));
+    kb_.let(iteration, kb_.index(0));
+  }
   const VarId group = kb_.scalarVar("group", DataType::Int64, true);
   kb_.openFor(group, kb_.blockIdx(0), groups, blocks, false);
   if (params_.staged) {
-    // Iteration i (group / blocks: blockIdx.x < blocks) reads stage i % 2 and fills the other.
-    stage_ = kb_.letValue("stage", kb_.mod(kb_.div(kb_.ref(group), blocks), kb_.index(2)));
+    stage_ = kb_.letValue("stage", kb_.bitAnd(kb_.ref(iteration), kb_.index(1)));
+    kb_.assign(iteration, kb_.add(kb_.ref(iteration), kb_.index(1)));
     copyRowGroup(kb_.letValue("next_group", kb_.add(kb_.ref(group), blocks)), kb_.sub(kb_.index(1), stage_));
     kb_.cpAsyncWait(1);  // this iteration's group, committed one group of copies earlier, has landed
   }
