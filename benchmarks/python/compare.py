@@ -456,10 +456,11 @@ def bench_case(args, gen, copy_gbs, peaks, name, define, ref, make_inputs, check
 # timed (a pointwise kernel ignores chunks per thread, a reduction the unroll).
 SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8], "max_unroll": [1, 2, 4, 8],
          "max_rows_per_thread": [1, 4, 8]}
-# A matmul case's: stages, K slice bytes, block tile (0: the heuristic's), wgmma's slices by TMA or cp.async.
+# A matmul case's: stages, K slice bytes, block tile (0: the heuristic's), wgmma's slices by TMA or cp.async,
+# warp-specialized or not, persistent or not.
 MATMUL_SWEEP = {"matmul_stages": [0, 4], "matmul_slice_bytes": [0, 128],
                 "matmul_block_m,matmul_block_n": [(0, 0), (128, 256), (256, 128)], "matmul_loads_ahead": [1, 0],
-                "matmul_tma": [-1, 0], "matmul_warp_specialized": [0, 1]}
+                "matmul_tma": [-1, 0], "matmul_warp_specialized,matmul_persistent": [(0, 0), (1, 0), (1, 1)]}
 
 
 def tunings(space):

@@ -49,6 +49,13 @@ struct HeuristicTuning {
   // warpgroups waiting on full and releasing empty stages through mbarriers, no block barrier in the main
   // loop): 1 on, 0 off. Off until measured on a GPU.
   int64_t matmul_warp_specialized = 0;
+  // Warp-specialized: 1, a persistent grid (at most a block per SM, each walking the output tiles
+  // blockIdx.x, + grid, ...), its producer loading the next tile's slices while the compute warpgroups
+  // store this one's outputs; 0, a block per tile. Off until measured on a GPU.
+  int64_t matmul_persistent = 0;
+  // Persistent: at most this many blocks (0: one per SM), for leaving SMs to other work, or for walking
+  // many tiles per block in a small test.
+  int64_t matmul_persistent_blocks = 0;
   // The GEMV schedule (warps streaming B's columns along K, no tensor cores): -1 the heuristic's choice
   // (A of at most 16 rows), 1 wherever B is read along K and A has at most 64 rows (a sum per row and
   // column in each lane's registers), 0 never.

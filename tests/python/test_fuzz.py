@@ -119,14 +119,17 @@ def test_random_matmuls_match_the_reference():
 
 WGMMA = "h100:matmul_wgmma=1"
 WARP_SPECIALIZED = "h100:matmul_wgmma=1,matmul_warp_specialized=1"
+# Persistent, with 3 blocks: most cases' blocks walk several tiles.
+PERSISTENT = WARP_SPECIALIZED + ",matmul_persistent=1,matmul_persistent_blocks=3"
 
 
-@pytest.mark.parametrize("target", [WGMMA, WARP_SPECIALIZED])
+@pytest.mark.parametrize("target", [WGMMA, WARP_SPECIALIZED, PERSISTENT])
 def test_random_matmuls_on_warpgroup_mmas_match_the_reference(target):
     """The same matmuls planned for an H100 that takes wgmma wherever it can (16-bit operands both copied
     as stored): the simulator reads each wgmma operand where the hardware would, and, where both operands
     are matrices with tensor maps of their own, each TMA box where the copy engine would put it (with a
-    producer warpgroup and full and empty mbarriers, warp-specialized)."""
+    producer warpgroup and full and empty mbarriers, warp-specialized; persistent, each block walking
+    several output tiles)."""
     taken = by_tma = 0
     cases = 4 * MATMUL_CASES
     for seed in range(FIRST, FIRST + cases):
@@ -135,7 +138,7 @@ def test_random_matmuls_on_warpgroup_mmas_match_the_reference(target):
         exec(compile(generate_matmul(seed), "<case>", "exec"), scope)
         segments = scope["fd"].explain(scope["inputs"], target=target).segments
         taken += any("wgmma" in (s.heuristics or "") for s in segments)
-        wanted = "warp-specialized TMA pipeline" if target == WARP_SPECIALIZED else "TMA pipeline"
+        wanted = {WARP_SPECIALIZED: "warp-specialized TMA pipeline", PERSISTENT: "persistent: "}.get(target, "TMA pipeline")
         by_tma += any(wanted in (s.heuristics or "") for s in segments)
     # Most cases have 8-bit operands, prologues, a few rows (a GEMV) or rows cp.async cannot copy (not a
     # multiple of 16 bytes): those keep their schedule.

@@ -28,6 +28,7 @@ std::string MatmulParams::toString() const {
   };
   if (wgmma) {
     std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
+    if (persistent) extra += fmt::format(", persistent: {} blocks walking the output tiles", grid);
     return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups{} ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
                        blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4,
@@ -376,6 +377,21 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
   if (p.stages >= 2) applyTuning(device, problem, p);
   if (p.wgmma) {
     if (p.blocks_m > 8 && p.blocks_m * p.blocks_n > 2 * static_cast<int64_t>(device.sm_count)) p.raster_group = 8;
+    // Persistent: at most a block per SM, as warp-specialized kernels are compiled for (launch bounds of
+    // one block per SM; the compute warpgroups' setmaxnreg counts on it), and consecutive tiles (a raster
+    // group's) still run at once.
+    if (p.warp_specialized && device.tuning.matmul_persistent == 1 && p.grid > 0) {
+      p.persistent = true;
+      const int64_t tiles = p.grid, most = device.tuning.matmul_persistent_blocks;
+      p.grid = std::min<int64_t>(tiles, most > 0 ? most : device.sm_count);
+      // A block walking several tiles keeps its stages busy with the next tile's slices, however few
+      // slices K has: as many stages as fit (at most 4, or the tuned number).
+      if (p.grid < tiles) {
+        const int64_t stage_bytes = p.block_k * sizeOf(problem.operand) * (p.blockRows() + p.blockCols());
+        const int64_t wanted = device.tuning.matmul_stages >= 3 ? device.tuning.matmul_stages : 4;
+        p.stages = std::max(p.stages, std::min<int64_t>(wanted, (device.smem_per_block_optin - 64) / stage_bytes));
+      }
+    }
     return p;  // no split-K
   }
   // Few output tiles for the SMs and a long K: split K among blocks, each keeping at least 4 slices, so that

@@ -99,6 +99,11 @@ struct MatmulParams {
   // Warp-specialized with two compute warpgroups or more: the registers per thread each role asks for
   // (setmaxnreg), the producer few, the compute warpgroups what it gave back; 0: as launched.
   int64_t producer_registers = 0, consumer_registers = 0;
+  // Warp-specialized, persistent: a grid of at most one block per SM (or the tuned number), each walking
+  // the output tiles blockIdx.x, + grid, ... (grid counts the blocks, not the tiles). Both roles walk them:
+  // the producer fills the next tile's stages while the compute warpgroups run this tile's epilogue, and
+  // the stages' mbarrier phases run on across tiles.
+  bool persistent = false;
   int64_t threads() const { return 32 * warps_m * warps_n + (warp_specialized ? 128 : 0); }
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }

@@ -1,5 +1,5 @@
 // The mma schedule: block b of the grid takes one batch's block tile of the output (blocks in raster
-// groups; with split-K, several blocks per tile); its warps each a warp tile of tiles_m x tiles_n mma
+// groups; with split-K, several blocks per tile; persistent, persistent_mma.cpp, blocks walk tiles); its warps each a warp tile of tiles_m x tiles_n mma
 // tiles. Staged (sm_80 on): K slices of A and B go through a ring of shared tiles (cp.async, or computed
 // in registers) and fragments are read with ldmatrix; with wgmma (sm_90), the tiles are swizzled for it and
 // its main loop (wgmma_loop.cpp) replaces the fragments and mmas. Otherwise each lane loads its fragment
@@ -52,21 +52,12 @@ void MatmulLowering::mma() {
   ctx_.kernel.grid = {p.grid, 1};
   ctx_.kernel.block = {p.threads(), 1};
 
+  if (p.persistent) return persistentMma();
   const ExprId block = kb.blockIdx(0);
-  // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
-  // the A rows and B columns they read are shared while both are in L2 (raster_group 1: row by row). The
-  // last group of rows may be shorter.
   // Split-K: consecutive blocks are the splits of one output tile, each summing its part of K.
-  const int64_t tiles = p.blocks_m * p.blocks_n, group_tiles = p.raster_group * p.blocks_n;
   const ExprId split = p.split_k > 1 ? kb.letValue("split", kb.mod(block, kb.index(p.split_k))) : kb.index(0);
   const ExprId tile_id = p.split_k > 1 ? kb.letValue("tile_id", kb.div(block, kb.index(p.split_k))) : block;
-  const ExprId bb = kb.letValue("bb", kb.div(tile_id, kb.index(tiles)));
-  const ExprId tile = kb.letValue("tile", kb.mod(tile_id, kb.index(tiles)));
-  const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(p.raster_group));
-  const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(p.blocks_m), first_m), kb.index(p.raster_group)));
-  const ExprId in_group = kb.mod(tile, kb.index(group_tiles));
-  const ExprId bm = kb.letValue("bm", kb.add(first_m, kb.mod(in_group, group_m)));
-  const ExprId bn = kb.letValue("bn", kb.div(in_group, group_m));
+  const auto [bm, bn] = placeTile(tile_id);
   const ExprId warp = kb.letValue("warp", kb.div(kb.threadIdx(0), kb.index(32)));
   const ExprId lane = kb.letValue("lane", kb.mod(kb.threadIdx(0), kb.index(32)));
   const ExprId g = kb.letValue("g", kb.div(lane, kb.index(4)));
@@ -75,7 +66,6 @@ void MatmulLowering::mma() {
       "row0", kb.add(kb.mul(bm, kb.index(p.blockRows())), kb.mul(kb.div(warp, kb.index(p.warps_n)), kb.index(p.tiles_m * 16))));
   const ExprId col0 = kb.letValue(
       "col0", kb.add(kb.mul(bn, kb.index(p.blockCols())), kb.mul(kb.mod(warp, kb.index(p.warps_n)), kb.index(p.tiles_n * 8))));
-  setBatch(bb);
 
   // Statements the ValueBuilder and this lowering add, in order, to the current block.
   auto inChunk = [&](const std::function<void()>& build) {
@@ -270,6 +260,24 @@ void MatmulLowering::mma() {
   finishMma(acc, tile_id, split, row0, col0, g, t);
 }
 
+std::pair<ExprId, ExprId> MatmulLowering::placeTile(ExprId tile_id) {
+  const MatmulParams& p = p_;
+  KernelBuilder& kb = kb_;
+  // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
+  // the A rows and B columns they read are shared while both are in L2 (raster_group 1: row by row). The
+  // last group of rows may be shorter.
+  const int64_t tiles = p.blocks_m * p.blocks_n, group_tiles = p.raster_group * p.blocks_n;
+  const ExprId bb = kb.letValue("bb", kb.div(tile_id, kb.index(tiles)));
+  const ExprId tile = kb.letValue("tile", kb.mod(tile_id, kb.index(tiles)));
+  const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(p.raster_group));
+  const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(p.blocks_m), first_m), kb.index(p.raster_group)));
+  const ExprId in_group = kb.mod(tile, kb.index(group_tiles));
+  const ExprId bm = kb.letValue("bm", kb.add(first_m, kb.mod(in_group, group_m)));
+  const ExprId bn = kb.letValue("bn", kb.div(in_group, group_m));
+  setBatch(bb);
+  return {bm, bn};
+}
+
 void MatmulLowering::finishMma(const std::vector<VarId>& acc, ExprId tile_id, ExprId split, ExprId row0, ExprId col0,
                                ExprId g, ExprId t) {
   const MatmulParams& p = p_;
@@ -405,7 +413,9 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
     auto& box = ctx_.kernel.tensors[t.tma_tensor].tma;
     BRAZE_ASSERT(!box, "{} is read by TMA as two operands", operand->name());
     box = TensorParam::TmaBox{t.rows, line, true, *map};
-    if (map->sizes.size() == 3) t.tma_batch = kb_.letValue(operand == a_ ? "batch_a" : "batch_b", flatBatch(operand));
+    t.batched_map = map->sizes.size() == 3;
+    // Persistent, the batch is the tile's: placed() sets it in the tile loops.
+    if (t.batched_map && !p_.persistent) t.tma_batch = kb_.letValue(operand == a_ ? "batch_a" : "batch_b", flatBatch(operand));
   }
   return t;
 }

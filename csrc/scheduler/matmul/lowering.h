@@ -1,6 +1,7 @@
 // The matmul lowering's state and its schedules (lower.cpp: mma.sync, staged or not, and the setup and
-// epilogue wgmma shares; wgmma_loop.cpp: wgmma's main loop; gemv.cpp: GEMV; gemv_mma.cpp: the GEMV on
-// tensor cores), shared by the files of the matmul scheduler's folder.
+// epilogue wgmma shares; wgmma_loop.cpp: wgmma's main loop; persistent_mma.cpp: the persistent
+// warp-specialized wgmma kernel; gemv.cpp: GEMV; gemv_mma.cpp: the GEMV on tensor cores), shared by the
+// files of the matmul scheduler's folder.
 //
 // Both read operand values through the ValueBuilder (so a cast, dequantize or broadcast feeding an
 // operand is computed as it is loaded, and transposed operands are read through their strides), and put
@@ -65,8 +66,20 @@ class MatmulLowering {
     // a slice, each 128 bytes wide and `rows` tall, side by side along the tile rows' contiguous dim.
     TensorId tma_tensor = -1;
     int64_t boxes = 0;
-    ExprId tma_batch = -1;  // a 3D map's: the block's batch along the map's batch dim
+    bool batched_map = false;  // the map is 3D: [batch, rows, columns]
+    ExprId tma_batch = -1;  // a 3D map's: the tile's batch along the map's batch dim
   };
+  // `t` for the output tile whose first m or n is `mn_base`, in the batch setBatch set last (persistent
+  // blocks place their staging in each tile they walk).
+  Staging placed(const Staging& t, ExprId mn_base) {
+    Staging at = t;
+    at.mn_base = mn_base;
+    if (t.batched_map) at.tma_batch = kb_.letValue(t.operand == a_ ? "batch_a" : "batch_b", flatBatch(t.operand));
+    return at;
+  }
+  // Output tile `tile_id` (of batch x blocks_m x blocks_n, in raster groups): its block row and column,
+  // with the batch index set to its batch (setBatch).
+  std::pair<ExprId, ExprId> placeTile(ExprId tile_id);
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);
   // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.
@@ -102,6 +115,22 @@ class MatmulLowering {
   // the stages, the compute warpgroups empty them, full and empty mbarriers between them. It leaves an
   // `if` of the compute warpgroups open, for the epilogue.
   void warpSpecializedLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count);
+  // The warp-specialized pipeline's mbarriers, initialized (then a block barrier, the last the kernel has):
+  // `full` and `empty`, one of each per stage.
+  std::pair<VarId, VarId> pipelineBarriers();
+  // The producer's part of the slice that is `sequence`-th through the stages (from 0, counted across the
+  // tiles a persistent block walks): it waits for the stage's previous slice to be released, then its
+  // thread issues K slice `slice`'s boxes. The whole producer warpgroup runs it.
+  void produceSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId sequence, VarId full, VarId empty);
+  // The compute warpgroups' part: wait for the slice, issue its wgmmas, wait for the slice before's and
+  // (where `release` holds) release that one's stage.
+  void consumeSlice(VarId acc, const Staging& ta, const Staging& tb, ExprId sequence, ExprId release, ExprId warpgroup,
+                    VarId full, VarId empty);
+  // The warpgroup's first thread releases the stage of the slice `sequence`-th through the stages.
+  void releaseSlice(ExprId sequence, VarId empty);
+  // Persistent warp-specialized wgmma (persistent_mma.cpp): every block walks output tiles blockIdx.x, +
+  // grid, ..., both roles in their own tile loops.
+  void persistentMma();
   // One stage's wgmmas for the warpgroup `warpgroup` (A's rows 64 warpgroup on), committed as a group.
   void stageWgmmas(VarId acc, const Staging& ta, const Staging& tb, ExprId stage, ExprId warpgroup);
   // TMA: thread 0 announces slice `slice`'s bytes on mbarrier full[stage] and issues its boxes of both

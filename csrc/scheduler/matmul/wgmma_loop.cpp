@@ -125,22 +125,66 @@ void MatmulLowering::wgmmaLoop(VarId acc, const Staging& ta, const Staging& tb, 
   kb.wgmmaWait(0, acc);
 }
 
-void MatmulLowering::warpSpecializedLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
-  const MatmulParams& p = p_;
+std::pair<VarId, VarId> MatmulLowering::pipelineBarriers() {
   KernelBuilder& kb = kb_;
-  const int64_t consumers = p.warps_m / 4, stages = p.stages;
-  const ExprId producer_thread = kb.eq(kb.threadIdx(0), kb.index(consumers * 128));
-  const VarId full = kb.arrayVar("full", DataType::Int64, stages, VarKind::Mbarriers);
-  const VarId empty = kb.arrayVar("empty", DataType::Int64, stages, VarKind::Mbarriers);
+  const int64_t consumers = p_.warps_m / 4;
+  const VarId full = kb.arrayVar("full", DataType::Int64, p_.stages, VarKind::Mbarriers);
+  const VarId empty = kb.arrayVar("empty", DataType::Int64, p_.stages, VarKind::Mbarriers);
   kb.declare(full);
   kb.declare(empty);
   kb.openIf(kb.eq(kb.threadIdx(0), kb.index(0)));
-  for (int64_t stage = 0; stage < stages; ++stage) {
+  for (int64_t stage = 0; stage < p_.stages; ++stage) {
     kb.mbarrierInit(full, kb.index(stage), 1);  // the producer's arrival, with the stage's bytes
     kb.mbarrierInit(empty, kb.index(stage), static_cast<int>(consumers));  // each compute warpgroup's
   }
   kb.close();
   kb.barrier();  // the last block-wide barrier: every thread sees the mbarriers initialized
+  return {full, empty};
+}
+
+void MatmulLowering::produceSlice(const Staging& ta, const Staging& tb, ExprId slice, ExprId sequence, VarId full,
+                                  VarId empty) {
+  KernelBuilder& kb = kb_;
+  const int64_t stages = p_.stages;
+  const ExprId stage = kb.letValue("stage", kb.mod(sequence, kb.index(stages)));
+  // The whole warpgroup waits (its first thread alone would spin in a branch diverging within a warp).
+  kb.openIf(kb.le(kb.index(stages), sequence));
+  // The release of the stage's previous slice completed its phase sequence / stages - 1, of the parity of
+  // sequence / stages + 1 (which, unlike the former, is never negative where the compiler folds the
+  // division).
+  kb.mbarrierWait(empty, stage, kb.mod(kb.add(kb.div(sequence, kb.index(stages)), kb.index(1)), kb.index(2)));
+  kb.close();
+  kb.openIf(kb.eq(kb.threadIdx(0), kb.index(p_.warps_m / 4 * 128)));
+  tmaSlice(ta, tb, slice, stage, full);
+  kb.close();
+}
+
+void MatmulLowering::releaseSlice(ExprId sequence, VarId empty) {
+  KernelBuilder& kb = kb_;
+  kb.openIf(kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0)));
+  kb.mbarrierArriveExpectTx(empty, kb.mod(sequence, kb.index(p_.stages)), kb.index(0));
+  kb.close();
+}
+
+void MatmulLowering::consumeSlice(VarId acc, const Staging& ta, const Staging& tb, ExprId sequence, ExprId release,
+                                  ExprId warpgroup, VarId full, VarId empty) {
+  KernelBuilder& kb = kb_;
+  const int64_t stages = p_.stages;
+  const ExprId stage = kb.letValue("stage", kb.mod(sequence, kb.index(stages)));
+  kb.mbarrierWait(full, stage, kb.mod(kb.div(sequence, kb.index(stages)), kb.index(2)));
+  stageWgmmas(acc, ta, tb, stage, warpgroup);
+  kb.wgmmaWait(1);
+  // The slice before is done with: the warpgroup's first thread (which its wgmmas read for) releases it.
+  kb.openIf(release);
+  releaseSlice(kb.sub(sequence, kb.index(1)), empty);
+  kb.close();
+}
+
+void MatmulLowering::warpSpecializedLoop(VarId acc, const Staging& ta, const Staging& tb, ExprId count) {
+  const MatmulParams& p = p_;
+  KernelBuilder& kb = kb_;
+  const int64_t consumers = p.warps_m / 4;
+  const auto [full, empty] = pipelineBarriers();
   // Warp-uniform (lane 0's): the compiler then sees the roles' branches as not diverging within a warp,
   // and keeps the compute warpgroups' wgmmas asynchronous.
   const ExprId warpgroup = kb.letValue("warpgroup", kb.warpUniform(kb.div(kb.threadIdx(0), kb.index(128))));
@@ -152,33 +196,13 @@ void MatmulLowering::warpSpecializedLoop(VarId acc, const Staging& ta, const Sta
   if (p.producer_registers > 0) kb.setMaxNReg(static_cast<int>(p.producer_registers), false);
   const VarId fill = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
   kb.openFor(fill, kb.index(0), count, kb.index(1), /*unroll=*/false);
-  {
-    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(fill), kb.index(stages)));
-    // The whole warpgroup waits (its first thread alone would spin in a branch diverging within a warp).
-    kb.openIf(kb.le(kb.index(stages), kb.ref(fill)));
-    // The release of the stage's previous slice completed its phase kt / stages - 1, of the parity of
-    // kt / stages + 1 (which, unlike the former, is never negative where the compiler folds kt / stages).
-    kb.mbarrierWait(empty, stage, kb.mod(kb.add(kb.div(kb.ref(fill), kb.index(stages)), kb.index(1)), kb.index(2)));
-    kb.close();
-    kb.openIf(producer_thread);
-    tmaSlice(ta, tb, kb.ref(fill), stage, full);
-    kb.close();
-  }
+  produceSlice(ta, tb, kb.ref(fill), kb.ref(fill), full, empty);
   kb.close();
   kb.openElse();
   if (p.consumer_registers > 0) kb.setMaxNReg(static_cast<int>(p.consumer_registers), true);
   const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
   kb.openFor(kt, kb.index(0), count, kb.index(1), /*unroll=*/false);
-  {
-    const ExprId stage = kb.letValue("stage", kb.mod(kb.ref(kt), kb.index(stages)));
-    kb.mbarrierWait(full, stage, kb.mod(kb.div(kb.ref(kt), kb.index(stages)), kb.index(2)));
-    stageWgmmas(acc, ta, tb, stage, warpgroup);
-    kb.wgmmaWait(1);
-    // The slice before is done with: the warpgroup's first thread (which its wgmmas read for) releases it.
-    kb.openIf(kb.land(kb.le(kb.index(1), kb.ref(kt)), kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0))));
-    kb.mbarrierArriveExpectTx(empty, kb.mod(kb.sub(kb.ref(kt), kb.index(1)), kb.index(stages)), kb.index(0));
-    kb.close();
-  }
+  consumeSlice(acc, ta, tb, kb.ref(kt), kb.le(kb.index(1), kb.ref(kt)), warpgroup, full, empty);
   kb.close();
   // The compute warpgroups go on to the epilogue: the else branch stays open for it.
   kb.wgmmaWait(0, acc);

@@ -11,11 +11,6 @@
 // with an empty log (no wgmma serialized, no wait the compiler had to insert, no setmaxnreg ignored) into
 // HGMMA fed by UTMALDG, the registers moved by USETMAXREG, and no LDGSTS.
 #include "fusions/wgmma_device.h"
-#include "codegen/source_emitter.h"
-#include "kernel/simulator.h"
-#include "device/cuda/nvrtc.h"
-#include "device/cuda/sass.h"
-#include "support/error.h"
 
 #include <gtest/gtest.h>
 
@@ -56,56 +51,16 @@ TEST(WgmmaWarpSpecialized, MatmulsMatchTheReference) {
   }
 }
 
-// Drops the statements `drop` matches, wherever they are.
-void dropStatements(std::vector<Stmt>& stmts, const std::function<bool(const Stmt&)>& drop) {
-  std::erase_if(stmts, drop);
-  for (Stmt& s : stmts) {
-    dropStatements(s.body, drop);
-    dropStatements(s.orelse, drop);
-  }
-}
-
-VarId varNamed(const Kernel& k, const std::string& name) {
-  for (size_t v = 0; v < k.vars.size(); ++v) {
-    if (k.vars[v].name == name) return static_cast<VarId>(v);
-  }
-  ADD_FAILURE() << "no var " << name;
-  return -1;
-}
-
-// Simulates `k` (lowered for `c`) on the case's inputs; returns what the simulator reported ("" if nothing).
-std::string simulated(const Kernel& k, const testing::KernelCase& c) {
-  std::vector<HostTensor> inputs;
-  for (const HostValue& v : c.inputs) inputs.push_back(testing::asTensor(v));
-  HostTensor out;
-  std::vector<HostTensor*> tensors;
-  for (const TensorParam& p : k.tensors) {
-    if (p.output) {
-      out = HostTensor::empty(p.dtype, p.layout.sizes);
-      tensors.push_back(&out);
-      continue;
-    }
-    const auto& ins = c.fusion->inputs();
-    tensors.push_back(&inputs[std::find(ins.begin(), ins.end(), p.val) - ins.begin()]);
-  }
-  try {
-    simulate(k, tensors);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(WgmmaWarpSpecialized, TheSimulatorReportsAStageUsedOutOfTurn) {
   const testing::KernelCase c = testing::matmulCase({70, 520}, {520, 130}, DataType::Half, true, DataType::Null, 62);
   const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), warpSpecializedDevice("matmul_stages=3"));
   const Kernel& k = testing::onlyKernel(compiled);
-  ASSERT_EQ(simulated(k, c), "");
-  const VarId full = varNamed(k, "full"), empty = varNamed(k, "empty");
+  ASSERT_EQ(testing::simulatedReport(k, c), "");
+  const VarId full = testing::varNamed(k, "full"), empty = testing::varNamed(k, "empty");
   auto without = [&](SKind kind, VarId var) {
     Kernel broken = k;
-    dropStatements(broken.body.mut(), [&](const Stmt& s) { return s.kind == kind && s.var == var; });
-    return simulated(broken, c);
+    testing::dropStatements(broken.body.mut(), [&](const Stmt& s) { return s.kind == kind && s.var == var; });
+    return testing::simulatedReport(broken, c);
   };
   // The compute warpgroups read a stage without waiting for its boxes.
   EXPECT_NE(without(SKind::MbarrierWait, full).find("while a TMA copy into it is in flight"), std::string::npos)
@@ -132,20 +87,10 @@ TEST(WgmmaWarpSpecialized, CompilesForSm90aWithItsWgmmasAsynchronous) {
     const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), warpSpecializedDevice());
     const Kernel& k = testing::onlyKernel(compiled);
     ASSERT_NE(k.summary.find("warp-specialized"), std::string::npos) << k.summary;
-    // Two compute warpgroups: launched with 168 registers a thread (65536 / 384), the producer keeps 40 and
-    // the compute warpgroups take 232.
-    const std::string source = codegen::emitCuda(k);
-    EXPECT_NE(source.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
-    EXPECT_NE(source.find("setmaxnreg.inc.sync.aligned.u32 232;"), std::string::npos);
-    EXPECT_NE(source.find("__launch_bounds__(384, 1)"), std::string::npos);
-    if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: not compiled";
-    const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90a"});
-    EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-    const auto sass = device::disassemble(cubin.cubin);
-    if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-    for (const char* op : {"HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"}) EXPECT_NE(sass->find(op), std::string::npos) << op;
+    std::string missing;
+    const auto sass = testing::warpSpecializedSass(k, missing);
+    if (!sass) GTEST_SKIP() << missing;
     EXPECT_EQ(sass->find("LDGSTS"), std::string::npos);
-    EXPECT_EQ(sass->find("STL"), std::string::npos) << k.summary << ": registers spilled to local memory";
   }
 }
 

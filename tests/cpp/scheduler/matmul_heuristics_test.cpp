@@ -442,6 +442,59 @@ TEST(MatmulHeuristics, LargeProblemsTakeWgmmaOnSm90Only) {
       << wgmmaUnavailable(DeviceInfo::h100Sxm(), scores);
 }
 
+TEST(MatmulHeuristics, PersistentWarpSpecializedGridIsOneBlockPerSm) {
+  MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
+  problem.a_tile = kernel::TileOrder::KMajor;
+  problem.b_tile = kernel::TileOrder::KMajor;
+  problem.tma_maps = true;
+  DeviceInfo device = DeviceInfo::h100Sxm();
+  device.tuning = HeuristicTuning::parse("matmul_warp_specialized=1, matmul_persistent=1");
+  const MatmulParams p = matmulHeuristics(device, problem);
+  ASSERT_TRUE(p.warp_specialized);
+  EXPECT_TRUE(p.persistent);
+  // 32 x 16 tiles of 128 x 256 walked by 132 blocks, in raster groups of 8 block rows as before.
+  EXPECT_EQ(p.blocks_m * p.blocks_n, 512);
+  EXPECT_EQ(p.grid, 132);
+  EXPECT_EQ(p.raster_group, 8);
+  EXPECT_NE(p.toString().find("persistent: 132 blocks walking the output tiles"), std::string::npos) << p.toString();
+  // Fewer tiles than SMs: a block per tile.
+  MatmulProblem small{1, 1024, 2048, 4096, DataType::BFloat16};
+  small.a_tile = small.b_tile = kernel::TileOrder::KMajor;
+  small.tma_maps = true;
+  const MatmulParams few = matmulHeuristics(device, small);
+  EXPECT_TRUE(few.persistent);
+  EXPECT_EQ(few.grid, 64);
+  // A batch counts its tiles too.
+  MatmulProblem batched = small;
+  batched.batch = 3;
+  EXPECT_EQ(matmulHeuristics(device, batched).grid, 132);
+  // A K of one slice: three stages a block per tile (a slice in flight, one computed and one arriving),
+  // four walking tiles (the next tile's slices fill the stages).
+  MatmulProblem short_k = problem;
+  short_k.k = 64;
+  DeviceInfo per_tile = DeviceInfo::h100Sxm();
+  per_tile.tuning = HeuristicTuning::parse("matmul_warp_specialized=1");
+  EXPECT_EQ(matmulHeuristics(per_tile, short_k).stages, 3);
+  EXPECT_EQ(matmulHeuristics(device, short_k).stages, 4);
+  // Fewer blocks where tuned so.
+  device.tuning = HeuristicTuning::parse("matmul_warp_specialized=1, matmul_persistent=1, matmul_persistent_blocks=100");
+  EXPECT_EQ(matmulHeuristics(device, problem).grid, 100);
+  // Only warp-specialized, and only where tuned on.
+  device.tuning = HeuristicTuning::parse("matmul_persistent=1");
+  EXPECT_FALSE(matmulHeuristics(device, problem).persistent);
+  EXPECT_EQ(matmulHeuristics(device, problem).grid, 512);
+  device.tuning = HeuristicTuning::parse("matmul_warp_specialized=1");
+  EXPECT_FALSE(matmulHeuristics(device, problem).persistent);
+  // An empty output launches nothing.
+  MatmulProblem empty = problem;
+  empty.m = 0;
+  device.tuning = HeuristicTuning::parse("matmul_wgmma=1, matmul_warp_specialized=1, matmul_persistent=1");
+  const MatmulParams none = matmulHeuristics(device, empty);
+  ASSERT_TRUE(none.warp_specialized);
+  EXPECT_FALSE(none.persistent);
+  EXPECT_EQ(none.grid, 0);
+}
+
 TEST(MatmulHeuristics, WgmmaSlicesComeByTmaWhereBothOperandsHaveTensorMaps) {
   MatmulProblem problem{1, 4096, 4096, 4096, DataType::BFloat16};
   problem.a_tile = kernel::TileOrder::KMajor;
