@@ -654,16 +654,21 @@ ExprId ValueBuilder::pad(const Expr& expr, const std::vector<Idx>& index) {
 ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
   const int64_t dim = expr.attrs().getInt("dim");
   int64_t begin = 0;
-  ExprId result = -1;
+  std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>> branches;
   for (const Val* in : expr.inputs()) {
     const int64_t size = bound_.sizesOf(in)[dim];
     if (size == 0) continue;
     auto [idx, inside] = shifted(index[dim], begin, size);
     std::vector<Idx> mapped = index;
     mapped[dim] = idx;
-    const ExprId value = valueAt(in, mapped);
-    result = result < 0 ? value : kb_.select(inside, value, result);
+    branches.push_back({in, {std::move(mapped), inside}});
     begin += size;
+  }
+  if (auto shared = catOfOneSource(branches)) return bind("cat", *shared);
+  ExprId result = -1;
+  for (const auto& [in, at] : branches) {
+    const ExprId value = valueAt(in, at.first);
+    result = result < 0 ? value : kb_.select(at.second, value, result);
   }
   if (result < 0) {
     // Every input is empty along dim, so is the result: no element is ever read (a sum over it is 0).
@@ -671,6 +676,65 @@ ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
     return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype);
   }
   return bind("cat", result);
+}
+
+const Val* ValueBuilder::soleSource(const Val* val) const {
+  while (params_.count(val) == 0) {
+    if (results_.count(val) != 0) return nullptr;
+    auto d = defined_.find(val);
+    if (d == defined_.end() || d->second->inputs().empty()) return nullptr;
+    const Expr& expr = *d->second;
+    const OpCategory category = opInfo(expr.kind()).category;
+    const bool unary = (category == OpCategory::Unary || category == OpCategory::Cast) && expr.inputs().size() == 1;
+    if (!unary && category != OpCategory::Meta) return nullptr;
+    val = expr.input(0);
+    if (!val->isTensor()) return nullptr;
+  }
+  return val;
+}
+
+std::vector<Idx> ValueBuilder::sourceIndex(const Val* val, const std::vector<Idx>& index) {
+  if (params_.count(val) != 0) return index;
+  const Expr& expr = *defined_.at(val);
+  return sourceIndex(expr.input(0), opInfo(expr.kind()).category == OpCategory::Meta ? mapMeta(expr, index) : index);
+}
+
+ExprId ValueBuilder::fromSource(const Val* val, const std::vector<Idx>& index, ExprId source) {
+  if (params_.count(val) != 0) return source;
+  const Expr& expr = *defined_.at(val);
+  if (opInfo(expr.kind()).category == OpCategory::Meta) return fromSource(expr.input(0), mapMeta(expr, index), source);
+  // Not memoized: the value is `val`'s only where the element falls in this cat input.
+  return elementwiseOp(expr, val, {fromSource(expr.input(0), index, source)});
+}
+
+std::optional<ExprId> ValueBuilder::catOfOneSource(
+    const std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>>& branches) {
+  // Cached or intercepted loads (persistent rows, staged tiles) keep a load per cat input: their caches
+  // and interceptors look loads up by their index.
+  if (branches.size() < 2 || cache_.declarations != nullptr || interceptor_) return std::nullopt;
+  const Val* source = soleSource(branches[0].first);
+  if (source == nullptr) return std::nullopt;
+  for (const auto& branch : branches) {
+    if (soleSource(branch.first) != source) return std::nullopt;
+  }
+  // The source's index: the last input's where the element falls in no earlier one.
+  std::vector<std::vector<Idx>> indices;
+  for (const auto& [in, at] : branches) indices.push_back(sourceIndex(in, at.first));
+  std::vector<Idx> index = indices.back();
+  for (size_t b = branches.size() - 1; b-- > 0;) {
+    for (size_t d = 0; d < index.size(); ++d) {
+      // A vector load needs the lane in the same place in every input's index.
+      if (indices[b][d].lane != index[d].lane) return std::nullopt;
+      if (indices[b][d].base != index[d].base) index[d].base = kb_.select(branches[b].second.second, indices[b][d].base, index[d].base);
+    }
+  }
+  const ExprId loaded = valueAt(source, index);
+  ExprId result = -1;
+  for (const auto& [in, at] : branches) {
+    const ExprId value = fromSource(in, at.first, loaded);
+    result = result < 0 ? value : kb_.select(at.second, value, result);
+  }
+  return result;
 }
 
 ExprId ValueBuilder::creation(const Expr& expr, const std::vector<Idx>& index) {

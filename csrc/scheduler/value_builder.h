@@ -130,6 +130,18 @@ class ValueBuilder {
   std::vector<Idx> mapReshape(const Expr& expr, const std::vector<Idx>& index);
   ExprId pad(const Expr& expr, const std::vector<Idx>& index);
   ExprId cat(const Expr& expr, const std::vector<Idx>& index);
+  // A cat whose inputs each read one and the same kernel input through meta ops and unary ops only
+  // (RoPE's rotate-half, cat(-x2, x1)): that input is loaded once, at the index of the cat input the
+  // element falls in, and each cat input's unary ops are applied to the one value, instead of a load per
+  // cat input. `branches`: each non-empty cat input, its index and where the element falls in it. None
+  // where the inputs do not read one kernel input so (or loads are cached or intercepted).
+  std::optional<ExprId> catOfOneSource(const std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>>& branches);
+  // The kernel input `val` is read from through meta and unary ops alone, or null.
+  const Val* soleSource(const Val* val) const;
+  // The index into soleSource(val) of `val`'s element `index`.
+  std::vector<Idx> sourceIndex(const Val* val, const std::vector<Idx>& index);
+  // `val`'s element `index` computed from `source`, its sole source's element there.
+  ExprId fromSource(const Val* val, const std::vector<Idx>& index, ExprId source);
   ExprId creation(const Expr& expr, const std::vector<Idx>& index);
   ExprId random(const Expr& expr, const std::vector<Idx>& index);
   ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
