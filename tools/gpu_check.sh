@@ -187,6 +187,19 @@ if [ "$platform" = cuda ]; then
     --sweep --tunings ";persistent_staged=1" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/staged_rows.log" 2>&1 \
     && status "staged rows" "ok" || { status "staged rows" "FAILED (report)"; rc=1; }
 fi
+# Nsight Compute on the rows furthest from their floor or their peer, where the machine has ncu and lets
+# it read the GPU's counters: each braze kernel's speed of light, memory traffic and warp stalls, to say
+# what holds it back. A profiler that cannot run is reported, not a failure.
+ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+if [ "$platform" = cuda ] && [ -n "$ncu_bin" ]; then
+  NOPROF=1 PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" "$ncu_bin" -k regex:braze_s --launch-count 12 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    $python benchmarks/python/kernel_times.py "softmax 16384x4096" "layer_norm 16384x4096" "rope llama-3-70b" \
+    "w8 linear M=1 " "bf16 gemm" > "$parts/ncu.log" 2>&1 \
+    && status "Nsight Compute" "ok" || status "Nsight Compute" "did not run (report)"
+else
+  echo "no ncu on this machine" > "$parts/ncu.log"
+fi
 if [ "$platform" = cuda ]; then
   timeout -k 5 "$bench_limit" build-gpu/braze_benchmarks --benchmark_filter='CachedExecute|GpuLaunch|NewSequence' > "$parts/host_bench.log" 2>&1 || rc=1
   # The same launches with the cache of freed blocks off: every allocation and release through the pool.
@@ -216,7 +229,8 @@ echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
 [ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row), the one-row GEMV's columns per warp and chunks in flight"; cat "$parts/w8_linear.log"; }
 [ -f "$parts/staged_rows.log" ] && { echo "== 16384x4096 rows: kept in registers (the heuristic's), staged by cp.async (persistent_staged=1)"; cat "$parts/staged_rows.log"; }
-[ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA"; cat "$parts/tma_gemm.log"; }
+[ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA, and persistent"; cat "$parts/tma_gemm.log"; }
+[ -f "$parts/ncu.log" ] && { echo "== Nsight Compute: softmax, layer_norm, RoPE 70B, w8 linear M=1 and bf16 GEMM kernels"; tail -c 60000 "$parts/ncu.log"; }
 [ -f "$parts/sweep.log" ] && { echo "== tuning sweep (fastest first per case)"; cat "$parts/sweep.log"; }
 } | tee "$out/report.txt"
 exit $rc
