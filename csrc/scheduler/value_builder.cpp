@@ -217,12 +217,11 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   const bool lane_free_base = !laneDependent(base);
   const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&
                       bytes % access == 0 && param.alignment_bytes % access == 0;
-  const int piece = static_cast<int>(width_ * access / bytes);
   auto vectorLoads = [&](VarId array, ExprId at) {
-    for (int64_t first = 0; first < width_; first += piece) {
+    forEachPiece(param.dtype, [&](int64_t first, int piece) {
       const ExprId from = first == 0 ? base : kb_.add(base, kb_.index(first));
       kb_.vecLoad(array, first == 0 ? at : kb_.add(at, kb_.index(first)), tensor, from, piece);
-    }
+    });
   };
   const bool cached = cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0;
   if (vector) {
@@ -277,14 +276,12 @@ ExprId ValueBuilder::sharedChunkValue(VarId shared, ExprId from) {
   auto it = shared_loads_.find({shared, from});
   if (it == shared_loads_.end()) {
     const DataType dtype = kb_.kernel().vars[shared].dtype;
-    const int64_t piece = std::max<int64_t>(std::min<int64_t>(width_, 16 / sizeOf(dtype)), 1);
     const VarId array = kb_.arrayVar("sv", dtype, width_);
     kb_.pushTarget(pre_);
     kb_.declare(array);
-    for (int64_t first = 0; first < width_; first += piece) {
-      kb_.sharedVecLoad(array, kb_.index(first), shared, first == 0 ? from : kb_.add(from, kb_.index(first)),
-                        static_cast<int>(piece));
-    }
+    forEachPiece(dtype, [&](int64_t first, int piece) {
+      kb_.sharedVecLoad(array, kb_.index(first), shared, first == 0 ? from : kb_.add(from, kb_.index(first)), piece);
+    });
     kb_.popTarget();
     it = shared_loads_.emplace(std::make_pair(shared, from), array).first;
   }

@@ -15,6 +15,7 @@
 #include "passes/bind_shapes.h"
 #include "support/by_id.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -122,6 +123,11 @@ class ValueBuilder {
   bool invariantExpr(ExprId e);
   ExprId computedSlot(bool per_lane);
   ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
+  // A chunk of `dtype` in accesses of at most 16 bytes: fn(first element, elements) for each.
+  void forEachPiece(DataType dtype, const std::function<void(int64_t first, int piece)>& fn) const {
+    const int64_t piece = std::max<int64_t>(std::min<int64_t>(width_, 16 / sizeOf(dtype)), 1);
+    for (int64_t first = 0; first < width_; first += piece) fn(first, static_cast<int>(piece));
+  }
   // The cache array for (tensor, key) holding `slots` values per thread; `fresh` when just declared.
   VarId cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh);
   ExprId cacheSlot(ExprId slot);
