@@ -202,6 +202,13 @@ ExprId ValueBuilder::flatOffset(const StridedLayout& layout, const std::vector<I
   return offset;
 }
 
+bool ValueBuilder::wholeVectors(const TensorParam& param, ExprId base, int64_t coefficient) {
+  const int64_t bytes = width_ * sizeOf(param.dtype);
+  const int64_t access = std::min<int64_t>(bytes, 16);
+  return width_ > 1 && coefficient == 1 && !laneDependent(base) && kb_.divisibility(base) % width_ == 0 &&
+         bytes % access == 0 && param.alignment_bytes % access == 0;
+}
+
 ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   const TensorParam& param = kb_.kernel().tensors[tensor];
   int64_t coefficient = 0;
@@ -212,11 +219,8 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   }
   // A chunk wider than 16 bytes of this tensor (a matmul's bf16 activations beside its int8 weights) is
   // read as several 16-byte vectors.
-  const int64_t bytes = width_ * sizeOf(param.dtype);
-  const int64_t access = std::min<int64_t>(bytes, 16);
   const bool lane_free_base = !laneDependent(base);
-  const bool vector = width_ > 1 && coefficient == 1 && lane_free_base && kb_.divisibility(base) % width_ == 0 &&
-                      bytes % access == 0 && param.alignment_bytes % access == 0;
+  const bool vector = wholeVectors(param, base, coefficient);
   auto vectorLoads = [&](VarId array, ExprId at) {
     forEachPiece(param.dtype, [&](int64_t first, int piece) {
       const ExprId from = first == 0 ? base : kb_.add(base, kb_.index(first));
@@ -696,12 +700,13 @@ std::vector<Idx> ValueBuilder::sourceIndex(const Val* val, const std::vector<Idx
   return sourceIndex(expr.input(0), opInfo(expr.kind()).category == OpCategory::Meta ? mapMeta(expr, index) : index);
 }
 
-ExprId ValueBuilder::fromSource(const Val* val, const std::vector<Idx>& index, ExprId source) {
+ExprId ValueBuilder::fromSource(const Val* val, ExprId source) {
   if (params_.count(val) != 0) return source;
   const Expr& expr = *defined_.at(val);
-  if (opInfo(expr.kind()).category == OpCategory::Meta) return fromSource(expr.input(0), mapMeta(expr, index), source);
+  const ExprId operand = fromSource(expr.input(0), source);
+  if (opInfo(expr.kind()).category == OpCategory::Meta) return operand;  // moves elements, changes none
   // Not memoized: the value is `val`'s only where the element falls in this cat input.
-  return elementwiseOp(expr, val, {fromSource(expr.input(0), index, source)});
+  return elementwiseOp(expr, val, {operand});
 }
 
 std::optional<ExprId> ValueBuilder::catOfOneSource(
@@ -714,11 +719,23 @@ std::optional<ExprId> ValueBuilder::catOfOneSource(
   for (const auto& branch : branches) {
     if (soleSource(branch.first) != source) return std::nullopt;
   }
-  // The source's index: the last input's where the element falls in no earlier one.
+  // Only where every piece's load is one of whole vectors (the lane contiguous in its offset, a base of
+  // whole vectors and a piece chosen alike for every lane): the one load is then a load of whole vectors
+  // too, at a base one of them has. With a load per lane (pieces that split the vectors, or no vectors),
+  // selecting each lane's index costs more instructions than the second load saves (NVRTC sm_90: the
+  // kernel corpus's small odd-sized RoPEs grew by 50 SASS instructions each).
+  const TensorParam& param = kb_.kernel().tensors[params_.at(source)];
   std::vector<std::vector<Idx>> indices;
-  for (const auto& [in, at] : branches) indices.push_back(sourceIndex(in, at.first));
-  std::vector<Idx> index = indices.back();
-  for (size_t b = branches.size() - 1; b-- > 0;) {
+  for (const auto& [in, at] : branches) {
+    indices.push_back(sourceIndex(in, at.first));
+    int64_t coefficient = 0;
+    const ExprId base = flatOffset(param.layout, indices.back(), &coefficient);
+    if (!wholeVectors(param, base, coefficient) || laneDependent(at.second)) return std::nullopt;
+  }
+  // The source's index: the first input's where the element falls in no later one (the conditions of
+  // the selects between the pieces' values, in the same order, so that each is computed once).
+  std::vector<Idx> index = indices.front();
+  for (size_t b = 1; b < branches.size(); ++b) {
     for (size_t d = 0; d < index.size(); ++d) {
       // A vector load needs the lane in the same place in every input's index.
       if (indices[b][d].lane != index[d].lane) return std::nullopt;
@@ -728,7 +745,7 @@ std::optional<ExprId> ValueBuilder::catOfOneSource(
   const ExprId loaded = valueAt(source, index);
   ExprId result = -1;
   for (const auto& [in, at] : branches) {
-    const ExprId value = fromSource(in, at.first, loaded);
+    const ExprId value = fromSource(in, loaded);
     result = result < 0 ? value : kb_.select(at.second, value, result);
   }
   return result;

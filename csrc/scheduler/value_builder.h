@@ -123,6 +123,9 @@ class ValueBuilder {
   bool invariantExpr(ExprId e);
   ExprId computedSlot(bool per_lane);
   ExprId loadAt(TensorId tensor, const std::vector<Idx>& index);
+  // Whether loadAt reads the chunk at `base` (the lane's coefficient in the offset: `coefficient`) as
+  // whole vectors.
+  bool wholeVectors(const TensorParam& param, ExprId base, int64_t coefficient);
   // A chunk of `dtype` in accesses of at most 16 bytes: fn(first element, elements) for each.
   void forEachPiece(DataType dtype, const std::function<void(int64_t first, int piece)>& fn) const {
     const int64_t piece = std::max<int64_t>(std::min<int64_t>(width_, 16 / sizeOf(dtype)), 1);
@@ -146,8 +149,8 @@ class ValueBuilder {
   const Val* soleSource(const Val* val) const;
   // The index into soleSource(val) of `val`'s element `index`.
   std::vector<Idx> sourceIndex(const Val* val, const std::vector<Idx>& index);
-  // `val`'s element `index` computed from `source`, its sole source's element there.
-  ExprId fromSource(const Val* val, const std::vector<Idx>& index, ExprId source);
+  // `val`'s element computed from `source`, its sole source's element at sourceIndex.
+  ExprId fromSource(const Val* val, ExprId source);
   ExprId creation(const Expr& expr, const std::vector<Idx>& index);
   ExprId random(const Expr& expr, const std::vector<Idx>& index);
   ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
