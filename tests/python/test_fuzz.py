@@ -7,6 +7,7 @@ case's source, a standalone Python reproducer."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 
 import ml_dtypes
@@ -27,6 +28,19 @@ TOLERANCE = {np.dtype(np.float32): (1e-3, 1e-3), np.dtype(np.float16): (2e-3, 2e
              np.dtype(ml_dtypes.bfloat16): (2e-2, 2e-2)}
 
 
+def _nudged(x, factor):
+    """x times `factor` (within a few float32 ulps of 1) where it is a float32 or float64 array (anything else as it is), in
+    x's own layout (a view keeps its strides, which the definition names): a copy of the memory x spans,
+    nudged, seen through x's strides."""
+    if not (isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64)) or x.size == 0:
+        return x
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(x.shape, x.strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(x.shape, x.strides)) + x.itemsize
+    span = np.ctypeslib.as_array((ctypes.c_char * (hi - lo)).from_address(x.ctypes.data + lo)).view(x.dtype)
+    copy = (span.astype(np.float64) * factor).astype(x.dtype)
+    return np.lib.stride_tricks.as_strided(copy[-lo // x.itemsize:], shape=x.shape, strides=x.strides)
+
+
 def _check(seed: int, make=generate, target: str | None = None) -> bool:
     """Runs one case (planned for `target`, a device preset with tuning, or the default); False when the
     generator made a fusion the reference itself rejects."""
@@ -36,6 +50,11 @@ def _check(seed: int, make=generate, target: str | None = None) -> bool:
         exec(compile(source, f"<fuzz case {seed}>", "exec"), scope)
         fd, inputs = scope["fd"], scope["inputs"]
         want = _execute.reference(fd, inputs)
+        # The reference again with its float32/float64 inputs a few float32 ulps larger and smaller: an
+        # element that moves by more than a quarter of the tolerance then is ill-conditioned (sin of
+        # exp(10) to exp(18), where a float sum's rounding in the exponent moves the result anywhere in
+        # [-1, 1]), and no kernel computing in float could match the float64 reference there.
+        nudged = [_execute.reference(fd, [_nudged(x, f) for x in inputs]) for f in (1 + 2.0**-21, 1 - 2.0**-21)]
     except ValueError:
         return False
     reproducer = (
@@ -50,7 +69,7 @@ def _check(seed: int, make=generate, target: str | None = None) -> bool:
             plan = fd.explain(inputs)
             assert all(seg.scheduler is not None for seg in plan.segments if seg.kind == "kernel"), str(plan)
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for i, (g, w) in enumerate(zip(got, want)):
             assert g.dtype == w.dtype and g.shape == w.shape
             # A case may name a narrower dtype its values pass through (a bf16 matmul result cast to float:
             # an f32 accumulation in another order may round to the neighbouring bf16 value).
@@ -60,7 +79,12 @@ def _check(seed: int, make=generate, target: str | None = None) -> bool:
                 # A constant row (an expanded input) has variance 0: float rounding of x - mean is
                 # then scaled by rsqrt(1e-5) ~ 316 and summed, where the float64 reference gets 0.
                 atol *= 400
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+            g, w = g.astype(np.float64), w.astype(np.float64)
+            stable = np.ones(w.shape, dtype=bool)
+            for other in nudged:
+                n = other[i].astype(np.float64)
+                stable &= ~(np.abs(n - w) > (atol + rtol * np.abs(w)) / 4) | (np.isnan(n) & np.isnan(w))
+            np.testing.assert_allclose(g[stable], w[stable], rtol=rtol, atol=atol, equal_nan=True)
     except Exception as error:  # noqa: BLE001 - any failure gets the reproducer
         raise AssertionError(f"{type(error).__name__}: {error}\n\n{reproducer}") from error
     return True
