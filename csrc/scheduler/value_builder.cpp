@@ -655,7 +655,7 @@ ExprId ValueBuilder::pad(const Expr& expr, const std::vector<Idx>& index) {
 ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
   const int64_t dim = expr.attrs().getInt("dim");
   int64_t begin = 0;
-  std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>> branches;
+  CatPieces branches;
   for (const Val* in : expr.inputs()) {
     const int64_t size = bound_.sizesOf(in)[dim];
     if (size == 0) continue;
@@ -709,8 +709,7 @@ ExprId ValueBuilder::fromSource(const Val* val, ExprId source) {
   return elementwiseOp(expr, val, {operand});
 }
 
-std::optional<ExprId> ValueBuilder::catOfOneSource(
-    const std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>>& branches) {
+std::optional<ExprId> ValueBuilder::catOfOneSource(const CatPieces& branches) {
   // Cached or intercepted loads (persistent rows, staged tiles) keep a load per cat input: their caches
   // and interceptors look loads up by their index.
   if (branches.size() < 2 || cache_.declarations != nullptr || interceptor_) return std::nullopt;
@@ -739,7 +738,9 @@ std::optional<ExprId> ValueBuilder::catOfOneSource(
     for (size_t d = 0; d < index.size(); ++d) {
       // A vector load needs the lane in the same place in every input's index.
       if (indices[b][d].lane != index[d].lane) return std::nullopt;
-      if (indices[b][d].base != index[d].base) index[d].base = kb_.select(branches[b].second.second, indices[b][d].base, index[d].base);
+      if (indices[b][d].base != index[d].base) {
+        index[d].base = kb_.select(branches[b].second.second, indices[b][d].base, index[d].base);
+      }
     }
   }
   const ExprId loaded = valueAt(source, index);

@@ -144,7 +144,8 @@ class ValueBuilder {
   // element falls in, and each cat input's unary ops are applied to the one value, instead of a load per
   // cat input. `branches`: each non-empty cat input, its index and where the element falls in it. None
   // where the inputs do not read one kernel input so (or loads are cached or intercepted).
-  std::optional<ExprId> catOfOneSource(const std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>>& branches);
+  using CatPieces = std::vector<std::pair<const Val*, std::pair<std::vector<Idx>, ExprId>>>;
+  std::optional<ExprId> catOfOneSource(const CatPieces& branches);
   // The kernel input `val` is read from through meta and unary ops alone, or null.
   const Val* soleSource(const Val* val) const;
   // The index into soleSource(val) of `val`'s element `index`.

@@ -1,10 +1,11 @@
 // The mma schedule: block b of the grid takes one batch's block tile of the output (blocks in raster
-// groups; with split-K, several blocks per tile; persistent, persistent_mma.cpp, blocks walk tiles); its warps each a warp tile of tiles_m x tiles_n mma
-// tiles. Staged (sm_80 on): K slices of A and B go through a ring of shared tiles (cp.async, or computed
-// in registers) and fragments are read with ldmatrix; with wgmma (sm_90), the tiles are swizzled for it and
-// its main loop (wgmma_loop.cpp) replaces the fragments and mmas. Otherwise each lane loads its fragment
-// values straight from global memory, zero outside the matrices. Then the warp's mmas, and the epilogue
-// (wgmma's accumulators are in the mma tiles' layout, a warp per 16 rows).
+// groups; with split-K, several blocks per tile; persistent_mma.cpp's blocks walk tiles); its warps each
+// a warp tile of tiles_m x tiles_n mma tiles. Staged (sm_80 on): K slices of A and B go through a ring of
+// shared tiles (cp.async, or computed in registers) and fragments are read with ldmatrix; with wgmma
+// (sm_90), the tiles are swizzled for it and its main loop (wgmma_loop.cpp) replaces the fragments and
+// mmas. Otherwise each lane loads its fragment values straight from global memory, zero outside the
+// matrices. Then the warp's mmas, and the epilogue (wgmma's accumulators are in the mma tiles' layout, a
+// warp per 16 rows).
 #include "scheduler/matmul/entry.h"
 #include "scheduler/matmul/lowering.h"
 
@@ -415,7 +416,9 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
     box = TensorParam::TmaBox{t.rows, line, true, *map};
     t.batched_map = map->sizes.size() == 3;
     // Persistent, the batch is the tile's: placed() sets it in the tile loops.
-    if (t.batched_map && !p_.persistent) t.tma_batch = kb_.letValue(operand == a_ ? "batch_a" : "batch_b", flatBatch(operand));
+    if (t.batched_map && !p_.persistent) {
+      t.tma_batch = kb_.letValue(operand == a_ ? "batch_a" : "batch_b", flatBatch(operand));
+    }
   }
   return t;
 }

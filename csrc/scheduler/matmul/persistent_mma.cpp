@@ -16,7 +16,8 @@ void MatmulLowering::persistentMma() {
   const MatmulParams& p = p_;
   KernelBuilder& kb = kb_;
   const MatmulExtents& s = s_;
-  BRAZE_ASSERT(p.wgmma && p.warp_specialized && p.split_k == 1, "a persistent matmul that is not warp-specialized wgmma");
+  BRAZE_ASSERT(p.wgmma && p.warp_specialized && p.split_k == 1,
+               "a persistent matmul that is not warp-specialized wgmma");
   const int64_t consumers = p.warps_m / 4;
   const int64_t tiles = s.batch * p.blocks_m * p.blocks_n, slices = ceilDiv(s.k, p.block_k);
   const MmaDims dims = mmaDims(p.shape);
