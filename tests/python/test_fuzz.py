@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from braze import execute as _execute
+from fuzz_backward import generate_backward
 from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
@@ -169,6 +170,29 @@ def test_random_matmuls_on_warpgroup_mmas_match_the_reference(target):
     # multiple of 16 bytes): those keep their schedule.
     assert taken >= cases // 40, f"only {taken} of {cases} cases took wgmma"
     assert by_tma >= cases // 80, f"only {by_tma} of {cases} cases loaded their slices by TMA"
+
+
+BACKWARD_CASES = int(os.environ.get("BRAZE_FUZZ_BACKWARD_CASES", "200"))
+
+
+def test_random_backward_fusions_match_the_reference():
+    """Layer-norm and RMS-norm backwards (with and without weight and bias, with linears' bias grads of other
+    widths, a residual's grad), activation backwards with their bias grads and softmax backwards, as Thunder
+    writes them, over 1 to 257 rows of 1 to 2304 columns, read through layouts, planned for several devices
+    and tunings: every output the reference's, and each plan with the kernels the case names (the rows' pass
+    and its finish for a norm's, one kernel for an activation's or a softmax's)."""
+    inner_outer = 0
+    for seed in range(FIRST, FIRST + BACKWARD_CASES):
+        scope: dict = {}
+        source = generate_backward(seed)
+        exec(compile(source, f"<backward case {seed}>", "exec"), scope)
+        assert _check(seed, generate_backward, scope["target"]), f"backward case {seed} was rejected by the reference"
+        plan = scope["fd"].explain(scope["inputs"], target=scope["target"])
+        kernels = int(str(plan).split(" kernel(s)")[0].rsplit(" ", 1)[1])
+        with _reported(f"backward case {seed}: planned as {kernels} kernels", source):
+            assert scope["kernels"] in (None, kernels), str(plan)
+        inner_outer += any(s.scheduler == "inner_outer_persistent" for s in plan.segments)
+    assert inner_outer >= BACKWARD_CASES // 4, f"only {inner_outer} of {BACKWARD_CASES} cases took the inner-outer kernel"
 
 
 SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
