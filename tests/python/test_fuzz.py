@@ -17,6 +17,7 @@ import pytest
 from braze import execute as _execute
 from fuzz_backward import generate_backward
 from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
+from fuzz_views import generate_views
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
 FIRST = int(os.environ.get("BRAZE_FUZZ_SEED", "0"))
@@ -267,6 +268,32 @@ def test_random_in_place_updates_match_the_reference():
                 _close(g, w, source)
         checked += 1
     assert checked >= 0.8 * IN_PLACE_CASES, f"only {checked} of {IN_PLACE_CASES} in-place cases ran"
+
+
+VIEW_CASES = int(os.environ.get("BRAZE_FUZZ_VIEW_CASES", "1000"))
+
+
+def test_random_meta_op_chains_match_the_reference():
+    """Chains of permutes, reshapes, slices with steps, squeezes, broadcasts and expands before and after a
+    little math (or none), read through layouts, under each bookending policy (views made at the inputs, the
+    outputs, both, neither, or as the cost model says): every output has the reference's shape, dtype and
+    values. A definition braze refuses (a squeeze of a dim only a slice made 1, whose size is symbolic) is
+    skipped, as is one the reference rejects."""
+    checked = 0
+    for seed in range(FIRST, FIRST + VIEW_CASES):
+        source = generate_views(seed)
+        scope: dict = {}
+        try:
+            exec(compile(source, f"<view case {seed}>", "exec"), scope)
+            want = _execute.reference(scope["fd"], scope["inputs"])
+        except ValueError:
+            continue
+        with _reported(f"view case {seed}", source + f"got = fd.execute(inputs, bookend={scope['bookend']!r})\n"):
+            got = scope["fd"].execute(scope["inputs"], bookend=scope["bookend"])
+            _close_all(got, want, source)
+            assert [g.dtype for g in got] == [w.dtype for w in want]
+        checked += 1
+    assert checked >= 0.9 * VIEW_CASES, f"only {checked} of {VIEW_CASES} view cases ran"
 
 
 SHAPES_CASES = int(os.environ.get("BRAZE_FUZZ_SHAPES_CASES", "200"))
