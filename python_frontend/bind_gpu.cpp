@@ -370,12 +370,12 @@ void bindGpu(nb::module_& m) {
       "empty_cache",
       [] {
         nb::gil_scoped_release release;  // it waits for the GPU, whose host callbacks may want the GIL
-        return device::releaseCudaCachedBlocks();
+        return device::releaseCudaCachedBlocks() + device::releaseHipCachedBlocks();
       },
-      "waits for the GPUs braze has used, then returns the freed device memory braze keeps per stream for reuse "
-      "(its outputs, intermediates and workspaces) to the device's default memory pool, where other users of "
-      "that pool can allocate it; the bytes returned. Not while a CUDA graph is being captured (the wait "
-      "would end the capture)");
+      "waits for the GPUs braze has used (CUDA and AMD), then returns the freed device memory braze keeps per "
+      "stream for reuse (its outputs, intermediates and workspaces) to the device's default memory pool, where "
+      "other users of that pool can allocate it; the bytes returned. Not while a graph is being captured (the "
+      "wait would end the capture)");
   m.def(
       "block_cache_counts",
       [](int device) {

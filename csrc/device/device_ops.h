@@ -115,6 +115,8 @@ size_t releaseCudaCachedBlocks();
 // The HIP runtime on AMD device `ordinal` (device/hip/hip_device_ops.cpp); a Runtime error "no HIP
 // runtime: ..." where there is none.
 DeviceOps& hipDeviceOps(int ordinal = 0);
+// releaseCachedBlocks() on every AMD device whose DeviceOps was made; the bytes.
+size_t releaseHipCachedBlocks();
 
 // enter() .. leave() for a scope.
 class DeviceScope {

@@ -1,8 +1,10 @@
 // The HIP runtime as a DeviceOps: kernels compiled by hiprtc (through the kernel caches, keyed by the
-// gfx arch) and loaded as modules, memory from the device's stream-ordered pool (hipMallocAsync), launches
+// gfx arch) and loaded as modules, memory from the device's stream-ordered pool (hipMallocAsync) through
+// the cache of freed blocks per stream (where the runtime has hipStreamGetId), launches
 // with hipModuleLaunchKernel on the caller's stream. No launch graphs: launchGraph declines, and plans
 // launch their kernels one by one. A block's LDS needs no raised limit: plans stay within the device's
 // smem_per_block_optin, which is what the runtime reports.
+#include "device/hip/hip_block_source.h"
 #include "device/hip/hip_runtime.h"
 #include "device/hip/query_hip_device.h"
 #include "device/device_ops.h"
@@ -30,7 +32,8 @@ class HipDeviceOps final : public DeviceOps {
   explicit HipDeviceOps(int ordinal)
       : ordinal_(ordinal),
         api_(requireHipRuntime()),
-        lds_per_block_(queryHipDevice(ordinal).value_or(amdPresetFor("gfx90a", 0)).smem_per_block_optin) {}
+        lds_per_block_(queryHipDevice(ordinal).value_or(amdPresetFor("gfx90a", 0)).smem_per_block_optin),
+        blocks_(hipBlockSource(api_, *this), blockCacheLimitFromEnv()) {}
 
   // HIP's current device is per thread: set it for the scope, restoring the caller's afterwards.
   void enter() override {
@@ -103,17 +106,18 @@ class HipDeviceOps final : public DeviceOps {
     return record_;
   }
 
-  DevicePtr allocate(size_t bytes, StreamHandle stream) override {
-    void* pointer = nullptr;
-    api_.check(api_.mallocAsync(&pointer, bytes == 0 ? 1 : bytes, hip(stream)), "hipMallocAsync",
-               fmt::format("{} bytes", bytes));
-    return reinterpret_cast<DevicePtr>(pointer);
-  }
+  DevicePtr allocate(size_t bytes, StreamHandle stream) override { return blocks_.allocate(bytes, stream); }
 
   void release(DevicePtr pointer, StreamHandle stream) override {
-    DeviceScope scope(*this);  // an output's last reference may drop on any thread
-    api_.check(api_.freeAsync(reinterpret_cast<void*>(pointer), hip(stream)), "hipFreeAsync");
+    // An output's last reference may drop on any thread, where another device is current: the null
+    // stream, its capture state and its id are this device's only inside.
+    DeviceScope scope(*this);
+    blocks_.release(pointer, stream);
   }
+
+  size_t releaseCachedBlocks() override { return blocks_.trim(); }
+
+  BlockCacheCounts blockCacheCounts() const override { return blocks_.counts(); }
 
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override {
     api_.check(api_.memsetAsync(reinterpret_cast<void*>(pointer), 0, bytes, hip(stream)), "hipMemsetAsync");
@@ -146,17 +150,47 @@ class HipDeviceOps final : public DeviceOps {
   std::mutex mutex_;
   // Modules stay loaded for the process, as the CUDA driver's do.
   std::map<std::tuple<CompileOptions, std::string, std::string>, KernelHandle> loaded_;
+  StreamBlockCache blocks_;  // after api_, which its source calls
 };
 
 }  // namespace
 
+namespace {
+
+// The devices whose DeviceOps were made, by ordinal; never destroyed, like the runtime (outputs may be
+// released from static destructors).
+struct MadeHipOps {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<HipDeviceOps>> by_ordinal;
+};
+
+MadeHipOps& madeHipOps() {
+  static auto* made = new MadeHipOps;
+  return *made;
+}
+
+}  // namespace
+
 DeviceOps& hipDeviceOps(int ordinal) {
-  static std::mutex mutex;
-  static auto* ops = new std::map<int, std::unique_ptr<HipDeviceOps>>;  // never destroyed, like the runtime
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*ops)[ordinal];
+  MadeHipOps& made = madeHipOps();
+  std::lock_guard<std::mutex> lock(made.mutex);
+  auto& slot = made.by_ordinal[ordinal];
   if (!slot) slot = std::make_unique<HipDeviceOps>(ordinal);
   return *slot;
+}
+
+size_t releaseHipCachedBlocks() {
+  std::vector<HipDeviceOps*> devices;
+  {
+    MadeHipOps& made = madeHipOps();
+    std::lock_guard<std::mutex> lock(made.mutex);
+    for (auto& [ordinal, ops] : made.by_ordinal) {
+      if (ops) devices.push_back(ops.get());
+    }
+  }
+  size_t returned = 0;
+  for (HipDeviceOps* ops : devices) returned += ops->releaseCachedBlocks();  // waits for each device
+  return returned;
 }
 
 }  // namespace braze::device

@@ -60,6 +60,7 @@ Loaded load() {
       resolve(lib, "hipModuleLaunchKernel", api->moduleLaunchKernel) &&
       resolve(lib, "hipMallocAsync", api->mallocAsync) && resolve(lib, "hipFreeAsync", api->freeAsync) &&
       resolve(lib, "hipMemsetAsync", api->memsetAsync) && resolve(lib, "hipStreamSynchronize", api->streamSynchronize) &&
+      resolve(lib, "hipDeviceSynchronize", api->deviceSynchronize) &&
       resolve(lib, "hipMemcpy", api->memcpy) && resolve(lib, "hipHostMalloc", api->hostMalloc) &&
       resolve(lib, "hipHostGetDevicePointer", api->hostGetDevicePointer) &&
       resolve(lib, "hipGetErrorName", api->getErrorName) && resolve(lib, "hipGetErrorString", api->getErrorString);
@@ -68,6 +69,8 @@ Loaded load() {
     delete api;
     return loaded;
   }
+  resolve(lib, "hipStreamGetId", api->streamGetId);
+  resolve(lib, "hipStreamIsCapturing", api->streamIsCapturing);
   loaded.api = api;
   // hipInit fails without a GPU, and also for a driver or /dev/kfd it cannot use: the reason names the call.
   if (const HipError initialized = api->init(0); initialized != kHipSuccess) {

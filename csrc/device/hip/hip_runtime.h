@@ -17,6 +17,10 @@ using HipStream = struct HipStreamOpaque*;
 using HipModule = struct HipModuleOpaque*;
 using HipFunction = struct HipFunctionOpaque*;
 constexpr HipError kHipSuccess = 0;
+constexpr HipError kHipErrorOutOfMemory = 2;
+// hipStreamPerThread: the calling thread's own default stream, a different stream on each thread.
+inline HipStream hipStreamPerThread() { return reinterpret_cast<HipStream>(2); }
+constexpr int kHipStreamCaptureStatusNone = 0;
 
 struct HipRuntime {
   DynamicLibrary library;
@@ -38,6 +42,11 @@ struct HipRuntime {
   HipError (*freeAsync)(void*, HipStream) = nullptr;
   HipError (*memsetAsync)(void*, int value, size_t bytes, HipStream) = nullptr;
   HipError (*streamSynchronize)(HipStream) = nullptr;
+  HipError (*deviceSynchronize)() = nullptr;
+  // Null where the runtime lacks them: hipStreamGetId (a stream's id, unique for the life of the process) and
+  // hipStreamIsCapturing (status: a hipStreamCaptureStatus).
+  HipError (*streamGetId)(HipStream, unsigned long long* id) = nullptr;
+  HipError (*streamIsCapturing)(HipStream, int* status) = nullptr;
   HipError (*memcpy)(void* dst, const void* src, size_t bytes, int kind) = nullptr;  // kind 4: hipMemcpyDefault
   HipError (*hostMalloc)(void** pointer, size_t bytes, unsigned flags) = nullptr;     // hipHostMalloc
   HipError (*hostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;  // hipHostGetDevicePointer
