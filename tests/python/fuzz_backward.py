@@ -194,3 +194,80 @@ def generate_backward(seed: int) -> str:
     lines.append("with FusionDefinition() as fd:")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
+
+
+SHAPE_SETS = 4
+
+
+def generate_norm_backward_shapes(seed: int) -> str:
+    """The source of one case whose norm backward (layer or RMS, maybe with weight, bias and neighbouring
+    linears' bias grads) leaves every size open: defines `fd` and `input_sets`, SHAPE_SETS lists of inputs
+    with other row counts (now and then other widths too, and 1 row), which run one after the other through
+    the definition's one plan cache, each with its own partial sums and launch arguments."""
+    rng = random.Random(seed)
+    rank = rng.choice([2, 2, 3])
+    dtype = rng.choice(DTYPES)
+    rms = rng.random() < 0.35
+    weight = rng.random() < 0.8
+    bias = not rms and rng.random() < 0.7
+    extras = [(rng.choice([dtype, ("np.float32", "Float")]), rng.choice(LAYOUTS)) for _ in range(rng.choice([0, 1, 2]))]
+    layouts = {name: rng.choice(LAYOUTS) for name in ("go", "x")}
+    width, extra_widths = rng.choice(WIDTHS[2:]), [rng.choice(WIDTHS[1:]) for _ in extras]
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", "",
+             "input_sets = []"]
+    for s in range(SHAPE_SETS):
+        if s > 0 and rng.random() < 0.2:
+            width, extra_widths = rng.choice(WIDTHS[2:]), [rng.choice(WIDTHS[1:]) for _ in extras]
+        rows = rng.choice([r for r in ROWS if r * max([width] + extra_widths) <= MAX_ELEMENTS] or [1])
+        row_shape = [rows] if rank == 2 else [rng.choice([1, 2, 3]), rows]
+        names = []
+        for name in ("go", "x"):
+            lines += [line.replace("x0", f"x_{name}") for line in
+                      _input_source(0, row_shape + [width], dtype[0], layouts[name], rng)]
+            names.append(f"x_{name}")
+        stats = ["rstd"] if rms else ["mean", "rstd"]
+        for name in stats:
+            lines.append(f"x_{name} = np.random.default_rng({rng.randrange(1 << 30)}).uniform(0.5, 1.5, "
+                         f"{tuple(row_shape + [1])}).astype(np.float32)")
+            names.append(f"x_{name}")
+        if weight:
+            lines.append(f"x_w = np.random.default_rng({rng.randrange(1 << 30)}).uniform(-2, 2, {width}).astype({dtype[0]})")
+            names.append("x_w")
+        for i, ((fc_dtype, layout), other) in enumerate(zip(extras, extra_widths)):
+            lines += [line.replace("x0", f"x_fc{i}") for line in
+                      _input_source(0, row_shape + [other], fc_dtype[0], layout, rng)]
+            names.append(f"x_fc{i}")
+        lines.append(f"input_sets.append([{', '.join(names)}])")
+    lines.append("with FusionDefinition() as fd:")
+    body = []
+    stat_contiguity = [True] * (rank - 1) + [None]
+
+    def define(name, dims, contiguity, dt):
+        body.append(f"t_{name} = fd.define_tensor(shape={dims}, contiguity={contiguity}, dtype=DataType.{dt[1]})")
+        body.append(f"f_{name} = fd.ops.cast(t_{name}, DataType.Float)")
+
+    for name in ("go", "x"):
+        define(name, [-1] * rank, [layouts[name] == "contiguous"] * rank, dtype)
+    for name in ["rstd"] if rms else ["mean", "rstd"]:
+        define(name, [-1] * (rank - 1) + [1], stat_contiguity, ("np.float32", "Float"))
+    if weight:
+        define("w", [-1], [True], dtype)
+    for i, (fc_dtype, layout) in enumerate(extras):
+        define(f"fc{i}", [-1] * rank, [layout == "contiguous"] * rank, fc_dtype)
+    # Size-1 dims broadcast against the rows' dims, as nvFuser's binary ops do: no literal sizes anywhere.
+    row_dims = list(range(rank - 1))
+    body.append(f"g = fd.ops.mul(f_go, fd.ops.broadcast(f_w, {[True] * (rank - 1) + [False]}))" if weight else "g = f_go")
+    body.append(f"xh = fd.ops.mul({'f_x' if rms else 'fd.ops.sub(f_x, f_mean)'}, f_rstd)")
+    body.append(f"n = fd.ops.size(t_x, {rank - 1})")
+    body.append(f"b = fd.ops.div(fd.ops.sum(fd.ops.mul(g, xh), [{rank - 1}], keepdim=True), n)")
+    centered = "g" if rms else f"fd.ops.sub(g, fd.ops.div(fd.ops.sum(g, [{rank - 1}], keepdim=True), n))"
+    body.append(f"fd.add_output(fd.ops.cast(fd.ops.mul(f_rstd, fd.ops.sub({centered}, fd.ops.mul(xh, b))), "
+                f"DataType.{dtype[1]}))")
+    if weight:
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(f_go, xh), {row_dims}), DataType.{dtype[1]}))")
+    if bias:
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_go, {row_dims}), DataType.{dtype[1]}))")
+    for i, (fc_dtype, _) in enumerate(extras):
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_fc{i}, {row_dims}), DataType.{fc_dtype[1]}))")
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from braze import execute as _execute
-from fuzz_backward import generate_backward
+from fuzz_backward import generate_backward, generate_norm_backward_shapes
 from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
 from fuzz_views import generate_views
 
@@ -194,6 +194,26 @@ def test_random_backward_fusions_match_the_reference():
             assert scope["kernels"] in (None, kernels), str(plan)
         inner_outer += any(s.scheduler == "inner_outer_persistent" for s in plan.segments)
     assert inner_outer >= BACKWARD_CASES // 4, f"only {inner_outer} of {BACKWARD_CASES} cases took the inner-outer kernel"
+
+
+def test_random_norm_backwards_over_several_row_counts_match_the_reference():
+    """Norm backwards whose definitions leave every size open, run for several row counts (and now and then
+    other widths) one after the other, as a training loop's last, shorter batch does: each shape's outputs
+    and the first shape's again match the reference, and most shapes take the inner-outer kernel."""
+    checked = inner_outer = 0
+    for seed in range(FIRST, FIRST + BACKWARD_CASES // 2):
+        source = generate_norm_backward_shapes(seed)
+        scope: dict = {}
+        exec(compile(source, f"<norm backward shapes case {seed}>", "exec"), scope)
+        fd, input_sets = scope["fd"], scope["input_sets"]
+        wants = [_execute.reference(fd, inputs) for inputs in input_sets]
+        with _reported(f"norm backward shapes case {seed}", source):
+            for inputs, want in zip(input_sets + input_sets[:1], wants + wants[:1]):
+                _close_all(fd.execute(inputs), want, source)
+        inner_outer += sum(any(s.scheduler == "inner_outer_persistent" for s in fd.explain(inputs).segments)
+                           for inputs in input_sets)
+        checked += len(input_sets)
+    assert inner_outer >= checked // 2, f"only {inner_outer} of {checked} shapes took the inner-outer kernel"
 
 
 SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
