@@ -17,6 +17,7 @@ import pytest
 from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
 from fuzz_fusions import generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
+from fuzz_integers import generate_integer
 from fuzz_views import generate_views
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
@@ -100,6 +101,18 @@ def test_random_fusions_match_the_reference(batch):
     valid = sum(_check(seed) for seed in seeds)
     # The generator must not drift into mostly invalid fusions, or the fuzzer would test nothing.
     assert valid >= 0.9 * len(seeds), f"only {valid} of {len(seeds)} generated fusions were valid"
+
+
+INTEGER_CASES = int(os.environ.get("BRAZE_FUZZ_INTEGER_CASES", "1000"))
+
+
+def test_random_integer_and_bool_fusions_match_the_reference():
+    """Integer arithmetic in every width (wrapping), C division and remainders, Python's remainder, bitwise
+    ops and shifts, comparisons, where, casts between integer widths and from floats, rounding of halves and
+    float8 round trips past their largest values, read through layouts: integers and booleans exactly the
+    reference's."""
+    valid = sum(_check(seed, generate_integer) for seed in range(FIRST, FIRST + INTEGER_CASES))
+    assert valid >= 0.9 * INTEGER_CASES, f"only {valid} of {INTEGER_CASES} integer cases were valid"
 
 
 STAGED = "h100:persistent_staged=1"
