@@ -1,5 +1,6 @@
 #include "codegen/source_preamble.h"
 
+#include "codegen/integer_ops_text.h"    // generated from integer_ops.inc (CMakeLists.txt)
 #include "codegen/narrow_floats_text.h"  // generated from narrow_floats.inc (CMakeLists.txt)
 #include "kernel/index_errors.h"
 
@@ -247,100 +248,6 @@ __device__ __forceinline__ float braze_nextafter_narrow(float a, float b, int fr
   return next == 0.0f ? copysignf(0.0f, a) : next;
 }
 
-// ---- integer ops on long long (unaryInt, binaryInt): wrap-around through unsigned arithmetic
-__device__ __forceinline__ long long braze_add_i(long long a, long long b) {
-  return (long long)((unsigned long long)a + (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_sub_i(long long a, long long b) {
-  return (long long)((unsigned long long)a - (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_mul_i(long long a, long long b) {
-  return (long long)((unsigned long long)a * (unsigned long long)b);
-}
-__device__ __forceinline__ long long braze_neg_i(long long a) { return (long long)(0ULL - (unsigned long long)a); }
-__device__ __forceinline__ long long braze_abs_i(long long a) { return a < 0 ? braze_neg_i(a) : a; }
-__device__ __forceinline__ long long braze_relu_i(long long a) { return a > 0 ? a : 0LL; }
-__device__ __forceinline__ long long braze_sign_i(long long a) { return (long long)(int(a > 0) - int(a < 0)); }
-// Division truncates toward zero; the reference rejects a zero divisor, kernels give 0.
-__device__ __forceinline__ long long braze_div_i(long long a, long long b) {
-  if (b == 0) return 0;
-  if (b == -1) return braze_neg_i(a);  // INT64_MIN / -1 wraps
-  return a / b;
-}
-// fmod and mod: the sign of the dividend.
-__device__ __forceinline__ long long braze_fmod_i(long long a, long long b) {
-  if (b == 0 || b == -1) return 0;
-  return a % b;
-}
-// remainder: the sign of the divisor, as Python.
-__device__ __forceinline__ long long braze_remainder_i(long long a, long long b) {
-  if (b == 0 || b == -1) return 0;
-  long long r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-// Power by squaring, wrapping; a negative exponent gives 0 except for bases 1 and -1 (torch's rule;
-// the reference rejects 0 ** negative, kernels give 0).
-__device__ __forceinline__ long long braze_pow_i(long long base, long long exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  unsigned long long result = 1;
-  unsigned long long b = (unsigned long long)base;
-  while (exp > 0) {
-    if (exp & 1) result *= b;
-    b *= b;
-    exp >>= 1;
-  }
-  return (long long)result;
-}
-// std::gcd: the gcd of the magnitudes (gcd(INT64_MIN, 0) wraps to INT64_MIN, as libstdc++ gives).
-__device__ __forceinline__ long long braze_gcd_i(long long a, long long b) {
-  unsigned long long x = a < 0 ? 0ULL - (unsigned long long)a : (unsigned long long)a;
-  unsigned long long y = b < 0 ? 0ULL - (unsigned long long)b : (unsigned long long)b;
-  while (y != 0) {
-    const unsigned long long t = x % y;
-    x = y;
-    y = t;
-  }
-  return (long long)x;
-}
-// Shifts by the type's width or more shift out every bit (undefined in C++, defined by braze).
-__device__ __forceinline__ long long braze_shl_i(long long a, long long b, int width) {
-  return (b < 0 || b >= width) ? 0LL : (long long)((unsigned long long)a << b);
-}
-__device__ __forceinline__ long long braze_shr_i(long long a, long long b, int width, bool is_signed) {
-  if (b < 0 || b >= width) return (a < 0 && is_signed) ? -1LL : 0LL;
-  return a >> b;
-}
-__device__ __forceinline__ long long braze_lshr_i(long long a, long long b, int width) {
-  if (b < 0 || b >= width) return 0;
-  const unsigned long long mask = width == 64 ? ~0ULL : ((1ULL << width) - 1);
-  return (long long)(((unsigned long long)a & mask) >> b);
-}
-__device__ __forceinline__ long long braze_threshold_i(long long x, long long t, long long v) { return x <= t ? v : x; }
-template <typename T> __device__ __forceinline__ T braze_threshold(T x, T t, T v) { return x <= t ? v : x; }
-__device__ __forceinline__ long long braze_addcmul_i(long long x, long long t1, long long t2, long long value) {
-  const unsigned long long p = (unsigned long long)value * (unsigned long long)t1 * (unsigned long long)t2;
-  return (long long)((unsigned long long)x + p);
-}
-
-// ---- conversions to integer types
-__device__ __forceinline__ long long braze_wrap_i8(long long v) { return (long long)(signed char)v; }
-__device__ __forceinline__ long long braze_wrap_u8(long long v) { return (long long)(unsigned char)v; }
-__device__ __forceinline__ long long braze_wrap_i16(long long v) { return (long long)(short)v; }
-__device__ __forceinline__ long long braze_wrap_i32(long long v) { return (long long)(int)v; }
-// floatToInt: truncate toward zero, saturate to [lo, hi], NaN -> 0 (what CUDA's cvt.rzi does).
-__device__ __forceinline__ long long braze_float_to_int(double x, long long lo, long long hi) {
-  if (isnan(x)) return 0;
-  const double t = trunc(x);
-  if (t <= (double)lo) return lo;
-  if (t >= (double)hi) return hi;
-  return (long long)t;
-}
-
 )";
 
 }  // namespace
@@ -358,6 +265,7 @@ std::string opsPreamble(SourceDialect dialect, bool fp8) {
   out += dialect == SourceDialect::Hip ? kHipNarrowFloats : kCudaNarrowFloats;
   out += kFnuz;
   out += kCommon;
+  out += kIntegerOpsText;
   return out;
 }
 
