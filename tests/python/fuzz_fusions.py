@@ -20,6 +20,17 @@ BINARY = ["add", "mul", "sub", "maximum", "minimum"]
 LAYOUTS = ["contiguous", "contiguous", "transposed", "strided", "offset", "expanded"]
 
 
+def defined(source: str, label: str) -> dict | None:
+    """The names a case's source defines (fd, inputs, ...), or None where braze refuses its definition (a
+    ValueError: fuzz_views may squeeze a dim only a slice made 1, whose size is symbolic)."""
+    scope: dict = {}
+    try:
+        exec(compile(source, f"<{label}>", "exec"), scope)
+    except ValueError:
+        return None
+    return scope
+
+
 def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random.Random) -> list[str]:
     """Lines making numpy input x{i} with the given layout (values uniform in [-2, 2])."""
     n = f"x{i}"
