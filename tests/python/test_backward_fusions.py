@@ -159,6 +159,30 @@ def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():
             assert_close(got, expected, DataType.BFloat16)
 
 
+@pytest.mark.parametrize("rows,width", [(100, 1), (1, 40), (1, 1)])
+def test_a_one_column_bias_grad_and_a_single_row_take_the_inner_outer_kernel(rows, width):
+    """A sum over the leading dims is a column sum whatever their sizes: a linear with one output (its
+    bias grad sums [rows, 1]) joins the norm backward's walk, and a single row's weight and bias grads (sums
+    over a dim of size 1) make the norm backward an inner-outer one still."""
+    dtype = DataType.Float
+    with FusionDefinition() as fd:
+        define_norm_backward(fd, dtype, linear_bias_grad=True)
+    hidden = 257
+    rng = np.random.default_rng(rows + width)
+    inputs = [rng.standard_normal((rows, hidden)).astype(np.float32), rng.standard_normal((rows, hidden)).astype(np.float32),
+              rng.standard_normal((rows, 1)).astype(np.float32), (0.5 + rng.random((rows, 1))).astype(np.float32),
+              rng.standard_normal(hidden).astype(np.float32), rng.standard_normal((rows, width)).astype(np.float32)]
+    plan = fd.explain(inputs)
+    assert plan.segments[0].scheduler == "inner_outer_persistent", str(plan)
+    # A single row's linear bias grad is no column sum of the norm's rows (a copy of the row): a kernel of
+    # its own, beside the pass and its finish.
+    assert kernels(fd, inputs) == (2 if rows > 1 else 3), str(plan)
+    expected = norm_backward_expected(inputs[:5], False, True, True)
+    expected.append(np.asarray(inputs[5], dtype=np.float64).sum(0))
+    for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+        assert_close(got, want, dtype)
+
+
 @pytest.mark.parametrize("gelu", [True, False])
 def test_activation_backward_with_bias_grad_is_one_kernel(gelu):
     dtype = DataType.BFloat16

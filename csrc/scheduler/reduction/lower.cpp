@@ -155,9 +155,11 @@ InnerOuterParams RowLowering::chooseInnerOuter() {
   }
   for (const Expr* r : extra_) {
     // Vectors along the columns, as wide as every tensor of the extra operand's shape allows.
+    const int64_t columns = *extraOuterColumns(*r, rows_, bound_);
     VectorizeInput vin;
     vin.widest_dtype_bytes = 1;
-    vin.inner_extent = innerExtent(bound_.sizesOf(r->input(0)));
+    // One column ([rows, 1] summed over the rows): no vectors, whose lanes would run down the rows.
+    vin.inner_extent = columns == 1 ? 1 : innerExtent(bound_.sizesOf(r->input(0)));
     size_t input = 0;
     for (const TensorParam& t : ctx_.kernel.tensors) {
       if (t.output) continue;
@@ -167,7 +169,7 @@ InnerOuterParams RowLowering::chooseInnerOuter() {
       }
       ++input;
     }
-    problem.extras.push_back({*extraOuterColumns(*r, rows_, bound_), kernelVectorize(vin), vin.widest_dtype_bytes});
+    problem.extras.push_back({columns, kernelVectorize(vin), vin.widest_dtype_bytes});
   }
   return innerOuterHeuristics(ctx_.device, problem);
 }

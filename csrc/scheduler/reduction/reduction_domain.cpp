@@ -6,11 +6,18 @@ namespace braze {
 
 namespace {
 
-// Whether `r` reduces only innermost dims: no kept dim of size > 1 after a reduced dim of size > 1.
+// Whether `r` reduces only innermost dims: no kept dim of size > 1 after a reduced dim of size > 1. A
+// reduction of the leading dims (not all of them) is an outer one whatever their sizes: over a single row
+// ([1, n] summed over dim 0) or of a single column ([rows, 1] summed over dim 0), the column sums of a
+// norm's backward or a linear's bias grad, which only sizes of 1 make look like a row's.
 bool reducesInnerDims(const Expr& r, const BoundShapes& bound) {
   const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
   std::vector<int64_t> dims = r.attrs().getInts("dims");
   std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  const bool leading = !dims.empty() && dims.size() < sizes.size() && dims.front() == 0 &&
+                       dims.back() == static_cast<int64_t>(dims.size()) - 1;
+  if (leading) return false;
   bool seen_reduced = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     const bool reduced = std::binary_search(dims.begin(), dims.end(), static_cast<int64_t>(i));
