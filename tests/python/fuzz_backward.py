@@ -9,8 +9,8 @@ A case is one of:
   dropout-like mask;
 - a softmax backward.
 Rows and widths include 1, odd and prime sizes and widths past what a thread keeps in registers; inputs
-may be transposed, strided, offset by an element or expanded; every case is planned for one of several
-devices and tunings, so the inner-outer scheduler's register, shared-memory and staged forms all run.
+may be transposed, strided or offset by an element; every case is planned for one of six devices and
+tunings, so the inner-outer scheduler's register, shared-memory and staged forms all run.
 """
 
 from __future__ import annotations
@@ -169,7 +169,8 @@ def _softmax_backward(rng: random.Random, lines: list[str], body: list[str], inp
             f".astype({dtype[0]})")
     inputs += ["x_g", "x_y"]
     body.append(f"dot = fd.ops.sum(fd.ops.mul(f_g, f_y), [{rank - 1}], keepdim=True)")
-    body.append(f"gi = fd.ops.mul(f_y, fd.ops.sub(f_g, fd.ops.expand(dot, {shape})))")
+    # Scaled by the width: y is about 1 / width, so the grads of wide rows would sit under the tolerances.
+    body.append(f"gi = fd.ops.mul(fd.ops.mul(f_y, fd.ops.sub(f_g, fd.ops.expand(dot, {shape}))), {float(width)})")
     body.append(f"fd.add_output(fd.ops.cast(gi, DataType.{dtype[1]}))")
     return 1
 

@@ -21,12 +21,15 @@ LAYOUTS = ["contiguous", "contiguous", "transposed", "strided", "offset", "expan
 
 
 def defined(source: str, label: str) -> dict | None:
-    """The names a case's source defines (fd, inputs, ...), or None where braze refuses its definition (a
-    ValueError: fuzz_views may squeeze a dim only a slice made 1, whose size is symbolic)."""
+    """The names a case's source defines (fd, inputs, ...), or None where braze refuses to squeeze or expand a
+    dim that a slice or a reshape made 1, which is no broadcast dim (fuzz_views draws those); any other error
+    is raised."""
     scope: dict = {}
     try:
         exec(compile(source, f"<{label}>", "exec"), scope)
-    except ValueError:
+    except ValueError as error:
+        if not str(error).startswith(("squeeze:", "expand:")):
+            raise
         return None
     return scope
 

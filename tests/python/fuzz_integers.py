@@ -6,8 +6,10 @@ int64, bool, and bfloat16/float16/float32 holding small integers and halves; the
 each value's kind in mind: integer arithmetic (wrapping in narrow types), C division and remainders
 by divisors made nonzero, Python's remainder, bitwise ops and shifts by small amounts, comparisons,
 where, casts between integer widths and from floats (in range), rounding ops on halves, and float8
-round trips (e4m3fn and e5m2, past their largest finite values too); integer sums, maxima and minima over
-a dim now and then as outputs. Integers and booleans are compared exactly.
+round trips (e4m3fn and e5m2; e4m3fn past its largest finite value too); integer sums, maxima and minima
+over a dim now and then as outputs. Integers and booleans are compared exactly, and every element is
+compared: the source sets `exact`, so the fuzzer's screen of ill-conditioned elements (which a half nudged
+by an ulp would fail) stays off.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def _input(lines: list[str], i: int, shape: list[int], kind: tuple[str, str, str
               _input_source(i, shape, "np.float64", layout, rng)]
 
 
+def _pair(rng: random.Random, pool: list[str]) -> tuple[str, str]:
+    """Two operands, distinct where the pool has two (x - x, x / x and x < x are constants)."""
+    a = rng.choice(pool)
+    return a, rng.choice([v for v in pool if v != a] or [a])
+
+
 def _nonzero(v: str) -> str:
     return f"fd.ops.where(fd.ops.eq({v}, 0), 1, {v})"
 
@@ -58,6 +66,7 @@ def generate_integer(seed: int) -> str:
     for i, kind in enumerate(kinds):
         _input(lines, i, shape, kind, rng.choice(LAYOUTS), rng)
     lines.append(f"inputs = [{', '.join(f'x{i}' for i in range(n_inputs))}]")
+    lines.append("exact = True  # every element compared (no screen of ill-conditioned ones)")
     lines.append("with FusionDefinition() as fd:")
     body = []
     live: dict[str, str] = {}  # value -> kind
@@ -71,15 +80,15 @@ def generate_integer(seed: int) -> str:
         of = {k: [v for v, kv in live.items() if kv == k] for k in ("int", "bool", "float")}
         choice = rng.random()
         if of["int"] and choice < 0.3:
-            a, b = rng.choice(of["int"]), rng.choice(of["int"])
+            a, b = _pair(rng, of["int"])
             body.append(f"{name} = fd.ops.{rng.choice(INT_BINARY)}({a}, {b})")
             live[name] = "int"
         elif of["int"] and choice < 0.4:
-            a, b = rng.choice(of["int"]), rng.choice(of["int"])
+            a, b = _pair(rng, of["int"])
             body.append(f"{name} = fd.ops.{rng.choice(DIVISIONS)}({a}, {_nonzero(b)})")
             live[name] = "int"
         elif of["int"] and choice < 0.45:
-            a, b = rng.choice(of["int"]), rng.choice(of["int"])
+            a, b = _pair(rng, of["int"])
             if rng.random() < 0.5:
                 body.append(f"{name} = fd.ops.bitwise_left_shift(fd.ops.bitwise_and({a}, 15), fd.ops.bitwise_and({b}, 3))")
             else:
@@ -97,13 +106,13 @@ def generate_integer(seed: int) -> str:
             pool = of["int"] + of["float"]
             if not pool:
                 continue
-            a, b = rng.choice(pool), rng.choice(pool)
+            a, b = _pair(rng, pool)
             body.append(f"{name} = fd.ops.{rng.choice(COMPARISONS)}({a}, {b})")
             live[name] = "bool"
         elif of["bool"] and choice < 0.75:
             c = rng.choice(of["bool"])
             others = [v for v in live if v != c] or [c]
-            x, y = rng.choice(others), rng.choice(others)
+            x, y = _pair(rng, others)
             if rng.random() < 0.3:
                 body.append(f"{name} = fd.ops.logical_not({c})" if rng.random() < 0.5
                             else f"{name} = fd.ops.bitwise_xor({c}, {rng.choice(of['bool'])})")

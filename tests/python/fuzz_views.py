@@ -6,7 +6,7 @@ A case reads an input of rank 1-4 (transposed, strided, offset or expanded in me
 expand, broadcast_in_dim), then maybe elementwise math (with a second input of that shape, or a scalar),
 then 0-3 more meta ops; its outputs are the end of the chain and, now and then, a value from its middle or
 the input's own chain with no math at all (a view of the input where bookending makes one). Each case runs
-under one bookending policy: views made at the inputs, at the outputs, both or neither.
+under one bookending policy: views made at the outputs, at both ends, at neither, or as the cost model says.
 """
 
 from __future__ import annotations

@@ -74,7 +74,9 @@ def _compare(seed, source, host, gpu, arrays):
         assert shape == h.shape, f"{where}: {shape} on the GPU path, {h.shape} on the host\n{source}"
         long_dims = [d for d, n in enumerate(h.shape) if n > 1]
         host_strides = _layout(h)[2]
-        assert strides is None or [strides[d] for d in long_dims] == [host_strides[d] for d in long_dims], (
+        if strides is None:  # DLPack's null strides: row-major
+            strides = tuple(int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape)))
+        assert [strides[d] for d in long_dims] == [host_strides[d] for d in long_dims], (
             f"{where}: strides {strides} on the GPU path, {host_strides} on the host\n{source}")
         if any(np.shares_memory(h, x) for x in arrays):
             assert h.size == 0 or address == h.ctypes.data, f"{where}: a view of another address\n{source}"
@@ -84,7 +86,8 @@ def _compare(seed, source, host, gpu, arrays):
 
 
 def _run(generator, label):
-    checked = 0
+    """(cases compared, cases numpy could hand over through DLPack)."""
+    checked = eligible = 0
     for seed in range(FIRST, FIRST + CASES):
         source = generator(seed)
         scope = defined(source, f"{label} case {seed}")
@@ -93,6 +96,7 @@ def _run(generator, label):
         fd, inputs, bookend = scope["fd"], scope["inputs"], scope.get("bookend", "auto")
         if any(isinstance(x, np.ndarray) and (not x.flags.writeable or x.dtype.name == "bfloat16") for x in inputs):
             continue  # numpy exports neither bfloat16 nor read-only arrays through DLPack
+        eligible += 1
         try:
             host = fd.execute(inputs, bookend=bookend)
         except ValueError:
@@ -101,14 +105,15 @@ def _run(generator, label):
         gpu = cache.run(inputs, 0, "dlpack", _Allocations())
         _compare(seed, source, host, gpu, [x for x in inputs if isinstance(x, np.ndarray)])
         checked += 1
-    return checked
+    return checked, eligible
 
 
 def test_outputs_of_random_fusions_are_laid_out_as_on_the_host():
-    checked = _run(generate, "fuzz")
-    assert checked >= CASES // 3, f"only {checked} of {CASES} cases could be compared"
+    checked, eligible = _run(generate, "fuzz")
+    # About 40% of the general cases have only inputs numpy can hand over; the reference rejects a few.
+    assert eligible >= CASES // 5 and checked >= 0.9 * eligible, f"{checked} of {eligible} of {CASES} cases compared"
 
 
 def test_outputs_of_meta_op_chains_are_the_same_views_as_on_the_host():
-    checked = _run(generate_views, "view")
-    assert checked >= CASES // 2, f"only {checked} of {CASES} cases could be compared"
+    checked, eligible = _run(generate_views, "view")
+    assert eligible >= CASES // 3 and checked >= 0.9 * eligible, f"{checked} of {eligible} of {CASES} cases compared"

@@ -57,6 +57,7 @@ HipError fakeStreamGetId(HipStream stream, unsigned long long* id) {
   return device::kHipSuccess;
 }
 HipError fakeIsCapturing(HipStream stream, int* status) {
+  if (stream == reinterpret_cast<HipStream>(0x400)) return kInvalidHandle;  // the runtime cannot say
   *status = fake->captured.count(stream) != 0 ? 1 : device::kHipStreamCaptureStatusNone;
   return device::kHipSuccess;
 }
@@ -171,11 +172,17 @@ TEST_F(HipBlockSource, ACapturedStreamsBlocksAreTheGraphs) {
   for (int i = 0; i < 2; ++i) blocks.release(blocks.allocate(1000, handle(0x100)), handle(0x100));
   EXPECT_EQ(state_.mallocs, 2);
   EXPECT_EQ(state_.frees, 2);
-  // A runtime that cannot tell counts no stream as captured.
+  // A stream whose capture state the runtime cannot report counts as captured: nothing kept.
+  state_.ids[hip(0x400)] = 11;
+  for (int i = 0; i < 2; ++i) blocks.release(blocks.allocate(1000, handle(0x400)), handle(0x400));
+  EXPECT_EQ(state_.mallocs, 4);
+  EXPECT_EQ(state_.frees, 4);
+  EXPECT_EQ(blocks.counts().hits, 0);
+  // A runtime without hipStreamIsCapturing counts no stream as captured.
   api_->streamIsCapturing = nullptr;
   StreamBlockCache uncaptured = cache();
   for (int i = 0; i < 2; ++i) uncaptured.release(uncaptured.allocate(1000, handle(0x100)), handle(0x100));
-  EXPECT_EQ(state_.mallocs, 3);
+  EXPECT_EQ(state_.mallocs, 5);
   EXPECT_EQ(uncaptured.counts().hits, 1);
 }
 
