@@ -153,10 +153,6 @@ class HipDeviceOps final : public DeviceOps {
   StreamBlockCache blocks_;  // after api_, which its source calls
 };
 
-}  // namespace
-
-namespace {
-
 // The devices whose DeviceOps were made, by ordinal; never destroyed, like the runtime (outputs may be
 // released from static destructors).
 struct MadeHipOps {
