@@ -1,5 +1,5 @@
 """The GPU binding lays out outputs as the host path does, checked without a GPU: random fusions (the
-fuzzers' general cases and meta-op chains, under their bookending policies) run through a cache made with
+fuzzers' general cases, meta-op chains under their bookending policies, and in-place updates) run through a cache made with
 `no_device="h100"` (planned for an H100, nothing launched, numpy arrays standing for device tensors) and
 through fd.execute on the simulated device. Each output must have the same shape and strides (over its
 dims longer than 1), an output the host path returns as a view of an input must be a view at the same
@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from braze import _C
-from fuzz_fusions import defined, generate
+from fuzz_fusions import defined, generate, generate_in_place
 from fuzz_views import generate_views
 
 CASES = int(os.environ.get("BRAZE_FUZZ_LAYOUT_CASES", "1000"))
@@ -90,6 +90,8 @@ def _run(generator, label):
     checked = eligible = 0
     for seed in range(FIRST, FIRST + CASES):
         source = generator(seed)
+        if source is None:  # generate_in_place draws no update for this seed
+            continue
         scope = defined(source, f"{label} case {seed}")
         if scope is None:
             continue
@@ -117,3 +119,10 @@ def test_outputs_of_random_fusions_are_laid_out_as_on_the_host():
 def test_outputs_of_meta_op_chains_are_the_same_views_as_on_the_host():
     checked, eligible = _run(generate_views, "view")
     assert eligible >= CASES // 3 and checked >= 0.9 * eligible, f"{checked} of {eligible} of {CASES} cases compared"
+
+
+def test_outputs_of_in_place_updates_are_laid_out_as_on_the_host():
+    """Updates of inputs (alias_input): the outputs the GPU path returns are those the host path returns (an
+    aliased output not returned, as nvFuser's convention), laid out alike."""
+    checked, eligible = _run(generate_in_place, "in-place")
+    assert eligible >= CASES // 5 and checked >= 0.9 * eligible, f"{checked} of {eligible} of {CASES} cases compared"
