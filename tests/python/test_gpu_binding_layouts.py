@@ -1,7 +1,7 @@
 """The GPU binding lays out outputs as the host path does, checked without a GPU: random fusions (the
-fuzzers' general cases, meta-op chains under their bookending policies, and in-place updates) run through a cache made with
-`no_device="h100"` (planned for an H100, nothing launched, numpy arrays standing for device tensors) and
-through fd.execute on the simulated device. Each output must have the same shape and strides (over its
+fuzzers' general cases, meta-op chains under their bookending policies, and in-place updates) run through a
+cache made with `no_device="h100"` (planned for an H100, nothing launched, numpy arrays standing for device
+tensors) and through fd.execute on the simulated device. Each output must have the same shape and strides (over its
 dims longer than 1), an output the host path returns as a view of an input must be a view at the same
 address on the GPU path, and an output the host path copies must not point into an input. Cases whose
 inputs numpy cannot export through DLPack (bfloat16 arrays, read-only broadcasts) are skipped, as are
