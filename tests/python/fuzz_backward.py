@@ -104,19 +104,17 @@ def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs
     if bias:
         body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_go, {rows_dims}), {out}))")
     row_shape = shape[:-1]
-    outer_widths = [width] if weight or bias else []
     for i in range(rng.choice([0, 0, 1, 1, 2])):
         # A neighbouring linear's bias grad: its output's grad summed over the same rows, another width.
         other = rng.choice([w for w in WIDTHS if w * max(1, math.prod(row_shape)) <= 2 * MAX_ELEMENTS] or [1])
-        outer_widths.append(other)
         fc_dtype = rng.choice([dtype, dtype, ("np.float32", "Float")])
         _tensor(lines, body, f"fc{i}", row_shape + [other], fc_dtype, rng.choice(LAYOUTS), rng)
         inputs.append(f"x_fc{i}")
         body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_fc{i}, {rows_dims}), DataType.{fc_dtype[1]}))")
-    # The rows' pass and its finish, where the norm's own outer sums are there to be joined (with several rows,
-    # each extra sum at least 2 wide): a 1-wide sum over the rows is a whole-tensor sum, planned on its own, and
-    # a single row's sums are no reductions at all.
-    plain = math.prod(row_shape) > 1 and (weight or bias) and all(w > 1 for w in outer_widths)
+    # The rows' pass and its finish, where the norm's own outer sums are there to be joined, over several rows
+    # of more than one element (a linear's 1-wide bias grad joins too): a single row's sums over its size-1
+    # dims are no reductions at all, and rows of one element need no row reduction.
+    plain = math.prod(row_shape) > 1 and width > 1 and (weight or bias)
     return 2 if plain else None
 
 

@@ -183,6 +183,34 @@ def test_a_one_column_bias_grad_and_a_single_row_take_the_inner_outer_kernel(row
         assert_close(got, want, dtype)
 
 
+def test_a_one_column_bias_grad_beside_row_statistics_of_its_shape_joins_the_norm_backward():
+    """The row statistics ([rows, 1], here scaled before use) have the shape of a one-output linear's grad:
+    values computed from them belong to the rows' walk, not to the bias grad's."""
+    with FusionDefinition() as fd:
+        go = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        fc = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        scaled = fd.ops.mul(rstd, 2.0)
+        xh = fd.ops.mul(x, scaled)
+        b = fd.ops.sum(fd.ops.mul(go, xh), [1], keepdim=True)
+        fd.add_output(fd.ops.mul(scaled, fd.ops.sub(go, fd.ops.mul(xh, b))))
+        fd.add_output(fd.ops.sum(fd.ops.mul(go, xh), [0]))
+        fd.add_output(fd.ops.sum(fc, [0]))
+    rng = np.random.default_rng(5)
+    rows, hidden = 100, 257
+    inputs = [rng.standard_normal((rows, hidden)).astype(np.float32), rng.standard_normal((rows, hidden)).astype(np.float32),
+              (0.5 + rng.random((rows, 1))).astype(np.float32), rng.standard_normal((rows, 1)).astype(np.float32)]
+    plan = fd.explain(inputs)
+    assert [s.scheduler for s in plan.segments] == ["inner_outer_persistent"] and kernels(fd, inputs) == 2, str(plan)
+    go64, x64, r64, fc64 = (np.asarray(a, dtype=np.float64) for a in inputs)
+    xh64 = x64 * 2 * r64
+    b64 = (go64 * xh64).sum(1, keepdims=True)
+    expected = [2 * r64 * (go64 - xh64 * b64), (go64 * xh64).sum(0), fc64.sum(0)]
+    for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+        assert_close(got, want, F32)
+
+
 @pytest.mark.parametrize("gelu", [True, False])
 def test_activation_backward_with_bias_grad_is_one_kernel(gelu):
     dtype = DataType.BFloat16

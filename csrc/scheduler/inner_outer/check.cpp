@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace braze {
@@ -22,8 +23,10 @@ constexpr int64_t kMaxRowLength = 1024 * 32;
 // Columns of an extra reduction at most: a 128-thread block keeps 64 partial sums per thread at most.
 constexpr int64_t kMaxExtraColumns = 8192;
 
-// The values computed (elementwise, before any reduction) only from tensors of the extra reductions'
-// shapes: what the kernel's walk over those tensors computes.
+// The values the extra reductions read that are computed (elementwise, before any reduction) only from
+// tensors of their shapes: what the kernel's walk over those tensors computes. Only the extras' own operands
+// and what they are computed from: another value of that shape (a norm's [rows, 1] statistics beside a
+// one-column bias grad) belongs to the rows.
 std::unordered_set<const Val*> extraOperandValues(const std::vector<const Expr*>& exprs,
                                                   const std::vector<const Expr*>& extras, const BoundShapes& bound) {
   std::unordered_set<const Val*> values;
@@ -36,13 +39,25 @@ std::unordered_set<const Val*> extraOperandValues(const std::vector<const Expr*>
   for (const Expr* e : exprs) {
     for (const Val* out : e->outputs()) produced.insert(out);
   }
+  std::unordered_map<const Val*, const Expr*> own;  // each such value and the op computing it
   for (const Expr* e : exprs) {
     if (!isElementwise(e->kind()) || !extra_shape(e->output(0))) continue;
-    bool own = true;
+    bool only_extra_shaped = true;
     for (const Val* in : e->inputs()) {
-      own = own && (!in->isTensor() || values.count(in) != 0 || (produced.count(in) == 0 && extra_shape(in)));
+      only_extra_shaped = only_extra_shaped && (!in->isTensor() || own.count(in) != 0 ||
+                                                (produced.count(in) == 0 && extra_shape(in)));
     }
-    if (own) values.insert(e->output(0));
+    if (only_extra_shaped) own.emplace(e->output(0), e);
+  }
+  // Back from the extras' operands through those ops.
+  std::vector<const Val*> pending;
+  for (const Expr* r : extras) pending.push_back(r->input(0));
+  while (!pending.empty()) {
+    const Val* v = pending.back();
+    pending.pop_back();
+    auto found = own.find(v);
+    if (found == own.end() || !values.insert(v).second) continue;
+    for (const Val* in : found->second->inputs()) pending.push_back(in);
   }
   return values;
 }
