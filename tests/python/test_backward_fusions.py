@@ -183,6 +183,34 @@ def test_a_one_column_bias_grad_and_a_single_row_take_the_inner_outer_kernel(row
         assert_close(got, want, dtype)
 
 
+def test_column_results_of_different_widths_combined_are_right():
+    """A weight grad (257 columns) plus a one-output linear's bias grad (1 column, broadcast): the finish
+    computes a value per column of one width, so that sum is not the inner-outer kernel's; every output is
+    the reference's."""
+    with FusionDefinition() as fd:
+        go = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=F32)
+        fc = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        xh = fd.ops.mul(x, rstd)
+        b = fd.ops.sum(fd.ops.mul(go, xh), [1], keepdim=True)
+        fd.add_output(fd.ops.mul(rstd, fd.ops.sub(go, fd.ops.mul(xh, b))))
+        wgrad = fd.ops.sum(fd.ops.mul(go, xh), [0])
+        fcgrad = fd.ops.sum(fc, [0])
+        fd.add_output(fd.ops.add(wgrad, fcgrad))
+    rng = np.random.default_rng(6)
+    for rows, hidden, width in [(100, 257, 1), (100, 1, 33)]:
+        inputs = [rng.standard_normal((rows, hidden)).astype(np.float32),
+                  rng.standard_normal((rows, hidden)).astype(np.float32),
+                  (0.5 + rng.random((rows, 1))).astype(np.float32), rng.standard_normal((rows, width)).astype(np.float32)]
+        go64, x64, r64, fc64 = (np.asarray(a, dtype=np.float64) for a in inputs)
+        xh64 = x64 * r64
+        b64 = (go64 * xh64).sum(1, keepdims=True)
+        expected = [r64 * (go64 - xh64 * b64), (go64 * xh64).sum(0) + fc64.sum(0)]
+        for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+            assert_close(got, want, F32)
+
+
 def test_a_one_column_bias_grad_beside_row_statistics_of_its_shape_joins_the_norm_backward():
     """The row statistics ([rows, 1], here scaled before use) have the shape of a one-output linear's grad:
     values computed from them belong to the rows' walk, not to the bias grad's."""

@@ -142,7 +142,12 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     const bool column_sized = n == row_length || std::any_of(extras.begin(), extras.end(), [&](const Expr* r) {
                                 return bound.numel(r->output(0)) == n;
                               });
-    if (!isElementwise(e->kind()) || reads_other || !column_sized) {
+    // The finish computes a value per column of its width: results of another width (one column broadcast
+    // against many) are not there.
+    const bool same_width = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {
+      return !in->isTensor() || bound.numel(in) == n;
+    });
+    if (!isElementwise(e->kind()) || reads_other || !column_sized || !same_width) {
       return Verdict::no(fmt::format("{} uses an outer reduction's result other than elementwise with scalars",
                                      exprLabel(*e)));
     }
