@@ -22,9 +22,6 @@
 
 #include <fmt/format.h>
 
-#include <exception>
-#include <initializer_list>
-
 namespace braze::python {
 namespace {
 
@@ -373,19 +370,7 @@ void bindGpu(nb::module_& m) {
       "empty_cache",
       [] {
         nb::gil_scoped_release release;  // it waits for the GPU, whose host callbacks may want the GIL
-        // Each vendor's devices trimmed even where the other's raise (a capture on one of them); the first
-        // error raised after both.
-        size_t returned = 0;
-        std::exception_ptr first_error;
-        for (size_t (*trim)() : {&device::releaseCudaCachedBlocks, &device::releaseHipCachedBlocks}) {
-          try {
-            returned += trim();
-          } catch (...) {
-            if (!first_error) first_error = std::current_exception();
-          }
-        }
-        if (first_error) std::rethrow_exception(first_error);
-        return returned;
+        return device::releaseAllCachedBlocks();
       },
       "waits for the GPUs braze has used (CUDA and AMD), then returns the freed device memory braze keeps per "
       "stream for reuse (its outputs, intermediates and workspaces) to the device's default memory pool, where "

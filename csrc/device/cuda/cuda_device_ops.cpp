@@ -8,6 +8,7 @@
 #include "device/cuda/cuda_driver.h"
 #include "device/cuda/cuda_kernel.h"
 #include "device/device_ops.h"
+#include "device/made_devices.h"
 #include "device/stream_block_cache.h"
 #include "kernel/index_errors.h"
 #include "support/error.h"
@@ -268,43 +269,15 @@ class CudaDeviceOps final : public DeviceOps {
   IndexErrorRecord record_;
 };
 
-}  // namespace
-
-namespace {
-
-struct MadeOps {
-  std::mutex mutex;
-  std::map<int, std::unique_ptr<CudaDeviceOps>> by_ordinal;
-};
-
-MadeOps& madeOps() {
-  static auto* made = new MadeOps;  // never destroyed, like the driver
+MadeDevices<CudaDeviceOps>& madeCudaDevices() {
+  static auto* made = new MadeDevices<CudaDeviceOps>;  // never destroyed, like the driver
   return *made;
 }
 
 }  // namespace
 
-DeviceOps& cudaDeviceOps(int ordinal) {
-  MadeOps& made = madeOps();
-  std::lock_guard<std::mutex> lock(made.mutex);
-  auto found = made.by_ordinal.find(ordinal);
-  if (found == made.by_ordinal.end()) {
-    // Made before it is entered: a device that fails to open (no driver) leaves no slot behind.
-    found = made.by_ordinal.emplace(ordinal, std::make_unique<CudaDeviceOps>(ordinal)).first;
-  }
-  return *found->second;
-}
+DeviceOps& cudaDeviceOps(int ordinal) { return madeCudaDevices().get(ordinal); }
 
-size_t releaseCudaCachedBlocks() {
-  std::vector<CudaDeviceOps*> devices;
-  {
-    MadeOps& made = madeOps();
-    std::lock_guard<std::mutex> lock(made.mutex);
-    for (auto& [ordinal, ops] : made.by_ordinal) devices.push_back(ops.get());  // never destroyed
-  }
-  size_t returned = 0;
-  for (CudaDeviceOps* ops : devices) returned += ops->releaseCachedBlocks();  // waits for each device
-  return returned;
-}
+size_t releaseCudaCachedBlocks() { return madeCudaDevices().releaseCachedBlocks(); }
 
 }  // namespace braze::device

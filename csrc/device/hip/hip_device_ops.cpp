@@ -8,6 +8,7 @@
 #include "device/hip/hip_runtime.h"
 #include "device/hip/query_hip_device.h"
 #include "device/device_ops.h"
+#include "device/made_devices.h"
 #include "kernel/index_errors.h"
 #include "device/parallel_compile.h"
 #include "support/error.h"
@@ -153,40 +154,15 @@ class HipDeviceOps final : public DeviceOps {
   StreamBlockCache blocks_;  // after api_, which its source calls
 };
 
-// The devices whose DeviceOps were made, by ordinal; never destroyed, like the runtime (outputs may be
-// released from static destructors).
-struct MadeHipOps {
-  std::mutex mutex;
-  std::map<int, std::unique_ptr<HipDeviceOps>> by_ordinal;
-};
-
-MadeHipOps& madeHipOps() {
-  static auto* made = new MadeHipOps;
+MadeDevices<HipDeviceOps>& madeHipDevices() {
+  static auto* made = new MadeDevices<HipDeviceOps>;  // never destroyed, like the runtime
   return *made;
 }
 
 }  // namespace
 
-DeviceOps& hipDeviceOps(int ordinal) {
-  MadeHipOps& made = madeHipOps();
-  std::lock_guard<std::mutex> lock(made.mutex);
-  auto& slot = made.by_ordinal[ordinal];
-  if (!slot) slot = std::make_unique<HipDeviceOps>(ordinal);
-  return *slot;
-}
+DeviceOps& hipDeviceOps(int ordinal) { return madeHipDevices().get(ordinal); }
 
-size_t releaseHipCachedBlocks() {
-  std::vector<HipDeviceOps*> devices;
-  {
-    MadeHipOps& made = madeHipOps();
-    std::lock_guard<std::mutex> lock(made.mutex);
-    for (auto& [ordinal, ops] : made.by_ordinal) {
-      if (ops) devices.push_back(ops.get());
-    }
-  }
-  size_t returned = 0;
-  for (HipDeviceOps* ops : devices) returned += ops->releaseCachedBlocks();  // waits for each device
-  return returned;
-}
+size_t releaseHipCachedBlocks() { return madeHipDevices().releaseCachedBlocks(); }
 
 }  // namespace braze::device
