@@ -184,8 +184,9 @@ def generate_matmul(seed: int) -> str:
     """The source of one matmul case (sizes up to 40, and now and then a K of 1104: split-K): matmul or
     linear of bf16, f16, int8 or fp8 (e4m3fn, e5m2; a Float result) operands (the 16-bit ones maybe cast from float32 inputs: a prologue), an operand maybe
     transposed (a permute: a strided view) or with a broadcast batch dim, then 0-2 elementwise ops, maybe
-    an index map of the result (a transpose, a slice, or a reshape into two halves and a permute), and a
-    cast (the epilogue). Defines `fd` and `inputs`."""
+    a dropout (its mask an output too, now and then), maybe an index map of the result (a transpose, a
+    slice, or a reshape into two halves and a permute), and a cast (the epilogue). Defines `fd` and
+    `inputs`."""
     rng = random.Random(seed)
     m, n, k = (rng.choice(MM_SIZES) for _ in range(3))
     if rng.random() < 0.05:
@@ -247,6 +248,16 @@ def generate_matmul(seed: int) -> str:
             body.append(rng.choice(["y = fd.ops.add(y, 7)", "y = fd.ops.neg(y)", "y = fd.ops.abs(y)"]))
         else:
             body.append(rng.choice(["y = fd.ops.relu(y)", "y = fd.ops.mul(y, 0.5)", "y = fd.ops.tanh(y)", "y = fd.ops.add(y, y)"]))
+    # Now and then a dropout of the result (numbers drawn at the result's index), its mask an output too:
+    # drawn from a generator of their own, so the rest of each case stays as it was.
+    extra = random.Random(seed * 7919 + 1)
+    mask = None
+    if not integer and extra.random() < 0.2:
+        p = extra.choice([0.25, 0.5])
+        body.append(f"keep = fd.ops.lt(fd.ops.uniform(0.0, 1.0, {batch + [m, n]}, rng_seed={extra.randrange(1000)}, "
+                    f"rng_offset={extra.randrange(8)}), {p})")
+        body.append(f"y = fd.ops.where(keep, fd.ops.mul(y, {1 / (1 - p)}), 0.0)")
+        mask = "keep" if extra.random() < 0.6 else None
     # Now and then an index map of the result before the cast (the epilogue stores through it).
     mapping = rng.choice(["", "", "", "permute", "slice", "reshape"])
     lead = len(batch)
@@ -259,6 +270,8 @@ def generate_matmul(seed: int) -> str:
                     f"{list(range(lead)) + [lead + 1, lead, lead + 2]})")
     out = rng.choice(["Int32", "Int8"]) if integer else rng.choice(["Float", "BFloat16"])
     body.append(f"fd.add_output(fd.ops.cast(y, DataType.{out}))")
+    if mask is not None:
+        body.append(f"fd.add_output({mask})")
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
 

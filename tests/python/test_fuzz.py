@@ -18,6 +18,7 @@ from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
 from fuzz_fusions import defined, generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
 from fuzz_integers import generate_integer
+from fuzz_random import generate_random
 from fuzz_views import generate_views
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
@@ -152,6 +153,10 @@ def test_random_matmuls_match_the_reference():
         segments = scope["fd"].explain(scope["inputs"]).segments
         scheduled += any(s.scheduler == "matmul" for s in segments)
         gemv_mma += any("gemv on tensor cores" in (s.heuristics or "") for s in segments)
+        if "keep = " in generate_matmul(seed):
+            # A dropout's numbers are drawn in the epilogue, and its mask (an output of the result's shape,
+            # computed without it) is stored there too.
+            assert [s.scheduler for s in segments if s.kind == "kernel"] == ["matmul"], f"matmul case {seed}"
     # Every generated case is one the matmul scheduler takes: the fuzzer tests it, not the host path. Its
     # few rows (up to 40) against a B read along K take the GEMV on tensor cores in a good share of cases.
     assert scheduled == MATMUL_CASES
@@ -331,6 +336,46 @@ def test_random_meta_op_chains_match_the_reference():
             assert [g.dtype for g in got] == [w.dtype for w in want]
         checked += 1
     assert checked >= 0.9 * VIEW_CASES, f"only {checked} of {VIEW_CASES} view cases ran"
+
+
+RANDOM_CASES = int(os.environ.get("BRAZE_FUZZ_RANDOM_CASES", "1000"))
+
+
+def test_random_numbers_inside_fusions_match_the_reference():
+    """uniform, normal, rand_like and randn_like drawn in a shape that meta ops bring to an input's
+    (permuted, broadcast, flattened, sliced with steps, expanded), with constant or scalar-input seeds,
+    then dropping out, adding noise to or scaling the input before a sum, a max, a var_mean or a softmax:
+    element i is the reference's, counted in the random tensor's own order, whichever kernel draws it
+    (pointwise, reduction, persistent rows), on several devices and tunings. Definitions that leave every
+    size open run for three shapes in turn (kernels compiled for one shape run for the others), then the
+    first again."""
+    checked = 0
+    schedulers = set()
+    for seed in range(FIRST, FIRST + RANDOM_CASES):
+        source = generate_random(seed)
+        scope = defined(source, f"random case {seed}")
+        if scope is None:
+            continue
+        fd, target, input_sets = scope["fd"], scope["target"], scope["input_sets"]
+        if len(input_sets) == 1:
+            if not _check(seed, generate_random, target):
+                continue
+        else:
+            try:
+                wants = [_execute.reference(fd, inputs) for inputs in input_sets]
+            except ValueError:
+                continue
+            with _reported(f"random case {seed}", source + f"# target={target!r}\n"):
+                for inputs, want in zip(input_sets + input_sets[:1], wants + wants[:1]):
+                    _close_all(fd.execute(inputs, target=target), want, source)
+        plan = fd.explain(scope["inputs"], target=target)
+        with _reported(f"random case {seed}", source):
+            assert all(s.scheduler is not None for s in plan.segments if s.kind == "kernel"), str(plan)
+        schedulers.update(s.scheduler for s in plan.segments if s.kind == "kernel")
+        checked += 1
+    assert checked >= 0.9 * RANDOM_CASES, f"only {checked} of {RANDOM_CASES} random-number cases ran"
+    if RANDOM_CASES >= 200:
+        assert {"pointwise", "reduction", "inner_persistent"} <= schedulers, schedulers
 
 
 SHAPES_CASES = int(os.environ.get("BRAZE_FUZZ_SHAPES_CASES", "200"))

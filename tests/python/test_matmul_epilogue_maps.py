@@ -1,8 +1,9 @@
 """A matmul's outputs reached through index maps (permute, reshape, slice, squeeze, size-1 broadcasts):
 the epilogue stores each result element where the maps put it, so the ops after them (a cast, an
-activation, a product) are in the matmul's kernel, and the simulated device equals the reference. Maps
-that would write an element to several places, and values another kernel reads, are left out, saying
-why."""
+activation, a product) are in the matmul's kernel, and the simulated device equals the reference. An
+output of the result's shape computed without it (a dropout's mask) is computed and stored at the
+result's index. Maps that would write an element to several places, values another kernel reads, and
+outputs of other shapes computed without the result are left out, saying why."""
 
 from __future__ import annotations
 
@@ -95,3 +96,52 @@ def test_maps_that_repeat_elements_are_refused_with_the_reason(define):
     assert "repeats the result's elements" in str(plan)
     got = fd.execute(inputs)
     np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(braze.execute.reference(fd, inputs)[0]))
+
+
+DROPOUT_TARGETS = ["h100", "a100", "h100:matmul_wgmma=1,matmul_warp_specialized=1", "h100:matmul_gemv=1"]
+
+
+@pytest.mark.parametrize("target", DROPOUT_TARGETS)
+@pytest.mark.parametrize("m", [1, 37])
+def test_a_dropouts_mask_is_stored_by_the_matmul_epilogue(m, target):
+    # A linear's dropout keeps its mask for the backward: the mask has the result's shape but is computed
+    # without it, so the epilogue draws the numbers at the result's index and stores both there. The int8
+    # weights dequantized per output channel make one row a GEMV where the tuning allows.
+    n, k = 46, 64
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8)
+        s = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        wd = fd.ops.cast(fd.ops.mul(fd.ops.cast(w, DataType.Float), fd.ops.broadcast_in_dim(s, w.shape(), [0])),
+                         DataType.BFloat16)
+        y = fd.ops.linear(x, wd)
+        keep = fd.ops.lt(fd.ops.rand_like(y, rng_seed=5, rng_offset=3), 0.75)
+        fd.add_output(fd.ops.cast(fd.ops.where(keep, fd.ops.mul(y, 4 / 3), 0.0), DataType.BFloat16))
+        fd.add_output(keep)
+    rng = np.random.default_rng(m)
+    inputs = [(rng.standard_normal((m, k)) * 0.5).astype(BF16), rng.integers(-128, 128, (n, k)).astype(np.int8),
+              (rng.random(n) * 0.01).astype(BF16)]
+    plan = fd.explain(inputs, target=target)
+    assert [s.scheduler for s in plan.segments if s.kind == "kernel"] == ["matmul"], str(plan)
+    dropped, mask = fd.execute(inputs, target=target)
+    want = braze.execute.reference(fd, inputs)
+    np.testing.assert_array_equal(mask, want[1])
+    assert 0.5 < mask.mean() < 0.95
+    np.testing.assert_allclose(dropped.astype(np.float64), np.asarray(want[0]).astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+def test_an_operands_prologue_value_of_another_shape_is_left_out():
+    # The cast of an operand is computed as the operand is loaded; as an output of another shape than the
+    # result's it has no place in the epilogue, so another kernel writes it.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        xb = fd.ops.cast(x, DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(xb, w))
+        fd.add_output(xb)
+    inputs = [np.ones((37, 40), np.float32), np.ones((40, 29), BF16)]
+    plan = fd.explain(inputs)
+    assert "is neither computed from the matmul's result nor of its shape" in str(plan), str(plan)
+    got = fd.execute(inputs)
+    for g, want in zip(got, braze.execute.reference(fd, inputs)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(want))

@@ -60,7 +60,7 @@ Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& fact
   if (!after.refusal.empty()) return Verdict::no(after.refusal);
   for (const Val* o : candidate.outputs) {
     auto chain = after.chains.find(o);
-    if (chain == after.chains.end()) return Verdict::no("output " + o->name() + " is not computed from the matmul's result");
+    if (chain == after.chains.end()) return Verdict::no("output " + o->name() + " is neither computed from the matmul's result nor of its shape");
     // A value another kernel reads is left to that kernel, which computes it from the result as it loads
     // it (seed 000's quantized q and k in the second GEMM's prologue: the plan measured on an H200).
     if (!chain->second.empty() && !o->isFusionOutput()) {

@@ -89,6 +89,14 @@ ResultChains resultChains(const std::vector<const Expr*>& exprs, const Expr& mm,
     }
     for (const Val* o : e->outputs()) out.chains[o] = through;
   }
+  // A value of the result's shape computed without it (a dropout's mask, drawn beside the linear it
+  // masks) is computed per element at the result's index as well, and stored where the result would be.
+  const auto& sizes = bound.sizesOf(mm.output(0));
+  for (const Expr* e : exprs) {
+    for (const Val* o : e->outputs()) {
+      if (out.chains.count(o) == 0 && bound.sizesOf(o) == sizes) out.chains[o] = {};
+    }
+  }
   return out;
 }
 

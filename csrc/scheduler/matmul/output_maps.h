@@ -15,7 +15,8 @@
 namespace braze {
 
 // For each value of `exprs` computed from the result of `mm`, the meta ops between the result and it, in
-// order; or why the epilogue cannot compute one of them per result element (an op that is neither
+// order (none, too, for a value of the result's shape computed without it, which the epilogue computes at
+// the result's index); or why the epilogue cannot compute one of them per result element (an op that is neither
 // elementwise nor such an index map, an index map that repeats elements, an elementwise op that combines
 // the result's elements at different places or broadcasts them).
 struct ResultChains {
