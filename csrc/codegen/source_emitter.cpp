@@ -68,6 +68,17 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
     for (int w = 1; w < W; ++w) result = combine(result, warp_results[threadIdx.y * W + w]);
     __syncthreads();
     return result;
+  } else if constexpr (AXIS == 1 && BY <= BRAZE_WARP_LANES) {
+    // A short column: each thread combines its column's values from shared memory in order (reads along
+    // x, conflict free), two barriers where a tree of pairs takes one per level.
+    __shared__ T smem[BX * BY];
+    smem[threadIdx.y * BX + threadIdx.x] = v;
+    __syncthreads();
+    T result = smem[threadIdx.x];
+#pragma unroll
+    for (int y = 1; y < BY; ++y) result = combine(result, smem[y * BX + threadIdx.x]);
+    __syncthreads();
+    return result;
   } else {
     __shared__ T smem[BX * BY];
     const int tx = threadIdx.x, ty = threadIdx.y;
