@@ -63,10 +63,10 @@ def _input_source(i: int, shape: list[int], dtype: str, layout: str, rng: random
     return lines
 
 
-def _op_slots(rng: random.Random, live: list[str], count: int):
-    """2-6 ops' slots: each op's name t<count>, its count, an operand drawn from `live` and a draw in [0, 1)
-    picking its kind; the name joins `live` once the caller has written the op."""
-    for _ in range(rng.randint(2, 6)):
+def _op_slots(rng: random.Random, live: list[str], count: int, ops: tuple[int, int] = (2, 6)):
+    """`ops` (2-6) ops' slots: each op's name t<count>, its count, an operand drawn from `live` and a draw in
+    [0, 1) picking its kind; the name joins `live` once the caller has written the op."""
+    for _ in range(rng.randint(*ops)):
         name = f"t{count}"
         count += 1
         yield name, count, rng.choice(live), rng.random()
@@ -82,11 +82,11 @@ def _permute_round_trip(name: str, a: str, rank: int, rng: random.Random, op: st
 
 
 def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_outputs: list[str],
-                  rng: random.Random, rank: int = 0) -> str:
-    """The case's source: 1-2 of the computed values (and the extra outputs) cast to one dtype as outputs;
-    where `rank` is above 1, some asked in a random stride order (a column-major output's strides name
-    its leading extent)."""
-    outputs = rng.sample(computed, min(len(computed), rng.randint(1, 2))) + extra_outputs
+                  rng: random.Random, rank: int = 0, most: int = 2) -> str:
+    """The case's source: 1 to `most` of the computed values (and the extra outputs) cast to one dtype as
+    outputs; where `rank` is above 1, some asked in a random stride order (a column-major output's strides
+    name its leading extent)."""
+    outputs = rng.sample(computed, min(len(computed), rng.randint(1, most))) + extra_outputs
     out_dtype = rng.choice(["DataType.Float", "DataType.BFloat16", "DataType.Float"])
     for out in outputs:
         order = ""
@@ -99,8 +99,10 @@ def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_
     return "\n".join(lines) + "\n"
 
 
-def generate(seed: int) -> str:
-    """The source of one case: defines `fd` and `inputs`."""
+def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bounded: bool = False) -> str:
+    """The source of one case: defines `fd` and `inputs`. `ops`: how many ops (at least, at most), and
+    1 to `most_outputs` of the computed values are outputs; with `bounded`, exp takes the tanh of its
+    operand (long chains would otherwise overflow float32 where the float64 reference does not)."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     shape = [rng.choice(SIZES) for _ in range(rank)]
@@ -122,9 +124,10 @@ def generate(seed: int) -> str:
     extra_outputs = []
     count = n_inputs
     full = f"[{', '.join(map(str, shape))}]"
-    for name, count, a, kind in _op_slots(rng, live, count):
+    for name, count, a, kind in _op_slots(rng, live, count, ops):
         if kind < 0.25:
-            body.append(f"{name} = fd.ops.{rng.choice(UNARY)}({a})")
+            op = rng.choice(UNARY)
+            body.append(f"{name} = fd.ops.exp(fd.ops.tanh({a}))" if bounded and op == "exp" else f"{name} = fd.ops.{op}({a})")
         elif kind < 0.45:
             body.append(f"{name} = fd.ops.{rng.choice(BINARY)}({a}, {rng.choice(live)})")
         elif kind < 0.6:
@@ -155,7 +158,7 @@ def generate(seed: int) -> str:
             body.append(f"{name} = fd.ops.mul(fd.ops.sub({a}, fd.ops.expand(m{count}, {full})), "
                         f"fd.ops.rsqrt(fd.ops.add(fd.ops.expand(v{count}, {full}), 1e-5)))")
         elif kind < 0.76 and rank > 1:
-            body.append(_permute_round_trip(name, a, rank, rng))
+            body.append(_permute_round_trip(name, a, rank, rng, "tanh" if bounded else "exp"))
         elif kind < 0.84 and shape[-1] > 1:
             k = rng.randint(1, shape[-1] - 1)
             starts = [0] * rank
@@ -174,7 +177,13 @@ def generate(seed: int) -> str:
             for s in shape:
                 total *= s
             body.append(f"{name} = fd.ops.reshape(fd.ops.sin(fd.ops.reshape({a}, [{total}])), {full})")
-    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng)
+    return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng, most=most_outputs)
+
+
+def generate_large(seed: int) -> str:
+    """A case of generate's kinds with 10-24 ops (exp bounded) and 1-5 outputs: graphs that the segmenter
+    cuts into several kernels, with intermediates passed between them and views in between."""
+    return generate(seed, ops=(10, 24), most_outputs=5, bounded=True)
 
 
 MM_SIZES = [1, 2, 7, 8, 16, 17, 33, 40]

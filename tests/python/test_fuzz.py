@@ -16,7 +16,8 @@ import pytest
 
 from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
-from fuzz_fusions import defined, generate, generate_in_place, generate_matmul, generate_multi_shape, generate_scan
+from fuzz_fusions import (defined, generate, generate_in_place, generate_large, generate_matmul, generate_multi_shape,
+                          generate_scan)
 from fuzz_integers import generate_integer
 from fuzz_random import generate_random
 from fuzz_views import generate_views
@@ -103,6 +104,27 @@ def test_random_fusions_match_the_reference(batch):
     valid = sum(_check(seed) for seed in seeds)
     # The generator must not drift into mostly invalid fusions, or the fuzzer would test nothing.
     assert valid >= 0.9 * len(seeds), f"only {valid} of {len(seeds)} generated fusions were valid"
+
+
+LARGE_CASES = int(os.environ.get("BRAZE_FUZZ_LARGE_CASES", "1000"))
+LARGE_TARGETS = ["h100", "mi300x", "a100:block_threads=64,max_unroll=2", "h100:persistent_staged=1"]
+
+
+def test_large_random_fusions_match_the_reference():
+    """The general cases' kinds with 10-24 ops and up to 5 outputs, planned for four devices and tunings:
+    graphs that the segmenter cuts into several kernels (intermediates passed between them, views in
+    between, reductions merged side by side) match the reference, and a good share take several kernels."""
+    valid = several = 0
+    for seed in range(FIRST, FIRST + LARGE_CASES):
+        target = LARGE_TARGETS[seed % len(LARGE_TARGETS)]
+        if not _check(seed, generate_large, target):
+            continue
+        valid += 1
+        scope: dict = {}
+        exec(compile(generate_large(seed), "<case>", "exec"), scope)
+        several += sum(s.kind == "kernel" for s in scope["fd"].explain(scope["inputs"], target=target).segments) > 1
+    assert valid >= 0.9 * LARGE_CASES, f"only {valid} of {LARGE_CASES} large cases were valid"
+    assert several >= LARGE_CASES // 4, f"only {several} of {LARGE_CASES} large cases took several kernels"
 
 
 INTEGER_CASES = int(os.environ.get("BRAZE_FUZZ_INTEGER_CASES", "1000"))
