@@ -117,8 +117,8 @@ size_t releaseCudaCachedBlocks();
 DeviceOps& hipDeviceOps(int ordinal = 0);
 // releaseCachedBlocks() on every AMD device whose DeviceOps was made; the bytes.
 size_t releaseHipCachedBlocks();
-// Both of the above, each vendor's devices trimmed even where the other's raise (a capture on one of
-// them); the first error is raised after both. The bytes.
+// Both of the above, every device trimmed even where another raises (a capture on it); the first error
+// is raised after all of them. The bytes.
 size_t releaseAllCachedBlocks();
 
 // enter() .. leave() for a scope.

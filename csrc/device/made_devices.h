@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,7 +25,8 @@ class MadeDevices {
   }
 
   // releaseCachedBlocks() on every device made; the bytes. Each device is waited for outside the lock,
-  // so a thread making another device is not held up by the wait.
+  // so a thread making another device is not held up by the wait. Every device is trimmed even where
+  // another raises (a capture on it); the first error is raised after all of them.
   size_t releaseCachedBlocks() {
     std::vector<Ops*> devices;
     {
@@ -32,7 +34,15 @@ class MadeDevices {
       for (auto& [ordinal, ops] : by_ordinal_) devices.push_back(ops.get());
     }
     size_t returned = 0;
-    for (Ops* ops : devices) returned += ops->releaseCachedBlocks();
+    std::exception_ptr first_error;
+    for (Ops* ops : devices) {
+      try {
+        returned += ops->releaseCachedBlocks();
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    if (first_error) std::rethrow_exception(first_error);
     return returned;
   }
 
