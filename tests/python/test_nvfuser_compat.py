@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from braze import BrazeValueError, DataType, FusionDefinition  # noqa: E402
 from braze import pytorch_utils  # noqa: E402
+from test_cross_entropy import thunders_cross_entropy  # noqa: E402
 
 
 def exec_nvfuser(fusion_func, inputs, **kwargs):
@@ -451,20 +452,7 @@ def test_a_float_index_is_truncated_to_int64_as_thunders_cross_entropy_needs():
     target = torch.randint(0, 1000, (37,))
     target[[3, 20]] = -1
     with FusionDefinition() as fd:
-        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-        t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
-        ignore = fd.define_scalar(-1, dtype=DataType.Int)
-        zero = fd.define_scalar(0, dtype=DataType.Float)
-        keep = fd.ops.ne(t, ignore)
-        index = fd.ops.where(keep, t, zero)
-        assert index.dtype == DataType.Float
-        picked = fd.ops.reshape(fd.ops.take_along_axis(a, fd.ops.broadcast_in_dim(index, [a.size(0), 1], [0]), 1),
-                                [a.size(0)])
-        rows_max = fd.ops.max(a, [1])
-        shifted = fd.ops.sub(a, fd.ops.broadcast_in_dim(rows_max, [a.size(0), a.size(1)], [0]))
-        log_sum = fd.ops.log(fd.ops.sum(fd.ops.exp(shifted), [1]))
-        losses = fd.ops.where(keep, fd.ops.neg(fd.ops.sub(fd.ops.sub(picked, rows_max), log_sum)), zero)
-        fd.add_output(fd.ops.div(fd.ops.sum(losses, [0]), fd.ops.sum(fd.ops.cast(keep, DataType.Float), [0])))
+        thunders_cross_entropy(fd)
     (loss,) = fd.execute([logits, target])
     want = torch.nn.functional.cross_entropy(logits.double(), target, ignore_index=-1)
     torch.testing.assert_close(loss.double(), want, rtol=1e-5, atol=1e-5)

@@ -112,6 +112,19 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
       }
       break;
     }
+    case OpKind::TakeAlongAxis:
+    case OpKind::Gather:
+    case OpKind::IndexSelect: {
+      // Every dim but the picked one is the source's (and the index's, for the element-wise picks); the
+      // picked one is the same all along it where it has one element, and unknown otherwise.
+      const auto dim = static_cast<size_t>(e.attrs().getInt("dim"));
+      if (in.size() != rank || dim >= rank) break;
+      const DimIds index = e.kind() == OpKind::IndexSelect ? DimIds(rank, kAny) : idsOf(e.input(1));
+      if (index.size() != rank) break;
+      for (size_t d = 0; d < rank; ++d) result[d] = d == dim ? kUnknown : combine(in[d], index[d]);
+      if (bound.sizesOf(out)[dim] == 1) result[dim] = kAny;
+      break;
+    }
     default: break;
   }
   return result;

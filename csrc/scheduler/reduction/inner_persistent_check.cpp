@@ -28,6 +28,25 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
   }
 }
 
+// One element picked per row along the row's one reduced (innermost) dim: take_along_axis or gather of a
+// [rows..., 1] index, or index_select of one index (a cross entropy's target logit). The picked element
+// is the row's, at a column the index names; the kernel computes it there once the row's statistics are
+// known (its inputs read again at that column).
+bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const BoundShapes& bound) {
+  if (expr.kind() != OpKind::TakeAlongAxis && expr.kind() != OpKind::Gather && expr.kind() != OpKind::IndexSelect) {
+    return false;
+  }
+  const auto& in = bound.sizesOf(expr.input(0));
+  const auto& out = bound.sizesOf(expr.output(0));
+  const int64_t dim = expr.attrs().getInt("dim");
+  if (domain.dims.size() != 1 || domain.dims[0] != dim || dim + 1 != static_cast<int64_t>(in.size())) return false;
+  if (out.size() != in.size() || out[dim] != 1) return false;
+  for (int64_t d = 0; d < dim; ++d) {
+    if (out[d] != in[d]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
@@ -52,7 +71,7 @@ Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFa
       return Verdict::no(fmt::format("{} has {} elements: neither a row ({}) nor a per-row result ({})",
                                      exprLabel(*expr), n, domain.full_numel, domain.outer_numel));
     }
-    if (!keepsRowPositions(*expr, bound)) {
+    if (!keepsRowPositions(*expr, bound) && !picksOnePerRow(*expr, domain, bound)) {
       return Verdict::no(fmt::format("{} moves elements of a value computed from a row statistic", exprLabel(*expr)));
     }
     keeps_row = keeps_row || (n == domain.full_numel && domain.full_numel != domain.outer_numel);

@@ -8,8 +8,11 @@
 #include "scheduler/reduction/row_lowering.h"
 #include "scheduler/inner_outer/entry.h"
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
+#include <unordered_set>
+#include <vector>
 
 namespace braze::scheduler {
 
@@ -242,7 +245,7 @@ std::vector<int64_t> RowLowering::walkedInputFactors(int64_t* widest_bytes) cons
   for (size_t t = 0; t < ctx_.kernel.tensors.size(); ++t) {
     if (ctx_.kernel.tensors[t].output) continue;
     const Val* val = ctx_.kernel.tensors[t].val;
-    if (val != nullptr && isExtraShaped(val)) {  // walked apart, with vectors of its own
+    if (val != nullptr && (isExtraShaped(val) || readPerRowOnly(val))) {  // walked apart, or never
       ++input;
       continue;
     }
@@ -279,6 +282,27 @@ bool RowLowering::splittable() const {
 bool RowLowering::isRowData(const Val* val) const {
   if (!val->isTensor() || isExtraShaped(val)) return false;
   return bound_.numel(val) >= domain_.full_numel && domain_.full_numel > domain_.outer_numel;
+}
+
+bool RowLowering::readPerRowOnly(const Val* val) const {
+  if (!domain_.inner || !extra_.empty() || !after_outer_.empty() || domain_.full_numel <= domain_.outer_numel) return false;
+  std::vector<const Val*> work{val};
+  std::unordered_set<const Val*> reached{val};
+  bool read = false;
+  while (!work.empty()) {
+    const Val* v = work.back();
+    work.pop_back();
+    for (const Expr* e : ctx_.segment.exprs) {
+      if (std::find(e->inputs().begin(), e->inputs().end(), v) == e->inputs().end()) continue;
+      read = true;
+      for (const Val* out : e->outputs()) {
+        if (!out->isTensor()) continue;
+        if (bound_.numel(out) > domain_.outer_numel) return false;  // an element of the row: walked
+        if (reached.insert(out).second) work.push_back(out);
+      }
+    }
+  }
+  return read;
 }
 
 bool RowLowering::isExtraShaped(const Val* val) const {

@@ -85,6 +85,11 @@ class RowLowering {
   bool isRowData(const Val* val) const;
   // A tensor of an extra reduction's shape (another tensor's rows, walked apart from the domain's).
   bool isExtraShaped(const Val* val) const;
+  // A tensor from which an inner reduction's kernel computes only per-row values (a cross entropy's
+  // targets, picked with take_along_axis and compared with the ignored index): read once a row, never
+  // walking it, so its dtype and alignment do not narrow the row's vectors. False where outer reductions
+  // join (their finish walks columns).
+  bool readPerRowOnly(const Val* val) const;
 
   // The input index of the reduction domain for this thread's kept element(s) and a reduced element.
   std::vector<Idx> domainIndex(ExprId reduced_base, bool reduced_lane);
