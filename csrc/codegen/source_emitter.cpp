@@ -22,7 +22,8 @@ namespace {
 // lanes of a warp (WARP lanes: the kernel's warp_size, which the device names: 32, or a wavefront of 64
 // on AMD; braze_shfl_xor exchanges within groups of a width that divides the hardware's), so an x-reduction of up
 // to a warp's threads is a shuffle butterfly, and one over whole warps a butterfly per warp and a pass
-// over the warps' results; otherwise a tree in shared memory.
+// over the warps' results; a y-reduction of up to 32 rows has each thread combine its column from shared
+// memory in order; otherwise a tree in shared memory.
 constexpr std::string_view kKernelPreamble = R"(
 template <typename T, int N>
 struct __align__(sizeof(T) * N) BrazeVec {
@@ -68,7 +69,7 @@ __device__ __forceinline__ T braze_block_reduce(T v, F combine) {
     for (int w = 1; w < W; ++w) result = combine(result, warp_results[threadIdx.y * W + w]);
     __syncthreads();
     return result;
-  } else if constexpr (AXIS == 1 && BY <= BRAZE_WARP_LANES) {
+  } else if constexpr (AXIS == 1 && BY <= 32) {
     // A short column: each thread combines its column's values from shared memory in order (reads along
     // x, conflict free), two barriers where a tree of pairs takes one per level.
     __shared__ T smem[BX * BY];

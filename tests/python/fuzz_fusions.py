@@ -181,8 +181,9 @@ def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bo
 
 
 def generate_large(seed: int) -> str:
-    """A case of generate's kinds with 10-24 ops (exp bounded) and 1-5 outputs: graphs that the segmenter
-    cuts into several kernels, with intermediates passed between them and views in between."""
+    """A case of generate's kinds with 10-24 ops (exp bounded) and 1-5 of its values as outputs (besides
+    reduction results kept as outputs): graphs that the segmenter cuts into several kernels, with
+    intermediates passed between them and views in between."""
     return generate(seed, ops=(10, 24), most_outputs=5, bounded=True)
 
 
@@ -264,7 +265,7 @@ def generate_matmul(seed: int) -> str:
     if not integer and extra.random() < 0.2:
         p = extra.choice([0.25, 0.5])
         body.append(f"keep = fd.ops.lt(fd.ops.uniform(0.0, 1.0, {batch + [m, n]}, rng_seed={extra.randrange(1000)}, "
-                    f"rng_offset={extra.randrange(8)}), {p})")
+                    f"rng_offset={extra.randrange(8)}), {1 - p})")
         body.append(f"y = fd.ops.where(keep, fd.ops.mul(y, {1 / (1 - p)}), 0.0)")
         mask = "keep" if extra.random() < 0.6 else None
     # Now and then an index map of the result before the cast (the epilogue stores through it).

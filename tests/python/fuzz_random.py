@@ -122,7 +122,8 @@ def generate_random(seed: int) -> str:
     use = rng.choice(["dropout", "dropout", "noise", "scale"])
     if use == "dropout":
         p = rng.choice([0.1, 0.5, 0.9])
-        body.append(f"mask = fd.ops.lt(r, {p})" if uniform else "mask = fd.ops.gt(r, 0.0)")
+        # Each element kept with probability 1 - p (uniform), or where the normal draw is positive.
+        body.append(f"mask = fd.ops.lt(r, {1 - p})" if uniform else "mask = fd.ops.gt(r, 0.0)")
         body.append(f"y = fd.ops.where(mask, fd.ops.mul(x, {1 / (1 - p) if uniform else 2.0}), 0.0)")
         if rng.random() < 0.3:
             outputs.append("mask")

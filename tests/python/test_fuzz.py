@@ -18,6 +18,7 @@ from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
 from fuzz_fusions import (defined, generate, generate_in_place, generate_large, generate_matmul, generate_multi_shape,
                           generate_scan)
+from fuzz_indexing import generate_indexing
 from fuzz_integers import generate_integer
 from fuzz_random import generate_random
 from fuzz_views import generate_views
@@ -111,9 +112,10 @@ LARGE_TARGETS = ["h100", "mi300x", "a100:block_threads=64,max_unroll=2", "h100:p
 
 
 def test_large_random_fusions_match_the_reference():
-    """The general cases' kinds with 10-24 ops and up to 5 outputs, planned for four devices and tunings:
-    graphs that the segmenter cuts into several kernels (intermediates passed between them, views in
-    between, reductions merged side by side) match the reference, and a good share take several kernels."""
+    """The general cases' kinds with 10-24 ops and 1-5 of their values as outputs (besides reduction
+    results kept as outputs), planned for four devices and tunings: graphs that the segmenter cuts into
+    several kernels (intermediates passed between them, views in between, reductions merged side by side)
+    match the reference, every kernel has a scheduler, and a good share take several kernels."""
     valid = several = 0
     for seed in range(FIRST, FIRST + LARGE_CASES):
         target = LARGE_TARGETS[seed % len(LARGE_TARGETS)]
@@ -122,9 +124,38 @@ def test_large_random_fusions_match_the_reference():
         valid += 1
         scope: dict = {}
         exec(compile(generate_large(seed), "<case>", "exec"), scope)
-        several += sum(s.kind == "kernel" for s in scope["fd"].explain(scope["inputs"], target=target).segments) > 1
+        plan = scope["fd"].explain(scope["inputs"], target=target)
+        kernels = [s for s in plan.segments if s.kind == "kernel"]
+        with _reported(f"large case {seed}", generate_large(seed)):
+            assert all(s.scheduler is not None for s in kernels), str(plan)
+        several += len(kernels) > 1
     assert valid >= 0.9 * LARGE_CASES, f"only {valid} of {LARGE_CASES} large cases were valid"
     assert several >= LARGE_CASES // 4, f"only {several} of {LARGE_CASES} large cases took several kernels"
+
+
+INDEXING_CASES = int(os.environ.get("BRAZE_FUZZ_INDEXING_CASES", "1000"))
+
+
+def test_random_indexing_matches_the_reference():
+    """index_select, gather, take_along_axis, select and embedding_fwd along any dim of a source read through
+    layouts (maybe computed or permuted first), with int32 or int64 indices (transposed, strided or broadcast,
+    repeating), then scaled, added to, reduced, normalized or put through a softmax; and cross entropies
+    (log_softmax, then each row's target picked): the reference's values on several devices and tunings, and
+    every cross entropy's pick in the kernel that keeps the row."""
+    checked = 0
+    for seed in range(FIRST, FIRST + INDEXING_CASES):
+        source = generate_indexing(seed)
+        scope = defined(source, f"indexing case {seed}")
+        if scope is None or not _check(seed, generate_indexing, scope["target"]):
+            continue
+        plan = scope["fd"].explain(scope["inputs"], target=scope["target"])
+        with _reported(f"indexing case {seed}", source):
+            kernels = [s for s in plan.segments if s.kind == "kernel"]
+            assert all(s.scheduler is not None for s in kernels), str(plan)
+            if scope.get("pick_in_row_kernel"):
+                assert any(s.scheduler == "inner_persistent" and "take_along_axis" in s.ops for s in kernels), str(plan)
+        checked += 1
+    assert checked >= 0.9 * INDEXING_CASES, f"only {checked} of {INDEXING_CASES} indexing cases ran"
 
 
 INTEGER_CASES = int(os.environ.get("BRAZE_FUZZ_INTEGER_CASES", "1000"))

@@ -1,7 +1,8 @@
 // The matmul scheduler takes a segment of one matmul or linear with the ops that feed its operands
 // (casts, dequantizes, broadcasts, views: computed as each operand value is loaded), the elementwise ops
 // applied to its result (bias, activation, scale, cast, quantize: applied to each accumulator before it is
-// stored) and the index maps of its outputs (permute, reshape, slice: where each value is stored).
+// stored), the index maps of its outputs (permute, reshape, slice: where each value is stored), and
+// outputs of the result's shape computed without it (a dropout's mask: computed at the result's index).
 #include "scheduler/matmul/entry.h"
 
 #include "ir/fusion.h"

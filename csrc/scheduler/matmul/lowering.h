@@ -202,7 +202,8 @@ class MatmulLowering {
   KernelBuilder kb_;
   ValueBuilder vb_;
   // For each value computed from the result, the index maps between the result and it (the scheduler's
-  // check refused the segment otherwise).
+  // check refused the segment otherwise); none for a value of the result's shape computed without it,
+  // which the epilogue computes at the result's index.
   const std::unordered_map<const Val*, std::vector<const Expr*>> chains_;
   std::vector<Idx> batch_index_;
 };

@@ -2,7 +2,9 @@
 // squeeze, size-1 broadcasts): the epilogue computes each result element's place in such an output
 // (the index maps run forward, result to output) and stores it there, so `permute(linear(x)) * 2` or a
 // slice of a horizontally fused GEMM's result is one kernel. Each result element lands in at most one
-// place of an output; a map that would write one element to several places (an expand) is refused.
+// place of an output; a map that would write one element to several places (an expand) is refused. An
+// output of the result's shape computed without it (a dropout's mask) is computed and stored at the
+// result's own index.
 #pragma once
 
 #include "passes/bind_shapes.h"
