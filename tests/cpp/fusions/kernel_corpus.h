@@ -79,6 +79,29 @@ inline KernelCase softmaxCase(int64_t rows, int64_t cols, DataType dtype, bool c
   return c;
 }
 
+// Cross entropy's per-row loss: -log_softmax(x)[row, target[row]] over [rows, vocab] bf16 logits, the
+// target picked in the kernel that keeps the row (one kernel), targets spread over the vocabulary.
+inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    TensorView* t = defineTensor({-1, 1}, {true, std::nullopt}, DataType::Int64);
+    Val* xf = cast(x, DataType::Float);
+    Val* z = sub(xf, expand(reduce(OpKind::Max, xf->asTensor(), {1}, /*keepdim=*/true), ints(f, {rows, vocab})));
+    TensorView* lse = reduce(OpKind::Sum, unaryOp(OpKind::Exp, z)->asTensor(), {1}, /*keepdim=*/true);
+    Val* log_softmax = sub(z, expand(unaryOp(OpKind::Log, lse)->asTensor(), ints(f, {rows, vocab})));
+    f.addOutput(unaryOp(OpKind::Neg, takeAlongAxis(log_softmax->asTensor(), t, 1)));
+  }
+  std::vector<double> targets;
+  for (int64_t r = 0; r < rows; ++r) targets.push_back(static_cast<double>((r * 7919) % vocab));
+  c.inputs = randomInputs(f, seed, {{rows, vocab}, {rows, 1}});
+  c.inputs[1] = tensorOf(DataType::Int64, {rows, 1}, targets);
+  c.expect = expectOneKernel();
+  return c;
+}
+
 inline KernelCase reductionCase(OpKind kind, int64_t dim) {
   KernelCase c;
   {
@@ -590,6 +613,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
          return c;
        }},
       {"division_by_row_values", divisionByRowValuesCase},
+      {"cross_entropy_bf16_5x1000", [] { return crossEntropyCase(5, 1000, 12); }},
       {"softmax_bf16_5x512",
        [] {
          KernelCase c = softmaxCase(5, 512, DataType::BFloat16, false, 2);
