@@ -59,6 +59,28 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan) {
 namespace braze {
 namespace {
 
+// The scatter (or index_put_accumulate) into `input` itself that computes `value` in `producer`, a scan
+// kernel, where nothing else there reads `input`: that kernel then writes only the entries into the
+// input's memory, whose other elements already hold their values. Null otherwise.
+const Expr* scatterIntoItself(const Segment& producer, const Val* value, const Val* input) {
+  if (producer.scheduler != SchedulerKind::Scan) return nullptr;
+  const Expr* op = nullptr;
+  for (const Expr* e : producer.exprs) {
+    const auto& outputs = e->outputs();
+    if (std::find(outputs.begin(), outputs.end(), value) != outputs.end()) op = e;
+  }
+  if (op == nullptr || (op->kind() != OpKind::Scatter && op->kind() != OpKind::IndexPutAccumulate) ||
+      op->input(0) != input) {
+    return nullptr;
+  }
+  for (const Expr* e : producer.exprs) {
+    for (size_t i = 0; i < e->inputs().size(); ++i) {
+      if (e->input(i) == input && (e != op || i != 0)) return nullptr;  // the entries would read new values
+    }
+  }
+  return op;
+}
+
 // Whether `value` (a new value of `input`) can be written into `input` by the kernel computing it.
 bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Val* input) {
   const Fusion& fusion = *plan.fusion;
@@ -70,9 +92,9 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
   }
   if (input->asTensor()->isCpu()) return false;
   const Segment* producer = plan.producerOf(value);
-  if (producer == nullptr || producer->kind != SegmentKind::Kernel || producer->scheduler != SchedulerKind::Pointwise) {
-    return false;
-  }
+  if (producer == nullptr || producer->kind != SegmentKind::Kernel || !producer->scheduler) return false;
+  const bool scatter = scatterIntoItself(*producer, value, input) != nullptr;
+  if (producer->scheduler != SchedulerKind::Pointwise && !scatter) return false;
   if (segmentInputView(plan, value).storage != value) return false;  // a view of something else
   int64_t updates = 0;
   for (const auto& [out, in] : fusion.outputAliases()) updates += in == input ? 1 : 0;
@@ -90,15 +112,13 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
       if (in->isTensor() && segmentInputView(plan, in).storage == value) return false;
     }
   }
-  return readOnlyWhereTheUpdateIsComputed(plan, *producer, input, sizes);
+  return scatter ? readOnlyByItsProducer(plan, *producer, input) : readOnlyWhereTheUpdateIsComputed(plan, *producer, input, sizes);
 }
 
 }  // namespace
 
-bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
-                                      const std::vector<int64_t>& sizes) {
+bool readOnlyByItsProducer(const SegmentedFusion& plan, const Segment& producer, const Val* input) {
   const Fusion& fusion = *plan.fusion;
-  if (plan.bound.sizesOf(input) != sizes) return false;
   // Nothing returned views the input (it shows the old value).
   for (size_t i = 0; i < fusion.outputs().size(); ++i) {
     const Val* out = fusion.outputs()[i];
@@ -115,6 +135,12 @@ bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment
       if (in->isTensor() && segmentInputView(plan, in).storage == input && (&s != &producer || in != input)) return false;
     }
   }
+  return true;
+}
+
+bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
+                                      const std::vector<int64_t>& sizes) {
+  if (plan.bound.sizesOf(input) != sizes || !readOnlyByItsProducer(plan, producer, input)) return false;
   // In the producer, the input flows only through elementwise ops at its own shape: each element is
   // read where its new value is computed.
   std::unordered_set<const Val*> from_input{input};

@@ -36,13 +36,17 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan);
 // each element of the input is read only by the thread that writes its new value, before it does. So
 // the new value's kernel is the only segment reading the input (itself, not a view of it), reads it
 // only through elementwise ops at its shape, and nothing else reads the new value or views the input
-// (an output viewing it shows the value from before the update). A segment run on the host (no GPU
-// kernel) does not write into inputs: those updates stay copies.
+// (an output viewing it shows the value from before the update). A scatter or index_put_accumulate into
+// the input itself, which nothing else in its kernel reads, is written in place too: its kernel writes
+// only the entries (a KV cache's new token), not a copy of the whole input. A segment run on the host
+// (no GPU kernel) does not write into inputs: those updates stay copies.
 std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan);
 
+// Whether `input` is read by its kernel (`producer`) alone, as itself, and no returned output or other
+// update views it.
+bool readOnlyByItsProducer(const SegmentedFusion& plan, const Segment& producer, const Val* input);
 // Whether `input` is read only as an updated input must be for its kernel (`producer`) to write the update
-// in place: by the producer alone, as itself, through elementwise ops at `sizes`, and no returned output
-// views it.
+// in place: readOnlyByItsProducer, and through elementwise ops at `sizes`.
 bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
                                       const std::vector<int64_t>& sizes);
 // The other tensor inputs that may be the very tensor `input` is (same memory, strides and sizes) while

@@ -126,3 +126,47 @@ def generate_indexing(seed: int) -> str:
     lines.append(f"target = {rng.choice(TARGETS)!r}")
     lines.append("with FusionDefinition() as fd:")
     return "\n".join(lines + ["    " + line for line in body]) + "\n"
+
+
+def generate_scatter_in_place(seed: int) -> str:
+    """The source of one case updating an input in place with scatter or index_put_accumulate (a KV cache's
+    new tokens, a grad accumulated into its buffer): repeated entries, an index shorter than the input on
+    the other dims, in any layout, entries given or computed (now and then from the updated input itself,
+    which makes the plan copy the update back), and now and then another output reading the input as it
+    was. Defines `fd` and `inputs`."""
+    rng = random.Random(seed)
+    rank = rng.randint(1, 3)
+    shape = [rng.choice(SIZES) for _ in range(rank)]
+    np_dtype, dtype = rng.choice(DTYPES)
+    accumulate = rng.random() < 0.3
+    dim = 0 if accumulate else rng.randrange(rank)
+    lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", ""]
+    lines += _input_source(0, shape, np_dtype, rng.choice(["contiguous", "contiguous", "transposed", "strided", "offset"]),
+                           rng)
+    if accumulate:
+        entries = rng.randint(1, 6)
+        index_shape, src_shape = [entries], [entries] + shape[1:]
+    else:
+        index_shape = [rng.randint(1, n) if d != dim else rng.randint(1, n + 2) for d, n in enumerate(shape)]
+        src_shape = list(index_shape)
+    index_dtype = rng.choice([("np.int64", "Int"), ("np.int32", "Int32")])
+    lines += _index_source("i0", index_shape, shape[dim], index_dtype[0],
+                           rng.choice(["contiguous", "transposed", "strided", "expanded"]), rng)
+    lines += _input_source(1, src_shape, np_dtype, rng.choice(LAYOUTS), rng)
+    lines.append("inputs = [x0, i0, x1]")
+    body = [f"x = fd.define_tensor(sizes=list(x0.shape), strides=[s // x0.itemsize for s in x0.strides], dtype=DataType.{dtype})",
+            "i = fd.define_tensor(sizes=list(i0.shape), strides=[s // i0.itemsize for s in i0.strides], "
+            f"dtype=DataType.{index_dtype[1]})",
+            f"s = fd.define_tensor(sizes=list(x1.shape), strides=[s // x1.itemsize for s in x1.strides], dtype=DataType.{dtype})"]
+    src = rng.choice(["s", "s", "computed", "own"])
+    if src == "computed":
+        body.append(f"s = fd.ops.cast(fd.ops.mul(fd.ops.cast(s, DataType.Float), 2.0), DataType.{dtype})")
+    elif src == "own" and all(a <= b for a, b in zip(src_shape, shape)) and len(src_shape) == rank:
+        # Entries read from the updated input itself: a slice of it.
+        body.append(f"s = fd.ops.slice(x, {[0] * rank}, {src_shape})")
+    op = "fd.ops.index_put_accumulate(x, i, s)" if accumulate else f"fd.ops.scatter(x, i, s, {dim})"
+    body.append(f"fd.add_output({op}, alias_input=x)")
+    if rng.random() < 0.3:
+        body.append("fd.add_output(fd.ops.neg(x))  # the input as it was")
+    lines.append("with FusionDefinition() as fd:")
+    return "\n".join(lines + ["    " + line for line in body]) + "\n"

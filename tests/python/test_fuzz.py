@@ -18,7 +18,7 @@ from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
 from fuzz_fusions import (defined, generate, generate_in_place, generate_large, generate_matmul, generate_multi_shape,
                           generate_scan)
-from fuzz_indexing import generate_indexing
+from fuzz_indexing import generate_indexing, generate_scatter_in_place
 from fuzz_integers import generate_integer
 from fuzz_random import generate_random
 from fuzz_views import generate_views
@@ -362,6 +362,28 @@ def test_random_in_place_updates_match_the_reference():
                 _close(g, w, source)
         checked += 1
     assert checked >= 0.8 * IN_PLACE_CASES, f"only {checked} of {IN_PLACE_CASES} in-place cases ran"
+
+
+def test_random_scatters_into_their_input_match_the_reference():
+    """scatter and index_put_accumulate updating an input in place (repeated entries, an index shorter than
+    the input, any layout, entries given, computed, or read from the updated input itself), now and then
+    beside an output reading the input as it was: the outputs and every input after the run match the
+    reference's; most cases write only the entries into the input, the others copy the update back."""
+    in_place = 0
+    for seed in range(FIRST, FIRST + IN_PLACE_CASES):
+        source = generate_scatter_in_place(seed)
+        ours: dict = {}
+        theirs: dict = {}
+        exec(compile(source, f"<scatter in-place case {seed}>", "exec"), ours)
+        exec(compile(source, f"<scatter in-place case {seed}>", "exec"), theirs)
+        want = _execute.reference(theirs["fd"], theirs["inputs"])
+        with _reported(f"scatter in-place case {seed}", source):
+            in_place += "braze_copy" not in str(ours["fd"].explain(ours["inputs"]))
+            _close_all(ours["fd"].execute(ours["inputs"]), want, source)
+            for i, (g, w) in enumerate(zip(ours["inputs"], theirs["inputs"])):
+                assert g.strides == w.strides, f"input {i}'s layout changed"
+                _close(g, w, source)
+    assert in_place >= IN_PLACE_CASES // 3, f"only {in_place} of {IN_PLACE_CASES} scatters wrote their input in place"
 
 
 VIEW_CASES = int(os.environ.get("BRAZE_FUZZ_VIEW_CASES", "1000"))

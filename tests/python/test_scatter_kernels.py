@@ -1,7 +1,9 @@
 """scatter and index_put_accumulate in kernels (the scan scheduler's line walks), against torch: repeated
 indices (scatter's last write wins; index_put adds in index order, rounding each add to the dtype, so
 results are deterministic), negative indices, an embedding-backward shape in bf16, and an index out of
-range reported by name. On torch CPU tensors (the simulated device) and on CUDA where torch sees a GPU."""
+range reported by name. Updates of an input in place (a KV cache's new tokens, a grad accumulated into its
+buffer) write only the entries into the input's memory. On torch CPU tensors (the simulated device) and on
+CUDA where torch sees a GPU."""
 
 from __future__ import annotations
 
@@ -95,3 +97,72 @@ def test_scatter_takes_a_number_or_a_scalar_as_src(device):
     by_number, by_scalar = fd.execute([x, index, -1.0])
     assert torch.equal(by_number.cpu(), x.cpu().scatter(1, index.cpu(), 2.5))
     assert torch.equal(by_scalar.cpu(), x.cpu().scatter(1, index.cpu(), -1.0))
+
+
+def kv_cache_update(index_dtype=DataType.Int):
+    """A decoding step's KV-cache write: cache[b, h, pos[t], :] = new[b, h, t, :], the cache updated in place."""
+    with FusionDefinition() as fd:
+        cache = fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.BFloat16)
+        new = fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.BFloat16)
+        pos = fd.define_tensor(shape=[-1], contiguity=[True], dtype=index_dtype)
+        index = fd.ops.broadcast_in_dim(pos, new.shape(), [2])
+        fd.add_output(fd.ops.scatter(cache, index, new, 2), alias_input=cache)
+    return fd
+
+
+@pytest.mark.parametrize("tokens", [1, 3])
+@pytest.mark.parametrize("index_dtype, torch_index", [(DataType.Int, torch.int64), (DataType.Int32, torch.int32)])
+def test_a_kv_cache_update_writes_only_the_new_tokens_in_place(device, tokens, index_dtype, torch_index):
+    # The scatter's kernel writes the new tokens into the cache itself: no copy of the cache into a buffer
+    # and back, which would move the whole cache twice for a token.
+    fd = kv_cache_update(index_dtype)
+    cache = torch.randn(2, 4, 40, 16, device=device).to(torch.bfloat16)
+    new = torch.randn(2, 4, tokens, 16, device=device).to(torch.bfloat16)
+    pos = torch.tensor([17, 3, 39][:tokens], device=device, dtype=torch_index)
+    want = cache.clone()
+    want.index_copy_(2, pos.long(), new)
+    plan = fd.explain([cache, new, pos])
+    assert [s.scheduler for s in plan.segments if s.kind == "kernel"] == ["scan"], str(plan)
+    assert "braze_copy" not in str(plan), str(plan)
+    address = cache.data_ptr()
+    assert fd.execute([cache, new, pos]) == []
+    assert cache.data_ptr() == address and torch.equal(cache, want)
+
+
+def test_index_put_accumulate_adds_into_its_input_in_place(device):
+    # An embedding's weight grad accumulated into the grad buffer itself, repeated rows added in order.
+    with FusionDefinition() as fd:
+        grad = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        rows = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        values = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.index_put_accumulate(grad, rows, values), alias_input=grad)
+    grad = torch.randn(50, 24, device=device)
+    rows = torch.tensor([4, 49, 4, 0, 4], device=device)
+    values = torch.randn(5, 24, device=device)
+    want = grad.index_put((rows,), values, accumulate=True)
+    assert "braze_copy" not in str(fd.explain([grad, rows, values]))
+    fd.execute([grad, rows, values])
+    torch.testing.assert_close(grad, want)
+
+
+def test_a_scatter_reading_its_own_input_elsewhere_is_copied_back(device):
+    # The entries come from the updated tensor itself (its last column): written in place, a line's writes
+    # could be read as entries, so the new value is computed into a buffer and copied back after.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        index = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+        last = fd.ops.slice(x, [0, 5], [6, 6])
+        fd.add_output(fd.ops.scatter(x, index, last, 1), alias_input=x)
+    x = torch.arange(36, dtype=torch.float32, device=device).reshape(6, 6)
+    index = torch.tensor([[0], [1], [2], [3], [4], [5]], device=device)
+    want = x.scatter(1, index, x[:, 5:6])
+    assert "braze_copy" in str(fd.explain([x, index]))
+    fd.execute([x, index])
+    torch.testing.assert_close(x, want)
+
+
+def test_the_updated_cache_passed_again_as_the_entries_is_refused_by_name(device):
+    fd = kv_cache_update()
+    cache = torch.randn(1, 1, 4, 8, device=device).to(torch.bfloat16)
+    with pytest.raises(ValueError, match=r"lies in the memory range of input 0 .* pass a copy"):
+        fd.execute([cache, cache, torch.tensor([0, 1, 2, 3], device=device)])

@@ -1,6 +1,7 @@
 // scatter and index_put_accumulate as line walks, the scan scheduler's shape: thread t takes line t of
-// the output (a position of every dim but the written one), copies the line from the op's first operand,
-// then applies the index's entries for that line in order. Entries that name the same element apply in
+// the output (a position of every dim but the written one), copies the line from the op's first operand
+// (unless the output is that operand's own memory, updated in place), then applies the index's entries
+// for that line in order. Entries that name the same element apply in
 // the order the reference evaluator applies them (scatter: the last write wins; index_put_accumulate:
 // each add rounds to the output's dtype, in index order), so the kernels are deterministic and exact
 // against it. The walk is sequential per line: an index_put_accumulate of K rows into an [R, C] tensor
@@ -30,10 +31,14 @@ void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
   const TensorId out_param = ctx.outputs.at(out);
   const LineWalk line = openLineWalk(k, kb, vb, params, sizes, dim);
   const std::vector<Idx>& position = line.position;
-  walkSteps(kb, vb, sizes[dim], [&](Chunk& c, ExprId step) {
-    const std::vector<Idx> at = lineIndex(line, step);
-    storeOutput(kb, vb, c, out_param, at, vb.valueAt(x, at));
-  });
+  // Written into the operand's own memory (updatesWrittenByKernels): the line already holds it.
+  const auto view = ctx.segment.output_views.find(out);
+  if (view == ctx.segment.output_views.end() || view->second.storage != x) {
+    walkSteps(kb, vb, sizes[dim], [&](Chunk& c, ExprId step) {
+      const std::vector<Idx> at = lineIndex(line, step);
+      storeOutput(kb, vb, c, out_param, at, vb.valueAt(x, at));
+    });
+  }
 
   // The index's entries for this line: index_put_accumulate's index is 1-D (an entry per row of the
   // value); a scatter's has the operand's rank and may be shorter than the line's other dims.
