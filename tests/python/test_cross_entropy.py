@@ -111,3 +111,22 @@ def test_a_pick_along_the_rows_is_not_taken_into_the_row_kernel():
     assert len(kernels(fd.explain(inputs))) == 2
     (got,) = fd.execute(inputs)
     np.testing.assert_allclose(got, braze.execute.reference(fd, inputs)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, np_dtype, width", [(DataType.Double, np.float64, 2), (DataType.Float, np.float32, 4),
+                                                    (DataType.BFloat16, BF16, 8)])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_the_rows_own_tensor_still_sets_its_vectors(dtype, np_dtype, width, persistent):
+    # A reduction's operand yields a per-row value but is read along the row: its dtype keeps the vectors
+    # within 16 bytes (a plain sum takes all 16; a softmax-like row beside its per-row sum, kept in
+    # registers, may take fewer).
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        total = fd.ops.sum(x, dims=[1], keepdim=True)
+        fd.add_output(total)
+        if persistent:
+            fd.add_output(fd.ops.div(x, total))
+    x = np.ones((512, 1024), np_dtype)
+    (kernel,) = kernels(fd.explain([x]))
+    vectorize = int(kernel.heuristics.split("vectorize ")[1].split(",")[0])
+    assert vectorize == width if not persistent else 1 < vectorize <= width, kernel.heuristics

@@ -286,6 +286,8 @@ bool RowLowering::isRowData(const Val* val) const {
 
 bool RowLowering::readPerRowOnly(const Val* val) const {
   if (!domain_.inner || !extra_.empty() || !after_outer_.empty() || domain_.full_numel <= domain_.outer_numel) return false;
+  // A tensor with more elements than rows is read along them (a reduction's operand yields a per-row value).
+  if (bound_.numel(val) > domain_.outer_numel) return false;
   std::vector<const Val*> work{val};
   std::unordered_set<const Val*> reached{val};
   bool read = false;
