@@ -59,26 +59,46 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan) {
 namespace braze {
 namespace {
 
-// The scatter (or index_put_accumulate) into `input` itself that computes `value` in `producer`, a scan
-// kernel, where nothing else there reads `input`: that kernel then writes only the entries into the
-// input's memory, whose other elements already hold their values. Null otherwise.
-const Expr* scatterIntoItself(const Segment& producer, const Val* value, const Val* input) {
-  if (producer.scheduler != SchedulerKind::Scan) return nullptr;
+// Whether `input` is read by its kernel (`producer`) alone, as itself, and no returned output or other
+// update views it.
+bool readOnlyByItsProducer(const SegmentedFusion& plan, const Segment& producer, const Val* input) {
+  const Fusion& fusion = *plan.fusion;
+  // Nothing returned views the input (it shows the old value).
+  for (size_t i = 0; i < fusion.outputs().size(); ++i) {
+    const Val* out = fusion.outputs()[i];
+    if (!out->isTensor() || fusion.outputUse(i) != Fusion::OutputUse::Returned) continue;
+    if (segmentInputView(plan, out).storage == input) return false;
+  }
+  // No update copies the input as it was (b <- a while a is updated): the copies run after the kernels.
+  for (const auto& [out, in] : fusion.outputAliases()) {
+    if (segmentInputView(plan, out).storage == input) return false;
+  }
+  // No other segment reads the input; the producer reads it only as itself.
+  for (const Segment& s : plan.segments) {
+    for (const Val* in : s.inputs) {
+      if (in->isTensor() && segmentInputView(plan, in).storage == input && (&s != &producer || in != input)) return false;
+    }
+  }
+  return true;
+}
+
+// Whether `value` is a scatter (or index_put_accumulate) into `input` itself in `producer`, a scan kernel,
+// where nothing else there reads `input`: that kernel then writes only the entries into the input's
+// memory, whose other elements already hold their values.
+bool scattersIntoItself(const Segment& producer, const Val* value, const Val* input) {
+  if (producer.scheduler != SchedulerKind::Scan) return false;
   const Expr* op = nullptr;
   for (const Expr* e : producer.exprs) {
     const auto& outputs = e->outputs();
     if (std::find(outputs.begin(), outputs.end(), value) != outputs.end()) op = e;
   }
-  if (op == nullptr || (op->kind() != OpKind::Scatter && op->kind() != OpKind::IndexPutAccumulate) ||
-      op->input(0) != input) {
-    return nullptr;
-  }
+  if (op == nullptr || opInfo(op->kind()).category != OpCategory::Scatter || op->input(0) != input) return false;
   for (const Expr* e : producer.exprs) {
     for (size_t i = 0; i < e->inputs().size(); ++i) {
-      if (e->input(i) == input && (e != op || i != 0)) return nullptr;  // the entries would read new values
+      if (e->input(i) == input && (e != op || i != 0)) return false;  // the entries would read new values
     }
   }
-  return op;
+  return true;
 }
 
 // Whether `value` (a new value of `input`) can be written into `input` by the kernel computing it.
@@ -93,7 +113,7 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
   if (input->asTensor()->isCpu()) return false;
   const Segment* producer = plan.producerOf(value);
   if (producer == nullptr || producer->kind != SegmentKind::Kernel || !producer->scheduler) return false;
-  const bool scatter = scatterIntoItself(*producer, value, input) != nullptr;
+  const bool scatter = scattersIntoItself(*producer, value, input);
   if (producer->scheduler != SchedulerKind::Pointwise && !scatter) return false;
   if (segmentInputView(plan, value).storage != value) return false;  // a view of something else
   int64_t updates = 0;
@@ -116,27 +136,6 @@ bool writableByItsKernel(const SegmentedFusion& plan, const Val* value, const Va
 }
 
 }  // namespace
-
-bool readOnlyByItsProducer(const SegmentedFusion& plan, const Segment& producer, const Val* input) {
-  const Fusion& fusion = *plan.fusion;
-  // Nothing returned views the input (it shows the old value).
-  for (size_t i = 0; i < fusion.outputs().size(); ++i) {
-    const Val* out = fusion.outputs()[i];
-    if (!out->isTensor() || fusion.outputUse(i) != Fusion::OutputUse::Returned) continue;
-    if (segmentInputView(plan, out).storage == input) return false;
-  }
-  // No update copies the input as it was (b <- a while a is updated): the copies run after the kernels.
-  for (const auto& [out, in] : fusion.outputAliases()) {
-    if (segmentInputView(plan, out).storage == input) return false;
-  }
-  // No other segment reads the input; the producer reads it only as itself.
-  for (const Segment& s : plan.segments) {
-    for (const Val* in : s.inputs) {
-      if (in->isTensor() && segmentInputView(plan, in).storage == input && (&s != &producer || in != input)) return false;
-    }
-  }
-  return true;
-}
 
 bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
                                       const std::vector<int64_t>& sizes) {

@@ -42,11 +42,9 @@ std::vector<InPlaceCopy> inPlaceCopies(const SegmentedFusion& plan);
 // (no GPU kernel) does not write into inputs: those updates stay copies.
 std::unordered_map<const Val*, const Val*> updatesWrittenByKernels(const SegmentedFusion& plan);
 
-// Whether `input` is read by its kernel (`producer`) alone, as itself, and no returned output or other
-// update views it.
-bool readOnlyByItsProducer(const SegmentedFusion& plan, const Segment& producer, const Val* input);
 // Whether `input` is read only as an updated input must be for its kernel (`producer`) to write the update
-// in place: readOnlyByItsProducer, and through elementwise ops at `sizes`.
+// in place: by the producer alone, as itself, through elementwise ops at `sizes`, and no returned output
+// or other update views it.
 bool readOnlyWhereTheUpdateIsComputed(const SegmentedFusion& plan, const Segment& producer, const Val* input,
                                       const std::vector<int64_t>& sizes);
 // The other tensor inputs that may be the very tensor `input` is (same memory, strides and sizes) while

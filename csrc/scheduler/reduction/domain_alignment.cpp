@@ -112,7 +112,7 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
       }
       break;
     }
-    case OpKind::TakeAlongAxis:
+    case OpKind::TakeAlongAxis:  // the Indexing ops
     case OpKind::Gather:
     case OpKind::IndexSelect: {
       // Every dim but the picked one is the source's (and the index's, for the element-wise picks); the

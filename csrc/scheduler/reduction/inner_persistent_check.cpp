@@ -33,9 +33,7 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
 // is the row's, at a column the index names; the kernel computes it there once the row's statistics are
 // known (its inputs read again at that column).
 bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const BoundShapes& bound) {
-  if (expr.kind() != OpKind::TakeAlongAxis && expr.kind() != OpKind::Gather && expr.kind() != OpKind::IndexSelect) {
-    return false;
-  }
+  if (opInfo(expr.kind()).category != OpCategory::Indexing) return false;
   const auto& in = bound.sizesOf(expr.input(0));
   const auto& out = bound.sizesOf(expr.output(0));
   const int64_t dim = expr.attrs().getInt("dim");
