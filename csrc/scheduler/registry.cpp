@@ -32,8 +32,8 @@ CandidateFacts analyzeCandidate(const Candidate& candidate) {
 std::string unsupportedReason(const Expr& unsupported) {
   const OpCategory category = opInfo(unsupported.kind()).category;
   if (category == OpCategory::Matmul) return exprLabel(unsupported) + " is a matmul (the matmul scheduler's)";
-  // Scans and scatters: line walks, which the scan scheduler takes alone.
-  return exprLabel(unsupported) + " walks lines along a dim (the scan scheduler takes it alone)";
+  // Scans and scatters: line walks, the scan scheduler's.
+  return exprLabel(unsupported) + " walks lines along a dim (the scan scheduler's)";
 }
 
 namespace {

@@ -35,7 +35,7 @@ struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
   std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
   // An expr the elementwise and reduction schedulers cannot take: a matmul (the matmul scheduler's), a
-  // cumsum, topk, argsort, scatter or index_put_accumulate (the scan scheduler's, alone in its segment).
+  // cumsum, topk, argsort, scatter or index_put_accumulate (the scan scheduler's).
   const Expr* unsupported = nullptr;
   bool all_meta = true;
   // Whether refusals spell out why. The segmenter's merge attempts need only the verdict, and naming

@@ -219,7 +219,6 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
   }
   // A chunk wider than 16 bytes of this tensor (a matmul's bf16 activations beside its int8 weights) is
   // read as several 16-byte vectors.
-  const bool lane_free_base = !laneDependent(base);
   const bool vector = wholeVectors(param, base, coefficient);
   auto vectorLoads = [&](VarId array, ExprId at) {
     forEachPiece(param.dtype, [&](int64_t first, int piece) {

@@ -97,6 +97,9 @@ class ValueBuilder {
     results_[val] = value;
     if (!laneDependent(value)) markInvariant(value);
   }
+  // A value that changes with each element a thread walks (a cumsum's running sum), read wherever `val`
+  // is until set again: never taken for one shared by the thread's elements.
+  void setWalkedValue(const Val* val, ExprId value) { results_[val] = value; }
 
   // Index helpers for the lowering.
   std::vector<Idx> unflatten(ExprId linear_base, bool lane, const std::vector<int64_t>& sizes);

@@ -295,8 +295,12 @@ def generate_scan(seed: int) -> str:
     in float32, bfloat16, float16 or int32 (floats with ties, as few distinct values, and NaNs), laid
     out as _input_source lays them, maybe read through a permute or a slice, then a topk (k from 0 to
     the line, largest or smallest), an argsort or a cumsum along a random dim, maybe followed by an
-    elementwise op of its result. Defines `fd` and `inputs`."""
+    elementwise op of its result. Now and then the operand is computed by an elementwise op first, and a
+    cumsum's result goes on through elementwise ops (reading the operand again at its element, or cast
+    back to the input's dtype): those belong in the scan's kernel. Defines `fd`, `inputs` and `kernels`
+    (how many the plan takes)."""
     rng = random.Random(seed)
+    extra = random.Random(seed * 31 + 5)  # draws of its own, so that the cases drawn before stay as they were
     rank = rng.randint(1, 3)
     shape = [rng.choice(SCAN_SIZES) for _ in range(rank)]
     dim = rng.randrange(rank)
@@ -334,6 +338,12 @@ def generate_scan(seed: int) -> str:
         sizes[dim] -= 1
     op = rng.choice(["topk", "topk", "argsort", "cumsum"])
     outputs = []
+    kernels = 1
+    prologue = extra.choice(["", "", "neg", "abs", "half", "plus_one"])
+    if prologue:
+        # Exact in every dtype drawn (ties and NaNs stay as they are); bf16 and half compute in float.
+        body.append(f"p = fd.ops.{ {'neg': 'neg({})', 'abs': 'abs({})', 'half': 'mul({}, 0.5)', 'plus_one': 'add({}, 1)'}[prologue].format(a)}")
+        a = "p"
     if op == "topk":
         k = rng.choice([0, 1, min(3, sizes[dim]), sizes[dim] // 2, rng.randint(0, sizes[dim]), sizes[dim]])
         largest = rng.random() < 0.5
@@ -347,6 +357,16 @@ def generate_scan(seed: int) -> str:
         outputs = ["values"]
     if "values" in outputs and rng.random() < 0.3:
         body.append("values = fd.ops.neg(values)")
+        kernels += op == "topk"  # a sort's results are written as they are; the neg is a kernel of its own
+    if op == "cumsum":
+        epilogue = extra.choice(["", "", "plus_operand", "times_operand", "nan_to_zero", "cast"])
+        if epilogue in ("plus_operand", "times_operand"):
+            body.append(f"values = fd.ops.{'add' if epilogue == 'plus_operand' else 'mul'}(values, fd.ops.cast({a}, DataType.Float))")
+        elif epilogue == "nan_to_zero":
+            body.append("values = fd.ops.where(fd.ops.isnan(values), 0.0, values)")
+        elif epilogue == "cast" and dtype != "Int32":
+            body.append(f"values = fd.ops.cast(values, DataType.{dtype})")
+    body.append(f"kernels = {kernels}")
     for out in outputs:
         body.append(f"fd.add_output({out})")
     lines += ["    " + line for line in body]

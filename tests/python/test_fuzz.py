@@ -295,8 +295,9 @@ SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
 
 def test_random_scans_match_the_reference():
     """topk, argsort and cumsum of tied values (and NaNs), read through layouts and views, along any dim,
-    short and long lines: line walks and block sorts (split and merged too) on the simulator, against
-    the reference's stable sort; every case gets a scan kernel, and no segment falls back to the reference."""
+    short and long lines, with elementwise ops before them and after a cumsum: line walks and block sorts
+    (split and merged too) on the simulator, against the reference's stable sort; every case gets a scan
+    kernel, which takes those elementwise ops, and no segment falls back to the reference."""
     for seed in range(FIRST, FIRST + SCAN_CASES):
         assert _check(seed, generate_scan), f"scan case {seed} was rejected by the reference"
         scope: dict = {}
@@ -304,6 +305,7 @@ def test_random_scans_match_the_reference():
         kernels = [s for s in scope["fd"].explain(scope["inputs"]).segments if s.kind == "kernel"]
         schedulers = [s.scheduler for s in kernels]
         assert "scan" in schedulers and "none" not in schedulers, f"scan case {seed}: {schedulers}"
+        assert len(kernels) == scope["kernels"], f"scan case {seed}: {schedulers}, not {scope['kernels']} kernels"
 
 
 IN_PLACE_CASES = int(os.environ.get("BRAZE_FUZZ_IN_PLACE_CASES", "200"))

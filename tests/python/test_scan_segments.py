@@ -70,3 +70,97 @@ def test_a_broadcast_of_a_matmul_result_returned_beside_its_cumsum():
     want = bx.reference(fd, [a, b])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _kernels(fd, inputs):
+    return [s for s in fd.explain(inputs).segments if s.kind == "kernel"]
+
+
+def _matches_reference(fd, inputs):
+    got = fd.execute(inputs)
+    want = bx.reference(fd, inputs)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(w, np.float64))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("dtype", ["BFloat16", "Half", "Float"])
+def test_a_cumsum_between_casts_is_one_kernel(dtype, dim):
+    """cumsum(x.float() * 0.5).to(x.dtype): the cast, the scale and the rounding back are computed as the
+    walk reaches each element, where they were three kernels writing two float copies."""
+    import ml_dtypes
+
+    np_dtype = {"BFloat16": ml_dtypes.bfloat16, "Half": np.float16, "Float": np.float32}[dtype]
+    x = np.random.default_rng(3).standard_normal((9, 37)).astype(np_dtype)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(DataType, dtype))
+        c = fd.ops.cumsum(fd.ops.mul(fd.ops.cast(t, DataType.Float), 0.5), dim)
+        fd.add_output(fd.ops.cast(c, getattr(DataType, dtype)))
+    kernels = _kernels(fd, [x])
+    assert [k.scheduler for k in kernels] == ["scan"], [k.ops for k in kernels]
+    _matches_reference(fd, [x])
+
+
+def test_position_ids_from_an_attention_mask_are_one_kernel():
+    """Position ids as Hugging Face models compute them from a left-padded mask: cumsum(mask) - 1, and 1
+    where the mask is 0. The cumsum's result and the mask are read at the same element."""
+    mask = (np.random.default_rng(4).random((5, 77)) < 0.8).astype(np.int64)
+    mask[:, 40:] = 1
+    with FusionDefinition() as fd:
+        m = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int64)
+        positions = fd.ops.sub(fd.ops.cumsum(m, 1), 1)
+        fd.add_output(fd.ops.where(fd.ops.eq(m, 0), 1, positions))
+    assert [k.scheduler for k in _kernels(fd, [mask])] == ["scan"]
+    _matches_reference(fd, [mask])
+
+
+@pytest.mark.parametrize("line", [50, 5000])
+def test_topk_after_a_temperature_is_one_kernel(line):
+    """A sampler's topk of logits / temperature (a line walk, or a block sort of a vocabulary's line): the
+    division is computed where the sort reads its keys."""
+    logits = np.random.default_rng(5).standard_normal((3, line)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        values, indices = fd.ops.topk(fd.ops.mul(t, 1.25), fd.define_scalar(7, dtype=DataType.Int), 1, True, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+        fd.add_output(fd.ops.argsort(fd.ops.neg(t), dim=1, descending=False))
+    assert [k.scheduler for k in _kernels(fd, [logits])] == ["scan", "scan"]
+    _matches_reference(fd, [logits])
+
+
+@pytest.mark.parametrize("after", ["permute", "slice", "broadcast", "beside"])
+def test_ops_a_cumsum_walk_cannot_compute_go_to_other_kernels(after):
+    """What the walk cannot compute at the element it has just summed stays out of its kernel, and the
+    results still match: the cumsum read through a permute, a slice or a broadcast, and a value written
+    beside it that does not read it."""
+    x = np.random.default_rng(6).standard_normal((6, 6)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        c = fd.ops.cumsum(fd.ops.abs(t), 1)
+        if after == "permute":
+            fd.add_output(fd.ops.add(fd.ops.permute(c, [1, 0]), t))
+        elif after == "slice":
+            fd.add_output(fd.ops.mul(fd.ops.slice(c, [0, 1], [6, 6]), 2.0))
+        elif after == "broadcast":
+            fd.add_output(fd.ops.neg(fd.ops.broadcast_in_dim(c, [2, 6, 6], [1, 2])))
+        else:
+            fd.add_output(c)
+            fd.add_output(fd.ops.exp(t))
+    assert len(_kernels(fd, [x])) > 1
+    got = fd.execute([x])
+    for g, w in zip(got, bx.reference(fd, [x])):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_an_op_of_a_topk_result_is_a_kernel_of_its_own():
+    """A sort keeps its results in its output buffers as it goes: an op of them is computed after, in
+    another kernel."""
+    x = np.random.default_rng(8).standard_normal((4, 30)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        values, _ = fd.ops.topk(t, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
+        fd.add_output(fd.ops.mul(values, 2.0))
+    assert [k.scheduler for k in _kernels(fd, [x])] == ["scan", "pointwise"]
+    _matches_reference(fd, [x])

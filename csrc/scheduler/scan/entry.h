@@ -1,4 +1,5 @@
-// The scan scheduler's row of the scheduler table: a cumsum, scatter or index_put_accumulate, alone in its segment.
+// The scan scheduler's row of the scheduler table: a cumsum, topk, argsort, scatter or index_put_accumulate,
+// with the ops check.cpp lets it take around it.
 #pragma once
 
 #include "scheduler/scheduler.h"
@@ -7,5 +8,7 @@ namespace braze {
 
 const SchedulerEntry& scanScheduler();
 Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// The segment's one op that walks lines (a scan or a scatter).
+const Expr& scanOpOf(const std::vector<const Expr*>& exprs);
 
 }  // namespace braze

@@ -1,7 +1,8 @@
 // The scan lowering of cumsum (scatter and index_put_accumulate: lower_scatter.cpp; topk and argsort: lower_sort.cpp): thread t of the grid takes line t (an index of every dim but the scanned one) and
 // walks the scanned dim in order, adding each element to a running sum (double for floating inputs,
-// wrapping int64 for integers, as the reference evaluator sums) and storing the sum rounded to the
-// output's dtype at each step. The loads of a thread are strided, but every element is read once.
+// wrapping int64 for integers, as the reference evaluator sums). At each step the sum, rounded to the
+// cumsum's dtype, is the cumsum's value at that element: each output (the cumsum, or elementwise ops of
+// it) is computed there and stored. The loads of a thread are strided, but every element is read once.
 #include "support/error.h"
 #include "scheduler/scan/entry.h"
 #include "scheduler/scan/heuristics.h"
@@ -12,7 +13,7 @@
 namespace braze::scheduler {
 
 ScanParams chooseScan(LoweringContext& ctx) {
-  const Expr& scan = *ctx.segment.exprs.back();
+  const Expr& scan = scanOpOf(ctx.segment.exprs);
   // The line structure of the op's operand (topk's result is shorter along dim).
   const auto& sizes = ctx.bound.sizesOf(scan.input(0));
   const int64_t dim = scan.kind() == OpKind::IndexPutAccumulate ? 0 : scan.attrs().getInt("dim");
@@ -30,7 +31,7 @@ ScanParams chooseScan(LoweringContext& ctx) {
 }
 
 void lowerScan(LoweringContext& ctx, const ScanParams& params) {
-  const Expr& scan = *ctx.segment.exprs.back();
+  const Expr& scan = scanOpOf(ctx.segment.exprs);
   if (scan.kind() == OpKind::Scatter || scan.kind() == OpKind::IndexPutAccumulate) {
     lowerScatterLines(ctx, params);
     return;
@@ -57,7 +58,10 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
     kb.pushTarget(&c.pre);
     kb.assign(sum, kb.elementwise(OpKind::Add, sum_type, {kb.ref(sum), value}));
     kb.popTarget();
-    storeOutput(kb, vb, c, ctx.outputs.at(out), index, kb.cast(kb.ref(sum), out->dtype()));
+    vb.setWalkedValue(out, vb.bind("running", kb.cast(kb.ref(sum), out->dtype())));
+    for (const Val* output : ctx.segment.outputs) {
+      storeOutput(kb, vb, c, ctx.outputs.at(output), index, vb.valueAt(output, index));
+    }
   });
   kb.close();
 }

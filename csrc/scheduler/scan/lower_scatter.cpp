@@ -8,6 +8,7 @@
 // has C threads, each walking R + K rows (adjacent threads read adjacent columns).
 #include "scheduler/scan/lower_scatter.h"
 
+#include "scheduler/scan/entry.h"
 #include "scheduler/scan/line_walk.h"
 
 #include "support/error.h"
@@ -15,7 +16,7 @@
 namespace braze::scheduler {
 
 void lowerScatterLines(LoweringContext& ctx, const ScanParams& params) {
-  const Expr& op = *ctx.segment.exprs.back();
+  const Expr& op = scanOpOf(ctx.segment.exprs);
   const bool accumulate = op.kind() == OpKind::IndexPutAccumulate;
   BRAZE_ASSERT(accumulate || op.kind() == OpKind::Scatter, "lowerScatterLines: {} is not a scatter", op.name());
   const Val* x = op.input(0);

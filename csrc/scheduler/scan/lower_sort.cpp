@@ -7,6 +7,7 @@
 // many short lines (MoE routing over experts); long lines are block sorts (lower_block_sort.cpp).
 #include "scheduler/scan/lower_sort.h"
 
+#include "scheduler/scan/entry.h"
 #include "scheduler/scan/line_walk.h"
 
 #include "support/error.h"
@@ -15,7 +16,7 @@ namespace braze::scheduler {
 
 SortOp sortOpOf(LoweringContext& ctx) {
   SortOp s;
-  const Expr& op = *ctx.segment.exprs.back();
+  const Expr& op = scanOpOf(ctx.segment.exprs);
   const bool is_topk = op.kind() == OpKind::TopK;
   BRAZE_ASSERT(is_topk || op.kind() == OpKind::Argsort, "a sort lowering: {} is not a topk or argsort", op.name());
   s.x = op.input(0);

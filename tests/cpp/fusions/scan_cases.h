@@ -129,4 +129,38 @@ inline KernelCase longTopkCase(int64_t lines, int64_t extent, int64_t k) {
   return c;
 }
 
+// Line walks with the elementwise ops around them in their kernel: position ids from an int64 mask
+// (`where(mask == 0, 1, cumsum(mask) - 1)`, the cumsum's result read beside the mask), a bf16 input read
+// transposed, scaled in float, summed along dim 0 and rounded back to bf16, and the k largest logits after
+// a temperature's division. Three kernels, each a scan: none writes the values between the ops.
+inline KernelCase scanWithElementwiseCase(int64_t rows, int64_t cols, int64_t k) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* mask = defineTensor({-1, -1}, {true, true}, DataType::Int64);
+    TensorView* x = defineTensor({-1, -1}, {false, false}, DataType::BFloat16);
+    TensorView* logits = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    Val* positions = sub(cumsum(mask, 1), f.constant(int64_t{1}));
+    f.addOutput(ternaryOp(OpKind::Where, binaryOp(OpKind::Eq, mask, f.constant(int64_t{0})), f.constant(int64_t{1}), positions));
+    Val* scaled = mul(cast(x, DataType::Float), f.constant(0.5));
+    f.addOutput(cast(cumsum(scaled->asTensor(), 0), DataType::BFloat16));
+    auto [best, best_at] = topk(div(logits, f.constant(0.7))->asTensor(), f.constant(k), 1, /*largest=*/true, /*sorted=*/true);
+    f.addOutput(best);
+    f.addOutput(best_at);
+  }
+  const HostTensor x_storage = randomTensor(DataType::BFloat16, {cols, rows}, 71);
+  c.inputs = {indexTensor(DataType::Int64, {rows, cols}, 0, 2, 70), x_storage.view({rows, cols}, {1, rows}, 0),
+              randomTensor(DataType::Float, {rows, cols}, 72)};
+  c.expect = [](const LoweredPlan& compiled) {
+    EXPECT_EQ(compiled.plan.kernelCount(), 3) << compiled.plan.toString();
+    for (const Segment& s : compiled.plan.segments) {
+      if (s.kind == SegmentKind::Kernel) {
+        EXPECT_TRUE(s.scheduler == SchedulerKind::Scan) << compiled.plan.toString();
+      }
+    }
+  };
+  return c;
+}
+
 }  // namespace braze::testing
