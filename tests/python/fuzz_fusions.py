@@ -297,8 +297,9 @@ def generate_scan(seed: int) -> str:
     the line, largest or smallest), an argsort or a cumsum along a random dim, maybe followed by an
     elementwise op of its result. Now and then the operand is computed by an elementwise op first, and a
     cumsum's result goes on through elementwise ops (reading the operand again at its element, or cast
-    back to the input's dtype): those belong in the scan's kernel. Defines `fd`, `inputs` and `kernels`
-    (how many the plan takes)."""
+    back to the input's dtype), and now and then the operand is a softmax, log_softmax or x - max along
+    the line: those belong in the scan's kernel (the reductions only where the line is short). Defines `fd`,
+    `inputs`, `kernels` (how many the plan takes) and `exact_kernels` (False: at least that many)."""
     rng = random.Random(seed)
     extra = random.Random(seed * 31 + 5)  # draws of its own, so that the cases drawn before stay as they were
     rank = rng.randint(1, 3)
@@ -338,12 +339,28 @@ def generate_scan(seed: int) -> str:
         sizes[dim] -= 1
     op = rng.choice(["topk", "topk", "argsort", "cumsum"])
     outputs = []
-    kernels = 1
+    kernels, exact = 1, True
     prologue = extra.choice(["", "", "neg", "abs", "half", "plus_one"])
     if prologue:
         # Exact in every dtype drawn (ties and NaNs stay as they are); bf16 and half compute in float.
         body.append(f"p = fd.ops.{ {'neg': 'neg({})', 'abs': 'abs({})', 'half': 'mul({}, 0.5)', 'plus_one': 'add({}, 1)'}[prologue].format(a)}")
         a = "p"
+    along_line = extra.choice(["", "", "", "softmax", "log_softmax", "minus_max"])
+    if along_line:
+        # Reductions along the line first: walked by the scan's own thread where the line is short, in a
+        # kernel of their own where it is long. Equal values stay equal, so ties stay ties.
+        body.append(f"f = fd.ops.cast({a}, DataType.Float)")
+        body.append(f"z = fd.ops.sub(f, fd.ops.max(f, dims=[{dim}], keepdim=True))")
+        if along_line == "minus_max":
+            a = "z"
+        else:
+            body.append("e = fd.ops.exp(z)")
+            body.append(f"s = fd.ops.sum(e, dims=[{dim}], keepdim=True)")
+            body.append("a = fd.ops.div(e, s)" if along_line == "softmax" else "a = fd.ops.sub(z, fd.ops.log(s))")
+            a = "a"
+        if sizes[dim] > 256:  # kMaxReducedLine
+            kernels += 1
+            exact = False  # the reductions of a long line: one kernel or more, as the reduction schedulers plan
     if op == "topk":
         k = rng.choice([0, 1, min(3, sizes[dim]), sizes[dim] // 2, rng.randint(0, sizes[dim]), sizes[dim]])
         largest = rng.random() < 0.5
@@ -366,7 +383,7 @@ def generate_scan(seed: int) -> str:
             body.append("values = fd.ops.where(fd.ops.isnan(values), 0.0, values)")
         elif epilogue == "cast" and dtype != "Int32":
             body.append(f"values = fd.ops.cast(values, DataType.{dtype})")
-    body.append(f"kernels = {kernels}")
+    body.append(f"kernels, exact_kernels = {kernels}, {exact}")
     for out in outputs:
         body.append(f"fd.add_output({out})")
     lines += ["    " + line for line in body]

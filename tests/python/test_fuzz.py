@@ -305,7 +305,9 @@ def test_random_scans_match_the_reference():
         kernels = [s for s in scope["fd"].explain(scope["inputs"]).segments if s.kind == "kernel"]
         schedulers = [s.scheduler for s in kernels]
         assert "scan" in schedulers and "none" not in schedulers, f"scan case {seed}: {schedulers}"
-        assert len(kernels) == scope["kernels"], f"scan case {seed}: {schedulers}, not {scope['kernels']} kernels"
+        expected = scope["kernels"]
+        assert len(kernels) == expected or (not scope["exact_kernels"] and len(kernels) > expected), \
+            f"scan case {seed}: {schedulers}, not {expected} kernels"
 
 
 IN_PLACE_CASES = int(os.environ.get("BRAZE_FUZZ_IN_PLACE_CASES", "200"))

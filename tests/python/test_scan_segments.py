@@ -164,3 +164,80 @@ def test_an_op_of_a_topk_result_is_a_kernel_of_its_own():
         fd.add_output(fd.ops.mul(values, 2.0))
     assert [k.scheduler for k in _kernels(fd, [x])] == ["scan", "pointwise"]
     _matches_reference(fd, [x])
+
+
+def _softmax(fd, x, dim):
+    xf = fd.ops.cast(x, DataType.Float)
+    e = fd.ops.exp(fd.ops.sub(xf, fd.ops.max(xf, dims=[dim], keepdim=True)))
+    return fd.ops.div(e, fd.ops.sum(e, dims=[dim], keepdim=True))
+
+
+@pytest.mark.parametrize("experts,k", [(8, 2), (64, 6), (256, 8)])
+def test_a_routers_softmax_and_topk_are_one_kernel(experts, k):
+    """A mixture-of-experts router: softmax over the experts, then the k best. Each thread walks its
+    token's line for the max, then for the sum, then sorts; the probabilities are never written."""
+    import ml_dtypes
+
+    logits = np.random.default_rng(9).standard_normal((37, experts)).astype(ml_dtypes.bfloat16)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        values, indices = fd.ops.topk(_softmax(fd, t, 1), fd.define_scalar(k, dtype=DataType.Int), 1, True, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    kernels = _kernels(fd, [logits])
+    assert [s.scheduler for s in kernels] == ["scan"], [s.ops for s in kernels]
+    got, want = fd.execute([logits]), bx.reference(fd, [logits])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)  # x / sum as a product with 1 / sum
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_a_cumsum_of_a_softmax_along_dim_0_is_one_kernel():
+    """The running probability mass of a nucleus sampler, here along dim 0 of a transposed input: the
+    line's max and sum are walked first, the cumsum then reads them."""
+    x = np.random.default_rng(10).standard_normal((40, 6)).astype(np.float32).T.copy().T  # column-major
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1])
+        fd.add_output(fd.ops.cumsum(_softmax(fd, t, 0), 0))
+    assert [s.scheduler for s in _kernels(fd, [x])] == ["scan"]
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
+
+
+def test_an_argsort_of_a_log_softmax_is_one_kernel():
+    x = np.random.default_rng(11).integers(-3, 4, (9, 33)).astype(np.float32)  # ties: index order decides
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        z = fd.ops.sub(t, fd.ops.max(t, dims=[1], keepdim=True))
+        lse = fd.ops.log(fd.ops.sum(fd.ops.exp(z), dims=[1], keepdim=True))
+        fd.add_output(fd.ops.argsort(fd.ops.sub(z, lse), dim=1, descending=True))
+    assert [s.scheduler for s in _kernels(fd, [x])] == ["scan"]
+    _matches_reference(fd, [x])
+
+
+@pytest.mark.parametrize("case", ["other_dim", "long_line", "other_row", "var_mean", "softmax_written"])
+def test_reductions_a_line_walk_cannot_compute_go_to_other_kernels(case):
+    """A reduction over another dim, a line too long for one thread to walk, a row sum read at another row
+    (broadcast along the rows of a square matrix), var_mean, and a softmax the fusion returns too: the
+    reduction runs in a kernel of its own, and the results still match."""
+    n = 257 if case == "long_line" else 12  # 257: one past kMaxReducedLine
+    x = np.random.default_rng(12).standard_normal((12, n)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        if case == "other_dim":
+            keys = fd.ops.sub(t, fd.ops.sum(t, dims=[0], keepdim=True))
+        elif case == "other_row":
+            keys = fd.ops.sub(t, fd.ops.broadcast_in_dim(fd.ops.sum(t, dims=[1]), [12, 12], [1]))
+        elif case == "var_mean":
+            var, mean = fd.ops.var_mean(t, dims=[1], correction=0, keepdim=True)
+            keys = fd.ops.div(fd.ops.sub(t, mean), fd.ops.add(var, 1.0))
+        else:
+            keys = _softmax(fd, t, 1)
+        if case == "softmax_written":
+            fd.add_output(keys)
+        values, indices = fd.ops.topk(keys, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    assert len(_kernels(fd, [x])) > 1
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -7,7 +7,11 @@
 // - A cumsum's result may go on through elementwise ops of its own shape (a cast back to bf16, position
 //   ids' `where(mask, cumsum - 1, 1)`): each is computed at the element the walk has just summed.
 // - A topk's or argsort's results are written as they are (the lowerings sort in the output buffers).
+// - Before a cumsum, topk or argsort of lines of at most kMaxReducedLine elements, reductions along the
+//   line (a router's softmax before its topk): each thread walks its line once per reduction first.
 #include "scheduler/scan/entry.h"
+
+#include "scheduler/reduction/domain_alignment.h"
 
 #include <fmt/format.h>
 
@@ -54,6 +58,35 @@ std::string cumsumEpilogueProblem(const Candidate& candidate, const Expr& op, co
   return "";
 }
 
+// Why the segment's reductions cannot be computed by walking the lines of `op` first, or "".
+std::string lineReductionProblem(const Candidate& candidate, const CandidateFacts& facts, const Expr& op,
+                                 const BoundShapes& bound) {
+  if (opInfo(op.kind()).category != OpCategory::Scan) return fmt::format("a {} reads its operands only", opName(op.kind()));
+  for (const Expr* r : facts.reductions) {
+    if (opInfo(r->kind()).category != OpCategory::Reduction) return fmt::format("{} is not a plain reduction", exprLabel(*r));
+  }
+  CandidateFacts without_scan = facts;
+  without_scan.unsupported = nullptr;
+  auto domain = commonReductionDomain(without_scan, bound);
+  if (auto* why = std::get_if<std::string>(&domain)) return *why;
+  const ReductionDomain& d = std::get<ReductionDomain>(domain);
+  const std::vector<int64_t>& sizes = bound.sizesOf(op.input(0));
+  const int64_t dim = op.attrs().getInt("dim");
+  const std::vector<int64_t> reduced = dimsBeyondOnes(d.dims, d.input_sizes);
+  if (d.input_sizes != sizes || reduced.size() > 1 || (reduced.size() == 1 && reduced[0] != dim)) {
+    return fmt::format("{} does not reduce the {}'s lines", exprLabel(*facts.reductions[0]), opName(op.kind()));
+  }
+  if (!sizes.empty() && sizes[static_cast<size_t>(dim)] > kMaxReducedLine) {
+    return fmt::format("lines of {} elements: a thread walks at most {} once per reduction",
+                       sizes[static_cast<size_t>(dim)], kMaxReducedLine);
+  }
+  // Each thread knows its own line's results only: every value computed from them must read them there.
+  Candidate before_scan;
+  std::copy_if(candidate.exprs.begin(), candidate.exprs.end(), std::back_inserter(before_scan.exprs),
+               [&](const Expr* e) { return e != &op; });
+  return misalignedWithDomain(before_scan, facts, d, bound);
+}
+
 }  // namespace
 
 const Expr& scanOpOf(const std::vector<const Expr*>& exprs) {
@@ -79,9 +112,13 @@ Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts,
                                                      "through meta ops", exprLabel(*e), opName(kind))
                                        : std::string());
     }
-    if (category == OpCategory::Matmul || category == OpCategory::Reduction || category == OpCategory::Normalization) {
-      return Verdict::no(facts.reasons ? fmt::format("{} is not computed per element", exprLabel(*e)) : std::string());
+    if (category == OpCategory::Matmul) {
+      return Verdict::no(facts.reasons ? fmt::format("{} is a matmul", exprLabel(*e)) : std::string());
     }
+  }
+  if (!facts.reductions.empty()) {
+    std::string problem = lineReductionProblem(candidate, facts, op, bound);
+    if (!problem.empty()) return Verdict::no(facts.reasons ? std::move(problem) : std::string());
   }
   if (kind == OpKind::Cumsum) {
     std::string problem = cumsumEpilogueProblem(candidate, op, bound);

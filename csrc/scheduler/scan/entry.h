@@ -8,6 +8,10 @@ namespace braze {
 
 const SchedulerEntry& scanScheduler();
 Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// The longest line whose reductions a scan kernel computes before its cumsum, topk or argsort: one thread
+// walks it once per reduction and then sorts it by insertion, which pays for a router's experts (8 to
+// 256) but not for a vocabulary, whose topk is a block sort after reduction kernels.
+constexpr int64_t kMaxReducedLine = 256;
 // The segment's one op that walks lines (a scan or a scatter).
 const Expr& scanOpOf(const std::vector<const Expr*>& exprs);
 

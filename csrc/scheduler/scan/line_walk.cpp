@@ -1,5 +1,9 @@
 #include "scheduler/scan/line_walk.h"
 
+#include "scheduler/reduction/reduce_values.h"
+
+#include <algorithm>
+
 namespace braze::scheduler {
 
 std::vector<int64_t> lineSizesOf(const std::vector<int64_t>& sizes, size_t dim) {
@@ -28,6 +32,42 @@ std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at) {
   std::vector<Idx> index = walk.position;
   if (walk.has_dim) index.insert(index.begin() + static_cast<int64_t>(walk.dim), Idx{at, false});
   return index;
+}
+
+void LineInvariants::place() {
+  vb_.setHoistTarget(nullptr);
+  std::vector<Stmt>& block = kb_.current();
+  block.insert(block.begin() + static_cast<std::ptrdiff_t>(at_), std::make_move_iterator(values_.begin()),
+               std::make_move_iterator(values_.end()));
+  values_.clear();
+}
+
+bool reducesAlongLines(const std::vector<const Expr*>& exprs) {
+  return std::any_of(exprs.begin(), exprs.end(),
+                     [](const Expr* e) { return opInfo(e->kind()).category == OpCategory::Reduction; });
+}
+
+void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& exprs,
+                     int64_t extent) {
+  for (const Expr* e : exprs) {
+    if (opInfo(e->kind()).category != OpCategory::Reduction) continue;
+    const Val* in = e->input(0);
+    const DataType out = e->output(0)->dtype();
+    const DataType acc_type = accumulatorType(out);
+    const ReduceOp op = reduceOpOf(e->kind());
+    // As the reduction kernels accumulate: each floating element rounded to the result's dtype first.
+    const bool cast_first = isFloating(out) && isFloating(in->dtype());
+    const VarId acc = kb.scalarVar("line_acc", acc_type);
+    kb.let(acc, identity(kb, op, acc_type));
+    walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
+      const ExprId v = vb.valueAt(in, lineIndex(walk, step));
+      const ExprId value = kb.cast(cast_first ? kb.cast(v, out) : v, acc_type);
+      kb.pushTarget(&c.pre);
+      kb.assign(acc, kb.elementwise(combineOf(op), acc_type, {kb.ref(acc), value}));
+      kb.popTarget();
+    });
+    vb.setResult(e->output(0), kb.letValue("line_result", kb.cast(kb.ref(acc), out)));
+  }
 }
 
 void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body) {

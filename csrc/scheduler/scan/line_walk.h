@@ -26,6 +26,29 @@ LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const Scan
                       const std::vector<int64_t>& sizes, size_t dim);
 // The full index of element `at` of the walk's line.
 std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at);
+// Values every element of a thread's line shares (the reciprocal a division by the line's sum multiplies
+// by, a scalar's cast): from construction on, computed once where the object was made, before the walks
+// that read them, once place() has put them there (before the line's block closes).
+class LineInvariants {
+ public:
+  LineInvariants(KernelBuilder& kb, ValueBuilder& vb) : kb_(kb), vb_(vb), at_(kb.current().size()) {
+    vb.setHoistTarget(&values_);
+  }
+  void place();
+
+ private:
+  KernelBuilder& kb_;
+  ValueBuilder& vb_;
+  size_t at_;
+  std::vector<Stmt> values_;
+};
+
+// Whether `exprs` hold a reduction (along the walked lines: check.cpp takes no other).
+bool reducesAlongLines(const std::vector<const Expr*>& exprs);
+// Each reduction of `exprs` in order (softmax's sum reads its max), by a walk of the thread's line of
+// `extent` elements: its result is then known to `vb` wherever the line's values read it.
+void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& exprs,
+                     int64_t extent);
 // for (step = 0; step < extent; ++step) body(chunk, step), in order, each step one chunk of one lane.
 void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body);
 

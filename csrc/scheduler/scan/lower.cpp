@@ -20,7 +20,9 @@ ScanParams chooseScan(LoweringContext& ctx) {
   const int64_t extent = sizes.empty() ? 1 : sizes[dim];
   const int64_t numel = ctx.bound.numel(scan.input(0));
   ScanProblem problem{extent == 0 ? 0 : numel / extent, extent};
-  const bool sorts = scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort;
+  // Reductions along the lines are walked by each line's thread: the sort walks its line too.
+  const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
+                     !reducesAlongLines(ctx.segment.exprs);
   const DataType key = computeTypeOf(scan.input(0)->dtype());
   if (sorts && key != DataType::Bool && !sizes.empty()) {
     problem.keep = scan.kind() == OpKind::TopK ? ctx.bound.sizesOf(scan.output(0))[dim] : extent;
@@ -50,6 +52,8 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   const DataType sum_type = isFloating(in->dtype()) ? DataType::Double : DataType::Int64;
   const LineWalk walk = openLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
+  reduceAlongLine(kb, vb, walk, ctx.segment.exprs, extent);
+  LineInvariants invariants(kb, vb);
   const VarId sum = kb.scalarVar("sum", sum_type);
   kb.let(sum, kb.constantInt(0, sum_type));
   walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
@@ -63,6 +67,7 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
       storeOutput(kb, vb, c, ctx.outputs.at(output), index, vb.valueAt(output, index));
     }
   });
+  invariants.place();
   kb.close();
 }
 

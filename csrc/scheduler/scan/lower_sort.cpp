@@ -79,6 +79,8 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   auto beats = [&](ExprId a, ExprId b) { return sortBeats(kb, sort, a, b); };
 
   const LineWalk line = openLineWalk(ctx.kernel, kb, vb, params, x_sizes, dim);
+  reduceAlongLine(kb, vb, line, ctx.segment.exprs, extent);
+  LineInvariants invariants(kb, vb);
   // The value kept at slot `slot` of the line: in the values output where there is one; else x at the
   // index kept there, or at `fallback` where `valid` is false (the slot may not be written yet, and x
   // must not be read at what it holds).
@@ -89,6 +91,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
     return sortKeyAt(kb, vb, sort, lineIndex(line, index));
   };
   if (keep == 0) {  // k = 0: nothing to keep
+    invariants.place();
     kb.close();
     return;
   }
@@ -127,6 +130,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   kb.close();  // for t
   if (keep < extent) kb.close();
   kb.close();  // for i
+  invariants.place();
   kb.close();  // if line
 }
 

@@ -7,6 +7,7 @@
 
 #include "fusions/host_util.h"
 #include "fusions/kernel_case.h"
+#include "fusions/kernel_util.h"
 #include "fusions/plan_util.h"
 #include "ir/ops.h"
 
@@ -159,6 +160,32 @@ inline KernelCase scanWithElementwiseCase(int64_t rows, int64_t cols, int64_t k)
         EXPECT_TRUE(s.scheduler == SchedulerKind::Scan) << compiled.plan.toString();
       }
     }
+  };
+  return c;
+}
+
+// A mixture-of-experts router over bf16 logits: softmax over the experts in float, the k best, and their
+// weights renormalized to sum to 1 in bf16. The softmax's max and sum are walked by the topk's thread
+// before it sorts (one scan kernel); the renormalization reads the sort's results in a kernel of its own.
+inline KernelCase routerCase(int64_t tokens, int64_t experts, int64_t k) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* logits = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
+    const std::vector<Val*> shape = ints(f, {tokens, experts});
+    Val* x = cast(logits, DataType::Float);
+    Val* e = unaryOp(OpKind::Exp, sub(x, expand(reduce(OpKind::Max, x->asTensor(), {1}, /*keepdim=*/true), shape)));
+    Val* p = div(e, expand(reduce(OpKind::Sum, e->asTensor(), {1}, /*keepdim=*/true), shape));
+    auto [best, best_at] = topk(p->asTensor(), f.constant(k), 1, /*largest=*/true, /*sorted=*/true);
+    Val* total = expand(reduce(OpKind::Sum, best, {1}, /*keepdim=*/true), ints(f, {tokens, k}));
+    f.addOutput(cast(div(best, total), DataType::BFloat16));
+    f.addOutput(best_at);
+  }
+  c.inputs = randomInputs(f, 73, {{tokens, experts}});
+  c.expect = [](const LoweredPlan& compiled) {
+    EXPECT_EQ(compiled.plan.kernelCount(), 2) << compiled.plan.toString();
+    EXPECT_TRUE(compiled.plan.segments.front().scheduler == SchedulerKind::Scan) << compiled.plan.toString();
   };
   return c;
 }
