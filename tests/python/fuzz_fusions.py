@@ -298,7 +298,9 @@ def generate_scan(seed: int) -> str:
     elementwise op of its result. Now and then the operand is computed by an elementwise op first, and a
     cumsum's result goes on through elementwise ops (reading the operand again at its element, or cast
     back to the input's dtype), and now and then the operand is a softmax, log_softmax or x - max along
-    the line: those belong in the scan's kernel (the reductions only where the line is short). Defines `fd`,
+    the line, and a topk's results go on through elementwise ops or sums over the kept elements: those
+    belong in the scan's kernel (the reductions and the ops of a topk's results only where the line is
+    short). Defines `fd`,
     `inputs`, `kernels` (how many the plan takes) and `exact_kernels` (False: at least that many)."""
     rng = random.Random(seed)
     extra = random.Random(seed * 31 + 5)  # draws of its own, so that the cases drawn before stay as they were
@@ -372,9 +374,29 @@ def generate_scan(seed: int) -> str:
     else:
         body.append(f"values = fd.ops.cumsum(fd.ops.cast({a}, DataType.Float), {dim})")
         outputs = ["values"]
+    walked = sizes[dim] <= 256  # kMaxReducedLine: a thread per line computes the ops of a topk's results
+    sort_ops = False
     if "values" in outputs and rng.random() < 0.3:
         body.append("values = fd.ops.neg(values)")
-        kernels += op == "topk"  # a sort's results are written as they are; the neg is a kernel of its own
+        sort_ops = op == "topk"
+    if op == "topk":
+        kept_ops = extra.choice(["", "", "", "renormalize", "kept_sum", "indices_and_values"])
+        if kept_ops == "renormalize" and "values" in outputs:
+            body.append("vf = fd.ops.cast(values, DataType.Float)")
+            body.append(f"values = fd.ops.div(vf, fd.ops.sum(vf, dims=[{dim}], keepdim=True))")
+        elif kept_ops == "kept_sum":
+            body.append(f"kept = fd.ops.sum(fd.ops.cast(values, DataType.Float), dims=[{dim}])")
+            outputs.append("kept")
+        elif kept_ops == "indices_and_values":
+            body.append("mixed = fd.ops.add(fd.ops.cast(indices, DataType.Float), fd.ops.cast(values, DataType.Float))")
+            outputs.append("mixed")
+        sort_ops = sort_ops or (kept_ops == "renormalize" and "values" in outputs) or kept_ops in ("kept_sum", "indices_and_values")
+    elif op == "argsort" and extra.random() < 0.2:
+        body.append("indices = fd.ops.add(indices, 1)")
+        kernels += 1  # an argsort's indices are written as they are: the add is a kernel of its own
+    if sort_ops and not walked:
+        kernels += 1  # a block sort's results are written as they are: their ops take a kernel or more
+        exact = False
     if op == "cumsum":
         epilogue = extra.choice(["", "", "plus_operand", "times_operand", "nan_to_zero", "cast"])
         if epilogue in ("plus_operand", "times_operand"):

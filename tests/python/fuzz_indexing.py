@@ -132,8 +132,9 @@ def generate_scatter_in_place(seed: int) -> str:
     """The source of one case updating an input in place with scatter or index_put_accumulate (a KV cache's
     new tokens, a grad accumulated into its buffer): repeated entries, an index shorter than the input on
     the other dims, in any layout, entries given or computed (now and then from the updated input itself,
-    which makes the plan copy the update back), and now and then another output reading the input as it
-    was. Defines `fd` and `inputs`."""
+    a slice of it or, as a repetition penalty, its values gathered at the index, which makes the plan copy
+    the update back), and now and then another output reading the input as it was. Defines `fd` and
+    `inputs`."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     shape = [rng.choice(SIZES) for _ in range(rank)]
@@ -164,6 +165,11 @@ def generate_scatter_in_place(seed: int) -> str:
     elif src == "own" and all(a <= b for a, b in zip(src_shape, shape)) and len(src_shape) == rank:
         # Entries read from the updated input itself: a slice of it.
         body.append(f"s = fd.ops.slice(x, {[0] * rank}, {src_shape})")
+    extra = random.Random(seed * 13 + 7)  # draws of its own, so that the cases drawn before stay as they were
+    if src == "s" and not accumulate and extra.random() < 0.3:
+        # A repetition penalty's entries: the input gathered at the index, changed, scattered back.
+        body.append(f"g = fd.ops.gather(x, i, {dim})")
+        body.append(f"s = fd.ops.cast(fd.ops.where(fd.ops.lt(g, 0), fd.ops.mul(g, 2), fd.ops.neg(g)), DataType.{dtype})")
     op = "fd.ops.index_put_accumulate(x, i, s)" if accumulate else f"fd.ops.scatter(x, i, s, {dim})"
     body.append(f"fd.add_output({op}, alias_input=x)")
     if rng.random() < 0.3:

@@ -295,9 +295,11 @@ SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
 
 def test_random_scans_match_the_reference():
     """topk, argsort and cumsum of tied values (and NaNs), read through layouts and views, along any dim,
-    short and long lines, with elementwise ops before them and after a cumsum: line walks and block sorts
-    (split and merged too) on the simulator, against the reference's stable sort; every case gets a scan
-    kernel, which takes those elementwise ops, and no segment falls back to the reference."""
+    short and long lines, with elementwise ops before them, softmaxes along the line, elementwise ops
+    after a cumsum, and ops and sums of a topk's kept elements: line walks and block sorts (split and
+    merged too) on the simulator, against the reference's stable sort; every case gets a scan kernel,
+    which takes those ops where its line walk can (the kernel count is checked), and no segment falls
+    back to the reference."""
     for seed in range(FIRST, FIRST + SCAN_CASES):
         assert _check(seed, generate_scan), f"scan case {seed} was rejected by the reference"
         scope: dict = {}

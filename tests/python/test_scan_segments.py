@@ -122,12 +122,15 @@ def test_topk_after_a_temperature_is_one_kernel(line):
     logits = np.random.default_rng(5).standard_normal((3, line)).astype(np.float32)
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-        values, indices = fd.ops.topk(fd.ops.mul(t, 1.25), fd.define_scalar(7, dtype=DataType.Int), 1, True, True)
+        values, indices = fd.ops.topk(fd.ops.div(t, 0.8), fd.define_scalar(7, dtype=DataType.Int), 1, True, True)
         fd.add_output(values)
         fd.add_output(indices)
         fd.add_output(fd.ops.argsort(fd.ops.neg(t), dim=1, descending=False))
     assert [k.scheduler for k in _kernels(fd, [logits])] == ["scan", "scan"]
-    _matches_reference(fd, [logits])
+    got, want = fd.execute([logits]), bx.reference(fd, [logits])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)  # x / 0.8 as a product with its reciprocal
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("after", ["permute", "slice", "broadcast", "beside"])
@@ -154,15 +157,17 @@ def test_ops_a_cumsum_walk_cannot_compute_go_to_other_kernels(after):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
 
-def test_an_op_of_a_topk_result_is_a_kernel_of_its_own():
-    """A sort keeps its results in its output buffers as it goes: an op of them is computed after, in
-    another kernel."""
-    x = np.random.default_rng(8).standard_normal((4, 30)).astype(np.float32)
+@pytest.mark.parametrize("line,kernels", [(30, ["scan"]), (257, ["scan", "pointwise"])])
+def test_an_op_of_a_topk_result_is_in_its_kernel_where_a_thread_walks_the_line(line, kernels):
+    """Where each line is walked by its own thread (at most 256 elements), the ops of the kept results are
+    computed by that thread once the line is sorted; a longer line is a block sort, and the op another
+    kernel."""
+    x = np.random.default_rng(8).standard_normal((4, line)).astype(np.float32)
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         values, _ = fd.ops.topk(t, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
         fd.add_output(fd.ops.mul(values, 2.0))
-    assert [k.scheduler for k in _kernels(fd, [x])] == ["scan", "pointwise"]
+    assert [k.scheduler for k in _kernels(fd, [x])] == kernels
     _matches_reference(fd, [x])
 
 
@@ -241,3 +246,106 @@ def test_reductions_a_line_walk_cannot_compute_go_to_other_kernels(case):
     got, want = fd.execute([x]), bx.reference(fd, [x])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _router(fd, logits, k, dim, outputs):
+    """softmax over the experts, the k best, their weights renormalized (Mixtral's and Qwen-MoE's router)."""
+    values, indices = fd.ops.topk(_softmax(fd, logits, dim), fd.define_scalar(k, dtype=DataType.Int), dim, True, True)
+    weights = fd.ops.div(values, fd.ops.sum(values, dims=[dim], keepdim=True))
+    fd.add_output(fd.ops.cast(weights, DataType.BFloat16))
+    if "indices" in outputs:
+        fd.add_output(indices)
+    if "int32_indices" in outputs:
+        fd.add_output(fd.ops.cast(indices, DataType.Int32))
+    if "values" in outputs:
+        fd.add_output(values)
+    if "kept_mass" in outputs:  # the probability the k experts hold, returned per token
+        fd.add_output(fd.ops.sum(values, dims=[dim], keepdim=dim == 0))
+
+
+@pytest.mark.parametrize("outputs", [["indices"], ["int32_indices"], ["indices", "values"], ["int32_indices", "kept_mass"]])
+@pytest.mark.parametrize("experts,k,dim", [(8, 2, 1), (64, 8, 1), (256, 1, 1), (16, 4, 0)])
+def test_a_routers_softmax_topk_and_renormalization_are_one_kernel(experts, k, dim, outputs):
+    """The whole router in the topk's thread: the line's max and sum, the sort, then the kept weights' sum
+    over the k slots and the weights divided by it, the kept indices read back from the indices output
+    (or a workspace where only their int32 cast is returned), and that sum written once per token where
+    the fusion returns it."""
+    import ml_dtypes
+
+    shape = (37, experts) if dim == 1 else (experts, 37)
+    logits = np.random.default_rng(13).standard_normal(shape).astype(ml_dtypes.bfloat16)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        _router(fd, t, k, dim, outputs)
+    kernels = _kernels(fd, [logits])
+    assert [s.scheduler for s in kernels] == ["scan"], [s.ops for s in kernels]
+    got, want = fd.execute([logits]), bx.reference(fd, [logits])
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["permuted", "argsort", "line_sum_read_after", "long_line"])
+def test_ops_of_sort_results_a_line_walk_cannot_compute_go_to_other_kernels(case):
+    """Ops of a sort's results its thread cannot compute over the kept slots stay in other kernels, and the
+    results still match: the values read through a permute, an op of an argsort's indices, the line's sum
+    from before the sort read by the kept weights, and a line past 256 elements."""
+    n = 257 if case == "long_line" else 9
+    x = np.random.default_rng(14).standard_normal((9, n)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        total = fd.ops.sum(fd.ops.exp(t), dims=[1], keepdim=True)
+        p = fd.ops.div(fd.ops.exp(t), total)
+        if case == "argsort":
+            fd.add_output(fd.ops.add(fd.ops.argsort(p, dim=1, descending=True), 1))
+        else:
+            values, _ = fd.ops.topk(p, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
+            if case == "permuted":
+                fd.add_output(fd.ops.mul(fd.ops.permute(values, [1, 0]), 2.0))
+            elif case == "line_sum_read_after":
+                fd.add_output(fd.ops.mul(values, total))
+            else:
+                fd.add_output(fd.ops.div(values, fd.ops.sum(values, dims=[1], keepdim=True)))
+    assert len(_kernels(fd, [x])) > 1
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["size_one_dim_before_cumsum", "size_one_dim_after_topk", "other_rows_pick"])
+def test_reductions_that_are_not_per_line_go_to_other_kernels(case):
+    """What is not one value per walked line is not taken for one: a sum over a size-1 dim beside the line
+    (batch 1's x - x.sum(0)) is a value per element, and a take_along_axis of a broadcast row sum picks
+    other rows' sums. Both are computed in other kernels, and the results match."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((1, 8) if case.startswith("size_one") else (5, 7)).astype(np.float32)
+    inputs = [x]
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        if case == "size_one_dim_before_cumsum":
+            fd.add_output(fd.ops.cumsum(fd.ops.sub(t, fd.ops.sum(t, dims=[0], keepdim=True)), 1))
+        elif case == "size_one_dim_after_topk":
+            values, _ = fd.ops.topk(t, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
+            fd.add_output(fd.ops.sum(values, dims=[0]))
+        else:
+            inputs.append(np.array([[3], [0], [4], [1], [2]], dtype=np.int64))
+            ix = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int64)
+            picked = fd.ops.take_along_axis(fd.ops.broadcast_in_dim(fd.ops.sum(t, dims=[1]), [5, 5], [1]), ix, 1)
+            fd.add_output(fd.ops.cumsum(fd.ops.sub(t, fd.ops.expand(picked, [5, 7])), 1))
+    assert len(_kernels(fd, inputs)) > 1
+    got, want = fd.execute(inputs), bx.reference(fd, inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_sum_over_kept_elements_and_a_size_one_dim_is_written_once_per_line():
+    """topk along dim 2 of [4, 1, 8], its values summed over dims 1 and 2: one value per line, written by
+    the line's thread at the line's place in the [4] result."""
+    x = np.random.default_rng(16).standard_normal((4, 1, 8)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        values, _ = fd.ops.topk(t, fd.define_scalar(3, dtype=DataType.Int), 2, True, True)
+        fd.add_output(fd.ops.sum(values, dims=[1, 2]))
+    assert [s.scheduler for s in _kernels(fd, [x])] == ["scan"]
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)

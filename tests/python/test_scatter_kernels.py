@@ -166,3 +166,24 @@ def test_the_updated_cache_passed_again_as_the_entries_is_refused_by_name(device
     cache = torch.randn(1, 1, 4, 8, device=device).to(torch.bfloat16)
     with pytest.raises(ValueError, match=r"lies in the memory range of input 0 .* pass a copy"):
         fd.execute([cache, cache, torch.tensor([0, 1, 2, 3], device=device)])
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_repetition_penalty_is_one_scatter_kernel(device, in_place):
+    """Hugging Face's repetition penalty: the logits at the tokens seen so far (repeated ones included)
+    gathered, penalized and scattered back. The entries are computed where the scatter's walk reads them,
+    from the logits as they were; in place, the update is then copied back (the entries read the logits)."""
+    with FusionDefinition() as fd:
+        logits = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        seen = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+        g = fd.ops.gather(logits, seen, 1)
+        penalized = fd.ops.where(fd.ops.lt(g, 0.0), fd.ops.mul(g, 1.3), fd.ops.div(g, 1.3))
+        fd.add_output(fd.ops.scatter(logits, seen, penalized, 1), **({"alias_input": logits} if in_place else {}))
+    logits = torch.randn(3, 100, device=device)
+    seen = torch.tensor([[5, 7, 5, 99], [0, 0, 0, 0], [42, 17, 3, 8]], device=device)
+    g = logits.gather(1, seen)
+    want = logits.scatter(1, seen, torch.where(g < 0, g * 1.3, g / 1.3))
+    kernels = [s for s in fd.explain([logits, seen]).segments if s.kind == "kernel"]
+    assert [s.scheduler for s in kernels if "copy" not in s.scheduler] == ["scan"], [s.ops for s in kernels]
+    got = fd.execute([logits, seen])
+    torch.testing.assert_close(logits if in_place else got[0], want)

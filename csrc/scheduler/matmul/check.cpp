@@ -16,7 +16,7 @@ Verdict canScheduleMatmul(const Candidate& candidate, const CandidateFacts& fact
     const OpCategory category = opInfo(e->kind()).category;
     // Values are computed per element as the operands are loaded: a scan or a scatter cannot be.
     if (category == OpCategory::Scan || category == OpCategory::Scatter) {
-      return Verdict::no(exprLabel(*e) + " is not computed per element (it is in a segment of its own)");
+      return Verdict::no(exprLabel(*e) + " is not computed per element (the scan scheduler's)");
     }
     if (category != OpCategory::Matmul) continue;
     if (mm != nullptr) return Verdict::no("the group has two matmuls (" + exprLabel(*mm) + ", " + exprLabel(*e) + ")");

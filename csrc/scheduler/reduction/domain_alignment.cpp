@@ -122,7 +122,9 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
       const DimIds index = e.kind() == OpKind::IndexSelect ? DimIds(rank, kAny) : idsOf(e.input(1));
       if (index.size() != rank) break;
       for (size_t d = 0; d < rank; ++d) result[d] = d == dim ? kUnknown : combine(in[d], index[d]);
-      if (bound.sizesOf(out)[dim] == 1) result[dim] = kAny;
+      // A pick of one element is the same all along its dim, unless the source's dim stands for a kept
+      // dim of the domain: then the index picks another row's value.
+      if (bound.sizesOf(out)[dim] == 1 && in[dim] == kAny) result[dim] = kAny;
       break;
     }
     default: break;
@@ -162,6 +164,21 @@ bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const Reducti
 }
 
 }  // namespace
+
+bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
+  if (isElementwise(expr.kind())) return true;
+  switch (expr.kind()) {
+    case OpKind::Broadcast:
+    case OpKind::BroadcastInDim:
+    case OpKind::Expand:
+    case OpKind::Set:
+    case OpKind::StrideOrder:  // a copy at the same index; only the output's strides differ
+    case OpKind::Squeeze: return true;
+    case OpKind::Reshape:  // only adding or removing size-1 dims
+      return withoutOnes(bound.sizesOf(expr.input(0))) == withoutOnes(bound.sizesOf(expr.output(0)));
+    default: return false;
+  }
+}
 
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
                                  const ReductionDomain& domain, const BoundShapes& bound) {

@@ -17,6 +17,10 @@
 
 namespace braze {
 
+// Ops that keep every element in its row and position (up to broadcasting): elementwise ops, broadcasts,
+// expands, squeezes, copies and reshapes that only add or drop size-1 dims.
+bool keepsRowPositions(const Expr& expr, const BoundShapes& bound);
+
 // The first output or value computed from a reduction result that the group's kernel could not write or
 // read where it walks, as a refusal reason; empty when there is none.
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,

@@ -12,22 +12,6 @@
 namespace braze {
 namespace {
 
-// Ops that keep every element in its row and position (up to broadcasting).
-bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
-  if (isElementwise(expr.kind())) return true;
-  switch (expr.kind()) {
-    case OpKind::Broadcast:
-    case OpKind::BroadcastInDim:
-    case OpKind::Expand:
-    case OpKind::Set:
-    case OpKind::StrideOrder:  // a copy at the same index; only the output's strides differ
-    case OpKind::Squeeze: return true;
-    case OpKind::Reshape:  // only adding or removing size-1 dims
-      return withoutOnes(bound.sizesOf(expr.input(0))) == withoutOnes(bound.sizesOf(expr.output(0)));
-    default: return false;
-  }
-}
-
 // One element picked per row along the row's one reduced (innermost) dim: take_along_axis or gather of a
 // [rows..., 1] index, or index_select of one index (a cross entropy's target logit). The picked element
 // is the row's, at a column the index names; the kernel computes it there once the row's statistics are

@@ -8,10 +8,13 @@ namespace braze {
 
 const SchedulerEntry& scanScheduler();
 Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-// The longest line whose reductions a scan kernel computes before its cumsum, topk or argsort: one thread
-// walks it once per reduction and then sorts it by insertion, which pays for a router's experts (8 to
-// 256) but not for a vocabulary, whose topk is a block sort after reduction kernels.
+// The longest line whose reductions a scan kernel computes before its cumsum, topk or argsort, and whose
+// topk's results it computes ops of: one thread walks it once per reduction (and sorts it by insertion),
+// which pays for a router's experts (8 to 256) but not for a vocabulary, whose topk is a block sort
+// between reduction kernels and the kernels of its results' ops.
 constexpr int64_t kMaxReducedLine = 256;
+// The exprs of `exprs` (in their order) that read `op`'s results, directly or through one another.
+std::vector<const Expr*> exprsAfter(const std::vector<const Expr*>& exprs, const Expr& op);
 // The segment's one op that walks lines (a scan or a scatter).
 const Expr& scanOpOf(const std::vector<const Expr*>& exprs);
 

@@ -1,6 +1,7 @@
 #include "scheduler/scan/line_walk.h"
 
 #include "scheduler/reduction/reduce_values.h"
+#include "scheduler/scan/entry.h"
 
 #include <algorithm>
 
@@ -42,30 +43,52 @@ void LineInvariants::place() {
   values_.clear();
 }
 
-bool reducesAlongLines(const std::vector<const Expr*>& exprs) {
-  return std::any_of(exprs.begin(), exprs.end(),
-                     [](const Expr* e) { return opInfo(e->kind()).category == OpCategory::Reduction; });
+namespace {
+bool isReduction(const Expr* e) {
+  const OpCategory category = opInfo(e->kind()).category;
+  return category == OpCategory::Reduction || category == OpCategory::Normalization;
+}
+}  // namespace
+
+bool walksEachLine(const std::vector<const Expr*>& exprs, const Expr& op) {
+  return std::any_of(exprs.begin(), exprs.end(), isReduction) || !exprsAfter(exprs, op).empty();
 }
 
-void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& exprs,
-                     int64_t extent) {
+std::vector<const Expr*> reductionsBefore(const std::vector<const Expr*>& exprs, const std::vector<const Expr*>& later) {
+  std::vector<const Expr*> reductions;
   for (const Expr* e : exprs) {
-    if (opInfo(e->kind()).category != OpCategory::Reduction) continue;
+    if (isReduction(e) && std::find(later.begin(), later.end(), e) == later.end()) reductions.push_back(e);
+  }
+  return reductions;
+}
+
+std::vector<const Expr*> reductionsAmong(const std::vector<const Expr*>& later) {
+  std::vector<const Expr*> reductions;
+  std::copy_if(later.begin(), later.end(), std::back_inserter(reductions), isReduction);
+  return reductions;
+}
+
+void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& reductions,
+                     int64_t extent, const std::function<void(ExprId step)>& at_step) {
+  for (const Expr* e : reductions) {
     const Val* in = e->input(0);
     const DataType out = e->output(0)->dtype();
     const DataType acc_type = accumulatorType(out);
     const ReduceOp op = reduceOpOf(e->kind());
     // As the reduction kernels accumulate: each floating element rounded to the result's dtype first.
     const bool cast_first = isFloating(out) && isFloating(in->dtype());
+    LineInvariants invariants(kb, vb);  // of the results before this one
     const VarId acc = kb.scalarVar("line_acc", acc_type);
     kb.let(acc, identity(kb, op, acc_type));
     walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
+      if (at_step) at_step(step);
       const ExprId v = vb.valueAt(in, lineIndex(walk, step));
       const ExprId value = kb.cast(cast_first ? kb.cast(v, out) : v, acc_type);
       kb.pushTarget(&c.pre);
       kb.assign(acc, kb.elementwise(combineOf(op), acc_type, {kb.ref(acc), value}));
       kb.popTarget();
     });
+    invariants.place();
     vb.setResult(e->output(0), kb.letValue("line_result", kb.cast(kb.ref(acc), out)));
   }
 }

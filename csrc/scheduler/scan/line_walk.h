@@ -28,12 +28,15 @@ LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const Scan
 std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at);
 // Values every element of a thread's line shares (the reciprocal a division by the line's sum multiplies
 // by, a scalar's cast): from construction on, computed once where the object was made, before the walks
-// that read them, once place() has put them there (before the line's block closes).
+// that read them, once place() has put them there (in the same block, before it closes). One at a time.
 class LineInvariants {
  public:
   LineInvariants(KernelBuilder& kb, ValueBuilder& vb) : kb_(kb), vb_(vb), at_(kb.current().size()) {
     vb.setHoistTarget(&values_);
   }
+  LineInvariants(const LineInvariants&) = delete;
+  LineInvariants& operator=(const LineInvariants&) = delete;
+  ~LineInvariants() { vb_.setHoistTarget(nullptr); }  // never left pointing at values_
   void place();
 
  private:
@@ -43,12 +46,18 @@ class LineInvariants {
   std::vector<Stmt> values_;
 };
 
-// Whether `exprs` hold a reduction (along the walked lines: check.cpp takes no other).
-bool reducesAlongLines(const std::vector<const Expr*>& exprs);
-// Each reduction of `exprs` in order (softmax's sum reads its max), by a walk of the thread's line of
-// `extent` elements: its result is then known to `vb` wherever the line's values read it.
-void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& exprs,
-                     int64_t extent);
+// Where a segment's ops need each line walked by its own thread (not a block sort): reductions along the
+// lines before `op`, or ops of its results (check.cpp takes no others).
+bool walksEachLine(const std::vector<const Expr*>& exprs, const Expr& op);
+// The reductions of `exprs` that come before the scan op: those not among `later` (exprsAfter's).
+std::vector<const Expr*> reductionsBefore(const std::vector<const Expr*>& exprs, const std::vector<const Expr*>& later);
+// The reductions among `later`: over a topk's kept elements.
+std::vector<const Expr*> reductionsAmong(const std::vector<const Expr*>& later);
+// Each of `reductions` in order (softmax's sum reads its max), by a walk of `extent` elements of the
+// thread's line: its result is then known to `vb` wherever the line's values read it. `at_step`, if any,
+// runs first at each step (binding the values the step's element reads).
+void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, const std::vector<const Expr*>& reductions,
+                     int64_t extent, const std::function<void(ExprId step)>& at_step = nullptr);
 // for (step = 0; step < extent; ++step) body(chunk, step), in order, each step one chunk of one lane.
 void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body);
 

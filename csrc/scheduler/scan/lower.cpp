@@ -20,9 +20,10 @@ ScanParams chooseScan(LoweringContext& ctx) {
   const int64_t extent = sizes.empty() ? 1 : sizes[dim];
   const int64_t numel = ctx.bound.numel(scan.input(0));
   ScanProblem problem{extent == 0 ? 0 : numel / extent, extent};
-  // Reductions along the lines are walked by each line's thread: the sort walks its line too.
+  // Reductions along the lines, and ops of a sort's results, are walked by each line's thread: the sort
+  // walks its line too.
   const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
-                     !reducesAlongLines(ctx.segment.exprs);
+                     !walksEachLine(ctx.segment.exprs, scan);
   const DataType key = computeTypeOf(scan.input(0)->dtype());
   if (sorts && key != DataType::Bool && !sizes.empty()) {
     problem.keep = scan.kind() == OpKind::TopK ? ctx.bound.sizesOf(scan.output(0))[dim] : extent;
@@ -52,7 +53,7 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
   const DataType sum_type = isFloating(in->dtype()) ? DataType::Double : DataType::Int64;
   const LineWalk walk = openLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
-  reduceAlongLine(kb, vb, walk, ctx.segment.exprs, extent);
+  reduceAlongLine(kb, vb, walk, reductionsBefore(ctx.segment.exprs, exprsAfter(ctx.segment.exprs, scan)), extent);
   LineInvariants invariants(kb, vb);
   const VarId sum = kb.scalarVar("sum", sum_type);
   kb.let(sum, kb.constantInt(0, sum_type));

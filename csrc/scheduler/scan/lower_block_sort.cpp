@@ -214,6 +214,7 @@ void lowerBlockSortLines(LoweringContext& ctx, const ScanParams& params) {
     return;
   }
   const SortOp sort = sortOpOf(ctx);
+  BRAZE_ASSERT(sort.values_param >= 0 || sort.indices_param >= 0, "a block sort whose results are not written");
   const int64_t parts = params.sort_parts;
   const int64_t item_length = parts > 1 ? params.sort_slots : sort.extent;
   Kernel& k = ctx.kernel;

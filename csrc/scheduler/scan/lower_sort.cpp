@@ -12,6 +12,8 @@
 
 #include "support/error.h"
 
+#include <algorithm>
+
 namespace braze::scheduler {
 
 SortOp sortOpOf(LoweringContext& ctx) {
@@ -30,7 +32,6 @@ SortOp sortOpOf(LoweringContext& ctx) {
   s.values = is_topk ? op.output(0) : nullptr;
   s.values_param = is_topk ? paramOf(op.output(0)) : -1;
   s.indices_param = paramOf(op.output(is_topk ? 1 : 0));
-  BRAZE_ASSERT(s.values_param >= 0 || s.indices_param >= 0, "{}: no result is used", op.name());
   s.compute = computeTypeOf(s.x->dtype());
   return s;
 }
@@ -55,6 +56,63 @@ ExprId sortBeats(KernelBuilder& kb, const SortOp& sort, ExprId a, ExprId b) {
   return kb.elementwise(OpKind::LogicalOr, DataType::Bool, {ordered, nan_first});
 }
 
+namespace {
+
+TensorId keptIndicesWorkspace(KernelBuilder& kb, const LoweringContext& ctx, const Expr& topk) {
+  const Val* indices = topk.output(1);
+  TensorParam kept = workspaceParam("kept_at", DataType::Int64, ctx.bound.numel(indices), /*zeroed=*/false);
+  kept.layout = StridedLayout::rowMajor(ctx.bound.sizesOf(indices));
+  return kb.addTensor(kept);
+}
+
+// The ops of a topk's results, once its line is sorted (check.cpp): the kept slots walked once per
+// reduction among them (a router's sum of its k weights), then once more to compute and store the outputs.
+void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb, const LineWalk& line, const SortOp& sort,
+                      TensorId indices_param, const std::vector<const Expr*>& later) {
+  const Expr& topk = scanOpOf(ctx.segment.exprs);
+  auto loadAt = [&](TensorId tensor, const std::vector<Idx>& at) {
+    int64_t coefficient = 0;
+    return kb.load(tensor, vb.flatOffset(kb.kernel().tensors[tensor].layout, at, &coefficient));
+  };
+  // The results at slot `slot`: the kept index, and the value kept there (read back, or x at that index).
+  auto bindSlot = [&](ExprId slot) {
+    const std::vector<Idx> at = lineIndex(line, slot);
+    const ExprId kept_at = indices_param >= 0 ? vb.bind("kept_at", loadAt(indices_param, at)) : -1;
+    if (kept_at >= 0) vb.setWalkedValue(topk.output(1), kept_at);  // else no op reads them (lowerSortLines)
+    const ExprId value = sort.values_param >= 0 ? loadAt(sort.values_param, at)
+                                                : vb.valueAt(sort.x, lineIndex(line, kb.valueToIndex(kept_at)));
+    vb.setWalkedValue(topk.output(0), vb.bind("kept", value));
+  };
+  const std::vector<const Expr*> reductions = reductionsAmong(later);
+  reduceAlongLine(kb, vb, line, reductions, sort.keep, bindSlot);
+  // A reduction over the kept slots that the fusion returns (or another kernel reads): once per line.
+  for (const Expr* r : reductions) {
+    const Val* result = r->output(0);
+    if (ctx.outputs.count(result) == 0) continue;
+    const TensorId param = ctx.outputs.at(result);
+    // One element per line, in the lines' order (the line's dim, and any other size-1 dims it reduces,
+    // kept as size 1 or dropped).
+    int64_t coefficient = 0;
+    const ExprId offset = vb.flatOffset(kb.kernel().tensors[param].layout,
+                                        vb.unflatten(line.line, false, ctx.bound.sizesOf(result)), &coefficient);
+    kb.store(param, offset, kb.cast(vb.valueAt(result, {}), result->dtype()));  // the line's result, set above
+  }
+  LineInvariants invariants(kb, vb);
+  walkSteps(kb, vb, sort.keep, [&](Chunk& c, ExprId slot) {
+    bindSlot(slot);
+    const std::vector<Idx> at = lineIndex(line, slot);
+    for (const Val* out : ctx.segment.outputs) {
+      const bool line_result = std::any_of(reductions.begin(), reductions.end(), [&](const Expr* r) { return r->output(0) == out; });
+      if (out != topk.output(0) && out != topk.output(1) && !line_result) {
+        storeOutput(kb, vb, c, ctx.outputs.at(out), at, vb.valueAt(out, at));
+      }
+    }
+  });
+  invariants.place();
+}
+
+}  // namespace
+
 void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   if (params.sort_slots > 0) {
     lowerBlockSortLines(ctx, params);
@@ -68,8 +126,16 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   const int64_t keep = sort.keep;
   KernelBuilder kb(ctx.kernel);
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  const Expr& op = scanOpOf(ctx.segment.exprs);
+  const std::vector<const Expr*> later = exprsAfter(ctx.segment.exprs, op);
   const TensorId values_param = sort.values_param;
-  const TensorId indices_param = sort.indices_param;
+  // Where ops of the results need the kept indices (to read them, or the values at them) and the fusion
+  // does not return them, they are kept in a workspace of the indices' shape.
+  const bool indices_read = std::any_of(later.begin(), later.end(), [&](const Expr* e) {
+    return std::find(e->inputs().begin(), e->inputs().end(), op.output(1)) != e->inputs().end();
+  });
+  const bool keep_indices = sort.indices_param < 0 && !later.empty() && (indices_read || sort.values_param < 0);
+  const TensorId indices_param = keep_indices ? keptIndicesWorkspace(kb, ctx, op) : sort.indices_param;
   const bool has_values = values_param >= 0, has_indices = indices_param >= 0;
   const DataType compute = sort.compute;
   auto offsetIn = [&](TensorId tensor, const std::vector<Idx>& index) {
@@ -79,7 +145,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   auto beats = [&](ExprId a, ExprId b) { return sortBeats(kb, sort, a, b); };
 
   const LineWalk line = openLineWalk(ctx.kernel, kb, vb, params, x_sizes, dim);
-  reduceAlongLine(kb, vb, line, ctx.segment.exprs, extent);
+  reduceAlongLine(kb, vb, line, reductionsBefore(ctx.segment.exprs, later), extent);
   LineInvariants invariants(kb, vb);
   // The value kept at slot `slot` of the line: in the values output where there is one; else x at the
   // index kept there, or at `fallback` where `valid` is false (the slot may not be written yet, and x
@@ -90,8 +156,9 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
     const ExprId index = kb.select(valid, kb.valueToIndex(kb.load(indices_param, offsetIn(indices_param, at))), fallback);
     return sortKeyAt(kb, vb, sort, lineIndex(line, index));
   };
-  if (keep == 0) {  // k = 0: nothing to keep
+  if (keep == 0) {  // k = 0: nothing to keep (a sum over the kept elements is still written: 0)
     invariants.place();
+    if (!later.empty()) lowerKeptSlotOps(ctx, kb, vb, line, sort, indices_param, later);
     kb.close();
     return;
   }
@@ -131,6 +198,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
   if (keep < extent) kb.close();
   kb.close();  // for i
   invariants.place();
+  if (!later.empty()) lowerKeptSlotOps(ctx, kb, vb, line, sort, indices_param, later);
   kb.close();  // if line
 }
 
