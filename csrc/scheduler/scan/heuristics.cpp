@@ -143,6 +143,32 @@ std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, in
   return r;
 }
 
+// A cumsum's block scan (ScanParams::scan_chunk) where it beats one thread per line `walk`: each thread
+// walks its chunk twice, and thread 0 adds the chunks' sums up, a shared read and write each; the block's
+// two barriers. Its threads a power of two, a warp at least.
+ScanParams chooseBlockScan(const DeviceInfo& device, const ScanProblem& problem, ScanParams walk) {
+  if (problem.lines < 1 || problem.extent < 2 || problem.lines > (int64_t{1} << 31) - 1) return walk;
+  const auto lines = static_cast<double>(problem.lines);
+  const auto line = static_cast<double>(problem.extent * kWalkCycles);
+  double best = timeOf(device, line, lines * line);
+  ScanParams chosen = walk;
+  const int64_t widest = std::min<int64_t>(device.max_threads_per_block, 1024);
+  for (int64_t threads = device.warp_size; threads <= widest; threads *= 2) {
+    const int64_t chunk = ceilDiv(problem.extent, threads);
+    const auto add_up = static_cast<double>(threads * kWalkCycles);
+    const double chain = static_cast<double>(2 * chunk * kWalkCycles + 2 * kBarrierCycles) + add_up;
+    const double time = timeOf(device, chain, lines * (2 * line + add_up));
+    if (time < best) {
+      best = time;
+      chosen.block = threads;
+      chosen.grid = problem.lines;
+      chosen.scan_chunk = chunk;
+    }
+    if (chunk == 1) break;
+  }
+  return chosen;
+}
+
 }  // namespace
 
 int64_t positionBits(int64_t length) {
@@ -169,6 +195,7 @@ int64_t blockSortBytes(int64_t slots, int64_t slot_bytes) {
 }
 
 std::string ScanParams::toString() const {
+  if (scan_chunk > 0) return fmt::format("scan: a block of {} threads per line, {} elements each", block, scan_chunk);
   if (radix_per_thread > 0) {
     const std::string select = fmt::format("radix select of {} per thread (block {}), block sort of {} slots",
                                            radix_per_thread, block, sort_slots);
@@ -195,6 +222,7 @@ ScanParams scanHeuristics(const DeviceInfo& device, const ScanProblem& problem) 
   const int64_t widest = std::max<int64_t>(device.warp_size, device.tuning.block_threads);
   p.block = std::clamp<int64_t>(nextPow2(std::max<int64_t>(problem.lines, 1)), device.warp_size, widest);
   p.grid = std::max<int64_t>(ceilDiv(problem.lines, p.block), 1);
+  if (problem.block_scan) return chooseBlockScan(device, problem, p);
   if (problem.keep <= 0 || problem.extent < 2 || problem.lines <= 0) return p;
 
   const int64_t keep = std::min(problem.keep, problem.extent);

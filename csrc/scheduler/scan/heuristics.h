@@ -1,5 +1,6 @@
 // The scan scheduler's parameters: a cumsum walks `extent` elements along `dim` for each of `lines`
-// lines (every position of the other dims), one thread per line, `block` threads per block. topk and
+// lines (every position of the other dims), one thread per line, `block` threads per block, or splits
+// long lines over a block's threads where lines are few (a block scan). topk and
 // argsort either walk their lines the same way or, where a line is long enough to keep a block busy,
 // sort it in shared memory with one block per line (a block sort).
 #pragma once
@@ -20,6 +21,7 @@ struct ScanProblem {
   int64_t keep = 0;
   int64_t key_bytes = 4;
   bool rank_keys = false;  // keys of 32 order bits (rankKeys): sorted as ranks, radix selects
+  bool block_scan = false;  // a cumsum whose lines may each be split over a block's threads
 };
 
 struct ScanParams {
@@ -46,6 +48,10 @@ struct ScanParams {
   // thread (merge_slots, merge_block, merge_grid as above; no passes). 0: no radix select.
   int64_t radix_per_thread = 0;
   int64_t merge_per_thread = 0;
+  // A cumsum's block scan: one block of `block` threads per line (grid: the lines), thread t summing the
+  // `scan_chunk` elements from t * scan_chunk, thread 0 adding those sums up in order, then each thread
+  // walking its chunk again from the sum of the chunks before it. 0: one thread walks each line.
+  int64_t scan_chunk = 0;
   std::string toString() const;  // heads the kernel's source
 };
 

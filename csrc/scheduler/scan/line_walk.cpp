@@ -13,20 +13,37 @@ std::vector<int64_t> lineSizesOf(const std::vector<int64_t>& sizes, size_t dim) 
   return line_sizes;
 }
 
-LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
-                      const std::vector<int64_t>& sizes, size_t dim) {
+namespace {
+
+// A walk along `dim` of `sizes`, a line per thread (in `if (line < lines)`, which the caller closes) or per
+// block: the kernel's launch shape and summary set, the line's position over the other dims bound.
+LineWalk startWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
+                   const std::vector<int64_t>& sizes, size_t dim, bool block_per_line) {
   LineWalk walk;
   walk.dim = dim;
   walk.has_dim = !sizes.empty();
   const std::vector<int64_t> line_sizes = lineSizesOf(sizes, dim);
   for (int64_t s : line_sizes) walk.lines *= s;
-  k.grid = {params.grid, 1};
+  k.grid = {block_per_line ? walk.lines : params.grid, 1};
   k.block = {params.block, 1};
   k.summary = params.toString();
-  walk.line = kb.letValue("line", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.block)), kb.threadIdx(0)));
-  kb.openIf(kb.lt(walk.line, kb.index(walk.lines)));
+  walk.line = kb.letValue("line", block_per_line ? kb.blockIdx(0)
+                                                 : kb.add(kb.mul(kb.blockIdx(0), kb.index(params.block)), kb.threadIdx(0)));
+  if (!block_per_line) kb.openIf(kb.lt(walk.line, kb.index(walk.lines)));
   walk.position = vb.unflatten(walk.line, false, line_sizes);
   return walk;
+}
+
+}  // namespace
+
+LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
+                      const std::vector<int64_t>& sizes, size_t dim) {
+  return startWalk(k, kb, vb, params, sizes, dim, /*block_per_line=*/false);
+}
+
+LineWalk openBlockLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
+                           const std::vector<int64_t>& sizes, size_t dim) {
+  return startWalk(k, kb, vb, params, sizes, dim, /*block_per_line=*/true);
 }
 
 std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at) {
@@ -94,9 +111,13 @@ void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, 
 }
 
 void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body) {
+  walkRange(kb, vb, kb.index(0), kb.index(extent), body);
+}
+
+void walkRange(KernelBuilder& kb, ValueBuilder& vb, ExprId begin, ExprId end, const std::function<void(Chunk&, ExprId)>& body) {
   const VarId step = kb.scalarVar("k", DataType::Int64, /*is_index=*/true);
   const VarId lane = kb.scalarVar("lane", DataType::Int64, /*is_index=*/true);
-  kb.openFor(step, kb.index(0), kb.index(extent), kb.index(1), /*unroll=*/false);
+  kb.openFor(step, begin, end, kb.index(1), /*unroll=*/false);
   emitChunk(kb, vb, kb.boolean(true), 1, lane, [&](Chunk& c) { body(c, kb.ref(step)); });
   kb.close();
 }

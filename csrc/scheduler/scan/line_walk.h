@@ -24,6 +24,9 @@ std::vector<int64_t> lineSizesOf(const std::vector<int64_t>& sizes, size_t dim);
 // `sizes` walked along `dim` (the caller closes it).
 LineWalk openLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
                       const std::vector<int64_t>& sizes, size_t dim);
+// The same with one block per line (a block scan): line blockIdx.x, the grid the lines; no test.
+LineWalk openBlockLineWalk(Kernel& k, KernelBuilder& kb, ValueBuilder& vb, const ScanParams& params,
+                           const std::vector<int64_t>& sizes, size_t dim);
 // The full index of element `at` of the walk's line.
 std::vector<Idx> lineIndex(const LineWalk& walk, ExprId at);
 // Values every element of a thread's line shares (the reciprocal a division by the line's sum multiplies
@@ -60,5 +63,7 @@ void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, 
                      int64_t extent, const std::function<void(ExprId step)>& at_step = nullptr);
 // for (step = 0; step < extent; ++step) body(chunk, step), in order, each step one chunk of one lane.
 void walkSteps(KernelBuilder& kb, ValueBuilder& vb, int64_t extent, const std::function<void(Chunk&, ExprId)>& body);
+// The same over [begin, end).
+void walkRange(KernelBuilder& kb, ValueBuilder& vb, ExprId begin, ExprId end, const std::function<void(Chunk&, ExprId)>& body);
 
 }  // namespace braze::scheduler

@@ -24,6 +24,8 @@ ScanParams chooseScan(LoweringContext& ctx) {
   // walks its line too.
   const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
                      !walksEachLine(ctx.segment.exprs, scan);
+  problem.block_scan = scan.kind() == OpKind::Cumsum &&
+                       reductionsBefore(ctx.segment.exprs, exprsAfter(ctx.segment.exprs, scan)).empty();
   const DataType key = computeTypeOf(scan.input(0)->dtype());
   if (sorts && key != DataType::Bool && !sizes.empty()) {
     problem.keep = scan.kind() == OpKind::TopK ? ctx.bound.sizesOf(scan.output(0))[dim] : extent;
@@ -32,6 +34,79 @@ ScanParams chooseScan(LoweringContext& ctx) {
   }
   return scanHeuristics(ctx.device, problem);
 }
+
+namespace {
+
+// At each step of a cumsum's walk: the running sum `sum` (of `sum_type`) plus the element at `index`, and
+// the outputs computed there from the cumsum's value, the new sum rounded to its dtype.
+void cumsumStep(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const Expr& scan, VarId sum,
+                DataType sum_type, const std::vector<Idx>& index) {
+  const Val* out = scan.output(0);
+  const ExprId value = kb.cast(vb.valueAt(scan.input(0), index), sum_type);
+  kb.pushTarget(&c.pre);
+  kb.assign(sum, kb.elementwise(OpKind::Add, sum_type, {kb.ref(sum), value}));
+  kb.popTarget();
+  vb.setWalkedValue(out, vb.bind("running", kb.cast(kb.ref(sum), out->dtype())));
+  for (const Val* output : ctx.segment.outputs) {
+    storeOutput(kb, vb, c, ctx.outputs.at(output), index, vb.valueAt(output, index));
+  }
+}
+
+DataType cumsumSumType(const Expr& scan) {
+  return isFloating(scan.input(0)->dtype()) ? DataType::Double : DataType::Int64;
+}
+
+// A cumsum of few long lines (position ids of a batch of sequences) as a block scan (ScanParams::scan_chunk):
+// one block per line, thread t sums its chunk, thread 0 replaces each thread's sum in shared memory by the
+// sum of the chunks before it, in order, and each thread walks its chunk again from there. The sums are
+// in the line walk's types, added in another order than the reference's: a chunk's elements, then the
+// chunks (integers are exact in any order; float sums in double round to the same float almost always).
+void lowerBlockCumsum(LoweringContext& ctx, const ScanParams& params) {
+  const Expr& scan = scanOpOf(ctx.segment.exprs);
+  const auto& sizes = ctx.bound.sizesOf(scan.output(0));
+  const auto dim = static_cast<size_t>(scan.attrs().getInt("dim"));
+  const int64_t extent = sizes.empty() ? 1 : sizes[dim];
+  KernelBuilder kb(ctx.kernel);
+  kb.fixBlock(params.block, 1);
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
+  const DataType sum_type = cumsumSumType(scan);
+  const LineWalk walk = openBlockLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
+  const ExprId thread = kb.threadIdx(0);
+  const ExprId first = kb.letValue("first", kb.min(kb.mul(thread, kb.index(params.scan_chunk)), kb.index(extent)));
+  const ExprId end = kb.letValue("end", kb.min(kb.add(first, kb.index(params.scan_chunk)), kb.index(extent)));
+  const VarId before = kb.arrayVar("before", sum_type, params.block, VarKind::SharedArray);
+  kb.declare(before);
+  LineInvariants invariants(kb, vb);
+  const VarId chunk_sum = kb.scalarVar("chunk_sum", sum_type);
+  kb.let(chunk_sum, kb.constantInt(0, sum_type));
+  walkRange(kb, vb, first, end, [&](Chunk& c, ExprId step) {
+    const ExprId value = kb.cast(vb.valueAt(scan.input(0), lineIndex(walk, step)), sum_type);
+    kb.pushTarget(&c.pre);
+    kb.assign(chunk_sum, kb.elementwise(OpKind::Add, sum_type, {kb.ref(chunk_sum), value}));
+    kb.popTarget();
+  });
+  kb.localWrite(before, thread, kb.ref(chunk_sum));
+  kb.barrier();
+  kb.openIf(kb.eq(thread, kb.index(0)));
+  const VarId total = kb.scalarVar("total", sum_type);
+  kb.let(total, kb.constantInt(0, sum_type));
+  const VarId t = kb.scalarVar("t", DataType::Int64, /*is_index=*/true);
+  kb.openFor(t, kb.index(0), kb.index(params.block), kb.index(1), /*unroll=*/false);
+  const ExprId own = kb.letValue("own", kb.localRead(before, kb.ref(t)));
+  kb.localWrite(before, kb.ref(t), kb.ref(total));
+  kb.assign(total, kb.elementwise(OpKind::Add, sum_type, {kb.ref(total), own}));
+  kb.close();  // for t
+  kb.close();  // if thread 0
+  kb.barrier();
+  const VarId sum = kb.scalarVar("sum", sum_type);
+  kb.let(sum, kb.localRead(before, thread));
+  walkRange(kb, vb, first, end, [&](Chunk& c, ExprId step) {
+    cumsumStep(ctx, kb, vb, c, scan, sum, sum_type, lineIndex(walk, step));
+  });
+  invariants.place();
+}
+
+}  // namespace
 
 void lowerScan(LoweringContext& ctx, const ScanParams& params) {
   const Expr& scan = scanOpOf(ctx.segment.exprs);
@@ -44,29 +119,23 @@ void lowerScan(LoweringContext& ctx, const ScanParams& params) {
     return;
   }
   BRAZE_ASSERT(scan.kind() == OpKind::Cumsum, "lowerScan: {} is not a cumsum", scan.name());
-  const Val* in = scan.input(0);
-  const Val* out = scan.output(0);
-  const auto& sizes = ctx.bound.sizesOf(out);
+  if (params.scan_chunk > 0) {
+    lowerBlockCumsum(ctx, params);
+    return;
+  }
+  const auto& sizes = ctx.bound.sizesOf(scan.output(0));
   const auto dim = static_cast<size_t>(scan.attrs().getInt("dim"));
   const int64_t extent = sizes.empty() ? 1 : sizes[dim];
   KernelBuilder kb(ctx.kernel);
   ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, ctx.inputs);
-  const DataType sum_type = isFloating(in->dtype()) ? DataType::Double : DataType::Int64;
+  const DataType sum_type = cumsumSumType(scan);
   const LineWalk walk = openLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
   reduceAlongLine(kb, vb, walk, reductionsBefore(ctx.segment.exprs, exprsAfter(ctx.segment.exprs, scan)), extent);
   LineInvariants invariants(kb, vb);
   const VarId sum = kb.scalarVar("sum", sum_type);
   kb.let(sum, kb.constantInt(0, sum_type));
   walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
-    const std::vector<Idx> index = lineIndex(walk, step);
-    const ExprId value = kb.cast(vb.valueAt(in, index), sum_type);
-    kb.pushTarget(&c.pre);
-    kb.assign(sum, kb.elementwise(OpKind::Add, sum_type, {kb.ref(sum), value}));
-    kb.popTarget();
-    vb.setWalkedValue(out, vb.bind("running", kb.cast(kb.ref(sum), out->dtype())));
-    for (const Val* output : ctx.segment.outputs) {
-      storeOutput(kb, vb, c, ctx.outputs.at(output), index, vb.valueAt(output, index));
-    }
+    cumsumStep(ctx, kb, vb, c, scan, sum, sum_type, lineIndex(walk, step));
   });
   invariants.place();
   kb.close();

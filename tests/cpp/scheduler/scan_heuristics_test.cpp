@@ -168,5 +168,27 @@ TEST(ScanHeuristics, FloatKeysTakeEightBytesASlot) {
   }
   for (DataType d : {DataType::Double, DataType::Int64, DataType::Bool}) EXPECT_FALSE(rankKeys(d)) << toString(d);
 }
+
+// A cumsum: a block per line (its threads each a chunk) where lines are few and long, a thread per line
+// where they are many or short; never for a segment that walks each line (block_scan false).
+TEST(ScanHeuristics, FewLongCumsumLinesAreBlockScans) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  // Position ids of 4 sequences of 4096 tokens: a thread per line would walk 4096 elements alone.
+  const ScanParams ids = scanHeuristics(h100, {.lines = 4, .extent = 4096, .block_scan = true});
+  EXPECT_GT(ids.scan_chunk, 0);
+  EXPECT_EQ(ids.grid, 4);
+  EXPECT_GE(ids.block * ids.scan_chunk, 4096);
+  EXPECT_LT((ids.block - 1) * ids.scan_chunk, 4096);  // no thread past the line's end but the last ones
+  EXPECT_EQ(ids.block % h100.warp_size, 0);
+  // Many short lines: a thread each.
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 1 << 20, .extent = 8, .block_scan = true}).scan_chunk, 0);
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 4096, .extent = 16, .block_scan = true}).scan_chunk, 0);
+  // Many long lines: a block each still shortens the longest chain more than the lanes it costs.
+  EXPECT_GT(scanHeuristics(h100, {.lines = 512, .extent = 4096, .block_scan = true}).scan_chunk, 0);
+  // Not allowed, or nothing to scan.
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 4, .extent = 4096}).scan_chunk, 0);
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 0, .extent = 4096, .block_scan = true}).scan_chunk, 0);
+  EXPECT_EQ(scanHeuristics(h100, {.lines = 4, .extent = 1, .block_scan = true}).scan_chunk, 0);
+}
 }  // namespace
 }  // namespace braze
