@@ -371,6 +371,9 @@ def generate_scan(seed: int) -> str:
     elif op == "argsort":
         body.append(f"indices = fd.ops.argsort({a}, dim={dim}, descending={rng.random() < 0.5})")
         outputs = ["indices"]
+    elif dtype == "Int32" and prologue != "half" and not along_line and extra.random() < 0.7:
+        body.append(f"values = fd.ops.cumsum({a}, {dim})")  # integers: a block scan where lines are few and long
+        outputs = ["values"]
     else:
         body.append(f"values = fd.ops.cumsum(fd.ops.cast({a}, DataType.Float), {dim})")
         outputs = ["values"]

@@ -143,17 +143,20 @@ std::optional<RadixShape> radixShape(const DeviceInfo& device, int64_t items, in
   return r;
 }
 
-// A cumsum's block scan (ScanParams::scan_chunk) where it beats one thread per line `walk`: each thread
-// walks its chunk twice, and thread 0 adds the chunks' sums up, a shared read and write each; the block's
-// two barriers. Its threads a power of two, a warp at least.
+// A cumsum's block scan (ScanParams::scan_chunk) where it takes at most half the time of one thread per
+// line `walk` (a margin for the launch and barrier costs the model leaves out): each thread walks its
+// chunk twice, and thread 0 adds the chunks' sums up, a shared read and write each; the block's two
+// barriers. Its threads a power of two, a warp at least; its grid the lines, and lines x threads within
+// 2^31 (CUDA's grid and HIP's total threads).
 ScanParams chooseBlockScan(const DeviceInfo& device, const ScanProblem& problem, ScanParams walk) {
-  if (problem.lines < 1 || problem.extent < 2 || problem.lines > (int64_t{1} << 31) - 1) return walk;
+  if (problem.lines < 1 || problem.extent < 2) return walk;
   const auto lines = static_cast<double>(problem.lines);
   const auto line = static_cast<double>(problem.extent * kWalkCycles);
-  double best = timeOf(device, line, lines * line);
+  double best = timeOf(device, line, lines * line) / 2;
   ScanParams chosen = walk;
   const int64_t widest = std::min<int64_t>(device.max_threads_per_block, 1024);
-  for (int64_t threads = device.warp_size; threads <= widest; threads *= 2) {
+  for (int64_t threads = device.warp_size; threads <= widest && problem.lines <= ((int64_t{1} << 31) - 1) / threads;
+       threads *= 2) {
     const int64_t chunk = ceilDiv(problem.extent, threads);
     const auto add_up = static_cast<double>(threads * kWalkCycles);
     const double chain = static_cast<double>(2 * chunk * kWalkCycles + 2 * kBarrierCycles) + add_up;

@@ -21,7 +21,7 @@ struct ScanProblem {
   int64_t keep = 0;
   int64_t key_bytes = 4;
   bool rank_keys = false;  // keys of 32 order bits (rankKeys): sorted as ranks, radix selects
-  bool block_scan = false;  // a cumsum whose lines may each be split over a block's threads
+  bool block_scan = false;  // an integer cumsum, whose lines may each be split over a block's threads
 };
 
 struct ScanParams {

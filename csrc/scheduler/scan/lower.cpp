@@ -24,7 +24,9 @@ ScanParams chooseScan(LoweringContext& ctx) {
   // walks its line too.
   const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
                      !walksEachLine(ctx.segment.exprs, scan);
-  problem.block_scan = scan.kind() == OpKind::Cumsum &&
+  // Integer sums only: they are exact in any order, where a float sum split into chunks rounds otherwise
+  // than the reference's one pass (1 + 1e20 - 1e20 keeps its 1 across a chunk's end).
+  problem.block_scan = scan.kind() == OpKind::Cumsum && !isFloating(scan.input(0)->dtype()) &&
                        reductionsBefore(ctx.segment.exprs, exprsAfter(ctx.segment.exprs, scan)).empty();
   const DataType key = computeTypeOf(scan.input(0)->dtype());
   if (sorts && key != DataType::Bool && !sizes.empty()) {
@@ -56,11 +58,10 @@ DataType cumsumSumType(const Expr& scan) {
   return isFloating(scan.input(0)->dtype()) ? DataType::Double : DataType::Int64;
 }
 
-// A cumsum of few long lines (position ids of a batch of sequences) as a block scan (ScanParams::scan_chunk):
-// one block per line, thread t sums its chunk, thread 0 replaces each thread's sum in shared memory by the
-// sum of the chunks before it, in order, and each thread walks its chunk again from there. The sums are
-// in the line walk's types, added in another order than the reference's: a chunk's elements, then the
-// chunks (integers are exact in any order; float sums in double round to the same float almost always).
+// An integer cumsum of few long lines (position ids of a batch of sequences) as a block scan
+// (ScanParams::scan_chunk): one block per line, thread t sums its chunk, thread 0 replaces each thread's
+// sum in shared memory by the sum of the chunks before it, in order, and each thread walks its chunk again
+// from there. The wrapping int64 sums are the line walk's, exact in any order.
 void lowerBlockCumsum(LoweringContext& ctx, const ScanParams& params) {
   const Expr& scan = scanOpOf(ctx.segment.exprs);
   const auto& sizes = ctx.bound.sizesOf(scan.output(0));
@@ -73,7 +74,8 @@ void lowerBlockCumsum(LoweringContext& ctx, const ScanParams& params) {
   const LineWalk walk = openBlockLineWalk(ctx.kernel, kb, vb, params, sizes, dim);
   const ExprId thread = kb.threadIdx(0);
   const ExprId first = kb.letValue("first", kb.min(kb.mul(thread, kb.index(params.scan_chunk)), kb.index(extent)));
-  const ExprId end = kb.letValue("end", kb.min(kb.add(first, kb.index(params.scan_chunk)), kb.index(extent)));
+  // first + chunk may pass the index type's range on a line just short of it: the rest of the line is.
+  const ExprId end = kb.letValue("end", kb.add(first, kb.min(kb.index(params.scan_chunk), kb.sub(kb.index(extent), first))));
   const VarId before = kb.arrayVar("before", sum_type, params.block, VarKind::SharedArray);
   kb.declare(before);
   LineInvariants invariants(kb, vb);

@@ -627,7 +627,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"index_select", indexSelectCase},
       {"dropout_13x37", [] { return dropoutCase(13, 37); }},
       {"cumsum_7x45", [] { return cumsumCase(7, 45); }},
-      {"cumsum_3x2050", [] { return cumsumCase(3, 2050); }},  // a block scan along the rows
+      {"cumsum_3x2050", [] { return cumsumCase(3, 2050); }},  // the int8 one along the rows: a block scan
       {"scatter_7x45", [] { return scatterCase(7, 45); }},
       {"scatter_2x1", [] { return scatterCase(2, 1); }},
       {"index_put_accumulate_9x33_from_40", [] { return indexPutAccumulateCase(9, 33, 40); }},
