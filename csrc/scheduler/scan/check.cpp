@@ -31,13 +31,6 @@ bool walksLines(const Expr& e) {
   return category == OpCategory::Scan || category == OpCategory::Scatter;
 }
 
-bool elementwise(const Expr& e) {
-  switch (opInfo(e.kind()).category) {
-    case OpCategory::Unary: case OpCategory::Binary: case OpCategory::Ternary: case OpCategory::Cast: return true;
-    default: return false;
-  }
-}
-
 bool reads(const Expr& e, const std::unordered_set<const Val*>& values) {
   return std::any_of(e.inputs().begin(), e.inputs().end(), [&](const Val* v) { return values.count(v) != 0; });
 }
@@ -50,7 +43,7 @@ std::string cumsumEpilogueProblem(const Candidate& candidate, const Expr& op, co
   for (const Expr* e : later) {
     // The walk binds the cumsum's value at its element only: an op that read it elsewhere (a slice, a
     // permute) or over more elements (a broadcast) would see the wrong one.
-    if (!elementwise(*e) || bound.sizesOf(e->output(0)) != sizes) {
+    if (!isElementwise(e->kind()) || bound.sizesOf(e->output(0)) != sizes) {
       return fmt::format("{} reads the cumsum other than elementwise at its shape", exprLabel(*e));
     }
     for (const Val* out : e->outputs()) after.insert(out);
@@ -130,11 +123,11 @@ std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts
       reductions.push_back(e);
     } else if (reads(*e, per_slot)) {
       // The walk binds the results at the slot it is at: an op reading them elsewhere would see the wrong one.
-      if (!elementwise(*e) || bound.sizesOf(e->output(0)) != sizes) {
+      if (!isElementwise(e->kind()) || bound.sizesOf(e->output(0)) != sizes) {
         return fmt::format("{} reads the topk's results other than elementwise at their shape", exprLabel(*e));
       }
       for (const Val* out : e->outputs()) per_slot.insert(out);
-    } else if (!elementwise(*e) && opInfo(e->kind()).category != OpCategory::Meta) {
+    } else if (!isElementwise(e->kind()) && opInfo(e->kind()).category != OpCategory::Meta) {
       return fmt::format("{} is computed from the kept slots' reductions other than by elementwise and meta ops",
                          exprLabel(*e));
     }
