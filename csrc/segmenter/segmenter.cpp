@@ -418,7 +418,56 @@ class Segmenter {
       if (auto key = reductionDomainKey(g)) by_domain[*key].push_back(g);
     }
     for (const auto& [key, list] : by_domain) changed = mergeReaders(list) || changed;
+    // Reductions over as many rows of tensors of other widths (a GELU backward's bias grad and the next
+    // linear's): one kernel, each in its own blocks, where the reduction scheduler takes them side by side.
+    std::map<int64_t, std::vector<int64_t>> by_rows;
+    for (int64_t g : reducing) {
+      if (find(g) != g) continue;
+      if (auto rows = reducedPerResult(g)) by_rows[*rows].push_back(g);
+    }
+    // Groups without reductions join them where their tensors' leading dims hold as many rows (a GELU
+    // backward's grad_in beside the next linear's bias grad).
+    for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
+      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0) continue;
+      for (int64_t rows : leadingRowCounts(g)) {
+        auto it = by_rows.find(rows);
+        if (it != by_rows.end()) it->second.push_back(g);
+      }
+    }
+    for (auto& [rows, list] : by_rows) {
+      std::sort(list.begin(), list.end());
+      changed = mergeReaders(list) || changed;
+    }
     return changed;
+  }
+
+  // The products of the leading dims (all but the last) of the tensors group g computes.
+  std::set<int64_t> leadingRowCounts(int64_t g) const {
+    std::set<int64_t> counts;
+    for (int64_t node : groups_[g].nodes) {
+      for (const Val* out : nodes_[node]->outputs()) {
+        if (!out->isTensor()) continue;
+        const std::vector<int64_t>& sizes = bound_.sizesOf(out);
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < sizes.size(); ++d) counts.insert(rows *= sizes[d]);
+      }
+    }
+    return counts;
+  }
+
+  // The elements every reduction of group g reduces into each result, where they are one count.
+  std::optional<int64_t> reducedPerResult(int64_t g) const {
+    std::optional<int64_t> count;
+    for (int64_t node : groups_[g].nodes) {
+      const Expr& e = *nodes_[node];
+      const OpCategory category = opInfo(e.kind()).category;
+      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
+      const int64_t results = bound_.numel(e.output(0));
+      const int64_t n = results == 0 ? 0 : bound_.numel(e.input(0)) / results;
+      if (count && *count != n) return std::nullopt;
+      count = n;
+    }
+    return count;
   }
 
   // The input sizes and reduced dims every reduction of group g has, as a key; none where they differ.

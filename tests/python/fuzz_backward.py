@@ -5,8 +5,9 @@ A case is one of:
 - a layer-norm or RMS-norm backward: grad_out and x of 2 or 3 dims, the forward's float32 mean and rstd
   (keepdim), maybe a weight; out grad_in (maybe plus a residual's grad), maybe grad_weight and grad_bias,
   and 0-2 bias grads of neighbouring linears (sums over the same rows, of other widths);
-- an activation backward (GELU with erf or tanh, SiLU) with its linear's bias grad, maybe through a
-  dropout-like mask;
+- an activation backward (GELU with erf or tanh, SiLU) with its linear's bias grad (or without it, as
+  Thunder writes it), maybe through a dropout-like mask, and 0-2 bias grads of the next linears (sums over
+  the same rows of other widths, side by side);
 - a softmax backward.
 Rows and widths include 1, odd and prime sizes and widths past what a thread keeps in registers; inputs
 may be transposed, strided or offset by an element; every case is planned for one of six devices and
@@ -150,9 +151,29 @@ def _activation_backward(rng: random.Random, lines: list[str], body: list[str], 
         inputs.append("x_keep")
         body.append("gi = fd.ops.mul(fd.ops.where(t_keep, gi, 0.0), 1.1111111111111112)")
     out = f"DataType.{dtype[1]}"
+    rows_dims = list(range(rank - 1))
     body.append(f"fd.add_output(fd.ops.cast(gi, {out}))")
-    body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(gi, {list(range(rank - 1))}), {out}))")
-    return 1 if math.prod(shape[:-1]) > 1 else None
+    own_bias_grad = rng.random() < 0.7  # else Thunder's form: the linear's bias grad is another fusion's
+    if own_bias_grad:
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(gi, {rows_dims}), {out}))")
+    row_shape = shape[:-1]
+    extras = rng.choice([0, 0, 1, 1, 2])
+    widths = [width] if own_bias_grad else []
+    for i in range(extras):
+        # The next linear's bias grad, beside the activation's ops (a part side by side): another width.
+        other = rng.choice([w for w in WIDTHS if w * max(1, math.prod(row_shape)) <= 2 * MAX_ELEMENTS] or [1])
+        fc_dtype = rng.choice([dtype, ("np.float32", "Float")])
+        _tensor(lines, body, f"fc{i}", row_shape + [other], fc_dtype, rng.choice(LAYOUTS), rng)
+        inputs.append(f"x_fc{i}")
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_fc{i}, {rows_dims}), DataType.{fc_dtype[1]}))")
+        widths.append(other)
+    if not own_bias_grad and extras == 0:
+        return 1  # the activation's ops alone
+    # Sums over several rows are reductions, the parts side by side in one kernel; over a single row, they are
+    # casts of their own shapes (no claim). A sum of a one-wide tensor over its rows walks the rows as a
+    # row's elements, an inner reduction, which is no part beside others (no claim).
+    one_wide = len(widths) + (0 if own_bias_grad else 1) > 1 and 1 in widths
+    return 1 if math.prod(row_shape) > 1 and not one_wide else None
 
 
 def _softmax_backward(rng: random.Random, lines: list[str], body: list[str], inputs: list[str]) -> int | None:

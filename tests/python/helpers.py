@@ -97,3 +97,13 @@ def execute_near_reference(fd, inputs, rtol):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(np.abs(want).max(initial=0), 1.0))
     return outputs
+
+
+def activation_derivative(fd, x, gelu):
+    """The derivative of GELU (with erf) or SiLU at float tensor x, as a backward pass writes it."""
+    if gelu:
+        cdf = fd.ops.mul(fd.ops.add(fd.ops.erf(fd.ops.mul(x, 0.7071067811865476)), 1.0), 0.5)
+        pdf = fd.ops.mul(fd.ops.exp(fd.ops.mul(fd.ops.mul(x, x), -0.5)), 0.3989422804014327)
+        return fd.ops.add(cdf, fd.ops.mul(x, pdf))
+    s = fd.ops.sigmoid(x)
+    return fd.ops.mul(s, fd.ops.add(1.0, fd.ops.mul(x, fd.ops.sub(1.0, s))))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import device_switch
+import helpers
 from braze import DataType, FusionDefinition
 
 F32 = DataType.Float
@@ -44,14 +45,7 @@ def define_activation_backward(fd, dtype, gelu):
     g_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
     x_ = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
     g, x = fd.ops.cast(g_, F32), fd.ops.cast(x_, F32)
-    if gelu:
-        cdf = fd.ops.mul(fd.ops.add(fd.ops.erf(fd.ops.mul(x, 0.7071067811865476)), 1.0), 0.5)
-        pdf = fd.ops.mul(fd.ops.exp(fd.ops.mul(fd.ops.mul(x, x), -0.5)), 0.3989422804014327)
-        d = fd.ops.add(cdf, fd.ops.mul(x, pdf))
-    else:
-        s = fd.ops.sigmoid(x)
-        d = fd.ops.mul(s, fd.ops.add(1.0, fd.ops.mul(x, fd.ops.sub(1.0, s))))
-    gi = fd.ops.mul(g, d)
+    gi = fd.ops.mul(g, helpers.activation_derivative(fd, x, gelu))
     fd.add_output(fd.ops.cast(gi, dtype))
     fd.add_output(fd.ops.cast(fd.ops.sum(gi, [0]), dtype))
 

@@ -1,9 +1,11 @@
 """Reductions that share no tensor but reduce the same dims of the same sizes plan as one kernel (the
 segmenter's horizontal merge): a GQA backward's k and v grads, each summed over the repeated heads of
 [batch, kv heads, repeats, seq, head dim] and concatenated into the kv linear's grad by the same
-kernel; two norms of one shape side by side. Reductions of other dims or sizes stay apart. Values against the reference evaluator
-on the test device."""
+kernel; two norms of one shape side by side. Outer reductions over as many rows of tensors of other widths
+(an MLP backward's bias grads) are one kernel too, each part in its own blocks. Reductions of other dims or
+row counts stay apart. Values against the reference evaluator on the test device."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ import helpers
 from braze import DataType, FusionDefinition
 
 F32 = DataType.Float
+NP = {DataType.BFloat16: np.dtype(ml_dtypes.bfloat16), DataType.Half: np.dtype(np.float16), F32: np.dtype(np.float32)}
 
 
 def kernels(plan):
@@ -71,14 +74,87 @@ def test_two_norms_of_one_shape_side_by_side_are_one_kernel():
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
 
 
-def test_reductions_of_other_dims_or_sizes_stay_apart():
+def define_activation_backward_beside_bias_grad(fd, dtype, rows, widths, gelu=True):
+    """Nanogpt's MLP backward as Thunder hands one fusion of it: grad and x [*rows, widths[0]] in, grad * gelu'(x)
+    (or silu') and its sum over the rows (the bias grad of the linear before the activation) out; beside it,
+    the bias grads of other linears: a sum over the same rows of a grad [*rows, width] per further width,
+    which reads nothing the activation's part computes."""
+    def tensor(width):  # size-1 dims are broadcasts (contiguity None), as Thunder defines them
+        shape = [*rows, width]
+        return fd.define_tensor(shape=shape, contiguity=[None if n == 1 else True for n in shape], dtype=dtype)
+
+    g_, x_ = tensor(widths[0]), tensor(widths[0])
+    others = [tensor(w) for w in widths[1:]]
+    g, x = fd.ops.cast(g_, F32), fd.ops.cast(x_, F32)
+    gi = fd.ops.mul(g, helpers.activation_derivative(fd, x, gelu))
+    row_dims = list(range(len(rows)))
+    fd.add_output(fd.ops.cast(gi, dtype))
+    fd.add_output(fd.ops.cast(fd.ops.sum(gi, row_dims), dtype))
+    for other in others:
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(other, F32), row_dims), dtype))
+
+
+RTOL = {DataType.BFloat16: 1e-2, DataType.Half: 2e-3, F32: 1e-5}
+
+
+def activation_inputs(rng, dtype, rows, widths):
+    return [rng.standard_normal((*rows, widths[0])).astype(NP[dtype]) for _ in range(2)] + [
+        rng.standard_normal((*rows, w)).astype(NP[dtype]) for w in widths[1:]]
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half, F32])
+@pytest.mark.parametrize("rows,widths", [((2, 8), (256, 64)), ((4, 128), (384, 96)), ((3, 5), (28, 7)),
+                                         ((1, 2048), (96, 24)), ((1, 1, 9), (12, 40)), ((37,), (72, 8, 1000))])
+def test_activation_backward_beside_other_bias_grads_is_one_kernel(dtype, rows, widths):
+    with FusionDefinition() as fd:
+        define_activation_backward_beside_bias_grad(fd, dtype, rows, widths)
+    rng = np.random.default_rng(sum(rows) + sum(widths))
+    inputs = activation_inputs(rng, dtype, rows, widths)
+    plan = fd.explain(inputs)
+    assert len(kernels(plan)) == 1, str(plan)
+    assert "more over the same rows" in kernels(plan)[0].heuristics, str(plan)
+    helpers.execute_near_reference(fd, inputs, rtol=RTOL[dtype])
+
+
+def test_side_by_side_parts_run_any_row_count_after_another():
+    """One definition, rows of any count one after the other (a training loop's last, shorter batch): each
+    signature plans its own parts, splits and blocks, and matches the reference."""
+    with FusionDefinition() as fd:
+        define_activation_backward_beside_bias_grad(fd, F32, [-1, -1], (-1, -1), gelu=False)
+    rng = np.random.default_rng(7)
+    for rows, widths in [((2, 300), (64, 16)), ((1, 7), (64, 16)), ((2, 300), (40, 24)), ((5, 2), (8, 64))]:
+        inputs = activation_inputs(rng, F32, rows, widths)
+        assert len(kernels(fd.explain(inputs))) == 1, str(fd.explain(inputs))
+        helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def test_side_by_side_parts_read_strided_and_shared_inputs():
+    """A part reading a transposed view, and two parts reading one input (each its own sum of it)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32, stride_order=[0, 1])
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        fd.add_output(fd.ops.sum(fd.ops.mul(a, a), dims=[0], keepdim=False))
+        fd.add_output(fd.ops.sum(fd.ops.exp(b), dims=[0], keepdim=False))
+        fd.add_output(fd.ops.max(fd.ops.reshape(b, new_shape=[b.size(0), -1, 1]), dims=[0], keepdim=False))
+    rng = np.random.default_rng(8)
+    inputs = [np.asfortranarray(rng.standard_normal((301, 33)).astype(np.float32)),
+              rng.standard_normal((301, 20)).astype(np.float32)]
+    plan = fd.explain(inputs)
+    assert len(kernels(plan)) == 1, str(plan)
+    helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def test_reductions_of_other_dims_or_rows_stay_apart():
+    """Sums over other row counts, and an inner reduction beside an outer one, are no parts of one kernel."""
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
         b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
-        fd.add_output(fd.ops.sum(a, dims=[1], keepdim=False))
+        c = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        fd.add_output(fd.ops.sum(a, dims=[0], keepdim=False))
         fd.add_output(fd.ops.sum(b, dims=[0], keepdim=False))
-    rng = np.random.default_rng(4)
-    inputs = [rng.standard_normal((37, 48)).astype(np.float32), rng.standard_normal((37, 48)).astype(np.float32)]
+        fd.add_output(fd.ops.sum(c, dims=[1], keepdim=False))
+    rng = np.random.default_rng(9)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((37, 48), (41, 16), (64, 37))]
     plan = fd.explain(inputs)
-    assert len(kernels(plan)) == 2, str(plan)
+    assert len(kernels(plan)) == 3, str(plan)
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)

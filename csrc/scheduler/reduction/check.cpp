@@ -1,10 +1,11 @@
 // The reduction scheduler's structural check: reductions over one domain, with any pointwise
 // prologue (read through index maps) and an epilogue that stays at the reduced size, or concatenates
-// per-row results (row_cats.h). A result that is broadcast back over the reduced dims, or reduced
+// per-row results (row_cats.h); or outer reductions over as many rows side by side (reduction_parts.h). A result that is broadcast back over the reduced dims, or reduced
 // again, needs the row kept on chip: that is the inner persistent scheduler's job (or two kernels).
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/reduction_domain.h"
+#include "scheduler/reduction/reduction_parts.h"
 #include "scheduler/reduction/row_cats.h"
 
 #include <unordered_set>
@@ -12,6 +13,16 @@
 namespace braze {
 
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  Verdict one = canScheduleOneReductionDomain(candidate, facts, bound);
+  if (one.ok || facts.reductions.empty() || facts.unsupported != nullptr) return one;
+  // Parts that compute nothing for one another: side by side, each in its own blocks.
+  const std::vector<Candidate> parts = independentParts(candidate);
+  if (parts.size() == 1) return one;
+  // Where they are no such parts, the one domain's refusal says why: that is the kernel the group was.
+  return canScheduleReductionParts(parts, facts, bound).ok ? Verdict::yes() : one;
+}
+
+Verdict canScheduleOneReductionDomain(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   auto domain_or = commonReductionDomain(facts, bound);
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);

@@ -1,6 +1,7 @@
 // The scheduler table's rows for reductions (entry.h): both lowered by the row lowering (lower.cpp),
 // relaunched at other row counts by row_launch.
 #include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/reduction_parts.h"
 #include "scheduler/reduction/row_launch.h"
 
 namespace braze {
@@ -16,8 +17,8 @@ const SchedulerEntry& innerPersistentScheduler() {
 const SchedulerEntry& reductionScheduler() {
   static const SchedulerEntry entry{
       SchedulerKind::Reduction, "reduction", canScheduleReduction, nullptr,
-      [](scheduler::LoweringContext& ctx) { return scheduler::rowHeuristics(ctx, false, reductionScheduler()); },
-      scheduler::lowerRows, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
+      [](scheduler::LoweringContext& ctx) { return scheduler::reductionSegmentHeuristics(ctx, reductionScheduler()); },
+      scheduler::lowerReductionSegment, scheduler::relaunchRows, scheduler::rowHeuristicsAtRows};
   return entry;
 }
 

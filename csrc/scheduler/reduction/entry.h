@@ -24,6 +24,9 @@ void lowerInnerOuterRows(LoweringContext& ctx, const InnerOuterParams& params);
 const SchedulerEntry& innerPersistentScheduler();
 const SchedulerEntry& reductionScheduler();
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// The reduction scheduler's check of a group of one reduction domain (canScheduleReduction also takes
+// parts side by side: reduction_parts.h).
+Verdict canScheduleOneReductionDomain(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 }  // namespace braze

@@ -22,8 +22,20 @@ std::string ReductionParams::toString() const {
                             : inner     ? fmt::format(", split over {} blocks per row ({} elements each)", splits, split_length)
                                         : fmt::format(", split over {} blocks per row", splits);
   if (!inner) {
-    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({})", vectorize, threads_x,
-                       threads_y, split, why);
+    std::string beside;
+    std::vector<int64_t> vectors;
+    for (const ReductionPart& part : more_parts) {
+      if (!part.pointwise) vectors.push_back(part.vectorize);
+    }
+    if (!vectors.empty()) {
+      beside = fmt::format("; beside it in the blocks after, {} more over the same rows (vectorize {})", vectors.size(),
+                           fmt::join(vectors, ", "));
+    }
+    for (const ReductionPart& part : more_parts) {
+      if (part.pointwise) beside += fmt::format("; then {}", part.pointwise->toString());
+    }
+    return fmt::format("outer reduction: vectorize {}, block {}x{} (kept x reduced){} ({}){}", vectorize, threads_x,
+                       threads_y, split, why, beside);
   }
   const char* kind = !persistent    ? "inner reduction"
                      : staged       ? "inner persistent (staged in shared memory)"
@@ -51,27 +63,34 @@ int64_t chooseSplits(const DeviceInfo& device, int64_t blocks, int64_t row_lengt
   return std::clamp<int64_t>(std::min(wanted, row_length / std::max<int64_t>(min_split, 1)), 1, 65535);
 }
 
-ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams p) {
-  // Consecutive threads take consecutive (vectors of) kept elements: coalesced; a warp (wavefront) at
-  // most across them, threads in y split the reduced elements and are combined by a block reduction.
-  const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
+// Consecutive threads take consecutive (vectors of) kept elements: coalesced; a warp (wavefront) at most
+// across them, threads in y split the reduced elements and are combined by a block reduction.
+void outerBlock(const DeviceInfo& device, const ReductionProblem& problem, int64_t kept_vectors, ReductionParams& p) {
   p.threads_x = std::clamp<int64_t>(nextPow2(kept_vectors), 1, device.warp_size);
   // Up to twice the tuned block (the block reduction across y is cheap), never past the device's limit.
   const int64_t block = std::min<int64_t>(device.tuning.block_threads * 2, device.max_threads_per_block);
   p.threads_y = std::clamp<int64_t>(nextPow2(problem.row_length), 1, block / p.threads_x);
+}
+
+// A split of the rows among `blocks` blocks in y (each of the kernel's blocks in x), where they would
+// leave most SMs idle. A split gives each thread in y at least kMinOuterRowsPerThread rows: the partials
+// (a kept row per split) stay small next to the rows themselves, while bias grads over a few thousand
+// rows still fill the GPU.
+void splitOuterRows(const DeviceInfo& device, int64_t row_length, int64_t blocks, ReductionParams& p) {
+  p.splits = chooseSplits(device, blocks, row_length, p.threads_y * kMinOuterRowsPerThread);
+  if (p.splits > 1) {
+    p.split_length = ceilDiv(row_length, p.splits);
+    p.splits = ceilDiv(row_length, p.split_length);
+    p.why = fmt::format("{} blocks would leave most of {} SMs idle", blocks, device.sm_count);
+  }
+}
+
+ReductionParams outerReduction(const DeviceInfo& device, const ReductionProblem& problem, ReductionParams p) {
+  const int64_t kept_vectors = ceilDiv(problem.rows, p.vectorize);
+  outerBlock(device, problem, kept_vectors, p);
   p.grid = ceilDiv(kept_vectors, p.threads_x);
   p.why = "reduced dims are outer";
-  if (problem.splittable) {
-    // A split gives each thread in y at least kMinOuterRowsPerThread rows: the partials (a kept row per
-    // split) stay small next to the rows themselves, while bias grads over a few thousand rows still
-    // fill the GPU.
-    p.splits = chooseSplits(device, p.grid, problem.row_length, p.threads_y * kMinOuterRowsPerThread);
-    if (p.splits > 1) {
-      p.split_length = ceilDiv(problem.row_length, p.splits);
-      p.splits = ceilDiv(problem.row_length, p.split_length);
-      p.why = fmt::format("{} blocks would leave most of {} SMs idle", p.grid, device.sm_count);
-    }
-  }
+  if (problem.splittable) splitOuterRows(device, problem.row_length, p.grid, p);
   return p;
 }
 
@@ -107,6 +126,35 @@ void stageRows(const DeviceInfo& device, const ReductionProblem& problem, int64_
 }
 
 }  // namespace
+
+ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems) {
+  ReductionParams p;
+  p.inner = false;
+  p.problem = problems.front();
+  std::vector<int64_t> kept_vectors;
+  int64_t widest = 0;
+  bool splittable = true;
+  for (const ReductionProblem& problem : problems) {
+    kept_vectors.push_back(ceilDiv(problem.rows, std::max<int64_t>(problem.max_vectorize, 1)));
+    widest = std::max(widest, kept_vectors.back());
+    splittable = splittable && problem.splittable;
+  }
+  outerBlock(device, p.problem, widest, p);
+  int64_t blocks = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const int64_t grid = ceilDiv(kept_vectors[i], p.threads_x);
+    blocks += grid;
+    if (i == 0) {
+      p.vectorize = std::max<int64_t>(problems[i].max_vectorize, 1);
+      p.grid = grid;
+    } else {
+      p.more_parts.push_back({std::max<int64_t>(problems[i].max_vectorize, 1), grid, problems[i]});
+    }
+  }
+  p.why = "reduced dims are outer";
+  if (splittable) splitOuterRows(device, p.problem.row_length, blocks, p);
+  return p;
+}
 
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem) {
   ReductionParams p;

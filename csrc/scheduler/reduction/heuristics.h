@@ -2,8 +2,10 @@
 #pragma once
 
 #include "scheduler/heuristics.h"
+#include "scheduler/pointwise/heuristics.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,17 @@ struct ReductionProblem {
   // The results need no pass after the reduction over the whole row (plain reductions, none feeding
   // another, only per-row outputs): blocks may each reduce part of a row and combine partials.
   bool splittable = false;
+};
+
+// A part beside the first one in a kernel of parts side by side (reduction_parts.h): an outer reduction,
+// with its vectors along the kept elements, its blocks in x and its problem; or a part without reductions
+// (a GELU backward's grad_in beside the next linear's bias grad), with the pointwise scheduler's
+// parameters for one-dimensional blocks of as many threads as the kernel's.
+struct ReductionPart {
+  int64_t vectorize = 1;
+  int64_t grid = 1;
+  ReductionProblem problem;
+  std::optional<PointwiseParams> pointwise = std::nullopt;
 };
 
 struct ReductionParams {
@@ -51,8 +64,16 @@ struct ReductionParams {
   // values, and another row count's parameters are those of this problem with its rows replaced
   // (row_launch.h).
   ReductionProblem problem;
+  // Outer reductions over as many rows beside this one, each in its own blocks after these, with this
+  // block shape and split (reduction_parts.h).
+  std::vector<ReductionPart> more_parts;
   std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);
+// Outer reductions side by side, each reducing as many elements per result (the same rows): the widest
+// part's block shape for all, each part's own vectors and blocks, and one split of the rows where every
+// part may be split and the blocks of all together leave most SMs idle. The first part's parameters, the
+// others' in more_parts.
+ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems);
 
 }  // namespace braze

@@ -81,8 +81,11 @@ inline KernelCase normBackwardCase(const NormBackward& n, uint64_t seed) {
 }
 
 // grad_in = grad * act'(x) (GELU with erf, or SiLU) in the inputs' dtype, and its sum over the rows
-// (the bias grad of the linear before the activation).
-inline KernelCase activationBackwardCase(int64_t rows, int64_t cols, DataType dtype, bool gelu, uint64_t seed) {
+// (the bias grad of the linear before the activation; Thunder sums it in another fusion, `own_bias_grad`
+// false). With `beside_width`, the bias grad of the next linear too: a third input [rows, beside_width]
+// summed over the same rows, which reads nothing the activation's ops compute (a part side by side).
+inline KernelCase activationBackwardCase(int64_t rows, int64_t cols, DataType dtype, bool gelu, uint64_t seed,
+                                         int64_t beside_width = 0, bool own_bias_grad = true) {
   KernelCase c;
   Fusion& f = *c.fusion;
   {
@@ -104,9 +107,15 @@ inline KernelCase activationBackwardCase(int64_t rows, int64_t cols, DataType dt
     }
     Val* grad_in = mul(gf, derivative);
     f.addOutput(cast(grad_in, dtype));
-    f.addOutput(cast(reduce(OpKind::Sum, grad_in->asTensor(), {0}), dtype));
+    if (own_bias_grad) f.addOutput(cast(reduce(OpKind::Sum, grad_in->asTensor(), {0}), dtype));
+    if (beside_width > 0) {
+      TensorView* next_grad = defineTensor({-1, -1}, {true, true}, dtype);
+      f.addOutput(cast(reduce(OpKind::Sum, cast(next_grad, f32)->asTensor(), {0}), dtype));
+    }
   }
-  c.inputs = randomInputs(f, seed, {{rows, cols}, {rows, cols}});
+  std::vector<std::vector<int64_t>> shapes{{rows, cols}, {rows, cols}};
+  if (beside_width > 0) shapes.push_back({rows, beside_width});
+  c.inputs = randomInputs(f, seed, shapes);
   c.expect = expectKernels(1, SchedulerKind::Reduction);
   return c;
 }
@@ -165,6 +174,14 @@ inline std::vector<KernelCaseMaker> backwardCases() {
     cases.push_back({name + "_backward_bias_grad_f32_1x7",
                      [gelu] { return activationBackwardCase(1, 7, DataType::Float, gelu, 62); }});
   }
+  // Side by side: the next linear's bias grad in the blocks after the activation's (reduction_parts.h), with
+  // the activation's own bias grad, and without it (Thunder's form: its grad_in alone, a pointwise part).
+  cases.push_back({"gelu_backward_beside_bias_grad_bf16_45x72_w24",
+                   [] { return activationBackwardCase(45, 72, DataType::BFloat16, true, 65, 24); }});
+  cases.push_back({"gelu_backward_thunder_beside_bias_grad_bf16_45x72_w24",
+                   [] { return activationBackwardCase(45, 72, DataType::BFloat16, true, 66, 24, false); }});
+  cases.push_back({"silu_backward_beside_bias_grad_f32_600x40_w7",  // split over blocks in y
+                   [] { return activationBackwardCase(600, 40, DataType::Float, false, 67, 7); }});
   cases.push_back({"softmax_backward_bf16_13x300", [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 63); }});
   cases.push_back({"softmax_backward_f16_4x1", [] {
                      KernelCase c = softmaxBackwardCase(4, 1, DataType::Half, 64);

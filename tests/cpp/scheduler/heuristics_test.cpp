@@ -161,6 +161,34 @@ TEST(Heuristics, OuterReductionsVectorizeTheKeptDimAndSplitLongColumns) {
   EXPECT_EQ(amd.grid, 4096 / (64 * 4));
 }
 
+TEST(Heuristics, OuterReductionsSideBySideShareOneBlockAndOneSplitOfTheRows) {
+  // A GELU backward's bias grad (3072 wide) and the next linear's (768 wide, in f32: vectors of 4) over
+  // the same 2048 rows, with a narrow third: the widest part's block for all, each part its own blocks,
+  // and the rows split for the blocks of all parts together.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const ReductionProblem gelu{.rows = 3072, .row_length = 2048, .inner = false, .max_vectorize = 8, .splittable = true};
+  const ReductionProblem next{.rows = 768, .row_length = 2048, .inner = false, .max_vectorize = 4, .splittable = true};
+  const ReductionProblem narrow{.rows = 5, .row_length = 2048, .inner = false, .max_vectorize = 1, .splittable = true};
+  const ReductionParams p = outerReductionParts(h100, {narrow, gelu, next});
+  EXPECT_EQ(p.threads_x, 32) << p.toString();  // gelu's 384 vectors, not narrow's 5
+  EXPECT_EQ(p.vectorize, 1);
+  EXPECT_EQ(p.grid, 1);
+  ASSERT_EQ(p.more_parts.size(), 2u);
+  EXPECT_EQ(p.more_parts[0].vectorize, 8);
+  EXPECT_EQ(p.more_parts[0].grid, 3072 / (32 * 8));
+  EXPECT_EQ(p.more_parts[1].vectorize, 4);
+  EXPECT_EQ(p.more_parts[1].grid, 768 / (32 * 4));
+  const int64_t blocks = 1 + 12 + 6;
+  EXPECT_GE(blocks * p.splits, 2 * h100.sm_count) << p.toString();
+  EXPECT_GE(p.split_length, 8 * p.threads_y) << p.toString();
+  EXPECT_GE(p.splits * p.split_length, gelu.row_length);
+  EXPECT_NE(p.toString().find("2 more over the same rows (vectorize 8, 4)"), std::string::npos) << p.toString();
+  // One part that may not be split (a statistic's two passes): no part is.
+  ReductionProblem statistic = next;
+  statistic.splittable = false;
+  EXPECT_EQ(outerReductionParts(h100, {gelu, statistic}).splits, 1);
+}
+
 }  // namespace
 }  // namespace braze
 

@@ -1,0 +1,34 @@
+// Outer reductions side by side: a reduction group whose parts compute nothing for one another (a GELU
+// backward with its bias grad, and the bias grad of the linear next to it: sums over the same rows of
+// tensors of other widths) runs as one kernel, each part in its own range of blocks
+// (kernel/joined_kernel.h), all with one block shape and one split of the rows. One launch instead of
+// one per part, and small parts fill the GPU together.
+#pragma once
+
+#include "scheduler/reduction/heuristics.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
+
+#include <vector>
+
+namespace braze {
+
+// The group's exprs in parts that read nothing another part computes (they may read the same inputs),
+// each in the group's order, the parts in the order of their first exprs. One part where all are linked.
+std::vector<Candidate> independentParts(const Candidate& candidate);
+
+// Whether the reduction scheduler takes a group of several independent parts side by side: each part
+// one it takes alone, reducing its outer dims (the kept ones innermost), every part as many elements per
+// result as the others (the same rows).
+Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
+                                  const BoundShapes& bound);
+
+namespace scheduler {
+
+// The reduction scheduler's heuristics and lowering of a segment, of one part or of several
+// (ReductionParams::more_parts).
+SegmentHeuristics reductionSegmentHeuristics(LoweringContext& ctx, const SchedulerEntry& entry);
+void lowerReductionSegment(LoweringContext& ctx, const SegmentHeuristics& heuristics);
+
+}  // namespace scheduler
+}  // namespace braze
