@@ -188,6 +188,7 @@ class Joiner {
     auto& tensors = into_.tensors;
     if (t.index_errors) {
       if (!into_.index_errors) {
+        BRAZE_ASSERT(names_.insert(t.name).second, "kernel {}: two parameters named {}", into_.name, t.name);
         into_.index_errors = static_cast<TensorId>(tensors.size());
         tensors.push_back(t);
       }
@@ -210,7 +211,9 @@ class Joiner {
 
   int32_t argumentOf(const ScalarArgument& a, size_t p) {
     auto& arguments = into_.arguments;
-    for (size_t i = 0; i < arguments.size(); ++i) {
+    // One scalar input of the fusion is one argument. Other values (extents) stay each part's own, so the
+    // source does not depend on whether two parts' happen to be equal.
+    for (size_t i = 0; i < arguments.size() && a.input != nullptr; ++i) {
       if (arguments[i].name == a.name && sameValue(arguments[i], a)) return static_cast<int32_t>(i);
     }
     ScalarArgument own = a;

@@ -17,8 +17,8 @@ namespace braze::kernel {
 // first, or a one-dimensional block of as many threads (a part that then reduces across threads nowhere),
 // whose thread index is the thread's place in the block (y * x threads + x); one warp size and index
 // checking. Their shared memory overlaps (a block runs one part), their index arithmetic is 64-bit if any
-// part's is, and their scalar arguments are shared where two have one name, type and value (the same
-// extent, the same scalar input).
+// part's is, and they share the arguments that carry one scalar input of the fusion (each part keeps its
+// own extents, named apart).
 void joinKernels(Kernel& into, const std::vector<Kernel>& parts);
 
 }  // namespace braze::kernel

@@ -425,20 +425,36 @@ class Segmenter {
       if (find(g) != g) continue;
       if (auto rows = reducedPerResult(g)) by_rows[*rows].push_back(g);
     }
-    // Groups without reductions join them where their tensors' leading dims hold as many rows (a GELU
-    // backward's grad_in beside the next linear's bias grad).
+    for (const auto& [rows, list] : by_rows) changed = mergeReaders(list) || changed;
+    // A group without reductions joins one of them where its tensors' leading dims hold as many rows (a
+    // GELU backward's grad_in beside the next linear's bias grad); never another such group, and not one
+    // that updates an input in place (a reduction kernel writes no input: the update would be a copy).
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
-      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0) continue;
+      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0 || updatesInput(g)) {
+        continue;
+      }
+      bool joined = false;
       for (int64_t rows : leadingRowCounts(g)) {
         auto it = by_rows.find(rows);
-        if (it != by_rows.end()) it->second.push_back(g);
+        for (size_t k = 0; it != by_rows.end() && k < it->second.size() && k < kReaderGroupsTried && !joined; ++k) {
+          joined = tryMerge(find(it->second[k]), g);
+        }
+        if (joined) break;
       }
-    }
-    for (auto& [rows, list] : by_rows) {
-      std::sort(list.begin(), list.end());
-      changed = mergeReaders(list) || changed;
+      changed = joined || changed;
     }
     return changed;
+  }
+
+  // Whether group g computes a new value of a fusion input (an output declared with alias_input=).
+  bool updatesInput(int64_t g) const {
+    const auto& aliases = fusion_->outputAliases();
+    for (int64_t node : groups_[g].nodes) {
+      for (const Val* out : nodes_[node]->outputs()) {
+        if (aliases.count(const_cast<Val*>(out)) != 0) return true;
+      }
+    }
+    return false;
   }
 
   // The products of the leading dims (all but the last) of the tensors group g computes.

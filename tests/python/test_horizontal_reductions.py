@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import device_switch
 import helpers
 from braze import DataType, FusionDefinition
 
@@ -157,4 +158,50 @@ def test_reductions_of_other_dims_or_rows_stay_apart():
     inputs = [rng.standard_normal(s).astype(np.float32) for s in ((37, 48), (41, 16), (64, 37))]
     plan = fd.explain(inputs)
     assert len(kernels(plan)) == 3, str(plan)
+    helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def test_only_groups_with_reductions_take_others_beside_them():
+    """Pointwise groups of one row count never join one another (each keeps its own vectors); a transpose
+    keeps its tiles, and an update of an input stays written in place, beside a sum over as many rows."""
+    with FusionDefinition() as fd:
+        a, b, c, x, g, w = (fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32) for _ in range(6))
+        fd.add_output(fd.ops.exp(a))                                # [64, 7]
+        fd.add_output(fd.ops.relu(b))                               # [64, 4096]
+        fd.add_output(fd.ops.sum(c, dims=[1], keepdim=False))       # [10, 64]: an inner sum of 64 per result
+        fd.add_output(fd.ops.mul(fd.ops.permute(x, [1, 0]), 2.0))   # [96, 64] read transposed
+        fd.add_output(fd.ops.sum(g, dims=[0], keepdim=False))       # [96, 24]: a sum over 96 rows
+        fd.add_output(fd.ops.mul(w, 0.9), alias_input=w)            # [96, 40], updated in place
+    rng = np.random.default_rng(10)
+    shapes = [(64, 7), (64, 4096), (10, 64), (64, 96), (96, 24), (96, 40)]
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    plan = fd.explain(inputs)
+    schedulers = sorted(k.scheduler for k in kernels(plan))
+    assert schedulers == ["pointwise", "pointwise", "pointwise", "reduction", "reduction", "transpose"], str(plan)
+    expected = [np.exp(inputs[0]), np.maximum(inputs[1], 0), inputs[2].sum(1), inputs[3].T * 2, inputs[4].sum(0)]
+    updated = inputs[5] * np.float32(0.9)
+    outputs = device_switch.execute(fd, inputs)
+    for got, want in zip(outputs, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(inputs[5], updated, rtol=1e-6)
+
+
+def test_a_broadcast_pointwise_part_beside_a_narrow_sum_walks_in_blocks_of_the_tuned_size():
+    """grad_in of a bias add (x + bias broadcast over the rows, which alone tiles rows in 2D) beside a sum of
+    a [rows, 4] grad: one kernel, one-dimensional chunks for the pointwise part, at least 128 threads a
+    block although the sum's own block would be 4 wide."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        bias = fd.define_tensor(shape=[-1], contiguity=[True], dtype=F32)
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        fd.add_output(fd.ops.add(x, fd.ops.broadcast_in_dim(bias, shape=x.shape(), broadcast_dims=[1])))
+        fd.add_output(fd.ops.sum(g, dims=[0], keepdim=False))
+    rng = np.random.default_rng(11)
+    inputs = [rng.standard_normal((300, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32),
+              rng.standard_normal((300, 4)).astype(np.float32)]
+    plan = fd.explain(inputs)
+    (kernel,) = kernels(plan)
+    assert "then pointwise: vectorize 4, unroll 1" in kernel.heuristics, str(plan)
+    block_x, block_y = (int(n) for n in kernel.heuristics.split("block ")[1].split(" ")[0].split("x"))
+    assert block_x * block_y >= 128, kernel.heuristics
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)

@@ -127,7 +127,8 @@ void stageRows(const DeviceInfo& device, const ReductionProblem& problem, int64_
 
 }  // namespace
 
-ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems) {
+ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems,
+                                    int64_t min_threads) {
   ReductionParams p;
   p.inner = false;
   p.problem = problems.front();
@@ -140,6 +141,8 @@ ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<
     splittable = splittable && problem.splittable;
   }
   outerBlock(device, p.problem, widest, p);
+  // Threads in y past the rows idle in the reduction parts; blocks of other parts need them.
+  p.threads_y = std::max(p.threads_y, std::min<int64_t>(min_threads, device.max_threads_per_block) / p.threads_x);
   int64_t blocks = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
     const int64_t grid = ceilDiv(kept_vectors[i], p.threads_x);

@@ -73,7 +73,8 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
 // Outer reductions side by side, each reducing as many elements per result (the same rows): the widest
 // part's block shape for all, each part's own vectors and blocks, and one split of the rows where every
 // part may be split and the blocks of all together leave most SMs idle. The first part's parameters, the
-// others' in more_parts.
-ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems);
+// others' in more_parts. The block has at least `min_threads` threads (for parts without reductions).
+ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems,
+                                    int64_t min_threads = 1);
 
 }  // namespace braze

@@ -1,6 +1,7 @@
 #include "scheduler/reduction/reduction_parts.h"
 
 #include "kernel/joined_kernel.h"
+#include "passes/alias_analysis.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
@@ -78,6 +79,27 @@ std::vector<Group> partsOf(const Group& whole) {
   return parts;
 }
 
+// The group with the chains of meta ops that make the views of fusion inputs it reads, those inputs read
+// instead: what its kernel holds.
+Candidate withInputViews(const Candidate& group) {
+  Candidate whole;
+  std::unordered_set<const Expr*> added;
+  for (const Val* in : group.inputs) {
+    const Val* root = in->isTensor() && !in->isFusionInput() ? inputViewRoot(in) : nullptr;
+    if (root == nullptr) {
+      whole.inputs.push_back(in);
+      continue;
+    }
+    if (std::find(whole.inputs.begin(), whole.inputs.end(), root) == whole.inputs.end()) whole.inputs.push_back(root);
+    for (const Expr* e : inputViewChain(in)) {
+      if (added.insert(e).second) whole.exprs.push_back(e);
+    }
+  }
+  whole.exprs.insert(whole.exprs.end(), group.exprs.begin(), group.exprs.end());
+  whole.outputs = group.outputs;
+  return whole;
+}
+
 }  // namespace
 
 std::vector<Candidate> independentParts(const Candidate& candidate) { return partsOf(candidate); }
@@ -89,8 +111,10 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
     CandidateFacts part_facts = analyzeCandidate(part);
     part_facts.reasons = facts.reasons;
     if (part_facts.reductions.empty()) {
-      Verdict v = canSchedulePointwise(part, part_facts, bound);
-      if (!v.ok) return Verdict::no("side by side, a part: " + v.reason);
+      // The pointwise scheduler's, not a transpose's (whose tiles a part in one-dimensional blocks would lose),
+      // with the views it reads of inputs (a permute) as the kernel will hold them.
+      const SchedulerChoice choice = chooseScheduler(withInputViews(part), bound, facts.reasons);
+      if (choice.kind != SchedulerKind::Pointwise) return Verdict::no("side by side, a part is no pointwise kernel");
       continue;
     }
     auto domain_or = commonReductionDomain(part_facts, bound);
@@ -153,10 +177,12 @@ SegmentHeuristics reductionSegmentHeuristics(LoweringContext& ctx, const Schedul
       pointwise.push_back(choosePointwise(part_ctx));
     }
   }
-  ReductionParams params = outerReductionParts(ctx.device, problems);
+  ReductionParams params =
+      outerReductionParts(ctx.device, problems, pointwise.empty() ? 1 : ctx.device.tuning.block_threads);
   for (PointwiseParams& p : pointwise) {
-    // One-dimensional blocks of the kernel's threads (kernel/joined_kernel.h).
-    p.break_point = 0;
+    // One-dimensional blocks of the kernel's threads (kernel/joined_kernel.h), one vector chunk per thread
+    // where tiles of rows were chosen (their rows per thread are no chunks).
+    if (p.break_point > 0) p = PointwiseParams{.vectorize = p.vectorize};
     p.block = params.threads_x * params.threads_y;
     params.more_parts.push_back({p.vectorize, 0, {}, p});
   }
