@@ -426,18 +426,22 @@ class Segmenter {
       if (auto rows = reducedPerResult(g)) by_rows[*rows].push_back(g);
     }
     for (const auto& [rows, list] : by_rows) changed = mergeReaders(list) || changed;
-    // A group without reductions joins one of them where its tensors' leading dims hold as many rows (a
-    // GELU backward's grad_in beside the next linear's bias grad); never another such group, and not one
-    // that updates an input in place (a reduction kernel writes no input: the update would be a copy).
+    // A group without reductions joins one whose reductions are all over outer dims, where its tensors'
+    // leading dims hold as many rows (a GELU backward's grad_in beside the next linear's bias grad); never
+    // another such group (each keeps its own kernel's vectors).
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
-      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0 || updatesInput(g)) {
-        continue;
-      }
+      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0) continue;
       bool joined = false;
       for (int64_t rows : leadingRowCounts(g)) {
         auto it = by_rows.find(rows);
-        for (size_t k = 0; it != by_rows.end() && k < it->second.size() && k < kReaderGroupsTried && !joined; ++k) {
-          joined = tryMerge(find(it->second[k]), g);
+        if (it == by_rows.end()) continue;
+        std::vector<int64_t> tried;
+        for (int64_t member : it->second) {
+          const int64_t root = find(member);
+          if (tried.size() >= kReaderGroupsTried || joined) break;
+          if (std::find(tried.begin(), tried.end(), root) != tried.end() || !reducesOuterDimsOnly(root)) continue;
+          tried.push_back(root);
+          joined = tryMerge(root, g);
         }
         if (joined) break;
       }
@@ -446,15 +450,19 @@ class Segmenter {
     return changed;
   }
 
-  // Whether group g computes a new value of a fusion input (an output declared with alias_input=).
-  bool updatesInput(int64_t g) const {
-    const auto& aliases = fusion_->outputAliases();
+  // Whether every reduction of group g keeps its input's innermost dim (of size > 1): sums over rows.
+  bool reducesOuterDimsOnly(int64_t g) const {
     for (int64_t node : groups_[g].nodes) {
-      for (const Val* out : nodes_[node]->outputs()) {
-        if (aliases.count(const_cast<Val*>(out)) != 0) return true;
-      }
+      const Expr& e = *nodes_[node];
+      const OpCategory category = opInfo(e.kind()).category;
+      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
+      const std::vector<int64_t>& sizes = bound_.sizesOf(e.input(0));
+      auto last = static_cast<int64_t>(sizes.size()) - 1;
+      while (last >= 0 && sizes[static_cast<size_t>(last)] == 1) --last;
+      const std::vector<int64_t> dims = e.attrs().getInts("dims");
+      if (last < 0 || std::find(dims.begin(), dims.end(), last) != dims.end()) return false;
     }
-    return false;
+    return true;
   }
 
   // The products of the leading dims (all but the last) of the tensors group g computes.

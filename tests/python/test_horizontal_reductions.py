@@ -205,3 +205,40 @@ def test_a_broadcast_pointwise_part_beside_a_narrow_sum_walks_in_blocks_of_the_t
     block_x, block_y = (int(n) for n in kernel.heuristics.split("block ")[1].split(" ")[0].split("x"))
     assert block_x * block_y >= 128, kernel.heuristics
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def test_an_update_in_place_reading_a_summed_input_keeps_its_own_kernel():
+    """w * x broadcast, written into w, beside the sum of x over its rows (a sibling: both read x): the
+    update stays a pointwise kernel that writes w in place, not a part of the sum's kernel and a copy."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        w = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=F32)
+        fd.add_output(fd.ops.sum(x, dims=[0], keepdim=False))
+        xb = fd.ops.broadcast_in_dim(x, shape=w.shape(), broadcast_dims=[1, 2])
+        fd.add_output(fd.ops.mul(w, xb), alias_input=w)
+    rng = np.random.default_rng(12)
+    inputs = [rng.standard_normal((96, 24)).astype(np.float32), rng.standard_normal((4, 96, 24)).astype(np.float32)]
+    plan = fd.explain(inputs)
+    assert sorted(k.scheduler for k in kernels(plan)) == ["pointwise", "reduction"], str(plan)
+    expected = inputs[1] * inputs[0]
+    (total,) = device_switch.execute(fd, inputs)
+    np.testing.assert_allclose(total, inputs[0].sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(inputs[1], expected, rtol=1e-6)
+
+
+def test_an_unrelated_pointwise_group_joins_no_row_reduction_of_its_row_count():
+    """A softmax over rows of 64 beside exp of another [64, 64] tensor: the exp's 64 rows are no softmax's 64
+    elements per row (an inner reduction), so it stays a kernel of its own."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        m = fd.ops.broadcast_in_dim(fd.ops.max(x, dims=[1], keepdim=False), shape=x.shape(), broadcast_dims=[0])
+        e = fd.ops.exp(fd.ops.sub(x, m))
+        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, dims=[1], keepdim=False), shape=x.shape(), broadcast_dims=[0])
+        fd.add_output(fd.ops.div(e, s))
+        fd.add_output(fd.ops.exp(a))
+    rng = np.random.default_rng(13)
+    inputs = [rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2)]
+    plan = fd.explain(inputs)
+    assert sorted(k.scheduler for k in kernels(plan)) == ["inner_persistent", "pointwise"], str(plan)
+    helpers.execute_near_reference(fd, inputs, rtol=1e-5)

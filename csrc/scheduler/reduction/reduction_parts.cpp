@@ -111,6 +111,12 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
     CandidateFacts part_facts = analyzeCandidate(part);
     part_facts.reasons = facts.reasons;
     if (part_facts.reductions.empty()) {
+      // A reduction kernel writes no input in place: the update would be a buffer and a copy.
+      for (const Val* out : part.outputs) {
+        if (out->fusion()->outputAliases().count(const_cast<Val*>(out)) != 0) {
+          return Verdict::no(fmt::format("side by side, {} updates an input in place", out->name()));
+        }
+      }
       // The pointwise scheduler's, not a transpose's (whose tiles a part in one-dimensional blocks would lose),
       // with the views it reads of inputs (a permute) as the kernel will hold them.
       const SchedulerChoice choice = chooseScheduler(withInputViews(part), bound, facts.reasons);
