@@ -1,6 +1,6 @@
 // Outer reductions side by side: a reduction group whose parts compute nothing for one another (a GELU
-// backward with its bias grad, and the bias grad of the linear next to it: sums over the same rows of
-// tensors of other widths) runs as one kernel, each part in its own range of blocks
+// backward, with or without its bias grad, and the bias grad of the linear next to it: sums over the same
+// rows of tensors of other widths) runs as one kernel, each part in its own range of blocks
 // (kernel/joined_kernel.h), all with one block shape and one split of the rows. One launch instead of
 // one per part, and small parts fill the GPU together.
 #pragma once
@@ -17,9 +17,10 @@ namespace braze {
 // each in the group's order, the parts in the order of their first exprs. One part where all are linked.
 std::vector<Candidate> independentParts(const Candidate& candidate);
 
-// Whether the reduction scheduler takes a group of several independent parts side by side: each part
-// one it takes alone, reducing its outer dims (the kept ones innermost), every part as many elements per
-// result as the others (the same rows).
+// Whether the reduction scheduler takes a group of several independent parts side by side: each part with
+// reductions one it takes alone, reducing its outer dims (the kept ones innermost), as many elements per
+// result as the others (the same rows); each part without reductions a pointwise kernel alone (not a
+// transpose, with the input views it reads) that updates no input in place; at least one part reducing.
 Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                   const BoundShapes& bound);
 
