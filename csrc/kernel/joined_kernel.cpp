@@ -27,13 +27,6 @@ KExpr lessThan(ExprId a, ExprId b) {
   return e;
 }
 
-bool sameValue(const ScalarArgument& a, const ScalarArgument& b) {
-  if (a.index != b.index || a.dtype != b.dtype || a.input != b.input) return false;
-  if (a.value.index() != b.value.index()) return false;
-  if (const auto* d = std::get_if<double>(&a.value)) return *d == std::get<double>(b.value);  // a NaN: two
-  return a.value == b.value;
-}
-
 // Where one part's ids land in the joined kernel.
 struct PartMap {
   std::vector<ExprId> exprs;
@@ -214,7 +207,7 @@ class Joiner {
     // One scalar input of the fusion is one argument. Other values (extents) stay each part's own, so the
     // source does not depend on whether two parts' happen to be equal.
     for (size_t i = 0; i < arguments.size() && a.input != nullptr; ++i) {
-      if (arguments[i].name == a.name && sameValue(arguments[i], a)) return static_cast<int32_t>(i);
+      if (arguments[i].input == a.input && arguments[i].dtype == a.dtype) return static_cast<int32_t>(i);
     }
     ScalarArgument own = a;
     for (int n = 0; !names_.insert(own.name).second; ++n) {
