@@ -6,6 +6,7 @@
 #include "bindings.h"
 #include "host_values.h"
 #include "scalar_value.h"
+#include "torch_abi.h"
 #include "torch_tensors.h"
 
 #include "support/error.h"
@@ -15,6 +16,7 @@
 #include "exec/host_execute.h"
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -48,6 +50,18 @@ DataType dataTypeOf(nb::dlpack::dtype d, size_t input) {
 
 nb::dlpack::dtype dlpackOf(DataType dtype) {
   return {static_cast<uint8_t>(dlpackCode(dtype)), static_cast<uint8_t>(sizeOf(dtype) * 8), 1};
+}
+
+// The device of caches made with no_device=<gpu name>: plans, loads and launches nothing. Those made with
+// torch_cpu_stand_ins=True have their own, by which run_torch knows to take CPU tensors as stand-ins.
+device::NoOpDeviceOps& noOpDevice() {
+  static device::NoOpDeviceOps& ops = *new device::NoOpDeviceOps;
+  return ops;
+}
+
+device::NoOpDeviceOps& noOpDeviceTakingCpuTensors() {
+  static device::NoOpDeviceOps& ops = *new device::NoOpDeviceOps;
+  return ops;
 }
 
 // A device tensor of input i, or a clear error for one on the CPU or on another kind of device.
@@ -122,10 +136,11 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // the tensors it returns, which come back as they are: torch's caching allocator then owns them. With
 // `torch_outputs`, torch.empty_strided makes them, called from here.
 // `held`: the input objects, kept here because the caller's list may change (another thread) while the
-// GIL is released, and views of inputs take them as owners afterwards.
+// GIL is released, and views of inputs take them as owners afterwards. `host_outputs`: torch's outputs
+// in host memory (those of CPU tensors standing in for device ones in a cache that launches nothing).
 nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
                    const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
-                   nb::object allocate, bool torch_outputs = false) {
+                   nb::object allocate, bool torch_outputs = false, bool host_outputs = false) {
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
   std::vector<DeviceOutput> outputs;
@@ -133,7 +148,7 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
   const device::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
     nb::gil_scoped_acquire acquire;  // called from run, which released the GIL
     if (torch_outputs) {
-      std::optional<TorchOutput> made = torchEmptyStrided(spec);
+      std::optional<TorchOutput> made = torchEmptyStrided(spec, host_outputs);
       if (!made) return device::DevicePtr{0};  // this one from braze's pool
       allocated.at(output) = std::move(made->tensor);
       return static_cast<device::DevicePtr>(made->address);
@@ -213,6 +228,8 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
 // fd.execute's common case in one pass: a list of CUDA torch.Tensors (exactly that type) and Python
 // numbers, run on torch's current stream of their device. None, having done nothing, for anything
 // else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
+// A cache made with torch_cpu_stand_ins takes CPU tensors as stand-ins (on the legacy stream, outputs on
+// the CPU), so that the host benchmark times torch's own tensors.
 nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {
   if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
   // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
@@ -221,6 +238,8 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
   std::vector<DeviceValue> inputs;
   inputs.reserve(held.size());
   int device = -1;
+  const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
+  bool stood_in = false;
   for (size_t i = 0; i < held.size(); ++i) {
     nb::handle item = held[i];
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
@@ -232,7 +251,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
       inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
     } else if (!isPlainTorchTensor(item)) {
       return nb::none();
-    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i))) {
+    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i), host_ok, &stood_in)) {
       if (device < 0) device = t->device;  // a CPU scalar's -1 names none
       inputs.emplace_back(std::move(*t));
     } else {
@@ -240,6 +259,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
     }
   }
   if (device < 0) return nb::none();
+  if (stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), torch_outputs, true);
   const std::optional<uintptr_t> stream = torchCurrentStream(device);
   if (!stream) return nb::none();
   return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), torch_outputs);
@@ -263,7 +283,7 @@ void bindGpu(nb::module_& m) {
       .def(
           "__init__",
           [](exec::FusionCache* self, const Fusion& fusion, const std::string& bookend, const std::string& no_device,
-             const std::string& simulate, const std::string& platform, int device) {
+             const std::string& simulate, const std::string& platform, int device, bool torch_cpu_stand_ins) {
             const PlanOptions options{bookendPolicyFromString(bookend)};
             if (!simulate.empty()) {
               // Host arrays on the simulated device, planned for the named GPU: run_host.
@@ -280,15 +300,16 @@ void bindGpu(nb::module_& m) {
             }
             // Tests and host benchmarks of this binding: plans for the named GPU, loads and launches
             // nothing, and takes host (CPU) arrays as if they were on the device.
-            static device::NoOpDeviceOps& no_op = *new device::NoOpDeviceOps;
+            device::NoOpDeviceOps& no_op = torch_cpu_stand_ins ? noOpDeviceTakingCpuTensors() : noOpDevice();
             new (self) exec::FusionCache(std::make_shared<Fusion>(fusion), options, &no_op, deviceNamed(no_device));
           },
           nb::arg("fusion"), nb::arg("bookend") = "auto", nb::arg("no_device") = "", nb::arg("simulate") = "",
-          nb::arg("platform") = "cuda", nb::arg("device") = 0,
+          nb::arg("platform") = "cuda", nb::arg("device") = 0, nb::arg("torch_cpu_stand_ins") = false,
           "platform: 'cuda' (NVIDIA GPUs: the CUDA driver, NVRTC) or 'hip' (AMD GPUs: the HIP runtime, hiprtc); "
           "device: the GPU ordinal that runs without GPU tensor inputs (only numbers and CPU scalars) use; "
           "no_device: a GPU name (h100, a100, ...) to plan for without a GPU: nothing is launched, and host "
-          "arrays stand for device tensors (for testing and timing the binding); simulate: a GPU name (with "
+          "arrays stand for device tensors (for testing and timing the binding), and with torch_cpu_stand_ins "
+          "CPU torch tensors too in run_torch (outputs on the CPU); simulate: a GPU name (with "
           "optional tuning) to plan for on the simulated device, which run_host and explain_host use")
       .def(
           "run_host",
@@ -384,6 +405,31 @@ void bindGpu(nb::module_& m) {
       },
       nb::arg("device") = 0,
       "(hits, misses, cached bytes, cached blocks) of braze's cache of freed memory on CUDA device `device`");
+  m.def(
+      "_torch_c_abi",
+      [](std::optional<bool> enabled) {
+        const bool was = torchAbiEnabled();
+        if (enabled) setTorchAbiEnabled(*enabled);
+        return was;
+      },
+      nb::arg("enabled") = nb::none(),
+      "whether torch.Tensors are read (and torch outputs made) through torch's stable C ABI where torch has it "
+      "(default: BRAZE_TORCH_C_ABI, on); `enabled` switches it, for tests and benchmarks. Returns the setting "
+      "before the call");
+  m.def("_torch_has_c_abi", &torchHasCAbi,
+        "whether the torch module imported has torch's stable C ABI for Python tensors (torch 2.14 on)");
+  m.def(
+      "_read_torch_tensor",
+      [](nb::handle tensor, bool cpu_scalar, bool host_stand_in) -> nb::object {
+        bool stood_in = false;
+        std::optional<DeviceTensor> t = torchTensorOf(tensor, 0, cpu_scalar, host_stand_in, &stood_in);
+        if (!t) return nb::none();
+        return nb::make_tuple(static_cast<uint64_t>(t->data), std::string(toString(t->dtype)), t->device, t->sizes,
+                              t->strides, stood_in);
+      },
+      nb::arg("tensor"), nb::arg("cpu_scalar") = false, nb::arg("host_stand_in") = false,
+      "(address, dtype, device, sizes, strides, stood in) as the execute path reads a torch tensor, or None "
+      "where it leaves it to the DLPack path (for tests)");
   m.def(
       "_release_torch_types", [] { releaseTorchTypes(); },
       "drops braze's references to the torch module (registered with atexit by braze/__init__.py)");

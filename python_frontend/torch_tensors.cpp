@@ -1,5 +1,7 @@
 #include "torch_tensors.h"
 
+#include "torch_abi.h"
+
 #include "support/error.h"
 
 #include <Python.h>
@@ -36,10 +38,12 @@ struct TorchTypes {
   // torch._C._dynamo.guards._empty_strided_cuda(sizes, strides, dtype), or None: what torch.compile's code
   // allocates with, about a microsecond cheaper than torch.empty_strided; on torch's current device.
   nb::object empty_strided_cuda;
+  nb::object empty_strided_cpu;  // its host twin, for host stand-ins' outputs, or None
   nb::object current_device;  // torch._C._cuda_getDevice, or None (then the call above is not used)
   nb::object out_of_memory;   // torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5), or None
   nb::object from_capsule;   // torch._C._from_dlpack, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
+  const TorchAbi* abi = nullptr;  // torch's stable C ABI, where this torch has it
 };
 
 // The attribute names braze reads, as interned Python strings made once: a lookup by C string makes a
@@ -93,6 +97,7 @@ const TorchTypes* torchTypes() {
   }
   types.empty_strided = nb::hasattr(torch, "empty_strided") ? torch.attr("empty_strided") : nb::none();
   types.empty_strided_cuda = attributeOrNone(torch, {"_C", "_dynamo", "guards", "_empty_strided_cuda"});
+  types.empty_strided_cpu = attributeOrNone(torch, {"_C", "_dynamo", "guards", "_empty_strided_cpu"});
   types.current_device = attributeOrNone(torch, {"_C", "_cuda_getDevice"});
   types.out_of_memory = attributeOrNone(torch, {"OutOfMemoryError"});
   if (types.out_of_memory.is_none()) types.out_of_memory = attributeOrNone(torch, {"cuda", "OutOfMemoryError"});
@@ -101,6 +106,7 @@ const TorchTypes* torchTypes() {
     const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
   }
+  types.abi = loadTorchAbi(torch);
   return &types;
 }
 
@@ -131,24 +137,20 @@ std::vector<int64_t> int64s(nb::handle sequence) {
   return values;
 }
 
-// torch.compile's allocation call where this torch has it and its current device is `device`; none (the
-// caller then calls torch.empty_strided) otherwise. A call this torch does not take in that form turns
-// the fast call off for the module; running out of memory does not (torch.empty_strided then raises it),
-// and an interrupt is raised as it is.
-std::optional<TorchOutput> torchEmptyStridedOnCurrentDevice(const TorchTypes& torch, const nb::object& sizes,
-                                                            const nb::object& strides, const nb::object& dtype,
-                                                            int device) {
-  if (torch.empty_strided_cuda.is_none() || torch.current_device.is_none()) return std::nullopt;
-  // It allocates on torch's current device: asked first, so that no other device is touched.
-  if (nb::cast<int>(torch.current_device()) != device) return std::nullopt;
+// torch.compile's allocation call (`call`: _empty_strided_cuda or _empty_strided_cpu) where this torch has
+// it; none (the caller then calls torch.empty_strided) otherwise. A call this torch does not take in that
+// form turns the fast call off for the module (`call` becomes None); running out of memory does not
+// (torch.empty_strided then raises it), and an interrupt is raised as it is.
+std::optional<TorchOutput> torchCompilesEmptyStrided(const TorchTypes& torch, nb::object& call, const nb::object& sizes,
+                                                     const nb::object& strides, const nb::object& dtype) {
+  if (call.is_none()) return std::nullopt;
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), dtype.ptr()};
-  PyObject* tensor =
-      PyObject_Vectorcall(torch.empty_strided_cuda.ptr(), args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  PyObject* tensor = PyObject_Vectorcall(call.ptr(), args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   if (tensor == nullptr) {
     if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt, SystemExit
     const bool out_of_memory = !torch.out_of_memory.is_none() && PyErr_ExceptionMatches(torch.out_of_memory.ptr());
     PyErr_Clear();
-    if (!out_of_memory) torchTypeCache().empty_strided_cuda = nb::none();
+    if (!out_of_memory) call = nb::none();
     return std::nullopt;
   }
   TorchOutput out{nb::steal(tensor), 0};
@@ -156,22 +158,79 @@ std::optional<TorchOutput> torchEmptyStridedOnCurrentDevice(const TorchTypes& to
   return out;
 }
 
+// The CUDA one allocates on torch's current device: asked first, so that no other device is touched.
+std::optional<TorchOutput> torchEmptyStridedOnCurrentDevice(const TorchTypes& torch, const nb::object& sizes,
+                                                            const nb::object& strides, const nb::object& dtype,
+                                                            int device) {
+  if (torch.empty_strided_cuda.is_none() || torch.current_device.is_none()) return std::nullopt;
+  if (nb::cast<int>(torch.current_device()) != device) return std::nullopt;
+  return torchCompilesEmptyStrided(torch, torchTypeCache().empty_strided_cuda, sizes, strides, dtype);
+}
+
 }  // namespace
+
+bool torchHasCAbi() {
+  const TorchTypes* torch = torchTypes();
+  return torch != nullptr && torch->abi != nullptr;
+}
 
 void releaseTorchTypes() { torchTypeCache() = TorchTypes{}; }
 
-std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t input, bool cpu_scalar) {
-  const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
-  const Names& name = names();
-  const bool on_cpu = !nb::cast<bool>(object.attr(name.is_cuda));
-  if (on_cpu && !cpu_scalar) return std::nullopt;
-  // A lazily negated view (y = z.conj().imag) holds the values without their sign: its memory alone
-  // would be read wrong.
-  BRAZE_CHECK(!torch->has_is_neg || !nb::cast<bool>(callMethod(object, name.is_neg)),
+namespace {
+
+// A view with torch's negative bit set (y = z.conj().imag) holds the values without their sign: its
+// memory alone would be read wrong. The bit has no C ABI reader: asked of the tensor.
+void refuseNegativeViews(const TorchTypes& torch, nb::handle object, size_t input) {
+  BRAZE_CHECK(!torch.has_is_neg || !nb::cast<bool>(callMethod(object, names().is_neg)),
               "input {}: a torch tensor with its negative bit set (a lazily negated view); call resolve_neg() on "
               "it first",
               input);
+}
+
+// Size-1 dims: any stride addresses the same element; 1, as torch's DLPack export says, so that the
+// same tensor has one input signature whichever way it was made.
+void unitStridesOfSizeOneDims(device::DeviceTensor& t) {
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 1) t.strides[d] = 1;
+  }
+}
+
+// torchTensorOf through the C ABI's fields.
+std::optional<device::DeviceTensor> fromAbiFields(const TorchTypes& torch, TorchTensorFields fields,
+                                                  nb::handle object, size_t input, bool cpu_scalar,
+                                                  bool host_stand_in, bool* stood_in) {
+  const bool scalar_on_cpu = fields.on_cpu && cpu_scalar && fields.sizes.empty();
+  const bool stands_in = fields.on_cpu && host_stand_in && !scalar_on_cpu;
+  if (!fields.on_cuda && !scalar_on_cpu && !stands_in) return std::nullopt;
+  refuseNegativeViews(torch, object, input);
+  if (!fields.dtype) return std::nullopt;
+  device::DeviceTensor t;
+  t.data = fields.data;
+  t.dtype = *fields.dtype;
+  t.sizes = std::move(fields.sizes);
+  t.strides = std::move(fields.strides);
+  unitStridesOfSizeOneDims(t);
+  t.device = fields.on_cuda ? fields.device_index : (stands_in ? 0 : -1);
+  if (stands_in && stood_in != nullptr) *stood_in = true;
+  return t;
+}
+
+}  // namespace
+
+std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t input, bool cpu_scalar,
+                                                  bool host_stand_in, bool* stood_in) {
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
+  // A subclass may report other fields than its storage holds (a wrapper subclass): read as it says.
+  if (torch->abi != nullptr && torchAbiEnabled() && object.type().is(torch->tensor_type)) {
+    if (std::optional<TorchTensorFields> fields = readTorchTensor(*torch->abi, object.ptr())) {
+      return fromAbiFields(*torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, stood_in);
+    }
+  }
+  const Names& name = names();
+  const bool on_cpu = !nb::cast<bool>(object.attr(name.is_cuda));
+  if (on_cpu && !cpu_scalar && !host_stand_in) return std::nullopt;
+  refuseNegativeViews(*torch, object, input);
   nb::object dtype = object.attr(name.dtype);
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
@@ -182,12 +241,14 @@ std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t inpu
   t.dtype = known->second;
   t.sizes = int64s(object.attr(name.shape));
   t.strides = int64s(callMethod(object, name.stride));
-  // Size-1 dims: any stride addresses the same element; 1, as torch's DLPack export says, so that the
-  // same tensor has one input signature whichever way it was made.
-  for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 1) t.strides[d] = 1;
+  unitStridesOfSizeOneDims(t);
+  const bool scalar_on_cpu = on_cpu && cpu_scalar && t.sizes.empty();
+  if (on_cpu && !scalar_on_cpu && !host_stand_in) return std::nullopt;  // the DLPack path says what is wrong
+  if (on_cpu && !scalar_on_cpu) {
+    t.device = 0;
+    if (stood_in != nullptr) *stood_in = true;
+    return t;
   }
-  if (on_cpu && !t.sizes.empty()) return std::nullopt;  // not a scalar: the DLPack path says what is wrong
   t.device = on_cpu ? -1 : nb::cast<int>(callMethod(object, name.get_device));
   return t;
 }
@@ -197,13 +258,19 @@ bool isPlainTorchTensor(nb::handle object) {
   return torch != nullptr && object.type().is(torch->tensor_type);
 }
 
-std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
+std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, bool on_cpu) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || torch->empty_strided.is_none()) return std::nullopt;
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
   if (known == torch->dtypes.end()) return std::nullopt;
   if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
+  if (torch->abi != nullptr && torchAbiEnabled()) {
+    if (std::optional<TorchAbiOutput> made =
+            emptyStridedThroughAbi(*torch->abi, spec.sizes, spec.strides, spec.dtype, spec.device, on_cpu)) {
+      return TorchOutput{std::move(made->tensor), made->address};
+    }
+  }
   // Keyword names made once and interned, as the attribute names are: torch matches them by identity first.
   static PyObject* const keywords = [] {
     PyObject* names = PyTuple_New(2);
@@ -213,9 +280,11 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec) {
   }();
   const nb::object sizes = tupleOf(spec.sizes);
   const nb::object strides = tupleOf(spec.strides);
-  std::optional<TorchOutput> fast = torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
+  std::optional<TorchOutput> fast =
+      on_cpu ? torchCompilesEmptyStrided(*torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
+             : torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
   if (fast) return fast;
-  const nb::object device = nb::int_(spec.device);
+  const nb::object device = on_cpu ? nb::object(nb::str("cpu")) : nb::object(nb::int_(spec.device));
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
   PyObject* tensor = PyObject_Vectorcall(torch->empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                          keywords);

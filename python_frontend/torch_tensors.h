@@ -17,7 +17,14 @@ namespace braze::python {
 // where `cpu_scalar` (the fusion's input is a 0-d is_cpu tensor), a 0-d CPU tensor (device -1); nullopt
 // otherwise (other objects, other CPU tensors, complex dtypes: the DLPack path takes them and reports
 // what it cannot run). A view with torch's negative bit set is refused, naming the input.
-std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar);
+// `host_stand_in` (a cache that launches nothing, for tests and host benchmarks): a CPU tensor stands
+// for a tensor on device 0, and `*stood_in` is set. A torch.Tensor itself is read through torch's
+// stable C ABI where torch has it (torch_abi.h), anything else through its Python attributes.
+std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar,
+                                                  bool host_stand_in = false, bool* stood_in = nullptr);
+
+// Whether the torch module in sys.modules has torch's stable C ABI for Python tensors (torch_abi.h).
+bool torchHasCAbi();
 
 // Drops the references to the torch module and its objects kept for torchTensorOf: at interpreter
 // exit (atexit), so that nothing they reach outlives the module's leak check.
@@ -26,14 +33,15 @@ void releaseTorchTypes();
 // Whether `object`'s type is torch.Tensor itself (not a subclass, which may change what it reports).
 bool isPlainTorchTensor(nanobind::handle object);
 
-// An output from torch's caching allocator: torch.empty_strided(sizes, strides, dtype=, device=ordinal)
-// called from here (no Python function in between), and its address; nullopt where this torch has no
-// dtype for it or it has no elements (braze's pool gives those).
+// An output from torch's caching allocator: at::empty_strided through torch's C ABI, else
+// torch.empty_strided(sizes, strides, dtype=, device=ordinal) called from here (no Python function in
+// between), and its address; nullopt where this torch has no dtype for it or it has no elements
+// (braze's pool gives those). `on_cpu`: in host memory instead (the outputs of host stand-ins).
 struct TorchOutput {
   nanobind::object tensor;
   uintptr_t address = 0;
 };
-std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec);
+std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, bool on_cpu = false);
 
 // A torch tensor made from a DLPack capsule by torch._C._from_dlpack, the C++ import that
 // torch.utils.dlpack.from_dlpack ends in, where this torch has it (torchImportsCapsules). The Python

@@ -5,7 +5,10 @@ stand-in of torch.Tensor), the signature, the plan lookup, binding the arguments
 output (cache.run: through a Python allocator; fd.execute: torch.empty_strided, called from C++). A
 no-op Python call is the floor. fd.execute is timed in every call form nvFuser scripts and Thunder use:
 positional, device= as an index, a string and a torch.device, and Thunder's (device=, _enable_options=[],
-_disable_options=[]). The last rows time a new signature of the layer-norm backward whose kernels are
+_disable_options=[]). Where torch is installed, fd.execute is timed on torch's own tensors too: CPU
+tensors standing in for CUDA ones (a cache made with torch_cpu_stand_ins), read through torch's stable C
+ABI (torch 2.14 on) and through their Python attributes, outputs from at::empty_strided on the CPU. The
+last rows time a new signature of the layer-norm backward whose kernels are
 compiled: a new row count of [rows, 768], a new sequence length of [8, seq, 768], and a new batch size
 of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
 
@@ -118,11 +121,44 @@ def per_call_us(fn, calls, repeats=7):
     return statistics.median(times)
 
 
+def real_torch_rows(calls):
+    """fd.execute of the same fusion on torch CPU tensors standing in for CUDA ones, in the plain and
+    Thunder's call forms, with the C ABI on and off; [] without torch."""
+    try:
+        import torch
+    except ImportError:
+        return []
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(x, fd.ops.broadcast(w, [True, False])))
+    fd.__dict__["_gpu_caches"] = {"auto": _C.FusionCache(fd._fusion, "auto", no_device="h100",
+                                                         torch_cpu_stand_ins=True)}
+    xt, wt = torch.zeros(64, 256), torch.zeros(256)
+    cuda0 = torch.device("cuda:0")
+    rows = []
+    was = _C._torch_c_abi()
+    try:
+        for abi in (True, False):
+            _C._torch_c_abi(abi)
+            how = "torch's C ABI" if abi else "Python attributes"
+            forms = [("", lambda: fd.execute([xt, wt])),
+                     (", Thunder's form", lambda: fd.execute([xt, wt], device=cuda0, _enable_options=[],
+                                                              _disable_options=[]))]
+            for form, fn in forms:
+                fn()  # the miss: planned once
+                rows.append((f"fd.execute, torch CPU tensors standing in, read by {how}{form}", per_call_us(fn, calls)))
+    finally:
+        _C._torch_c_abi(was)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--new-signatures", type=int, default=50, help="calls of the new-signature row")
     args = parser.parse_args()
+    torch_rows = real_torch_rows(args.calls)  # before torch is replaced by the stand-in module below
 
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
@@ -174,6 +210,8 @@ def main():
     for name, fn in rows:
         fn()  # the miss: planned once
         print(f"{name:86s} {per_call_us(fn, args.calls):8.2f}")
+    for name, us in torch_rows:
+        print(f"{name:86s} {us:8.2f}")
     new_signatures = [  # what changes, its row dims at call i, how many calls
         ("row count, [rows, 768]", lambda i: (2048 + i,), args.new_signatures),
         ("sequence length, [8, seq, 768]", lambda i: (8, 256 + i), args.new_signatures),

@@ -1,0 +1,202 @@
+#include "torch_abi.h"
+
+#include <Python.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace braze::python {
+
+namespace nb = nanobind;
+
+namespace {
+
+// The shim's types: a tensor handle is an opaque pointer, every call returns 0 on success.
+using Handle = void*;
+using Status = int32_t;
+
+std::atomic<bool>& enabledFlag() {
+  static std::atomic<bool> enabled{[] {
+    const char* value = std::getenv("BRAZE_TORCH_C_ABI");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }()};
+  return enabled;
+}
+
+}  // namespace
+
+class TorchAbi {
+ public:
+  Status (*from_pyobject)(void*, Handle*) = nullptr;
+  Status (*to_pyobject)(Handle, void*, void**) = nullptr;
+  Status (*delete_tensor)(Handle) = nullptr;
+  Status (*has_storage)(Handle, bool*) = nullptr;
+  Status (*data_ptr)(Handle, void**) = nullptr;
+  Status (*dim)(Handle, int64_t*) = nullptr;
+  Status (*sizes)(Handle, int64_t**) = nullptr;
+  Status (*strides)(Handle, int64_t**) = nullptr;
+  Status (*dtype)(Handle, int32_t*) = nullptr;
+  Status (*device_type)(Handle, int32_t*) = nullptr;
+  Status (*device_index)(Handle, int32_t*) = nullptr;
+  Status (*empty_strided)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, Handle*) = nullptr;
+  int32_t cuda = -1;  // device type codes
+  int32_t cpu = -1;
+  std::vector<std::pair<int32_t, DataType>> dtypes;  // torch's dtype code of each braze dtype it has
+
+  std::optional<DataType> dataTypeOf(int32_t code) const {
+    for (const auto& [known, dtype] : dtypes) {
+      if (known == code) return dtype;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int32_t> codeOf(DataType dtype) const {
+    for (const auto& [code, known] : dtypes) {
+      if (known == dtype) return code;
+    }
+    return std::nullopt;
+  }
+};
+
+namespace {
+
+// The tensor handle that torch_tensor_from_pyobject makes (a new reference), released on every return.
+class OwnedHandle {
+ public:
+  OwnedHandle(const TorchAbi& abi, Handle handle) : abi_(abi), handle_(handle) {}
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  ~OwnedHandle() {
+    if (handle_ != nullptr) abi_.delete_tensor(handle_);
+  }
+  Handle get() const { return handle_; }
+
+ private:
+  const TorchAbi& abi_;
+  Handle handle_;
+};
+
+template <typename Function>
+bool lookUp(void* library, const char* name, Function& into) {
+  into = reinterpret_cast<Function>(dlsym(library, name));
+  return into != nullptr;
+}
+
+// The already loaded libtorch_cpu beside this torch module's __init__.py (RTLD_NOLOAD: never a second
+// copy), or null: also for a module without a file (a test's stand-in), whose tensors are no torch's.
+void* openLoadedLibtorch(nb::handle torch) {
+  if (!nb::hasattr(torch, "__file__")) return nullptr;
+  nb::object file = torch.attr("__file__");
+  if (!nb::isinstance<nb::str>(file)) return nullptr;
+  std::string path = nb::cast<std::string>(file);
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return nullptr;
+  path = path.substr(0, slash) + "/lib/libtorch_cpu.so";
+  return dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+}
+
+std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
+  auto abi = std::make_unique<TorchAbi>();
+  const bool complete =
+      lookUp(library, "torch_tensor_from_pyobject", abi->from_pyobject) &&
+      lookUp(library, "torch_tensor_to_pyobject", abi->to_pyobject) &&
+      lookUp(library, "aoti_torch_delete_tensor_object", abi->delete_tensor) &&
+      lookUp(library, "torch_has_storage", abi->has_storage) &&
+      lookUp(library, "aoti_torch_get_data_ptr", abi->data_ptr) && lookUp(library, "aoti_torch_get_dim", abi->dim) &&
+      lookUp(library, "aoti_torch_get_sizes", abi->sizes) && lookUp(library, "aoti_torch_get_strides", abi->strides) &&
+      lookUp(library, "aoti_torch_get_dtype", abi->dtype) &&
+      lookUp(library, "aoti_torch_get_device_type", abi->device_type) &&
+      lookUp(library, "aoti_torch_get_device_index", abi->device_index) &&
+      lookUp(library, "aoti_torch_empty_strided", abi->empty_strided);
+  int32_t (*cuda)() = nullptr;
+  int32_t (*cpu)() = nullptr;
+  if (!complete || !lookUp(library, "aoti_torch_device_type_cuda", cuda) ||
+      !lookUp(library, "aoti_torch_device_type_cpu", cpu)) {
+    return nullptr;
+  }
+  abi->cuda = cuda();
+  abi->cpu = cpu();
+  for (DataType dtype : kAllDataTypes) {
+    // aoti_torch_dtype_bfloat16, aoti_torch_dtype_float8_e4m3fn, ...: torch's names, as arrayTypeName gives.
+    const std::string name = "aoti_torch_dtype_" + std::string(arrayTypeName(dtype));
+    int32_t (*code)() = nullptr;
+    if (lookUp(library, name.c_str(), code)) abi->dtypes.emplace_back(code(), dtype);
+  }
+  return abi;
+}
+
+}  // namespace
+
+const TorchAbi* loadTorchAbi(nb::handle torch) {
+  void* library = openLoadedLibtorch(torch);
+  if (library == nullptr) return nullptr;
+  // One libtorch per process: looked up once, kept for the process as the library it points into is
+  // (the torch module object may be looked up again, a test's stand-in having replaced it for a while).
+  static void* looked_up = nullptr;
+  static const TorchAbi* abi = nullptr;
+  if (library != looked_up) {
+    abi = lookUpAbi(library).release();
+    looked_up = library;
+  }
+  return abi;
+}
+
+std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor) {
+  Handle raw = nullptr;
+  if (abi.from_pyobject(tensor, &raw) != 0) return std::nullopt;
+  const OwnedHandle handle(abi, raw);
+  bool has_storage = false;
+  if (abi.has_storage(handle.get(), &has_storage) != 0 || !has_storage) return std::nullopt;
+  void* data = nullptr;
+  int64_t rank = 0;
+  int64_t* sizes = nullptr;
+  int64_t* strides = nullptr;
+  int32_t dtype = 0;
+  int32_t device_type = 0;
+  int32_t device_index = 0;
+  if (abi.data_ptr(handle.get(), &data) != 0 || abi.dim(handle.get(), &rank) != 0 ||
+      abi.sizes(handle.get(), &sizes) != 0 || abi.strides(handle.get(), &strides) != 0 ||
+      abi.dtype(handle.get(), &dtype) != 0 || abi.device_type(handle.get(), &device_type) != 0 ||
+      abi.device_index(handle.get(), &device_index) != 0) {
+    return std::nullopt;
+  }
+  TorchTensorFields fields;
+  fields.data = reinterpret_cast<uintptr_t>(data);
+  fields.dtype = abi.dataTypeOf(dtype);
+  fields.on_cuda = device_type == abi.cuda;
+  fields.on_cpu = device_type == abi.cpu;
+  fields.device_index = device_index;
+  fields.sizes.assign(sizes, sizes + rank);
+  fields.strides.assign(strides, strides + rank);
+  return fields;
+}
+
+std::optional<TorchAbiOutput> emptyStridedThroughAbi(const TorchAbi& abi, const std::vector<int64_t>& sizes,
+                                                     const std::vector<int64_t>& strides, DataType dtype,
+                                                     int device_index, bool on_cpu) {
+  const std::optional<int32_t> code = abi.codeOf(dtype);
+  if (!code) return std::nullopt;
+  Handle raw = nullptr;
+  if (abi.empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(), *code,
+                        on_cpu ? abi.cpu : abi.cuda, on_cpu ? -1 : device_index, &raw) != 0) {
+    return std::nullopt;
+  }
+  const OwnedHandle handle(abi, raw);
+  void* data = nullptr;
+  void* object = nullptr;
+  if (abi.data_ptr(handle.get(), &data) != 0 || abi.to_pyobject(handle.get(), nullptr, &object) != 0) {
+    return std::nullopt;
+  }
+  return TorchAbiOutput{nb::steal(static_cast<PyObject*>(object)), reinterpret_cast<uintptr_t>(data)};
+}
+
+bool torchAbiEnabled() { return enabledFlag().load(std::memory_order_relaxed); }
+
+void setTorchAbiEnabled(bool enabled) { enabledFlag().store(enabled, std::memory_order_relaxed); }
+
+}  // namespace braze::python

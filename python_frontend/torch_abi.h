@@ -1,0 +1,61 @@
+// torch's stable C ABI (torch/csrc/stable/c/shim.h and the AOTInductor shim it builds on), found in
+// the libtorch that the imported torch module has loaded. Reading a tensor's address, dtype, device,
+// sizes and strides through it is a handful of C calls, where the Python attributes cost a method call
+// each (100-200 ns apiece on a desktop CPU: about 1 µs per input tensor of every cached execute), and an
+// output is made by at::empty_strided (torch's caching allocator on a GPU) without a Python call.
+// The Python interop it needs (torch_tensor_from_pyobject, torch_tensor_to_pyobject) arrived in torch
+// 2.14; with an older torch, or one whose library is not found, there is none and the callers read the
+// attributes. Nothing of torch is linked: the library is opened with RTLD_NOLOAD and its functions
+// looked up by name.
+#pragma once
+
+#include "ir/data_type.h"
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace braze::python {
+
+class TorchAbi;
+
+// What braze reads of a tensor. `on_cuda`: on a CUDA (or ROCm, which torch calls CUDA) device;
+// `on_cpu`: in host memory; neither for every other device (meta, XPU, ...).
+struct TorchTensorFields {
+  uintptr_t data = 0;                // data_ptr(): the address of element [0, ..., 0]
+  std::optional<DataType> dtype;     // none: a dtype braze lacks (complex, quantized, ...)
+  bool on_cuda = false;
+  bool on_cpu = false;
+  int device_index = -1;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+// The stable ABI of the torch module `torch` (its __file__ locates libtorch_cpu), or null where this
+// torch lacks it. Made once per torch module object; never freed (the library stays loaded).
+const TorchAbi* loadTorchAbi(nanobind::handle torch);
+
+// `tensor`'s fields through the C ABI; nullopt where torch reports an error for it (a tensor without
+// storage, say), which the attribute path then reports in Python's terms. `tensor` must be a
+// torch.Tensor (or subclass) object; the GIL must be held.
+std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor);
+
+// at::empty_strided(sizes, strides, dtype) on CUDA device `device_index` (on the CPU where `on_cpu`) as
+// a new torch.Tensor, and its address; nullopt where torch has no such dtype or reports an error
+// (out of memory: the caller's torch.empty_strided then raises torch's own error).
+struct TorchAbiOutput {
+  nanobind::object tensor;
+  uintptr_t address = 0;
+};
+std::optional<TorchAbiOutput> emptyStridedThroughAbi(const TorchAbi& abi, const std::vector<int64_t>& sizes,
+                                                     const std::vector<int64_t>& strides, DataType dtype,
+                                                     int device_index, bool on_cpu);
+
+// Whether the readers above are used (default: yes, where torch has the ABI). Switched off by
+// BRAZE_TORCH_C_ABI=0, and by tests and benchmarks that compare the two ways of reading.
+bool torchAbiEnabled();
+void setTorchAbiEnabled(bool enabled);
+
+}  // namespace braze::python
