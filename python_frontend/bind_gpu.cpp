@@ -210,10 +210,16 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
   return result;
 }
 
-std::vector<nb::object> hold(nb::list py_inputs) {
+// The items of a list or tuple, each held.
+std::vector<nb::object> hold(nb::handle py_inputs) {
+  PyObject* sequence = py_inputs.ptr();
+  const bool list = PyList_Check(sequence);
+  const Py_ssize_t n = list ? PyList_GET_SIZE(sequence) : PyTuple_GET_SIZE(sequence);
   std::vector<nb::object> held;
-  held.reserve(py_inputs.size());
-  for (nb::handle item : py_inputs) held.push_back(nb::borrow(item));
+  held.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    held.push_back(nb::borrow(list ? PyList_GET_ITEM(sequence, i) : PyTuple_GET_ITEM(sequence, i)));
+  }
   return held;
 }
 
@@ -225,21 +231,21 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
   return runValues(cache, inputs, held, stream, framework, allocate);
 }
 
-// fd.execute's common case in one pass: a list of CUDA torch.Tensors (exactly that type) and Python
-// numbers, run on torch's current stream of their device. None, having done nothing, for anything
+// fd.execute's common case in one pass: a list or tuple (Thunder passes its arguments' tuple) of CUDA
+// torch.Tensors (exactly that type) and Python numbers, run on torch's current stream of their device. None, having done nothing, for anything
 // else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
 // A cache made with torch_cpu_stand_ins takes CPU tensors as stand-ins (on the legacy stream, outputs on
 // the CPU), so that the host benchmark times torch's own tensors.
 nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {
-  if (!PyList_CheckExact(py_inputs.ptr())) return nb::none();
+  if (!PyList_CheckExact(py_inputs.ptr()) && !PyTuple_CheckExact(py_inputs.ptr())) return nb::none();
   // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
   // which could let another thread change the caller's list.
-  const std::vector<nb::object> held = hold(nb::borrow<nb::list>(py_inputs));
+  const std::vector<nb::object> held = hold(py_inputs);
   std::vector<DeviceValue> inputs;
   inputs.reserve(held.size());
   int device = -1;
   const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
-  bool stood_in = false;
+  TorchRead read;
   for (size_t i = 0; i < held.size(); ++i) {
     nb::handle item = held[i];
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
@@ -251,7 +257,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
       inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
     } else if (!isPlainTorchTensor(item)) {
       return nb::none();
-    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i), host_ok, &stood_in)) {
+    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i), host_ok, &read)) {
       if (device < 0) device = t->device;  // a CPU scalar's -1 names none
       inputs.emplace_back(std::move(*t));
     } else {
@@ -259,7 +265,7 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
     }
   }
   if (device < 0) return nb::none();
-  if (stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), torch_outputs, true);
+  if (read.stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), torch_outputs, true);
   const std::optional<uintptr_t> stream = torchCurrentStream(device);
   if (!stream) return nb::none();
   return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), torch_outputs);
@@ -346,8 +352,8 @@ void bindGpu(nb::module_& m) {
            "strides, dtype name, device) -> (tensor, address) when it is given")
       .def("run_torch", &runTorch, nb::arg("inputs"), nb::arg("allocate") = nb::none(),
            nb::arg("torch_outputs") = false,
-           "run(inputs, torch's current stream, 'torch', allocate) when `inputs` is a list of CUDA torch.Tensors "
-           "and Python numbers; None, having done nothing, otherwise. torch_outputs: outputs from "
+           "run(inputs, torch's current stream, 'torch', allocate) when `inputs` is a list or tuple of CUDA "
+           "torch.Tensors and Python numbers; None, having done nothing, otherwise. torch_outputs: outputs from "
            "torch.empty_strided (torch's caching allocator), called without a Python allocate in between")
       .def(
           "cuda_code",
@@ -421,15 +427,15 @@ void bindGpu(nb::module_& m) {
   m.def(
       "_read_torch_tensor",
       [](nb::handle tensor, bool cpu_scalar, bool host_stand_in) -> nb::object {
-        bool stood_in = false;
-        std::optional<DeviceTensor> t = torchTensorOf(tensor, 0, cpu_scalar, host_stand_in, &stood_in);
+        TorchRead read;
+        std::optional<DeviceTensor> t = torchTensorOf(tensor, 0, cpu_scalar, host_stand_in, &read);
         if (!t) return nb::none();
         return nb::make_tuple(static_cast<uint64_t>(t->data), std::string(toString(t->dtype)), t->device, t->sizes,
-                              t->strides, stood_in);
+                              t->strides, read.stood_in, read.through_abi);
       },
       nb::arg("tensor"), nb::arg("cpu_scalar") = false, nb::arg("host_stand_in") = false,
-      "(address, dtype, device, sizes, strides, stood in) as the execute path reads a torch tensor, or None "
-      "where it leaves it to the DLPack path (for tests)");
+      "(address, dtype, device, sizes, strides, stood in, through the C ABI) as the execute path reads a torch "
+      "tensor, or None where it leaves it to the DLPack path (for tests)");
   m.def(
       "_release_torch_types", [] { releaseTorchTypes(); },
       "drops braze's references to the torch module (registered with atexit by braze/__init__.py)");

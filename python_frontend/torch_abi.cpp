@@ -87,17 +87,28 @@ bool lookUp(void* library, const char* name, Function& into) {
   return into != nullptr;
 }
 
-// The already loaded libtorch_cpu beside this torch module's __init__.py (RTLD_NOLOAD: never a second
-// copy), or null: also for a module without a file (a test's stand-in), whose tensors are no torch's.
-void* openLoadedLibtorch(nb::handle torch) {
-  if (!nb::hasattr(torch, "__file__")) return nullptr;
-  nb::object file = torch.attr("__file__");
+// torch._C, the extension module torch has loaded (RTLD_NOLOAD: never a second copy), or null: also for a
+// module without one (a test's stand-in), whose tensors are no torch's. dlsym through its handle searches
+// the libraries it depends on too (libtorch_python, libtorch_cpu), wherever the installation keeps them.
+void* openLoadedTorchExtension(nb::handle torch) {
+  if (!nb::hasattr(torch, "_C")) return nullptr;
+  nb::object extension = torch.attr("_C");
+  if (!nb::hasattr(extension, "__file__")) return nullptr;
+  nb::object file = extension.attr("__file__");
   if (!nb::isinstance<nb::str>(file)) return nullptr;
-  std::string path = nb::cast<std::string>(file);
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return nullptr;
-  path = path.substr(0, slash) + "/lib/libtorch_cpu.so";
-  return dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  return dlopen(nb::cast<std::string>(file).c_str(), RTLD_NOW | RTLD_NOLOAD);
+}
+
+// Whether a call into the ABI failed. torch reports its own errors by status, and may leave a Python
+// error set where one arose in Python's C API (a tensor object that could not be made): cleared, as the
+// caller goes on another way, except an interrupt, which is raised.
+bool failed(Status status) {
+  if (status == 0) return false;
+  if (PyErr_Occurred() != nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();
+    PyErr_Clear();
+  }
+  return true;
 }
 
 std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
@@ -133,10 +144,10 @@ std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
 }  // namespace
 
 const TorchAbi* loadTorchAbi(nb::handle torch) {
-  void* library = openLoadedLibtorch(torch);
+  void* library = openLoadedTorchExtension(torch);
   if (library == nullptr) return nullptr;
-  // One libtorch per process: looked up once, kept for the process as the library it points into is
-  // (the torch module object may be looked up again, a test's stand-in having replaced it for a while).
+  // One torch per process: looked up once, kept for the process as the library it points into is (the
+  // torch module object may be looked up again, a test's stand-in having replaced it for a while).
   static void* looked_up = nullptr;
   static const TorchAbi* abi = nullptr;
   if (library != looked_up) {
@@ -148,10 +159,10 @@ const TorchAbi* loadTorchAbi(nb::handle torch) {
 
 std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor) {
   Handle raw = nullptr;
-  if (abi.from_pyobject(tensor, &raw) != 0) return std::nullopt;
+  if (failed(abi.from_pyobject(tensor, &raw))) return std::nullopt;
   const OwnedHandle handle(abi, raw);
   bool has_storage = false;
-  if (abi.has_storage(handle.get(), &has_storage) != 0 || !has_storage) return std::nullopt;
+  if (failed(abi.has_storage(handle.get(), &has_storage)) || !has_storage) return std::nullopt;
   void* data = nullptr;
   int64_t rank = 0;
   int64_t* sizes = nullptr;
@@ -159,10 +170,10 @@ std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* 
   int32_t dtype = 0;
   int32_t device_type = 0;
   int32_t device_index = 0;
-  if (abi.data_ptr(handle.get(), &data) != 0 || abi.dim(handle.get(), &rank) != 0 ||
-      abi.sizes(handle.get(), &sizes) != 0 || abi.strides(handle.get(), &strides) != 0 ||
-      abi.dtype(handle.get(), &dtype) != 0 || abi.device_type(handle.get(), &device_type) != 0 ||
-      abi.device_index(handle.get(), &device_index) != 0) {
+  if (failed(abi.data_ptr(handle.get(), &data)) || failed(abi.dim(handle.get(), &rank)) ||
+      failed(abi.sizes(handle.get(), &sizes)) || failed(abi.strides(handle.get(), &strides)) ||
+      failed(abi.dtype(handle.get(), &dtype)) || failed(abi.device_type(handle.get(), &device_type)) ||
+      failed(abi.device_index(handle.get(), &device_index))) {
     return std::nullopt;
   }
   TorchTensorFields fields;
@@ -182,14 +193,14 @@ std::optional<TorchAbiOutput> emptyStridedThroughAbi(const TorchAbi& abi, const 
   const std::optional<int32_t> code = abi.codeOf(dtype);
   if (!code) return std::nullopt;
   Handle raw = nullptr;
-  if (abi.empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(), *code,
-                        on_cpu ? abi.cpu : abi.cuda, on_cpu ? -1 : device_index, &raw) != 0) {
+  if (failed(abi.empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(), *code,
+                               on_cpu ? abi.cpu : abi.cuda, on_cpu ? -1 : device_index, &raw))) {
     return std::nullopt;
   }
   const OwnedHandle handle(abi, raw);
   void* data = nullptr;
   void* object = nullptr;
-  if (abi.data_ptr(handle.get(), &data) != 0 || abi.to_pyobject(handle.get(), nullptr, &object) != 0) {
+  if (failed(abi.data_ptr(handle.get(), &data)) || failed(abi.to_pyobject(handle.get(), nullptr, &object))) {
     return std::nullopt;
   }
   return TorchAbiOutput{nb::steal(static_cast<PyObject*>(object)), reinterpret_cast<uintptr_t>(data)};

@@ -1,12 +1,12 @@
 // torch's stable C ABI (torch/csrc/stable/c/shim.h and the AOTInductor shim it builds on), found in
 // the libtorch that the imported torch module has loaded. Reading a tensor's address, dtype, device,
 // sizes and strides through it is a handful of C calls, where the Python attributes cost a method call
-// each (100-200 ns apiece on a desktop CPU: about 1 µs per input tensor of every cached execute), and an
-// output is made by at::empty_strided (torch's caching allocator on a GPU) without a Python call.
+// each (100-200 ns apiece, for six of them per input of every cached execute), and an output is made by
+// at::empty_strided (torch's caching allocator on a GPU) without a Python call.
 // The Python interop it needs (torch_tensor_from_pyobject, torch_tensor_to_pyobject) arrived in torch
-// 2.14; with an older torch, or one whose library is not found, there is none and the callers read the
-// attributes. Nothing of torch is linked: the library is opened with RTLD_NOLOAD and its functions
-// looked up by name.
+// 2.14; with an older torch there is none and the callers read the attributes. Nothing of torch is
+// linked: torch's extension module (torch._C) is opened with RTLD_NOLOAD and the functions looked up by
+// name through it.
 #pragma once
 
 #include "ir/data_type.h"
@@ -33,8 +33,8 @@ struct TorchTensorFields {
   std::vector<int64_t> strides;
 };
 
-// The stable ABI of the torch module `torch` (its __file__ locates libtorch_cpu), or null where this
-// torch lacks it. Made once per torch module object; never freed (the library stays loaded).
+// The stable ABI of the torch module `torch` (found through torch._C), or null where this torch lacks it.
+// Looked up once per process; never freed (the library stays loaded).
 const TorchAbi* loadTorchAbi(nanobind::handle torch);
 
 // `tensor`'s fields through the C ABI; nullopt where torch reports an error for it (a tensor without

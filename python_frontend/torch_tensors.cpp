@@ -49,12 +49,12 @@ struct TorchTypes {
 // The attribute names braze reads, as interned Python strings made once: a lookup by C string makes a
 // new str object on every call, and this runs for every input of every cached execute.
 struct Names {
-  nb::object is_cuda, is_neg, dtype, data_ptr, shape, stride, get_device;
+  nb::object is_cuda, is_cpu, is_neg, dtype, data_ptr, shape, stride, get_device;
 };
 
 const Names& names() {
-  static const Names& n = *new Names{intern("is_cuda"), intern("is_neg"), intern("dtype"), intern("data_ptr"),
-                                     intern("shape"), intern("stride"), intern("get_device")};
+  static const Names& n = *new Names{intern("is_cuda"), intern("is_cpu"), intern("is_neg"), intern("dtype"),
+                                     intern("data_ptr"), intern("shape"), intern("stride"), intern("get_device")};
   return n;
 }
 
@@ -195,13 +195,40 @@ void unitStridesOfSizeOneDims(device::DeviceTensor& t) {
   }
 }
 
+// Where a tensor's memory is, as read: a CUDA (or ROCm) device, host memory, or anything else (meta, XPU,
+// MPS: never read as host memory).
+enum class Place { Cuda, Cpu, Other };
+
+// Whether a tensor in `place` can be an input at all: on a GPU; in host memory where the fusion takes a
+// CPU scalar there or host tensors stand in for device ones. Asked before anything else is read.
+bool takenFrom(Place place, bool cpu_scalar, bool host_stand_in) {
+  return place == Place::Cuda || (place == Place::Cpu && (cpu_scalar || host_stand_in));
+}
+
+// The device of a tensor read from `place`: its GPU; -1 for a CPU scalar (kernels get its value); device
+// 0 for a host tensor standing in; none for any other host tensor (the DLPack path says what is wrong).
+std::optional<device::DeviceTensor> placed(device::DeviceTensor t, Place place, int cuda_device, bool cpu_scalar,
+                                           bool host_stand_in, TorchRead* note) {
+  unitStridesOfSizeOneDims(t);
+  if (place == Place::Cuda) {
+    t.device = cuda_device;
+  } else if (cpu_scalar && t.sizes.empty()) {
+    t.device = -1;
+  } else if (host_stand_in) {
+    t.device = 0;
+    if (note != nullptr) note->stood_in = true;
+  } else {
+    return std::nullopt;
+  }
+  return t;
+}
+
 // torchTensorOf through the C ABI's fields.
 std::optional<device::DeviceTensor> fromAbiFields(const TorchTypes& torch, TorchTensorFields fields,
                                                   nb::handle object, size_t input, bool cpu_scalar,
-                                                  bool host_stand_in, bool* stood_in) {
-  const bool scalar_on_cpu = fields.on_cpu && cpu_scalar && fields.sizes.empty();
-  const bool stands_in = fields.on_cpu && host_stand_in && !scalar_on_cpu;
-  if (!fields.on_cuda && !scalar_on_cpu && !stands_in) return std::nullopt;
+                                                  bool host_stand_in, TorchRead* note) {
+  const Place place = fields.on_cuda ? Place::Cuda : fields.on_cpu ? Place::Cpu : Place::Other;
+  if (!takenFrom(place, cpu_scalar, host_stand_in)) return std::nullopt;
   refuseNegativeViews(torch, object, input);
   if (!fields.dtype) return std::nullopt;
   device::DeviceTensor t;
@@ -209,27 +236,31 @@ std::optional<device::DeviceTensor> fromAbiFields(const TorchTypes& torch, Torch
   t.dtype = *fields.dtype;
   t.sizes = std::move(fields.sizes);
   t.strides = std::move(fields.strides);
-  unitStridesOfSizeOneDims(t);
-  t.device = fields.on_cuda ? fields.device_index : (stands_in ? 0 : -1);
-  if (stands_in && stood_in != nullptr) *stood_in = true;
-  return t;
+  return placed(std::move(t), place, fields.device_index, cpu_scalar, host_stand_in, note);
+}
+
+// Where a tensor is, through its attributes: is_cuda, then is_cpu (a stand-in without it is in host memory).
+Place placeOf(nb::handle object) {
+  if (nb::cast<bool>(object.attr(names().is_cuda))) return Place::Cuda;
+  return nb::cast<bool>(nb::getattr(object, names().is_cpu, nb::handle(Py_True))) ? Place::Cpu : Place::Other;
 }
 
 }  // namespace
 
 std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t input, bool cpu_scalar,
-                                                  bool host_stand_in, bool* stood_in) {
+                                                  bool host_stand_in, TorchRead* note) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
   // A subclass may report other fields than its storage holds (a wrapper subclass): read as it says.
   if (torch->abi != nullptr && torchAbiEnabled() && object.type().is(torch->tensor_type)) {
     if (std::optional<TorchTensorFields> fields = readTorchTensor(*torch->abi, object.ptr())) {
-      return fromAbiFields(*torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, stood_in);
+      if (note != nullptr) note->through_abi = true;
+      return fromAbiFields(*torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, note);
     }
   }
   const Names& name = names();
-  const bool on_cpu = !nb::cast<bool>(object.attr(name.is_cuda));
-  if (on_cpu && !cpu_scalar && !host_stand_in) return std::nullopt;
+  const Place place = placeOf(object);
+  if (!takenFrom(place, cpu_scalar, host_stand_in)) return std::nullopt;
   refuseNegativeViews(*torch, object, input);
   nb::object dtype = object.attr(name.dtype);
   const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
@@ -241,16 +272,8 @@ std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t inpu
   t.dtype = known->second;
   t.sizes = int64s(object.attr(name.shape));
   t.strides = int64s(callMethod(object, name.stride));
-  unitStridesOfSizeOneDims(t);
-  const bool scalar_on_cpu = on_cpu && cpu_scalar && t.sizes.empty();
-  if (on_cpu && !scalar_on_cpu && !host_stand_in) return std::nullopt;  // the DLPack path says what is wrong
-  if (on_cpu && !scalar_on_cpu) {
-    t.device = 0;
-    if (stood_in != nullptr) *stood_in = true;
-    return t;
-  }
-  t.device = on_cpu ? -1 : nb::cast<int>(callMethod(object, name.get_device));
-  return t;
+  const int cuda_device = place == Place::Cuda ? nb::cast<int>(callMethod(object, name.get_device)) : -1;
+  return placed(std::move(t), place, cuda_device, cpu_scalar, host_stand_in, note);
 }
 
 bool isPlainTorchTensor(nb::handle object) {
@@ -265,7 +288,8 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
   if (known == torch->dtypes.end()) return std::nullopt;
   if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
-  if (torch->abi != nullptr && torchAbiEnabled()) {
+  const bool through_abi = torch->abi != nullptr && torchAbiEnabled();
+  if (through_abi) {
     if (std::optional<TorchAbiOutput> made =
             emptyStridedThroughAbi(*torch->abi, spec.sizes, spec.strides, spec.dtype, spec.device, on_cpu)) {
       return TorchOutput{std::move(made->tensor), made->address};
@@ -280,10 +304,14 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
   }();
   const nb::object sizes = tupleOf(spec.sizes);
   const nb::object strides = tupleOf(spec.strides);
-  std::optional<TorchOutput> fast =
-      on_cpu ? torchCompilesEmptyStrided(*torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
-             : torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
-  if (fast) return fast;
+  // Where the ABI failed (out of memory, most likely), torch.empty_strided at once: it raises torch's own
+  // error, with torch's out-of-memory handling run once more, not twice.
+  if (!through_abi) {
+    std::optional<TorchOutput> fast =
+        on_cpu ? torchCompilesEmptyStrided(*torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
+               : torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
+    if (fast) return fast;
+  }
   const nb::object device = on_cpu ? nb::object(nb::str("cpu")) : nb::object(nb::int_(spec.device));
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
   PyObject* tensor = PyObject_Vectorcall(torch->empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,

@@ -13,15 +13,22 @@
 
 namespace braze::python {
 
+// How torchTensorOf read a tensor: whether a host tensor stood in for a device one, and whether torch's
+// C ABI read it (else its Python attributes).
+struct TorchRead {
+  bool stood_in = false;
+  bool through_abi = false;
+};
+
 // Input `input` as a device tensor when it is a torch.Tensor on a CUDA device of a dtype braze has, or,
 // where `cpu_scalar` (the fusion's input is a 0-d is_cpu tensor), a 0-d CPU tensor (device -1); nullopt
-// otherwise (other objects, other CPU tensors, complex dtypes: the DLPack path takes them and reports
-// what it cannot run). A view with torch's negative bit set is refused, naming the input.
+// otherwise (other objects, other CPU tensors, other devices, complex dtypes: the DLPack path takes them
+// and reports what it cannot run). A view with torch's negative bit set is refused, naming the input.
 // `host_stand_in` (a cache that launches nothing, for tests and host benchmarks): a CPU tensor stands
-// for a tensor on device 0, and `*stood_in` is set. A torch.Tensor itself is read through torch's
-// stable C ABI where torch has it (torch_abi.h), anything else through its Python attributes.
+// for a tensor on device 0. A torch.Tensor itself is read through torch's stable C ABI where torch has it
+// (torch_abi.h), anything else through its Python attributes; `note` says which.
 std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar,
-                                                  bool host_stand_in = false, bool* stood_in = nullptr);
+                                                  bool host_stand_in = false, TorchRead* note = nullptr);
 
 // Whether the torch module in sys.modules has torch's stable C ABI for Python tensors (torch_abi.h).
 bool torchHasCAbi();

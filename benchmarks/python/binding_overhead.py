@@ -4,8 +4,9 @@ the binding except the launch: reading the inputs (DLPack for numpy arrays; the 
 stand-in of torch.Tensor), the signature, the plan lookup, binding the arguments and allocating the
 output (cache.run: through a Python allocator; fd.execute: torch.empty_strided, called from C++). A
 no-op Python call is the floor. fd.execute is timed in every call form nvFuser scripts and Thunder use:
-positional, device= as an index, a string and a torch.device, and Thunder's (device=, _enable_options=[],
-_disable_options=[]). Where torch is installed, fd.execute is timed on torch's own tensors too: CPU
+positional, device= as an index, a string and a torch.device, option keywords (device=, _enable_options=[],
+_disable_options=[]), and Thunder's own: Thunder 0.2.6's FusionDefinitionWrapper passes its arguments' tuple
+with device=None (or an index), save_repro_inputs=False, _enable_options=None and _disable_options=None. Where torch is installed, fd.execute is timed on torch's own tensors too: CPU
 tensors standing in for CUDA ones (a cache made with torch_cpu_stand_ins), read through torch's stable C
 ABI (torch 2.14 on) and through their Python attributes, outputs from at::empty_strided on the CPU. The
 last rows time a new signature of the layer-norm backward whose kernels are
@@ -111,51 +112,69 @@ def new_signature_us(calls, torch, allocate, rows_at):
     return statistics.median(times), len(cache)
 
 
-def per_call_us(fn, calls, repeats=7):
-    times = []
+def per_call_us(fns, calls, repeats=21, setups=None):
+    """The median time per call of each function, timed in turns (one batch of `calls` of each, then the
+    next round), so that the machine's slow spells fall on every row alike. `setups[i]()` runs before each
+    batch of fns[i], untimed."""
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+        for i, (fn, row) in enumerate(zip(fns, times)):
+            if setups is not None:
+                setups[i]()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            row.append((time.perf_counter() - start) / calls * 1e6)
+    return [statistics.median(row) for row in times]
 
 
 def real_torch_rows(calls):
-    """fd.execute of the same fusion on torch CPU tensors standing in for CUDA ones, in the plain and
-    Thunder's call forms, with the C ABI on and off; [] without torch."""
+    """fd.execute on torch CPU tensors standing in for CUDA ones, in the plain and Thunder's call forms,
+    with the C ABI on (where this torch has it) and off: of x * w (two inputs) and of the sum of five
+    [64, 256] tensors; [] without torch."""
     try:
         import torch
     except ImportError:
         return []
-    with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
-        fd.add_output(fd.ops.mul(x, fd.ops.broadcast(w, [True, False])))
-    fd.__dict__["_gpu_caches"] = {"auto": _C.FusionCache(fd._fusion, "auto", no_device="h100",
-                                                         torch_cpu_stand_ins=True)}
-    xt, wt = torch.zeros(64, 256), torch.zeros(256)
-    cuda0 = torch.device("cuda:0")
-    rows = []
+    names, fns, setups = [], [], []
+    for inputs in (2, 5):
+        with FusionDefinition() as fd:
+            if inputs == 2:
+                x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+                w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+                fd.add_output(fd.ops.mul(x, fd.ops.broadcast(w, [True, False])))
+                args = [torch.zeros(64, 256), torch.zeros(256)]
+            else:
+                xs = [fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+                      for _ in range(inputs)]
+                total = xs[0]
+                for x in xs[1:]:
+                    total = fd.ops.add(total, x)
+                fd.add_output(total)
+                args = [torch.zeros(64, 256) for _ in range(inputs)]
+        fd.__dict__["_gpu_caches"] = {"auto": _C.FusionCache(fd._fusion, "auto", no_device="h100",
+                                                             torch_cpu_stand_ins=True)}
+        for abi in (True, False) if _C._torch_has_c_abi() else (False,):
+            how = "torch's C ABI" if abi else "Python attributes"
+            for form, fn in [("", lambda fd=fd, args=args: fd.execute(args)),
+                             (", Thunder's form", lambda fd=fd, args=tuple(args): fd.execute(args, device=None, save_repro_inputs=False,
+                                                                        _enable_options=None, _disable_options=None))]:
+                names.append(f"fd.execute, {inputs} torch CPU tensors standing in, read by {how}{form}")
+                fns.append(fn)
+                setups.append(lambda abi=abi: _C._torch_c_abi(abi))
     was = _C._torch_c_abi()
     try:
-        for abi in (True, False):
-            _C._torch_c_abi(abi)
-            how = "torch's C ABI" if abi else "Python attributes"
-            forms = [("", lambda: fd.execute([xt, wt])),
-                     (", Thunder's form", lambda: fd.execute([xt, wt], device=cuda0, _enable_options=[],
-                                                              _disable_options=[]))]
-            for form, fn in forms:
-                fn()  # the miss: planned once
-                rows.append((f"fd.execute, torch CPU tensors standing in, read by {how}{form}", per_call_us(fn, calls)))
+        for fn, setup in zip(fns, setups):
+            setup()
+            fn()  # the miss: planned once
+        return list(zip(names, per_call_us(fns, calls, setups=setups)))
     finally:
         _C._torch_c_abi(was)
-    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--calls", type=int, default=5000, help="calls per batch (21 batches of each row, in turns)")
     parser.add_argument("--new-signatures", type=int, default=50, help="calls of the new-signature row")
     args = parser.parse_args()
     torch_rows = real_torch_rows(args.calls)  # before torch is replaced by the stand-in module below
@@ -203,15 +222,19 @@ def main():
         ("  the same, device=0", lambda: fd.execute([xt, wt], device=0)),
         ("  the same, device=\"cuda:0\"", lambda: fd.execute([xt, wt], device="cuda:0")),
         ("  the same, device=torch.device(\"cuda:0\") (a stand-in)", lambda: fd.execute([xt, wt], device=cuda0)),
-        ("  the same, Thunder's form (device=, _enable_options=[], _disable_options=[])",
+        ("  the same, device= and option keywords (device=, _enable_options=[], _disable_options=[])",
          lambda: fd.execute([xt, wt], device=cuda0, _enable_options=[], _disable_options=[])),
+        ("  the same, Thunder's form (its arguments' tuple, device=None and three option keywords)",
+         lambda: fd.execute((xt, wt), device=None, save_repro_inputs=False, _enable_options=None,
+                            _disable_options=None)),
     ]
-    print(f"{'what (median of 7 x ' + str(args.calls) + ' calls)':86s} {'us/call':>8s}")
-    for name, fn in rows:
+    print(f"{'what (median of 21 batches of ' + str(args.calls) + ' calls, rows in turns)':100s} {'us/call':>8s}")
+    for _, fn in rows:
         fn()  # the miss: planned once
-        print(f"{name:86s} {per_call_us(fn, args.calls):8.2f}")
+    for (name, _), us in zip(rows, per_call_us([fn for _, fn in rows], args.calls)):
+        print(f"{name:100s} {us:8.2f}")
     for name, us in torch_rows:
-        print(f"{name:86s} {us:8.2f}")
+        print(f"{name:100s} {us:8.2f}")
     new_signatures = [  # what changes, its row dims at call i, how many calls
         ("row count, [rows, 768]", lambda i: (2048 + i,), args.new_signatures),
         ("sequence length, [8, seq, 768]", lambda i: (8, 256 + i), args.new_signatures),
@@ -220,7 +243,7 @@ def main():
     ]
     for what, rows_at, calls in new_signatures:
         median, plans = new_signature_us(calls, torch, allocate, rows_at)
-        print(f"{'layer-norm backward, a new ' + what + ', its kernels compiled':86s} {median:8.1f}"
+        print(f"{'layer-norm backward, a new ' + what + ', its kernels compiled':100s} {median:8.1f}"
               f"   (median of {calls}; {plans} plans)")
 
 

@@ -183,7 +183,8 @@ class StandInDevice:
 
 def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
     """Positional, device= as an index, a string and a torch.device, and Thunder's form with its option
-    keywords: the same outputs from the same prepared plan, each through the one C++ pass (run_torch)."""
+    keywords and its arguments' tuple: the same outputs from the same prepared plan, each through the one
+    C++ pass (run_torch)."""
     torch = stand_in_torch(monkeypatch)
     made = torch.made
     fd, cache = layer_norm_cache(DataType.BFloat16)
@@ -214,19 +215,23 @@ def test_every_call_form_takes_the_fast_path_to_one_prepared_plan(monkeypatch):
              {"device": StandInDevice(), "_enable_options": [], "_disable_options": []},
              {"device": 0, "_enable_options": ["kernel_profile"], "_disable_options": ["parallel_compile"]},
              {"profile": False, "capture_debug_output": False}]
-    for form in forms:
+    # Thunder 0.2.6's FusionDefinitionWrapper: its arguments' tuple, device=None or an index, and these.
+    thunder = {"save_repro_inputs": False, "_enable_options": None, "_disable_options": None}
+    calls = [([x, w], form) for form in forms] + [((x, w), {}), ((x, w), {"device": None, **thunder}),
+                                                 ((x, w), {"device": 0, **thunder})]
+    for inputs, form in calls:
         made.clear()
-        (out,) = fd.execute([x, w], **form)
+        (out,) = fd.execute(inputs, **form)
         assert isinstance(out, Output), form
         assert made == [([3, 5, 1600], [8000, 1600, 1], torch.bfloat16, 0)], form
-    assert len(runs) == len(forms)  # every form went straight to the C++ pass
+    assert len(runs) == len(calls)  # every form went straight to the C++ pass
     assert len(cache) == 1  # and hit the one prepared plan
     # What the fast path must not take: the CPU named as the device, and keywords it does not ignore.
     with pytest.raises(RuntimeError, match=r"execute\(device='cpu'\): the inputs are on a GPU"):
         fd.execute([x, w], device="cpu")
     with pytest.raises(TypeError, match="unexpected keyword argument"):
         fd.execute([x, w], _enable_option=[])
-    assert len(runs) == len(forms)
+    assert len(runs) == len(calls)
 
 
 def test_outputs_come_from_torch_compiles_allocation_call_on_the_inputs_device(monkeypatch):
@@ -324,16 +329,21 @@ def test_run_torch_takes_plain_cuda_tensors_on_the_current_stream_and_declines_t
     w = StandInTensor(np.zeros(1600, BF16), torch)
     (out,) = cache.run_torch([x, w], Allocations())
     assert out.shape == (3, 5, 1600) and asked == [0]  # the stream of the inputs' device, asked once
+    (out,) = cache.run_torch((x, w), Allocations())  # a tuple too: Thunder passes its arguments' tuple
+    assert out.shape == (3, 5, 1600) and asked == [0, 0]
 
     class Subclass(StandInTensor):
         pass
 
+    class Inputs(list):
+        pass
+
     cpu = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
     cpu.is_cuda = False
-    for declined in [(x, w), [np.zeros((3, 5, 1600), np.float32), w], [Subclass(x.array, torch), w], [cpu, w],
-                     [1.0, 2]]:
+    for declined in [Inputs([x, w]), [np.zeros((3, 5, 1600), np.float32), w], [Subclass(x.array, torch), w],
+                     [cpu, w], [1.0, 2]]:
         assert cache.run_torch(declined, Allocations()) is None
-    assert len(asked) == 1  # declining asks torch nothing
+    assert len(asked) == 2  # declining asks torch nothing
     del torch._C._cuda_getCurrentRawStream  # an old torch: the general path, which has a fallback
     sys.modules["torch"] = types.ModuleType("torch")  # and a new module object is looked at again
     sys.modules["torch"].__dict__.update(Tensor=StandInTensor, bfloat16=torch.bfloat16, _C=torch._C)

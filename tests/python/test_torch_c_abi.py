@@ -33,21 +33,22 @@ def views():
     yield "0-d", torch.tensor(3.0)
     yield "empty", torch.zeros(0, 5)
     for dtype in [torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.int8, torch.uint8, torch.bool,
-                  torch.float8_e4m3fn, torch.float8_e5m2]:
+                  torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]:
         yield str(dtype), torch.zeros(3, 5, dtype=dtype)[1:]
 
 
 @pytest.mark.parametrize("name,tensor", list(views()), ids=[name for name, _ in views()])
 def test_every_view_reads_as_its_attributes_say(reader, name, tensor):
-    address, dtype, device, sizes, strides, stood_in = _C._read_torch_tensor(tensor, False, True)
+    address, dtype, device, sizes, strides, stood_in, through_abi = _C._read_torch_tensor(tensor, False, True)
+    assert through_abi == reader  # the way this run asked for, not a fallback
     assert address == tensor.data_ptr()
     assert sizes == list(tensor.shape)
     # Size-1 dims: stride 1, whatever torch keeps, so that one tensor has one input signature.
     assert strides == [1 if size == 1 else stride for size, stride in zip(tensor.shape, tensor.stride())]
     assert dtype == {torch.float32: "Float", torch.bfloat16: "BFloat16", torch.float16: "Half",
                      torch.float64: "Double", torch.int64: "Int64", torch.int8: "Int8", torch.uint8: "UInt8",
-                     torch.bool: "Bool", torch.float8_e4m3fn: "Float8_e4m3fn",
-                     torch.float8_e5m2: "Float8_e5m2"}[tensor.dtype]
+                     torch.bool: "Bool", torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2",
+                     torch.float8_e4m3fnuz: "Float8_e4m3fnuz", torch.float8_e5m2fnuz: "Float8_e5m2fnuz"}[tensor.dtype]
     assert device == 0 and stood_in  # a CPU tensor standing in for one on device 0
 
 
@@ -68,7 +69,7 @@ def test_both_readers_agree_on_random_views():
             for abi in (True, False):
                 _C._torch_c_abi(abi)
                 read.append(_C._read_torch_tensor(t, False, True))
-            assert read[0] == read[1], (t.shape, t.stride())
+            assert read[0][:6] == read[1][:6] and read[0][6] and not read[1][6], (t.shape, t.stride())
     finally:
         _C._torch_c_abi(was)
 
@@ -78,8 +79,11 @@ def test_what_braze_leaves_or_refuses_is_the_same_either_way(reader):
     assert _C._read_torch_tensor(torch.zeros(3, 4)) is None
     # A 0-d CPU tensor where the fusion takes a CPU scalar: its value is read from host memory (device -1).
     scalar = torch.tensor(2.5)
-    assert _C._read_torch_tensor(scalar, True, False) == (scalar.data_ptr(), "Float", -1, [], [], False)
+    assert _C._read_torch_tensor(scalar, True, False) == (scalar.data_ptr(), "Float", -1, [], [], False, reader)
     assert _C._read_torch_tensor(torch.zeros(2), True, False) is None
+    # Memory on no GPU and not in host memory (meta, XPU, ...) is read as neither.
+    assert _C._read_torch_tensor(torch.zeros((), device="meta"), True, True) is None
+    assert _C._read_torch_tensor(torch.zeros(3, device="meta"), False, True) is None
     # A dtype braze lacks: left to the DLPack path, which names it.
     assert _C._read_torch_tensor(torch.zeros(3, dtype=torch.complex64), False, True) is None
     # A lazily negated view: refused by name.
@@ -87,19 +91,42 @@ def test_what_braze_leaves_or_refuses_is_the_same_either_way(reader):
         _C._read_torch_tensor(torch._neg_view(torch.zeros(3)), False, True)
     with pytest.raises(ValueError, match="negative bit set"):
         _C._read_torch_tensor(torch._neg_view(torch.zeros(3)).detach(), False, True)
+    with pytest.raises(ValueError, match="negative bit set"):  # checked before the scalar's rank
+        _C._read_torch_tensor(torch._neg_view(torch.zeros(3)), True, False)
     # Not a tensor at all.
     assert _C._read_torch_tensor([1.0, 2.0], False, True) is None
 
 
 def test_a_subclass_is_read_through_its_attributes(reader):
     class Reporting(torch.Tensor):
-        pass
+        """A subclass that reports other strides than its storage's: braze reads what it says."""
 
-    base = torch.zeros(4, 6)[:, 1:]
+        def stride(self):
+            return (1, 4)
+
+    base = torch.zeros(4, 6)[:, 2:]
     sub = base.as_subclass(Reporting)
-    assert _C._read_torch_tensor(sub, False, True) == _C._read_torch_tensor(base, False, True)
+    read = _C._read_torch_tensor(sub, False, True)
+    assert read[:5] == (base.data_ptr(), "Float", 0, [4, 4], [1, 4]) and not read[6]
     param = torch.nn.Parameter(torch.zeros(3, 5), requires_grad=False)
     assert _C._read_torch_tensor(param, False, True)[3:5] == ([3, 5], [5, 1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU: the CUDA branches of the readers need one")
+def test_cuda_tensors_read_the_same_both_ways_on_every_device():
+    was = _C._torch_c_abi()
+    try:
+        for device in range(torch.cuda.device_count()):
+            t = torch.zeros(5, 7, 9, dtype=torch.bfloat16, device=f"cuda:{device}").transpose(0, 2)[1:]
+            read = {}
+            for abi in (True, False):
+                _C._torch_c_abi(abi)
+                read[abi] = _C._read_torch_tensor(t, False, False)
+            assert read[True][:5] == read[False][:5] == (t.data_ptr(), "BFloat16", device, list(t.shape),
+                                                         list(t.stride()))
+            assert read[True][6] == _C._torch_has_c_abi() and not read[False][6]
+    finally:
+        _C._torch_c_abi(was)
 
 
 def scale_rows():
@@ -135,7 +162,20 @@ def test_fd_execute_on_stand_ins_gives_one_plan_in_every_call_form(reader):
     x, w = torch.zeros(8, 130, dtype=torch.bfloat16), torch.zeros(130)
     forms = [{}, {"device": 0}, {"device": "cuda:0"}, {"device": torch.device("cuda:0")},
              {"device": torch.device("cuda:0"), "_enable_options": [], "_disable_options": []}]
-    for form in forms:
-        outputs = fd.execute([x, w], **form)
+    thunder = {"device": None, "save_repro_inputs": False, "_enable_options": None, "_disable_options": None}
+    fd.execute([x, w])  # the first run makes the plan and opens the one-pass route
+    runs = []
+
+    class Counting:
+        def run_torch(self, inputs, allocate, torch_outputs):
+            runs.append(type(inputs))
+            return cache.run_torch(inputs, allocate, torch_outputs)
+
+    fast = fd.__dict__["_torch_fast"]
+    fd.__dict__["_torch_fast"] = (Counting(), *fast[1:])
+    calls = [([x, w], form) for form in forms] + [((x, w), thunder)]
+    for inputs, form in calls:
+        outputs = fd.execute(inputs, **form)
         assert [o.shape for o in outputs] == [(8, 130), (130,)]
+    assert runs == [list] * len(forms) + [tuple]  # each straight to the one C++ pass
     assert len(cache) == 1
