@@ -187,6 +187,8 @@ std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* 
   return fields;
 }
 
+bool torchAbiHasDtype(const TorchAbi& abi, DataType dtype) { return abi.codeOf(dtype).has_value(); }
+
 std::optional<TorchAbiOutput> emptyStridedThroughAbi(const TorchAbi& abi, const std::vector<int64_t>& sizes,
                                                      const std::vector<int64_t>& strides, DataType dtype,
                                                      int device_index, bool on_cpu) {

@@ -42,6 +42,9 @@ const TorchAbi* loadTorchAbi(nanobind::handle torch);
 // torch.Tensor (or subclass) object; the GIL must be held.
 std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor);
 
+// Whether torch's ABI names a dtype code for `dtype` (else emptyStridedThroughAbi cannot make it).
+bool torchAbiHasDtype(const TorchAbi& abi, DataType dtype);
+
 // at::empty_strided(sizes, strides, dtype) on CUDA device `device_index` (on the CPU where `on_cpu`) as
 // a new torch.Tensor, and its address; nullopt where torch has no such dtype or reports an error
 // (out of memory: the caller's torch.empty_strided then raises torch's own error).

@@ -239,10 +239,17 @@ std::optional<device::DeviceTensor> fromAbiFields(const TorchTypes& torch, Torch
   return placed(std::move(t), place, fields.device_index, cpu_scalar, host_stand_in, note);
 }
 
-// Where a tensor is, through its attributes: is_cuda, then is_cpu (a stand-in without it is in host memory).
+// Where a tensor is, through its attributes: is_cuda, then is_cpu (a stand-in without it is in host memory;
+// any other error reading it is raised).
 Place placeOf(nb::handle object) {
   if (nb::cast<bool>(object.attr(names().is_cuda))) return Place::Cuda;
-  return nb::cast<bool>(nb::getattr(object, names().is_cpu, nb::handle(Py_True))) ? Place::Cpu : Place::Other;
+  PyObject* is_cpu = PyObject_GetAttr(object.ptr(), names().is_cpu.ptr());
+  if (is_cpu == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();
+    PyErr_Clear();
+    return Place::Cpu;
+  }
+  return nb::cast<bool>(nb::steal(is_cpu)) ? Place::Cpu : Place::Other;
 }
 
 }  // namespace
@@ -288,7 +295,7 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
   if (known == torch->dtypes.end()) return std::nullopt;
   if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
-  const bool through_abi = torch->abi != nullptr && torchAbiEnabled();
+  const bool through_abi = torch->abi != nullptr && torchAbiEnabled() && torchAbiHasDtype(*torch->abi, spec.dtype);
   if (through_abi) {
     if (std::optional<TorchAbiOutput> made =
             emptyStridedThroughAbi(*torch->abi, spec.sizes, spec.strides, spec.dtype, spec.device, on_cpu)) {

@@ -25,7 +25,12 @@ from .ops import Operators
 
 # The default of the keywords Thunder passes on every call, named in execute's signature so that no
 # keyword dict is made for them; told apart from a value the caller gave, which a reproducer repeats.
-_UNSET = object()
+class _Unset:
+    def __repr__(self):
+        return "<not given>"
+
+
+_UNSET = _Unset()
 
 
 def _with_given(kwargs, save_repro_inputs, enable_options, disable_options) -> dict:

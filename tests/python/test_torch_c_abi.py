@@ -168,8 +168,9 @@ def test_fd_execute_on_stand_ins_gives_one_plan_in_every_call_form(reader):
 
     class Counting:
         def run_torch(self, inputs, allocate, torch_outputs):
-            runs.append(type(inputs))
-            return cache.run_torch(inputs, allocate, torch_outputs)
+            outputs = cache.run_torch(inputs, allocate, torch_outputs)
+            runs.append((type(inputs), outputs is not None))  # None: declined, the general path would run
+            return outputs
 
     fast = fd.__dict__["_torch_fast"]
     fd.__dict__["_torch_fast"] = (Counting(), *fast[1:])
@@ -177,5 +178,5 @@ def test_fd_execute_on_stand_ins_gives_one_plan_in_every_call_form(reader):
     for inputs, form in calls:
         outputs = fd.execute(inputs, **form)
         assert [o.shape for o in outputs] == [(8, 130), (130,)]
-    assert runs == [list] * len(forms) + [tuple]  # each straight to the one C++ pass
+    assert runs == [(list, True)] * len(forms) + [(tuple, True)]  # each through the one C++ pass
     assert len(cache) == 1
