@@ -254,7 +254,7 @@ class FusionDefinition:
             inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
         fast = state.get("_torch_fast")
         if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
-                and (device is None or _execute.names_a_gpu(device))):
+                and (device is None or type(device) is int or _execute.names_a_gpu(device))):
             cache, torch_outputs, updated = fast
             flat = None
             try:
