@@ -23,25 +23,6 @@ from .handles import Scalar, Tensor, wrap
 from .definition_cache import definitions as _definitions
 from .ops import Operators
 
-# The default of the keywords Thunder passes on every call, named in execute's signature so that no
-# keyword dict is made for them; told apart from a value the caller gave, which a reproducer repeats.
-class _Unset:
-    def __repr__(self):
-        return "<not given>"
-
-
-_UNSET = _Unset()
-
-
-def _with_given(kwargs, save_repro_inputs, enable_options, disable_options) -> dict:
-    """execute's keywords as the caller gave them, those its signature names included."""
-    given = {"save_repro_inputs": save_repro_inputs, "_enable_options": enable_options,
-             "_disable_options": disable_options}
-    if all(value is _UNSET for value in given.values()):
-        return kwargs
-    return {**{name: value for name, value in given.items() if value is not _UNSET}, **kwargs}
-
-
 # Held while a subclass's definition() builds its fusion on a first execute.
 _SUBCLASS_DEFINITION = threading.RLock()
 
@@ -241,10 +222,13 @@ class FusionDefinition:
         self._fusion.add_output(cv.val(self, output, "add_output", "output"))
 
     # ---- execution -------------------------------------------------------------------------------
-    def execute(self, inputs, device=None, *, save_repro_inputs=_UNSET, _enable_options=_UNSET,
-                _disable_options=_UNSET, **kwargs) -> list:
+    def execute(self, inputs, device=None, *, save_repro_inputs=False, _enable_options=None,
+                _disable_options=None, **kwargs) -> list:
         """Runs the fusion on host inputs (numpy arrays, ml_dtypes arrays for bf16/fp8, Python numbers
         for symbolic scalars, lists for define_vector inputs) and returns the outputs as a list."""
+        # save_repro_inputs, _enable_options and _disable_options (nvFuser's: inputs kept for its
+        # reproducer, its own switches) are taken and ignored, as the other keywords in FAST_KWARGS are.
+        # Thunder passes the three on every call: named here, they make no keyword dict.
         # The cached execute of CUDA torch tensors, in every call form nvFuser scripts and Thunder use
         # (positional, device=, the option keywords they pass): straight to the one C++ pass that reads
         # the tensors, finds the plan and launches. Anything else goes the general way below.
@@ -264,7 +248,6 @@ class FusionDefinition:
                 outputs = cache.run_torch(_execute.plain_list(inputs), None, torch_outputs)
             except Exception as error:
                 _execute.renumber_input_error(self, error)
-                kwargs = _with_given(kwargs, save_repro_inputs, _enable_options, _disable_options)
                 _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise
             if outputs is not None:
@@ -272,7 +255,6 @@ class FusionDefinition:
                 if updated:
                     _execute.bump_torch_versions(flat, updated)
                 return outputs
-        kwargs = _with_given(kwargs, save_repro_inputs, _enable_options, _disable_options)
         if self._state != "done" and hasattr(self, "definition"):
             # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute, once,
             # while the threads that execute it too at the same time wait for it.
