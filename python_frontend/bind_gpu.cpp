@@ -232,8 +232,9 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
 }
 
 // fd.execute's common case in one pass: a list or tuple (Thunder passes its arguments' tuple) of CUDA
-// torch.Tensors (exactly that type) and Python numbers, run on torch's current stream of their device. None, having done nothing, for anything
-// else (the general path then decides); the inputs' own errors (mixed devices, a negative bit) raise.
+// torch.Tensors (exactly that type) and Python numbers, run on torch's current stream of their device.
+// None, having done nothing, for anything else (the general path then decides); the inputs' own errors
+// (mixed devices, a negative bit) raise.
 // A cache made with torch_cpu_stand_ins takes CPU tensors as stand-ins (on the legacy stream, outputs on
 // the CPU), so that the host benchmark times torch's own tensors.
 nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {

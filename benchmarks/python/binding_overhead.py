@@ -6,11 +6,12 @@ output (cache.run: through a Python allocator; fd.execute: torch.empty_strided, 
 no-op Python call is the floor. fd.execute is timed in every call form nvFuser scripts and Thunder use:
 positional, device= as an index, a string and a torch.device, option keywords (device=, _enable_options=[],
 _disable_options=[]), and Thunder's own: Thunder 0.2.6's FusionDefinitionWrapper passes its arguments' tuple
-with device=None (or an index), save_repro_inputs=False, _enable_options=None and _disable_options=None. Where torch is installed, fd.execute is timed on torch's own tensors too: CPU
-tensors standing in for CUDA ones (a cache made with torch_cpu_stand_ins), read through torch's stable C
-ABI (torch 2.14 on) and through their Python attributes, outputs from at::empty_strided on the CPU. The
-last rows time a new signature of the layer-norm backward whose kernels are
-compiled: a new row count of [rows, 768], a new sequence length of [8, seq, 768], and a new batch size
+with device=None (or an index), save_repro_inputs=False, _enable_options=None and _disable_options=None.
+Where torch is installed, fd.execute is timed on torch's own tensors too: CPU tensors standing in for
+CUDA ones (a cache made with torch_cpu_stand_ins), read through torch's stable C ABI (torch 2.14 on) and
+through their Python attributes, outputs from at::empty_strided on the CPU. The last rows time a new
+signature of the layer-norm backward whose kernels are compiled: a new row count of [rows, 768], a new
+sequence length of [8, seq, 768], and a new batch size
 of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
 
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
@@ -156,9 +157,11 @@ def real_torch_rows(calls):
                                                              torch_cpu_stand_ins=True)}
         for abi in (True, False) if _C._torch_has_c_abi() else (False,):
             how = "torch's C ABI" if abi else "Python attributes"
-            for form, fn in [("", lambda fd=fd, args=args: fd.execute(args)),
-                             (", Thunder's form", lambda fd=fd, args=tuple(args): fd.execute(args, device=None, save_repro_inputs=False,
-                                                                        _enable_options=None, _disable_options=None))]:
+            def thunders(fd=fd, args=tuple(args)):
+                return fd.execute(args, device=None, save_repro_inputs=False, _enable_options=None,
+                                  _disable_options=None)
+
+            for form, fn in [("", lambda fd=fd, args=args: fd.execute(args)), (", Thunder's form", thunders)]:
                 names.append(f"fd.execute, {inputs} torch CPU tensors standing in, read by {how}{form}")
                 fns.append(fn)
                 setups.append(lambda abi=abi: _C._torch_c_abi(abi))
