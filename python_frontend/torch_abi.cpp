@@ -1,7 +1,8 @@
 #include "torch_abi.h"
 
+#include "support/dynamic_library.h"
+
 #include <Python.h>
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -32,6 +33,8 @@ std::atomic<bool>& enabledFlag() {
 
 class TorchAbi {
  public:
+  explicit TorchAbi(DynamicLibrary library) : library(std::move(library)) {}
+  DynamicLibrary library;  // torch._C, held open while the functions below point into it
   Status (*from_pyobject)(void*, Handle*) = nullptr;
   Status (*to_pyobject)(Handle, void*, void**) = nullptr;
   Status (*delete_tensor)(Handle) = nullptr;
@@ -81,22 +84,16 @@ class OwnedHandle {
   Handle handle_;
 };
 
-template <typename Function>
-bool lookUp(void* library, const char* name, Function& into) {
-  into = reinterpret_cast<Function>(dlsym(library, name));
-  return into != nullptr;
-}
-
-// torch._C, the extension module torch has loaded (RTLD_NOLOAD: never a second copy), or null: also for a
-// module without one (a test's stand-in), whose tensors are no torch's. dlsym through its handle searches
-// the libraries it depends on too (libtorch_python, libtorch_cpu), wherever the installation keeps them.
-void* openLoadedTorchExtension(nb::handle torch) {
-  if (!nb::hasattr(torch, "_C")) return nullptr;
+// torch._C, the extension module torch has loaded, or none: also for a module without one (a test's
+// stand-in), whose tensors are no torch's. Symbols looked up through it are searched in the libraries it
+// depends on too (libtorch_python, libtorch_cpu), wherever the installation keeps them.
+std::optional<std::string> torchExtensionPath(nb::handle torch) {
+  if (!nb::hasattr(torch, "_C")) return std::nullopt;
   nb::object extension = torch.attr("_C");
-  if (!nb::hasattr(extension, "__file__")) return nullptr;
+  if (!nb::hasattr(extension, "__file__")) return std::nullopt;
   nb::object file = extension.attr("__file__");
-  if (!nb::isinstance<nb::str>(file)) return nullptr;
-  return dlopen(nb::cast<std::string>(file).c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!nb::isinstance<nb::str>(file)) return std::nullopt;
+  return nb::cast<std::string>(file);
 }
 
 // Whether a call into the ABI failed. torch reports its own errors by status, and may leave a Python
@@ -111,23 +108,22 @@ bool failed(Status status) {
   return true;
 }
 
-std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
-  auto abi = std::make_unique<TorchAbi>();
+std::unique_ptr<TorchAbi> lookUpAbi(DynamicLibrary library) {
+  auto abi = std::make_unique<TorchAbi>(std::move(library));
+  const DynamicLibrary& lib = abi->library;
   const bool complete =
-      lookUp(library, "torch_tensor_from_pyobject", abi->from_pyobject) &&
-      lookUp(library, "torch_tensor_to_pyobject", abi->to_pyobject) &&
-      lookUp(library, "aoti_torch_delete_tensor_object", abi->delete_tensor) &&
-      lookUp(library, "torch_has_storage", abi->has_storage) &&
-      lookUp(library, "aoti_torch_get_data_ptr", abi->data_ptr) && lookUp(library, "aoti_torch_get_dim", abi->dim) &&
-      lookUp(library, "aoti_torch_get_sizes", abi->sizes) && lookUp(library, "aoti_torch_get_strides", abi->strides) &&
-      lookUp(library, "aoti_torch_get_dtype", abi->dtype) &&
-      lookUp(library, "aoti_torch_get_device_type", abi->device_type) &&
-      lookUp(library, "aoti_torch_get_device_index", abi->device_index) &&
-      lookUp(library, "aoti_torch_empty_strided", abi->empty_strided);
+      lib.resolve("torch_tensor_from_pyobject", abi->from_pyobject) &&
+      lib.resolve("torch_tensor_to_pyobject", abi->to_pyobject) &&
+      lib.resolve("aoti_torch_delete_tensor_object", abi->delete_tensor) &&
+      lib.resolve("torch_has_storage", abi->has_storage) && lib.resolve("aoti_torch_get_data_ptr", abi->data_ptr) &&
+      lib.resolve("aoti_torch_get_dim", abi->dim) && lib.resolve("aoti_torch_get_sizes", abi->sizes) &&
+      lib.resolve("aoti_torch_get_strides", abi->strides) && lib.resolve("aoti_torch_get_dtype", abi->dtype) &&
+      lib.resolve("aoti_torch_get_device_type", abi->device_type) &&
+      lib.resolve("aoti_torch_get_device_index", abi->device_index) &&
+      lib.resolve("aoti_torch_empty_strided", abi->empty_strided);
   int32_t (*cuda)() = nullptr;
   int32_t (*cpu)() = nullptr;
-  if (!complete || !lookUp(library, "aoti_torch_device_type_cuda", cuda) ||
-      !lookUp(library, "aoti_torch_device_type_cpu", cpu)) {
+  if (!complete || !lib.resolve("aoti_torch_device_type_cuda", cuda) || !lib.resolve("aoti_torch_device_type_cpu", cpu)) {
     return nullptr;
   }
   abi->cuda = cuda();
@@ -136,7 +132,7 @@ std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
     // aoti_torch_dtype_bfloat16, aoti_torch_dtype_float8_e4m3fn, ...: torch's names, as arrayTypeName gives.
     const std::string name = "aoti_torch_dtype_" + std::string(arrayTypeName(dtype));
     int32_t (*code)() = nullptr;
-    if (lookUp(library, name.c_str(), code)) abi->dtypes.emplace_back(code(), dtype);
+    if (lib.resolve(name.c_str(), code)) abi->dtypes.emplace_back(code(), dtype);
   }
   return abi;
 }
@@ -144,15 +140,16 @@ std::unique_ptr<TorchAbi> lookUpAbi(void* library) {
 }  // namespace
 
 const TorchAbi* loadTorchAbi(nb::handle torch) {
-  void* library = openLoadedTorchExtension(torch);
-  if (library == nullptr) return nullptr;
-  // One torch per process: looked up once, kept for the process as the library it points into is (the
+  const std::optional<std::string> path = torchExtensionPath(torch);
+  if (!path) return nullptr;
+  // One torch per process: looked up once and kept for the process, with the library held open (the
   // torch module object may be looked up again, a test's stand-in having replaced it for a while).
-  static void* looked_up = nullptr;
+  static std::string looked_up;
   static const TorchAbi* abi = nullptr;
-  if (library != looked_up) {
-    abi = lookUpAbi(library).release();
-    looked_up = library;
+  if (*path != looked_up) {
+    std::optional<DynamicLibrary> library = DynamicLibrary::alreadyLoaded(*path);
+    abi = library ? lookUpAbi(std::move(*library)).release() : nullptr;
+    looked_up = *path;
   }
   return abi;
 }

@@ -19,6 +19,11 @@ std::optional<DynamicLibrary> DynamicLibrary::open(std::span<const std::string> 
   return std::nullopt;
 }
 
+std::optional<DynamicLibrary> DynamicLibrary::alreadyLoaded(const std::string& path) {
+  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) return DynamicLibrary(handle, path);
+  return std::nullopt;
+}
+
 DynamicLibrary::DynamicLibrary(DynamicLibrary&& other) noexcept
     : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
 

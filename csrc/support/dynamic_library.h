@@ -13,6 +13,9 @@ class DynamicLibrary {
   // The first candidate that dlopen accepts (a bare name is searched for as the loader does, a path is
   // opened as is); nullopt when none can be opened.
   static std::optional<DynamicLibrary> open(std::span<const std::string> candidates);
+  // The library at `path` where the process has loaded it already (RTLD_NOLOAD: never a second copy,
+  // never a first one); nullopt otherwise.
+  static std::optional<DynamicLibrary> alreadyLoaded(const std::string& path);
 
   DynamicLibrary(DynamicLibrary&& other) noexcept;
   DynamicLibrary& operator=(DynamicLibrary&& other) noexcept;
@@ -25,6 +28,12 @@ class DynamicLibrary {
 
   // The address of `name`, or nullptr when the library does not export it.
   void* symbol(const char* name) const;
+  // `function` set to the address of `name`; whether the library exports it.
+  template <typename Function>
+  bool resolve(const char* name, Function& function) const {
+    function = reinterpret_cast<Function>(symbol(name));
+    return function != nullptr;
+  }
   // The candidate that was opened, as it was given.
   const std::string& path() const { return path_; }
   // The file the loader opened, every symbolic link resolved ("/usr/lib/.../libamdhip64.so.5.2.21153"):
