@@ -138,17 +138,18 @@ std::vector<DeviceValue> deviceValues(nb::list py_inputs, std::vector<nb::ndarra
 // `held`: the input objects, kept here because the caller's list may change (another thread) while the
 // GIL is released, and views of inputs take them as owners afterwards. `host_outputs`: torch's outputs
 // in host memory (those of CPU tensors standing in for device ones in a cache that launches nothing).
-nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
-                   const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
-                   nb::object allocate, bool torch_outputs = false, bool host_outputs = false) {
-  // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
-  const bool wait = framework == "jax";
-  std::vector<DeviceOutput> outputs;
-  std::vector<nb::object> allocated(cache.outputCount());
-  const device::OutputAllocator allocator = [&](size_t output, const DeviceTensor& spec) {
-    nb::gil_scoped_acquire acquire;  // called from run, which released the GIL
-    if (torch_outputs) {
-      std::optional<TorchOutput> made = torchEmptyStrided(spec, host_outputs);
+// Where runValues' outputs come from: `allocate` (a Python callable), or with `torch` torch's allocation
+// calls (torch_tensors.h), in host memory where `host_outputs`; `allocated` keeps what each made.
+struct OutputMaker {
+  nb::object allocate;
+  const TorchTypes* torch = nullptr;
+  bool host_outputs = false;
+  std::vector<nb::object> allocated;
+
+  device::DevicePtr make(size_t output, const DeviceTensor& spec) {
+    nb::gil_scoped_acquire acquire;  // called from run, which may have released the GIL
+    if (torch != nullptr) {
+      std::optional<TorchOutput> made = torchEmptyStrided(*torch, spec, host_outputs);
       if (!made) return device::DevicePtr{0};  // this one from braze's pool
       allocated.at(output) = std::move(made->tensor);
       return static_cast<device::DevicePtr>(made->address);
@@ -161,8 +162,22 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
     BRAZE_CHECK(pair.size() == 2, "the output allocator returned {} values, expected (tensor, address)", pair.size());
     allocated.at(output) = pair[0];
     return static_cast<device::DevicePtr>(nb::cast<uint64_t>(pair[1]));
+  }
+};
+
+nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
+                   const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
+                   nb::object allocate, const TorchTypes* torch_outputs = nullptr, bool host_outputs = false) {
+  // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
+  const bool wait = framework == "jax";
+  std::vector<DeviceOutput> outputs;
+  OutputMaker maker{std::move(allocate), torch_outputs, host_outputs, std::vector<nb::object>(cache.outputCount())};
+  std::vector<nb::object>& allocated = maker.allocated;
+  // One pointer: the std::function holds it without a heap allocation of its own.
+  const device::OutputAllocator allocator = [m = &maker](size_t output, const DeviceTensor& spec) {
+    return m->make(output, spec);
   };
-  const auto* allocator_or_none = allocate.is_none() && !torch_outputs ? nullptr : &allocator;
+  const auto* allocator_or_none = maker.allocate.is_none() && torch_outputs == nullptr ? nullptr : &allocator;
   const auto handle = reinterpret_cast<device::StreamHandle>(stream);
   // A prepared plan launches in microseconds: with the GIL held (as torch launches), which saves giving
   // it up and taking it back around the run and around each output the allocator makes. A miss plans
@@ -246,6 +261,8 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
   inputs.reserve(held.size());
   int device = -1;
   const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
+  const TorchTypes* torch = importedTorch();  // once for every input and output of the run
+  if (torch == nullptr) return nb::none();
   TorchRead read;
   for (size_t i = 0; i < held.size(); ++i) {
     nb::handle item = held[i];
@@ -256,9 +273,9 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
       inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
     } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
       inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
-    } else if (!isPlainTorchTensor(item)) {
+    } else if (!isPlainTorchTensor(*torch, item)) {
       return nb::none();
-    } else if (std::optional<DeviceTensor> t = torchTensorOf(item, i, cache.cpuScalarInput(i), host_ok, &read)) {
+    } else if (std::optional<DeviceTensor> t = torchTensorOf(*torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
       if (device < 0) device = t->device;  // a CPU scalar's -1 names none
       inputs.emplace_back(std::move(*t));
     } else {
@@ -266,10 +283,11 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
     }
   }
   if (device < 0) return nb::none();
-  if (read.stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), torch_outputs, true);
-  const std::optional<uintptr_t> stream = torchCurrentStream(device);
+  const TorchTypes* outputs_from = torch_outputs ? torch : nullptr;
+  if (read.stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), outputs_from, true);
+  const std::optional<uintptr_t> stream = torchCurrentStream(*torch, device);
   if (!stream) return nb::none();
-  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), torch_outputs);
+  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), outputs_from);
 }
 
 // (plan, cache, why): what FusionCache::explain says of these inputs, planned without the GIL.
@@ -356,6 +374,18 @@ void bindGpu(nb::module_& m) {
            "run(inputs, torch's current stream, 'torch', allocate) when `inputs` is a list or tuple of CUDA "
            "torch.Tensors and Python numbers; None, having done nothing, otherwise. torch_outputs: outputs from "
            "torch.empty_strided (torch's caching allocator), called without a Python allocate in between")
+      .def(
+          "torch_runner",
+          [](nb::handle self, bool torch_outputs) {
+            // A function of the inputs alone, holding the cache: what fd.execute calls on every cached execute,
+            // with no argument to convert but the inputs and no bound method to make.
+            return nb::cpp_function(
+                [owner = nb::borrow(self), cache = &nb::cast<exec::FusionCache&>(self), torch_outputs](
+                    nb::handle inputs) { return runTorch(*cache, inputs, nb::none(), torch_outputs); },
+                nb::arg("inputs"));
+          },
+          nb::arg("torch_outputs") = true,
+          "run_torch(inputs, None, torch_outputs) as a function of the inputs alone (fd.execute's fast path)")
       .def(
           "cuda_code",
           [](exec::FusionCache& cache, nb::list py_inputs) {

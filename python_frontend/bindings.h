@@ -17,6 +17,7 @@ void bindOps(nanobind::module_& m);      // the op builders of ir/ops.h
 void bindExecute(nanobind::module_& m);  // host evaluation through the reference evaluator
 void bindPlan(nanobind::module_& m);     // fd.explain's Plan, and planning for a named GPU
 void bindGpu(nanobind::module_& m);      // the FusionCache: GPU tensors through DLPack, host arrays simulated
+void bindFastMethod(nanobind::module_& m);  // FusionDefinition.execute's cached torch path, in C
 
 // A described GPU by name (h100, h200, a100, l4), or an error naming the choices.
 DeviceInfo deviceNamed(const std::string& name);

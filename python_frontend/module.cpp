@@ -13,6 +13,7 @@ NB_MODULE(_C, m) {
   braze::python::bindExecute(m);
   braze::python::bindPlan(m);
   braze::python::bindGpu(m);
+  braze::python::bindFastMethod(m);
   // A definition's prepared plans are a process-wide cache, and the callers that hold definitions
   // (Thunder's traces, torch objects they hang from) may outlive the interpreter's teardown, which
   // frees no extension's memory anyway: nanobind's report of instances alive at exit would be noise in

@@ -27,6 +27,8 @@ nb::object callMethod(nb::handle object, const nb::object& name) {
   return nb::steal(result);
 }
 
+}  // namespace
+
 // What braze needs of the torch module, looked up again whenever sys.modules["torch"] is another
 // object (a test's stand-in, say). Every access holds the GIL, which serializes them.
 struct TorchTypes {
@@ -45,6 +47,8 @@ struct TorchTypes {
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
   const TorchAbi* abi = nullptr;  // torch's stable C ABI, where this torch has it
 };
+
+namespace {
 
 // The attribute names braze reads, as interned Python strings made once: a lookup by C string makes a
 // new str object on every call, and this runs for every input of every cached execute.
@@ -254,25 +258,35 @@ Place placeOf(nb::handle object) {
 
 }  // namespace
 
+const TorchTypes* importedTorch() { return torchTypes(); }
+
 std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t input, bool cpu_scalar,
                                                   bool host_stand_in, TorchRead* note) {
   const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || !nb::isinstance(object, torch->tensor_type)) return std::nullopt;
+  if (torch == nullptr) return std::nullopt;
+  return torchTensorOf(*torch, object, input, cpu_scalar, host_stand_in, note);
+}
+
+std::optional<device::DeviceTensor> torchTensorOf(const TorchTypes& torch, nb::handle object, size_t input,
+                                                  bool cpu_scalar, bool host_stand_in, TorchRead* note) {
+  // The types are reset in place (releaseTorchTypes, another torch module) while Python code runs: a caller
+  // holding them across such code may find them empty, and then reads nothing.
+  if (!torch.tensor_type.is_valid() || !nb::isinstance(object, torch.tensor_type)) return std::nullopt;
   // A subclass may report other fields than its storage holds (a wrapper subclass): read as it says.
-  if (torch->abi != nullptr && torchAbiEnabled() && object.type().is(torch->tensor_type)) {
-    if (std::optional<TorchTensorFields> fields = readTorchTensor(*torch->abi, object.ptr())) {
+  if (torch.abi != nullptr && torchAbiEnabled() && object.type().is(torch.tensor_type)) {
+    if (std::optional<TorchTensorFields> fields = readTorchTensor(*torch.abi, object.ptr())) {
       if (note != nullptr) note->through_abi = true;
-      return fromAbiFields(*torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, note);
+      return fromAbiFields(torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, note);
     }
   }
   const Names& name = names();
   const Place place = placeOf(object);
   if (!takenFrom(place, cpu_scalar, host_stand_in)) return std::nullopt;
-  refuseNegativeViews(*torch, object, input);
+  refuseNegativeViews(torch, object, input);
   nb::object dtype = object.attr(name.dtype);
-  const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
+  const auto known = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
-  if (known == torch->dtypes.end()) return std::nullopt;
+  if (known == torch.dtypes.end()) return std::nullopt;
   device::DeviceTensor t;
   // data_ptr() is the address of element [0, ..., 0]: the storage offset is in it already.
   t.data = nb::cast<uint64_t>(callMethod(object, name.data_ptr));
@@ -285,20 +299,27 @@ std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t inpu
 
 bool isPlainTorchTensor(nb::handle object) {
   const TorchTypes* torch = torchTypes();
-  return torch != nullptr && object.type().is(torch->tensor_type);
+  return torch != nullptr && isPlainTorchTensor(*torch, object);
 }
+
+bool isPlainTorchTensor(const TorchTypes& torch, nb::handle object) { return object.type().is(torch.tensor_type); }
 
 std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, bool on_cpu) {
   const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || torch->empty_strided.is_none()) return std::nullopt;
-  const auto known = std::find_if(torch->dtypes.begin(), torch->dtypes.end(),
+  if (torch == nullptr) return std::nullopt;
+  return torchEmptyStrided(*torch, spec, on_cpu);
+}
+
+std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const device::DeviceTensor& spec, bool on_cpu) {
+  if (!torch.empty_strided.is_valid() || torch.empty_strided.is_none()) return std::nullopt;  // reset: see torchTensorOf
+  const auto known = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
-  if (known == torch->dtypes.end()) return std::nullopt;
+  if (known == torch.dtypes.end()) return std::nullopt;
   if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
-  const bool through_abi = torch->abi != nullptr && torchAbiEnabled() && torchAbiHasDtype(*torch->abi, spec.dtype);
+  const bool through_abi = torch.abi != nullptr && torchAbiEnabled() && torchAbiHasDtype(*torch.abi, spec.dtype);
   if (through_abi) {
     if (std::optional<TorchAbiOutput> made =
-            emptyStridedThroughAbi(*torch->abi, spec.sizes, spec.strides, spec.dtype, spec.device, on_cpu)) {
+            emptyStridedThroughAbi(*torch.abi, spec.sizes, spec.strides, spec.dtype, spec.device, on_cpu)) {
       return TorchOutput{std::move(made->tensor), made->address};
     }
   }
@@ -315,13 +336,13 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
   // error, with torch's out-of-memory handling run once more, not twice.
   if (!through_abi) {
     std::optional<TorchOutput> fast =
-        on_cpu ? torchCompilesEmptyStrided(*torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
-               : torchEmptyStridedOnCurrentDevice(*torch, sizes, strides, known->first, spec.device);
+        on_cpu ? torchCompilesEmptyStrided(torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
+               : torchEmptyStridedOnCurrentDevice(torch, sizes, strides, known->first, spec.device);
     if (fast) return fast;
   }
   const nb::object device = on_cpu ? nb::object(nb::str("cpu")) : nb::object(nb::int_(spec.device));
   PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
-  PyObject* tensor = PyObject_Vectorcall(torch->empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+  PyObject* tensor = PyObject_Vectorcall(torch.empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                          keywords);
   if (tensor == nullptr) throw nb::python_error();
   TorchOutput out{nb::steal(tensor), 0};
@@ -346,8 +367,13 @@ nb::object torchFromCapsule(nb::handle capsule) {
 
 std::optional<uintptr_t> torchCurrentStream(int device) {
   const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || torch->current_raw_stream.is_none()) return std::nullopt;
-  return nb::cast<uintptr_t>(torch->current_raw_stream(device));
+  if (torch == nullptr) return std::nullopt;
+  return torchCurrentStream(*torch, device);
+}
+
+std::optional<uintptr_t> torchCurrentStream(const TorchTypes& torch, int device) {
+  if (!torch.current_raw_stream.is_valid() || torch.current_raw_stream.is_none()) return std::nullopt;
+  return nb::cast<uintptr_t>(torch.current_raw_stream(device));
 }
 
 }  // namespace braze::python

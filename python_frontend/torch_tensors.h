@@ -13,6 +13,13 @@
 
 namespace braze::python {
 
+// What braze keeps of the torch module in sys.modules (its Tensor type, dtypes, allocation and stream
+// calls, its C ABI), looked up again whenever that is another module object. The functions below look it
+// up themselves, or take it from the caller, which looks it up once for all the inputs and outputs of a run.
+struct TorchTypes;
+// The torch module's, or null where torch is not imported (or only half).
+const TorchTypes* importedTorch();
+
 // How torchTensorOf read a tensor: whether a host tensor stood in for a device one, and whether torch's
 // C ABI read it (else its Python attributes).
 struct TorchRead {
@@ -29,6 +36,8 @@ struct TorchRead {
 // (torch_abi.h), anything else through its Python attributes; `note` says which.
 std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar,
                                                   bool host_stand_in = false, TorchRead* note = nullptr);
+std::optional<device::DeviceTensor> torchTensorOf(const TorchTypes& torch, nanobind::handle object, size_t input,
+                                                  bool cpu_scalar, bool host_stand_in, TorchRead* note);
 
 // Whether the torch module in sys.modules has torch's stable C ABI for Python tensors (torch_abi.h).
 bool torchHasCAbi();
@@ -39,6 +48,7 @@ void releaseTorchTypes();
 
 // Whether `object`'s type is torch.Tensor itself (not a subclass, which may change what it reports).
 bool isPlainTorchTensor(nanobind::handle object);
+bool isPlainTorchTensor(const TorchTypes& torch, nanobind::handle object);
 
 // An output from torch's caching allocator: at::empty_strided through torch's C ABI, else
 // torch.empty_strided(sizes, strides, dtype=, device=ordinal) called from here (no Python function in
@@ -49,6 +59,7 @@ struct TorchOutput {
   uintptr_t address = 0;
 };
 std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, bool on_cpu = false);
+std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const device::DeviceTensor& spec, bool on_cpu);
 
 // A torch tensor made from a DLPack capsule by torch._C._from_dlpack, the C++ import that
 // torch.utils.dlpack.from_dlpack ends in, where this torch has it (torchImportsCapsules). The Python
@@ -60,5 +71,6 @@ nanobind::object torchFromCapsule(nanobind::handle capsule);
 // torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
 // what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.
 std::optional<uintptr_t> torchCurrentStream(int device);
+std::optional<uintptr_t> torchCurrentStream(const TorchTypes& torch, int device);
 
 }  // namespace braze::python

@@ -15,6 +15,11 @@ sequence length of [8, seq, 768], and a new batch size
 of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
 
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
+
+Timings on a shared machine move by up to 2x between runs. Instructions do not: --repeat ROW runs one row
+(floor, plain or thunder: fd.execute on the stand-ins, positional or in Thunder's form) --calls times and
+nothing else, for `valgrind --tool=callgrind`; tools/instructions_per_call.sh runs it at two call counts and
+prints the instructions per call.
 """
 
 from __future__ import annotations
@@ -175,12 +180,18 @@ def real_torch_rows(calls):
         _C._torch_c_abi(was)
 
 
+# The rows --repeat runs: their positions in main's list.
+REPEATABLE = {"floor": 0, "plain": 4, "thunder": 9}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=5000, help="calls per batch (21 batches of each row, in turns)")
     parser.add_argument("--new-signatures", type=int, default=50, help="calls of the new-signature row")
+    parser.add_argument("--repeat", choices=sorted(REPEATABLE), help="run only this row, --calls times, untimed")
     args = parser.parse_args()
-    torch_rows = real_torch_rows(args.calls)  # before torch is replaced by the stand-in module below
+    # Before torch is replaced by the stand-in module below.
+    torch_rows = real_torch_rows(args.calls) if args.repeat is None else []
 
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
@@ -231,9 +242,14 @@ def main():
          lambda: fd.execute((xt, wt), device=None, save_repro_inputs=False, _enable_options=None,
                             _disable_options=None)),
     ]
-    print(f"{'what (median of 21 batches of ' + str(args.calls) + ' calls, rows in turns)':100s} {'us/call':>8s}")
     for _, fn in rows:
         fn()  # the miss: planned once
+    if args.repeat is not None:
+        fn = rows[REPEATABLE[args.repeat]][1]
+        for _ in range(args.calls):
+            fn()
+        return
+    print(f"{'what (median of 21 batches of ' + str(args.calls) + ' calls, rows in turns)':100s} {'us/call':>8s}")
     for (name, _), us in zip(rows, per_call_us([fn for _, fn in rows], args.calls)):
         print(f"{name:100s} {us:8.2f}")
     for name, us in torch_rows:

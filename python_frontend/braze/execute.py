@@ -97,8 +97,7 @@ def execute(fd, inputs, device, kwargs) -> list:
     # on expanded dims and the declared contiguity, naming the input's index.
     cache = _host_cache(fd, _policy(bookend), _device_name(kwargs_device))
     outputs = cache.run_host(args)
-    fd._last_host_cache = cache
-    fd._last_run_was_gpu = False
+    note_last_run(fd, cache, on_gpu=False)
     for original, copy in copied:
         np.copyto(original, copy)  # the in-place update must land in the user's array
     results = [_to_python(out) for out in outputs]
@@ -224,7 +223,7 @@ def forget_gpu_plans(fd) -> None:
     """Drops the fusion's GPU caches and the torch fast path's hold on them, so that its next GPU
     execute plans afresh (reading BRAZE_TUNING again, as compare.py's sweeps need). Other definitions
     that share the caches (the same definition made again) keep them."""
-    for name in ("_gpu_caches", "_torch_fast", "_last_gpu_cache", "_last_run_was_gpu"):
+    for name in ("_gpu_caches", "_torch_fast", "_torch_fast_checked", "_last_gpu_cache", "_last_run_was_gpu"):
         fd.__dict__.pop(name, None)
 
 
@@ -309,11 +308,27 @@ def _execute_torch(fd, inputs):
     torch_outputs = _torch_allocator(sys.modules["torch"]) is not None
     outputs = cache.run_torch(plain_list(inputs), None, torch_outputs)
     if outputs is not None:
-        fd._last_gpu_cache = cache
-        fd._last_run_was_gpu = True
-        # FusionDefinition.execute goes straight here from now on.
-        fd._torch_fast = (cache, torch_outputs, updated_inputs(fd))
+        note_last_run(fd, cache, on_gpu=True)
+        # FusionDefinition.execute goes straight to the C++ pass from now on, until another kind of run.
+        # A fusion that updates inputs in place (torch's autograd rules) or draws seeds takes a few Python
+        # steps around it; any other hands the inputs as they are to a function of them alone.
+        updated = updated_inputs(fd)
+        if updated or "_drawn_inputs" in fd.__dict__:
+            fd._torch_fast_checked = (cache, torch_outputs, updated)
+        else:
+            fd._torch_fast = cache.torch_runner(torch_outputs)
     return outputs
+
+
+def note_last_run(fd, cache, on_gpu: bool) -> None:
+    """Records the cache the last execute ran on (what last_cuda_code and last_hip_code show) and closes
+    the torch fast paths: they record nothing themselves, so they stay open only while the last run is
+    theirs. The next GPU execute reopens them (_execute_torch)."""
+    state = fd.__dict__
+    state["_last_gpu_cache" if on_gpu else "_last_host_cache"] = cache
+    state["_last_run_was_gpu"] = on_gpu
+    state.pop("_torch_fast", None)
+    state.pop("_torch_fast_checked", None)
 
 
 def _stream_handle(stream) -> int:
@@ -378,8 +393,7 @@ def _execute_on_gpu(fd, flat, ordinal, bookend, stream) -> list:
         stream = _stream_handle(stream)
     flat = [np.asarray(x)[()] if isinstance(x, np.generic) else x for x in flat]
     outputs = cache.run(flat, stream, "torch" if torch is not None else "dlpack", allocate)
-    fd._last_gpu_cache = cache
-    fd._last_run_was_gpu = True
+    note_last_run(fd, cache, on_gpu=True)
     return outputs
 
 
@@ -400,8 +414,7 @@ def _execute_gpu(fd, flat, bookend, stream) -> list:
         raise BrazeValueError(f"the fusion updates input {name} in place (add_output(..., alias_input={name})), but "
                               "JAX arrays are immutable: pass torch or CuPy tensors, or return the new value instead")
     outputs = cache.run(flat, stream, framework, allocate)
-    fd._last_gpu_cache = cache
-    fd._last_run_was_gpu = True
+    note_last_run(fd, cache, on_gpu=True)
     return outputs
 
 

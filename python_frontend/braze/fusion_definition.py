@@ -36,6 +36,18 @@ _NO_SCHEDULED_IR = (
 )
 
 
+def _fast_path_failed(fd, inputs, error, keywords) -> None:
+    """What FusionDefinition.execute does with an error of its C fast path, before it is raised: the input
+    positions renumbered to the caller's, and the reproducer saved where BRAZE_REPRO_DIR asks for it, with
+    the keywords the Python function would have kept (those not named in its signature)."""
+    _execute.renumber_input_error(fd, error)
+    kept = {k: v for k, v in (keywords or {}).items() if k not in _NAMED_EXECUTE_PARAMETERS}
+    _repro.report(fd, inputs, error, False, kept or None)
+
+
+_NAMED_EXECUTE_PARAMETERS = frozenset({"device", "save_repro_inputs", "_enable_options", "_disable_options"})
+
+
 class FusionDefinition:
     """A fusion being defined (inside `with`) or defined (after it), and its execution."""
 
@@ -230,16 +242,18 @@ class FusionDefinition:
         # reproducer, its own switches) are taken and ignored, as the other keywords in FAST_KWARGS are.
         # Thunder passes the three on every call: named here, they make no keyword dict.
         # The cached execute of CUDA torch tensors, in every call form nvFuser scripts and Thunder use
-        # (positional, device=, the option keywords they pass): straight to the one C++ pass that reads
-        # the tensors, finds the plan and launches. Anything else goes the general way below.
+        # (positional, device=, the option keywords they pass), goes straight to the one C++ pass that reads
+        # the tensors, finds the plan and launches (_execute_torch opens it, and says when): where the
+        # fusion updates no input in place and draws no seed, without entering this function
+        # (torch_fast_method below); otherwise through the few steps here. Anything else goes the general way.
         state = self.__dict__
         user_inputs = inputs  # what a reproducer records: the drawn seeds are drawn again when it runs
         if "_drawn_inputs" in state:
             inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
-        fast = state.get("_torch_fast")
-        if (fast is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
+        checked = state.get("_torch_fast_checked")
+        if (checked is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
                 and (device is None or type(device) is int or _execute.names_a_gpu(device))):
-            cache, torch_outputs, updated = fast
+            cache, torch_outputs, updated = checked
             flat = None
             try:
                 if updated:  # inputs it updates in place, whose autograd versions torch's rules follow
@@ -251,7 +265,6 @@ class FusionDefinition:
                 _repro.report(self, user_inputs, error, False, kwargs or None)
                 raise
             if outputs is not None:
-                state["_last_gpu_cache"], state["_last_run_was_gpu"] = cache, True
                 if updated:
                     _execute.bump_torch_versions(flat, updated)
                 return outputs
@@ -293,6 +306,10 @@ class FusionDefinition:
             # BRAZE_REPRO_DIR saves a script that raises this again (repro.py).
             _repro.report(self, user_inputs, error, print_repro, keywords)
             raise
+
+    # Its cached torch path in C: the calls above that the fusion's torch runner takes never enter the
+    # Python function (whose frame and argument binding cost about what reading two tensors does).
+    execute = _C.torch_fast_method(execute, _execute.names_a_gpu, _fast_path_failed, _FAST_KWARGS)
 
     def repro_script(self, inputs) -> str:
         """A runnable script that rebuilds this fusion, recreates `inputs` (values, sizes, strides,

@@ -57,6 +57,10 @@ class RecordingCache:
         self.calls.append(("run_torch", inputs, allocate, torch_outputs))
         return ["torch output"]
 
+    def torch_runner(self, torch_outputs=True):
+        """run_torch as a function of the inputs alone: what FusionDefinition.execute's C method calls."""
+        return lambda inputs: self.run_torch(inputs, None, torch_outputs)
+
     def explain(self, inputs):
         self.calls.append(("explain", inputs))
         return "plan", "new launch parameters", "kernels compiled already"
