@@ -25,6 +25,7 @@ struct FastMethod {
   vectorcallfunc vectorcall;
   PyObject* function;     // the Python execute(self, inputs, device=None, **keywords)
   PyObject* names_a_gpu;  // device -> whether the fast path may take it (execute.names_a_gpu)
+  PyObject* known_devices;  // the dict names_a_gpu keeps of its answers: device -> bool
   PyObject* failed;       // (fd, inputs, error, keywords or None) -> None: what the Python path does on errors
   PyObject* ignored;      // the keyword names the fast path takes and ignores (a frozenset)
 };
@@ -71,6 +72,10 @@ int fastForm(FastMethod* method, PyObject* const* args, size_t nargs, PyObject* 
     if (ignored <= 0) return ignored;
   }
   if (device == nullptr || device == Py_None || PyLong_CheckExact(device)) return 1;
+  // A device seen before ("cuda:0", a torch.device): names_a_gpu's answer then, without calling it.
+  PyObject* known = PyDict_GetItemWithError(method->known_devices, device);  // borrowed
+  if (known != nullptr) return PyObject_IsTrue(known);
+  PyErr_Clear();  // not seen, or unhashable: names_a_gpu answers
   PyObject* verdict = PyObject_CallOneArg(method->names_a_gpu, device);
   if (verdict == nullptr) return -1;
   const int gpu = PyObject_IsTrue(verdict);
@@ -199,6 +204,7 @@ int fastMethodTraverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));
   Py_VISIT(method->function);
   Py_VISIT(method->names_a_gpu);
+  Py_VISIT(method->known_devices);
   Py_VISIT(method->failed);
   Py_VISIT(method->ignored);
   return 0;
@@ -208,6 +214,7 @@ int fastMethodClear(PyObject* self) {
   auto* method = reinterpret_cast<FastMethod*>(self);
   Py_CLEAR(method->function);
   Py_CLEAR(method->names_a_gpu);
+  Py_CLEAR(method->known_devices);
   Py_CLEAR(method->failed);
   Py_CLEAR(method->ignored);
   return 0;
@@ -259,7 +266,8 @@ PyTypeObject* fastMethodType() {
 void bindFastMethod(nb::module_& m) {
   m.def(
       "torch_fast_method",
-      [](nb::object function, nb::object names_a_gpu, nb::object failed, nb::object ignored_keywords) {
+      [](nb::object function, nb::object names_a_gpu, nb::dict known_devices, nb::object failed,
+         nb::object ignored_keywords) {
         if (!PyCallable_Check(function.ptr())) throw nb::type_error("torch_fast_method: `function` is not callable");
         PyTypeObject* type = fastMethodType();
         auto* method = PyObject_GC_New(FastMethod, type);
@@ -267,6 +275,7 @@ void bindFastMethod(nb::module_& m) {
         method->vectorcall = fastMethodCall;
         method->function = function.release().ptr();
         method->names_a_gpu = names_a_gpu.release().ptr();
+        method->known_devices = known_devices.release().ptr();
         method->failed = failed.release().ptr();
         method->ignored = PyFrozenSet_New(ignored_keywords.ptr());
         if (method->ignored == nullptr) {
@@ -276,11 +285,12 @@ void bindFastMethod(nb::module_& m) {
         PyObject_GC_Track(method);
         return nb::steal(reinterpret_cast<PyObject*>(method));
       },
-      nb::arg("function"), nb::arg("names_a_gpu"), nb::arg("failed"), nb::arg("ignored_keywords"),
+      nb::arg("function"), nb::arg("names_a_gpu"), nb::arg("known_devices"), nb::arg("failed"),
+      nb::arg("ignored_keywords"),
       "`function` (FusionDefinition.execute's general path) as a method whose calls on CUDA torch tensors, "
       "once the definition has a '_torch_fast' runner in its __dict__, go straight to that runner: when the "
       "call is (inputs[, device]) with a device that names a GPU (None, an index, or what names_a_gpu(device) "
-      "accepts) and only keywords in ignored_keywords, and the runner does not decline (None). A runner's "
+      "accepts, or answered before as known_devices[device] holds) and only keywords in ignored_keywords, and the runner does not decline (None). A runner's "
       "error goes through failed(fd, inputs, error, keywords or None) and is raised. Every other call is "
       "function's");
 }

@@ -47,7 +47,7 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 # Thunder passes _enable_options and _disable_options on every execute; nvFuser scripts pass device=.
 FAST_KWARGS = frozenset(_IGNORED_KWARGS - {"print_repro"})
 # device= values seen, and whether each names a GPU (they are few: an index, "cuda:0", a torch.device).
-_GPU_DEVICE_NAMES: dict = {}
+GPU_DEVICE_NAMES: dict = {}
 
 
 def names_a_gpu(device) -> bool:
@@ -56,13 +56,13 @@ def names_a_gpu(device) -> bool:
     if device is None:
         return True
     try:
-        known = _GPU_DEVICE_NAMES.get(device)
+        known = GPU_DEVICE_NAMES.get(device)
     except TypeError:  # unhashable: the general path decides
         return False
     if known is None:
         known = isinstance(device, int) or str(device).split(":")[0] == "cuda"
-        if len(_GPU_DEVICE_NAMES) < 64:
-            _GPU_DEVICE_NAMES[device] = known
+        if len(GPU_DEVICE_NAMES) < 64:
+            GPU_DEVICE_NAMES[device] = known
     return known
 
 

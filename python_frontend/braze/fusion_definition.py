@@ -309,7 +309,8 @@ class FusionDefinition:
 
     # Its cached torch path in C: the calls above that the fusion's torch runner takes never enter the
     # Python function (whose frame and argument binding cost about what reading two tensors does).
-    execute = _C.torch_fast_method(execute, _execute.names_a_gpu, _fast_path_failed, _FAST_KWARGS)
+    execute = _C.torch_fast_method(execute, _execute.names_a_gpu, _execute.GPU_DEVICE_NAMES, _fast_path_failed,
+                                   _FAST_KWARGS)
 
     def repro_script(self, inputs) -> str:
         """A runnable script that rebuilds this fusion, recreates `inputs` (values, sizes, strides,

@@ -206,8 +206,27 @@ def test_a_cycle_through_the_method_is_collected():
         pass
 
     holder = Holder()
-    holder.method = _C.torch_fast_method(lambda *args: holder, lambda device: True, lambda *args: None, set())
+    holder.method = _C.torch_fast_method(lambda *args: holder, lambda device: True, {}, lambda *args: None, set())
     gone = weakref.ref(holder)
     del holder
     gc.collect()
     assert gone() is None
+
+
+def test_a_device_seen_before_is_answered_without_asking_again(monkeypatch):
+    """device= as an object (a torch.device): names_a_gpu reads its name once; later calls find the answer
+    in the dict it keeps, from C."""
+    _, fd, _, x, w = cached_layer_norm(monkeypatch)
+    calls = counted_runner(fd)
+    named = []
+
+    class CountingDevice:
+        def __str__(self):
+            named.append(1)
+            return "cuda:0"
+
+    device = CountingDevice()
+    for _ in range(3):
+        (out,) = fd.execute([x, w], device=device)
+        assert isinstance(out, Output)
+    assert calls == [True] * 3 and named == [1]
