@@ -74,8 +74,16 @@ int fastForm(FastMethod* method, PyObject* const* args, size_t nargs, PyObject* 
   if (device == nullptr || device == Py_None || PyLong_CheckExact(device)) return 1;
   // A device seen before ("cuda:0", a torch.device): names_a_gpu's answer then, without calling it.
   PyObject* known = PyDict_GetItemWithError(method->known_devices, device);  // borrowed
-  if (known != nullptr) return PyObject_IsTrue(known);
-  PyErr_Clear();  // not seen, or unhashable: names_a_gpu answers
+  if (known != nullptr) {
+    Py_INCREF(known);
+    const int gpu = PyObject_IsTrue(known);
+    Py_DECREF(known);
+    return gpu;
+  }
+  if (PyErr_Occurred()) {  // unhashable: names_a_gpu answers; any other error of its hash or == is raised
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+    PyErr_Clear();
+  }
   PyObject* verdict = PyObject_CallOneArg(method->names_a_gpu, device);
   if (verdict == nullptr) return -1;
   const int gpu = PyObject_IsTrue(verdict);
@@ -106,6 +114,23 @@ void raiseAgain(PyObject* error) {  // steals `error`
 #endif
 }
 
+// `error` (stolen) as the last context of `raised`'s chain, where Python would have put it had `raised`
+// been raised while `error` was handled; nothing where the chain has it already (the hook raised it again).
+void chainAtEnd(PyObject* raised, PyObject* error) {
+  PyObject* last = raised;  // borrowed: the chain holds each link
+  for (int link = 0; link < 1000; ++link) {
+    if (last == error) break;  // in the chain already
+    PyObject* context = PyException_GetContext(last);  // a new reference, or null
+    if (context == nullptr) {
+      PyException_SetContext(last, error);  // steals `error`
+      return;
+    }
+    Py_DECREF(context);
+    last = context;
+  }
+  Py_DECREF(error);  // in the chain already, or a chain too long to walk (a cycle): left as it is
+}
+
 // The runner's error, after the hook has renumbered it and saved a reproducer as the Python path does.
 PyObject* reportFailure(FastMethod* method, PyObject* const* args, size_t nargs, PyObject* kwnames) {
   PyObject* error = takeRaised();
@@ -125,13 +150,7 @@ PyObject* reportFailure(FastMethod* method, PyObject* const* args, size_t nargs,
       Py_DECREF(error);
       return nullptr;
     }
-    PyObject* context = PyException_GetContext(hook_error);
-    if (context == nullptr) {
-      PyException_SetContext(hook_error, error);  // steals `error`
-    } else {  // raised within the hook while it handled another error: that chain is kept
-      Py_DECREF(context);
-      Py_DECREF(error);
-    }
+    chainAtEnd(hook_error, error);
     raiseAgain(hook_error);
     return nullptr;
   }

@@ -288,9 +288,9 @@ std::optional<device::DeviceTensor> torchTensorOf(const TorchTypes& torch, nb::h
                                   [&](const auto& entry) { return entry.first.is(dtype); });
   if (known == torch.dtypes.end()) return std::nullopt;
   device::DeviceTensor t;
+  t.dtype = known->second;  // before any more Python code runs (which may reset the types)
   // data_ptr() is the address of element [0, ..., 0]: the storage offset is in it already.
   t.data = nb::cast<uint64_t>(callMethod(object, name.data_ptr));
-  t.dtype = known->second;
   t.sizes = int64s(object.attr(name.shape));
   t.strides = int64s(callMethod(object, name.stride));
   const int cuda_device = place == Place::Cuda ? nb::cast<int>(callMethod(object, name.get_device)) : -1;
@@ -312,9 +312,10 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
 
 std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const device::DeviceTensor& spec, bool on_cpu) {
   if (!torch.empty_strided.is_valid() || torch.empty_strided.is_none()) return std::nullopt;  // reset: see torchTensorOf
-  const auto known = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
+  const auto found = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
-  if (known == torch.dtypes.end()) return std::nullopt;
+  if (found == torch.dtypes.end()) return std::nullopt;
+  const nb::object dtype = found->first;  // held: the calls below run Python code, which may reset the types
   if (std::find(spec.sizes.begin(), spec.sizes.end(), 0) != spec.sizes.end()) return std::nullopt;
   const bool through_abi = torch.abi != nullptr && torchAbiEnabled() && torchAbiHasDtype(*torch.abi, spec.dtype);
   if (through_abi) {
@@ -336,12 +337,12 @@ std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const devi
   // error, with torch's out-of-memory handling run once more, not twice.
   if (!through_abi) {
     std::optional<TorchOutput> fast =
-        on_cpu ? torchCompilesEmptyStrided(torch, torchTypeCache().empty_strided_cpu, sizes, strides, known->first)
-               : torchEmptyStridedOnCurrentDevice(torch, sizes, strides, known->first, spec.device);
+        on_cpu ? torchCompilesEmptyStrided(torch, torchTypeCache().empty_strided_cpu, sizes, strides, dtype)
+               : torchEmptyStridedOnCurrentDevice(torch, sizes, strides, dtype, spec.device);
     if (fast) return fast;
   }
   const nb::object device = on_cpu ? nb::object(nb::str("cpu")) : nb::object(nb::int_(spec.device));
-  PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), known->first.ptr(), device.ptr()};
+  PyObject* args[] = {nullptr, sizes.ptr(), strides.ptr(), dtype.ptr(), device.ptr()};
   PyObject* tensor = PyObject_Vectorcall(torch.empty_strided.ptr(), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                          keywords);
   if (tensor == nullptr) throw nb::python_error();

@@ -46,21 +46,23 @@ _BOOKEND_POLICIES = ("auto", "none", "outputs", "both")
 # The keywords the torch fast path may see: those it ignores anyway (print_repro is FusionDefinition's).
 # Thunder passes _enable_options and _disable_options on every execute; nvFuser scripts pass device=.
 FAST_KWARGS = frozenset(_IGNORED_KWARGS - {"print_repro"})
-# device= values seen, and whether each names a GPU (they are few: an index, "cuda:0", a torch.device).
+# device= values seen, and whether each names a GPU (they are few: "cuda:0", a torch.device). FusionDefinition's
+# C execute method reads this dict too: it is updated in place, never rebound.
 GPU_DEVICE_NAMES: dict = {}
 
 
 def names_a_gpu(device) -> bool:
     """Whether `device=` leaves GPU inputs on the fast path: None, an index, "cuda[:n]" or a CUDA
     torch.device. The general path handles the rest ("cpu" with GPU inputs is an error)."""
-    if device is None:
+    if device is None or type(device) is int:
         return True
     try:
         known = GPU_DEVICE_NAMES.get(device)
     except TypeError:  # unhashable: the general path decides
         return False
     if known is None:
-        known = isinstance(device, int) or str(device).split(":")[0] == "cuda"
+        # Only names are kept (an int key would answer for the floats and bools equal to it).
+        known = str(device).split(":")[0] == "cuda"
         if len(GPU_DEVICE_NAMES) < 64:
             GPU_DEVICE_NAMES[device] = known
     return known

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 import pytest
 
-from braze import DataType, FusionDefinition, _C, repro
+from braze import DataType, FusionDefinition, _C, execute, fusion_definition, repro
 from test_gpu_binding_no_device import BF16, Output, StandInTensor, layer_norm_cache, stand_in_torch
 
 
@@ -167,8 +167,11 @@ def test_the_class_level_call_and_print_repro(monkeypatch, capsys):
     (out,) = fd.execute([x, w], print_repro=True)
     assert calls == [True]  # the function's general path, which prints the reproducer (or why it cannot) first
     assert "reproducer" in capsys.readouterr().out
+    class LooksFast:
+        _torch_fast = staticmethod(lambda inputs: ["ran"])
+
     with pytest.raises(AttributeError):
-        FusionDefinition.execute(FusionDefinition, [x, w])  # a class, not a definition: left to the function
+        FusionDefinition.execute(LooksFast, [x, w])  # a class, not a definition: its dict is not looked in
     with pytest.raises(TypeError):
         type(FusionDefinition.execute)()  # made only by torch_fast_method
 
@@ -214,19 +217,27 @@ def test_a_cycle_through_the_method_is_collected():
 
 
 def test_a_device_seen_before_is_answered_without_asking_again(monkeypatch):
-    """device= as an object (a torch.device): names_a_gpu reads its name once; later calls find the answer
-    in the dict it keeps, from C."""
+    """device= as an object (a torch.device): names_a_gpu answers once and keeps its answer in the dict the C
+    method reads; later calls find it there without calling names_a_gpu."""
     _, fd, _, x, w = cached_layer_norm(monkeypatch)
     calls = counted_runner(fd)
-    named = []
+    known, asked = {}, []
 
-    class CountingDevice:
-        def __str__(self):
-            named.append(1)
-            return "cuda:0"
+    def names_a_gpu(device):
+        asked.append(device)
+        known[device] = True
+        return True
 
-    device = CountingDevice()
+    method = _C.torch_fast_method(FusionDefinition.execute.__wrapped__, names_a_gpu, known,
+                                  fusion_definition._fast_path_failed, execute.FAST_KWARGS)
+    device = object()
     for _ in range(3):
-        (out,) = fd.execute([x, w], device=device)
+        (out,) = method(fd, [x, w], device=device)
         assert isinstance(out, Output)
-    assert calls == [True] * 3 and named == [1]
+    assert calls == [True] * 3 and asked == [device]
+    known[device] = False  # an answer that says no: the function's general path, which ignores the device
+    (out,) = method(fd, [x, w], device=device)
+    assert calls == [True] * 3 and asked == [device]
+    # An int is an index without asking; a bool or a float equal to one is asked about by its name.
+    assert execute.names_a_gpu(0) and not execute.names_a_gpu(True) and not execute.names_a_gpu(0.0)
+    assert 0 not in execute.GPU_DEVICE_NAMES or execute.GPU_DEVICE_NAMES[0] is False
