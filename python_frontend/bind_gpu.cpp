@@ -275,7 +275,8 @@ nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object a
       inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
     } else if (!isPlainTorchTensor(*torch, item)) {
       return nb::none();
-    } else if (std::optional<DeviceTensor> t = torchTensorOf(*torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
+    } else if (std::optional<DeviceTensor> t =
+                   torchTensorOf(*torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
       if (device < 0) device = t->device;  // a CPU scalar's -1 names none
       inputs.emplace_back(std::move(*t));
     } else {

@@ -63,7 +63,9 @@ int fastForm(FastMethod* method, PyObject* const* args, size_t nargs, PyObject* 
     PyObject* name = PyTuple_GET_ITEM(kwnames, k);
     // Names at call sites are interned, as "device" is here: the comparison only for another object of
     // its length.
-    if (name == internedDevice() || (PyUnicode_GET_LENGTH(name) == 6 && PyUnicode_Compare(name, internedDevice()) == 0)) {
+    const bool is_device =
+        name == internedDevice() || (PyUnicode_GET_LENGTH(name) == 6 && PyUnicode_Compare(name, internedDevice()) == 0);
+    if (is_device) {
       if (device != nullptr) return 0;  // device given twice: the Python function raises
       device = args[nargs + static_cast<size_t>(k)];
       continue;
@@ -309,9 +311,9 @@ void bindFastMethod(nb::module_& m) {
       "`function` (FusionDefinition.execute's general path) as a method whose calls on CUDA torch tensors, "
       "once the definition has a '_torch_fast' runner in its __dict__, go straight to that runner: when the "
       "call is (inputs[, device]) with a device that names a GPU (None, an index, or what names_a_gpu(device) "
-      "accepts, or answered before as known_devices[device] holds) and only keywords in ignored_keywords, and the runner does not decline (None). A runner's "
-      "error goes through failed(fd, inputs, error, keywords or None) and is raised. Every other call is "
-      "function's");
+      "accepts, or answered before as known_devices[device] holds) and only keywords in ignored_keywords, "
+      "and the runner does not decline (None). A runner's error goes through failed(fd, inputs, error, "
+      "keywords or None) and is raised. Every other call is function's");
 }
 
 }  // namespace braze::python

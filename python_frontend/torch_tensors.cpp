@@ -311,7 +311,8 @@ std::optional<TorchOutput> torchEmptyStrided(const device::DeviceTensor& spec, b
 }
 
 std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const device::DeviceTensor& spec, bool on_cpu) {
-  if (!torch.empty_strided.is_valid() || torch.empty_strided.is_none()) return std::nullopt;  // reset: see torchTensorOf
+  // Reset (see torchTensorOf), or a torch without it.
+  if (!torch.empty_strided.is_valid() || torch.empty_strided.is_none()) return std::nullopt;
   const auto found = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
                                   [&](const auto& entry) { return entry.second == spec.dtype; });
   if (found == torch.dtypes.end()) return std::nullopt;
