@@ -15,17 +15,12 @@ import numpy as np
 import pytest
 
 from braze import DataType, FusionDefinition, _C, execute, fusion_definition, repro
-from test_gpu_binding_no_device import BF16, Output, StandInTensor, layer_norm_cache, stand_in_torch
+from test_gpu_binding_no_device import BF16, Output, StandInTensor, cached_stand_in_layer_norm, stand_in_torch
 
 
 def cached_layer_norm(monkeypatch):
     """A bf16 layer norm whose first execute on stand-in tensors opened the fast path, and its inputs."""
-    torch = stand_in_torch(monkeypatch)
-    fd, cache = layer_norm_cache(DataType.BFloat16)
-    fd.__dict__["_gpu_caches"] = {"auto": cache}
-    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
-    w = StandInTensor(np.zeros(1600, BF16), torch)
-    fd.execute([x, w])
+    torch, fd, cache, x, w = cached_stand_in_layer_norm(monkeypatch)
     assert callable(fd.__dict__["_torch_fast"])
     return torch, fd, cache, x, w
 

@@ -146,6 +146,18 @@ def stand_in_torch(monkeypatch):
     return torch
 
 
+def cached_stand_in_layer_norm(monkeypatch):
+    """A bf16 layer norm on a cache that launches nothing, executed once on stand-in tensors (which opens
+    the torch fast path): (torch, fd, cache, x, w)."""
+    torch = stand_in_torch(monkeypatch)
+    fd, cache = layer_norm_cache(DataType.BFloat16)
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
+    w = StandInTensor(np.zeros(1600, BF16), torch)
+    fd.execute([x, w])
+    return torch, fd, cache, x, w
+
+
 def test_fd_execute_on_torch_tensors_takes_the_one_pass_route(monkeypatch):
     torch = stand_in_torch(monkeypatch)
     made = torch.made
@@ -378,12 +390,7 @@ def test_a_stand_in_torch_module_leaks_nothing_at_exit():
 def test_forgetting_the_gpu_plans_drops_the_fast_paths_hold_on_them(monkeypatch):
     """compare.py's sweeps plan each tuning in a fresh cache: after execute.forget_gpu_plans the next
     execute goes to the cache made then, not to the one the torch fast path held."""
-    torch = stand_in_torch(monkeypatch)
-    fd, cache = layer_norm_cache(DataType.BFloat16)
-    fd.__dict__["_gpu_caches"] = {"auto": cache}
-    x = StandInTensor(np.zeros((3, 5, 1600), BF16), torch)
-    w = StandInTensor(np.zeros(1600, BF16), torch)
-    fd.execute([x, w])
+    _, fd, cache, x, w = cached_stand_in_layer_norm(monkeypatch)
     fd.execute([x, w])
     assert "_torch_fast" in fd.__dict__ and len(cache) == 1
     execute.forget_gpu_plans(fd)
