@@ -27,11 +27,23 @@
 namespace braze {
 
 void dumpAfter(std::string_view step, const std::function<std::string()>& make_text) {
-  if (!dumpEnabled(fmt::format("after:{}", step))) return;
+  if (!dumpEnabledAfter(step)) return;
   const std::string text = make_text();
   std::fprintf(stderr, "== after %.*s ==\n%s", static_cast<int>(step.size()), step.data(), text.c_str());
   if (!text.empty() && text.back() != '\n') std::fputc('\n', stderr);
 }
+
+namespace {
+
+// The device's description each lowered plan shows: formatted once per device a thread plans for, since
+// a new input signature is lowered on the execute that meets it.
+const std::string& deviceDescription(const DeviceInfo& device) {
+  thread_local std::optional<std::pair<DeviceInfo, std::string>> last;
+  if (!last || !(last->first == device)) last.emplace(device, device.toString());
+  return last->second;
+}
+
+}  // namespace
 
 SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>& inputs, const PlanOptions& options) {
   if (verifiersEnabled()) verifyFusion(fusion);
@@ -126,7 +138,7 @@ LoweredPlan lowerPlan(SegmentedFusion plan, const DeviceInfo& device, SegmentKer
                  "kernel {} was given with the digest of another", k.name);
     return std::optional<kernel::CodeDigest>(given.digests.at(i));
   };
-  lowered.plan.device = device.toString();
+  lowered.plan.device = deviceDescription(device);
   for (Segment& segment : lowered.plan.segments) {
     if (segment.kind != SegmentKind::Kernel || !segment.scheduler) {
       lowered.kernels.emplace_back();

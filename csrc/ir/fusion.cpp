@@ -22,10 +22,11 @@ Fusion* FusionGuard::current() {
   return current_fusion;
 }
 
-Fusion::Fusion(const Fusion& other) { *this = other; }
+Fusion::Fusion(const Fusion& other) : std::enable_shared_from_this<Fusion>() { *this = other; }
 
 Fusion& Fusion::operator=(const Fusion& other) {
   if (this == &other) return *this;
+  evaluation_order_.store(nullptr);
   vals_.clear();
   exprs_.clear();
   inputs_.clear();
@@ -67,9 +68,10 @@ Fusion& Fusion::operator=(const Fusion& other) {
   return *this;
 }
 
-Fusion::Fusion(Fusion&& other) noexcept { *this = std::move(other); }
+Fusion::Fusion(Fusion&& other) noexcept : std::enable_shared_from_this<Fusion>() { *this = std::move(other); }
 
 Fusion& Fusion::operator=(Fusion&& other) noexcept {
+  evaluation_order_.store(other.evaluation_order_.exchange(nullptr));
   vals_ = std::move(other.vals_);
   exprs_ = std::move(other.exprs_);
   inputs_ = std::move(other.inputs_);
@@ -114,6 +116,7 @@ Expr* Fusion::newExpr(OpKind kind, std::vector<Val*> inputs, std::vector<Val*> o
   for (Val* v : inputs) BRAZE_ASSERT(v != nullptr && v->fusion() == this, "{}: operand from another fusion", opName(kind));
   auto* expr = new Expr(next_expr_id_++, kind, std::move(inputs), std::move(outputs), std::move(attrs));
   exprs_.emplace_back(expr);
+  evaluation_order_.store(nullptr);
   for (Val* out : expr->outputs_) {
     BRAZE_ASSERT(out->definition_ == nullptr, "{} already has a definition", out->name());
     out->definition_ = expr;
@@ -133,6 +136,7 @@ void Fusion::replaceInput(Expr* consumer, Val* original, Val* replacement) {
     }
   }
   BRAZE_ASSERT(found, "{} is not an operand of {}", original->name(), consumer->name());
+  evaluation_order_.store(nullptr);
   std::erase(original->uses_, consumer);
   if (std::find(replacement->uses_.begin(), replacement->uses_.end(), consumer) == replacement->uses_.end()) {
     replacement->uses_.push_back(consumer);
@@ -149,6 +153,7 @@ void Fusion::addInput(Val* val) {
 void Fusion::addOutput(Val* val) {
   BRAZE_CHECK(val->fusion() == this, "add_output: {} belongs to another fusion", val->name());
   outputs_.push_back(val);
+  evaluation_order_.store(nullptr);
 }
 
 void Fusion::aliasOutputToInput(Val* output, Val* input) {
@@ -215,6 +220,16 @@ std::vector<char> Fusion::computesNeededValues(const std::vector<Expr*>& evaluat
 }
 
 std::vector<Expr*> Fusion::exprsToEvaluate() const {
+  // Kept until the graph changes: planning each new input signature binds shapes in this order.
+  std::shared_ptr<const std::vector<Expr*>> order = evaluation_order_.load();
+  if (order == nullptr) {
+    order = std::make_shared<const std::vector<Expr*>>(evaluationOrder());
+    evaluation_order_.store(order);
+  }
+  return *order;
+}
+
+std::vector<Expr*> Fusion::evaluationOrder() const {
   // The exprs the outputs need, in creation order wherever dependencies allow (Kahn's algorithm taking
   // the oldest ready expr first): the printout then follows the definition, and stays valid when a
   // pass inserts an expr after the exprs that consume it. Every plan runs this a few times, so the

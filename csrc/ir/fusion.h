@@ -6,6 +6,7 @@
 #include "ir/expr.h"
 #include "ir/val.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,6 +79,7 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
 
  private:
   int64_t nextId() { return next_id_++; }
+  std::vector<Expr*> evaluationOrder() const;  // exprsToEvaluate's, computed
   void adoptNodes();  // after a move: point every Val back at this fusion
 
   std::vector<std::unique_ptr<Val>> vals_;
@@ -87,6 +89,9 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
   std::map<Val*, Val*> output_aliases_;
   int64_t next_id_ = 0;
   int64_t next_expr_id_ = 0;
+  // exprsToEvaluate's order, computed once; cleared by every edit that can change it (a new expr, a
+  // replaced operand, a new output, a copy or move). Atomic: plans on several threads read one fusion.
+  mutable std::atomic<std::shared_ptr<const std::vector<Expr*>>> evaluation_order_;
 };
 
 // The CPU scalar input (a 0-d define_tensor(is_cpu=True)) whose value every element of `val` is: the

@@ -67,7 +67,8 @@ const Scalar* Val::asScalar() const {
   return static_cast<const Scalar*>(this);
 }
 
-std::string Val::name() const { return fmt::format("{}{}", is_tensor_ ? "T" : "S", id_); }
+// Without fmt: lowering names every kernel parameter, on every plan.
+std::string Val::name() const { return (is_tensor_ ? "T" : "S") + std::to_string(id_); }
 
 std::vector<IterDomain> TensorView::logical() const {
   std::vector<IterDomain> dims;

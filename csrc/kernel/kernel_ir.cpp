@@ -4,8 +4,11 @@
 
 #include "support/error.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstring>
+#include <iterator>
 
 namespace braze::kernel {
 
@@ -648,12 +651,19 @@ std::string compileArch(const Kernel& kernel, const std::string& device_arch) {
 }
 
 std::string launchSummary(const Kernel& kernel) {
-  std::string out = fmt::format("{}; grid {}", kernel.summary, kernel.grid[0]);
-  if (kernel.grid[1] > 1) out += fmt::format("x{}", kernel.grid[1]);
+  // One buffer: every plan, reused ones too, shows its kernels' launch this way.
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "{}; grid {}", kernel.summary, kernel.grid[0]);
+  if (kernel.grid[1] > 1) fmt::format_to(std::back_inserter(out), "x{}", kernel.grid[1]);
   for (const ScalarArgument& a : kernel.arguments) {
-    if (a.index) out += fmt::format(", {} {}", a.name, ::braze::toString(a.value));
+    if (!a.index) continue;
+    if (const auto* i = std::get_if<int64_t>(&a.value)) {
+      fmt::format_to(std::back_inserter(out), ", {} {}", a.name, *i);
+    } else {
+      fmt::format_to(std::back_inserter(out), ", {} {}", a.name, ::braze::toString(a.value));
+    }
   }
-  return out;
+  return fmt::to_string(out);
 }
 
 }  // namespace braze::kernel

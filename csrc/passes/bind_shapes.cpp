@@ -124,9 +124,11 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
       bound.scalars_.set(expr->output(0), std::get<ScalarValue>(results[0]));
       continue;
     }
-    const Sizes sizes = outputSizes(*expr, bound);
+    Sizes sizes = outputSizes(*expr, bound);
     checkElementCount(expr->name(), sizes);
-    for (const Val* out : expr->outputs()) bound.sizes_.set(out, sizes);
+    const std::vector<Val*>& outs = expr->outputs();
+    for (size_t o = 0; o + 1 < outs.size(); ++o) bound.sizes_.set(outs[o], sizes);
+    if (!outs.empty()) bound.sizes_.set(outs.back(), std::move(sizes));
   }
   return bound;
 }

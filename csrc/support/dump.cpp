@@ -6,7 +6,9 @@
 
 namespace braze {
 
-bool dumpEnabled(std::string_view what) {
+namespace {
+
+const std::vector<std::string>& enabledItems() {
   static const std::vector<std::string> enabled = [] {
     std::vector<std::string> items;
     const char* env = std::getenv("BRAZE_DUMP");
@@ -19,8 +21,25 @@ bool dumpEnabled(std::string_view what) {
     }
     return items;
   }();
-  for (const std::string& item : enabled) {
+  return enabled;
+}
+
+}  // namespace
+
+bool dumpEnabled(std::string_view what) {
+  for (const std::string& item : enabledItems()) {
     if (item == what || item == "all") return true;
+  }
+  return false;
+}
+
+bool dumpEnabledAfter(std::string_view step) {
+  constexpr std::string_view kAfter = "after:";
+  for (const std::string_view item : enabledItems()) {
+    if (item == "all" || (item.size() == kAfter.size() + step.size() && item.substr(0, kAfter.size()) == kAfter &&
+                          item.substr(kAfter.size()) == step)) {
+      return true;
+    }
   }
   return false;
 }

@@ -7,5 +7,7 @@
 namespace braze {
 
 bool dumpEnabled(std::string_view what);
+// dumpEnabled("after:<step>"), without building the name: planning asks it at every step of every plan.
+bool dumpEnabledAfter(std::string_view step);
 
 }  // namespace braze

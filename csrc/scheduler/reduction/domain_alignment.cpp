@@ -133,25 +133,33 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
 }
 
 // The domain dims a value of `n` elements has, in order, size-1 dims aside: all of them for a row's
-// size, the kept ones for a reduction result's.
-std::vector<int64_t> expectedDims(int64_t n, const ReductionDomain& domain) {
-  std::vector<int64_t> dims;
-  for (size_t d = 0; d < domain.input_sizes.size(); ++d) {
-    const bool kept = !std::binary_search(domain.dims.begin(), domain.dims.end(), static_cast<int64_t>(d));
-    if (domain.input_sizes[d] != 1 && (n == domain.full_numel || kept)) dims.push_back(static_cast<int64_t>(d));
+// size, the kept ones for a reduction result's. Both lists, made once per check.
+struct ExpectedDims {
+  std::vector<int64_t> full, kept;
+  explicit ExpectedDims(const ReductionDomain& domain) {
+    for (size_t d = 0; d < domain.input_sizes.size(); ++d) {
+      if (domain.input_sizes[d] == 1) continue;
+      full.push_back(static_cast<int64_t>(d));
+      if (!std::binary_search(domain.dims.begin(), domain.dims.end(), static_cast<int64_t>(d))) {
+        kept.push_back(static_cast<int64_t>(d));
+      }
+    }
   }
-  return dims;
-}
+  const std::vector<int64_t>& of(int64_t n, const ReductionDomain& domain) const {
+    return n == domain.full_numel ? full : kept;
+  }
+};
 
 // Whether `v` (of sizes `sizes`, with `ids` where it is computed from a reduction result) lies as the
 // domain's dims for its element count do: the same sizes in the same order, each dim standing for its
 // own domain dim or for none.
-bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const ReductionDomain& domain, int64_t n) {
+bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const ReductionDomain& domain,
+             const ExpectedDims& expected_dims, int64_t n) {
   // A row-sized value has the domain's size-1 dims too: the walk indexes it as the domain (a copy of the
   // reduced tensor with a size-1 dim added or dropped was written in part where the reduced dims are not
   // the innermost).
   if (n == domain.full_numel && n != domain.outer_numel && sizes != domain.input_sizes) return false;
-  const std::vector<int64_t> expected = expectedDims(n, domain);
+  const std::vector<int64_t>& expected = expected_dims.of(n, domain);
   size_t k = 0;
   for (size_t q = 0; q < sizes.size(); ++q) {
     if (sizes[q] == 1) continue;
@@ -183,6 +191,7 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
                                  const ReductionDomain& domain, const BoundShapes& bound) {
   std::unordered_map<const Val*, DimIds> ids;  // of the values computed from a reduction result
+  const ExpectedDims expected(domain);
   for (const Expr* e : candidate.exprs) {
     const OpCategory category = opInfo(e->kind()).category;
     const bool reduction = category == OpCategory::Reduction || category == OpCategory::Normalization;
@@ -190,7 +199,7 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
       if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
       DimIds of = reduction ? reducedIds(*e, out, bound) : forwardIds(*e, ids, bound);
       const int64_t n = bound.numel(out);
-      if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), &of, domain, n)) {
+      if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), &of, domain, expected, n)) {
         return fmt::format("{} gives [{}], computed from a reduction result with its dims not where the reduction "
                            "domain [{}] has them (a kernel over the domain would read the result at another row)",
                            exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
@@ -201,7 +210,7 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
   for (const Val* out : candidate.outputs) {
     if (!out->isTensor()) continue;
     const int64_t n = bound.numel(out);
-    if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), nullptr, domain, n)) {
+    if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), nullptr, domain, expected, n)) {
       return fmt::format("output {} is [{}]: not the reduction domain [{}] or its kept dims in their order (a kernel "
                          "over the domain writes each element where the domain has it)",
                          out->name(), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));

@@ -156,5 +156,29 @@ TEST_F(Builders, CopyingAFusionKeepsNamesAndGraph) {
   EXPECT_EQ(moved.outputs()[0]->definition()->kind(), OpKind::CastOp);
 }
 
+// exprsToEvaluate keeps its order between calls; each edit that changes it (a new expr and output, a
+// replaced operand, a copy, a move) gives the new order, never the kept one.
+TEST_F(Builders, TheEvaluationOrderFollowsEveryEdit) {
+  auto* x = defineTensor({-1}, {true}, DataType::Float);
+  auto* y = set(x);
+  fusion.addOutput(y);
+  ASSERT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition()}));
+  auto* z = set(y);  // a new expr: not needed until it is an output
+  EXPECT_EQ(fusion.exprsToEvaluate().size(), 1U);
+  fusion.addOutput(z);
+  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition(), z->definition()}));
+  fusion.replaceInput(z->definition(), y, x);  // z = set(x): still both, y's first (creation order)
+  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition(), z->definition()}));
+  Fusion copy = fusion;
+  const std::vector<Expr*> copied = copy.exprsToEvaluate();
+  ASSERT_EQ(copied.size(), 2U);
+  EXPECT_EQ(copied[0]->output(0)->fusion(), &copy);
+  Fusion moved = std::move(copy);
+  const std::vector<Expr*> after_move = moved.exprsToEvaluate();
+  ASSERT_EQ(after_move.size(), 2U);
+  EXPECT_EQ(after_move[1]->output(0)->fusion(), &moved);
+  EXPECT_EQ(after_move[1]->input(0), moved.inputs()[0]);
+}
+
 }  // namespace
 }  // namespace braze
