@@ -199,7 +199,8 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
       if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
       DimIds of = reduction ? reducedIds(*e, out, bound) : forwardIds(*e, ids, bound);
       const int64_t n = bound.numel(out);
-      if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), &of, domain, expected, n)) {
+      const bool walked = n == domain.full_numel || n == domain.outer_numel;
+      if (walked && !aligned(bound.sizesOf(out), &of, domain, expected, n)) {
         return fmt::format("{} gives [{}], computed from a reduction result with its dims not where the reduction "
                            "domain [{}] has them (a kernel over the domain would read the result at another row)",
                            exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
@@ -210,7 +211,8 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
   for (const Val* out : candidate.outputs) {
     if (!out->isTensor()) continue;
     const int64_t n = bound.numel(out);
-    if ((n == domain.full_numel || n == domain.outer_numel) && !aligned(bound.sizesOf(out), nullptr, domain, expected, n)) {
+    const bool walked = n == domain.full_numel || n == domain.outer_numel;
+    if (walked && !aligned(bound.sizesOf(out), nullptr, domain, expected, n)) {
       return fmt::format("output {} is [{}]: not the reduction domain [{}] or its kept dims in their order (a kernel "
                          "over the domain writes each element where the domain has it)",
                          out->name(), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
