@@ -176,6 +176,7 @@ void Fusion::aliasOutputToInput(Val* output, Val* input) {
   BRAZE_CHECK(output->fusion() == this, "add_output: {} belongs to another fusion", output->name());
   outputs_.insert(std::find(outputs_.begin(), outputs_.end(), output), output);
   output_aliases_[output] = input;
+  evaluation_order_.store(nullptr);
 }
 
 Fusion::OutputUse Fusion::outputUse(size_t i) const {

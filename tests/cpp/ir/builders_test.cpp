@@ -156,28 +156,45 @@ TEST_F(Builders, CopyingAFusionKeepsNamesAndGraph) {
   EXPECT_EQ(moved.outputs()[0]->definition()->kind(), OpKind::CastOp);
 }
 
-// exprsToEvaluate keeps its order between calls; each edit that changes it (a new expr and output, a
-// replaced operand, a copy, a move) gives the new order, never the kept one.
+// exprsToEvaluate keeps its order between calls; each edit that changes it gives the new order, never the
+// kept one. Every step below asks for the order first, so that a kept one is there to go stale.
 TEST_F(Builders, TheEvaluationOrderFollowsEveryEdit) {
   auto* x = defineTensor({-1}, {true}, DataType::Float);
-  auto* y = set(x);
-  fusion.addOutput(y);
-  ASSERT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition()}));
-  auto* z = set(y);  // a new expr: not needed until it is an output
-  EXPECT_EQ(fusion.exprsToEvaluate().size(), 1U);
-  fusion.addOutput(z);
-  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition(), z->definition()}));
-  fusion.replaceInput(z->definition(), y, x);  // z = set(x): still both, y's first (creation order)
-  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{y->definition(), z->definition()}));
-  Fusion copy = fusion;
-  const std::vector<Expr*> copied = copy.exprsToEvaluate();
-  ASSERT_EQ(copied.size(), 2U);
-  EXPECT_EQ(copied[0]->output(0)->fusion(), &copy);
-  Fusion moved = std::move(copy);
+  auto* a = set(x);
+  auto* b = set(x);
+  auto* c = set(b);
+  fusion.addOutput(a);
+  ASSERT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{a->definition()}));
+  fusion.addOutput(c);  // a new output
+  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{a->definition(), b->definition(), c->definition()}));
+  fusion.replaceInput(a->definition(), x, c);  // a = set(c): now after c
+  EXPECT_EQ(fusion.exprsToEvaluate(), (std::vector<Expr*>{b->definition(), c->definition(), a->definition()}));
+  // A new expr defining a tensor that is an output already.
+  TensorView* late = fusion.newTensor(DataType::Float, x->domain());
+  fusion.addOutput(late);
+  EXPECT_EQ(fusion.exprsToEvaluate().size(), 3U);
+  Expr* defines_late = fusion.newExpr(OpKind::Set, {x}, {late});
+  EXPECT_EQ(fusion.exprsToEvaluate().back(), defines_late);
+  // An output written into an input (add_output(alias_input=)), not an output before.
+  auto* update = set(x);
+  EXPECT_EQ(fusion.exprsToEvaluate().size(), 4U);
+  fusion.aliasOutputToInput(update, x);
+  EXPECT_EQ(fusion.exprsToEvaluate().back(), update->definition());
+  // Copied and moved onto fusions that have an order of their own.
+  Fusion other;
+  testing::defineLayerNorm(other, {});
+  ASSERT_GT(other.exprsToEvaluate().size(), 5U);
+  other = fusion;
+  const std::vector<Expr*> copied = other.exprsToEvaluate();
+  ASSERT_EQ(copied.size(), 5U);
+  for (const Expr* e : copied) EXPECT_EQ(e->output(0)->fusion(), &other);
+  Fusion moved;
+  testing::defineLayerNorm(moved, {});
+  ASSERT_GT(moved.exprsToEvaluate().size(), 5U);
+  moved = std::move(other);
   const std::vector<Expr*> after_move = moved.exprsToEvaluate();
-  ASSERT_EQ(after_move.size(), 2U);
-  EXPECT_EQ(after_move[1]->output(0)->fusion(), &moved);
-  EXPECT_EQ(after_move[1]->input(0), moved.inputs()[0]);
+  ASSERT_EQ(after_move.size(), 5U);
+  for (const Expr* e : after_move) EXPECT_EQ(e->output(0)->fusion(), &moved);
 }
 
 }  // namespace
