@@ -40,6 +40,21 @@ def test_returning_an_aliased_output_returns_the_updated_input(device):
     torch.testing.assert_close(x, want)
 
 
+def test_an_update_added_after_the_definition_was_printed_is_made(device):
+    # Printing the definition part way (repr, fusion_ir) reads its evaluation order; the update added after
+    # it is part of the order that printing and executing use.
+    x = torch.randn(3, 5, device=device)
+    want = x.relu()
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.relu(t0)
+        assert "relu" not in fd.fusion_ir()  # not an output yet: nothing to evaluate
+        fd.add_output(t1, alias_input=t0)
+    assert "= relu(T0)" in fd.fusion_ir()
+    assert fd.execute([x]) == []
+    torch.testing.assert_close(x, want)
+
+
 def test_an_update_of_a_non_contiguous_input_writes_through_its_strides(device):
     # nvFuser's test_inplace_update_on_non_contiguous_inputs: a 2x2 view with strides (1, 3) of a 5-vector.
     storage = torch.randn(5, device=device)
