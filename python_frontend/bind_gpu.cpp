@@ -377,16 +377,32 @@ void bindGpu(nb::module_& m) {
            "torch.empty_strided (torch's caching allocator), called without a Python allocate in between")
       .def(
           "torch_runner",
-          [](nb::handle self, bool torch_outputs) {
+          [](nb::handle self, bool torch_outputs, std::vector<size_t> updated) -> nb::object {
             // A function of the inputs alone, holding the cache: what fd.execute calls on every cached execute,
             // with no argument to convert but the inputs and no bound method to make.
+            exec::FusionCache* cache = &nb::cast<exec::FusionCache&>(self);
+            if (updated.empty()) {
+              return nb::cpp_function(
+                  [owner = nb::borrow(self), cache, torch_outputs](nb::handle inputs) {
+                    return runTorch(*cache, inputs, nb::none(), torch_outputs);
+                  },
+                  nb::arg("inputs"));
+            }
+            // A fusion that updates inputs in place: torch's rule checked first (None where the Python path
+            // has to say no), the updated tensors' autograd versions bumped after the run.
             return nb::cpp_function(
-                [owner = nb::borrow(self), cache = &nb::cast<exec::FusionCache&>(self), torch_outputs](
-                    nb::handle inputs) { return runTorch(*cache, inputs, nb::none(), torch_outputs); },
+                [owner = nb::borrow(self), cache, torch_outputs, updated = std::move(updated)](
+                    nb::handle inputs) -> nb::object {
+                  if (!torchAllowsUpdates(inputs, updated)) return nb::none();
+                  nb::object outputs = runTorch(*cache, inputs, nb::none(), torch_outputs);
+                  if (!outputs.is_none()) bumpTorchVersions(inputs, updated);
+                  return outputs;
+                },
                 nb::arg("inputs"));
           },
-          nb::arg("torch_outputs") = true,
-          "run_torch(inputs, None, torch_outputs) as a function of the inputs alone (fd.execute's fast path)")
+          nb::arg("torch_outputs") = true, nb::arg("updated") = std::vector<size_t>{},
+          "run_torch(inputs, None, torch_outputs) as a function of the inputs alone (fd.execute's fast path); "
+          "updated: the positions of the inputs the fusion updates in place, whose torch rules it then follows")
       .def(
           "cuda_code",
           [](exec::FusionCache& cache, nb::list py_inputs) {

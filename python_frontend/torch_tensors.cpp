@@ -44,6 +44,8 @@ struct TorchTypes {
   nb::object current_device;  // torch._C._cuda_getDevice, or None (then the call above is not used)
   nb::object out_of_memory;   // torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5), or None
   nb::object from_capsule;   // torch._C._from_dlpack, or None
+  nb::object is_grad_enabled;    // torch.is_grad_enabled, or None
+  nb::object increment_version;  // torch.autograd.graph.increment_version, or None
   std::vector<std::pair<nb::object, DataType>> dtypes;  // torch.dtype objects are singletons
   const TorchAbi* abi = nullptr;  // torch's stable C ABI, where this torch has it
 };
@@ -106,6 +108,8 @@ const TorchTypes* torchTypes() {
   types.out_of_memory = attributeOrNone(torch, {"OutOfMemoryError"});
   if (types.out_of_memory.is_none()) types.out_of_memory = attributeOrNone(torch, {"cuda", "OutOfMemoryError"});
   types.from_capsule = attributeOrNone(torch, {"_C", "_from_dlpack"});
+  types.is_grad_enabled = attributeOrNone(torch, {"is_grad_enabled"});
+  types.increment_version = attributeOrNone(torch, {"autograd", "graph", "increment_version"});
   for (DataType dtype : kAllDataTypes) {
     const std::string name(arrayTypeName(dtype));  // torch.bfloat16, torch.float8_e4m3fn, ...
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
@@ -179,6 +183,59 @@ bool torchHasCAbi() {
 }
 
 void releaseTorchTypes() { torchTypeCache() = TorchTypes{}; }
+
+namespace {
+
+// Item `position` of a flat list or tuple (checked by the caller).
+nb::handle itemAt(nb::handle sequence, size_t position) {
+  const auto i = static_cast<Py_ssize_t>(position);
+  return PyList_Check(sequence.ptr()) ? PyList_GET_ITEM(sequence.ptr(), i) : PyTuple_GET_ITEM(sequence.ptr(), i);
+}
+
+bool truthy(nb::handle object, const char* attribute) {
+  const int value = PyObject_IsTrue(object.attr(attribute).ptr());
+  if (value < 0) throw nb::python_error();
+  return value != 0;
+}
+
+}  // namespace
+
+bool torchAllowsUpdates(nb::handle inputs, const std::vector<size_t>& positions) {
+  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return false;
+  const auto n = static_cast<size_t>(PySequence_Fast_GET_SIZE(inputs.ptr()));
+  for (size_t i = 0; i < n; ++i) {
+    const nb::handle item = itemAt(inputs, i);
+    if (PyList_Check(item.ptr()) || PyTuple_Check(item.ptr())) return false;  // positions count flattened inputs
+  }
+  if (std::any_of(positions.begin(), positions.end(), [&](size_t p) { return p >= n; })) return false;
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || !torch->is_grad_enabled.is_valid() || torch->is_grad_enabled.is_none()) return false;
+  // Held: the calls below run Python code, which may reset the types.
+  const nb::object tensor_type = torch->tensor_type, is_grad_enabled = torch->is_grad_enabled;
+  const int grad = PyObject_IsTrue(is_grad_enabled().ptr());
+  if (grad < 0) throw nb::python_error();
+  if (grad == 0) return true;  // under torch.no_grad(), as an optimizer step runs
+  for (size_t p : positions) {
+    const nb::handle t = itemAt(inputs, p);
+    if (nb::isinstance(t, tensor_type) && truthy(t, "requires_grad") && truthy(t, "is_leaf")) return false;
+  }
+  return true;
+}
+
+void bumpTorchVersions(nb::handle inputs, const std::vector<size_t>& positions) {
+  const TorchTypes* torch = torchTypes();
+  if (torch == nullptr || !torch->increment_version.is_valid() || torch->increment_version.is_none()) return;
+  const nb::object tensor_type = torch->tensor_type, increment_version = torch->increment_version;
+  nb::list tensors;
+  for (size_t p : positions) {
+    const nb::handle t = itemAt(inputs, p);
+    if (!nb::isinstance(t, tensor_type)) continue;
+    const int inference = PyObject_IsTrue(t.attr("is_inference")().ptr());
+    if (inference < 0) throw nb::python_error();
+    if (inference == 0) tensors.append(t);
+  }
+  if (nb::len(tensors) != 0) increment_version(tensors);
+}
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace braze::python {
 
@@ -67,6 +68,15 @@ std::optional<TorchOutput> torchEmptyStrided(const TorchTypes& torch, const devi
 // braze's export ignores: its outputs are written on the stream the caller asked for).
 bool torchImportsCapsules();
 nanobind::object torchFromCapsule(nanobind::handle capsule);
+
+// torch's rule for updating tensors in place, for a fusion that updates inputs (add_output(alias_input=))
+// run from C: whether `inputs`, a flat list or tuple, may be updated at `positions`. False where the
+// Python path decides instead: grad enabled and one of them a leaf tensor that requires grad (the Python
+// path raises the error), nested inputs (positions count flattened ones), or no torch.
+bool torchAllowsUpdates(nanobind::handle inputs, const std::vector<size_t>& positions);
+// After such a run: each updated torch tensor's autograd version bumped, as torch's in-place ops bump it
+// (torch.autograd.graph.increment_version), inference tensors aside.
+void bumpTorchVersions(nanobind::handle inputs, const std::vector<size_t>& positions);
 
 // torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
 // what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.

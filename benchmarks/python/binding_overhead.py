@@ -9,7 +9,8 @@ _disable_options=[]), and Thunder's own: Thunder 0.2.6's FusionDefinitionWrapper
 with device=None (or an index), save_repro_inputs=False, _enable_options=None and _disable_options=None.
 Where torch is installed, fd.execute is timed on torch's own tensors too: CPU tensors standing in for
 CUDA ones (a cache made with torch_cpu_stand_ins), read through torch's stable C ABI (torch 2.14 on) and
-through their Python attributes, outputs from at::empty_strided on the CPU. The last rows time a new
+through their Python attributes, outputs from at::empty_strided on the CPU; an update in place among
+them (whose runner bumps the input's autograd version). The last rows time a new
 signature of the layer-norm backward whose kernels are compiled: a new row count of [rows, 768], a new
 sequence length of [8, seq, 768], and a new batch size
 of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
@@ -136,19 +137,24 @@ def per_call_us(fns, calls, repeats=21, setups=None):
 
 def real_torch_rows(calls):
     """fd.execute on torch CPU tensors standing in for CUDA ones, in the plain and Thunder's call forms,
-    with the C ABI on (where this torch has it) and off: of x * w (two inputs) and of the sum of five
-    [64, 256] tensors; [] without torch."""
+    with the C ABI on (where this torch has it) and off: of x * w (two inputs), of x *= w (an update in
+    place) and of the sum of five [64, 256] tensors; [] without torch."""
     try:
         import torch
     except ImportError:
         return []
     names, fns, setups = [], [], []
-    for inputs in (2, 5):
+    for inputs, what in ((2, "2 torch CPU tensors"), ("update", "x *= w in place, 2 CPU tensors"),
+                         (5, "5 torch CPU tensors")):
         with FusionDefinition() as fd:
-            if inputs == 2:
+            if inputs in (2, "update"):
                 x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
                 w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
-                fd.add_output(fd.ops.mul(x, fd.ops.broadcast(w, [True, False])))
+                product = fd.ops.mul(x, fd.ops.broadcast(w, [True, False]))
+                if inputs == "update":  # its runner bumps x's autograd version after each run
+                    fd.add_output(product, alias_input=x)
+                else:
+                    fd.add_output(product)
                 args = [torch.zeros(64, 256), torch.zeros(256)]
             else:
                 xs = [fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
@@ -167,7 +173,7 @@ def real_torch_rows(calls):
                                   _disable_options=None)
 
             for form, fn in [("", lambda fd=fd, args=args: fd.execute(args)), (", Thunder's form", thunders)]:
-                names.append(f"fd.execute, {inputs} torch CPU tensors standing in, read by {how}{form}")
+                names.append(f"fd.execute, {what} standing in, read by {how}{form}")
                 fns.append(fn)
                 setups.append(lambda abi=abi: _C._torch_c_abi(abi))
     was = _C._torch_c_abi()

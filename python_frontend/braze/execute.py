@@ -311,14 +311,14 @@ def _execute_torch(fd, inputs):
     outputs = cache.run_torch(plain_list(inputs), None, torch_outputs)
     if outputs is not None:
         note_last_run(fd, cache, on_gpu=True)
-        # FusionDefinition.execute goes straight to the C++ pass from now on, until another kind of run.
-        # A fusion that updates inputs in place (torch's autograd rules) or draws seeds takes a few Python
-        # steps around it; any other hands the inputs as they are to a function of them alone.
+        # FusionDefinition.execute goes straight to the C++ pass from now on, until another kind of run: a
+        # function of the inputs alone, which follows torch's autograd rules for the inputs the fusion
+        # updates in place. A fusion that draws seeds takes a few Python steps around the pass instead.
         updated = updated_inputs(fd)
-        if updated or "_drawn_inputs" in fd.__dict__:
+        if "_drawn_inputs" in fd.__dict__:
             fd._torch_fast_checked = (cache, torch_outputs, updated)
         else:
-            fd._torch_fast = cache.torch_runner(torch_outputs)
+            fd._torch_fast = cache.torch_runner(torch_outputs, list(updated))
     return outputs
 
 

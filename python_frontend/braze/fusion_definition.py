@@ -244,8 +244,8 @@ class FusionDefinition:
         # The cached execute of CUDA torch tensors, in every call form nvFuser scripts and Thunder use
         # (positional, device=, the option keywords they pass), goes straight to the one C++ pass that reads
         # the tensors, finds the plan and launches (_execute_torch opens it, and says when): where the
-        # fusion updates no input in place and draws no seed, without entering this function
-        # (torch_fast_method below); otherwise through the few steps here. Anything else goes the general way.
+        # fusion draws no seed, without entering this function (torch_fast_method below), in-place updates
+        # included; otherwise through the few steps here. Anything else goes the general way.
         state = self.__dict__
         user_inputs = inputs  # what a reproducer records: the drawn seeds are drawn again when it runs
         if "_drawn_inputs" in state:

@@ -172,14 +172,17 @@ def test_the_class_level_call_and_print_repro(monkeypatch, capsys):
 
 
 def test_fusions_that_update_inputs_keep_torchs_version_rules_on_their_fast_path(monkeypatch):
-    """An in-place update (add_output(alias_input=)) takes the checked fast path in Python: torch's rule for
-    leaf tensors that require grad, and the updated input's autograd version bumped after each run."""
+    """An in-place update (add_output(alias_input=)) takes the C fast path too, with torch's rules: the
+    updated input's autograd version bumped after each run (an inference tensor's not), and a leaf tensor
+    that requires grad, while grad is enabled, left to the Python path, which refuses it before running."""
     torch = stand_in_torch(monkeypatch)
-    bumped = []
-    torch.is_grad_enabled = lambda: True
+    bumped, grad = [], [True]
+    torch.is_grad_enabled = lambda: grad[0]
     torch.autograd = types.SimpleNamespace(graph=types.SimpleNamespace(increment_version=bumped.append))
-    monkeypatch.setattr(StandInTensor, "is_inference", lambda self: False, raising=False)
+    inference = set()
+    monkeypatch.setattr(StandInTensor, "is_inference", lambda self: id(self) in inference, raising=False)
     monkeypatch.setattr(StandInTensor, "is_leaf", True, raising=False)
+    monkeypatch.setattr(StandInTensor, "requires_grad", False, raising=False)
     with FusionDefinition() as fd:
         acc = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
         step = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
@@ -188,13 +191,21 @@ def test_fusions_that_update_inputs_keep_torchs_version_rules_on_their_fast_path
     fd.__dict__["_gpu_caches"] = {"auto": cache}
     a, b = (StandInTensor(np.zeros(64, BF16), torch) for _ in range(2))
     fd.execute([a, b])
-    assert "_torch_fast" not in fd.__dict__ and fd.__dict__["_torch_fast_checked"][2] == (0,)
+    assert "_torch_fast" in fd.__dict__ and "_torch_fast_checked" not in fd.__dict__
+    calls = counted_runner(fd)
     fd.execute((a, b), device=0, _enable_options=None)
-    assert bumped == [[a], [a]] and len(cache) == 1
+    assert calls == [True] and bumped == [[a], [a]] and len(cache) == 1
+    inference.add(id(a))
+    fd.execute([a, b])
+    assert calls == [True, True] and len(bumped) == 2
+    inference.clear()
     monkeypatch.setattr(StandInTensor, "requires_grad", True)
     with pytest.raises(Exception, match="leaf tensor that requires grad"):
         fd.execute([a, b])
-    assert len(bumped) == 2
+    assert calls == [True, True, False] and len(bumped) == 2  # declined; the Python path raised before running
+    grad[0] = False  # torch.no_grad(): an optimizer step's updates
+    fd.execute([a, b])
+    assert calls == [True, True, False, True] and bumped[-1] == [a] and len(bumped) == 3
 
 
 def test_a_cycle_through_the_method_is_collected():

@@ -393,3 +393,35 @@ def test_an_update_through_a_copy_beside_interleaved_columns_runs():
     np.testing.assert_array_equal(doubled, want[:, 1::2] * 2)
     want[:, 0::2] += 1
     np.testing.assert_array_equal(x, want)
+
+
+def test_the_cached_update_follows_torchs_autograd_rules_on_its_fast_path():
+    # CPU tensors standing in for CUDA ones (a cache that plans for an H100 and launches nothing): the
+    # cached execute of an update goes through the C fast path, which bumps the updated input's autograd
+    # version as torch's in-place ops do, leaves inference tensors alone, and leaves a leaf tensor that
+    # requires grad to the Python path's error while grad is enabled.
+    from braze import _C
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(t0, fd.ops.broadcast(t1, [True, False])), alias_input=t0)
+    fd.__dict__["_gpu_caches"] = {"auto": _C.FusionCache(fd._fusion, "auto", no_device="h100",
+                                                         torch_cpu_stand_ins=True)}
+    x, w = torch.zeros(4, 8), torch.ones(8)
+    assert fd.execute([x, w]) == []
+    assert "_torch_fast" in fd.__dict__  # the next executes take the C path
+    before = x._version
+    fd.execute([x, w])
+    fd.execute((x, w), device=0, _enable_options=None, _disable_options=None)
+    assert x._version == before + 2 and w._version == 0
+    with torch.inference_mode():
+        frozen = torch.zeros(4, 8)
+    fd.execute([frozen, w])  # an inference tensor has no version to bump
+    leaf = torch.zeros(4, 8, requires_grad=True)
+    with pytest.raises(ValueError, match="input 0 .* leaf tensor that requires grad"):
+        fd.execute([leaf, w])
+    assert leaf._version == 0
+    with torch.no_grad():
+        fd.execute([leaf, w])
+    assert leaf._version == 1
