@@ -393,9 +393,14 @@ void bindGpu(nb::module_& m) {
             return nb::cpp_function(
                 [owner = nb::borrow(self), cache, torch_outputs, updated = std::move(updated)](
                     nb::handle inputs) -> nb::object {
-                  if (!torchAllowsUpdates(inputs, updated)) return nb::none();
-                  nb::object outputs = runTorch(*cache, inputs, nb::none(), torch_outputs);
-                  if (!outputs.is_none()) bumpTorchVersions(inputs, updated);
+                  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return nb::none();
+                  // One owned snapshot for the check, the run and the bump: Python code runs between them (and
+                  // the run may release the GIL), and another thread may change a list meanwhile.
+                  const nb::object held = nb::steal(PySequence_Tuple(inputs.ptr()));
+                  if (!held.is_valid()) throw nb::python_error();
+                  if (!torchAllowsUpdates(held, updated)) return nb::none();
+                  nb::object outputs = runTorch(*cache, held, nb::none(), torch_outputs);
+                  if (!outputs.is_none()) bumpTorchVersions(held, updated);
                   return outputs;
                 },
                 nb::arg("inputs"));

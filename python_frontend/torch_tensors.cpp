@@ -209,7 +209,9 @@ bool torchAllowsUpdates(nb::handle inputs, const std::vector<size_t>& positions)
   }
   if (std::any_of(positions.begin(), positions.end(), [&](size_t p) { return p >= n; })) return false;
   const TorchTypes* torch = torchTypes();
-  if (torch == nullptr || !torch->is_grad_enabled.is_valid() || torch->is_grad_enabled.is_none()) return false;
+  const auto missing = [](const nb::object& f) { return !f.is_valid() || f.is_none(); };
+  // A torch without these leaves the whole update to the Python path.
+  if (torch == nullptr || missing(torch->is_grad_enabled) || missing(torch->increment_version)) return false;
   // Held: the calls below run Python code, which may reset the types.
   const nb::object tensor_type = torch->tensor_type, is_grad_enabled = torch->is_grad_enabled;
   const int grad = PyObject_IsTrue(is_grad_enabled().ptr());
@@ -227,7 +229,9 @@ void bumpTorchVersions(nb::handle inputs, const std::vector<size_t>& positions) 
   if (torch == nullptr || !torch->increment_version.is_valid() || torch->increment_version.is_none()) return;
   const nb::object tensor_type = torch->tensor_type, increment_version = torch->increment_version;
   nb::list tensors;
+  const auto n = static_cast<size_t>(PySequence_Fast_GET_SIZE(inputs.ptr()));
   for (size_t p : positions) {
+    if (p >= n) continue;
     const nb::handle t = itemAt(inputs, p);
     if (!nb::isinstance(t, tensor_type)) continue;
     const int inference = PyObject_IsTrue(t.attr("is_inference")().ptr());

@@ -70,9 +70,10 @@ bool torchImportsCapsules();
 nanobind::object torchFromCapsule(nanobind::handle capsule);
 
 // torch's rule for updating tensors in place, for a fusion that updates inputs (add_output(alias_input=))
-// run from C: whether `inputs`, a flat list or tuple, may be updated at `positions`. False where the
-// Python path decides instead: grad enabled and one of them a leaf tensor that requires grad (the Python
-// path raises the error), nested inputs (positions count flattened ones), or no torch.
+// run from C: whether `inputs`, a flat list or tuple (a tuple the caller holds: its items are read while
+// Python code runs), may be updated at `positions`. False where the Python path decides instead: grad
+// enabled and one of them a leaf tensor that requires grad (the Python path raises the error), nested
+// inputs (positions count flattened ones), or a torch without is_grad_enabled or increment_version.
 bool torchAllowsUpdates(nanobind::handle inputs, const std::vector<size_t>& positions);
 // After such a run: each updated torch tensor's autograd version bumped, as torch's in-place ops bump it
 // (torch.autograd.graph.increment_version), inference tensors aside.

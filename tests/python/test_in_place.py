@@ -410,18 +410,25 @@ def test_the_cached_update_follows_torchs_autograd_rules_on_its_fast_path():
                                                          torch_cpu_stand_ins=True)}
     x, w = torch.zeros(4, 8), torch.ones(8)
     assert fd.execute([x, w]) == []
-    assert "_torch_fast" in fd.__dict__  # the next executes take the C path
+    runner, ran = fd.__dict__["_torch_fast"], []  # the next executes take the C path: counted here
+
+    def counting(inputs):
+        outputs = runner(inputs)
+        ran.append(outputs is not None)
+        return outputs
+
+    fd.__dict__["_torch_fast"] = counting
     before = x._version
     fd.execute([x, w])
     fd.execute((x, w), device=0, _enable_options=None, _disable_options=None)
-    assert x._version == before + 2 and w._version == 0
+    assert ran == [True, True] and x._version == before + 2 and w._version == 0
     with torch.inference_mode():
         frozen = torch.zeros(4, 8)
     fd.execute([frozen, w])  # an inference tensor has no version to bump
     leaf = torch.zeros(4, 8, requires_grad=True)
     with pytest.raises(ValueError, match="input 0 .* leaf tensor that requires grad"):
         fd.execute([leaf, w])
-    assert leaf._version == 0
+    assert ran == [True, True, True, False] and leaf._version == 0  # the runner declined, the function refused
     with torch.no_grad():
         fd.execute([leaf, w])
-    assert leaf._version == 1
+    assert ran[-1] and leaf._version == 1
