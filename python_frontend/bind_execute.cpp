@@ -56,7 +56,7 @@ nb::object rawArray(nb::handle self) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
+nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs, double reduction_nudge) {
   std::vector<HostValue> inputs;
   inputs.reserve(py_inputs.size());
   for (size_t i = 0; i < py_inputs.size(); ++i) inputs.push_back(hostValueFromPython(py_inputs[i], i));
@@ -64,6 +64,7 @@ nb::list evaluateHost(const Fusion& fusion, nb::list py_inputs) {
   {
     // The reference evaluator is slow; let other Python threads run meanwhile.
     nb::gil_scoped_release release;
+    const ScopedReductionNudge nudge(reduction_nudge);
     outputs = evaluate(fusion, inputs);
   }
   return hostValuesToPython(std::move(outputs));
@@ -99,8 +100,9 @@ void bindExecute(nb::module_& m) {
       .def_prop_ro("sizes", &HostTensor::sizes)
       .def_prop_ro("strides", &HostTensor::strides)
       .def("_raw_array", &rawArray, "the memory as a numpy array of an integer/float type of the same item size");
-  m.def("evaluate", &evaluateHost, nb::arg("fusion"), nb::arg("inputs"),
-        "runs the CPU reference evaluator; tensors in and out are HostTensors, scalars Python numbers");
+  m.def("evaluate", &evaluateHost, nb::arg("fusion"), nb::arg("inputs"), nb::arg("reduction_nudge") = 0.0,
+        "runs the CPU reference evaluator; tensors in and out are HostTensors, scalars Python numbers. "
+        "reduction_nudge: every floating sum, product, mean and variance scaled by 1 + it (condition estimation)");
 }
 
 }  // namespace braze::python

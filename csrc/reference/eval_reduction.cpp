@@ -2,6 +2,7 @@
 // exactly (float64 or int64) and rounded once to the output type.
 #include "support/error.h"
 #include "reference/eval_ops.h"
+#include "reference/evaluator.h"
 #include "reference/pointwise_math.h"
 
 #include <algorithm>
@@ -80,7 +81,9 @@ HostTensor basicReduction(const Expr& expr, const HostTensor& in) {
         default: BRAZE_UNREACHABLE("reduction {}", expr.name());
       }
     });
-    for (int64_t k = 0; k < kept; ++k) out.writeDouble(k, acc[k]);
+    // A nudged reference (ScopedReductionNudge) moves the sums and products a kernel accumulates in float.
+    const double nudge = kind == OpKind::Sum || kind == OpKind::Prod ? ScopedReductionNudge::factor() : 1.0;
+    for (int64_t k = 0; k < kept; ++k) out.writeDouble(k, acc[k] * nudge);
     return out;
   }
   int64_t init = 0;
@@ -124,6 +127,9 @@ void moments(const HostTensor& in, const std::vector<int64_t>& dims, int64_t kep
     const double d = in.readDouble(off) - mean[k];
     m2[k] += d * d;
   });
+  const double nudge = ScopedReductionNudge::factor();  // as basicReduction's sums
+  for (double& m : mean) m *= nudge;
+  for (double& m : m2) m *= nudge;
 }
 
 }  // namespace

@@ -11,6 +11,15 @@
 #include <unordered_map>
 
 namespace braze {
+
+namespace {
+thread_local double reduction_nudge = 0.0;
+}  // namespace
+
+ScopedReductionNudge::ScopedReductionNudge(double nudge) : previous_(reduction_nudge) { reduction_nudge = nudge; }
+ScopedReductionNudge::~ScopedReductionNudge() { reduction_nudge = previous_; }
+double ScopedReductionNudge::factor() { return 1.0 + reduction_nudge; }
+
 namespace {
 
 using reference::Operands;

@@ -488,11 +488,13 @@ def explain(fd, inputs, bookend, target="h100"):
 
 
 @_in_caller_positions
-def reference(fd, inputs) -> list:
-    """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with)."""
+def reference(fd, inputs, reduction_nudge: float = 0.0) -> list:
+    """The reference evaluator's outputs (the oracle the simulator and the GPU are compared with).
+    reduction_nudge: every floating sum, product, mean and variance scaled by 1 + it, to find the outputs a
+    float accumulation order moves beyond a tolerance (condition estimation in differential tests)."""
     inputs = generator.with_placeholders(fd, _flatten(inputs, fd))
     args, _ = _host_args(fd, inputs)
-    return [_to_python(out) for out in _C.evaluate(fd._fusion, args)]
+    return [_to_python(out) for out in _C.evaluate(fd._fusion, args, reduction_nudge)]
 
 
 @_in_caller_positions

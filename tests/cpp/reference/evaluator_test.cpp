@@ -169,6 +169,47 @@ TEST(Evaluator, ReductionsAndStatistics) {
   EXPECT_EQ(valuesOf(asTensor(outs[6])), (std::vector<double>{3, 3}));
 }
 
+// A nudged reference (condition estimation in the fuzz tests) scales what a kernel accumulates in float:
+// sums, products, means and squared deviations; not a min, a count or an integer sum. The nudge lasts as
+// long as its scope, and an inner one gives way to the outer when it ends.
+TEST(Evaluator, ANudgeScalesTheFloatAccumulationsWhileItLives) {
+  const auto x = tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 9});
+  const auto define = [](Fusion& f) {
+    auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f.addOutput(reduce(OpKind::Sum, a, {1}));
+    f.addOutput(reduce(OpKind::Prod, a, {0}));
+    f.addOutput(reduce(OpKind::Min, a, {0, 1}));
+    auto [var, mean] = varMean(a, {1}, /*correction=*/1.0);
+    f.addOutput(var);
+    f.addOutput(mean);
+    auto [avg, m2, n] = welford(a, {-1});
+    f.addOutput(m2);
+    f.addOutput(n);
+    f.addOutput(reduce(OpKind::Sum, cast(a, DataType::Int64)->asTensor(), {1}));
+  };
+  const auto check = [&](double scale) {
+    const auto outs = evaluateDefined(define, {x});
+    EXPECT_EQ(valuesOf(asTensor(outs[0])), (std::vector<double>{6 * scale, 18 * scale}));
+    EXPECT_EQ(valuesOf(asTensor(outs[1])), (std::vector<double>{4 * scale, 10 * scale, 27 * scale}));
+    EXPECT_EQ(valuesOf(asTensor(outs[2])), (std::vector<double>{1}));
+    EXPECT_EQ(valuesOf(asTensor(outs[3])), (std::vector<double>{1 * scale, 7 * scale}));
+    EXPECT_EQ(valuesOf(asTensor(outs[4])), (std::vector<double>{2 * scale, 6 * scale}));
+    EXPECT_EQ(valuesOf(asTensor(outs[5])), (std::vector<double>{2 * scale, 14 * scale}));
+    EXPECT_EQ(valuesOf(asTensor(outs[6])), (std::vector<double>{3, 3}));
+    EXPECT_EQ(valuesOf(asTensor(outs[7])), (std::vector<double>{6, 18}));
+  };
+  {
+    const ScopedReductionNudge outer(0.25);
+    check(1.25);
+    {
+      const ScopedReductionNudge inner(-0.5);
+      check(0.5);
+    }
+    check(1.25);
+  }
+  check(1.0);
+}
+
 TEST(Evaluator, SumOfIntegersIsInt64) {
   const auto outs = evaluateDefined(
       [](Fusion& f) {
