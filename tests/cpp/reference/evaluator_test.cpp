@@ -143,22 +143,25 @@ TEST(Evaluator, CastSaturatesAndRoundsLikeCuda) {
   EXPECT_EQ(valuesOf(asTensor(outs[2]))[0], 288.0);  // nearest e4m3 value (steps of 32 above 256)
 }
 
+// A sum over dim 1, a product over dim 0 (kept as size 1 where `keep_prod_dim`), a min of all, var_mean
+// over dim 1 with correction 1, and welford's m2 and count over the last dim, of a [-1, -1] Float input.
+TensorView* defineReductions(Fusion& f, bool keep_prod_dim) {
+  auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
+  f.addOutput(reduce(OpKind::Sum, a, {1}));
+  f.addOutput(reduce(OpKind::Prod, a, {0}, keep_prod_dim));
+  f.addOutput(reduce(OpKind::Min, a, {0, 1}));
+  auto [var, mean] = varMean(a, {1}, /*correction=*/1.0);
+  f.addOutput(var);
+  f.addOutput(mean);
+  auto [avg, m2, n] = welford(a, {-1});
+  f.addOutput(m2);
+  f.addOutput(n);
+  return a;
+}
+
 TEST(Evaluator, ReductionsAndStatistics) {
   const auto x = tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 9});
-  const auto outs = evaluateDefined(
-      [](Fusion& f) {
-        auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
-        f.addOutput(reduce(OpKind::Sum, a, {1}));
-        f.addOutput(reduce(OpKind::Prod, a, {0}, /*keepdim=*/true));
-        f.addOutput(reduce(OpKind::Min, a, {0, 1}));
-        auto [var, mean] = varMean(a, {1}, /*correction=*/1.0);
-        f.addOutput(var);
-        f.addOutput(mean);
-        auto [avg, m2, n] = welford(a, {-1});
-        f.addOutput(m2);
-        f.addOutput(n);
-      },
-      {x});
+  const auto outs = evaluateDefined([](Fusion& f) { defineReductions(f, /*keep_prod_dim=*/true); }, {x});
   EXPECT_EQ(valuesOf(asTensor(outs[0])), (std::vector<double>{6, 18}));
   EXPECT_EQ(asTensor(outs[1]).sizes(), (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(valuesOf(asTensor(outs[1])), (std::vector<double>{4, 10, 27}));
@@ -175,16 +178,7 @@ TEST(Evaluator, ReductionsAndStatistics) {
 TEST(Evaluator, ANudgeScalesTheFloatAccumulationsWhileItLives) {
   const auto x = tensorOf(DataType::Float, {2, 3}, {1, 2, 3, 4, 5, 9});
   const auto define = [](Fusion& f) {
-    auto* a = defineTensor({-1, -1}, {true, true}, DataType::Float);
-    f.addOutput(reduce(OpKind::Sum, a, {1}));
-    f.addOutput(reduce(OpKind::Prod, a, {0}));
-    f.addOutput(reduce(OpKind::Min, a, {0, 1}));
-    auto [var, mean] = varMean(a, {1}, /*correction=*/1.0);
-    f.addOutput(var);
-    f.addOutput(mean);
-    auto [avg, m2, n] = welford(a, {-1});
-    f.addOutput(m2);
-    f.addOutput(n);
+    TensorView* a = defineReductions(f, /*keep_prod_dim=*/false);
     f.addOutput(reduce(OpKind::Sum, cast(a, DataType::Int64)->asTensor(), {1}));
   };
   const auto check = [&](double scale) {
