@@ -90,7 +90,8 @@ class Fusion : public std::enable_shared_from_this<Fusion> {
   int64_t next_id_ = 0;
   int64_t next_expr_id_ = 0;
   // exprsToEvaluate's order, computed once; cleared by every edit that can change it (a new expr, a
-  // replaced operand, a new output or aliased output, a copy or move). Atomic: plans on several threads read one fusion.
+  // replaced operand, a new output or aliased output, a copy or move). Atomic: plans on several threads
+  // read one fusion.
   mutable std::atomic<std::shared_ptr<const std::vector<Expr*>>> evaluation_order_;
 };
 
