@@ -74,16 +74,22 @@ int64_t extentWord(int64_t extent) {
   return kClassTag | large.power << 8 | large.divisor_log;
 }
 
-// A tensor's strides in a shape class: kZeroStride, kRowMajorStride (what a row-major tensor of its sizes
-// has there) or the stride itself.
-std::vector<int64_t> strideWords(const DeviceTensor& t) {
+// A tensor's strides in a shape class, appended to `words`: kZeroStride, kRowMajorStride (what a row-major
+// tensor of its sizes has there) or the stride itself.
+void appendStrideWords(std::vector<int64_t>& words, const DeviceTensor& t) {
+  const size_t first = words.size();
+  words.resize(first + t.sizes.size());
   int64_t row_major = 1;
-  std::vector<int64_t> words(t.sizes.size());
   for (size_t d = t.sizes.size(); d-- > 0;) {
     const int64_t stride = d < t.strides.size() ? t.strides[d] : row_major;
-    words[d] = stride == 0 ? kZeroStride : stride == row_major ? kRowMajorStride : stride;
+    words[first + d] = stride == 0 ? kZeroStride : stride == row_major ? kRowMajorStride : stride;
     row_major *= t.sizes[d];
   }
+}
+
+std::vector<int64_t> strideWords(const DeviceTensor& t) {
+  std::vector<int64_t> words;
+  appendStrideWords(words, t);
   return words;
 }
 
@@ -125,6 +131,7 @@ InputSignature InputSignature::shapeClassOf(const std::vector<DeviceValue>& inpu
   InputSignature s;
   s.words_.reserve(inputs.size() * 16);
   std::vector<int64_t> extents;  // every extent so far, for the equalities
+  extents.reserve(inputs.size() * 4);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto* t = std::get_if<DeviceTensor>(&inputs[i]);
     if (t == nullptr) {
@@ -138,8 +145,7 @@ InputSignature InputSignature::shapeClassOf(const std::vector<DeviceValue>& inpu
       s.words_.push_back(same == extents.end() ? -1 : same - extents.begin());
       extents.push_back(extent);
     }
-    const std::vector<int64_t> strides = strideWords(*t);
-    s.words_.insert(s.words_.end(), strides.begin(), strides.end());
+    appendStrideWords(s.words_, *t);
   }
   s.finish();
   return s;

@@ -81,6 +81,7 @@ SegmentedFusion planSegments(const Fusion& fusion, const std::vector<HostValue>&
     plan = segmentFusion(prepared, bound);
   }
   plan.bookending = std::move(report);
+  plan.segmented_for = segmentedForText(*prepared, plan.bound);
   // Kernels run on the reference write no inputs: their updates are copied after them.
   if (!options.kernels_on_reference) plan.written_in_place = updatesWrittenByKernels(plan);
   if (verifiersEnabled()) verifyPlan(plan);

@@ -97,6 +97,10 @@ BoundShapes bindShapes(const Fusion& fusion, const std::vector<HostValue>& input
   checkInputs(fusion, inputs);
   BoundShapes bound;
   bound.fusion_ = &fusion;
+  // Val ids are dense from 0: the tables sized for the fusion's vals once, not grown val by val (the
+  // input layouts, of the first ids only, grow as they are set).
+  bound.sizes_.reserve(fusion.vals().size());
+  bound.scalars_.reserve(fusion.vals().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Val* in = fusion.inputs()[i];
     if (const auto* t = std::get_if<HostTensor>(&inputs[i])) {

@@ -33,11 +33,13 @@ LoweringContext makeLoweringContext(const SegmentToLower& segment, const DeviceI
   k.warp_size = device.warp_size;
   k.check_indices = device.tuning.index_checks != 0;
   KernelBuilder kb(k);
+  // Room for the lowerings' additions too (a workspace, the index-error record): a TensorParam is large.
+  k.tensors.reserve(segment.inputs.size() + segment.outputs.size() + 2);
   int64_t max_offset = 0;
   for (const Val* in : segment.inputs) {
     // A CPU scalar (or a view of one) is no parameter: the ValueBuilder reads it as a launch argument.
     if (!in->isTensor() || cpuScalarInputOf(in) != nullptr) continue;
-    const auto [layout, storage] = segment.input_views.at(in);
+    const auto& [layout, storage] = segment.input_views.at(in);
     TensorParam p{in->name(), in->dtype(), false, in, storage, layout.layout, layout.alignment_bytes};
     max_offset = std::max(max_offset, maxOffset(p.layout));
     ctx.input_factors.push_back(vectorizeFactor(in->dtype(), p.layout, p.alignment_bytes));

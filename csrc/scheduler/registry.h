@@ -5,6 +5,7 @@
 // so it must stay cheap: one pass over the group's exprs.
 #pragma once
 
+#include "ir/val_set.h"
 #include "support/error.h"
 #include "passes/bind_shapes.h"
 
@@ -33,7 +34,7 @@ struct Candidate {
 // Facts every scheduler's check needs, computed once per candidate.
 struct CandidateFacts {
   std::vector<const Expr*> reductions;               // reduction and normalization exprs
-  std::unordered_set<const Val*> after_reduction;    // tensors of the group that depend on a reduction
+  ValSet after_reduction;                            // tensors of the group that depend on a reduction
   // An expr the elementwise and reduction schedulers cannot take: a matmul (the matmul scheduler's), a
   // cumsum, topk, argsort, scatter or index_put_accumulate (the scan scheduler's).
   const Expr* unsupported = nullptr;

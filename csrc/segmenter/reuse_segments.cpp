@@ -4,7 +4,6 @@
 #include "ir/verifier.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -44,8 +43,8 @@ Candidate unionOf(const SegmentedFusion& plan, const Segment& producer, const Se
 }  // namespace
 
 ReusedSegments reuseSegments(const SegmentedFusion& planned, const std::vector<HostValue>& inputs) {
-  SegmentedFusion plan = planned;
-  plan.bound = bindShapes(*plan.fusion, inputs);
+  // The decisions copied, the sizes bound afresh (copying the old ones first would only discard them).
+  SegmentedFusion plan{static_cast<const SegmentedPlan&>(planned), bindShapes(*planned.fusion, inputs)};
   const auto name = [](const std::optional<SchedulerKind>& kind) { return kind ? toString(*kind) : "no scheduler"; };
   for (const Segment& s : plan.segments) {
     const std::optional<SchedulerKind> now =
@@ -68,14 +67,10 @@ ReusedSegments reuseSegments(const SegmentedFusion& planned, const std::vector<H
     }
   }
   // Where the sizes are those it was planned for, it is these inputs' own plan, not a reused one.
-  std::vector<std::string> sizes;
-  plan.reused = false;
-  for (const Val* in : plan.fusion->inputs()) {
-    if (!in->isTensor()) continue;
-    plan.reused = plan.reused || planned.bound.sizesOf(in) != plan.bound.sizesOf(in);
-    sizes.push_back(fmt::format("{}", planned.bound.sizesOf(in)));
-  }
-  if (plan.reused) plan.segmented_for = fmt::format("{}", fmt::join(sizes, " "));
+  const std::vector<Val*>& ins = plan.fusion->inputs();
+  plan.reused = std::any_of(ins.begin(), ins.end(), [&](const Val* in) {
+    return in->isTensor() && planned.bound.sizesOf(in) != plan.bound.sizesOf(in);
+  });
   if (verifiersEnabled()) verifyPlan(plan);
   return {std::move(plan), ""};
 }

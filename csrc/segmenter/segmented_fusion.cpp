@@ -3,6 +3,11 @@
 
 #include "support/error.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iterator>
+
 namespace braze {
 namespace {
 
@@ -56,6 +61,16 @@ const Segment* SegmentedFusion::producerOf(const Val* tensor) const {
     }
   }
   return nullptr;
+}
+
+std::string segmentedForText(const Fusion& fusion, const BoundShapes& bound) {
+  std::string text;
+  for (const Val* in : fusion.inputs()) {
+    if (!in->isTensor()) continue;
+    if (!text.empty()) text += ' ';
+    fmt::format_to(std::back_inserter(text), "[{}]", fmt::join(bound.sizesOf(in), ", "));
+  }
+  return text;
 }
 
 std::string SegmentedFusion::toString() const {

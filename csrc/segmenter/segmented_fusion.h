@@ -49,9 +49,10 @@ struct SegmentEdge {
   std::string detail;
 };
 
-struct SegmentedFusion {
+// A plan's decisions, without the sizes they were made for: what a plan kept for other inputs of its
+// shape class copies (reuseSegments binds the new sizes rather than copying the old ones first).
+struct SegmentedPlan {
   std::shared_ptr<const Fusion> fusion;  // the prepared fusion; every pointer below points into it
-  BoundShapes bound;                     // the sizes and scalars the plan was made for
   std::vector<Segment> segments;
   std::vector<SegmentEdge> edges;
   BookendReport bookending;
@@ -59,11 +60,18 @@ struct SegmentedFusion {
   // In-place updates the kernel computing the new value writes into its input itself (value -> input:
   // updatesWrittenByKernels, segmenter/in_place_copies.h); the others are copied after the kernels.
   std::unordered_map<const Val*, const Val*> written_in_place;
-  // Segmented for other inputs of the same shape class and kept for these (segmenter/reuse_segments.h):
-  // the refusals, cuts and bookending decisions shown are those of the inputs it was made for, whose
-  // tensor sizes `segmented_for` lists.
-  bool reused = false;
+  // The tensor sizes of the inputs it was segmented for, one list per tensor input (planSegments).
   std::string segmented_for;
+  // Segmented for other inputs of the same shape class and kept for these (segmenter/reuse_segments.h):
+  // the refusals, cuts and bookending decisions shown are then those of the inputs `segmented_for` lists.
+  bool reused = false;
+};
+
+// `segmented_for` of a plan of `fusion` for inputs of these sizes.
+std::string segmentedForText(const Fusion& fusion, const BoundShapes& bound);
+
+struct SegmentedFusion : SegmentedPlan {
+  BoundShapes bound;  // the sizes and scalars the plan was made for (the fusion's vals)
 
   int64_t kernelCount() const;  // kernels launched: a kernel segment's own and its follow-ups
   int64_t aliasCount() const;

@@ -70,9 +70,7 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   if (split.inner.empty() || split.outer.empty()) {
     return Verdict::no("the group does not reduce one tensor both over its rows and along them");
   }
-  CandidateFacts inner_facts = facts;
-  inner_facts.reductions = split.inner;
-  auto domain_or = commonReductionDomain(inner_facts, bound);
+  auto domain_or = commonReductionDomain(split.inner, facts, bound);
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);
   const int64_t row_length = domain.outer_numel == 0 ? 0 : domain.full_numel / domain.outer_numel;
@@ -86,10 +84,9 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
       return Verdict::no(fmt::format("{} is a statistic over the rows (two passes), not a plain reduction",
                                      exprLabel(*r)));
     }
-    std::vector<int64_t> dims = r->attrs().getInts("dims");
-    std::sort(dims.begin(), dims.end());
+    std::vector<int64_t> storage;
     if (bound.sizesOf(r->input(0)) == domain.input_sizes &&
-        dimsBeyondOnes(dims, domain.input_sizes) == dimsBeyondOnes(over_rows, domain.input_sizes)) {
+        sameDimsBeyondOnes(ascendingDims(*r, storage), domain.input_sizes, over_rows, domain.input_sizes)) {
       continue;
     }
     if (std::optional<int64_t> columns = extraOuterColumns(*r, domain.outer_numel, bound);

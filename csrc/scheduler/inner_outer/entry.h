@@ -61,7 +61,7 @@ void walkExtraRows(KernelBuilder& kb, ValueBuilder& vb, LoweringContext& ctx, co
                    const ExtraRowsWalk& walk, VarId lane);
 // `after_outer`: the outer results and every value computed from them (InnerOuterSplit).
 Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
-                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params);
+                             const ValSet& after_outer, const InnerOuterParams& params);
 }  // namespace scheduler
 
 }  // namespace braze

@@ -17,7 +17,7 @@ namespace scheduler {
 std::string innerOuterPartialsName(size_t o) { return o == 0 ? "partials" : fmt::format("partials{}", o); }
 
 Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<OuterPartials>& partials,
-                             const std::unordered_set<const Val*>& after_outer, const InnerOuterParams& params) {
+                             const ValSet& after_outer, const InnerOuterParams& params) {
   Kernel k = followUpKernel(ctx, "_finish");
   KernelBuilder kb(k);
   std::vector<TensorId> workspaces;

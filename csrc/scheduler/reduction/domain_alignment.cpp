@@ -53,12 +53,17 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
   };
   DimIds result(rank, kUnknown);
   if (isElementwise(e.kind())) {
+    // idsOf(in) combined dim by dim, without making it.
     result.assign(rank, kAny);
     for (const Val* in : e.inputs()) {
       if (!in->isTensor()) continue;
-      const DimIds of = idsOf(in);
-      if (of.size() != rank) return DimIds(rank, kUnknown);
-      for (size_t d = 0; d < rank; ++d) result[d] = combine(result[d], of[d]);
+      const std::vector<int64_t>& sizes = bound.sizesOf(in);
+      if (sizes.size() != rank) return DimIds(rank, kUnknown);
+      const auto it = ids.find(in);
+      if (it != ids.end() && it->second.size() != rank) return DimIds(rank, kUnknown);
+      for (size_t d = 0; d < rank; ++d) {
+        result[d] = combine(result[d], sizes[d] == 1 || it == ids.end() ? kAny : it->second[d]);
+      }
     }
     return result;
   }

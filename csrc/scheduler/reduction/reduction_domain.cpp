@@ -1,8 +1,32 @@
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace braze {
+
+const std::vector<int64_t>& ascendingDims(const Expr& r, std::vector<int64_t>& storage) {
+  const std::vector<int64_t>& dims = r.attrs().getInts("dims");
+  if (std::adjacent_find(dims.begin(), dims.end(), std::greater_equal<>()) == dims.end()) return dims;
+  storage = dims;
+  std::sort(storage.begin(), storage.end());
+  storage.erase(std::unique(storage.begin(), storage.end()), storage.end());
+  return storage;
+}
+
+bool sameDimsBeyondOnes(const std::vector<int64_t>& a, const std::vector<int64_t>& sizes_a,
+                        const std::vector<int64_t>& b, const std::vector<int64_t>& sizes_b) {
+  const auto beyond = [](const std::vector<int64_t>& sizes, int64_t d) {
+    return d < 0 || d >= static_cast<int64_t>(sizes.size()) || sizes[static_cast<size_t>(d)] != 1;
+  };
+  size_t i = 0, j = 0;
+  while (true) {
+    while (i < a.size() && !beyond(sizes_a, a[i])) ++i;
+    while (j < b.size() && !beyond(sizes_b, b[j])) ++j;
+    if (i == a.size() || j == b.size()) return i == a.size() && j == b.size();
+    if (a[i++] != b[j++]) return false;
+  }
+}
 
 namespace {
 
@@ -12,9 +36,8 @@ namespace {
 // norm's backward or a linear's bias grad, which only sizes of 1 make look like a row's.
 bool reducesInnerDims(const Expr& r, const BoundShapes& bound) {
   const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
-  std::vector<int64_t> dims = r.attrs().getInts("dims");
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  std::vector<int64_t> storage;
+  const std::vector<int64_t>& dims = ascendingDims(r, storage);
   const bool leading = !dims.empty() && dims.size() < sizes.size() && dims.front() == 0 &&
                        dims.back() == static_cast<int64_t>(dims.size()) - 1;
   if (leading) return false;
@@ -45,8 +68,8 @@ InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<c
 
 std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound) {
   const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
-  std::vector<int64_t> dims = r.attrs().getInts("dims");
-  std::sort(dims.begin(), dims.end());
+  std::vector<int64_t> storage;
+  const std::vector<int64_t>& dims = ascendingDims(r, storage);
   if (dims.empty() || dims.size() >= sizes.size() || rows <= 1) return std::nullopt;
   int64_t reduced = 1, columns = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -57,39 +80,54 @@ std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const Boun
   return columns;
 }
 
+namespace {
+
+ReductionDomain domainOf(const std::vector<int64_t>& sizes, const std::vector<int64_t>& ascending_dims) {
+  ReductionDomain d;
+  d.input_sizes = sizes;
+  d.dims = ascending_dims;
+  for (size_t i = 0; i < d.input_sizes.size(); ++i) {
+    const bool reduced = std::binary_search(d.dims.begin(), d.dims.end(), static_cast<int64_t>(i));
+    d.full_numel *= d.input_sizes[i];
+    if (!reduced) d.outer_numel *= d.input_sizes[i];
+  }
+  // Inner: no kept dim of size > 1 comes after a reduced dim.
+  d.inner = true;
+  bool seen_reduced = false;
+  for (size_t i = 0; i < d.input_sizes.size(); ++i) {
+    const bool reduced = std::binary_search(d.dims.begin(), d.dims.end(), static_cast<int64_t>(i));
+    if (reduced && d.input_sizes[i] > 1) seen_reduced = true;
+    if (!reduced && d.input_sizes[i] > 1 && seen_reduced) d.inner = false;
+  }
+  return d;
+}
+
+}  // namespace
+
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound) {
+  return commonReductionDomain(facts.reductions, facts, bound);
+}
+
+std::variant<ReductionDomain, std::string> commonReductionDomain(const std::vector<const Expr*>& reductions,
+                                                                 const CandidateFacts& facts,
+                                                                 const BoundShapes& bound) {
   if (facts.unsupported != nullptr) return unsupportedReason(*facts.unsupported);
-  if (facts.reductions.empty()) return std::string("the group has no reduction");
+  if (reductions.empty()) return std::string("the group has no reduction");
   std::optional<ReductionDomain> domain;
-  for (const Expr* r : facts.reductions) {
-    ReductionDomain d;
-    d.input_sizes = bound.sizesOf(r->input(0));
-    d.dims = r->attrs().getInts("dims");
-    std::sort(d.dims.begin(), d.dims.end());
-    for (size_t i = 0; i < d.input_sizes.size(); ++i) {
-      const bool reduced = std::binary_search(d.dims.begin(), d.dims.end(), static_cast<int64_t>(i));
-      d.full_numel *= d.input_sizes[i];
-      if (!reduced) d.outer_numel *= d.input_sizes[i];
-    }
-    // Inner: no kept dim of size > 1 comes after a reduced dim.
-    d.inner = true;
-    bool seen_reduced = false;
-    for (size_t i = 0; i < d.input_sizes.size(); ++i) {
-      const bool reduced = std::binary_search(d.dims.begin(), d.dims.end(), static_cast<int64_t>(i));
-      if (reduced && d.input_sizes[i] > 1) seen_reduced = true;
-      if (!reduced && d.input_sizes[i] > 1 && seen_reduced) d.inner = false;
-    }
+  std::vector<int64_t> storage;
+  for (const Expr* r : reductions) {
+    const std::vector<int64_t>& sizes = bound.sizesOf(r->input(0));
+    const std::vector<int64_t>& dims = ascendingDims(*r, storage);
     if (!domain) {
-      domain = std::move(d);
+      domain = domainOf(sizes, dims);
       continue;
     }
     // Dims of size 1 reduce nothing: [0, 2] and [2] of [1, 16, 64] are one domain (Thunder reduces a
     // batch of 1 with the row).
-    if (d.input_sizes != domain->input_sizes ||
-        dimsBeyondOnes(d.dims, d.input_sizes) != dimsBeyondOnes(domain->dims, domain->input_sizes)) {
+    if (sizes != domain->input_sizes || !sameDimsBeyondOnes(dims, sizes, domain->dims, domain->input_sizes)) {
       if (!facts.reasons) return std::string("reductions over different domains");
       return fmt::format("{} reduces dims [{}] of [{}] but {} reduces dims [{}] of [{}]", exprLabel(*r),
-                         fmt::join(d.dims, ", "), fmt::join(d.input_sizes, ", "), exprLabel(*facts.reductions[0]),
+                         fmt::join(dims, ", "), fmt::join(sizes, ", "), exprLabel(*reductions[0]),
                          fmt::join(domain->dims, ", "), fmt::join(domain->input_sizes, ", "));
     }
   }

@@ -24,13 +24,21 @@ struct ReductionDomain {
 // The group's one reduction domain, or why there is none (an op no kernel handles, no reduction,
 // differing domains): the first check of both reduction schedulers.
 std::variant<ReductionDomain, std::string> commonReductionDomain(const CandidateFacts& facts, const BoundShapes& bound);
+// The same for `reductions`, some of the group's (the rest of `facts` is the group's).
+std::variant<ReductionDomain, std::string> commonReductionDomain(const std::vector<const Expr*>& reductions,
+                                                                 const CandidateFacts& facts,
+                                                                 const BoundShapes& bound);
+
+// A reduction's dims, ascending and each once: its attribute itself (the op builders normalize it so), or a
+// sorted copy in `storage` where it is not.
+const std::vector<int64_t>& ascendingDims(const Expr& r, std::vector<int64_t>& storage);
 
 // A group that reduces rows both ways (layer-norm backward: per row for grad_in, over the rows for the
 // weight and bias grads): `inner`, the reductions over a suffix of dims (the rows); `outer`, the others;
 // `after_outer`, the outer reductions' results and every value computed from them.
 struct InnerOuterSplit {
   std::vector<const Expr*> inner, outer;
-  std::unordered_set<const Val*> after_outer;
+  ValSet after_outer;
 };
 InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<const Expr*>& exprs,
                                 const BoundShapes& bound);
@@ -41,6 +49,9 @@ std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const Boun
 
 // The dims among `dims` whose size in `sizes` is not 1: what a reduction over `dims` really reduces.
 std::vector<int64_t> dimsBeyondOnes(const std::vector<int64_t>& dims, const std::vector<int64_t>& sizes);
+// dimsBeyondOnes(a, sizes_a) == dimsBeyondOnes(b, sizes_b), without making either list.
+bool sameDimsBeyondOnes(const std::vector<int64_t>& a, const std::vector<int64_t>& sizes_a,
+                        const std::vector<int64_t>& b, const std::vector<int64_t>& sizes_b);
 
 // `sizes` without its size-1 dims: what a reshape that only adds or drops such dims keeps.
 std::vector<int64_t> withoutOnes(const std::vector<int64_t>& sizes);

@@ -218,7 +218,7 @@ class RowLowering {
   CandidateFacts facts_;
   std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
   std::vector<const Expr*> extra_;              // and over the same rows of other tensors
-  std::unordered_set<const Val*> after_outer_;  // their results and what is computed from them
+  ValSet after_outer_;  // their results and what is computed from them
   std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
   bool prologue_written_ = false;               // a pass over the elements has stored prologueOutputs()
