@@ -24,6 +24,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace braze::python {
 namespace {
 
@@ -246,6 +248,59 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
   return runValues(cache, inputs, held, stream, framework, allocate);
 }
 
+// What runTorch reads before it runs: the held items, their values and the stream to run on.
+struct TorchRun {
+  std::vector<nb::object> held;
+  std::vector<DeviceValue> inputs;
+  uintptr_t stream = 0;
+  bool stood_in = false;  // CPU tensors standing in (see runTorch): outputs on the CPU, the legacy stream
+};
+
+// runTorch's reading: none, having done nothing, for inputs the general path takes.
+std::optional<TorchRun> readTorchRun(exec::FusionCache& cache, nb::handle py_inputs, const TorchTypes& torch) {
+  if (!PyList_CheckExact(py_inputs.ptr()) && !PyTuple_CheckExact(py_inputs.ptr())) return std::nullopt;
+  TorchRun run;
+  // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
+  // which could let another thread change the caller's list.
+  run.held = hold(py_inputs);
+  run.inputs.reserve(run.held.size());
+  int device = -1;
+  const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
+  TorchRead read;
+  for (size_t i = 0; i < run.held.size(); ++i) {
+    nb::handle item = run.held[i];
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
+    if (type == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
+      run.inputs.emplace_back(ScalarValue{PyFloat_AS_DOUBLE(item.ptr())});
+    } else if (type == reinterpret_cast<PyObject*>(&PyBool_Type)) {
+      run.inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
+    } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
+      run.inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
+    } else if (!isPlainTorchTensor(torch, item)) {
+      return std::nullopt;
+    } else if (std::optional<DeviceTensor> t =
+                   torchTensorOf(torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
+      if (device < 0) device = t->device;  // a CPU scalar's -1 names none
+      run.inputs.emplace_back(std::move(*t));
+    } else {
+      return std::nullopt;  // a CPU tensor, or a dtype braze lacks: the general path says so
+    }
+  }
+  if (device < 0) return std::nullopt;
+  run.stood_in = read.stood_in;
+  if (!run.stood_in) {
+    const std::optional<uintptr_t> stream = torchCurrentStream(torch, device);
+    if (!stream) return std::nullopt;
+    run.stream = *stream;
+  }
+  return run;
+}
+
+nb::object runRead(exec::FusionCache& cache, const TorchRun& run, nb::object allocate,
+                   const TorchTypes* torch_outputs) {
+  return runValues(cache, run.inputs, run.held, run.stream, "torch", std::move(allocate), torch_outputs, run.stood_in);
+}
+
 // fd.execute's common case in one pass: a list or tuple (Thunder passes its arguments' tuple) of CUDA
 // torch.Tensors (exactly that type) and Python numbers, run on torch's current stream of their device.
 // None, having done nothing, for anything else (the general path then decides); the inputs' own errors
@@ -253,42 +308,67 @@ nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, con
 // A cache made with torch_cpu_stand_ins takes CPU tensors as stand-ins (on the legacy stream, outputs on
 // the CPU), so that the host benchmark times torch's own tensors.
 nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {
-  if (!PyList_CheckExact(py_inputs.ptr()) && !PyTuple_CheckExact(py_inputs.ptr())) return nb::none();
-  // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
-  // which could let another thread change the caller's list.
-  const std::vector<nb::object> held = hold(py_inputs);
-  std::vector<DeviceValue> inputs;
-  inputs.reserve(held.size());
-  int device = -1;
-  const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
   const TorchTypes* torch = importedTorch();  // once for every input and output of the run
   if (torch == nullptr) return nb::none();
-  TorchRead read;
-  for (size_t i = 0; i < held.size(); ++i) {
-    nb::handle item = held[i];
-    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
-    if (type == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
-      inputs.emplace_back(ScalarValue{PyFloat_AS_DOUBLE(item.ptr())});
-    } else if (type == reinterpret_cast<PyObject*>(&PyBool_Type)) {
-      inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
-    } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
-      inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
-    } else if (!isPlainTorchTensor(*torch, item)) {
-      return nb::none();
-    } else if (std::optional<DeviceTensor> t =
-                   torchTensorOf(*torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
-      if (device < 0) device = t->device;  // a CPU scalar's -1 names none
-      inputs.emplace_back(std::move(*t));
-    } else {
-      return nb::none();  // a CPU tensor, or a dtype braze lacks: the general path says so
+  std::optional<TorchRun> run = readTorchRun(cache, py_inputs, *torch);
+  if (!run) return nb::none();
+  return runRead(cache, *run, std::move(allocate), torch_outputs ? torch : nullptr);
+}
+
+// What a torch runner of a fusion does besides runTorch: the inputs it updates in place (torch's rule
+// checked before, versions bumped after), and the seed and offset its random ops draw on each execute.
+struct RunnerSteps {
+  bool torch_outputs = true;
+  std::vector<size_t> updated;  // positions among the fusion's inputs, drawn ones included
+  std::vector<size_t> drawn;    // each random op's seed position (its offset follows), ascending
+  nb::object draw;              // (the caller's inputs) -> [seed, offset] per random op, in order
+};
+
+// runTorch with those steps, for the caller's inputs (without the drawn ones). The inputs, with a
+// placeholder at each drawn position, are read before anything is drawn: inputs the general path takes
+// (which draws for itself) draw nothing here.
+nb::object runWithSteps(exec::FusionCache& cache, nb::handle inputs, const RunnerSteps& steps) {
+  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return nb::none();
+  // One owned snapshot for the check, the draw, the run and the bump: Python code runs between them (and
+  // the run may release the GIL), and another thread may change a list meanwhile.
+  const nb::object given = nb::steal(PySequence_Tuple(inputs.ptr()));
+  if (!given.is_valid()) throw nb::python_error();
+  const auto n_given = static_cast<size_t>(PyTuple_GET_SIZE(given.ptr()));
+  const size_t n = n_given + 2 * steps.drawn.size();
+  if (n != cache.inputCount()) return nb::none();  // the general path says what the count should be
+  nb::object full = given;
+  if (!steps.drawn.empty()) {
+    full = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(n)));
+    if (!full.is_valid()) throw nb::python_error();
+    size_t next = 0, k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const bool drawn = k < steps.drawn.size() && (i == steps.drawn[k] || i == steps.drawn[k] + 1);
+      if (drawn && i == steps.drawn[k] + 1) ++k;
+      if (!drawn && next == n_given) return nb::none();  // positions past the inputs: not this fusion's
+      PyObject* item = drawn ? PyLong_FromLong(0) : Py_NewRef(PyTuple_GET_ITEM(given.ptr(), next++));
+      if (item == nullptr) throw nb::python_error();
+      PyTuple_SET_ITEM(full.ptr(), static_cast<Py_ssize_t>(i), item);
     }
   }
-  if (device < 0) return nb::none();
-  const TorchTypes* outputs_from = torch_outputs ? torch : nullptr;
-  if (read.stood_in) return runValues(cache, inputs, held, 0, "torch", std::move(allocate), outputs_from, true);
-  const std::optional<uintptr_t> stream = torchCurrentStream(*torch, device);
-  if (!stream) return nb::none();
-  return runValues(cache, inputs, held, *stream, "torch", std::move(allocate), outputs_from);
+  if (!steps.updated.empty() && !torchAllowsUpdates(full, steps.updated)) return nb::none();
+  const TorchTypes* torch = importedTorch();
+  if (torch == nullptr) return nb::none();
+  std::optional<TorchRun> run = readTorchRun(cache, full, *torch);
+  if (!run) return nb::none();
+  if (!steps.drawn.empty()) {
+    const nb::object values = steps.draw(given);
+    BRAZE_CHECK(nb::len(values) == 2 * steps.drawn.size(), "the seed draw gave {} values for {} random ops",
+                nb::len(values), steps.drawn.size());
+    for (size_t k = 0; k < 2 * steps.drawn.size(); ++k) {
+      const size_t at = steps.drawn[k / 2] + k % 2;
+      const nb::object value = values[k];
+      run->inputs.at(at) = ScalarValue{int64FromPython(value, static_cast<int64_t>(at))};
+      run->held.at(at) = value;
+    }
+  }
+  nb::object outputs = runRead(cache, *run, nb::none(), steps.torch_outputs ? torch : nullptr);
+  if (!steps.updated.empty() && !outputs.is_none()) bumpTorchVersions(full, steps.updated);
+  return outputs;
 }
 
 // (plan, cache, why): what FusionCache::explain says of these inputs, planned without the GIL.
@@ -377,37 +457,33 @@ void bindGpu(nb::module_& m) {
            "torch.empty_strided (torch's caching allocator), called without a Python allocate in between")
       .def(
           "torch_runner",
-          [](nb::handle self, bool torch_outputs, std::vector<size_t> updated) -> nb::object {
+          [](nb::handle self, bool torch_outputs, std::vector<size_t> updated, std::vector<size_t> drawn,
+             nb::object draw) -> nb::object {
             // A function of the inputs alone, holding the cache: what fd.execute calls on every cached execute,
             // with no argument to convert but the inputs and no bound method to make.
             exec::FusionCache* cache = &nb::cast<exec::FusionCache&>(self);
-            if (updated.empty()) {
+            BRAZE_CHECK(drawn.empty() || !draw.is_none(), "torch_runner: drawn positions without a draw function");
+            BRAZE_CHECK(std::is_sorted(drawn.begin(), drawn.end()), "torch_runner: drawn positions not ascending");
+            if (updated.empty() && drawn.empty()) {
               return nb::cpp_function(
                   [owner = nb::borrow(self), cache, torch_outputs](nb::handle inputs) {
                     return runTorch(*cache, inputs, nb::none(), torch_outputs);
                   },
                   nb::arg("inputs"));
             }
-            // A fusion that updates inputs in place: torch's rule checked first (None where the Python path
-            // has to say no), the updated tensors' autograd versions bumped after the run.
+            RunnerSteps steps{torch_outputs, std::move(updated), std::move(drawn), std::move(draw)};
             return nb::cpp_function(
-                [owner = nb::borrow(self), cache, torch_outputs, updated = std::move(updated)](
-                    nb::handle inputs) -> nb::object {
-                  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return nb::none();
-                  // One owned snapshot for the check, the run and the bump: Python code runs between them (and
-                  // the run may release the GIL), and another thread may change a list meanwhile.
-                  const nb::object held = nb::steal(PySequence_Tuple(inputs.ptr()));
-                  if (!held.is_valid()) throw nb::python_error();
-                  if (!torchAllowsUpdates(held, updated)) return nb::none();
-                  nb::object outputs = runTorch(*cache, held, nb::none(), torch_outputs);
-                  if (!outputs.is_none()) bumpTorchVersions(held, updated);
-                  return outputs;
+                [owner = nb::borrow(self), cache, steps = std::move(steps)](nb::handle inputs) {
+                  return runWithSteps(*cache, inputs, steps);
                 },
                 nb::arg("inputs"));
           },
           nb::arg("torch_outputs") = true, nb::arg("updated") = std::vector<size_t>{},
+          nb::arg("drawn") = std::vector<size_t>{}, nb::arg("draw") = nb::none(),
           "run_torch(inputs, None, torch_outputs) as a function of the inputs alone (fd.execute's fast path); "
-          "updated: the positions of the inputs the fusion updates in place, whose torch rules it then follows")
+          "updated: the positions of the inputs the fusion updates in place, whose torch rules it then follows; "
+          "drawn: the positions of its random ops' seeds (each offset after its seed), which the caller does not "
+          "pass and draw(inputs) gives, [seed, offset] per op, once the inputs are read")
       .def(
           "cuda_code",
           [](exec::FusionCache& cache, nb::list py_inputs) {

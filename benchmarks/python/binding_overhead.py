@@ -138,16 +138,22 @@ def per_call_us(fns, calls, repeats=21, setups=None):
 def real_torch_rows(calls):
     """fd.execute on torch CPU tensors standing in for CUDA ones, in the plain and Thunder's call forms,
     with the C ABI on (where this torch has it) and off: of x * w (two inputs), of x *= w (an update in
-    place) and of the sum of five [64, 256] tensors; [] without torch."""
+    place), of a dropout (on the CPU its seed is one draw of torch.randint) and of the sum of five [64, 256]
+    tensors; [] without torch."""
     try:
         import torch
     except ImportError:
         return []
     names, fns, setups = [], [], []
     for inputs, what in ((2, "2 torch CPU tensors"), ("update", "x *= w in place, 2 CPU tensors"),
-                         (5, "5 torch CPU tensors")):
+                         ("dropout", "dropout of x (its seed drawn), 1 CPU tensor"), (5, "5 torch CPU tensors")):
         with FusionDefinition() as fd:
-            if inputs in (2, "update"):
+            if inputs == "dropout":  # as Thunder writes it: uniform without a seed, drawn by each execute
+                x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+                keep = fd.ops.lt(fd.ops.uniform(0.0, 1.0, x.shape(), dtype=DataType.Float), 0.9)
+                fd.add_output(fd.ops.where(keep, fd.ops.mul(x, 1 / 0.9), 0.0))
+                args = [torch.zeros(64, 256)]
+            elif inputs in (2, "update"):
                 x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
                 w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
                 product = fd.ops.mul(x, fd.ops.broadcast(w, [True, False]))

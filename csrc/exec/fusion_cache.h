@@ -72,6 +72,7 @@ class FusionCache {
   CacheExplanation explain(const std::vector<DeviceValue>& inputs);
   size_t size() const;
   size_t outputCount() const { return fusion_->outputs().size(); }
+  size_t inputCount() const { return fusion_->inputs().size(); }
   // The device the cache was made for (null: the driver's GPU of the inputs).
   DeviceOps* deviceOps() const { return ops_; }
   GpuVendor platform() const { return platform_; }

@@ -225,7 +225,7 @@ def forget_gpu_plans(fd) -> None:
     """Drops the fusion's GPU caches and the torch fast path's hold on them, so that its next GPU
     execute plans afresh (reading BRAZE_TUNING again, as compare.py's sweeps need). Other definitions
     that share the caches (the same definition made again) keep them."""
-    for name in ("_gpu_caches", "_torch_fast", "_torch_fast_checked", "_last_gpu_cache", "_last_run_was_gpu"):
+    for name in ("_gpu_caches", "_torch_fast", "_last_gpu_cache", "_last_run_was_gpu"):
         fd.__dict__.pop(name, None)
 
 
@@ -312,13 +312,11 @@ def _execute_torch(fd, inputs):
     if outputs is not None:
         note_last_run(fd, cache, on_gpu=True)
         # FusionDefinition.execute goes straight to the C++ pass from now on, until another kind of run: a
-        # function of the inputs alone, which follows torch's autograd rules for the inputs the fusion
-        # updates in place. A fusion that draws seeds takes a few Python steps around the pass instead.
-        updated = updated_inputs(fd)
-        if "_drawn_inputs" in fd.__dict__:
-            fd._torch_fast_checked = (cache, torch_outputs, updated)
-        else:
-            fd._torch_fast = cache.torch_runner(torch_outputs, list(updated))
+        # function of the caller's inputs alone, which follows torch's autograd rules for the inputs the
+        # fusion updates in place and draws the seeds of its random ops (generator.drawer).
+        drawn = generator.drawn_positions(fd)
+        fd._torch_fast = cache.torch_runner(torch_outputs, list(updated_inputs(fd)), list(drawn),
+                                            generator.drawer(len(drawn)) if drawn else None)
     return outputs
 
 
@@ -330,7 +328,6 @@ def note_last_run(fd, cache, on_gpu: bool) -> None:
     state["_last_gpu_cache" if on_gpu else "_last_host_cache"] = cache
     state["_last_run_was_gpu"] = on_gpu
     state.pop("_torch_fast", None)
-    state.pop("_torch_fast_checked", None)
 
 
 def _stream_handle(stream) -> int:

@@ -243,31 +243,13 @@ class FusionDefinition:
         # Thunder passes the three on every call: named here, they make no keyword dict.
         # The cached execute of CUDA torch tensors, in every call form nvFuser scripts and Thunder use
         # (positional, device=, the option keywords they pass), goes straight to the one C++ pass that reads
-        # the tensors, finds the plan and launches (_execute_torch opens it, and says when): where the
-        # fusion draws no seed, without entering this function (torch_fast_method below), in-place updates
-        # included; otherwise through the few steps here. Anything else goes the general way.
+        # the tensors, finds the plan and launches (_execute_torch opens it, and says when), without entering
+        # this function (torch_fast_method below), in-place updates and drawn seeds included. Anything else
+        # goes the general way.
         state = self.__dict__
         user_inputs = inputs  # what a reproducer records: the drawn seeds are drawn again when it runs
         if "_drawn_inputs" in state:
             inputs = _generator.with_drawn(self, _execute._flatten(inputs, self), device)
-        checked = state.get("_torch_fast_checked")
-        if (checked is not None and (not kwargs or kwargs.keys() <= _FAST_KWARGS)
-                and (device is None or type(device) is int or _execute.names_a_gpu(device))):
-            cache, torch_outputs, updated = checked
-            flat = None
-            try:
-                if updated:  # inputs it updates in place, whose autograd versions torch's rules follow
-                    flat = _execute._flatten(inputs)
-                    _execute.check_torch_updates(self, flat, updated)
-                outputs = cache.run_torch(_execute.plain_list(inputs), None, torch_outputs)
-            except Exception as error:
-                _execute.renumber_input_error(self, error)
-                _repro.report(self, user_inputs, error, False, kwargs or None)
-                raise
-            if outputs is not None:
-                if updated:
-                    _execute.bump_torch_versions(flat, updated)
-                return outputs
         if self._state != "done" and hasattr(self, "definition"):
             # nvFuser's subclass style: `def definition(self)` builds the fusion on first execute, once,
             # while the threads that execute it too at the same time wait for it.

@@ -61,12 +61,27 @@ def with_placeholders(fd, flat) -> list:
     return _insert(flat, positions, 0, 0)
 
 
+def drawer(ops: int):
+    """For the torch runner (FusionCache.torch_runner): draws for `ops` random ops from a call's inputs,
+    once it has read them, and returns each op's seed and offset in order, as with_drawn inserts them."""
+    def draw(flat):
+        seed, offset = _draw(flat, ops, None)
+        return _pairs(ops, seed, offset)
+    return draw
+
+
+def _pairs(ops, seed, offset) -> list:
+    """[seed, offset] of each of `ops` random ops, one flat list: they share the seed, their offsets step."""
+    return [value for k in range(ops) for value in (seed, offset + k * _OFFSET_STEP)]
+
+
 def _insert(flat, positions, seed, offset) -> list:
     if not positions:
         return flat
     full = type(flat)(flat)  # a list execute has flattened stays one
+    pairs = _pairs(len(positions), seed, offset)
     for k, position in enumerate(positions):  # ascending: each insert leaves the later positions right
-        full[position:position] = [seed, offset + k * _OFFSET_STEP]
+        full[position:position] = pairs[2 * k:2 * k + 2]
     return full
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from braze import DataType, FusionDefinition, _C, execute, fusion_definition, repro
+from braze import generator as braze_generator
 from test_gpu_binding_no_device import BF16, Output, StandInTensor, cached_stand_in_layer_norm, stand_in_torch
 
 
@@ -247,3 +248,68 @@ def test_a_device_seen_before_is_answered_without_asking_again(monkeypatch):
     # An int is an index without asking; a bool or a float equal to one is asked about by its name.
     assert execute.names_a_gpu(0) and not execute.names_a_gpu(True) and not execute.names_a_gpu(0.0)
     assert 0 not in execute.GPU_DEVICE_NAMES or execute.GPU_DEVICE_NAMES[0] is False
+
+
+class StandInGenerator:
+    """torch.cuda.default_generators[i] as generator.py reads it: a Philox seed and an offset."""
+
+    def __init__(self, seed):
+        self.seed, self.offset = seed, 0
+
+    def initial_seed(self):
+        return self.seed
+
+    def get_offset(self):
+        return self.offset
+
+    def set_offset(self, offset):
+        self.offset = offset
+
+
+def test_a_fusion_drawing_seeds_takes_the_runner_which_draws_once_per_run(monkeypatch):
+    """Two random ops without seeds (Thunder's dropout): the runner reads the inputs, then draws each op's seed
+    and offset from the device's generator as the function does, once per execute; a call it declines draws
+    nothing."""
+    torch = stand_in_torch(monkeypatch)
+    generator = StandInGenerator(2**63 + 5)  # past int64: drawn as its bits
+    torch.cuda = types.SimpleNamespace(default_generators=[generator], current_device=lambda: 0)
+    monkeypatch.setattr(StandInTensor, "device", types.SimpleNamespace(index=0), raising=False)
+    drawn = []
+    draw_for = braze_generator.drawer
+
+    def recording_drawer(ops):
+        draw = draw_for(ops)
+
+        def recording(flat):
+            values = draw(flat)
+            drawn.append(values)
+            return values
+        return recording
+
+    monkeypatch.setattr(braze_generator, "drawer", recording_drawer)
+    with FusionDefinition() as fd:
+        noise = fd.ops.uniform(0.0, 1.0, [64], dtype=DataType.Float)
+        keep = fd.ops.lt(fd.ops.uniform(0.0, 1.0, [64], dtype=DataType.Float), 0.9)
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.cast(fd.ops.where(keep, fd.ops.add(x, noise), 0.0), DataType.BFloat16))
+    assert braze_generator.drawn_positions(fd) == [0, 2]  # each op's seed, its offset after it; x is input 4
+    cache = _C.FusionCache(fd._fusion, "auto", no_device="h100")
+    fd.__dict__["_gpu_caches"] = {"auto": cache}
+    xs = StandInTensor(np.zeros(64, BF16), torch)
+    fd.execute([xs])  # the function's path: it draws, runs, then opens the runner
+    assert generator.offset == 8 and drawn == []
+    calls = counted_runner(fd)
+    for k in range(3):
+        (out,) = fd.execute((xs,), device=0, _enable_options=None)
+        assert isinstance(out, Output)
+        assert drawn[-1] == [5 - 2**63, 8 * (k + 1), 5 - 2**63, 8 * (k + 1) + 4]
+    assert calls == [True] * 3 and generator.offset == 32 and len(cache) == 1  # one plan: the seeds in place
+    # Declined before drawing: the function says what is wrong, drawing nothing either.
+    with pytest.raises(Exception, match="expected 1 inputs, got 2"):
+        fd.execute([xs, xs])
+    assert calls == [True] * 3 + [False] and len(drawn) == 3 and generator.offset == 32
+    # An input's error from the runner names it as the caller passed it.
+    monkeypatch.setattr(xs, "negative", True, raising=False)
+    with pytest.raises(Exception, match="input 0: a torch tensor with its negative bit set"):
+        fd.execute([xs])
+    assert len(drawn) == 3 and generator.offset == 32

@@ -57,9 +57,9 @@ class RecordingCache:
         self.calls.append(("run_torch", inputs, allocate, torch_outputs))
         return ["torch output"]
 
-    def torch_runner(self, torch_outputs=True, updated=()):
+    def torch_runner(self, torch_outputs=True, updated=(), drawn=(), draw=None):
         """run_torch as a function of the inputs alone: what FusionDefinition.execute's C method calls (the
-        in-place rules for `updated` are the binding's, tested with it)."""
+        in-place rules for `updated` and the seeds `draw` gives are the binding's, tested with it)."""
         return lambda inputs: self.run_torch(inputs, None, torch_outputs)
 
     def explain(self, inputs):
