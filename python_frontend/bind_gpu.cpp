@@ -463,7 +463,10 @@ void bindGpu(nb::module_& m) {
             // with no argument to convert but the inputs and no bound method to make.
             exec::FusionCache* cache = &nb::cast<exec::FusionCache&>(self);
             BRAZE_CHECK(drawn.empty() || !draw.is_none(), "torch_runner: drawn positions without a draw function");
-            BRAZE_CHECK(std::is_sorted(drawn.begin(), drawn.end()), "torch_runner: drawn positions not ascending");
+            for (size_t k = 1; k < drawn.size(); ++k) {  // each seed and its offset apart from the next pair
+              BRAZE_CHECK(drawn[k] >= drawn[k - 1] + 2, "torch_runner: drawn positions {} and {} overlap or descend",
+                          drawn[k - 1], drawn[k]);
+            }
             if (updated.empty() && drawn.empty()) {
               return nb::cpp_function(
                   [owner = nb::borrow(self), cache, torch_outputs](nb::handle inputs) {

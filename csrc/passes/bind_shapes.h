@@ -55,9 +55,9 @@ class BoundShapes {
       const auto id = static_cast<size_t>(v->id());
       return entryOr(bound, id, char{0}) != 0 ? &values[id] : nullptr;
     }
-    void reserve(size_t ids) {  // room for every id below `ids`
-      values.resize(ids);
-      bound.resize(ids, char{0});
+    void reserve(size_t ids) {  // room for every id below `ids` (never shrinks)
+      if (values.size() < ids) values.resize(ids);
+      if (bound.size() < ids) bound.resize(ids, char{0});
     }
     void set(const Val* v, T value) {
       const auto id = static_cast<size_t>(v->id());

@@ -278,6 +278,8 @@ def check_torch_updates(fd, flat, positions) -> None:
     if torch is None or not torch.is_grad_enabled():
         return
     for p in positions:
+        if p >= len(flat):
+            continue  # too few inputs: the execute says so
         t = flat[p]
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
             # The flat position: FusionDefinition.execute gives the message the caller's (renumber_input_error).
@@ -311,6 +313,8 @@ def _execute_torch(fd, inputs):
     outputs = cache.run_torch(plain_list(inputs), None, torch_outputs)
     if outputs is not None:
         note_last_run(fd, cache, on_gpu=True)
+        if getattr(fd, "_vector_sizes", None):
+            return outputs  # a define_vector input comes as a list, which the runner never takes
         # FusionDefinition.execute goes straight to the C++ pass from now on, until another kind of run: a
         # function of the caller's inputs alone, which follows torch's autograd rules for the inputs the
         # fusion updates in place and draws the seeds of its random ops (generator.drawer).

@@ -192,7 +192,7 @@ def test_fusions_that_update_inputs_keep_torchs_version_rules_on_their_fast_path
     fd.__dict__["_gpu_caches"] = {"auto": cache}
     a, b = (StandInTensor(np.zeros(64, BF16), torch) for _ in range(2))
     fd.execute([a, b])
-    assert "_torch_fast" in fd.__dict__ and "_torch_fast_checked" not in fd.__dict__
+    assert "_torch_fast" in fd.__dict__
     calls = counted_runner(fd)
     fd.execute((a, b), device=0, _enable_options=None)
     assert calls == [True] and bumped == [[a], [a]] and len(cache) == 1
@@ -313,3 +313,6 @@ def test_a_fusion_drawing_seeds_takes_the_runner_which_draws_once_per_run(monkey
     with pytest.raises(Exception, match="input 0: a torch tensor with its negative bit set"):
         fd.execute([xs])
     assert len(drawn) == 3 and generator.offset == 32
+    # Positions that overlap (a seed where the previous offset is) are refused when the runner is made.
+    with pytest.raises(Exception, match="drawn positions 0 and 1 overlap"):
+        cache.torch_runner(True, [], [0, 1], lambda flat: [])

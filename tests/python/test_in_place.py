@@ -432,3 +432,15 @@ def test_the_cached_update_follows_torchs_autograd_rules_on_its_fast_path():
     with torch.no_grad():
         fd.execute([leaf, w])
     assert ran[-1] and leaf._version == 1
+
+
+def test_too_few_inputs_of_an_update_get_the_count_error_with_grad_enabled():
+    """torch's leaf rule is checked at the updated positions: where the caller passed fewer inputs, the error
+    says how many it takes (not an IndexError from the check)."""
+    torch = pytest.importorskip("torch")
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b), alias_input=b)
+    with torch.enable_grad(), pytest.raises(ValueError, match="expected 2 inputs, got 1"):
+        fd.execute([torch.zeros(3)])
