@@ -231,6 +231,53 @@ void checkArity(OpKind kind, size_t inputs, size_t outputs, const std::string& w
               a.outputs);
 }
 
+// The axis attributes that passes index with. The builders store them normalized: "dim" within the
+// rank of the first input, "dims" ascending and distinct (a permutation for permute), and the
+// outputs' rank follows from them. A record is held to the same, so that a hand-written one can
+// neither index out of range nor count a repeated dim as another reduction domain.
+void checkAxes(OpKind kind, const std::vector<Val*>& inputs, const std::vector<Val*>& outputs, const Attributes& attrs,
+               const std::string& where) {
+  const OpCategory category = opInfo(kind).category;
+  const bool takes_dims = category == OpCategory::Reduction || category == OpCategory::Normalization ||
+                          kind == OpKind::Permute || kind == OpKind::Squeeze;
+  constexpr OpKind kTakesDim[] = {OpKind::Cat,    OpKind::IndexSelect, OpKind::Gather,  OpKind::TakeAlongAxis,
+                                  OpKind::Cumsum, OpKind::TopK,        OpKind::Argsort, OpKind::Scatter,
+                                  OpKind::Size};
+  const bool takes_dim = std::find(std::begin(kTakesDim), std::end(kTakesDim), kind) != std::end(kTakesDim);
+  if (!takes_dims && !takes_dim) return;
+  BRAZE_CHECK(!inputs.empty() && inputs[0]->isTensor(), "fusion json: {} needs a tensor as its first input", where);
+  const TensorView* x = inputs[0]->asTensor();
+  const int64_t rank = x->rank();
+  const std::string_view name = takes_dims ? "dims" : "dim";
+  BRAZE_CHECK(attrs.has(name), "fusion json: {} has no attribute '{}'", where, name);
+  const AttrValue& value = attrs.get(name);
+  if (takes_dim) {
+    const int64_t* dim = std::get_if<int64_t>(&value);
+    BRAZE_CHECK(dim != nullptr && *dim >= 0 && *dim < rank,
+                "fusion json: {} attribute 'dim' is {}; expected an int in [0, {}) for {} of rank {}", where,
+                toString(value), rank, x->name(), rank);
+    return;
+  }
+  const auto* dims = std::get_if<std::vector<int64_t>>(&value);
+  BRAZE_CHECK(dims != nullptr, "fusion json: {} attribute 'dims' is {}; expected ints", where, toString(value));
+  std::vector<int64_t> sorted = *dims;
+  std::sort(sorted.begin(), sorted.end());
+  const bool in_range = sorted.empty() || (sorted.front() >= 0 && sorted.back() < rank);
+  const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+  const bool permutation = kind != OpKind::Permute || static_cast<int64_t>(sorted.size()) == rank;
+  const bool ascending = kind == OpKind::Permute || sorted == *dims;
+  BRAZE_CHECK(in_range && distinct && permutation && ascending,
+              "fusion json: {} dims [{}] for {} of rank {}: expected {}", where, fmt::join(*dims, ", "), x->name(),
+              rank, kind == OpKind::Permute ? "a permutation of its dims" : "distinct dims in range, ascending");
+  const bool* keep = attrs.has("keepdim") ? std::get_if<bool>(&attrs.get("keepdim")) : nullptr;
+  const bool keepdim = keep != nullptr && *keep;
+  const int64_t out_rank = kind == OpKind::Permute || keepdim ? rank : rank - static_cast<int64_t>(dims->size());
+  for (const Val* out : outputs) {
+    BRAZE_CHECK(out->isTensor() && out->asTensor()->rank() == out_rank, "fusion json: {} output {} should be a tensor of rank {}",
+                where, out->name(), out_rank);
+  }
+}
+
 // Kahn's algorithm: every expr must become ready, else some chain of exprs feeds itself (which would
 // make exprsToEvaluate loop forever).
 void checkAcyclic(const Fusion& fusion) {
@@ -362,6 +409,7 @@ class Reader {
       BRAZE_CHECK(!attrs.has(attr_name), "fusion json: {} has attribute '{}' twice", op_where, attr_name);
       attrs.set(attr_name, attrFromJson(a, fmt::format("{} '{}'", attr_where, attr_name)));
     }
+    checkAxes(*kind, inputs, outputs, attrs, op_where);
     fusion_.restoreNextIds(next_val_id_, id);
     fusion_.newExpr(*kind, std::move(inputs), std::move(outputs), std::move(attrs));
     next_expr_id_ = std::max(next_expr_id_, id + 1);

@@ -336,6 +336,46 @@ TEST(Json, WrongArityIsAnError) {
   expectError([](json& j) { j["exprs"][1]["outputs"] = json::array(); }, "has 0 outputs but neg has 1");
 }
 
+// T1 = sum(T0, dims=[1]) over a rank-3 T0, T2 = permute(T1, [1, 0]), T3 = cumsum(T2, dim=0).
+json axesRecord() {
+  return toJson(build([](Fusion& f) {
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, DataType::Float);
+    f.addOutput(cumsum(permute(reduce(OpKind::Sum, x, {1}), {1, 0}), 0));
+  }));
+}
+
+void expectAxesError(const std::function<void(json&)>& corrupt, const std::string& expected) {
+  json record = axesRecord();
+  corrupt(record);
+  const std::string message = errorOf(record);
+  EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in: " << message;
+}
+
+json& attr(json& record, size_t expr, const std::string& name) {
+  for (json& a : record["exprs"][expr]["attrs"]) {
+    if (a["name"] == name) return a["value"];
+  }
+  ADD_FAILURE() << "expr " << expr << " has no attribute " << name;
+  return record;
+}
+
+TEST(Json, AxesOutOfRangeRepeatedOrUnsortedAreAnError) {
+  EXPECT_NO_THROW(fusionFromJson(axesRecord()));
+  const std::string sum_dims = "expected distinct dims in range, ascending";
+  expectAxesError([](json& j) { attr(j, 0, "dims") = {3}; }, "dims [3] for T0 of rank 3: " + sum_dims);
+  expectAxesError([](json& j) { attr(j, 0, "dims") = {-1}; }, sum_dims);
+  expectAxesError([](json& j) { attr(j, 0, "dims") = {1, 1}; }, sum_dims);
+  expectAxesError([](json& j) { attr(j, 0, "dims") = {2, 0}; }, sum_dims);
+  expectAxesError([](json& j) { attr(j, 0, "dims") = {0, 2}; }, "output T1 should be a tensor of rank 1");
+  expectAxesError([](json& j) { j["exprs"][0]["attrs"][0] = {{"name", "dims"}, {"type", "int"}, {"value", 1}}; },
+                  "attribute 'dims' is 1; expected ints");
+  expectAxesError([](json& j) { j["exprs"][0]["attrs"] = json::array(); }, "has no attribute 'dims'");
+  expectAxesError([](json& j) { attr(j, 1, "dims") = {1, 1}; }, "expected a permutation of its dims");
+  expectAxesError([](json& j) { attr(j, 1, "dims") = {0}; }, "expected a permutation of its dims");
+  expectAxesError([](json& j) { attr(j, 2, "dim") = 2; }, "attribute 'dim' is 2; expected an int in [0, 2)");
+  expectAxesError([](json& j) { attr(j, 2, "dim") = -1; }, "expected an int in [0, 2)");
+}
+
 TEST(Json, CyclesAndDoubleDefinitionsAreAnError) {
   // neg reads its own result through add: T2 = add(T0, T3), T3 = neg(T2).
   expectError([](json& j) { j["exprs"][0]["inputs"][1] = 3; }, "the exprs form a cycle");
