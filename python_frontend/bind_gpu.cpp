@@ -10,6 +10,7 @@
 #include "torch_tensors.h"
 
 #include "support/error.h"
+#include "support/thread_scratch.h"
 #include "passes/mark_aliases_prepare.h"
 #include "exec/config_report.h"
 #include "exec/fusion_cache.h"
@@ -167,13 +168,40 @@ struct OutputMaker {
   }
 };
 
+// runValues' outputs and their maker, reused by the runs on a thread (RunOutputsLease).
+struct RunOutputs {
+  std::vector<DeviceOutput> outputs;
+  OutputMaker maker;
+};
+
+// The thread's RunOutputs for one run, left holding nothing when the run is over: the outputs' memory and
+// the tensors made for them belong to the caller's results alone (the vectors keep their capacity).
+class RunOutputsLease {
+ public:
+  ~RunOutputsLease() {
+    RunOutputs& run = lease_.get();
+    for (DeviceOutput& out : run.outputs) out.owner.reset();
+    run.maker.allocate = nb::object();
+    run.maker.allocated.clear();
+  }
+  RunOutputs& get() { return lease_.get(); }
+
+ private:
+  ThreadScratch<RunOutputs> lease_;
+};
+
 nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inputs,
                    const std::vector<nb::object>& held, uintptr_t stream, const std::string& framework,
                    nb::object allocate, const TorchTypes* torch_outputs = nullptr, bool host_outputs = false) {
   // JAX reads what it imports on its own stream without waiting on ours: hand it finished outputs.
   const bool wait = framework == "jax";
-  std::vector<DeviceOutput> outputs;
-  OutputMaker maker{std::move(allocate), torch_outputs, host_outputs, std::vector<nb::object>(cache.outputCount())};
+  RunOutputsLease lease;
+  std::vector<DeviceOutput>& outputs = lease.get().outputs;
+  OutputMaker& maker = lease.get().maker;
+  maker.allocate = std::move(allocate);
+  maker.torch = torch_outputs;
+  maker.host_outputs = host_outputs;
+  maker.allocated.resize(cache.outputCount());
   std::vector<nb::object>& allocated = maker.allocated;
   // One pointer: the std::function holds it without a heap allocation of its own.
   const device::OutputAllocator allocator = [m = &maker](size_t output, const DeviceTensor& spec) {
@@ -184,11 +212,7 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
   // A prepared plan launches in microseconds: with the GIL held (as torch launches), which saves giving
   // it up and taking it back around the run and around each output the allocator makes. A miss plans
   // and compiles for milliseconds, and a wait blocks on the GPU: without it.
-  std::optional<std::vector<DeviceOutput>> hit;
-  if (!wait) hit = cache.runIfPrepared(inputs, handle, wait, allocator_or_none);
-  if (hit) {
-    outputs = std::move(*hit);
-  } else {
+  if (wait || !cache.runIfPrepared(inputs, outputs, handle, wait, allocator_or_none)) {
     nb::gil_scoped_release release;
     outputs = cache.run(inputs, handle, wait, allocator_or_none);
   }
@@ -227,28 +251,29 @@ nb::list runValues(exec::FusionCache& cache, const std::vector<DeviceValue>& inp
   return result;
 }
 
-// The items of a list or tuple, each held.
-std::vector<nb::object> hold(nb::handle py_inputs) {
+// The items of a list or tuple, each held, written over `held`.
+void hold(nb::handle py_inputs, std::vector<nb::object>& held) {
   PyObject* sequence = py_inputs.ptr();
   const bool list = PyList_Check(sequence);
   const Py_ssize_t n = list ? PyList_GET_SIZE(sequence) : PyTuple_GET_SIZE(sequence);
-  std::vector<nb::object> held;
+  held.clear();
   held.reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     held.push_back(nb::borrow(list ? PyList_GET_ITEM(sequence, i) : PyTuple_GET_ITEM(sequence, i)));
   }
-  return held;
 }
 
 nb::list run(exec::FusionCache& cache, nb::list py_inputs, uintptr_t stream, const std::string& framework,
              nb::object allocate) {
-  const std::vector<nb::object> held = hold(py_inputs);
+  std::vector<nb::object> held;
+  hold(py_inputs, held);
   std::vector<nb::ndarray<nb::ro>> imported;  // DLPack imports, alive until the run is over
   const std::vector<DeviceValue> inputs = deviceValues(py_inputs, imported, cache);
   return runValues(cache, inputs, held, stream, framework, allocate);
 }
 
-// What runTorch reads before it runs: the held items, their values and the stream to run on.
+// What runTorch reads before it runs: the held items, their values and the stream to run on. Read into
+// the thread's reused one (TorchRunLease), so that reading tensors allocates nothing after the first run.
 struct TorchRun {
   std::vector<nb::object> held;
   std::vector<DeviceValue> inputs;
@@ -256,44 +281,64 @@ struct TorchRun {
   bool stood_in = false;  // CPU tensors standing in (see runTorch): outputs on the CPU, the legacy stream
 };
 
-// runTorch's reading: none, having done nothing, for inputs the general path takes.
-std::optional<TorchRun> readTorchRun(exec::FusionCache& cache, nb::handle py_inputs, const TorchTypes& torch) {
-  if (!PyList_CheckExact(py_inputs.ptr()) && !PyTuple_CheckExact(py_inputs.ptr())) return std::nullopt;
-  TorchRun run;
+// The thread's TorchRun for one run, its held items released when the run is over (nothing of the caller's
+// is kept alive between runs; the vectors keep their capacity).
+class TorchRunLease {
+ public:
+  ~TorchRunLease() { lease_.get().held.clear(); }
+  TorchRun& get() { return lease_.get(); }
+
+ private:
+  ThreadScratch<TorchRun> lease_;
+};
+
+// `slot` as a tensor to read into: the tensor it holds (its vectors reused), or a new one.
+DeviceTensor& tensorSlot(DeviceValue& slot) {
+  if (auto* t = std::get_if<DeviceTensor>(&slot)) return *t;
+  return slot.emplace<DeviceTensor>();
+}
+
+// runTorch's reading into `run`: false, having read nothing the caller uses, for inputs the general path
+// takes.
+bool readTorchRun(exec::FusionCache& cache, nb::handle py_inputs, const TorchTypes& torch, TorchRun& run) {
+  if (!PyList_CheckExact(py_inputs.ptr()) && !PyTuple_CheckExact(py_inputs.ptr())) return false;
   // Held before anything is read: reading a torch attribute may run Python code (a TorchFunctionMode),
   // which could let another thread change the caller's list.
-  run.held = hold(py_inputs);
-  run.inputs.reserve(run.held.size());
+  hold(py_inputs, run.held);
+  const size_t n = run.held.size();
+  if (run.inputs.size() > n) run.inputs.resize(n);
+  run.inputs.reserve(n);
   int device = -1;
   const bool host_ok = cache.deviceOps() == &noOpDeviceTakingCpuTensors();
   TorchRead read;
-  for (size_t i = 0; i < run.held.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     nb::handle item = run.held[i];
+    DeviceValue& slot = i < run.inputs.size() ? run.inputs[i] : run.inputs.emplace_back();
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(item.ptr()));
     if (type == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
-      run.inputs.emplace_back(ScalarValue{PyFloat_AS_DOUBLE(item.ptr())});
+      slot = ScalarValue{PyFloat_AS_DOUBLE(item.ptr())};
     } else if (type == reinterpret_cast<PyObject*>(&PyBool_Type)) {
-      run.inputs.emplace_back(ScalarValue{item.ptr() == Py_True});
+      slot = ScalarValue{item.ptr() == Py_True};
     } else if (type == reinterpret_cast<PyObject*>(&PyLong_Type)) {
-      run.inputs.emplace_back(ScalarValue{int64FromPython(item, static_cast<int64_t>(i))});
+      slot = ScalarValue{int64FromPython(item, static_cast<int64_t>(i))};
     } else if (!isPlainTorchTensor(torch, item)) {
-      return std::nullopt;
-    } else if (std::optional<DeviceTensor> t =
-                   torchTensorOf(torch, item, i, cache.cpuScalarInput(i), host_ok, &read)) {
-      if (device < 0) device = t->device;  // a CPU scalar's -1 names none
-      run.inputs.emplace_back(std::move(*t));
+      return false;
     } else {
-      return std::nullopt;  // a CPU tensor, or a dtype braze lacks: the general path says so
+      DeviceTensor& t = tensorSlot(slot);
+      // A CPU tensor, or a dtype braze lacks: the general path says so.
+      if (!torchTensorInto(torch, item, i, cache.cpuScalarInput(i), host_ok, &read, t)) return false;
+      if (device < 0) device = t.device;  // a CPU scalar's -1 names none
     }
   }
-  if (device < 0) return std::nullopt;
+  if (device < 0) return false;
   run.stood_in = read.stood_in;
+  run.stream = 0;
   if (!run.stood_in) {
     const std::optional<uintptr_t> stream = torchCurrentStream(torch, device);
-    if (!stream) return std::nullopt;
+    if (!stream) return false;
     run.stream = *stream;
   }
-  return run;
+  return true;
 }
 
 nb::object runRead(exec::FusionCache& cache, const TorchRun& run, nb::object allocate,
@@ -310,9 +355,9 @@ nb::object runRead(exec::FusionCache& cache, const TorchRun& run, nb::object all
 nb::object runTorch(exec::FusionCache& cache, nb::handle py_inputs, nb::object allocate, bool torch_outputs) {
   const TorchTypes* torch = importedTorch();  // once for every input and output of the run
   if (torch == nullptr) return nb::none();
-  std::optional<TorchRun> run = readTorchRun(cache, py_inputs, *torch);
-  if (!run) return nb::none();
-  return runRead(cache, *run, std::move(allocate), torch_outputs ? torch : nullptr);
+  TorchRunLease run;
+  if (!readTorchRun(cache, py_inputs, *torch, run.get())) return nb::none();
+  return runRead(cache, run.get(), std::move(allocate), torch_outputs ? torch : nullptr);
 }
 
 // What a torch runner of a fusion does besides runTorch: the inputs it updates in place (torch's rule
@@ -353,8 +398,9 @@ nb::object runWithSteps(exec::FusionCache& cache, nb::handle inputs, const Runne
   if (!steps.updated.empty() && !torchAllowsUpdates(full, steps.updated)) return nb::none();
   const TorchTypes* torch = importedTorch();
   if (torch == nullptr) return nb::none();
-  std::optional<TorchRun> run = readTorchRun(cache, full, *torch);
-  if (!run) return nb::none();
+  TorchRunLease lease;
+  TorchRun* run = &lease.get();
+  if (!readTorchRun(cache, full, *torch, *run)) return nb::none();
   if (!steps.drawn.empty()) {
     const nb::object values = steps.draw(given);
     BRAZE_CHECK(nb::len(values) == 2 * steps.drawn.size(), "the seed draw gave {} values for {} random ops",

@@ -154,12 +154,13 @@ const TorchAbi* loadTorchAbi(nb::handle torch) {
   return abi;
 }
 
-std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor) {
+bool readTorchTensor(const TorchAbi& abi, PyObject* tensor, TorchTensorFields& fields, std::vector<int64_t>& sizes_out,
+                     std::vector<int64_t>& strides_out) {
   Handle raw = nullptr;
-  if (failed(abi.from_pyobject(tensor, &raw))) return std::nullopt;
+  if (failed(abi.from_pyobject(tensor, &raw))) return false;
   const OwnedHandle handle(abi, raw);
   bool has_storage = false;
-  if (failed(abi.has_storage(handle.get(), &has_storage)) || !has_storage) return std::nullopt;
+  if (failed(abi.has_storage(handle.get(), &has_storage)) || !has_storage) return false;
   void* data = nullptr;
   int64_t rank = 0;
   int64_t* sizes = nullptr;
@@ -171,17 +172,16 @@ std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* 
       failed(abi.sizes(handle.get(), &sizes)) || failed(abi.strides(handle.get(), &strides)) ||
       failed(abi.dtype(handle.get(), &dtype)) || failed(abi.device_type(handle.get(), &device_type)) ||
       failed(abi.device_index(handle.get(), &device_index))) {
-    return std::nullopt;
+    return false;
   }
-  TorchTensorFields fields;
   fields.data = reinterpret_cast<uintptr_t>(data);
   fields.dtype = abi.dataTypeOf(dtype);
   fields.on_cuda = device_type == abi.cuda;
   fields.on_cpu = device_type == abi.cpu;
   fields.device_index = device_index;
-  fields.sizes.assign(sizes, sizes + rank);
-  fields.strides.assign(strides, strides + rank);
-  return fields;
+  sizes_out.assign(sizes, sizes + rank);
+  strides_out.assign(strides, strides + rank);
+  return true;
 }
 
 bool torchAbiHasDtype(const TorchAbi& abi, DataType dtype) { return abi.codeOf(dtype).has_value(); }

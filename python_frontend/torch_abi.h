@@ -29,18 +29,18 @@ struct TorchTensorFields {
   bool on_cuda = false;
   bool on_cpu = false;
   int device_index = -1;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
 };
 
 // The stable ABI of the torch module `torch` (found through torch._C), or null where this torch lacks it.
 // Looked up once per process; never freed (the library stays loaded).
 const TorchAbi* loadTorchAbi(nanobind::handle torch);
 
-// `tensor`'s fields through the C ABI; nullopt where torch reports an error for it (a tensor without
-// storage, say), which the attribute path then reports in Python's terms. `tensor` must be a
+// `tensor`'s fields through the C ABI, its sizes and strides written over `sizes` and `strides` (whose
+// capacity a caller reading again and again reuses); false where torch reports an error for it (a tensor
+// without storage, say), which the attribute path then reports in Python's terms. `tensor` must be a
 // torch.Tensor (or subclass) object; the GIL must be held.
-std::optional<TorchTensorFields> readTorchTensor(const TorchAbi& abi, PyObject* tensor);
+bool readTorchTensor(const TorchAbi& abi, PyObject* tensor, TorchTensorFields& fields, std::vector<int64_t>& sizes,
+                     std::vector<int64_t>& strides);
 
 // Whether torch's ABI names a dtype code for `dtype` (else emptyStridedThroughAbi cannot make it).
 bool torchAbiHasDtype(const TorchAbi& abi, DataType dtype);

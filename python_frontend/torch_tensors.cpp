@@ -132,17 +132,16 @@ nb::object tupleOf(const std::vector<int64_t>& values) {
 }
 
 // A tuple of ints (torch's shape and stride() are tuples, torch.Size one too) read without an iterator;
-// any other sequence item by item.
-std::vector<int64_t> int64s(nb::handle sequence) {
-  std::vector<int64_t> values;
+// any other sequence item by item. Written over `values`, whose capacity a caller reading again reuses.
+void int64s(nb::handle sequence, std::vector<int64_t>& values) {
+  values.clear();
   if (PyTuple_Check(sequence.ptr())) {
     const Py_ssize_t n = PyTuple_GET_SIZE(sequence.ptr());
     values.reserve(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) values.push_back(nb::cast<int64_t>(nb::handle(PyTuple_GET_ITEM(sequence.ptr(), i))));
-    return values;
+    return;
   }
   for (nb::handle item : sequence) values.push_back(nb::cast<int64_t>(item));
-  return values;
 }
 
 // torch.compile's allocation call (`call`: _empty_strided_cuda or _empty_strided_cpu) where this torch has
@@ -270,10 +269,11 @@ bool takenFrom(Place place, bool cpu_scalar, bool host_stand_in) {
   return place == Place::Cuda || (place == Place::Cpu && (cpu_scalar || host_stand_in));
 }
 
-// The device of a tensor read from `place`: its GPU; -1 for a CPU scalar (kernels get its value); device
-// 0 for a host tensor standing in; none for any other host tensor (the DLPack path says what is wrong).
-std::optional<device::DeviceTensor> placed(device::DeviceTensor t, Place place, int cuda_device, bool cpu_scalar,
-                                           bool host_stand_in, TorchRead* note) {
+// The device of a tensor read from `place` into `t`: its GPU; -1 for a CPU scalar (kernels get its value);
+// device 0 for a host tensor standing in; false for any other host tensor (the DLPack path says what is
+// wrong).
+bool placed(device::DeviceTensor& t, Place place, int cuda_device, bool cpu_scalar, bool host_stand_in,
+            TorchRead* note) {
   unitStridesOfSizeOneDims(t);
   if (place == Place::Cuda) {
     t.device = cuda_device;
@@ -283,25 +283,9 @@ std::optional<device::DeviceTensor> placed(device::DeviceTensor t, Place place, 
     t.device = 0;
     if (note != nullptr) note->stood_in = true;
   } else {
-    return std::nullopt;
+    return false;
   }
-  return t;
-}
-
-// torchTensorOf through the C ABI's fields.
-std::optional<device::DeviceTensor> fromAbiFields(const TorchTypes& torch, TorchTensorFields fields,
-                                                  nb::handle object, size_t input, bool cpu_scalar,
-                                                  bool host_stand_in, TorchRead* note) {
-  const Place place = fields.on_cuda ? Place::Cuda : fields.on_cpu ? Place::Cpu : Place::Other;
-  if (!takenFrom(place, cpu_scalar, host_stand_in)) return std::nullopt;
-  refuseNegativeViews(torch, object, input);
-  if (!fields.dtype) return std::nullopt;
-  device::DeviceTensor t;
-  t.data = fields.data;
-  t.dtype = *fields.dtype;
-  t.sizes = std::move(fields.sizes);
-  t.strides = std::move(fields.strides);
-  return placed(std::move(t), place, fields.device_index, cpu_scalar, host_stand_in, note);
+  return true;
 }
 
 // Where a tensor is, through its attributes: is_cuda, then is_cpu (a stand-in without it is in host memory;
@@ -325,37 +309,46 @@ std::optional<device::DeviceTensor> torchTensorOf(nb::handle object, size_t inpu
                                                   bool host_stand_in, TorchRead* note) {
   const TorchTypes* torch = torchTypes();
   if (torch == nullptr) return std::nullopt;
-  return torchTensorOf(*torch, object, input, cpu_scalar, host_stand_in, note);
+  device::DeviceTensor t;
+  if (!torchTensorInto(*torch, object, input, cpu_scalar, host_stand_in, note, t)) return std::nullopt;
+  return t;
 }
 
-std::optional<device::DeviceTensor> torchTensorOf(const TorchTypes& torch, nb::handle object, size_t input,
-                                                  bool cpu_scalar, bool host_stand_in, TorchRead* note) {
+bool torchTensorInto(const TorchTypes& torch, nb::handle object, size_t input, bool cpu_scalar, bool host_stand_in,
+                     TorchRead* note, device::DeviceTensor& t) {
   // The types are reset in place (releaseTorchTypes, another torch module) while Python code runs: a caller
   // holding them across such code may find them empty, and then reads nothing.
-  if (!torch.tensor_type.is_valid() || !nb::isinstance(object, torch.tensor_type)) return std::nullopt;
+  if (!torch.tensor_type.is_valid() || !nb::isinstance(object, torch.tensor_type)) return false;
   // A subclass may report other fields than its storage holds (a wrapper subclass): read as it says.
-  if (torch.abi != nullptr && torchAbiEnabled() && object.type().is(torch.tensor_type)) {
-    if (std::optional<TorchTensorFields> fields = readTorchTensor(*torch.abi, object.ptr())) {
-      if (note != nullptr) note->through_abi = true;
-      return fromAbiFields(torch, std::move(*fields), object, input, cpu_scalar, host_stand_in, note);
-    }
+  TorchTensorFields fields;
+  if (torch.abi != nullptr && torchAbiEnabled() && object.type().is(torch.tensor_type) &&
+      readTorchTensor(*torch.abi, object.ptr(), fields, t.sizes, t.strides)) {
+    if (note != nullptr) note->through_abi = true;
+    const Place place = fields.on_cuda ? Place::Cuda : fields.on_cpu ? Place::Cpu : Place::Other;
+    if (!takenFrom(place, cpu_scalar, host_stand_in)) return false;
+    refuseNegativeViews(torch, object, input);
+    if (!fields.dtype) return false;
+    t.data = fields.data;
+    t.dtype = *fields.dtype;
+    return placed(t, place, fields.device_index, cpu_scalar, host_stand_in, note);
   }
   const Names& name = names();
   const Place place = placeOf(object);
-  if (!takenFrom(place, cpu_scalar, host_stand_in)) return std::nullopt;
+  if (!takenFrom(place, cpu_scalar, host_stand_in)) return false;
   refuseNegativeViews(torch, object, input);
   nb::object dtype = object.attr(name.dtype);
   const auto known = std::find_if(torch.dtypes.begin(), torch.dtypes.end(),
                                   [&](const auto& entry) { return entry.first.is(dtype); });
-  if (known == torch.dtypes.end()) return std::nullopt;
-  device::DeviceTensor t;
+  if (known == torch.dtypes.end()) return false;
   t.dtype = known->second;  // before any more Python code runs (which may reset the types)
   // data_ptr() is the address of element [0, ..., 0]: the storage offset is in it already.
   t.data = nb::cast<uint64_t>(callMethod(object, name.data_ptr));
-  t.sizes = int64s(object.attr(name.shape));
-  t.strides = int64s(callMethod(object, name.stride));
+  int64s(object.attr(name.shape), t.sizes);
+  int64s(callMethod(object, name.stride), t.strides);
+  BRAZE_CHECK(t.sizes.size() == t.strides.size(), "input {}: its shape has {} dims but its stride() has {}", input,
+              t.sizes.size(), t.strides.size());
   const int cuda_device = place == Place::Cuda ? nb::cast<int>(callMethod(object, name.get_device)) : -1;
-  return placed(std::move(t), place, cuda_device, cpu_scalar, host_stand_in, note);
+  return placed(t, place, cuda_device, cpu_scalar, host_stand_in, note);
 }
 
 bool isPlainTorchTensor(nb::handle object) {

@@ -37,8 +37,10 @@ struct TorchRead {
 // (torch_abi.h), anything else through its Python attributes; `note` says which.
 std::optional<device::DeviceTensor> torchTensorOf(nanobind::handle object, size_t input, bool cpu_scalar,
                                                   bool host_stand_in = false, TorchRead* note = nullptr);
-std::optional<device::DeviceTensor> torchTensorOf(const TorchTypes& torch, nanobind::handle object, size_t input,
-                                                  bool cpu_scalar, bool host_stand_in, TorchRead* note);
+// The same, read into `t` (its vectors' capacity reused by a caller reading again and again); false
+// where torchTensorOf gives nullopt (`t` then holds whatever was read).
+bool torchTensorInto(const TorchTypes& torch, nanobind::handle object, size_t input, bool cpu_scalar,
+                     bool host_stand_in, TorchRead* note, device::DeviceTensor& t);
 
 // Whether the torch module in sys.modules has torch's stable C ABI for Python tensors (torch_abi.h).
 bool torchHasCAbi();

@@ -18,9 +18,9 @@ of [batch, 1024, 768] (65 to 127 after 64: a power of two the cache knows).
     PYTHONPATH=build/python python3 benchmarks/python/binding_overhead.py [--calls N]
 
 Timings on a shared machine move by up to 2x between runs. Instructions do not: --repeat ROW runs one row
-(floor, plain or thunder: fd.execute on the stand-ins, positional or in Thunder's form) --calls times and
-nothing else, for `valgrind --tool=callgrind`; tools/instructions_per_call.sh runs it at two call counts and
-prints the instructions per call.
+(floor; plain, device_index, device_string, device_object, options or thunder: fd.execute on the stand-ins in
+that call form) --calls times and nothing else, for `valgrind --tool=callgrind`; tools/instructions_per_call.sh
+runs it at two call counts and prints the instructions per call.
 """
 
 from __future__ import annotations
@@ -193,7 +193,8 @@ def real_torch_rows(calls):
 
 
 # The rows --repeat runs: their positions in main's list.
-REPEATABLE = {"floor": 0, "plain": 4, "thunder": 9}
+REPEATABLE = {"floor": 0, "plain": 4, "device_index": 5, "device_string": 6, "device_object": 7, "options": 8,
+              "thunder": 9}
 
 
 def main():

@@ -5,6 +5,7 @@
 #include "device/hip/query_hip_device.h"
 
 #include "support/error.h"
+#include "support/thread_scratch.h"
 #include "codegen/source_emitter.h"
 #include "kernel/index_errors.h"
 #include "reference/input_check.h"
@@ -50,20 +51,27 @@ std::vector<DeviceOutput> FusionCache::run(const std::vector<DeviceValue>& input
   const InputSignature signature = InputSignature::of(inputs, launch_arguments_);
   std::shared_ptr<const PreparedPlan> plan = find(signature);
   if (!plan) plan = prepareMiss(inputs, signature);
-  return runPlan(plan, inputs, stream, wait, allocator);
+  std::vector<DeviceOutput> outputs;
+  runPlan(plan, inputs, outputs, stream, wait, allocator);
+  return outputs;
 }
 
-std::optional<std::vector<DeviceOutput>> FusionCache::runIfPrepared(const std::vector<DeviceValue>& inputs,
-                                                                    StreamHandle stream, bool wait,
-                                                                    const OutputAllocator* allocator) {
-  std::shared_ptr<const PreparedPlan> plan = find(InputSignature::of(inputs, launch_arguments_));
-  if (!plan) return std::nullopt;
-  return runPlan(plan, inputs, stream, wait, allocator);
+bool FusionCache::runIfPrepared(const std::vector<DeviceValue>& inputs, std::vector<DeviceOutput>& outputs,
+                                StreamHandle stream, bool wait, const OutputAllocator* allocator) {
+  std::shared_ptr<const PreparedPlan> plan;
+  {
+    ThreadScratch<InputSignature> signature;  // its words' capacity kept from call to call
+    signature.get().assign(inputs, launch_arguments_);
+    plan = find(signature.get());
+  }
+  if (!plan) return false;
+  runPlan(plan, inputs, outputs, stream, wait, allocator);
+  return true;
 }
 
-std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const PreparedPlan>& plan,
-                                               const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
-                                               const OutputAllocator* allocator) {
+void FusionCache::runPlan(const std::shared_ptr<const PreparedPlan>& plan, const std::vector<DeviceValue>& inputs,
+                          std::vector<DeviceOutput>& outputs, StreamHandle stream, bool wait,
+                          const OutputAllocator* allocator) {
   // A Bool launch argument's value is not in the signature, so not checked where a plan is made.
   for (size_t i : bool_arguments_) {
     if (const auto* v = std::get_if<ScalarValue>(&inputs[i])) checkBoolScalarInput(i, fusion_->inputs()[i], *v);
@@ -78,9 +86,8 @@ std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const Prepa
     last_ = plan;
     last_address_.store(plan.get(), std::memory_order_relaxed);
   }
-  std::vector<DeviceOutput> outputs;
   try {
-    outputs = plan->run(inputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
+    plan->run(inputs, outputs, stream, ops, allocator, cuda_graphs_.load(std::memory_order_relaxed));
     if (wait) ops.synchronize(stream);
   } catch (...) {
     if (wait) {
@@ -97,7 +104,6 @@ std::vector<DeviceOutput> FusionCache::runPlan(const std::shared_ptr<const Prepa
     throw;
   }
   if (wait) kernel::raiseRecordedIndexError(record.host);  // this execute's own
-  return outputs;
 }
 
 std::shared_ptr<const PreparedPlan> FusionCache::prepare(const std::vector<DeviceValue>& inputs) {

@@ -60,11 +60,11 @@ class FusionCache {
   // allocator, so that torch accounts for them and a CUDA graph capture records them in its pool).
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, StreamHandle stream = nullptr, bool wait = false,
                                 const OutputAllocator* allocator = nullptr);
-  // run() when the plan for these inputs is prepared already; nothing, having done nothing, otherwise: a
-  // caller that holds a lock planning should not keep (Python's GIL) then calls run() without it.
-  std::optional<std::vector<DeviceOutput>> runIfPrepared(const std::vector<DeviceValue>& inputs,
-                                                         StreamHandle stream = nullptr, bool wait = false,
-                                                         const OutputAllocator* allocator = nullptr);
+  // run() when the plan for these inputs is prepared already, its outputs written over `outputs` (whose
+  // vectors a caller running again and again reuses); false, having done nothing, otherwise: a caller
+  // that holds a lock planning should not keep (Python's GIL) then calls run() without it.
+  bool runIfPrepared(const std::vector<DeviceValue>& inputs, std::vector<DeviceOutput>& outputs,
+                     StreamHandle stream = nullptr, bool wait = false, const OutputAllocator* allocator = nullptr);
   // The plan for these inputs, prepared if it was not.
   std::shared_ptr<const PreparedPlan> prepare(const std::vector<DeviceValue>& inputs);
   // Whether these inputs hit a prepared plan, need only new launch arguments, or a new kernel, and
@@ -103,9 +103,8 @@ class FusionCache {
   bool usesCudaGraphs() const { return cuda_graphs_.load(std::memory_order_relaxed); }
 
  private:
-  std::vector<DeviceOutput> runPlan(const std::shared_ptr<const PreparedPlan>& plan,
-                                    const std::vector<DeviceValue>& inputs, StreamHandle stream, bool wait,
-                                    const OutputAllocator* allocator);
+  void runPlan(const std::shared_ptr<const PreparedPlan>& plan, const std::vector<DeviceValue>& inputs,
+               std::vector<DeviceOutput>& outputs, StreamHandle stream, bool wait, const OutputAllocator* allocator);
   std::shared_ptr<const PreparedPlan> find(const InputSignature& signature);
   std::shared_ptr<const PreparedPlan> prepareMiss(const std::vector<DeviceValue>& inputs,
                                                   const InputSignature& signature);

@@ -112,18 +112,23 @@ std::optional<int64_t> nthOfShapeClass(int64_t extent, int64_t k) {
 
 InputSignature InputSignature::of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
   InputSignature s;
-  s.words_.reserve(inputs.size() * 10);
+  s.assign(inputs, launch_arguments);
+  return s;
+}
+
+void InputSignature::assign(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments) {
+  words_.clear();
+  words_.reserve(inputs.size() * 10);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (const auto* t = std::get_if<DeviceTensor>(&inputs[i])) {
-      appendTensorHead(s.words_, *t);
-      s.words_.insert(s.words_.end(), t->sizes.begin(), t->sizes.end());
-      s.words_.insert(s.words_.end(), t->strides.begin(), t->strides.end());
+      appendTensorHead(words_, *t);
+      words_.insert(words_.end(), t->sizes.begin(), t->sizes.end());
+      words_.insert(words_.end(), t->strides.begin(), t->strides.end());
       continue;
     }
-    s.appendScalar(std::get<ScalarValue>(inputs[i]), launchArgument(launch_arguments, i));
+    appendScalar(std::get<ScalarValue>(inputs[i]), launchArgument(launch_arguments, i));
   }
-  s.finish();
-  return s;
+  finish();
 }
 
 InputSignature InputSignature::shapeClassOf(const std::vector<DeviceValue>& inputs,

@@ -25,6 +25,9 @@ class InputSignature {
  public:
   // `launch_arguments[i]`: input i is a scalar whose value is not part of the signature (none when empty).
   static InputSignature of(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments = {});
+  // This signature made of() these inputs, its words' capacity kept (a caller looking plans up again
+  // and again allocates nothing).
+  void assign(const std::vector<DeviceValue>& inputs, const std::vector<bool>& launch_arguments = {});
   // The inputs' shape class: what a segmentation depends on besides the schedulers' size limits, which
   // FusionCache checks again for each signature of a class (segmenter/reuse_segments.h). The same words as
   // the signature's, except that an extent of 128 or more is known only by its power of two (2048 to 4095

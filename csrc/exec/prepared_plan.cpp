@@ -1,6 +1,7 @@
 #include "exec/prepared_plan.h"
 
 #include "support/error.h"
+#include "support/thread_scratch.h"
 #include "reference/evaluator.h"
 #include "codegen/source_emitter.h"
 #include "segmenter/in_place_copies.h"
@@ -421,6 +422,26 @@ std::vector<std::string> PreparedPlan::sourceCode(codegen::SourceDialect dialect
 
 std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                             const OutputAllocator* allocator, bool as_graph) const {
+  std::vector<DeviceOutput> outputs;
+  run(inputs, outputs, stream, ops, allocator, as_graph);
+  return outputs;
+}
+
+namespace {
+// `out` as a DeviceOutput{} is, its vectors' capacity kept for the sizes and strides written next.
+void clearKeepingCapacity(DeviceOutput& out) {
+  std::vector<int64_t> sizes = std::move(out.tensor.sizes);
+  std::vector<int64_t> strides = std::move(out.tensor.strides);
+  sizes.clear();
+  strides.clear();
+  out = DeviceOutput{};
+  out.tensor.sizes = std::move(sizes);
+  out.tensor.strides = std::move(strides);
+}
+}  // namespace
+
+void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<DeviceOutput>& outputs, StreamHandle stream,
+                       DeviceOps& ops, const OutputAllocator* allocator, bool as_graph) const {
   if (!cpu_scalar_inputs_.empty()) checkCpuScalars(inputs);
   if (!written_inputs_.empty()) checkWrittenInputsOverlapNothing(inputs);
   if (!copied_inputs_.empty() && (updated_inputs_.size() > 1 || !viewed_inputs_.empty())) {
@@ -435,18 +456,10 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     std::vector<kernel::TensorMapBytes> maps;
     std::vector<std::shared_ptr<void>> owners;
     std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
+    DeviceTensor spec;           // what the allocator is asked for
   };
-  thread_local Scratch reused;
-  thread_local bool busy = false;
-  Scratch nested;
-  Scratch& scratch = busy ? nested : reused;
-  struct Busy {
-    bool& flag;
-    bool was;
-    ~Busy() { flag = was; }
-  } guard{busy, busy};
-  busy = true;
-  auto& [pointers, values, args, chain, maps, owners, external] = scratch;
+  ThreadScratch<Scratch> lease;
+  auto& [pointers, values, args, chain, maps, owners, external, spec] = lease.get();
   pointers.assign(slots_.size(), 0);
   owners.assign(slots_.size(), nullptr);
   external.assign(slots_.size(), 0);
@@ -466,7 +479,7 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
         continue;
       }
       if (allocator != nullptr && slot.sole_output >= 0) {
-        DeviceTensor spec = outputs_[slot.sole_output].tensor;
+        spec = outputs_[slot.sole_output].tensor;
         spec.device = device;  // the inputs' (input slots come first)
         pointers[allocated] = (*allocator)(static_cast<size_t>(slot.sole_output), spec);
         // Kernels store outputs with 16-byte vectors where the dtype and sizes allow.
@@ -547,16 +560,15 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
     }
     throw;
   }
-  std::vector<DeviceOutput> outputs;
-  outputs.reserve(outputs_.size());
-  for (const Output& o : outputs_) {
+  outputs.resize(outputs_.size());
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const Output& o = outputs_[i];
+    DeviceOutput& out = outputs[i];
+    clearKeepingCapacity(out);
     if (o.scalar) {
-      DeviceOutput out;
       out.scalar = o.scalar;
-      outputs.push_back(std::move(out));
       continue;
     }
-    DeviceOutput out;
     out.tensor = o.tensor;
     out.tensor.data = pointers[o.slot] + static_cast<DevicePtr>(o.byte_offset);
     out.tensor.device = device;
@@ -582,14 +594,12 @@ std::vector<DeviceOutput> PreparedPlan::run(const std::vector<DeviceValue>& inpu
       }
       out.owner = owners[o.slot];
     }
-    outputs.push_back(std::move(out));
   }
   // Intermediates and workspaces go back to the pool after the launches that use them (stream order).
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (owned(slots_[i]) && !slots_[i].returned) ops.release(pointers[i], stream);
   }
   owners.assign(slots_.size(), nullptr);
-  return outputs;
 }
 
 }  // namespace braze::exec

@@ -55,6 +55,10 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   // where the driver has no graphs or the caller is capturing `stream`.
   std::vector<DeviceOutput> run(const std::vector<DeviceValue>& inputs, StreamHandle stream, DeviceOps& ops,
                                 const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
+  // The same, the outputs written over `outputs` (resized to the plan's outputs): a caller that runs
+  // again and again reuses the vectors in them.
+  void run(const std::vector<DeviceValue>& inputs, std::vector<DeviceOutput>& outputs, StreamHandle stream,
+           DeviceOps& ops, const OutputAllocator* allocator = nullptr, bool as_graph = false) const;
 
   const LoweredPlan& compiled() const { return compiled_; }
   // The source of each kernel in `dialect` (the plan's device compiles its own: HIP for an AMD GPU),

@@ -475,6 +475,57 @@ TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
 }
 
 // Scalars are known when the plan is made: a device the host cannot read returns them as values too.
+// runIfPrepared writes each output over what the caller's vector held (another fusion's outputs, the
+// last run's), field by field as run() returns them, and reuses the vectors' memory.
+TEST(FusionCache, RunIfPreparedWritesOverTheCallersOutputs) {
+  auto f = std::make_shared<Fusion>();
+  {
+    FusionGuard g(f.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    f->addOutput(permute(x, {1, 0}));                                                       // a view
+    f->addOutput(add(x, f->constant(1.0)));                                                 // a buffer
+    f->addOutput(binaryOp(OpKind::Mul, size(x, 1), defineScalar(DataType::Int64, int64_t{3})));  // a scalar
+  }
+  NoOpDeviceOps ops;
+  FusionCache cache(f, {}, &ops, DeviceInfo::h100Sxm());
+  const std::vector<DeviceValue> inputs = {DeviceTensor::contiguous(0x100000, DataType::Float, {4, 7})};
+  device::DeviceOutput stale;  // every field set, as no output of this fusion has them
+  stale.tensor = DeviceTensor::contiguous(0x42, DataType::Half, {9, 9, 9, 9, 9});
+  stale.owner = std::make_shared<int>(1);
+  stale.alias_of = 3;
+  stale.caller_allocated = true;
+  stale.scalar = ScalarValue{2.5};
+  std::vector<device::DeviceOutput> outputs(5, stale);
+  EXPECT_FALSE(cache.runIfPrepared(inputs, outputs));  // nothing planned yet: nothing done
+  EXPECT_EQ(outputs.size(), 5u);
+  EXPECT_EQ(ops.launches.load(), 0);
+
+  const device::OutputAllocator allocator = [](size_t, const DeviceTensor&) { return device::DevicePtr{0x900000}; };
+  for (const device::OutputAllocator* with : {&allocator, static_cast<const device::OutputAllocator*>(nullptr)}) {
+    const std::vector<device::DeviceOutput> expected = cache.run(inputs, nullptr, false, with);
+    const int64_t* sizes_memory = outputs[1].tensor.sizes.data();
+    ASSERT_TRUE(cache.runIfPrepared(inputs, outputs, nullptr, false, with));
+    ASSERT_EQ(outputs.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      SCOPED_TRACE(i);
+      // The pool's buffers differ from run to run (the expected run's are still held); views and the
+      // allocator's do not.
+      if (expected[i].owner == nullptr) EXPECT_EQ(outputs[i].tensor.data, expected[i].tensor.data);
+      EXPECT_EQ(outputs[i].tensor.dtype, expected[i].tensor.dtype);
+      EXPECT_EQ(outputs[i].tensor.sizes, expected[i].tensor.sizes);
+      EXPECT_EQ(outputs[i].tensor.strides, expected[i].tensor.strides);
+      EXPECT_EQ(outputs[i].tensor.device, expected[i].tensor.device);
+      EXPECT_EQ(outputs[i].owner == nullptr, expected[i].owner == nullptr);
+      EXPECT_EQ(outputs[i].alias_of, expected[i].alias_of);
+      EXPECT_EQ(outputs[i].caller_allocated, expected[i].caller_allocated);
+      EXPECT_EQ(outputs[i].scalar, expected[i].scalar);
+    }
+    EXPECT_EQ(outputs[1].caller_allocated, with != nullptr);
+    EXPECT_EQ(outputs[1].tensor.sizes.data(), sizes_memory);  // rank 5 before, 2 now: the same memory
+  }
+  EXPECT_EQ(cache.size(), 1u);
+}
+
 TEST(FusionCache, ScalarOutputsComeBackAsValuesFromAnyDevice) {
   auto f = std::make_shared<Fusion>();
   {
