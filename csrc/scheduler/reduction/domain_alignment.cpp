@@ -1,7 +1,10 @@
 #include "scheduler/reduction/domain_alignment.h"
 
+#include "support/by_id.h"
+
 #include <algorithm>
-#include <unordered_map>
+#include <optional>
+#include <span>
 
 namespace braze {
 namespace {
@@ -20,12 +23,32 @@ int64_t combine(int64_t a, int64_t b) {
   return kUnknown;
 }
 
-// A reduction's output: its kept dims in order (the reduced ones kAny where kept as size 1).
-DimIds reducedIds(const Expr& r, const Val* out, const BoundShapes& bound) {
+// The DimIds of the values computed from a reduction result, by val id, all in one array (a check walks
+// every value of a group: a map of vectors made a few allocations per value).
+class IdsTable {
+ public:
+  // `v`'s ids, or null where `v` is not computed from a reduction result.
+  std::optional<std::span<const int64_t>> find(const Val* v) const {
+    const auto id = static_cast<size_t>(v->id());
+    if (id >= spans_.size() || spans_[id].first < 0) return std::nullopt;
+    return std::span<const int64_t>(words_.data() + spans_[id].first, spans_[id].second);
+  }
+  void add(const Val* v, const DimIds& ids) {
+    entryAt(spans_, static_cast<size_t>(v->id()), {-1, 0}) = {static_cast<int64_t>(words_.size()), ids.size()};
+    words_.insert(words_.end(), ids.begin(), ids.end());
+  }
+
+ private:
+  std::vector<int64_t> words_;
+  std::vector<std::pair<int64_t, size_t>> spans_;  // per val id: where its ids start (-1: none), how many
+};
+
+// A reduction's output: its kept dims in order (the reduced ones kAny where kept as size 1), into `ids`.
+void reducedIds(const Expr& r, const Val* out, const BoundShapes& bound, DimIds& ids) {
   const size_t in_rank = bound.sizesOf(r.input(0)).size(), out_rank = bound.sizesOf(out).size();
   const std::vector<int64_t>& dims = r.attrs().getInts("dims");
   const auto reduced = [&](size_t d) { return std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end(); };
-  DimIds ids;
+  ids.clear();
   for (size_t d = 0; d < in_rank; ++d) {
     if (!reduced(d)) {
       ids.push_back(static_cast<int64_t>(d));
@@ -34,40 +57,41 @@ DimIds reducedIds(const Expr& r, const Val* out, const BoundShapes& bound) {
     }
   }
   if (ids.size() != out_rank) ids.assign(out_rank, kUnknown);
-  return ids;
 }
 
 // What `e`'s output stands for, from its operands' (those not computed from a reduction result count as
-// kAny: they are read at whatever index is asked).
-DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& ids, const BoundShapes& bound) {
+// kAny: they are read at whatever index is asked), into `result`; `in` is scratch.
+void forwardIds(const Expr& e, const IdsTable& ids, const BoundShapes& bound, DimIds& result, DimIds& in) {
   const Val* out = e.output(0);
   const size_t rank = bound.sizesOf(out).size();
-  const auto idsOf = [&](const Val* v) {
-    auto it = ids.find(v);
-    DimIds of = it != ids.end() ? it->second : DimIds(bound.sizesOf(v).size(), kAny);
+  const auto idsOf = [&](const Val* v, DimIds& of) {
     const std::vector<int64_t>& sizes = bound.sizesOf(v);
+    if (const auto found = ids.find(v)) {
+      of.assign(found->begin(), found->end());
+    } else {
+      of.assign(sizes.size(), kAny);
+    }
     for (size_t d = 0; d < of.size(); ++d) {
       if (sizes[d] == 1) of[d] = kAny;
     }
-    return of;
   };
-  DimIds result(rank, kUnknown);
+  result.assign(rank, kUnknown);
   if (isElementwise(e.kind())) {
     // idsOf(in) combined dim by dim, without making it.
     result.assign(rank, kAny);
-    for (const Val* in : e.inputs()) {
-      if (!in->isTensor()) continue;
-      const std::vector<int64_t>& sizes = bound.sizesOf(in);
-      if (sizes.size() != rank) return DimIds(rank, kUnknown);
-      const auto it = ids.find(in);
-      if (it != ids.end() && it->second.size() != rank) return DimIds(rank, kUnknown);
-      for (size_t d = 0; d < rank; ++d) {
-        result[d] = combine(result[d], sizes[d] == 1 || it == ids.end() ? kAny : it->second[d]);
+    for (const Val* operand : e.inputs()) {
+      if (!operand->isTensor()) continue;
+      const std::vector<int64_t>& sizes = bound.sizesOf(operand);
+      const auto found = ids.find(operand);
+      if (sizes.size() != rank || (found && found->size() != rank)) {
+        result.assign(rank, kUnknown);
+        return;
       }
+      for (size_t d = 0; d < rank; ++d) result[d] = combine(result[d], sizes[d] == 1 || !found ? kAny : (*found)[d]);
     }
-    return result;
+    return;
   }
-  const DimIds in = idsOf(e.input(0));
+  idsOf(e.input(0), in);
   switch (e.kind()) {
     case OpKind::Set:
     case OpKind::SegmentSet:
@@ -124,7 +148,8 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
       // picked one is the same all along it where it has one element, and unknown otherwise.
       const auto dim = static_cast<size_t>(e.attrs().getInt("dim"));
       if (in.size() != rank || dim >= rank) break;
-      const DimIds index = e.kind() == OpKind::IndexSelect ? DimIds(rank, kAny) : idsOf(e.input(1));
+      DimIds index(rank, kAny);
+      if (e.kind() != OpKind::IndexSelect) idsOf(e.input(1), index);
       if (index.size() != rank) break;
       for (size_t d = 0; d < rank; ++d) result[d] = d == dim ? kUnknown : combine(in[d], index[d]);
       // A pick of one element is the same all along its dim, unless the source's dim stands for a kept
@@ -134,7 +159,6 @@ DimIds forwardIds(const Expr& e, const std::unordered_map<const Val*, DimIds>& i
     }
     default: break;
   }
-  return result;
 }
 
 // The domain dims a value of `n` elements has, in order, size-1 dims aside: all of them for a row's
@@ -195,14 +219,19 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
 
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
                                  const ReductionDomain& domain, const BoundShapes& bound) {
-  std::unordered_map<const Val*, DimIds> ids;  // of the values computed from a reduction result
+  IdsTable ids;  // of the values computed from a reduction result
   const ExpectedDims expected(domain);
+  DimIds of, scratch;
   for (const Expr* e : candidate.exprs) {
     const OpCategory category = opInfo(e->kind()).category;
     const bool reduction = category == OpCategory::Reduction || category == OpCategory::Normalization;
     for (const Val* out : e->outputs()) {
       if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
-      DimIds of = reduction ? reducedIds(*e, out, bound) : forwardIds(*e, ids, bound);
+      if (reduction) {
+        reducedIds(*e, out, bound, of);
+      } else {
+        forwardIds(*e, ids, bound, of, scratch);
+      }
       const int64_t n = bound.numel(out);
       const bool walked = n == domain.full_numel || n == domain.outer_numel;
       if (walked && !aligned(bound.sizesOf(out), &of, domain, expected, n)) {
@@ -210,7 +239,7 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
                            "domain [{}] has them (a kernel over the domain would read the result at another row)",
                            exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
       }
-      ids.emplace(out, std::move(of));
+      ids.add(out, of);
     }
   }
   for (const Val* out : candidate.outputs) {
