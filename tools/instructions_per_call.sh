@@ -14,7 +14,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() {  # the instructions of one run; its output is shown where it fails
   # One BLAS thread: numpy's idle BLAS threads spin for a varying count of instructions.
-  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH="$root/build/python" valgrind --tool=callgrind --callgrind-out-file="$out/cg.%p" \
+  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH="$root/build/python" \
+    valgrind --tool=callgrind --callgrind-out-file="$out/cg.%p" \
     --log-file="$out/log" "$python" "$root/benchmarks/python/binding_overhead.py" --repeat "$row" --calls "$1" \
     >"$out/out" 2>&1 || { cat "$out/out" "$out/log" >&2; exit 1; }
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/log"

@@ -269,12 +269,47 @@ void checkAxes(OpKind kind, const std::vector<Val*>& inputs, const std::vector<V
   BRAZE_CHECK(in_range && distinct && permutation && ascending,
               "fusion json: {} dims [{}] for {} of rank {}: expected {}", where, fmt::join(*dims, ", "), x->name(),
               rank, kind == OpKind::Permute ? "a permutation of its dims" : "distinct dims in range, ascending");
-  const bool* keep = attrs.has("keepdim") ? std::get_if<bool>(&attrs.get("keepdim")) : nullptr;
+  // keepdim as the ops that take it (a reduction, var, var_mean) read it.
+  const bool* keep = attrs.has("keepdim") && kind != OpKind::Squeeze && kind != OpKind::Welford
+                         ? std::get_if<bool>(&attrs.get("keepdim"))
+                         : nullptr;
   const bool keepdim = keep != nullptr && *keep;
   const int64_t out_rank = kind == OpKind::Permute || keepdim ? rank : rank - static_cast<int64_t>(dims->size());
   for (const Val* out : outputs) {
-    BRAZE_CHECK(out->isTensor() && out->asTensor()->rank() == out_rank, "fusion json: {} output {} should be a tensor of rank {}",
-                where, out->name(), out_rank);
+    BRAZE_CHECK(out->isTensor() && out->asTensor()->rank() == out_rank,
+                "fusion json: {} output {} should be a tensor of rank {}", where, out->name(), out_rank);
+  }
+}
+
+// The other dims that passes index with: an index (and a scatter's src) of the rank of the tensor it
+// picks from, a per-channel quantization's axis, broadcast_in_dim's output dims (one per input dim,
+// increasing, within the output's rank).
+void checkIndexedOperands(OpKind kind, const std::vector<Val*>& inputs, const std::vector<Val*>& outputs,
+                          const Attributes& attrs, const std::string& where) {
+  const auto rankOf = [](const Val* v) { return v->isTensor() ? v->asTensor()->rank() : int64_t{-1}; };
+  const int64_t rank = inputs.empty() ? -1 : rankOf(inputs[0]);
+  if (kind == OpKind::Gather || kind == OpKind::TakeAlongAxis || kind == OpKind::Scatter) {
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      BRAZE_CHECK(rankOf(inputs[i]) == rank, "fusion json: {} operand {} ({}) should be a tensor of rank {}", where,
+                  i, inputs[i]->name(), rank);
+    }
+  }
+  if (attrs.has("axis")) {
+    const int64_t* axis = std::get_if<int64_t>(&attrs.get("axis"));
+    BRAZE_CHECK(axis != nullptr && *axis >= 0 && *axis < rank,
+                "fusion json: {} attribute 'axis' is {}; expected an int in [0, {})", where,
+                toString(attrs.get("axis")), rank);
+  }
+  if (kind == OpKind::BroadcastInDim) {
+    BRAZE_CHECK(attrs.has("broadcast_dims"), "fusion json: {} has no attribute 'broadcast_dims'", where);
+    const auto* dims = std::get_if<std::vector<int64_t>>(&attrs.get("broadcast_dims"));
+    const int64_t out_rank = rankOf(outputs[0]);
+    bool fits = dims != nullptr && static_cast<int64_t>(dims->size()) == rank;
+    for (size_t i = 0; fits && i < dims->size(); ++i) {
+      fits = (*dims)[i] >= 0 && (*dims)[i] < out_rank && (i == 0 || (*dims)[i] > (*dims)[i - 1]);
+    }
+    BRAZE_CHECK(fits, "fusion json: {} attribute 'broadcast_dims' is {}; expected {} increasing dims in [0, {})", where,
+                toString(attrs.get("broadcast_dims")), rank, out_rank);
   }
 }
 
@@ -410,6 +445,7 @@ class Reader {
       attrs.set(attr_name, attrFromJson(a, fmt::format("{} '{}'", attr_where, attr_name)));
     }
     checkAxes(*kind, inputs, outputs, attrs, op_where);
+    checkIndexedOperands(*kind, inputs, outputs, attrs, op_where);
     fusion_.restoreNextIds(next_val_id_, id);
     fusion_.newExpr(*kind, std::move(inputs), std::move(outputs), std::move(attrs));
     next_expr_id_ = std::max(next_expr_id_, id + 1);

@@ -376,6 +376,61 @@ TEST(Json, AxesOutOfRangeRepeatedOrUnsortedAreAnError) {
   expectAxesError([](json& j) { attr(j, 2, "dim") = -1; }, "expected an int in [0, 2)");
 }
 
+// T3 = gather(T0, T1, dim=1), T5 = scatter(T0, T1, T2, dim=0), then quantize(T0) per channel along axis 1,
+// broadcast_in_dim(T4, [2, 3, 4], [1]) of a rank-1 T4.
+json indexedRecord() {
+  return toJson(build([](Fusion& f) {
+    TensorView* x = defineTensor({2, 3}, {true, true}, DataType::Float);
+    TensorView* index = defineTensor({2, 3}, {true, true}, DataType::Int64);
+    TensorView* src = defineTensor({2, 3}, {true, true}, DataType::Float);
+    TensorView* scale = defineTensor({3}, {true}, DataType::Float);
+    TensorView* row = defineTensor({3}, {true}, DataType::Float);
+    f.addOutput(gather(x, index, 1));
+    f.addOutput(scatter(x, index, src, 0));
+    f.addOutput(quantize(x, scale, nullptr, DataType::Int8, QuantAxis{.axis = 1}));
+    f.addOutput(broadcastInDim(row, {i64(2), i64(3), i64(4)}, {1}));
+  }));
+}
+
+// The expr of `record` whose op is `op`.
+json& exprOf(json& record, const std::string& op) {
+  for (json& e : record["exprs"]) {
+    if (e["op"] == op) return e;
+  }
+  ADD_FAILURE() << "no " << op << " in the record";
+  return record;
+}
+
+json& attrOf(json& expr, const std::string& name) {
+  for (json& a : expr["attrs"]) {
+    if (a["name"] == name) return a["value"];
+  }
+  ADD_FAILURE() << "no attribute " << name;
+  return expr;
+}
+
+void expectIndexedError(const std::function<void(json&)>& corrupt, const std::string& expected) {
+  json record = indexedRecord();
+  corrupt(record);
+  const std::string message = errorOf(record);
+  EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in: " << message;
+}
+
+TEST(Json, IndexOperandsAxesAndBroadcastDimsOutOfShapeAreAnError) {
+  EXPECT_NO_THROW(fusionFromJson(indexedRecord()));
+  const int64_t row = 4;  // the rank-1 tensor's val id
+  expectIndexedError([&](json& j) { exprOf(j, "gather")["inputs"][1] = row; },
+                     "operand 1 (T4) should be a tensor of rank 2");
+  expectIndexedError([&](json& j) { exprOf(j, "scatter")["inputs"][2] = row; },
+                     "operand 2 (T4) should be a tensor of rank 2");
+  expectIndexedError([](json& j) { attrOf(exprOf(j, "quantize"), "axis") = 2; },
+                     "attribute 'axis' is 2; expected an int in [0, 2)");
+  expectIndexedError([](json& j) { attrOf(exprOf(j, "broadcast_in_dim"), "broadcast_dims") = {3}; },
+                     "attribute 'broadcast_dims' is [3]; expected 1 increasing dims in [0, 3)");
+  expectIndexedError([](json& j) { attrOf(exprOf(j, "broadcast_in_dim"), "broadcast_dims") = {0, 1}; },
+                     "expected 1 increasing dims");
+}
+
 TEST(Json, CyclesAndDoubleDefinitionsAreAnError) {
   // neg reads its own result through add: T2 = add(T0, T3), T3 = neg(T2).
   expectError([](json& j) { j["exprs"][0]["inputs"][1] = 3; }, "the exprs form a cycle");

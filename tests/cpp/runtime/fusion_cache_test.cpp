@@ -474,7 +474,6 @@ TEST(FusionCache, AScalarWhereATensorIsExpectedIsNamed) {
   }
 }
 
-// Scalars are known when the plan is made: a device the host cannot read returns them as values too.
 // runIfPrepared writes each output over what the caller's vector held (another fusion's outputs, the
 // last run's), field by field as run() returns them, and reuses the vectors' memory.
 TEST(FusionCache, RunIfPreparedWritesOverTheCallersOutputs) {
@@ -526,6 +525,7 @@ TEST(FusionCache, RunIfPreparedWritesOverTheCallersOutputs) {
   EXPECT_EQ(cache.size(), 1u);
 }
 
+// Scalars are known when the plan is made: a device the host cannot read returns them as values too.
 TEST(FusionCache, ScalarOutputsComeBackAsValuesFromAnyDevice) {
   auto f = std::make_shared<Fusion>();
   {
