@@ -185,9 +185,6 @@ void PreparedPlan::checkCpuScalars(const std::vector<DeviceValue>& inputs) const
 PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_memory)
     : compiled_(std::move(compiled.lowered)), device_ordinal_(device_ordinal), host_memory_(host_memory) {
   const SegmentedFusion& plan = compiled_.plan;
-  for (const auto& val : plan.fusion->vals()) {
-    if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
-  }
   std::unordered_map<const Val*, int32_t> slot_of;
   int32_t index_errors_slot = -1;  // one for every kernel that checks index values
   for (size_t i = 0; i < plan.fusion->inputs().size(); ++i) {
@@ -236,13 +233,18 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   }
   const std::unordered_map<const Val*, Binding> saved = addInPlaceCopies(compiled, slot_of);
   updated_inputs_.insert(updated_inputs_.end(), copied_inputs_.begin(), copied_inputs_.end());
+  if (!host_steps_.empty()) {  // what the reference reads for the segments the host runs
+    for (const auto& val : plan.fusion->vals()) {
+      if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
+    }
+  }
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
     const Val* out = plan.fusion->outputs()[i];
     const Fusion::OutputUse use = plan.fusion->outputUse(i);
     if (use == Fusion::OutputUse::WrittenIntoInput) continue;  // like nvFuser, not returned
     Output o;
     if (out->isScalar()) {
-      o.scalar = std::get<ScalarValue>(scalars_.at(out));
+      o.scalar = plan.bound.scalarOf(out);
       outputs_.push_back(std::move(o));
       continue;
     }

@@ -175,7 +175,8 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   std::vector<Slot> slots_;
   std::vector<Launch> launches_;
   std::vector<HostStep> host_steps_;
-  std::unordered_map<const Val*, HostValue> scalars_;  // every bound scalar, as planned
+  // Every bound scalar, as planned, where the host runs steps (the reference reads them); else empty.
+  std::unordered_map<const Val*, HostValue> scalars_;
   std::vector<Output> outputs_;
   size_t max_params_ = 0;
   // Over all launches: a graph binds every kernel's arguments (and tensor maps) at once.
