@@ -235,7 +235,8 @@ PreparedPlan::PreparedPlan(CompiledPlan compiled, int device_ordinal, bool host_
   updated_inputs_.insert(updated_inputs_.end(), copied_inputs_.begin(), copied_inputs_.end());
   if (!host_steps_.empty()) {  // what the reference reads for the segments the host runs
     for (const auto& val : plan.fusion->vals()) {
-      if (val->isScalar() && plan.bound.hasScalar(val.get())) scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
+      if (!val->isScalar() || !plan.bound.hasScalar(val.get())) continue;
+      scalars_.emplace(val.get(), plan.bound.scalarOf(val.get()));
     }
   }
   for (size_t i = 0; i < plan.fusion->outputs().size(); ++i) {
