@@ -600,6 +600,12 @@ void bindGpu(nb::module_& m) {
       "whether torch.Tensors are read (and torch outputs made) through torch's stable C ABI where torch has it "
       "(default: BRAZE_TORCH_C_ABI, on); `enabled` switches it, for tests and benchmarks. Returns the setting "
       "before the call");
+  m.def("_torch_has_current_stream_abi", &torchHasCurrentStreamAbi,
+        "whether the torch module imported gives its current CUDA stream through its C ABI (a CUDA build)");
+  m.def(
+      "_torch_current_stream", [](int device) { return torchCurrentStream(device); }, nb::arg("device"),
+      "torch's current stream on CUDA device `device` as the fast path reads it (through the C ABI where "
+      "_torch_c_abi is on and torch has it), or None where torch has no way to tell");
   m.def("_torch_has_c_abi", &torchHasCAbi,
         "whether the torch module imported has torch's stable C ABI for Python tensors (torch 2.14 on)");
   m.def(

@@ -139,6 +139,28 @@ std::unique_ptr<TorchAbi> lookUpAbi(DynamicLibrary library) {
 
 }  // namespace
 
+CurrentCudaStreamFunction loadCurrentCudaStream(nb::handle torch) {
+  const std::optional<std::string> path = torchExtensionPath(torch);
+  if (!path) return nullptr;
+  // As loadTorchAbi: once per torch, the library held open for the process.
+  static std::string looked_up;
+  static CurrentCudaStreamFunction function = nullptr;
+  if (*path != looked_up) {
+    static std::optional<DynamicLibrary> library;
+    library = DynamicLibrary::alreadyLoaded(*path);
+    function = nullptr;
+    if (library) library->resolve("aoti_torch_get_current_cuda_stream", function);
+    looked_up = *path;
+  }
+  return function;
+}
+
+std::optional<uintptr_t> currentCudaStreamThroughAbi(CurrentCudaStreamFunction function, int device) {
+  void* stream = nullptr;
+  if (failed(function(static_cast<int32_t>(device), &stream))) return std::nullopt;
+  return reinterpret_cast<uintptr_t>(stream);
+}
+
 const TorchAbi* loadTorchAbi(nb::handle torch) {
   const std::optional<std::string> path = torchExtensionPath(torch);
   if (!path) return nullptr;

@@ -56,6 +56,17 @@ std::optional<TorchAbiOutput> emptyStridedThroughAbi(const TorchAbi& abi, const 
                                                      const std::vector<int64_t>& strides, DataType dtype,
                                                      int device_index, bool on_cpu);
 
+// torch's current CUDA stream on a device through the AOTInductor shim (aoti_torch_get_current_cuda_stream,
+// which a CUDA build of torch has had since long before the tensor ABI above; found through torch._C the
+// same way), instead of the Python call torch._C._cuda_getCurrentRawStream, which parses its argument and
+// builds an int on every execute.
+using CurrentCudaStreamFunction = int32_t (*)(int32_t device_index, void** stream);
+// Looked up once per process; null where torch has none (a CPU-only build, a stand-in module).
+CurrentCudaStreamFunction loadCurrentCudaStream(nanobind::handle torch);
+// The raw stream handle, or nullopt where torch reports an error (no driver, a device out of range): the
+// caller then asks torch in Python, which raises torch's own error.
+std::optional<uintptr_t> currentCudaStreamThroughAbi(CurrentCudaStreamFunction function, int device);
+
 // Whether the readers above are used (default: yes, where torch has the ABI). Switched off by
 // BRAZE_TORCH_C_ABI=0, and by tests and benchmarks that compare the two ways of reading.
 bool torchAbiEnabled();

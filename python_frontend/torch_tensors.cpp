@@ -36,6 +36,7 @@ struct TorchTypes {
   nb::object tensor_type;
   bool has_is_neg = false;  // torch.Tensor.is_neg (torch 1.10 on)
   nb::object current_raw_stream;  // torch._C._cuda_getCurrentRawStream, or None
+  CurrentCudaStreamFunction current_cuda_stream = nullptr;  // the same through the C ABI, where torch has it
   nb::object empty_strided;       // torch.empty_strided, or None
   // torch._C._dynamo.guards._empty_strided_cuda(sizes, strides, dtype), or None: what torch.compile's code
   // allocates with, about a microsecond cheaper than torch.empty_strided; on torch's current device.
@@ -115,6 +116,7 @@ const TorchTypes* torchTypes() {
     if (nb::hasattr(torch, name.c_str())) types.dtypes.emplace_back(torch.attr(name.c_str()), dtype);
   }
   types.abi = loadTorchAbi(torch);
+  types.current_cuda_stream = loadCurrentCudaStream(torch);
   return &types;
 }
 
@@ -427,8 +429,16 @@ std::optional<uintptr_t> torchCurrentStream(int device) {
   return torchCurrentStream(*torch, device);
 }
 
+bool torchHasCurrentStreamAbi() {
+  const TorchTypes* torch = torchTypes();
+  return torch != nullptr && torch->current_cuda_stream != nullptr;
+}
+
 std::optional<uintptr_t> torchCurrentStream(const TorchTypes& torch, int device) {
   if (!torch.current_raw_stream.is_valid() || torch.current_raw_stream.is_none()) return std::nullopt;
+  if (torch.current_cuda_stream != nullptr && torchAbiEnabled()) {
+    if (std::optional<uintptr_t> stream = currentCudaStreamThroughAbi(torch.current_cuda_stream, device)) return stream;
+  }
   return nb::cast<uintptr_t>(torch.current_raw_stream(device));
 }
 

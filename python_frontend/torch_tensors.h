@@ -81,9 +81,13 @@ bool torchAllowsUpdates(nanobind::handle inputs, const std::vector<size_t>& posi
 // (torch.autograd.graph.increment_version), inference tensors aside.
 void bumpTorchVersions(nanobind::handle inputs, const std::vector<size_t>& positions);
 
-// torch's current stream on CUDA device `device` as a raw handle (torch._C._cuda_getCurrentRawStream,
-// what Triton's launcher reads, looked up once per torch module); nullopt where this torch lacks it.
+// torch's current stream on CUDA device `device` as a raw handle: through the C ABI where torch has it
+// (and it is enabled), else torch._C._cuda_getCurrentRawStream (what Triton's launcher reads), which also
+// raises torch's error where the ABI reports one; looked up once per torch module. nullopt where this
+// torch lacks the Python call.
 std::optional<uintptr_t> torchCurrentStream(int device);
 std::optional<uintptr_t> torchCurrentStream(const TorchTypes& torch, int device);
+// Whether the imported torch module gives its current stream through the C ABI (a CUDA build of torch).
+bool torchHasCurrentStreamAbi();
 
 }  // namespace braze::python

@@ -189,10 +189,11 @@ def _current_stream(framework, flat) -> int:
 
 
 def _torch_stream(torch, device) -> int:
-    """torch's current stream on `device`, as a raw handle: without building a Stream object (what
-    Triton's launcher reads), or through the public API where a torch build lacks that."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    """torch's current stream on `device`, as a raw handle: as the one-pass route reads it (torch's C ABI
+    or torch._C._cuda_getCurrentRawStream, without building a Stream object), or through the public API
+    where a torch build has neither."""
+    raw = _C._torch_current_stream(device)
+    return raw if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def _readable(flat) -> list:

@@ -129,6 +129,28 @@ def test_cuda_tensors_read_the_same_both_ways_on_every_device():
         _C._torch_c_abi(was)
 
 
+def test_the_current_stream_is_read_through_the_abi_of_a_cuda_build():
+    assert _C._torch_has_current_stream_abi() == (torch.version.cuda is not None)
+    was = _C._torch_c_abi()
+    try:
+        if torch.cuda.is_available():
+            side = torch.cuda.Stream()
+            for abi in (True, False):
+                _C._torch_c_abi(abi)
+                assert _C._torch_current_stream(0) == torch.cuda.current_stream(0).cuda_stream
+                with torch.cuda.stream(side):  # the stream a `with` block makes current, not the default
+                    assert _C._torch_current_stream(0) == side.cuda_stream != 0
+        else:
+            # Without a driver the ABI reports an error and torch's Python call raises its own: no stream
+            # is made up.
+            for abi in (True, False):
+                _C._torch_c_abi(abi)
+                with pytest.raises(RuntimeError):
+                    _C._torch_current_stream(0)
+    finally:
+        _C._torch_c_abi(was)
+
+
 def scale_rows():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
