@@ -19,8 +19,7 @@ build: $(BUILD_DIR)/Makefile
 
 test: deps build
 	$(PYTHON) tools/check_layering.py
-	$(BUILD_DIR)/braze_tests --gtest_brief=1
-	$(PYTHON) -m pytest -q tests/python
+	bash tools/run_tests.sh $(BUILD_DIR) $(PYTHON)
 
 run: deps build
 	$(PYTHON) examples/layer_norm_demo.py

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make test`'s two suites side by side: the C++ suite (GoogleTest) and the Python suite (pytest) each run
+# on one process, so on a machine with two cores or more they take the time of the longer one, not the
+# sum. The C++ suite's report goes to a file and is printed whole after the Python suite's, so the two
+# never interleave; the exit status is non-zero when either failed. Arguments: the build folder and the
+# Python interpreter (make passes its BUILD_DIR and PYTHON).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+python=${2:-python3}
+log=$(mktemp "${TMPDIR:-/tmp}/braze_cpp_tests.XXXXXX")
+trap 'rm -f "$log"' EXIT
+if [ "$(nproc)" -ge 2 ]; then
+  "$build/braze_tests" --gtest_brief=1 > "$log" 2>&1 &
+  cpp=$!
+  "$python" -m pytest -q tests/python
+  python_status=$?
+  wait "$cpp"
+  cpp_status=$?
+  echo "--- C++ suite ($build/braze_tests) ---"
+  cat "$log"
+else
+  "$build/braze_tests" --gtest_brief=1
+  cpp_status=$?
+  "$python" -m pytest -q tests/python
+  python_status=$?
+fi
+echo "C++ suite: exit status $cpp_status; Python suite: exit status $python_status"
+[ "$cpp_status" -eq 0 ] && [ "$python_status" -eq 0 ]
