@@ -3,6 +3,8 @@
 // record is a braze::Error with a message rather than a crash later in a pass or the printer.
 #include "ir/json.h"
 
+#include "ir/json_results.h"
+
 #include "support/error.h"
 
 #include <fmt/ranges.h>
@@ -355,11 +357,22 @@ class Reader {
     checkAcyclic(fusion_);
     for (const json& id : arrayField(root_, "inputs", "the fusion")) fusion_.addInput(val(id, "'inputs'"));
     readOutputs();
+    checkEveryValueIsComputed(fusion_);
     fusion_.restoreNextIds(next_val_id_, next_expr_id_);
     return std::move(fusion_);
   }
 
  private:
+  // The largest id a record's val or expr may have: passes keep tables indexed by ids, so an id far beyond
+  // the record's node count would make them huge. Builders number from 0; removed nodes leave gaps.
+  int64_t maxId() const {
+    const auto count = [&](const char* key) {
+      auto it = root_.find(key);
+      return it != root_.end() && it->is_array() ? static_cast<int64_t>(it->size()) : 0;
+    };
+    return 16 * (count("vals") + count("exprs")) + 1024;
+  }
+
   Val* val(const json& id_json, const std::string& where) const {
     const int64_t id = asInt(id_json, where + " entry");
     auto it = vals_.find(id);
@@ -376,7 +389,8 @@ class Reader {
   void readVal(const json& j) {
     const std::string where = fmt::format("val #{}", vals_.size());
     const int64_t id = asInt(field(j, "id", where), where + " id");
-    BRAZE_CHECK(id >= 0, "fusion json: {} has negative id {}", where, id);
+    BRAZE_CHECK(id >= 0 && id <= maxId(), "fusion json: {} has id {} (ids are 0 to {}: {} for this record's size)",
+                where, id, maxId(), "tables are indexed by them");
     BRAZE_CHECK(!vals_.count(id), "fusion json: val id {} appears twice", id);
     const std::string& kind = asString(field(j, "kind", where), where + " kind");
     const DataType dtype = asDataType(field(j, "dtype", where), where + " dtype");
@@ -386,7 +400,16 @@ class Reader {
     if (kind == "scalar") {
       const json& value = field(j, "value", where);
       std::optional<ScalarValue> constant;
-      if (!value.is_null()) constant = scalarValueFromJson(value, where + " value");
+      if (!value.is_null()) {
+        constant = scalarValueFromJson(value, where + " value");
+        // Fusion::constant stores the value a dtype holds: kernels and the reference then read the same one.
+        const ScalarValue held = valueOfType(*constant, dtype);
+        const bool same = held == *constant || (std::holds_alternative<double>(held) &&
+                                                std::holds_alternative<double>(*constant) &&
+                                                std::isnan(std::get<double>(held)) && std::isnan(std::get<double>(*constant)));
+        BRAZE_CHECK(same, "fusion json: {} (id {}) is a {} constant holding {}, which a {} holds as {}", where, id,
+                    braze::toString(dtype), braze::toString(*constant), braze::toString(dtype), braze::toString(held));
+      }
       Scalar* scalar = fusion_.newScalar(dtype, constant);
       if (const auto written = j.find("written_as"); written != j.end()) {
         const std::string what = where + " written_as";
@@ -425,7 +448,8 @@ class Reader {
   void readExpr(const json& j) {
     const std::string where = fmt::format("expr #{}", expr_ids_.size());
     const int64_t id = asInt(field(j, "id", where), where + " id");
-    BRAZE_CHECK(id >= 0 && expr_ids_.insert(id).second, "fusion json: expr id {} is negative or appears twice", id);
+    BRAZE_CHECK(id >= 0 && id <= maxId() && expr_ids_.insert(id).second,
+                "fusion json: expr id {} is negative, above {} (tables are indexed by ids) or appears twice", id, maxId());
     const std::string& name = asString(field(j, "op", where), where + " op");
     const std::optional<OpKind> kind = opKindFromName(name);
     BRAZE_CHECK(kind.has_value(), "fusion json: {} has unknown op '{}'", where, name);
@@ -446,6 +470,7 @@ class Reader {
     }
     checkAxes(*kind, inputs, outputs, attrs, op_where);
     checkIndexedOperands(*kind, inputs, outputs, attrs, op_where);
+    checkResultsAsBuilt(*kind, inputs, outputs, attrs, op_where);
     fusion_.restoreNextIds(next_val_id_, id);
     fusion_.newExpr(*kind, std::move(inputs), std::move(outputs), std::move(attrs));
     next_expr_id_ = std::max(next_expr_id_, id + 1);

@@ -314,7 +314,7 @@ TEST(Json, DanglingIdIsAnError) {
 
 TEST(Json, DuplicateIdsAreAnError) {
   expectError([](json& j) { j["vals"][1]["id"] = 0; }, "val id 0 appears twice");
-  expectError([](json& j) { j["exprs"][1]["id"] = 0; }, "expr id 0 is negative or appears twice");
+  expectError([](json& j) { j["exprs"][1]["id"] = 0; }, "expr id 0 is negative, above 1120 (tables are indexed by ids) or appears twice");
 }
 
 TEST(Json, WrongFieldTypesAreAnError) {
@@ -429,6 +429,41 @@ TEST(Json, IndexOperandsAxesAndBroadcastDimsOutOfShapeAreAnError) {
                      "attribute 'broadcast_dims' is [3]; expected 1 increasing dims in [0, 3)");
   expectIndexedError([](json& j) { attrOf(exprOf(j, "broadcast_in_dim"), "broadcast_dims") = {0, 1}; },
                      "expected 1 increasing dims");
+}
+
+TEST(Json, ResultsTheBuildersWouldNotMakeAreAnError) {
+  expectError([](json& j) { j["vals"][2]["dtype"] = "Int32"; },
+              "expr #0 (add) gives T2 as a Int32 tensor of rank 1, where its operands make a Float tensor of rank 1");
+  expectError([](json& j) { j["vals"][3]["dtype"] = "Bool"; }, "expr #1 (neg) gives T3 as a Bool tensor");
+  expectError([](json& j) { j["vals"][1]["domain"].push_back({-1, "iteration"}); j["vals"][1]["contiguity"].push_back(true); },
+              "expr #0 (add) reads T1 (a Float tensor of rank 2) into T2 (a Float tensor of rank 1): an elementwise op's "
+              "tensors have its result's rank");
+  // A view keeps its operand's dtype.
+  json view = toJson(build([](Fusion& f) { f.addOutput(permute(defineTensor({-1, 4}, {true, true}, DataType::Half), {1, 0})); }));
+  view["vals"][1]["dtype"] = "Float";
+  EXPECT_NE(errorOf(view).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, a view of T0 (a Half tensor"),
+            std::string::npos) << errorOf(view);
+}
+
+TEST(Json, ValuesNothingComputesAreAnError) {
+  expectError([](json& j) { j["exprs"].erase(0); }, "expr 1 (neg) reads T2, which is neither an input, a constant nor an expr's result");
+  expectError([](json& j) { j["outputs"][0] = 5; }, "refers to val 5");
+  expectError([](json& j) { j["inputs"] = {0, 0}; }, "T0 is already a fusion input");
+  expectError([](json& j) { j["inputs"] = {0, 1, 2}; }, "T2 is computed by add and cannot be a fusion input");
+  expectError([](json& j) { j["vals"][0]["is_cpu"] = true; },
+              "T0 has is_cpu (a CPU scalar), which only a 0-d fusion input may have (a Float tensor of rank 1)");
+  // A constant holds the value its dtype holds, as Fusion::constant makes it.
+  json constant = toJson(build([](Fusion& f) {
+    f.addOutput(add(defineTensor({-1}, {true}, DataType::Float), f.constant(0.5, DataType::Float)));
+  }));
+  for (json& v : constant["vals"]) {
+    if (v["kind"] == "scalar") v["dtype"] = "Int64";
+  }
+  EXPECT_NE(errorOf(constant).find("is a Int64 constant holding 0.5, which a Int64 holds as 0"), std::string::npos)
+      << errorOf(constant);
+  // Ids index tables: one far beyond the record's size is refused before anything is sized by it.
+  expectError([](json& j) { j["vals"][3]["id"] = int64_t{1} << 40; }, "has id 1099511627776 (ids are 0 to 1120");
+  expectError([](json& j) { j["exprs"][1]["id"] = int64_t{1} << 40; }, "expr id 1099511627776 is negative, above 1120");
 }
 
 TEST(Json, CyclesAndDoubleDefinitionsAreAnError) {
