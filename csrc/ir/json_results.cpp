@@ -20,18 +20,102 @@ std::string kindOf(const Val* v) {
                        : fmt::format("a {} scalar", toString(v->dtype()));
 }
 
-// What the builder of an elementwise op or a cast makes of stand-ins of `inputs`.
-Val* rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, const Attributes& attrs) {
+// `in[i]` as a tensor, for a builder that takes one there.
+TensorView* tensorAt(const std::vector<Val*>& in, size_t i, std::string_view op) {
+  BRAZE_CHECK(in.at(i)->isTensor(), "{}: operand {} must be a tensor, got {}", op, i, kindOf(in[i]));
+  return in[i]->asTensor();
+}
+
+// What the builder of `kind` makes of stand-ins of `inputs` with `attrs`: its results, or none for the
+// views with size operands (reshape, expand, broadcast_in_dim, slice), whose operand counts and dtype are
+// checked instead.
+std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, const Attributes& attrs) {
   std::vector<Val*> in;
   for (const Val* v : inputs) in.push_back(standIn(scratch, v));
+  const std::string_view op = opName(kind);
+  const auto tensor = [&](size_t i) { return tensorAt(in, i, op); };
   switch (opInfo(kind).category) {
-    case OpCategory::Unary: return unaryOp(kind, in.at(0));
-    case OpCategory::Binary: return binaryOp(kind, in.at(0), in.at(1));
+    case OpCategory::Unary: return {unaryOp(kind, in.at(0))};
+    case OpCategory::Binary: return {binaryOp(kind, in.at(0), in.at(1))};
     case OpCategory::Ternary:
-      return kind == OpKind::Addcmul ? addcmul(in.at(0), in.at(1), in.at(2), in.at(3))
-                                     : ternaryOp(kind, in.at(0), in.at(1), in.at(2));
-    case OpCategory::Cast: return cast(in.at(0), attrs.getDataType("dtype"));
-    default: return nullptr;
+      return {kind == OpKind::Addcmul ? addcmul(in.at(0), in.at(1), in.at(2), in.at(3))
+                                      : ternaryOp(kind, in.at(0), in.at(1), in.at(2))};
+    case OpCategory::Cast: return {cast(in.at(0), attrs.getDataType("dtype"))};
+    case OpCategory::Reduction:
+      return {reduce(kind, tensor(0), attrs.getInts("dims"), attrs.getBool("keepdim"), attrs.getDataType("dtype"))};
+    default: break;
+  }
+  switch (kind) {
+    case OpKind::Cumsum: return {cumsum(tensor(0), attrs.getInt("dim"))};
+    case OpKind::Argsort:
+      return {argsort(tensor(0), attrs.getInt("dim"), attrs.getBool("descending"), attrs.getBool("stable"))};
+    case OpKind::TopK: {
+      const auto [values, indices] =
+          topk(tensor(0), in.at(1), attrs.getInt("dim"), attrs.getBool("largest"), attrs.getBool("sorted"));
+      return {values, indices};
+    }
+    case OpKind::Scatter: return {scatter(tensor(0), tensor(1), tensor(2), attrs.getInt("dim"))};
+    case OpKind::IndexPutAccumulate: return {indexPutAccumulate(tensor(0), tensor(1), tensor(2))};
+    case OpKind::IndexSelect: return {indexSelect(tensor(0), tensor(1), attrs.getInt("dim"))};
+    case OpKind::Gather: return {gather(tensor(0), tensor(1), attrs.getInt("dim"))};
+    case OpKind::TakeAlongAxis: return {takeAlongAxis(tensor(0), tensor(1), attrs.getInt("dim"))};
+    case OpKind::Broadcast: {
+      std::vector<bool> flags;
+      for (int64_t flag : attrs.getInts("is_broadcast_dim")) {
+        BRAZE_CHECK(flag == 0 || flag == 1, "broadcast: is_broadcast_dim holds {}, not 0 or 1", flag);
+        flags.push_back(flag == 1);
+      }
+      return {broadcast(tensor(0), flags)};
+    }
+    case OpKind::Permute: return {permute(tensor(0), attrs.getInts("dims"))};
+    case OpKind::Size: return {size(tensor(0), attrs.getInt("dim"))};
+    case OpKind::Set: return {set(tensor(0))};
+    case OpKind::SegmentSet: return {segmentSet(tensor(0))};
+    case OpKind::StrideOrder: return {strideOrder(tensor(0), attrs.getInts("stride_order"))};
+    case OpKind::Full:  // inputs: the fill value, then the shape
+      return {full(std::vector<Val*>(in.begin() + 1, in.end()), in.at(0), attrs.getDataType("dtype"))};
+    case OpKind::Iota: return {iota(in.at(0), in.at(1), in.at(2), attrs.getDataType("dtype"))};
+    case OpKind::Squeeze: return {squeeze(tensor(0), attrs.getInts("dims"), attrs.getBool("squeeze_expanded"))};
+    case OpKind::Pad: return {pad(tensor(0), std::vector<Val*>(in.begin() + 2, in.end()), in.at(1))};
+    case OpKind::Cat: {
+      std::vector<TensorView*> tensors;
+      for (size_t i = 0; i < in.size(); ++i) tensors.push_back(tensor(i));
+      return {cat(tensors, attrs.getInt("dim"))};
+    }
+    case OpKind::Var:
+      return {var(tensor(0), attrs.getInts("dims"), attrs.getDouble("correction"), attrs.getBool("keepdim"))};
+    case OpKind::VarMean: {
+      const auto [v, mean] =
+          varMean(tensor(0), attrs.getInts("dims"), attrs.getDouble("correction"), attrs.getBool("keepdim"));
+      return {v, mean};
+    }
+    case OpKind::Welford: {
+      const auto [avg, var_sum, n] = welford(tensor(0), attrs.getInts("dims"));
+      return {avg, var_sum, n};
+    }
+    case OpKind::Quantize:
+    case OpKind::Dequantize: {
+      QuantAxis granularity;
+      const std::string& kind_of_scale = attrs.getString("granularity");
+      if (kind_of_scale == "channel") granularity.axis = attrs.getInt("axis");
+      if (kind_of_scale == "block") granularity.block_shape = attrs.getInts("block_shape");
+      TensorView* zero_point = in.size() > 2 ? tensor(2) : nullptr;
+      const DataType dtype = attrs.getDataType("dtype");
+      return {kind == OpKind::Quantize ? quantize(tensor(0), tensor(1), zero_point, dtype, granularity)
+                                       : dequantize(tensor(0), tensor(1), zero_point, dtype, granularity)};
+    }
+    case OpKind::Uniform:
+    case OpKind::Normal: {
+      // inputs: the two parameters, seed, offset, then the shape
+      const std::vector<Val*> shape(in.begin() + 4, in.end());
+      const DataType dtype = attrs.getDataType("dtype");
+      return {kind == OpKind::Uniform ? uniform(in.at(0), in.at(1), shape, in.at(2), in.at(3), dtype)
+                                      : normal(in.at(0), in.at(1), shape, in.at(2), in.at(3), dtype)};
+    }
+    case OpKind::Matmul: return {matmul(tensor(0), tensor(1), attrs.getDataType("dtype"))};
+    case OpKind::Linear:
+      return {linear(tensor(0), tensor(1), in.size() > 2 ? tensor(2) : nullptr, attrs.getDataType("dtype"))};
+    default: return {};
   }
 }
 
@@ -40,30 +124,43 @@ Val* rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, cons
 void checkResultsAsBuilt(OpKind kind, const std::vector<Val*>& inputs, const std::vector<Val*>& outputs,
                          const Attributes& attrs, const std::string& where) {
   if (isElementwise(kind)) {
-    const Val* out = outputs.at(0);
     // Kernels index every tensor operand as the result: the builders broadcast them to its rank first.
+    const Val* out = outputs.at(0);
     for (const Val* in : inputs) {
       BRAZE_CHECK(!in->isTensor() || !out->isTensor() || in->asTensor()->rank() == out->asTensor()->rank(),
                   "fusion json: {} reads {} ({}) into {} ({}): an elementwise op's tensors have its result's rank",
                   where, in->name(), kindOf(in), out->name(), kindOf(out));
     }
-    Fusion scratch;
-    const Val* want = nullptr;
-    try {
-      want = rebuilt(scratch, kind, inputs, attrs);
-    } catch (const Error& e) {
-      throw Error(e.kind(), fmt::format("fusion json: {}: {}", where, e.what()));
-    }
-    BRAZE_CHECK(want != nullptr && want->isTensor() == out->isTensor() && want->dtype() == out->dtype() &&
-                    (!out->isTensor() || want->asTensor()->rank() == out->asTensor()->rank()),
+  }
+  Fusion scratch;
+  std::vector<Val*> want;
+  try {
+    want = rebuilt(scratch, kind, inputs, attrs);
+  } catch (const Error& e) {  // the builder's own check (or a missing attribute): the record is at fault
+    throw Error(e.kind() == ErrorKind::Internal ? ErrorKind::Value : e.kind(),
+                fmt::format("fusion json: {}: {}", where, e.what()));
+  }
+  for (size_t i = 0; i < want.size() && i < outputs.size(); ++i) {
+    const Val* out = outputs[i];
+    BRAZE_CHECK(want[i]->isTensor() == out->isTensor() && want[i]->dtype() == out->dtype() &&
+                    (!out->isTensor() || want[i]->asTensor()->rank() == out->asTensor()->rank()),
                 "fusion json: {} gives {} as {}, where its operands make {}", where, out->name(), kindOf(out),
-                want == nullptr ? "nothing" : kindOf(want));
-    return;
+                kindOf(want[i]));
   }
   if (isMetaOp(kind)) {
     // A view of one tensor; its other operands are the new sizes or bounds, integers.
     BRAZE_CHECK(!inputs.empty() && inputs[0]->isTensor(), "fusion json: {} views {}, which is no tensor", where,
                 inputs.empty() ? std::string("nothing") : inputs[0]->name() + " (" + kindOf(inputs[0]) + ")");
+    // One size per result dim (reshape, expand, broadcast_in_dim), or a start, end and step per dim (slice).
+    const int64_t in_rank = inputs[0]->asTensor()->rank();
+    const int64_t sizes = static_cast<int64_t>(inputs.size()) - 1;
+    const int64_t out_rank = outputs.at(0)->isTensor() ? outputs[0]->asTensor()->rank() : -1;
+    const bool takes_sizes = kind == OpKind::Reshape || kind == OpKind::Expand || kind == OpKind::BroadcastInDim;
+    BRAZE_CHECK(!takes_sizes || sizes == out_rank, "fusion json: {} has {} sizes for a result of rank {}", where,
+                sizes, out_rank);
+    BRAZE_CHECK(kind != OpKind::Slice || (sizes == 3 * in_rank && out_rank == in_rank),
+                "fusion json: {} has {} bounds and a result of rank {} for {} of rank {} (a start, an end and a step "
+                "per dim)", where, sizes, out_rank, inputs[0]->name(), in_rank);
     for (size_t i = 1; i < inputs.size(); ++i) {
       BRAZE_CHECK(inputs[i]->isScalar() && isIntegral(inputs[i]->dtype()),
                   "fusion json: {} reads {} ({}) as operand {}, a size or bound: an integer scalar", where,

@@ -438,11 +438,22 @@ TEST(Json, ResultsTheBuildersWouldNotMakeAreAnError) {
   expectError([](json& j) { j["vals"][1]["domain"].push_back({-1, "iteration"}); j["vals"][1]["contiguity"].push_back(true); },
               "expr #0 (add) reads T1 (a Float tensor of rank 2) into T2 (a Float tensor of rank 1): an elementwise op's "
               "tensors have its result's rank");
-  // A view keeps its operand's dtype.
-  json view = toJson(build([](Fusion& f) { f.addOutput(permute(defineTensor({-1, 4}, {true, true}, DataType::Half), {1, 0})); }));
-  view["vals"][1]["dtype"] = "Float";
-  EXPECT_NE(errorOf(view).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, a view of T0 (a Half tensor"),
-            std::string::npos) << errorOf(view);
+  // A view keeps its operand's dtype, a rebuilt one (permute) or one read as it is (reshape).
+  json permuted = toJson(build([](Fusion& f) { f.addOutput(permute(defineTensor({-1, 4}, {true, true}, DataType::Half), {1, 0})); }));
+  permuted["vals"][1]["dtype"] = "Float";
+  EXPECT_NE(errorOf(permuted).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, where its operands make a "
+                                   "Half tensor of rank 2"), std::string::npos) << errorOf(permuted);
+  json reshaped = toJson(build([](Fusion& f) { f.addOutput(reshape(defineTensor({-1, 4}, {true, true}, DataType::Half), {i64(-1)})); }));
+  for (json& v : reshaped["vals"]) {
+    if (v["kind"] == "tensor" && v["domain"].size() == 1) v["dtype"] = "Float";
+  }
+  EXPECT_NE(errorOf(reshaped).find("expr #0 (reshape) gives T2 as a Float tensor of rank 1, a view of T1 (a Half tensor of rank 2)"),
+            std::string::npos) << errorOf(reshaped);
+  // A broadcast's flags are 0 or 1.
+  json broadcasted = toJson(build([](Fusion& f) { f.addOutput(broadcast(defineTensor({-1}, {true}, DataType::Half), {true, false})); }));
+  broadcasted["exprs"][0]["attrs"][0]["value"] = {1, 2};
+  EXPECT_NE(errorOf(broadcasted).find("broadcast: is_broadcast_dim holds 2, not 0 or 1"), std::string::npos)
+      << errorOf(broadcasted);
 }
 
 TEST(Json, ValuesNothingComputesAreAnError) {

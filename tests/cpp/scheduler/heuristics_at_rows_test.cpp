@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace braze {
 namespace {
 
@@ -37,7 +39,9 @@ TEST(HeuristicsAtRows, AnInnerReductionGetsTheHeuristicsOfItsProblemAtTheScaledR
   // 4096 rows scaled to 4: the threads per row stay, the rows per block shrink to the 4 there are.
   const DeviceInfo h100 = DeviceInfo::h100Sxm();
   const SegmentHeuristics many = heuristicsOf(reductionScheduler(), reductionHeuristics(h100, rowsOf(4096, 64)));
-  const ReductionParams& few = paramsOf<ReductionParams>(*scheduler::rowHeuristicsAtRows(h100, many, 4096, 4));
+  const std::optional<SegmentHeuristics> scaled = scheduler::rowHeuristicsAtRows(h100, many, 4096, 4);
+  ASSERT_TRUE(scaled.has_value());
+  const ReductionParams& few = paramsOf<ReductionParams>(*scaled);
   EXPECT_EQ(few.threads_x, paramsOf<ReductionParams>(many).threads_x);
   EXPECT_EQ(few.threads_y, 4);
 }
