@@ -142,14 +142,16 @@ std::unique_ptr<TorchAbi> lookUpAbi(DynamicLibrary library) {
 CurrentCudaStreamFunction loadCurrentCudaStream(nb::handle torch) {
   const std::optional<std::string> path = torchExtensionPath(torch);
   if (!path) return nullptr;
-  // As loadTorchAbi: once per torch, the library held open for the process.
+  // As loadTorchAbi: once per torch, the library held open for the process (never closed: the function
+  // pointer stays valid through static destruction).
   static std::string looked_up;
   static CurrentCudaStreamFunction function = nullptr;
   if (*path != looked_up) {
-    static std::optional<DynamicLibrary> library;
-    library = DynamicLibrary::alreadyLoaded(*path);
+    std::optional<DynamicLibrary> library = DynamicLibrary::alreadyLoaded(*path);
     function = nullptr;
-    if (library) library->resolve("aoti_torch_get_current_cuda_stream", function);
+    if (library && library->resolve("aoti_torch_get_current_cuda_stream", function)) {
+      new DynamicLibrary(std::move(*library));  // kept open on purpose
+    }
     looked_up = *path;
   }
   return function;

@@ -14,6 +14,9 @@ HostTensor HostTensor::empty(DataType dtype, std::vector<int64_t> sizes) {
   t.strides_.assign(t.sizes_.size(), 1);
   for (int64_t d = t.rank() - 2; d >= 0; --d) t.strides_[d] = t.strides_[d + 1] * std::max<int64_t>(t.sizes_[d + 1], 1);
   const auto bytes = static_cast<size_t>(bufferBytes(t.numel(), dtype));
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, bytes <= kMaxHostAllocationBytes,
+                   "a host tensor of {} elements of {} takes {} bytes: more than the {} one allocation may take",
+                   t.numel(), toString(dtype), bytes, kMaxHostAllocationBytes);
   auto storage = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
   t.base_ = storage.get();
   t.storage_ = std::move(storage);

@@ -12,6 +12,11 @@
 
 namespace braze {
 
+// The most host memory one tensor (or one simulated device buffer) takes: a shape made huge (a size of
+// 2^40 in a hand-edited record) is an error that says so, not std::bad_alloc or, under AddressSanitizer,
+// an abort (its allocator refuses 2^40 bytes and more).
+inline constexpr size_t kMaxHostAllocationBytes = size_t{1} << 39;  // 512 GiB
+
 class HostTensor {
  public:
   HostTensor() = default;

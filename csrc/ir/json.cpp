@@ -389,8 +389,9 @@ class Reader {
   void readVal(const json& j) {
     const std::string where = fmt::format("val #{}", vals_.size());
     const int64_t id = asInt(field(j, "id", where), where + " id");
-    BRAZE_CHECK(id >= 0 && id <= maxId(), "fusion json: {} has id {} (ids are 0 to {}: {} for this record's size)",
-                where, id, maxId(), "tables are indexed by them");
+    BRAZE_CHECK(id >= 0 && id <= maxId(),
+                "fusion json: {} has id {} (ids are 0 to {} for this record's size: tables are indexed by them)", where,
+                id, maxId());
     BRAZE_CHECK(!vals_.count(id), "fusion json: val id {} appears twice", id);
     const std::string& kind = asString(field(j, "kind", where), where + " kind");
     const DataType dtype = asDataType(field(j, "dtype", where), where + " dtype");
@@ -404,11 +405,12 @@ class Reader {
         constant = scalarValueFromJson(value, where + " value");
         // Fusion::constant stores the value a dtype holds: kernels and the reference then read the same one.
         const ScalarValue held = valueOfType(*constant, dtype);
-        const bool same = held == *constant || (std::holds_alternative<double>(held) &&
-                                                std::holds_alternative<double>(*constant) &&
-                                                std::isnan(std::get<double>(held)) && std::isnan(std::get<double>(*constant)));
-        BRAZE_CHECK(same, "fusion json: {} (id {}) is a {} constant holding {}, which a {} holds as {}", where, id,
-                    braze::toString(dtype), braze::toString(*constant), braze::toString(dtype), braze::toString(held));
+        const auto nan = [](const ScalarValue& x) {
+          return std::holds_alternative<double>(x) && std::isnan(std::get<double>(x));
+        };
+        const bool same = held == *constant || (nan(held) && nan(*constant));
+        BRAZE_CHECK(same, "fusion json: {} (id {}) is a constant of dtype {} holding {}, which that dtype holds as {}",
+                    where, id, braze::toString(dtype), braze::toString(*constant), braze::toString(held));
       }
       Scalar* scalar = fusion_.newScalar(dtype, constant);
       if (const auto written = j.find("written_as"); written != j.end()) {
@@ -449,7 +451,8 @@ class Reader {
     const std::string where = fmt::format("expr #{}", expr_ids_.size());
     const int64_t id = asInt(field(j, "id", where), where + " id");
     BRAZE_CHECK(id >= 0 && id <= maxId() && expr_ids_.insert(id).second,
-                "fusion json: expr id {} is negative, above {} (tables are indexed by ids) or appears twice", id, maxId());
+                "fusion json: expr id {} is negative, above {} (tables are indexed by ids) or appears twice", id,
+                maxId());
     const std::string& name = asString(field(j, "op", where), where + " op");
     const std::optional<OpKind> kind = opKindFromName(name);
     BRAZE_CHECK(kind.has_value(), "fusion json: {} has unknown op '{}'", where, name);

@@ -3,21 +3,35 @@
 #include "ir/ops.h"
 #include "support/error.h"
 
-#include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace braze {
 namespace {
 
-// A value of `v`'s kind, dtype and dims (a constant's value kept) in `scratch`.
-Val* standIn(Fusion& scratch, const Val* v) {
+Val* plainStandIn(Fusion& scratch, const Val* v) {
   if (v->isTensor()) return scratch.newTensor(v->dtype(), v->asTensor()->domain(), v->asTensor()->layout());
   return scratch.newScalar(v->dtype(), v->asScalar()->isConstant() ? v->asScalar()->value() : std::nullopt);
 }
 
+// A value of `v`'s kind, dtype and dims (a constant's value kept) in `scratch`. A 0-d tensor that an
+// elementwise builder broadcast to its result's rank stands in as the 0-d tensor: the builder chose the
+// result's dtype before that broadcast (a 0-d operand takes no part in the promotion).
+Val* standIn(Fusion& scratch, const Val* v) {
+  const Expr* made = v->definition();
+  if (made != nullptr && made->kind() == OpKind::Broadcast && made->input(0)->isTensor() &&
+      made->input(0)->asTensor()->rank() == 0) {
+    v = made->input(0);
+  }
+  return plainStandIn(scratch, v);
+}
+
+// "an Int32 tensor of rank 2", "a Float scalar".
 std::string kindOf(const Val* v) {
-  return v->isTensor() ? fmt::format("a {} tensor of rank {}", toString(v->dtype()), v->asTensor()->rank())
-                       : fmt::format("a {} scalar", toString(v->dtype()));
+  const std::string_view dtype = toString(v->dtype());
+  const char* article = std::string_view("AEIOU").find(dtype.front()) == std::string_view::npos ? "a" : "an";
+  return v->isTensor() ? fmt::format("{} {} tensor of rank {}", article, dtype, v->asTensor()->rank())
+                       : fmt::format("{} {} scalar", article, dtype);
 }
 
 // `in[i]` as a tensor, for a builder that takes one there.
@@ -31,7 +45,7 @@ TensorView* tensorAt(const std::vector<Val*>& in, size_t i, std::string_view op)
 // checked instead.
 std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, const Attributes& attrs) {
   std::vector<Val*> in;
-  for (const Val* v : inputs) in.push_back(standIn(scratch, v));
+  for (const Val* v : inputs) in.push_back(isElementwise(kind) ? standIn(scratch, v) : plainStandIn(scratch, v));
   const std::string_view op = opName(kind);
   const auto tensor = [&](size_t i) { return tensorAt(in, i, op); };
   switch (opInfo(kind).category) {
@@ -97,6 +111,8 @@ std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>&
     case OpKind::Dequantize: {
       QuantAxis granularity;
       const std::string& kind_of_scale = attrs.getString("granularity");
+      BRAZE_CHECK(kind_of_scale == "tensor" || kind_of_scale == "channel" || kind_of_scale == "block",
+                  "{}: granularity '{}' (expected tensor, channel or block)", op, kind_of_scale);
       if (kind_of_scale == "channel") granularity.axis = attrs.getInt("axis");
       if (kind_of_scale == "block") granularity.block_shape = attrs.getInts("block_shape");
       TensorView* zero_point = in.size() > 2 ? tensor(2) : nullptr;
@@ -158,6 +174,9 @@ void checkResultsAsBuilt(OpKind kind, const std::vector<Val*>& inputs, const std
     const bool takes_sizes = kind == OpKind::Reshape || kind == OpKind::Expand || kind == OpKind::BroadcastInDim;
     BRAZE_CHECK(!takes_sizes || sizes == out_rank, "fusion json: {} has {} sizes for a result of rank {}", where,
                 sizes, out_rank);
+    BRAZE_CHECK(kind != OpKind::Expand || in_rank == out_rank,
+                "fusion json: {} expands {} of rank {} to a result of rank {}", where, inputs[0]->name(), in_rank,
+                out_rank);
     BRAZE_CHECK(kind != OpKind::Slice || (sizes == 3 * in_rank && out_rank == in_rank),
                 "fusion json: {} has {} bounds and a result of rank {} for {} of rank {} (a start, an end and a step "
                 "per dim)", where, sizes, out_rank, inputs[0]->name(), in_rank);

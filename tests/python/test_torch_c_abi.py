@@ -130,7 +130,8 @@ def test_cuda_tensors_read_the_same_both_ways_on_every_device():
 
 
 def test_the_current_stream_is_read_through_the_abi_of_a_cuda_build():
-    assert _C._torch_has_current_stream_abi() == (torch.version.cuda is not None)
+    gpu_build = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None  # ROCm: "cuda"
+    assert _C._torch_has_current_stream_abi() == gpu_build
     was = _C._torch_c_abi()
     try:
         if torch.cuda.is_available():
@@ -140,13 +141,17 @@ def test_the_current_stream_is_read_through_the_abi_of_a_cuda_build():
                 assert _C._torch_current_stream(0) == torch.cuda.current_stream(0).cuda_stream
                 with torch.cuda.stream(side):  # the stream a `with` block makes current, not the default
                     assert _C._torch_current_stream(0) == side.cuda_stream != 0
-        else:
+        elif gpu_build:
             # Without a driver the ABI reports an error and torch's Python call raises its own: no stream
             # is made up.
             for abi in (True, False):
                 _C._torch_c_abi(abi)
                 with pytest.raises(RuntimeError):
                     _C._torch_current_stream(0)
+        else:  # a CPU-only torch has no way to tell: the caller uses torch.cuda's own
+            for abi in (True, False):
+                _C._torch_c_abi(abi)
+                assert _C._torch_current_stream(0) is None
     finally:
         _C._torch_c_abi(was)
 

@@ -1,6 +1,7 @@
 #include "device/sim/sim_device_ops.h"
 
 #include "support/error.h"
+#include "ir/host_tensor.h"
 #include "ir/verifier.h"
 #include "kernel/index_errors.h"
 #include "kernel/simulator.h"
@@ -103,6 +104,9 @@ std::vector<KernelHandle> SimDeviceOps::load(const std::vector<KernelImage>& ker
 }
 
 DevicePtr SimDeviceOps::allocate(size_t bytes, StreamHandle) {
+  BRAZE_CHECK_KIND(ErrorKind::Runtime, bytes <= kMaxHostAllocationBytes,
+                   "the simulated device cannot allocate {} bytes: more than the {} one allocation may take", bytes,
+                   kMaxHostAllocationBytes);
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   void* memory = std::aligned_alloc(kAlignment, rounded);
   BRAZE_CHECK_KIND(ErrorKind::Runtime, memory != nullptr, "the simulated device could not allocate {} bytes", bytes);

@@ -314,7 +314,8 @@ TEST(Json, DanglingIdIsAnError) {
 
 TEST(Json, DuplicateIdsAreAnError) {
   expectError([](json& j) { j["vals"][1]["id"] = 0; }, "val id 0 appears twice");
-  expectError([](json& j) { j["exprs"][1]["id"] = 0; }, "expr id 0 is negative, above 1120 (tables are indexed by ids) or appears twice");
+  expectError([](json& j) { j["exprs"][1]["id"] = 0; },
+              "expr id 0 is negative, above 1120 (tables are indexed by ids) or appears twice");
 }
 
 TEST(Json, WrongFieldTypesAreAnError) {
@@ -433,31 +434,54 @@ TEST(Json, IndexOperandsAxesAndBroadcastDimsOutOfShapeAreAnError) {
 
 TEST(Json, ResultsTheBuildersWouldNotMakeAreAnError) {
   expectError([](json& j) { j["vals"][2]["dtype"] = "Int32"; },
-              "expr #0 (add) gives T2 as a Int32 tensor of rank 1, where its operands make a Float tensor of rank 1");
+              "expr #0 (add) gives T2 as an Int32 tensor of rank 1, where its operands make a Float tensor of rank 1");
   expectError([](json& j) { j["vals"][3]["dtype"] = "Bool"; }, "expr #1 (neg) gives T3 as a Bool tensor");
-  expectError([](json& j) { j["vals"][1]["domain"].push_back({-1, "iteration"}); j["vals"][1]["contiguity"].push_back(true); },
-              "expr #0 (add) reads T1 (a Float tensor of rank 2) into T2 (a Float tensor of rank 1): an elementwise op's "
-              "tensors have its result's rank");
+  expectError(
+      [](json& j) {
+        j["vals"][1]["domain"].push_back({-1, "iteration"});
+        j["vals"][1]["contiguity"].push_back(true);
+      },
+      "expr #0 (add) reads T1 (a Float tensor of rank 2) into T2 (a Float tensor of rank 1): an elementwise op's "
+      "tensors have its result's rank");
   // A view keeps its operand's dtype, a rebuilt one (permute) or one read as it is (reshape).
-  json permuted = toJson(build([](Fusion& f) { f.addOutput(permute(defineTensor({-1, 4}, {true, true}, DataType::Half), {1, 0})); }));
+  const auto half = [] { return defineTensor({-1, 4}, {true, true}, DataType::Half); };
+  json permuted = toJson(build([&](Fusion& f) { f.addOutput(permute(half(), {1, 0})); }));
   permuted["vals"][1]["dtype"] = "Float";
   EXPECT_NE(errorOf(permuted).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, where its operands make a "
                                    "Half tensor of rank 2"), std::string::npos) << errorOf(permuted);
-  json reshaped = toJson(build([](Fusion& f) { f.addOutput(reshape(defineTensor({-1, 4}, {true, true}, DataType::Half), {i64(-1)})); }));
+  json reshaped = toJson(build([&](Fusion& f) { f.addOutput(reshape(half(), {i64(-1)})); }));
   for (json& v : reshaped["vals"]) {
     if (v["kind"] == "tensor" && v["domain"].size() == 1) v["dtype"] = "Float";
   }
-  EXPECT_NE(errorOf(reshaped).find("expr #0 (reshape) gives T2 as a Float tensor of rank 1, a view of T1 (a Half tensor of rank 2)"),
-            std::string::npos) << errorOf(reshaped);
+  EXPECT_NE(errorOf(reshaped).find("expr #0 (reshape) gives T2 as a Float tensor of rank 1, a view of T1 (a Half "
+                                   "tensor of rank 2)"), std::string::npos) << errorOf(reshaped);
   // A broadcast's flags are 0 or 1.
-  json broadcasted = toJson(build([](Fusion& f) { f.addOutput(broadcast(defineTensor({-1}, {true}, DataType::Half), {true, false})); }));
+  json broadcasted = toJson(build([](Fusion& f) {
+    f.addOutput(broadcast(defineTensor({-1}, {true}, DataType::Half), {true, false}));
+  }));
   broadcasted["exprs"][0]["attrs"][0]["value"] = {1, 2};
   EXPECT_NE(errorOf(broadcasted).find("broadcast: is_broadcast_dim holds 2, not 0 or 1"), std::string::npos)
       << errorOf(broadcasted);
 }
 
+// What builders make from 0-d tensors among dimensioned ones (broadcast to the result's rank after the
+// result's dtype is chosen) reads back: the reader rebuilds from the 0-d tensor, as the builder did.
+TEST(Json, ZeroDimOperandsOfElementwiseOpsReadBack) {
+  const Fusion f = build([](Fusion& f) {
+    TensorView* mask = defineTensor({-1, 4}, {true, true}, DataType::Bool);
+    TensorView* x = defineTensor({-1, 4}, {true, true}, DataType::Half);
+    TensorView* zero_d_float = defineTensor({}, {}, DataType::Float);
+    TensorView* zero_d_half = defineTensor({}, {}, DataType::Half);
+    f.addOutput(ternaryOp(OpKind::Where, mask, x, zero_d_float));
+    f.addOutput(binaryOp(OpKind::NextAfter, x, zero_d_half));
+  });
+  const Fusion restored = fusionFromJson(toJson(f));
+  EXPECT_EQ(restored.toString(), f.toString());
+}
+
 TEST(Json, ValuesNothingComputesAreAnError) {
-  expectError([](json& j) { j["exprs"].erase(0); }, "expr 1 (neg) reads T2, which is neither an input, a constant nor an expr's result");
+  expectError([](json& j) { j["exprs"].erase(0); },
+              "expr 1 (neg) reads T2, which is neither an input, a constant nor an expr's result");
   expectError([](json& j) { j["outputs"][0] = 5; }, "refers to val 5");
   expectError([](json& j) { j["inputs"] = {0, 0}; }, "T0 is already a fusion input");
   expectError([](json& j) { j["inputs"] = {0, 1, 2}; }, "T2 is computed by add and cannot be a fusion input");
@@ -470,8 +494,8 @@ TEST(Json, ValuesNothingComputesAreAnError) {
   for (json& v : constant["vals"]) {
     if (v["kind"] == "scalar") v["dtype"] = "Int64";
   }
-  EXPECT_NE(errorOf(constant).find("is a Int64 constant holding 0.5, which a Int64 holds as 0"), std::string::npos)
-      << errorOf(constant);
+  EXPECT_NE(errorOf(constant).find("is a constant of dtype Int64 holding 0.5, which that dtype holds as 0"),
+            std::string::npos) << errorOf(constant);
   // Ids index tables: one far beyond the record's size is refused before anything is sized by it.
   expectError([](json& j) { j["vals"][3]["id"] = int64_t{1} << 40; }, "has id 1099511627776 (ids are 0 to 1120");
   expectError([](json& j) { j["exprs"][1]["id"] = int64_t{1} << 40; }, "expr id 1099511627776 is negative, above 1120");
