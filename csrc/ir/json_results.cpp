@@ -3,27 +3,28 @@
 #include "ir/ops.h"
 #include "support/error.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 
 namespace braze {
 namespace {
 
-Val* plainStandIn(Fusion& scratch, const Val* v) {
+// A value of `v`'s kind, dtype and dims (a constant's value kept) in `scratch`.
+Val* standIn(Fusion& scratch, const Val* v) {
   if (v->isTensor()) return scratch.newTensor(v->dtype(), v->asTensor()->domain(), v->asTensor()->layout());
   return scratch.newScalar(v->dtype(), v->asScalar()->isConstant() ? v->asScalar()->value() : std::nullopt);
 }
 
-// A value of `v`'s kind, dtype and dims (a constant's value kept) in `scratch`. A 0-d tensor that an
-// elementwise builder broadcast to its result's rank stands in as the 0-d tensor: the builder chose the
-// result's dtype before that broadcast (a 0-d operand takes no part in the promotion).
-Val* standIn(Fusion& scratch, const Val* v) {
+// The 0-d tensor `v` is a broadcast of, or null. An elementwise builder broadcasts a 0-d operand to its
+// result's rank after choosing the result's dtype, in which a 0-d operand takes no part; a broadcast the
+// definition wrote itself is an operand with dims. The reader tries both.
+const Val* zeroDimBroadcast(const Val* v) {
   const Expr* made = v->definition();
-  if (made != nullptr && made->kind() == OpKind::Broadcast && made->input(0)->isTensor() &&
-      made->input(0)->asTensor()->rank() == 0) {
-    v = made->input(0);
-  }
-  return plainStandIn(scratch, v);
+  const bool is = made != nullptr && made->kind() == OpKind::Broadcast && made->input(0)->isTensor() &&
+                  made->input(0)->asTensor()->rank() == 0;
+  return is ? made->input(0) : nullptr;
 }
 
 // "an Int32 tensor of rank 2", "a Float scalar".
@@ -41,11 +42,15 @@ TensorView* tensorAt(const std::vector<Val*>& in, size_t i, std::string_view op)
 }
 
 // What the builder of `kind` makes of stand-ins of `inputs` with `attrs`: its results, or none for the
-// views with size operands (reshape, expand, broadcast_in_dim, slice), whose operand counts and dtype are
-// checked instead.
-std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, const Attributes& attrs) {
+// views with size operands (reshape, expand, broadcast_in_dim, slice), whose operands checkViewOperands
+// checks instead. `before_broadcasts`: 0-d tensors broadcast to the result's rank stand in as 0-d.
+std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>& inputs, const Attributes& attrs,
+                          bool before_broadcasts = false) {
   std::vector<Val*> in;
-  for (const Val* v : inputs) in.push_back(isElementwise(kind) ? standIn(scratch, v) : plainStandIn(scratch, v));
+  for (const Val* v : inputs) {
+    const Val* zero_d = before_broadcasts ? zeroDimBroadcast(v) : nullptr;
+    in.push_back(standIn(scratch, zero_d != nullptr ? zero_d : v));
+  }
   const std::string_view op = opName(kind);
   const auto tensor = [&](size_t i) { return tensorAt(in, i, op); };
   switch (opInfo(kind).category) {
@@ -135,6 +140,47 @@ std::vector<Val*> rebuilt(Fusion& scratch, OpKind kind, const std::vector<Val*>&
   }
 }
 
+// A view's operands: one tensor viewed, and integer sizes or bounds; the view keeps the tensor's dtype.
+void checkViewOperands(OpKind kind, const std::vector<Val*>& inputs, const std::vector<Val*>& outputs,
+                       const std::string& where) {
+  BRAZE_CHECK(!inputs.empty() && inputs[0]->isTensor(), "fusion json: {} views {}, which is no tensor", where,
+              inputs.empty() ? std::string("nothing") : inputs[0]->name() + " (" + kindOf(inputs[0]) + ")");
+  // One size per result dim (reshape, expand, broadcast_in_dim), or a start, end and step per dim (slice).
+  const int64_t in_rank = inputs[0]->asTensor()->rank();
+  const int64_t sizes = static_cast<int64_t>(inputs.size()) - 1;
+  const int64_t out_rank = outputs.at(0)->isTensor() ? outputs[0]->asTensor()->rank() : -1;
+  const bool takes_sizes = kind == OpKind::Reshape || kind == OpKind::Expand || kind == OpKind::BroadcastInDim;
+  BRAZE_CHECK(!takes_sizes || sizes == out_rank, "fusion json: {} has {} sizes for a result of rank {}", where,
+              sizes, out_rank);
+  BRAZE_CHECK(kind != OpKind::Expand || in_rank == out_rank,
+              "fusion json: {} expands {} of rank {} to a result of rank {}", where, inputs[0]->name(), in_rank,
+              out_rank);
+  BRAZE_CHECK(kind != OpKind::Slice || (sizes == 3 * in_rank && out_rank == in_rank),
+              "fusion json: {} has {} bounds and a result of rank {} for {} of rank {} (a start, an end and a step "
+              "per dim)", where, sizes, out_rank, inputs[0]->name(), in_rank);
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    BRAZE_CHECK(inputs[i]->isScalar() && isIntegral(inputs[i]->dtype()),
+                "fusion json: {} reads {} ({}) as operand {}, a size or bound: an integer scalar", where,
+                inputs[i]->name(), kindOf(inputs[i]), i);
+  }
+  for (const Val* out : outputs) {
+    BRAZE_CHECK(out->dtype() == inputs[0]->dtype(), "fusion json: {} gives {} as {}, a view of {} ({})", where,
+                out->name(), kindOf(out), inputs[0]->name(), kindOf(inputs[0]));
+  }
+}
+
+// The first of `outputs` that `want` (a rebuild's results) differs from in kind, dtype or rank; none if none.
+std::optional<size_t> firstDifference(const std::vector<Val*>& want, const std::vector<Val*>& outputs) {
+  for (size_t i = 0; i < want.size() && i < outputs.size(); ++i) {
+    const Val* out = outputs[i];
+    if (want[i]->isTensor() != out->isTensor() || want[i]->dtype() != out->dtype() ||
+        (out->isTensor() && want[i]->asTensor()->rank() != out->asTensor()->rank())) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void checkResultsAsBuilt(OpKind kind, const std::vector<Val*>& inputs, const std::vector<Val*>& outputs,
@@ -148,48 +194,24 @@ void checkResultsAsBuilt(OpKind kind, const std::vector<Val*>& inputs, const std
                   where, in->name(), kindOf(in), out->name(), kindOf(out));
     }
   }
+  if (isMetaOp(kind)) checkViewOperands(kind, inputs, outputs, where);
   Fusion scratch;
   std::vector<Val*> want;
+  std::optional<size_t> differs;
   try {
     want = rebuilt(scratch, kind, inputs, attrs);
+    differs = firstDifference(want, outputs);
+    if (differs && isElementwise(kind) && std::any_of(inputs.begin(), inputs.end(), zeroDimBroadcast) &&
+        !firstDifference(rebuilt(scratch, kind, inputs, attrs, /*before_broadcasts=*/true), outputs)) {
+      differs.reset();
+    }
   } catch (const Error& e) {  // the builder's own check (or a missing attribute): the record is at fault
     throw Error(e.kind() == ErrorKind::Internal ? ErrorKind::Value : e.kind(),
                 fmt::format("fusion json: {}: {}", where, e.what()));
   }
-  for (size_t i = 0; i < want.size() && i < outputs.size(); ++i) {
-    const Val* out = outputs[i];
-    BRAZE_CHECK(want[i]->isTensor() == out->isTensor() && want[i]->dtype() == out->dtype() &&
-                    (!out->isTensor() || want[i]->asTensor()->rank() == out->asTensor()->rank()),
-                "fusion json: {} gives {} as {}, where its operands make {}", where, out->name(), kindOf(out),
-                kindOf(want[i]));
-  }
-  if (isMetaOp(kind)) {
-    // A view of one tensor; its other operands are the new sizes or bounds, integers.
-    BRAZE_CHECK(!inputs.empty() && inputs[0]->isTensor(), "fusion json: {} views {}, which is no tensor", where,
-                inputs.empty() ? std::string("nothing") : inputs[0]->name() + " (" + kindOf(inputs[0]) + ")");
-    // One size per result dim (reshape, expand, broadcast_in_dim), or a start, end and step per dim (slice).
-    const int64_t in_rank = inputs[0]->asTensor()->rank();
-    const int64_t sizes = static_cast<int64_t>(inputs.size()) - 1;
-    const int64_t out_rank = outputs.at(0)->isTensor() ? outputs[0]->asTensor()->rank() : -1;
-    const bool takes_sizes = kind == OpKind::Reshape || kind == OpKind::Expand || kind == OpKind::BroadcastInDim;
-    BRAZE_CHECK(!takes_sizes || sizes == out_rank, "fusion json: {} has {} sizes for a result of rank {}", where,
-                sizes, out_rank);
-    BRAZE_CHECK(kind != OpKind::Expand || in_rank == out_rank,
-                "fusion json: {} expands {} of rank {} to a result of rank {}", where, inputs[0]->name(), in_rank,
-                out_rank);
-    BRAZE_CHECK(kind != OpKind::Slice || (sizes == 3 * in_rank && out_rank == in_rank),
-                "fusion json: {} has {} bounds and a result of rank {} for {} of rank {} (a start, an end and a step "
-                "per dim)", where, sizes, out_rank, inputs[0]->name(), in_rank);
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      BRAZE_CHECK(inputs[i]->isScalar() && isIntegral(inputs[i]->dtype()),
-                  "fusion json: {} reads {} ({}) as operand {}, a size or bound: an integer scalar", where,
-                  inputs[i]->name(), kindOf(inputs[i]), i);
-    }
-    for (const Val* out : outputs) {
-      BRAZE_CHECK(out->dtype() == inputs[0]->dtype(), "fusion json: {} gives {} as {}, a view of {} ({})", where,
-                  out->name(), kindOf(out), inputs[0]->name(), kindOf(inputs[0]));
-    }
-  }
+  // The message's arguments are read only when the check fails.
+  BRAZE_CHECK(!differs, "fusion json: {} gives {} as {}, where its operands make {}", where,
+              outputs[*differs]->name(), kindOf(outputs[*differs]), kindOf(want[*differs]));
 }
 
 void checkEveryValueIsComputed(const Fusion& fusion) {

@@ -388,7 +388,7 @@ json indexedRecord() {
     TensorView* row = defineTensor({3}, {true}, DataType::Float);
     f.addOutput(gather(x, index, 1));
     f.addOutput(scatter(x, index, src, 0));
-    f.addOutput(quantize(x, scale, nullptr, DataType::Int8, QuantAxis{.axis = 1}));
+    f.addOutput(quantize(x, scale, nullptr, DataType::Int8, QuantAxis{.axis = 1, .block_shape = {}}));
     f.addOutput(broadcastInDim(row, {i64(2), i64(3), i64(4)}, {1}));
   }));
 }
@@ -443,12 +443,12 @@ TEST(Json, ResultsTheBuildersWouldNotMakeAreAnError) {
       },
       "expr #0 (add) reads T1 (a Float tensor of rank 2) into T2 (a Float tensor of rank 1): an elementwise op's "
       "tensors have its result's rank");
-  // A view keeps its operand's dtype, a rebuilt one (permute) or one read as it is (reshape).
+  // A view keeps its operand's dtype, a rebuilt one (permute) or one whose sizes are read (reshape).
   const auto half = [] { return defineTensor({-1, 4}, {true, true}, DataType::Half); };
   json permuted = toJson(build([&](Fusion& f) { f.addOutput(permute(half(), {1, 0})); }));
   permuted["vals"][1]["dtype"] = "Float";
-  EXPECT_NE(errorOf(permuted).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, where its operands make a "
-                                   "Half tensor of rank 2"), std::string::npos) << errorOf(permuted);
+  EXPECT_NE(errorOf(permuted).find("expr #0 (permute) gives T1 as a Float tensor of rank 2, a view of T0 (a Half "
+                                   "tensor of rank 2)"), std::string::npos) << errorOf(permuted);
   json reshaped = toJson(build([&](Fusion& f) { f.addOutput(reshape(half(), {i64(-1)})); }));
   for (json& v : reshaped["vals"]) {
     if (v["kind"] == "tensor" && v["domain"].size() == 1) v["dtype"] = "Float";
@@ -465,7 +465,7 @@ TEST(Json, ResultsTheBuildersWouldNotMakeAreAnError) {
 }
 
 // What builders make from 0-d tensors among dimensioned ones (broadcast to the result's rank after the
-// result's dtype is chosen) reads back: the reader rebuilds from the 0-d tensor, as the builder did.
+// result's dtype is chosen) reads back: the reader also rebuilds from the 0-d tensor, as the builder did.
 TEST(Json, ZeroDimOperandsOfElementwiseOpsReadBack) {
   const Fusion f = build([](Fusion& f) {
     TensorView* mask = defineTensor({-1, 4}, {true, true}, DataType::Bool);
@@ -477,6 +477,13 @@ TEST(Json, ZeroDimOperandsOfElementwiseOpsReadBack) {
   });
   const Fusion restored = fusionFromJson(toJson(f));
   EXPECT_EQ(restored.toString(), f.toString());
+  // A broadcast the definition wrote itself takes part in the promotion as an operand with dims.
+  const Fusion written = build([](Fusion& f) {
+    TensorView* x = defineTensor({-1, 4}, {true, true}, DataType::Half);
+    TensorView* zero_d_float = defineTensor({}, {}, DataType::Float);
+    f.addOutput(add(x, broadcast(zero_d_float, {true, true})));
+  });
+  EXPECT_EQ(fusionFromJson(toJson(written)).toString(), written.toString());
 }
 
 TEST(Json, ValuesNothingComputesAreAnError) {
