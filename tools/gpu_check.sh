@@ -170,11 +170,12 @@ if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/py
 else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
-# wgmma's K slices by TMA (the heuristic's choice) against cp.async, the warp-specialized TMA pipeline
-# and its persistent grid (tuned on only), on the GEMM rows.
+# wgmma's K slices by TMA (the heuristic's choice) against cp.async, the warp-specialized TMA pipeline,
+# its persistent grid and that grid in clusters of two blocks multicasting B's boxes (tuned on only), on the
+# GEMM rows.
 if [ "$platform" = cuda ]; then
   PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --only gemm --no-compile \
-    --sweep --tunings ";matmul_tma=0;matmul_warp_specialized=1;matmul_warp_specialized=1,matmul_persistent=1" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/tma_gemm.log" 2>&1 \
+    --sweep --tunings ";matmul_tma=0;matmul_warp_specialized=1;matmul_warp_specialized=1,matmul_persistent=1;matmul_warp_specialized=1,matmul_persistent=1,matmul_cluster=2" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/tma_gemm.log" 2>&1 \
     && status "GEMM pipelines" "ok" || { status "GEMM pipelines" "FAILED (report)"; rc=1; }
 fi
 # The weight-only int8 linears (M = 1, 16, 32, 64) under each of their schedules: the heuristic's (the

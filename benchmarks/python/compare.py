@@ -457,10 +457,11 @@ def bench_case(args, gen, copy_gbs, peaks, name, define, ref, make_inputs, check
 SWEEP = {"block_threads": [128, 256, 512], "max_chunks_per_thread": [1, 2, 4, 8], "max_unroll": [1, 2, 4, 8],
          "max_rows_per_thread": [1, 4, 8]}
 # A matmul case's: stages, K slice bytes, block tile (0: the heuristic's), wgmma's slices by TMA or cp.async,
-# warp-specialized or not, persistent or not.
+# warp-specialized or not, persistent or not, persistent in clusters of two blocks sharing B's boxes or not.
 MATMUL_SWEEP = {"matmul_stages": [0, 4], "matmul_slice_bytes": [0, 128],
                 "matmul_block_m,matmul_block_n": [(0, 0), (128, 256), (256, 128)], "matmul_loads_ahead": [1, 0],
-                "matmul_tma": [-1, 0], "matmul_warp_specialized,matmul_persistent": [(0, 0), (1, 0), (1, 1)]}
+                "matmul_tma": [-1, 0],
+                "matmul_warp_specialized,matmul_persistent,matmul_cluster": [(0, 0, 1), (1, 0, 1), (1, 1, 1), (1, 1, 2)]}
 
 
 def tunings(space):

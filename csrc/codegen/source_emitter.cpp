@@ -156,8 +156,10 @@ class Emitter {
     }
     // A kernel whose warpgroups move registers between them (setmaxnreg) is compiled for one block per SM:
     // the registers it hands around are the block's share of the register file.
-    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}{}) {}({}) {{\n", k_.threadsPerBlock(),
-                       movesRegisters(k_.body) ? ", 1" : "", k_.name, fmt::join(params, ", "));
+    // A cluster's size is the kernel's own: a plain launch of a grid of whole clusters runs it so.
+    const std::string cluster = k_.cluster > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", k_.cluster) : "";
+    out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}{}) {}({}) {{\n", cluster,
+                       k_.threadsPerBlock(), movesRegisters(k_.body) ? ", 1" : "", k_.name, fmt::join(params, ", "));
     body_ = &out;
     // Shared arrays live in dynamic shared memory: a block may use more than the 48 KiB a static
     // declaration allows (the launch sets the size and, above 48 KiB, the function's limit).
@@ -325,6 +327,7 @@ class Emitter {
       case EKind::Xor: return fmt::format("({} ^ {})", a(0), a(1));
       case EKind::BitAnd: return fmt::format("({} & {})", a(0), a(1));
       case EKind::OrderKey: return fmt::format("(idx_t)braze_order_key({})", a(0));
+      case EKind::ClusterRank: return "(idx_t)braze_cluster_rank()";
       case EKind::WarpUniform:
         // As a 32-bit value (a warp's role, say): one shuffle, whose result the compiler knows is uniform.
         return dialect_ == SourceDialect::Cuda ? fmt::format("(idx_t)__shfl_sync(0xffffffffu, (int){}, 0)", a(0))
@@ -520,6 +523,7 @@ class Emitter {
         return;
       }
       case SKind::Barrier: line(depth, "__syncthreads();"); return;
+      case SKind::ClusterBarrier: line(depth, "braze_cluster_sync();"); return;
       case SKind::Fence: line(depth, "__threadfence();"); return;
       case SKind::Mma: {
         // Each operand as registers (packed, VarUses) or as values: the function's suffix says which (w or
@@ -591,15 +595,21 @@ class Emitter {
         line(depth, fmt::format("braze_mbarrier_init(&{}[{}], {});", k_.vars[s.var].name, e(s.a), s.width));
         return;
       case SKind::MbarrierArriveExpectTx:
+        if (s.c >= 0) {
+          line(depth, fmt::format("braze_mbarrier_arrive_remote(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.c)));
+          return;
+        }
         line(depth, fmt::format("braze_mbarrier_arrive_expect_tx(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.b)));
         return;
       case SKind::MbarrierWait:
         line(depth, fmt::format("braze_mbarrier_wait(&{}[{}], {});", k_.vars[s.var].name, e(s.a), e(s.b)));
         return;
       case SKind::TmaLoad:
-        line(depth, fmt::format("braze_tma_load_{}d(&{}[{}], &{}, {}, {}{}, &{}[{}]);", s.e >= 0 ? 3 : 2,
-                                k_.vars[s.var].name, e(s.a), tensorMapName(k_.tensors[s.tensor]), e(s.b), e(s.c),
-                                s.e >= 0 ? ", " + e(s.e) : std::string(), k_.vars[s.mma_operands[0]].name, e(s.d)));
+        line(depth, fmt::format("braze_tma_load_{}d{}(&{}[{}], &{}, {}, {}{}, &{}[{}]{});", s.e >= 0 ? 3 : 2,
+                                s.multicast != 0 ? "_multicast" : "", k_.vars[s.var].name, e(s.a),
+                                tensorMapName(k_.tensors[s.tensor]), e(s.b), e(s.c),
+                                s.e >= 0 ? ", " + e(s.e) : std::string(), k_.vars[s.mma_operands[0]].name, e(s.d),
+                                s.multicast != 0 ? fmt::format(", {}", s.multicast) : std::string()));
         return;
     }
   }

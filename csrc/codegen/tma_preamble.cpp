@@ -63,6 +63,43 @@ __device__ __forceinline__ void braze_tma_load_3d(void* smem, const BrazeTensorM
 }
 )";
 
+// A kernel with clusters: its rank, the cluster-wide barrier, an arrival on another block's mbarrier (its
+// address in that block's shared memory by mapa), and TMA loads multicast to the blocks a 16-bit mask
+// names. Its waits acquire at cluster scope: a phase may complete by other blocks' arrivals.
+constexpr std::string_view kClusterFunctions = R"(
+__device__ __forceinline__ unsigned braze_cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void braze_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void braze_mbarrier_arrive_remote(unsigned long long* bar, unsigned rank) {
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(b), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void braze_tma_load_2d_multicast(void* smem, const BrazeTensorMap* map, int column, int row,
+                                                            unsigned long long* bar, unsigned short ranks) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(s), "l"(map), "r"(column), "r"(row), "r"(b), "h"(ranks) : "memory");
+}
+__device__ __forceinline__ void braze_tma_load_3d_multicast(void* smem, const BrazeTensorMap* map, int column, int row,
+                                                            int batch, unsigned long long* bar, unsigned short ranks) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      ::"r"(s), "l"(map), "r"(column), "r"(row), "r"(batch), "r"(b), "h"(ranks) : "memory");
+}
+)";
+
 }  // namespace
 
 bool usesTma(const kernel::Kernel& kernel) {
@@ -73,11 +110,15 @@ bool usesTma(const kernel::Kernel& kernel) {
 }
 
 std::string tmaPreamble(const kernel::Kernel& kernel, SourceDialect dialect) {
-  if (!usesTma(kernel)) return "";
+  if (!usesTma(kernel) && kernel.cluster == 1) return "";
   BRAZE_CHECK(dialect == SourceDialect::Cuda,
-              "kernel {} uses mbarriers or TMA loads, which have no HIP spelling (sm_90's asynchronous copies)",
+              "kernel {} uses mbarriers, TMA loads or clusters, which have no HIP spelling (sm_90's)",
               kernel.name);
-  return std::string(kTmaFunctions);
+  if (kernel.cluster == 1) return std::string(kTmaFunctions);
+  std::string functions(kTmaFunctions);
+  const std::string_view wait = "mbarrier.try_wait.parity.shared::cta.b64";
+  functions.replace(functions.find(wait), wait.size(), "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64");
+  return functions + std::string(kClusterFunctions);
 }
 
 std::string tensorMapName(const kernel::TensorParam& tensor) { return tensor.name + "_map"; }

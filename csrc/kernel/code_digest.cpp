@@ -69,7 +69,7 @@ class KernelDigester {
             static_cast<uint64_t>(s.concurrent) << 18);
       d.add(Digester::pack(s.mma_operands[0], s.mma_operands[1]));
       d.add(Digester::pack(s.mma_operands[2], s.b_offset));
-      d.add(static_cast<uint64_t>(static_cast<uint32_t>(s.target)));
+      d.add(Digester::pack(s.target, s.multicast));
       for (const WgmmaOperand& w : s.wgmma_operands) {
         d.add(Digester::pack(w.leading_bytes, w.stride_bytes));
         d.add(static_cast<uint64_t>(w.mn_major));
@@ -105,6 +105,7 @@ CodeDigest codeDigest(const Kernel& k) {
   d.add(k.summary);
   d.add(Digester::pack(static_cast<int32_t>(k.block[0]), static_cast<int32_t>(k.block[1])));
   d.add(static_cast<uint64_t>(k.shared_bytes));
+  d.add(static_cast<uint64_t>(k.cluster));
   d.add(static_cast<uint64_t>(k.warp_size));
   d.add(static_cast<uint64_t>(k.vectorize));
   d.add(static_cast<uint64_t>(k.index64) | static_cast<uint64_t>(k.arch_specific) << 1 |

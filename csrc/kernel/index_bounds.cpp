@@ -63,6 +63,7 @@ std::optional<KernelBuilder::Bounds> KernelBuilder::bounds(ExprId id) const {
       break;
     case EKind::ThreadIdx: result = Bounds{0, e.i < 2 ? thread_limit_[static_cast<size_t>(e.i)] - 1 : 1023}; break;
     case EKind::BlockIdx: result = Bounds{0, (int64_t{1} << 31) - 2}; break;
+    case EKind::ClusterRank: result = Bounds{0, k_.cluster - 1}; break;
     case EKind::VarRef:
       result = entryOr(var_bounds_, static_cast<size_t>(e.ref), std::optional<Bounds>{});  // -1: none
       break;

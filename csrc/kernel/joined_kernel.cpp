@@ -70,6 +70,7 @@ class Joiner {
       BRAZE_ASSERT(same_block && part.warp_size == first.warp_size && part.check_indices == first.check_indices,
                    "kernel {}: parts {} and {} differ in block shape, warp size or index checks", into_.name, first.name,
                    part.name);
+      BRAZE_ASSERT(part.cluster == 1, "kernel {}: part {} runs in clusters", into_.name, part.name);
     }
     for (const TensorParam& t : into_.tensors) names_.insert(t.name);
     // The block and thread indices and the part bounds first: every part's exprs come after their operands.

@@ -186,6 +186,13 @@ ExprId KernelBuilder::blockIdx(int axis) {
   return intern(e);
 }
 
+ExprId KernelBuilder::clusterRank() {
+  KExpr e;
+  e.kind = EKind::ClusterRank;
+  e.index = true;
+  return intern(e);
+}
+
 ExprId KernelBuilder::ref(VarId var) {
   const KVar& v = k_.vars[var];
   KExpr e;

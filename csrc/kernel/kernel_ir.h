@@ -66,6 +66,7 @@ enum class EKind : uint8_t {
                 // compiler then knows that branches on it do not diverge (a warp-specialized block's roles)
   OrderKey,     // an index in [0, 2^32) that orders as the Float value args[0] does: larger for larger, NaN
                 // above every number, -0 the same as +0 (a radix select's digits)
+  ClusterRank,  // the block's place in its cluster (%cluster_ctarank): blockIdx.x % Kernel::cluster
 };
 
 // An expression's operands: four inline (index arithmetic takes two, select and fma three), a longer
@@ -209,7 +210,9 @@ enum class SKind : uint8_t {
   // thread initializes; a barrier must follow before any other thread uses it.
   MbarrierInit,
   // This thread arrives on mbarrier var[a] and adds b bytes to what its current phase waits for: the
-  // phase completes once every arrival is in and that many bytes of TMA copies have landed.
+  // phase completes once every arrival is in and that many bytes of TMA copies have landed. With c (an
+  // index, c >= 0): the mbarrier var[a] of the cluster's block of rank c instead (distributed shared
+  // memory; b is then 0), as a block tells the others that a stage they copy into is free.
   MbarrierArriveExpectTx,
   // Waits until the phase of mbarrier var[a] with parity b (0 or 1) has completed: the copies it counted
   // are then visible to this thread.
@@ -219,6 +222,8 @@ enum class SKind : uint8_t {
   // zeros, into shared array var from element a (a storage array; rows of the box one after the other,
   // each 128-byte row swizzled like a wgmma operand where the box is swizzled). It completes its bytes on
   // mbarrier mma_operands[0][d]; its elements may be read only after a wait on the phase that counted them.
+  // With `multicast` (a mask of cluster ranks), the box lands at the same place in the shared memory of
+  // each block of the cluster it names, completing its bytes on each one's mbarrier mma_operands[0][d].
   TmaLoad,
   // setmaxnreg (sm_90a): this warpgroup's registers per thread become `width` (a multiple of 8 in [24,
   // 256]); `axis` 1 raises them (waiting for registers another warpgroup gave back), 0 lowers them. Every
@@ -227,6 +232,11 @@ enum class SKind : uint8_t {
   // var[b .. b+width) = target[a .. a+width): one `width`-element aligned read (1 to 16 bytes) of shared
   // array `target`, held as stored (what cp.asyncs filled), into a local array of compute values.
   SharedVecLoad,
+  // Every thread of every block of the cluster (Kernel::cluster) arrives and waits (barrier.cluster, release
+  // and acquire): what the cluster's blocks did before it, mbarrier inits included, is visible to all of
+  // them after it. One must follow the inits of mbarriers other blocks arrive on or copy to, and one must
+  // end a kernel whose blocks do so, so that no block exits while another still writes its shared memory.
+  ClusterBarrier,
 };
 
 struct Stmt {
@@ -249,6 +259,7 @@ struct Stmt {
   int32_t b_offset = 0;       // Mma: the B fragment's first element in its array (one array for two n-tiles)
   std::array<WgmmaOperand, 2> wgmma_operands{};  // Wgmma: how A and B lie in shared memory
   VarId target = -1;          // SharedAtomicAdd: the shared array added to
+  int32_t multicast = 0;      // TmaLoad: bit r names the cluster's block of rank r; 0: this block only
   std::vector<Stmt> body{}, orelse{};
 };
 
@@ -310,6 +321,10 @@ struct Kernel {
   SharedVector<Stmt> body;
   std::array<int64_t, 2> grid{1, 1};
   std::array<int64_t, 2> block{1, 1};
+  // Blocks per thread block cluster (sm_90), consecutive along the grid's x (a multiple of it): they run at
+  // once, on one GPC, and may arrive on each other's mbarriers and copy into each other's shared memory
+  // (SKind::ClusterBarrier, remote arrivals, multicast TMA loads). 1: no clusters.
+  int64_t cluster = 1;
   bool index64 = false;     // 64-bit index arithmetic (some tensor has 2^31 elements or more)
   int64_t warp_size = 32;   // lanes per warp (wavefront) of the device it was lowered for
   int64_t vectorize = 1;    // elements per vector access along the innermost dim
@@ -385,6 +400,7 @@ class KernelBuilder {
   ExprId bitAnd(ExprId a, ExprId b);  // both non-negative
   ExprId warpUniform(ExprId a);       // EKind::WarpUniform
   ExprId orderKey(ExprId value);      // EKind::OrderKey of a Float value
+  ExprId clusterRank();               // EKind::ClusterRank
   ExprId elementwise(OpKind op, DataType dtype, ExprArgs args);
   ExprId cast(ExprId value, DataType to);
   ExprId fma(ExprId a, ExprId b, ExprId c);  // Float
@@ -464,13 +480,15 @@ class KernelBuilder {
   void wgmmaWait(int pending_groups, VarId accumulators = -1);
   void proxyFence();
   void mbarrierInit(VarId mbarriers, ExprId at, int arrivals);
-  void mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes);
+  // `rank` >= 0: the mbarrier of the cluster's block of that rank (bytes 0).
+  void mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes, ExprId rank = -1);
+  void clusterBarrier();
   void mbarrierWait(VarId mbarriers, ExprId at, ExprId parity);
   void setMaxNReg(int registers, bool increase);
   // shared[at ..] = the TMA box of `tensor` at (column, row), completing on mbarriers[barrier].
-  // `batch`: the coordinate along a 3D map's batch dim (-1 for a 2D map).
+  // `batch`: the coordinate along a 3D map's batch dim (-1 for a 2D map); `multicast`: Stmt::multicast.
   void tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers, ExprId barrier,
-               ExprId batch = -1);
+               ExprId batch = -1, int32_t multicast = 0);
   // Opens a block: the statements added until the matching close() form its body.
   void openFor(VarId var, ExprId begin, ExprId end, ExprId step, bool unroll);
   void openIf(ExprId cond);

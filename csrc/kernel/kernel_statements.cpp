@@ -138,9 +138,11 @@ void KernelBuilder::mbarrierInit(VarId mbarriers, ExprId at, int arrivals) {
   pushOnVar(SKind::MbarrierInit, mbarriers, at, -1, arrivals);
 }
 
-void KernelBuilder::mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes) {
-  pushOnVar(SKind::MbarrierArriveExpectTx, mbarriers, at, bytes);
+void KernelBuilder::mbarrierArriveExpectTx(VarId mbarriers, ExprId at, ExprId bytes, ExprId rank) {
+  push(Stmt{.kind = SKind::MbarrierArriveExpectTx, .var = mbarriers, .a = at, .b = bytes, .c = rank});
 }
+
+void KernelBuilder::clusterBarrier() { pushBare(SKind::ClusterBarrier); }
 
 void KernelBuilder::mbarrierWait(VarId mbarriers, ExprId at, ExprId parity) {
   pushOnVar(SKind::MbarrierWait, mbarriers, at, parity);
@@ -151,9 +153,11 @@ void KernelBuilder::setMaxNReg(int registers, bool increase) {
 }
 
 void KernelBuilder::tmaLoad(VarId shared, ExprId at, TensorId tensor, ExprId column, ExprId row, VarId mbarriers,
-                            ExprId barrier, ExprId batch) {
+                            ExprId barrier, ExprId batch, int32_t multicast) {
   Stmt s{.kind = SKind::TmaLoad, .var = shared, .tensor = tensor, .a = at, .b = column, .c = row, .d = barrier, .e = batch};
   s.mma_operands[0] = mbarriers;
+  s.multicast = multicast;
+  if (multicast != 0) k_.arch_specific = true;  // .multicast::cluster is sm_90a's
   push(std::move(s));
 }
 

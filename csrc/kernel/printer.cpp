@@ -23,8 +23,9 @@ class KernelPrinter {
   std::string run() {
     line(0, "kernel {}", k_.name);
     line(1, "summary: {}", k_.summary);
-    line(1, "launch: grid {}x{}, block {}x{} (warps of {}), shared {} bytes, {}-bit indices, vectorize {}", k_.grid[0],
-         k_.grid[1], k_.block[0], k_.block[1], k_.warp_size, k_.shared_bytes, k_.index64 ? 64 : 32, k_.vectorize);
+    line(1, "launch: grid {}x{}, block {}x{} (warps of {}), shared {} bytes, {}-bit indices, vectorize {}{}", k_.grid[0],
+         k_.grid[1], k_.block[0], k_.block[1], k_.warp_size, k_.shared_bytes, k_.index64 ? 64 : 32, k_.vectorize,
+         k_.cluster > 1 ? fmt::format(", clusters of {} blocks", k_.cluster) : std::string());
     for (const TensorParam& p : k_.tensors) {
       const char* role = p.index_errors ? "index errors"
                          : p.workspace  ? (p.zeroed ? "workspace, zeroed" : "workspace")
@@ -87,6 +88,7 @@ class KernelPrinter {
       case EKind::BitAnd: return fmt::format("({} & {})", arg(0), arg(1));
       case EKind::WarpUniform: return fmt::format("warp_uniform({})", arg(0));
       case EKind::OrderKey: return fmt::format("order_key({})", arg(0));
+      case EKind::ClusterRank: return "cluster_rank";
       case EKind::Lt: return infix("<");
       case EKind::Le: return infix("<=");
       case EKind::Eq: return infix("==");
@@ -149,6 +151,7 @@ class KernelPrinter {
         line(depth, "{} = block_reduce<{}, threadIdx.{}>({})", var(), toString(s.reduce), s.axis == 0 ? "x" : "y", var());
         return;
       case SKind::Barrier: line(depth, "barrier"); return;
+      case SKind::ClusterBarrier: line(depth, "cluster_barrier"); return;
       case SKind::Fence: line(depth, "fence"); return;
       case SKind::AtomicAdd: line(depth, "let {} = atomic_add({}[{}], {})", var(), tensor(), expr(s.a), expr(s.b)); return;
       case SKind::SharedVecLoad:
@@ -192,7 +195,8 @@ class KernelPrinter {
       case SKind::ProxyFence: line(depth, "proxy_fence_async_shared"); return;
       case SKind::MbarrierInit: line(depth, "mbarrier_init({}[{}], {} arrivals)", var(), expr(s.a), s.width); return;
       case SKind::MbarrierArriveExpectTx:
-        line(depth, "mbarrier_arrive_expect_tx({}[{}], {} bytes)", var(), expr(s.a), expr(s.b));
+        line(depth, "mbarrier_arrive_expect_tx({}[{}]{}, {} bytes)", var(), expr(s.a),
+             s.c >= 0 ? " of cluster rank " + expr(s.c) : std::string(), expr(s.b));
         return;
       case SKind::MbarrierWait: line(depth, "mbarrier_wait({}[{}], parity {})", var(), expr(s.a), expr(s.b)); return;
       case SKind::SetMaxNReg: line(depth, "setmaxnreg {} {}", s.axis == 1 ? "inc" : "dec", s.width); return;
@@ -200,6 +204,7 @@ class KernelPrinter {
         line(depth, "{}[{} ..] = tma_load({} box at column {}, row {}{}; completes on {}[{}])", var(), expr(s.a), tensor(),
              expr(s.b), expr(s.c), s.e >= 0 ? ", batch " + expr(s.e) : std::string(), names_[s.mma_operands[0]],
              expr(s.d));
+        if (s.multicast != 0) line(depth + 1, "multicast to cluster ranks {:#x}", s.multicast);
         return;
     }
   }

@@ -30,7 +30,9 @@ Simulator::Simulator(const Kernel& k, const SimLaunch& launch)
     tensors_.push_back(HostTensor::wrap(launch.tensors[t], k.tensors[t].dtype, {}, {}));
     tma_maps_.push_back(t < launch.tma_maps.size() ? launch.tma_maps[t] : std::nullopt);
   }
-  threads_ = k.threadsPerBlock();
+  block_threads_ = k.threadsPerBlock();
+  cluster_ = k.cluster;
+  threads_ = block_threads_ * cluster_;
   uses_mbarriers_ = std::any_of(k.vars.begin(), k.vars.end(), [](const KVar& v) { return v.kind == VarKind::Mbarriers; });
   scalars_.assign(k.vars.size(), {});
   arrays_.assign(k.vars.size(), {});
@@ -52,13 +54,16 @@ Simulator::Simulator(const Kernel& k, const SimLaunch& launch)
 }
 
 void Simulator::run() {
-  const int64_t blocks = grid_[0] * grid_[1];
-  std::vector<int64_t> order(blocks);
+  BRAZE_ASSERT(grid_[0] % cluster_ == 0, "kernel {}: a grid of {} blocks along x in clusters of {}", k_.name, grid_[0],
+               cluster_);
+  const int64_t clusters_x = grid_[0] / cluster_, clusters = clusters_x * grid_[1];
+  std::vector<int64_t> order(clusters);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(std::hash<std::string>{}(k_.name));
   std::shuffle(order.begin(), order.end(), rng);
-  for (int64_t b : order) {
-    block_ = {b % grid_[0], b / grid_[0]};
+  for (int64_t c : order) {
+    block_ = {c % clusters_x * cluster_, c / clusters_x};
+    remote_since_cluster_barrier_ = false;
     pending_.clear();
     groups_.clear();
     in_flight_.clear();
@@ -83,13 +88,29 @@ void Simulator::run() {
     for (const auto& [g, flights] : wgmma_pending_) {
       if (!flights.empty()) fail(g * 128, "the block ends with wgmmas in flight (no wgmma wait covers them)");
     }
+    if (remote_since_cluster_barrier_) {
+      fail(0, "the cluster's blocks end with no cluster barrier after a block arrived on another's mbarrier or "
+              "copied into its shared memory: that block may have exited by then");
+    }
   }
 }
 
 [[noreturn]] void Simulator::fail(int64_t t, const std::string& what) const {
   throwError(ErrorKind::Index, __FILE__, __LINE__,
-             fmt::format("kernel {}: {} (block ({}, {}), thread ({}, {}))", k_.name, what, block_[0], block_[1],
-                         t % k_.block[0], t / k_.block[0]));
+             fmt::format("kernel {}: {} (block ({}, {}), thread ({}, {}))", k_.name, what, block_[0] + rankOf(t),
+                         block_[1], t % block_threads_ % k_.block[0], t % block_threads_ / k_.block[0]));
+}
+
+int64_t Simulator::sharedKey(VarId var, int64_t t, int64_t i) const {
+  const KVar& v = k_.vars[var];
+  if (i < 0 || i >= v.size) fail(t, fmt::format("index {} outside shared array {}[{}]", i, v.name, v.size));
+  return rankOf(t) * v.size + i;
+}
+
+std::string Simulator::elementName(VarId var, int64_t key) const {
+  const KVar& v = k_.vars[var];
+  if (cluster_ == 1) return fmt::format("{}[{}]", v.name, key);
+  return fmt::format("{}[{}] of the cluster's block {}", v.name, key % v.size, key / v.size);
 }
 
 void Simulator::checkAccess(int64_t t, TensorId tensor, int64_t offset, int64_t width) const {
@@ -152,8 +173,13 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
       }
       return r;
     }
-    case EKind::ThreadIdx: r.i = e.i == 0 ? t % k_.block[0] : t / k_.block[0]; return r;
-    case EKind::BlockIdx: r.i = block_[e.i]; return r;
+    case EKind::ThreadIdx: {
+      const int64_t local = t % block_threads_;
+      r.i = e.i == 0 ? local % k_.block[0] : local / k_.block[0];
+      return r;
+    }
+    case EKind::BlockIdx: r.i = block_[e.i] + (e.i == 0 ? rankOf(t) : 0); return r;
+    case EKind::ClusterRank: r.i = rankOf(t); return r;
     case EKind::Add: r.i = indexValue(I(0) + I(1), t); return r;
     case EKind::Sub: r.i = indexValue(I(0) - I(1), t); return r;
     case EKind::Mul: r.i = indexValue(I(0) * I(1), t); return r;
@@ -251,17 +277,14 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
 
 SimValue& Simulator::arrayAt(VarId var, int64_t t, int64_t i) {
   const KVar& v = k_.vars[var];
-  const bool shared = v.kind == VarKind::SharedArray;
-  if (i < 0 || i >= v.size) {
-    fail(t, fmt::format("index {} outside {} array {}[{}]", i, shared ? "shared" : "local", v.name, v.size));
-  }
-  return arrays_[var][shared ? i : t * v.size + i];
+  if (v.kind == VarKind::SharedArray) return arrays_[var][sharedKey(var, t, i)];
+  if (i < 0 || i >= v.size) fail(t, fmt::format("index {} outside local array {}[{}]", i, v.name, v.size));
+  return arrays_[var][t * v.size + i];
 }
 
 void Simulator::noteSharedAtomic(VarId var, int64_t t, int64_t i) {
-  if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
-  SharedAccess& a = shared_[var][i];
-  if (a.epoch != epoch_) a = SharedAccess{epoch_};
+  SharedAccess& a = shared_[var][sharedKey(var, t, i)];
+  if (a.epoch != epoch_) a = SharedAccess{epoch_, cluster_epoch_};
   const int32_t other = a.writer >= 0 && a.writer != t ? a.writer : a.reader >= 0 && a.reader != t ? a.reader
                                                                    : a.reader == kManyReaders       ? kManyReaders
                                                                                                     : -1;
@@ -273,31 +296,30 @@ void Simulator::noteSharedAtomic(VarId var, int64_t t, int64_t i) {
   a.adder = a.adder < 0 || a.adder == t ? static_cast<int32_t>(t) : kManyReaders;
 }
 
-void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
-  if (i < 0 || i >= k_.vars[var].size) return;  // arrayAt reports it
-  SharedAccess& a = shared_[var][i];
-  const KVar& v = k_.vars[var];
-  if (a.epoch != epoch_) a = SharedAccess{epoch_};
+void Simulator::noteSharedKey(VarId var, int64_t t, int64_t key, bool write) {
+  SharedAccess& a = shared_[var][key];
+  const bool remote = cluster_ > 1 && key / k_.vars[var].size != rankOf(t);
+  if (a.epoch != epoch_ && (!remote || a.cluster_epoch != cluster_epoch_)) a = SharedAccess{epoch_, cluster_epoch_};
   if (a.adder != -1 && a.adder != t) {
-    fail(t, fmt::format("{} shared {}[{}], which {} added to atomically, with no barrier in between",
-                        write ? "writes" : "reads", v.name, i,
+    fail(t, fmt::format("{} shared {}, which {} added to atomically, with no barrier in between",
+                        write ? "writes" : "reads", elementName(var, key),
                         a.adder == kManyReaders ? std::string("other threads") : fmt::format("thread {}", a.adder)));
   }
   const int32_t release = releases_.empty() ? 0 : releases_[t];
   if (a.writer >= 0 && a.writer != t && !acquiredAfter(t, a.writer, a.writer_release)) {
-    fail(t, fmt::format("{} shared {}[{}], which thread {} wrote, with no barrier in between (nor a wait on an "
+    fail(t, fmt::format("{} shared {}, which thread {} wrote, with no barrier in between (nor a wait on an "
                         "mbarrier it arrived on since)",
-                        write ? "writes" : "reads", v.name, i, a.writer));
+                        write ? "writes" : "reads", elementName(var, key), a.writer));
   }
   if (write) {
-    if (auto it = wgmma_reading_.find(var); it != wgmma_reading_.end() && it->second[i] > 0) {
-      fail(t, fmt::format("writes shared {}[{}], which a wgmma still in flight reads (no wgmma wait covers it)", v.name, i));
+    if (auto it = wgmma_reading_.find(var); it != wgmma_reading_.end() && it->second[key] > 0) {
+      fail(t, fmt::format("writes shared {}, which a wgmma still in flight reads (no wgmma wait covers it)", elementName(var, key)));
     }
     auto unordered = [&](int32_t reader, int32_t at) { return reader != t && !acquiredAfter(t, reader, at); };
     int64_t racing = -1;
     if (a.reader >= 0 && unordered(a.reader, a.reader_release)) racing = a.reader;
     if (a.reader == kManyReaders) {
-      auto many = many_readers_.find({var, i});
+      auto many = many_readers_.find({var, key});
       racing = kManyReaders;  // readers not recorded (no mbarriers): any other thread
       if (many != many_readers_.end()) {
         racing = -1;
@@ -308,9 +330,9 @@ void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
       }
     }
     if (racing != -1) {
-      fail(t, fmt::format("writes shared {}[{}], which {} read, with no barrier in between (nor a wait on an mbarrier "
+      fail(t, fmt::format("writes shared {}, which {} read, with no barrier in between (nor a wait on an mbarrier "
                           "it arrived on since)",
-                          v.name, i, racing == kManyReaders ? std::string("other threads") : fmt::format("thread {}", racing)));
+                          elementName(var, key), racing == kManyReaders ? std::string("other threads") : fmt::format("thread {}", racing)));
     }
     a.writer = static_cast<int32_t>(t);
     a.writer_release = release;
@@ -320,7 +342,7 @@ void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
     a.reader_release = release;
   } else if (!acquired_.empty()) {
     // Several readers: each one's release count, for the next write to check.
-    auto& readers = many_readers_[{var, i}];
+    auto& readers = many_readers_[{var, key}];
     if (a.reader != kManyReaders) readers.emplace_back(a.reader, a.reader_release);
     readers.emplace_back(static_cast<int32_t>(t), release);
     a.reader = kManyReaders;
@@ -330,16 +352,23 @@ void Simulator::noteShared(VarId var, int64_t t, int64_t i, bool write) {
 }
 
 void Simulator::requireLanded(VarId var, int64_t t, int64_t i) {
-  requireTmaLanded(var, t, i, false);
+  const int64_t key = sharedKey(var, t, i);
+  requireTmaLandedKey(var, t, key, false);
   auto it = in_flight_.find(var);
-  if (it == in_flight_.end() || i < 0 || i >= static_cast<int64_t>(it->second.size()) || it->second[i] == 0) return;
-  fail(t, fmt::format("reads shared {}[{}] while a cp.async into it is in flight (no cp.async wait covers it)",
-                      k_.vars[var].name, i));
+  if (it == in_flight_.end() || it->second[key] == 0) return;
+  fail(t, fmt::format("reads shared {} while a cp.async into it is in flight (no cp.async wait covers it)",
+                      elementName(var, key)));
 }
 
 void Simulator::requireFullBlock(const Mask& mask, const char* what) {
+  // Each block of a cluster on its own: one block's threads all there, or none of them.
   for (int64_t t = 0; t < threads_; ++t) {
-    if (!mask[t]) fail(t, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
+    if (!mask[t] && mask[t - t % block_threads_]) {
+      fail(t, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
+    }
+    if (mask[t] && !mask[t - t % block_threads_]) {
+      fail(t - t % block_threads_, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
+    }
   }
 }
 
@@ -361,14 +390,14 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
         for (const MbarrierState& m : mbarriers_[s.var]) {
           if (!m.copies.empty()) fail(0, fmt::format("declares mbarriers {} again while TMA copies complete on them", v.name));
         }
-        mbarriers_[s.var].assign(v.size, MbarrierState{});
+        mbarriers_[s.var].assign(cluster_ * v.size, MbarrierState{});
         return;
       }
       // Poison: a read before a write shows up as NaN (or an absurd integer) in the results.
       const bool shared = v.kind == VarKind::SharedArray;
-      arrays_[s.var].assign((shared ? 1 : threads_) * v.size,
+      arrays_[s.var].assign((shared ? cluster_ : threads_) * v.size,
                             SimValue{std::numeric_limits<double>::quiet_NaN(), -123456789});
-      if (shared) shared_[s.var].assign(v.size, SharedAccess{});
+      if (shared) shared_[s.var].assign(cluster_ * v.size, SharedAccess{});
       return;
     }
     case SKind::LocalWrite: {
@@ -471,7 +500,19 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       tma_landed_.clear();  // what a thread saw by its mbarrier wait, every thread sees after the barrier
       many_readers_.clear();
       return;
+    case SKind::ClusterBarrier: execClusterBarrier(mask); return;
   }
+}
+
+void Simulator::execClusterBarrier(const Mask& mask) {
+  for (int64_t t = 0; t < threads_; ++t) {
+    if (!mask[t]) fail(t, "a cluster barrier reached by only part of the cluster (this thread is inactive)");
+  }
+  ++epoch_;
+  ++cluster_epoch_;
+  tma_landed_.clear();
+  many_readers_.clear();
+  remote_since_cluster_barrier_ = false;
 }
 
 void Simulator::execFor(const Stmt& s, Mask mask) {
@@ -551,23 +592,25 @@ void Simulator::execReduce(const Stmt& s, const Mask& mask) {
   const int64_t bx = k_.block[0], by = k_.block[1];
   const int64_t groups = s.axis == 0 ? by : bx;
   const int64_t members = s.axis == 0 ? bx : by;
-  auto thread = [&](int64_t g, int64_t m) { return s.axis == 0 ? g * bx + m : m * bx + g; };
   const DataType dtypes[2] = {dtype, dtype};
-  for (int64_t g = 0; g < groups; ++g) {
+  // Each block of a cluster that reached it (whole blocks: requireFullBlock), its groups of threads.
+  for (int64_t group = 0; group < cluster_ * groups; ++group) {
+    const int64_t rank = group / groups, g = group % groups;
+    if (!mask[rank * block_threads_]) continue;
+    auto thread = [&](int64_t m) { return rank * block_threads_ + (s.axis == 0 ? g * bx + m : m * bx + g); };
     // A tree of pairs at distance 1, 2, 4... The GPU combines in another order (shuffle butterflies),
     // which changes float results only by rounding: tests compare within tolerances.
     std::vector<SimValue> values(members);
-    for (int64_t m = 0; m < members; ++m) values[m] = scalars_[s.var][thread(g, m)];
+    for (int64_t m = 0; m < members; ++m) values[m] = scalars_[s.var][thread(m)];
     for (int64_t step = 1; step < members; step *= 2) {
       for (int64_t m = 0; m + step < members; m += 2 * step) {
         const SimValue pair[2] = {values[m], values[m + step]};
         values[m] = simElementwise(combine, dtype, pair, dtypes);
       }
     }
-    for (int64_t m = 0; m < members; ++m) scalars_[s.var][thread(g, m)] = values[0];
+    for (int64_t m = 0; m < members; ++m) scalars_[s.var][thread(m)] = values[0];
   }
 }
-
 
 }  // namespace sim
 

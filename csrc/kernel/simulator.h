@@ -10,7 +10,11 @@
 // TMA loads land when a thread waits on the mbarrier phase they complete (simulator_tma.cpp), and a
 // wait orders the waiter after what the phase's arriving threads did before arriving. The branches of an
 // if whose branches run at once (a warp-specialized block's roles) run interleaved, handing over where
-// one waits on a phase that has not completed (simulator_branches.cpp).
+// one waits on a phase that has not completed (simulator_branches.cpp). The blocks of a cluster
+// (Kernel::cluster) run together, in lockstep as one block of all their threads, each with shared memory
+// of its own: a block may arrive on another's mbarriers and multicast TMA boxes into the others' shared
+// memory, and an mbarrier used by another block before a cluster barrier, or a kernel that ends without
+// one after such accesses, is reported.
 // It uses the same index arithmetic, predicates and vector widths as the emitted CUDA, and the
 // reference's element math (kernel/element_math.h).
 #pragma once

@@ -22,7 +22,7 @@ void Simulator::execCpAsync(const Stmt& s, const Mask& mask) {
   const int64_t element = sizeOf(v.dtype);
   const int64_t bytes = s.width * element;
   auto& flight = in_flight_[s.var];
-  if (flight.empty()) flight.assign(v.size, 0);
+  if (flight.empty()) flight.assign(cluster_ * v.size, 0);
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
     const int64_t offset = eval(s.a, t).i, at = eval(s.b, t).i, src_bytes = eval(s.c, t).i;
@@ -47,7 +47,7 @@ void Simulator::execCpAsync(const Stmt& s, const Mask& mask) {
       // The copy may land at once: it is this thread's write from its issue on, so a read of the element
       // by another thread since the last barrier (a stage refilled while still being read) is reported.
       noteShared(s.var, t, at + j, true);
-      ++flight[at + j];
+      ++flight[sharedKey(s.var, t, at + j)];
     }
     pending_[t].push_back(std::move(copy));
   }
@@ -76,7 +76,7 @@ void Simulator::execCpAsyncWait(const Stmt& s, const Mask& mask) {
       }
       auto& flight = in_flight_[copy.var];
       for (size_t j = 0; j < copy.values.size(); ++j) {
-        --flight[copy.at + static_cast<int64_t>(j)];
+        --flight[sharedKey(copy.var, t, copy.at + static_cast<int64_t>(j))];
         noteShared(copy.var, t, copy.at + static_cast<int64_t>(j), true);
         noteUnfenced(copy.var, t, copy.at + static_cast<int64_t>(j));
         arrayAt(copy.var, t, copy.at + static_cast<int64_t>(j)) = copy.values[j];
@@ -216,7 +216,7 @@ void Simulator::execWgmma(const Stmt& s, const Mask& mask) {
       const int64_t start = v.shared_offset + at * element;
       const int64_t mn_extent = operand == 0 ? kWgmmaM : n;
       auto& reading = wgmma_reading_[var];
-      if (reading.empty()) reading.assign(v.size, 0);
+      if (reading.empty()) reading.assign(cluster_ * v.size, 0);
       for (int64_t mn = 0; mn < mn_extent; ++mn) {
         for (int64_t k = 0; k < depth; ++k) {
           const int64_t byte = wgmmaElementByte(s.wgmma_operands[operand], start, mn, k, element) - v.shared_offset;
@@ -224,14 +224,14 @@ void Simulator::execWgmma(const Stmt& s, const Mask& mask) {
             fail(g * 128, fmt::format("wgmma reads {} element ({}, {}) at shared byte {}, outside its {} elements",
                                       v.name, mn, k, byte + v.shared_offset, v.size));
           }
-          const int64_t i = byte / element;
+          const int64_t i = byte / element, key = sharedKey(var, g * 128, i);
           requireLanded(var, g * 128, i);
           noteShared(var, g * 128, i, false);
-          if (auto it = unfenced_.find(var); it != unfenced_.end() && it->second[i] != 0) {
-            fail(g * 128, fmt::format("wgmma reads shared {}[{}], which thread {} wrote with no proxy fence after the write",
-                                      v.name, i, it->second[i] - 1));
+          if (auto it = unfenced_.find(var); it != unfenced_.end() && it->second[key] != 0) {
+            fail(g * 128, fmt::format("wgmma reads shared {}, which thread {} wrote with no proxy fence after the write",
+                                      elementName(var, key), it->second[key] - 1));
           }
-          ++reading[i];
+          ++reading[key];
           flight.reads.emplace_back(var, i);
           const SimValue& held = arrayAt(var, g * 128, i);
           const double value = integer ? static_cast<double>(held.i) : held.f;
@@ -292,7 +292,7 @@ void Simulator::execWgmmaWait(const Stmt& s, const Mask& mask) {
       // The reads end here, as the warpgroup's: a thread of another warpgroup writing the elements before a
       // barrier (which that warpgroup's wait may not have passed yet) is reported.
       for (const auto& [var, i] : w.reads) {
-        --wgmma_reading_[var][i];
+        --wgmma_reading_[var][sharedKey(var, g * 128, i)];
         noteShared(var, g * 128, i, false);
       }
       if (--busy_accumulators_[{g, w.accumulators}] == 0) busy_accumulators_.erase({g, w.accumulators});
@@ -321,9 +321,10 @@ void Simulator::requireAccumulatorsDone(VarId var, int64_t t, bool by_wgmma, boo
 void Simulator::noteUnfenced(VarId var, int64_t t, int64_t i) {
   if (!k_.arch_specific) return;  // no wgmma reads the writes
   auto& marks = unfenced_[var];
-  if (marks.empty()) marks.assign(k_.vars[var].size, 0);
-  marks[i] = static_cast<int32_t>(t + 1);
-  unfenced_list_[t].emplace_back(var, i);
+  if (marks.empty()) marks.assign(cluster_ * k_.vars[var].size, 0);
+  const int64_t key = sharedKey(var, t, i);
+  marks[key] = static_cast<int32_t>(t + 1);
+  unfenced_list_[t].emplace_back(var, key);
 }
 
 

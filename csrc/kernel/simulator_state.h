@@ -40,14 +40,26 @@ class Simulator {
   int64_t indexValue(int64_t v, int64_t t) const;
 
   SimValue eval(ExprId id, int64_t t);
+  // A local array's element i of thread t, or a shared array's element i of thread t's block.
   SimValue& arrayAt(VarId var, int64_t t, int64_t i);
+
+  // A cluster's blocks (Kernel::cluster) run as one: thread t is thread t % block_threads_ of the block of
+  // rank t / block_threads_, and each shared array holds every block's elements one block after the other.
+  // What tracks shared elements is indexed by such keys: element i of the block of rank r is r * size + i.
+  int64_t rankOf(int64_t t) const { return t / block_threads_; }
+  // The key of shared element i of thread t's block (an index outside the array is reported).
+  int64_t sharedKey(VarId var, int64_t t, int64_t i) const;
+  SimValue& sharedElement(VarId var, int64_t key) { return arrays_[var][key]; }
+  // "name[i]", and the block's rank in a kernel with clusters.
+  std::string elementName(VarId var, int64_t key) const;
 
   // Lockstep execution would hide a missing barrier, so shared accesses are checked instead: between
   // two barriers, an element one thread wrote may be read or written by no other thread, and an
   // element read by one thread may not be written by another, unless the second thread has since waited
   // on an mbarrier phase the first one arrived on after its access (warp-specialized pipelines order
   // their stages so, without barriers).
-  void noteShared(VarId var, int64_t t, int64_t i, bool write);
+  void noteShared(VarId var, int64_t t, int64_t i, bool write) { noteSharedKey(var, t, sharedKey(var, t, i), write); }
+  void noteSharedKey(VarId var, int64_t t, int64_t key, bool write);
   // Atomic adds to an element may come from any threads; any other access of another thread between the
   // same two barriers is a race.
   void noteSharedAtomic(VarId var, int64_t t, int64_t i);
@@ -126,7 +138,7 @@ class Simulator {
   };
   struct MbarrierState {
     bool initialized = false;
-    int64_t init_thread = -1, init_epoch = -1;
+    int64_t init_thread = -1, init_epoch = -1, init_cluster_epoch = -1;
     int64_t arrivals = 0;        // per phase
     int64_t pending = 0;         // arrivals the current phase still waits for
     int64_t expected_bytes = 0;  // transaction bytes it waits for (arrive.expect_tx)
@@ -138,14 +150,19 @@ class Simulator {
     std::vector<std::pair<int64_t, int64_t>> arrivals_now, arrivals_done;
   };
   void completePhase(MbarrierState& m);
-  MbarrierState& mbarrierAt(VarId var, int64_t t, ExprId at, bool initializing = false);
+  // The key of mbarrier var[at] of thread t's block, or of the block of cluster rank `rank` (>= 0).
+  int64_t mbarrierKey(VarId var, int64_t t, ExprId at, int64_t rank = -1);
+  MbarrierState& mbarrierAt(VarId var, int64_t t, int64_t key, bool initializing = false);
   void execMbarrierInit(const Stmt& s, const Mask& mask);
   void execMbarrierArrive(const Stmt& s, const Mask& mask);
   void execMbarrierWait(const Stmt& s, const Mask& mask);
   void execTmaLoad(const Stmt& s, const Mask& mask);
   // Lands the phase's copies and completes it where its arrivals and bytes are all in.
   void landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t);
-  void requireTmaLanded(VarId var, int64_t t, int64_t i, bool write);
+  void requireTmaLanded(VarId var, int64_t t, int64_t i, bool write) {
+    requireTmaLandedKey(var, t, sharedKey(var, t, i), write);
+  }
+  void requireTmaLandedKey(VarId var, int64_t t, int64_t key, bool write);
   void requireNoTmaInFlight();
 
   // Branches that run at once (Stmt::concurrent, simulator_branches.cpp): each on a thread of its own,
@@ -162,16 +179,19 @@ class Simulator {
   std::array<int64_t, 2> grid_;
   const std::vector<ScalarValue>& arguments_;
   std::vector<HostTensor> tensors_;  // each parameter's base address, with its dtype
-  int64_t threads_ = 1;
-  std::array<int64_t, 2> block_{0, 0};
+  int64_t threads_ = 1;  // of the cluster: block_threads_ x cluster_
+  int64_t block_threads_ = 1, cluster_ = 1;
+  std::array<int64_t, 2> block_{0, 0};  // the cluster's first block
   std::vector<std::vector<SimValue>> scalars_;
   std::vector<std::vector<SimValue>> arrays_;
   std::vector<std::pair<int64_t, int64_t>> bounds_;
   std::vector<std::optional<StridedLayout>> tma_maps_;  // SimLaunch::tma_maps
   // Since the last barrier: the thread that wrote the element and the one that read it (or kManyReaders),
   // each with its release count (mbarrier arrivals so far) at the access.
+  // A block's barrier orders its own threads' accesses only: an access from another block of the cluster (a
+  // multicast copy) is ordered after the element's earlier accesses by a cluster barrier (cluster_epoch).
   struct SharedAccess {
-    int64_t epoch = -1;
+    int64_t epoch = -1, cluster_epoch = -1;
     int32_t writer = -1, writer_release = 0;
     int32_t reader = -1, reader_release = 0;
     int32_t adder = -1;  // the thread that added to it atomically (kManyReaders: several)
@@ -185,6 +205,11 @@ class Simulator {
   bool uses_mbarriers_ = false;
   std::map<std::pair<VarId, int64_t>, std::vector<std::pair<int32_t, int32_t>>> many_readers_;
   int64_t epoch_ = 0;  // barriers passed by the block
+  // Cluster barriers passed; whether a block arrived on another's mbarrier or copied into its shared memory
+  // since the last one (then the kernel may not end: the other block could have exited).
+  int64_t cluster_epoch_ = 0;
+  bool remote_since_cluster_barrier_ = false;
+  void execClusterBarrier(const Mask& mask);
   SimStats* stats_ = nullptr;
   // cp.async: each thread's copies not landed yet, its committed group count, and per shared element
   // the copies in flight into it.

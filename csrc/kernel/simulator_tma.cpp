@@ -9,6 +9,10 @@
 // has completed yet is reported as the race it is. A wait also acquires what the phase's arrivals
 // released: a shared element another thread read or wrote before arriving may then be written (or read)
 // by the waiter without a barrier, which is how a warp-specialized pipeline hands stages back and forth.
+// In a kernel with clusters every block has mbarriers of its own: a thread may arrive on another block's
+// (after a cluster barrier made its init visible), and a multicast load lands its box in each block it
+// names, counting its bytes on that block's mbarrier; such bytes may land before the arrival that expects
+// them, as on a GPU.
 #include "kernel/simulator_state.h"
 
 #include "kernel/wgmma.h"
@@ -18,18 +22,28 @@
 
 namespace braze::kernel::sim {
 
-Simulator::MbarrierState& Simulator::mbarrierAt(VarId var, int64_t t, ExprId at, bool initializing) {
+int64_t Simulator::mbarrierKey(VarId var, int64_t t, ExprId at, int64_t rank) {
   const KVar& v = k_.vars[var];
-  auto it = mbarriers_.find(var);
-  if (it == mbarriers_.end()) fail(t, fmt::format("uses mbarriers {} before their declaration", v.name));
+  if (mbarriers_.find(var) == mbarriers_.end()) fail(t, fmt::format("uses mbarriers {} before their declaration", v.name));
   const int64_t i = eval(at, t).i;
   if (i < 0 || i >= v.size) fail(t, fmt::format("mbarrier {}[{}] outside its {}", v.name, i, v.size));
-  MbarrierState& m = it->second[i];
+  if (rank >= cluster_) fail(t, fmt::format("mbarrier {}[{}] of cluster rank {} in clusters of {}", v.name, i, rank, cluster_));
+  return (rank >= 0 ? rank : rankOf(t)) * v.size + i;
+}
+
+Simulator::MbarrierState& Simulator::mbarrierAt(VarId var, int64_t t, int64_t key, bool initializing) {
+  MbarrierState& m = mbarriers_.at(var)[key];
   if (!initializing) {
-    if (!m.initialized) fail(t, fmt::format("uses mbarrier {}[{}] before it is initialized", v.name, i));
+    if (!m.initialized) fail(t, fmt::format("uses mbarrier {} before it is initialized", elementName(var, key)));
     if (m.init_thread != t && m.init_epoch == epoch_) {
-      fail(t, fmt::format("uses mbarrier {}[{}], which thread {} initialized, with no barrier in between", v.name, i,
-                          m.init_thread));
+      fail(t, fmt::format("uses mbarrier {}, which thread {} initialized, with no barrier in between",
+                          elementName(var, key), m.init_thread));
+    }
+    // Another block's mbarrier: its init is visible across the cluster only after a cluster barrier.
+    if (key / k_.vars[var].size != rankOf(t) && m.init_cluster_epoch == cluster_epoch_) {
+      fail(t, fmt::format("uses mbarrier {}, which another block of the cluster initialized, with no cluster barrier "
+                          "in between",
+                          elementName(var, key)));
     }
   }
   return m;
@@ -38,12 +52,13 @@ Simulator::MbarrierState& Simulator::mbarrierAt(VarId var, int64_t t, ExprId at,
 void Simulator::execMbarrierInit(const Stmt& s, const Mask& mask) {
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
-    MbarrierState& m = mbarrierAt(s.var, t, s.a, true);
+    MbarrierState& m = mbarrierAt(s.var, t, mbarrierKey(s.var, t, s.a), true);
     if (!m.copies.empty()) fail(t, fmt::format("initializes mbarrier {} while TMA copies complete on it", k_.vars[s.var].name));
     m = MbarrierState{};
     m.initialized = true;
     m.init_thread = t;
     m.init_epoch = epoch_;
+    m.init_cluster_epoch = cluster_epoch_;
     m.arrivals = m.pending = s.width;
     ++progress_;
   }
@@ -60,18 +75,30 @@ void Simulator::completePhase(MbarrierState& m) {
 void Simulator::execMbarrierArrive(const Stmt& s, const Mask& mask) {
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
-    MbarrierState& m = mbarrierAt(s.var, t, s.a);
+    const int64_t rank = s.c >= 0 ? eval(s.c, t).i : -1;
+    if (s.c >= 0 && rank < 0) fail(t, fmt::format("arrives on mbarrier {} of cluster rank {}", k_.vars[s.var].name, rank));
+    const int64_t key = mbarrierKey(s.var, t, s.a, rank);
+    MbarrierState& m = mbarrierAt(s.var, t, key);
+    if (key / k_.vars[s.var].size != rankOf(t)) remote_since_cluster_barrier_ = true;
     const int64_t bytes = eval(s.b, t).i;
     if (bytes < 0) fail(t, fmt::format("expects {} transaction bytes on mbarrier {}", bytes, k_.vars[s.var].name));
     if (m.pending == 0) {
-      fail(t, fmt::format("arrives on mbarrier {} whose phase has all its {} arrivals and has not been waited on",
-                          k_.vars[s.var].name, m.arrivals));
+      fail(t, fmt::format("arrives on mbarrier {}{} whose phase has all its {} arrivals and has not been waited on",
+                          k_.vars[s.var].name,
+                          cluster_ == 1 ? std::string() : fmt::format(" of the cluster's block {}", key / k_.vars[s.var].size),
+                          m.arrivals));
     }
     --m.pending;
     ++progress_;
     m.expected_bytes += bytes;
     // The arrival releases the thread's accesses so far to whoever waits on the phase.
     m.arrivals_now.emplace_back(t, ++releases_[t]);
+    // Bytes may land before the arrival that expects them (another block's multicast copy), but not more
+    // than the phase's arrivals announce.
+    if (m.pending == 0 && m.delivered_bytes > m.expected_bytes) {
+      fail(t, fmt::format("TMA copies delivered {} bytes to mbarrier {}, whose phase expects {}", m.delivered_bytes,
+                          elementName(s.var, key), m.expected_bytes));
+    }
     // A phase with nothing left to land completes with its last arrival.
     if (m.pending == 0 && m.copies.empty() && m.delivered_bytes == m.expected_bytes) completePhase(m);
   }
@@ -82,21 +109,21 @@ void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t
     auto& flight = tma_in_flight_[copy.var];
     auto& access = shared_[copy.var];
     for (size_t j = 0; j < copy.elements.size(); ++j) {
-      const int64_t e = copy.elements[j];
+      const int64_t e = copy.elements[j];  // a key: the copy may have been another block's multicast
       --flight[e];
-      arrayAt(copy.var, t, e) = copy.values[j];
+      sharedElement(copy.var, e) = copy.values[j];
       // Written by the copy engine, not by a thread: visible to the threads that wait on the phase (and to
       // every thread after the next barrier).
-      if (e < static_cast<int64_t>(access.size())) access[e] = SharedAccess{};
+      access[e] = SharedAccess{};
       many_readers_.erase({copy.var, e});
       tma_landed_[{copy.var, e}] = LandedBy{var, index, m.completed + 1};
     }
     m.delivered_bytes += copy.bytes;
   }
   m.copies.clear();
-  if (m.delivered_bytes > m.expected_bytes) {
-    fail(t, fmt::format("TMA copies delivered {} bytes to mbarrier {}[{}], whose phase expects {}", m.delivered_bytes,
-                        k_.vars[var].name, index, m.expected_bytes));
+  if (m.pending == 0 && m.delivered_bytes > m.expected_bytes) {
+    fail(t, fmt::format("TMA copies delivered {} bytes to mbarrier {}, whose phase expects {}", m.delivered_bytes,
+                        elementName(var, index), m.expected_bytes));
   }
   if (m.pending == 0 && m.delivered_bytes == m.expected_bytes) completePhase(m);
 }
@@ -104,8 +131,8 @@ void Simulator::landCopies(MbarrierState& m, VarId var, int64_t index, int64_t t
 void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
-    MbarrierState& m = mbarrierAt(s.var, t, s.a);
-    const int64_t index = eval(s.a, t).i, parity = eval(s.b, t).i;
+    const int64_t index = mbarrierKey(s.var, t, s.a), parity = eval(s.b, t).i;
+    MbarrierState& m = mbarrierAt(s.var, t, index);
     if (parity != 0 && parity != 1) fail(t, fmt::format("waits on mbarrier parity {}", parity));
     auto& waited = waited_[{s.var, index}];
     if (waited.empty()) waited.assign(threads_, 0);
@@ -123,9 +150,9 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
       int64_t issued = m.delivered_bytes;
       for (const PendingTma& copy : m.copies) issued += copy.bytes;
       if (m.pending == 0 && issued == m.expected_bytes) {
-        fail(t, fmt::format("waits on mbarrier {}[{}] for parity {}, which passes or blocks depending on whether its "
+        fail(t, fmt::format("waits on mbarrier {} for parity {}, which passes or blocks depending on whether its "
                             "current phase, armed and filled, has completed yet",
-                            k_.vars[s.var].name, index, parity));
+                            elementName(s.var, index), parity));
       }
       waited[t] = m.completed;
       acquire(m);
@@ -138,9 +165,9 @@ void Simulator::execMbarrierWait(const Stmt& s, const Mask& mask) {
       continue;
     }
     if (m.completed % 2 == parity) {
-      fail(t, fmt::format("waits on mbarrier {}[{}] for its phase of parity {}, which never completes: {} of its {} "
+      fail(t, fmt::format("waits on mbarrier {} for its phase of parity {}, which never completes: {} of its {} "
                           "arrivals missing, {} of {} expected bytes delivered",
-                          k_.vars[s.var].name, index, parity, m.pending, m.arrivals, m.delivered_bytes, m.expected_bytes));
+                          elementName(s.var, index), parity, m.pending, m.arrivals, m.delivered_bytes, m.expected_bytes));
     }
     waited[t] = m.completed;
     acquire(m);
@@ -154,10 +181,9 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
   const int64_t element = sizeOf(tensor.dtype), row_bytes = box.box_columns * element;
   const StridedLayout& layout = tma_maps_[s.tensor] ? *tma_maps_[s.tensor] : box.map;
   auto& flight = tma_in_flight_[s.var];
-  if (flight.empty()) flight.assign(v.size, 0);
+  if (flight.empty()) flight.assign(cluster_ * v.size, 0);
   for (int64_t t = 0; t < threads_; ++t) {
     if (!mask[t]) continue;
-    MbarrierState& m = mbarrierAt(s.mma_operands[0], t, s.d);
     const int64_t at = eval(s.a, t).i, column = eval(s.b, t).i, row = eval(s.c, t).i;
     // A 3D map: [batch, rows, columns]; the box lies in one batch.
     const size_t r0 = layout.sizes.size() - 2;
@@ -169,7 +195,9 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
       fail(t, fmt::format("a TMA load into {}[{}]: shared byte {} is not {}-byte aligned", v.name, at, start,
                           box.swizzle ? 1024 : 128));
     }
-    PendingTma copy{s.var, {}, {}, box.box_rows * row_bytes};
+    // The box's elements: read once, at their place in a block's array.
+    std::vector<int64_t> elements;
+    std::vector<SimValue> values;
     for (int64_t r = 0; r < box.box_rows; ++r) {
       for (int64_t c = 0; c < box.box_columns; ++c) {
         const int64_t gr = row + r, gc = column + c;
@@ -186,25 +214,38 @@ void Simulator::execTmaLoad(const Stmt& s, const Mask& mask) {
           fail(t, fmt::format("a TMA load's box element ({}, {}) falls at {}[{}], outside its {} elements", r, c, v.name,
                               e, v.size));
         }
-        if (flight[e] > 0) fail(t, fmt::format("a TMA load into {}[{}], which another TMA copy in flight writes", v.name, e));
-        // Issued by this thread: a read of the element by another thread since the last barrier (a stage
-        // refilled while still being read) is reported.
-        noteShared(s.var, t, e, true);
-        ++flight[e];
-        copy.elements.push_back(e);
-        copy.values.push_back(value);
+        elements.push_back(e);
+        values.push_back(value);
       }
     }
-    m.copies.push_back(std::move(copy));
+    // Into this block, or into each block of the multicast, completing on that block's mbarrier.
+    for (int64_t rank = 0; rank < cluster_; ++rank) {
+      if (s.multicast == 0 ? rank != rankOf(t) : (s.multicast >> rank & 1) == 0) continue;
+      MbarrierState& m = mbarrierAt(s.mma_operands[0], t, mbarrierKey(s.mma_operands[0], t, s.d, rank));
+      if (rank != rankOf(t)) remote_since_cluster_barrier_ = true;
+      PendingTma copy{s.var, {}, values, box.box_rows * row_bytes};
+      for (const int64_t e : elements) {
+        const int64_t key = rank * v.size + e;
+        if (flight[key] > 0) {
+          fail(t, fmt::format("a TMA load into {}, which another TMA copy in flight writes", elementName(s.var, key)));
+        }
+        // Issued by this thread: a read of the element by another thread since the last barrier (a stage
+        // refilled while still being read) is reported.
+        noteSharedKey(s.var, t, key, true);
+        ++flight[key];
+        copy.elements.push_back(key);
+      }
+      m.copies.push_back(std::move(copy));
+    }
     ++progress_;
   }
 }
 
-void Simulator::requireTmaLanded(VarId var, int64_t t, int64_t i, bool write) {
+void Simulator::requireTmaLandedKey(VarId var, int64_t t, int64_t i, bool write) {
   auto it = tma_in_flight_.find(var);
-  if (it != tma_in_flight_.end() && i >= 0 && i < static_cast<int64_t>(it->second.size()) && it->second[i] > 0) {
-    fail(t, fmt::format("{} shared {}[{}] while a TMA copy into it is in flight (no mbarrier wait covers it)",
-                        write ? "writes" : "reads", k_.vars[var].name, i));
+  if (it != tma_in_flight_.end() && it->second[i] > 0) {
+    fail(t, fmt::format("{} shared {} while a TMA copy into it is in flight (no mbarrier wait covers it)",
+                        write ? "writes" : "reads", elementName(var, i)));
   }
   if (write || tma_landed_.empty()) return;
   auto landed = tma_landed_.find({var, i});
@@ -212,9 +253,9 @@ void Simulator::requireTmaLanded(VarId var, int64_t t, int64_t i, bool write) {
   const LandedBy& by = landed->second;
   auto waited = waited_.find({by.mbarriers, by.index});
   if (waited == waited_.end() || waited->second[t] < by.phases) {
-    fail(t, fmt::format("reads shared {}[{}], which a TMA copy wrote, without waiting on mbarrier {}[{}] for it (nor "
+    fail(t, fmt::format("reads shared {}, which a TMA copy wrote, without waiting on mbarrier {} for it (nor "
                         "a barrier after a thread that did)",
-                        k_.vars[var].name, i, k_.vars[by.mbarriers].name, by.index));
+                        elementName(var, i), elementName(by.mbarriers, by.index)));
   }
 }
 

@@ -20,6 +20,10 @@ class KernelVerifier {
           k_.block[0], k_.block[1]);
     check(k_.grid[0] >= 0 && k_.grid[1] >= 0 && k_.grid[0] <= 2147483647 && k_.grid[1] <= 65535,
           "a grid of {}x{} blocks (at most 2^31-1 x 65535)", k_.grid[0], k_.grid[1]);
+    check(k_.cluster >= 1 && k_.cluster <= 8 && k_.grid[0] % k_.cluster == 0 &&
+              (k_.cluster == 1 || (k_.warp_size == 32 && k_.threadsPerBlock() % 32 == 0)),
+          "clusters of {} blocks in a grid of {} along x (1 to 8 blocks of whole 32-lane warps, dividing the grid)",
+          k_.cluster, k_.grid[0]);
     checkParameterNames();
     for (size_t e = 0; e < k_.exprs.size(); ++e) checkExpr(static_cast<ExprId>(e));
     for (const KVar& v : k_.vars) {
@@ -200,6 +204,7 @@ class KernelVerifier {
         break;
       case SKind::Barrier:
       case SKind::Fence: break;
+      case SKind::ClusterBarrier: check(k_.cluster > 1, "a cluster barrier in a kernel without clusters"); break;
       case SKind::AtomicAdd:
         uses(s.a, "an atomic add");
         uses(s.b, "an atomic add");
@@ -269,6 +274,14 @@ class KernelVerifier {
       case SKind::MbarrierWait:
         mbarrier(s.var, s.a, "an mbarrier arrive or wait");
         uses(s.b, "an mbarrier arrive or wait");
+        if (s.kind == SKind::MbarrierArriveExpectTx && s.c >= 0) {
+          uses(s.c, "an arrival on another block's mbarrier");
+          const KExpr& bytes = k_.exprs.at(s.b);
+          check(k_.cluster > 1 && bytes.kind == EKind::ConstInt && bytes.i == 0,
+                "an arrival on mbarrier {} of another block of the cluster: in a kernel with clusters, with no "
+                "transaction bytes",
+                k_.vars.at(s.var).name);
+        }
         break;
       case SKind::TmaLoad: tmaLoad(s); break;
       case SKind::SetMaxNReg:
@@ -292,6 +305,8 @@ class KernelVerifier {
   // the tensor a 2D view with contiguous columns and 16-byte aligned rows.
   void tmaLoad(const Stmt& s) {
     for (ExprId e : {s.a, s.b, s.c}) uses(e, "a TMA load");
+    check(s.multicast == 0 || (k_.cluster > 1 && s.multicast > 0 && s.multicast < (1 << k_.cluster)),
+          "a TMA load multicast to cluster ranks {:#x} in clusters of {} blocks", s.multicast, k_.cluster);
     if (s.e >= 0) uses(s.e, "a TMA load");
     mbarrier(s.mma_operands[0], s.d, "a TMA load");
     check(k_.warp_size == 32, "a TMA load in a kernel for {}-lane wavefronts (TMA is NVIDIA's, sm_90)", k_.warp_size);

@@ -55,6 +55,7 @@ constexpr TuningField kTuningFields[] = {
     {"matmul_warp_specialized", &HeuristicTuning::matmul_warp_specialized, 0, 1, false},
     {"matmul_persistent", &HeuristicTuning::matmul_persistent, 0, 1, false},
     {"matmul_persistent_blocks", &HeuristicTuning::matmul_persistent_blocks, 0, 1 << 20, false},
+    {"matmul_cluster", &HeuristicTuning::matmul_cluster, 1, 2, false},
     {"matmul_gemv", &HeuristicTuning::matmul_gemv, -1, 1, false},
     {"matmul_gemv_mma", &HeuristicTuning::matmul_gemv_mma, -1, 1, false},
     {"matmul_gemv_cols", &HeuristicTuning::matmul_gemv_cols, 0, 8, true},  // 0 or a power of two

@@ -56,6 +56,9 @@ struct HeuristicTuning {
   // Persistent: at most this many blocks (0: one per SM), for leaving SMs to other work, or for walking
   // many tiles per block in a small test.
   int64_t matmul_persistent_blocks = 0;
+  // Persistent: clusters of this many blocks along M sharing B's tiles by TMA multicast (1 or 2; 2 where the
+  // tiles allow it). 1 until measured on a GPU.
+  int64_t matmul_cluster = 1;
   // The GEMV schedule (warps streaming B's columns along K, no tensor cores): -1 the heuristic's choice
   // (A of at most 16 rows), 1 wherever B is read along K and A has at most 64 rows (a sum per row and
   // column in each lane's registers), 0 never.

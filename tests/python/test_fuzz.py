@@ -224,15 +224,17 @@ WGMMA = "h100:matmul_wgmma=1"
 WARP_SPECIALIZED = "h100:matmul_wgmma=1,matmul_warp_specialized=1"
 # Persistent, with 3 blocks: most cases' blocks walk several tiles.
 PERSISTENT = WARP_SPECIALIZED + ",matmul_persistent=1,matmul_persistent_blocks=3"
+# In clusters of two blocks along M (where the cases have two tile rows or more), 2 clusters.
+CLUSTERS = WARP_SPECIALIZED + ",matmul_persistent=1,matmul_persistent_blocks=4,matmul_cluster=2"
 
 
-@pytest.mark.parametrize("target", [WGMMA, WARP_SPECIALIZED, PERSISTENT])
+@pytest.mark.parametrize("target", [WGMMA, WARP_SPECIALIZED, PERSISTENT, CLUSTERS])
 def test_random_matmuls_on_warpgroup_mmas_match_the_reference(target):
     """The same matmuls planned for an H100 that takes wgmma wherever it can (16-bit operands both copied
     as stored): the simulator reads each wgmma operand where the hardware would, and, where both operands
     are matrices with tensor maps of their own, each TMA box where the copy engine would put it (with a
     producer warpgroup and full and empty mbarriers, warp-specialized; persistent, each block walking
-    several output tiles)."""
+    several output tiles; in clusters of two blocks, each multicasting half of B's boxes to both)."""
     taken = by_tma = 0
     cases = 4 * MATMUL_CASES
     for seed in range(FIRST, FIRST + cases):

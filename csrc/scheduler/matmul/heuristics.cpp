@@ -28,7 +28,12 @@ std::string MatmulParams::toString() const {
   };
   if (wgmma) {
     std::string extra = raster_group > 1 ? fmt::format(", blocks in groups of {} rows", raster_group) : "";
-    if (persistent) extra += fmt::format(", persistent: {} blocks walking the output tiles", grid);
+    if (persistent && cluster_m > 1) {
+      extra += fmt::format(", persistent: {} clusters of {} blocks along M walking the output tiles, B's boxes multicast",
+                           grid / cluster_m, cluster_m);
+    } else if (persistent) {
+      extra += fmt::format(", persistent: {} blocks walking the output tiles", grid);
+    }
     return fmt::format("matmul: wgmma.m64n{}k{}, {} warpgroups{} ({}x{} outputs per block), {}-stage {} pipeline of "
                        "{}-element K slices, 128-byte swizzled shared tiles (A {}, B {}){}",
                        blockCols(), shape == kernel::MmaShape::M16N8K16 ? 16 : 32, warps_m / 4,
@@ -384,6 +389,15 @@ MatmulParams matmulHeuristics(const DeviceInfo& device, const MatmulProblem& pro
       p.persistent = true;
       const int64_t tiles = p.grid, most = device.tuning.matmul_persistent_blocks;
       p.grid = std::min<int64_t>(tiles, most > 0 ? most : device.sm_count);
+      // Clusters of two blocks along M: B's box rows (its tile's N, or the slice's K lines) split in two halves
+      // of whole 1024-byte swizzle patterns (8 lines each), and a cluster's pair of tiles for every pair of
+      // blocks (a grid of whole clusters, no more than the pairs of tiles).
+      const int64_t b_box_rows = p.b_order == kernel::TileOrder::KMajor ? p.blockCols() : p.block_k;
+      if (device.tuning.matmul_cluster == 2 && p.blocks_m >= 2 && b_box_rows % 16 == 0) {
+        p.cluster_m = 2;
+        const int64_t pairs = problem.batch * ceilDiv(p.blocks_m, 2) * p.blocks_n;
+        p.grid = 2 * std::min<int64_t>(pairs, std::max<int64_t>(1, (most > 0 ? most : device.sm_count) / 2));
+      }
       // A block walking several tiles keeps its stages busy with the next tile's slices, however few
       // slices K has: as many stages as fit (at most 4, or the tuned number).
       if (p.grid < tiles) {

@@ -104,6 +104,12 @@ struct MatmulParams {
   // the producer fills the next tile's stages while the compute warpgroups run this tile's epilogue, and
   // the stages' mbarrier phases run on across tiles.
   bool persistent = false;
+  // Persistent, in clusters of cluster_m blocks (sm_90): the blocks of a cluster take tiles next to each other
+  // along M, which read the same B tiles; each block loads 1 / cluster_m of every B box and multicasts it into
+  // the shared memory of all of them, so B is read from L2 once per cluster instead of once per block. A
+  // stage is refilled once every block's compute warpgroups released it (each arrives on every block's
+  // `empty` mbarrier). 1: no clusters.
+  int64_t cluster_m = 1;
   int64_t threads() const { return 32 * warps_m * warps_n + (warp_specialized ? 128 : 0); }
   bool fragmentsAhead() const { return fragments_ahead && stages >= 2 && (block_k / kernel::mmaDims(shape).k) % 2 == 0; }
   int64_t blockRows() const { return warps_m * tiles_m * 16; }

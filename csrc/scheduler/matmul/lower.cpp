@@ -52,6 +52,8 @@ void MatmulLowering::mma() {
   const MatmulExtents& s = s_;
   ctx_.kernel.grid = {p.grid, 1};
   ctx_.kernel.block = {p.threads(), 1};
+  ctx_.kernel.cluster = p.cluster_m;
+  BRAZE_ASSERT(p.cluster_m == 1 || p.persistent, "a matmul in clusters that is not persistent");
 
   if (p.persistent) return persistentMma();
   const ExprId block = kb.blockIdx(0);
@@ -261,17 +263,18 @@ void MatmulLowering::mma() {
   finishMma(acc, tile_id, split, row0, col0, g, t);
 }
 
-std::pair<ExprId, ExprId> MatmulLowering::placeTile(ExprId tile_id) {
+std::pair<ExprId, ExprId> MatmulLowering::placeTile(ExprId tile_id, int64_t rows_per_tile) {
   const MatmulParams& p = p_;
   KernelBuilder& kb = kb_;
   // Rasterization: blocks launched together take raster_group block rows and walk along N within them, so
   // the A rows and B columns they read are shared while both are in L2 (raster_group 1: row by row). The
-  // last group of rows may be shorter.
-  const int64_t tiles = p.blocks_m * p.blocks_n, group_tiles = p.raster_group * p.blocks_n;
+  // last group of rows may be shorter. A cluster's tile: rows_per_tile block rows, counted so here.
+  const int64_t blocks_m = ceilDiv(p.blocks_m, rows_per_tile), raster_group = std::max<int64_t>(1, p.raster_group / rows_per_tile);
+  const int64_t tiles = blocks_m * p.blocks_n, group_tiles = raster_group * p.blocks_n;
   const ExprId bb = kb.letValue("bb", kb.div(tile_id, kb.index(tiles)));
   const ExprId tile = kb.letValue("tile", kb.mod(tile_id, kb.index(tiles)));
-  const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(p.raster_group));
-  const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(p.blocks_m), first_m), kb.index(p.raster_group)));
+  const ExprId first_m = kb.mul(kb.div(tile, kb.index(group_tiles)), kb.index(raster_group));
+  const ExprId group_m = kb.letValue("group_m", kb.min(kb.sub(kb.index(blocks_m), first_m), kb.index(raster_group)));
   const ExprId in_group = kb.mod(tile, kb.index(group_tiles));
   const ExprId bm = kb.letValue("bm", kb.add(first_m, kb.mod(in_group, group_m)));
   const ExprId bn = kb.letValue("bn", kb.div(in_group, group_m));
@@ -411,9 +414,13 @@ MatmulLowering::Staging MatmulLowering::staging(const Val* operand, TileOrder or
     t.tma_tensor = ctx_.inputs.at(storage->input);
     const int64_t line = 128 / sizeOf(operand->dtype());
     t.boxes = t.row_elements / line;
+    // B in clusters along M: each block loads its part of every box's rows, for all of the cluster's blocks.
+    t.multicast = operand == b_ ? p_.cluster_m : 1;
+    BRAZE_ASSERT(t.rows % (8 * t.multicast) == 0, "{}'s boxes of {} rows split among {} blocks (whole 1024-byte "
+                 "swizzle patterns each)", operand->name(), t.rows, t.multicast);
     auto& box = ctx_.kernel.tensors[t.tma_tensor].tma;
     BRAZE_ASSERT(!box, "{} is read by TMA as two operands", operand->name());
-    box = TensorParam::TmaBox{t.rows, line, true, *map};
+    box = TensorParam::TmaBox{t.rows / t.multicast, line, true, *map};
     t.batched_map = map->sizes.size() == 3;
     // Persistent, the batch is the tile's: placed() sets it in the tile loops.
     if (t.batched_map && !p_.persistent) {

@@ -68,6 +68,9 @@ class MatmulLowering {
     int64_t boxes = 0;
     bool batched_map = false;  // the map is 3D: [batch, rows, columns]
     ExprId tma_batch = -1;  // a 3D map's: the tile's batch along the map's batch dim
+    // The cluster's blocks sharing the tiles (MatmulParams::cluster_m for B, else 1): each block loads rows
+    // [rank, rank + 1) x rows / multicast of every box and multicasts them to all of them.
+    int64_t multicast = 1;
   };
   // `t` for the output tile whose first m or n is `mn_base`, in the batch setBatch set last (persistent
   // blocks place their staging in each tile they walk).
@@ -78,8 +81,9 @@ class MatmulLowering {
     return at;
   }
   // Output tile `tile_id` (of batch x blocks_m x blocks_n, in raster groups): its block row and column,
-  // with the batch index set to its batch (setBatch).
-  std::pair<ExprId, ExprId> placeTile(ExprId tile_id);
+  // with the batch index set to its batch (setBatch). With `rows_per_tile`, a tile of that many block rows
+  // (a cluster's): its first block row.
+  std::pair<ExprId, ExprId> placeTile(ExprId tile_id, int64_t rows_per_tile = 1);
   Staging staging(const Val* operand, TileOrder order, bool async, bool k_last, int64_t mn, int64_t mn_extent,
                   ExprId mn_base);
   // The element index of tile element (row, chunk, element in the chunk) in stage `stage`.

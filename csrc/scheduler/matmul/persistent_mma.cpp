@@ -18,12 +18,18 @@ void MatmulLowering::persistentMma() {
   const MatmulExtents& s = s_;
   BRAZE_ASSERT(p.wgmma && p.warp_specialized && p.split_k == 1,
                "a persistent matmul that is not warp-specialized wgmma");
-  const int64_t consumers = p.warps_m / 4;
-  const int64_t tiles = s.batch * p.blocks_m * p.blocks_n, slices = ceilDiv(s.k, p.block_k);
+  const int64_t consumers = p.warps_m / 4, cluster = p.cluster_m;
+  BRAZE_ASSERT(p.grid % cluster == 0, "a persistent matmul of {} blocks in clusters of {}", p.grid, cluster);
+  // A cluster's tile is `cluster` block tiles along M (the last may reach past M: its block loads zeros and
+  // stores nothing); the clusters walk them as blocks walk tiles.
+  const int64_t tiles = s.batch * ceilDiv(p.blocks_m, cluster) * p.blocks_n, slices = ceilDiv(s.k, p.block_k);
+  const int64_t walkers = p.grid / cluster;
   const MmaDims dims = mmaDims(p.shape);
-  // The tiles this block walks: those below `tiles` of blockIdx.x + grid x walk.
+  const ExprId walker = cluster == 1 ? kb.blockIdx(0) : kb.letValue("cluster_id", kb.div(kb.blockIdx(0), kb.index(cluster)));
+  const ExprId rank = cluster == 1 ? kb.index(0) : kb.letValue("rank", kb.clusterRank());
+  // The tiles this block (or cluster) walks: those below `tiles` of walker + walkers x walk.
   const ExprId walked = kb.letValue(
-      "walked", kb.div(kb.add(kb.sub(kb.index(tiles), kb.blockIdx(0)), kb.index(p.grid - 1)), kb.index(p.grid)));
+      "walked", kb.div(kb.add(kb.sub(kb.index(tiles), walker), kb.index(walkers - 1)), kb.index(walkers)));
   const ExprId warp = kb.letValue("warp", kb.div(kb.threadIdx(0), kb.index(32)));
   const ExprId lane = kb.letValue("lane", kb.mod(kb.threadIdx(0), kb.index(32)));
   const ExprId g = kb.letValue("g", kb.div(lane, kb.index(4)));
@@ -35,9 +41,15 @@ void MatmulLowering::persistentMma() {
   const Staging tb = staging(b_, p.b_order, true, linear_, p.blockCols(), s.n, kb.index(0));
   const auto [full, empty] = pipelineBarriers();
   const ExprId warpgroup = kb.letValue("warpgroup", kb.warpUniform(kb.div(kb.threadIdx(0), kb.index(128))));
-  // The walk's tile `walk` and, in it, the first place through the stages of its slices.
+  // The walk's tile `walk` and, in it, the first place through the stages of its slices; the block's tile
+  // of it (block row and column).
   auto tileOf = [&](VarId walk) {
-    return kb.letValue("tile_id", kb.add(kb.blockIdx(0), kb.mul(kb.ref(walk), kb.index(p.grid))));
+    return kb.letValue("tile_id", kb.add(walker, kb.mul(kb.ref(walk), kb.index(walkers))));
+  };
+  auto blockTile = [&](ExprId tile_id) -> std::pair<ExprId, ExprId> {
+    const auto [bm, bn] = placeTile(tile_id, cluster);
+    if (cluster == 1) return {bm, bn};
+    return {kb.letValue("bm_block", kb.add(kb.mul(bm, kb.index(cluster)), rank)), bn};
   };
   auto sequenceOf = [&](VarId walk, ExprId slice) { return kb.add(kb.mul(kb.ref(walk), kb.index(slices)), slice); };
 
@@ -46,7 +58,7 @@ void MatmulLowering::persistentMma() {
   {
     const VarId walk = kb.scalarVar("walk", DataType::Int64, /*is_index=*/true);
     kb.openFor(walk, kb.index(0), walked, kb.index(1), /*unroll=*/false);
-    const auto [bm, bn] = placeTile(tileOf(walk));
+    const auto [bm, bn] = blockTile(tileOf(walk));
     const Staging pa = placed(ta, kb.mul(bm, kb.index(p.blockRows())));
     const Staging pb = placed(tb, kb.mul(bn, kb.index(p.blockCols())));
     const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
@@ -61,7 +73,7 @@ void MatmulLowering::persistentMma() {
     const VarId walk = kb.scalarVar("walk", DataType::Int64, /*is_index=*/true);
     kb.openFor(walk, kb.index(0), walked, kb.index(1), /*unroll=*/false);
     const ExprId tile_id = tileOf(walk);
-    const auto [bm, bn] = placeTile(tile_id);
+    const auto [bm, bn] = blockTile(tile_id);
     for (int64_t i = 0; i < p.tiles_n * dims.c_values; ++i) kb.localWrite(acc, kb.index(i), zeroOf(acc_type_));
     const VarId kt = kb.scalarVar("kt", DataType::Int64, /*is_index=*/true);
     kb.openFor(kt, kb.index(0), kb.index(slices), kb.index(1), /*unroll=*/false);
@@ -71,10 +83,16 @@ void MatmulLowering::persistentMma() {
     if (slices > 0) releaseSlice(sequenceOf(walk, kb.index(slices - 1)), empty);
     const ExprId row0 = kb.letValue("row0", kb.add(kb.mul(bm, kb.index(p.blockRows())), kb.mul(warp, kb.index(16))));
     const ExprId col0 = kb.letValue("col0", kb.mul(bn, kb.index(p.blockCols())));
+    // A cluster's last tile may have a block row past M, whose outputs are none of the result's.
+    const bool past_m = p.blocks_m % cluster != 0;
+    if (past_m) kb.openIf(kb.lt(bm, kb.index(p.blocks_m)));
     finishMma({acc}, tile_id, kb.index(0), row0, col0, g, t);
+    if (past_m) kb.close();
     kb.close();
   }
   kb.close();
+  // No block of a cluster exits while another may still arrive on its mbarriers.
+  if (cluster > 1) kb.clusterBarrier();
 }
 
 }  // namespace braze::scheduler

@@ -33,9 +33,18 @@ void MatmulLowering::tmaSlice(const Staging& ta, const Staging& tb, ExprId slice
       const ExprId along = kb.index(box * line);
       const bool k_major = t->order == TileOrder::KMajor;
       const ExprId column = k_major ? kb.add(k0, along) : kb.add(t->mn_base, along);
-      const ExprId row = k_major ? t->mn_base : k0;
-      const ExprId at = kb.add(kb.mul(stage, kb.index(t->rows * t->row_elements)), kb.index(box * t->rows * line));
-      kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage, t->tma_batch);
+      ExprId row = k_major ? t->mn_base : k0;
+      ExprId at = kb.add(kb.mul(stage, kb.index(t->rows * t->row_elements)), kb.index(box * t->rows * line));
+      if (t->multicast == 1) {
+        kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage, t->tma_batch);
+        continue;
+      }
+      // This block's part of the box's rows, into the same place in every block of the cluster.
+      const ExprId part = kb.mul(kb.clusterRank(), kb.index(t->rows / t->multicast));
+      row = kb.add(row, part);
+      at = kb.add(at, kb.mul(part, kb.index(line)));
+      kb.tmaLoad(t->tiles, at, t->tma_tensor, column, row, full, stage, t->tma_batch,
+                 static_cast<int32_t>((1 << t->multicast) - 1));
     }
   }
 }
@@ -135,10 +144,17 @@ std::pair<VarId, VarId> MatmulLowering::pipelineBarriers() {
   kb.openIf(kb.eq(kb.threadIdx(0), kb.index(0)));
   for (int64_t stage = 0; stage < p_.stages; ++stage) {
     kb.mbarrierInit(full, kb.index(stage), 1);  // the producer's arrival, with the stage's bytes
-    kb.mbarrierInit(empty, kb.index(stage), static_cast<int>(consumers));  // each compute warpgroup's
+    // Each compute warpgroup's, of every block of the cluster that multicasts into this one.
+    kb.mbarrierInit(empty, kb.index(stage), static_cast<int>(consumers * p_.cluster_m));
   }
   kb.close();
-  kb.barrier();  // the last block-wide barrier: every thread sees the mbarriers initialized
+  // The last block-wide barrier: every thread sees the mbarriers initialized (with clusters, every thread
+  // of the cluster: the other blocks copy to and arrive on them).
+  if (p_.cluster_m > 1) {
+    kb.clusterBarrier();
+  } else {
+    kb.barrier();
+  }
   return {full, empty};
 }
 
@@ -162,7 +178,15 @@ void MatmulLowering::produceSlice(const Staging& ta, const Staging& tb, ExprId s
 void MatmulLowering::releaseSlice(ExprId sequence, VarId empty) {
   KernelBuilder& kb = kb_;
   kb.openIf(kb.eq(kb.mod(kb.threadIdx(0), kb.index(128)), kb.index(0)));
-  kb.mbarrierArriveExpectTx(empty, kb.mod(sequence, kb.index(p_.stages)), kb.index(0));
+  const ExprId stage = kb.mod(sequence, kb.index(p_.stages));
+  if (p_.cluster_m == 1) {
+    kb.mbarrierArriveExpectTx(empty, stage, kb.index(0));
+  } else {
+    // Every block of the cluster may refill the stage here (its multicast parts): each is told.
+    for (int64_t rank = 0; rank < p_.cluster_m; ++rank) {
+      kb.mbarrierArriveExpectTx(empty, stage, kb.index(0), kb.index(rank));
+    }
+  }
   kb.close();
 }
 
