@@ -172,10 +172,11 @@ else
 fi
 # wgmma's K slices by TMA (the heuristic's choice) against cp.async, the warp-specialized TMA pipeline,
 # its persistent grid and that grid in clusters of two blocks multicasting B's boxes (tuned on only), on the
-# GEMM rows.
+# GEMM rows; the clusters also with 128 blocks, in case a GPC's odd SM cannot take a cluster of two and the
+# grid of one per SM then runs in two waves.
 if [ "$platform" = cuda ]; then
   PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --only gemm --no-compile \
-    --sweep --tunings ";matmul_tma=0;matmul_warp_specialized=1;matmul_warp_specialized=1,matmul_persistent=1;matmul_warp_specialized=1,matmul_persistent=1,matmul_cluster=2" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/tma_gemm.log" 2>&1 \
+    --sweep --tunings ";matmul_tma=0;matmul_warp_specialized=1;matmul_warp_specialized=1,matmul_persistent=1;matmul_warp_specialized=1,matmul_persistent=1,matmul_cluster=2;matmul_warp_specialized=1,matmul_persistent=1,matmul_cluster=2,matmul_persistent_blocks=128" --reps "${BRAZE_BENCH_REPS:-100}" > "$parts/tma_gemm.log" 2>&1 \
     && status "GEMM pipelines" "ok" || { status "GEMM pipelines" "FAILED (report)"; rc=1; }
 fi
 # The weight-only int8 linears (M = 1, 16, 32, 64) under each of their schedules: the heuristic's (the

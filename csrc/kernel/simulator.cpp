@@ -174,7 +174,7 @@ SimValue Simulator::eval(ExprId id, int64_t t) {
       return r;
     }
     case EKind::ThreadIdx: {
-      const int64_t local = t % block_threads_;
+      const int64_t local = cluster_ == 1 ? t : t % block_threads_;
       r.i = e.i == 0 ? local % k_.block[0] : local / k_.block[0];
       return r;
     }
@@ -299,7 +299,11 @@ void Simulator::noteSharedAtomic(VarId var, int64_t t, int64_t i) {
 void Simulator::noteSharedKey(VarId var, int64_t t, int64_t key, bool write) {
   SharedAccess& a = shared_[var][key];
   const bool remote = cluster_ > 1 && key / k_.vars[var].size != rankOf(t);
-  if (a.epoch != epoch_ && (!remote || a.cluster_epoch != cluster_epoch_)) a = SharedAccess{epoch_, cluster_epoch_};
+  if (a.epoch != epoch_ && (!remote || a.cluster_epoch != cluster_epoch_)) {
+    // A cluster's readers outlive block barriers (for another block's write to check): not those of a reset.
+    if (cluster_ > 1 && a.reader == kManyReaders) many_readers_.erase({var, key});
+    a = SharedAccess{epoch_, cluster_epoch_};
+  }
   if (a.adder != -1 && a.adder != t) {
     fail(t, fmt::format("{} shared {}, which {} added to atomically, with no barrier in between",
                         write ? "writes" : "reads", elementName(var, key),
@@ -361,14 +365,14 @@ void Simulator::requireLanded(VarId var, int64_t t, int64_t i) {
 }
 
 void Simulator::requireFullBlock(const Mask& mask, const char* what) {
-  // Each block of a cluster on its own: one block's threads all there, or none of them.
   for (int64_t t = 0; t < threads_; ++t) {
-    if (!mask[t] && mask[t - t % block_threads_]) {
-      fail(t, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
+    if (mask[t]) continue;
+    if (cluster_ > 1 && !mask[t - t % block_threads_]) {
+      fail(t, fmt::format("{} reached by only some blocks of the cluster (the simulator runs a cluster's blocks in "
+                          "lockstep and orders them only together)",
+                          what));
     }
-    if (mask[t] && !mask[t - t % block_threads_]) {
-      fail(t - t % block_threads_, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
-    }
+    fail(t, fmt::format("{} reached by only part of the block (this thread is inactive)", what));
   }
 }
 
@@ -498,7 +502,7 @@ void Simulator::execOne(const Stmt& s, const Mask& mask) {
       requireFullBlock(mask, "a barrier");
       ++epoch_;
       tma_landed_.clear();  // what a thread saw by its mbarrier wait, every thread sees after the barrier
-      many_readers_.clear();
+      if (cluster_ == 1) many_readers_.clear();
       return;
     case SKind::ClusterBarrier: execClusterBarrier(mask); return;
   }
@@ -585,7 +589,7 @@ void Simulator::execReduce(const Stmt& s, const Mask& mask) {
   // The emitted reduction synchronizes the block unless it is a warp shuffle (see the emitter).
   if (!(s.axis == 0 && k_.block[0] <= k_.warp_size && k_.vars[s.var].dtype != DataType::Bool)) {
     ++epoch_;
-    many_readers_.clear();
+    if (cluster_ == 1) many_readers_.clear();
   }
   const DataType dtype = k_.vars[s.var].dtype;
   const OpKind combine = combineOf(s.reduce);

@@ -46,7 +46,7 @@ class Simulator {
   // A cluster's blocks (Kernel::cluster) run as one: thread t is thread t % block_threads_ of the block of
   // rank t / block_threads_, and each shared array holds every block's elements one block after the other.
   // What tracks shared elements is indexed by such keys: element i of the block of rank r is r * size + i.
-  int64_t rankOf(int64_t t) const { return t / block_threads_; }
+  int64_t rankOf(int64_t t) const { return cluster_ == 1 ? 0 : t / block_threads_; }
   // The key of shared element i of thread t's block (an index outside the array is reported).
   int64_t sharedKey(VarId var, int64_t t, int64_t i) const;
   SimValue& sharedElement(VarId var, int64_t key) { return arrays_[var][key]; }
@@ -206,7 +206,10 @@ class Simulator {
   std::map<std::pair<VarId, int64_t>, std::vector<std::pair<int32_t, int32_t>>> many_readers_;
   int64_t epoch_ = 0;  // barriers passed by the block
   // Cluster barriers passed; whether a block arrived on another's mbarrier or copied into its shared memory
-  // since the last one (then the kernel may not end: the other block could have exited).
+  // since the last one (then the kernel may not end: the other block could have exited). The blocks of a
+  // cluster run in lockstep, so a block barrier (or block reduction) must be reached by all of them: one
+  // reached by some blocks only is reported, though a GPU would run it, as the simulator could not order
+  // one block's threads apart from the others'.
   int64_t cluster_epoch_ = 0;
   bool remote_since_cluster_barrier_ = false;
   void execClusterBarrier(const Mask& mask);

@@ -73,6 +73,7 @@ class KernelVerifier {
         check(k_.index_errors && k_.tensors[*k_.index_errors].index_errors,
               "expression {} checks an index, but the kernel has no index-error record", id);
         break;
+      case EKind::ClusterRank: check(k_.cluster > 1, "expression {} reads the cluster rank of a kernel without clusters", id); break;
       default: break;
     }
   }

@@ -54,7 +54,8 @@ struct HeuristicTuning {
   // store this one's outputs; 0, a block per tile. Off until measured on a GPU.
   int64_t matmul_persistent = 0;
   // Persistent: at most this many blocks (0: one per SM), for leaving SMs to other work, or for walking
-  // many tiles per block in a small test.
+  // many tiles per block in a small test. In clusters: at most this many rounded down to whole clusters (one
+  // cluster at least).
   int64_t matmul_persistent_blocks = 0;
   // Persistent: clusters of this many blocks along M sharing B's tiles by TMA multicast (1 or 2; 2 where the
   // tiles allow it). 1 until measured on a GPU.

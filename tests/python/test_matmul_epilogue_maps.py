@@ -107,6 +107,8 @@ DROPOUT_CASES = [
     (False, 80, 64, 2048, "h100", "K split among"),
     (False, 128, 192, 64, WARP_SPECIALIZED, "warp-specialized TMA pipeline"),
     (False, 256, 256, 64, WARP_SPECIALIZED + ",matmul_persistent=1,matmul_persistent_blocks=2", "persistent: 2 blocks"),
+    (False, 512, 256, 64, WARP_SPECIALIZED + ",matmul_persistent=1,matmul_persistent_blocks=4,matmul_cluster=2",
+     "persistent: 2 clusters of 2 blocks"),
 ]
 
 
@@ -115,7 +117,8 @@ DROPOUT_CASES = [
 def test_a_dropouts_mask_is_stored_by_the_matmul_epilogue(int8_weights, m, n, k, target, schedule):
     # A linear's dropout keeps its mask for the backward: the mask has the result's shape but is computed
     # without it, so the epilogue draws the numbers at the result's index and stores both there, in every
-    # schedule: the GEMVs, the tiled mma.sync kernel (split-K too) and the warp-specialized wgmma one.
+    # schedule: the GEMVs, the tiled mma.sync kernel (split-K too) and the warp-specialized wgmma one (persistent,
+    # in clusters too).
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
         w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int8 if int8_weights else DataType.BFloat16)

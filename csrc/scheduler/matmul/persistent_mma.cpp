@@ -1,5 +1,7 @@
 // The persistent warp-specialized wgmma schedule (MatmulParams::persistent): a block per SM, each walking
-// the output tiles blockIdx.x, blockIdx.x + grid, ... Both roles walk the same tiles in loops of their
+// the output tiles blockIdx.x, blockIdx.x + grid, ... (in clusters of cluster_m blocks, MatmulParams::cluster_m:
+// each cluster walks tiles of cluster_m block tiles along M, cluster c taking c, c + clusters, ..., and its
+// block of rank r the tile's r-th block row). Both roles walk the same tiles in loops of their
 // own. The producer goes on to the next tile's slices as soon as stages are released, so while the compute
 // warpgroups run a tile's epilogue (bias, the ops after the matmul, the stores) the next tile's first
 // slices are already landing, where a block per tile starts its pipeline empty after the previous block's

@@ -144,7 +144,8 @@ std::pair<VarId, VarId> MatmulLowering::pipelineBarriers() {
   kb.openIf(kb.eq(kb.threadIdx(0), kb.index(0)));
   for (int64_t stage = 0; stage < p_.stages; ++stage) {
     kb.mbarrierInit(full, kb.index(stage), 1);  // the producer's arrival, with the stage's bytes
-    // Each compute warpgroup's, of every block of the cluster that multicasts into this one.
+    // Each compute warpgroup's, of every block of the cluster: this block's producer multicasts into all of
+    // them, so a stage is free only once each of them released it.
     kb.mbarrierInit(empty, kb.index(stage), static_cast<int>(consumers * p_.cluster_m));
   }
   kb.close();
