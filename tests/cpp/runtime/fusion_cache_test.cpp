@@ -509,7 +509,9 @@ TEST(FusionCache, RunIfPreparedWritesOverTheCallersOutputs) {
       SCOPED_TRACE(i);
       // The pool's buffers differ from run to run (the expected run's are still held); views and the
       // allocator's do not.
-      if (expected[i].owner == nullptr) EXPECT_EQ(outputs[i].tensor.data, expected[i].tensor.data);
+      if (expected[i].owner == nullptr) {
+        EXPECT_EQ(outputs[i].tensor.data, expected[i].tensor.data);
+      }
       EXPECT_EQ(outputs[i].tensor.dtype, expected[i].tensor.dtype);
       EXPECT_EQ(outputs[i].tensor.sizes, expected[i].tensor.sizes);
       EXPECT_EQ(outputs[i].tensor.strides, expected[i].tensor.strides);
