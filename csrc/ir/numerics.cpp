@@ -116,8 +116,28 @@ uint64_t roundMagnitude(uint64_t absBits, const Format& f) {
   return (static_cast<uint64_t>(q - qmin) << f.manBits) + n;
 }
 
+// The common case of an IEEE format (bf16, half, e5m2), done on the double's bits: a value whose rounded
+// magnitude is a normal number of the format keeps its binade or carries into the next, so rounding the
+// double's mantissa to manBits bits (to nearest, ties to even) is the whole conversion. Zero, subnormal
+// results, overflow, infinities and NaN return false and take roundMagnitude's general path.
+bool encodeNormal(uint64_t bits, const Format& f, uint64_t& code) {
+  constexpr uint64_t kExpMask = 0x7ff;
+  const int64_t exp = static_cast<int64_t>((bits >> 52) & kExpMask) - 1023;
+  const int64_t min_exp = 1 - f.bias, max_exp = static_cast<int64_t>(maxExpField(f)) - 1 - f.bias;
+  if (f.nan != NanEncoding::IeeeQuiet || exp < min_exp || exp > max_exp) return false;
+  const int drop = 52 - f.manBits;
+  const uint64_t lsb = (bits >> drop) & 1;
+  bits += (uint64_t{1} << (drop - 1)) - 1 + lsb;  // carries exactly when the dropped bits round up
+  const int64_t rounded_exp = static_cast<int64_t>((bits >> 52) & kExpMask) - 1023;
+  if (rounded_exp > max_exp) return false;  // rounded past the largest finite value
+  const uint64_t sign = (bits >> 63) != 0 ? signBit(f) : 0;
+  code = sign | (static_cast<uint64_t>(rounded_exp + f.bias) << f.manBits) | ((bits >> drop) & manMask(f));
+  return true;
+}
+
 uint64_t encode(double value, const Format& f) {
   const uint64_t bits = std::bit_cast<uint64_t>(value);
+  if (uint64_t code = 0; encodeNormal(bits, f, code)) return code;
   const uint64_t sign = (bits >> 63) != 0 ? signBit(f) : 0;
   if (std::isnan(value)) {
     return nanBits(f, sign);
@@ -146,6 +166,11 @@ double decode(uint64_t bits, const Format& f) {
   const uint64_t code = bits & (signBit(f) - 1);
   const uint64_t expField = code >> f.manBits;
   const uint64_t mantissa = code & manMask(f);
+  if (f.nan == NanEncoding::IeeeQuiet && expField != 0 && expField != maxExpField(f)) {
+    // A normal number: the double with the same exponent and the mantissa's bits at the top of its own.
+    const auto exp = static_cast<uint64_t>(static_cast<int64_t>(expField) - f.bias + 1023);
+    return std::bit_cast<double>((negative ? uint64_t{1} << 63 : 0) | (exp << 52) | (mantissa << (52 - f.manBits)));
+  }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (f.nan) {
     case NanEncoding::IeeeQuiet:
