@@ -116,10 +116,10 @@ uint64_t roundMagnitude(uint64_t absBits, const Format& f) {
   return (static_cast<uint64_t>(q - qmin) << f.manBits) + n;
 }
 
-// The common case of an IEEE format (bf16, half, e5m2), done on the double's bits: a value whose rounded
-// magnitude is a normal number of the format keeps its binade or carries into the next, so rounding the
-// double's mantissa to manBits bits (to nearest, ties to even) is the whole conversion. Zero, subnormal
-// results, overflow, infinities and NaN return false and take roundMagnitude's general path.
+// The common case of an IEEE format (bf16, half, e5m2), done on the double's bits: a value in one of the
+// format's normal binades keeps its binade or carries into the next, so rounding the double's mantissa to
+// manBits bits (to nearest, ties to even) is the whole conversion. Zero, values below the smallest normal,
+// a rounding past the largest finite value, infinities and NaN return false and take the general path.
 bool encodeNormal(uint64_t bits, const Format& f, uint64_t& code) {
   constexpr uint64_t kExpMask = 0x7ff;
   const int64_t exp = static_cast<int64_t>((bits >> 52) & kExpMask) - 1023;
