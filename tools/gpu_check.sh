@@ -170,6 +170,16 @@ if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/py
 else
   status "GPU benchmarks" "FAILED (compare.log)"; rc=1
 fi
+# The rows furthest from their floor, timed again with the L2 left clean before each call and with inputs
+# rotated through it (compare.py --flush): how much of each row's time is the dirty lines the default
+# flush (a write, as triton.testing.do_bench) leaves for the timed call to write back.
+if [ "$platform" = cuda ]; then
+  for flush in clean rotate; do
+    PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python benchmarks/python/compare.py --no-compile --flush $flush \
+      --only "w8 linear M=1 |w8 linear M=16 |rms_norm 16384|softmax 16384|rope llama-3-70b" --reps "${BRAZE_BENCH_REPS:-100}" \
+      > "$parts/flush_$flush.log" 2>&1 && status "rows, L2 flush $flush" "ok" || { status "rows, L2 flush $flush" "FAILED (report)"; rc=1; }
+  done
+fi
 # wgmma's K slices by TMA (the heuristic's choice) against cp.async, the warp-specialized TMA pipeline,
 # its persistent grid and that grid in clusters of two blocks multicasting B's boxes (tuned on only), on the
 # GEMM rows; the clusters also with 128 blocks, in case a GPC's odd SM cannot take a cluster of two and the
@@ -236,6 +246,9 @@ grep -E "^BM_" "$parts/host_bench.log"
 [ -f "$parts/host_bench_pool.log" ] && { echo "== the GPU launches with BRAZE_BLOCK_CACHE_BYTES=0 (no cache of freed blocks)"; grep -E "^BM_" "$parts/host_bench_pool.log"; }
 echo "== host overhead of the Python binding (no launch)"
 cat "$parts/binding_bench.log"
+for flush in clean rotate; do
+  [ -f "$parts/flush_$flush.log" ] && { echo "== rows furthest from their floor, L2 flush: $flush (compare.py --flush $flush)"; cat "$parts/flush_$flush.log"; }
+done
 [ -f "$parts/w8_linear.log" ] && { echo "== w8 linears: the heuristic's, matmul_gemv=0 (tiled tensor cores), with matmul_wgmma=0 (mma.sync), matmul_gemv=1 (scalar GEMV), matmul_gemv_mma=1 (GEMV on tensor cores from one row), the one-row GEMV's columns per warp and chunks in flight"; cat "$parts/w8_linear.log"; }
 [ -f "$parts/staged_rows.log" ] && { echo "== 16384x4096 rows: kept in registers (the heuristic's), staged by cp.async (persistent_staged=1)"; cat "$parts/staged_rows.log"; }
 [ -f "$parts/tma_gemm.log" ] && { echo "== GEMMs: TMA (the heuristic's), cp.async (matmul_tma=0), warp-specialized TMA, and persistent"; cat "$parts/tma_gemm.log"; }

@@ -4,15 +4,25 @@ Per case: `braze` is fd.execute on torch tensors, per call, host overhead includ
 CUDA-event-timed calls, each on an idle GPU); `kernel` is the device time of braze's kernels alone
 (fd.execute captured in a CUDA graph: the same kernels through the same FusionCache, launched by
 replaying the graph, so no host time counts); eager and torch.compile (in the default run) are timed
-like `kernel`. Every device time is the median over calls each made with the L2 flushed first (a write
-of twice its size, as triton.testing.do_bench does): a model streams its weights and activations from
-HBM, not from an L2 that still holds them from the last call. `floor` is the row's lower bound: its minimal bytes (every input read once, every output
+like `kernel`. Every device time is the median over calls whose inputs are not in the L2: a model
+streams its weights and activations from HBM, not from an L2 that still holds them from the last call.
+--flush says how (every system, and the copy roofline, timed the same way):
+- write (the default): a write of twice the L2's size before each call, as triton.testing.do_bench does.
+  It leaves the L2 full of dirty lines, which the timed call writes back to HBM as it evicts them: up to
+  the L2's size of writes it did not make. A call that writes as much itself leaves as many behind, and
+  comes out even; one that writes little (a GEMV streaming its weights) pays them all.
+- clean: a read of twice the L2's size before each call; the L2 is left holding clean lines.
+- rotate: no flush; enough input sets that a call's inputs were last touched more than twice the L2's
+  size ago, run back to back. Each call inherits the dirty lines of the one before: the steady state of
+  a loop of that fusion.
+`floor` is the row's lower bound: its minimal bytes (every input read once, every output
 written once) at the measured device-to-device copy bandwidth, or its operations at mma.sync's measured
 peak, whichever is longer; `% floor` is floor / kernel. Each case is first checked against torch. Then
 the host latency of a cached tiny fusion from Python against a bare cuLaunchKernel (ctypes) of an
 equivalent one-line kernel, in the same run.
 
-    python benchmarks/python/compare.py [--reps 100] [--only layer_norm] [--no-compile] [--sweep [--tunings "a;b"]]
+    python benchmarks/python/compare.py [--reps 100] [--only "layer_norm|w8 linear M=1 "] [--no-compile]
+        [--flush write|clean|rotate] [--sweep [--tunings "a;b"]]
 
 --sweep times, per case, the kernels of other heuristic tunings too (HeuristicTuning in
 csrc/target/device_info.h: threads per block, chunks per thread, unroll, the matmul's tiles, stages and
@@ -284,20 +294,41 @@ def median_call_us(fn, input_sets, reps):
 
 
 class L2Flush:
-    """Writes a buffer twice the L2's size, so that the next kernel finds none of its inputs in L2 (as
-    triton.testing.do_bench flushes before each call)."""
+    """Empties the L2 of the next call's inputs (the kinds: the module's docstring, --flush); "rotate"
+    flushes nothing, its input sets rotating through more than the L2."""
+
+    KINDS = ("write", "clean", "rotate")
+    kind = "write"  # main() sets it from --flush
 
     def __init__(self):
-        self.buffer = torch.empty(2 * L2_BYTES, dtype=torch.uint8, device="cuda")
+        self.buffer = torch.empty(2 * L2_BYTES, dtype=torch.uint8, device="cuda") if self.kind != "rotate" else None
 
     def __call__(self):
-        self.buffer.zero_()
+        if self.kind == "write":
+            self.buffer.zero_()
+        elif self.kind == "clean":
+            self.buffer.max()  # reads every byte; writes one
+
+    @classmethod
+    def input_sets(cls, make_inputs, gen, sample, nbytes):
+        """The input sets a row alternates: two, or under rotate enough that each call's were last read
+        more than twice the L2's size of inputs ago (at most 64: a row of inputs under 1.6 MB then finds
+        some of them still in the L2)."""
+        count = 2 if cls.kind != "rotate" else min(64, max(2, 1 + -(-2 * L2_BYTES // max(nbytes, 1))))
+        return [sample] + [make_inputs(gen) for _ in range(count - 1)]
+
+    def hold_gpu(self, calls):
+        """Under rotate, nothing keeps the GPU busy between calls while the host enqueues them: a spin of
+        about 50 us a call ahead of them all, so that they run back to back and host time stays out."""
+        if self.kind == "rotate":
+            torch.cuda._sleep(int(calls * 50e-6 * 2e9))
 
 
 def median_us(fn, input_sets, reps, flush=None):
-    """Median device time of one call of fn(inputs), in microseconds, with the L2 flushed before each:
-    each input set's call is captured in a CUDA graph (so host launch overhead stays out), and each
-    replay sits between two events after a flush that keeps the GPU busy while the host enqueues."""
+    """Median device time of one call of fn(inputs), in microseconds, with the L2 flushed before each
+    (L2Flush.kind): each input set's call is captured in a CUDA graph (so host launch overhead stays out),
+    and each replay sits between two events after a flush that keeps the GPU busy while the host enqueues
+    (under rotate, a spin ahead of all the calls)."""
     flush = flush or L2Flush()
     for i in range(3):
         fn(input_sets[i % len(input_sets)])
@@ -309,6 +340,7 @@ def median_us(fn, input_sets, reps, flush=None):
             fn(inputs)
         graphs.append(graph)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    flush.hold_gpu(reps)
     for i, (start, end) in enumerate(events):
         flush()
         start.record()
@@ -343,7 +375,9 @@ def tuned(fd, tuning):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="", help="the cases whose name holds one of these '|'-separated strings")
+    parser.add_argument("--flush", choices=L2Flush.KINDS, default="write",
+                        help="how each timed call finds its inputs out of the L2 (the module's docstring)")
     parser.add_argument("--compile", action="store_true", default=True,
                         help="time torch.compile too (the default; slow to compile)")
     parser.add_argument("--no-compile", dest="compile", action="store_false", help="leave torch.compile out")
@@ -352,6 +386,7 @@ def main():
                         help="with --sweep: time these BRAZE_TUNING strings, separated by ';', instead of the sweep's space "
                              "(\"\" is the heuristic's own choice)")
     args = parser.parse_args()
+    L2Flush.kind = args.flush
     gen = torch.Generator(device="cuda").manual_seed(0)
     # Copy roofline: 256 MiB copied device to device.
     src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -363,12 +398,13 @@ def main():
         peak_line = mma_peak.describe(peaks)
     except Exception as error:  # noqa: BLE001  (the table does not depend on it)
         peaks, peak_line = {}, f"mma.sync peak: not measured ({type(error).__name__}: {error})"
-    print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s; {peak_line}")
+    print(f"device: {torch.cuda.get_device_name()}; L2 flush: {args.flush}; copy bandwidth {copy_gbs:.0f} GB/s; "
+          f"{peak_line}")
     print(f"{'case':26} {'braze us':>9} {'kernel us':>9} {'eager us':>9} {'compile us':>10} {'floor us':>9} "
           f"{'% floor':>8} {'GB/s':>6} {'% copy':>7}  heuristics")
     failed = []
     for case in cases():
-        if args.only and args.only not in case[0]:
+        if args.only and not any(part in case[0] for part in args.only.split("|")):
             continue
         try:
             bench_case(args, gen, copy_gbs, peaks, *case)
@@ -416,7 +452,7 @@ def bench_case(args, gen, copy_gbs, peaks, name, define, ref, make_inputs, check
         define(fd)
     sample = make_inputs(gen)
     bytes_in = sum(t.numel() * t.element_size() for t in sample)
-    input_sets = [sample, make_inputs(gen)]  # alternated; the L2 is flushed before each call anyway
+    input_sets = L2Flush.input_sets(make_inputs, gen, sample, bytes_in)
     want = (check or ref)(*sample)
     want = list(want) if isinstance(want, tuple) else [want]
     tuned(fd, "")
