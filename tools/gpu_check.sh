@@ -155,6 +155,9 @@ PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$test_limit" $pytho
 pytest_status "Thunder tests" "$out/thunder_tests.log"
 PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $python benchmarks/python/thunder_block.py \
   --reps "${BRAZE_BENCH_REPS:-50}" --profile > "$out/thunder_block.log" 2>&1 || rc=1
+# A Llama block (grouped-query attention, RoPE, SwiGLU, RMSNorm) the same way: the step time only.
+PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $python benchmarks/python/thunder_block.py \
+  --model llama --batch 2 --tokens 1024 --reps "${BRAZE_BENCH_REPS:-50}" > "$out/thunder_llama.log" 2>&1 || rc=1
 if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python examples/layer_norm_demo.py > "$parts/demo.log" 2>&1; then
   status "demo (layer_norm)" "$(tail -1 "$parts/demo.log")"
 else
@@ -241,6 +244,7 @@ echo "== benchmarks/python/compare.py"
 cat "$parts/compare.log"
 echo "== Lightning Thunder on braze (thunder_block.py; kernel tables in thunder_block.log)"
 sed -n '1,/^== eager/p' "$out/thunder_block.log" | grep -v '^== eager'
+cat "$out/thunder_llama.log"
 echo "== host overhead (C++)"
 grep -E "^BM_" "$parts/host_bench.log"
 [ -f "$parts/host_bench_pool.log" ] && { echo "== the GPU launches with BRAZE_BLOCK_CACHE_BYTES=0 (no cache of freed blocks)"; grep -E "^BM_" "$parts/host_bench_pool.log"; }

@@ -1,6 +1,6 @@
-"""Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block (benchmarks/python/
-thunder_block.py) trained one step with thunder.jit on CPU tensors, its nvFusion regions executed by
-braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
+"""Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, or a Llama block with
+--model llama (benchmarks/python/thunder_block.py), trained one step with thunder.jit on CPU tensors, its
+nvFusion regions executed by braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
 output's and gradients' errors against eager PyTorch in float32 from the same weights; with --save DIR,
 writes each definition (its repr) and its first inputs (torch.save) there, to be replayed and explained.
 
@@ -12,6 +12,7 @@ lookaside is registered on a stand-in, which nanoGPT's block does not reach.
 
     pip install lightning-thunder==0.2.6   (or the wheels shared/GPU.md lists)
     PYTHONPATH=build/python python3 tools/thunder_on_cpu.py [--batch 8 --seq 256 --embd 768 --heads 12]
+        [--model llama [--groups 3 --intermediate 2048]]
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ def main() -> int:
     parser.add_argument("--seq", type=int, default=256)
     parser.add_argument("--embd", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--model", choices=["nanogpt", "llama"], default="nanogpt",
+                        help="nanoGPT's block, or a Llama block (RMSNorm, grouped-query attention with RoPE, SwiGLU)")
+    parser.add_argument("--groups", type=int, default=0, help="llama: KV heads (default: a quarter of the heads)")
+    parser.add_argument("--intermediate", type=int, default=0, help="llama: the MLP's width (default: 2.75 x embd)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     parser.add_argument("--save", default="", help="a folder for each definition and its inputs")
     args = parser.parse_args()
@@ -107,11 +112,15 @@ def main() -> int:
 
     executed = record_executes(braze)
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "python"))
-    from thunder_block import Block
+    from thunder_block import Block, LlamaBlock
 
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     torch.manual_seed(0)
-    model = Block(args.embd, args.heads).to(dtype)
+    if args.model == "llama":
+        model = LlamaBlock(args.embd, args.heads, args.groups or max(args.heads // 4, 1),
+                           args.intermediate or args.embd * 11 // 4).to(dtype)
+    else:
+        model = Block(args.embd, args.heads).to(dtype)
     x = torch.randn(args.batch, args.seq, args.embd, dtype=dtype, requires_grad=True)
     y = thunder.jit(model, executors=[nvfuserex])(x)
     y.float().square().mean().backward()
@@ -126,7 +135,7 @@ def main() -> int:
         got, want = got.detach().float(), want.detach().float()
         return float((got - want).norm() / want.norm().clamp_min(1e-30))
 
-    print(f"nanoGPT block {args.batch}x{args.seq}x{args.embd} {args.dtype} on the simulated device, "
+    print(f"{args.model} block {args.batch}x{args.seq}x{args.embd} {args.dtype} on the simulated device, "
           f"against eager float32:")
     print(f"  output rel err {relative(y, y_eager):.2e}, x.grad rel err {relative(x.grad, x_eager.grad):.2e}")
     for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):

@@ -1,11 +1,12 @@
-"""A nanoGPT transformer block trained with Lightning Thunder on braze (install_as_nvfuser, Thunder's own
-nvFuser executor) against eager PyTorch: the time per forward + backward step (CUDA events, median of
---reps steps after warm-up, the same inputs for both), what Thunder fused (the nvFusion regions of the
-forward and backward traces) and, with --profile, the per-kernel GPU time of one step of each
-(torch.profiler). The block is nanoGPT's (C=768, 12 heads, batch 8 x 256 tokens by default); the model
-itself is `Block`, which tests/python/test_thunder.py imports too.
+"""A transformer block trained with Lightning Thunder on braze (install_as_nvfuser, Thunder's own nvFuser
+executor) against eager PyTorch: the time per forward + backward step (CUDA events, median of --reps
+steps after warm-up, the same inputs for both), what Thunder fused (the nvFusion regions of the forward
+and backward traces) and, with --profile, the per-kernel GPU time of one step of each (torch.profiler).
+The block is nanoGPT's (`Block`: C=768, 12 heads, batch 8 x 256 tokens by default), or with --model
+llama a Llama block as litGPT writes it (`LlamaBlock`: C=2048, 16 query heads on 4 KV heads, RoPE,
+SwiGLU); tests/python/test_thunder.py and tools/thunder_on_cpu.py import them.
 
-    python benchmarks/python/thunder_block.py [--dtype bf16|fp32] [--reps 50] [--profile]
+    python benchmarks/python/thunder_block.py [--model nanogpt|llama] [--dtype bf16|fp32] [--reps 50] [--profile]
 """
 
 from __future__ import annotations
@@ -49,6 +50,67 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n_embd, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n_embd))
+        self.eps = eps
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight.float()).to(x.dtype)
+
+
+def rotate(x, cos, sin):
+    """litGPT's RoPE: the two halves of each head rotated."""
+    half = x.size(-1) // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return (x * cos + rotated * sin).to(x.dtype)
+
+
+class GroupedQueryAttention(nn.Module):
+    """litGPT's attention: one QKV projection laid out per KV head (its query heads, then its key and
+    value), RoPE on queries and keys, each KV head expanded to its query heads."""
+
+    def __init__(self, n_embd, n_head, n_query_groups, max_tokens=4096):
+        super().__init__()
+        self.n_head, self.groups, self.head = n_head, n_query_groups, n_embd // n_head
+        self.qkv = nn.Linear(n_embd, (n_head + 2 * n_query_groups) * self.head, bias=False)
+        self.proj = nn.Linear(n_embd, n_embd, bias=False)
+        theta = 1.0 / (10000.0 ** (torch.arange(0, self.head, 2).float() / self.head))
+        angles = torch.outer(torch.arange(max_tokens).float(), theta).repeat(1, 2)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        per_group = self.n_head // self.groups
+        qkv = self.qkv(x).view(B, T, self.groups, per_group + 2, self.head).permute(0, 2, 3, 1, 4)
+        q, k, v = qkv.split((per_group, 1, 1), dim=2)
+        k, v = (t.expand(B, self.groups, per_group, T, self.head) for t in (k, v))
+        q, k, v = (t.reshape(B, self.n_head, T, self.head) for t in (q, k, v))
+        cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
+        y = F.scaled_dot_product_attention(rotate(q, cos, sin), rotate(k, cos, sin), v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class LlamaBlock(nn.Module):
+    """A Llama block as litGPT writes it: RMSNorm, grouped-query attention with RoPE, a SwiGLU MLP."""
+
+    def __init__(self, n_embd=2048, n_head=16, n_query_groups=4, intermediate=5632):
+        super().__init__()
+        self.norm_1, self.norm_2 = RMSNorm(n_embd), RMSNorm(n_embd)
+        self.attn = GroupedQueryAttention(n_embd, n_head, n_query_groups)
+        self.fc_1 = nn.Linear(n_embd, intermediate, bias=False)
+        self.fc_2 = nn.Linear(n_embd, intermediate, bias=False)
+        self.proj = nn.Linear(intermediate, n_embd, bias=False)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm_1(x))
+        h = self.norm_2(x)
+        return x + self.proj(F.silu(self.fc_1(h)) * self.fc_2(h))
 
 
 def step_times(fn, x, reps) -> list[float]:
@@ -117,6 +179,8 @@ def kernel_table(fn, x, rows=25) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["nanogpt", "llama"], default="nanogpt",
+                        help="nanoGPT's block (C=768, 12 heads), or a Llama block (C=2048, 16 heads, 4 KV heads)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=256)
@@ -137,8 +201,9 @@ def main() -> int:
         return 0
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     torch.manual_seed(0)
-    block = Block().to("cuda", dtype)
-    x = torch.randn(args.batch, args.tokens, 768, device="cuda", dtype=dtype, requires_grad=True)
+    block = (Block() if args.model == "nanogpt" else LlamaBlock()).to("cuda", dtype)
+    width = 768 if args.model == "nanogpt" else 2048
+    x = torch.randn(args.batch, args.tokens, width, device="cuda", dtype=dtype, requires_grad=True)
     jitted = thunder.jit(block, executors=[nvfuserex])
     eager = step_times(block, x, args.reps)
     braze_times = step_times(jitted, x, args.reps)
@@ -146,7 +211,7 @@ def main() -> int:
     backward = [b.sym.name for b in thunder.last_backward_traces(jitted)[-1].bound_symbols
                 if b.sym.name.startswith("nvFusion")]
     e, b = statistics.median(eager), statistics.median(braze_times)
-    print(f"nanoGPT block {args.batch}x{args.tokens}x768 {args.dtype}, forward + backward, median of {args.reps}:")
+    print(f"{args.model} block {args.batch}x{args.tokens}x{width} {args.dtype}, forward + backward, median of {args.reps}:")
     print(f"  eager            {e * 1000:8.1f} us")
     print(f"  thunder + braze  {b * 1000:8.1f} us  ({e / b:.2f}x eager)")
     print(f"  nvFusion regions: {len(forward)} forward, {len(backward)} backward")

@@ -438,6 +438,9 @@ ExprId ValueBuilder::compute(const Expr& expr, const Val* out, const std::vector
     case OpCategory::Random: return random(expr, index);
     case OpCategory::Indexing: return indexing(expr, index);
     case OpCategory::Quantize: return quantize(expr, index);
+    case OpCategory::Reduction:
+      if (reducedPerElement(expr, bound_)) return reductionPerElement(expr, out, index);
+      [[fallthrough]];
     default:
       BRAZE_UNREACHABLE("kernel lowering: {} cannot be computed per element (it needs a reduction or matmul kernel)",
                         expr.name());

@@ -36,6 +36,14 @@ struct Idx {
   bool lane = false;  // the index is base + lane
 };
 
+// A plain reduction (sum, prod, max, min, any, all) that combines at most this many elements into each
+// result is computed where its result is read, by any kernel's ValueBuilder: its elements unrolled, as
+// torch.compile unrolls small reductions. GQA's backward sums each KV head's gradient over its query
+// heads (4 to 16 in the common models) and concatenates the sums with the query gradient; computed so,
+// that is one pointwise kernel, where a reduction kernel would write the sums for another kernel to read.
+constexpr int64_t kMaxElementsReducedPerElement = 16;
+bool reducedPerElement(const Expr& reduction, const BoundShapes& bound);
+
 // Remembers loads across the passes of a persistent kernel (the row kept in registers): each load
 // is stored in an array indexed by the chunk, filled by the first pass that needs it.
 struct LoadCache {
@@ -159,6 +167,8 @@ class ValueBuilder {
   ExprId random(const Expr& expr, const std::vector<Idx>& index);
   ExprId indexing(const Expr& expr, const std::vector<Idx>& index);
   ExprId quantize(const Expr& expr, const std::vector<Idx>& index);
+  // A reducedPerElement reduction's result at `index`: its elements combined in index order.
+  ExprId reductionPerElement(const Expr& expr, const Val* out, const std::vector<Idx>& index);
   ExprId scalar(const Val* val);
   // The value of a CPU scalar input (ir/fusion.h cpuScalarInputOf): a launch argument each run fills.
   ExprId cpuScalar(const TensorView* input);

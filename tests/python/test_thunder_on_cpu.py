@@ -2,7 +2,8 @@
 one step with thunder.jit on CPU tensors (the fusions Thunder writes run on the simulated device), in a
 process of its own since it patches Thunder and braze's define_tensor. Its output and every gradient
 against eager float32, and how Thunder's fusions plan: the two layer-norm backwards as one inner-outer
-persistent kernel each, no fusion beyond two kernel segments. Skips where Thunder does not import."""
+persistent kernel each, no fusion beyond two kernel segments; and a Llama block's, every fusion one kernel
+at most. Skips where Thunder does not import."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ pytest.importorskip("torch")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
-def run_block(dtype, batch):
+def run_block(dtype, batch, *more):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "thunder_on_cpu.py"), "--batch", str(batch),
-                           "--seq", "16", "--embd", "64", "--heads", "4", "--dtype", dtype],
+                           "--seq", "16", "--embd", "64", "--heads", "4", "--dtype", dtype, *more],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode == 3:  # the tool's THUNDER_DOES_NOT_IMPORT
         pytest.skip(done.stderr.strip().splitlines()[-1])
@@ -40,3 +41,16 @@ def test_thunder_trains_nanogpt_block_on_braze_as_eager(dtype, batch, tolerance)
     assert plans, out
     assert max(int(n) for n, _ in plans) <= 2, out
     assert sum(schedulers.split(", ") == ["inner_outer_persistent"] for _, schedulers in plans) == 2, out
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_thunder_trains_a_llama_block_with_every_fusion_one_kernel(groups):
+    """RMSNorm, grouped-query attention with RoPE (4 query heads on 1 or 2 KV heads) and a SwiGLU MLP: the
+    gradients as eager's, and every fusion Thunder writes one kernel at most, GQA's backward included (the
+    keys' and values' gradients summed over their query heads where the QKV gradient is written)."""
+    out = run_block("bf16", 2, "--model", "llama", "--groups", str(groups), "--intermediate", "176")
+    errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
+    assert len(errors) >= 9 and "attn.qkv.weight.grad" in errors, out  # the output, x.grad, 7 parameter grads
+    assert all(err <= 2e-2 for err in errors.values()), out
+    plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\)", out)
+    assert plans and max(int(n) for n in plans) <= 1, out

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "fusions/kernel_case.h"
+#include "fusions/kernel_util.h"
 #include "fusions/plan_util.h"
 #include "ir/ops.h"
 
@@ -139,6 +140,34 @@ inline KernelCase softmaxBackwardCase(int64_t rows, int64_t cols, DataType dtype
   return c;
 }
 
+// GQA attention's backward as Thunder hands it over: the query heads' gradient [b, g * q, t, h] scaled, the
+// keys' and values' as each of the q query heads of a KV head read them, summed over those q, and the
+// three concatenated per KV head and laid out as the fused QKV projection's output [b, t, g * (q + 2) * h].
+// Up to 16 query heads a KV head the sums are computed in the one pointwise kernel that writes the result.
+inline KernelCase gqaBackwardCase(int64_t b, int64_t g, int64_t q, int64_t t, int64_t h, DataType dtype, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard guard(&f);
+    const DataType f32 = DataType::Float;
+    auto shape = [&](const std::vector<int64_t>& sizes) { return ints(f, sizes); };
+    TensorView* dq = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, dtype);
+    TensorView* dk = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, dtype);
+    TensorView* dv = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, dtype);
+    Val* scaled = cast(mul(cast(dq, f32), defineScalar(DataType::Double, 0.125)), dtype);
+    std::vector<TensorView*> pieces{reshape(scaled->asTensor(), shape({b, g, q, t, h}))};
+    for (TensorView* grad : {dk, dv}) {
+      TensorView* total = reduce(OpKind::Sum, cast(reshape(grad, shape({b, g, q, t, h})), f32)->asTensor(), {2});
+      pieces.push_back(broadcastInDim(cast(total, dtype)->asTensor(), shape({b, g, 1, t, h}), {0, 1, 3, 4}));
+    }
+    TensorView* qkv = permute(cat(pieces, 2), {0, 3, 1, 2, 4});
+    f.addOutput(reshape(qkv, shape({b, t, g * (q + 2) * h})));
+  }
+  c.inputs = randomInputs(f, seed, {{b, g * q, t, h}, {b, g * q, t, h}, {b, g * q, t, h}});
+  c.expect = expectKernels(q <= 16 ? 1 : 2, q <= 16 ? std::nullopt : std::optional(SchedulerKind::Reduction));
+  return c;
+}
+
 // Every case above at odd sizes, size-1 rows and columns, and bf16, fp16 and fp32.
 inline std::vector<KernelCaseMaker> backwardCases() {
   std::vector<KernelCaseMaker> cases;
@@ -182,6 +211,9 @@ inline std::vector<KernelCaseMaker> backwardCases() {
                    [] { return activationBackwardCase(45, 72, DataType::BFloat16, true, 66, 24, false); }});
   cases.push_back({"silu_backward_beside_bias_grad_f32_600x40_w7",  // split over blocks in y
                    [] { return activationBackwardCase(600, 40, DataType::Float, false, 67, 7); }});
+  cases.push_back({"gqa_backward_bf16_2x2x4x5x16", [] { return gqaBackwardCase(2, 2, 4, 5, 16, DataType::BFloat16, 68); }});
+  cases.push_back({"gqa_backward_f32_1x3x16x3x8", [] { return gqaBackwardCase(1, 3, 16, 3, 8, DataType::Float, 69); }});
+  cases.push_back({"gqa_backward_17_query_heads_f16", [] { return gqaBackwardCase(1, 1, 17, 2, 8, DataType::Half, 70); }});
   cases.push_back({"softmax_backward_bf16_13x300", [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 63); }});
   cases.push_back({"softmax_backward_f16_4x1", [] {
                      KernelCase c = softmaxBackwardCase(4, 1, DataType::Half, 64);
