@@ -1,8 +1,8 @@
 """compare.py's backward-pass rows: the fusions Thunder hands braze for a transformer block's backward
 (layer-norm backward with the bias grad of the next linear, RMS-norm backward, GELU backward with the
-bias grad of its linear) and for a diffusion U-Net's group norm, each with torch eager's own kernels for
-it as the reference: aten's native_layer_norm_backward, gelu_backward and native_group_norm_backward, and
-for RMS norm (no fused backward in eager) the ops autograd runs. Rows are (name, define, ref,
+bias grad of its linear, GQA attention's QKV grad) and for a diffusion U-Net's group norm, each with
+torch eager's own kernels for it as the reference: aten's native_layer_norm_backward, gelu_backward and
+native_group_norm_backward, and for RMS norm and GQA (no fused backward in eager) the ops autograd runs. Rows are (name, define, ref,
 make_inputs, check, ops), as compare.cases() yields them."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from braze import DataType
 
 sys.path.insert(0, os.path.join(__file__.rsplit("/benchmarks/", 1)[0], "tests", "python"))
 from test_backward_fusions import define_activation_backward, define_norm_backward  # noqa: E402
+from test_small_reductions import define_gqa_backward  # noqa: E402
 from test_thunder_group_norm_backward import define_thunder_group_norm_backward  # noqa: E402
 
 
@@ -44,6 +45,14 @@ def torch_group_norm_backward(weight, mean, grad_out, x, rstd):
     grad_in, grad_weight, grad_bias = torch.ops.aten.native_group_norm_backward(
         grad_out, x, mean, rstd.reshape(n, groups), weight, n, c, x[0, 0].numel(), groups, [True, True, True])
     return grad_bias, grad_weight, grad_in
+
+
+def torch_gqa_backward(dq, dk, dv, b, g, q, t, h):
+    """GQA's backward as autograd runs it in eager: the expanded key and value grads summed over each KV
+    head's query heads, then the three copied into the fused QKV projection's layout."""
+    query = (dq.float() * 0.125).to(dq.dtype).reshape(b, g, q, t, h)
+    keys, values = (x.reshape(b, g, q, t, h).float().sum(2, keepdim=True).to(dq.dtype) for x in (dk, dv))
+    return torch.cat([query, keys, values], 2).permute(0, 3, 1, 2, 4).reshape(b, t, g * (q + 2) * h)
 
 
 def gelu_backward_in_float(grad, x):
@@ -97,3 +106,12 @@ def cases():
     yield (f"gn backward {n}x{c}x{h}x{w}/{groups}",
            lambda fd: define_thunder_group_norm_backward(fd, n, c, groups, h, w),
            torch_group_norm_backward, group_norm_inputs, None, 0)
+
+    # Llama-3-8B's attention backward at 4096 tokens: 32 query heads on 8 KV heads of 128.
+    b, g, q, t, h = 1, 8, 4, 4096, 128
+
+    def gqa_inputs(gen):
+        return [torch.randn(b, g * q, t, h, dtype=bf16, device="cuda", generator=gen) for _ in range(3)]
+
+    yield ("gqa backward llama-3-8b T4096", lambda fd: define_gqa_backward(fd, DataType.BFloat16, b, g, q, t, h),
+           lambda dq, dk, dv: torch_gqa_backward(dq, dk, dv, b, g, q, t, h), gqa_inputs, None, 0)
