@@ -37,10 +37,11 @@ struct Idx {
 };
 
 // A plain reduction (sum, prod, max, min, any, all) that combines at most this many elements into each
-// result is computed where its result is read, by any kernel's ValueBuilder: its elements unrolled, as
-// torch.compile unrolls small reductions. GQA's backward sums each KV head's gradient over its query
-// heads (4 to 16 in the common models) and concatenates the sums with the query gradient; computed so,
-// that is one pointwise kernel, where a reduction kernel would write the sums for another kernel to read.
+// result can be computed where its result is read, by any kernel's ValueBuilder: its elements unrolled,
+// as torch.compile unrolls small reductions (the pointwise check says where that costs few loads). GQA's
+// backward sums each KV head's gradient over its query heads (4 to 16 in the common models) and
+// concatenates the sums with the query gradient: one pointwise kernel, where a reduction kernel would
+// write the sums for another kernel to read.
 constexpr int64_t kMaxElementsReducedPerElement = 16;
 bool reducedPerElement(const Expr& reduction, const BoundShapes& bound);
 

@@ -47,7 +47,7 @@ def gqa_backward_expected(inputs, b, g, q, t, h, dtype):
         (2, 2, 4, 16, 16, DataType.BFloat16),  # Llama-3-8B's four query heads a KV head
         (1, 3, 8, 5, 24, F32),  # Llama-3-70B's eight; odd sequence length
         (2, 1, 16, 3, 8, DataType.Half),  # sixteen: the most computed per element
-        (1, 2, 1, 7, 8, DataType.BFloat16),  # one query head a KV head (multi-head attention)
+        (1, 2, 1, 7, 8, DataType.BFloat16),  # one query head a KV head (MHA): the sum of one is a squeeze
     ],
 )
 def test_gqa_backward_is_one_kernel(b, g, q, t, h, dtype):
@@ -94,7 +94,7 @@ def reduce_op(fd, name, x, dims, keepdim):
         ("sum", (6, 4), [0], True, ml_dtypes.bfloat16),  # the outer dim, kept
         ("sum", (5, 3), [1], False, np.float16),  # the innermost dim: no vector loads along it
         ("sum", (2, 3, 2, 9), [0, 2], False, np.float32),  # two dims, 4 elements a result
-        ("sum", (4, 1, 5), [1], True, np.int32),  # integers accumulate in Int64
+        ("sum", (4, 3, 5), [1], True, np.int32),  # integers accumulate in Int64
         ("sum", (16, 3), [0], False, np.int8),
         ("prod", (3, 6), [1], True, np.float32),
         ("max", (4, 7, 3), [0], False, np.float32),  # NaN below propagates, as torch's max
@@ -142,12 +142,13 @@ def test_a_small_reduction_beside_its_operand_matches_numpy(name, shape, dims, k
 
 
 def test_the_reduced_extent_is_checked_at_each_signature():
-    """One definition, the reduced dim's extent given by its input: 4 and 16 elements a result are
-    computed per element, 5 (another shape class) too, and 32 and 17 go back to a reduction kernel."""
+    """One definition, the reduced dim's extent r given by its input. The cat computes the sum at each of
+    its r + 1 elements along the dim, so the kernel would load r (r + 1) elements for the r + 1 it reads:
+    per element up to r = 11 (12 times), a reduction kernel from 12 on, and past 16 whatever the cost."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=F32)
         fd.add_output(fd.ops.cat([fd.ops.sum(x, [1], keepdim=True), x], 1))
-    for extent, per_element in ((4, True), (32, False), (16, True), (5, True), (17, False), (4, True)):
+    for extent, per_element in ((4, True), (32, False), (11, True), (12, False), (5, True), (17, False), (4, True)):
         x = np.random.default_rng(extent).standard_normal((3, extent, 6)).astype(np.float32)
         schedulers = kernel_schedulers(fd, [x])
         assert (schedulers == ["pointwise"]) == per_element, (extent, schedulers)
@@ -170,3 +171,46 @@ def test_a_result_broadcast_back_keeps_a_reduction_kernel():
     (got,) = device_switch.execute(fd, [x])
     e = np.exp(x.astype(np.float64) - x.max(0, keepdims=True))
     np.testing.assert_allclose(got, np.concatenate([e / e.sum(0, keepdims=True), x], 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 64, 48), (3, 33, 70), (16, 8, 40)])
+def test_a_small_reduction_read_transposed_is_one_transpose_kernel(shape):
+    """sum over a few leading rows, transposed and added to another input: the transpose scheduler's
+    tiles stage every row the sums read, and the values equal numpy's."""
+    rng = np.random.default_rng(shape[0])
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = rng.standard_normal((shape[2], shape[1])).astype(np.float32)
+    with FusionDefinition() as fd:
+        xt, yt = helpers.define_like(fd, x), helpers.define_like(fd, y)
+        fd.add_output(fd.ops.add(fd.ops.permute(fd.ops.sum(xt, [0]), [1, 0]), yt))
+    assert kernel_schedulers(fd, [x, y]) == ["transpose"], str(device_switch.explain(fd, [x, y]))
+    (got,) = device_switch.execute(fd, [x, y])
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(0).T + y, rtol=1e-5, atol=1e-5)
+
+
+def test_a_reduction_of_a_reduction_or_one_read_by_a_large_cat_keeps_reduction_kernels():
+    """Sums of sums computed per element would multiply their loads (16 x 16 a result), and a small sum
+    beside a large tensor in a cat would be computed at every element of the cat: reduction kernels, and
+    explain says why the pointwise kernel did not take them."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 16, 8)).astype(np.float32)
+    with FusionDefinition() as fd:
+        xt = helpers.define_like(fd, x)
+        twice = fd.ops.sum(fd.ops.sum(xt, [0], keepdim=True), [1], keepdim=True)
+        fd.add_output(fd.ops.cat([twice, fd.ops.slice(xt, [0, 0, 0], [1, 1, 8])], 2))
+    plan = str(device_switch.explain(fd, [x]))
+    assert "reduces a reduction's result" in plan, plan
+    (got,) = device_switch.execute(fd, [x])
+    np.testing.assert_allclose(got, np.concatenate([x.astype(np.float64).sum((0, 1), keepdims=True), x[:1, :1]], 2),
+                               rtol=1e-5, atol=1e-5)
+
+    y = rng.standard_normal((16, 40)).astype(np.float32)
+    big = rng.standard_normal((500, 40)).astype(np.float32)
+    with FusionDefinition() as fd:
+        yt, bt = helpers.define_like(fd, y), helpers.define_like(fd, big)
+        fd.add_output(fd.ops.cat([fd.ops.sum(yt, [0], keepdim=True), bt], 0))
+    plan = str(device_switch.explain(fd, [y, big]))
+    assert "pointwise" in plan and "more than 12 times" in plan and len(kernel_schedulers(fd, [y, big])) == 2, plan
+    (got,) = device_switch.execute(fd, [y, big])
+    np.testing.assert_allclose(got, np.concatenate([y.astype(np.float64).sum(0, keepdims=True), big], 0),
+                               rtol=1e-5, atol=1e-5)
