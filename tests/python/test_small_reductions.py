@@ -1,8 +1,9 @@
 """Reductions over a few elements a result (at most 16) computed where they are read, in the kernel of the
 ops around them: GQA's backward, which sums each KV head's gradient over its query heads and concatenates
-the sums with the query gradient, plans as one kernel; sums, products, maxima, minima, any and all over
-such dims match numpy wherever the dims lie; past 16 elements, or where a result is broadcast back, a
-reduction kernel again."""
+the sums with the query gradient, plans as one kernel up to 16 query heads a KV head; sums, products,
+maxima, minima, any and all over such dims match numpy wherever the dims lie. Past 16 elements, where a
+result is broadcast back or reduced again, or where an output element would load more than 32 elements
+for its reductions, a reduction kernel again."""
 
 import ml_dtypes
 import numpy as np
@@ -46,7 +47,7 @@ def gqa_backward_expected(inputs, b, g, q, t, h, dtype):
     [
         (2, 2, 4, 16, 16, DataType.BFloat16),  # Llama-3-8B's four query heads a KV head
         (1, 3, 8, 5, 24, F32),  # Llama-3-70B's eight; odd sequence length
-        (2, 1, 16, 3, 8, DataType.Half),  # sixteen: the most computed per element
+        (2, 1, 16, 3, 8, DataType.Half),  # sixteen: 2 x 16 loads an element, the most computed per element
         (1, 2, 1, 7, 8, DataType.BFloat16),  # one query head a KV head (MHA): the sum of one is a squeeze
     ],
 )
@@ -66,11 +67,13 @@ def test_gqa_backward_is_one_kernel(b, g, q, t, h, dtype):
 
 
 def test_seventeen_query_heads_keep_a_reduction_kernel():
+    # Past 16 elements a result: the reduction kernel's.
     b, g, q, t, h, dtype = 1, 1, 17, 4, 8, DataType.BFloat16
     with FusionDefinition() as fd:
         define_gqa_backward(fd, dtype, b, g, q, t, h)
     rng = np.random.default_rng(17)
     inputs = [rng.standard_normal((b, g * q, t, h)).astype(NP[dtype]) for _ in range(3)]
+    assert "of more than 16 elements a result" in str(device_switch.explain(fd, inputs))
     schedulers = kernel_schedulers(fd, inputs)
     assert len(schedulers) == 2 and "reduction" in schedulers, schedulers
     (got,) = device_switch.execute(fd, inputs)
@@ -142,13 +145,13 @@ def test_a_small_reduction_beside_its_operand_matches_numpy(name, shape, dims, k
 
 
 def test_the_reduced_extent_is_checked_at_each_signature():
-    """One definition, the reduced dim's extent r given by its input. The cat computes the sum at each of
-    its r + 1 elements along the dim, so the kernel would load r (r + 1) elements for the r + 1 it reads:
-    per element up to r = 11 (12 times), a reduction kernel from 12 on, and past 16 whatever the cost."""
+    """One definition, the reduced dim's extent r given by its input: the cat computes the sum at each of its
+    elements, r loads each, so per element up to 16 (the extents 4, 16 and 5, another shape class), a
+    reduction kernel past it (32 and 17)."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=F32)
         fd.add_output(fd.ops.cat([fd.ops.sum(x, [1], keepdim=True), x], 1))
-    for extent, per_element in ((4, True), (32, False), (11, True), (12, False), (5, True), (17, False), (4, True)):
+    for extent, per_element in ((4, True), (32, False), (16, True), (5, True), (17, False), (4, True)):
         x = np.random.default_rng(extent).standard_normal((3, extent, 6)).astype(np.float32)
         schedulers = kernel_schedulers(fd, [x])
         assert (schedulers == ["pointwise"]) == per_element, (extent, schedulers)
@@ -175,8 +178,8 @@ def test_a_result_broadcast_back_keeps_a_reduction_kernel():
 
 @pytest.mark.parametrize("shape", [(4, 64, 48), (3, 33, 70), (16, 8, 40)])
 def test_a_small_reduction_read_transposed_is_one_transpose_kernel(shape):
-    """sum over a few leading rows, transposed and added to another input: the transpose scheduler's
-    tiles stage every row the sums read, and the values equal numpy's."""
+    """sum over a few leading rows, transposed and added to another input: one transpose kernel, whose
+    values equal numpy's."""
     rng = np.random.default_rng(shape[0])
     x = rng.standard_normal(shape).astype(np.float32)
     y = rng.standard_normal((shape[2], shape[1])).astype(np.float32)
@@ -188,10 +191,10 @@ def test_a_small_reduction_read_transposed_is_one_transpose_kernel(shape):
     np.testing.assert_allclose(got, x.astype(np.float64).sum(0).T + y, rtol=1e-5, atol=1e-5)
 
 
-def test_a_reduction_of_a_reduction_or_one_read_by_a_large_cat_keeps_reduction_kernels():
-    """Sums of sums computed per element would multiply their loads (16 x 16 a result), and a small sum
-    beside a large tensor in a cat would be computed at every element of the cat: reduction kernels, and
-    explain says why the pointwise kernel did not take them."""
+def test_a_reduction_of_a_reduction_or_sums_read_by_a_large_cat_are_not_computed_per_element():
+    """A sum of a sum computed per element would multiply its loads (16 x 16 a result), and three 12-row
+    sums beside a large tensor in a cat would each be computed at every element of the cat (36 loads an
+    element): explain says why the pointwise kernel did not take them, and the values are numpy's."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 16, 8)).astype(np.float32)
     with FusionDefinition() as fd:
@@ -204,13 +207,27 @@ def test_a_reduction_of_a_reduction_or_one_read_by_a_large_cat_keeps_reduction_k
     np.testing.assert_allclose(got, np.concatenate([x.astype(np.float64).sum((0, 1), keepdims=True), x[:1, :1]], 2),
                                rtol=1e-5, atol=1e-5)
 
-    y = rng.standard_normal((16, 40)).astype(np.float32)
+    small = [rng.standard_normal((12, 40)).astype(np.float32) for _ in range(3)]
     big = rng.standard_normal((500, 40)).astype(np.float32)
     with FusionDefinition() as fd:
-        yt, bt = helpers.define_like(fd, y), helpers.define_like(fd, big)
-        fd.add_output(fd.ops.cat([fd.ops.sum(yt, [0], keepdim=True), bt], 0))
-    plan = str(device_switch.explain(fd, [y, big]))
-    assert "pointwise" in plan and "more than 12 times" in plan and len(kernel_schedulers(fd, [y, big])) == 2, plan
-    (got,) = device_switch.execute(fd, [y, big])
-    np.testing.assert_allclose(got, np.concatenate([y.astype(np.float64).sum(0, keepdims=True), big], 0),
-                               rtol=1e-5, atol=1e-5)
+        handles = [helpers.define_like(fd, a) for a in (*small, big)]
+        fd.add_output(fd.ops.cat([*(fd.ops.sum(t, [0], keepdim=True) for t in handles[:3]), handles[3]], 0))
+    plan = str(device_switch.explain(fd, [*small, big]))
+    assert "would load 36 elements for an output element" in plan and len(kernel_schedulers(fd, [*small, big])) > 1, plan
+    (got,) = device_switch.execute(fd, [*small, big])
+    want = np.concatenate([*(a.astype(np.float64).sum(0, keepdims=True) for a in small), big], 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_result_read_twice_at_the_same_element_is_computed_once():
+    """sum(y) * sum(y) beside z: the lowering computes the sum once an element, 16 loads, within the bound."""
+    rng = np.random.default_rng(4)
+    y, z = rng.standard_normal((16, 40)).astype(np.float32), rng.standard_normal((20, 40)).astype(np.float32)
+    with FusionDefinition() as fd:
+        yt, zt = helpers.define_like(fd, y), helpers.define_like(fd, z)
+        s = fd.ops.sum(yt, [0], keepdim=True)
+        fd.add_output(fd.ops.cat([fd.ops.mul(s, s), zt], 0))
+    assert kernel_schedulers(fd, [y, z]) == ["pointwise"], str(device_switch.explain(fd, [y, z]))
+    (got,) = device_switch.execute(fd, [y, z])
+    total = y.astype(np.float64).sum(0, keepdims=True)
+    np.testing.assert_allclose(got, np.concatenate([total * total, z], 0), rtol=1e-5, atol=1e-4)

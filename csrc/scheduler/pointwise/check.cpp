@@ -2,7 +2,7 @@
 // space and reads every tensor through the composed index maps of the meta ops between them, so
 // meta ops, pad, cat, gathers, creation and per-tensor/channel/block (de)quantization all fit, and so
 // do reductions over a few elements a result (reducedPerElement), each element computing the results it
-// reads, where that costs few loads (perElementReductionCost). Other reductions (a reduction
+// reads, where that costs few loads (perElementReductionLoads). Other reductions (a reduction
 // scheduler's), matmul (the matmul scheduler's) and the line walks (cumsum, topk, argsort, scatter,
 // index_put_accumulate: the scan scheduler's) do not.
 #include "scheduler/pointwise/entry.h"
@@ -11,59 +11,97 @@
 
 #include <optional>
 #include <string>
+#include <map>
 #include <unordered_map>
+#include <vector>
 
 namespace braze {
 namespace {
 
-// The loads the per-element reductions may cost, as a multiple of the elements the kernel reads at least
-// (its inputs'): loads of elements other threads of the block read too hit L1, which returns about ten
-// times an SM's share of HBM bandwidth, so up to that many cost no more time than the kernel's HBM
-// traffic. GQA's backward at q query heads a KV head loads 2 (q + 2) / 3 times its inputs: 12 at 16.
-constexpr int64_t kMaxReductionLoadsPerInputElement = 12;
+// The loads an output element may spend on the reductions it computes. They hit L1 where neighbouring
+// elements read the same rows (an SM's L1 returns about nine times its share of HBM bandwidth), and an
+// output element moves two or three elements through HBM (its share of the inputs, and itself), so about
+// this many cost no more time than the kernel's HBM traffic. GQA's backward computes, at each element of
+// its cat, both sums over the q query heads of a KV head (the cat selects between its pieces): 2 q loads,
+// within this up to 16 query heads a KV head; with RoPE's backward on the keys' gradient in the same
+// fusion (Thunder's), about 6 q. A bound on loads per input element instead would let an input read only
+// through a slice pay for any number.
+constexpr double kMaxReductionLoadsPerOutputElement = 32;
 
-// Where a reduction computed per element is read: the loads it costs for each element of each value
-// computed from it (loads per element), the ops between it and the outputs each computing every value
-// they read at each of their own elements. A pad or cat computes each of its inputs at every element
-// (and selects), so a reduction read by a cat is computed at all the cat's elements, not only its own.
-// Nullopt, with `why`, where an op would read a result at several elements by broadcasting it (x - sum(x)
-// over a few rows: each element would compute the sum again), or reduce it again (the loads multiply).
-std::optional<int64_t> perElementReductionCost(const Candidate& candidate, const BoundShapes& bound, std::string* why) {
-  std::unordered_map<const Val*, double> loads_per_element;
-  auto cost = [&](const Val* v) {
-    auto it = loads_per_element.find(v);
-    return it == loads_per_element.end() ? 0.0 : it->second;
-  };
-  for (const Expr* e : candidate.exprs) {
-    double loads = 0.0;
-    bool reads = false;
-    for (const Val* in : e->inputs()) {
-      if (loads_per_element.count(in) == 0) continue;
-      reads = true;
-      loads += cost(in);
+// The loads an element of each value of the candidate costs: one per element of a tensor it reads, those
+// of every piece of a cat (it computes each and selects), r times its operand's for a reduction of r
+// elements a result (recounting an input an op reads twice: an upper bound).
+class LoadsPerElement {
+ public:
+  explicit LoadsPerElement(const BoundShapes& bound) : bound_(bound) {}
+  void add(const Expr& e) {
+    double loads = 0;
+    for (const Val* in : e.inputs()) {
+      if (in->isTensor()) loads += of(in);
     }
+    if (opInfo(e.kind()).category == OpCategory::Reduction) {
+      const int64_t results = bound_.numel(e.output(0));
+      loads *= static_cast<double>(results == 0 ? 0 : bound_.numel(e.input(0)) / results);
+    }
+    for (const Val* out : e.outputs()) loads_[out] = loads;
+  }
+  double of(const Val* v) const {
+    auto it = loads_.find(v);
+    return it == loads_.end() ? 1.0 : it->second;  // a tensor the kernel reads: one load
+  }
+
+ private:
+  const BoundShapes& bound_;
+  std::unordered_map<const Val*, double> loads_;
+};
+
+// How often each element of a value computed from per-element reductions computes each of them: per
+// reduction, the evaluations per element. An op computes each value it reads at each of its elements;
+// values at the same index are computed once (the lowering memoizes them), so an elementwise op takes the
+// most of its operands' counts, and a pad or cat, which computes every input at every element (at other
+// indices of the same value, and selects), their sum.
+using Evaluations = std::unordered_map<const Expr*, double>;
+
+double loadsOf(const Evaluations& evaluations, const LoadsPerElement& loads) {
+  double total = 0;
+  for (const auto& [reduction, count] : evaluations) total += count * loads.of(reduction->output(0));
+  return total;
+}
+
+// The loads per output element of the output group (the outputs of one shape, computed together) that
+// computes the most, or nullopt with `why` where an op would read a reduction's result at several elements
+// by broadcasting it (x - sum(x) over a few rows: each element would compute the sum again) or reduce it
+// again (the loads multiply).
+std::optional<double> perElementReductionLoads(const Candidate& candidate, const BoundShapes& bound, std::string* why) {
+  std::unordered_map<const Val*, Evaluations> of;
+  LoadsPerElement loads(bound);
+  for (const Expr* e : candidate.exprs) {
+    loads.add(*e);
     const OpCategory category = opInfo(e->kind()).category;
+    const bool reads = std::any_of(e->inputs().begin(), e->inputs().end(), [&](const Val* v) { return of.count(v) != 0; });
     if (category == OpCategory::Reduction) {
       if (reads) {
         *why = fmt::format("{} reduces a reduction's result (computed per element, the loads would multiply)", exprLabel(*e));
         return std::nullopt;
       }
-      const int64_t results = bound.numel(e->output(0));
-      const int64_t reduced = results == 0 ? 0 : bound.numel(e->input(0)) / results;
-      loads_per_element[e->output(0)] = static_cast<double>(reduced);
+      of[e->output(0)] = Evaluations{{e, 1.0}};
       continue;
     }
     if (!reads) continue;
-    bool once = false;  // each element of the value read is read at one element of the op's output
+    bool once = false;  // each element of a value read is read at one element of the op's output
+    bool pieces = false;
     switch (category) {
-      case OpCategory::Data: once = e->kind() == OpKind::Pad || e->kind() == OpKind::Cat || e->kind() == OpKind::StrideOrder; break;
+      case OpCategory::Data:
+        once = e->kind() == OpKind::Pad || e->kind() == OpKind::Cat || e->kind() == OpKind::StrideOrder;
+        pieces = e->kind() != OpKind::StrideOrder;
+        break;
       case OpCategory::Meta: once = bound.numel(e->output(0)) <= bound.numel(e->input(0)); break;
       case OpCategory::Unary:
       case OpCategory::Binary:
       case OpCategory::Ternary:
       case OpCategory::Cast:
         once = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {
-          return loads_per_element.count(in) == 0 || !in->isTensor() || bound.numel(in) == bound.numel(e->output(0));
+          return of.count(in) == 0 || !in->isTensor() || bound.numel(in) == bound.numel(e->output(0));
         });
         break;
       default: break;
@@ -72,13 +110,27 @@ std::optional<int64_t> perElementReductionCost(const Candidate& candidate, const
       *why = fmt::format("{} reads a reduction's result at several elements (each would compute it again)", exprLabel(*e));
       return std::nullopt;
     }
-    for (const Val* out : e->outputs()) loads_per_element[out] = loads;
+    Evaluations evaluations;
+    for (const Val* in : e->inputs()) {
+      auto it = of.find(in);
+      if (it == of.end()) continue;
+      for (const auto& [reduction, count] : it->second) {
+        double& total = evaluations[reduction];
+        total = pieces ? total + count : std::max(total, count);
+      }
+    }
+    for (const Val* out : e->outputs()) of[out] = evaluations;
   }
-  double total = 0.0;
+  std::map<std::vector<int64_t>, Evaluations> groups;  // by output shape
   for (const Val* out : candidate.outputs) {
-    if (out->isTensor()) total += cost(out) * static_cast<double>(bound.numel(out));
+    auto it = of.find(out);
+    if (it == of.end()) continue;
+    Evaluations& group = groups[bound.sizesOf(out)];
+    for (const auto& [reduction, count] : it->second) group[reduction] = std::max(group[reduction], count);
   }
-  return static_cast<int64_t>(total);
+  double most = 0;
+  for (const auto& [shape, evaluations] : groups) most = std::max(most, loadsOf(evaluations, loads));
+  return most;
 }
 
 }  // namespace
@@ -93,13 +145,11 @@ Verdict canSchedulePointwise(const Candidate& candidate, const CandidateFacts& f
     }
   }
   std::string why;
-  const std::optional<int64_t> loads = perElementReductionCost(candidate, bound, &why);
+  const std::optional<double> loads = perElementReductionLoads(candidate, bound, &why);
   if (!loads) return Verdict::no(why);
-  int64_t read = 0;
-  for (const Val* in : candidate.inputs) read += in->isTensor() ? bound.numel(in) : 0;
-  if (*loads > kMaxReductionLoadsPerInputElement * std::max<int64_t>(read, 1)) {
-    return Verdict::no(fmt::format("its reductions computed per element would load {} elements, more than {} times the {} "
-                                   "it reads", *loads, kMaxReductionLoadsPerInputElement, read));
+  if (*loads > kMaxReductionLoadsPerOutputElement) {
+    return Verdict::no(fmt::format("its reductions computed per element would load {:g} elements for an output element, "
+                                   "more than {:g}", *loads, kMaxReductionLoadsPerOutputElement));
   }
   return Verdict::yes();
 }
