@@ -9,9 +9,10 @@
 
 #include "scheduler/value_builder.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
-#include <map>
 #include <unordered_map>
 #include <vector>
 
