@@ -276,6 +276,32 @@ def test_random_backward_fusions_match_the_reference():
     assert inner_outer >= BACKWARD_CASES // 4, f"only {inner_outer} of {BACKWARD_CASES} cases took the inner-outer kernel"
 
 
+REDUCTIONS = {"sum", "prod", "max", "min", "any", "all"}
+
+
+def test_random_reductions_computed_per_element_match_the_reference():
+    """The generated fusions whose plan computes a small reduction per element (in a pointwise or transpose
+    kernel, scheduler/pointwise/check.cpp): about 1 in 40 of the large and backward ones and 1 in 200 of the
+    others, so cases are drawn until a few dozen such ran, every output the reference's."""
+    wanted, ran = max(CASES // 40, 12), 0
+    generators = (generate_large, generate_backward, generate)
+    for seed in range(FIRST, FIRST + 100 * wanted):
+        make = generators[seed % len(generators)]
+        scope = defined(make(seed), f"case {seed}")
+        if scope is None:
+            continue
+        try:
+            plan = scope["fd"].explain(scope["inputs"])
+        except ValueError:  # a case the generator made that braze refuses: _check skips those too
+            continue
+        if not any(s.scheduler in ("pointwise", "transpose") and REDUCTIONS & set(s.ops) for s in plan.segments):
+            continue
+        ran += _check(seed, make)
+        if ran == wanted:
+            break
+    assert ran == wanted, f"only {ran} of the {100 * wanted} cases drawn compute a reduction per element"
+
+
 def test_random_norm_backwards_over_several_row_counts_match_the_reference():
     """Norm backwards whose definitions leave every size open, run for several row counts (and now and then
     other widths) one after the other, as a training loop's last, shorter batch does: each shape's outputs
