@@ -25,8 +25,6 @@ ExprId ValueBuilder::reductionPerElement(const Expr& expr, const Val* out, const
   const bool keepdim = expr.attrs().getBool("keepdim");
   const DataType out_type = out->dtype(), acc_type = accumulatorType(out_type);
   const ReduceOp op = reduceOpOf(expr.kind());
-  // As the reduction kernels accumulate: each floating element rounded to the result's dtype first.
-  const bool cast_first = isFloating(out_type) && isFloating(in->dtype());
   // The operand's index: the result's at the dims kept, each reduced dim walked below.
   std::vector<bool> reduced(in_sizes.size(), false);
   for (int64_t d : dims) reduced.at(static_cast<size_t>(d)) = true;
@@ -52,8 +50,7 @@ ExprId ValueBuilder::reductionPerElement(const Expr& expr, const Val* out, const
     }
     const ExprId v = valueAt(in, at);
     invariant = invariant && isInvariant(v);
-    const ExprId value = kb_.cast(cast_first ? kb_.cast(v, out_type) : v, acc_type);
-    acc = kb_.elementwise(combineOf(op), acc_type, {acc, value});
+    acc = kb_.elementwise(combineOf(op), acc_type, {acc, reducedElement(kb_, v, in->dtype(), out_type)});
   }
   const ExprId result = bind("t", kb_.cast(acc, out_type));
   if (invariant) markInvariant(result);

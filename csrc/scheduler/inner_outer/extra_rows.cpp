@@ -13,7 +13,6 @@ void walkExtraRows(KernelBuilder& kb, ValueBuilder& vb, LoweringContext& ctx, co
   const DataType out = e.output(0)->dtype();
   const DataType acc_type = accumulatorType(out);
   const ReduceOp op = reduceOpOf(e.kind());
-  const bool cast_first = isFloating(out) && isFloating(e.input(0)->dtype());
   const std::vector<int64_t>& sizes = bound.sizesOf(e.input(0));
   const size_t reduced_dims = e.attrs().getInts("dims").size();
   const std::vector<int64_t> reduced(sizes.begin(), sizes.begin() + static_cast<int64_t>(reduced_dims));
@@ -46,7 +45,7 @@ void walkExtraRows(KernelBuilder& kb, ValueBuilder& vb, LoweringContext& ctx, co
       std::vector<Idx> index = vb.unflatten(r, false, reduced);
       for (Idx& i : vb.unflatten(col, vec > 1, kept)) index.push_back(i);
       const ExprId in = vb.valueAt(e.input(0), index);
-      const ExprId v = kb.cast(cast_first ? kb.cast(in, out) : in, acc_type);
+      const ExprId v = reducedElement(kb, in, e.input(0)->dtype(), out);
       kb.pushTarget(vec > 1 ? &c.body : &c.pre);
       ExprId slot = kb.mul(kb.ref(chunk), kb.index(vec));
       if (vec > 1) slot = kb.add(slot, kb.ref(lane));

@@ -447,9 +447,7 @@ void RowLowering::storeFullOutputs(Chunk& c, const std::vector<Idx>& index, cons
 void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, size_t o) {
   const Expr& e = *outer_[o];
   const Plain p = plainOf(e);
-  const bool cast_first = isFloating(p.out) && isFloating(e.input(0)->dtype());
-  const ExprId in = vb_.valueAt(e.input(0), index);
-  const ExprId v = kb_.cast(cast_first ? kb_.cast(in, p.out) : in, p.acc);
+  const ExprId v = reducedElement(kb_, vb_.valueAt(e.input(0), index), e.input(0)->dtype(), p.out);
   const int64_t vec = params_.vectorize;
   kb_.pushTarget(vec > 1 ? &c.body : &c.pre);
   ExprId slot = kb_.mul(kb_.ref(chunk_var_), kb_.index(vec));

@@ -39,4 +39,9 @@ ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc) {
   return -1;
 }
 
+ExprId reducedElement(KernelBuilder& kb, ExprId element, DataType operand, DataType out) {
+  const bool round_first = isFloating(out) && isFloating(operand);
+  return kb.cast(round_first ? kb.cast(element, out) : element, accumulatorType(out));
+}
+
 }  // namespace braze::scheduler

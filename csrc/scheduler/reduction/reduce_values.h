@@ -14,5 +14,9 @@ DataType accumulatorType(DataType out);
 ReduceOp reduceOpOf(OpKind kind);
 // The value a reduction starts from: 0 for sums, 1 for products, -inf (or the type's least) for max...
 ExprId identity(KernelBuilder& kb, ReduceOp op, DataType acc);
+// An element of a reduction's operand as the reduction combines it: a floating element of a floating
+// result rounded to the result's dtype first (sum(x, dtype=bf16) of float x adds bf16 values), then in
+// the accumulator's type.
+ExprId reducedElement(KernelBuilder& kb, ExprId element, DataType operand, DataType out);
 
 }  // namespace braze::scheduler

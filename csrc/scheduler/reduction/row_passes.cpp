@@ -59,10 +59,9 @@ std::vector<RowVar> RowLowering::accumulateAll(DataType acc_type, ReduceOp op, c
 RowVar RowLowering::accumulatePlain(const Expr& e) {
   const Val* in = e.input(0);
   const Plain p = plainOf(e);
-  const bool cast_first = isFloating(p.out) && isFloating(in->dtype());
+  // accumulate casts to the accumulator's type again: a cast to the type an expression has folds away.
   return accumulate(p.acc, p.op, [&](const std::vector<Idx>& index) {
-    const ExprId v = vb_.valueAt(in, index);
-    return cast_first ? kb_.cast(v, p.out) : v;
+    return reducedElement(kb_, vb_.valueAt(in, index), in->dtype(), p.out);
   });
 }
 

@@ -92,15 +92,13 @@ void reduceAlongLine(KernelBuilder& kb, ValueBuilder& vb, const LineWalk& walk, 
     const DataType out = e->output(0)->dtype();
     const DataType acc_type = accumulatorType(out);
     const ReduceOp op = reduceOpOf(e->kind());
-    // As the reduction kernels accumulate: each floating element rounded to the result's dtype first.
-    const bool cast_first = isFloating(out) && isFloating(in->dtype());
     LineInvariants invariants(kb, vb);  // of the results before this one
     const VarId acc = kb.scalarVar("line_acc", acc_type);
     kb.let(acc, identity(kb, op, acc_type));
     walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
       if (at_step) at_step(step);
       const ExprId v = vb.valueAt(in, lineIndex(walk, step));
-      const ExprId value = kb.cast(cast_first ? kb.cast(v, out) : v, acc_type);
+      const ExprId value = reducedElement(kb, v, in->dtype(), out);
       kb.pushTarget(&c.pre);
       kb.assign(acc, kb.elementwise(combineOf(op), acc_type, {kb.ref(acc), value}));
       kb.popTarget();
