@@ -97,6 +97,13 @@ class Segmenter {
       }
     }
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) groups_[i].bytes = bytesOf(candidateOf({i}));
+    made_from_scalars_.assign(nodes_.size(), 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      const Expr* e = nodes_[i];
+      const bool reads_tensors = std::any_of(e->inputs().begin(), e->inputs().end(), [](const Val* v) { return v->isTensor(); });
+      const bool written_out = std::any_of(e->outputs().begin(), e->outputs().end(), [](const Val* v) { return v->isFusionOutput(); });
+      made_from_scalars_[i] = !reads_tensors && written_out && !consumer_nodes_[i].empty();
+    }
   }
 
   // An output that is an input view but not a strided view of the input's actual layout (a reshape
@@ -315,7 +322,20 @@ class Segmenter {
     return true;
   }
 
+  // Merges to a fixpoint twice: first without the outputs made from scalars alone that other nodes read
+  // (nanoGPT's positions, torch.arange(T), an output for the backward and the index of the position
+  // embedding's gather), then with them. Merged first, such a node ties its readers' group to an output of
+  // its own shape, which a norm's persistent kernel does not write: the gather and the norm were cut
+  // apart, a [B, T, C] float tensor written and read back between them. Its readers' group reads it as an
+  // input instead, and it joins them last where a scheduler takes it (an output of their own shape).
   void mergeToFixpoint() {
+    holding_back_scalar_made_ = true;
+    mergeUntilNoChange();
+    holding_back_scalar_made_ = false;
+    mergeUntilNoChange();
+  }
+
+  void mergeUntilNoChange() {
     // Siblings: the node readers of each fusion input (through its views) and of each node output.
     std::map<int64_t, std::vector<int64_t>> readers;  // source val id -> reader nodes, ascending
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
@@ -332,7 +352,7 @@ class Segmenter {
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
         for (const Val* in : nodes_[i]->inputs()) {
           const int64_t p = producerOf(in);
-          if (p >= 0) changed = tryMerge(p, i) || changed;
+          if (p >= 0 && !(holding_back_scalar_made_ && made_from_scalars_[p])) changed = tryMerge(p, i) || changed;
         }
       }
       for (const auto& [source, list] : readers) changed = mergeReaders(list) || changed;  // siblings of one source
@@ -530,6 +550,9 @@ class Segmenter {
   int64_t current_stamp_ = 0;
   std::vector<int64_t> version_;  // per group root: bumped on every merge into it
   std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> refused_;
+  // Per node: it reads no tensor, writes a fusion output, and other nodes read it (mergeToFixpoint).
+  std::vector<char> made_from_scalars_;
+  bool holding_back_scalar_made_ = false;
 };
 
 SegmentedFusion Segmenter::buildResult() {
