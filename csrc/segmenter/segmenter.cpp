@@ -370,7 +370,43 @@ class Segmenter {
       for (const auto& [producer, list] : cousins) changed = mergeReaders(list) || changed;
       // Once the merges along tensors settle, the horizontal ones (then those again, if it made any).
       if (!changed) changed = mergeOverSameRows();
+      if (!changed && !holding_back_scalar_made_) changed = mergeReadingNoTensor();
     }
+  }
+
+  // Horizontal: a group that reads no tensor (a zeros_like for the backward, a constant mask) joins the
+  // earliest group that writes an output of one of its outputs' shapes and takes it: that kernel already
+  // walks the shape, where a kernel of its own would cost a launch.
+  bool mergeReadingNoTensor() {
+    std::vector<std::vector<std::vector<int64_t>>> shapes(groups_.size());  // per group root: its outputs' sizes
+    std::vector<int64_t> loose;  // the roots that read no tensor
+    for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
+      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta) continue;
+      const Candidate c = candidateOf({g});
+      for (const Val* out : c.outputs) shapes[g].push_back(bound_.sizesOf(out));
+      if (c.inputs.empty()) loose.push_back(g);
+    }
+    bool changed = false;
+    for (int64_t g : loose) {
+      if (find(g) != g) continue;
+      size_t tried = 0;
+      for (int64_t h = 0; h < static_cast<int64_t>(groups_.size()) && tried < kReaderGroupsTried; ++h) {
+        if (h == g || find(h) != h || shapes[h].empty() ||
+            std::find(loose.begin(), loose.end(), h) != loose.end()) {
+          continue;
+        }
+        const bool shares_a_shape = std::any_of(shapes[g].begin(), shapes[g].end(), [&](const std::vector<int64_t>& sizes) {
+          return std::find(shapes[h].begin(), shapes[h].end(), sizes) != shapes[h].end();
+        });
+        if (!shares_a_shape) continue;
+        ++tried;
+        if (tryMerge(h, g)) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    return changed;
   }
 
   // Nodes that may share a kernel (ascending: the readers of one tensor, or groups reducing one domain):

@@ -1,6 +1,6 @@
-"""A scan kernel (cumsum, topk, argsort, scatter) writes its op's outputs and nothing else: a view of the
-scan's operand that the fusion also returns (a permute, reshape, slice or broadcast of a value a
-persistent or matmul kernel computes) is written by another segment, not left unwritten beside the scan."""
+"""What a scan kernel (cumsum, topk, argsort, scatter) writes beside its op's outputs: a view of the scan's
+operand that the fusion also returns (a permute, reshape, slice or broadcast of a value a persistent or
+matmul kernel computes) is written by a sort's line walk or by another segment, never left unwritten."""
 
 from __future__ import annotations
 
@@ -49,9 +49,13 @@ def test_a_view_returned_beside_a_scan_of_a_kernel_result(scan, view):
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-    for segment in fd.explain([x0, x1]).segments:
-        if segment.scheduler == "scan":
-            assert all(op in ("cumsum", "topk", "argsort", "slice") for op in segment.ops), segment.ops
+    kernels = [s for s in fd.explain([x0, x1]).segments if s.kind == "kernel"]
+    # A cumsum kernel writes only what reads the cumsum; a sort's line walk writes the operand (its
+    # views are then aliases of it, or computed by another kernel).
+    scan_kernel = next(s for s in kernels if s.scheduler == "scan")
+    if scan == "cumsum":
+        assert all(op in ("cumsum", "slice") for op in scan_kernel.ops), scan_kernel.ops
+    assert len(kernels) <= 2, [s.ops for s in kernels]
 
 
 def test_a_broadcast_of_a_matmul_result_returned_beside_its_cumsum():
@@ -219,12 +223,12 @@ def test_an_argsort_of_a_log_softmax_is_one_kernel():
     _matches_reference(fd, [x])
 
 
-@pytest.mark.parametrize("case", ["other_dim", "long_line", "other_row", "var_mean", "softmax_written"])
+@pytest.mark.parametrize("case", ["other_dim", "long_line", "other_row", "var_mean", "softmax_written_long_line"])
 def test_reductions_a_line_walk_cannot_compute_go_to_other_kernels(case):
     """A reduction over another dim, a line too long for one thread to walk, a row sum read at another row
-    (broadcast along the rows of a square matrix), var_mean, and a softmax the fusion returns too: the
-    reduction runs in a kernel of its own, and the results still match."""
-    n = 257 if case == "long_line" else 12  # 257: one past kMaxReducedLine
+    (broadcast along the rows of a square matrix), var_mean, and a softmax the fusion returns too over a
+    line too long: the reduction runs in a kernel of its own, and the results still match."""
+    n = 257 if "long_line" in case else 12  # 257: one past kMaxReducedLine
     x = np.random.default_rng(12).standard_normal((12, n)).astype(np.float32)
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
@@ -237,7 +241,7 @@ def test_reductions_a_line_walk_cannot_compute_go_to_other_kernels(case):
             keys = fd.ops.div(fd.ops.sub(t, mean), fd.ops.add(var, 1.0))
         else:
             keys = _softmax(fd, t, 1)
-        if case == "softmax_written":
+        if case == "softmax_written_long_line":
             fd.add_output(keys)
         values, indices = fd.ops.topk(keys, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
         fd.add_output(values)
@@ -370,3 +374,96 @@ def test_few_long_integer_cumsum_lines_are_block_scans(extent):
     assert [k.scheduler for k in kernels] == ["scan", "scan"]
     assert ["a block of" in k.heuristics for k in kernels] == [True, False], [k.heuristics for k in kernels]
     _matches_reference(fd, [mask, x])
+
+
+def _thunder_router(fd, logits, k, experts_dim=1):
+    """Mixtral's router as Thunder hands it to nvFuser for training: the softmax probabilities, the k best
+    and their indices, the kept weights' sum broadcast over the k slots and the renormalized bf16 weights
+    are all returned (the backward reads them), beside zeros of the logits' shape (the scatter's base)."""
+    probs = _softmax(fd, logits, experts_dim)
+    values, indices = fd.ops.topk(probs, fd.define_scalar(k, dtype=DataType.Int), experts_dim, True, True)
+    kept = fd.ops.sum(values, dims=[experts_dim], keepdim=True)
+    kept_per_slot = fd.ops.expand(kept, values.shape())
+    weights = fd.ops.cast(fd.ops.mul(values, fd.ops.reciprocal(kept_per_slot)), DataType.BFloat16)
+    zeros = fd.ops.full(logits.shape(), fd.define_scalar(0, dtype=DataType.Int64), DataType.BFloat16)
+    for out in (probs, values, indices, kept_per_slot, weights, zeros):
+        fd.add_output(out)
+
+
+@pytest.mark.parametrize("tokens,experts,k,experts_dim", [(37, 8, 2, 1), (5, 64, 6, 1), (3, 256, 8, 1), (1, 8, 8, 1),
+                                                          (9, 16, 4, 0)])
+def test_a_routers_returned_probabilities_weights_and_zeros_are_one_kernel(tokens, experts, k, experts_dim):
+    """The router as Thunder writes it for training is one scan kernel: each thread walks its token's line
+    for the max and the sum, once more to store the probabilities and the zeros, sorts, then walks the kept
+    slots for their sum and once more to store the sum at each slot and the weights."""
+    import ml_dtypes
+
+    shape = (tokens, experts) if experts_dim == 1 else (experts, tokens)
+    logits = np.random.default_rng(tokens * experts + k).standard_normal(shape).astype(ml_dtypes.bfloat16)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        _thunder_router(fd, t, k, experts_dim)
+    kernels = _kernels(fd, [logits])
+    assert [s.scheduler for s in kernels] == ["scan"], [s.ops for s in kernels]
+    got, want = fd.execute([logits]), bx.reference(fd, [logits])
+    assert len(got) == 6
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(np.asarray(got[5], np.float32), 0)
+
+
+def test_an_argsort_beside_the_probabilities_it_sorts_is_one_kernel():
+    """A sampler's sorted order of a softmax, the softmax returned too: written by the walk before the sort."""
+    x = np.random.default_rng(21).integers(-3, 4, (7, 19)).astype(np.float32)  # ties: index order decides
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        probs = _softmax(fd, t, 1)
+        fd.add_output(probs)
+        fd.add_output(fd.ops.argsort(probs, dim=1, descending=True))
+    assert [s.scheduler for s in _kernels(fd, [x])] == ["scan"]
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)  # x / sum as a product with 1 / sum
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("case", ["other_shape", "cumsum", "block_sort"])
+def test_values_before_a_sort_that_a_line_walk_cannot_write_go_to_other_kernels(case):
+    """A value before the topk of another shape than its operand (the line's sum), one before a cumsum, and
+    one beside a topk of lines too long for a thread (a block sort): written by other kernels, results
+    matching the reference."""
+    n = 300 if case == "block_sort" else 10
+    x = np.random.default_rng(22).standard_normal((6, n)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        e = fd.ops.exp(t)
+        total = fd.ops.sum(e, dims=[1], keepdim=True)
+        p = fd.ops.div(e, total)
+        if case == "cumsum":
+            fd.add_output(p)
+            fd.add_output(fd.ops.cumsum(p, 1))
+        else:
+            fd.add_output(total if case == "other_shape" else p)
+            values, indices = fd.ops.topk(p, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
+            fd.add_output(values)
+            fd.add_output(indices)
+    assert len(_kernels(fd, [x])) > 1
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("zeros_shape,kernels", [("same", 1), ("other", 2)])
+def test_a_constant_output_joins_a_kernel_that_writes_its_shape(zeros_shape, kernels):
+    """zeros the fusion returns beside a pointwise result: written by that kernel where the shapes agree
+    (one launch), by a kernel of their own where no kernel walks their shape."""
+    x = np.random.default_rng(23).standard_normal((5, 11)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(t, 3.0))
+        shape = t.shape() if zeros_shape == "same" else [t.size(0), t.size(1), 2]
+        fd.add_output(fd.ops.full(shape, fd.define_scalar(0.0, dtype=DataType.Double), DataType.Float))
+    assert len(_kernels(fd, [x])) == kernels
+    got = fd.execute([x])
+    np.testing.assert_allclose(got[0], x * 3.0, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], np.zeros((5, 11) if zeros_shape == "same" else (5, 11, 2), np.float32))

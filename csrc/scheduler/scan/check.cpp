@@ -12,6 +12,9 @@
 // - A topk of such lines may go on through elementwise ops of its results' shape and reductions over
 //   its k kept elements (a router's renormalization, values / sum(values)): once the line is sorted, its
 //   thread walks the kept slots once per reduction, then once to compute and store those ops' outputs.
+// - A topk or argsort of such lines may write values of its operand's shape computed before it (a
+//   router's softmax probabilities, which Thunder returns for the backward): its thread walks the line
+//   once more to store them, after the reductions they read.
 //   An argsort's indices are written as they are.
 #include "scheduler/scan/entry.h"
 
@@ -100,8 +103,10 @@ std::string lineReductionProblem(const std::vector<const Expr*>& exprs, const st
 // reductions along the line, read back at their own line (or written, once per line).
 std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts& facts, const Expr& op,
                                 const std::vector<const Expr*>& later, const BoundShapes& bound) {
+  const std::vector<const Val*> prologue = linePrologueOutputs(candidate.outputs, op, later);
+  const auto in_prologue = [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); };
   const bool written_as_they_are = later.empty() && std::all_of(candidate.outputs.begin(), candidate.outputs.end(), [&](const Val* out) {
-    return std::find(op.outputs().begin(), op.outputs().end(), out) != op.outputs().end();
+    return in_prologue(out) || std::find(op.outputs().begin(), op.outputs().end(), out) != op.outputs().end();
   });
   if (written_as_they_are) return "";
   if (op.kind() != OpKind::TopK) return "an argsort's indices are written as they are";
@@ -134,7 +139,10 @@ std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts
   }
   for (const Val* out : candidate.outputs) {
     const bool line_result = std::any_of(reductions.begin(), reductions.end(), [&](const Expr* r) { return r->output(0) == out; });
-    if (per_slot.count(out) == 0 && !line_result) {
+    // A kept-slot-shaped value of the line's reductions alone (a router's sum of its k weights broadcast
+    // to them, which Thunder returns for the backward): computed at each slot like the others.
+    const bool of_reductions_per_slot = computed_after.count(out) != 0 && bound.sizesOf(out) == sizes;
+    if (per_slot.count(out) == 0 && !line_result && !of_reductions_per_slot && !in_prologue(out)) {
       return fmt::format("{} is neither written per kept element of the {} nor a reduction over them", out->name(),
                          opName(op.kind()));
     }
@@ -144,6 +152,19 @@ std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts
 }
 
 }  // namespace
+
+std::vector<const Val*> linePrologueOutputs(const std::vector<const Val*>& outputs, const Expr& op,
+                                            const std::vector<const Expr*>& later) {
+  std::vector<const Val*> prologue;
+  for (const Val* out : outputs) {
+    const bool of_op = std::find(op.outputs().begin(), op.outputs().end(), out) != op.outputs().end();
+    const bool after = std::any_of(later.begin(), later.end(), [&](const Expr* e) {
+      return std::find(e->outputs().begin(), e->outputs().end(), out) != e->outputs().end();
+    });
+    if (!of_op && !after) prologue.push_back(out);
+  }
+  return prologue;
+}
 
 std::vector<const Expr*> exprsAfter(const std::vector<const Expr*>& exprs, const Expr& op) {
   std::unordered_set<const Val*> after(op.outputs().begin(), op.outputs().end());
@@ -210,6 +231,15 @@ Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts,
   if ((!reductions_before.empty() || sort_epilogue) && extent > kMaxReducedLine) {
     return no(fmt::format("lines of {} elements: a thread walks at most {} once per reduction and sorts them by insertion",
                           extent, kMaxReducedLine));
+  }
+  // Values of the line's elements computed before the sort (a router's softmax probabilities): a walk of
+  // the line writes them, once its reductions are known.
+  for (const Val* out : linePrologueOutputs(candidate.outputs, op, later)) {
+    if (kind == OpKind::Cumsum) break;  // cumsumEpilogueProblem names it
+    if (bound.sizesOf(out) != sizes) {
+      return no(fmt::format("{} is computed before the {} but is not of its operand's shape, which a line walk writes",
+                            out->name(), opName(kind)));
+    }
   }
   if (!reductions_before.empty()) {
     // A cumsum's epilogue reads them at the elements it walks too: every value but the cumsum's own is checked.

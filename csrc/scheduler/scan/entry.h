@@ -15,6 +15,10 @@ Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts,
 constexpr int64_t kMaxReducedLine = 256;
 // The exprs of `exprs` (in their order) that read `op`'s results, directly or through one another.
 std::vector<const Expr*> exprsAfter(const std::vector<const Expr*>& exprs, const Expr& op);
+// The outputs among `outputs` that neither `op` nor an op of `later` (exprsAfter's) computes: values of the
+// line's elements before the op, which a sort's line walk writes.
+std::vector<const Val*> linePrologueOutputs(const std::vector<const Val*>& outputs, const Expr& op,
+                                            const std::vector<const Expr*>& later);
 // The segment's one op that walks lines (a scan or a scatter).
 const Expr& scanOpOf(const std::vector<const Expr*>& exprs);
 

@@ -20,10 +20,11 @@ ScanParams chooseScan(LoweringContext& ctx) {
   const int64_t extent = sizes.empty() ? 1 : sizes[dim];
   const int64_t numel = ctx.bound.numel(scan.input(0));
   ScanProblem problem{extent == 0 ? 0 : numel / extent, extent};
-  // Reductions along the lines, and ops of a sort's results, are walked by each line's thread: the sort
-  // walks its line too.
+  // Reductions along the lines, ops of a sort's results and values written before it are walked by each
+  // line's thread: the sort walks its line too.
   const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
-                     !walksEachLine(ctx.segment.exprs, scan);
+                     !walksEachLine(ctx.segment.exprs, scan) &&
+                     linePrologueOutputs(ctx.segment.outputs, scan, exprsAfter(ctx.segment.exprs, scan)).empty();
   // Integer sums only: they are exact in any order, where a float sum split into chunks rounds otherwise
   // than the reference's one pass (1 + 1e20 - 1e20 keeps its 1 across a chunk's end).
   problem.block_scan = scan.kind() == OpKind::Cumsum && !isFloating(scan.input(0)->dtype()) &&

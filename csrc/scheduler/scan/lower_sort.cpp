@@ -66,7 +66,8 @@ TensorId keptIndicesWorkspace(KernelBuilder& kb, const LoweringContext& ctx, con
 }
 
 // The ops of a topk's results, once its line is sorted (check.cpp): the kept slots walked once per
-// reduction among them (a router's sum of its k weights), then once more to compute and store the outputs.
+// reduction among them (a router's sum of its k weights), then once more to compute and store the outputs
+// (those of the line walk before the sort aside).
 void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb, const LineWalk& line, const SortOp& sort,
                       TensorId indices_param, const std::vector<const Expr*>& later) {
   const Expr& topk = scanOpOf(ctx.segment.exprs);
@@ -84,6 +85,7 @@ void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb,
     vb.setWalkedValue(topk.output(0), vb.bind("kept", value));
   };
   const std::vector<const Expr*> reductions = reductionsAmong(later);
+  const std::vector<const Val*> prologue = linePrologueOutputs(ctx.segment.outputs, topk, later);
   reduceAlongLine(kb, vb, line, reductions, sort.keep, bindSlot);
   // A reduction over the kept slots that the fusion returns (or another kernel reads): once per line.
   for (const Expr* r : reductions) {
@@ -103,10 +105,24 @@ void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb,
     const std::vector<Idx> at = lineIndex(line, slot);
     for (const Val* out : ctx.segment.outputs) {
       const bool line_result = std::any_of(reductions.begin(), reductions.end(), [&](const Expr* r) { return r->output(0) == out; });
-      if (out != topk.output(0) && out != topk.output(1) && !line_result) {
+      const bool before = std::find(prologue.begin(), prologue.end(), out) != prologue.end();
+      if (out != topk.output(0) && out != topk.output(1) && !line_result && !before) {
         storeOutput(kb, vb, c, ctx.outputs.at(out), at, vb.valueAt(out, at));
       }
     }
+  });
+  invariants.place();
+}
+
+// The outputs computed before the sort (linePrologueOutputs): a walk of the line stores each at every
+// element, its reductions known.
+void writeLinePrologue(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb, const LineWalk& line,
+                       const std::vector<const Val*>& outputs, int64_t extent) {
+  if (outputs.empty()) return;
+  LineInvariants invariants(kb, vb);
+  walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
+    const std::vector<Idx> at = lineIndex(line, step);
+    for (const Val* out : outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), at, vb.valueAt(out, at));
   });
   invariants.place();
 }
@@ -146,6 +162,7 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
 
   const LineWalk line = openLineWalk(ctx.kernel, kb, vb, params, x_sizes, dim);
   reduceAlongLine(kb, vb, line, reductionsBefore(ctx.segment.exprs, later), extent);
+  writeLinePrologue(ctx, kb, vb, line, linePrologueOutputs(ctx.segment.outputs, op, later), extent);
   LineInvariants invariants(kb, vb);
   // The value kept at slot `slot` of the line: in the values output where there is one; else x at the
   // index kept there, or at `fallback` where `valid` is false (the slot may not be written yet, and x

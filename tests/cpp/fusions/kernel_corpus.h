@@ -638,6 +638,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"topk_wide_1x2600", [] { return longTopkCase(1, 2600, 600); }},
       {"scans_with_elementwise_ops_9x37", [] { return scanWithElementwiseCase(9, 37, 4); }},
       {"router_softmax_topk_37x8", [] { return routerCase(37, 8, 2); }},
+      {"router_training_outputs_13x64x6", [] { return routerCase(13, 64, 6, /*training_outputs=*/true); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
       {"matmul_f16_1x1x1", [] { return matmulCase({1, 1}, {1, 1}, DataType::Half, false, DataType::Null, 22); }},

@@ -166,8 +166,11 @@ inline KernelCase scanWithElementwiseCase(int64_t rows, int64_t cols, int64_t k)
 
 // A mixture-of-experts router over bf16 logits: softmax over the experts in float, the k best, and their
 // weights renormalized to sum to 1 in bf16. One scan kernel: the topk's thread walks its token's line for
-// the softmax's max and sum, sorts it, then walks the k kept slots for their sum and their weights.
-inline KernelCase routerCase(int64_t tokens, int64_t experts, int64_t k) {
+// the softmax's max and sum, sorts it, then walks the k kept slots for their sum and their weights. With
+// `training_outputs`, as Thunder returns them for the backward: the probabilities, the kept values, their
+// sum at each slot and zeros of the logits' shape too, still one kernel (the probabilities and zeros
+// stored by a walk of the line before the sort).
+inline KernelCase routerCase(int64_t tokens, int64_t experts, int64_t k, bool training_outputs = false) {
   KernelCase c;
   Fusion& f = *c.fusion;
   {
@@ -181,6 +184,12 @@ inline KernelCase routerCase(int64_t tokens, int64_t experts, int64_t k) {
     Val* total = expand(reduce(OpKind::Sum, best, {1}, /*keepdim=*/true), ints(f, {tokens, k}));
     f.addOutput(cast(div(best, total), DataType::BFloat16));
     f.addOutput(best_at);
+    if (training_outputs) {
+      f.addOutput(p);
+      f.addOutput(best);
+      f.addOutput(total);
+      f.addOutput(full(shape, f.constant(0.0), DataType::BFloat16));
+    }
   }
   c.inputs = randomInputs(f, 73, {{tokens, experts}});
   c.expect = [](const LoweredPlan& compiled) {
