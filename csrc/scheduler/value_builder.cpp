@@ -291,13 +291,19 @@ ExprId ValueBuilder::sharedChunkValue(VarId shared, ExprId from) {
   return kb_.localRead(it->second, lane_);
 }
 
+int64_t keptValueBytes(DataType dtype) {
+  return dtype == DataType::BFloat16 || dtype == DataType::Half ? sizeOf(dtype) : sizeOf(computeTypeOf(dtype));
+}
+
 VarId ValueBuilder::cacheArray(TensorId tensor, ExprId key, int64_t slots, bool* fresh) {
   auto [it, inserted] = cached_.try_emplace(std::make_pair(tensor, key), -1);
   *fresh = inserted;
   if (inserted) {
     const DataType dtype = kb_.kernel().tensors[tensor].dtype;
-    it->second = cache_.shared ? kb_.arrayVar("cache", dtype, slots * cache_.threads, VarKind::SharedArray)
-                               : kb_.arrayVar("cache", dtype, slots);
+    const bool as_stored = keptValueBytes(dtype) < sizeOf(computeTypeOf(dtype));
+    it->second = !cache_.shared ? kb_.arrayVar("cache", dtype, slots)
+                 : as_stored    ? kb_.sharedStorageArray("cache", dtype, slots * cache_.threads)
+                                : kb_.arrayVar("cache", dtype, slots * cache_.threads, VarKind::SharedArray);
     kb_.pushTarget(cache_.declarations);
     kb_.declare(it->second);
     kb_.popTarget();

@@ -45,6 +45,11 @@ struct Idx {
 constexpr int64_t kMaxElementsReducedPerElement = 16;
 bool reducedPerElement(const Expr& reduction, const BoundShapes& bound);
 
+// Bytes a row kept in shared memory holds per value of a tensor of `dtype`: a bf16 or f16 value as stored
+// (two bytes; it was loaded so, and converts back exactly), any other in its compute type. A bf16 logits
+// row of a 50k vocabulary then fits a block's shared memory (100 KB), where as floats it would not.
+int64_t keptValueBytes(DataType dtype);
+
 // Remembers loads across the passes of a persistent kernel (the row kept in registers): each load
 // is stored in an array indexed by the chunk, filled by the first pass that needs it.
 struct LoadCache {

@@ -18,7 +18,7 @@ struct ReductionProblem {
   bool wants_persistent = false;// a result is broadcast back over the row (inner persistent scheduler)
   int64_t max_vectorize = 1;    // kernelVectorize along the row (inner) or the kept dims (outer)
   int64_t cached_tensors = 1;   // tensors a persistent kernel keeps per row element
-  int64_t cached_value_bytes = 4;  // bytes of one kept value (its compute type: float, or double)
+  int64_t cached_value_bytes = 4;  // bytes of one value kept in shared memory, the most of the kept tensors' (keptValueBytes)
   int64_t widest_dtype_bytes = 4;
   // The row data a staged kernel copies into shared memory (every input with an element per row
   // element): its bytes per row element, all inputs together, and the narrowest input's element.

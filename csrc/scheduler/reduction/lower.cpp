@@ -184,12 +184,13 @@ ReductionProblem RowLowering::rowProblem(bool persistent_wanted) {
   problem.inner = domain_.inner;
   problem.wants_persistent = persistent_wanted;
   problem.widest_dtype_bytes = ctx_.widest_dtype_bytes;
-  int64_t cached = 0;
+  int64_t cached = 0, value_bytes = 0;
   for (const Val* in : ctx_.segment.inputs) {
     if (!isRowData(in)) continue;
     ++cached;
-    if (in->dtype() == DataType::Double || in->dtype() == DataType::Int64) problem.cached_value_bytes = 8;
+    value_bytes = std::max(value_bytes, keptValueBytes(in->dtype()));
   }
+  if (value_bytes > 0) problem.cached_value_bytes = value_bytes;
   problem.cached_tensors = std::max<int64_t>(cached, 1);
   problem.splittable = !persistent_wanted && splittable();
   // The vector is as wide as the tensors the lanes walk allow: a [rows, 1] float statistic read once

@@ -718,6 +718,20 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"grid_reduction_outer", gridOuterCase},
       {"layer_norm_row_in_shared_memory",
        [] { return layerNormCase({.batch = 2, .seq = 1, .hidden = 40960}, 6); }},
+      // GPT-2's padded vocabulary: the bf16 row kept in shared memory as stored (100 KB), where as floats
+      // it would not fit and would be read again from L2.
+      {"cross_entropy_bf16_3x50304_row_in_shared_memory",
+       [] {
+         KernelCase c = crossEntropyCase(3, 50304, 13);
+         c.expect = [](const LoweredPlan& compiled) {
+           ASSERT_EQ(compiled.kernels.size(), 1u) << compiled.plan.toString();
+           ASSERT_TRUE(compiled.kernels.front().has_value()) << compiled.plan.toString();
+           const kernel::Kernel& k = *compiled.kernels.front();
+           EXPECT_NE(k.summary.find("row kept in shared memory"), std::string::npos) << k.summary;
+           EXPECT_LE(k.shared_bytes, 120 * 1024) << k.summary;
+         };
+         return c;
+       }},
       {"pointwise_2d_bias", pointwise2DBiasCase},
       {"dropout_1024x4096", [] { return dropoutCase(1024, 4096); }},
       {"cumsum_512x4096", [] { return cumsumCase(512, 4096); }},

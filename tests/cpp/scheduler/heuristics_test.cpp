@@ -2,6 +2,7 @@
 #include "support/error.h"
 #include "scheduler/pointwise/heuristics.h"
 #include "scheduler/reduction/heuristics.h"
+#include "scheduler/value_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,22 @@ TEST(Heuristics, PointwiseUnrollsOnlyWhenTheGpuIsFullSeveralTimesOver) {
 ReductionProblem layerNormRows(int64_t rows, int64_t hidden, int64_t vectorize) {
   return {.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = vectorize,
           .cached_tensors = 1, .widest_dtype_bytes = 2};
+}
+
+TEST(Heuristics, ABf16VocabularyRowFitsSharedMemoryAsStoredButNotAsFloats) {
+  // Cross entropy over GPT-2's 50304 logits a row: 1024 threads x 7 chunks x 8 values. As bf16 (2 bytes a
+  // value, keptValueBytes) the row is 112 KiB and stays; as floats it is 224 KiB and is read again.
+  ReductionProblem row = layerNormRows(8192, 50304, 8);
+  row.cached_value_bytes = scheduler::keptValueBytes(DataType::BFloat16);
+  const ReductionParams bf16 = reductionHeuristics(DeviceInfo::h100Sxm(), row);
+  EXPECT_TRUE(bf16.persistent && bf16.shared_cache) << bf16.toString();
+  EXPECT_NE(bf16.why.find("112 KiB"), std::string::npos) << bf16.why;
+  row.cached_value_bytes = scheduler::keptValueBytes(DataType::Float);
+  const ReductionParams f32 = reductionHeuristics(DeviceInfo::h100Sxm(), row);
+  EXPECT_FALSE(f32.persistent) << f32.toString();
+  EXPECT_EQ(scheduler::keptValueBytes(DataType::Half), 2);
+  EXPECT_EQ(scheduler::keptValueBytes(DataType::Double), 8);
+  EXPECT_EQ(scheduler::keptValueBytes(DataType::Int32), 8);  // integers are kept in their compute type
 }
 
 TEST(Heuristics, LayerNormRowsStayInRegistersWithinTheRegisterFile) {
