@@ -1,5 +1,6 @@
-"""Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, or a Llama block with
---model llama (benchmarks/python/thunder_block.py), trained one step with thunder.jit on CPU tensors, its
+"""Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, a Llama block with
+--model llama, nanoGPT's whole model with its cross entropy (--model gpt) or a mixture-of-experts MLP
+(--model moe) (benchmarks/python/thunder_block.py), trained one step with thunder.jit on CPU tensors, its
 nvFusion regions executed by braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
 output's and gradients' errors against eager PyTorch in float32 from the same weights; with --save DIR,
 writes each definition (its repr) and its first inputs (torch.save) there, to be replayed and explained.
@@ -12,7 +13,7 @@ lookaside is registered on a stand-in, which nanoGPT's block does not reach.
 
     pip install lightning-thunder==0.2.6   (or the wheels shared/GPU.md lists)
     PYTHONPATH=build/python python3 tools/thunder_on_cpu.py [--batch 8 --seq 256 --embd 768 --heads 12]
-        [--model llama [--groups 3 --intermediate 2048]]
+        [--model llama [--groups 3 --intermediate 2048] | --model gpt [--vocab 512] | --model moe [--experts 8 --top 2]]
 """
 
 from __future__ import annotations
@@ -95,8 +96,13 @@ def main() -> int:
     parser.add_argument("--seq", type=int, default=256)
     parser.add_argument("--embd", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
-    parser.add_argument("--model", choices=["nanogpt", "llama"], default="nanogpt",
-                        help="nanoGPT's block, or a Llama block (RMSNorm, grouped-query attention with RoPE, SwiGLU)")
+    parser.add_argument("--model", choices=["nanogpt", "llama", "gpt", "moe"], default="nanogpt",
+                        help="nanoGPT's block, a Llama block (RMSNorm, grouped-query attention with RoPE, SwiGLU), "
+                             "nanoGPT's whole model with its embeddings and cross entropy (--vocab), or a "
+                             "mixture-of-experts MLP (--experts, --top)")
+    parser.add_argument("--vocab", type=int, default=512, help="gpt: the vocabulary")
+    parser.add_argument("--experts", type=int, default=8, help="moe: the experts")
+    parser.add_argument("--top", type=int, default=2, help="moe: the experts each token goes to")
     parser.add_argument("--groups", type=int, default=0, help="llama: KV heads (default: a quarter of the heads)")
     parser.add_argument("--intermediate", type=int, default=0, help="llama: the MLP's width (default: 2.75 x embd)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
@@ -112,24 +118,37 @@ def main() -> int:
 
     executed = record_executes(braze)
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "python"))
-    from thunder_block import Block, LlamaBlock
+    from thunder_block import GPT, Block, LlamaBlock, MoEBlock
 
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     torch.manual_seed(0)
     if args.model == "llama":
         model = LlamaBlock(args.embd, args.heads, args.groups or max(args.heads // 4, 1),
                            args.intermediate or args.embd * 11 // 4).to(dtype)
+    elif args.model == "gpt":
+        model = GPT(args.vocab, args.seq, args.embd, args.heads).to(dtype)
+    elif args.model == "moe":
+        model = MoEBlock(args.embd, args.experts, args.top, args.intermediate or args.embd * 3 // 2).to(dtype)
     else:
         model = Block(args.embd, args.heads).to(dtype)
-    x = torch.randn(args.batch, args.seq, args.embd, dtype=dtype, requires_grad=True)
-    y = thunder.jit(model, executors=[nvfuserex])(x)
-    y.float().square().mean().backward()
-
     eager = copy.deepcopy(model).float()
-    eager.zero_grad(set_to_none=True)
-    x_eager = x.detach().float().requires_grad_(True)
-    y_eager = eager(x_eager)
-    y_eager.square().mean().backward()
+    if args.model == "gpt":
+        # Token ids in, the loss out: the output compared is the loss, and x.grad the embedding's.
+        idx = torch.randint(0, args.vocab, (args.batch, args.seq))
+        targets = torch.randint(0, args.vocab, (args.batch, args.seq))
+        targets[0, 0] = -1  # one ignored target
+        y = thunder.jit(model, executors=[nvfuserex])(idx, targets)
+        y.backward()
+        x, y_eager = model.wte.weight, eager(idx, targets)
+        y_eager.backward()
+        x_eager = eager.wte.weight
+    else:
+        x = torch.randn(args.batch, args.seq, args.embd, dtype=dtype, requires_grad=True)
+        y = thunder.jit(model, executors=[nvfuserex])(x)
+        y.float().square().mean().backward()
+        x_eager = x.detach().float().requires_grad_(True)
+        y_eager = eager(x_eager)
+        y_eager.square().mean().backward()
 
     def relative(got, want):
         got, want = got.detach().float(), want.detach().float()
@@ -139,6 +158,8 @@ def main() -> int:
           f"against eager float32:")
     print(f"  output rel err {relative(y, y_eager):.2e}, x.grad rel err {relative(x.grad, x_eager.grad):.2e}")
     for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+        if p.grad is None and q.grad is None:
+            continue
         print(f"  {name}.grad rel err {relative(p.grad, q.grad):.2e}")
     print(f"{len(executed)} fusion definitions executed:")
     for i, (fd, inputs) in enumerate(executed):

@@ -4,7 +4,8 @@ steps after warm-up, the same inputs for both), what Thunder fused (the nvFusion
 and backward traces) and, with --profile, the per-kernel GPU time of one step of each (torch.profiler).
 The block is nanoGPT's (`Block`: C=768, 12 heads, batch 8 x 256 tokens by default), or with --model
 llama a Llama block as litGPT writes it (`LlamaBlock`: C=2048, 16 query heads on 4 KV heads, RoPE,
-SwiGLU); tests/python/test_thunder.py and tools/thunder_on_cpu.py import them.
+SwiGLU); tests/python/test_thunder.py and tools/thunder_on_cpu.py import them, and the latter also
+nanoGPT's whole model with its cross entropy (`GPT`) and a mixture-of-experts MLP (`MoEBlock`).
 
     python benchmarks/python/thunder_block.py [--model nanogpt|llama] [--dtype bf16|fp32] [--reps 50] [--profile]
 """
@@ -111,6 +112,50 @@ class LlamaBlock(nn.Module):
         x = x + self.attn(self.norm_1(x))
         h = self.norm_2(x)
         return x + self.proj(F.silu(self.fc_1(h)) * self.fc_2(h))
+
+
+class GPT(nn.Module):
+    """nanoGPT's whole model: token and position embeddings, `layers` blocks, a final layer norm and the
+    tied lm_head, returning the cross entropy against `targets` (-1 ignored)."""
+
+    def __init__(self, vocab=50304, max_tokens=1024, n_embd=768, n_head=12, layers=1):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(max_tokens, n_embd)
+        self.blocks = nn.ModuleList(Block(n_embd, n_head) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1), ignore_index=-1)
+
+
+class MoEBlock(nn.Module):
+    """A mixture-of-experts MLP as Mixtral routes it (softmax over the experts, the k best, their weights
+    renormalized), its experts run densely: every token through every expert, weighted by the router's
+    scattered weights (zero for the experts it did not pick), so that Thunder traces it whole."""
+
+    def __init__(self, n_embd=64, experts=8, k=2, intermediate=96):
+        super().__init__()
+        self.gate = nn.Linear(n_embd, experts, bias=False)
+        self.k = k
+        self.w1 = nn.Parameter(torch.randn(experts, n_embd, intermediate) * n_embd ** -0.5)
+        self.w2 = nn.Parameter(torch.randn(experts, intermediate, n_embd) * intermediate ** -0.5)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        flat = x.view(-1, C)
+        probs = F.softmax(self.gate(flat).float(), dim=-1)
+        weights, picked = torch.topk(probs, self.k, dim=-1)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+        routed = torch.zeros_like(probs, dtype=x.dtype).scatter(1, picked, weights)
+        hidden = F.silu(torch.einsum("nc,eci->nei", flat, self.w1))
+        out = torch.einsum("nei,eic->nec", hidden, self.w2)
+        return x + (out * routed[..., None]).sum(1).view(B, T, C)
 
 
 def step_times(fn, x, reps) -> list[float]:

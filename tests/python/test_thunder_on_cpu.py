@@ -2,8 +2,9 @@
 one step with thunder.jit on CPU tensors (the fusions Thunder writes run on the simulated device), in a
 process of its own since it patches Thunder and braze's define_tensor. Its output and every gradient
 against eager float32, and how Thunder's fusions plan: the two layer-norm backwards as one inner-outer
-persistent kernel each, no fusion beyond two kernel segments; and a Llama block's, every fusion one kernel
-at most. Skips where Thunder does not import."""
+persistent kernel each, no fusion beyond two kernel segments; a Llama block's, every fusion one kernel
+at most; nanoGPT's whole model with its cross entropy, and a mixture-of-experts MLP whose router is one
+kernel. Skips where Thunder does not import."""
 
 from __future__ import annotations
 
@@ -54,3 +55,27 @@ def test_thunder_trains_a_llama_block_with_every_fusion_one_kernel(groups):
     assert all(err <= 2e-2 for err in errors.values()), out
     plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\)", out)
     assert plans and max(int(n) for n in plans) <= 1, out
+
+
+def test_thunder_trains_nanogpts_whole_model_with_its_cross_entropy():
+    """Token and position embeddings, a block, the final layer norm, the tied lm_head and the cross entropy
+    (one target ignored): the loss and every gradient as eager's, no fusion beyond two kernel segments."""
+    out = run_block("bf16", 2, "--model", "gpt", "--vocab", "128")
+    errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
+    assert "wpe.weight.grad" in errors and "ln_f.bias.grad" in errors and len(errors) >= 18, out
+    assert all(err <= 2e-2 for err in errors.values()), out
+    plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\)", out)
+    assert plans and max(int(n) for n in plans) <= 2, out
+
+
+def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel():
+    """Mixtral's routing (softmax, the two best of eight experts, their weights renormalized) as Thunder
+    writes it for training, with the probabilities, kept values and zeros it returns for the backward: one
+    scan kernel; the gradients as eager's."""
+    out = run_block("bf16", 2, "--model", "moe", "--experts", "8", "--top", "2")
+    errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
+    assert "gate.weight.grad" in errors and len(errors) >= 5, out
+    assert all(err <= 2e-2 for err in errors.values()), out
+    plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\) ?(.*)", out)
+    assert ("1", "scan") in plans, out
+    assert max(int(n) for n, _ in plans) <= 2, out
