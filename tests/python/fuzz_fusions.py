@@ -300,7 +300,7 @@ def generate_scan(seed: int) -> str:
     back to the input's dtype), and now and then the operand is a softmax, log_softmax or x - max along
     the line, and a topk's results go on through elementwise ops or sums over the kept elements: those
     belong in the scan's kernel (the reductions and the ops of a topk's results only where the line is
-    short). Defines `fd`,
+    short), as do a sort's computed operand and zeros of its shape returned beside it. Defines `fd`,
     `inputs`, `kernels` (how many the plan takes) and `exact_kernels` (False: at least that many)."""
     rng = random.Random(seed)
     extra = random.Random(seed * 31 + 5)  # draws of its own, so that the cases drawn before stay as they were
@@ -408,6 +408,22 @@ def generate_scan(seed: int) -> str:
             body.append("values = fd.ops.where(fd.ops.isnan(values), 0.0, values)")
         elif epilogue == "cast" and dtype != "Int32":
             body.append(f"values = fd.ops.cast(values, DataType.{dtype})")
+    # What Thunder returns beside a router's results for the backward: the sort's operand (a value computed
+    # before the sort, which a sort's line walk writes) and zeros of its shape (a group reading no tensor,
+    # which joins a kernel writing its shape). Drawn from a generator of their own.
+    written = random.Random(seed * 31 + 7)
+    if op != "cumsum" and a not in ("t0", "t1") and written.random() < 0.3:
+        outputs.append(a)
+        if not walked:
+            exact = False  # a block sort writes only its results: another kernel, unless one computes it anyway
+    if written.random() < 0.2:
+        body.append(f"zeros = fd.ops.full({a}.shape(), fd.define_scalar(0.0, dtype=DataType.Double), DataType.Float)")
+        # It joins the line walk where that writes a value of its shape (the operand, an argsort's indices,
+        # a topk of whole lines); beside a cumsum, a block sort or only shorter results, another kernel that
+        # writes its shape, or one of its own.
+        joins = walked and (op == "argsort" or a in outputs or (op == "topk" and k == sizes[dim]))
+        outputs.append("zeros")
+        exact = exact and joins
     body.append(f"kernels, exact_kernels = {kernels}, {exact}")
     for out in outputs:
         body.append(f"fd.add_output({out})")
