@@ -2,12 +2,13 @@
 executor) against eager PyTorch: the time per forward + backward step (CUDA events, median of --reps
 steps after warm-up, the same inputs for both), what Thunder fused (the nvFusion regions of the forward
 and backward traces) and, with --profile, the per-kernel GPU time of one step of each (torch.profiler).
-The block is nanoGPT's (`Block`: C=768, 12 heads, batch 8 x 256 tokens by default), or with --model
+The block is nanoGPT's (`Block`: C=768, 12 heads, batch 8 x 256 tokens by default); with --model
 llama a Llama block as litGPT writes it (`LlamaBlock`: C=2048, 16 query heads on 4 KV heads, RoPE,
-SwiGLU); tests/python/test_thunder.py and tools/thunder_on_cpu.py import them, and the latter also
-nanoGPT's whole model with its cross entropy (`GPT`) and a mixture-of-experts MLP (`MoEBlock`).
+SwiGLU); with --model gpt nanoGPT's whole model with one block and its cross entropy (`GPT`: token ids
+in, the loss out); with --model moe a mixture-of-experts MLP (`MoEBlock`). tests/python/test_thunder.py
+and tools/thunder_on_cpu.py import them.
 
-    python benchmarks/python/thunder_block.py [--model nanogpt|llama] [--dtype bf16|fp32] [--reps 50] [--profile]
+    python benchmarks/python/thunder_block.py [--model nanogpt|llama|gpt|moe] [--dtype bf16|fp32] [--reps 50] [--profile]
 """
 
 from __future__ import annotations
@@ -158,22 +159,28 @@ class MoEBlock(nn.Module):
         return x + (out * routed[..., None]).sum(1).view(B, T, C)
 
 
-def step_times(fn, x, reps) -> list[float]:
+def loss_of(fn, inputs, returns_loss):
+    """The step's loss: what the model returns (GPT's cross entropy), else its output's mean square."""
+    out = fn(*inputs)
+    return out if returns_loss else out.float().square().mean()
+
+
+def step_times(fn, inputs, returns_loss, reps) -> list[float]:
     """Milliseconds per forward + backward step, each timed with CUDA events."""
     for _ in range(5):
-        fn(x).float().square().mean().backward()
+        loss_of(fn, inputs, returns_loss).backward()
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(x).float().square().mean().backward()
+        loss_of(fn, inputs, returns_loss).backward()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
     return times
 
 
-def execute_host_time(fn, x, reps) -> tuple[int, float]:
+def execute_host_time(fn, inputs, returns_loss, reps) -> tuple[int, float]:
     """braze's executes per step and the median host time spent inside them per step, in microseconds:
     what of the step's host time is braze's (the rest is Thunder's and torch's)."""
     import braze
@@ -194,8 +201,8 @@ def execute_host_time(fn, x, reps) -> tuple[int, float]:
         per_step = []
         for _ in range(reps):
             spent[:] = [0.0, 0]
-            fn(x).float().square().mean().backward()
-            if x.is_cuda:
+            loss_of(fn, inputs, returns_loss).backward()
+            if inputs[0].is_cuda:
                 torch.cuda.synchronize()
             per_step.append((spent[1], spent[0] * 1e6))
     finally:
@@ -203,12 +210,12 @@ def execute_host_time(fn, x, reps) -> tuple[int, float]:
     return per_step[-1][0], statistics.median(us for _, us in per_step)
 
 
-def kernel_table(fn, x, rows=25) -> str:
+def kernel_table(fn, inputs, returns_loss, rows=25) -> str:
     """torch.profiler's kernel table of one step, then the GPU time of all kernels and of braze's."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn(x).float().square().mean().backward()
+        loss_of(fn, inputs, returns_loss).backward()
         torch.cuda.synchronize()
     events = prof.key_averages()
 
@@ -224,8 +231,10 @@ def kernel_table(fn, x, rows=25) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["nanogpt", "llama"], default="nanogpt",
-                        help="nanoGPT's block (C=768, 12 heads), or a Llama block (C=2048, 16 heads, 4 KV heads)")
+    parser.add_argument("--model", choices=["nanogpt", "llama", "gpt", "moe"], default="nanogpt",
+                        help="nanoGPT's block (C=768, 12 heads), a Llama block (C=2048, 16 heads, 4 KV heads), "
+                             "nanoGPT's whole model with one block and its cross entropy (vocabulary 50304), or a "
+                             "mixture-of-experts MLP (C=768, 8 experts, the best 2, 1536 wide)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=256)
@@ -246,12 +255,19 @@ def main() -> int:
         return 0
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     torch.manual_seed(0)
-    block = (Block() if args.model == "nanogpt" else LlamaBlock()).to("cuda", dtype)
-    width = 768 if args.model == "nanogpt" else 2048
-    x = torch.randn(args.batch, args.tokens, width, device="cuda", dtype=dtype, requires_grad=True)
+    made = {"nanogpt": lambda: Block(), "llama": lambda: LlamaBlock(), "gpt": lambda: GPT(max_tokens=args.tokens),
+            "moe": lambda: MoEBlock(768, 8, 2, 1536)}
+    block = made[args.model]().to("cuda", dtype)
+    width = 2048 if args.model == "llama" else 768
+    returns_loss = args.model == "gpt"
+    if returns_loss:
+        vocab = block.wte.weight.size(0)
+        inputs = [torch.randint(0, vocab, (args.batch, args.tokens), device="cuda") for _ in range(2)]
+    else:
+        inputs = [torch.randn(args.batch, args.tokens, width, device="cuda", dtype=dtype, requires_grad=True)]
     jitted = thunder.jit(block, executors=[nvfuserex])
-    eager = step_times(block, x, args.reps)
-    braze_times = step_times(jitted, x, args.reps)
+    eager = step_times(block, inputs, returns_loss, args.reps)
+    braze_times = step_times(jitted, inputs, returns_loss, args.reps)
     forward = [b.sym.name for b in thunder.last_traces(jitted)[-1].bound_symbols if b.sym.name.startswith("nvFusion")]
     backward = [b.sym.name for b in thunder.last_backward_traces(jitted)[-1].bound_symbols
                 if b.sym.name.startswith("nvFusion")]
@@ -260,11 +276,11 @@ def main() -> int:
     print(f"  eager            {e * 1000:8.1f} us")
     print(f"  thunder + braze  {b * 1000:8.1f} us  ({e / b:.2f}x eager)")
     print(f"  nvFusion regions: {len(forward)} forward, {len(backward)} backward")
-    calls, host_us = execute_host_time(jitted, x, args.reps)
+    calls, host_us = execute_host_time(jitted, inputs, returns_loss, args.reps)
     print(f"  braze's executes: {calls} per step, {host_us:.1f} us of host time in them per step (median)")
     if args.profile:
-        print("== eager, one step\n" + kernel_table(block, x))
-        print("== thunder + braze, one step\n" + kernel_table(jitted, x))
+        print("== eager, one step\n" + kernel_table(block, inputs, returns_loss))
+        print("== thunder + braze, one step\n" + kernel_table(jitted, inputs, returns_loss))
     return 0
 
 

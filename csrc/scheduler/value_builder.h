@@ -58,8 +58,9 @@ struct LoadCache {
   int64_t chunks = 0;
   std::unordered_set<TensorId> tensors;       // the tensors kept: those with an element per row element
   // In shared memory instead of registers (rows too large for the register file): one array for the
-  // block, where a thread's slot s is element s * threads + thread, so a warp's accesses fall in
-  // distinct banks. Every thread reads back only what it wrote: no barrier is needed.
+  // block, where a thread's slot s is element s * threads + thread, so a warp's accesses are contiguous
+  // (no two threads in one bank but on one word). Every thread reads back only what it wrote: no barrier
+  // is needed. Only loads are kept there, so a bf16 or f16 array of values as stored holds them exactly.
   bool shared = false;
   ExprId thread = -1;   // the thread's linear index in the block
   int64_t threads = 1;

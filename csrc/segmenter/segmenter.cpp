@@ -97,12 +97,41 @@ class Segmenter {
       }
     }
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) groups_[i].bytes = bytesOf(candidateOf({i}));
+    // Nodes made from scalars alone (no fusion input upstream: an iota and the meta ops and casts after it),
+    // in evaluation order; then, backwards, those of them through which such a chain reaches a fusion output.
     made_from_scalars_.assign(nodes_.size(), 0);
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
       const Expr* e = nodes_[i];
-      const bool reads_tensors = std::any_of(e->inputs().begin(), e->inputs().end(), [](const Val* v) { return v->isTensor(); });
-      const bool written_out = std::any_of(e->outputs().begin(), e->outputs().end(), [](const Val* v) { return v->isFusionOutput(); });
-      made_from_scalars_[i] = !reads_tensors && written_out && !consumer_nodes_[i].empty();
+      made_from_scalars_[i] = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* v) {
+        const int64_t p = v->isTensor() ? producerOf(v) : -1;
+        return !v->isTensor() || (p >= 0 && made_from_scalars_[p] != 0);
+      });
+    }
+    // Such nodes connected to one another form a value made from scalars; it is held back whole where one
+    // of its nodes writes a fusion output (an unsqueeze of the positions returned, a reshape of them read).
+    std::vector<int64_t> chain(nodes_.size());
+    std::iota(chain.begin(), chain.end(), 0);
+    const auto chainOf = [&](int64_t n) {
+      while (chain[n] != n) n = chain[n] = chain[chain[n]];
+      return n;
+    };
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      if (made_from_scalars_[i] == 0) continue;
+      for (int64_t c : consumer_nodes_[i]) {
+        if (made_from_scalars_[c] != 0) chain[chainOf(c)] = chainOf(i);
+      }
+    }
+    std::vector<char> returned(nodes_.size(), 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      const auto& outs = nodes_[i]->outputs();
+      if (made_from_scalars_[i] != 0 && std::any_of(outs.begin(), outs.end(), [](const Val* v) { return v->isFusionOutput(); })) {
+        returned[chainOf(i)] = 1;
+      }
+    }
+    held_back_.assign(nodes_.size(), 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
+      held_back_[i] = made_from_scalars_[i] != 0 && returned[chainOf(i)] != 0;
+      any_held_back_ = any_held_back_ || held_back_[i] != 0;
     }
   }
 
@@ -322,16 +351,18 @@ class Segmenter {
     return true;
   }
 
-  // Merges to a fixpoint twice: first without the outputs made from scalars alone that other nodes read
-  // (nanoGPT's positions, torch.arange(T), an output for the backward and the index of the position
-  // embedding's gather), then with them. Merged first, such a node ties its readers' group to an output of
+  // Merges to a fixpoint twice where some output is made from scalars alone: first without merging such
+  // values into the nodes that read them (nanoGPT's positions, torch.arange(T), maybe unsqueezed, an output
+  // for the backward and the index of the position embedding's gather), then with them. Merged first, such a node ties its readers' group to an output of
   // its own shape, which a norm's persistent kernel does not write: the gather and the norm were cut
   // apart, a [B, T, C] float tensor written and read back between them. Its readers' group reads it as an
   // input instead, and it joins them last where a scheduler takes it (an output of their own shape).
   void mergeToFixpoint() {
-    holding_back_scalar_made_ = true;
-    mergeUntilNoChange();
-    holding_back_scalar_made_ = false;
+    if (any_held_back_) {
+      holding_back_scalar_made_ = true;
+      mergeUntilNoChange();
+      holding_back_scalar_made_ = false;
+    }
     mergeUntilNoChange();
   }
 
@@ -352,7 +383,9 @@ class Segmenter {
       for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {  // producer into consumer
         for (const Val* in : nodes_[i]->inputs()) {
           const int64_t p = producerOf(in);
-          if (p >= 0 && !(holding_back_scalar_made_ && made_from_scalars_[p])) changed = tryMerge(p, i) || changed;
+          if (p < 0) continue;
+          const bool held = holding_back_scalar_made_ && held_back_[p] != 0 && made_from_scalars_[i] == 0;
+          if (!held) changed = tryMerge(p, i) || changed;
         }
       }
       for (const auto& [source, list] : readers) changed = mergeReaders(list) || changed;  // siblings of one source
@@ -375,36 +408,42 @@ class Segmenter {
   }
 
   // Horizontal: a group that reads no tensor (a zeros_like for the backward, a constant mask) joins the
-  // earliest group that writes an output of one of its outputs' shapes and takes it: that kernel already
-  // walks the shape, where a kernel of its own would cost a launch.
+  // earliest group that writes an output of one of its outputs' shapes and takes it (one reading tensors
+  // first, else an earlier one reading none): that kernel already walks the shape, where a kernel of its
+  // own would cost a launch.
   bool mergeReadingNoTensor() {
-    std::vector<std::vector<std::vector<int64_t>>> shapes(groups_.size());  // per group root: its outputs' sizes
-    std::vector<int64_t> loose;  // the roots that read no tensor
+    // By output shape: the groups writing one, those reading tensors first (ascending), then the others.
+    std::map<std::vector<int64_t>, std::pair<std::vector<int64_t>, std::vector<int64_t>>> writers;
+    std::vector<std::pair<int64_t, std::vector<std::vector<int64_t>>>> loose;  // reading no tensor: its shapes
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
       if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta) continue;
       const Candidate c = candidateOf({g});
-      for (const Val* out : c.outputs) shapes[g].push_back(bound_.sizesOf(out));
-      if (c.inputs.empty()) loose.push_back(g);
+      std::vector<std::vector<int64_t>> shapes;
+      for (const Val* out : c.outputs) {
+        std::vector<int64_t> sizes = bound_.sizesOf(out);
+        if (std::find(shapes.begin(), shapes.end(), sizes) == shapes.end()) shapes.push_back(std::move(sizes));
+      }
+      for (const auto& sizes : shapes) (c.inputs.empty() ? writers[sizes].second : writers[sizes].first).push_back(g);
+      if (c.inputs.empty()) loose.emplace_back(g, std::move(shapes));
     }
     bool changed = false;
-    for (int64_t g : loose) {
-      if (find(g) != g) continue;
-      size_t tried = 0;
-      for (int64_t h = 0; h < static_cast<int64_t>(groups_.size()) && tried < kReaderGroupsTried; ++h) {
-        if (h == g || find(h) != h || shapes[h].empty() ||
-            std::find(loose.begin(), loose.end(), h) != loose.end()) {
-          continue;
-        }
-        const bool shares_a_shape = std::any_of(shapes[g].begin(), shapes[g].end(), [&](const std::vector<int64_t>& sizes) {
-          return std::find(shapes[h].begin(), shapes[h].end(), sizes) != shapes[h].end();
-        });
-        if (!shares_a_shape) continue;
-        ++tried;
-        if (tryMerge(h, g)) {
-          changed = true;
-          break;
+    for (const auto& [g, shapes] : loose) {
+      std::vector<int64_t> tried;
+      bool joined = false;
+      for (const auto& sizes : shapes) {
+        const auto& [reading, not_reading] = writers.at(sizes);
+        // Another group reading no tensor, only an earlier one: two such outputs in one kernel.
+        for (const std::vector<int64_t>* list : {&reading, &not_reading}) {
+          for (int64_t h : *list) {
+            const int64_t root = find(h);
+            if (joined || tried.size() >= kReaderGroupsTried || (list == &not_reading && h >= g)) break;
+            if (root == find(g) || std::find(tried.begin(), tried.end(), root) != tried.end()) continue;
+            tried.push_back(root);
+            joined = tryMerge(root, g);
+          }
         }
       }
+      changed = changed || joined;
     }
     return changed;
   }
@@ -586,8 +625,12 @@ class Segmenter {
   int64_t current_stamp_ = 0;
   std::vector<int64_t> version_;  // per group root: bumped on every merge into it
   std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> refused_;
-  // Per node: it reads no tensor, writes a fusion output, and other nodes read it (mergeToFixpoint).
+  // Per node: every tensor it reads is made from scalars alone (none, for an iota); and whether, so made,
+  // it is connected through such nodes to one that writes a fusion output (mergeToFixpoint holds those
+  // back first).
   std::vector<char> made_from_scalars_;
+  std::vector<char> held_back_;
+  bool any_held_back_ = false;
   bool holding_back_scalar_made_ = false;
 };
 

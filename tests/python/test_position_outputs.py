@@ -16,8 +16,9 @@ F32, BF16, I64 = DataType.Float, DataType.BFloat16, DataType.Int64
 NP = {BF16: np.dtype(ml_dtypes.bfloat16), F32: np.dtype(np.float32)}
 
 
-def embeddings_and_layer_norm(dtype, tokens):
-    """Thunder's fusion for nanoGPT's wte(idx) + wpe(arange(T)) and ln_1, its shapes symbolic but T's."""
+def embeddings_and_layer_norm(dtype, tokens, unsqueezed=False):
+    """Thunder's fusion for nanoGPT's wte(idx) + wpe(arange(T)) and ln_1, its shapes symbolic but T's; with
+    `unsqueezed`, older nanoGPT's arange(T).unsqueeze(0), returned and read as [1, T]."""
     with FusionDefinition() as fd:
         idx = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=I64)
         wte = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
@@ -28,8 +29,13 @@ def embeddings_and_layer_norm(dtype, tokens):
         tok = fd.ops.reshape(fd.ops.index_select(wte, fd.ops.reshape(idx, [-1]), dim=0), [batch, tokens, width])
         pos = fd.ops.iota(fd.define_scalar(tokens, dtype=I64), fd.define_scalar(0, dtype=I64),
                           fd.define_scalar(1, dtype=I64), dtype=I64)
-        pos_emb = fd.ops.broadcast_in_dim(fd.ops.index_select(wpe, pos, dim=0), shape=[batch, tokens, width],
-                                          broadcast_dims=[1, 2])
+        if unsqueezed:
+            pos = fd.ops.broadcast_in_dim(pos, shape=[1, tokens], broadcast_dims=[1])
+            picked = fd.ops.reshape(fd.ops.index_select(wpe, fd.ops.reshape(pos, [tokens]), dim=0), [1, tokens, width])
+            pos_emb = fd.ops.broadcast_in_dim(picked, shape=[batch, tokens, width], broadcast_dims=[0, 1, 2])
+        else:
+            pos_emb = fd.ops.broadcast_in_dim(fd.ops.index_select(wpe, pos, dim=0), shape=[batch, tokens, width],
+                                              broadcast_dims=[1, 2])
         x = fd.ops.add(fd.ops.cast(tok, F32), fd.ops.cast(pos_emb, F32))
         var, mean = fd.ops.var_mean(x, dims=[2], correction=0, keepdim=False)
         rstd = fd.ops.rsqrt(fd.ops.add(fd.ops.broadcast_in_dim(var, shape=[batch, tokens, 1], broadcast_dims=[0, 1]),
@@ -54,14 +60,15 @@ def reference(idx, wte, wpe, weight, bias):
     return [np.arange(tokens), x, mean, rstd[..., None], out]
 
 
+@pytest.mark.parametrize("unsqueezed", [False, True])
 @pytest.mark.parametrize("dtype", [BF16, F32])
 @pytest.mark.parametrize("batch, tokens, width, vocab", [(2, 16, 64, 50), (3, 7, 33, 11), (1, 1, 1, 1), (4, 5, 768, 9)])
-def test_gathers_and_layer_norm_are_one_kernel_beside_the_positions(dtype, batch, tokens, width, vocab):
+def test_gathers_and_layer_norm_are_one_kernel_beside_the_positions(dtype, batch, tokens, width, vocab, unsqueezed):
     rng = np.random.default_rng(batch * 1000 + tokens * 10 + width)
     idx = rng.integers(0, vocab, (batch, tokens)).astype(np.int64)
     wte, wpe = (rng.standard_normal(shape).astype(NP[dtype]) for shape in ((vocab, width), (tokens + 3, width)))
     weight, bias = (rng.standard_normal(width).astype(NP[dtype]) for _ in range(2))
-    fd, positions = embeddings_and_layer_norm(dtype, tokens)
+    fd, positions = embeddings_and_layer_norm(dtype, tokens, unsqueezed)
     inputs = [idx, wte, wpe, weight, bias]
     plan = device_switch.explain(fd, inputs)
     kernels = [s for s in plan.segments if s.kind == "kernel"]
@@ -72,13 +79,15 @@ def test_gathers_and_layer_norm_are_one_kernel_beside_the_positions(dtype, batch
     if len(kernels) == 2:
         assert norm[0].scheduler == "inner_persistent", str(plan)
         positions_kernel = kernels[0]
-        assert list(positions_kernel.ops) == ["iota"] and list(positions_kernel.outputs) == [positions], str(plan)
-        assert positions in norm[0].inputs, str(plan)
+        assert positions_kernel.ops[0] == "iota" and "var_mean" not in positions_kernel.ops, str(plan)
+        # It writes the positions (and the [T] view the gather reads, where they are returned as [1, T]).
+        assert positions in positions_kernel.outputs and len(positions_kernel.outputs) == 1 + unsqueezed, str(plan)
+        assert set(positions_kernel.outputs) & set(norm[0].inputs), str(plan)
     else:
         assert (batch, tokens, width) == (1, 1, 1) and len(kernels) == 1, str(plan)
     got = device_switch.execute(fd, inputs)
     want = reference(*inputs)
-    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(np.reshape(got[0], -1), want[0])
     for g, w, out_dtype in zip(got[1:], want[1:], (NP[dtype], np.float32, np.float32, NP[dtype])):
         rtol, atol = helpers.TOLERANCE[np.dtype(out_dtype)]
         if out_dtype == np.float32:

@@ -12,10 +12,10 @@
 // - A topk of such lines may go on through elementwise ops of its results' shape and reductions over
 //   its k kept elements (a router's renormalization, values / sum(values)): once the line is sorted, its
 //   thread walks the kept slots once per reduction, then once to compute and store those ops' outputs.
+//   An argsort's indices are written as they are.
 // - A topk or argsort of such lines may write values of its operand's shape computed before it (a
 //   router's softmax probabilities, which Thunder returns for the backward): its thread walks the line
 //   once more to store them, after the reductions they read.
-//   An argsort's indices are written as they are.
 #include "scheduler/scan/entry.h"
 
 #include "scheduler/reduction/domain_alignment.h"
@@ -99,8 +99,10 @@ std::string lineReductionProblem(const std::vector<const Expr*>& exprs, const st
 }
 
 // Why the ops after the topk `op` (`later`) cannot be computed by its line's thread over the kept slots
-// once the line is sorted, or "": per kept slot, elementwise ops of the results' shape; over them,
-// reductions along the line, read back at their own line (or written, once per line).
+// once the line is sorted, or "": per kept slot, elementwise ops of the results' shape, and values of that
+// shape computed from the line's reductions alone (a sum broadcast over the slots); over them, reductions
+// along the line, read back at their own line (or written, once per line). Outputs computed before the
+// sort (linePrologueOutputs) are not its to judge.
 std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts& facts, const Expr& op,
                                 const std::vector<const Expr*>& later, const BoundShapes& bound) {
   const std::vector<const Val*> prologue = linePrologueOutputs(candidate.outputs, op, later);

@@ -67,8 +67,10 @@ bool isReduction(const Expr* e) {
 }
 }  // namespace
 
-bool walksEachLine(const std::vector<const Expr*>& exprs, const Expr& op) {
-  return std::any_of(exprs.begin(), exprs.end(), isReduction) || !exprsAfter(exprs, op).empty();
+bool walksEachLine(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs, const Expr& op) {
+  const std::vector<const Expr*> later = exprsAfter(exprs, op);
+  return std::any_of(exprs.begin(), exprs.end(), isReduction) || !later.empty() ||
+         !linePrologueOutputs(outputs, op, later).empty();
 }
 
 std::vector<const Expr*> reductionsBefore(const std::vector<const Expr*>& exprs, const std::vector<const Expr*>& later) {

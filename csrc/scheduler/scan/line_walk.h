@@ -50,8 +50,8 @@ class LineInvariants {
 };
 
 // Where a segment's ops need each line walked by its own thread (not a block sort): reductions along the
-// lines before `op`, or ops of its results (check.cpp takes no others).
-bool walksEachLine(const std::vector<const Expr*>& exprs, const Expr& op);
+// lines before `op`, ops of its results, or outputs computed before it (check.cpp takes no others).
+bool walksEachLine(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs, const Expr& op);
 // The reductions of `exprs` that come before the scan op: those not among `later` (exprsAfter's).
 std::vector<const Expr*> reductionsBefore(const std::vector<const Expr*>& exprs, const std::vector<const Expr*>& later);
 // The reductions among `later`: over a topk's kept elements.

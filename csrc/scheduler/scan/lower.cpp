@@ -23,8 +23,7 @@ ScanParams chooseScan(LoweringContext& ctx) {
   // Reductions along the lines, ops of a sort's results and values written before it are walked by each
   // line's thread: the sort walks its line too.
   const bool sorts = (scan.kind() == OpKind::TopK || scan.kind() == OpKind::Argsort) &&
-                     !walksEachLine(ctx.segment.exprs, scan) &&
-                     linePrologueOutputs(ctx.segment.outputs, scan, exprsAfter(ctx.segment.exprs, scan)).empty();
+                     !walksEachLine(ctx.segment.exprs, ctx.segment.outputs, scan);
   // Integer sums only: they are exact in any order, where a float sum split into chunks rounds otherwise
   // than the reference's one pass (1 + 1e20 - 1e20 keeps its 1 across a chunk's end).
   problem.block_scan = scan.kind() == OpKind::Cumsum && !isFloating(scan.input(0)->dtype()) &&
