@@ -102,7 +102,8 @@ def _with_outputs(lines: list[str], body: list[str], computed: list[str], extra_
 def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bounded: bool = False) -> str:
     """The source of one case: defines `fd` and `inputs`. `ops`: how many ops (at least, at most), and
     1 to `most_outputs` of the computed values are outputs; with `bounded`, exp takes the tanh of its
-    operand (long chains would otherwise overflow float32 where the float64 reference does not)."""
+    operand (long chains would otherwise overflow float32 where the float64 reference does not). A fifth
+    of the cases also return positions along a dim and the last value plus them."""
     rng = random.Random(seed)
     rank = rng.randint(1, 3)
     shape = [rng.choice(SIZES) for _ in range(rank)]
@@ -177,6 +178,21 @@ def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bo
             for s in shape:
                 total *= s
             body.append(f"{name} = fd.ops.reshape(fd.ops.sin(fd.ops.reshape({a}, [{total}])), {full})")
+    # Now and then positions along a dim, returned (maybe unsqueezed, as nanoGPT's arange(T)) and added to
+    # the last value (a position embedding): a value made from scalars that other ops read. Drawn from a
+    # generator of its own, so that the cases drawn before stay as they were.
+    positions = random.Random(seed * 13 + 3)
+    if positions.random() < 0.2:
+        d = positions.randrange(rank)
+        body.append(f"pos = fd.ops.iota({shape[d]}, 0, 1, dtype=DataType.Int)")
+        if positions.random() < 0.5:
+            body.append(f"pos = fd.ops.broadcast_in_dim(pos, [1, {shape[d]}], [1])")
+            body.append(f"pos_read = fd.ops.reshape(pos, [{shape[d]}])")
+        else:
+            body.append("pos_read = pos")
+        body.append(f"placed = fd.ops.add({live[-1]}, fd.ops.broadcast_in_dim(fd.ops.cast(pos_read, DataType.Float), "
+                    f"{full}, [{d}]))")
+        extra_outputs += ["pos", "placed"]
     return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng, most=most_outputs)
 
 
