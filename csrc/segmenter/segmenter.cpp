@@ -98,7 +98,7 @@ class Segmenter {
     }
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) groups_[i].bytes = bytesOf(candidateOf({i}));
     // Nodes made from scalars alone (no fusion input upstream: an iota and the meta ops and casts after it),
-    // in evaluation order; then, backwards, those of them through which such a chain reaches a fusion output.
+    // found in evaluation order.
     made_from_scalars_.assign(nodes_.size(), 0);
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
       const Expr* e = nodes_[i];
@@ -353,10 +353,11 @@ class Segmenter {
 
   // Merges to a fixpoint twice where some output is made from scalars alone: first without merging such
   // values into the nodes that read them (nanoGPT's positions, torch.arange(T), maybe unsqueezed, an output
-  // for the backward and the index of the position embedding's gather), then with them. Merged first, such a node ties its readers' group to an output of
-  // its own shape, which a norm's persistent kernel does not write: the gather and the norm were cut
-  // apart, a [B, T, C] float tensor written and read back between them. Its readers' group reads it as an
-  // input instead, and it joins them last where a scheduler takes it (an output of their own shape).
+  // for the backward and the index of the position embedding's gather), then with them. Merged first, such
+  // a value ties its readers' group to an output of its own shape, which a norm's persistent kernel does
+  // not write: the gather and the norm were cut apart, a [B, T, C] float tensor written and read back
+  // between them. Its readers' group reads it as an input instead, and it joins them last where a
+  // scheduler takes it (an output of their own shape).
   void mergeToFixpoint() {
     if (any_held_back_) {
       holding_back_scalar_made_ = true;
