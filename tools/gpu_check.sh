@@ -157,11 +157,14 @@ PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $pyth
   --reps "${BRAZE_BENCH_REPS:-50}" --profile > "$out/thunder_block.log" 2>&1 || rc=1
 # A Llama block (grouped-query attention, RoPE, SwiGLU, RMSNorm) the same way: the step time only.
 PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $python benchmarks/python/thunder_block.py \
-  --model llama --batch 2 --tokens 1024 --reps "${BRAZE_BENCH_REPS:-50}" > "$out/thunder_llama.log" 2>&1 || rc=1
-# nanoGPT's whole model (embeddings, a block, the cross entropy over 50304 logits) and a routed MLP.
+  --model llama --batch 2 --tokens 1024 --reps "${BRAZE_BENCH_REPS:-50}" > "$parts/thunder_llama.log" 2>&1 ||
+  { rc=1; status "Thunder llama block" "FAILED (its log is in report.txt)"; }
+# nanoGPT's whole model (embeddings, a block, the cross entropy over 50304 logits) and a routed MLP. Their
+# logs stay in $parts (report.txt holds them whole): the device tool brings back at most 8 files.
 for model in gpt moe; do
   PYTHONPATH=build-gpu/python${pydeps:+:$pydeps} timeout -k 5 "$bench_limit" $python benchmarks/python/thunder_block.py \
-    --model $model --reps "${BRAZE_BENCH_REPS:-50}" > "$out/thunder_$model.log" 2>&1 || rc=1
+    --model $model --reps "${BRAZE_BENCH_REPS:-50}" > "$parts/thunder_$model.log" 2>&1 ||
+    { rc=1; status "Thunder $model" "FAILED (its log is in report.txt)"; }
 done
 if PYTHONPATH=build-gpu/python timeout -k 5 "$bench_limit" $python examples/layer_norm_demo.py > "$parts/demo.log" 2>&1; then
   status "demo (layer_norm)" "$(tail -1 "$parts/demo.log")"
@@ -249,7 +252,7 @@ echo "== benchmarks/python/compare.py"
 cat "$parts/compare.log"
 echo "== Lightning Thunder on braze (thunder_block.py; kernel tables in thunder_block.log)"
 sed -n '1,/^== eager/p' "$out/thunder_block.log" | grep -v '^== eager'
-cat "$out/thunder_llama.log" "$out/thunder_gpt.log" "$out/thunder_moe.log"
+cat "$parts/thunder_llama.log" "$parts/thunder_gpt.log" "$parts/thunder_moe.log"
 echo "== host overhead (C++)"
 grep -E "^BM_" "$parts/host_bench.log"
 [ -f "$parts/host_bench_pool.log" ] && { echo "== the GPU launches with BRAZE_BLOCK_CACHE_BYTES=0 (no cache of freed blocks)"; grep -E "^BM_" "$parts/host_bench_pool.log"; }

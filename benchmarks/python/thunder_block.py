@@ -126,6 +126,8 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(n_embd)
         self.lm_head = nn.Linear(n_embd, vocab, bias=False)
         self.lm_head.weight = self.wte.weight
+        for table in (self.wte, self.wpe):  # nanoGPT's initialization: logits of a sensible size
+            nn.init.normal_(table.weight, std=0.02)
 
     def forward(self, idx, targets):
         x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))

@@ -131,7 +131,10 @@ class Segmenter {
     held_back_.assign(nodes_.size(), 0);
     for (int64_t i = 0; i < static_cast<int64_t>(nodes_.size()); ++i) {
       held_back_[i] = made_from_scalars_[i] != 0 && returned[chainOf(i)] != 0;
-      any_held_back_ = any_held_back_ || held_back_[i] != 0;
+      // The first pass matters only where a held node has a reader it is held back from.
+      for (int64_t c : consumer_nodes_[i]) {
+        any_held_back_ = any_held_back_ || (held_back_[i] != 0 && made_from_scalars_[c] == 0);
+      }
     }
   }
 
