@@ -81,6 +81,14 @@ def _kernels(fd, inputs):
     return [s for s in fd.explain(inputs).segments if s.kind == "kernel"]
 
 
+def _split_and_matching(fd, inputs, rtol, atol):
+    """More than one kernel, and every output as the reference's."""
+    assert len(_kernels(fd, inputs)) > 1
+    got, want = fd.execute(inputs), bx.reference(fd, inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol)
+
+
 def _matches_reference(fd, inputs):
     got = fd.execute(inputs)
     want = bx.reference(fd, inputs)
@@ -156,10 +164,7 @@ def test_ops_a_cumsum_walk_cannot_compute_go_to_other_kernels(after):
         else:
             fd.add_output(c)
             fd.add_output(fd.ops.exp(t))
-    assert len(_kernels(fd, [x])) > 1
-    got = fd.execute([x])
-    for g, w in zip(got, bx.reference(fd, [x])):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    _split_and_matching(fd, [x], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("line,kernels", [(30, ["scan"]), (257, ["scan", "pointwise"])])
@@ -247,10 +252,7 @@ def test_reductions_a_line_walk_cannot_compute_go_to_other_kernels(case):
         values, indices = fd.ops.topk(keys, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
         fd.add_output(values)
         fd.add_output(indices)
-    assert len(_kernels(fd, [x])) > 1
-    got, want = fd.execute([x]), bx.reference(fd, [x])
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    _split_and_matching(fd, [x], rtol=1e-5, atol=1e-6)
 
 
 def _router(fd, logits, k, dim, outputs):
@@ -311,10 +313,7 @@ def test_ops_of_sort_results_a_line_walk_cannot_compute_go_to_other_kernels(case
                 fd.add_output(fd.ops.mul(values, total))
             else:
                 fd.add_output(fd.ops.div(values, fd.ops.sum(values, dims=[1], keepdim=True)))
-    assert len(_kernels(fd, [x])) > 1
-    got, want = fd.execute([x]), bx.reference(fd, [x])
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    _split_and_matching(fd, [x], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", ["size_one_dim_before_cumsum", "size_one_dim_after_topk", "other_rows_pick"])
@@ -448,10 +447,7 @@ def test_values_before_a_sort_that_a_line_walk_cannot_write_go_to_other_kernels(
             values, indices = fd.ops.topk(p, fd.define_scalar(3, dtype=DataType.Int), 1, True, True)
             fd.add_output(values)
             fd.add_output(indices)
-    assert len(_kernels(fd, [x])) > 1
-    got, want = fd.execute([x]), bx.reference(fd, [x])
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-7)
+    _split_and_matching(fd, [x], rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("zeros_shape,kernels", [("same", 1), ("other", 2), ("two_other", 2)])
