@@ -5,7 +5,9 @@
 // plain ones; what is computed from their results is elementwise math on those results and scalars
 // only, ending in outputs of a row's size: the finishing kernel computes it per column. Reductions over
 // the same rows of other tensors (a bias grad next to the norm's) join as extra reductions when their
-// operands are elementwise math on tensors of their own shape.
+// operands are elementwise math on tensors of their own shape. Reductions of the rows' tensor over some
+// of the row dims (grouped: a position embedding's grad, summed over the batch) join when they all sum
+// the same dims; what follows them is the same elementwise math, at their results' size.
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
@@ -79,6 +81,7 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     if (!std::binary_search(domain.dims.begin(), domain.dims.end(), d)) over_rows.push_back(d);
   }
   std::vector<const Expr*> extras;
+  std::optional<RowGrouping> grouping;  // of the grouped reductions, one for all
   for (const Expr* r : split.outer) {
     if (opInfo(r->kind()).category != OpCategory::Reduction) {
       return Verdict::no(fmt::format("{} is a statistic over the rows (two passes), not a plain reduction",
@@ -89,13 +92,21 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
         sameDimsBeyondOnes(ascendingDims(*r, storage), domain.input_sizes, over_rows, domain.input_sizes)) {
       continue;
     }
+    if (std::optional<RowGrouping> g = rowGroupingOf(*r, domain, bound)) {
+      if (grouping && grouping->summed != g->summed) {
+        return Verdict::no(fmt::format("{} sums other dims of the rows of [{}] than another grouped reduction",
+                                       exprLabel(*r), fmt::join(domain.input_sizes, ", ")));
+      }
+      grouping = g;
+      continue;
+    }
     if (std::optional<int64_t> columns = extraOuterColumns(*r, domain.outer_numel, bound);
         columns && *columns <= kMaxExtraColumns) {
       extras.push_back(r);
       continue;
     }
-    return Verdict::no(fmt::format("{} reduces neither the rows of [{}] that {} reduces along, nor {} rows of another "
-                                   "tensor of at most {} columns",
+    return Verdict::no(fmt::format("{} reduces neither the rows of [{}] (or some of their dims) that {} reduces along, "
+                                   "nor {} rows of another tensor of at most {} columns",
                                    exprLabel(*r), fmt::join(domain.input_sizes, ", "), exprLabel(*split.inner.front()),
                                    domain.outer_numel, kMaxExtraColumns));
   }
@@ -136,9 +147,9 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     }
     if (outer) continue;
     const int64_t n = bound.numel(e->output(0));
-    const bool column_sized = n == row_length || std::any_of(extras.begin(), extras.end(), [&](const Expr* r) {
-                                return bound.numel(r->output(0)) == n;
-                              });
+    const bool column_sized = n == row_length || (grouping && n == grouping->groups * row_length) ||
+                              std::any_of(extras.begin(), extras.end(),
+                                          [&](const Expr* r) { return bound.numel(r->output(0)) == n; });
     // The finish computes a value per column of its width: results of another width (one column broadcast
     // against many) are not there.
     const bool same_width = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {

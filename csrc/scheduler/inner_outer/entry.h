@@ -3,11 +3,14 @@
 // weight and bias grads), with pointwise math around, as one pass over the rows kept on chip (the row
 // lowering's, reduction/lower.cpp) that leaves per-block partial sums of the outer reductions, and a
 // small follow-up kernel (finish.cpp) that sums them per column and writes what is computed from them.
+// Sums over some of the row dims (RowGrouping) change the walk's order (reduction/row_grouped_walk.cpp).
 #pragma once
 
 #include "scheduler/inner_outer/heuristics.h"
+#include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/scheduler.h"
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -15,6 +18,17 @@
 namespace braze {
 
 const SchedulerEntry& innerOuterPersistentScheduler();
+
+// A reduction of the domain's own tensor over some of its row dims (those of size > 1), not all of them: a
+// position embedding's grad, the rows' grad summed over the batch and kept per position (grouped_rows.cpp).
+struct RowGrouping {
+  std::vector<bool> summed;  // per row dim of the domain (its dims the inner reductions keep), in order
+  int64_t groups = 1;        // elements of the row dims it keeps: its results per column
+  int64_t group_rows = 1;    // rows summed into each
+};
+// The grouping of `r`, or nothing where it reduces another tensor, a dim of the rows themselves, or every
+// row dim (a plain outer reduction).
+std::optional<RowGrouping> rowGroupingOf(const Expr& r, const ReductionDomain& domain, const BoundShapes& bound);
 Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 namespace scheduler {
@@ -46,6 +60,14 @@ void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, 
 // per thread row; `chunk` a loop variable of the kernel's to use.
 void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
                       int64_t row_length, VarId chunk);
+// Declares, where the builder is, the shared arrays in which the block's thread rows add up their sums
+// (threads_y x row_length each, one per element of `partials`).
+std::vector<VarId> declareCombineArrays(KernelBuilder& kb, const std::vector<ThreadPartials>& partials,
+                                       const ReductionParams& rows, int64_t row_length);
+// Stores the block's sums of a grouped item as partial row `partial_row` of each workspace: the thread
+// rows' sums added up in `shared` first (declareCombineArrays) where the block has several.
+void storeGroupItem(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
+                    const ReductionParams& rows, int64_t row_length, VarId chunk, ExprId partial_row);
 // An extra reduction of the inner-outer kernel (over the same rows of another tensor: the bias grad of
 // the linear next to a norm) as the kernel walks it after its row groups (extra_rows.cpp).
 struct ExtraRowsWalk {

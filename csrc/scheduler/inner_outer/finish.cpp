@@ -45,8 +45,14 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
     const ReduceOp op = reduceOpOf(p.reduction->kind());
     const VarId total = kb.scalarVar("total", acc);
     kb.let(total, identity(kb, op, acc));
+    // A block past a narrower reduction's columns takes no trip (the grid covers the widest reduction's).
+    ExprId rows = kb.extent(p.rows_name, p.rows);
+    if (p.columns < columns) {
+      const ExprId first_col = kb.mul(kb.blockIdx(0), kb.index(params.finish_threads_x));
+      rows = kb.select(kb.lt(first_col, kb.index(p.columns)), rows, kb.index(0));
+    }
     const VarId j = kb.scalarVar("j", DataType::Int64, true);
-    kb.openFor(j, kb.threadIdx(1), kb.extent(p.rows_name, p.rows), kb.index(params.finish_threads_y), false);
+    kb.openFor(j, kb.threadIdx(1), rows, kb.index(params.finish_threads_y), false);
     kb.openIf(kb.lt(col, kb.index(p.columns)));
     const ExprId part = kb.load(workspaces[o], kb.add(kb.mul(kb.ref(j), kb.index(p.columns)), col));
     kb.assign(total, kb.elementwise(combineOf(op), acc, {kb.ref(total), part}));

@@ -16,6 +16,20 @@ constexpr int64_t kMaxCombineBytes = 32 * 1024;
 // Rows of an extra reduction whose loads a thread has in flight at once, at most.
 constexpr int64_t kMaxExtraRowsInFlight = 4;
 
+// Grouped reductions: as many items as the blocks chosen for the rows (a group split into slices where
+// groups are fewer), then as many blocks as keep every block at the same item count.
+void chooseGroupItems(const GroupedOuterProblem& grouped, InnerOuterParams& p) {
+  const int64_t thread_rows = p.inner.threads_y;
+  const int64_t group_row_groups = std::max<int64_t>(ceilDiv(grouped.group_rows, thread_rows), 1);
+  const int64_t slices = std::clamp<int64_t>(ceilDiv(p.blocks, std::max<int64_t>(grouped.groups, 1)), 1,
+                                             group_row_groups);
+  p.slice_rows = ceilDiv(group_row_groups, slices) * thread_rows;
+  p.group_slices = std::max<int64_t>(ceilDiv(grouped.group_rows, p.slice_rows), 1);
+  const int64_t items = std::max<int64_t>(p.groupItems(), 1);
+  const int64_t waves = ceilDiv(items, std::min(p.blocks, items));
+  p.blocks = ceilDiv(items, waves);
+}
+
 }  // namespace
 
 std::string InnerOuterParams::toString() const {
@@ -24,6 +38,11 @@ std::string InnerOuterParams::toString() const {
     extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread, {} rows in flight",
                          e.columns, e.vectorize, e.chunks, e.rows_in_flight);
   }
+  if (problem.grouped.reductions > 0) {
+    extra += fmt::format("; {} sums over the {} rows of each of {} groups: {} slice(s) of {} rows per block item",
+                         problem.grouped.reductions, problem.grouped.group_rows, problem.grouped.groups, group_slices,
+                         slice_rows);
+  }
   return fmt::format("inner-outer persistent: {}{}; {}partial sums finished by a {}x{} block (columns x partial "
                      "rows)",
                      inner.toString(), extra, combine_in_block ? "a partial row per block, its thread rows added in "
@@ -31,15 +50,25 @@ std::string InnerOuterParams::toString() const {
                      finish_threads_x, finish_threads_y);
 }
 
-InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuterProblem& problem) {
+InnerOuterParams innerOuterHeuristics(const DeviceInfo& given, const InnerOuterProblem& problem) {
+  // Grouped reductions walk the rows in their own order, which a staged kernel's copies of the next row
+  // group do not follow.
+  DeviceInfo device = given;
+  if (problem.grouped.reductions > 0) device.tuning.persistent_staged = 0;
   InnerOuterParams p;
   p.problem = problem;
   ReductionProblem rows = problem.rows;
   rows.wants_persistent = true;
   rows.splittable = false;
-  // A thread keeps one partial sum per element of its row share and outer reduction: like a kept tensor.
-  rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions;
+  // A thread keeps one partial sum per element of its row share and outer (or grouped) reduction: like a
+  // kept tensor.
+  rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions +
+                        problem.grouped.reductions;
+  // An item of a grouped walk holds one group's rows: no more thread rows than a group has.
+  if (problem.grouped.reductions > 0) rows.rows = std::clamp<int64_t>(problem.grouped.group_rows, 1, rows.rows);
   p.inner = reductionHeuristics(device, rows);
+  p.inner.problem.rows = problem.rows.rows;
+  p.inner.grid = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
   // Registers: the kept row (dead by the time the extra rows are walked) or, streamed, a few vectors.
   const int64_t kept = p.inner.chunks * p.inner.vectorize * rows.cached_tensors;
@@ -74,15 +103,20 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& device, const InnerOuter
                                   : p.inner.staged     ? 2 * p.inner.stage_bytes
                                                        : 0;
   // (With a KiB to spare for the block reductions' own shared memory and each array's alignment.)
+  // A block with several thread rows adds up their sums of each grouped item in shared memory.
+  p.group_combine_bytes = p.inner.threads_y > 1 ? problem.grouped.reductions * p.inner.threads_y *
+                                                      problem.rows.row_length * problem.accumulator_bytes
+                                                : 0;
   p.combine_in_block = p.inner.threads_y > 1 && combine_bytes <= kMaxCombineBytes &&
-                       row_cache_bytes + combine_bytes + 1024 <= device.smem_per_block_optin;
+                       row_cache_bytes + p.group_combine_bytes + combine_bytes + 1024 <= device.smem_per_block_optin;
   p.combine_bytes = p.combine_in_block ? combine_bytes : 0;
-  const int64_t shared = row_cache_bytes + p.combine_bytes;
+  const int64_t shared = row_cache_bytes + p.group_combine_bytes + p.combine_bytes;
   if (shared > 0) per_sm = std::clamp<int64_t>(device.smem_per_sm / shared, 1, per_sm);
   const int64_t resident = static_cast<int64_t>(device.sm_count) * per_sm;
   // A block per SM at least while there are row groups for them, more while each keeps several.
   const int64_t floor = std::min<int64_t>(device.sm_count, row_groups);
   p.blocks = std::clamp<int64_t>(row_groups / kMinRowGroupsPerBlock, floor, std::max(resident, floor));
+  if (problem.grouped.reductions > 0) chooseGroupItems(problem.grouped, p);
   p.partial_rows = p.combine_in_block ? p.blocks : p.blocks * p.inner.threads_y;
   // The finish: a warp (wavefront) across columns, the rest of a tuned block down the partial rows.
   p.finish_threads_x = device.warp_size;

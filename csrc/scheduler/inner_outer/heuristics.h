@@ -23,11 +23,21 @@ struct ExtraOuterProblem {
   int64_t element_bytes = 4;  // of its widest operand
 };
 
+// Reductions over some of the rows' dims that keep the others (a learned position embedding's grad: the
+// rows' grad summed over the batch, kept per position): `groups` results per column (the kept dims'
+// elements), each over the `group_rows` rows that share them.
+struct GroupedOuterProblem {
+  int64_t reductions = 0;
+  int64_t groups = 1;
+  int64_t group_rows = 1;
+};
+
 struct InnerOuterProblem {
   ReductionProblem rows;         // the inner reductions' problem (rows, row length, vectorize, kept tensors)
   int64_t outer_reductions = 1;  // reductions over the rows, each a value per row element
   std::vector<ExtraOuterProblem> extras;
   int64_t accumulator_bytes = 4;  // of the outer reductions' partial sums (the widest)
+  GroupedOuterProblem grouped;
 };
 
 // How a block walks an extra reduction's rows after its own row groups: all its threads across the
@@ -53,6 +63,16 @@ struct InnerOuterParams {
   int64_t finish_threads_x = 32;  // the finishing kernel's block: columns ...
   int64_t finish_threads_y = 8;   // ... x partial rows summed by each column's threads
   std::vector<ExtraOuterParams> extras;  // per extra reduction (a partial row per block each)
+  // With grouped reductions the blocks walk items instead of row groups: item i is slice i % group_slices
+  // of group i / group_slices, `slice_rows` of the group's rows (a multiple of the block's thread rows).
+  // At an item's end the block adds up its thread rows' sums of the item (in shared memory,
+  // `group_combine_bytes`, where it has several thread rows) and stores them as the item's partial row
+  // (group_slices x groups x row length); the finish adds the slices. One slice where there are groups
+  // enough to fill the GPU: every block then owns whole groups.
+  int64_t group_slices = 1;
+  int64_t slice_rows = 1;
+  int64_t group_combine_bytes = 0;
+  int64_t groupItems() const { return problem.grouped.groups * group_slices; }
   InnerOuterProblem problem;  // what they were chosen for (another row count's: row_launch.h)
   std::string toString() const;   // without the grid (the kernel source's heading)
 };

@@ -1,5 +1,6 @@
 // The inner-outer kernel's last step: each thread's partial sums of the outer reductions (the columns of
-// every row it walked) stored to the shared workspaces the finish reads. Where the heuristics combine in
+// every row it walked) stored to the shared workspaces the finish reads; and the same for each item of
+// the grouped reductions, at the item's end. Where the heuristics combine in
 // the block, the thread rows first add up their sums in shared memory and the block stores one partial
 // row, every thread taking its own columns; either way whole vectors are stored where the row length
 // allows (16 bytes per access).
@@ -32,12 +33,10 @@ void storeRun(KernelBuilder& kb, TensorId ws, ExprId offset, VarId values, ExprI
   }
 }
 
-// Each thread row stores its own partial row (partial_rows = blocks x rows per block).
-void storePerThreadRow(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
-                       int64_t row_length, VarId chunk) {
-  const ReductionParams& rows = io.inner;
+// Each thread row stores its own partial row, `partial_row`.
+void storePerThreadRow(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const ReductionParams& rows,
+                       int64_t row_length, VarId chunk, ExprId partial_row) {
   const int64_t vec = rows.vectorize;
-  const ExprId partial_row = kb.add(kb.mul(kb.blockIdx(0), kb.index(rows.threads_y)), kb.threadIdx(1));
   for (const ThreadPartials& p : partials) {
     kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
     const ExprId step = kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0));
@@ -47,16 +46,14 @@ void storePerThreadRow(KernelBuilder& kb, const std::vector<ThreadPartials>& par
   }
 }
 
-// The thread rows' sums added in shared memory; the block stores one partial row (partial_rows = blocks).
-void storeCombined(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
-                   int64_t row_length, VarId chunk) {
-  const ReductionParams& rows = io.inner;
+// The thread rows' sums added in `shared` (an array of threads_y x row_length per partial sum); the block
+// stores them as one partial row, `partial_row`.
+void storeCombined(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
+                   const ReductionParams& rows, int64_t row_length, VarId chunk, ExprId partial_row) {
   const int64_t vec = rows.vectorize;
-  std::vector<VarId> shared;
-  for (const ThreadPartials& p : partials) {
-    const VarId s = kb.arrayVar("combine", p.acc, rows.threads_y * row_length, VarKind::SharedArray);
-    kb.declare(s);
-    shared.push_back(s);
+  for (size_t o = 0; o < partials.size(); ++o) {
+    const ThreadPartials& p = partials[o];
+    const VarId s = shared[o];
     kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
     const ExprId first = kb.mul(kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0)), kb.index(vec));
     const bool whole_vectors = row_length % vec == 0;  // a vector's elements all in the row or all past it
@@ -92,8 +89,7 @@ void storeCombined(KernelBuilder& kb, const std::vector<ThreadPartials>& partial
       }
       kb.localWrite(sum, kb.index(l), total);
     }
-    storeRun(kb, p.workspace, kb.add(kb.mul(kb.blockIdx(0), kb.index(row_length)), col), sum, kb.index(0), width,
-             width);
+    storeRun(kb, p.workspace, kb.add(kb.mul(partial_row, kb.index(row_length)), col), sum, kb.index(0), width, width);
     kb.close();
     kb.close();
   }
@@ -118,13 +114,36 @@ void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, 
   }
 }
 
+std::vector<VarId> declareCombineArrays(KernelBuilder& kb, const std::vector<ThreadPartials>& partials,
+                                       const ReductionParams& rows, int64_t row_length) {
+  std::vector<VarId> shared;
+  for (const ThreadPartials& p : partials) {
+    shared.push_back(kb.arrayVar("combine", p.acc, rows.threads_y * row_length, VarKind::SharedArray));
+    kb.declare(shared.back());
+  }
+  return shared;
+}
+
 void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const InnerOuterParams& io,
                       int64_t row_length, VarId chunk) {
+  const ReductionParams& rows = io.inner;
   if (io.combine_in_block) {
-    storeCombined(kb, partials, io, row_length, chunk);
+    storeCombined(kb, partials, declareCombineArrays(kb, partials, rows, row_length), rows, row_length, chunk,
+                  kb.blockIdx(0));
   } else {
-    storePerThreadRow(kb, partials, io, row_length, chunk);
+    storePerThreadRow(kb, partials, rows, row_length, chunk,
+                      kb.add(kb.mul(kb.blockIdx(0), kb.index(rows.threads_y)), kb.threadIdx(1)));
   }
+}
+
+void storeGroupItem(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
+                    const ReductionParams& rows, int64_t row_length, VarId chunk, ExprId partial_row) {
+  if (rows.threads_y == 1) {
+    storePerThreadRow(kb, partials, rows, row_length, chunk, partial_row);
+    return;
+  }
+  storeCombined(kb, partials, shared, rows, row_length, chunk, partial_row);
+  kb.barrier();  // the next item's thread rows write the arrays again
 }
 
 }  // namespace braze::scheduler

@@ -184,10 +184,14 @@ struct ExpectedDims {
 // own domain dim or for none.
 bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const ReductionDomain& domain,
              const ExpectedDims& expected_dims, int64_t n) {
-  // A row-sized value has the domain's size-1 dims too: the walk indexes it as the domain (a copy of the
-  // reduced tensor with a size-1 dim added or dropped was written in part where the reduced dims are not
-  // the innermost).
-  if (n == domain.full_numel && n != domain.outer_numel && sizes != domain.input_sizes) return false;
+  // A row-sized value has the domain's size-1 dims too where the reduced dims are not the innermost: the
+  // walk indexes it as the domain (a copy of the reduced tensor with a size-1 dim added or dropped was
+  // written in part). Rows walked whole (an inner domain) index it by its linear position: a size-1 dim
+  // more or less (Thunder's batch of 1 squeezed) is the same element.
+  if (n == domain.full_numel && n != domain.outer_numel && sizes != domain.input_sizes &&
+      (!domain.inner || withoutOnes(sizes) != withoutOnes(domain.input_sizes))) {
+    return false;
+  }
   const std::vector<int64_t>& expected = expected_dims.of(n, domain);
   size_t k = 0;
   for (size_t q = 0; q < sizes.size(); ++q) {

@@ -47,6 +47,14 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
     extra_.push_back(r);
     return true;
   });
+  // Reductions over some of the row dims: summed per item of their own walk of the rows.
+  std::erase_if(outer_, [&](const Expr* r) {
+    const std::optional<RowGrouping> grouping = rowGroupingOf(*r, domain_, bound_);
+    if (!grouping) return false;
+    grouping_ = *grouping;
+    grouped_.push_back(r);
+    return true;
+  });
 }
 
 void RowLowering::lower(const ReductionParams& params) {
@@ -104,16 +112,47 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
     for (int64_t i = 0; i < params_.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
     outer_acc_.push_back(acc);
   }
-  openRowGroupWalk(io.blocks);
+  // The grouped reductions' item sums and workspaces (named after the outer and extra ones'), and the
+  // arrays their thread rows add up in.
+  std::vector<ThreadPartials> item_sums;
+  for (size_t g = 0; g < grouped_.size(); ++g) {
+    const Plain p = plainOf(*grouped_[g]);
+    const VarId acc = kb_.arrayVar("grouped", p.acc, params_.chunks * vec);
+    kb_.declare(acc);
+    grouped_acc_.push_back(acc);
+    const int64_t numel = io.group_slices * grouping_.groups * row_length_;
+    const TensorId ws = kb_.addTensor(
+        workspaceParam(innerOuterPartialsName(outer_.size() + extra_.size() + g), p.acc, numel, false));
+    k.tensors[ws].shared = true;
+    item_sums.push_back({acc, ws, p.acc, p.op});
+  }
+  std::vector<VarId> item_shared;
+  if (!grouped_.empty() && params_.threads_y > 1) {
+    kb_.pushTarget(&declarations);
+    item_shared = declareCombineArrays(kb_, item_sums, params_, row_length_);
+    kb_.popTarget();
+  }
+  if (grouped_.empty()) {
+    openRowGroupWalk(io.blocks);
+  } else {
+    openGroupedWalk(io);
+  }
   prefetchRows();
   for (const Expr* e : facts_.reductions) reduce(*e);
   epilogue();
-  kb_.close();
+  if (grouped_.empty()) {
+    kb_.close();
+  } else {
+    closeGroupedItem(item_sums, item_shared);
+  }
   std::vector<OuterPartials> partials;
   for (const Expr* e : outer_) partials.push_back({e, row_length_, io.partial_rows, "partial_rows"});
   for (size_t x = 0; x < extra_.size(); ++x) {
     walkExtraRows(kb_, vb_, ctx_, bound_, {extra_[x], io.extras[x], params_, io.blocks, partials.size()}, lane_);
     partials.push_back({extra_[x], io.extras[x].columns, io.blocks, "blocks"});
+  }
+  for (const Expr* e : grouped_) {
+    partials.push_back({e, grouping_.groups * row_length_, io.group_slices, "group_slices"});
   }
   // Each thread's partial sums: its columns of every row it walked.
   std::vector<ThreadPartials> sums;
@@ -152,9 +191,14 @@ void RowLowering::finishKernel(std::vector<Stmt>& declarations, std::vector<Stmt
 }
 
 InnerOuterParams RowLowering::chooseInnerOuter() {
-  InnerOuterProblem problem{rowProblem(true), static_cast<int64_t>(outer_.size()), {}};
-  for (const Expr* e : outer_) {
-    problem.accumulator_bytes = std::max<int64_t>(problem.accumulator_bytes, sizeOf(plainOf(*e).acc));
+  InnerOuterProblem problem{rowProblem(true), static_cast<int64_t>(outer_.size()), {}, 4, {}};
+  for (const auto* list : {&outer_, &grouped_}) {
+    for (const Expr* e : *list) {
+      problem.accumulator_bytes = std::max<int64_t>(problem.accumulator_bytes, sizeOf(plainOf(*e).acc));
+    }
+  }
+  if (!grouped_.empty()) {
+    problem.grouped = {static_cast<int64_t>(grouped_.size()), grouping_.groups, grouping_.group_rows};
   }
   for (const Expr* r : extra_) {
     // Vectors along the columns, as wide as every tensor of the extra operand's shape allows.
@@ -390,6 +434,7 @@ void RowLowering::keepRows(std::vector<Stmt>* declarations) {
 std::vector<const Val*> RowLowering::keptRowInputs(bool per_row) const {
   std::vector<const Expr*> reductions = facts_.reductions;
   reductions.insert(reductions.end(), outer_.begin(), outer_.end());
+  reductions.insert(reductions.end(), grouped_.begin(), grouped_.end());
   std::vector<const Val*> taken;
   for (const Val* val : ctx_.segment.inputs) {  // in the segment's order: the same source every time
     if (ctx_.inputs.count(val) == 0 || !val->isTensor()) continue;
@@ -426,7 +471,7 @@ void RowLowering::prefetchRows() {
 
 std::vector<const Val*> RowLowering::prologueOutputs() const {
   std::vector<const Val*> outs;
-  if (params_.persistent || !outer_.empty()) return outs;
+  if (params_.persistent || !outer_.empty() || !grouped_.empty()) return outs;
   for (const Val* out : ctx_.segment.outputs) {
     if (isFullOutput(out) && facts_.after_reduction.count(out) == 0) outs.push_back(out);
   }
@@ -445,16 +490,15 @@ void RowLowering::storeFullOutputs(Chunk& c, const std::vector<Idx>& index, cons
   }
 }
 
-void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, size_t o) {
-  const Expr& e = *outer_[o];
+void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, const Expr& e, VarId sums) {
   const Plain p = plainOf(e);
   const ExprId v = reducedElement(kb_, vb_.valueAt(e.input(0), index), e.input(0)->dtype(), p.out);
   const int64_t vec = params_.vectorize;
   kb_.pushTarget(vec > 1 ? &c.body : &c.pre);
   ExprId slot = kb_.mul(kb_.ref(chunk_var_), kb_.index(vec));
   if (vec > 1) slot = kb_.add(slot, kb_.ref(lane_));
-  const ExprId combined = kb_.elementwise(combineOf(p.op), p.acc, {kb_.localRead(outer_acc_[o], slot), v});
-  kb_.localWrite(outer_acc_[o], slot, combined);
+  const ExprId combined = kb_.elementwise(combineOf(p.op), p.acc, {kb_.localRead(sums, slot), v});
+  kb_.localWrite(sums, slot, combined);
   kb_.popTarget();
 }
 
@@ -468,10 +512,11 @@ void RowLowering::epilogue() {
   const std::vector<const Val*> prologue = prologueOutputs();
   std::erase_if(full,
                 [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); });
-  if (!full.empty() || !outer_.empty()) {
+  if (!full.empty() || !outer_.empty() || !grouped_.empty()) {
     vb_.setLastPass();
     forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
-      for (size_t o = 0; o < outer_.size(); ++o) accumulateOuter(c, index, o);
+      for (size_t o = 0; o < outer_.size(); ++o) accumulateOuter(c, index, *outer_[o], outer_acc_[o]);
+      for (size_t g = 0; g < grouped_.size(); ++g) accumulateOuter(c, index, *grouped_[g], grouped_acc_[g]);
       storeFullOutputs(c, index, full);
     });
   }

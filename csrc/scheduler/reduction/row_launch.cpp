@@ -69,7 +69,8 @@ std::optional<SegmentHeuristics> innerOuterHeuristicsAtRows(const DeviceInfo& de
                                                             int64_t from, int64_t to) {
   InnerOuterProblem problem = paramsOf<InnerOuterParams>(chosen).problem;
   const std::optional<int64_t> rows = scaledRows(problem.rows.rows, from, to);
-  if (!rows) return std::nullopt;
+  // Grouped reductions: which row dims the factor scales (groups or rows per group) is not known here.
+  if (!rows || problem.grouped.reductions > 0) return std::nullopt;
   problem.rows.rows = *rows;
   return heuristicsOf(*chosen.lowering, innerOuterHeuristics(device, problem), chosen.fallback);
 }
@@ -94,6 +95,8 @@ bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuris
                         std::span<Kernel> kernels) {
   const InnerOuterParams& io = paramsOf<InnerOuterParams>(heuristics);
   if (lowered_at.lowering != heuristics.lowering || kernels.size() != 2) return false;
+  // A grouped walk's code has the groups' strides among the rows in it.
+  if (io.problem.grouped.reductions > 0) return false;
   const InnerOuterParams& at = paramsOf<InnerOuterParams>(lowered_at);
   if (!sameRows(at.inner, io.inner) || at.extras.size() != io.extras.size()) return false;
   for (size_t x = 0; x < io.extras.size(); ++x) {

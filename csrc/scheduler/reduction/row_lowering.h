@@ -13,6 +13,7 @@
 // over row groups and the staged rows).
 #pragma once
 
+#include "scheduler/inner_outer/entry.h"
 #include "scheduler/inner_outer/heuristics.h"
 #include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
@@ -157,9 +158,18 @@ class RowLowering {
   // Stores `outs` (each with an element per domain element) at the domain element `index`.
   void storeFullOutputs(Chunk& c, const std::vector<Idx>& index, const std::vector<const Val*>& outs);
 
-  // Adds outer reduction `o`'s value at `index` (this thread's element of its current row) to the
-  // thread's partial sum of that column.
-  void accumulateOuter(Chunk& c, const std::vector<Idx>& index, size_t o);
+  // Adds outer reduction `e`'s value at `index` (this thread's element of its current row) to the
+  // thread's partial sum of that column in `sums`.
+  void accumulateOuter(Chunk& c, const std::vector<Idx>& index, const Expr& e, VarId sums);
+
+  // Grouped reductions (row_grouped_walk.cpp): opens the loop over items blockIdx.x, + blocks, ... and,
+  // in it, the loop over the item's rows, threads_y at a time; binds the row and sets the item's sums to
+  // the reductions' identity. closeGroupedItem closes the row loop, stores the item's sums (its partial
+  // row of each of `sums`' workspaces), and closes the item loop.
+  void openGroupedWalk(const InnerOuterParams& io);
+  void closeGroupedItem(const std::vector<ThreadPartials>& sums, const std::vector<VarId>& shared);
+  // The row (its linear index over the row dims) of row `j` of group `group`.
+  ExprId groupedRow(ExprId group, ExprId j);
 
   // The row value as an expression: the scalar, or the array's element for the current lane.
   ExprId rowValue(const RowVar& v) {
@@ -218,6 +228,10 @@ class RowLowering {
   CandidateFacts facts_;
   std::vector<const Expr*> outer_;              // inner-outer: the reductions over the rows
   std::vector<const Expr*> extra_;              // and over the same rows of other tensors
+  std::vector<const Expr*> grouped_;            // and over some of the row dims (inner_outer/entry.h)
+  RowGrouping grouping_;                        // the grouped reductions' (one for all)
+  std::vector<VarId> grouped_acc_;              // per grouped reduction: this thread's sums of the item
+  ExprId group_ = -1, slice_ = -1;              // the current item's group and slice
   ValSet after_outer_;  // their results and what is computed from them
   std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums

@@ -81,6 +81,41 @@ inline KernelCase normBackwardCase(const NormBackward& n, uint64_t seed) {
   return c;
 }
 
+// GPT's first layer-norm backward as Thunder hands it: grad_out, x and the grad arriving through the
+// residual stream [batch, seq, hidden], mean and rstd [batch, seq, 1] float, weight [hidden] in; grad_in
+// (plus the residual's) in the inputs' dtype, grad_weight, grad_bias, and grad_in summed over dim
+// `summed` (0: the batch, the learned position embedding's grad [seq, hidden]; 1: the sequence) out.
+inline KernelCase normBackwardGroupedCase(int64_t batch, int64_t seq, int64_t hidden, DataType dtype, int64_t summed,
+                                          uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  const std::vector<int64_t> rows{batch, seq, hidden}, stats{batch, seq, 1};
+  {
+    FusionGuard g(&f);
+    const DataType f32 = DataType::Float;
+    TensorView* grad_out = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    TensorView* residual = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    TensorView* mean = defineTensor({-1, -1, 1}, {true, true, std::nullopt}, f32);
+    TensorView* rstd = defineTensor({-1, -1, 1}, {true, true, std::nullopt}, f32);
+    TensorView* weight = defineTensor({-1}, {true}, dtype);
+    Val* go = cast(grad_out, f32);
+    Val* x_hat = mul(sub(cast(x, f32), mean), rstd);
+    Val* gw = mul(go, broadcast(cast(weight, f32)->asTensor(), {true, true, false}));
+    Val* c_size = size(x, 2);
+    Val* b = div(reduce(OpKind::Sum, mul(gw, x_hat)->asTensor(), {2}, /*keepdim=*/true), c_size);
+    Val* centered = sub(gw, div(reduce(OpKind::Sum, gw->asTensor(), {2}, /*keepdim=*/true), c_size));
+    Val* grad_in = add(cast(residual, f32), mul(rstd, sub(centered, mul(x_hat, b))));
+    f.addOutput(cast(grad_in, dtype));
+    f.addOutput(cast(reduce(OpKind::Sum, mul(go, x_hat)->asTensor(), {0, 1}), dtype));
+    f.addOutput(cast(reduce(OpKind::Sum, go->asTensor(), {0, 1}), dtype));
+    f.addOutput(cast(reduce(OpKind::Sum, grad_in->asTensor(), {summed}), dtype));
+  }
+  c.inputs = randomInputs(f, seed, {rows, rows, rows, stats, stats, {hidden}});
+  c.expect = expectKernels(2, SchedulerKind::InnerOuterPersistent);
+  return c;
+}
+
 // grad_in = grad * act'(x) (GELU with erf, or SiLU) in the inputs' dtype, and its sum over the rows
 // (the bias grad of the linear before the activation; Thunder sums it in another fusion, `own_bias_grad`
 // false). With `beside_width`, the bias grad of the next linear too: a third input [rows, beside_width]
@@ -193,6 +228,14 @@ inline std::vector<KernelCaseMaker> backwardCases() {
   // Enough rows that each block walks the linear's rows several at a time, and some one at a time after.
   norm("layer_norm_backward_linear_bias_grad_1100x48_w80", {.rows = 1100, .hidden = 48, .extra_width = 80}, 2,
        inner_outer);
+  // With the position embedding's grad (grad_in summed over the batch): whole groups per block, groups split
+  // into slices (few positions, many sequences), and a sum over the sequence instead.
+  cases.push_back({"layer_norm_backward_position_grad_bf16_3x37x96",
+                   [] { return normBackwardGroupedCase(3, 37, 96, DataType::BFloat16, 0, 71); }});
+  cases.push_back({"layer_norm_backward_position_grad_f32_300x3x40",
+                   [] { return normBackwardGroupedCase(300, 3, 40, DataType::Float, 0, 72); }});
+  cases.push_back({"layer_norm_backward_sequence_sum_f16_5x19x64",
+                   [] { return normBackwardGroupedCase(5, 19, 64, DataType::Half, 1, 73); }});
   norm("rms_norm_backward_bf16_29x160", {.rows = 29, .hidden = 160, .rms = true, .bias = false}, 2, inner_outer);
   norm("rms_norm_backward_f32_7x9", {.rows = 7, .hidden = 9, .dtype = DataType::Float, .rms = true, .bias = false},
        2, inner_outer);

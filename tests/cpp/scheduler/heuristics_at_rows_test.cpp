@@ -59,7 +59,7 @@ TEST(HeuristicsAtRows, NoneWithoutARowCountToScale) {
 
 TEST(HeuristicsAtRows, TheInnerOuterSchedulerGetsTheHeuristicsOfItsProblemAtTheScaledRowCount) {
   for (const DeviceInfo& device : {DeviceInfo::h100Sxm(), DeviceInfo::a100()}) {
-    const InnerOuterProblem at{rowsOf(4095, 768), 2, {{3072, 8}}, 4};
+    const InnerOuterProblem at{rowsOf(4095, 768), 2, {{3072, 8}}, 4, {}};
     const SegmentHeuristics chosen = heuristicsOf(innerOuterPersistentScheduler(), innerOuterHeuristics(device, at));
     for (const int64_t to : {2049, 129, 3}) {
       const std::optional<SegmentHeuristics> scaled =

@@ -2,6 +2,7 @@
 // backward's rows (grad_out and x kept, two outer reductions) at Thunder's nanoGPT width and at a large one.
 #include "scheduler/inner_outer/heuristics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -13,6 +14,8 @@ InnerOuterProblem layerNormBackward(int64_t rows, int64_t hidden, int64_t outer 
   return {{.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = 4,
            .cached_tensors = 2, .widest_dtype_bytes = 4},
           outer,
+          {},
+          4,
           {}};
 }
 
@@ -196,5 +199,52 @@ TEST(InnerOuterHeuristics, AnExtraReductionHasSeveralRowsInFlightWithinTheRegist
   EXPECT_EQ(p.extras.at(0).rows_in_flight, 4) << p.toString();
 }
 
+
+// Grouped sums (a position embedding's grad: grad_in summed over the batch, kept per position): the blocks
+// walk items of one group's rows, whole groups where there are enough of them to fill the GPU (GPT-2's
+// 1024 positions of 8 sequences, ViT's 197 patches of 64 images), slices of a group where they are few
+// (4 positions of 4096 sequences); every block as many items as the others, no thread row beyond a
+// group's rows, no staging (its copies follow the row order), and the items' shared memory in budget.
+TEST(InnerOuterHeuristics, GroupedSumsWalkWholeGroupsOrEvenSlicesOfThem) {
+  struct Shape {
+    int64_t groups, group_rows, hidden;
+  };
+  for (DeviceInfo device : {DeviceInfo::h100Sxm(), DeviceInfo::a100(), DeviceInfo::mi300x()}) {
+    device.tuning.persistent_staged = 1;
+    for (const Shape s : {Shape{1024, 8, 768}, Shape{197, 64, 768}, Shape{4, 4096, 768}, Shape{1024, 1, 64},
+                          Shape{37, 3, 96}, Shape{512, 8, 8192}}) {
+      InnerOuterProblem problem = layerNormBackward(s.groups * s.group_rows, s.hidden);
+      problem.rows.row_data_bytes = 4;
+      problem.rows.row_data_min_bytes = 2;
+      problem.grouped = {1, s.groups, s.group_rows};
+      const InnerOuterParams p = innerOuterHeuristics(device, problem);
+      SCOPED_TRACE(p.toString());
+      const int64_t ty = p.inner.threads_y;
+      EXPECT_FALSE(p.inner.staged);
+      EXPECT_LE(ty, std::max<int64_t>(nextPow2(s.group_rows), 1));
+      EXPECT_EQ(p.slice_rows % ty, 0);
+      EXPECT_GE(p.group_slices * p.slice_rows, s.group_rows);
+      EXPECT_LT((p.group_slices - 1) * p.slice_rows, s.group_rows);
+      const int64_t items = p.groupItems();
+      EXPECT_EQ(items, s.groups * p.group_slices);
+      EXPECT_LE(p.blocks, items);
+      const int64_t waves = (items + p.blocks - 1) / p.blocks;
+      EXPECT_LT(waves * p.blocks - items, p.blocks);  // the last wave's idle blocks: fewer than one wave
+      EXPECT_LT(waves * (p.blocks - 1), items);  // one block fewer would need another wave
+      const int64_t row_groups = s.groups * ((s.group_rows + ty - 1) / ty);
+      EXPECT_GE(items, std::min<int64_t>(device.sm_count, row_groups));
+      EXPECT_EQ(p.group_combine_bytes, ty > 1 ? ty * s.hidden * 4 : 0);
+      EXPECT_LE(p.group_combine_bytes + p.combine_bytes + 1024, device.smem_per_block_optin);
+      EXPECT_NE(p.toString().find(fmt::format("sums over the {} rows of each of {} groups", s.group_rows, s.groups)),
+                std::string::npos);
+      if (s.groups >= 1024) {
+        EXPECT_EQ(p.group_slices, 1);
+      }
+      if (s.groups == 4) {
+        EXPECT_GT(p.group_slices, 1);
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace braze
