@@ -68,7 +68,7 @@ struct InnerOuterParams {
   // At an item's end the block adds up its thread rows' sums of the item (in shared memory,
   // `group_combine_bytes`, where it has several thread rows) and stores them as the item's partial row
   // (group_slices x groups x row length); the finish adds the slices. One slice where there are groups
-  // enough to fill the GPU: every block then owns whole groups.
+  // enough to fill the GPU: every block then owns whole groups and writes their outputs itself.
   int64_t group_slices = 1;
   int64_t slice_rows = 1;
   int64_t group_combine_bytes = 0;

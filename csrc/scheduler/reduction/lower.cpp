@@ -114,16 +114,22 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   }
   // The grouped reductions' item sums and workspaces (named after the outer and extra ones'), and the
   // arrays their thread rows add up in.
+  // Where the items write the outputs of the grouped results themselves, they need no workspace.
+  const std::vector<const Val*> item_outputs = grouped_.empty() ? std::vector<const Val*>{}
+                                                                : groupedOutputsWrittenByItems(io);
   std::vector<ThreadPartials> item_sums;
   for (size_t g = 0; g < grouped_.size(); ++g) {
     const Plain p = plainOf(*grouped_[g]);
     const VarId acc = kb_.arrayVar("grouped", p.acc, params_.chunks * vec);
     kb_.declare(acc);
     grouped_acc_.push_back(acc);
-    const int64_t numel = io.group_slices * grouping_.groups * row_length_;
-    const TensorId ws = kb_.addTensor(
-        workspaceParam(innerOuterPartialsName(outer_.size() + extra_.size() + g), p.acc, numel, false));
-    k.tensors[ws].shared = true;
+    TensorId ws = -1;
+    if (item_outputs.empty()) {
+      const int64_t numel = io.group_slices * grouping_.groups * row_length_;
+      ws = kb_.addTensor(
+          workspaceParam(innerOuterPartialsName(outer_.size() + extra_.size() + g), p.acc, numel, false));
+      k.tensors[ws].shared = true;
+    }
     item_sums.push_back({acc, ws, p.acc, p.op});
   }
   std::vector<VarId> item_shared;
@@ -142,8 +148,12 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   epilogue();
   if (grouped_.empty()) {
     kb_.close();
-  } else {
+  } else if (item_outputs.empty()) {
     closeGroupedItem(item_sums, item_shared);
+  } else {
+    kb_.close();  // the item's rows
+    writeGroupedOutputs(item_outputs, item_shared);
+    kb_.close();  // the items
   }
   std::vector<OuterPartials> partials;
   for (const Expr* e : outer_) partials.push_back({e, row_length_, io.partial_rows, "partial_rows"});
@@ -151,7 +161,7 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
     walkExtraRows(kb_, vb_, ctx_, bound_, {extra_[x], io.extras[x], params_, io.blocks, partials.size()}, lane_);
     partials.push_back({extra_[x], io.extras[x].columns, io.blocks, "blocks"});
   }
-  for (const Expr* e : grouped_) {
+  for (const Expr* e : item_outputs.empty() ? grouped_ : std::vector<const Expr*>{}) {
     partials.push_back({e, grouping_.groups * row_length_, io.group_slices, "group_slices"});
   }
   // Each thread's partial sums: its columns of every row it walked.
@@ -166,7 +176,16 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
   storePartialRows(kb_, sums, io, row_length_, chunk_var_);
   kb_.popTarget();
   finishKernel(declarations, passes, {io.blocks, 1}, io.toString());
-  ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, after_outer_, io));
+  if (partials.empty()) return;  // the items wrote every outer result's outputs
+  // The finish writes what is computed from its partial sums: not the outputs the items wrote.
+  ValSet finished;
+  for (const Expr* e : ctx_.segment.exprs) {
+    for (const Val* v : e->outputs()) {
+      const bool by_items = std::find(item_outputs.begin(), item_outputs.end(), v) != item_outputs.end();
+      if (after_outer_.count(v) != 0 && !by_items) finished.insert(v);
+    }
+  }
+  ctx_.follow_ups.push_back(lowerInnerOuterFinish(ctx_, partials, finished, io));
 }
 
 void RowLowering::beginRowGroupWalk() {

@@ -1,9 +1,13 @@
 // The inner-outer kernel's walk where it has grouped reductions (inner_outer/entry.h: sums over some of
 // the row dims, a position embedding's grad summed over the batch): the blocks walk items, each a slice
 // of one group's rows, instead of row groups in row order, so an item's rows all add into the same
-// results. The item's sums are stored at its end as its partial row (group_slices x groups x row
-// length); the finish adds the slices per column and writes what is computed from the results.
+// results. Where an item is a whole group, it writes the outputs computed from its sums itself;
+// otherwise its sums are stored as its partial row (group_slices x groups x row length), and the finish
+// adds the slices per column and writes what is computed from the results.
 #include "scheduler/reduction/row_lowering.h"
+
+#include <algorithm>
+#include <unordered_set>
 
 namespace braze::scheduler {
 
@@ -54,6 +58,87 @@ ExprId RowLowering::groupedRow(ExprId group, ExprId j) {
   add_dims(group, kept_sizes, kept_strides);
   add_dims(j, summed_sizes, summed_strides);
   return row;
+}
+
+std::vector<const Val*> RowLowering::groupedOutputsWrittenByItems(const InnerOuterParams& io) const {
+  if (io.group_slices != 1) return {};
+  const int64_t width = grouping_.groups * row_length_;
+  for (const Expr* r : extra_) {
+    if (bound_.numel(r->output(0)) == width) return {};  // the finish computes that width
+  }
+  // The values computed from the grouped results, and those computed from any other outer result.
+  std::unordered_set<const Val*> from_grouped, from_others;
+  for (const Expr* e : ctx_.segment.exprs) {
+    const bool grouped = std::find(grouped_.begin(), grouped_.end(), e) != grouped_.end();
+    const bool other = std::find(outer_.begin(), outer_.end(), e) != outer_.end() ||
+                       std::find(extra_.begin(), extra_.end(), e) != extra_.end();
+    bool reads_grouped = grouped, reads_other = other;
+    for (const Val* in : e->inputs()) {
+      reads_grouped = reads_grouped || from_grouped.count(in) != 0;
+      reads_other = reads_other || from_others.count(in) != 0;
+    }
+    for (const Val* out : e->outputs()) {
+      if (reads_grouped) from_grouped.insert(out);
+      if (reads_other) from_others.insert(out);
+    }
+  }
+  std::vector<const Val*> outputs;
+  for (const Val* v : from_grouped) {
+    if (from_others.count(v) != 0) return {};  // one value of both: the finish has both results
+  }
+  for (const Val* out : ctx_.segment.outputs) {
+    if (from_grouped.count(out) != 0) outputs.push_back(out);
+  }
+  return outputs;
+}
+
+void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<VarId>& shared) {
+  const int64_t vec = params_.vectorize;
+  const int64_t thread_rows = params_.threads_y;
+  const auto column = [&](int64_t l) {
+    return kb_.add(kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0)),
+                           kb_.index(vec)),
+                   kb_.index(l));
+  };
+  // Several thread rows: each one's sums into its row of the shared arrays; the first thread row adds
+  // them up for its columns.
+  if (thread_rows > 1) {
+    for (size_t g = 0; g < grouped_.size(); ++g) {
+      kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
+      for (int64_t l = 0; l < vec; ++l) {
+        kb_.openIf(kb_.lt(column(l), kb_.index(row_length_)));
+        kb_.localWrite(shared[g], kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(row_length_)), column(l)),
+                       kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l))));
+        kb_.close();
+      }
+      kb_.close();
+    }
+    kb_.barrier();
+  }
+  const ExprId group_start = kb_.mul(group_, kb_.index(row_length_));
+  kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
+  for (int64_t l = 0; l < vec; ++l) {
+    const ExprId col = column(l);
+    ExprId in_row = kb_.lt(col, kb_.index(row_length_));
+    if (thread_rows > 1) in_row = kb_.land(kb_.eq(kb_.threadIdx(1), kb_.index(0)), in_row);
+    emitChunk(kb_, vb_, in_row, 1, lane_, [&](Chunk& c) {
+      for (size_t g = 0; g < grouped_.size(); ++g) {
+        const Plain p = plainOf(*grouped_[g]);
+        ExprId total = kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l)));
+        for (int64_t r = 1; r < thread_rows; ++r) {
+          total = kb_.elementwise(combineOf(p.op), p.acc,
+                                  {total, kb_.localRead(shared[g], kb_.add(kb_.index(r * row_length_), col))});
+        }
+        vb_.setResult(grouped_[g]->output(0), kb_.cast(total, p.out));
+      }
+      for (const Val* out : outputs) {
+        const std::vector<Idx> at = vb_.unflatten(kb_.add(group_start, col), false, bound_.sizesOf(out));
+        storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
+      }
+    });
+  }
+  kb_.close();
+  if (thread_rows > 1) kb_.barrier();  // the next item's thread rows write the arrays again
 }
 
 void RowLowering::closeGroupedItem(const std::vector<ThreadPartials>& sums, const std::vector<VarId>& shared) {

@@ -168,6 +168,13 @@ class RowLowering {
   // row of each of `sums`' workspaces), and closes the item loop.
   void openGroupedWalk(const InnerOuterParams& io);
   void closeGroupedItem(const std::vector<ThreadPartials>& sums, const std::vector<VarId>& shared);
+  // Where every item is a whole group and the outputs computed from the grouped results read nothing
+  // else: the outputs of those results' width, written by the item itself (the finish then has none of
+  // them). Empty where the finish computes them from the items' partial rows.
+  std::vector<const Val*> groupedOutputsWrittenByItems(const InnerOuterParams& io) const;
+  // At an item's end: its thread rows' sums added up (in `shared` where the block has several), and the
+  // outputs computed from them stored at the group's columns.
+  void writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<VarId>& shared);
   // The row (its linear index over the row dims) of row `j` of group `group`.
   ExprId groupedRow(ExprId group, ExprId j);
 
