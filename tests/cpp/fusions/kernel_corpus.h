@@ -79,6 +79,27 @@ inline KernelCase softmaxCase(int64_t rows, int64_t cols, DataType dtype, bool c
   return c;
 }
 
+// Softmax over [batch, seq, cols] with its maximum over the batch ([seq, cols]): a reduction over some of the
+// rows' dims beside the rows' own, each position's rows walked together by one kernel, which writes both.
+inline KernelCase batchedSoftmaxMaxCase(int64_t batch, int64_t seq, int64_t cols, DataType dtype, uint64_t seed) {
+  KernelCase c;
+  Fusion& f = *c.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    Val* xf = cast(x, DataType::Float);
+    TensorView* m = reduce(OpKind::Max, xf->asTensor(), {2}, /*keepdim=*/true);
+    Val* e = unaryOp(OpKind::Exp, sub(xf, m));
+    TensorView* s = reduce(OpKind::Sum, e->asTensor(), {2}, /*keepdim=*/true);
+    Val* softmax = div(e, s);
+    f.addOutput(cast(softmax, dtype));
+    f.addOutput(cast(reduce(OpKind::Max, softmax->asTensor(), {0}), dtype));
+  }
+  c.inputs = randomInputs(f, seed, {{batch, seq, cols}});
+  c.expect = expectKernels(1, SchedulerKind::InnerOuterPersistent);
+  return c;
+}
+
 // Cross entropy's per-row loss: -log_softmax(x)[row, target[row]] over [rows, vocab] bf16 logits, the
 // target picked in the kernel that keeps the row (one kernel), targets spread over the vocabulary.
 inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed) {
@@ -639,6 +660,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       {"scans_with_elementwise_ops_9x37", [] { return scanWithElementwiseCase(9, 37, 4); }},
       {"router_softmax_topk_37x8", [] { return routerCase(37, 8, 2); }},
       {"router_training_outputs_13x64x6", [] { return routerCase(13, 64, 6, /*training_outputs=*/true); }},
+      {"softmax_max_over_batch_bf16_6x37x72", [] { return batchedSoftmaxMaxCase(6, 37, 72, DataType::BFloat16, 74); }},
       {"matmul_bf16_33x17x257",
        [] { return matmulCase({33, 257}, {257, 17}, DataType::BFloat16, false, DataType::Null, 21); }},
       {"matmul_f16_1x1x1", [] { return matmulCase({1, 1}, {1, 1}, DataType::Half, false, DataType::Null, 22); }},
