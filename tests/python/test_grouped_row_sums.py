@@ -186,3 +186,31 @@ def test_a_batch_of_one_squeezed_is_written_by_the_norm_kernel():
     gi, gw_, _ = grad_in_of(inputs)
     for got, want in zip(device_switch.execute(fd, inputs), [gi, gw_.sum((0, 1)), gi[0]], strict=True):
         assert_close(got, want, DataType.BFloat16)
+
+
+def test_a_batch_of_one_defined_without_sizes_keeps_its_sum_apart():
+    """Run at batch 1, a definition without sizes sums grad_in over a dim of size 1: a copy of each row,
+    which items of one row each would make slow. No grouped walk: the norm backward keeps its thread rows,
+    and the values are still right."""
+    with FusionDefinition() as fd:
+        grad_in, gw, _ = define_rows(fd, F32, 3)
+        fd.add_output(fd.ops.sum(gw, [0, 1]))
+        fd.add_output(fd.ops.sum(grad_in, [0]))
+    inputs = rows_inputs(np.random.default_rng(4), F32, (1, 37, 96))
+    assert "sums over the" not in str(fd.explain(inputs))
+    gi, gw_, _ = grad_in_of(inputs)
+    for got, want in zip(device_switch.execute(fd, inputs), [gw_.sum((0, 1)), gi.sum(0)], strict=True):
+        assert_close(got, want, F32)
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 16), (3, 0, 16)])
+def test_empty_rows_give_empty_or_zero_sums(shape):
+    with FusionDefinition() as fd:
+        grad_in, gw, _ = define_rows(fd, F32, 3)
+        fd.add_output(grad_in)
+        fd.add_output(fd.ops.sum(gw, [0, 1]))
+        fd.add_output(fd.ops.sum(grad_in, [0]))
+    inputs = rows_inputs(np.random.default_rng(6), F32, shape)
+    gi, gw_, _ = grad_in_of(inputs)
+    for got, want in zip(device_switch.execute(fd, inputs), [gi, gw_.sum((0, 1)), gi.sum(0)], strict=True):
+        assert_close(got, want, F32)

@@ -12,7 +12,7 @@ std::optional<RowGrouping> rowGroupingOf(const Expr& r, const ReductionDomain& d
   std::vector<int64_t> storage;
   const std::vector<int64_t>& dims = ascendingDims(r, storage);
   RowGrouping grouping;
-  bool keeps_one = false;
+  bool keeps_one = false, sums_one = false;
   for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
     const bool summed = std::binary_search(dims.begin(), dims.end(), d) && sizes[d] != 1;
     if (std::binary_search(domain.dims.begin(), domain.dims.end(), d)) {
@@ -22,8 +22,12 @@ std::optional<RowGrouping> rowGroupingOf(const Expr& r, const ReductionDomain& d
     grouping.summed.push_back(summed);
     (summed ? grouping.group_rows : grouping.groups) *= sizes[d];
     keeps_one = keeps_one || (!summed && sizes[d] != 1);
+    sums_one = sums_one || summed;
   }
   if (!keeps_one) return std::nullopt;  // over every row: a plain outer reduction
+  // Over dims of size 1 only (a batch of 1 of a definition without sizes): a copy of each row, which a
+  // walk of one row per item would make slow; it stays a kernel of its own.
+  if (!sums_one) return std::nullopt;
   return grouping;
 }
 

@@ -65,8 +65,30 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& given, const InnerOuterP
   rows.cached_tensors = std::max<int64_t>(rows.cached_tensors, 1) + problem.outer_reductions +
                         problem.grouped.reductions;
   // An item of a grouped walk holds one group's rows: no more thread rows than a group has.
-  if (problem.grouped.reductions > 0) rows.rows = std::clamp<int64_t>(problem.grouped.group_rows, 1, rows.rows);
+  if (problem.grouped.reductions > 0) {
+    rows.rows = std::clamp<int64_t>(problem.grouped.group_rows, 1, std::max<int64_t>(rows.rows, 1));
+  }
   p.inner = reductionHeuristics(device, rows);
+  // The shared memory of the rows kept there (or staged), and of a grouped item's thread rows adding up
+  // their sums.
+  const auto row_cache_bytes_of = [&](const ReductionParams& inner) -> int64_t {
+    const int64_t kept_values = inner.chunks * inner.vectorize * rows.cached_tensors;
+    return inner.shared_cache ? kept_values * inner.threads_x * inner.threads_y * problem.rows.cached_value_bytes
+           : inner.staged     ? 2 * inner.stage_bytes
+                              : 0;
+  };
+  const auto group_combine_bytes_of = [&](const ReductionParams& inner) -> int64_t {
+    return inner.threads_y > 1 ? problem.grouped.reductions * inner.threads_y * problem.rows.row_length *
+                                     problem.accumulator_bytes
+                               : 0;
+  };
+  // (With a KiB to spare for the block reductions' own shared memory and each array's alignment.) Where an
+  // item's sums would not fit beside the row cache, one thread row per block, which adds up nothing.
+  if (problem.grouped.reductions > 0 &&
+      row_cache_bytes_of(p.inner) + group_combine_bytes_of(p.inner) + 1024 > device.smem_per_block_optin) {
+    rows.rows = 1;
+    p.inner = reductionHeuristics(device, rows);
+  }
   p.inner.problem.rows = problem.rows.rows;
   p.inner.grid = std::max<int64_t>(ceilDiv(problem.rows.rows, p.inner.threads_y), 1);
   const int64_t threads = p.inner.threads_x * p.inner.threads_y;
@@ -99,14 +121,8 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& given, const InnerOuterP
   per_sm = std::clamp<int64_t>(device.regs_per_sm / (threads * regs), 1, per_sm);
   const int64_t combine_bytes = problem.outer_reductions * p.inner.threads_y * problem.rows.row_length *
                                 problem.accumulator_bytes;
-  const int64_t row_cache_bytes = p.inner.shared_cache ? kept * threads * problem.rows.cached_value_bytes
-                                  : p.inner.staged     ? 2 * p.inner.stage_bytes
-                                                       : 0;
-  // (With a KiB to spare for the block reductions' own shared memory and each array's alignment.)
-  // A block with several thread rows adds up their sums of each grouped item in shared memory.
-  p.group_combine_bytes = p.inner.threads_y > 1 ? problem.grouped.reductions * p.inner.threads_y *
-                                                      problem.rows.row_length * problem.accumulator_bytes
-                                                : 0;
+  const int64_t row_cache_bytes = row_cache_bytes_of(p.inner);
+  p.group_combine_bytes = group_combine_bytes_of(p.inner);
   p.combine_in_block = p.inner.threads_y > 1 && combine_bytes <= kMaxCombineBytes &&
                        row_cache_bytes + p.group_combine_bytes + combine_bytes + 1024 <= device.smem_per_block_optin;
   p.combine_bytes = p.combine_in_block ? combine_bytes : 0;

@@ -235,6 +235,23 @@ TEST(InnerOuterHeuristics, GroupedSumsWalkWholeGroupsOrEvenSlicesOfThem) {
       EXPECT_GE(items, std::min<int64_t>(device.sm_count, row_groups));
       EXPECT_EQ(p.group_combine_bytes, ty > 1 ? ty * s.hidden * 4 : 0);
       EXPECT_LE(p.group_combine_bytes + p.combine_bytes + 1024, device.smem_per_block_optin);
+      // Many grouped sums of doubles, and a large tuned block: the items' sums still fit, in fewer thread
+      // rows where they must.
+      for (int64_t threads : {256, 1024}) {
+        DeviceInfo tuned = device;
+        tuned.tuning.block_threads = threads;
+        InnerOuterProblem many = problem;
+        many.grouped.reductions = 6;
+        many.accumulator_bytes = 8;
+        const InnerOuterParams q = innerOuterHeuristics(tuned, many);
+        const int64_t kept = q.inner.chunks * q.inner.vectorize * (2 + 2 + 6);
+        const int64_t row_cache = q.inner.shared_cache
+                                      ? kept * q.inner.threads_x * q.inner.threads_y * many.rows.cached_value_bytes
+                                      : 0;
+        EXPECT_EQ(q.group_combine_bytes, q.inner.threads_y > 1 ? 6 * q.inner.threads_y * s.hidden * 8 : 0);
+        EXPECT_LE(row_cache + q.group_combine_bytes + q.combine_bytes + 1024, tuned.smem_per_block_optin)
+            << q.toString();
+      }
       EXPECT_NE(p.toString().find(fmt::format("sums over the {} rows of each of {} groups", s.group_rows, s.groups)),
                 std::string::npos);
       if (s.groups >= 1024) {
