@@ -7,6 +7,7 @@
 #include "scheduler/reduction/row_lowering.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 namespace braze::scheduler {
@@ -95,50 +96,61 @@ std::vector<const Val*> RowLowering::groupedOutputsWrittenByItems(const InnerOut
 void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<VarId>& shared) {
   const int64_t vec = params_.vectorize;
   const int64_t thread_rows = params_.threads_y;
-  const auto column = [&](int64_t l) {
-    return kb_.add(kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0)),
-                           kb_.index(vec)),
-                   kb_.index(l));
-  };
-  // Several thread rows: each one's sums into its row of the shared arrays; the first thread row adds
-  // them up for its columns.
-  if (thread_rows > 1) {
-    for (size_t g = 0; g < grouped_.size(); ++g) {
-      kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
-      for (int64_t l = 0; l < vec; ++l) {
-        kb_.openIf(kb_.lt(column(l), kb_.index(row_length_)));
-        kb_.localWrite(shared[g], kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(row_length_)), column(l)),
-                       kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l))));
-        kb_.close();
-      }
-      kb_.close();
-    }
-    kb_.barrier();
-  }
   const ExprId group_start = kb_.mul(group_, kb_.index(row_length_));
-  kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
-  for (int64_t l = 0; l < vec; ++l) {
-    const ExprId col = column(l);
-    ExprId in_row = kb_.lt(col, kb_.index(row_length_));
-    if (thread_rows > 1) in_row = kb_.land(kb_.eq(kb_.threadIdx(1), kb_.index(0)), in_row);
-    emitChunk(kb_, vb_, in_row, 1, lane_, [&](Chunk& c) {
+  // Column `col` of the group: each grouped result from `total(g)`, then the outputs computed from them.
+  const auto write_column = [&](ExprId col, const std::function<ExprId(size_t)>& total) {
+    emitChunk(kb_, vb_, kb_.lt(col, kb_.index(row_length_)), 1, lane_, [&](Chunk& c) {
       for (size_t g = 0; g < grouped_.size(); ++g) {
-        const Plain p = plainOf(*grouped_[g]);
-        ExprId total = kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l)));
-        for (int64_t r = 1; r < thread_rows; ++r) {
-          total = kb_.elementwise(combineOf(p.op), p.acc,
-                                  {total, kb_.localRead(shared[g], kb_.add(kb_.index(r * row_length_), col))});
-        }
-        vb_.setResult(grouped_[g]->output(0), kb_.cast(total, p.out));
+        vb_.setResult(grouped_[g]->output(0), kb_.cast(total(g), plainOf(*grouped_[g]).out));
       }
       for (const Val* out : outputs) {
         const std::vector<Idx> at = vb_.unflatten(kb_.add(group_start, col), false, bound_.sizesOf(out));
         storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
       }
     });
+  };
+  const auto own_column = [&](int64_t l) {  // lane l of the thread's chunk: where its sums are
+    return kb_.add(kb_.mul(kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(params_.threads_x)), kb_.threadIdx(0)),
+                           kb_.index(vec)),
+                   kb_.index(l));
+  };
+  const auto own_sum = [&](size_t g, int64_t l) {
+    return kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l)));
+  };
+  if (thread_rows == 1) {  // the thread's sums are its columns' results
+    kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
+    for (int64_t l = 0; l < vec; ++l) write_column(own_column(l), [&](size_t g) { return own_sum(g, l); });
+    kb_.close();
+    return;
   }
+  // Several thread rows: each one's sums into its row of the shared arrays; then every thread of the
+  // block takes consecutive columns (coalesced stores) and adds up the thread rows' sums of each.
+  for (size_t g = 0; g < grouped_.size(); ++g) {
+    kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
+    for (int64_t l = 0; l < vec; ++l) {
+      kb_.openIf(kb_.lt(own_column(l), kb_.index(row_length_)));
+      kb_.localWrite(shared[g], kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(row_length_)), own_column(l)),
+                     own_sum(g, l));
+      kb_.close();
+    }
+    kb_.close();
+  }
+  kb_.barrier();
+  const int64_t threads = params_.threads_x * thread_rows;
+  const ExprId thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+  kb_.openFor(chunk_var_, kb_.index(0), kb_.index(ceilDiv(row_length_, threads)), kb_.index(1), false);
+  const ExprId col = kb_.letValue("group_col", kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(threads)), thread));
+  write_column(col, [&](size_t g) {
+    const Plain p = plainOf(*grouped_[g]);
+    ExprId total = kb_.localRead(shared[g], col);
+    for (int64_t r = 1; r < thread_rows; ++r) {
+      total = kb_.elementwise(combineOf(p.op), p.acc,
+                              {total, kb_.localRead(shared[g], kb_.add(kb_.index(r * row_length_), col))});
+    }
+    return total;
+  });
   kb_.close();
-  if (thread_rows > 1) kb_.barrier();  // the next item's thread rows write the arrays again
+  kb_.barrier();  // the next item's thread rows write the arrays again
 }
 
 void RowLowering::closeGroupedItem(const std::vector<ThreadPartials>& sums, const std::vector<VarId>& shared) {
