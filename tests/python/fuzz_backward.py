@@ -4,7 +4,8 @@ Python source (a failing case prints itself as a standalone reproducer).
 A case is one of:
 - a layer-norm or RMS-norm backward: grad_out and x of 2 or 3 dims, the forward's float32 mean and rstd
   (keepdim), maybe a weight; out grad_in (maybe plus a residual's grad), maybe grad_weight and grad_bias,
-  and 0-2 bias grads of neighbouring linears (sums over the same rows, of other widths);
+  and 0-2 bias grads of neighbouring linears (sums over the same rows, of other widths), and at times
+  grad_in summed over one of its row dims (a position embedding's grad);
 - an activation backward (GELU with erf or tanh, SiLU) with its linear's bias grad (or without it, as
   Thunder writes it), maybe through a dropout-like mask, and 0-2 bias grads of the next linears (sums over
   the same rows of other widths, side by side);
@@ -55,7 +56,8 @@ def _tensor(lines: list[str], body: list[str], name: str, shape: list[int], dtyp
     body.append(f"f_{name} = fd.ops.cast(t_{name}, DataType.Float)")
 
 
-def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs: list[str]) -> int | None:
+def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs: list[str],
+                   grouped_rng: random.Random) -> int | None:
     width = rng.choice([w for w in WIDTHS if w <= MAX_ELEMENTS])
     shape = _shape(rng, width)
     rank = len(shape)
@@ -116,6 +118,12 @@ def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs
     # of more than one element (a linear's 1-wide bias grad joins too): a single row's sums over its size-1
     # dims are no reductions at all, and rows of one element need no row reduction.
     plain = math.prod(row_shape) > 1 and width > 1 and (weight or bias)
+    if rank == 3 and grouped_rng.random() < 0.35:
+        # grad_in summed over one of the row dims (a learned position embedding's grad over the batch): the
+        # rows' pass sums each group's rows together where the dim has more than one element.
+        summed = grouped_rng.choice(rows_dims)
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(gi, [{summed}]), {out}))")
+        plain = plain and shape[summed] > 1
     return 2 if plain else None
 
 
@@ -207,7 +215,8 @@ def generate_backward(seed: int) -> str:
     inputs: list[str] = []
     kind = rng.random()
     if kind < 0.65:
-        kernels = _norm_backward(rng, lines, body, inputs)
+        # The grouped sums draw from a generator of their own: the other draws of a seed stay as they were.
+        kernels = _norm_backward(rng, lines, body, inputs, random.Random(f"grouped {seed}"))
     elif kind < 0.9:
         kernels = _activation_backward(rng, lines, body, inputs)
     else:
