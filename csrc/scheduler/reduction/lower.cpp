@@ -112,9 +112,8 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
     for (int64_t i = 0; i < params_.chunks * vec; ++i) kb_.localWrite(acc, kb_.index(i), identity(kb_, p.op, p.acc));
     outer_acc_.push_back(acc);
   }
-  // The grouped reductions' item sums and workspaces (named after the outer and extra ones'), and the
-  // arrays their thread rows add up in.
-  // Where the items write the outputs of the grouped results themselves, they need no workspace.
+  // The grouped reductions' item sums, their workspaces (named after the outer and extra ones'; none where
+  // the items write the outputs of the grouped results themselves), and the arrays their thread rows add up in.
   const std::vector<const Val*> item_outputs = grouped_.empty() ? std::vector<const Val*>{}
                                                                 : groupedOutputsWrittenByItems(io);
   std::vector<ThreadPartials> item_sums;
