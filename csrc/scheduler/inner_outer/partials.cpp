@@ -5,6 +5,7 @@
 // row, every thread taking its own columns; either way whole vectors are stored where the row length
 // allows (16 bytes per access).
 #include "scheduler/inner_outer/entry.h"
+#include "support/error.h"
 
 #include <algorithm>
 
@@ -142,6 +143,8 @@ void storeGroupItem(KernelBuilder& kb, const std::vector<ThreadPartials>& partia
     storePerThreadRow(kb, partials, rows, row_length, chunk, partial_row);
     return;
   }
+  BRAZE_ASSERT(shared.size() == partials.size(), "a grouped item of {} thread rows has {} shared arrays for {} sums",
+               rows.threads_y, shared.size(), partials.size());
   storeCombined(kb, partials, shared, rows, row_length, chunk, partial_row);
   kb.barrier();  // the next item's thread rows write the arrays again
 }

@@ -5,6 +5,7 @@
 // otherwise its sums are stored as its partial row (group_slices x groups x row length), and the finish
 // adds the slices per column and writes what is computed from the results.
 #include "scheduler/reduction/row_lowering.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <functional>
@@ -125,6 +126,8 @@ void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, co
   }
   // Several thread rows: each one's sums into its row of the shared arrays; then every thread of the
   // block takes consecutive columns (coalesced stores) and adds up the thread rows' sums of each.
+  BRAZE_ASSERT(shared.size() == grouped_.size(), "grouped items of {} thread rows have {} shared arrays for {} sums",
+               thread_rows, shared.size(), grouped_.size());
   for (size_t g = 0; g < grouped_.size(); ++g) {
     kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
     for (int64_t l = 0; l < vec; ++l) {
