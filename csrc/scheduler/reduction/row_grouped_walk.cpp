@@ -48,8 +48,10 @@ ExprId RowLowering::groupedRow(ExprId group, ExprId j) {
   int64_t stride = 1;
   for (size_t d = kept_sizes_.size(); d-- > 0;) {
     const bool summed = grouping_.summed[d];
-    (summed ? summed_sizes : kept_sizes).insert((summed ? summed_sizes : kept_sizes).begin(), kept_sizes_[d]);
-    (summed ? summed_strides : kept_strides).insert((summed ? summed_strides : kept_strides).begin(), stride);
+    std::vector<int64_t>& sizes = summed ? summed_sizes : kept_sizes;
+    std::vector<int64_t>& strides = summed ? summed_strides : kept_strides;
+    sizes.insert(sizes.begin(), kept_sizes_[d]);
+    strides.insert(strides.begin(), stride);
     stride *= std::max<int64_t>(kept_sizes_[d], 1);
   }
   ExprId row = kb_.index(0);
