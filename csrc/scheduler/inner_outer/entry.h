@@ -64,6 +64,10 @@ void storePartialRows(KernelBuilder& kb, const std::vector<ThreadPartials>& part
 // (threads_y x row_length each, one per element of `partials`).
 std::vector<VarId> declareCombineArrays(KernelBuilder& kb, const std::vector<ThreadPartials>& partials,
                                        const ReductionParams& rows, int64_t row_length);
+// Writes each thread row's sums (its columns of each of `partials`) into its row of the `shared` arrays
+// (declareCombineArrays), then waits for the block: every thread may read any thread row's sums after.
+void shareThreadRowSums(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
+                        const ReductionParams& rows, int64_t row_length, VarId chunk);
 // Stores the block's sums of a grouped item as partial row `partial_row` of each workspace: the thread
 // rows' sums added up in `shared` first (declareCombineArrays) where the block has several.
 void storeGroupItem(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,

@@ -52,24 +52,7 @@ void storePerThreadRow(KernelBuilder& kb, const std::vector<ThreadPartials>& par
 void storeCombined(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
                    const ReductionParams& rows, int64_t row_length, VarId chunk, ExprId partial_row) {
   const int64_t vec = rows.vectorize;
-  for (size_t o = 0; o < partials.size(); ++o) {
-    const ThreadPartials& p = partials[o];
-    const VarId s = shared[o];
-    kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
-    const ExprId first = kb.mul(kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0)), kb.index(vec));
-    const bool whole_vectors = row_length % vec == 0;  // a vector's elements all in the row or all past it
-    if (whole_vectors) kb.openIf(kb.lt(first, kb.index(row_length)));
-    for (int64_t l = 0; l < vec; ++l) {
-      const ExprId col = kb.add(first, kb.index(l));
-      if (!whole_vectors) kb.openIf(kb.lt(col, kb.index(row_length)));
-      kb.localWrite(s, kb.add(kb.mul(kb.threadIdx(1), kb.index(row_length)), col),
-                    kb.localRead(p.sums, kb.add(kb.mul(kb.ref(chunk), kb.index(vec)), kb.index(l))));
-      if (!whole_vectors) kb.close();
-    }
-    if (whole_vectors) kb.close();
-    kb.close();
-  }
-  kb.barrier();
+  shareThreadRowSums(kb, partials, shared, rows, row_length, chunk);
   // Every thread of the block takes `width` consecutive columns at a time, the block's columns in order.
   const int64_t threads = rows.threads_x * rows.threads_y;
   const ExprId thread = kb.letValue("thread", kb.add(kb.mul(kb.threadIdx(1), kb.index(rows.threads_x)),
@@ -113,6 +96,27 @@ void storeChunkOfSums(KernelBuilder& kb, TensorId ws, DataType acc, VarId sums, 
     kb.store(ws, kb.add(row_start, col), kb.localRead(sums, kb.add(slot, kb.index(l))));
     kb.close();
   }
+}
+
+void shareThreadRowSums(KernelBuilder& kb, const std::vector<ThreadPartials>& partials, const std::vector<VarId>& shared,
+                        const ReductionParams& rows, int64_t row_length, VarId chunk) {
+  const int64_t vec = rows.vectorize;
+  for (size_t o = 0; o < partials.size(); ++o) {
+    kb.openFor(chunk, kb.index(0), kb.index(rows.chunks), kb.index(1), true);
+    const ExprId first = kb.mul(kb.add(kb.mul(kb.ref(chunk), kb.index(rows.threads_x)), kb.threadIdx(0)), kb.index(vec));
+    const bool whole_vectors = row_length % vec == 0;  // a vector's elements all in the row or all past it
+    if (whole_vectors) kb.openIf(kb.lt(first, kb.index(row_length)));
+    for (int64_t l = 0; l < vec; ++l) {
+      const ExprId col = kb.add(first, kb.index(l));
+      if (!whole_vectors) kb.openIf(kb.lt(col, kb.index(row_length)));
+      kb.localWrite(shared[o], kb.add(kb.mul(kb.threadIdx(1), kb.index(row_length)), col),
+                    kb.localRead(partials[o].sums, kb.add(kb.mul(kb.ref(chunk), kb.index(vec)), kb.index(l))));
+      if (!whole_vectors) kb.close();
+    }
+    if (whole_vectors) kb.close();
+    kb.close();
+  }
+  kb.barrier();
 }
 
 std::vector<VarId> declareCombineArrays(KernelBuilder& kb, const std::vector<ThreadPartials>& partials,

@@ -151,7 +151,7 @@ void RowLowering::lowerInnerOuter(const InnerOuterParams& io) {
     closeGroupedItem(item_sums, item_shared);
   } else {
     kb_.close();  // the item's rows
-    writeGroupedOutputs(item_outputs, item_shared);
+    writeGroupedOutputs(item_outputs, item_sums, item_shared);
     kb_.close();  // the items
   }
   std::vector<OuterPartials> partials;

@@ -96,7 +96,8 @@ std::vector<const Val*> RowLowering::groupedOutputsWrittenByItems(const InnerOut
   return outputs;
 }
 
-void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<VarId>& shared) {
+void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<ThreadPartials>& sums,
+                                      const std::vector<VarId>& shared) {
   const int64_t vec = params_.vectorize;
   const int64_t thread_rows = params_.threads_y;
   const ExprId group_start = kb_.mul(group_, kb_.index(row_length_));
@@ -118,7 +119,7 @@ void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, co
                    kb_.index(l));
   };
   const auto own_sum = [&](size_t g, int64_t l) {
-    return kb_.localRead(grouped_acc_[g], kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l)));
+    return kb_.localRead(sums[g].sums, kb_.add(kb_.mul(kb_.ref(chunk_var_), kb_.index(vec)), kb_.index(l)));
   };
   if (thread_rows == 1) {  // the thread's sums are its columns' results
     kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
@@ -130,17 +131,7 @@ void RowLowering::writeGroupedOutputs(const std::vector<const Val*>& outputs, co
   // block takes consecutive columns (coalesced stores) and adds up the thread rows' sums of each.
   BRAZE_ASSERT(shared.size() == grouped_.size(), "grouped items of {} thread rows have {} shared arrays for {} sums",
                thread_rows, shared.size(), grouped_.size());
-  for (size_t g = 0; g < grouped_.size(); ++g) {
-    kb_.openFor(chunk_var_, kb_.index(0), kb_.index(params_.chunks), kb_.index(1), true);
-    for (int64_t l = 0; l < vec; ++l) {
-      kb_.openIf(kb_.lt(own_column(l), kb_.index(row_length_)));
-      kb_.localWrite(shared[g], kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(row_length_)), own_column(l)),
-                     own_sum(g, l));
-      kb_.close();
-    }
-    kb_.close();
-  }
-  kb_.barrier();
+  shareThreadRowSums(kb_, sums, shared, params_, row_length_, chunk_var_);
   const int64_t threads = params_.threads_x * thread_rows;
   const ExprId thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
   kb_.openFor(chunk_var_, kb_.index(0), kb_.index(ceilDiv(row_length_, threads)), kb_.index(1), false);

@@ -172,9 +172,10 @@ class RowLowering {
   // else: the outputs of those results' width, written by the item itself (the finish then has none of
   // them). Empty where the finish computes them from the items' partial rows.
   std::vector<const Val*> groupedOutputsWrittenByItems(const InnerOuterParams& io) const;
-  // At an item's end: its thread rows' sums added up (in `shared` where the block has several), and the
-  // outputs computed from them stored at the group's columns.
-  void writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<VarId>& shared);
+  // At an item's end: its thread rows' sums (`sums`, one per grouped reduction) added up (in `shared` where
+  // the block has several), and the outputs computed from them stored at the group's columns.
+  void writeGroupedOutputs(const std::vector<const Val*>& outputs, const std::vector<ThreadPartials>& sums,
+                           const std::vector<VarId>& shared);
   // The row (its linear index over the row dims) of row `j` of group `group`.
   ExprId groupedRow(ExprId group, ExprId j);
 
