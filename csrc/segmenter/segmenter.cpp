@@ -414,11 +414,14 @@ class Segmenter {
   // Horizontal: a group that reads no tensor (a zeros_like for the backward, a constant mask) joins the
   // earliest group that writes an output of one of its outputs' shapes and takes it (one reading tensors
   // first, else an earlier one reading none): that kernel already walks the shape, where a kernel of its
-  // own would cost a launch.
+  // own would cost a launch. Else it joins the earliest inner persistent group that takes it beside its
+  // rows, in blocks of its own (a softmax backward beside a router backward's zeros): the rows keep the
+  // heuristics they have alone, where a pointwise kernel would choose its vectors for both shapes together.
   bool mergeReadingNoTensor() {
     // By output shape: the groups writing one, those reading tensors first (ascending), then the others.
     std::map<std::vector<int64_t>, std::pair<std::vector<int64_t>, std::vector<int64_t>>> writers;
     std::vector<std::pair<int64_t, std::vector<std::vector<int64_t>>>> loose;  // reading no tensor: its shapes
+    std::vector<int64_t> rows;  // the inner persistent groups, ascending
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
       if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta) continue;
       const Candidate c = candidateOf({g});
@@ -429,6 +432,9 @@ class Segmenter {
       }
       for (const auto& sizes : shapes) (c.inputs.empty() ? writers[sizes].second : writers[sizes].first).push_back(g);
       if (c.inputs.empty()) loose.emplace_back(g, std::move(shapes));
+      if (!c.inputs.empty() && chooseScheduler(c, bound_, false).kind == SchedulerKind::InnerPersistent) {
+        rows.push_back(g);
+      }
     }
     bool changed = false;
     for (const auto& [g, shapes] : loose) {
@@ -446,6 +452,13 @@ class Segmenter {
             joined = tryMerge(root, g);
           }
         }
+      }
+      for (int64_t h : rows) {
+        const int64_t root = find(h);
+        if (joined || tried.size() >= kReaderGroupsTried) break;
+        if (root == find(g) || std::find(tried.begin(), tried.end(), root) != tried.end()) continue;
+        tried.push_back(root);
+        joined = tryMerge(root, g);
       }
       changed = changed || joined;
     }

@@ -173,7 +173,7 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   }
   CandidateFacts row_facts = analyzeCandidate(rows);
   row_facts.reasons = facts.reasons;
-  const Verdict row_part = canScheduleInnerPersistent(rows, row_facts, bound);
+  const Verdict row_part = canScheduleOneInnerPersistent(rows, row_facts, bound);
   if (!row_part.ok) return Verdict::no("without its outer reductions, " + row_part.reason);
   return Verdict::yes();
 }

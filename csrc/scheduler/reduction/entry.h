@@ -10,10 +10,6 @@
 namespace braze {
 
 namespace scheduler {
-// The row lowering (lower.cpp): its heuristics (inner persistent segments want their rows kept) and its
-// lowering, for both rows of the table.
-SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, const SchedulerEntry& entry);
-void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics);
 // The inner-outer persistent scheduler's first kernel is the row lowering's, with the outer reductions
 // summed per thread alongside (lower.cpp): its heuristics and its lowering, which adds the finishing
 // kernel to ctx.follow_ups.
@@ -28,5 +24,8 @@ Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& f
 // parts side by side: reduction_parts.h).
 Verdict canScheduleOneReductionDomain(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// The inner persistent scheduler's check of a group whose outputs are all rows or per-row results
+// (canScheduleInnerPersistent also takes outputs made from scalars beside them: reduction_parts.h).
+Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 }  // namespace braze

@@ -41,8 +41,12 @@ std::string ReductionParams::toString() const {
                      : staged       ? "inner persistent (staged in shared memory)"
                      : shared_cache ? "inner persistent (shared memory)"
                                     : "inner persistent";
-  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread{} ({})", kind,
-                     vectorize, threads_x, threads_y, chunks, split, why);
+  std::string beside;
+  for (const ReductionPart& part : more_parts) {
+    if (part.pointwise) beside += fmt::format("; then {}", part.pointwise->toString());
+  }
+  return fmt::format("{}: vectorize {}, {} threads per row, {} rows per block, {} chunks per thread{} ({}){}", kind,
+                     vectorize, threads_x, threads_y, chunks, split, why, beside);
 }
 
 namespace {

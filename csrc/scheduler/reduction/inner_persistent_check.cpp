@@ -3,9 +3,12 @@
 // over the row and reduced again, and outputs are rows or per-row results. After a reduction only
 // elementwise math and broadcasts are allowed: a slice or permute of a value computed from a row
 // statistic would need other rows' (or other threads') elements. Whether a row fits in registers or
-// shared memory is a size question for the heuristic (schedulers issue).
+// shared memory is a size question for the heuristic (schedulers issue). Outputs made from scalars
+// alone that the rows do not hold run beside them, in blocks of their own (reduction_parts.h).
 #include "scheduler/reduction/domain_alignment.h"
+#include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
+#include "scheduler/reduction/reduction_parts.h"
 
 #include <algorithm>
 
@@ -32,6 +35,15 @@ bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const Bound
 }  // namespace
 
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  Verdict one = canScheduleOneInnerPersistent(candidate, facts, bound);
+  if (one.ok || facts.reductions.empty() || facts.unsupported != nullptr) return one;
+  // Outputs made from scalars alone (an iota returned beside the gather it indexes): in blocks of their own.
+  const std::vector<Candidate> parts = independentParts(candidate);
+  if (parts.size() == 1) return one;
+  return canScheduleRowsWithScalarParts(parts, facts, bound).ok ? Verdict::yes() : one;
+}
+
+Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
   auto domain_or = commonReductionDomain(facts, bound);
   if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no(*why);
   const auto& domain = std::get<ReductionDomain>(domain_or);

@@ -554,14 +554,6 @@ void RowLowering::epilogue() {
 
 // Heuristics of the row lowering; inner persistent segments want their rows kept (they may still not
 // fit: the heuristics then say why and stream them).
-SegmentHeuristics rowHeuristics(LoweringContext& ctx, bool persistent_wanted, const SchedulerEntry& entry) {
-  return heuristicsOf(entry, RowLowering(ctx).choose(persistent_wanted));
-}
-
-void lowerRows(LoweringContext& ctx, const SegmentHeuristics& heuristics) {
-  RowLowering(ctx).lower(paramsOf<ReductionParams>(heuristics));
-}
-
 InnerOuterParams innerOuterRowHeuristics(LoweringContext& ctx) { return RowLowering(ctx, true).chooseInnerOuter(); }
 
 void lowerInnerOuterRows(LoweringContext& ctx, const InnerOuterParams& params) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,8 +29,35 @@ int64_t findRoot(std::vector<int64_t>& parent, int64_t i) {
   return i;
 }
 
-// Which part each expr of `exprs` is in (a part's index, parts numbered by their first expr).
-std::vector<size_t> partOfEach(const std::vector<const Expr*>& exprs) {
+// Whether each expr of `exprs` computes from scalars alone: it reads no tensor from outside `exprs` and
+// none computed from one, and reduces nothing (an iota, a full, the casts and meta ops after them).
+std::vector<bool> madeFromScalars(const std::vector<const Expr*>& exprs) {
+  std::unordered_set<const Val*> made;
+  std::vector<bool> scalar(exprs.size(), false);
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const OpCategory category = opInfo(exprs[i]->kind()).category;
+    const bool computes = category != OpCategory::Reduction && category != OpCategory::Normalization &&
+                          category != OpCategory::Matmul && category != OpCategory::Scan &&
+                          category != OpCategory::Scatter;
+    scalar[i] = computes && std::all_of(exprs[i]->inputs().begin(), exprs[i]->inputs().end(),
+                                        [&](const Val* v) { return !v->isTensor() || made.count(v) != 0; });
+    if (scalar[i]) made.insert(exprs[i]->outputs().begin(), exprs[i]->outputs().end());
+  }
+  return scalar;
+}
+
+// A part of a group: its exprs in the group's order, and those of them whose outputs it writes.
+struct PartExprs {
+  std::vector<const Expr*> exprs;
+  std::unordered_set<const Expr*> writers;
+};
+
+// The group's exprs in parts that read nothing another part computes. A value made from scalars alone
+// (madeFromScalars) links none of its readers: each part computes it again where it reads it, and writes
+// none of it; where such a value writes an output of the group, a part of its own writes it (nanoGPT's
+// positions, an iota returned for the backward and read by the position embedding's gather in a norm).
+std::vector<PartExprs> partExprs(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs) {
+  const std::vector<bool> scalar = madeFromScalars(exprs);
   std::vector<int64_t> parent(exprs.size());
   std::iota(parent.begin(), parent.end(), 0);
   std::unordered_map<const Val*, int64_t> producer;
@@ -39,43 +67,67 @@ std::vector<size_t> partOfEach(const std::vector<const Expr*>& exprs) {
   for (size_t i = 0; i < exprs.size(); ++i) {
     for (const Val* in : exprs[i]->inputs()) {
       auto it = producer.find(in);
-      if (it == producer.end()) continue;
+      if (it == producer.end() || scalar[static_cast<size_t>(it->second)] != scalar[i]) continue;
       const int64_t a = findRoot(parent, static_cast<int64_t>(i)), b = findRoot(parent, it->second);
       if (a != b) parent[std::max(a, b)] = std::min(a, b);  // the earlier expr stays the root
     }
   }
-  std::unordered_map<int64_t, size_t> number;
-  std::vector<size_t> part(exprs.size());
+  const std::unordered_set<const Val*> written(outputs.begin(), outputs.end());
+  std::unordered_map<int64_t, std::unordered_set<size_t>> members;  // root -> its exprs' positions
+  std::unordered_set<int64_t> writing;  // roots of values made from scalars that write an output
   for (size_t i = 0; i < exprs.size(); ++i) {
-    part[i] = number.try_emplace(findRoot(parent, static_cast<int64_t>(i)), number.size()).first->second;
+    const int64_t root = findRoot(parent, static_cast<int64_t>(i));
+    members[root].insert(i);
+    if (scalar[i] && std::any_of(exprs[i]->outputs().begin(), exprs[i]->outputs().end(),
+                                 [&](const Val* v) { return written.count(v) != 0; })) {
+      writing.insert(root);
+    }
   }
-  return part;
+  std::vector<PartExprs> parts;
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const int64_t root = findRoot(parent, static_cast<int64_t>(i));
+    if (root != static_cast<int64_t>(i) || (scalar[i] && writing.count(root) == 0)) continue;
+    std::unordered_set<size_t>& own = members[root];
+    if (!scalar[i]) {
+      // The values made from scalars it reads, computed again in it (walked backwards: producers come first).
+      for (size_t j = exprs.size(); j-- > 0;) {
+        if (own.count(j) == 0) continue;
+        for (const Val* in : exprs[j]->inputs()) {
+          auto it = producer.find(in);
+          if (it != producer.end() && scalar[static_cast<size_t>(it->second)]) own.insert(static_cast<size_t>(it->second));
+        }
+      }
+    }
+    PartExprs part;
+    for (size_t j = 0; j < exprs.size(); ++j) {
+      if (own.count(j) == 0) continue;
+      part.exprs.push_back(exprs[j]);
+      if (scalar[j] == scalar[i]) part.writers.insert(exprs[j]);
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
 }
 
-// The part of a group (or segment) that `exprs` are: the inputs they read and the outputs they write.
+// The part of a group (or segment) that `part` is: the inputs its exprs read and the outputs its writers write.
 template <typename Group>
-Group partOf(const Group& whole, std::vector<const Expr*> exprs) {
+Group partOf(const Group& whole, PartExprs part) {
   std::unordered_set<const Val*> read, written;
-  for (const Expr* e : exprs) {
-    read.insert(e->inputs().begin(), e->inputs().end());
-    written.insert(e->outputs().begin(), e->outputs().end());
-  }
-  Group part = whole;
-  part.exprs = std::move(exprs);
-  std::erase_if(part.inputs, [&](const Val* v) { return read.count(v) == 0; });
-  std::erase_if(part.outputs, [&](const Val* v) { return written.count(v) == 0; });
-  return part;
+  for (const Expr* e : part.exprs) read.insert(e->inputs().begin(), e->inputs().end());
+  for (const Expr* e : part.writers) written.insert(e->outputs().begin(), e->outputs().end());
+  Group own = whole;
+  own.exprs = std::move(part.exprs);
+  std::erase_if(own.inputs, [&](const Val* v) { return read.count(v) == 0; });
+  std::erase_if(own.outputs, [&](const Val* v) { return written.count(v) == 0; });
+  return own;
 }
 
 template <typename Group>
 std::vector<Group> partsOf(const Group& whole) {
-  const std::vector<size_t> part = partOfEach(whole.exprs);
-  const size_t count = part.empty() ? 0 : *std::max_element(part.begin(), part.end()) + 1;
-  if (count <= 1) return {whole};
-  std::vector<std::vector<const Expr*>> exprs(count);
-  for (size_t i = 0; i < whole.exprs.size(); ++i) exprs[part[i]].push_back(whole.exprs[i]);
+  std::vector<PartExprs> exprs = partExprs(whole.exprs, whole.outputs);
+  if (exprs.size() <= 1) return {whole};
   std::vector<Group> parts;
-  for (auto& list : exprs) parts.push_back(partOf(whole, std::move(list)));
+  for (PartExprs& part : exprs) parts.push_back(partOf(whole, std::move(part)));
   return parts;
 }
 
@@ -100,6 +152,21 @@ Candidate withInputViews(const Candidate& group) {
   return whole;
 }
 
+// Why a part without reductions cannot run in a reduction kernel's blocks, or "".
+std::string pointwisePartProblem(const Candidate& part, const CandidateFacts& facts, const BoundShapes& bound) {
+  // A reduction kernel writes no input in place: the update would be a buffer and a copy.
+  for (const Val* out : part.outputs) {
+    if (out->fusion()->outputAliases().count(const_cast<Val*>(out)) != 0) {
+      return fmt::format("side by side, {} updates an input in place", out->name());
+    }
+  }
+  // The pointwise scheduler's, not a transpose's (whose tiles a part in one-dimensional blocks would lose),
+  // with the views it reads of inputs (a permute) as the kernel will hold them.
+  const SchedulerChoice choice = chooseScheduler(withInputViews(part), bound, facts.reasons);
+  if (choice.kind != SchedulerKind::Pointwise) return "side by side, a part is no pointwise kernel";
+  return "";
+}
+
 }  // namespace
 
 std::vector<Candidate> independentParts(const Candidate& candidate) { return partsOf(candidate); }
@@ -111,16 +178,7 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
     CandidateFacts part_facts = analyzeCandidate(part);
     part_facts.reasons = facts.reasons;
     if (part_facts.reductions.empty()) {
-      // A reduction kernel writes no input in place: the update would be a buffer and a copy.
-      for (const Val* out : part.outputs) {
-        if (out->fusion()->outputAliases().count(const_cast<Val*>(out)) != 0) {
-          return Verdict::no(fmt::format("side by side, {} updates an input in place", out->name()));
-        }
-      }
-      // The pointwise scheduler's, not a transpose's (whose tiles a part in one-dimensional blocks would lose),
-      // with the views it reads of inputs (a permute) as the kernel will hold them.
-      const SchedulerChoice choice = chooseScheduler(withInputViews(part), bound, facts.reasons);
-      if (choice.kind != SchedulerKind::Pointwise) return Verdict::no("side by side, a part is no pointwise kernel");
+      if (std::string why = pointwisePartProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
       continue;
     }
     auto domain_or = commonReductionDomain(part_facts, bound);
@@ -140,6 +198,28 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
   return Verdict::yes();
 }
 
+Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
+                                       const BoundShapes& bound) {
+  const Candidate* rows = nullptr;
+  for (const Candidate& part : parts) {
+    if (reduces(part.exprs)) {
+      if (rows != nullptr) return Verdict::no("beside the rows, another part reduces");
+      rows = &part;
+      continue;
+    }
+    if (std::any_of(part.inputs.begin(), part.inputs.end(), [](const Val* v) { return v->isTensor(); })) {
+      return Verdict::no("beside the rows, a part reads tensors");
+    }
+    if (std::string why = pointwisePartProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
+  }
+  if (rows == nullptr) return Verdict::no("beside the rows, no part reduces");
+  CandidateFacts rows_facts = analyzeCandidate(*rows);
+  rows_facts.reasons = facts.reasons;
+  Verdict v = canScheduleOneInnerPersistent(*rows, rows_facts, bound);
+  if (!v.ok) return Verdict::no("the rows without the values made from scalars: " + v.reason);
+  return Verdict::yes();
+}
+
 namespace scheduler {
 namespace {
 
@@ -149,7 +229,11 @@ namespace {
 // same rows).
 std::vector<SegmentToLower> segmentParts(const SegmentToLower& segment) {
   const Candidate whole{segment.exprs, segment.inputs, segment.outputs};
-  if (canScheduleOneReductionDomain(whole, analyzeCandidate(whole), *segment.bound).ok) return {segment};
+  const CandidateFacts facts = analyzeCandidate(whole);
+  const bool one = segment.scheduler == SchedulerKind::InnerPersistent
+                       ? canScheduleOneInnerPersistent(whole, facts, *segment.bound).ok
+                       : canScheduleOneReductionDomain(whole, facts, *segment.bound).ok;
+  if (one) return {segment};
   std::vector<SegmentToLower> parts = partsOf(segment);
   std::stable_partition(parts.begin(), parts.end(), [](const SegmentToLower& part) { return reduces(part.exprs); });
   return parts;
@@ -171,20 +255,25 @@ ReductionParams partParams(const ReductionParams& params, size_t i) {
 }  // namespace
 
 SegmentHeuristics reductionSegmentHeuristics(LoweringContext& ctx, const SchedulerEntry& entry) {
+  const bool persistent = entry.kind == SchedulerKind::InnerPersistent;
   const std::vector<SegmentToLower> parts = segmentParts(ctx.segment);
-  if (parts.size() == 1) return heuristicsOf(entry, RowLowering(ctx).choose(false));
+  if (parts.size() == 1) return heuristicsOf(entry, RowLowering(ctx).choose(persistent));
   std::vector<ReductionProblem> problems;
   std::vector<PointwiseParams> pointwise;
+  std::optional<ReductionParams> rows;  // inner persistent: the rows' own parameters
   for (const SegmentToLower& part : parts) {
     LoweringContext part_ctx = makeLoweringContext(part, ctx.device);
-    if (reduces(part.exprs)) {
-      problems.push_back(RowLowering(part_ctx).rowProblem(false));
-    } else {
+    if (!reduces(part.exprs)) {
       pointwise.push_back(choosePointwise(part_ctx));
+    } else if (persistent) {
+      rows = RowLowering(part_ctx).choose(true);
+    } else {
+      problems.push_back(RowLowering(part_ctx).rowProblem(false));
     }
   }
-  ReductionParams params =
-      outerReductionParts(ctx.device, problems, pointwise.empty() ? 1 : ctx.device.tuning.block_threads);
+  ReductionParams params = rows ? std::move(*rows)
+                                : outerReductionParts(ctx.device, problems,
+                                                      pointwise.empty() ? 1 : ctx.device.tuning.block_threads);
   for (PointwiseParams& p : pointwise) {
     // One-dimensional blocks of the kernel's threads (kernel/joined_kernel.h), one vector chunk per thread
     // where tiles of rows were chosen (their rows per thread are no chunks).

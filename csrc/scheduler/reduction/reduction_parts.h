@@ -2,7 +2,8 @@
 // backward, with or without its bias grad, and the bias grad of the linear next to it: sums over the same
 // rows of tensors of other widths) runs as one kernel, each part in its own range of blocks
 // (kernel/joined_kernel.h), all with one block shape and one split of the rows. One launch instead of
-// one per part, and small parts fill the GPU together.
+// one per part, and small parts fill the GPU together. An inner persistent kernel takes parts made
+// from scalars alone beside its rows the same way (a position iota returned beside a norm).
 #pragma once
 
 #include "scheduler/reduction/heuristics.h"
@@ -15,6 +16,8 @@ namespace braze {
 
 // The group's exprs in parts that read nothing another part computes (they may read the same inputs),
 // each in the group's order, the parts in the order of their first exprs. One part where all are linked.
+// A value made from scalars alone links none of its readers: each part that reads it computes it, and
+// one part of its own writes it where it is an output of the group.
 std::vector<Candidate> independentParts(const Candidate& candidate);
 
 // Whether the reduction scheduler takes a group of several independent parts side by side: each part with
@@ -24,10 +27,16 @@ std::vector<Candidate> independentParts(const Candidate& candidate);
 Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                   const BoundShapes& bound);
 
+// Whether the inner persistent scheduler takes a group of several independent parts: one part with
+// reductions that it takes alone, and beside it parts made from scalars alone (they read no tensor: an
+// iota, a full), each a pointwise kernel that updates no input in place.
+Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
+                                       const BoundShapes& bound);
+
 namespace scheduler {
 
-// The reduction scheduler's heuristics and lowering of a segment, of one part or of several
-// (ReductionParams::more_parts).
+// The reduction and inner persistent schedulers' heuristics and lowering of a segment, of one part or of
+// several (ReductionParams::more_parts).
 SegmentHeuristics reductionSegmentHeuristics(LoweringContext& ctx, const SchedulerEntry& entry);
 void lowerReductionSegment(LoweringContext& ctx, const SegmentHeuristics& heuristics);
 

@@ -58,6 +58,8 @@ std::optional<int64_t> scaledRows(int64_t rows, int64_t from, int64_t to) {
 
 std::optional<SegmentHeuristics> rowHeuristicsAtRows(const DeviceInfo& device, const SegmentHeuristics& chosen,
                                                      int64_t from, int64_t to) {
+  // Parts beside the rows have sizes of their own, which the factor need not scale.
+  if (!paramsOf<ReductionParams>(chosen).more_parts.empty()) return std::nullopt;
   ReductionProblem problem = paramsOf<ReductionParams>(chosen).problem;
   const std::optional<int64_t> rows = scaledRows(problem.rows, from, to);
   if (!problem.inner || !rows) return std::nullopt;
@@ -79,8 +81,9 @@ int64_t rowGroups(const ReductionParams& params) { return ceilDiv(params.problem
 
 bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics, std::span<Kernel> kernels) {
   const ReductionParams& p = paramsOf<ReductionParams>(heuristics);
-  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 1 ||
-      !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
+  // A kernel of parts launches each part's blocks after the rows'.
+  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 1 || !p.more_parts.empty() ||
+      !paramsOf<ReductionParams>(lowered_at).more_parts.empty() || !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
     return false;
   }
   // A staged kernel also takes its walk: the row groups and the blocks walking them.

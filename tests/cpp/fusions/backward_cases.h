@@ -156,8 +156,11 @@ inline KernelCase activationBackwardCase(int64_t rows, int64_t cols, DataType dt
   return c;
 }
 
-// grad_in = y * (grad - sum(grad * y) per row), y the softmax output.
-inline KernelCase softmaxBackwardCase(int64_t rows, int64_t cols, DataType dtype, uint64_t seed) {
+// grad_in = y * (grad - sum(grad * y) per row), y the softmax output. With `experts` > 0, beside outputs
+// made from scalars alone, as a router's backward has them: zeros [rows, experts] (the gradient of the
+// experts not picked) and an iota of the columns that the rows also read (grad + iota / cols): one inner
+// persistent kernel, the rows' blocks, then a pointwise part's writing both.
+inline KernelCase softmaxBackwardCase(int64_t rows, int64_t cols, DataType dtype, uint64_t seed, int64_t experts = 0) {
   KernelCase c;
   Fusion& f = *c.fusion;
   {
@@ -166,12 +169,29 @@ inline KernelCase softmaxBackwardCase(int64_t rows, int64_t cols, DataType dtype
     TensorView* grad = defineTensor({-1, -1}, {true, true}, dtype);
     TensorView* y = defineTensor({-1, -1}, {true, true}, dtype);
     Val* gf = cast(grad, f32);
+    TensorView* columns = nullptr;
+    if (experts > 0) {
+      columns = iota(f.constant(cols), f.constant(int64_t{0}), f.constant(int64_t{1}), DataType::Int64);
+      Val* per_column = cast(broadcastInDim(columns, ints(f, {rows, cols}), {1}), f32);
+      gf = add(gf, mul(per_column, f.constant(1.0 / static_cast<double>(cols))));
+    }
     Val* yf = cast(y, f32);
     Val* dot = reduce(OpKind::Sum, mul(gf, yf)->asTensor(), {1}, /*keepdim=*/true);
     f.addOutput(cast(mul(yf, sub(gf, dot)), dtype));
+    if (experts > 0) {
+      f.addOutput(columns);
+      f.addOutput(full(ints(f, {rows, experts}), f.constant(0.0), dtype));
+    }
   }
   c.inputs = randomInputs(f, seed, {{rows, cols}, {rows, cols}});
-  c.expect = expectKernels(1, SchedulerKind::InnerPersistent);
+  c.expect = [experts](const LoweredPlan& plan) {
+    expectKernels(1, SchedulerKind::InnerPersistent)(plan);
+    for (const Segment& s : plan.plan.segments) {
+      if (experts > 0 && s.scheduler == SchedulerKind::InnerPersistent) {
+        EXPECT_NE(s.heuristics.find("then pointwise"), std::string::npos) << plan.plan.toString();
+      }
+    }
+  };
   return c;
 }
 
@@ -258,6 +278,10 @@ inline std::vector<KernelCaseMaker> backwardCases() {
   cases.push_back({"gqa_backward_f32_1x3x16x3x8", [] { return gqaBackwardCase(1, 3, 16, 3, 8, DataType::Float, 69); }});
   cases.push_back({"gqa_backward_17_query_heads_f16", [] { return gqaBackwardCase(1, 1, 17, 2, 8, DataType::Half, 70); }});
   cases.push_back({"softmax_backward_bf16_13x300", [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 63); }});
+  cases.push_back({"softmax_backward_beside_scalars_bf16_13x300_e6",
+                   [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 75, 6); }});
+  cases.push_back({"softmax_backward_beside_scalars_f32_600x40_e9",  // more rows than one wave of blocks walks
+                   [] { return softmaxBackwardCase(600, 40, DataType::Float, 76, 9); }});
   cases.push_back({"softmax_backward_f16_4x1", [] {
                      KernelCase c = softmaxBackwardCase(4, 1, DataType::Half, 64);
                      c.expect = expectKernels(1, std::nullopt);  // rows of one element: no reduction left
