@@ -122,8 +122,17 @@ def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs
         # grad_in summed over one of the row dims (a learned position embedding's grad over the batch): the
         # rows' pass sums each group's rows together where the dim has more than one element.
         summed = grouped_rng.choice(rows_dims)
-        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(gi, [{summed}]), {out}))")
+        total = f"fd.ops.sum(gi, [{summed}])"
+        if grouped_rng.random() < 0.5:
+            # Thunder's broadcast to a leading 1 and squeeze back (T5's relative position bias grad).
+            kept = [size for d, size in enumerate(shape) if d != summed]
+            total = (f"fd.ops.squeeze(fd.ops.broadcast_in_dim({total}, shape={[1] + kept}, "
+                     f"broadcast_dims={list(range(1, len(kept) + 1))}), [0])")
+        body.append(f"fd.add_output(fd.ops.cast({total}, {out}))")
         plain = plain and shape[summed] > 1
+    if weight and grouped_rng.random() < 0.25:
+        # The weight grad again, reshaped to [1, width] (size-1 dims added after an outer sum).
+        body.append(f"fd.add_output(fd.ops.reshape(fd.ops.sum(fd.ops.mul(f_go, xh), {rows_dims}), [1, {width}]))")
     return 2 if plain else None
 
 

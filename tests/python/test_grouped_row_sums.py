@@ -214,3 +214,54 @@ def test_empty_rows_give_empty_or_zero_sums(shape):
     gi, gw_, _ = grad_in_of(inputs)
     for got, want in zip(device_switch.execute(fd, inputs), [gi, gw_.sum((0, 1)), gi.sum(0)], strict=True):
         assert_close(got, want, F32)
+
+
+@pytest.mark.parametrize("batch,heads,seq,dtype", [(2, 4, 16, DataType.BFloat16), (5, 3, 37, F32), (1, 2, 9, F32)])
+def test_a_relative_position_bias_grad_through_size_one_dims_joins_the_softmax_backward(batch, heads, seq, dtype):
+    """T5's attention as Thunder hands its backward: the scores' grad (a softmax backward over the keys) and the
+    learned bias's grad, the scores' grad summed over the batch, which Thunder broadcasts to [1, H, T, T] and
+    squeezes back before the cast. Meta ops that add or drop size-1 dims keep each column where it is: one
+    inner-outer kernel, no pointwise kernel after it."""
+    full = dict(shape=[-1] * 4, contiguity=[True] * 4, dtype=dtype)
+    with FusionDefinition() as fd:
+        grad_, probs_ = fd.define_tensor(**full), fd.define_tensor(**full)
+        grad, probs = fd.ops.cast(grad_, F32), fd.ops.cast(probs_, F32)
+        gp = fd.ops.mul(grad, probs)
+        dot = fd.ops.sum(gp, [3], keepdim=True)
+        scores_grad = fd.ops.sub(gp, fd.ops.mul(probs, dot))
+        bias = fd.ops.sum(scores_grad, [0])
+        bias = fd.ops.squeeze(fd.ops.broadcast_in_dim(bias, shape=[1, heads, seq, seq], broadcast_dims=[1, 2, 3]), [0])
+        fd.add_output(fd.ops.cast(fd.ops.add(bias, fd.define_scalar(0.0)), dtype))
+        fd.add_output(fd.ops.cast(scores_grad, dtype))
+    rng = np.random.default_rng(batch * heads + seq)
+    grad = rng.standard_normal((batch, heads, seq, seq)).astype(NP[dtype])
+    probs = rng.random((batch, heads, seq, seq)).astype(NP[dtype])
+    inputs = [grad, probs]
+    if batch > 1:  # (a sum over a batch of 1 sums size-1 dims only: a kernel of its own, as above)
+        assert segments(fd, inputs) == ["inner_outer_persistent"], str(fd.explain(inputs))
+    g, p = np.asarray(grad, np.float64), np.asarray(probs, np.float64)
+    scores = g * p - p * (g * p).sum(-1, keepdims=True)
+    for got, want in zip(device_switch.execute(fd, inputs), [scores.sum(0), scores], strict=True):
+        assert got.dtype == NP[dtype]
+        assert_close(got, want, dtype)
+
+
+def test_outer_sums_through_size_one_dims_and_an_expand_beside_them():
+    """The weight grad reshaped to [1, 1, C] and the bias grad broadcast to [C, 1] stay in the kernel; the
+    weight grad expanded to [2, C] (each column read twice) is computed after it. All right."""
+    shape = (6, 7, 40)
+    with FusionDefinition() as fd:
+        grad_in, gw, go = define_rows(fd, F32, 3)
+        fd.add_output(grad_in)
+        weight_grad = fd.ops.sum(gw, [0, 1])
+        fd.add_output(fd.ops.reshape(weight_grad, [1, 1, shape[2]]))
+        fd.add_output(fd.ops.broadcast_in_dim(fd.ops.sum(go, [0, 1]), shape=[shape[2], 1], broadcast_dims=[0]))
+        fd.add_output(fd.ops.broadcast_in_dim(weight_grad, shape=[2, shape[2]], broadcast_dims=[1]))
+    inputs = rows_inputs(np.random.default_rng(7), F32, shape)
+    plan = fd.explain(inputs)
+    assert [s.scheduler for s in plan.segments if s.kind == "kernel"][0] == "inner_outer_persistent", str(plan)
+    gi, gw_, go_ = grad_in_of(inputs)
+    w = gw_.sum((0, 1))
+    expected = [gi, w.reshape(1, 1, -1), go_.sum((0, 1))[:, None], np.broadcast_to(w, (2, shape[2]))]
+    for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+        assert_close(got, want, F32)

@@ -3,12 +3,14 @@
 // columns). Without the outer reductions and what follows them, the group must be one the inner
 // persistent scheduler takes (a row statistic broadcast back over the row). The outer reductions are
 // plain ones; what is computed from their results is elementwise math on those results and scalars
-// only, ending in outputs of a row's size: the finishing kernel computes it per column. Reductions over
-// the same rows of other tensors (a bias grad next to the norm's) join as extra reductions when their
-// operands are elementwise math on tensors of their own shape. Reductions of the rows' tensor over some
-// of the row dims (grouped: a position embedding's grad, summed over the batch) join when they all sum
-// the same dims; what follows them is the same elementwise math, at their results' size.
+// only, and meta ops that add or drop size-1 dims, ending in outputs of a row's size: the finishing
+// kernel computes it per column. Reductions over the same rows of other tensors (a bias grad next to
+// the norm's) join as extra reductions when their operands are elementwise math on tensors of their own
+// shape. Reductions of the rows' tensor over some of the row dims (grouped: a position embedding's grad,
+// summed over the batch) join when they all sum the same dims; what follows them is the same math, at
+// their results' size.
 #include "scheduler/inner_outer/entry.h"
+#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 
@@ -155,7 +157,9 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     const bool same_width = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {
       return !in->isTensor() || bound.numel(in) == n;
     });
-    if (!isElementwise(e->kind()) || reads_other || !column_sized || !same_width) {
+    // (Meta ops of as many elements only add or drop size-1 dims: a column stays at its position. The
+    // finish and the grouped items compute each output at its column from the column's totals.)
+    if (!keepsRowPositions(*e, bound) || reads_other || !column_sized || !same_width) {
       return Verdict::no(fmt::format("{} uses an outer reduction's result other than elementwise with scalars",
                                      exprLabel(*e)));
     }
