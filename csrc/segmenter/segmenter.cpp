@@ -421,7 +421,7 @@ class Segmenter {
     // By output shape: the groups writing one, those reading tensors first (ascending), then the others.
     std::map<std::vector<int64_t>, std::pair<std::vector<int64_t>, std::vector<int64_t>>> writers;
     std::vector<std::pair<int64_t, std::vector<std::vector<int64_t>>>> loose;  // reading no tensor: its shapes
-    std::vector<int64_t> rows;  // the inner persistent groups, ascending
+    std::vector<int64_t> rows;  // the groups reading tensors, then the inner persistent ones of them, ascending
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
       if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta) continue;
       const Candidate c = candidateOf({g});
@@ -432,10 +432,12 @@ class Segmenter {
       }
       for (const auto& sizes : shapes) (c.inputs.empty() ? writers[sizes].second : writers[sizes].first).push_back(g);
       if (c.inputs.empty()) loose.emplace_back(g, std::move(shapes));
-      if (!c.inputs.empty() && chooseScheduler(c, bound_, false).kind == SchedulerKind::InnerPersistent) {
-        rows.push_back(g);
-      }
+      if (!c.inputs.empty()) rows.push_back(g);
     }
+    if (loose.empty()) return false;
+    std::erase_if(rows, [&](int64_t g) {
+      return chooseScheduler(candidateOf({g}), bound_, false).kind != SchedulerKind::InnerPersistent;
+    });
     bool changed = false;
     for (const auto& [g, shapes] : loose) {
       std::vector<int64_t> tried;

@@ -156,3 +156,24 @@ def test_a_constant_updating_an_input_in_place_is_no_part_beside_the_rows():
     got = device_switch.execute(fd, [grad, state])
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5, atol=1e-5)
     assert not state.any(), "the input updated in place holds the zeros"
+
+
+@pytest.mark.parametrize("length", [248, 200, 136, 5])
+def test_a_constant_length_iota_beside_rows_of_any_count(length):
+    """An iota of a fixed length beside a softmax over symbolic rows: at some row counts the iota is a per-row
+    output (its length equals the rows), at others a part beside them. Executed at row counts on both sides
+    of its length (kernels planned at one row count and reused at another must not write a part's elements
+    short), every output is the reference's."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        rows, cols = x.size(0), x.size(1)
+        e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast_in_dim(fd.ops.max(x, dims=[1]), shape=[rows, cols],
+                                                             broadcast_dims=[0])))
+        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, dims=[1]), shape=[rows, cols], broadcast_dims=[0])
+        fd.add_output(fd.ops.div(e, s))
+        fd.add_output(fd.ops.iota(length, 0, 1, dtype=I64))
+    rng = np.random.default_rng(length)
+    for rows in (200, 248, 136, 5, 249, 1000, 200):
+        x = rng.standard_normal((rows, 64)).astype(np.float32)
+        got = check_against_reference(fd, [x], F32)
+        np.testing.assert_array_equal(got[1], np.arange(length))
