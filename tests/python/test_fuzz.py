@@ -21,6 +21,7 @@ from fuzz_fusions import (defined, generate, generate_in_place, generate_large, 
 from fuzz_indexing import generate_indexing, generate_scatter_in_place
 from fuzz_integers import generate_integer
 from fuzz_random import generate_random
+from fuzz_scalar_parts import generate_scalar_parts
 from fuzz_views import generate_views
 
 CASES = int(os.environ.get("BRAZE_FUZZ_CASES", "1000"))
@@ -320,6 +321,26 @@ def test_random_norm_backwards_over_several_row_counts_match_the_reference():
                            for inputs in input_sets)
         checked += len(input_sets)
     assert inner_outer >= checked // 2, f"only {inner_outer} of {checked} shapes took the inner-outer kernel"
+
+
+SCALAR_PARTS_CASES = int(os.environ.get("BRAZE_FUZZ_SCALAR_PARTS_CASES", "150"))
+
+
+def test_random_rows_beside_values_made_from_scalars_match_the_reference():
+    """Softmaxes and norms beside iotas, fulls and seeded noise that their rows read or not and that are
+    returned or not, at one or two shapes of a definition: every output matches the reference, and most cases
+    run such a value as a pointwise part beside the rows (reduction_parts.h)."""
+    parts = 0
+    for seed in range(FIRST, FIRST + SCALAR_PARTS_CASES):
+        source = generate_scalar_parts(seed)
+        scope: dict = {}
+        exec(compile(source, f"<scalar parts case {seed}>", "exec"), scope)
+        fd, input_sets = scope["fd"], scope["input_sets"]
+        with _reported(f"scalar parts case {seed}", source):
+            for inputs in input_sets:
+                _close_all(fd.execute(inputs), _execute.reference(fd, inputs), source)
+        parts += "then pointwise" in str(fd.explain(input_sets[0]))
+    assert parts >= SCALAR_PARTS_CASES // 2, f"only {parts} of {SCALAR_PARTS_CASES} cases ran a part beside the rows"
 
 
 SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
