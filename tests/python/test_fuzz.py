@@ -310,9 +310,7 @@ def test_random_norm_backwards_over_several_row_counts_match_the_reference():
     checked = inner_outer = 0
     for seed in range(FIRST, FIRST + BACKWARD_CASES // 2):
         source = generate_norm_backward_shapes(seed)
-        scope: dict = {}
-        exec(compile(source, f"<norm backward shapes case {seed}>", "exec"), scope)
-        fd, input_sets = scope["fd"], scope["input_sets"]
+        fd, input_sets = _definition_and_input_sets(source, f"norm backward shapes case {seed}")
         wants = [_execute.reference(fd, inputs) for inputs in input_sets]
         with _reported(f"norm backward shapes case {seed}", source):
             for inputs, want in zip(input_sets + input_sets[:1], wants + wants[:1]):
@@ -333,9 +331,7 @@ def test_random_rows_beside_values_made_from_scalars_match_the_reference():
     parts = 0
     for seed in range(FIRST, FIRST + SCALAR_PARTS_CASES):
         source = generate_scalar_parts(seed)
-        scope: dict = {}
-        exec(compile(source, f"<scalar parts case {seed}>", "exec"), scope)
-        fd, input_sets = scope["fd"], scope["input_sets"]
+        fd, input_sets = _definition_and_input_sets(source, f"scalar parts case {seed}")
         with _reported(f"scalar parts case {seed}", source):
             for inputs in input_sets:
                 _close_all(fd.execute(inputs), _execute.reference(fd, inputs), source)
@@ -388,6 +384,13 @@ def _close(got, want, source: str):
         atol *= 400  # as _check: a constant row's variance
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=rtol,
                                atol=atol, equal_nan=True)
+
+
+def _definition_and_input_sets(source: str, what: str):
+    """The `fd` and `input_sets` a case's source defines."""
+    scope: dict = {}
+    exec(compile(source, f"<{what}>", "exec"), scope)
+    return scope["fd"], scope["input_sets"]
 
 
 def _close_all(got, want, source: str):
@@ -523,9 +526,7 @@ def test_random_fusions_over_several_shapes_match_the_reference():
     checked = 0
     for seed in range(FIRST, FIRST + SHAPES_CASES):
         source = generate_multi_shape(seed)
-        scope: dict = {}
-        exec(compile(source, f"<multi-shape case {seed}>", "exec"), scope)
-        fd, input_sets = scope["fd"], scope["input_sets"]
+        fd, input_sets = _definition_and_input_sets(source, f"multi-shape case {seed}")
         try:
             wants = [_execute.reference(fd, inputs) for inputs in input_sets]
         except ValueError:
