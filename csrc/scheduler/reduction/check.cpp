@@ -13,13 +13,8 @@
 namespace braze {
 
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
-  Verdict one = canScheduleOneReductionDomain(candidate, facts, bound);
-  if (one.ok || facts.reductions.empty() || facts.unsupported != nullptr) return one;
   // Parts that compute nothing for one another: side by side, each in its own blocks.
-  const std::vector<Candidate> parts = independentParts(candidate);
-  if (parts.size() == 1) return one;
-  // Where they are no such parts, the one domain's refusal says why: that is the kernel the group was.
-  return canScheduleReductionParts(parts, facts, bound).ok ? Verdict::yes() : one;
+  return wholeOrParts(candidate, facts, bound, canScheduleOneReductionDomain, canScheduleReductionParts);
 }
 
 Verdict canScheduleOneReductionDomain(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {

@@ -35,12 +35,8 @@ bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const Bound
 }  // namespace
 
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
-  Verdict one = canScheduleOneInnerPersistent(candidate, facts, bound);
-  if (one.ok || facts.reductions.empty() || facts.unsupported != nullptr) return one;
   // Outputs made from scalars alone (an iota returned beside the gather it indexes): in blocks of their own.
-  const std::vector<Candidate> parts = independentParts(candidate);
-  if (parts.size() == 1) return one;
-  return canScheduleRowsWithScalarParts(parts, facts, bound).ok ? Verdict::yes() : one;
+  return wholeOrParts(candidate, facts, bound, canScheduleOneInnerPersistent, canScheduleRowsWithScalarParts);
 }
 
 Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {

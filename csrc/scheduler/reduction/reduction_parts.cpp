@@ -171,6 +171,15 @@ std::string pointwisePartProblem(const Candidate& part, const CandidateFacts& fa
 
 std::vector<Candidate> independentParts(const Candidate& candidate) { return partsOf(candidate); }
 
+Verdict wholeOrParts(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound,
+                     CandidateCheck one, PartsCheck parts) {
+  Verdict whole = one(candidate, facts, bound);
+  if (whole.ok || facts.reductions.empty() || facts.unsupported != nullptr) return whole;
+  const std::vector<Candidate> split = independentParts(candidate);
+  if (split.size() == 1) return whole;
+  return parts(split, facts, bound).ok ? Verdict::yes() : whole;
+}
+
 Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                   const BoundShapes& bound) {
   std::optional<int64_t> reduced_per_result;

@@ -20,6 +20,13 @@ namespace braze {
 // one part of its own writes it where it is an output of the group.
 std::vector<Candidate> independentParts(const Candidate& candidate);
 
+// The verdict of `one` on the whole group where it takes it; else, where the group has reductions and
+// several independent parts, that of `parts` on them; else `one`'s refusal (the kernel the group was).
+using CandidateCheck = Verdict (*)(const Candidate&, const CandidateFacts&, const BoundShapes&);
+using PartsCheck = Verdict (*)(const std::vector<Candidate>&, const CandidateFacts&, const BoundShapes&);
+Verdict wholeOrParts(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound,
+                     CandidateCheck one, PartsCheck parts);
+
 // Whether the reduction scheduler takes a group of several independent parts side by side: each part with
 // reductions one it takes alone, reducing its outer dims (the kept ones innermost), as many elements per
 // result as the others (the same rows); each part without reductions a pointwise kernel alone (not a
