@@ -44,11 +44,13 @@ class KernelVerifier {
     }
   }
 
-  // Tensors and scalar arguments are the kernel's parameters: a repeated name does not compile.
+  // Tensors and scalar arguments are the kernel's parameters: a repeated name does not compile, and a
+  // var of a parameter's name would hide it from the code after its declaration (which would compile).
   void checkParameterNames() const {
     std::unordered_set<std::string_view> names;
     for (const TensorParam& p : k_.tensors) check(names.insert(p.name).second, "two parameters named {}", p.name);
     for (const ScalarArgument& a : k_.arguments) check(names.insert(a.name).second, "two parameters named {}", a.name);
+    for (const KVar& v : k_.vars) check(names.count(v.name) == 0, "a var named {} hides the parameter", v.name);
   }
 
   void checkExpr(ExprId id) {

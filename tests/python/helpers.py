@@ -99,6 +99,12 @@ def execute_near_reference(fd, inputs, rtol):
     return outputs
 
 
+def kernels_of(fd, inputs):
+    """The kernel segments of fd's plan for inputs on the test device, and the plan as text."""
+    plan = device_switch.explain(fd, inputs)
+    return [s for s in plan.segments if s.kind == "kernel"], str(plan)
+
+
 def activation_derivative(fd, x, gelu):
     """The derivative of GELU (with erf) or SiLU at float tensor x, as a backward pass writes it."""
     if gelu:

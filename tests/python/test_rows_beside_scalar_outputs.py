@@ -9,28 +9,13 @@ import numpy as np
 import pytest
 
 import device_switch
+from helpers import execute_near_reference, kernels_of
 from braze import DataType, FusionDefinition
 from braze import execute as braze_execute
 
 F32, BF16, F16, I64 = DataType.Float, DataType.BFloat16, DataType.Half, DataType.Int64
 NP = {BF16: np.dtype(ml_dtypes.bfloat16), F16: np.dtype(np.float16), F32: np.dtype(np.float32)}
 TOL = {BF16: 2e-2, F16: 2e-3, F32: 1e-5}
-
-
-def kernels_of(fd, inputs):
-    plan = device_switch.explain(fd, inputs)
-    return [s for s in plan.segments if s.kind == "kernel"], str(plan)
-
-
-def check_against_reference(fd, inputs, dtype):
-    got = device_switch.execute(fd, inputs)
-    want = braze_execute.reference(fd, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=TOL[dtype], atol=TOL[dtype])
-    return got
 
 
 def router_backward(dtype, experts, fill=0.0):
@@ -58,7 +43,7 @@ def test_router_backward_zeros_are_written_by_the_rows_kernel(dtype, tokens, k, 
     assert len(kernels) == 1, plan
     if k > 1 and experts > 1:  # (one expert: the zeros are a per-row output, which the rows write)
         assert kernels[0].scheduler == "inner_persistent" and "then pointwise" in kernels[0].heuristics, plan
-    got = check_against_reference(fd, inputs, dtype)
+    got = execute_near_reference(fd, inputs, TOL[dtype])
     assert got[1].shape == (tokens, experts) and not np.asarray(got[1], np.float64).any()
 
 
@@ -92,7 +77,7 @@ def test_columns_made_from_scalars_are_computed_again_by_the_rows_and_written_be
     assert len(kernels) == 1 and kernels[0].scheduler == "inner_persistent", plan
     # (One row: the columns are a row, which the rows' blocks write.)
     assert ("then pointwise" in kernels[0].heuristics) == (rows > 1), plan
-    got = check_against_reference(fd, [x], dtype)
+    got = execute_near_reference(fd, [x], TOL[dtype])
     # The rows read the same values the part beside them writes: softmax(x + c) from the written c.
     shifted = x.astype(np.float64) + np.asarray(got[1], np.float64)[None]
     expected = np.exp(shifted - shifted.max(1, keepdims=True))
@@ -107,7 +92,7 @@ def test_one_definition_at_other_sizes_lowers_each_its_own_parts():
     rng = np.random.default_rng(3)
     for tokens in (40, 7, 40, 1000, 3):
         inputs = [rng.standard_normal((tokens, 4)).astype(np.float32) for _ in range(2)]
-        got = check_against_reference(fd, inputs, F32)
+        got = execute_near_reference(fd, inputs, TOL[F32])
         assert got[1].shape == (tokens, 5)
 
 
@@ -120,7 +105,7 @@ def test_no_rows_with_an_output_made_from_scalars():
     fd = router_backward(F32, 0)
     rng = np.random.default_rng(4)
     inputs = [rng.standard_normal((9, 3)).astype(np.float32) for _ in range(2)]
-    got = check_against_reference(fd, inputs, F32)
+    got = execute_near_reference(fd, inputs, TOL[F32])
     assert got[1].shape == (9, 0)
 
 
@@ -137,7 +122,7 @@ def test_a_permuted_iota_beside_the_rows_is_still_right():
         fd.add_output(fd.ops.sub(x, fd.ops.broadcast_in_dim(total, shape=[rows, cols], broadcast_dims=[0, 1])))
         fd.add_output(grid)
     x = np.random.default_rng(5).standard_normal((33, 70)).astype(np.float32)
-    got = check_against_reference(fd, [x], F32)
+    got = execute_near_reference(fd, [x], TOL[F32])
     np.testing.assert_array_equal(got[1], np.broadcast_to(np.arange(70, dtype=np.float32)[:, None], (70, 33)))
 
 
@@ -175,5 +160,5 @@ def test_a_constant_length_iota_beside_rows_of_any_count(length):
     rng = np.random.default_rng(length)
     for rows in (200, 248, 136, 5, 249, 1000, 200):
         x = rng.standard_normal((rows, 64)).astype(np.float32)
-        got = check_against_reference(fd, [x], F32)
+        got = execute_near_reference(fd, [x], TOL[F32])
         np.testing.assert_array_equal(got[1], np.arange(length))

@@ -168,18 +168,11 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
     if (split.after_outer.count(out) == 0) rows.outputs.push_back(out);
   }
   // The outer reductions' operands are read per row element: values of the row part.
+  std::vector<const Val*> operands;
   for (const Expr* r : split.outer) {
-    if (std::find(extras.begin(), extras.end(), r) != extras.end()) continue;
-    if (std::find(rows.outputs.begin(), rows.outputs.end(), r->input(0)) == rows.outputs.end() &&
-        std::find(candidate.inputs.begin(), candidate.inputs.end(), r->input(0)) == candidate.inputs.end()) {
-      rows.outputs.push_back(r->input(0));
-    }
+    if (std::find(extras.begin(), extras.end(), r) == extras.end()) operands.push_back(r->input(0));
   }
-  CandidateFacts row_facts = analyzeCandidate(rows);
-  row_facts.reasons = facts.reasons;
-  const Verdict row_part = canScheduleOneInnerPersistent(rows, row_facts, bound);
-  if (!row_part.ok) return Verdict::no("without its outer reductions, " + row_part.reason);
-  return Verdict::yes();
+  return canScheduleRowsWithout(std::move(rows), operands, facts, bound, "without its outer reductions");
 }
 
 }  // namespace braze

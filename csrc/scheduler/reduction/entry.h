@@ -27,5 +27,10 @@ Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFa
 // The inner persistent scheduler's check of a group whose outputs are all rows or per-row results
 // (canScheduleInnerPersistent also takes outputs made from scalars beside them: reduction_parts.h).
 Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// canScheduleOneInnerPersistent of `rows`, a group's rows without some reductions that it also has (outer
+// reductions, totals over the rows) and what follows them: those reductions' `operands` are then outputs
+// of the rows, but for the group's inputs. A refusal says `without` first ("without its outer reductions").
+Verdict canScheduleRowsWithout(Candidate rows, const std::vector<const Val*>& operands, const CandidateFacts& facts,
+                               const BoundShapes& bound, const std::string& without);
 
 }  // namespace braze

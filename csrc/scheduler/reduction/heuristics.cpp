@@ -42,6 +42,10 @@ std::string ReductionParams::toString() const {
                      : shared_cache ? "inner persistent (shared memory)"
                                     : "inner persistent";
   std::string beside;
+  if (problem.row_totals > 0) {
+    beside = fmt::format("; then {} total{} over the rows, combined by the last block", problem.row_totals,
+                         problem.row_totals == 1 ? "" : "s");
+  }
   for (const ReductionPart& part : more_parts) {
     if (part.pointwise) beside += fmt::format("; then {}", part.pointwise->toString());
   }

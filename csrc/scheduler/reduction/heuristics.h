@@ -27,6 +27,9 @@ struct ReductionProblem {
   // The results need no pass after the reduction over the whole row (plain reductions, none feeding
   // another, only per-row outputs): blocks may each reduce part of a row and combine partials.
   bool splittable = false;
+  // Totals over the rows the kernel also computes (row_totals.h): the last block combines the blocks'
+  // partials, so every block must be one of a single launch's (no split of the rows' elements).
+  int64_t row_totals = 0;
 };
 
 // A part beside the first one in a kernel of parts side by side (reduction_parts.h): an outer reduction,

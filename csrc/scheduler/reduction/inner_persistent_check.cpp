@@ -3,12 +3,14 @@
 // over the row and reduced again, and outputs are rows or per-row results. After a reduction only
 // elementwise math and broadcasts are allowed: a slice or permute of a value computed from a row
 // statistic would need other rows' (or other threads') elements. Whether a row fits in registers or
-// shared memory is a size question for the heuristic (schedulers issue). Outputs made from scalars
-// alone that the rows do not hold run beside them, in blocks of their own (reduction_parts.h).
+// shared memory is a size question for the heuristic (schedulers issue). Totals over the rows of
+// per-row values finish in the same kernel (row_totals.h). Outputs made from scalars alone that the
+// rows do not hold run beside them, in blocks of their own (reduction_parts.h).
 #include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/reduction_parts.h"
+#include "scheduler/reduction/row_totals.h"
 
 #include <algorithm>
 
@@ -35,8 +37,9 @@ bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const Bound
 }  // namespace
 
 Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
-  // Outputs made from scalars alone (an iota returned beside the gather it indexes): in blocks of their own.
-  return wholeOrParts(candidate, facts, bound, canScheduleOneInnerPersistent, canScheduleRowsWithScalarParts);
+  // Totals over the rows (a cross entropy's mean) finish in the last block; outputs made from scalars alone
+  // (an iota returned beside the gather it indexes) run in blocks of their own.
+  return wholeOrParts(candidate, facts, bound, canScheduleRowsWithTotals, canScheduleRowsWithScalarParts);
 }
 
 Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
@@ -70,6 +73,20 @@ Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const Candidat
   if (std::string why = outputOutsideDomain(candidate, domain, bound); !why.empty()) return Verdict::no(why);
   if (std::string why = misalignedWithDomain(candidate, facts, domain, bound); !why.empty()) return Verdict::no(why);
   return Verdict::yes();
+}
+
+Verdict canScheduleRowsWithout(Candidate rows, const std::vector<const Val*>& operands, const CandidateFacts& facts,
+                               const BoundShapes& bound, const std::string& without) {
+  for (const Val* in : operands) {
+    if (std::find(rows.outputs.begin(), rows.outputs.end(), in) == rows.outputs.end() &&
+        std::find(rows.inputs.begin(), rows.inputs.end(), in) == rows.inputs.end()) {
+      rows.outputs.push_back(in);
+    }
+  }
+  CandidateFacts rows_facts = analyzeCandidate(rows);
+  rows_facts.reasons = facts.reasons;
+  const Verdict v = canScheduleOneInnerPersistent(rows, rows_facts, bound);
+  return v.ok ? v : Verdict::no(without + ", " + v.reason);
 }
 
 }  // namespace braze

@@ -6,6 +6,7 @@
 #include "scheduler/reduction/row_inputs.h"
 #include "scheduler/reduction/row_launch.h"
 #include "scheduler/reduction/row_lowering.h"
+#include "scheduler/reduction/row_totals.h"
 #include "scheduler/inner_outer/entry.h"
 
 #include <algorithm>
@@ -25,6 +26,13 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
     facts_.reductions = split.inner;
     outer_ = split.outer;
     after_outer_ = split.after_outer;
+  } else if (ctx.segment.scheduler == SchedulerKind::InnerPersistent) {
+    RowTotals split = splitRowTotals(facts_, ctx.segment.exprs, bound_);
+    std::erase_if(facts_.reductions, [&](const Expr* r) {
+      return std::find(split.totals.begin(), split.totals.end(), r) != split.totals.end();
+    });
+    totals_ = std::move(split.totals);
+    after_totals_ = std::move(split.after);
   }
   auto domain = commonReductionDomain(facts_, bound_);
   BRAZE_ASSERT(std::holds_alternative<ReductionDomain>(domain), "segment {}: {}", ctx.segment.id,
@@ -83,11 +91,14 @@ void RowLowering::lower(const ReductionParams& params) {
   if (params_.persistent) keepRows(&declarations);
   kb_.pushTarget(&passes);
   if (params_.splits > 1) {
+    BRAZE_ASSERT(totals_.empty(), "segment {}: totals over rows split among blocks", ctx_.segment.id);
     gridReduce();
   } else {
+    declareTotals();
     prefetchRows();
     for (const Expr* e : facts_.reductions) reduce(*e);
     epilogue();
+    finishTotals();
   }
   kb_.popTarget();
   finishKernel(declarations, passes, {params_.grid, params_.splits}, params_.toString());
@@ -255,6 +266,7 @@ ReductionProblem RowLowering::rowProblem(bool persistent_wanted) {
   if (value_bytes > 0) problem.cached_value_bytes = value_bytes;
   problem.cached_tensors = std::max<int64_t>(cached, 1);
   problem.splittable = !persistent_wanted && splittable();
+  problem.row_totals = static_cast<int64_t>(totals_.size());
   // The vector is as wide as the tensors the lanes walk allow: a [rows, 1] float statistic read once
   // per row (or written once per row) does not narrow a bf16 row's vectors.
   VectorizeInput vin;
@@ -263,7 +275,7 @@ ReductionProblem RowLowering::rowProblem(bool persistent_wanted) {
   vin.inner_extent = innerExtent(domain_.inner ? reduced_sizes_ : kept_sizes_);
   for (const Val* out : ctx_.segment.outputs) {
     // The finish writes it, or the per-row stores of a join do, one element a lane whatever the vector.
-    if (after_outer_.count(out) != 0 || isRowCat(out)) continue;
+    if (after_outer_.count(out) != 0 || after_totals_.count(out) != 0 || isRowCat(out)) continue;
     const bool full = bound_.numel(out) == domain_.full_numel && rows_ != domain_.full_numel;
     if (full || !domain_.inner) {
       vin.inner_extent = std::gcd(vin.inner_extent, innerExtent(bound_.sizesOf(out)));
@@ -523,7 +535,8 @@ void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, const
 void RowLowering::epilogue() {
   std::vector<const Val*> full, per_row;
   for (const Val* out : ctx_.segment.outputs) {
-    if (after_outer_.count(out) != 0 || isRowCat(out)) continue;  // the finish, or the per-row stores, write it
+    // The finish, the last block (totals) or the per-row stores write it.
+    if (after_outer_.count(out) != 0 || after_totals_.count(out) != 0 || isRowCat(out)) continue;
     const int64_t n = bound_.numel(out);
     (n == rows_ ? per_row : full).push_back(out);
   }
@@ -538,7 +551,7 @@ void RowLowering::epilogue() {
       storeFullOutputs(c, index, full);
     });
   }
-  if (!per_row.empty() || !cats_.empty()) {
+  if (!per_row.empty() || !cats_.empty() || !totals_.empty()) {
     vb_.clearLoadCache();  // per-row values are computed once per row, outside the chunk loop
     const ExprId leader = kb_.eq(member_, kb_.index(0));
     emitChunk(kb_, vb_, kb_.land(row_ok_, leader), lanes_, lane_, [&](Chunk& c) {
@@ -548,6 +561,7 @@ void RowLowering::epilogue() {
       }
       const ExprId kept = lanes_ > 1 ? kb_.add(kept_base_, kb_.ref(lane_)) : kept_base_;
       for (const RowCat& cat : cats_) storeRowCat(kb_, vb_, c, ctx_, cat, kept);
+      accumulateTotals(c);
     });
   }
 }

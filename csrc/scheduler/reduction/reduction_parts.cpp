@@ -6,6 +6,7 @@
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_lowering.h"
+#include "scheduler/reduction/row_totals.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -240,7 +241,7 @@ std::vector<SegmentToLower> segmentParts(const SegmentToLower& segment) {
   const Candidate whole{segment.exprs, segment.inputs, segment.outputs};
   const CandidateFacts facts = analyzeCandidate(whole);
   const bool one = segment.scheduler == SchedulerKind::InnerPersistent
-                       ? canScheduleOneInnerPersistent(whole, facts, *segment.bound).ok
+                       ? canScheduleRowsWithTotals(whole, facts, *segment.bound).ok
                        : canScheduleOneReductionDomain(whole, facts, *segment.bound).ok;
   if (one) return {segment};
   std::vector<SegmentToLower> parts = partsOf(segment);

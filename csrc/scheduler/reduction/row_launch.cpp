@@ -86,10 +86,13 @@ bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& 
       !paramsOf<ReductionParams>(lowered_at).more_parts.empty() || !sameRows(paramsOf<ReductionParams>(lowered_at), p)) {
     return false;
   }
-  // A staged kernel also takes its walk: the row groups and the blocks walking them.
-  if (!setValues(kernels[0], {{{"rows", p.problem.rows}, {"row_groups", rowGroups(p)}, {"blocks", p.grid}}, {}})) {
-    return false;
+  // A staged kernel also takes its walk: the row groups and the blocks walking them; totals over the rows
+  // a partial per block, and the count of blocks arrived.
+  LaunchValues values{{{"rows", p.problem.rows}, {"row_groups", rowGroups(p)}, {"blocks", p.grid}}, {{"totals_arrived", 1}}};
+  for (const TensorParam& t : kernels[0].tensors) {
+    if (t.workspace && t.name.starts_with("row_totals")) values.workspaces.emplace_back(t.name, p.grid);
   }
+  if (!setValues(kernels[0], values)) return false;
   kernels[0].grid = {p.grid, p.splits};
   return true;
 }

@@ -225,6 +225,13 @@ class RowLowering {
   void gridReduce();
 
   void epilogue();
+  // Totals over the rows (row_totals.h, row_total_passes.cpp): each thread's sum of its rows' values
+  // (declared before the rows are walked), a row's value added where its per-row results are written,
+  // and after the walk the block's partial of each total, then the last block's combine of them and its
+  // stores of what is computed from the totals.
+  void declareTotals();
+  void accumulateTotals(Chunk& c);
+  void finishTotals();
   bool isRowCat(const Val* out) const {
     return std::any_of(cats_.begin(), cats_.end(), [&](const RowCat& cat) { return cat.output == out; });
   }
@@ -242,6 +249,9 @@ class RowLowering {
   ExprId group_ = -1, slice_ = -1;              // the current item's group and slice
   ValSet after_outer_;  // their results and what is computed from them
   std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
+  std::vector<const Expr*> totals_;             // inner persistent: the totals over the rows (row_totals.h)
+  ValSet after_totals_;                         // their results and what is computed from them
+  std::vector<VarId> total_acc_;                // per total: this thread's sum of its rows' values
   std::vector<VarId> outer_acc_;                // per outer reduction: this thread's partial sums
   bool prologue_written_ = false;               // a pass over the elements has stored prologueOutputs()
   ReductionDomain domain_;

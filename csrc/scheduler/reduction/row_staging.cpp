@@ -66,11 +66,13 @@ void RowLowering::lowerStaged() {
   std::vector<Stmt> declarations, passes;
   declareStages(&declarations);
   kb_.pushTarget(&passes);
+  declareTotals();
   openRowGroupWalk(params_.grid);
   prefetchRows();  // the per-row inputs (a norm backward's mean and rstd)
   for (const Expr* e : facts_.reductions) reduce(*e);
   epilogue();
   kb_.close();
+  finishTotals();
   kb_.popTarget();
   finishKernel(declarations, passes, {params_.grid, 1}, params_.toString());
 }

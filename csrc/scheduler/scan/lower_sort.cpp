@@ -78,7 +78,7 @@ void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb,
   // The results at slot `slot`: the kept index, and the value kept there (read back, or x at that index).
   auto bindSlot = [&](ExprId slot) {
     const std::vector<Idx> at = lineIndex(line, slot);
-    const ExprId kept_at = indices_param >= 0 ? vb.bind("kept_at", loadAt(indices_param, at)) : -1;
+    const ExprId kept_at = indices_param >= 0 ? vb.bind("kept_index", loadAt(indices_param, at)) : -1;
     if (kept_at >= 0) vb.setWalkedValue(topk.output(1), kept_at);  // else no op reads them (lowerSortLines)
     const ExprId value = sort.values_param >= 0 ? loadAt(sort.values_param, at)
                                                 : vb.valueAt(sort.x, lineIndex(line, kb.valueToIndex(kept_at)));

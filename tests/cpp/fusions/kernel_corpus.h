@@ -101,8 +101,9 @@ inline KernelCase batchedSoftmaxMaxCase(int64_t batch, int64_t seq, int64_t cols
 }
 
 // Cross entropy's per-row loss: -log_softmax(x)[row, target[row]] over [rows, vocab] bf16 logits, the
-// target picked in the kernel that keeps the row (one kernel), targets spread over the vocabulary.
-inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed) {
+// target picked in the kernel that keeps the row (one kernel), targets spread over the vocabulary. With
+// `mean`, their mean too: a total over the rows that the kernel's last block finishes.
+inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed, bool mean = false) {
   KernelCase c;
   Fusion& f = *c.fusion;
   {
@@ -113,7 +114,9 @@ inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed) {
     Val* z = sub(xf, expand(reduce(OpKind::Max, xf->asTensor(), {1}, /*keepdim=*/true), ints(f, {rows, vocab})));
     TensorView* lse = reduce(OpKind::Sum, unaryOp(OpKind::Exp, z)->asTensor(), {1}, /*keepdim=*/true);
     Val* log_softmax = sub(z, expand(unaryOp(OpKind::Log, lse)->asTensor(), ints(f, {rows, vocab})));
-    f.addOutput(unaryOp(OpKind::Neg, takeAlongAxis(log_softmax->asTensor(), t, 1)));
+    TensorView* loss = unaryOp(OpKind::Neg, takeAlongAxis(log_softmax->asTensor(), t, 1))->asTensor();
+    f.addOutput(loss);
+    if (mean) f.addOutput(mul(reduce(OpKind::Sum, loss, {0, 1}), f.constant(1.0 / static_cast<double>(rows))));
   }
   std::vector<double> targets;
   for (int64_t r = 0; r < rows; ++r) targets.push_back(static_cast<double>((r * 7919) % vocab));
@@ -635,6 +638,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
        }},
       {"division_by_row_values", divisionByRowValuesCase},
       {"cross_entropy_bf16_5x1000", [] { return crossEntropyCase(5, 1000, 12); }},
+      {"cross_entropy_mean_bf16_37x1000", [] { return crossEntropyCase(37, 1000, 14, true); }},
+      {"cross_entropy_mean_bf16_3x50304", [] { return crossEntropyCase(3, 50304, 15, true); }},
       {"softmax_bf16_5x512",
        [] {
          KernelCase c = softmaxCase(5, 512, DataType::BFloat16, false, 2);

@@ -1,0 +1,82 @@
+#include "scheduler/reduction/row_totals.h"
+
+#include "scheduler/reduction/domain_alignment.h"
+#include "scheduler/reduction/entry.h"
+#include "scheduler/reduction/reduce_values.h"
+#include "scheduler/reduction/reduction_domain.h"
+
+#include <algorithm>
+
+namespace braze {
+
+RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Expr*>& exprs, const BoundShapes& bound) {
+  RowTotals split;
+  if (facts.unsupported != nullptr || std::holds_alternative<ReductionDomain>(commonReductionDomain(facts, bound))) {
+    return split;
+  }
+  // The reductions of the largest operands reduce the rows; the others are totals where they are plain
+  // reductions to one element of operands with as many elements as there are rows. (A single row has one
+  // element per row too: the operands' sizes tell the rows from their totals.)
+  int64_t largest = 0;
+  for (const Expr* r : facts.reductions) largest = std::max(largest, bound.numel(r->input(0)));
+  std::vector<const Expr*> rows, totals;
+  for (const Expr* r : facts.reductions) (bound.numel(r->input(0)) == largest ? rows : totals).push_back(r);
+  if (totals.empty()) return split;
+  auto domain_or = commonReductionDomain(rows, facts, bound);
+  const auto* domain = std::get_if<ReductionDomain>(&domain_or);
+  if (domain == nullptr) return split;
+  for (const Expr* r : totals) {
+    // Bool totals (any, all) would need their own block combine.
+    if (opInfo(r->kind()).category != OpCategory::Reduction || bound.numel(r->output(0)) != 1 ||
+        bound.numel(r->input(0)) != domain->outer_numel ||
+        scheduler::accumulatorType(r->output(0)->dtype()) == DataType::Bool) {
+      return split;
+    }
+  }
+  split.totals = std::move(totals);
+  for (const Expr* e : exprs) {
+    bool after = std::find(split.totals.begin(), split.totals.end(), e) != split.totals.end();
+    for (const Val* in : e->inputs()) after = after || split.after.count(in) != 0;
+    if (after) {
+      for (const Val* out : e->outputs()) split.after.insert(out);
+    }
+  }
+  return split;
+}
+
+Verdict canScheduleRowsWithTotals(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  const RowTotals split = splitRowTotals(facts, candidate.exprs, bound);
+  if (split.totals.empty()) return canScheduleOneInnerPersistent(candidate, facts, bound);
+  Candidate rows{{}, candidate.inputs, {}};
+  for (const Expr* e : candidate.exprs) {
+    const bool total = std::find(split.totals.begin(), split.totals.end(), e) != split.totals.end();
+    if (total) {
+      // Each row's value is computed where the rows' results are, not from another total.
+      if (split.after.count(e->input(0)) != 0) {
+        return Verdict::no(fmt::format("{} sums a value computed from another total over the rows", exprLabel(*e)));
+      }
+      continue;
+    }
+    if (split.after.count(e->output(0)) == 0) {
+      rows.exprs.push_back(e);
+      continue;
+    }
+    // After the totals: one element computed from their results and scalars, by the last block.
+    const bool math = isElementwise(e->kind()) || keepsRowPositions(*e, bound);
+    const bool reads_rows = std::any_of(e->inputs().begin(), e->inputs().end(),
+                                        [&](const Val* in) { return in->isTensor() && split.after.count(in) == 0; });
+    if (!math || reads_rows || bound.numel(e->output(0)) != 1) {
+      return Verdict::no(fmt::format("{} uses a total over the rows other than elementwise with scalars",
+                                     exprLabel(*e)));
+    }
+  }
+  for (const Val* out : candidate.outputs) {
+    if (split.after.count(out) == 0) rows.outputs.push_back(out);
+  }
+  // The totals' operands are per-row values of the rows.
+  std::vector<const Val*> operands;
+  for (const Expr* r : split.totals) operands.push_back(r->input(0));
+  return canScheduleRowsWithout(std::move(rows), operands, facts, bound, "without its totals over the rows");
+}
+
+}  // namespace braze
