@@ -167,6 +167,24 @@ ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<
   return p;
 }
 
+// Totals over the rows (ReductionProblem::row_totals): the last block combines a partial per block, so the
+// blocks are as many as the SMs hold at once, each walking every grid-th row group (the last fewer), rather
+// than one block per row group: a router's z-loss over a million tokens of 64 experts would leave the
+// last block 262,144 partials to read. Resident blocks by threads, and by the registers of a row kept in
+// them (`values` and the kernel's own 32) or the shared memory of one kept there.
+void walkRowGroupsForTotals(const DeviceInfo& device, int64_t values, int64_t shared_bytes, ReductionParams& p) {
+  const int64_t threads = p.threads_x * p.threads_y;
+  int64_t resident = std::max<int64_t>(device.max_threads_per_sm / threads, 1);
+  if (p.persistent && !p.shared_cache) {
+    const int64_t registers = std::min<int64_t>(device.max_regs_per_thread, (values + 32 + 7) / 8 * 8);
+    resident = std::min(resident, device.regs_per_sm / (threads * registers));
+  }
+  if (p.shared_cache) resident = std::min(resident, device.smem_per_sm / (shared_bytes + 1024));
+  const int64_t most = std::max<int64_t>(std::max<int64_t>(resident, 1) * device.sm_count, 1);
+  const int64_t per_block = ceilDiv(p.grid, std::min(p.grid, most));
+  p.grid = std::max<int64_t>(ceilDiv(p.grid, per_block), 1);
+}
+
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem) {
   ReductionParams p;
   p.inner = problem.inner;
@@ -235,6 +253,8 @@ ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionPro
       }
     }
   }
+  // (A staged kernel's blocks walk the row groups already, as many as the SMs hold.)
+  if (problem.row_totals > 0 && !p.staged && p.splits == 1) walkRowGroupsForTotals(device, values, shared_bytes, p);
   return p;
 }
 

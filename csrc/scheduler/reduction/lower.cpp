@@ -67,8 +67,10 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
 
 void RowLowering::lower(const ReductionParams& params) {
   params_ = params;
-  if (params_.staged) {
-    lowerStaged();
+  // Totals over the rows: the blocks walk the row groups (as many blocks as the SMs hold), each adding up
+  // its rows' values, so the last block has few partials to combine.
+  if (params_.staged || !totals_.empty()) {
+    lowerRowGroupWalk();
     return;
   }
   kb_.fixBlock(params_.threads_x, params_.threads_y);  // a row's elements that always fit take no test
@@ -91,14 +93,11 @@ void RowLowering::lower(const ReductionParams& params) {
   if (params_.persistent) keepRows(&declarations);
   kb_.pushTarget(&passes);
   if (params_.splits > 1) {
-    BRAZE_ASSERT(totals_.empty(), "segment {}: totals over rows split among blocks", ctx_.segment.id);
     gridReduce();
   } else {
-    declareTotals();
     prefetchRows();
     for (const Expr* e : facts_.reductions) reduce(*e);
     epilogue();
-    finishTotals();
   }
   kb_.popTarget();
   finishKernel(declarations, passes, {params_.grid, params_.splits}, params_.toString());

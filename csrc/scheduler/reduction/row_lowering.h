@@ -124,10 +124,11 @@ class RowLowering {
   // domain's shape (what is kept or staged), or (`per_row`) that have a value per row.
   std::vector<const Val*> keptRowInputs(bool per_row) const;
 
-  // The staged kernel (ReductionParams::staged, row_staging.cpp): the passes of the inner persistent
-  // kernel over row groups blockIdx.x, + grid, ..., reading the row data from a shared-memory stage
-  // that the previous iteration's copies filled.
-  void lowerStaged();
+  // The kernel whose blocks walk row groups blockIdx.x, + grid, ... (row_staging.cpp), running the passes of
+  // the inner kernel on each: staged (ReductionParams::staged), reading the row data from a shared-memory
+  // stage that the previous iteration's copies filled; or with totals over the rows (as many blocks as
+  // the SMs hold, whose partials the last block combines), keeping the rows as the inner kernel does.
+  void lowerRowGroupWalk();
   // The stages' shared arrays (row_data's inputs that cp.async copies whole), in `declarations`, and the
   // reads of the passes from them.
   void declareStages(std::vector<Stmt>* declarations);

@@ -61,10 +61,16 @@ std::vector<const Val*> RowLowering::stagedRowInputs(int64_t vec) const {
   return staged;
 }
 
-void RowLowering::lowerStaged() {
+void RowLowering::lowerRowGroupWalk() {
+  BRAZE_ASSERT(params_.inner && params_.splits == 1, "segment {}: a walk over row groups of an outer or split reduction",
+               ctx_.segment.id);
   beginRowGroupWalk();
   std::vector<Stmt> declarations, passes;
-  declareStages(&declarations);
+  if (params_.staged) {
+    declareStages(&declarations);
+  } else if (params_.persistent) {
+    keepRows(&declarations);
+  }
   kb_.pushTarget(&passes);
   declareTotals();
   openRowGroupWalk(params_.grid);

@@ -1,5 +1,6 @@
-// The row lowering's totals over the rows (row_totals.h): a sum per thread of its rows' values, a
-// partial per block, and the last block's combine. The blocks' partials go to a workspace and each
+// The row lowering's totals over the rows (row_totals.h): a sum per thread of its rows' values (the blocks
+// walk the row groups, as many as the SMs hold: lowerRowGroupWalk), a partial per block, and the last
+// block's combine. The blocks' partials go to a workspace and each
 // block counts itself in with an atomic after a fence; the block that counts last reads them all (from
 // L2), combines them in a fixed order (so a launch gives the same bits every time), writes what is
 // computed from the totals, and sets the count back to 0 for the next launch.
@@ -80,21 +81,40 @@ void RowLowering::finishTotals() {
   kb_.close();
   kb_.barrier();
   kb_.openIf(kb_.letValue("is_last", kb_.localRead(last, kb_.index(0))));
-  // The first row of threads reads the partials, each thread every threads_x-th; a block reduction
-  // along x combines them (the other rows hold the identity).
+  // Every thread reads every threads-th partial; a block reduction along x, then the rows' shared array,
+  // combine them into thread (0, 0)'s.
+  const ExprId thread = kb_.add(kb_.mul(kb_.threadIdx(1), kb_.index(params_.threads_x)), kb_.threadIdx(0));
+  std::vector<VarId> combined;
+  for (size_t t = 0; t < totals_.size(); ++t) {
+    const Plain p = plainOf(*totals_[t]);
+    const VarId total = kb_.scalarVar("total", p.acc);
+    kb_.let(total, identity(kb_, p.op, p.acc));
+    const VarId j = kb_.scalarVar("j", DataType::Int64, true);
+    kb_.openFor(j, thread, blocks, kb_.index(params_.threads_x * rows_per_block), false);
+    kb_.assign(total, kb_.elementwise(combineOf(p.op), p.acc, {kb_.ref(total), kb_.load(partials[t], kb_.ref(j))}));
+    kb_.close();
+    kb_.blockReduce(total, p.op, 0);
+    if (!shared.empty()) {
+      kb_.openIf(x0);
+      kb_.localWrite(shared[t], kb_.threadIdx(1), kb_.ref(total));
+      kb_.close();
+    }
+    combined.push_back(total);
+  }
+  if (!shared.empty()) kb_.barrier();
   for (size_t t = 0; t < totals_.size(); ++t) {
     const Expr& r = *totals_[t];
     const Plain p = plainOf(r);
-    const VarId total = kb_.scalarVar("total", p.acc);
-    kb_.let(total, identity(kb_, p.op, p.acc));
-    kb_.openIf(kb_.eq(kb_.threadIdx(1), kb_.index(0)));
-    const VarId j = kb_.scalarVar("j", DataType::Int64, true);
-    kb_.openFor(j, kb_.threadIdx(0), blocks, kb_.index(params_.threads_x), false);
-    kb_.assign(total, kb_.elementwise(combineOf(p.op), p.acc, {kb_.ref(total), kb_.load(partials[t], kb_.ref(j))}));
-    kb_.close();
-    kb_.close();
-    kb_.blockReduce(total, p.op, 0);
-    vb_.setResult(r.output(0), kb_.letValue("r", kb_.cast(kb_.ref(total), p.out)));
+    if (!shared.empty()) {
+      kb_.openIf(first_thread);
+      const VarId y = kb_.scalarVar("y", DataType::Int64, true);
+      kb_.openFor(y, kb_.index(1), kb_.index(rows_per_block), kb_.index(1), false);
+      kb_.assign(combined[t], kb_.elementwise(combineOf(p.op), p.acc,
+                                              {kb_.ref(combined[t]), kb_.localRead(shared[t], kb_.ref(y))}));
+      kb_.close();
+      kb_.close();
+    }
+    vb_.setResult(r.output(0), kb_.letValue("r", kb_.cast(kb_.ref(combined[t]), p.out)));
   }
   emitChunk(kb_, vb_, first_thread, 1, lane_, [&](Chunk& c) {
     for (const Val* out : ctx_.segment.outputs) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace braze {
 namespace {
 
@@ -49,6 +51,41 @@ TEST(Heuristics, ABf16VocabularyRowFitsSharedMemoryAsStoredButNotAsFloats) {
   EXPECT_EQ(scheduler::keptValueBytes(DataType::Half), 2);
   EXPECT_EQ(scheduler::keptValueBytes(DataType::Double), 8);
   EXPECT_EQ(scheduler::keptValueBytes(DataType::Int32), 8);  // integers are kept in their compute type
+}
+
+TEST(Heuristics, TotalsOverTheRowsTakeAsManyBlocksAsTheSmsHoldEachWalkingRowGroups) {
+  // A router's z-loss over a million tokens of 64 experts: without totals a block per row group; with them
+  // as many blocks as run at once (the last block reads a partial per block), each walking the same number
+  // of row groups but the last, and every row group walked.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  ReductionProblem router = layerNormRows(int64_t{1} << 20, 64, 8);
+  const ReductionParams rows = reductionHeuristics(h100, router);
+  const int64_t groups = ceilDiv(router.rows, rows.threads_y);
+  EXPECT_EQ(rows.grid, groups);
+  router.row_totals = 1;
+  const ReductionParams totals = reductionHeuristics(h100, router);
+  EXPECT_EQ(totals.threads_x, rows.threads_x);
+  EXPECT_EQ(totals.threads_y, rows.threads_y);
+  // At most the blocks the threads allow per SM, and fewer where the kept row's registers (32 values and
+  // the kernel's own 32: 64 a thread, 8 blocks of 128) allow fewer; a block per SM at least.
+  const int64_t by_threads = h100.max_threads_per_sm / (totals.threads_x * totals.threads_y);
+  const int64_t by_registers = h100.regs_per_sm / (totals.threads_x * totals.threads_y * 64);
+  EXPECT_LE(totals.grid, std::min(by_threads, by_registers) * h100.sm_count) << totals.toString();
+  EXPECT_GT(totals.grid, (std::min(by_threads, by_registers) - 1) * h100.sm_count) << totals.toString();
+  const int64_t per_block = ceilDiv(groups, totals.grid);
+  EXPECT_GE(totals.grid * per_block, groups);
+  EXPECT_LT((totals.grid - 1) * per_block, groups);
+  EXPECT_NE(totals.toString().find("then 1 total over the rows"), std::string::npos) << totals.toString();
+  // Few rows: a block per row group still.
+  router.rows = 300;
+  EXPECT_EQ(reductionHeuristics(h100, router).grid, ceilDiv(300, reductionHeuristics(h100, router).threads_y));
+  // A row kept in shared memory (GPT-2's vocabulary): the blocks its shared memory lets run at once.
+  ReductionProblem logits = layerNormRows(65536, 50304, 8);
+  logits.cached_value_bytes = 2;
+  logits.row_totals = 2;
+  const ReductionParams ce = reductionHeuristics(h100, logits);
+  ASSERT_TRUE(ce.shared_cache) << ce.toString();
+  EXPECT_EQ(ce.grid, h100.sm_count * (h100.smem_per_sm / (112 * 1024 + 1024)));
 }
 
 TEST(Heuristics, LayerNormRowsStayInRegistersWithinTheRegisterFile) {
