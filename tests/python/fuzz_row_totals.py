@@ -6,9 +6,9 @@ a 2-D one (targets picked with take_along_axis, some ignored), beside one to thr
 over every row of a per-row value (a statistic of the rows, a per-row input of weights, a count of the weights
 over one half, the cross entropy's loss), kept as one element or as size-1 dims, in float or double. Elementwise
 math may follow the totals (a total scaled, or divided by another: a mean), and the per-row values and the rows'
-output are returned or not. The inner persistent kernel adds up the rows' values and its last block finishes
-the totals (row_totals.h). Definitions leave their sizes open half of the time, and then run at a second shape
-with other row counts.
+output are returned or not. The rows' kernel (inner persistent where the rows' output is returned, else a plain
+reduction's) adds up the rows' values and its last block finishes the totals (row_totals.h). Definitions leave
+their sizes open half of the time, and then run at a second shape with other row counts.
 """
 
 from __future__ import annotations

@@ -204,3 +204,40 @@ def test_totals_on_other_devices_and_kernel_forms(target, rows, cols, loss):
     got = fd.execute(inputs, target=target)
     for g, w in zip(got, braze_execute.reference(fd, inputs), strict=True):
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-5)
+
+
+def plain_rows_then_total(kind, dtype):
+    """Plain reductions of the rows (no result broadcast back over a row: the reduction scheduler's) and a
+    total over them: a cosine embedding loss's mean, the mean of per-token squared errors, the largest row
+    sum."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=dtype)
+        b = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=dtype)
+        af, bf = fd.ops.cast(a, F32), fd.ops.cast(b, F32)
+        rows = fd.ops.mul(fd.ops.cast(a.size(0), F32), fd.ops.cast(a.size(1), F32))
+        if kind == "cosine":
+            dot = fd.ops.sum(fd.ops.mul(af, bf), dims=[2])
+            norms = fd.ops.mul(fd.ops.sqrt(fd.ops.sum(fd.ops.mul(af, af), dims=[2])),
+                               fd.ops.sqrt(fd.ops.sum(fd.ops.mul(bf, bf), dims=[2])))
+            fd.add_output(fd.ops.div(fd.ops.sum(fd.ops.sub(1.0, fd.ops.div(dot, norms)), dims=[0, 1]), rows))
+        elif kind == "mse":
+            d = fd.ops.sub(af, bf)
+            per_token = fd.ops.div(fd.ops.sum(fd.ops.mul(d, d), dims=[2]), fd.ops.cast(a.size(2), F32))
+            fd.add_output(per_token)
+            fd.add_output(fd.ops.div(fd.ops.sum(per_token, dims=[0, 1]), rows))
+        else:
+            fd.add_output(fd.ops.max(fd.ops.sum(fd.ops.add(af, bf), dims=[2]), dims=[0, 1]))
+    return fd
+
+
+@pytest.mark.parametrize("kind", ["cosine", "mse", "largest_row_sum"])
+@pytest.mark.parametrize("dtype", [BF16, F32])
+@pytest.mark.parametrize("shape", [(2, 37, 300), (1, 1, 5), (3, 1000, 16), (4, 64, 4096)])
+def test_plain_row_reductions_and_their_total_are_one_kernel(kind, dtype, shape):
+    rng = np.random.default_rng(sum(shape))
+    inputs = [rng.standard_normal(shape).astype(NP[dtype]) for _ in range(2)]
+    fd = plain_rows_then_total(kind, dtype)
+    kernels, plan = kernels_of(fd, inputs)
+    assert len(kernels) == 1, plan
+    assert kernels[0].scheduler == "reduction" and "1 total over the rows" in kernels[0].heuristics, plan
+    execute_near_reference(fd, inputs, 1e-5)

@@ -7,14 +7,16 @@
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/reduction_parts.h"
 #include "scheduler/reduction/row_cats.h"
+#include "scheduler/reduction/row_totals.h"
 
 #include <unordered_set>
 
 namespace braze {
 
 Verdict canScheduleReduction(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
-  // Parts that compute nothing for one another: side by side, each in its own blocks.
-  return wholeOrParts(candidate, facts, bound, canScheduleOneReductionDomain, canScheduleReductionParts);
+  // Totals over the rows finish in the last block (row_totals.h); parts that compute nothing for one another
+  // run side by side, each in its own blocks.
+  return wholeOrParts(candidate, facts, bound, canScheduleReductionWithTotals, canScheduleReductionParts);
 }
 
 Verdict canScheduleOneReductionDomain(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {

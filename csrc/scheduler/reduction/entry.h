@@ -27,10 +27,14 @@ Verdict canScheduleInnerPersistent(const Candidate& candidate, const CandidateFa
 // The inner persistent scheduler's check of a group whose outputs are all rows or per-row results
 // (canScheduleInnerPersistent also takes outputs made from scalars beside them: reduction_parts.h).
 Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
-// canScheduleOneInnerPersistent of `rows`, a group's rows without some reductions that it also has (outer
+// canScheduleOneInnerPersistent (or `check`) of `rows`, a group's rows without some reductions that it also has (outer
 // reductions, totals over the rows) and what follows them: those reductions' `operands` are then outputs
 // of the rows, but for the group's inputs. A refusal says `without` first ("without its outer reductions").
+// `check` is the scheduler's check of such a group (the reduction scheduler's rows, or the inner
+// persistent one's).
 Verdict canScheduleRowsWithout(Candidate rows, const std::vector<const Val*>& operands, const CandidateFacts& facts,
-                               const BoundShapes& bound, const std::string& without);
+                               const BoundShapes& bound, const std::string& without,
+                               Verdict (*check)(const Candidate&, const CandidateFacts&, const BoundShapes&) =
+                                   canScheduleOneInnerPersistent);
 
 }  // namespace braze

@@ -27,8 +27,9 @@ struct ReductionProblem {
   // The results need no pass after the reduction over the whole row (plain reductions, none feeding
   // another, only per-row outputs): blocks may each reduce part of a row and combine partials.
   bool splittable = false;
-  // Totals over the rows the kernel also computes (row_totals.h): the last block combines the blocks'
-  // partials, so every block must be one of a single launch's (no split of the rows' elements).
+  // Totals over the rows the kernel also computes (row_totals.h): the last block combines a partial per
+  // block, so the rows are not split among blocks, and the blocks walk the row groups, as many as the SMs
+  // hold at once.
   int64_t row_totals = 0;
 };
 

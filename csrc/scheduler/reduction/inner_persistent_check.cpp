@@ -76,7 +76,8 @@ Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const Candidat
 }
 
 Verdict canScheduleRowsWithout(Candidate rows, const std::vector<const Val*>& operands, const CandidateFacts& facts,
-                               const BoundShapes& bound, const std::string& without) {
+                               const BoundShapes& bound, const std::string& without,
+                               Verdict (*check)(const Candidate&, const CandidateFacts&, const BoundShapes&)) {
   for (const Val* in : operands) {
     if (std::find(rows.outputs.begin(), rows.outputs.end(), in) == rows.outputs.end() &&
         std::find(rows.inputs.begin(), rows.inputs.end(), in) == rows.inputs.end()) {
@@ -85,7 +86,7 @@ Verdict canScheduleRowsWithout(Candidate rows, const std::vector<const Val*>& op
   }
   CandidateFacts rows_facts = analyzeCandidate(rows);
   rows_facts.reasons = facts.reasons;
-  const Verdict v = canScheduleOneInnerPersistent(rows, rows_facts, bound);
+  const Verdict v = check(rows, rows_facts, bound);
   return v.ok ? v : Verdict::no(without + ", " + v.reason);
 }
 

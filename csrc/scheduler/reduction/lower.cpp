@@ -26,7 +26,7 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
     facts_.reductions = split.inner;
     outer_ = split.outer;
     after_outer_ = split.after_outer;
-  } else if (ctx.segment.scheduler == SchedulerKind::InnerPersistent) {
+  } else if (ctx.segment.scheduler == SchedulerKind::InnerPersistent || ctx.segment.scheduler == SchedulerKind::Reduction) {
     RowTotals split = splitRowTotals(facts_, ctx.segment.exprs, bound_);
     std::erase_if(facts_.reductions, [&](const Expr* r) {
       return std::find(split.totals.begin(), split.totals.end(), r) != split.totals.end();
@@ -264,7 +264,8 @@ ReductionProblem RowLowering::rowProblem(bool persistent_wanted) {
   }
   if (value_bytes > 0) problem.cached_value_bytes = value_bytes;
   problem.cached_tensors = std::max<int64_t>(cached, 1);
-  problem.splittable = !persistent_wanted && splittable();
+  // (Totals over the rows take a partial per block of whole rows.)
+  problem.splittable = !persistent_wanted && totals_.empty() && splittable();
   problem.row_totals = static_cast<int64_t>(totals_.size());
   // The vector is as wide as the tensors the lanes walk allow: a [rows, 1] float statistic read once
   // per row (or written once per row) does not narrow a bf16 row's vectors.

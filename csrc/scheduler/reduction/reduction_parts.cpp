@@ -242,7 +242,7 @@ std::vector<SegmentToLower> segmentParts(const SegmentToLower& segment) {
   const CandidateFacts facts = analyzeCandidate(whole);
   const bool one = segment.scheduler == SchedulerKind::InnerPersistent
                        ? canScheduleRowsWithTotals(whole, facts, *segment.bound).ok
-                       : canScheduleOneReductionDomain(whole, facts, *segment.bound).ok;
+                       : canScheduleReductionWithTotals(whole, facts, *segment.bound).ok;
   if (one) return {segment};
   std::vector<SegmentToLower> parts = partsOf(segment);
   std::stable_partition(parts.begin(), parts.end(), [](const SegmentToLower& part) { return reduces(part.exprs); });

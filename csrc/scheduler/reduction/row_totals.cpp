@@ -24,7 +24,7 @@ RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Ex
   if (totals.empty()) return split;
   auto domain_or = commonReductionDomain(rows, facts, bound);
   const auto* domain = std::get_if<ReductionDomain>(&domain_or);
-  if (domain == nullptr) return split;
+  if (domain == nullptr || !domain->inner) return split;
   for (const Expr* r : totals) {
     // Bool totals (any, all) would need their own block combine.
     if (opInfo(r->kind()).category != OpCategory::Reduction || bound.numel(r->output(0)) != 1 ||
@@ -44,9 +44,13 @@ RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Ex
   return split;
 }
 
-Verdict canScheduleRowsWithTotals(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+namespace {
+
+using RowsCheck = Verdict (*)(const Candidate&, const CandidateFacts&, const BoundShapes&);
+
+Verdict withTotals(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound, RowsCheck check) {
   const RowTotals split = splitRowTotals(facts, candidate.exprs, bound);
-  if (split.totals.empty()) return canScheduleOneInnerPersistent(candidate, facts, bound);
+  if (split.totals.empty()) return check(candidate, facts, bound);
   Candidate rows{{}, candidate.inputs, {}};
   for (const Expr* e : candidate.exprs) {
     const bool total = std::find(split.totals.begin(), split.totals.end(), e) != split.totals.end();
@@ -76,7 +80,18 @@ Verdict canScheduleRowsWithTotals(const Candidate& candidate, const CandidateFac
   // The totals' operands are per-row values of the rows.
   std::vector<const Val*> operands;
   for (const Expr* r : split.totals) operands.push_back(r->input(0));
-  return canScheduleRowsWithout(std::move(rows), operands, facts, bound, "without its totals over the rows");
+  return canScheduleRowsWithout(std::move(rows), operands, facts, bound, "without its totals over the rows", check);
+}
+
+}  // namespace
+
+Verdict canScheduleRowsWithTotals(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound) {
+  return withTotals(candidate, facts, bound, canScheduleOneInnerPersistent);
+}
+
+Verdict canScheduleReductionWithTotals(const Candidate& candidate, const CandidateFacts& facts,
+                                       const BoundShapes& bound) {
+  return withTotals(candidate, facts, bound, canScheduleOneReductionDomain);
 }
 
 }  // namespace braze

@@ -10,6 +10,7 @@
 #include "fusions/kernel_case.h"
 #include "fusions/kernel_util.h"
 #include "fusions/layer_norm.h"
+#include "fusions/loss_cases.h"
 #include "fusions/rope.h"
 #include "fusions/scan_cases.h"
 #include "ir/ops.h"
@@ -97,32 +98,6 @@ inline KernelCase batchedSoftmaxMaxCase(int64_t batch, int64_t seq, int64_t cols
   }
   c.inputs = randomInputs(f, seed, {{batch, seq, cols}});
   c.expect = expectKernels(1, SchedulerKind::InnerOuterPersistent);
-  return c;
-}
-
-// Cross entropy's per-row loss: -log_softmax(x)[row, target[row]] over [rows, vocab] bf16 logits, the
-// target picked in the kernel that keeps the row (one kernel), targets spread over the vocabulary. With
-// `mean`, their mean too: a total over the rows that the kernel's last block finishes.
-inline KernelCase crossEntropyCase(int64_t rows, int64_t vocab, uint64_t seed, bool mean = false) {
-  KernelCase c;
-  Fusion& f = *c.fusion;
-  {
-    FusionGuard g(&f);
-    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::BFloat16);
-    TensorView* t = defineTensor({-1, 1}, {true, std::nullopt}, DataType::Int64);
-    Val* xf = cast(x, DataType::Float);
-    Val* z = sub(xf, expand(reduce(OpKind::Max, xf->asTensor(), {1}, /*keepdim=*/true), ints(f, {rows, vocab})));
-    TensorView* lse = reduce(OpKind::Sum, unaryOp(OpKind::Exp, z)->asTensor(), {1}, /*keepdim=*/true);
-    Val* log_softmax = sub(z, expand(unaryOp(OpKind::Log, lse)->asTensor(), ints(f, {rows, vocab})));
-    TensorView* loss = unaryOp(OpKind::Neg, takeAlongAxis(log_softmax->asTensor(), t, 1))->asTensor();
-    f.addOutput(loss);
-    if (mean) f.addOutput(mul(reduce(OpKind::Sum, loss, {0, 1}), f.constant(1.0 / static_cast<double>(rows))));
-  }
-  std::vector<double> targets;
-  for (int64_t r = 0; r < rows; ++r) targets.push_back(static_cast<double>((r * 7919) % vocab));
-  c.inputs = randomInputs(f, seed, {{rows, vocab}, {rows, 1}});
-  c.inputs[1] = tensorOf(DataType::Int64, {rows, 1}, targets);
-  c.expect = expectOneKernel();
   return c;
 }
 
@@ -637,9 +612,6 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
          return c;
        }},
       {"division_by_row_values", divisionByRowValuesCase},
-      {"cross_entropy_bf16_5x1000", [] { return crossEntropyCase(5, 1000, 12); }},
-      {"cross_entropy_mean_bf16_37x1000", [] { return crossEntropyCase(37, 1000, 14, true); }},
-      {"cross_entropy_mean_bf16_3x50304", [] { return crossEntropyCase(3, 50304, 15, true); }},
       {"softmax_bf16_5x512",
        [] {
          KernelCase c = softmaxCase(5, 512, DataType::BFloat16, false, 2);
@@ -721,6 +693,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
     }
   }
   for (KernelCaseMaker& c : backwardCases()) cases.push_back(std::move(c));
+  for (KernelCaseMaker& c : lossCases()) cases.push_back(std::move(c));
   return cases;
 }
 
