@@ -1,9 +1,9 @@
 // The row lowering's totals over the rows (row_totals.h): a sum per thread of its rows' values (the blocks
 // walk the row groups, as many as the SMs hold: lowerRowGroupWalk), a partial per block, and the last
-// block's combine. The blocks' partials go to a workspace and each
-// block counts itself in with an atomic after a fence; the block that counts last reads them all (from
-// L2), combines them in a fixed order (so a launch gives the same bits every time), writes what is
-// computed from the totals, and sets the count back to 0 for the next launch.
+// block's combine. The blocks' partials go to a workspace and each block counts itself in with an atomic
+// after a fence; the block that counts last reads them all (from L2), combines them in a fixed order (so a
+// launch gives the same bits every time), writes what is computed from the totals, and sets the count
+// back to 0 (the executor also zeroes the count's workspace before each launch).
 #include "scheduler/reduction/row_lowering.h"
 #include "support/error.h"
 
@@ -52,17 +52,20 @@ void RowLowering::finishTotals() {
     shared.push_back(rows);
   }
   if (!shared.empty()) kb_.barrier();
+  // Thread (0, 0) adds the other rows' values of total t (in the shared array, after a barrier) to `acc`.
+  const auto addOtherRows = [&](size_t t, VarId acc) {
+    if (shared.empty()) return;
+    const Plain p = plainOf(*totals_[t]);
+    const VarId y = kb_.scalarVar("y", DataType::Int64, true);
+    kb_.openFor(y, kb_.index(1), kb_.index(rows_per_block), kb_.index(1), false);
+    kb_.assign(acc, kb_.elementwise(combineOf(p.op), p.acc, {kb_.ref(acc), kb_.localRead(shared[t], kb_.ref(y))}));
+    kb_.close();
+  };
   std::vector<TensorId> partials;
   kb_.openIf(first_thread);
   for (size_t t = 0; t < totals_.size(); ++t) {
     const Plain p = plainOf(*totals_[t]);
-    if (!shared.empty()) {
-      const VarId y = kb_.scalarVar("y", DataType::Int64, true);
-      kb_.openFor(y, kb_.index(1), kb_.index(rows_per_block), kb_.index(1), false);
-      kb_.assign(total_acc_[t], kb_.elementwise(combineOf(p.op), p.acc,
-                                                {kb_.ref(total_acc_[t]), kb_.localRead(shared[t], kb_.ref(y))}));
-      kb_.close();
-    }
+    addOtherRows(t, total_acc_[t]);
     const TensorId ws = addWorkspace(fmt::format("row_totals{}", t), p.acc, params_.grid, false);
     kb_.store(ws, kb_.blockIdx(0), kb_.ref(total_acc_[t]));
     partials.push_back(ws);
@@ -102,19 +105,12 @@ void RowLowering::finishTotals() {
     combined.push_back(total);
   }
   if (!shared.empty()) kb_.barrier();
+  kb_.openIf(first_thread);
+  for (size_t t = 0; t < totals_.size(); ++t) addOtherRows(t, combined[t]);
+  kb_.close();
   for (size_t t = 0; t < totals_.size(); ++t) {
     const Expr& r = *totals_[t];
-    const Plain p = plainOf(r);
-    if (!shared.empty()) {
-      kb_.openIf(first_thread);
-      const VarId y = kb_.scalarVar("y", DataType::Int64, true);
-      kb_.openFor(y, kb_.index(1), kb_.index(rows_per_block), kb_.index(1), false);
-      kb_.assign(combined[t], kb_.elementwise(combineOf(p.op), p.acc,
-                                              {kb_.ref(combined[t]), kb_.localRead(shared[t], kb_.ref(y))}));
-      kb_.close();
-      kb_.close();
-    }
-    vb_.setResult(r.output(0), kb_.letValue("r", kb_.cast(kb_.ref(combined[t]), p.out)));
+    vb_.setResult(r.output(0), kb_.letValue("r", kb_.cast(kb_.ref(combined[t]), plainOf(r).out)));
   }
   emitChunk(kb_, vb_, first_thread, 1, lane_, [&](Chunk& c) {
     for (const Val* out : ctx_.segment.outputs) {
