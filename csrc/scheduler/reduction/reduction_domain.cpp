@@ -56,14 +56,20 @@ InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<c
                                 const BoundShapes& bound) {
   InnerOuterSplit split;
   for (const Expr* r : facts.reductions) (reducesInnerDims(*r, bound) ? split.inner : split.outer).push_back(r);
+  split.after_outer = computedFrom(split.outer, exprs);
+  return split;
+}
+
+ValSet computedFrom(const std::vector<const Expr*>& sources, const std::vector<const Expr*>& exprs) {
+  ValSet computed;
   for (const Expr* e : exprs) {
-    bool after = std::find(split.outer.begin(), split.outer.end(), e) != split.outer.end();
-    for (const Val* in : e->inputs()) after = after || split.after_outer.count(in) != 0;
+    bool after = std::find(sources.begin(), sources.end(), e) != sources.end();
+    for (const Val* in : e->inputs()) after = after || computed.count(in) != 0;
     if (after) {
-      for (const Val* out : e->outputs()) split.after_outer.insert(out);
+      for (const Val* out : e->outputs()) computed.insert(out);
     }
   }
-  return split;
+  return computed;
 }
 
 std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound) {

@@ -33,6 +33,9 @@ std::variant<ReductionDomain, std::string> commonReductionDomain(const std::vect
 // sorted copy in `storage` where it is not.
 const std::vector<int64_t>& ascendingDims(const Expr& r, std::vector<int64_t>& storage);
 
+// The outputs of `sources` (some of `exprs`) and every value `exprs` compute from them, in `exprs`' order.
+ValSet computedFrom(const std::vector<const Expr*>& sources, const std::vector<const Expr*>& exprs);
+
 // A group that reduces rows both ways (layer-norm backward: per row for grad_in, over the rows for the
 // weight and bias grads): `inner`, the reductions over a suffix of dims (the rows); `outer`, the others;
 // `after_outer`, the outer reductions' results and every value computed from them.

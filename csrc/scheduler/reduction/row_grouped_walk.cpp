@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <unordered_set>
 
 namespace braze::scheduler {
 
@@ -71,24 +70,15 @@ std::vector<const Val*> RowLowering::groupedOutputsWrittenByItems(const InnerOut
     if (bound_.numel(r->output(0)) == width) return {};  // the finish computes that width
   }
   // The values computed from the grouped results, and those computed from any other outer result.
-  std::unordered_set<const Val*> from_grouped, from_others;
-  for (const Expr* e : ctx_.segment.exprs) {
-    const bool grouped = std::find(grouped_.begin(), grouped_.end(), e) != grouped_.end();
-    const bool other = std::find(outer_.begin(), outer_.end(), e) != outer_.end() ||
-                       std::find(extra_.begin(), extra_.end(), e) != extra_.end();
-    bool reads_grouped = grouped, reads_other = other;
-    for (const Val* in : e->inputs()) {
-      reads_grouped = reads_grouped || from_grouped.count(in) != 0;
-      reads_other = reads_other || from_others.count(in) != 0;
-    }
-    for (const Val* out : e->outputs()) {
-      if (reads_grouped) from_grouped.insert(out);
-      if (reads_other) from_others.insert(out);
-    }
-  }
+  std::vector<const Expr*> others = outer_;
+  others.insert(others.end(), extra_.begin(), extra_.end());
+  const ValSet from_grouped = computedFrom(grouped_, ctx_.segment.exprs);
+  const ValSet from_others = computedFrom(others, ctx_.segment.exprs);
   std::vector<const Val*> outputs;
-  for (const Val* v : from_grouped) {
-    if (from_others.count(v) != 0) return {};  // one value of both: the finish has both results
+  for (const Expr* e : ctx_.segment.exprs) {
+    for (const Val* v : e->outputs()) {
+      if (from_grouped.count(v) != 0 && from_others.count(v) != 0) return {};  // the finish has both results
+    }
   }
   for (const Val* out : ctx_.segment.outputs) {
     if (from_grouped.count(out) != 0) outputs.push_back(out);

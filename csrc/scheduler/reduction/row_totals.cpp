@@ -33,14 +33,8 @@ RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Ex
       return split;
     }
   }
+  split.after = computedFrom(totals, exprs);
   split.totals = std::move(totals);
-  for (const Expr* e : exprs) {
-    bool after = std::find(split.totals.begin(), split.totals.end(), e) != split.totals.end();
-    for (const Val* in : e->inputs()) after = after || split.after.count(in) != 0;
-    if (after) {
-      for (const Val* out : e->outputs()) split.after.insert(out);
-    }
-  }
   return split;
 }
 
