@@ -60,6 +60,29 @@ void BM_CachedExecuteNoOpLaunch_Rope(benchmark::State& state) {
 }
 BENCHMARK(BM_CachedExecuteNoOpLaunch_Rope)->Unit(benchmark::kNanosecond);
 
+// A kernel whose blocks count their arrival (row sums of [3, 2^20] floats split among blocks, the last
+// block of a row finishing it) takes its counts from the stream's zeroed scratch: a cached run allocates
+// and zeroes nothing for them (the counters: the device's allocations and launches per run; the output
+// and the partials are the allocations).
+void BM_CachedExecuteNoOpLaunch_GridReduction(benchmark::State& state) {
+  auto fusion = std::make_shared<Fusion>();
+  {
+    FusionGuard g(fusion.get());
+    TensorView* x = defineTensor({-1, -1}, {true, true}, DataType::Float);
+    fusion->addOutput(reduce(OpKind::Sum, x, {1}));
+  }
+  device::NoOpDeviceOps ops;
+  exec::FusionCache cache(fusion, {}, &ops, DeviceInfo::h100Sxm());
+  const std::vector<DeviceValue> inputs{DeviceTensor::contiguous(0x100000, DataType::Float, {3, 1 << 20})};
+  cache.run(inputs);
+  const int64_t allocations = ops.allocations.load(), launches = ops.launches.load();
+  for (auto _ : state) benchmark::DoNotOptimize(cache.run(inputs));
+  const auto runs = static_cast<double>(state.iterations());
+  state.counters["allocations"] = static_cast<double>(ops.allocations.load() - allocations) / runs;
+  state.counters["launches"] = static_cast<double>(ops.launches.load() - launches) / runs;
+}
+BENCHMARK(BM_CachedExecuteNoOpLaunch_GridReduction)->Unit(benchmark::kNanosecond);
+
 // A cached execute of numpy-like host inputs (the path fd.execute takes for them): lending the inputs'
 // memory to the simulated device, the signature, the plan lookup, argument packing, a host allocation
 // for the output, the launch decoded and checked against the device's memory, the synchronize, and

@@ -9,6 +9,7 @@
 #include "device/device_handles.h"
 #include "device/parallel_compile.h"
 #include "device/stream_block_cache.h"
+#include "device/zeroed_scratch.h"
 
 #include <atomic>
 #include <memory>
@@ -90,6 +91,13 @@ class DeviceOps {
   virtual size_t releaseCachedBlocks() { return 0; }
   virtual BlockCacheCounts blockCacheCounts() const { return {}; }
   virtual void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) = 0;
+  // At least `bytes` of memory that is all zeros when the work queued next on `stream` starts and that
+  // this work leaves all zeros (device/zeroed_scratch.h): where workspaces that must start zeroed go, so a
+  // run zeroes nothing. 0 where the stream has none (it is being captured into a graph, or the device
+  // keeps none): the caller then allocates and zeroes its own.
+  virtual DevicePtr zeroedScratch(size_t /*bytes*/, StreamHandle /*stream*/) { return 0; }
+  // After a run on `stream` failed partway: its zeroed scratch is zeroed again before the next use.
+  virtual void spoilZeroedScratch(StreamHandle /*stream*/) {}
   // Waits for the work queued on `stream` (for consumers that cannot wait on a stream themselves).
   virtual void synchronize(StreamHandle stream) = 0;
   // Encodes the tensor map a kernel's TMA loads read (kernel/tensor_map.h) into `map`, which a launch then
@@ -148,6 +156,8 @@ class NoOpDeviceOps final : public DeviceOps {
   }
   void release(DevicePtr, StreamHandle) override { ++releases; }
   void zero(DevicePtr, size_t, StreamHandle) override {}
+  DevicePtr zeroedScratch(size_t bytes, StreamHandle stream) override { return zeroed_.get(bytes, stream); }
+  void spoilZeroedScratch(StreamHandle stream) override { zeroed_.spoil(stream); }
   void synchronize(StreamHandle) override {}
   void launch(KernelHandle, const LaunchShape&, void**, StreamHandle) override { ++launches; }
   void encodeTensorMap(const kernel::TensorMapSpec&, kernel::TensorMapBytes& map) override { map = {}; }
@@ -167,6 +177,10 @@ class NoOpDeviceOps final : public DeviceOps {
   mutable std::mutex mutex_;
   std::set<std::string> sources_;
   std::atomic<DevicePtr> next_{1 << 20};
+  // Kept regions at fake addresses, as a GPU keeps them (not counted among the allocations).
+  ZeroedScratch zeroed_{{[this](size_t bytes, StreamHandle) { return next_.fetch_add((bytes + 255) / 256 * 256 + 256); },
+                         [](DevicePtr, size_t, StreamHandle) {}, [](StreamHandle) { return false; },
+                         [](StreamHandle stream) -> std::optional<uint64_t> { return reinterpret_cast<uintptr_t>(stream); }}};
 };
 
 }  // namespace braze::device

@@ -16,6 +16,9 @@
 namespace braze::exec {
 namespace {
 
+// Where each zeroed workspace starts in the zeroed scratch: apart by whole cache lines.
+constexpr size_t kZeroedAlignment = 128;
+
 // Runs a segment's exprs on the reference evaluator: it sees only its inputs and the bound scalars in
 // `values`, and leaves its outputs there as fresh row-major tensors, as a kernel would write them.
 void runSegmentOnReference(const Segment& segment, std::unordered_map<const Val*, HostValue>& values) {
@@ -298,7 +301,13 @@ void PreparedPlan::addKernelLaunch(const CompiledPlan& compiled, size_t index,
     } else if (p.workspace) {
       auto [it, fresh] = shared_workspaces.try_emplace(p.name, -1);
       if (!p.shared || fresh) {
-        it->second = addSlot({SlotKind::Workspace, -1, bytesOf(p.layout, p.dtype), p.zeroed});
+        const size_t bytes = bytesOf(p.layout, p.dtype);
+        if (p.zeroed) {
+          it->second = addSlot({SlotKind::Zeroed, -1, bytes, zeroed_bytes_});
+          zeroed_bytes_ += (bytes + kZeroedAlignment - 1) / kZeroedAlignment * kZeroedAlignment;
+        } else {
+          it->second = addSlot({SlotKind::Workspace, -1, bytes});
+        }
       } else {
         BRAZE_ASSERT(slots_[it->second].bytes == bytesOf(p.layout, p.dtype), "kernel {} reads workspace {} at "
                      "another size than the kernel that wrote it", k.name, p.name);
@@ -458,7 +467,7 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
     std::vector<KernelLaunch> chain;
     std::vector<kernel::TensorMapBytes> maps;
     std::vector<std::shared_ptr<void>> owners;
-    std::vector<char> external;  // the allocator's memory: the caller's to free, not ours
+    std::vector<char> external;  // not ours to free: the allocator's memory (the caller's), the zeroed scratch
     DeviceTensor spec;           // what the allocator is asked for
   };
   ThreadScratch<Scratch> lease;
@@ -468,6 +477,8 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
   external.assign(slots_.size(), 0);
   int device = device_ordinal_;
   size_t allocated = 0;  // slots [0, allocated) are bound: released again if a launch fails
+  DevicePtr zeroed_scratch = 0;  // asked for at the first zeroed slot (0: none, the run zeroes its own)
+  bool scratch_asked = false;
   try {
     for (; allocated < slots_.size(); ++allocated) {
       const Slot& slot = slots_[allocated];
@@ -480,6 +491,15 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
       if (slot.kind == SlotKind::IndexErrors) {
         pointers[allocated] = ops.indexErrorRecord().device;
         continue;
+      }
+      if (slot.kind == SlotKind::Zeroed) {
+        if (!scratch_asked) zeroed_scratch = ops.zeroedScratch(zeroed_bytes_, stream);
+        scratch_asked = true;
+        if (zeroed_scratch != 0) {
+          pointers[allocated] = zeroed_scratch + static_cast<DevicePtr>(slot.offset);
+          external[allocated] = 1;
+          continue;
+        }
       }
       if (allocator != nullptr && slot.sole_output >= 0) {
         spec = outputs_[slot.sole_output].tensor;
@@ -495,7 +515,7 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
         }
       }
       pointers[allocated] = ops.allocate(slot.bytes, stream);
-      if (slot.zeroed) {
+      if (slot.kind == SlotKind::Zeroed) {
         try {
           ops.zero(pointers[allocated], slot.bytes, stream);
         } catch (...) {
@@ -561,6 +581,9 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
     for (size_t i = 0; i < allocated; ++i) {
       if (owned(slots_[i]) && !external[i]) ops.release(pointers[i], stream);
     }
+    // A kernel queued before the failure resets its counts; one that failed to launch never took them.
+    // Zeroing the scratch again costs one memset and keeps a wrong guess about that from lasting.
+    if (zeroed_scratch != 0) ops.spoilZeroedScratch(stream);
     throw;
   }
   outputs.resize(outputs_.size());
@@ -600,7 +623,7 @@ void PreparedPlan::run(const std::vector<DeviceValue>& inputs, std::vector<Devic
   }
   // Intermediates and workspaces go back to the pool after the launches that use them (stream order).
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (owned(slots_[i]) && !slots_[i].returned) ops.release(pointers[i], stream);
+    if (owned(slots_[i]) && !slots_[i].returned && !external[i]) ops.release(pointers[i], stream);
   }
   owners.assign(slots_.size(), nullptr);
 }

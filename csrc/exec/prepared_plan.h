@@ -69,17 +69,21 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
 
  private:
   // IndexErrors: the device's index-error record (DeviceOps::indexErrorRecord), not allocated per run.
-  enum class SlotKind : uint8_t { Input, Buffer, Workspace, IndexErrors };
+  // Zeroed: a workspace that must start zeroed, at `offset` in the stream's zeroed scratch
+  // (DeviceOps::zeroedScratch), allocated and zeroed by the run only where the stream has none.
+  enum class SlotKind : uint8_t { Input, Buffer, Workspace, IndexErrors, Zeroed };
   struct Slot {
     SlotKind kind = SlotKind::Buffer;
     int64_t input = -1;   // Input: the fusion input's index
-    size_t bytes = 0;     // Buffer, Workspace
-    bool zeroed = false;  // Workspace that must start zeroed
+    size_t bytes = 0;     // Buffer, Workspace, Zeroed
+    size_t offset = 0;    // Zeroed
     bool returned = false;  // a fusion output's memory: owned by the caller after the run
     int32_t sole_output = -1;  // the output that is exactly this buffer (offset 0, row-major), if one is
   };
   // Memory a run allocates (and releases, unless it returns it).
-  static bool owned(const Slot& slot) { return slot.kind == SlotKind::Buffer || slot.kind == SlotKind::Workspace; }
+  static bool owned(const Slot& slot) {
+    return slot.kind == SlotKind::Buffer || slot.kind == SlotKind::Workspace || slot.kind == SlotKind::Zeroed;
+  }
   struct Launch {
     KernelHandle function = nullptr;
     LaunchShape shape;
@@ -173,6 +177,7 @@ class PreparedPlan : public std::enable_shared_from_this<PreparedPlan> {
   std::vector<size_t> viewed_inputs_;   // the inputs not updated that returned outputs view, by position
   std::vector<LaunchedKernel> launched_kernels_;
   std::vector<Slot> slots_;
+  size_t zeroed_bytes_ = 0;  // the zeroed slots' scratch: each at its own offset, as one kernel may take several
   std::vector<Launch> launches_;
   std::vector<HostStep> host_steps_;
   // Every bound scalar, as planned, where the host runs steps (the reference reads them); else empty.

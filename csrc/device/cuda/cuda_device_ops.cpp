@@ -10,6 +10,7 @@
 #include "device/device_ops.h"
 #include "device/made_devices.h"
 #include "device/stream_block_cache.h"
+#include "device/zeroed_scratch.h"
 #include "kernel/index_errors.h"
 #include "support/error.h"
 
@@ -73,7 +74,10 @@ class CudaDeviceOps final : public DeviceOps {
       : ordinal_(ordinal),
         driver_(requireCudaDriver()),
         context_(primaryContext(ordinal)),
-        blocks_(blockSource(), blockCacheLimitFromEnv()) {
+        blocks_(blockSource(), blockCacheLimitFromEnv()),
+        zeroed_(zeroedScratchSource(blockSource(), [this](DevicePtr pointer, size_t bytes, StreamHandle stream) {
+          zero(pointer, bytes, stream);
+        })) {
     CuDevice device = 0;
     driver_.check(driver_.deviceGet(&device, ordinal), "cuDeviceGet");
     CuMemPool pool = nullptr;
@@ -152,6 +156,10 @@ class CudaDeviceOps final : public DeviceOps {
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override {
     driver_.check(driver_.memsetD8Async(pointer, 0, bytes, cu(stream)), "cuMemsetD8Async");
   }
+
+  DevicePtr zeroedScratch(size_t bytes, StreamHandle stream) override { return zeroed_.get(bytes, stream); }
+
+  void spoilZeroedScratch(StreamHandle stream) override { zeroed_.spoil(stream); }
 
   void synchronize(StreamHandle stream) override {
     driver_.check(driver_.streamSynchronize(cu(stream)), "cuStreamSynchronize");
@@ -265,6 +273,7 @@ class CudaDeviceOps final : public DeviceOps {
   const CudaDriver& driver_;
   CuContext context_;
   StreamBlockCache blocks_;
+  ZeroedScratch zeroed_;
   std::once_flag record_once_;
   IndexErrorRecord record_;
 };

@@ -9,6 +9,7 @@
 #include "device/hip/query_hip_device.h"
 #include "device/device_ops.h"
 #include "device/made_devices.h"
+#include "device/zeroed_scratch.h"
 #include "kernel/index_errors.h"
 #include "device/parallel_compile.h"
 #include "support/error.h"
@@ -34,7 +35,11 @@ class HipDeviceOps final : public DeviceOps {
       : ordinal_(ordinal),
         api_(requireHipRuntime()),
         lds_per_block_(queryHipDevice(ordinal).value_or(amdPresetFor("gfx90a", 0)).smem_per_block_optin),
-        blocks_(hipBlockSource(api_, *this), blockCacheLimitFromEnv()) {}
+        blocks_(hipBlockSource(api_, *this), blockCacheLimitFromEnv()),
+        zeroed_(zeroedScratchSource(hipBlockSource(api_, *this), [this](DevicePtr pointer, size_t bytes,
+                                                                         StreamHandle stream) {
+          zero(pointer, bytes, stream);
+        })) {}
 
   // HIP's current device is per thread: set it for the scope, restoring the caller's afterwards.
   void enter() override {
@@ -124,6 +129,10 @@ class HipDeviceOps final : public DeviceOps {
     api_.check(api_.memsetAsync(reinterpret_cast<void*>(pointer), 0, bytes, hip(stream)), "hipMemsetAsync");
   }
 
+  DevicePtr zeroedScratch(size_t bytes, StreamHandle stream) override { return zeroed_.get(bytes, stream); }
+
+  void spoilZeroedScratch(StreamHandle stream) override { zeroed_.spoil(stream); }
+
   void synchronize(StreamHandle stream) override { api_.check(api_.streamSynchronize(hip(stream)), "hipStreamSynchronize"); }
 
   void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override {
@@ -152,6 +161,7 @@ class HipDeviceOps final : public DeviceOps {
   // Modules stay loaded for the process, as the CUDA driver's do.
   std::map<std::tuple<CompileOptions, std::string, std::string>, KernelHandle> loaded_;
   StreamBlockCache blocks_;  // after api_, which its source calls
+  ZeroedScratch zeroed_;
 };
 
 MadeDevices<HipDeviceOps>& madeHipDevices() {

@@ -76,8 +76,25 @@ bool sameShape(const LaunchShape& a, const LaunchShape& b) {
 
 }  // namespace
 
+SimDeviceOps::SimDeviceOps(bool run_kernels)
+    : run_kernels_(run_kernels),
+      // One region for every stream, zeroed at once rather than in a stream's order: kernels run one at a
+      // time under the device's lock and each leaves the region zeroed, so zeroing it between any two of
+      // them changes nothing but what a failed one left.
+      zeroed_({[this](size_t bytes, StreamHandle) -> DevicePtr {
+                 void* memory = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+                 if (memory != nullptr) borrow(memory, bytes);
+                 return reinterpret_cast<uintptr_t>(memory);
+               },
+               [this](DevicePtr pointer, size_t bytes, StreamHandle) {
+                 std::lock_guard<std::recursive_mutex> lock(mutex_);
+                 std::memset(reinterpret_cast<void*>(pointer), 0, bytes);
+               },
+               [](StreamHandle) { return false; }, [](StreamHandle) -> std::optional<uint64_t> { return 0; }}) {}
+
 SimDeviceOps::~SimDeviceOps() {
   for (auto& [address, region] : regions_) std::free(reinterpret_cast<void*>(address));
+  for (DevicePtr region : zeroed_.regions()) std::free(reinterpret_cast<void*>(region));
 }
 
 std::vector<KernelHandle> SimDeviceOps::load(const std::vector<KernelImage>& kernels) {
@@ -153,23 +170,30 @@ void SimDeviceOps::enqueue(StreamHandle stream, Command command) {
 }
 
 void SimDeviceOps::synchronize(StreamHandle stream) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  auto& queue = queues_[stream];
-  // After a failure the rest of what is queued is skipped, as a faulted GPU context skips it, except the
-  // frees, so that a failed run leaks nothing; the error is thrown once the queue is empty.
   std::exception_ptr failure;
-  while (!queue.empty()) {
-    Command command = std::move(queue.front());
-    queue.pop_front();
-    if (failure && !command.frees) continue;
-    try {
-      command.work();
-    } catch (...) {
-      if (!failure) failure = std::current_exception();
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    auto& queue = queues_[stream];
+    // After a failure the rest of what is queued is skipped, as a faulted GPU context skips it, except the
+    // frees, so that a failed run leaks nothing; the error is thrown once the queue is empty.
+    while (!queue.empty()) {
+      Command command = std::move(queue.front());
+      queue.pop_front();
+      if (failure && !command.frees) continue;
+      try {
+        command.work();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
     }
+    queues_.erase(stream);  // streams are cheap names: a queue exists only while work waits on it
   }
-  queues_.erase(stream);  // streams are cheap names: a queue exists only while work waits on it
-  if (failure) std::rethrow_exception(failure);
+  if (failure) {
+    // A kernel that failed may have stopped before resetting its counts. Outside the lock: the scratch
+    // takes its own lock, then this one (to queue a zeroing).
+    zeroed_.spoil(stream);
+    std::rethrow_exception(failure);
+  }
 }
 
 void SimDeviceOps::checkLoaded(KernelHandle function) const {

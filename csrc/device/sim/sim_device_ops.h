@@ -39,7 +39,7 @@ namespace braze::device {
 class SimDeviceOps final : public DeviceOps {
  public:
   // `run_kernels` false: launches are decoded and checked but not simulated (host-overhead benchmarks).
-  explicit SimDeviceOps(bool run_kernels = true) : run_kernels_(run_kernels) {}
+  explicit SimDeviceOps(bool run_kernels = true);
   ~SimDeviceOps() override;
 
   std::vector<KernelHandle> load(const std::vector<KernelImage>& kernels) override;
@@ -48,6 +48,10 @@ class SimDeviceOps final : public DeviceOps {
   DevicePtr allocate(size_t bytes, StreamHandle stream) override;
   void release(DevicePtr pointer, StreamHandle stream) override;
   void zero(DevicePtr pointer, size_t bytes, StreamHandle stream) override;
+  // Host memory lent to the device for its life, one region for every stream; a failed synchronize spoils it.
+  DevicePtr zeroedScratch(size_t bytes, StreamHandle stream) override { return zeroed_.get(bytes, stream); }
+  void spoilZeroedScratch(StreamHandle stream) override { zeroed_.spoil(stream); }
+  int64_t zeroedScratchZeroings() const { return zeroed_.zeroings(); }
   void synchronize(StreamHandle stream) override;
   void launch(KernelHandle function, const LaunchShape& shape, void** args, StreamHandle stream) override;
   // The map's fields as they are (no driver to encode them): each launch checks the maps it is passed
@@ -96,6 +100,7 @@ class SimDeviceOps final : public DeviceOps {
   // an out-of-range index a kernel finds is raised by the execute that launched it, whatever other threads
   // run at the same time.
   std::unordered_map<std::thread::id, std::unique_ptr<int64_t[]>> index_errors_;
+  ZeroedScratch zeroed_;
 };
 
 // The process's simulated device: what host (numpy) inputs run on.
