@@ -107,6 +107,14 @@ class ValueBuilder {
   ExprId sharedChunkValue(VarId shared, ExprId from);
 
   ExprId valueAt(const Val* val, const std::vector<Idx>& index);
+  // Where a lowering knows that the elements it builds fall in input `input` of `cat` (scheduler/
+  // cat_pieces.h): the cat is that input alone, its other inputs neither computed nor selected between.
+  void choosePiece(const Expr* cat, size_t input) { piece_ = {cat, input}; }
+  void clearPiece() { piece_ = {nullptr, 0}; }
+  // Per input of `cat`, the condition that `out`'s element `index` falls in it (false for an empty one);
+  // `out` is the cat's output or made from it by meta ops. Nullopt where a condition depends on the lane:
+  // a chunk's lanes may then fall in different inputs.
+  std::optional<std::vector<ExprId>> pieceConditions(const Expr& cat, const Val* out, const std::vector<Idx>& index);
   // A reduction computed by the kernel: its value (per row) wherever it is read.
   void setResult(const Val* val, ExprId value) {
     results_[val] = value;
@@ -194,6 +202,11 @@ class ValueBuilder {
     size_t operator()(const ValueKey& key) const;
   };
   std::unordered_map<ValueKey, ExprId, ValueKeyHash> memo_;
+  struct Piece {
+    const Expr* cat = nullptr;
+    size_t input = 0;
+  };
+  Piece piece_;
   std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
   std::map<std::pair<VarId, ExprId>, VarId> shared_loads_;       // per chunk: (shared array, from) -> array
   std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes

@@ -1,10 +1,12 @@
 // Pads and cats as index arithmetic (ValueBuilder's Data ops): an index is shifted into each piece and
 // clamped inside it, the piece's value read there, and the pieces' values selected by where the element
 // falls. A cat whose pieces all read one kernel input through meta and unary ops (RoPE's rotate-half)
-// reads it once, where each piece's load is one of whole vectors.
+// reads it once, where each piece's load is one of whole vectors. A cat whose piece a lowering chose
+// (choosePiece) is that piece alone.
 #include "scheduler/value_builder.h"
 
 #include "ir/op_kind.h"
+#include "support/error.h"
 
 #include <algorithm>
 
@@ -47,6 +49,13 @@ ExprId ValueBuilder::pad(const Expr& expr, const std::vector<Idx>& index) {
 ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
   const int64_t dim = expr.attrs().getInt("dim");
   int64_t begin = 0;
+  if (piece_.cat == &expr) {
+    for (size_t i = 0; i < piece_.input; ++i) begin += bound_.sizesOf(expr.input(i))[dim];
+    const Val* in = expr.input(piece_.input);
+    std::vector<Idx> mapped = index;
+    mapped[dim] = shifted(index[dim], begin, bound_.sizesOf(in)[dim]).first;
+    return bind("cat", valueAt(in, mapped));
+  }
   CatPieces branches;
   for (const Val* in : expr.inputs()) {
     const int64_t size = bound_.sizesOf(in)[dim];
@@ -69,6 +78,33 @@ ExprId ValueBuilder::cat(const Expr& expr, const std::vector<Idx>& index) {
     return isFloating(dtype) ? kb_.constant(0.0, dtype) : kb_.constantInt(0, dtype);
   }
   return bind("cat", result);
+}
+
+std::optional<std::vector<ExprId>> ValueBuilder::pieceConditions(const Expr& cat, const Val* out,
+                                                                  const std::vector<Idx>& index) {
+  std::vector<Idx> at = index;
+  for (const Val* v = out; v != cat.output(0);) {
+    const Expr& e = *defined_.at(v);
+    BRAZE_ASSERT(opInfo(e.kind()).category == OpCategory::Meta, "{} is made from the cat by {}, not a meta op",
+                 out->name(), e.name());
+    at = mapMeta(e, at);
+    v = e.input(0);
+  }
+  const int64_t dim = cat.attrs().getInt("dim");
+  std::vector<ExprId> conditions;
+  int64_t begin = 0;
+  for (const Val* in : cat.inputs()) {
+    const int64_t size = bound_.sizesOf(in)[dim];
+    if (size == 0) {
+      conditions.push_back(kb_.boolean(false));
+      continue;
+    }
+    const ExprId inside = shifted(at[dim], begin, size).second;
+    if (laneDependent(inside)) return std::nullopt;
+    conditions.push_back(inside);
+    begin += size;
+  }
+  return conditions;
 }
 
 const Val* ValueBuilder::soleSource(const Val* val) const {

@@ -44,12 +44,14 @@ def test_thunder_trains_nanogpt_block_on_braze_as_eager(dtype, batch, tolerance)
     assert sum(schedulers.split(", ") == ["inner_outer_persistent"] for _, schedulers in plans) == 2, out
 
 
-@pytest.mark.parametrize("groups", [1, 2])
-def test_thunder_trains_a_llama_block_with_every_fusion_one_kernel(groups):
-    """RMSNorm, grouped-query attention with RoPE (4 query heads on 1 or 2 KV heads) and a SwiGLU MLP: the
-    gradients as eager's, and every fusion Thunder writes one kernel at most, GQA's backward included (the
-    keys' and values' gradients summed over their query heads where the QKV gradient is written)."""
-    out = run_block("bf16", 2, "--model", "llama", "--groups", str(groups), "--intermediate", "176")
+@pytest.mark.parametrize("heads, groups", [(4, 1), (4, 2), (8, 1)])
+def test_thunder_trains_a_llama_block_with_every_fusion_one_kernel(heads, groups):
+    """RMSNorm, grouped-query attention with RoPE (4 query heads on 1 or 2 KV heads, or 8 on 1 as Llama-3-70B
+    has them) and a SwiGLU MLP: the gradients as eager's, and every fusion Thunder writes one kernel at most,
+    GQA's backward included (the keys' and values' gradients summed over their query heads where the QKV
+    gradient is written, each element computing the part of the QKV gradient it falls in)."""
+    out = run_block("bf16", 2, "--model", "llama", "--heads", str(heads), "--groups", str(groups),
+                    "--intermediate", "176")
     errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
     assert len(errors) >= 9 and "attn.qkv.weight.grad" in errors, out  # the output, x.grad, 7 parameter grads
     assert all(err <= 2e-2 for err in errors.values()), out

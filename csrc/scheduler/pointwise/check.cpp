@@ -7,6 +7,7 @@
 // index_put_accumulate: the scan scheduler's) do not.
 #include "scheduler/pointwise/entry.h"
 
+#include "scheduler/cat_pieces.h"
 #include "scheduler/value_builder.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace braze {
@@ -22,11 +24,12 @@ namespace {
 // The loads an output element may spend on the reductions it computes. They hit L1 where neighbouring
 // elements read the same rows (an SM's L1 returns about nine times its share of HBM bandwidth), and an
 // output element moves two or three elements through HBM (its share of the inputs, and itself), so about
-// this many cost no more time than the kernel's HBM traffic. GQA's backward computes, at each element of
-// its cat, both sums over the q query heads of a KV head (the cat selects between its pieces): 2 q loads,
-// within this up to 16 query heads a KV head; with RoPE's backward on the keys' gradient in the same
-// fusion (Thunder's), about 6 q. A bound on loads per input element instead would let an input read only
-// through a slice pay for any number.
+// this many cost no more time than the kernel's HBM traffic. GQA's backward concatenates the query heads'
+// gradient with two sums over the q query heads of each KV head (the keys' with RoPE's backward in it,
+// about 6 loads a head in Thunder's fusion); each element computes only the input it falls in
+// (cat_pieces.h), so each sum counts by its share of the cat, 1 / (q + 2): about 7 loads an element at
+// any q. A bound on loads per input element instead would let an input read only through a slice pay
+// for any number.
 constexpr double kMaxReductionLoadsPerOutputElement = 32;
 
 // The loads an element of each value of the candidate costs: one per element of a tensor it reads, those
@@ -76,6 +79,15 @@ double loadsOf(const Evaluations& evaluations, const LoadsPerElement& loads) {
 std::optional<double> perElementReductionLoads(const Candidate& candidate, const BoundShapes& bound, std::string* why) {
   std::unordered_map<const Val*, Evaluations> of;
   LoadsPerElement loads(bound);
+  // The cats that the lowerings compute one input of per chunk (cat_pieces.h): an element computes the
+  // input it falls in, so the group's elements spend, on average, each input's loads weighted by its
+  // share of the cat.
+  std::map<std::vector<int64_t>, std::vector<const Val*>> by_shape;
+  for (const Val* out : candidate.outputs) by_shape[bound.sizesOf(out)].push_back(out);
+  std::unordered_set<const Expr*> split;
+  for (const auto& [shape, outputs] : by_shape) {
+    if (const Expr* cat = scheduler::splittingCat(candidate.exprs, outputs, bound)) split.insert(cat);
+  }
   for (const Expr* e : candidate.exprs) {
     loads.add(*e);
     const OpCategory category = opInfo(e->kind()).category;
@@ -112,12 +124,17 @@ std::optional<double> perElementReductionLoads(const Candidate& candidate, const
       return std::nullopt;
     }
     Evaluations evaluations;
+    const bool weighted = split.count(e) != 0;
+    const int64_t cat_extent = weighted ? bound.sizesOf(e->output(0))[e->attrs().getInt("dim")] : 0;
     for (const Val* in : e->inputs()) {
       auto it = of.find(in);
       if (it == of.end()) continue;
+      const double share = weighted && cat_extent > 0
+                               ? static_cast<double>(bound.sizesOf(in)[e->attrs().getInt("dim")]) / cat_extent
+                               : 1.0;
       for (const auto& [reduction, count] : it->second) {
         double& total = evaluations[reduction];
-        total = pieces ? total + count : std::max(total, count);
+        total = pieces ? total + share * count : std::max(total, count);
       }
     }
     for (const Val* out : e->outputs()) of[out] = evaluations;

@@ -2,9 +2,11 @@
 // chunks of `vectorize` consecutive output elements; outputs of different shapes share one launch,
 // each group of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
 // 2D, when an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns,
-// a thread walks several rows of one column vector, so the broadcast input's vector is read once.
+// a thread walks several rows of one column vector, so the broadcast input's vector is read once. Outputs
+// made by a cat of costly inputs compute, per chunk, the input the chunk falls in (cat_pieces.h).
 #include "support/error.h"
 #include "scheduler/access_probe.h"
+#include "scheduler/cat_pieces.h"
 #include "scheduler/pointwise/entry.h"
 #include "ir/strided_layout.h"
 
@@ -154,9 +156,11 @@ void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
     // One group: its chunk count is a launch argument, so sizes that keep the heuristics' choice (and
     // whose index arithmetic does not name them) share one compiled kernel.
     const ExprId chunks = guarded ? kb.index(g.numel / vec) : kb.extent("chunks", g.numel / vec);
+    const Expr* cat = splittingCat(ctx.segment.exprs, g.outputs, ctx.bound);
     emitChunk(kb, vb, kb.lt(chunk_var, chunks), vec, lane, [&](Chunk& c) {
       const auto index = vb.unflatten(kb.mul(chunk_var, kb.index(vec)), vec > 1, g.sizes);
-      storeOutputs(kb, vb, c, ctx, g.outputs, index);
+      const auto store = [&](Chunk& sub, size_t) { storeOutputs(kb, vb, sub, ctx, g.outputs, index); };
+      if (cat == nullptr || !buildByPiece(kb, vb, c, *cat, g.outputs[0], index, vec, lane, store)) store(c, 0);
     });
     kb.close();
     if (guarded) kb.close();

@@ -16,10 +16,14 @@
 // is one of them. Correctness does not depend on the strides the probe measured (a reshape or pad
 // makes them local); they only decide which loads are worth staging.
 //
+// A group made by one cat of costly inputs (cat_pieces.h: GQA's backward) is built by the cat's inputs:
+// each point stages and computes only the input it falls in, and the inputs share the shared tiles.
+//
 // Outputs always store along their own inner dim: an output transposed with respect to another
 // (y = x.T beside z = x + 1) has another shape, hence its own group and tiling. The price is that an
 // input feeding both groups is read once per group.
 #include "support/error.h"
+#include "scheduler/cat_pieces.h"
 #include "scheduler/load_probe.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/transpose/entry.h"
@@ -29,6 +33,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace braze::scheduler {
 namespace {
@@ -117,6 +122,22 @@ GroupChoice chooseDims(const Kernel& k, const std::vector<ProbedLoad>& loads, co
   return c;
 }
 
+// The loads that computing the group's outputs at `point` makes, per input of the cat that splits the
+// group (cat_pieces.h: each element computes the input it falls in), or one list when none does.
+std::vector<std::vector<ProbedLoad>> probePieces(KernelBuilder& kb, ValueBuilder& vb, const SymbolicPoint& point,
+                                                 const std::vector<const Val*>& outputs, const Expr* cat,
+                                                 const BoundShapes& bound) {
+  if (cat == nullptr) return {probeLoads(kb, vb, point, outputs)};
+  std::vector<std::vector<ProbedLoad>> pieces(cat->inputs().size());
+  for (size_t input = 0; input < cat->inputs().size(); ++input) {
+    if (bound.sizesOf(cat->input(input))[cat->attrs().getInt("dim")] == 0) continue;  // no element falls in it
+    vb.choosePiece(cat, input);
+    pieces[input] = probeLoads(kb, vb, point, outputs);
+  }
+  vb.clearPiece();
+  return pieces;
+}
+
 // The symbolic point of a group's index space: a var per dim of size > 1.
 SymbolicPoint pointOf(KernelBuilder& kb, const std::vector<int64_t>& sizes, int64_t b, int64_t width, VarId lane) {
   SymbolicPoint point{sizes, std::vector<VarId>(sizes.size(), -1), b, width, lane};
@@ -170,15 +191,31 @@ class TileLowering {
     point_.vars[b_] = kb_.scalarVar("qb", DataType::Int64, true);
     kb_.let(point_.vars[b_], kb_.index(0));
 
-    std::vector<ProbedLoad> loads = probeLoads(kb_, vb_, point_, g.outputs);
-    std::vector<ProbedLoad> chosen = stageable(kb_.kernel(), loads, a_, b_);
-    chosen.resize(std::min<size_t>(chosen.size(), static_cast<size_t>(p.staged)));
+    // Split by a cat's inputs: each element stages and computes the input it falls in, its tiles shared
+    // with the other inputs' (a point falls in one input, so no slot is written twice).
+    cat_ = splittingCat(ctx_.segment.exprs, g.outputs, ctx_.bound);
+    conditions_.reset();
+    if (cat_ != nullptr) conditions_ = vb_.pieceConditions(*cat_, g.outputs[0], point_.index(kb_));
+    if (!conditions_) cat_ = nullptr;
+    const std::vector<std::vector<ProbedLoad>> pieces = probePieces(kb_, vb_, point_, g.outputs, cat_, ctx_.bound);
     staged_.clear();
-    for (const ProbedLoad& load : chosen) {
-      const VarId tile = kb_.arrayVar("tile", kb_.kernel().tensors[load.tensor].dtype, tile_a_ * p.tile_b,
-                                      VarKind::SharedArray);
-      kb_.declare(tile);
-      staged_.push_back({load.tensor, load.offset, tile});
+    std::map<DataType, std::vector<VarId>> tiles;
+    int64_t most = 0;
+    for (size_t piece = 0; piece < pieces.size(); ++piece) {
+      std::vector<ProbedLoad> chosen = stageable(kb_.kernel(), pieces[piece], a_, b_);
+      chosen.resize(std::min<size_t>(chosen.size(), static_cast<size_t>(p.staged)));
+      most = std::max(most, static_cast<int64_t>(chosen.size()));
+      std::map<DataType, size_t> used;
+      for (const ProbedLoad& load : chosen) {
+        const DataType dtype = kb_.kernel().tensors[load.tensor].dtype;
+        std::vector<VarId>& pool = tiles[dtype];
+        const size_t j = used[dtype]++;
+        if (j == pool.size()) {
+          pool.push_back(kb_.arrayVar("tile", dtype, tile_a_ * p.tile_b, VarKind::SharedArray));
+          kb_.declare(pool.back());
+        }
+        staged_.push_back({load.tensor, load.offset, pool[j], piece});
+      }
     }
     if (!staged_.empty()) {
       loadTiles();
@@ -186,7 +223,7 @@ class TileLowering {
     }
     computeOutputs(g);
     if (guarded) kb_.close();
-    return static_cast<int64_t>(staged_.size());
+    return most;
   }
 
  private:
@@ -194,6 +231,7 @@ class TileLowering {
     TensorId tensor;
     ExprId offset;
     VarId tile;
+    size_t piece;  // the cat input whose elements load it (0 when no cat splits the group)
   };
 
   // Where tile point (la, lb = c * vec + lane) lives in a shared tile: b-major rows of tile_a
@@ -231,7 +269,15 @@ class TileLowering {
     kb_.openIf(inside(la, c, passes, rows, chunks_, false));
     if (vec_ > 1) kb_.openFor(lane_, kb_.index(0), kb_.index(vec_), kb_.index(1), /*unroll=*/true);
     const ExprId lane = vec_ > 1 ? kb_.ref(lane_) : kb_.index(0);
-    for (const Staged& s : staged_) kb_.localWrite(s.tile, slot(la, c, lane), kb_.load(s.tensor, s.offset));
+    for (size_t first = 0; first < staged_.size();) {
+      const size_t piece = staged_[first].piece;
+      if (cat_ != nullptr) kb_.openIf((*conditions_)[piece]);
+      for (; first < staged_.size() && staged_[first].piece == piece; ++first) {
+        const Staged& s = staged_[first];
+        kb_.localWrite(s.tile, slot(la, c, lane), kb_.load(s.tensor, s.offset));
+      }
+      if (cat_ != nullptr) kb_.close();
+    }
     if (vec_ > 1) kb_.close();
     kb_.close();
     kb_.close();
@@ -250,9 +296,10 @@ class TileLowering {
     const ExprId la = kb_.add(first_row, kb_.mul(kb_.ref(k), kb_.index(rows)));
     if (a_ >= 0) kb_.assign(point_.vars[a_], kb_.add(pa0_, la));
     kb_.assign(point_.vars[b_], kb_.add(qb0_, c));
+    size_t piece = 0;  // the cat input being built
     vb_.setLoadInterceptor([&](TensorId tensor, ExprId offset) -> std::optional<ExprId> {
       for (const Staged& s : staged_) {
-        if (s.tensor == tensor && s.offset == offset) {
+        if (s.tensor == tensor && s.offset == offset && s.piece == piece) {
           return kb_.localRead(s.tile, slot(la, c, vec_ > 1 ? kb_.ref(lane_) : kb_.index(0)));
         }
       }
@@ -260,7 +307,13 @@ class TileLowering {
     });
     emitChunk(kb_, vb_, inside(la, c, passes, rows, tile_a_, true), vec_, lane_, [&](Chunk& chunk) {
       const std::vector<Idx> index = point_.index(kb_);
-      for (const Val* out : g.outputs) storeOutput(kb_, vb_, chunk, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
+      const auto store = [&](Chunk& sub, size_t input) {
+        piece = input;
+        for (const Val* out : g.outputs) storeOutput(kb_, vb_, sub, ctx_.outputs.at(out), index, vb_.valueAt(out, index));
+      };
+      if (cat_ == nullptr || !buildByPiece(kb_, vb_, chunk, *cat_, g.outputs[0], index, vec_, lane_, store)) {
+        store(chunk, 0);
+      }
     });
     vb_.setLoadInterceptor(nullptr);
     kb_.close();
@@ -278,6 +331,8 @@ class TileLowering {
   ExprId qb0_ = -1, pa0_ = -1;  // the tile's first chunk of b and first index of a
   SymbolicPoint point_;
   std::vector<Staged> staged_;
+  const Expr* cat_ = nullptr;  // the cat splitting the group, if any: then its inputs' conditions
+  std::optional<std::vector<ExprId>> conditions_;
 };
 
 }  // namespace
@@ -302,9 +357,23 @@ std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx)
     // A tile needs a dim to walk; single-element outputs beside transposed ones are rare enough
     // for the pointwise kernel.
     if (g.numel == 1) return fmt::format("output {} has a single element", g.outputs[0]->name());
+    // Split by a cat: the tile is chosen for the input that stages the most (each element stages the one
+    // it falls in); the vector width, for every input's loads.
     std::vector<ProbedLoad> loads;
-    if (g.numel > 0 && b >= 0) loads = probeLoads(skb, svb, pointOf(skb, g.sizes, b, 1, -1), g.outputs);
-    GroupChoice choice = chooseDims(scratch, loads, g.sizes);
+    GroupChoice choice;
+    if (g.numel > 0 && b >= 0) {
+      const Expr* cat = splittingCat(ctx.segment.exprs, g.outputs, ctx.bound);
+      bool first = true;
+      const SymbolicPoint point = pointOf(skb, g.sizes, b, 1, -1);
+      for (std::vector<ProbedLoad>& piece : probePieces(skb, svb, point, g.outputs, cat, ctx.bound)) {
+        GroupChoice piece_choice = chooseDims(scratch, piece, g.sizes);
+        if (first || piece_choice.candidate_bytes.size() > choice.candidate_bytes.size()) choice = std::move(piece_choice);
+        first = false;
+        loads.insert(loads.end(), piece.begin(), piece.end());
+      }
+    } else {
+      choice = chooseDims(scratch, loads, g.sizes);
+    }
     if (why_not.empty()) why_not = choice.why_not;
     any_candidate = any_candidate || !choice.candidate_bytes.empty();
     problem.groups.push_back({g.sizes, choice.dim_a, choice.dim_b, choice.candidate_bytes});

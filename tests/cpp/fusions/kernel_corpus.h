@@ -12,6 +12,7 @@
 #include "fusions/layer_norm.h"
 #include "fusions/loss_cases.h"
 #include "fusions/rope.h"
+#include "fusions/rope_backward_cases.h"
 #include "fusions/scan_cases.h"
 #include "ir/ops.h"
 #include "codegen/source_emitter.h"
@@ -694,6 +695,7 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   }
   for (KernelCaseMaker& c : backwardCases()) cases.push_back(std::move(c));
   for (KernelCaseMaker& c : lossCases()) cases.push_back(std::move(c));
+  for (KernelCaseMaker& c : ropeBackwardCases()) cases.push_back(std::move(c));
   return cases;
 }
 
