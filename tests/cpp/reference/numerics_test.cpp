@@ -23,7 +23,12 @@ struct GoldenCase {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-#include "reference/numerics_golden.inc"
+#include "reference/numerics_golden_bfloat16.inc"
+#include "reference/numerics_golden_half.inc"
+#include "reference/numerics_golden_float8_e4m3fn.inc"
+#include "reference/numerics_golden_float8_e5m2.inc"
+#include "reference/numerics_golden_float8_e4m3fnuz.inc"
+#include "reference/numerics_golden_float8_e5m2fnuz.inc"
 
 // One view of a format, so the checks that hold for every format are written once.
 struct FormatApi {
