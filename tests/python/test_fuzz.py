@@ -16,6 +16,7 @@ import pytest
 
 from braze import execute as _execute
 from fuzz_backward import generate_backward, generate_norm_backward_shapes
+from fuzz_cat_pieces import generate_cat_pieces
 from fuzz_fusions import (defined, generate, generate_in_place, generate_large, generate_matmul, generate_multi_shape,
                           generate_scan)
 from fuzz_indexing import generate_indexing, generate_scatter_in_place
@@ -361,6 +362,25 @@ def test_random_totals_over_rows_match_the_reference():
         totals += "combined by the last block" in str(fd.explain(input_sets[0], target=target))
     # (106 of the default 150 do: the others sum only the per-row weights, whose totals are a kernel apart.)
     assert totals >= ROW_TOTALS_CASES // 3, f"only {totals} of {ROW_TOTALS_CASES} cases finished totals in the rows' kernel"
+
+
+CAT_PIECES_CASES = int(os.environ.get("BRAZE_FUZZ_CAT_PIECES_CASES", "120"))
+
+
+def test_random_cats_of_costly_inputs_match_the_reference():
+    """Cats of plain inputs and of sums over a few query heads (GQA's backward), read transposed or not,
+    with RoPE's rotate-half in them, returned as they are, as a fused QKV gradient or with their last dim
+    moved, at head sizes of whole vectors or not, planned for the large cases' targets in turn: every output
+    the reference's, and most cases one kernel (each chunk computing the cat input it falls in)."""
+    one_kernel = 0
+    for seed in range(FIRST, FIRST + CAT_PIECES_CASES):
+        target = LARGE_TARGETS[seed % len(LARGE_TARGETS)]
+        assert _check(seed, generate_cat_pieces, target), f"cat pieces case {seed} was refused by the reference"
+        scope: dict = {}
+        exec(compile(generate_cat_pieces(seed), f"<cat pieces case {seed}>", "exec"), scope)
+        plan = scope["fd"].explain(scope["inputs"], target=target)
+        one_kernel += plan.kernel_count == 1
+    assert one_kernel >= CAT_PIECES_CASES // 2, f"only {one_kernel} of {CAT_PIECES_CASES} cases planned as one kernel"
 
 
 SCAN_CASES = int(os.environ.get("BRAZE_FUZZ_SCAN_CASES", "100"))
