@@ -26,8 +26,8 @@ std::string TransposeParams::toString() const {
   for (const TransposeGroupParams& g : groups) {
     const std::string dims =
         g.dim_a >= 0 ? fmt::format("a={}, b={}", g.dim_a, g.dim_b) : fmt::format("b={}", g.dim_b);
-    parts.push_back(fmt::format("tile {}x{}, dims ({}), {} staged input{}", g.tile_a, g.tile_b, dims, g.staged,
-                                g.staged == 1 ? "" : "s"));
+    parts.push_back(fmt::format("tile {}x{}, dims ({}), {} staged input{}{}", g.tile_a, g.tile_b, dims, g.staged,
+                                g.staged == 1 ? "" : "s", g.tiles_as_stored ? " (tiles as stored)" : ""));
   }
   return fmt::format("transpose: {}; vectorize {}, block {}, shared {} B", fmt::join(parts, "; "), vectorize, threads,
                      shared_bytes);
@@ -69,21 +69,28 @@ TransposeParams transposeHeuristics(const DeviceInfo& device, const TransposePro
       // Large problems: 64-point tiles give each thread four times the loads in flight and halve
       // the blocks, worth it while the bigger tiles still fill every SM twice over.
       const bool big = sa >= 64 && sb >= 64 && ceilDiv(sa, 64) * ceilDiv(sb, 64) * others >= 2 * resident_blocks;
-      auto fits = [&](int64_t tile_a, int64_t tile_b) {
+      auto fits = [&](int64_t tile_a, int64_t tile_b, const std::vector<int64_t>& candidates) {
         int64_t n = 0, bytes = p.shared_bytes;
-        for (int64_t b : gp.candidate_bytes) {
+        for (int64_t b : candidates) {
           if (bytes + tileBytes(tile_a, tile_b, b) > budget) break;
           bytes += tileBytes(tile_a, tile_b, b);
           ++n;
         }
         return n;
       };
-      if (big && fits(64, std::max<int64_t>(64, 8 * vec)) == static_cast<int64_t>(gp.candidate_bytes.size())) {
+      const auto all = static_cast<int64_t>(gp.candidate_bytes.size());
+      if (big && fits(64, std::max<int64_t>(64, 8 * vec), gp.candidate_bytes) == all) {
         g.tile_a = 64;
         g.tile_b = std::max<int64_t>(64, 8 * vec);
       }
-      g.staged = fits(g.tile_a, g.tile_b);
-      for (int64_t i = 0; i < g.staged; ++i) p.shared_bytes += tileBytes(g.tile_a, g.tile_b, gp.candidate_bytes[i]);
+      g.staged = fits(g.tile_a, g.tile_b, gp.candidate_bytes);
+      // Tiles of values as stored hold twice the bf16 loads, each converted once more on its way through.
+      if (g.staged < all && !gp.stored_bytes.empty() && fits(g.tile_a, g.tile_b, gp.stored_bytes) > g.staged) {
+        g.tiles_as_stored = true;
+        g.staged = fits(g.tile_a, g.tile_b, gp.stored_bytes);
+      }
+      const std::vector<int64_t>& bytes = g.tiles_as_stored ? gp.stored_bytes : gp.candidate_bytes;
+      for (int64_t i = 0; i < g.staged; ++i) p.shared_bytes += tileBytes(g.tile_a, g.tile_b, bytes[i]);
     }
     g.blocks = ceilDiv(sa, g.tile_a) * ceilDiv(sb, g.tile_b) * others;
     p.grid += g.blocks;

@@ -19,9 +19,11 @@ struct TransposeGroupProblem {
   std::vector<int64_t> sizes;              // the group's output sizes
   int64_t dim_a = -1;                      // -1: b is the only dim of size > 1 (tiles along b only)
   int64_t dim_b = -1;                      // the output's inner dim (last of size > 1)
-  // Per stageable load, best first: bytes per element in shared memory. None: the group is tiled
-  // without staging (another group of the kernel is the transposed one).
+  // Per stageable load, best first: bytes per element in shared memory, held in its compute type. None:
+  // the group is tiled without staging (another group of the kernel is the transposed one).
   std::vector<int64_t> candidate_bytes;
+  // The same loads' bytes held as stored (a bf16 or half value in two bytes, exactly); empty: as above.
+  std::vector<int64_t> stored_bytes;
 };
 
 struct TransposeProblem {
@@ -33,6 +35,9 @@ struct TransposeGroupParams {
   int64_t dim_a = -1, dim_b = -1;
   int64_t tile_a = 1, tile_b = 1;  // powers of two; tile_b a multiple of the vectorize factor
   int64_t staged = 0;              // the first `staged` candidate loads go through shared memory
+  // The tiles hold values as stored: where tiles of compute values would leave loads unstaged and tiles
+  // of stored ones stage more (GQA's backward reads 12 to 24 tiles of keys' gradient an element).
+  bool tiles_as_stored = false;
   int64_t blocks = 0;              // tiles of (a, b) times the product of the other dims
   bool operator==(const TransposeGroupParams&) const = default;
 };

@@ -72,6 +72,7 @@ std::vector<ProbedLoad> stageable(const Kernel& k, const std::vector<ProbedLoad>
 struct GroupChoice {
   int64_t dim_a = -1, dim_b = -1;
   std::vector<int64_t> candidate_bytes;  // shared bytes per element of each stageable load, best first
+  std::vector<int64_t> stored_bytes;     // the same, held as stored
   std::string why_not;
 };
 
@@ -113,6 +114,7 @@ GroupChoice chooseDims(const Kernel& k, const std::vector<ProbedLoad>& loads, co
   }
   for (const ProbedLoad& load : stageable(k, loads, c.dim_a, c.dim_b)) {
     c.candidate_bytes.push_back(sizeOf(computeTypeOf(k.tensors[load.tensor].dtype)));
+    c.stored_bytes.push_back(keptValueBytes(k.tensors[load.tensor].dtype));
   }
   if (c.candidate_bytes.empty()) {
     if (c.why_not.empty()) c.why_not = "no input is read across the output's inner dim";
@@ -211,7 +213,10 @@ class TileLowering {
         std::vector<VarId>& pool = tiles[dtype];
         const size_t j = used[dtype]++;
         if (j == pool.size()) {
-          pool.push_back(kb_.arrayVar("tile", dtype, tile_a_ * p.tile_b, VarKind::SharedArray));
+          const int64_t points = tile_a_ * p.tile_b;
+          const bool as_stored = p.tiles_as_stored && keptValueBytes(dtype) < sizeOf(computeTypeOf(dtype));
+          pool.push_back(as_stored ? kb_.sharedStorageArray("tile", dtype, points)
+                                   : kb_.arrayVar("tile", dtype, points, VarKind::SharedArray));
           kb_.declare(pool.back());
         }
         staged_.push_back({load.tensor, load.offset, pool[j], piece});
@@ -376,7 +381,7 @@ std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx)
     }
     if (why_not.empty()) why_not = choice.why_not;
     any_candidate = any_candidate || !choice.candidate_bytes.empty();
-    problem.groups.push_back({g.sizes, choice.dim_a, choice.dim_b, choice.candidate_bytes});
+    problem.groups.push_back({g.sizes, choice.dim_a, choice.dim_b, choice.candidate_bytes, choice.stored_bytes});
     if (g.numel == 0 || b < 0) continue;
     // Phase 2 vectorizes along b: the outputs and the loads contiguous along b limit the width
     // (loads across b are per lane, or staged).

@@ -65,6 +65,30 @@ TEST(TransposeHeuristics, StagedTilesStayWithinTheDevicesSharedBudget) {
   EXPECT_EQ(transposeHeuristics(DeviceInfo::l4(), problem).groups[0].staged, 3);
 }
 
+TEST(TransposeHeuristics, Bf16TilesHoldValuesAsStoredWhereFloatTilesWouldLeaveLoadsUnstaged) {
+  // GQA's backward at 8 query heads a KV head: 24 transposed bf16 loads an element of the keys' input. Float
+  // tiles of 32 x 64 points (8 KiB) fit 6 in the 48 KiB budget; tiles of bf16 as stored (4 KiB) fit 12.
+  TransposeProblem many;
+  many.groups.push_back({{2, 128, 1280}, 1, 2, std::vector<int64_t>(24, 4), std::vector<int64_t>(24, 2)});
+  many.max_vectorize = 8;
+  const auto p = transposeHeuristics(DeviceInfo::h100Sxm(), many);
+  EXPECT_TRUE(p.groups[0].tiles_as_stored);
+  EXPECT_EQ(p.groups[0].staged, 12);
+  EXPECT_EQ(p.shared_bytes, 12 * 32 * 64 * 2);
+  EXPECT_NE(p.toString().find("12 staged inputs (tiles as stored)"), std::string::npos) << p.toString();
+  // Where float tiles stage every load, they stay float (no conversion on the way through).
+  TransposeProblem few = many;
+  few.groups[0].candidate_bytes.resize(3);
+  few.groups[0].stored_bytes.resize(3);
+  const auto q = transposeHeuristics(DeviceInfo::h100Sxm(), few);
+  EXPECT_FALSE(q.groups[0].tiles_as_stored);
+  EXPECT_EQ(q.groups[0].staged, 3);
+  // Float loads gain nothing from it.
+  TransposeProblem floats = many;
+  floats.groups[0].stored_bytes.assign(24, 4);
+  EXPECT_FALSE(transposeHeuristics(DeviceInfo::h100Sxm(), floats).groups[0].tiles_as_stored);
+}
+
 TEST(TransposeHeuristics, GroupsShareTheLaunchWithTheirOwnTiles) {
   TransposeProblem problem;
   problem.groups.push_back({{72, 40}, 0, 1, {4}});  // y = x.T: staged
