@@ -411,12 +411,13 @@ class Segmenter {
     }
   }
 
-  // Horizontal: a group that reads no tensor (a zeros_like for the backward, a constant mask) joins the
-  // earliest group that writes an output of one of its outputs' shapes and takes it (one reading tensors
-  // first, else an earlier one reading none): that kernel already walks the shape, where a kernel of its
-  // own would cost a launch. Else it joins the earliest inner persistent group that takes it beside its
-  // rows, in blocks of its own (a softmax backward beside a router backward's zeros): the rows keep the
-  // heuristics they have alone, where a pointwise kernel would choose its vectors for both shapes together.
+  // Horizontal: a group that reads no tensor but 0-dim ones (a zeros_like for the backward, a constant mask,
+  // a loss term scaled) joins the earliest group that writes an output of one of its outputs' shapes and
+  // takes it (one reading tensors first, else an earlier one reading none): that kernel already walks the
+  // shape, where a kernel of its own would cost a launch. Else it joins the earliest inner persistent group
+  // that takes it beside its rows, in blocks of its own (a softmax backward beside a router backward's
+  // zeros): the rows keep the heuristics they have alone, where a pointwise kernel would choose its vectors
+  // for both shapes together.
   bool mergeReadingNoTensor() {
     // By output shape: the groups writing one, those reading tensors first (ascending), then the others.
     std::map<std::vector<int64_t>, std::pair<std::vector<int64_t>, std::vector<int64_t>>> writers;
@@ -430,9 +431,13 @@ class Segmenter {
         std::vector<int64_t> sizes = bound_.sizesOf(out);
         if (std::find(shapes.begin(), shapes.end(), sizes) == shapes.end()) shapes.push_back(std::move(sizes));
       }
-      for (const auto& sizes : shapes) (c.inputs.empty() ? writers[sizes].second : writers[sizes].first).push_back(g);
-      if (c.inputs.empty()) loose.emplace_back(g, std::move(shapes));
-      if (!c.inputs.empty()) rows.push_back(g);
+      // (A 0-dim tensor, such as a loss term computed on the host, reads as a scalar.)
+      const bool reads_none = std::all_of(c.inputs.begin(), c.inputs.end(), [](const Val* in) {
+        return !in->isTensor() || in->asTensor()->rank() == 0;
+      });
+      for (const auto& sizes : shapes) (reads_none ? writers[sizes].second : writers[sizes].first).push_back(g);
+      if (reads_none) loose.emplace_back(g, std::move(shapes));
+      if (!reads_none) rows.push_back(g);
     }
     if (loose.empty()) return false;
     std::erase_if(rows, [&](int64_t g) {
@@ -526,10 +531,12 @@ class Segmenter {
     // Groups whose reductions all reduce the same dims of the same sizes, and those of one another (a GQA
     // backward's k and v grads, each summed over the repeated heads; two norms of one shape side by
     // side): one kernel walks both, where a scheduler takes them together.
+    // A group with reductions of several domains (a cross entropy's rows and its totals over them) is listed
+    // under each: a softmax of other rows of the same shape may join it.
     std::map<std::string, std::vector<int64_t>> by_domain;
     for (int64_t g : reducing) {
       if (find(g) != g) continue;
-      if (auto key = reductionDomainKey(g)) by_domain[*key].push_back(g);
+      for (const std::string& key : reductionDomainKeys(g)) by_domain[key].push_back(g);
     }
     for (const auto& [key, list] : by_domain) changed = mergeReaders(list) || changed;
     // Reductions over as many rows of tensors of other widths (a GELU backward's bias grad and the next
@@ -608,9 +615,10 @@ class Segmenter {
     return count;
   }
 
-  // The input sizes and reduced dims every reduction of group g has, as a key; none where they differ.
-  std::optional<std::string> reductionDomainKey(int64_t g) const {
-    std::optional<std::string> key;
+  // The input sizes and reduced dims of group g's reductions, as keys: each distinct one once, in the
+  // order of the reductions.
+  std::vector<std::string> reductionDomainKeys(int64_t g) const {
+    std::vector<std::string> keys;
     for (int64_t node : groups_[g].nodes) {
       const Expr& e = *nodes_[node];
       const OpCategory category = opInfo(e.kind()).category;
@@ -619,10 +627,9 @@ class Segmenter {
       for (int64_t size : bound_.sizesOf(e.input(0))) k += std::to_string(size) + ",";
       k += ":";
       for (int64_t d : e.attrs().getInts("dims")) k += std::to_string(d) + ",";
-      if (key && *key != k) return std::nullopt;
-      key = k;
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
     }
-    return key;
+    return keys;
   }
 
   SegmentedFusion buildResult();

@@ -5,7 +5,8 @@ A case is a softmax, layer norm or RMS norm over the last dim of a 2-D or 3-D in
 a 2-D one (targets picked with take_along_axis, some ignored), beside one to three totals: a sum, max or min
 over every row of a per-row value (a statistic of the rows, a per-row input of weights, a count of the weights
 over one half, the cross entropy's loss), kept as one element or as size-1 dims, in float or double. Elementwise
-math may follow the totals (a total scaled, or divided by another: a mean), and the per-row values and the rows'
+math may follow the totals (a total scaled, or divided by another: a mean, or plus a loss's other terms: 0-dim
+tensors on the host or the device, which may also make an output alone), and the per-row values and the rows'
 output are returned or not. The rows' kernel (inner persistent where the rows' output is returned, else a plain
 reduction's) adds up the rows' values and its last block finishes the totals (row_totals.h). Definitions leave
 their sizes open half of the time, and then run at a second shape with other row counts.
@@ -63,6 +64,8 @@ def generate_row_totals(seed: int) -> str:
     shapes = [shape]
     if open_sizes:
         shapes.append([rng.choice(ROW_SIZES) for _ in shape[:-1]] + [shape[-1]])
+    # A loss's other terms: 0-dim tensors (on the host or the device) that the last block reads as scalars.
+    terms = [rng.random() < 0.5 for _ in range(rng.choice([0, 0, 1, 2]))]
     lines = ["import ml_dtypes", "import numpy as np", "from braze import DataType, FusionDefinition", "",
              "input_sets = []"]
     for sizes in shapes:
@@ -72,6 +75,8 @@ def generate_row_totals(seed: int) -> str:
             lines += [f"t = rng.integers(0, {sizes[-1]}, {sizes[:-1]})",
                       f"t[rng.random({sizes[:-1]}) < 0.25] = -1",
                       "inputs.append(t)"]
+        for _ in terms:
+            lines.append(f"inputs.append(np.asarray({round(rng.uniform(-2, 2), 3)}, np.float32))")
         lines.append("input_sets.append(inputs)")
     contiguity = [True] * rank if open_sizes else [None if s == 1 else True for s in shape]
     row_contiguity = contiguity[:-1]
@@ -85,11 +90,13 @@ def generate_row_totals(seed: int) -> str:
                      f"contiguity={row_contiguity}, dtype=DataType.Int64)")
     lines += ["    sizes = x.shape()" if open_sizes else f"    sizes = {shape}",
               "    y = fd.ops.cast(x, DataType.Float)"]
+    for i, is_cpu in enumerate(terms):
+        lines.append(f"    term{i} = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu={is_cpu})")
     values = _rows(rng, op, rank, lines) + ["w", "fd.ops.cast(fd.ops.gt(w, fd.define_scalar(0.5, dtype=DataType.Double)), DataType.Float)"]
     if rng.random() < 0.7:
         lines.append(f"    fd.add_output(fd.ops.cast(out, DataType.{dtype[1]}))")
     every_row = list(range(rank - 1))
-    totals = []
+    totals, kept_dims = [], []
     for i in range(rng.randint(1, 3)):
         value = rng.choice(values)
         if rng.random() < 0.2:
@@ -98,6 +105,7 @@ def generate_row_totals(seed: int) -> str:
         keepdim = rng.random() < 0.3
         lines.append(f"    total{i} = fd.ops.{reduce}({value}, dims={every_row}, keepdim={keepdim})")
         totals.append(f"total{i}")
+        kept_dims.append(keepdim)
         if rng.random() < 0.3:
             lines.append(f"    fd.add_output({value})")
     for i, total in enumerate(totals):
@@ -106,5 +114,12 @@ def generate_row_totals(seed: int) -> str:
             total = f"fd.ops.mul({total}, {rng.choice([0.5, -3.0, 1e-4])})"
         elif kind == "ratio" and len(totals) > 1:
             total = f"fd.ops.div({total}, fd.ops.add({totals[(i + 1) % len(totals)]}, 1.0))"
+        if terms and not kept_dims[i] and (kind != "ratio" or not kept_dims[(i + 1) % len(totals)]):
+            term = f"term{rng.randrange(len(terms))}"
+            if len(terms) > 1 and rng.random() < 0.5:
+                term = "fd.ops.mul(term0, term1)"
+            total = f"fd.ops.add({total}, fd.ops.mul({term}, 0.5))"
         lines.append(f"    fd.add_output({total})")
+    if terms and rng.random() < 0.5:  # an output of the terms alone
+        lines.append(f"    fd.add_output(fd.ops.sub(term0, {rng.choice([1.0, -0.25])}))")
     return "\n".join(lines) + "\n"

@@ -182,6 +182,80 @@ def test_totals_read_back_by_the_rows_take_another_kernel(total_of, rows, cols):
     execute_near_reference(fd, inputs, 1e-5)
 
 
+def loss_of_terms(rows_scaled_by_temperature):
+    """Thunder's distillation loss: a z-loss total over the rows plus terms of one element computed elsewhere
+    (the cross entropy on the host as a CPU scalar, a KL divergence as a 0-dim device tensor, scaled by a
+    0-dim temperature that may also scale the rows)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        ce = fd.define_tensor(shape=[], contiguity=[], dtype=F32, is_cpu=True)
+        kl = fd.define_tensor(shape=[], contiguity=[], dtype=F32)
+        temperature = fd.define_tensor(shape=[], contiguity=[], dtype=F32)
+        rows, cols = x.size(0), x.size(1)
+        if rows_scaled_by_temperature:
+            x = fd.ops.mul(x, temperature)
+        m = fd.ops.max(x, dims=[1], keepdim=False)
+        e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast_in_dim(m, shape=[rows, cols], broadcast_dims=[0])))
+        s = fd.ops.sum(e, dims=[1], keepdim=False)
+        fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=[rows, cols], broadcast_dims=[0])))
+        lse = fd.ops.add(m, fd.ops.log(s))
+        z = fd.ops.mul(fd.ops.sum(fd.ops.mul(lse, lse), dims=[0], keepdim=False), fd.define_scalar(1e-4, dtype=F32))
+        others = fd.ops.add(ce, fd.ops.mul(fd.ops.mul(kl, temperature), fd.define_scalar(0.5, dtype=F32)))
+        fd.add_output(fd.ops.add(others, z))
+        fd.add_output(others)
+    return fd
+
+
+@pytest.mark.parametrize("rows_scaled_by_temperature", [False, True])
+@pytest.mark.parametrize("rows, cols", [(1, 3), (64, 100), (1000, 8)])
+def test_totals_plus_terms_of_one_element_are_one_kernel(rows_scaled_by_temperature, rows, cols):
+    """The last block reads 0-dim tensors, host or device, as it reads scalars: one kernel, where the sum of
+    the loss's terms was a kernel of its own."""
+    rng = np.random.default_rng(rows * cols)
+    inputs = [rng.standard_normal((rows, cols)).astype(np.float32)] + [
+        np.asarray(v, np.float32) for v in rng.random(3) + 0.5]
+    fd = loss_of_terms(rows_scaled_by_temperature)
+    kernels, plan = kernels_of(fd, inputs)
+    if rows * cols > 1:
+        assert len(kernels) == 1, plan
+        assert "1 total over the rows, combined by the last block" in kernels[0].heuristics, plan
+    execute_near_reference(fd, inputs, 1e-5)
+
+
+@pytest.mark.parametrize("rows, vocab", [(64, 100), (7, 4099), (1, 5)])
+def test_a_teachers_softmax_of_other_rows_joins_the_cross_entropy_with_totals(rows, vocab):
+    """A distillation loss as Thunder writes its forward: the student's cross entropy (rows and totals over
+    them) and the teacher's softmax, rows of another input of the same shape that share no tensor with the
+    student's: one kernel walks both."""
+    with FusionDefinition() as fd:
+        logits = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        target = fd.define_tensor(shape=[-1], contiguity=[True], dtype=I64)
+        teacher = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        n, v = logits.size(0), logits.size(1)
+        kept = fd.ops.ne(target, fd.define_scalar(-100, dtype=I64))
+        index = fd.ops.broadcast_in_dim(fd.ops.where(kept, target, fd.define_scalar(0, dtype=I64)), shape=[n, 1],
+                                        broadcast_dims=[0])
+        picked = fd.ops.reshape(fd.ops.take_along_axis(logits, index, dim=1), new_shape=[n])
+        m = fd.ops.max(logits, dims=[1], keepdim=False)
+        e = fd.ops.exp(fd.ops.sub(logits, fd.ops.broadcast_in_dim(m, shape=[n, v], broadcast_dims=[0])))
+        lse = fd.ops.add(m, fd.ops.log(fd.ops.sum(e, dims=[1], keepdim=False)))
+        loss = fd.ops.where(kept, fd.ops.sub(lse, picked), fd.define_scalar(0.0, dtype=F32))
+        count = fd.ops.cast(fd.ops.sum(kept, dims=[0], keepdim=False), F32)
+        fd.add_output(fd.ops.div(fd.ops.sum(loss, dims=[0], keepdim=False), count))
+        tm = fd.ops.max(teacher, dims=[1], keepdim=False)
+        te = fd.ops.exp(fd.ops.sub(teacher, fd.ops.broadcast_in_dim(tm, shape=[n, v], broadcast_dims=[0])))
+        ts = fd.ops.broadcast_in_dim(fd.ops.sum(te, dims=[1], keepdim=False), shape=[n, v], broadcast_dims=[0])
+        fd.add_output(fd.ops.div(te, ts))
+    rng = np.random.default_rng(rows + vocab)
+    inputs = cross_entropy_inputs(rng, rows, vocab, F32) + [rng.standard_normal((rows, vocab)).astype(np.float32)]
+    inputs[1][inputs[1] == -1] = -100
+    kernels, plan = kernels_of(fd, inputs)
+    if rows > 1:
+        assert len(kernels) == 1, plan
+        assert "2 totals over the rows, combined by the last block" in kernels[0].heuristics, plan
+    execute_near_reference(fd, inputs, 1e-5)
+
+
 @pytest.mark.parametrize("target", ["h100:persistent_staged=1", "mi300x", "a100:block_threads=64,max_unroll=2"])
 @pytest.mark.parametrize("rows, cols", [(4000, 96), (77, 1000), (2, 128256)])
 @pytest.mark.parametrize("loss", ["cross_entropy", "z_loss"])

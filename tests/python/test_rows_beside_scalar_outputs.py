@@ -162,3 +162,26 @@ def test_a_constant_length_iota_beside_rows_of_any_count(length):
         x = rng.standard_normal((rows, 64)).astype(np.float32)
         got = execute_near_reference(fd, [x], TOL[F32])
         np.testing.assert_array_equal(got[1], np.arange(length))
+
+
+@pytest.mark.parametrize("is_cpu", [True, False])
+@pytest.mark.parametrize("rows, cols", [(64, 100), (1, 7), (300, 33)])
+def test_a_loss_term_of_a_0_dim_tensor_is_written_beside_the_rows(is_cpu, rows, cols):
+    """Thunder's backward of a sum of losses returns one term's gradient (0.5 * the loss's gradient, a 0-dim
+    tensor: a CPU scalar or a device tensor) beside a softmax backward over rows: a 0-dim tensor reads as a
+    scalar, so the rows' kernel writes it in blocks of its own, where it took a one-element kernel."""
+    with FusionDefinition() as fd:
+        grad = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+        loss_grad = fd.define_tensor(shape=[], contiguity=[], dtype=F32, is_cpu=is_cpu)
+        n, c = grad.size(0), grad.size(1)
+        gy = fd.ops.mul(grad, y)
+        dot = fd.ops.broadcast_in_dim(fd.ops.sum(gy, dims=[1], keepdim=False), shape=[n, c], broadcast_dims=[0])
+        fd.add_output(fd.ops.sub(gy, fd.ops.mul(y, dot)))
+        fd.add_output(fd.ops.mul(fd.define_scalar(0.5, dtype=DataType.Double), loss_grad))
+    rng = np.random.default_rng(rows + cols)
+    inputs = [rng.standard_normal((rows, cols)).astype(np.float32) for _ in range(2)] + [np.asarray(1.5, np.float32)]
+    kernels, plan = kernels_of(fd, inputs)
+    assert len(kernels) == 1 and kernels[0].scheduler == "inner_persistent", plan
+    got = execute_near_reference(fd, inputs, TOL[F32])
+    assert float(np.asarray(got[1])) == 0.75

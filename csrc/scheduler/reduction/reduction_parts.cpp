@@ -25,15 +25,20 @@ bool reduces(const std::vector<const Expr*>& exprs) {
   });
 }
 
+// A scalar, or a 0-dim tensor (one element wherever it is read).
+bool readsAsScalar(const Val* v) { return !v->isTensor() || v->asTensor()->rank() == 0; }
+
 int64_t findRoot(std::vector<int64_t>& parent, int64_t i) {
   while (parent[i] != i) i = parent[i] = parent[parent[i]];
   return i;
 }
 
-// Whether each expr of `exprs` computes from scalars alone: it reads no tensor from outside `exprs` and
-// none computed from one, and reduces nothing (an iota, a full, the casts and meta ops after them).
+// Whether each expr of `exprs` computes from scalars alone: it reads no tensor from outside `exprs` but 0-dim
+// ones (read as scalars: a loss term computed on the host) and none computed from one, and reduces nothing
+// (an iota, a full, the casts and meta ops after them).
 std::vector<bool> madeFromScalars(const std::vector<const Expr*>& exprs) {
-  std::unordered_set<const Val*> made;
+  std::unordered_set<const Val*> made, produced;
+  for (const Expr* e : exprs) produced.insert(e->outputs().begin(), e->outputs().end());
   std::vector<bool> scalar(exprs.size(), false);
   for (size_t i = 0; i < exprs.size(); ++i) {
     const OpCategory category = opInfo(exprs[i]->kind()).category;
@@ -41,7 +46,9 @@ std::vector<bool> madeFromScalars(const std::vector<const Expr*>& exprs) {
                           category != OpCategory::Matmul && category != OpCategory::Scan &&
                           category != OpCategory::Scatter;
     scalar[i] = computes && std::all_of(exprs[i]->inputs().begin(), exprs[i]->inputs().end(),
-                                        [&](const Val* v) { return !v->isTensor() || made.count(v) != 0; });
+                                        [&](const Val* v) {
+                                          return made.count(v) != 0 || (produced.count(v) == 0 && readsAsScalar(v));
+                                        });
     if (scalar[i]) made.insert(exprs[i]->outputs().begin(), exprs[i]->outputs().end());
   }
   return scalar;
@@ -217,7 +224,7 @@ Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, cons
       rows = &part;
       continue;
     }
-    if (std::any_of(part.inputs.begin(), part.inputs.end(), [](const Val* v) { return v->isTensor(); })) {
+    if (!std::all_of(part.inputs.begin(), part.inputs.end(), readsAsScalar)) {
       return Verdict::no("beside the rows, a part reads tensors");
     }
     if (std::string why = pointwisePartProblem(part, facts, bound); !why.empty()) return Verdict::no(why);

@@ -6,8 +6,45 @@
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace braze {
+
+namespace {
+
+// Values of one element made of one-element tensors (0-dim inputs: a loss's other terms, computed on the host
+// or by another kernel) and scalars alone, where nothing outside `after` reads them: the last block computes
+// them with what follows the totals, as it reads scalars, and writes those that are outputs.
+void addOneElementTerms(const std::vector<const Expr*>& exprs, const BoundShapes& bound, ValSet& after) {
+  std::unordered_set<const Val*> made, produced;
+  std::vector<const Expr*> makers;
+  for (const Expr* e : exprs) produced.insert(e->outputs().begin(), e->outputs().end());
+  for (const Expr* e : exprs) {
+    if (after.count(e->output(0)) != 0 || e->outputs().size() != 1 || bound.numel(e->output(0)) != 1) continue;
+    if (!isElementwise(e->kind()) && !keepsRowPositions(*e, bound)) continue;
+    const bool from_one_element = std::all_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {
+      return !in->isTensor() || made.count(in) != 0 || (produced.count(in) == 0 && bound.numel(in) == 1);
+    });
+    if (!from_one_element) continue;
+    made.insert(e->output(0));
+    makers.push_back(e);
+  }
+  // Those the rows read stay theirs, and so do the values they are made of (to a fixpoint).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Expr* e : exprs) {
+      if (after.count(e->output(0)) != 0 || made.count(e->output(0)) != 0) continue;
+      for (const Val* in : e->inputs()) changed = made.erase(in) != 0 || changed;
+    }
+    for (const Expr* e : makers) {
+      if (made.count(e->output(0)) != 0) continue;
+      for (const Val* in : e->inputs()) changed = made.erase(in) != 0 || changed;
+    }
+  }
+  for (const Val* v : made) after.insert(v);
+}
+
+}  // namespace
 
 RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Expr*>& exprs, const BoundShapes& bound) {
   RowTotals split;
@@ -35,6 +72,7 @@ RowTotals splitRowTotals(const CandidateFacts& facts, const std::vector<const Ex
   }
   split.after = computedFrom(totals, exprs);
   split.totals = std::move(totals);
+  addOneElementTerms(exprs, bound, split.after);
   return split;
 }
 
@@ -61,8 +99,11 @@ Verdict withTotals(const Candidate& candidate, const CandidateFacts& facts, cons
     }
     // After the totals: one element computed from their results and scalars, by the last block.
     const bool math = isElementwise(e->kind()) || keepsRowPositions(*e, bound);
-    const bool reads_rows = std::any_of(e->inputs().begin(), e->inputs().end(),
-                                        [&](const Val* in) { return in->isTensor() && split.after.count(in) == 0; });
+    // (A one-element tensor the group reads, a 0-dim input, is read there as a scalar.)
+    const bool reads_rows = std::any_of(e->inputs().begin(), e->inputs().end(), [&](const Val* in) {
+      const bool group_input = std::find(candidate.inputs.begin(), candidate.inputs.end(), in) != candidate.inputs.end();
+      return in->isTensor() && split.after.count(in) == 0 && !(group_input && bound.numel(in) == 1);
+    });
     if (!math || reads_rows || bound.numel(e->output(0)) != 1) {
       return Verdict::no(fmt::format("{} uses a total over the rows other than elementwise with scalars",
                                      exprLabel(*e)));
