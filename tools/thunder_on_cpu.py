@@ -1,6 +1,7 @@
 """Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, a Llama block with
 --model llama, nanoGPT's whole model with its cross entropy (--model gpt) or a mixture-of-experts MLP
-(--model moe) (benchmarks/python/thunder_block.py), trained one step with thunder.jit on CPU tensors, its
+(--model moe) (benchmarks/python/thunder_block.py), or a layer of benchmarks/python/thunder_models.py
+(--model bert|t5|neox|mixer|swin|distill), trained one step with thunder.jit on CPU tensors, its
 nvFusion regions executed by braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
 output's and gradients' errors against eager PyTorch in float32 from the same weights; with --save DIR,
 writes each definition (its repr) and its first inputs (torch.save) there, to be replayed and explained.
@@ -13,7 +14,8 @@ lookaside is registered on a stand-in, which nanoGPT's block does not reach.
 
     pip install lightning-thunder==0.2.6   (or the wheels shared/GPU.md lists)
     PYTHONPATH=build/python python3 tools/thunder_on_cpu.py [--batch 8 --seq 256 --embd 768 --heads 12]
-        [--model llama [--groups 3 --intermediate 2048] | --model gpt [--vocab 512] | --model moe [--experts 8 --top 2]]
+        [--model llama [--groups 3 --intermediate 2048] | --model gpt [--vocab 512] | --model moe [--experts 8 --top 2]
+         | --model bert | t5 | neox | mixer | swin | distill]
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import sys
 import types
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "python"))
+from thunder_models import BUILDERS  # noqa: E402 - the benchmarks' folder is not a package
 
 
 THUNDER_DOES_NOT_IMPORT = 3  # the exit status then, which tests read as a reason to skip
@@ -96,10 +101,10 @@ def main() -> int:
     parser.add_argument("--seq", type=int, default=256)
     parser.add_argument("--embd", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
-    parser.add_argument("--model", choices=["nanogpt", "llama", "gpt", "moe"], default="nanogpt",
+    parser.add_argument("--model", choices=["nanogpt", "llama", "gpt", "moe", *BUILDERS], default="nanogpt",
                         help="nanoGPT's block, a Llama block (RMSNorm, grouped-query attention with RoPE, SwiGLU), "
-                             "nanoGPT's whole model with its embeddings and cross entropy (--vocab), or a "
-                             "mixture-of-experts MLP (--experts, --top)")
+                             "nanoGPT's whole model with its embeddings and cross entropy (--vocab), a "
+                             "mixture-of-experts MLP (--experts, --top), or one of thunder_models.py's layers")
     parser.add_argument("--vocab", type=int, default=512, help="gpt: the vocabulary")
     parser.add_argument("--experts", type=int, default=8, help="moe: the experts")
     parser.add_argument("--top", type=int, default=2, help="moe: the experts each token goes to")
@@ -117,44 +122,45 @@ def main() -> int:
     import braze
 
     executed = record_executes(braze)
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "python"))
     from thunder_block import GPT, Block, LlamaBlock, MoEBlock
 
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     torch.manual_seed(0)
-    if args.model == "llama":
-        model = LlamaBlock(args.embd, args.heads, args.groups or max(args.heads // 4, 1),
-                           args.intermediate or args.embd * 11 // 4).to(dtype)
+    if args.model in BUILDERS:
+        model, inputs = BUILDERS[args.model](args.batch, args.seq, args.embd, args.heads, dtype)
     elif args.model == "gpt":
-        model = GPT(args.vocab, args.seq, args.embd, args.heads).to(dtype)
-    elif args.model == "moe":
-        model = MoEBlock(args.embd, args.experts, args.top, args.intermediate or args.embd * 3 // 2).to(dtype)
-    else:
-        model = Block(args.embd, args.heads).to(dtype)
-    eager = copy.deepcopy(model).float()
-    if args.model == "gpt":
         # Token ids in, the loss out: the output compared is the loss, and x.grad the embedding's.
-        idx = torch.randint(0, args.vocab, (args.batch, args.seq))
+        model = GPT(args.vocab, args.seq, args.embd, args.heads).to(dtype)
         targets = torch.randint(0, args.vocab, (args.batch, args.seq))
         targets[0, 0] = -1  # one ignored target
-        y = thunder.jit(model, executors=[nvfuserex])(idx, targets)
-        y.backward()
-        x, y_eager = model.wte.weight, eager(idx, targets)
-        y_eager.backward()
-        x_eager = eager.wte.weight
+        inputs = (torch.randint(0, args.vocab, (args.batch, args.seq)), targets)
     else:
-        x = torch.randn(args.batch, args.seq, args.embd, dtype=dtype, requires_grad=True)
-        y = thunder.jit(model, executors=[nvfuserex])(x)
-        y.float().square().mean().backward()
-        x_eager = x.detach().float().requires_grad_(True)
-        y_eager = eager(x_eager)
-        y_eager.square().mean().backward()
+        if args.model == "llama":
+            model = LlamaBlock(args.embd, args.heads, args.groups or max(args.heads // 4, 1),
+                               args.intermediate or args.embd * 11 // 4).to(dtype)
+        elif args.model == "moe":
+            model = MoEBlock(args.embd, args.experts, args.top, args.intermediate or args.embd * 3 // 2).to(dtype)
+        else:
+            model = Block(args.embd, args.heads).to(dtype)
+        inputs = (torch.randn(args.batch, args.seq, args.embd, dtype=dtype),)
+    eager = copy.deepcopy(model).float()
+    if inputs[0].is_floating_point():
+        inputs[0].requires_grad_(True)
+    eager_inputs = [t.detach().float().requires_grad_(t.requires_grad) if t.is_floating_point() else t
+                    for t in inputs]
+    y, y_eager = thunder.jit(model, executors=[nvfuserex])(*inputs), eager(*eager_inputs)
+    for out in (y, y_eager):  # a loss as it is, else the output's mean square
+        (out.float() if out.dim() == 0 else out.float().square().mean()).backward()
+    if args.model == "gpt":
+        x, x_eager = model.wte.weight, eager.wte.weight
+    else:
+        x, x_eager = inputs[0], eager_inputs[0]
 
     def relative(got, want):
         got, want = got.detach().float(), want.detach().float()
         return float((got - want).norm() / want.norm().clamp_min(1e-30))
 
-    print(f"{args.model} block {args.batch}x{args.seq}x{args.embd} {args.dtype} on the simulated device, "
+    print(f"{args.model} {args.batch}x{args.seq}x{args.embd} {args.dtype} on the simulated device, "
           f"against eager float32:")
     print(f"  output rel err {relative(y, y_eager):.2e}, x.grad rel err {relative(x.grad, x_eager.grad):.2e}")
     for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):

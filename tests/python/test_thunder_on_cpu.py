@@ -4,7 +4,7 @@ process of its own since it patches Thunder and braze's define_tensor. Its outpu
 against eager float32, and how Thunder's fusions plan: the two layer-norm backwards as one inner-outer
 persistent kernel each, no fusion beyond two kernel segments; a Llama block's, every fusion one kernel
 at most; nanoGPT's whole model with its cross entropy, and a mixture-of-experts MLP whose router is one
-kernel. Skips where Thunder does not import."""
+kernel; and thunder_models.py's layers of other models. Skips where Thunder does not import."""
 
 from __future__ import annotations
 
@@ -88,3 +88,27 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
     assert ("1", "scan") in plans, out
     # The router backward's zeros run beside its rows: every fusion one kernel at most.
     assert max(int(n) for n, _ in plans) <= 1, out
+
+
+# The most kernel segments any fusion Thunder writes for the layer plans as. MLP-Mixer's token-mixing norm
+# backward writes grad_in transposed (an inner-outer kernel, then a transpose) and beside it the token MLP's
+# bias grad sums other rows; Swin's backward copies the windows back beside a bias grad (a reduction, and
+# a pointwise copy through reshapes and permutes).
+MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 2, "distill": 1}
+
+
+@pytest.mark.parametrize("model", sorted(MOST_SEGMENTS))
+@pytest.mark.parametrize("dtype, tolerance", [("fp32", 1e-5), ("bf16", 3e-2)])
+def test_thunder_trains_more_model_shapes_as_eager(model, dtype, tolerance):
+    """benchmarks/python/thunder_models.py's layers (post-norm BERT with a padding mask, T5, GPT-NeoX's
+    partial rotary and parallel residual, MLP-Mixer, Swin's shifted windows, a distillation loss of three
+    terms), trained one step: the output and every gradient as eager float32's, and how many kernel segments
+    each fusion takes. (In bf16 Thunder's nvFuser path rounds at other points than eager: T5's MLP weight
+    gradient is 2.0e-2 from float32 there, 1.2e-2 through Thunder's torch executor; each fusion's outputs
+    are those of its definition evaluated by torch.)"""
+    out = run_block(dtype, 2, "--model", model)
+    errors = {name: float(value) for name, value in re.findall(r"(\S+) rel err ([0-9.e+-]+)", out)}
+    assert "output" in errors and "x.grad" in errors and len(errors) >= 3, out
+    assert all(err <= tolerance for err in errors.values()), out
+    plans = re.findall(r"fusion \d+: (\d+) kernel segment\(s\)", out)
+    assert plans and max(int(n) for n in plans) <= MOST_SEGMENTS[model], out

@@ -1,0 +1,195 @@
+"""More model shapes for Lightning Thunder on braze, beside thunder_block.py's GPT and Llama blocks: each one
+a pattern of real models that the segmenter and schedulers meet in their fusions. tools/thunder_on_cpu.py
+trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|distill`).
+
+- `BertLayer`: post-norm (the residual normed after it is added), an erf GELU, attention written out
+  (scores, an additive padding mask, softmax) as BERT and RoBERTa write it.
+- `T5Layer`: an RMS norm without its mean and without biases, a learned relative bias on the scores, a
+  ReLU MLP.
+- `NeoXLayer`: GPT-NeoX / Pythia: attention and MLP in parallel from one residual, RoPE on a quarter of
+  each head (the rest passed through: a cat of a rotated and a plain slice), QKV laid out per head.
+- `MixerLayer`: MLP-Mixer: an MLP across the tokens through a transpose, then one across the channels.
+- `SwinLayer`: Swin's shifted windows: a roll, the windows cut out by reshape and permute, attention in
+  each, and back.
+- `DistillationLoss`: a classifier head's cross entropy, a KL divergence to a teacher's softmax and a
+  z-loss, summed: a loss of several terms.
+
+Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
+is the differentiated activation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def _attention_heads(qkv, batch, tokens, heads):
+    """q, k and v as [batch, heads, tokens, head size] from a projection laid out q | k | v."""
+    q, k, v = qkv.split(qkv.size(-1) // 3, dim=-1)
+    return (t.view(batch, tokens, heads, -1).transpose(1, 2) for t in (q, k, v))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.fc_1, self.fc_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+        # Weights and biases away from 1 and 0: the output's mean square then depends on the input (a norm
+        # of weight 1 last would make it the same for every input, and the input's gradient noise).
+        for ln in (self.ln_1, self.ln_2):
+            nn.init.normal_(ln.weight, 1.0, 0.3)
+            nn.init.normal_(ln.bias, 0.0, 0.3)
+
+    def forward(self, x, mask):
+        B, T, C = x.shape
+        q, k, v = _attention_heads(self.qkv(x), B, T, self.n_head)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.n_head) + mask[:, None, None, :]
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = self.ln_1(x + self.proj(y))
+        return self.ln_2(x + self.fc_2(F.gelu(self.fc_1(x))))
+
+
+def build_bert(batch, seq, embd, heads, dtype):
+    mask = torch.zeros(batch, seq, dtype=dtype)
+    mask[-1, seq * 2 // 3:] = -10000.0  # the last sequence padded
+    return BertLayer(embd, heads).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype), mask)
+
+
+class T5Norm(nn.Module):
+    def __init__(self, n_embd):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n_embd))
+
+    def forward(self, x):
+        variance = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + 1e-6)).to(self.weight.dtype)
+
+
+class T5Layer(nn.Module):
+    def __init__(self, n_embd, n_head, max_tokens):
+        super().__init__()
+        self.n_head = n_head
+        self.norm_1, self.norm_2 = T5Norm(n_embd), T5Norm(n_embd)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, n_embd, bias=False)
+        self.relative_bias = nn.Parameter(torch.randn(n_head, max_tokens, max_tokens) * 0.1)
+        self.wi, self.wo = nn.Linear(n_embd, 4 * n_embd, bias=False), nn.Linear(4 * n_embd, n_embd, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = _attention_heads(self.qkv(self.norm_1(x)), B, T, self.n_head)
+        scores = q @ k.transpose(-1, -2) + self.relative_bias[:, :T, :T]
+        y = (scores.float().softmax(-1).to(q.dtype) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.proj(y)
+        return x + self.wo(F.relu(self.wi(self.norm_2(x))))
+
+
+def build_t5(batch, seq, embd, heads, dtype):
+    return T5Layer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class NeoXLayer(nn.Module):
+    def __init__(self, n_embd, n_head, max_tokens, rotary_fraction=0.25):
+        super().__init__()
+        self.n_head, self.head_size = n_head, n_embd // n_head
+        self.rotary = max(2, int(self.head_size * rotary_fraction) // 2 * 2)
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.fc_1, self.fc_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.rotary, 2).float() / self.rotary))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, x):
+        rotated, passed = x[..., :self.rotary], x[..., self.rotary:]
+        half = self.rotary // 2
+        turned = torch.cat((-rotated[..., half:], rotated[..., :half]), dim=-1)
+        T = x.size(-2)
+        rotated = (rotated * self.cos[:T] + turned * self.sin[:T]).to(x.dtype)
+        return torch.cat((rotated, passed), dim=-1)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        qkv = self.qkv(self.ln_1(x)).view(B, T, self.n_head, 3 * self.head_size).transpose(1, 2)
+        q, k, v = qkv.split(self.head_size, dim=-1)
+        y = F.scaled_dot_product_attention(self.rope(q), self.rope(k), v, is_causal=True)
+        attention = self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + attention + self.fc_2(F.gelu(self.fc_1(self.ln_2(x))))
+
+
+def build_neox(batch, seq, embd, heads, dtype):
+    return NeoXLayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class MixerLayer(nn.Module):
+    def __init__(self, n_embd, tokens):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.token_1, self.token_2 = nn.Linear(tokens, 2 * tokens), nn.Linear(2 * tokens, tokens)
+        self.channel_1, self.channel_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        mixed = self.token_2(F.gelu(self.token_1(self.ln_1(x).transpose(1, 2))))
+        x = x + mixed.transpose(1, 2)
+        return x + self.channel_2(F.gelu(self.channel_1(self.ln_2(x))))
+
+
+def build_mixer(batch, seq, embd, heads, dtype):
+    return MixerLayer(embd, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class SwinLayer(nn.Module):
+    def __init__(self, n_embd, n_head, window):
+        super().__init__()
+        self.n_head, self.window = n_head, window
+        self.ln = nn.LayerNorm(n_embd)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+
+    def forward(self, x):  # [batch, side, side, channels]
+        B, S, _, C = x.shape
+        W, shift = self.window, self.window // 2
+        h = torch.roll(self.ln(x), shifts=(-shift, -shift), dims=(1, 2))
+        h = h.view(B, S // W, W, S // W, W, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, W * W, C)
+        q, k, v = _attention_heads(self.qkv(h), h.size(0), W * W, self.n_head)
+        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(-1, W * W, C)
+        y = self.proj(y).view(B, S // W, S // W, W, W, C).permute(0, 1, 3, 2, 4, 5).reshape(B, S, S, C)
+        return x + torch.roll(y, shifts=(shift, shift), dims=(1, 2))
+
+
+def build_swin(batch, seq, embd, heads, dtype):
+    side = max(2, math.isqrt(seq) // 2 * 2)  # the tokens as a square grid of 2x2 windows
+    return SwinLayer(embd, heads, 2).to(dtype), (torch.randn(batch, side, side, embd, dtype=dtype),)
+
+
+class DistillationLoss(nn.Module):
+    """No label smoothing: Thunder 0.2.6's nvFuser cross entropy drops it when training (its loss and gradient
+    come out as without it, whatever runs the fusions), so the cross entropy here has none."""
+
+    def __init__(self, n_embd, classes):
+        super().__init__()
+        self.head = nn.Linear(n_embd, classes)
+
+    def forward(self, x, targets, teacher):
+        logits = self.head(x).float()
+        ce = F.cross_entropy(logits, targets)
+        kl = F.kl_div(F.log_softmax(logits, -1), F.softmax(teacher.float(), -1), reduction="batchmean")
+        z = torch.logsumexp(logits, -1).pow(2).mean()
+        return ce + 0.5 * kl + 1e-4 * z
+
+
+def build_distill(batch, seq, embd, heads, dtype, classes=100):
+    rows = batch * seq
+    targets = torch.randint(0, classes, (rows,))
+    targets[0] = -100  # one ignored
+    inputs = (torch.randn(rows, embd, dtype=dtype), targets, torch.randn(rows, classes, dtype=dtype))
+    return DistillationLoss(embd, classes).to(dtype), inputs
+
+
+BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
+            "distill": build_distill}
