@@ -144,6 +144,7 @@ class Segmenter {
   bool isCopiedOutput(const Val* tensor) const {
     if (!tensor->isFusionOutput() || tensor->isFusionInput()) return false;
     const Val* root = inputViewRoot(tensor);
+    if (root == nullptr) return false;  // computed: no input view
     StridedLayout layout = bound_.inputLayout(root).layout;
     for (const Expr* e : inputViewChain(tensor)) {
       ViewResult view = viewThrough(*e, layout, bound_.intOperands(*e));
@@ -549,9 +550,11 @@ class Segmenter {
     for (const auto& [rows, list] : by_rows) changed = mergeReaders(list) || changed;
     // A group without reductions joins one whose reductions are all over outer dims, where its tensors'
     // leading dims hold as many rows (a GELU backward's grad_in beside the next linear's bias grad); never
-    // another such group (each keeps its own kernel's vectors).
+    // another such group (each keeps its own kernel's vectors). Meta ops alone join only where they copy an
+    // input to an output that is no view of it (Swin's windows put back in place beside a bias grad).
     for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
-      if (find(g) != g || groups_[g].nodes.empty() || groups_[g].all_meta || reductions(g) != 0) continue;
+      if (find(g) != g || groups_[g].nodes.empty() || reductions(g) != 0) continue;
+      if (groups_[g].all_meta && !writesCopiedOutput(g)) continue;
       bool joined = false;
       for (int64_t rows : leadingRowCounts(g)) {
         auto it = by_rows.find(rows);
@@ -569,6 +572,14 @@ class Segmenter {
       changed = joined || changed;
     }
     return changed;
+  }
+
+  // Whether group g writes an output that is an input view a kernel must copy (isCopiedOutput).
+  bool writesCopiedOutput(int64_t g) const {
+    return std::any_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](int64_t node) {
+      const std::vector<Val*>& outs = nodes_[node]->outputs();
+      return std::any_of(outs.begin(), outs.end(), [&](const Val* out) { return isCopiedOutput(out); });
+    });
   }
 
   // Whether every reduction of group g keeps its input's innermost dim (of size > 1): sums over rows.

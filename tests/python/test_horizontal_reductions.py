@@ -242,3 +242,31 @@ def test_an_unrelated_pointwise_group_joins_no_row_reduction_of_its_row_count():
     plan = fd.explain(inputs)
     assert sorted(k.scheduler for k in kernels(plan)) == ["inner_persistent", "pointwise"], str(plan)
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, F32])
+@pytest.mark.parametrize("batch, side, window, channels", [(2, 4, 2, 64), (1, 6, 3, 24), (3, 2, 2, 8)])
+def test_windows_copied_back_beside_a_bias_grad_are_one_kernel(dtype, batch, side, window, channels):
+    """Swin's backward puts the windows' gradient back in place ([b * windows, w * w, c] reshaped and permuted
+    to [b, side, side, c]: a copy, no view) beside the projection's bias grad (a sum over the rows of the
+    same windows): the copy runs in blocks of its own in the reduction's kernel, where it took a kernel of its
+    own."""
+    n = side // window
+    with FusionDefinition() as fd:
+        grad = fd.define_tensor(shape=[batch * n * n, window * window, channels], contiguity=[True] * 3, dtype=dtype)
+        windows = fd.define_tensor(shape=[batch * n * n, window * window, channels], contiguity=[True] * 3,
+                                   dtype=dtype)
+        bias = fd.ops.sum(fd.ops.cast(grad, F32), dims=[0, 1], keepdim=False)
+        fd.add_output(fd.ops.cast(bias, dtype))
+        cut = fd.ops.reshape(windows, new_shape=[batch, n, n, window, window, channels])
+        fd.add_output(fd.ops.reshape(fd.ops.permute(cut, dims=[0, 1, 3, 2, 4, 5]),
+                                     new_shape=[batch, side, side, channels]))
+    rng = np.random.default_rng(batch * side + channels)
+    inputs = [rng.standard_normal((batch * n * n, window * window, channels)).astype(NP[dtype]) for _ in range(2)]
+    plan = fd.explain(inputs)
+    if window > 1 and n > 1:
+        assert len(kernels(plan)) == 1, str(plan)
+        assert "then pointwise" in kernels(plan)[0].heuristics, str(plan)
+    got = helpers.execute_near_reference(fd, inputs, rtol=1e-2 if dtype == DataType.BFloat16 else 1e-5)
+    want = inputs[1].reshape(batch, n, n, window, window, channels).transpose(0, 1, 3, 2, 4, 5)
+    np.testing.assert_array_equal(np.asarray(got[1]), want.reshape(batch, side, side, channels))

@@ -214,3 +214,35 @@ def test_transformer_block_forward_and_backward(braze_executes, dtype):
         tol = 1e-3 if dtype == torch.float32 else 5e-2
         assert float((g.float() - w.float()).abs().max()) <= tol * scale + (1e-5 if dtype == torch.float32 else 1e-3), name
     expect_fused(jitted, braze_executes, backward=True)
+
+
+# ---- thunder_models.py's layers of other models, forward and backward -------------------------------
+@pytest.mark.parametrize("name", ["bert", "t5", "neox", "mixer", "swin", "distill"])
+def test_other_model_layers_train_as_eager(braze_executes, name):
+    """Post-norm BERT with a padding mask, T5, GPT-NeoX's partial rotary, MLP-Mixer, Swin's shifted windows and
+    a distillation loss (benchmarks/python/thunder_models.py), in float32 on the GPU: the output and every
+    gradient as eager's from the same weights (tools/thunder_on_cpu.py runs them on the simulated device)."""
+    from thunder_models import BUILDERS
+
+    torch.manual_seed(0)
+    model, inputs = BUILDERS[name](2, 64, 128, 4, torch.float32)
+    model = model.to(CUDA)
+    inputs = [t.to(CUDA) for t in inputs]
+    inputs[0].requires_grad_(True)
+    jitted = jit(model)
+
+    def step(fn):
+        out = fn(*inputs)
+        (out if out.dim() == 0 else out.square().mean()).backward()
+        grads = [inputs[0].grad.clone()] + [p.grad.clone() for p in model.parameters()]
+        inputs[0].grad = None
+        model.zero_grad()
+        return out.detach(), grads
+
+    got_y, got = step(jitted)
+    want_y, want = step(model)
+    close(got_y, want_y, torch.float32)
+    for (param, _), g, w in zip([("x", None)] + list(model.named_parameters()), got, want):
+        scale = max(float(w.abs().max()), 1e-6)
+        assert float((g - w).abs().max()) <= 1e-3 * scale + 1e-5, param
+    expect_fused(jitted, braze_executes, backward=True)
