@@ -5,7 +5,9 @@ A case has 1-3 inputs of one "full" shape (rank 1-3, sizes including 1, odd and 
 transposed in memory, strided, offset by one element or an expanded broadcast, in float32, bfloat16
 or float16; then 2-6 ops drawn from elementwise math, casts, broadcasts and expands of reductions
 (normalization patterns; now and then broadcast along other dims of the same sizes, or permuted as an
-output), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs.
+output), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs. Now and then positions (an iota)
+are returned and added, and a 0-dim input (a CPU scalar or a device tensor) scales the last value, joins
+its total or makes an output alone.
 """
 
 from __future__ import annotations
@@ -193,6 +195,22 @@ def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bo
         body.append(f"placed = fd.ops.add({live[-1]}, fd.ops.broadcast_in_dim(fd.ops.cast(pos_read, DataType.Float), "
                     f"{full}, [{d}]))")
         extra_outputs += ["pos", "placed"]
+    # Now and then a 0-dim input, on the host (a CPU scalar) or the device, read as a scalar: it scales the
+    # last value, is added to the last value's total (a loss's other term), or makes an output alone.
+    # Drawn from a generator of its own too.
+    terms = random.Random(seed * 17 + 5)
+    if terms.random() < 0.2:
+        is_cpu = terms.random() < 0.5
+        lines.insert(lines.index("with FusionDefinition() as fd:"),
+                     f"inputs.append(np.asarray({round(terms.uniform(-2, 2), 3)}, np.float32))")
+        body.insert(2 * n_inputs, f"s0 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu={is_cpu})")
+        uses = terms.sample(["scaled", "total", "alone"], terms.randint(1, 3))
+        if "scaled" in uses:
+            extra_outputs.append(f"fd.ops.mul({live[-1]}, s0)")
+        if "total" in uses:
+            extra_outputs.append(f"fd.ops.add(fd.ops.sum({live[-1]}, dims={list(range(rank))}), s0)")
+        if "alone" in uses:
+            extra_outputs.append("fd.ops.sub(s0, 0.5)")
     return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng, most=most_outputs)
 
 
