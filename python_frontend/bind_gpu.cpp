@@ -278,6 +278,7 @@ struct TorchRun {
   std::vector<nb::object> held;
   std::vector<DeviceValue> inputs;
   uintptr_t stream = 0;
+  int device = -1;        // the GPU of the tensors; -1 for CPU tensors standing in
   bool stood_in = false;  // CPU tensors standing in (see runTorch): outputs on the CPU, the legacy stream
 };
 
@@ -332,6 +333,7 @@ bool readTorchRun(exec::FusionCache& cache, nb::handle py_inputs, const TorchTyp
   }
   if (device < 0) return false;
   run.stood_in = read.stood_in;
+  run.device = run.stood_in ? -1 : device;
   run.stream = 0;
   if (!run.stood_in) {
     const std::optional<uintptr_t> stream = torchCurrentStream(torch, device);
@@ -366,7 +368,7 @@ struct RunnerSteps {
   bool torch_outputs = true;
   std::vector<size_t> updated;  // positions among the fusion's inputs, drawn ones included
   std::vector<size_t> drawn;    // each random op's seed position (its offset follows), ascending
-  nb::object draw;              // (the caller's inputs) -> [seed, offset] per random op, in order
+  nb::object draw;              // (the caller's inputs, their GPU or -1) -> [seed, offset] per random op, in order
 };
 
 // runTorch with those steps, for the caller's inputs (without the drawn ones). The inputs, with a
@@ -402,7 +404,7 @@ nb::object runWithSteps(exec::FusionCache& cache, nb::handle inputs, const Runne
   TorchRun* run = &lease.get();
   if (!readTorchRun(cache, full, *torch, *run)) return nb::none();
   if (!steps.drawn.empty()) {
-    const nb::object values = steps.draw(given);
+    const nb::object values = steps.draw(given, run->device);
     BRAZE_CHECK(nb::len(values) == 2 * steps.drawn.size(), "the seed draw gave {} values for {} random ops",
                 nb::len(values), steps.drawn.size());
     for (size_t k = 0; k < 2 * steps.drawn.size(); ++k) {

@@ -63,9 +63,10 @@ def with_placeholders(fd, flat) -> list:
 
 def drawer(ops: int):
     """For the torch runner (FusionCache.torch_runner): draws for `ops` random ops from a call's inputs,
-    once it has read them, and returns each op's seed and offset in order, as with_drawn inserts them."""
-    def draw(flat):
-        seed, offset = _draw(flat, ops, None)
+    once it has read them, and returns each op's seed and offset in order, as with_drawn inserts them. The
+    runner passes the GPU the inputs are on (it has read their devices), or -1 for CPU tensors standing in."""
+    def draw(flat, device=-1):
+        seed, offset = _draw_on_gpu(device, ops) if device >= 0 else _draw(flat, ops, None)
         return _pairs(ops, seed, offset)
     return draw
 
@@ -91,6 +92,15 @@ def _int64_bits(seed: int) -> int:
     return seed - 2**64 if seed >= 2**63 else seed
 
 
+def _draw_on_gpu(index: int, ops: int):
+    """The seed and offset from torch's generator of GPU `index`, its offset advanced past `ops` random ops."""
+    generator = sys.modules["torch"].cuda.default_generators[index]
+    with _lock:
+        offset = generator.get_offset()
+        generator.set_offset(offset + ops * _OFFSET_STEP)
+    return _int64_bits(generator.initial_seed()), offset
+
+
 def _draw(flat, ops, device):
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -99,11 +109,7 @@ def _draw(flat, ops, device):
         if gpu is None and not tensors and device is not None and str(device) != "cpu":
             gpu = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
         if gpu is not None:
-            generator = torch.cuda.default_generators[gpu.index if gpu.index is not None else torch.cuda.current_device()]
-            with _lock:
-                offset = generator.get_offset()
-                generator.set_offset(offset + ops * _OFFSET_STEP)
-            return _int64_bits(generator.initial_seed()), offset
+            return _draw_on_gpu(gpu.index if gpu.index is not None else torch.cuda.current_device(), ops)
         if tensors:
             return int(torch.randint(0, 2**62, (1,)).item()), 0
     with _lock:

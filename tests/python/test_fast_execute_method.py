@@ -274,15 +274,16 @@ def test_a_fusion_drawing_seeds_takes_the_runner_which_draws_once_per_run(monkey
     generator = StandInGenerator(2**63 + 5)  # past int64: drawn as its bits
     torch.cuda = types.SimpleNamespace(default_generators=[generator], current_device=lambda: 0)
     monkeypatch.setattr(StandInTensor, "device", types.SimpleNamespace(index=0), raising=False)
-    drawn = []
+    drawn, devices = [], []
     draw_for = braze_generator.drawer
 
     def recording_drawer(ops):
         draw = draw_for(ops)
 
-        def recording(flat):
-            values = draw(flat)
+        def recording(flat, device=-1):
+            values = draw(flat, device)
             drawn.append(values)
+            devices.append(device)
             return values
         return recording
 
@@ -304,6 +305,7 @@ def test_a_fusion_drawing_seeds_takes_the_runner_which_draws_once_per_run(monkey
         assert isinstance(out, Output)
         assert drawn[-1] == [5 - 2**63, 8 * (k + 1), 5 - 2**63, 8 * (k + 1) + 4]
     assert calls == [True] * 3 and generator.offset == 32 and len(cache) == 1  # one plan: the seeds in place
+    assert devices == [0] * 3  # the runner names the inputs' GPU: the drawer reads no input again
     # Declined before drawing: the function says what is wrong, drawing nothing either.
     with pytest.raises(Exception, match="expected 1 inputs, got 2"):
         fd.execute([xs, xs])
