@@ -1,7 +1,7 @@
 """Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, a Llama block with
 --model llama, nanoGPT's whole model with its cross entropy (--model gpt) or a mixture-of-experts MLP
 (--model moe) (benchmarks/python/thunder_block.py), or a layer of benchmarks/python/thunder_models.py
-(--model bert|t5|neox|mixer|swin|distill), trained one step with thunder.jit on CPU tensors, its
+(--model bert|t5|neox|mixer|swin|vit|distill), trained one step with thunder.jit on CPU tensors, its
 nvFusion regions executed by braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
 output's and gradients' errors against eager PyTorch in float32 from the same weights; with --save DIR,
 writes each definition (its repr) and its first inputs (torch.save) there, to be replayed and explained.
@@ -15,7 +15,7 @@ lookaside is registered on a stand-in, which nanoGPT's block does not reach.
     pip install lightning-thunder==0.2.6   (or the wheels shared/GPU.md lists)
     PYTHONPATH=build/python python3 tools/thunder_on_cpu.py [--batch 8 --seq 256 --embd 768 --heads 12]
         [--model llama [--groups 3 --intermediate 2048] | --model gpt [--vocab 512] | --model moe [--experts 8 --top 2]
-         | --model bert | t5 | neox | mixer | swin | distill]
+         | --model bert | t5 | neox | mixer | swin | vit | distill]
 """
 
 from __future__ import annotations
@@ -80,6 +80,15 @@ def import_thunder_on_cpu():
     return thunder, nvfuserex
 
 
+def kept_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` with its expanded dims (stride 0) still expanded, as a definition may require them."""
+    t = t.detach()
+    if not any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.shape)):
+        return t.clone()
+    one = tuple(slice(0, 1) if stride == 0 else slice(None) for stride in t.stride())
+    return t[one].clone().expand(t.shape)
+
+
 def record_executes(braze):
     """Each distinct definition braze executes, with a copy of its first inputs."""
     executed = []
@@ -88,7 +97,7 @@ def record_executes(braze):
     def recording(self, *args, **kwargs):
         if not any(fd is self for fd, _ in executed):
             inputs = args[0] if args else kwargs["inputs"]
-            executed.append((self, [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs]))
+            executed.append((self, [kept_copy(t) if isinstance(t, torch.Tensor) else t for t in inputs]))
         return execute(self, *args, **kwargs)
 
     braze.FusionDefinition.execute = recording

@@ -1,6 +1,6 @@
 """More model shapes for Lightning Thunder on braze, beside thunder_block.py's GPT and Llama blocks: each one
 a pattern of real models that the segmenter and schedulers meet in their fusions. tools/thunder_on_cpu.py
-trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|distill`).
+trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|vit|distill`).
 
 - `BertLayer`: post-norm (the residual normed after it is added), an erf GELU, attention written out
   (scores, an additive padding mask, softmax) as BERT and RoBERTa write it.
@@ -11,6 +11,8 @@ trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|sw
 - `MixerLayer`: MLP-Mixer: an MLP across the tokens through a transpose, then one across the channels.
 - `SwinLayer`: Swin's shifted windows: a roll, the windows cut out by reshape and permute, attention in
   each, and back.
+- `VisionTransformer`: a ViT: patches through a linear, a class token concatenated before them, learned
+  positions added, a block (thunder_block.py's), a final norm, and a head on the class token alone.
 - `DistillationLoss`: a classifier head's cross entropy, a KL divergence to a teacher's softmax and a
   z-loss, summed: a loss of several terms.
 
@@ -167,6 +169,26 @@ def build_swin(batch, seq, embd, heads, dtype):
     return SwinLayer(embd, heads, 2).to(dtype), (torch.randn(batch, side, side, embd, dtype=dtype),)
 
 
+class VisionTransformer(nn.Module):
+    def __init__(self, patch_size, patches, n_embd, n_head, classes=10):
+        super().__init__()
+        from thunder_block import Block
+
+        self.patch = nn.Linear(patch_size, n_embd)
+        self.cls = nn.Parameter(torch.randn(1, 1, n_embd) * 0.02)
+        self.positions = nn.Parameter(torch.randn(1, patches + 1, n_embd) * 0.02)
+        self.block, self.ln, self.head = Block(n_embd, n_head), nn.LayerNorm(n_embd), nn.Linear(n_embd, classes)
+
+    def forward(self, x):  # [batch, patches, patch size]
+        t = torch.cat([self.cls.expand(x.size(0), -1, -1), self.patch(x)], dim=1) + self.positions
+        return self.head(self.ln(self.block(t))[:, 0])
+
+
+def build_vit(batch, seq, embd, heads, dtype):
+    patch_size = 48  # 4x4 pixels of 3 channels
+    return VisionTransformer(patch_size, seq, embd, heads).to(dtype), (torch.randn(batch, seq, patch_size, dtype=dtype),)
+
+
 class DistillationLoss(nn.Module):
     """No label smoothing: Thunder 0.2.6's nvFuser cross entropy drops it when training (its loss and gradient
     come out as without it, whatever runs the fusions), so the cross entropy here has none."""
@@ -192,4 +214,4 @@ def build_distill(batch, seq, embd, heads, dtype, classes=100):
 
 
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
-            "distill": build_distill}
+            "vit": build_vit, "distill": build_distill}

@@ -116,8 +116,8 @@ def test_norm_backward_is_one_inner_outer_pass_and_a_finish(rows, hidden, dtype,
 @pytest.mark.parametrize("extra_rows_same", [True, False])
 def test_linear_bias_grad_over_the_same_rows_joins_the_norm_backward(extra_rows_same):
     """Thunder's layer-norm backward also sums the grad of the next linear's output over the rows (its
-    bias grad, 3072 wide for nanoGPT's 768): a tensor the norm never reads, walked by the same kernel
-    when its row count is the norm's, a kernel of its own otherwise."""
+    bias grad, 3072 wide for nanoGPT's 768): a tensor the norm never reads, walked by the same kernel,
+    over the norm's rows or over rows of its own (a ViT's head on the class token beside the final norm)."""
     dtype = DataType.BFloat16
     with FusionDefinition() as fd:
         define_norm_backward(fd, dtype, linear_bias_grad=True)
@@ -129,13 +129,35 @@ def test_linear_bias_grad_over_the_same_rows_joins_the_norm_backward(extra_rows_
               rng.standard_normal(hidden).astype(bf16),
               rng.standard_normal((rows if extra_rows_same else rows + 3, width)).astype(bf16)]
     plan = fd.explain(inputs)
-    assert kernels(fd, inputs) == (2 if extra_rows_same else 3), str(plan)
+    assert kernels(fd, inputs) == 2, str(plan)
     assert [s.vectorize for s in plan.segments if s.scheduler == "inner_outer_persistent"] == [8], str(plan)
+    assert ("35 more columns over 133 rows of their own" in str(plan)) == (not extra_rows_same), str(plan)
     expected = norm_backward_expected(inputs[:5], False, True, True)
     expected.append(np.asarray(inputs[5], dtype=np.float64).sum(0))
     outputs = device_switch.execute(fd, inputs)
     for got, want in zip(outputs, expected, strict=True):
         assert_close(got, want, dtype)
+
+
+@pytest.mark.parametrize("fc_rows", [(130, 2, 130, 7, 520, 130), (64, 64, 3, 64, 1, 200)])
+def test_a_bias_grad_over_rows_of_its_own_is_right_at_every_row_count(fc_rows):
+    """One definition run at norm row counts of one shape class while the extra reduction's rows change on
+    their own (its rows are a constant of the code): every run sums all of the extra's rows and no more, and
+    the extra's rows above 4 per norm row take a kernel of their own."""
+    dtype = DataType.BFloat16
+    with FusionDefinition() as fd:
+        define_norm_backward(fd, dtype, linear_bias_grad=True)
+    rng = np.random.default_rng(11)
+    bf16 = NP[dtype]
+    for rows, extra in zip((200, 130, 129, 255, 40, 130), fc_rows):
+        inputs = [rng.standard_normal((rows, 64)).astype(bf16), rng.standard_normal((rows, 64)).astype(bf16),
+                  rng.standard_normal((rows, 1)).astype(np.float32), (0.5 + rng.random((rows, 1))).astype(np.float32),
+                  rng.standard_normal(64).astype(bf16), rng.standard_normal((extra, 24)).astype(bf16)]
+        assert kernels(fd, inputs) == (2 if extra <= 4 * rows else 3), str(fd.explain(inputs))
+        expected = norm_backward_expected(inputs[:5], False, True, True)
+        expected.append(np.asarray(inputs[5], dtype=np.float64).sum(0))
+        for got, want in zip(device_switch.execute(fd, inputs), expected, strict=True):
+            assert_close(got, want, dtype)
 
 
 def test_norm_backward_reruns_at_new_row_counts_with_the_same_kernels():

@@ -26,6 +26,10 @@ namespace {
 constexpr int64_t kMaxRowLength = 1024 * 32;
 // Columns of an extra reduction at most: a 128-thread block keeps 64 partial sums per thread at most.
 constexpr int64_t kMaxExtraColumns = 8192;
+// Rows of an extra reduction at most, per row of the norm: the blocks sized for the norm's rows walk them
+// (a ViT's head bias grad sums a row per image beside a norm over each image's tokens; MLP-Mixer's token
+// MLP bias grad sums a row per channel beside a norm over each token's channels).
+constexpr int64_t kMaxExtraRowsPerRow = 4;
 
 // The values the extra reductions read that are computed (elementwise, before any reduction) only from
 // tensors of their shapes: what the kernel's walk over those tensors computes. Only the extras' own operands
@@ -102,15 +106,16 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
       grouping = g;
       continue;
     }
-    if (std::optional<int64_t> columns = extraOuterColumns(*r, domain.outer_numel, bound);
-        columns && *columns <= kMaxExtraColumns) {
+    if (const std::optional<ExtraOuterShape> shape = extraOuterShape(*r, bound);
+        shape && domain.outer_numel > 1 && shape->columns <= kMaxExtraColumns && shape->rows >= 1 &&
+        shape->rows <= kMaxExtraRowsPerRow * domain.outer_numel) {
       extras.push_back(r);
       continue;
     }
     return Verdict::no(fmt::format("{} reduces neither the rows of [{}] (or some of their dims) that {} reduces along, "
-                                   "nor {} rows of another tensor of at most {} columns",
+                                   "nor the leading dims of another tensor, at most {} rows of at most {} columns",
                                    exprLabel(*r), fmt::join(domain.input_sizes, ", "), exprLabel(*split.inner.front()),
-                                   domain.outer_numel, kMaxExtraColumns));
+                                   kMaxExtraRowsPerRow * domain.outer_numel, kMaxExtraColumns));
   }
   if (row_length > kMaxRowLength) {
     return Verdict::no(fmt::format("rows of {} elements: more than the {} whose partial sums a block keeps",

@@ -32,7 +32,11 @@ void walkExtraRows(KernelBuilder& kb, ValueBuilder& vb, LoweringContext& ctx, co
   // unrolled loop, whose loads go out together, then the last n % rows_in_flight one at a time. Every
   // row read is in range: no guard (a branch per row around its loads) stands between them.
   const ExprId step = kb.extent("blocks", walk.blocks);
-  const ExprId rows = kb.extent("rows", walk.rows.problem.rows);
+  // The norm's rows are a launch argument; rows of its own a constant of the code, which the kernel is then
+  // not relaunched at other sizes with (relaunchInnerOuter).
+  int64_t own_rows = 1;
+  for (int64_t size : reduced) own_rows *= size;
+  const ExprId rows = ep.own_rows == 0 ? kb.extent("rows", walk.rows.problem.rows) : kb.index(own_rows);
   const ExprId block_rows =
       kb.letValue("block_rows", kb.div(kb.add(kb.sub(rows, kb.blockIdx(0)), kb.sub(step, kb.index(1))), step));
   const ExprId in_flight = kb.index(ep.rows_in_flight);

@@ -35,8 +35,9 @@ void chooseGroupItems(const GroupedOuterProblem& grouped, InnerOuterParams& p) {
 std::string InnerOuterParams::toString() const {
   std::string extra;
   for (const ExtraOuterParams& e : extras) {
-    extra += fmt::format("; {} more columns over the rows: vectorize {}, {} chunks per thread, {} rows in flight",
-                         e.columns, e.vectorize, e.chunks, e.rows_in_flight);
+    const std::string over = e.own_rows == 0 ? "the rows" : fmt::format("{} rows of their own", e.own_rows);
+    extra += fmt::format("; {} more columns over {}: vectorize {}, {} chunks per thread, {} rows in flight",
+                         e.columns, over, e.vectorize, e.chunks, e.rows_in_flight);
   }
   if (problem.grouped.reductions > 0) {
     extra += fmt::format("; {} sums over the {} rows of each of {} groups: {} slice(s) of {} rows per block item",
@@ -100,6 +101,7 @@ InnerOuterParams innerOuterHeuristics(const DeviceInfo& given, const InnerOuterP
   for (const ExtraOuterProblem& e : problem.extras) {
     ExtraOuterParams ep;
     ep.columns = e.columns;
+    ep.own_rows = e.own_rows;
     ep.vectorize = std::max<int64_t>(e.max_vectorize, 1);
     ep.chunks = std::max<int64_t>(ceilDiv(e.columns, threads * ep.vectorize), 1);
     // A row's loads hold chunks x vectorize elements in registers until they are added: as many rows in

@@ -21,6 +21,7 @@ struct ExtraOuterProblem {
   int64_t columns = 1;
   int64_t max_vectorize = 1;
   int64_t element_bytes = 4;  // of its widest operand
+  int64_t own_rows = 0;       // its rows where they are not the norm's (0: the norm's)
 };
 
 // Reductions over some of the rows' dims that keep the others (a learned position embedding's grad: the
@@ -49,6 +50,7 @@ struct ExtraOuterParams {
   int64_t vectorize = 1;
   int64_t chunks = 1;
   int64_t rows_in_flight = 1;
+  int64_t own_rows = 0;  // as ExtraOuterProblem's
 };
 
 struct InnerOuterParams {

@@ -230,7 +230,8 @@ InnerOuterParams RowLowering::chooseInnerOuter() {
   }
   for (const Expr* r : extra_) {
     // Vectors along the columns, as wide as every tensor of the extra operand's shape allows.
-    const int64_t columns = *extraOuterColumns(*r, rows_, bound_);
+    const ExtraOuterShape shape = *extraOuterShape(*r, bound_);
+    const int64_t columns = shape.columns;
     VectorizeInput vin;
     vin.widest_dtype_bytes = 1;
     // One column ([rows, 1] summed over the rows): no vectors, whose lanes would run down the rows.
@@ -244,7 +245,7 @@ InnerOuterParams RowLowering::chooseInnerOuter() {
       }
       ++input;
     }
-    problem.extras.push_back({columns, kernelVectorize(vin), vin.widest_dtype_bytes});
+    problem.extras.push_back({columns, kernelVectorize(vin), vin.widest_dtype_bytes, shape.rows == rows_ ? 0 : shape.rows});
   }
   return innerOuterHeuristics(ctx_.device, problem);
 }

@@ -72,18 +72,17 @@ ValSet computedFrom(const std::vector<const Expr*>& sources, const std::vector<c
   return computed;
 }
 
-std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound) {
+std::optional<ExtraOuterShape> extraOuterShape(const Expr& r, const BoundShapes& bound) {
   const std::vector<int64_t>& sizes = bound.sizesOf(r.input(0));
   std::vector<int64_t> storage;
   const std::vector<int64_t>& dims = ascendingDims(r, storage);
-  if (dims.empty() || dims.size() >= sizes.size() || rows <= 1) return std::nullopt;
-  int64_t reduced = 1, columns = 1;
+  if (dims.empty() || dims.size() >= sizes.size()) return std::nullopt;
+  ExtraOuterShape shape;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (i < dims.size() && dims[i] != static_cast<int64_t>(i)) return std::nullopt;  // not the leading dims
-    (i < dims.size() ? reduced : columns) *= sizes[i];
+    (i < dims.size() ? shape.rows : shape.columns) *= sizes[i];
   }
-  if (reduced != rows) return std::nullopt;
-  return columns;
+  return shape;
 }
 
 namespace {

@@ -46,9 +46,13 @@ struct InnerOuterSplit {
 InnerOuterSplit splitInnerOuter(const CandidateFacts& facts, const std::vector<const Expr*>& exprs,
                                 const BoundShapes& bound);
 
-// The columns of `r` when it reduces `rows` rows of its input, the leading dims, keeping a suffix
-// (an extra reduction of an inner-outer group: [rows, columns] summed over the rows); else nothing.
-std::optional<int64_t> extraOuterColumns(const Expr& r, int64_t rows, const BoundShapes& bound);
+// The rows and columns of `r` where it reduces the leading dims of its input and keeps a suffix (an extra
+// reduction of an inner-outer group: [rows, columns] summed over the rows); else nothing.
+struct ExtraOuterShape {
+  int64_t rows = 1;
+  int64_t columns = 1;
+};
+std::optional<ExtraOuterShape> extraOuterShape(const Expr& r, const BoundShapes& bound);
 
 // The dims among `dims` whose size in `sizes` is not 1: what a reduction over `dims` really reduces.
 std::vector<int64_t> dimsBeyondOnes(const std::vector<int64_t>& dims, const std::vector<int64_t>& sizes);

@@ -72,7 +72,10 @@ std::optional<SegmentHeuristics> innerOuterHeuristicsAtRows(const DeviceInfo& de
   InnerOuterProblem problem = paramsOf<InnerOuterParams>(chosen).problem;
   const std::optional<int64_t> rows = scaledRows(problem.rows.rows, from, to);
   // Grouped reductions: which row dims the factor scales (groups or rows per group) is not known here.
-  if (!rows || problem.grouped.reductions > 0) return std::nullopt;
+  // Extra reductions over rows of their own: whether the factor scales them is not known here either.
+  const bool own_rows = std::any_of(problem.extras.begin(), problem.extras.end(),
+                                    [](const ExtraOuterProblem& e) { return e.own_rows != 0; });
+  if (!rows || problem.grouped.reductions > 0 || own_rows) return std::nullopt;
   problem.rows.rows = *rows;
   return heuristicsOf(*chosen.lowering, innerOuterHeuristics(device, problem), chosen.fallback);
 }
@@ -106,7 +109,8 @@ bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuris
   const InnerOuterParams& at = paramsOf<InnerOuterParams>(lowered_at);
   if (!sameRows(at.inner, io.inner) || at.extras.size() != io.extras.size()) return false;
   for (size_t x = 0; x < io.extras.size(); ++x) {
-    if (at.extras[x].columns != io.extras[x].columns || at.extras[x].rows_in_flight != io.extras[x].rows_in_flight) {
+    if (at.extras[x].columns != io.extras[x].columns || at.extras[x].rows_in_flight != io.extras[x].rows_in_flight ||
+        at.extras[x].own_rows != 0 || io.extras[x].own_rows != 0) {
       return false;
     }
   }

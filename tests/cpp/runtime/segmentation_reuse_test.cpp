@@ -217,8 +217,8 @@ TEST(SegmentationReuse, LayerNormBackwardRowCountsOfAClassKeepTheirSegments) {
   EXPECT_EQ(ops.loadedKernels(), 2u);  // the row kernel and the finish, for every row count
 }
 
-// The bias grad of the neighbouring linear joins the norm's kernel only where it sums as many rows: with
-// another row count the segmentation does not hold, and says which segment decided.
+// The bias grad of the neighbouring linear joins the norm's kernel where it sums at most four times the
+// norm's rows: with more, the segmentation does not hold, and says which segment decided.
 TEST(SegmentationReuse, ASegmentItsSchedulerNoLongerTakesIsPlannedAfresh) {
   const testing::KernelCase c = testing::normBackwardCase({.rows = 136, .hidden = 48, .extra_width = 80}, 5);
   const SegmentedFusion planned = planSegments(*c.fusion, c.inputs);
@@ -230,8 +230,11 @@ TEST(SegmentationReuse, ASegmentItsSchedulerNoLongerTakesIsPlannedAfresh) {
   ASSERT_TRUE(kept.plan.has_value()) << kept.why_not;
   EXPECT_EQ(kept.plan->bound.sizesOf(c.fusion->inputs()[0]), (std::vector<int64_t>{152, 48}));
 
-  // The extra tensor [rows, 80] with 144 rows where the norm has 152.
+  // 144 rows of its own where the norm has 152: still the norm's kernel.
   more_rows.back() = testing::randomTensor(DataType::BFloat16, {144, 80}, 7);
+  EXPECT_TRUE(reuseSegments(planned, more_rows).plan.has_value());
+  // The extra tensor [rows, 80] with 609 rows where the norm has 152.
+  more_rows.back() = testing::randomTensor(DataType::BFloat16, {609, 80}, 7);
   const ReusedSegments refused = reuseSegments(planned, more_rows);
   EXPECT_FALSE(refused.plan.has_value());
   EXPECT_NE(refused.why_not.find("segment 0 is taken by"), std::string::npos) << refused.why_not;

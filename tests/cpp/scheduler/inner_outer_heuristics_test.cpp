@@ -170,6 +170,22 @@ TEST(InnerOuterHeuristics, AnExtraReductionSpreadsItsColumnsOverTheWholeBlock) {
   EXPECT_EQ(p.blocks, innerOuterHeuristics(DeviceInfo::h100Sxm(), layerNormBackward(2048, 768)).blocks);
 }
 
+TEST(InnerOuterHeuristics, AnExtraReductionOverRowsOfItsOwnKeepsTheNormsBlocksAndSaysItsRows) {
+  // A ViT's head bias grad (a row per image) beside the final norm's backward (a row per token): the same
+  // blocks and vectors as over the norm's rows; the summary names the rows, and only rows of their own.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  InnerOuterProblem same = layerNormBackward(256 * 197, 768);
+  same.extras.push_back({1000, 8, 2});
+  InnerOuterProblem own = same;
+  own.extras[0].own_rows = 256;
+  const InnerOuterParams a = innerOuterHeuristics(h100, same), b = innerOuterHeuristics(h100, own);
+  EXPECT_EQ(a.blocks, b.blocks);
+  EXPECT_EQ(a.extras.at(0).vectorize, b.extras.at(0).vectorize);
+  EXPECT_EQ(b.extras.at(0).own_rows, 256);
+  EXPECT_NE(a.toString().find("1000 more columns over the rows:"), std::string::npos) << a.toString();
+  EXPECT_NE(b.toString().find("1000 more columns over 256 rows of their own:"), std::string::npos) << b.toString();
+}
+
 TEST(InnerOuterHeuristics, AnExtraReductionHasSeveralRowsInFlightWithinTheRegistersTheRowsFree) {
   // A block walks a dozen rows of the linear's grads or more, each a round trip to memory: their loads
   // go out several rows at a time, as many as the kept rows' registers (free by then) hold, at most 4.
