@@ -5,7 +5,7 @@ A case is one of:
 - a layer-norm or RMS-norm backward: grad_out and x of 2 or 3 dims, the forward's float32 mean and rstd
   (keepdim), maybe a weight; out grad_in (maybe plus a residual's grad), maybe grad_weight and grad_bias,
   and 0-2 bias grads of neighbouring linears (sums over the same rows, of other widths), and at times
-  grad_in summed over one of its row dims (a position embedding's grad);
+  grad_in summed over one of its row dims (a position embedding's grad) or a bias grad over rows of its own;
 - an activation backward (GELU with erf or tanh, SiLU) with its linear's bias grad (or without it, as
   Thunder writes it), maybe through a dropout-like mask, and 0-2 bias grads of the next linears (sums over
   the same rows of other widths, side by side);
@@ -133,6 +133,16 @@ def _norm_backward(rng: random.Random, lines: list[str], body: list[str], inputs
     if weight and grouped_rng.random() < 0.25:
         # The weight grad again, reshaped to [1, width] (size-1 dims added after an outer sum).
         body.append(f"fd.add_output(fd.ops.reshape(fd.ops.sum(fd.ops.mul(f_go, xh), {rows_dims}), [1, {width}]))")
+    if grouped_rng.random() < 0.25:
+        # A bias grad over rows of its own (a ViT's head on the class token: a row per image beside a row per
+        # token), up to four per row of the norm: the norm's kernel walks them too. (Over one row it is a
+        # copy, no reduction: a kernel of its own.)
+        rows = math.prod(row_shape)
+        own = grouped_rng.choice(sorted({2, 3, rows // 2 + 2, rows + 1, 2 * rows, 4 * rows}))
+        other = grouped_rng.choice([w for w in WIDTHS if w * own <= 2 * MAX_ELEMENTS] or [1])
+        _tensor(lines, body, "own", [own, other], dtype, grouped_rng.choice(LAYOUTS), grouped_rng)
+        inputs.append("x_own")
+        body.append(f"fd.add_output(fd.ops.cast(fd.ops.sum(f_own, [0]), {out}))")
     return 2 if plain else None
 
 
