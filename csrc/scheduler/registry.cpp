@@ -11,6 +11,8 @@ namespace braze {
 
 std::string_view toString(SchedulerKind kind) { return schedulerFor(kind).name; }
 
+bool readsAsScalar(const Val* v) { return !v->isTensor() || v->asTensor()->rank() == 0; }
+
 CandidateFacts analyzeCandidate(const Candidate& candidate) {
   CandidateFacts facts;
   for (const Expr* expr : candidate.exprs) {

@@ -44,6 +44,9 @@ struct CandidateFacts {
   bool reasons = true;
 };
 CandidateFacts analyzeCandidate(const Candidate& candidate);
+// A scalar, or a 0-dim tensor: one element wherever a kernel reads it (a loss term computed on the host),
+// which groups that read nothing else take as they take scalars.
+bool readsAsScalar(const Val* v);
 // Why the elementwise and reduction schedulers refuse a group holding `unsupported` (CandidateFacts).
 std::string unsupportedReason(const Expr& unsupported);
 

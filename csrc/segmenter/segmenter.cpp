@@ -432,10 +432,7 @@ class Segmenter {
         std::vector<int64_t> sizes = bound_.sizesOf(out);
         if (std::find(shapes.begin(), shapes.end(), sizes) == shapes.end()) shapes.push_back(std::move(sizes));
       }
-      // (A 0-dim tensor, such as a loss term computed on the host, reads as a scalar.)
-      const bool reads_none = std::all_of(c.inputs.begin(), c.inputs.end(), [](const Val* in) {
-        return !in->isTensor() || in->asTensor()->rank() == 0;
-      });
+      const bool reads_none = std::all_of(c.inputs.begin(), c.inputs.end(), readsAsScalar);
       for (const auto& sizes : shapes) (reads_none ? writers[sizes].second : writers[sizes].first).push_back(g);
       if (reads_none) loose.emplace_back(g, std::move(shapes));
       if (!reads_none) rows.push_back(g);

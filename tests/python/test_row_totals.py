@@ -143,19 +143,24 @@ def kept_dims(fd, w, m, s):
     return [fd.ops.neg(t), s]
 
 
+def one_kernel_with_totals(fd, inputs, totals="", when=True):
+    """The plan is one kernel whose last block finishes `totals` ("2 totals", or any count) over the rows,
+    where `when`; and the outputs are the reference's."""
+    kernels, plan = kernels_of(fd, inputs)
+    if when:
+        assert len(kernels) == 1, plan
+        assert f"{totals} over the rows, combined by the last block".strip() in kernels[0].heuristics, plan
+    execute_near_reference(fd, inputs, 1e-5)
+
+
 @pytest.mark.parametrize("total_of", [z_loss, weighted, extremes, kept_dims])
 @pytest.mark.parametrize("rows, cols", [(1, 1), (1, 3), (7, 33), (257, 96), (1000, 8)])
 def test_totals_of_per_row_values(total_of, rows, cols):
     rng = np.random.default_rng(rows + cols)
     inputs = [rng.standard_normal((rows, cols)).astype(np.float32), rng.random(rows).astype(np.float32) + 0.5]
-    fd = rows_then(total_of)
-    kernels, plan = kernels_of(fd, inputs)
     # One row of one element: the rows' reductions and the totals have operands of one element alike, and
     # no domain tells them apart (two kernels).
-    if rows * cols > 1:
-        assert len(kernels) == 1, plan
-        assert "over the rows, combined by the last block" in kernels[0].heuristics, plan
-    execute_near_reference(fd, inputs, 1e-5)
+    one_kernel_with_totals(rows_then(total_of), inputs, when=rows * cols > 1)
 
 
 def loss_broadcast_back(fd, w, m, s):
@@ -214,12 +219,7 @@ def test_totals_plus_terms_of_one_element_are_one_kernel(rows_scaled_by_temperat
     rng = np.random.default_rng(rows * cols)
     inputs = [rng.standard_normal((rows, cols)).astype(np.float32)] + [
         np.asarray(v, np.float32) for v in rng.random(3) + 0.5]
-    fd = loss_of_terms(rows_scaled_by_temperature)
-    kernels, plan = kernels_of(fd, inputs)
-    if rows * cols > 1:
-        assert len(kernels) == 1, plan
-        assert "1 total over the rows, combined by the last block" in kernels[0].heuristics, plan
-    execute_near_reference(fd, inputs, 1e-5)
+    one_kernel_with_totals(loss_of_terms(rows_scaled_by_temperature), inputs, "1 total", when=rows * cols > 1)
 
 
 @pytest.mark.parametrize("rows, vocab", [(64, 100), (7, 4099), (1, 5)])
@@ -249,11 +249,7 @@ def test_a_teachers_softmax_of_other_rows_joins_the_cross_entropy_with_totals(ro
     rng = np.random.default_rng(rows + vocab)
     inputs = cross_entropy_inputs(rng, rows, vocab, F32) + [rng.standard_normal((rows, vocab)).astype(np.float32)]
     inputs[1][inputs[1] == -1] = -100
-    kernels, plan = kernels_of(fd, inputs)
-    if rows > 1:
-        assert len(kernels) == 1, plan
-        assert "2 totals over the rows, combined by the last block" in kernels[0].heuristics, plan
-    execute_near_reference(fd, inputs, 1e-5)
+    one_kernel_with_totals(fd, inputs, "2 totals", when=rows > 1)
 
 
 @pytest.mark.parametrize("target", ["h100:persistent_staged=1", "mi300x", "a100:block_threads=64,max_unroll=2"])

@@ -25,9 +25,6 @@ bool reduces(const std::vector<const Expr*>& exprs) {
   });
 }
 
-// A scalar, or a 0-dim tensor (one element wherever it is read).
-bool readsAsScalar(const Val* v) { return !v->isTensor() || v->asTensor()->rank() == 0; }
-
 int64_t findRoot(std::vector<int64_t>& parent, int64_t i) {
   while (parent[i] != i) i = parent[i] = parent[parent[i]];
   return i;
