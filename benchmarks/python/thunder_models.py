@@ -1,6 +1,6 @@
 """More model shapes for Lightning Thunder on braze, beside thunder_block.py's GPT and Llama blocks: each one
 a pattern of real models that the segmenter and schedulers meet in their fusions. tools/thunder_on_cpu.py
-trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|vit|distill`).
+trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|vit|distill|gptj|gemma2|bloom|clip`).
 
 - `BertLayer`: post-norm (the residual normed after it is added), an erf GELU, attention written out
   (scores, an additive padding mask, softmax) as BERT and RoBERTa write it.
@@ -15,6 +15,13 @@ trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|sw
   positions added, a block (thunder_block.py's), a final norm, and a head on the class token alone.
 - `DistillationLoss`: a classifier head's cross entropy, a KL divergence to a teacher's softmax and a
   z-loss, summed: a loss of several terms.
+- `GPTJLayer`: one norm feeding attention and the MLP in parallel, RoPE on a quarter of each head with its
+  pairs interleaved (even and odd lanes: strided slices, stacked back), a tanh GELU.
+- `Gemma2Layer`: a norm before and after attention and the MLP (RMS, scaled by 1 + weight), the scores
+  soft-capped (cap * tanh(scores / cap)) and causally masked as written out, a GeGLU MLP.
+- `BloomLayer`: ALiBi, a bias of -slope x distance per head on the scores instead of positions.
+- `ContrastiveLoss`: CLIP's loss: two projections L2-normalized, their similarities scaled by a learned
+  temperature, a cross entropy over the rows and one over the columns.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -213,5 +220,137 @@ def build_distill(batch, seq, embd, heads, dtype, classes=100):
     return DistillationLoss(embd, classes).to(dtype), inputs
 
 
+class GPTJLayer(nn.Module):
+    """GPT-J: one layer norm feeding attention and the MLP in parallel, RoPE on the first quarter of each head
+    with its pairs interleaved (rotate every two: even and odd lanes, stacked back and flattened)."""
+
+    def __init__(self, n_embd, n_head, max_tokens, rotary_fraction=0.25):
+        super().__init__()
+        self.n_head, self.head_size = n_head, n_embd // n_head
+        self.rotary = max(2, int(self.head_size * rotary_fraction) // 2 * 2)
+        self.ln = nn.LayerNorm(n_embd)
+        self.q, self.k, self.v = (nn.Linear(n_embd, n_embd, bias=False) for _ in range(3))
+        self.proj = nn.Linear(n_embd, n_embd, bias=False)
+        self.fc_1, self.fc_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.rotary, 2).float() / self.rotary))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat_interleave(2, dim=-1)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, x):  # [batch, tokens, heads, head size]
+        rotated, passed = x[..., :self.rotary], x[..., self.rotary:]
+        turned = torch.stack((-rotated[..., 1::2], rotated[..., ::2]), dim=-1).flatten(-2)
+        T = x.size(1)
+        cos, sin = self.cos[:T, None, :], self.sin[:T, None, :]
+        return torch.cat(((rotated * cos + turned * sin).to(x.dtype), passed), dim=-1)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.ln(x)
+        q, k, v = (proj(h).view(B, T, self.n_head, self.head_size) for proj in (self.q, self.k, self.v))
+        q, k = self.rope(q).transpose(1, 2), self.rope(k).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True)
+        attention = self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + attention + self.fc_2(F.gelu(self.fc_1(h), approximate="tanh"))
+
+
+def build_gptj(batch, seq, embd, heads, dtype):
+    return GPTJLayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class GemmaNorm(nn.Module):
+    """Gemma's RMS norm: computed in float, scaled by 1 + weight."""
+
+    def __init__(self, n_embd):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_embd) * 0.3)
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return (h * (1.0 + self.weight.float())).to(x.dtype)
+
+
+class Gemma2Layer(nn.Module):
+    """Gemma-2: a norm before and after each of attention and the MLP, the scores soft-capped
+    (cap * tanh(scores / cap)) and causally masked as written out, a GeGLU MLP with the tanh GELU."""
+
+    def __init__(self, n_embd, n_head, softcap=50.0):
+        super().__init__()
+        self.n_head, self.softcap = n_head, softcap
+        self.norms = nn.ModuleList(GemmaNorm(n_embd) for _ in range(4))
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, n_embd, bias=False)
+        self.gate, self.up = nn.Linear(n_embd, 2 * n_embd, bias=False), nn.Linear(n_embd, 2 * n_embd, bias=False)
+        self.down = nn.Linear(2 * n_embd, n_embd, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = _attention_heads(self.qkv(self.norms[0](x)), B, T, self.n_head)
+        scores = q @ k.transpose(-1, -2) * (C // self.n_head) ** -0.5
+        scores = torch.tanh(scores / self.softcap) * self.softcap
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+        y = (scores.float().softmax(-1).to(v.dtype) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.norms[1](self.proj(y))
+        h = self.norms[2](x)
+        return x + self.norms[3](self.down(F.gelu(self.gate(h), approximate="tanh") * self.up(h)))
+
+
+def build_gemma2(batch, seq, embd, heads, dtype):
+    return Gemma2Layer(embd, heads).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class BloomLayer(nn.Module):
+    """BLOOM: ALiBi (a bias of -slope x distance per head on the scores instead of positions), pre-norm, a
+    tanh GELU; its attention written out with a causal mask added."""
+
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.fc_1, self.fc_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+        self.register_buffer("slopes", 2.0 ** (-8.0 * torch.arange(1, n_head + 1) / n_head))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = _attention_heads(self.qkv(self.ln_1(x)), B, T, self.n_head)
+        positions = torch.arange(T, device=x.device)
+        distance = (positions[None, :] - positions[:, None]).clamp(max=0).to(x.dtype)
+        bias = self.slopes.to(x.dtype)[:, None, None] * distance
+        bias = bias.masked_fill(positions[None, :] > positions[:, None], float("-inf"))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.n_head) + bias
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.proj(y)
+        return x + self.fc_2(F.gelu(self.fc_1(self.ln_2(x)), approximate="tanh"))
+
+
+def build_bloom(batch, seq, embd, heads, dtype):
+    return BloomLayer(embd, heads).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class ContrastiveLoss(nn.Module):
+    """CLIP's loss: image and text embeddings projected and L2-normalized, their similarities scaled by a
+    learned temperature, a cross entropy over the rows and one over the columns, averaged."""
+
+    def __init__(self, n_embd):
+        super().__init__()
+        self.image, self.text = nn.Linear(n_embd, n_embd, bias=False), nn.Linear(n_embd, n_embd, bias=False)
+        self.log_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+    def forward(self, images, texts):
+        a = F.normalize(self.image(images), dim=-1)
+        b = F.normalize(self.text(texts), dim=-1)
+        logits = (self.log_scale.exp() * a @ b.t()).float()
+        labels = torch.arange(logits.size(0), device=logits.device)
+        return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2
+
+
+def build_clip(batch, seq, embd, heads, dtype):
+    rows = batch * seq
+    return ContrastiveLoss(embd).to(dtype), (torch.randn(rows, embd, dtype=dtype), torch.randn(rows, embd, dtype=dtype))
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
-            "vit": build_vit, "distill": build_distill}
+            "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
+            "bloom": build_bloom, "clip": build_clip}

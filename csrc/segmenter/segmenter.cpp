@@ -3,6 +3,7 @@
 #include "support/error.h"
 #include "support/by_id.h"
 #include "passes/alias_analysis.h"
+#include "scheduler/independent_parts.h"
 
 #include <algorithm>
 #include <map>
@@ -409,7 +410,68 @@ class Segmenter {
       // Once the merges along tensors settle, the horizontal ones (then those again, if it made any).
       if (!changed) changed = mergeOverSameRows();
       if (!changed && !holding_back_scalar_made_) changed = mergeReadingNoTensor();
+      if (!changed && !holding_back_scalar_made_) changed = mergeIndependent();
     }
+  }
+
+  // Horizontal, last: a pointwise group that shares no tensor with the kernels around it (Thunder's fusions
+  // hold a region's unrelated ops: a scaling beside a norm, two ops of unrelated shapes) joins the earliest
+  // kernel whose scheduler takes it beside its own work, in blocks of its own (independent_parts.h): one
+  // launch less. The host keeps its scheduler (an outer reduction never becomes a pointwise kernel by it);
+  // the hosts tried are pointwise, inner persistent and reduction kernels, which give each part its own
+  // vectors. A transpose kernel would walk the part in its tiles, at the vectors of its own outputs, so it
+  // takes none. Neither a group that updates an input in place nor its host joins: another part could read
+  // the input it writes.
+  bool mergeIndependent() {
+    std::vector<int64_t> hosts, joining;
+    std::unordered_map<int64_t, SchedulerKind> kinds;
+    for (int64_t g = 0; g < static_cast<int64_t>(groups_.size()); ++g) {
+      if (find(g) != g || groups_[g].nodes.empty() || updatesAnInput(g)) continue;
+      const bool copy = groups_[g].all_meta && writesCopiedOutput(g);
+      if (groups_[g].all_meta && !copy) continue;
+      const std::optional<SchedulerKind> kind = chooseScheduler(withInputViews(candidateOf({g})), bound_, false).kind;
+      if (!kind) continue;
+      if (copy || kind == SchedulerKind::Pointwise) joining.push_back(g);
+      if (kind == SchedulerKind::Pointwise || kind == SchedulerKind::InnerPersistent || kind == SchedulerKind::Reduction) {
+        hosts.push_back(g);
+        kinds[g] = *kind;
+      }
+    }
+    bool changed = false;
+    for (int64_t g : joining) {
+      if (find(g) != g) continue;
+      std::vector<int64_t> tried;
+      for (int64_t h : hosts) {
+        const int64_t root = find(h);
+        if (h >= g || tried.size() >= kReaderGroupsTried) break;
+        if (root == find(g) || std::find(tried.begin(), tried.end(), root) != tried.end()) continue;
+        tried.push_back(root);
+        auto kind = kinds.find(root);
+        const Candidate joined = withInputViews(candidateOf({root, g}));
+        if (kind == kinds.end() || chooseScheduler(joined, bound_, false).kind != kind->second) continue;
+        if (tryMerge(root, g)) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    return changed;
+  }
+
+  // Whether group g writes an output into an input (added with alias_input=).
+  bool updatesAnInput(int64_t g) const {
+    return std::any_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](int64_t node) {
+      const std::vector<Val*>& outs = nodes_[node]->outputs();
+      return std::any_of(outs.begin(), outs.end(), [&](Val* out) { return out->fusion()->outputAliases().count(out) != 0; });
+    });
+  }
+
+  // Whether group g has a reduction or a normalization.
+  bool reducesAny(int64_t g) const {
+    return std::any_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](int64_t node) {
+      const OpCategory category = opInfo(nodes_[node]->kind()).category;
+      return category == OpCategory::Reduction || category == OpCategory::Normalization;
+    });
   }
 
   // Horizontal: a group that reads no tensor but 0-dim ones (a zeros_like for the backward, a constant mask,

@@ -171,7 +171,8 @@ def test_cuts_name_their_reason():
     x = np.random.default_rng(3).random((5, 7)).astype(np.float32) + 0.5
     plan = fd.explain([x])
     reasons = {reason for _, _, _, reason, _ in plan.cuts}
-    assert reasons == {"scheduler refused", "segment_set"}, str(plan)
+    # exp(x) joins the sum's kernel in blocks of its own; the sum's result then reaches the sub only past it.
+    assert reasons == {"would create a cycle", "segment_set"}, str(plan)
     a, b = fd.execute([x])
     np.testing.assert_allclose(a, x - x.sum(axis=0, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(b, x, rtol=1e-6)

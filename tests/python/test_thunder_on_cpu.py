@@ -93,8 +93,10 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
 # The most kernel segments any fusion Thunder writes for the layer plans as. MLP-Mixer's token-mixing norm
 # backward writes grad_in transposed (an inner-outer kernel, then a transpose kernel); so does a ViT's first
 # norm backward for its patches (the class token's row sliced off, the patch linear's weight grad reading
-# the patches' rows transposed).
-MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1}
+# the patches' rows transposed). GPT-J's attention forward and backward scale the queries beside the keys'
+# transposing copy: a transpose kernel and a pointwise one (a transpose takes no part beside its tiles).
+MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1, "gptj": 2,
+                 "gemma2": 1, "bloom": 1, "clip": 1}
 
 
 @pytest.mark.parametrize("model", sorted(MOST_SEGMENTS))
@@ -102,7 +104,8 @@ MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2,
 def test_thunder_trains_more_model_shapes_as_eager(model, dtype, tolerance):
     """benchmarks/python/thunder_models.py's layers (post-norm BERT with a padding mask, T5, GPT-NeoX's
     partial rotary and parallel residual, MLP-Mixer, Swin's shifted windows, a ViT, a distillation loss of
-    three terms), trained one step: the output and every gradient as eager float32's, and how many kernel segments
+    three terms, GPT-J's interleaved rotary, Gemma-2's soft-capped scores and four norms, BLOOM's ALiBi, CLIP's
+    contrastive loss), trained one step: the output and every gradient as eager float32's, and how many kernel segments
     each fusion takes. (In bf16 Thunder's nvFuser path rounds at other points than eager: T5's MLP weight
     gradient is 2.0e-2 from float32 there, 1.2e-2 through Thunder's torch executor; each fusion's outputs
     are those of its definition evaluated by torch.)"""

@@ -8,12 +8,14 @@
 namespace braze {
 
 std::string PointwiseParams::toString() const {
+  std::string beside;
+  for (const PointwiseParams& part : more_parts) beside += "; then " + part.toString();
   if (break_point > 0) {
     return fmt::format(
-        "pointwise 2D: rows = dims [0, {}), columns {}, vectorize {}, block {}x{}, {} rows per thread", break_point,
-        inner, vectorize, threads_x, threads_y, unroll);
+        "pointwise 2D: rows = dims [0, {}), columns {}, vectorize {}, block {}x{}, {} rows per thread{}", break_point,
+        inner, vectorize, threads_x, threads_y, unroll, beside);
   }
-  return fmt::format("pointwise: vectorize {}, unroll {}, block {}", vectorize, unroll, block);
+  return fmt::format("pointwise: vectorize {}, unroll {}, block {}{}", vectorize, unroll, block, beside);
 }
 
 namespace {
@@ -78,6 +80,20 @@ PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwisePro
   const int64_t break_point = broadcastBreakPoint(problem);
   if (break_point > 0) return pointwise2D(device, p, problem.sizes, break_point);
   return p;
+}
+
+PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts) {
+  if (parts.empty()) return {};
+  int64_t threads = 1;
+  for (const PointwiseParams& p : parts) threads = std::max(threads, p.break_point > 0 ? p.threads_x * p.threads_y : p.block);
+  PointwiseParams joined = std::move(parts[0]);
+  if (joined.break_point == 0) joined.block = threads;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    PointwiseParams p = parts[i].break_point > 0 ? PointwiseParams{.vectorize = parts[i].vectorize} : std::move(parts[i]);
+    p.block = threads;
+    joined.more_parts.push_back(std::move(p));
+  }
+  return joined;
 }
 
 }  // namespace braze

@@ -31,8 +31,17 @@ struct PointwiseParams {
   int64_t threads_x = 0, threads_y = 0;
   int64_t grid_y = 1;
   int64_t outer = 1, inner = 1;  // elements: rows and columns
+  // Independent parts of other shapes beside this one (scheduler/independent_parts.h), each with its own
+  // parameters, in blocks of its own after this one's: one-dimensional blocks of as many threads.
+  std::vector<PointwiseParams> more_parts{};
   std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwiseProblem& problem);
+
+// One kernel of independent parts, each with the parameters it has alone (`parts`, in the kernel's order):
+// the first keeps its own (2D tiles included), every other runs in one-dimensional blocks of as many
+// threads as the most any part's blocks have, keeping its vectors and chunks per thread (one vector chunk
+// where it had 2D tiles). Two ops of unrelated shapes cost one launch, each keeping its own vectors.
+PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts);
 
 }  // namespace braze

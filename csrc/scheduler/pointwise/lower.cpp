@@ -3,10 +3,13 @@
 // each group of equally shaped outputs taking its own range of blocks (RoPE's q and k in one kernel).
 // 2D, when an input is broadcast along the leading dims (a bias): blocks are tiles of rows x columns,
 // a thread walks several rows of one column vector, so the broadcast input's vector is read once. Outputs
-// made by a cat of costly inputs compute, per chunk, the input the chunk falls in (cat_pieces.h).
+// made by a cat of costly inputs compute, per chunk, the input the chunk falls in (cat_pieces.h). A segment
+// of independent parts with outputs of unrelated shapes (independent_parts.h) lowers each part alone, with
+// the parameters it has alone, and joins them into one launch (kernel/joined_kernel.h).
 #include "support/error.h"
 #include "scheduler/access_probe.h"
 #include "scheduler/cat_pieces.h"
+#include "scheduler/independent_parts.h"
 #include "scheduler/pointwise/entry.h"
 #include "ir/strided_layout.h"
 
@@ -59,9 +62,20 @@ void lowerPointwise2D(LoweringContext& ctx, const PointwiseParams& params, const
   kb.close();
 }
 
-}  // namespace
+// The parts a pointwise segment runs side by side, each with its own parameters: its independent parts
+// where its outputs have more than one shape (two ops of unrelated shapes: each keeps its own vectors),
+// else the segment alone (outputs of one shape share one walk). A segment that updates an input in place
+// stays one walk: another part might read the input it updates.
+std::vector<SegmentToLower> pointwiseParts(const SegmentToLower& segment) {
+  const std::vector<const Val*>& outs = segment.outputs;
+  const bool one_shape = std::all_of(outs.begin(), outs.end(), [&](const Val* out) {
+    return segment.bound->sizesOf(out) == segment.bound->sizesOf(outs.front());
+  });
+  if (one_shape || !segment.output_views.empty()) return {segment};
+  return independentParts(segment);
+}
 
-PointwiseParams choosePointwise(LoweringContext& ctx) {
+PointwiseParams chooseOnePart(LoweringContext& ctx) {
   const std::vector<OutputGroup> groups = groupOutputs(ctx);
   VectorizeInput vin;
   vin.widest_dtype_bytes = ctx.widest_dtype_bytes;
@@ -115,7 +129,7 @@ PointwiseParams choosePointwise(LoweringContext& ctx) {
   return pointwiseHeuristics(ctx.device, problem);
 }
 
-void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
+void lowerOnePart(LoweringContext& ctx, const PointwiseParams& params) {
   std::vector<OutputGroup> groups = groupOutputs(ctx);
   if (params.break_point > 0) {
     lowerPointwise2D(ctx, params, groups[0]);
@@ -165,6 +179,35 @@ void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
     kb.close();
     if (guarded) kb.close();
   }
+}
+
+}  // namespace
+
+PointwiseParams choosePointwise(LoweringContext& ctx) {
+  const std::vector<SegmentToLower> parts = pointwiseParts(ctx.segment);
+  if (parts.size() == 1) return chooseOnePart(ctx);
+  std::vector<PointwiseParams> each;
+  for (const SegmentToLower& part : parts) {
+    LoweringContext part_ctx = makeLoweringContext(part, ctx.device);
+    each.push_back(chooseOnePart(part_ctx));
+  }
+  return joinPointwiseParts(std::move(each));
+}
+
+void lowerPointwise(LoweringContext& ctx, const PointwiseParams& params) {
+  if (params.more_parts.empty()) {
+    lowerOnePart(ctx, params);
+    return;
+  }
+  const std::vector<SegmentToLower> parts = pointwiseParts(ctx.segment);
+  BRAZE_ASSERT(parts.size() == params.more_parts.size() + 1, "segment {}: {} parts, heuristics for {}", ctx.segment.id,
+               parts.size(), params.more_parts.size() + 1);
+  lowerSideBySide(ctx, parts, [&](LoweringContext& part_ctx, size_t i) {
+    PointwiseParams own = i == 0 ? params : params.more_parts[i - 1];
+    own.more_parts.clear();
+    lowerOnePart(part_ctx, own);
+  });
+  ctx.kernel.summary = params.toString();
 }
 
 }  // namespace braze::scheduler

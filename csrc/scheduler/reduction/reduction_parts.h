@@ -7,18 +7,13 @@
 #pragma once
 
 #include "scheduler/reduction/heuristics.h"
+#include "scheduler/independent_parts.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
 
 #include <vector>
 
 namespace braze {
-
-// The group's exprs in parts that read nothing another part computes (they may read the same inputs),
-// each in the group's order, the parts in the order of their first exprs. One part where all are linked.
-// A value made from scalars alone links none of its readers: each part that reads it computes it, and
-// one part of its own writes it where it is an output of the group.
-std::vector<Candidate> independentParts(const Candidate& candidate);
 
 // The verdict of `one` on the whole group where it takes it; else, where the group has reductions and
 // several independent parts, that of `parts` on them; else `one`'s refusal (the kernel the group was).

@@ -32,6 +32,39 @@ TEST(Heuristics, PointwiseUnrollsOnlyWhenTheGpuIsFullSeveralTimesOver) {
   EXPECT_EQ(big.grid * big.block * big.unroll * big.vectorize, big_n);
 }
 
+TEST(Heuristics, JoinedPointwisePartsKeepTheirVectorsInBlocksOfTheMostThreads) {
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  // A wide bf16 sum (8 lanes, unrolled), a small negation of odd width (1 lane, one warp alone) and a bias add
+  // tiled in 2D alone.
+  const int64_t big_n = int64_t{1} << 28;
+  const PointwiseParams wide = pointwiseHeuristics(h100, {.sizes = {big_n}, .total_elements = big_n, .max_vectorize = 8});
+  const PointwiseParams small = pointwiseHeuristics(h100, {.sizes = {3, 7}, .total_elements = 21, .max_vectorize = 1});
+  PointwiseProblem bias_add{.sizes = {256, 1600}, .total_elements = 256 * 1600, .max_vectorize = 4};
+  bias_add.input_strides = {{1600, 1}, {0, 1}};
+  const PointwiseParams tiled = pointwiseHeuristics(h100, bias_add);
+  ASSERT_EQ(tiled.break_point, 1);
+  ASSERT_LT(small.block, wide.block);
+
+  const PointwiseParams joined = joinPointwiseParts({small, wide, tiled});
+  EXPECT_EQ(joined.vectorize, 1);
+  EXPECT_EQ(joined.block, h100.tuning.block_threads);  // the most threads of any part's blocks
+  ASSERT_EQ(joined.more_parts.size(), 2u);
+  EXPECT_EQ(joined.more_parts[0].vectorize, 8);
+  EXPECT_EQ(joined.more_parts[0].unroll, wide.unroll);
+  EXPECT_EQ(joined.more_parts[0].block, joined.block);
+  // A later part tiled in 2D alone walks one-dimensional chunks of its own vectors.
+  EXPECT_EQ(joined.more_parts[1].break_point, 0);
+  EXPECT_EQ(joined.more_parts[1].vectorize, tiled.vectorize);
+  EXPECT_EQ(joined.more_parts[1].block, joined.block);
+  EXPECT_NE(joined.toString().find("; then pointwise: vectorize 8"), std::string::npos) << joined.toString();
+
+  // The first part keeps its 2D tiles; the others take as many threads.
+  const PointwiseParams first_tiled = joinPointwiseParts({tiled, small});
+  EXPECT_EQ(first_tiled.break_point, 1);
+  EXPECT_EQ(first_tiled.more_parts.at(0).block, tiled.threads_x * tiled.threads_y);
+  EXPECT_EQ(joinPointwiseParts({wide}).more_parts.size(), 0u);
+}
+
 ReductionProblem layerNormRows(int64_t rows, int64_t hidden, int64_t vectorize) {
   return {.rows = rows, .row_length = hidden, .inner = true, .wants_persistent = true, .max_vectorize = vectorize,
           .cached_tensors = 1, .widest_dtype_bytes = 2};

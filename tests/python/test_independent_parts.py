@@ -1,0 +1,139 @@
+"""Independent work in one launch (scheduler/independent_parts.h): Thunder hands a region's unrelated ops to
+one fusion (GPT-J's RoPE backward adds two gradients of one shape and negates a half of another; CLIP scales
+one embedding beside normalizing the other). A pointwise group that shares no tensor with the kernels around
+it joins the earliest pointwise, inner persistent or reduction kernel that takes it, in blocks of its own,
+each part keeping the vectors it has alone. A transpose keeps its tiles, and an update of an input in place
+joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
+strided and misaligned inputs."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import helpers
+from braze import DataType, FusionDefinition
+
+F32, BF16 = DataType.Float, DataType.BFloat16
+NP = {BF16: np.dtype(ml_dtypes.bfloat16), F32: np.dtype(np.float32)}
+
+
+def tensor(fd, rank, dtype=F32, contiguous=True):
+    return fd.define_tensor(shape=[-1] * rank, contiguity=[contiguous] * rank, dtype=dtype)
+
+
+def misaligned(array):
+    """The same values one element past an aligned address: no vector load of the array is aligned."""
+    buffer = np.empty(array.size + 1, array.dtype)[1:]
+    buffer[:] = array.ravel()
+    return buffer.reshape(array.shape)
+
+
+def strided(array):
+    """The same values in every other column of a wider array."""
+    wide = np.zeros((*array.shape[:-1], 2 * array.shape[-1]), array.dtype)
+    wide[..., ::2] = array
+    return wide[..., ::2]
+
+
+def define_unrelated_pointwise(fd, dtype, contiguous):
+    """GPT-J's RoPE backward: a sum of two gradients [b, t, h, rotary] and a negated half [b, t, h, rotary / 2]
+    of another tensor (strided where not contiguous); the sum also in bf16 where dtype asks."""
+    a, b, c = tensor(fd, 4, dtype), tensor(fd, 4, dtype), tensor(fd, 4, contiguous=contiguous)
+    fd.add_output(fd.ops.add(a, b))
+    fd.add_output(fd.ops.neg(c))
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("sizes, half", [((2, 16, 4, 8), 4), ((3, 5, 7, 16), 3), ((1, 1, 1, 8), 1), ((1, 9, 2, 24), 5)])
+@pytest.mark.parametrize("layout", ["dense", "misaligned", "strided"])
+def test_pointwise_ops_of_unrelated_shapes_are_one_kernel_each_part_with_its_vectors(dtype, sizes, half, layout):
+    with FusionDefinition() as fd:
+        define_unrelated_pointwise(fd, dtype, layout != "strided")
+    rng = np.random.default_rng(sum(sizes) + half)
+    arrays = [rng.standard_normal(sizes).astype(NP[dtype]) for _ in range(2)]
+    arrays.append(rng.standard_normal((*sizes[:-1], half)).astype(np.float32))
+    if layout != "dense":
+        arrays[2] = (misaligned if layout == "misaligned" else strided)(arrays[2])
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert [k.scheduler for k in kernels] == ["pointwise"], plan
+    # Each part keeps the vectors it has alone: the sum's (16 bytes where its last dim allows), the negated
+    # half's own (one lane at odd widths or misaligned).
+    alone = []
+    for ops, ins in ((lambda fd: fd.add_output(fd.ops.add(tensor(fd, 4, dtype), tensor(fd, 4, dtype))), arrays[:2]),
+                     (lambda fd: fd.add_output(fd.ops.neg(tensor(fd, 4, contiguous=layout != "strided"))), arrays[2:])):
+        with FusionDefinition() as lone:
+            ops(lone)
+        alone.append(int(helpers.kernels_of(lone, ins)[1].split("pointwise: vectorize ")[1].split(",")[0]))
+    assert f"pointwise: vectorize {alone[0]}, " in plan and f"then pointwise: vectorize {alone[1]}, " in plan, plan
+    assert alone[1] == (1 if layout != "dense" or half % 2 else 4 if half % 4 == 0 else 2), plan
+    helpers.execute_near_reference(fd, arrays, rtol=1e-2 if dtype == BF16 else 1e-6)
+
+
+def test_a_copy_through_meta_ops_joins_an_unrelated_pointwise_kernel():
+    """GPT-J's backward returns the attention grad's heads moved back ([b, h, t, d] -> [b, t, h * d]: a copy)
+    beside a cat of gradients written as pads and an add: one kernel of two parts."""
+    with FusionDefinition() as fd:
+        heads, a, b, rest = tensor(fd, 4), tensor(fd, 4), tensor(fd, 4), tensor(fd, 4)
+        moved = fd.ops.reshape(fd.ops.permute(heads, [0, 2, 1, 3]), new_shape=[2, 5, 12])
+        fd.add_output(moved)
+        fd.add_output(fd.ops.add(fd.ops.pad(fd.ops.add(a, b), [0, 4, 0, 0, 0, 0, 0, 0]),
+                                 fd.ops.pad(rest, [2, 0, 0, 0, 0, 0, 0, 0])))
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(2, 3, 5, 4), (2, 5, 3, 2), (2, 5, 3, 2), (2, 5, 3, 4)]]
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert [k.scheduler for k in kernels] == ["pointwise"], plan
+    helpers.execute_near_reference(fd, arrays, rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows, columns", [(32, 64), (7, 33), (1, 5)])
+def test_an_unrelated_scaling_joins_a_norm_of_its_shape_and_one_of_another_stays_apart(rows, columns):
+    """CLIP's forward: one embedding L2-normalized, the other scaled by exp of a learned 0-dim temperature. Of
+    the rows' shape, the scaling is computed in the rows' walk (one kernel). Of another shape, it reads a
+    tensor no row holds: a kernel of its own, the rows' kernel keeping its blocks and registers."""
+    for other in ((rows, columns), (rows + 1, columns * 2)):
+        with FusionDefinition() as fd:
+            x, y = tensor(fd, 2), tensor(fd, 2)
+            scale = fd.define_tensor(shape=[], contiguity=[], dtype=F32, is_cpu=True)
+            norm = fd.ops.sqrt(fd.ops.sum(fd.ops.mul(x, x), dims=[1], keepdim=True))
+            fd.add_output(fd.ops.div(x, fd.ops.expand(norm, [rows, columns])))
+            fd.add_output(fd.ops.mul(y, fd.ops.exp(scale)))
+        rng = np.random.default_rng(rows)
+        arrays = [rng.standard_normal((rows, columns)).astype(np.float32) + 0.5,
+                  rng.standard_normal(other).astype(np.float32), np.array(0.3, np.float32)]
+        kernels, plan = helpers.kernels_of(fd, arrays)
+        want = ["inner_persistent"] if other == (rows, columns) else ["inner_persistent", "pointwise"]
+        assert sorted(k.scheduler for k in kernels) == want, plan
+        helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+
+
+def test_a_pointwise_op_joins_a_bias_grad_of_other_rows_in_blocks_of_its_own():
+    """A bias grad (a sum over 40 rows of [40, 24]) beside the negation of an unrelated [3, 7, 5] tensor: one
+    outer reduction kernel with a pointwise part."""
+    with FusionDefinition() as fd:
+        g, z = tensor(fd, 2), tensor(fd, 3)
+        fd.add_output(fd.ops.sum(g, dims=[0], keepdim=False))
+        fd.add_output(fd.ops.neg(z))
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal((40, 24)).astype(np.float32), rng.standard_normal((3, 7, 5)).astype(np.float32)]
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert [k.scheduler for k in kernels] == ["reduction"] and "then pointwise" in plan, plan
+    helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+
+
+def test_a_transpose_and_an_in_place_update_join_nothing():
+    """A transposing copy keeps its tiles (a pointwise part would walk it at the tiles' vectors), and an
+    update of an input in place is written by a kernel of its own, beside an unrelated exp."""
+    with FusionDefinition() as fd:
+        x, w, a = tensor(fd, 2), tensor(fd, 2), tensor(fd, 3)
+        fd.add_output(fd.ops.exp(a))
+        fd.add_output(fd.ops.mul(fd.ops.permute(x, [1, 0]), 2.0))
+        fd.add_output(fd.ops.mul(w, 0.5), alias_input=w)
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(64, 96), (9, 40), (2, 3, 8)]]
+    updated = arrays[1] * np.float32(0.5)
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert sorted(k.scheduler for k in kernels) == ["pointwise", "pointwise", "transpose"], plan
+    got = helpers.device_switch.execute(fd, arrays)
+    np.testing.assert_allclose(got[0], np.exp(arrays[2]), rtol=1e-6)
+    np.testing.assert_allclose(got[1], arrays[0].T * 2, rtol=1e-6)
+    np.testing.assert_allclose(arrays[1], updated, rtol=1e-6)
