@@ -160,6 +160,22 @@ std::vector<scheduler::SegmentToLower> independentParts(const scheduler::Segment
   return partsOf(segment);
 }
 
+scheduler::SegmentToLower partsTogether(const scheduler::SegmentToLower& segment,
+                                        const std::vector<const scheduler::SegmentToLower*>& parts) {
+  std::unordered_set<const Expr*> exprs;
+  std::unordered_set<const Val*> inputs, outputs;
+  for (const scheduler::SegmentToLower* part : parts) {
+    exprs.insert(part->exprs.begin(), part->exprs.end());
+    inputs.insert(part->inputs.begin(), part->inputs.end());
+    outputs.insert(part->outputs.begin(), part->outputs.end());
+  }
+  scheduler::SegmentToLower together = segment;
+  std::erase_if(together.exprs, [&](const Expr* e) { return exprs.count(e) == 0; });
+  std::erase_if(together.inputs, [&](const Val* v) { return inputs.count(v) == 0; });
+  std::erase_if(together.outputs, [&](const Val* v) { return outputs.count(v) == 0; });
+  return together;
+}
+
 namespace scheduler {
 
 void lowerSideBySide(LoweringContext& ctx, const std::vector<SegmentToLower>& parts,

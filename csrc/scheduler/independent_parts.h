@@ -23,6 +23,10 @@ bool reduces(const std::vector<const Expr*>& exprs);
 std::vector<Candidate> independentParts(const Candidate& candidate);
 // The same of a segment: each part a segment of its own, with the segment's id, shapes and views.
 std::vector<scheduler::SegmentToLower> independentParts(const scheduler::SegmentToLower& segment);
+// Some of a segment's independent parts as one segment: their exprs in the segment's order, the inputs
+// they read and the outputs they write.
+scheduler::SegmentToLower partsTogether(const scheduler::SegmentToLower& segment,
+                                        const std::vector<const scheduler::SegmentToLower*>& parts);
 
 // The group with the chains of meta ops that make the views of fusion inputs it reads, those inputs read
 // instead: what its kernel holds (a permute of an input read inside it makes it a transpose).

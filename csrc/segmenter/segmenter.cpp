@@ -417,11 +417,10 @@ class Segmenter {
   // Horizontal, last: a pointwise group that shares no tensor with the kernels around it (Thunder's fusions
   // hold a region's unrelated ops: a scaling beside a norm, two ops of unrelated shapes) joins the earliest
   // kernel whose scheduler takes it beside its own work, in blocks of its own (independent_parts.h): one
-  // launch less. The host keeps its scheduler (an outer reduction never becomes a pointwise kernel by it);
-  // the hosts tried are pointwise, inner persistent and reduction kernels, which give each part its own
-  // vectors. A transpose kernel would walk the part in its tiles, at the vectors of its own outputs, so it
-  // takes none. Neither a group that updates an input in place nor its host joins: another part could read
-  // the input it writes.
+  // launch less. The host keeps its scheduler (a transpose never becomes a pointwise kernel by it); the
+  // hosts tried are pointwise, transpose, inner persistent and reduction kernels, each of which gives such
+  // a part its own vectors. Neither a group that updates an input in place nor its host joins: another
+  // part could read the input it writes.
   bool mergeIndependent() {
     std::vector<int64_t> hosts, joining;
     std::unordered_map<int64_t, SchedulerKind> kinds;
@@ -432,7 +431,8 @@ class Segmenter {
       const std::optional<SchedulerKind> kind = chooseScheduler(withInputViews(candidateOf({g})), bound_, false).kind;
       if (!kind) continue;
       if (copy || kind == SchedulerKind::Pointwise) joining.push_back(g);
-      if (kind == SchedulerKind::Pointwise || kind == SchedulerKind::InnerPersistent || kind == SchedulerKind::Reduction) {
+      if (kind == SchedulerKind::Pointwise || kind == SchedulerKind::Transpose || kind == SchedulerKind::InnerPersistent ||
+          kind == SchedulerKind::Reduction) {
         hosts.push_back(g);
         kinds[g] = *kind;
       }

@@ -6,8 +6,9 @@ transposed in memory, strided, offset by one element or an expanded broadcast, i
 or float16; then 2-6 ops drawn from elementwise math, casts, broadcasts and expands of reductions
 (normalization patterns; now and then broadcast along other dims of the same sizes, or permuted as an
 output), permutes, slice+pad, split+cat, reshapes; then 1-3 outputs. Now and then positions (an iota)
-are returned and added, and a 0-dim input (a CPU scalar or a device tensor) scales the last value, joins
-its total or makes an output alone.
+are returned and added, a 0-dim input (a CPU scalar or a device tensor) scales the last value, joins
+its total or makes an output alone, and an input of another shape gets work of its own (elementwise, a
+transposing copy or a sum) beside the rest.
 """
 
 from __future__ import annotations
@@ -211,6 +212,26 @@ def generate(seed: int, ops: tuple[int, int] = (2, 6), most_outputs: int = 2, bo
             extra_outputs.append(f"fd.ops.add(fd.ops.sum({live[-1]}, dims={list(range(rank))}), s0)")
         if "alone" in uses:
             extra_outputs.append("fd.ops.sub(s0, 0.5)")
+    # Now and then an input of another shape with work of its own, an output beside the others (Thunder hands
+    # a region's unrelated ops to one fusion): elementwise math (a part of another kernel, in blocks of its
+    # own), a transposing copy or a sum. Drawn from a generator of its own too.
+    unrelated = random.Random(seed * 19 + 7)
+    if unrelated.random() < 0.25:
+        other = [unrelated.choice(SIZES) for _ in range(unrelated.randint(1, 3))]
+        np_dtype, dtype = unrelated.choice(DTYPES)
+        at = lines.index("with FusionDefinition() as fd:")
+        lines[at:at] = _input_source(9, other, np_dtype, unrelated.choice(LAYOUTS), unrelated) + ["inputs.append(x9)"]
+        defined_before = 2 * n_inputs + (1 if "inputs.append(np.asarray(" in "\n".join(lines) else 0)
+        body[defined_before:defined_before] = [
+            f"u0 = fd.define_tensor(sizes=list(x9.shape), strides=[s // x9.itemsize for s in x9.strides], "
+            f"dtype=DataType.{dtype})", "u0 = fd.ops.cast(u0, DataType.Float)"]
+        work = unrelated.choice(["neg", "tanh", "transposed", "sum"])
+        if work == "transposed" and len(other) > 1:
+            extra_outputs.append(f"fd.ops.mul(fd.ops.permute(u0, {list(reversed(range(len(other))))}), 2.0)")
+        elif work == "sum":
+            extra_outputs.append(f"fd.ops.sum(u0, dims=[{unrelated.randrange(len(other))}])")
+        else:
+            extra_outputs.append(f"fd.ops.{'tanh' if work == 'tanh' else 'neg'}(u0)")
     return _with_outputs(lines, body, live[n_inputs:], extra_outputs, rng, most=most_outputs)
 
 

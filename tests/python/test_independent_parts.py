@@ -1,9 +1,9 @@
 """Independent work in one launch (scheduler/independent_parts.h): Thunder hands a region's unrelated ops to
 one fusion (GPT-J's RoPE backward adds two gradients of one shape and negates a half of another; CLIP scales
 one embedding beside normalizing the other). A pointwise group that shares no tensor with the kernels around
-it joins the earliest pointwise, inner persistent or reduction kernel that takes it, in blocks of its own,
-each part keeping the vectors it has alone. A transpose keeps its tiles, and an update of an input in place
-joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
+it joins the earliest pointwise, transpose, inner persistent or reduction kernel that takes it, in blocks of its
+own, each part keeping the vectors it has alone (a transpose's tiles keep theirs). An update of an input in
+place joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
 strided and misaligned inputs."""
 
 import ml_dtypes
@@ -120,20 +120,43 @@ def test_a_pointwise_op_joins_a_bias_grad_of_other_rows_in_blocks_of_its_own():
     helpers.execute_near_reference(fd, arrays, rtol=1e-5)
 
 
-def test_a_transpose_and_an_in_place_update_join_nothing():
-    """A transposing copy keeps its tiles (a pointwise part would walk it at the tiles' vectors), and an
-    update of an input in place is written by a kernel of its own, beside an unrelated exp."""
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_an_unrelated_pointwise_op_runs_beside_a_transposes_tiles_and_an_in_place_update_joins_nothing(dtype):
+    """GPT-J's attention: the keys transposed for the scores beside the queries scaled (a [b, h, t, d] tensor
+    of its own). One transpose kernel whose tiles keep their vectors, the scaling a pointwise part after
+    them with its own; an update of an input in place is written by a kernel of its own."""
     with FusionDefinition() as fd:
-        x, w, a = tensor(fd, 2), tensor(fd, 2), tensor(fd, 3)
-        fd.add_output(fd.ops.exp(a))
+        x, a, w = tensor(fd, 2, dtype), tensor(fd, 4, dtype), tensor(fd, 2)
         fd.add_output(fd.ops.mul(fd.ops.permute(x, [1, 0]), 2.0))
+        fd.add_output(fd.ops.mul(a, 0.5))
         fd.add_output(fd.ops.mul(w, 0.5), alias_input=w)
     rng = np.random.default_rng(4)
-    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(64, 96), (9, 40), (2, 3, 8)]]
-    updated = arrays[1] * np.float32(0.5)
+    arrays = [rng.standard_normal((64, 96)).astype(NP[dtype]), rng.standard_normal((2, 3, 5, 16)).astype(NP[dtype]),
+              rng.standard_normal((9, 40)).astype(np.float32)]
+    updated = arrays[2] * np.float32(0.5)
     kernels, plan = helpers.kernels_of(fd, arrays)
-    assert sorted(k.scheduler for k in kernels) == ["pointwise", "pointwise", "transpose"], plan
+    assert sorted(k.scheduler for k in kernels) == ["pointwise", "transpose"], plan
+    assert "shared 4096 B; then pointwise: vectorize 4, unroll 1, block 256" in plan, plan
+    expected = [arrays[0].T.astype(np.float32) * 2, arrays[1].astype(np.float32) * 0.5]
     got = helpers.device_switch.execute(fd, arrays)
-    np.testing.assert_allclose(got[0], np.exp(arrays[2]), rtol=1e-6)
-    np.testing.assert_allclose(got[1], arrays[0].T * 2, rtol=1e-6)
-    np.testing.assert_allclose(arrays[1], updated, rtol=1e-6)
+    for out, want in zip(got[:2], expected):
+        np.testing.assert_allclose(np.asarray(out, np.float32), want, rtol=1e-2 if dtype == BF16 else 1e-6)
+    np.testing.assert_allclose(arrays[2], updated, rtol=1e-6)
+
+
+@pytest.mark.parametrize("sizes", [(2, 4, 16, 16), (1, 3, 7, 5), (2, 1, 9, 1)])
+def test_gptj_attention_forward_is_one_kernel_at_odd_sizes(sizes):
+    """The fusion Thunder writes for GPT-J's attention input: the keys' rotary half (interleaved pairs, a cat
+    and a reshape) joined with the pass-through half and transposed for the scores, beside the queries
+    scaled: one transpose kernel, the scaling beside its tiles, as the reference."""
+    b, h, t, d = sizes
+    with FusionDefinition() as fd:
+        keys, queries = tensor(fd, 4), tensor(fd, 4)
+        moved = fd.ops.permute(fd.ops.permute(keys, [0, 2, 1, 3]), [0, 1, 3, 2])
+        fd.add_output(fd.ops.mul(moved, 0.5))
+        fd.add_output(fd.ops.mul(queries, 0.5))
+    rng = np.random.default_rng(sum(sizes))
+    arrays = [rng.standard_normal((b, t, h, d)).astype(np.float32), rng.standard_normal((b, h, t, d)).astype(np.float32)]
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert len(kernels) == 1, plan
+    helpers.execute_near_reference(fd, arrays, rtol=1e-6)

@@ -93,9 +93,8 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
 # The most kernel segments any fusion Thunder writes for the layer plans as. MLP-Mixer's token-mixing norm
 # backward writes grad_in transposed (an inner-outer kernel, then a transpose kernel); so does a ViT's first
 # norm backward for its patches (the class token's row sliced off, the patch linear's weight grad reading
-# the patches' rows transposed). GPT-J's attention forward and backward scale the queries beside the keys'
-# transposing copy: a transpose kernel and a pointwise one (a transpose takes no part beside its tiles).
-MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1, "gptj": 2,
+# the patches' rows transposed).
+MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1, "gptj": 1,
                  "gemma2": 1, "bloom": 1, "clip": 1}
 
 

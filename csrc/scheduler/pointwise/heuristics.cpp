@@ -82,17 +82,20 @@ PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwisePro
   return p;
 }
 
+PointwiseParams inBlocksOf(PointwiseParams params, int64_t threads) {
+  if (params.break_point > 0) params = PointwiseParams{.vectorize = params.vectorize, .more_parts = std::move(params.more_parts)};
+  params.block = threads;
+  for (PointwiseParams& part : params.more_parts) part = inBlocksOf(std::move(part), threads);
+  return params;
+}
+
 PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts) {
   if (parts.empty()) return {};
   int64_t threads = 1;
   for (const PointwiseParams& p : parts) threads = std::max(threads, p.break_point > 0 ? p.threads_x * p.threads_y : p.block);
   PointwiseParams joined = std::move(parts[0]);
   if (joined.break_point == 0) joined.block = threads;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    PointwiseParams p = parts[i].break_point > 0 ? PointwiseParams{.vectorize = parts[i].vectorize} : std::move(parts[i]);
-    p.block = threads;
-    joined.more_parts.push_back(std::move(p));
-  }
+  for (size_t i = 1; i < parts.size(); ++i) joined.more_parts.push_back(inBlocksOf(std::move(parts[i]), threads));
   return joined;
 }
 

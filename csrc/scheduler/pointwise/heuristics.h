@@ -34,7 +34,8 @@ struct PointwiseParams {
   // Independent parts of other shapes beside this one (scheduler/independent_parts.h), each with its own
   // parameters, in blocks of its own after this one's: one-dimensional blocks of as many threads.
   std::vector<PointwiseParams> more_parts{};
-  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
+  std::string toString() const;
+  bool operator==(const PointwiseParams&) const = default;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwiseProblem& problem);
 
@@ -43,5 +44,10 @@ PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwisePro
 // threads as the most any part's blocks have, keeping its vectors and chunks per thread (one vector chunk
 // where it had 2D tiles). Two ops of unrelated shapes cost one launch, each keeping its own vectors.
 PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts);
+
+// The same parts in one-dimensional blocks of `threads` threads, beside another kernel's blocks of as
+// many (kernel/joined_kernel.h): each keeps its vectors and chunks per thread (one chunk where it had 2D
+// tiles).
+PointwiseParams inBlocksOf(PointwiseParams params, int64_t threads);
 
 }  // namespace braze

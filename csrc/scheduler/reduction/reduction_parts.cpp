@@ -150,8 +150,7 @@ SegmentHeuristics reductionSegmentHeuristics(LoweringContext& ctx, const Schedul
   for (PointwiseParams& p : pointwise) {
     // One-dimensional blocks of the kernel's threads (kernel/joined_kernel.h), one vector chunk per thread
     // where tiles of rows were chosen (their rows per thread are no chunks).
-    if (p.break_point > 0) p = PointwiseParams{.vectorize = p.vectorize};
-    p.block = params.threads_x * params.threads_y;
+    p = inBlocksOf(std::move(p), params.threads_x * params.threads_y);
     params.more_parts.push_back({p.vectorize, 0, {}, p});
   }
   return heuristicsOf(entry, std::move(params));

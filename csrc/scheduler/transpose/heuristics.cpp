@@ -29,8 +29,8 @@ std::string TransposeParams::toString() const {
     parts.push_back(fmt::format("tile {}x{}, dims ({}), {} staged input{}{}", g.tile_a, g.tile_b, dims, g.staged,
                                 g.staged == 1 ? "" : "s", g.tiles_as_stored ? " (tiles as stored)" : ""));
   }
-  return fmt::format("transpose: {}; vectorize {}, block {}, shared {} B", fmt::join(parts, "; "), vectorize, threads,
-                     shared_bytes);
+  return fmt::format("transpose: {}; vectorize {}, block {}, shared {} B{}", fmt::join(parts, "; "), vectorize, threads,
+                     shared_bytes, beside ? "; then " + beside->toString() : "");
 }
 
 TransposeParams transposeHeuristics(const DeviceInfo& device, const TransposeProblem& problem) {

@@ -2,8 +2,10 @@
 #pragma once
 
 #include "scheduler/heuristics.h"
+#include "scheduler/pointwise/heuristics.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,9 @@ struct TransposeParams {
   std::vector<TransposeGroupParams> groups;
   int64_t grid = 0;
   int64_t shared_bytes = 0;  // the staged tiles of all groups
+  // Independent parts that stage nothing, in blocks of their own after the tiles (one-dimensional, of
+  // `threads` threads), with their own vectors.
+  std::optional<PointwiseParams> beside = std::nullopt;
   std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
   bool operator==(const TransposeParams&) const = default;
 };

@@ -21,9 +21,11 @@
 //
 // Outputs always store along their own inner dim: an output transposed with respect to another
 // (y = x.T beside z = x + 1) has another shape, hence its own group and tiling. The price is that an
-// input feeding both groups is read once per group.
+// input feeding both groups is read once per group. Independent parts that stage nothing run beside the
+// tiles as pointwise parts, in blocks of their own (splitTranspose).
 #include "support/error.h"
 #include "scheduler/cat_pieces.h"
+#include "scheduler/independent_parts.h"
 #include "scheduler/load_probe.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/transpose/entry.h"
@@ -340,9 +342,7 @@ class TileLowering {
   std::optional<std::vector<ExprId>> conditions_;
 };
 
-}  // namespace
-
-std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx) {
+std::variant<TransposeParams, std::string> chooseTiles(LoweringContext& ctx) {
   const std::vector<OutputGroup> groups = groupOutputs(ctx);
   // Probe each group in a scratch kernel: choosing the tile needs the loads, and the real kernel
   // must stay untouched in case it falls back to the pointwise lowering.
@@ -403,7 +403,7 @@ std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx)
   return params;
 }
 
-void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
+void lowerTiles(LoweringContext& ctx, const TransposeParams& chosen) {
   const std::vector<OutputGroup> groups = groupOutputs(ctx);
   TransposeParams params = chosen;  // the lowering records what it staged
   Kernel& k = ctx.kernel;
@@ -425,6 +425,62 @@ void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
   k.block = {params.threads, 1};
   k.vectorize = params.vectorize;
   k.summary = params.toString();
+}
+
+// The segment's tiles and, beside them, the independent parts that stage nothing (a scaling of the queries
+// beside the keys' transposing copy): those run as a pointwise kernel's parts in blocks of their own after
+// the tiles, each with the vectors it has alone, where the tiles' vectors (one width for every group)
+// would narrow them. No parts beside where every part stages, or where the segment writes an input in
+// place (another part could read it).
+struct TransposeSplit {
+  SegmentToLower tiles;
+  std::optional<SegmentToLower> beside;
+};
+
+TransposeSplit splitTranspose(const SegmentToLower& segment, const DeviceInfo& device) {
+  if (!segment.output_views.empty()) return {segment, std::nullopt};
+  const std::vector<SegmentToLower> parts = independentParts(segment);
+  if (parts.size() == 1) return {segment, std::nullopt};
+  std::vector<const SegmentToLower*> tiles, beside;
+  for (const SegmentToLower& part : parts) {
+    LoweringContext part_ctx = makeLoweringContext(part, device);
+    (std::holds_alternative<TransposeParams>(chooseTiles(part_ctx)) ? tiles : beside).push_back(&part);
+  }
+  if (tiles.empty() || beside.empty()) return {segment, std::nullopt};
+  return {partsTogether(segment, tiles), partsTogether(segment, beside)};
+}
+
+}  // namespace
+
+std::variant<TransposeParams, std::string> chooseTranspose(LoweringContext& ctx) {
+  const TransposeSplit split = splitTranspose(ctx.segment, ctx.device);
+  if (!split.beside) return chooseTiles(ctx);
+  LoweringContext tiles_ctx = makeLoweringContext(split.tiles, ctx.device);
+  auto chosen = chooseTiles(tiles_ctx);
+  if (auto* params = std::get_if<TransposeParams>(&chosen)) {
+    LoweringContext beside_ctx = makeLoweringContext(*split.beside, ctx.device);
+    params->beside = inBlocksOf(choosePointwise(beside_ctx), params->threads);
+  }
+  return chosen;
+}
+
+void lowerTranspose(LoweringContext& ctx, const TransposeParams& chosen) {
+  if (!chosen.beside) {
+    lowerTiles(ctx, chosen);
+    return;
+  }
+  const TransposeSplit split = splitTranspose(ctx.segment, ctx.device);
+  BRAZE_ASSERT(split.beside, "segment {}: heuristics for parts beside the tiles, none found", ctx.segment.id);
+  TransposeParams tiles = chosen;
+  tiles.beside.reset();
+  lowerSideBySide(ctx, {split.tiles, *split.beside}, [&](LoweringContext& part_ctx, size_t i) {
+    if (i == 0) {
+      lowerTiles(part_ctx, tiles);
+    } else {
+      lowerPointwise(part_ctx, *chosen.beside);
+    }
+  });
+  ctx.kernel.summary = chosen.toString();
 }
 
 }  // namespace braze::scheduler

@@ -205,7 +205,8 @@ inline KernelCase intGatherPadSumCase() {
 }
 
 // Two outputs of different layouts from one input, with partial tiles: y = permute(x) * 2 + bias
-// (the innermost dim changes: shared-memory tiles once a transpose scheduler takes it) and z = x + 1.
+// (the innermost dim changes: shared-memory tiles once a transpose scheduler takes it) and z = x + 1
+// (independent of y and staging nothing: a pointwise part after the tiles, with its own vectors).
 inline KernelCase transposeTilesCase() {
   KernelCase c;
   Fusion& f = *c.fusion;

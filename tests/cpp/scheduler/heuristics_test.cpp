@@ -63,6 +63,14 @@ TEST(Heuristics, JoinedPointwisePartsKeepTheirVectorsInBlocksOfTheMostThreads) {
   EXPECT_EQ(first_tiled.break_point, 1);
   EXPECT_EQ(first_tiled.more_parts.at(0).block, tiled.threads_x * tiled.threads_y);
   EXPECT_EQ(joinPointwiseParts({wide}).more_parts.size(), 0u);
+
+  // Beside a transpose's 256-thread blocks: every part one-dimensional, its vectors kept.
+  const PointwiseParams beside = inBlocksOf(joinPointwiseParts({tiled, small}), 256);
+  EXPECT_EQ(beside.break_point, 0);
+  EXPECT_EQ(beside.vectorize, tiled.vectorize);
+  EXPECT_EQ(beside.block, 256);
+  EXPECT_EQ(beside.more_parts.at(0).block, 256);
+  EXPECT_EQ(beside.more_parts.at(0).vectorize, 1);
 }
 
 ReductionProblem layerNormRows(int64_t rows, int64_t hidden, int64_t vectorize) {
