@@ -1,6 +1,6 @@
 """More model shapes for Lightning Thunder on braze, beside thunder_block.py's GPT and Llama blocks: each one
 a pattern of real models that the segmenter and schedulers meet in their fusions. tools/thunder_on_cpu.py
-trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|swin|vit|distill|gptj|gemma2|bloom|clip`).
+trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, one per builder below).
 
 - `BertLayer`: post-norm (the residual normed after it is added), an erf GELU, attention written out
   (scores, an additive padding mask, softmax) as BERT and RoBERTa write it.
@@ -22,6 +22,10 @@ trains them one step on braze's simulated device (`--model bert|t5|neox|mixer|sw
 - `BloomLayer`: ALiBi, a bias of -slope x distance per head on the scores instead of positions.
 - `ContrastiveLoss`: CLIP's loss: two projections L2-normalized, their similarities scaled by a learned
   temperature, a cross entropy over the rows and one over the columns.
+- `MistralLayer`: Mistral and Qwen2: grouped-query attention with biased projections and a sliding-window
+  mask.
+- `MambaMixer`: a Mamba-2-like state-space mixer in its quadratic form: a cumsum of log decays, the
+  segment sums' exp masked causally.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -351,6 +355,84 @@ def build_clip(batch, seq, embd, heads, dtype):
     return ContrastiveLoss(embd).to(dtype), (torch.randn(rows, embd, dtype=dtype), torch.randn(rows, embd, dtype=dtype))
 
 
+class MistralLayer(nn.Module):
+    """Mistral and Qwen2: RMS norms, grouped-query attention with biased q, k and v (Qwen2's), RoPE, a
+    sliding-window causal mask given to the attention as an additive mask, a SwiGLU MLP."""
+    def __init__(self, n_embd, n_head, kv_heads, window, max_tokens):
+        super().__init__()
+        self.n_head, self.kv, self.window = n_head, kv_heads, window
+        self.hs = n_embd // n_head
+        self.norm1, self.norm2 = nn.RMSNorm(n_embd), nn.RMSNorm(n_embd)
+        self.q = nn.Linear(n_embd, n_embd)
+        self.k, self.v = nn.Linear(n_embd, kv_heads * self.hs), nn.Linear(n_embd, kv_heads * self.hs)
+        self.o = nn.Linear(n_embd, n_embd, bias=False)
+        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, t):
+        T, half = t.size(-2), t.size(-1) // 2
+        rot = torch.cat((-t[..., half:], t[..., :half]), -1)
+        return t * self.cos[:T] + rot * self.sin[:T]
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(B, T, self.n_head, self.hs).transpose(1, 2)
+        k = self.k(h).view(B, T, self.kv, self.hs).transpose(1, 2)
+        v = self.v(h).view(B, T, self.kv, self.hs).transpose(1, 2)
+        q, k = self.rope(q), self.rope(k)
+        rep = self.n_head // self.kv
+        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+        i = torch.arange(T, device=x.device)
+        allowed = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < self.window)
+        mask = torch.zeros(T, T, dtype=x.dtype, device=x.device).masked_fill(~allowed, float("-inf"))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+def build_mistral(batch, seq, embd, heads, dtype):
+    layer = MistralLayer(embd, heads, max(heads // 2, 1), max(seq // 3, 2), seq)
+    return layer.to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class MambaMixer(nn.Module):
+    """A Mamba-2-like selective state-space mixer as its quadratic form is written in plain torch: a per-head
+    decay from a softplus of dt, the cumulative sum of log decays (a cumsum), the segment sums' exp masked
+    causally, the output as matmuls; gated by SiLU, RMS-normed."""
+    def __init__(self, n_embd, n_head, state=16):
+        super().__init__()
+        self.n_head, self.state = n_head, state
+        self.in_proj = nn.Linear(n_embd, 2 * n_embd + 2 * state + n_head, bias=False)
+        self.A_log = nn.Parameter(torch.randn(n_head) * 0.5)
+        self.dt_bias = nn.Parameter(torch.randn(n_head) * 0.1)
+        self.norm = nn.RMSNorm(n_embd)
+        self.out_proj = nn.Linear(n_embd, n_embd, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H, N = self.n_head, self.state
+        z, xs, Bm, Cm, dt = self.in_proj(x).split([C, C, N, N, H], dim=-1)
+        dt = F.softplus(dt + self.dt_bias)                        # [B, T, H]
+        A = -torch.exp(self.A_log.float())                         # [H]
+        logdecay = (dt * A).transpose(1, 2)                        # [B, H, T]
+        cum = torch.cumsum(logdecay, dim=-1)
+        seg = cum[..., :, None] - cum[..., None, :]                # [B, H, T, T]
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        L = torch.exp(seg.masked_fill(~causal, float("-inf"))).to(x.dtype)  # the decays summed in float
+        scores = (Cm @ Bm.transpose(1, 2))[:, None] * L            # [B, H, T, T]
+        xh = xs.view(B, T, H, C // H).transpose(1, 2) * dt.transpose(1, 2)[..., None]
+        y = (scores @ xh).transpose(1, 2).reshape(B, T, C)
+        return x + self.out_proj(self.norm(y * F.silu(z)))
+
+def build_mamba(batch, seq, embd, heads, dtype):
+    return MambaMixer(embd, heads).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
-            "bloom": build_bloom, "clip": build_clip}
+            "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba}

@@ -93,9 +93,11 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
 # The most kernel segments any fusion Thunder writes for the layer plans as. MLP-Mixer's token-mixing norm
 # backward writes grad_in transposed (an inner-outer kernel, then a transpose kernel); so does a ViT's first
 # norm backward for its patches (the class token's row sliced off, the patch linear's weight grad reading
-# the patches' rows transposed).
+# the patches' rows transposed). Mamba's backward sums the segment sums' gradient ([b, h, t, t]) over its
+# rows and over its columns (an inner and an outer reduction of one tensor, no norm: two kernels), and sums
+# dt's and the heads' gradients over the batch and tokens beside outputs of other rows.
 MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1, "gptj": 1,
-                 "gemma2": 1, "bloom": 1, "clip": 1}
+                 "gemma2": 1, "bloom": 1, "clip": 1, "mistral": 1, "mamba": 2}
 
 
 @pytest.mark.parametrize("model", sorted(MOST_SEGMENTS))
@@ -104,7 +106,7 @@ def test_thunder_trains_more_model_shapes_as_eager(model, dtype, tolerance):
     """benchmarks/python/thunder_models.py's layers (post-norm BERT with a padding mask, T5, GPT-NeoX's
     partial rotary and parallel residual, MLP-Mixer, Swin's shifted windows, a ViT, a distillation loss of
     three terms, GPT-J's interleaved rotary, Gemma-2's soft-capped scores and four norms, BLOOM's ALiBi, CLIP's
-    contrastive loss), trained one step: the output and every gradient as eager float32's, and how many kernel segments
+    contrastive loss, Mistral's sliding window with Qwen2's biased GQA, a Mamba-2-like mixer), trained one step: the output and every gradient as eager float32's, and how many kernel segments
     each fusion takes. (In bf16 Thunder's nvFuser path rounds at other points than eager: T5's MLP weight
     gradient is 2.0e-2 from float32 there, 1.2e-2 through Thunder's torch executor; each fusion's outputs
     are those of its definition evaluated by torch.)"""
