@@ -155,7 +155,6 @@ Candidate withInputViews(const Candidate& group) {
   return whole;
 }
 
-
 std::vector<scheduler::SegmentToLower> independentParts(const scheduler::SegmentToLower& segment) {
   return partsOf(segment);
 }

@@ -91,8 +91,11 @@ PointwiseParams inBlocksOf(PointwiseParams params, int64_t threads) {
 
 PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts) {
   if (parts.empty()) return {};
-  int64_t threads = 1;
-  for (const PointwiseParams& p : parts) threads = std::max(threads, p.break_point > 0 ? p.threads_x * p.threads_y : p.block);
+  // Every part's blocks have the first's shape or as many threads in one dimension (kernel/joined_kernel.h).
+  int64_t threads = parts[0].break_point > 0 ? parts[0].threads_x * parts[0].threads_y : 1;
+  for (const PointwiseParams& p : parts) {
+    if (parts[0].break_point == 0) threads = std::max(threads, p.break_point > 0 ? p.threads_x * p.threads_y : p.block);
+  }
   PointwiseParams joined = std::move(parts[0]);
   if (joined.break_point == 0) joined.block = threads;
   for (size_t i = 1; i < parts.size(); ++i) joined.more_parts.push_back(inBlocksOf(std::move(parts[i]), threads));

@@ -34,14 +34,14 @@ struct PointwiseParams {
   // Independent parts of other shapes beside this one (scheduler/independent_parts.h), each with its own
   // parameters, in blocks of its own after this one's: one-dimensional blocks of as many threads.
   std::vector<PointwiseParams> more_parts{};
-  std::string toString() const;
-  bool operator==(const PointwiseParams&) const = default;  // the kernel's structure, not its grid: it heads the kernel's source
+  std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
+  bool operator==(const PointwiseParams&) const = default;
 };
 PointwiseParams pointwiseHeuristics(const DeviceInfo& device, const PointwiseProblem& problem);
 
 // One kernel of independent parts, each with the parameters it has alone (`parts`, in the kernel's order):
 // the first keeps its own (2D tiles included), every other runs in one-dimensional blocks of as many
-// threads as the most any part's blocks have, keeping its vectors and chunks per thread (one vector chunk
+// threads as the first's 2D tiles, else as the most any part's blocks have, keeping its vectors and chunks per thread (one vector chunk
 // where it had 2D tiles). Two ops of unrelated shapes cost one launch, each keeping its own vectors.
 PointwiseParams joinPointwiseParts(std::vector<PointwiseParams> parts);
 

@@ -1,7 +1,6 @@
 #include "scheduler/reduction/reduction_parts.h"
 
 #include "scheduler/independent_parts.h"
-#include "passes/alias_analysis.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
@@ -10,10 +9,7 @@
 #include "support/error.h"
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace braze {
 namespace {

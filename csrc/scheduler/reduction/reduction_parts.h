@@ -6,8 +6,8 @@
 // from scalars alone beside its rows the same way (a position iota returned beside a norm).
 #pragma once
 
-#include "scheduler/reduction/heuristics.h"
 #include "scheduler/independent_parts.h"
+#include "scheduler/reduction/heuristics.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
 
