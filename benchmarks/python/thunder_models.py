@@ -26,6 +26,8 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   mask.
 - `MambaMixer`: a Mamba-2-like state-space mixer in its quadratic form: a cumsum of log decays, the
   segment sums' exp masked causally.
+- `DiTBlock`: a diffusion transformer's block with adaLN-Zero: norms without weights, modulated per image
+  by a shift, a scale and a gate from a conditioning vector.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -433,6 +435,34 @@ def build_mamba(batch, seq, embd, heads, dtype):
     return MambaMixer(embd, heads).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
+class DiTBlock(nn.Module):
+    """DiT's block with adaLN-Zero: a conditioning vector per image (SiLU, a linear) gives a shift, a scale and
+    a gate for attention and for the MLP; the norms have no weights of their own."""
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd, elementwise_affine=False, eps=1e-6)
+        self.ln_2 = nn.LayerNorm(n_embd, elementwise_affine=False, eps=1e-6)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.fc_1, self.fc_2 = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+        self.ada = nn.Linear(n_embd, 6 * n_embd)
+
+    def forward(self, x, c):
+        B, T, C = x.shape
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.ada(F.silu(c)).chunk(6, dim=-1)
+        h = self.ln_1(x) * (1 + scale1[:, None]) + shift1[:, None]
+        q, k, v = (t.view(B, T, self.n_head, -1).transpose(1, 2) for t in self.qkv(h).split(C, dim=-1))
+        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, T, C)
+        x = x + gate1[:, None] * self.proj(y)
+        h = self.ln_2(x) * (1 + scale2[:, None]) + shift2[:, None]
+        return x + gate2[:, None] * self.fc_2(F.gelu(self.fc_1(h), approximate="tanh"))
+
+def build_dit(batch, seq, embd, heads, dtype):
+    inputs = (torch.randn(batch, seq, embd, dtype=dtype), torch.randn(batch, embd, dtype=dtype))
+    return DiTBlock(embd, heads).to(dtype), inputs
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
-            "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba}
+            "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
+            "dit": build_dit}
