@@ -80,12 +80,15 @@ class Joiner {
     // A part of a one-dimensional block sees the thread's place in the whole block.
     const ExprId linear_thread =
         push(indexExpr(EKind::Add, 0, {push(indexExpr(EKind::Mul, 0, {thread_y, constant(first.block[0])})), thread_x}));
+    // Where each part's blocks end is a launch argument: sizes that change only the parts' block counts (another
+    // batch) share the compiled kernel, as a kernel of one part whose element count is an argument does.
     std::vector<ExprId> in_range;
     std::vector<std::vector<Stmt>> bodies;
     int64_t begin = 0;
+    ExprId begin_expr = -1;
     for (const Kernel& part : parts_) {
       const int64_t blocks_x = std::max<int64_t>(part.grid[0], 1);
-      const ExprId local = begin == 0 ? block_x : push(indexExpr(EKind::Sub, 0, {block_x, constant(begin)}));
+      const ExprId local = begin_expr < 0 ? block_x : push(indexExpr(EKind::Sub, 0, {block_x, begin_expr}));
       OwnIndices own;
       own.block_x = part.grid[1] == 1 ? local : push(indexExpr(EKind::Mod, 0, {local, constant(blocks_x)}));
       own.block_y = part.grid[1] == 1 ? constant(0) : push(indexExpr(EKind::Div, 0, {local, constant(blocks_x)}));
@@ -94,7 +97,9 @@ class Joiner {
         own.thread_y = constant(0);
       }
       begin += part.grid[0] * part.grid[1];
-      in_range.push_back(push(lessThan(block_x, constant(begin))));
+      const bool last = bodies.size() + 1 == parts_.size();
+      begin_expr = last ? -1 : blocksEnd(bodies.size(), begin);
+      in_range.push_back(last ? -1 : push(lessThan(block_x, begin_expr)));
       bodies.push_back(addPart(bodies.size(), own));
     }
     // if (blockIdx.x < end of part 0) { part 0 } else if (blockIdx.x < end of part 1) { part 1 } ... else { last }
@@ -132,6 +137,16 @@ class Joiner {
     return static_cast<ExprId>(exprs.size() - 1);
   }
   ExprId constant(int64_t value) { return push(indexExpr(EKind::ConstInt, value)); }
+
+  // The launch argument saying where part p's blocks end (`value` at this launch).
+  ExprId blocksEnd(size_t p, int64_t value) {
+    ScalarArgument bound{fmt::format("part{}_blocks_end", p), true, DataType::Int64, value};
+    BRAZE_ASSERT(names_.insert(bound.name).second, "kernel {}: two parameters named {}", into_.name, bound.name);
+    into_.arguments.push_back(std::move(bound));
+    KExpr e = indexExpr(EKind::Argument);
+    e.ref = static_cast<int32_t>(into_.arguments.size() - 1);
+    return push(std::move(e));
+  }
 
   // Part p's code, its ids mapped into the joined kernel, its block (and, for a one-dimensional block, thread)
   // indices its own.

@@ -160,3 +160,24 @@ def test_gptj_attention_forward_is_one_kernel_at_odd_sizes(sizes):
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert len(kernels) == 1, plan
     helpers.execute_near_reference(fd, arrays, rtol=1e-6)
+
+
+def test_another_batch_reuses_the_compiled_kernel_of_parts():
+    """Where each part's blocks end is a launch argument: a new batch size of two unrelated ops (and of a bias
+    grad beside an unrelated op) runs the compiled kernel with new launch arguments, as a kernel of one part
+    does, and stays right."""
+    with FusionDefinition() as fd:
+        a, b = tensor(fd, 2), tensor(fd, 2)
+        fd.add_output(fd.ops.exp(a))
+        fd.add_output(fd.ops.neg(b))
+    with FusionDefinition() as bias:
+        g, z = tensor(fd=bias, rank=2), tensor(fd=bias, rank=2)
+        bias.add_output(bias.ops.sum(g, dims=[0], keepdim=False))
+        bias.add_output(bias.ops.neg(z))
+    rng = np.random.default_rng(12)
+    for definition, widths, batches in ((fd, (64, 32), (8, 16, 1000, 333)), (bias, (24, 40), (32, 64, 256, 100))):
+        for i, batch in enumerate(batches):
+            arrays = [rng.standard_normal((batch, w)).astype(np.float32) for w in widths]
+            cache = str(definition.explain(arrays)).split("cache: ")[1]
+            assert cache.startswith("new kernel" if i == 0 else "new launch parameters"), (batch, cache)
+            helpers.execute_near_reference(definition, arrays, rtol=1e-5)
