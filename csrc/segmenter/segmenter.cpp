@@ -414,13 +414,13 @@ class Segmenter {
     }
   }
 
-  // Horizontal, last: a pointwise group that shares no tensor with the kernels around it (Thunder's fusions
-  // hold a region's unrelated ops: a scaling beside a norm, two ops of unrelated shapes) joins the earliest
-  // kernel whose scheduler takes it beside its own work, in blocks of its own (independent_parts.h): one
-  // launch less. The host keeps its scheduler (a transpose never becomes a pointwise kernel by it); the
-  // hosts tried are pointwise, transpose, inner persistent and reduction kernels, each of which gives such
-  // a part its own vectors. Neither a group that updates an input in place nor its host joins: another
-  // part could read the input it writes.
+  // Horizontal, last: a pointwise group (or a copy of an input through meta ops) that shares no tensor with
+  // the kernels around it (Thunder's fusions hold a region's unrelated ops: a scaling beside a norm, two ops
+  // of unrelated shapes) joins the earliest kernel whose scheduler takes it beside its own work, in blocks
+  // of its own (independent_parts.h): one launch less. The host keeps its scheduler (a transpose never
+  // becomes a pointwise kernel by it); the hosts tried are pointwise, transpose, inner persistent and
+  // reduction kernels, each of which gives such a part its own vectors. Neither a group that updates an
+  // input in place nor its host joins: another part could read the input it writes.
   bool mergeIndependent() {
     std::vector<int64_t> hosts, joining;
     std::unordered_map<int64_t, SchedulerKind> kinds;
@@ -463,14 +463,6 @@ class Segmenter {
     return std::any_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](int64_t node) {
       const std::vector<Val*>& outs = nodes_[node]->outputs();
       return std::any_of(outs.begin(), outs.end(), [&](Val* out) { return out->fusion()->outputAliases().count(out) != 0; });
-    });
-  }
-
-  // Whether group g has a reduction or a normalization.
-  bool reducesAny(int64_t g) const {
-    return std::any_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](int64_t node) {
-      const OpCategory category = opInfo(nodes_[node]->kind()).category;
-      return category == OpCategory::Reduction || category == OpCategory::Normalization;
     });
   }
 
