@@ -4,6 +4,7 @@
 #include "support/by_id.h"
 #include "passes/alias_analysis.h"
 #include "scheduler/independent_parts.h"
+#include "segmenter/group_reductions.h"
 
 #include <algorithm>
 #include <map>
@@ -588,7 +589,7 @@ class Segmenter {
     std::map<std::string, std::vector<int64_t>> by_domain;
     for (int64_t g : reducing) {
       if (find(g) != g) continue;
-      for (const std::string& key : reductionDomainKeys(g)) by_domain[key].push_back(g);
+      for (const std::string& key : reductionDomainKeys(exprsOf(g), bound_)) by_domain[key].push_back(g);
     }
     for (const auto& [key, list] : by_domain) changed = mergeReaders(list) || changed;
     // Reductions over as many rows of tensors of other widths (a GELU backward's bias grad and the next
@@ -596,7 +597,7 @@ class Segmenter {
     std::map<int64_t, std::vector<int64_t>> by_rows;
     for (int64_t g : reducing) {
       if (find(g) != g) continue;
-      if (auto rows = reducedPerResult(g)) by_rows[*rows].push_back(g);
+      if (auto rows = reducedPerResult(exprsOf(g), bound_)) by_rows[*rows].push_back(g);
     }
     for (const auto& [rows, list] : by_rows) changed = mergeReaders(list) || changed;
     // A group without reductions joins one whose reductions are all over outer dims, where its tensors'
@@ -607,14 +608,15 @@ class Segmenter {
       if (find(g) != g || groups_[g].nodes.empty() || reductions(g) != 0) continue;
       if (groups_[g].all_meta && !writesCopiedOutput(g)) continue;
       bool joined = false;
-      for (int64_t rows : leadingRowCounts(g)) {
+      for (int64_t rows : leadingRowCounts(exprsOf(g), bound_)) {
         auto it = by_rows.find(rows);
         if (it == by_rows.end()) continue;
         std::vector<int64_t> tried;
         for (int64_t member : it->second) {
           const int64_t root = find(member);
           if (tried.size() >= kReaderGroupsTried || joined) break;
-          if (std::find(tried.begin(), tried.end(), root) != tried.end() || !reducesOuterDimsOnly(root)) continue;
+          if (std::find(tried.begin(), tried.end(), root) != tried.end()) continue;
+          if (!reducesOuterDimsOnly(exprsOf(root), bound_)) continue;
           tried.push_back(root);
           joined = tryMerge(root, g);
         }
@@ -633,65 +635,11 @@ class Segmenter {
     });
   }
 
-  // Whether every reduction of group g keeps its input's innermost dim (of size > 1): sums over rows.
-  bool reducesOuterDimsOnly(int64_t g) const {
-    for (int64_t node : groups_[g].nodes) {
-      const Expr& e = *nodes_[node];
-      const OpCategory category = opInfo(e.kind()).category;
-      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
-      const std::vector<int64_t>& sizes = bound_.sizesOf(e.input(0));
-      auto last = static_cast<int64_t>(sizes.size()) - 1;
-      while (last >= 0 && sizes[static_cast<size_t>(last)] == 1) --last;
-      const std::vector<int64_t> dims = e.attrs().getInts("dims");
-      if (last < 0 || std::find(dims.begin(), dims.end(), last) != dims.end()) return false;
-    }
-    return true;
-  }
-
-  // The products of the leading dims (all but the last) of the tensors group g computes.
-  std::set<int64_t> leadingRowCounts(int64_t g) const {
-    std::set<int64_t> counts;
-    for (int64_t node : groups_[g].nodes) {
-      for (const Val* out : nodes_[node]->outputs()) {
-        if (!out->isTensor()) continue;
-        const std::vector<int64_t>& sizes = bound_.sizesOf(out);
-        int64_t rows = 1;
-        for (size_t d = 0; d + 1 < sizes.size(); ++d) counts.insert(rows *= sizes[d]);
-      }
-    }
-    return counts;
-  }
-
-  // The elements every reduction of group g reduces into each result, where they are one count.
-  std::optional<int64_t> reducedPerResult(int64_t g) const {
-    std::optional<int64_t> count;
-    for (int64_t node : groups_[g].nodes) {
-      const Expr& e = *nodes_[node];
-      const OpCategory category = opInfo(e.kind()).category;
-      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
-      const int64_t results = bound_.numel(e.output(0));
-      const int64_t n = results == 0 ? 0 : bound_.numel(e.input(0)) / results;
-      if (count && *count != n) return std::nullopt;
-      count = n;
-    }
-    return count;
-  }
-
-  // The input sizes and reduced dims of group g's reductions, as keys: each distinct one once, in the
-  // order of the reductions.
-  std::vector<std::string> reductionDomainKeys(int64_t g) const {
-    std::vector<std::string> keys;
-    for (int64_t node : groups_[g].nodes) {
-      const Expr& e = *nodes_[node];
-      const OpCategory category = opInfo(e.kind()).category;
-      if (category != OpCategory::Reduction && category != OpCategory::Normalization) continue;
-      std::string k;
-      for (int64_t size : bound_.sizesOf(e.input(0))) k += std::to_string(size) + ",";
-      k += ":";
-      for (int64_t d : e.attrs().getInts("dims")) k += std::to_string(d) + ",";
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
-    }
-    return keys;
+  // Group g's exprs, in evaluation order.
+  std::vector<const Expr*> exprsOf(int64_t g) const {
+    std::vector<const Expr*> exprs;
+    for (int64_t node : groups_[g].nodes) exprs.push_back(nodes_[node]);
+    return exprs;
   }
 
   SegmentedFusion buildResult();
