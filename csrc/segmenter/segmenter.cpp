@@ -600,6 +600,13 @@ class Segmenter {
       if (auto rows = reducedPerResult(exprsOf(g), bound_)) by_rows[*rows].push_back(g);
     }
     for (const auto& [rows, list] : by_rows) changed = mergeReaders(list) || changed;
+    // Reductions over outer dims of rows of their own (a ViT's bias grad over its tokens beside the class
+    // token's): one kernel too, each part with its own split of its rows.
+    std::vector<int64_t> outer_only;
+    for (int64_t g : reducing) {
+      if (find(g) == g && reducesOuterDimsOnly(exprsOf(g), bound_)) outer_only.push_back(g);
+    }
+    changed = mergeReaders(outer_only) || changed;
     // A group without reductions joins one whose reductions are all over outer dims, where its tensors'
     // leading dims hold as many rows (a GELU backward's grad_in beside the next linear's bias grad); never
     // another such group (each keeps its own kernel's vectors). Meta ops alone join only where they copy an

@@ -2,8 +2,9 @@
 segmenter's horizontal merge): a GQA backward's k and v grads, each summed over the repeated heads of
 [batch, kv heads, repeats, seq, head dim] and concatenated into the kv linear's grad by the same
 kernel; two norms of one shape side by side. Outer reductions over as many rows of tensors of other widths
-(an MLP backward's bias grads) are one kernel too, each part in its own blocks. Reductions of other dims or
-row counts stay apart. Values against the reference evaluator on the test device."""
+(an MLP backward's bias grads) are one kernel too, each part in its own blocks, and so are outer reductions
+over rows of their own (a ViT's bias grads over its tokens and its class token). An inner reduction beside
+an outer one stays apart. Values against the reference evaluator on the test device."""
 
 import ml_dtypes
 import numpy as np
@@ -145,8 +146,9 @@ def test_side_by_side_parts_read_strided_and_shared_inputs():
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
 
 
-def test_reductions_of_other_dims_or_rows_stay_apart():
-    """Sums over other row counts, and an inner reduction beside an outer one, are no parts of one kernel."""
+def test_an_inner_reduction_beside_outer_ones_stays_apart():
+    """Outer sums over other row counts are parts of one kernel (each with its own rows); an inner sum beside
+    them is no part of it."""
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
         b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
@@ -157,8 +159,66 @@ def test_reductions_of_other_dims_or_rows_stay_apart():
     rng = np.random.default_rng(9)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in ((37, 48), (41, 16), (64, 37))]
     plan = fd.explain(inputs)
-    assert len(kernels(plan)) == 3, str(plan)
+    assert len(kernels(plan)) == 2, str(plan)
+    assert "1 more over rows of their own" in kernels(plan)[0].heuristics, str(plan)
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def define_outer_reductions_of_their_own_rows(fd, dtype, transposed):
+    """A ViT's bias grads: a sum over its tokens' rows [rows_a, c] and one over the class token's [rows_b, c2]
+    (each cast to float and back, as Thunder writes them), and a max over a third tensor's rows [rows_b, c2]
+    (its values all negative where the test feeds them: an empty split must add nothing to it)."""
+    a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype,
+                         stride_order=[0, 1] if transposed else [1, 0])
+    b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+    m = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32)
+    for x in (a, b):
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(x, dtype=F32), dims=[0], keepdim=False), dtype=dtype))
+    fd.add_output(fd.ops.max(m, dims=[0], keepdim=False))
+
+
+@pytest.mark.parametrize("dtype", [F32, DataType.BFloat16])
+@pytest.mark.parametrize("rows_a,c,rows_b,c2", [(128, 128, 2, 128), (6000, 24, 3, 24), (20000, 8, 2, 40),
+                                                 (1, 8, 4099, 33), (37, 48, 41, 16), (513, 7, 1, 1)])
+@pytest.mark.parametrize("layout", ["dense", "misaligned", "transposed"])
+def test_outer_reductions_over_rows_of_their_own_are_parts_of_one_kernel(dtype, rows_a, c, rows_b, c2, layout):
+    """One kernel, each part its rows' own split (a part of fewer rows than the splits leaves its last ones
+    empty), right against the reference at sizes with 1, odd widths, and misaligned or transposed inputs."""
+    with FusionDefinition() as fd:
+        define_outer_reductions_of_their_own_rows(fd, dtype, layout == "transposed")
+    rng = np.random.default_rng(rows_a + rows_b)
+    a = rng.standard_normal((rows_a, c)).astype(NP[dtype])
+    if layout == "transposed":
+        a = np.asfortranarray(a)
+    elif layout == "misaligned":
+        buffer = np.empty(a.size + 1, a.dtype)[1:]
+        buffer[:] = a.ravel()
+        a = buffer.reshape(a.shape)
+    inputs = [a, rng.standard_normal((rows_b, c2)).astype(NP[dtype]),
+              (rng.standard_normal((rows_b, c2)) - 8.0).astype(np.float32)]
+    plan = fd.explain(inputs)
+    # A sum over one row reduces nothing: it plans as an inner reduction of one element per result.
+    assert len(kernels(plan)) == (1 if min(rows_a, rows_b) > 1 else 2), str(plan)
+    if rows_a == 20000 and layout == "dense":
+        assert "split over" in kernels(plan)[0].heuristics, str(plan)  # 2 rows among more splits than rows
+    helpers.execute_near_reference(fd, inputs, rtol=1e-5 if dtype == F32 else 2e-2)
+
+
+def test_outer_reductions_over_rows_of_their_own_reuse_their_kernel_at_another_batch():
+    """The parts' row counts are launch arguments: other batch sizes with the same heuristics (no split here,
+    16 threads in y) reuse the kernel."""
+    with FusionDefinition() as fd:
+        define_outer_reductions_of_their_own_rows(fd, F32, False)
+    rng = np.random.default_rng(10)
+    for i, (rows_a, rows_b) in enumerate([(64, 2), (100, 5), (250, 3), (17, 4)]):
+        inputs = [rng.standard_normal((rows_a, 64)).astype(np.float32),
+                  rng.standard_normal((rows_b, 32)).astype(np.float32),
+                  (rng.standard_normal((rows_b, 32)) - 8.0).astype(np.float32)]
+        plan = fd.explain(inputs)
+        assert len(kernels(plan)) == 1, str(plan)
+        cache = str(plan).split("cache: ")[1]
+        assert cache.startswith("new kernel" if i == 0 else "new launch parameters"), (rows_a, cache)
+        helpers.execute_near_reference(fd, inputs, rtol=1e-5)
 
 
 def test_only_groups_with_reductions_take_others_beside_them():

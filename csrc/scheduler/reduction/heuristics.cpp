@@ -24,12 +24,15 @@ std::string ReductionParams::toString() const {
   if (!inner) {
     std::string beside;
     std::vector<int64_t> vectors;
+    bool same_rows = true;
     for (const ReductionPart& part : more_parts) {
-      if (!part.pointwise) vectors.push_back(part.vectorize);
+      if (part.pointwise) continue;
+      vectors.push_back(part.vectorize);
+      same_rows = same_rows && part.problem.row_length == problem.row_length;
     }
     if (!vectors.empty()) {
-      beside = fmt::format("; beside it in the blocks after, {} more over the same rows (vectorize {})", vectors.size(),
-                           fmt::join(vectors, ", "));
+      beside = fmt::format("; beside it in the blocks after, {} more over {} (vectorize {})", vectors.size(),
+                           same_rows ? "the same rows" : "rows of their own", fmt::join(vectors, ", "));
     }
     for (const ReductionPart& part : more_parts) {
       if (part.pointwise) beside += fmt::format("; then {}", part.pointwise->toString());
@@ -143,12 +146,14 @@ ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<
   std::vector<int64_t> kept_vectors;
   int64_t widest = 0;
   bool splittable = true;
+  ReductionProblem longest = problems.front();  // the most rows any part reduces: the block's y and the split
   for (const ReductionProblem& problem : problems) {
     kept_vectors.push_back(ceilDiv(problem.rows, std::max<int64_t>(problem.max_vectorize, 1)));
     widest = std::max(widest, kept_vectors.back());
     splittable = splittable && problem.splittable;
+    longest.row_length = std::max(longest.row_length, problem.row_length);
   }
-  outerBlock(device, p.problem, widest, p);
+  outerBlock(device, longest, widest, p);
   // Threads in y past the rows idle in the reduction parts; blocks of other parts need them.
   p.threads_y = std::max(p.threads_y, std::min<int64_t>(min_threads, device.max_threads_per_block) / p.threads_x);
   int64_t blocks = 0;
@@ -163,8 +168,15 @@ ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<
     }
   }
   p.why = "reduced dims are outer";
-  if (splittable) splitOuterRows(device, p.problem.row_length, blocks, p);
+  if (splittable) splitOuterRows(device, longest.row_length, blocks, p);
+  // One split count for all (the blocks in y); each part's splits as long as its rows need, so a part of
+  // fewer rows than splits leaves its last splits empty (their partials the reduction's identity).
+  p.split_length = partSplitLength(p.problem, p.splits);
   return p;
+}
+
+int64_t partSplitLength(const ReductionProblem& part, int64_t splits) {
+  return splits > 1 ? std::max<int64_t>(ceilDiv(part.row_length, splits), 1) : 0;
 }
 
 // Totals over the rows (ReductionProblem::row_totals): the last block combines a partial per block, so the

@@ -74,11 +74,15 @@ struct ReductionParams {
   std::string toString() const;  // the kernel's structure, not its grid: it heads the kernel's source
 };
 ReductionParams reductionHeuristics(const DeviceInfo& device, const ReductionProblem& problem);
-// Outer reductions side by side, each reducing as many elements per result (the same rows): the widest
-// part's block shape for all, each part's own vectors and blocks, and one split of the rows where every
-// part may be split and the blocks of all together leave most SMs idle. The first part's parameters, the
-// others' in more_parts. The block has at least `min_threads` threads (for parts without reductions).
+// Outer reductions side by side, over the same rows or rows of their own (a ViT's bias grad over its
+// tokens beside the class token's): the widest part's threads in x and the longest part's in y for all,
+// each part's own vectors and blocks, and one count of splits of the rows (the longest part's) where every
+// part may be split and the blocks of all together leave most SMs idle; each part's split length is its
+// own rows over that count (partSplitLength). The first part's parameters, the others' in more_parts.
+// The block has at least `min_threads` threads (for parts without reductions).
 ReductionParams outerReductionParts(const DeviceInfo& device, const std::vector<ReductionProblem>& problems,
                                     int64_t min_threads = 1);
+// A part's rows per split in a kernel of outer reductions split `splits` ways (0 where unsplit).
+int64_t partSplitLength(const ReductionProblem& part, int64_t splits);
 
 }  // namespace braze

@@ -42,7 +42,7 @@ Verdict wholeOrParts(const Candidate& candidate, const CandidateFacts& facts, co
 
 Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                   const BoundShapes& bound) {
-  std::optional<int64_t> reduced_per_result;
+  bool any_reduces = false;
   for (const Candidate& part : parts) {
     CandidateFacts part_facts = analyzeCandidate(part);
     part_facts.reasons = facts.reasons;
@@ -54,16 +54,11 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
     if (auto* why = std::get_if<std::string>(&domain_or)) return Verdict::no("side by side, a part: " + *why);
     const auto& domain = std::get<ReductionDomain>(domain_or);
     if (domain.inner) return Verdict::no("side by side, a part reduces its innermost dims (an inner reduction)");
-    const int64_t reduced = domain.outer_numel == 0 ? 0 : domain.full_numel / domain.outer_numel;
-    if (reduced_per_result && *reduced_per_result != reduced) {
-      return Verdict::no(fmt::format("side by side, the parts reduce {} and {} elements per result (other rows)",
-                                     *reduced_per_result, reduced));
-    }
-    reduced_per_result = reduced;
+    any_reduces = true;
     Verdict v = canScheduleOneReductionDomain(part, part_facts, bound);
     if (!v.ok) return Verdict::no("side by side, a part: " + v.reason);
   }
-  if (!reduced_per_result) return Verdict::no("side by side, no part reduces");
+  if (!any_reduces) return Verdict::no("side by side, no part reduces");
   return Verdict::yes();
 }
 
@@ -117,6 +112,7 @@ ReductionParams partParams(const ReductionParams& params, size_t i) {
     own.vectorize = part.vectorize;
     own.grid = part.grid;
     own.problem = part.problem;
+    own.split_length = partSplitLength(part.problem, params.splits);
   }
   return own;
 }

@@ -1,7 +1,8 @@
 // Outer reductions side by side: a reduction group whose parts compute nothing for one another (a GELU
 // backward, with or without its bias grad, and the bias grad of the linear next to it: sums over the same
-// rows of tensors of other widths) runs as one kernel, each part in its own range of blocks
-// (kernel/joined_kernel.h), all with one block shape and one split of the rows. One launch instead of
+// rows of tensors of other widths; a ViT's bias grad over its tokens beside the class token's, over rows
+// of its own) runs as one kernel, each part in its own range of blocks
+// (kernel/joined_kernel.h), all with one block shape and one count of splits of their rows. One launch instead of
 // one per part, and small parts fill the GPU together. An inner persistent kernel takes parts made
 // from scalars alone beside its rows the same way (a position iota returned beside a norm).
 #pragma once
@@ -23,9 +24,9 @@ Verdict wholeOrParts(const Candidate& candidate, const CandidateFacts& facts, co
                      CandidateCheck one, PartsCheck parts);
 
 // Whether the reduction scheduler takes a group of several independent parts side by side: each part with
-// reductions one it takes alone, reducing its outer dims (the kept ones innermost), as many elements per
-// result as the others (the same rows); each part without reductions a pointwise kernel alone (not a
-// transpose, with the input views it reads) that updates no input in place; at least one part reducing.
+// reductions one it takes alone, reducing its outer dims (the kept ones innermost), over any rows; each
+// part without reductions a pointwise kernel alone (not a transpose, with the input views it reads) that
+// updates no input in place; at least one part reducing.
 Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                   const BoundShapes& bound);
 
