@@ -284,6 +284,25 @@ TEST(Heuristics, OuterReductionsSideBySideShareOneBlockAndOneSplitOfTheRows) {
   EXPECT_EQ(outerReductionParts(h100, {gelu, statistic}).splits, 1);
 }
 
+TEST(Heuristics, OuterReductionsOverRowsOfTheirOwnSplitByTheLongestPart) {
+  // A ViT's class-token bias grad (2 rows) first, its tokens' bias grad (16384 rows of 768) beside it: the
+  // block's threads in y and the split count are the long part's; each part's split length is its rows over
+  // that count, so the short part's last splits are empty.
+  const DeviceInfo h100 = DeviceInfo::h100Sxm();
+  const ReductionProblem cls{.rows = 768, .row_length = 2, .inner = false, .max_vectorize = 8, .splittable = true};
+  const ReductionProblem tokens{.rows = 768, .row_length = 16384, .inner = false, .max_vectorize = 8, .splittable = true};
+  const ReductionParams p = outerReductionParts(h100, {cls, tokens});
+  const ReductionParams alone = reductionHeuristics(h100, tokens);
+  EXPECT_EQ(p.threads_y, alone.threads_y) << p.toString();
+  EXPECT_GT(p.threads_y, 2) << p.toString();
+  ASSERT_GT(p.splits, 2) << p.toString();
+  EXPECT_EQ(p.split_length, 1) << p.toString();  // the first part's: 2 rows over more splits than that
+  EXPECT_EQ(partSplitLength(tokens, p.splits), (16384 + p.splits - 1) / p.splits);
+  EXPECT_GE(partSplitLength(tokens, p.splits), 8 * p.threads_y);
+  EXPECT_EQ(partSplitLength(tokens, 1), 0);
+  EXPECT_NE(p.toString().find("1 more over rows of their own (vectorize 8)"), std::string::npos) << p.toString();
+}
+
 }  // namespace
 }  // namespace braze
 
