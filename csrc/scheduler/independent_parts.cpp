@@ -159,20 +159,34 @@ std::vector<scheduler::SegmentToLower> independentParts(const scheduler::Segment
   return partsOf(segment);
 }
 
-scheduler::SegmentToLower partsTogether(const scheduler::SegmentToLower& segment,
-                                        const std::vector<const scheduler::SegmentToLower*>& parts) {
+namespace {
+
+// `whole` with only the exprs, inputs and outputs of `parts` (Candidates or segments), in whole's order.
+template <typename Group>
+Group together(const Group& whole, const std::vector<const Group*>& parts) {
   std::unordered_set<const Expr*> exprs;
   std::unordered_set<const Val*> inputs, outputs;
-  for (const scheduler::SegmentToLower* part : parts) {
+  for (const Group* part : parts) {
     exprs.insert(part->exprs.begin(), part->exprs.end());
     inputs.insert(part->inputs.begin(), part->inputs.end());
     outputs.insert(part->outputs.begin(), part->outputs.end());
   }
-  scheduler::SegmentToLower together = segment;
-  std::erase_if(together.exprs, [&](const Expr* e) { return exprs.count(e) == 0; });
-  std::erase_if(together.inputs, [&](const Val* v) { return inputs.count(v) == 0; });
-  std::erase_if(together.outputs, [&](const Val* v) { return outputs.count(v) == 0; });
-  return together;
+  Group result = whole;
+  std::erase_if(result.exprs, [&](const Expr* e) { return exprs.count(e) == 0; });
+  std::erase_if(result.inputs, [&](const Val* v) { return inputs.count(v) == 0; });
+  std::erase_if(result.outputs, [&](const Val* v) { return outputs.count(v) == 0; });
+  return result;
+}
+
+}  // namespace
+
+scheduler::SegmentToLower partsTogether(const scheduler::SegmentToLower& segment,
+                                        const std::vector<const scheduler::SegmentToLower*>& parts) {
+  return together(segment, parts);
+}
+
+Candidate partsTogether(const Candidate& candidate, const std::vector<const Candidate*>& parts) {
+  return together(candidate, parts);
 }
 
 namespace scheduler {
@@ -183,7 +197,9 @@ void lowerSideBySide(LoweringContext& ctx, const std::vector<SegmentToLower>& pa
   for (size_t i = 0; i < parts.size(); ++i) {
     LoweringContext part_ctx = makeLoweringContext(parts[i], ctx.device);
     lower(part_ctx, i);
-    BRAZE_ASSERT(part_ctx.follow_ups.empty(), "segment {}: a part side by side has a second kernel", ctx.segment.id);
+    BRAZE_ASSERT(i == 0 || part_ctx.follow_ups.empty(), "segment {}: a part side by side but the first has a second "
+                 "kernel", ctx.segment.id);
+    for (Kernel& k : part_ctx.follow_ups) ctx.follow_ups.push_back(std::move(k));
     kernels.push_back(std::move(part_ctx.kernel));
   }
   kernel::joinKernels(ctx.kernel, kernels);

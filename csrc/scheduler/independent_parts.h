@@ -27,6 +27,7 @@ std::vector<scheduler::SegmentToLower> independentParts(const scheduler::Segment
 // they read and the outputs they write.
 scheduler::SegmentToLower partsTogether(const scheduler::SegmentToLower& segment,
                                         const std::vector<const scheduler::SegmentToLower*>& parts);
+Candidate partsTogether(const Candidate& candidate, const std::vector<const Candidate*>& parts);
 
 // The group with the chains of meta ops that make the views of fusion inputs it reads, those inputs read
 // instead: what its kernel holds (a permute of an input read inside it makes it a transpose).
@@ -35,7 +36,8 @@ Candidate withInputViews(const Candidate& group);
 namespace scheduler {
 
 // Lowers each of `parts` alone (`lower` of its own context and its place) and joins their kernels into ctx's
-// kernel (kernel/joined_kernel.h): one launch, each part in its own range of blocks.
+// kernel (kernel/joined_kernel.h): one launch, each part in its own range of blocks. The first part's
+// follow-up kernels (an inner-outer kernel's finish) become the segment's.
 void lowerSideBySide(LoweringContext& ctx, const std::vector<SegmentToLower>& parts,
                      const std::function<void(LoweringContext&, size_t)>& lower);
 

@@ -419,8 +419,8 @@ class Segmenter {
   // the kernels around it (Thunder's fusions hold a region's unrelated ops: a scaling beside a norm, two ops
   // of unrelated shapes) joins the earliest kernel whose scheduler takes it beside its own work, in blocks
   // of its own (independent_parts.h): one launch less. The host keeps its scheduler (a transpose never
-  // becomes a pointwise kernel by it); the hosts tried are pointwise, transpose, inner persistent and
-  // reduction kernels, each of which gives such a part its own vectors. Neither a group that updates an
+  // becomes a pointwise kernel by it); the hosts tried are pointwise, transpose, inner persistent,
+  // inner-outer persistent and reduction kernels, each of which gives such a part its own vectors. Neither a group that updates an
   // input in place nor its host joins: another part could read the input it writes.
   bool mergeIndependent() {
     std::vector<int64_t> hosts, joining;
@@ -433,7 +433,7 @@ class Segmenter {
       if (!kind) continue;
       if (copy || kind == SchedulerKind::Pointwise) joining.push_back(g);
       if (kind == SchedulerKind::Pointwise || kind == SchedulerKind::Transpose || kind == SchedulerKind::InnerPersistent ||
-          kind == SchedulerKind::Reduction) {
+          kind == SchedulerKind::Reduction || kind == SchedulerKind::InnerOuterPersistent) {
         hosts.push_back(g);
         kinds[g] = *kind;
       }

@@ -1,8 +1,8 @@
 """Independent work in one launch (scheduler/independent_parts.h): Thunder hands a region's unrelated ops to
 one fusion (GPT-J's RoPE backward adds two gradients of one shape and negates a half of another; CLIP scales
 one embedding beside normalizing the other). A pointwise group that shares no tensor with the kernels around
-it joins the earliest pointwise, transpose, inner persistent or reduction kernel that takes it, in blocks of its
-own, each part keeping the vectors it has alone (a transpose's tiles keep theirs). An update of an input in
+it joins the earliest pointwise, transpose, inner persistent, inner-outer persistent or reduction kernel that
+takes it, in blocks of its own, each part keeping the vectors it has alone (a transpose's tiles keep theirs). An update of an input in
 place joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
 strided and misaligned inputs."""
 
@@ -12,6 +12,7 @@ import pytest
 
 import helpers
 from braze import DataType, FusionDefinition
+from test_thunder_backward_definitions import define_thunder_layer_norm_backward, thunder_inputs
 
 F32, BF16 = DataType.Float, DataType.BFloat16
 NP = {BF16: np.dtype(ml_dtypes.bfloat16), F32: np.dtype(np.float32)}
@@ -118,6 +119,62 @@ def test_a_pointwise_op_joins_a_bias_grad_of_other_rows_in_blocks_of_its_own():
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert [k.scheduler for k in kernels] == ["reduction"] and "then pointwise" in plan, plan
     helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+
+
+def define_norm_backward_beside_a_conditioning_grad(fd, batch, seq, hidden, width, contiguous, in_place):
+    """DiT's first norm backward as Thunder hands it: the layer-norm backward of nanoGPT's block (an inner-outer
+    kernel with a bias grad beside it) and, sharing nothing with it, a conditioning grad [batch, 1, hidden] cast
+    to float, squeezed and cast back (strided where not contiguous); or, where in_place, that grad scaled in
+    place."""
+    define_thunder_layer_norm_backward(fd, batch, seq, hidden, width)
+    c = fd.define_tensor(shape=[-1, 1, -1], contiguity=[contiguous, None, contiguous], dtype=BF16)
+    if in_place:
+        fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(c, dtype=F32), 0.5), dtype=BF16), alias_input=c)
+        return
+    squeezed = fd.ops.squeeze(fd.ops.cast(c, dtype=F32), dims=[1])
+    fd.add_output(fd.ops.cast(fd.ops.add(squeezed, fd.define_scalar(0.0, dtype=DataType.Double)), dtype=BF16))
+
+
+@pytest.mark.parametrize("batch,seq,hidden,width,cond", [(2, 37, 200, 300, (2, 1, 200)), (3, 5, 33, 17, (3, 1, 33)),
+                                                          (1, 7, 64, 8, (5, 1, 1)), (2, 64, 128, 512, (2, 1, 768))])
+@pytest.mark.parametrize("layout", ["dense", "misaligned", "strided"])
+def test_a_norm_backwards_inner_outer_kernel_runs_an_unrelated_op_after_its_rows(batch, seq, hidden, width, cond,
+                                                                                 layout):
+    """One kernel segment: the inner-outer rows, then the conditioning grad's cast in blocks of its own (with
+    the vectors it has alone), then the finish; right at odd sizes and with misaligned or strided inputs."""
+    with FusionDefinition() as fd:
+        define_norm_backward_beside_a_conditioning_grad(fd, batch, seq, hidden, width, layout != "strided", False)
+    rng = np.random.default_rng(batch * seq + hidden)
+    c = rng.standard_normal(cond).astype(NP[BF16])
+    arrays = thunder_inputs(rng, batch, seq, hidden, width) + [(misaligned if layout == "misaligned" else strided)(c)
+                                                               if layout != "dense" else c]
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert [k.scheduler for k in kernels] == ["inner_outer_persistent"] and "then pointwise" in plan, plan
+    helpers.execute_near_reference(fd, arrays, rtol=2e-2)
+
+
+def test_an_inner_outer_kernel_with_a_part_beside_plans_again_at_another_batch_and_an_update_in_place_stays_apart():
+    """Another batch size of the norm backward with a part beside it is right (the rows and the part planned
+    again); a conditioning grad scaled in place keeps a kernel of its own."""
+    with FusionDefinition() as fd:
+        x, g, c = tensor(fd, 2), tensor(fd, 2), fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True])
+        rows = fd.ops.sum(fd.ops.mul(x, g), dims=[1], keepdim=True)
+        fd.add_output(fd.ops.sub(g, fd.ops.broadcast_in_dim(rows, shape=x.shape(), broadcast_dims=[0, 1])))
+        fd.add_output(fd.ops.sum(fd.ops.mul(g, x), dims=[0], keepdim=False))
+        fd.add_output(fd.ops.cast(fd.ops.squeeze(c, dims=[1]), dtype=BF16))
+    rng = np.random.default_rng(13)
+    for batch in (64, 300, 1, 64):
+        arrays = [rng.standard_normal((batch, 96)).astype(np.float32) for _ in range(2)]
+        arrays.append(rng.standard_normal((batch % 7 + 1, 1, 40)).astype(np.float32))
+        kernels, plan = helpers.kernels_of(fd, arrays)
+        assert [k.scheduler for k in kernels] == ["inner_outer_persistent"] and "then pointwise" in plan, plan
+        helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+    with FusionDefinition() as fd:
+        define_norm_backward_beside_a_conditioning_grad(fd, 2, 16, 64, 96, True, True)
+    arrays = thunder_inputs(rng, 2, 16, 64, 96) + [rng.standard_normal((2, 1, 64)).astype(NP[BF16])]
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert sorted(k.scheduler for k in kernels) == ["inner_outer_persistent", "pointwise"], plan
+    helpers.execute_near_reference(fd, arrays, rtol=2e-2)
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16])

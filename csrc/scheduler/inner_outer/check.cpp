@@ -8,7 +8,7 @@
 // the norm's) join as extra reductions when their operands are elementwise math on tensors of their own
 // shape. Reductions of the rows' tensor over some of the row dims (grouped: a position embedding's grad,
 // summed over the batch) join when they all sum the same dims; what follows them is the same math, at
-// their results' size.
+// their results' size. Cats of the outer results with inputs of their widths are the finish's too.
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/entry.h"
@@ -130,9 +130,20 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
                                      fmt::join(domain.input_sizes, ", ")));
     }
   }
+  // Cats of the outer results at their widths with inputs of those widths (finishCats): the finish writes
+  // them; their exprs are neither the rows' nor checked below.
+  std::vector<int64_t> widths{row_length};
+  if (grouping) widths.push_back(grouping->groups * row_length);
+  for (const Expr* r : extras) widths.push_back(bound.numel(r->output(0)));
+  std::unordered_set<const Expr*> cat_exprs;
+  for (const RowCat& cat : finishCats(candidate.exprs, candidate.outputs, candidate.inputs, split.after_outer, widths,
+                                      bound)) {
+    cat_exprs.insert(cat.exprs.begin(), cat.exprs.end());
+  }
   // What follows the outer reductions: elementwise on their results, at a row's size, read by nothing else.
   Candidate rows{{}, candidate.inputs, {}};
   for (const Expr* e : candidate.exprs) {
+    if (cat_exprs.count(e) != 0) continue;
     const bool outer = std::find(split.outer.begin(), split.outer.end(), e) != split.outer.end();
     bool reads_outer = false, reads_other = false;
     for (const Val* in : e->inputs()) {

@@ -8,6 +8,7 @@
 
 #include "scheduler/inner_outer/heuristics.h"
 #include "scheduler/reduction/reduction_domain.h"
+#include "scheduler/reduction/row_cats.h"
 #include "scheduler/scheduler.h"
 
 #include <optional>
@@ -30,8 +31,23 @@ struct RowGrouping {
 // row dim (a plain outer reduction).
 std::optional<RowGrouping> rowGroupingOf(const Expr& r, const ReductionDomain& domain, const BoundShapes& bound);
 Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
+// The outputs the finish writes as cats (row_cats.h, with casts) of column values: a DiT block's adaLN grad,
+// its shift and scale grads (summed over each image's tokens) padded into the grad of the modulation's
+// output beside the other pieces, which are inputs. Every part of a cat is a value computed from the outer
+// results at one of their widths (`widths`), or an input of that width, all parts of one width, at least one
+// computed. `after_outer`: the outer results and what is computed from them.
+std::vector<RowCat> finishCats(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs,
+                               const std::vector<const Val*>& inputs, const ValSet& after_outer,
+                               const std::vector<int64_t>& widths, const BoundShapes& bound);
+// The table's check: the group whole, or its rows (canScheduleInnerOuter) with pointwise parts that share
+// nothing with them beside (parts.cpp).
+Verdict canScheduleInnerOuterOrParts(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound);
 
 namespace scheduler {
+// The heuristics and lowering of a segment, with its pointwise parts beside the rows where it has some
+// (InnerOuterParams::parts).
+InnerOuterParams innerOuterSegmentHeuristics(LoweringContext& ctx);
+void lowerInnerOuterSegment(LoweringContext& ctx, const InnerOuterParams& params);
 // The shared workspace of outer reduction `o`'s partial sums (both kernels name it alike).
 std::string innerOuterPartialsName(size_t o);
 // The finishing kernel: per column, the partial sums of every outer reduction combined, then the

@@ -1,7 +1,7 @@
 // The inner-outer persistent scheduler's follow-up kernel and its row in the scheduler table. Threads in
 // x take consecutive columns (coalesced), threads in y split the partial rows; a block reduction across
 // y combines them, then the first thread row computes what the segment makes of the outer results (a
-// cast to the grad's dtype, a scale) and stores the outputs. The partial row count is a launch argument.
+// cast to the grad's dtype, a scale) and stores the outputs, and its elements of cats of them (finishCats). The partial row count is a launch argument.
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduce_values.h"
@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace braze {
 namespace scheduler {
@@ -30,12 +31,35 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
     workspaces.push_back(kb.addTensor(std::move(ws)));
     columns = std::max(columns, p.columns);
   }
-  // The outputs computed from the outer results, with the parameters the first kernel has for them.
-  std::vector<std::pair<const Val*, TensorId>> outputs;
-  for (const Val* out : ctx.segment.outputs) {
-    if (after_outer.count(out) != 0) outputs.emplace_back(out, kb.addTensor(ctx.kernel.tensors[ctx.outputs.at(out)]));
+  // The outputs computed from the outer results, with the parameters the first kernel has for them: those
+  // at a column each, and the cats (with the inputs their other parts read).
+  std::vector<int64_t> widths;
+  for (const OuterPartials& p : partials) {
+    if (std::find(widths.begin(), widths.end(), p.columns) == widths.end()) widths.push_back(p.columns);
   }
-  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, {});
+  const std::vector<RowCat> cats = finishCats(ctx.segment.exprs, ctx.segment.outputs, ctx.segment.inputs, after_outer,
+                                              widths, ctx.bound);
+  std::vector<std::pair<const Val*, TensorId>> outputs;
+  std::vector<TensorId> cat_outputs;
+  std::unordered_map<const Val*, TensorId> inputs;
+  for (const RowCat& cat : cats) {
+    cat_outputs.push_back(kb.addTensor(ctx.kernel.tensors[ctx.outputs.at(cat.output)]));
+    for (const Expr* e : cat.exprs) {
+      for (const Val* in : e->inputs()) {
+        auto param = ctx.inputs.find(in);
+        if (param != ctx.inputs.end() && inputs.count(in) == 0) {
+          inputs.emplace(in, kb.addTensor(ctx.kernel.tensors[param->second]));
+        }
+      }
+    }
+  }
+  for (const Val* out : ctx.segment.outputs) {
+    const bool cat = std::any_of(cats.begin(), cats.end(), [&](const RowCat& c) { return c.output == out; });
+    if (after_outer.count(out) != 0 && !cat) {
+      outputs.emplace_back(out, kb.addTensor(ctx.kernel.tensors[ctx.outputs.at(out)]));
+    }
+  }
+  ValueBuilder vb(kb, ctx.bound, ctx.segment.exprs, inputs);
   const ExprId col = kb.letValue("col", kb.add(kb.mul(kb.blockIdx(0), kb.index(params.finish_threads_x)),
                                                kb.threadIdx(0)));
   std::vector<VarId> totals;
@@ -61,12 +85,9 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
     kb.blockReduce(total, op, 1);
     totals.push_back(total);
   }
-  // Each output has the columns of the reductions it is computed from.
+  // Each output has the columns of the reductions it is computed from; a cat's parts have one width, and
+  // the thread of a column stores each part's element of that column.
   const VarId lane = kb.scalarVar("lane", DataType::Int64, true);
-  std::vector<int64_t> widths;
-  for (const OuterPartials& p : partials) {
-    if (std::find(widths.begin(), widths.end(), p.columns) == widths.end()) widths.push_back(p.columns);
-  }
   for (int64_t width : widths) {
     const ExprId writer = kb.land(kb.lt(col, kb.index(width)), kb.eq(kb.threadIdx(1), kb.index(0)));
     emitChunk(kb, vb, writer, 1, lane, [&](Chunk& c) {
@@ -78,6 +99,11 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
         if (ctx.bound.numel(out) != width) continue;
         const std::vector<Idx> at = vb.unflatten(col, false, ctx.bound.sizesOf(out));
         storeOutput(kb, vb, c, tensor, at, vb.valueAt(out, at));
+      }
+      for (size_t i = 0; i < cats.size(); ++i) {
+        if (ctx.bound.numel(cats[i].parts.front().row_value) == width) {
+          storeRowCat(kb, vb, c, ctx.bound, cats[i], cat_outputs[i], col);
+        }
       }
     });
   }
@@ -93,12 +119,12 @@ Kernel lowerInnerOuterFinish(const LoweringContext& ctx, const std::vector<Outer
 
 const SchedulerEntry& innerOuterPersistentScheduler() {
   static const SchedulerEntry entry{
-      SchedulerKind::InnerOuterPersistent, "inner_outer_persistent", canScheduleInnerOuter, nullptr,
+      SchedulerKind::InnerOuterPersistent, "inner_outer_persistent", canScheduleInnerOuterOrParts, nullptr,
       [](scheduler::LoweringContext& ctx) {
-        return heuristicsOf(innerOuterPersistentScheduler(), scheduler::innerOuterRowHeuristics(ctx));
+        return heuristicsOf(innerOuterPersistentScheduler(), scheduler::innerOuterSegmentHeuristics(ctx));
       },
       [](scheduler::LoweringContext& ctx, const SegmentHeuristics& heuristics) {
-        scheduler::lowerInnerOuterRows(ctx, paramsOf<InnerOuterParams>(heuristics));
+        scheduler::lowerInnerOuterSegment(ctx, paramsOf<InnerOuterParams>(heuristics));
       },
       scheduler::relaunchInnerOuter, scheduler::innerOuterHeuristicsAtRows};
   return entry;

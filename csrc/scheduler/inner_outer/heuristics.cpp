@@ -44,11 +44,13 @@ std::string InnerOuterParams::toString() const {
                          problem.grouped.reductions, problem.grouped.group_rows, problem.grouped.groups, group_slices,
                          slice_rows);
   }
+  std::string beside;
+  for (const PointwiseParams& part : parts) beside += fmt::format("; then {}", part.toString());
   return fmt::format("inner-outer persistent: {}{}; {}partial sums finished by a {}x{} block (columns x partial "
-                     "rows)",
+                     "rows){}",
                      inner.toString(), extra, combine_in_block ? "a partial row per block, its thread rows added in "
                                                                  "shared memory; " : "",
-                     finish_threads_x, finish_threads_y);
+                     finish_threads_x, finish_threads_y, beside);
 }
 
 InnerOuterParams innerOuterHeuristics(const DeviceInfo& given, const InnerOuterProblem& problem) {

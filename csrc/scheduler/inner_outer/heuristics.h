@@ -75,6 +75,9 @@ struct InnerOuterParams {
   int64_t slice_rows = 1;
   int64_t group_combine_bytes = 0;
   int64_t groupItems() const { return problem.grouped.groups * group_slices; }
+  // Parts that share nothing with the rows (a conditioning tensor's cast beside a norm backward): pointwise
+  // kernels in one-dimensional blocks of the rows' threads, after the rows' blocks (parts.cpp).
+  std::vector<PointwiseParams> parts;
   InnerOuterProblem problem;  // what they were chosen for (another row count's: row_launch.h)
   std::string toString() const;   // without the grid (the kernel source's heading)
 };

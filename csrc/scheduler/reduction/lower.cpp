@@ -561,7 +561,7 @@ void RowLowering::epilogue() {
         storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
       }
       const ExprId kept = lanes_ > 1 ? kb_.add(kept_base_, kb_.ref(lane_)) : kept_base_;
-      for (const RowCat& cat : cats_) storeRowCat(kb_, vb_, c, ctx_, cat, kept);
+      for (const RowCat& cat : cats_) storeRowCat(kb_, vb_, c, bound_, cat, ctx_.outputs.at(cat.output), kept);
       accumulateTotals(c);
     });
   }

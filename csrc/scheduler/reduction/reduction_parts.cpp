@@ -12,10 +12,8 @@
 #include <optional>
 
 namespace braze {
-namespace {
 
-// Why a part without reductions cannot run in a reduction kernel's blocks, or "".
-std::string pointwisePartProblem(const Candidate& part, const CandidateFacts& facts, const BoundShapes& bound) {
+std::string sideBySidePointwiseProblem(const Candidate& part, const CandidateFacts& facts, const BoundShapes& bound) {
   // A reduction kernel writes no input in place: the update would be a buffer and a copy.
   for (const Val* out : part.outputs) {
     if (out->fusion()->outputAliases().count(const_cast<Val*>(out)) != 0) {
@@ -28,8 +26,6 @@ std::string pointwisePartProblem(const Candidate& part, const CandidateFacts& fa
   if (choice.kind != SchedulerKind::Pointwise) return "side by side, a part is no pointwise kernel";
   return "";
 }
-
-}  // namespace
 
 Verdict wholeOrParts(const Candidate& candidate, const CandidateFacts& facts, const BoundShapes& bound,
                      CandidateCheck one, PartsCheck parts) {
@@ -47,7 +43,7 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
     CandidateFacts part_facts = analyzeCandidate(part);
     part_facts.reasons = facts.reasons;
     if (part_facts.reductions.empty()) {
-      if (std::string why = pointwisePartProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
+      if (std::string why = sideBySidePointwiseProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
       continue;
     }
     auto domain_or = commonReductionDomain(part_facts, bound);
@@ -74,7 +70,7 @@ Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, cons
     if (!std::all_of(part.inputs.begin(), part.inputs.end(), readsAsScalar)) {
       return Verdict::no("beside the rows, a part reads tensors");
     }
-    if (std::string why = pointwisePartProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
+    if (std::string why = sideBySidePointwiseProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
   }
   if (rows == nullptr) return Verdict::no("beside the rows, no part reduces");
   CandidateFacts rows_facts = analyzeCandidate(*rows);

@@ -16,6 +16,10 @@
 
 namespace braze {
 
+// Why a part without reductions cannot run beside a reduction kernel's part in blocks of its own, or "": it
+// updates an input in place, or is no pointwise kernel alone (a transpose, with the input views it reads).
+std::string sideBySidePointwiseProblem(const Candidate& part, const CandidateFacts& facts, const BoundShapes& bound);
+
 // The verdict of `one` on the whole group where it takes it; else, where the group has reductions and
 // several independent parts, that of `parts` on them; else `one`'s refusal (the kernel the group was).
 using CandidateCheck = Verdict (*)(const Candidate&, const CandidateFacts&, const BoundShapes&);

@@ -21,8 +21,8 @@ bool isZero(const ScalarValue& v) {
 class Matcher {
  public:
   Matcher(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs,
-          const std::function<bool(const Val*)>& per_row, const BoundShapes& bound)
-      : per_row_(per_row), bound_(bound), outputs_(outputs.begin(), outputs.end()) {
+          const std::function<bool(const Val*)>& per_row, const BoundShapes& bound, RowCatForms forms)
+      : per_row_(per_row), bound_(bound), forms_(forms), outputs_(outputs.begin(), outputs.end()) {
     for (const Expr* e : exprs) {
       for (const Val* out : e->outputs()) def_[out] = e;
       for (const Val* in : e->inputs()) ++uses_[in];
@@ -52,6 +52,11 @@ class Matcher {
       cat.dim = -1;
       for (const Val* leaf : leaves) {
         const Expr* pad = def_.count(leaf) != 0 ? def_.at(leaf) : nullptr;
+        if (pad != nullptr && pad->kind() == OpKind::CastOp && forms_.casts && single(leaf)) {
+          joins.push_back(pad);  // a part padded, then cast: the pad's zeros stay zeros
+          leaf = pad->input(0);
+          pad = def_.count(leaf) != 0 ? def_.at(leaf) : nullptr;
+        }
         if (pad == nullptr || pad->kind() != OpKind::Pad || !single(leaf)) return std::nullopt;
         const auto [dim, low] = padDim(*pad);
         if (dim < 0 || (cat.dim >= 0 && dim != cat.dim)) return std::nullopt;
@@ -88,18 +93,20 @@ class Matcher {
  private:
   bool single(const Val* v) const {
     auto u = uses_.find(v);
-    return u != uses_.end() && u->second == 1 && outputs_.count(v) == 0;
+    return u != uses_.end() && u->second == 1 && (forms_.casts || outputs_.count(v) == 0);
   }
 
-  // Walks back from v through index maps, each value passed through read by the next op alone (v itself
-  // may be read elsewhere where `shared_start`): their exprs in order, and the value they start from;
-  // null where a value between is read elsewhere.
+  // Walks back from v through index maps (and casts, where the forms allow them), each value passed
+  // through read by the next op alone (v itself may be read elsewhere where `shared_start`): their exprs
+  // in order, and the value they start from; null where a value between is read elsewhere (a cast read
+  // elsewhere is where the walk stops).
   const Val* back(const Val* v, std::vector<const Expr*>& chain, bool shared_start) {
     const Val* start = v;
     while (true) {
       auto d = def_.find(v);
-      if (d == def_.end() || !isIndexMap(*d->second)) return v;
-      if (!(v == start && shared_start) && !single(v)) return nullptr;
+      const bool cast = forms_.casts && d != def_.end() && d->second->kind() == OpKind::CastOp;
+      if (d == def_.end() || !(isIndexMap(*d->second) || cast)) return v;
+      if (!(v == start && shared_start) && !single(v)) return cast ? v : nullptr;
       chain.insert(chain.begin(), d->second);
       v = d->second->input(0);
     }
@@ -141,6 +148,7 @@ class Matcher {
 
   const std::function<bool(const Val*)>& per_row_;
   const BoundShapes& bound_;
+  RowCatForms forms_;
   std::unordered_set<const Val*> outputs_;
   std::unordered_map<const Val*, const Expr*> def_;
   std::unordered_map<const Val*, int> uses_;
@@ -149,8 +157,9 @@ class Matcher {
 }  // namespace
 
 std::vector<RowCat> findRowCats(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs,
-                                const std::function<bool(const Val*)>& per_row, const BoundShapes& bound) {
-  Matcher matcher(exprs, outputs, per_row, bound);
+                                const std::function<bool(const Val*)>& per_row, const BoundShapes& bound,
+                                RowCatForms forms) {
+  Matcher matcher(exprs, outputs, per_row, bound, forms);
   std::vector<RowCat> cats;
   for (const Val* out : outputs) {
     if (!out->isTensor() || per_row(out)) continue;
@@ -176,19 +185,19 @@ std::vector<Idx> forward(ValueBuilder& vb, const BoundShapes& bound, const Expr&
     const ExprId flat = vb.flatOffset(StridedLayout::rowMajor(bound.sizesOf(e.input(0))), index, &lane_coefficient);
     return vb.unflatten(flat, false, bound.sizesOf(e.output(0)));
   }
-  return index;  // a copy
+  return index;  // a copy or a cast
 }
 
 }  // namespace
 
-void storeRowCat(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const LoweringContext& ctx, const RowCat& cat,
-                 ExprId kept) {
+void storeRowCat(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const BoundShapes& bound, const RowCat& cat,
+                 TensorId out, ExprId kept) {
   for (const RowCatPart& part : cat.parts) {
-    std::vector<Idx> index = vb.unflatten(kept, false, ctx.bound.sizesOf(part.row_value));
-    for (const Expr* e : part.to_cat) index = forward(vb, ctx.bound, *e, index);
+    std::vector<Idx> index = vb.unflatten(kept, false, bound.sizesOf(part.row_value));
+    for (const Expr* e : part.to_cat) index = forward(vb, bound, *e, index);
     index[static_cast<size_t>(cat.dim)].base = kb.add(index[static_cast<size_t>(cat.dim)].base, kb.index(part.offset));
-    for (const Expr* e : cat.from_cat) index = forward(vb, ctx.bound, *e, index);
-    storeOutput(kb, vb, c, ctx.outputs.at(cat.output), index, vb.valueAt(cat.output, index));
+    for (const Expr* e : cat.from_cat) index = forward(vb, bound, *e, index);
+    storeOutput(kb, vb, c, out, index, vb.valueAt(cat.output, index));
   }
 }
 

@@ -34,16 +34,25 @@ struct RowCat {
   std::vector<const Expr*> exprs;    // every expr from the parts' R to O
 };
 
+// What else a cat may hold, beyond permutes and reshapes between its parts and its output.
+struct RowCatForms {
+  // Casts too, and values that are outputs of their own on the way (Thunder's bf16 cat: each part padded
+  // in bf16 and cast to float, the adds in float, the cat cast back to bf16 as an output, and its
+  // transpose another): what the inner-outer finish writes (inner_outer/entry.h's finishCats).
+  bool casts = false;
+};
+
 // The row cats among `outputs` of a group of `exprs`; `per_row` tells a per-row value.
 std::vector<RowCat> findRowCats(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs,
-                                const std::function<bool(const Val*)>& per_row, const BoundShapes& bound);
+                                const std::function<bool(const Val*)>& per_row, const BoundShapes& bound,
+                                RowCatForms forms = {});
 
 namespace scheduler {
 
 // Stores every part of `cat` for the row value's element at its flat index `kept` (in the chunk `c`):
-// O's element where the part puts it, as vb computes O there.
-void storeRowCat(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const LoweringContext& ctx, const RowCat& cat,
-                 ExprId kept);
+// O's element where the part puts it, as vb computes O there, into O's tensor `out` of kb's kernel.
+void storeRowCat(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const BoundShapes& bound, const RowCat& cat,
+                 TensorId out, ExprId kept);
 
 }  // namespace scheduler
 }  // namespace braze

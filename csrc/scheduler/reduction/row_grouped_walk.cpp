@@ -4,6 +4,7 @@
 // results. Where an item is a whole group, it writes the outputs computed from its sums itself;
 // otherwise its sums are stored as its partial row (group_slices x groups x row length), and the finish
 // adds the slices per column and writes what is computed from the results.
+#include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/row_lowering.h"
 #include "support/error.h"
 
@@ -68,6 +69,12 @@ std::vector<const Val*> RowLowering::groupedOutputsWrittenByItems(const InnerOut
   const int64_t width = grouping_.groups * row_length_;
   for (const Expr* r : extra_) {
     if (bound_.numel(r->output(0)) == width) return {};  // the finish computes that width
+  }
+  // The finish writes cats of the results (with inputs of their width) whole.
+  std::vector<int64_t> widths{row_length_, width};
+  for (const Expr* r : extra_) widths.push_back(bound_.numel(r->output(0)));
+  if (!finishCats(ctx_.segment.exprs, ctx_.segment.outputs, ctx_.segment.inputs, after_outer_, widths, bound_).empty()) {
+    return {};
   }
   // The values computed from the grouped results, and those computed from any other outer result.
   std::vector<const Expr*> others = outer_;

@@ -69,6 +69,8 @@ std::optional<SegmentHeuristics> rowHeuristicsAtRows(const DeviceInfo& device, c
 
 std::optional<SegmentHeuristics> innerOuterHeuristicsAtRows(const DeviceInfo& device, const SegmentHeuristics& chosen,
                                                             int64_t from, int64_t to) {
+  // Parts beside the rows have sizes of their own, which the factor need not scale.
+  if (!paramsOf<InnerOuterParams>(chosen).parts.empty()) return std::nullopt;
   InnerOuterProblem problem = paramsOf<InnerOuterParams>(chosen).problem;
   const std::optional<int64_t> rows = scaledRows(problem.rows.rows, from, to);
   // Grouped reductions: which row dims the factor scales (groups or rows per group) is not known here.
@@ -103,7 +105,11 @@ bool relaunchRows(const SegmentHeuristics& lowered_at, const SegmentHeuristics& 
 bool relaunchInnerOuter(const SegmentHeuristics& lowered_at, const SegmentHeuristics& heuristics,
                         std::span<Kernel> kernels) {
   const InnerOuterParams& io = paramsOf<InnerOuterParams>(heuristics);
-  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 2) return false;
+  // A kernel with parts beside its rows launches each part's blocks after the rows'.
+  if (lowered_at.lowering != heuristics.lowering || kernels.size() != 2 || !io.parts.empty() ||
+      !paramsOf<InnerOuterParams>(lowered_at).parts.empty()) {
+    return false;
+  }
   // A grouped walk's code has the groups' strides among the rows in it.
   if (io.problem.grouped.reductions > 0) return false;
   const InnerOuterParams& at = paramsOf<InnerOuterParams>(lowered_at);
