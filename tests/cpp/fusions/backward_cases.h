@@ -223,6 +223,73 @@ inline KernelCase gqaBackwardCase(int64_t b, int64_t g, int64_t q, int64_t t, in
   return c;
 }
 
+// DiT's second norm backward as Thunder hands it: x and the grad of the modulated norm [b, t, c], mean and
+// rstd [b, t, 1] float, the scale [b, c], four chunk grads of the modulation's output [b, c] computed before,
+// and a conditioning grad [b, 1, c] that shares nothing with the rest in. Out: grad_x; the modulation's grad
+// [b, 6 c], its shift and scale grads (sums over each image's tokens) padded beside the four chunks (Thunder's
+// bf16 cat: pads in bf16, cast to float, added, cast back), and its transpose; the conditioning grad squeezed
+// and cast. One inner-outer segment: the finish writes the cat (inner_outer/entry.h's finishCats), the cast
+// runs in blocks after the rows' (inner_outer/parts.cpp).
+inline KernelCase adalnNormBackwardCase(int64_t b, int64_t t, int64_t c, DataType dtype, uint64_t seed) {
+  KernelCase kc;
+  Fusion& f = *kc.fusion;
+  {
+    FusionGuard guard(&f);
+    const DataType f32 = DataType::Float;
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    TensorView* grad_h = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    TensorView* mean = defineTensor({-1, -1, 1}, {true, true, std::nullopt}, f32);
+    TensorView* rstd = defineTensor({-1, -1, 1}, {true, true, std::nullopt}, f32);
+    TensorView* scale = defineTensor({-1, -1}, {true, true}, dtype);
+    std::vector<TensorView*> chunks(6, nullptr);
+    for (int64_t given : {0, 1, 2, 5}) chunks[given] = defineTensor({-1, -1}, {true, true}, dtype);
+    TensorView* cond = defineTensor({-1, 1, -1}, {true, std::nullopt, true}, dtype);
+    Val* x_hat = mul(sub(cast(x, f32), mean), rstd);
+    Val* g = cast(grad_h, f32);
+    chunks[3] = cast(reduce(OpKind::Sum, g->asTensor(), {1}), dtype)->asTensor();
+    chunks[4] = cast(reduce(OpKind::Sum, mul(g, x_hat)->asTensor(), {1}), dtype)->asTensor();
+    Val* one_plus = add(cast(scale, f32), defineScalar(DataType::Double, 1.0));
+    Val* gn = mul(g, broadcast(one_plus->asTensor(), {false, true, false}));
+    Val* c_size = size(x, 2);
+    Val* mean_gn = div(reduce(OpKind::Sum, gn->asTensor(), {2}, /*keepdim=*/true), c_size);
+    Val* mean_gx = div(reduce(OpKind::Sum, mul(gn, x_hat)->asTensor(), {2}, /*keepdim=*/true), c_size);
+    f.addOutput(cast(mul(rstd, sub(sub(gn, mean_gn), mul(x_hat, mean_gx))), dtype));
+    Val* total = nullptr;
+    for (int64_t k = 0; k < 6; ++k) {
+      Val* padded = cast(pad(chunks[static_cast<size_t>(k)], ints(f, {k * c, (5 - k) * c}), f.constant(0.0)), f32);
+      total = total == nullptr ? padded : add(total, padded);
+    }
+    TensorView* cat_out = cast(total, dtype)->asTensor();
+    f.addOutput(cat_out);
+    f.addOutput(permute(cat_out, {1, 0}));
+    f.addOutput(cast(squeeze(cast(cond, f32)->asTensor(), {1}), dtype));
+  }
+  const std::vector<int64_t> rows{b, t, c}, stats{b, t, 1}, chunk{b, c};
+  kc.inputs = randomInputs(f, seed, {rows, rows, stats, stats, chunk, chunk, chunk, chunk, chunk, {b, 1, c}});
+  kc.expect = expectKernels(2, SchedulerKind::InnerOuterPersistent);
+  return kc;
+}
+
+// Bias grads over rows of their own (a ViT's over its tokens and over its class token) and a max over the
+// short part's rows: one reduction kernel of parts, each its own split of its rows (reduction_parts.h).
+inline KernelCase outerSumsOfTheirOwnRowsCase(int64_t long_rows, int64_t short_rows, int64_t c, DataType dtype,
+                                              uint64_t seed) {
+  KernelCase kc;
+  Fusion& f = *kc.fusion;
+  {
+    FusionGuard guard(&f);
+    const DataType f32 = DataType::Float;
+    TensorView* tokens = defineTensor({-1, -1}, {true, true}, dtype);
+    TensorView* cls = defineTensor({-1, -1}, {true, true}, dtype);
+    f.addOutput(cast(reduce(OpKind::Sum, cast(tokens, f32)->asTensor(), {0}), dtype));
+    f.addOutput(cast(reduce(OpKind::Sum, cast(cls, f32)->asTensor(), {0}), dtype));
+    f.addOutput(reduce(OpKind::Max, cast(cls, f32)->asTensor(), {0}));
+  }
+  kc.inputs = randomInputs(f, seed, {{long_rows, c}, {short_rows, c}});
+  kc.expect = expectKernels(1, SchedulerKind::Reduction);
+  return kc;
+}
+
 // Every case above at odd sizes, size-1 rows and columns, and bf16, fp16 and fp32.
 inline std::vector<KernelCaseMaker> backwardCases() {
   std::vector<KernelCaseMaker> cases;
@@ -277,6 +344,14 @@ inline std::vector<KernelCaseMaker> backwardCases() {
   cases.push_back({"gqa_backward_bf16_2x2x4x5x16", [] { return gqaBackwardCase(2, 2, 4, 5, 16, DataType::BFloat16, 68); }});
   cases.push_back({"gqa_backward_f32_1x3x16x3x8", [] { return gqaBackwardCase(1, 3, 16, 3, 8, DataType::Float, 69); }});
   cases.push_back({"gqa_backward_17_query_heads_f16", [] { return gqaBackwardCase(1, 1, 17, 2, 8, DataType::Half, 70); }});
+  cases.push_back({"adaln_norm_backward_bf16_2x40x48", [] { return adalnNormBackwardCase(2, 40, 48, DataType::BFloat16, 77); }});
+  cases.push_back({"adaln_norm_backward_f32_3x19x33", [] { return adalnNormBackwardCase(3, 19, 33, DataType::Float, 78); }});
+  cases.push_back({"outer_sums_of_their_own_rows_bf16_3000x24_2", [] {
+                     return outerSumsOfTheirOwnRowsCase(3000, 2, 24, DataType::BFloat16, 79);
+                   }});
+  cases.push_back({"outer_sums_of_their_own_rows_f32_37x7_5", [] {
+                     return outerSumsOfTheirOwnRowsCase(37, 5, 7, DataType::Float, 80);
+                   }});
   cases.push_back({"softmax_backward_bf16_13x300", [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 63); }});
   cases.push_back({"softmax_backward_beside_scalars_bf16_13x300_e6",
                    [] { return softmaxBackwardCase(13, 300, DataType::BFloat16, 75, 6); }});

@@ -749,6 +749,11 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
          c.expect = expectKernels(2, SchedulerKind::InnerOuterPersistent);
          return c;
        }},
+      // The finish writing a cat of the grouped sums and given chunks; a cast in blocks after the rows'.
+      {"adaln_norm_backward_bf16_2x128x256", [] { return adalnNormBackwardCase(2, 128, 256, DataType::BFloat16, 10); }},
+      // A part split over more blocks in y than it has rows.
+      {"outer_sums_of_their_own_rows_bf16_8192x256_3",
+       [] { return outerSumsOfTheirOwnRowsCase(8192, 3, 256, DataType::BFloat16, 11); }},
   };
   for (DataType dtype : {DataType::BFloat16, DataType::Half, DataType::Float8_e4m3fn, DataType::Double}) {
     cases.push_back({fmt::format("softmax_{}_64x4096", toString(dtype)),
