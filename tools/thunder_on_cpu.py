@@ -1,7 +1,7 @@
 """Lightning Thunder's nvFuser executor on braze without a GPU: nanoGPT's block, a Llama block with
 --model llama, nanoGPT's whole model with its cross entropy (--model gpt) or a mixture-of-experts MLP
 (--model moe) (benchmarks/python/thunder_block.py), or a layer of benchmarks/python/thunder_models.py
-(--model bert|t5|neox|mixer|swin|vit|distill), trained one step with thunder.jit on CPU tensors, its
+(--model bert|t5|neox|mixer|swin|vit|distill|...: its BUILDERS), trained one step with thunder.jit on CPU tensors, its
 nvFusion regions executed by braze's simulated device. Prints how each fusion Thunder wrote plans (kernels and schedulers), and the
 output's and gradients' errors against eager PyTorch in float32 from the same weights; with --save DIR,
 writes each definition (its repr) and its first inputs (torch.save) there, to be replayed and explained.

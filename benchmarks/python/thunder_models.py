@@ -28,6 +28,10 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   segment sums' exp masked causally.
 - `DiTBlock`: a diffusion transformer's block with adaLN-Zero: norms without weights, modulated per image
   by a shift, a scale and a gate from a conditioning vector.
+- `FalconLayer`: attention and the MLP in parallel from one norm, multi-query attention from one fused
+  projection.
+- `Phi3Layer`: grouped-query attention from one fused projection, a SwiGLU MLP whose gate and up are the
+  halves of one projection.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -462,7 +466,80 @@ def build_dit(batch, seq, embd, heads, dtype):
     return DiTBlock(embd, heads).to(dtype), inputs
 
 
+class FalconLayer(nn.Module):
+    """Falcon: one layer norm feeding attention and the MLP in parallel, multi-query attention (one key and
+    value head for all query heads) from one fused projection laid out q heads | k | v, RoPE, a GELU MLP,
+    no biases."""
+    def __init__(self, n_embd, n_head, max_tokens):
+        super().__init__()
+        self.n_head, self.hs = n_head, n_embd // n_head
+        self.ln = nn.LayerNorm(n_embd)
+        self.qkv = nn.Linear(n_embd, n_embd + 2 * self.hs, bias=False)
+        self.proj = nn.Linear(n_embd, n_embd, bias=False)
+        self.fc, self.out = nn.Linear(n_embd, 4 * n_embd, bias=False), nn.Linear(4 * n_embd, n_embd, bias=False)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, t):
+        T, half = t.size(-2), t.size(-1) // 2
+        return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.ln(x)
+        q, k, v = self.qkv(h).split([C, self.hs, self.hs], dim=-1)
+        q = self.rope(q.view(B, T, self.n_head, self.hs).transpose(1, 2))
+        k = self.rope(k.view(B, T, 1, self.hs).transpose(1, 2)).expand(B, self.n_head, T, self.hs)
+        v = v.view(B, T, 1, self.hs).transpose(1, 2).expand(B, self.n_head, T, self.hs)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        return x + self.proj(y) + self.out(F.gelu(self.fc(h)))
+
+def build_falcon(batch, seq, embd, heads, dtype):
+    return FalconLayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
+class Phi3Layer(nn.Module):
+    """Phi-3: RMS norms, grouped-query attention from one fused projection (q | k | v), RoPE, and a SwiGLU MLP
+    whose gate and up come from one projection split in two halves."""
+    def __init__(self, n_embd, n_head, kv_heads, max_tokens):
+        super().__init__()
+        self.n_head, self.kv, self.hs = n_head, kv_heads, n_embd // n_head
+        self.norm1, self.norm2 = nn.RMSNorm(n_embd), nn.RMSNorm(n_embd)
+        self.qkv = nn.Linear(n_embd, n_embd + 2 * kv_heads * self.hs, bias=False)
+        self.o = nn.Linear(n_embd, n_embd, bias=False)
+        self.gate_up = nn.Linear(n_embd, 2 * 3 * n_embd, bias=False)
+        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, t):
+        T, half = t.size(-2), t.size(-1) // 2
+        return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
+
+    def forward(self, x):
+        B, T, C = x.shape
+        kv = self.kv * self.hs
+        q, k, v = self.qkv(self.norm1(x)).split([C, kv, kv], dim=-1)
+        q = self.rope(q.view(B, T, self.n_head, self.hs).transpose(1, 2))
+        k = self.rope(k.view(B, T, self.kv, self.hs).transpose(1, 2))
+        v = v.view(B, T, self.kv, self.hs).transpose(1, 2)
+        rep = self.n_head // self.kv
+        y = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1),
+                                           is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
+        gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+def build_phi3(batch, seq, embd, heads, dtype):
+    kv_heads = heads // 2 if heads % 2 == 0 else 1  # a divisor of the query heads
+    return Phi3Layer(embd, heads, kv_heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
             "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
-            "dit": build_dit}
+            "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3}

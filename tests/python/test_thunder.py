@@ -218,7 +218,7 @@ def test_transformer_block_forward_and_backward(braze_executes, dtype):
 
 # ---- thunder_models.py's layers of other models, forward and backward -------------------------------
 @pytest.mark.parametrize("name", ["bert", "t5", "neox", "mixer", "swin", "vit", "distill", "gptj", "gemma2", "bloom",
-                                  "clip", "mistral", "mamba", "dit"])
+                                  "clip", "mistral", "mamba", "dit", "falcon", "phi3"])
 def test_other_model_layers_train_as_eager(braze_executes, name):
     """Post-norm BERT with a padding mask, T5, GPT-NeoX's partial rotary, MLP-Mixer, Swin's shifted windows, a ViT,
     a distillation loss, GPT-J's interleaved rotary, Gemma-2, BLOOM's ALiBi, CLIP's contrastive loss, Mistral

@@ -97,9 +97,10 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
 # rows and over its columns (an inner and an outer reduction of one tensor, no norm: two kernels), and sums
 # dt's and the heads' gradients over the batch and tokens beside outputs of other rows. DiT's second norm
 # backward sums the shift's and scale's gradients per image and concatenates them into the modulation
-# linear's gradient: the rows' kernel, a kernel writing the cat, and the linear's bias grad.
+# linear's gradient: the inner-outer finish writes the cat (one segment).
 MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 2, "distill": 1, "gptj": 1,
-                 "gemma2": 1, "bloom": 1, "clip": 1, "mistral": 1, "mamba": 2, "dit": 1}
+                 "gemma2": 1, "bloom": 1, "clip": 1, "mistral": 1, "mamba": 2, "dit": 1,
+                 "falcon": 1, "phi3": 1}
 
 
 @pytest.mark.parametrize("model", sorted(MOST_SEGMENTS))
@@ -108,7 +109,8 @@ def test_thunder_trains_more_model_shapes_as_eager(model, dtype, tolerance):
     """benchmarks/python/thunder_models.py's layers (post-norm BERT with a padding mask, T5, GPT-NeoX's
     partial rotary and parallel residual, MLP-Mixer, Swin's shifted windows, a ViT, a distillation loss of
     three terms, GPT-J's interleaved rotary, Gemma-2's soft-capped scores and four norms, BLOOM's ALiBi, CLIP's
-    contrastive loss, Mistral's sliding window with Qwen2's biased GQA, a Mamba-2-like mixer, DiT's adaLN-Zero),
+    contrastive loss, Mistral's sliding window with Qwen2's biased GQA, a Mamba-2-like mixer, DiT's adaLN-Zero,
+    Falcon's multi-query attention beside its MLP, Phi-3's fused projections),
     trained one step: the output and every gradient as eager float32's, and how many kernel segments
     each fusion takes. (In bf16 Thunder's nvFuser path rounds at other points than eager: T5's MLP weight
     gradient is 2.0e-2 from float32 there, 1.2e-2 through Thunder's torch executor; each fusion's outputs
