@@ -138,7 +138,7 @@ void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t wi
 }
 
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
-                 ExprId value) {
+                 ExprId value, ExprId guard) {
   const TensorParam& param = kb.kernel().tensors[out];
   // A float rounded to a bf16 or half output's dtype is stored unrounded: the store rounds it the same
   // way (to nearest even), once instead of twice.
@@ -162,13 +162,17 @@ void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out
     kb.localWrite(buffer, vb.lane(), value);
     kb.popTarget();
     kb.pushTarget(&chunk.post);
+    if (guard >= 0) kb.openIf(guard);
     kb.vecStore(out, base, buffer, kb.index(0), static_cast<int>(width));
+    if (guard >= 0) kb.close();
     kb.popTarget();
     return;
   }
   const ExprId offset = coefficient == 0 ? base : kb.add(base, kb.mul(vb.lane(), kb.index(coefficient)));
   kb.pushTarget(width > 1 ? &chunk.body : &chunk.pre);
+  if (guard >= 0) kb.openIf(guard);
   kb.store(out, offset, value);
+  if (guard >= 0) kb.close();
   kb.popTarget();
 }
 

@@ -94,8 +94,9 @@ struct Chunk {
 void emitChunk(KernelBuilder& kb, ValueBuilder& vb, ExprId predicate, int64_t width, VarId lane_var,
                const std::function<void(Chunk&)>& build, std::vector<Stmt>* later = nullptr);
 // Stores value (of the output's dtype) at `index` of an output parameter: through a lane buffer and
-// one vector store when the access allows it, else one scalar store per lane.
+// one vector store when the access allows it, else one scalar store per lane; only where `guard` (an
+// expression the lanes share) holds, if one is given.
 void storeOutput(KernelBuilder& kb, ValueBuilder& vb, Chunk& chunk, TensorId out, const std::vector<Idx>& index,
-                 ExprId value);
+                 ExprId value, ExprId guard = -1);
 
 }  // namespace braze::scheduler

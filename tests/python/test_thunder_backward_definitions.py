@@ -16,10 +16,11 @@ F32, BF16 = DataType.Float, DataType.BFloat16
 BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
 
-def define_thunder_layer_norm_backward(fd, batch, seq, hidden, width):
+def define_thunder_layer_norm_backward(fd, batch, seq, hidden, width, grad_in_outputs=True):
     """Inputs: mean [b, s] f32, weight [h], grad_out [b, s, h], x [b, s, h], rstd [b, s, 1] f32, the
     residual's grad [b, s, h], the next linear's output grad [b, s, width]. Outputs: grad_in + residual
-    grad, the same as [b * s, h], grad_weight, grad_bias and the next linear's bias grad."""
+    grad and the same as [b * s, h] (where grad_in_outputs), grad_weight, grad_bias and the next linear's
+    bias grad. Returns grad_in + residual grad (bf16)."""
     b, s, h = batch, seq, hidden
     bsh, bs1 = [b, s, h], [b, s, 1]
 
@@ -62,10 +63,12 @@ def define_thunder_layer_norm_backward(fd, batch, seq, hidden, width):
     grad_bias = fd.ops.sum(fd.ops.cast(grad_out, dtype=F32), dims=[0, 1], keepdim=False, dtype=DataType.Null)
     next_bias = fd.ops.sum(fd.ops.cast(next_grad, dtype=F32), dims=[0, 1], keepdim=False, dtype=DataType.Null)
     grad_in_bf16 = fd.ops.cast(grad_in, dtype=BF16)
-    fd.add_output(grad_in_bf16)
-    fd.add_output(fd.ops.reshape(grad_in_bf16, new_shape=[b * s, h]))
+    if grad_in_outputs:
+        fd.add_output(grad_in_bf16)
+        fd.add_output(fd.ops.reshape(grad_in_bf16, new_shape=[b * s, h]))
     for t in (grad_weight, grad_bias, next_bias):
         fd.add_output(fd.ops.cast(t, dtype=BF16))
+    return grad_in_bf16
 
 
 def thunder_inputs(rng, batch, seq, hidden, width):

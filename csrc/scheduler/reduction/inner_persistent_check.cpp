@@ -3,16 +3,19 @@
 // over the row and reduced again, and outputs are rows or per-row results. After a reduction only
 // elementwise math and broadcasts are allowed: a slice or permute of a value computed from a row
 // statistic would need other rows' (or other threads') elements. Whether a row fits in registers or
-// shared memory is a size question for the heuristic (schedulers issue). Totals over the rows of
+// shared memory is a size question for the heuristic (schedulers issue). Outputs may keep some of a computed
+// value's rows (row_slices.h). Totals over the rows of
 // per-row values finish in the same kernel (row_totals.h). Outputs made from scalars alone that the
 // rows do not hold run beside them, in blocks of their own (reduction_parts.h).
 #include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/reduction_parts.h"
+#include "scheduler/reduction/row_slices.h"
 #include "scheduler/reduction/row_totals.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace braze {
 namespace {
@@ -50,8 +53,22 @@ Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const Candidat
     return Verdict::no(fmt::format("the reduced dims [{}] of [{}] are not the innermost (an outer reduction)",
                                    fmt::join(domain.dims, ", "), fmt::join(domain.input_sizes, ", ")));
   }
+  // Outputs that keep some of a computed value's rows (row_slices.h): their slices and reshapes are the
+  // stores', checked by findRowSlices; the rest as any group's.
+  std::unordered_set<const Val*> produced;
+  for (const Expr* expr : candidate.exprs) produced.insert(expr->outputs().begin(), expr->outputs().end());
+  const std::vector<RowSlice> slices =
+      findRowSlices(candidate.exprs, candidate.outputs, domain.input_sizes, domain.dims,
+                    [&](const Val* v) { return produced.count(v) != 0; }, bound);
+  Candidate rest = candidate;
+  for (const RowSlice& slice : slices) {
+    std::erase_if(rest.exprs, [&](const Expr* e) {
+      return std::find(slice.chain.begin(), slice.chain.end(), e) != slice.chain.end();
+    });
+    std::erase(rest.outputs, slice.output);
+  }
   bool keeps_row = false;
-  for (const Expr* expr : candidate.exprs) {
+  for (const Expr* expr : rest.exprs) {
     const OpCategory category = opInfo(expr->kind()).category;
     if (category == OpCategory::Reduction || category == OpCategory::Normalization) {
       keeps_row = keeps_row || facts.after_reduction.count(expr->input(0)) != 0;
@@ -70,8 +87,8 @@ Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const Candidat
     keeps_row = keeps_row || (n == domain.full_numel && domain.full_numel != domain.outer_numel);
   }
   if (!keeps_row) return Verdict::no("no reduction result is broadcast back over the row (a plain reduction)");
-  if (std::string why = outputOutsideDomain(candidate, domain, bound); !why.empty()) return Verdict::no(why);
-  if (std::string why = misalignedWithDomain(candidate, facts, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = outputOutsideDomain(rest, domain, bound); !why.empty()) return Verdict::no(why);
+  if (std::string why = misalignedWithDomain(rest, facts, domain, bound); !why.empty()) return Verdict::no(why);
   return Verdict::yes();
 }
 

@@ -48,6 +48,11 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
     cats_ = findRowCats(ctx.segment.exprs, ctx.segment.outputs, [&](const Val* v) {
       return facts_.after_reduction.count(v) != 0 && bound_.numel(v) == rows_;
     }, bound_);
+  } else {  // the persistent ones' (the inner persistent check takes them)
+    std::unordered_set<const Val*> produced;
+    for (const Expr* e : ctx.segment.exprs) produced.insert(e->outputs().begin(), e->outputs().end());
+    slices_ = findRowSlices(ctx.segment.exprs, ctx.segment.outputs, domain_.input_sizes, domain_.dims,
+                            [&](const Val* v) { return produced.count(v) != 0; }, bound_);
   }
   // Outer reductions of other tensors over the same rows: walked after the row groups.
   std::erase_if(outer_, [&](const Expr* r) {
@@ -536,20 +541,22 @@ void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, const
 void RowLowering::epilogue() {
   std::vector<const Val*> full, per_row;
   for (const Val* out : ctx_.segment.outputs) {
-    // The finish, the last block (totals) or the per-row stores write it.
-    if (after_outer_.count(out) != 0 || after_totals_.count(out) != 0 || isRowCat(out)) continue;
+    // The finish, the last block (totals), the per-row stores or the row slices' stores write it.
+    const bool sliced = std::any_of(slices_.begin(), slices_.end(), [&](const RowSlice& s) { return s.output == out; });
+    if (after_outer_.count(out) != 0 || after_totals_.count(out) != 0 || isRowCat(out) || sliced) continue;
     const int64_t n = bound_.numel(out);
     (n == rows_ ? per_row : full).push_back(out);
   }
   const std::vector<const Val*> prologue = prologueOutputs();
   std::erase_if(full,
                 [&](const Val* out) { return std::find(prologue.begin(), prologue.end(), out) != prologue.end(); });
-  if (!full.empty() || !outer_.empty() || !grouped_.empty()) {
+  if (!full.empty() || !outer_.empty() || !grouped_.empty() || !slices_.empty()) {
     vb_.setLastPass();
     forEachElement([&](Chunk& c, const std::vector<Idx>& index) {
       for (size_t o = 0; o < outer_.size(); ++o) accumulateOuter(c, index, *outer_[o], outer_acc_[o]);
       for (size_t g = 0; g < grouped_.size(); ++g) accumulateOuter(c, index, *grouped_[g], grouped_acc_[g]);
       storeFullOutputs(c, index, full);
+      for (const RowSlice& s : slices_) storeRowSlice(kb_, vb_, c, bound_, s, ctx_.outputs.at(s.output), index);
     });
   }
   if (!per_row.empty() || !cats_.empty() || !totals_.empty()) {

@@ -18,6 +18,7 @@
 #include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_cats.h"
+#include "scheduler/reduction/row_slices.h"
 
 #include <array>
 #include <functional>
@@ -250,6 +251,7 @@ class RowLowering {
   ExprId group_ = -1, slice_ = -1;              // the current item's group and slice
   ValSet after_outer_;  // their results and what is computed from them
   std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
+  std::vector<RowSlice> slices_;                // outputs that keep some rows of a value (row_slices.h)
   std::vector<const Expr*> totals_;             // inner persistent: the totals over the rows (row_totals.h)
   ValSet after_totals_;                         // their results and what is computed from them
   std::vector<VarId> total_acc_;                // per total: this thread's sum of its rows' values

@@ -53,6 +53,30 @@ inline KernelCase layerNormCase(LayerNormShape shape, uint64_t seed, int64_t x_o
   return c;
 }
 
+// A softmax over [b, t, c] read as a ViT reads its tokens (reduction/row_slices.h): rows 1.. of each sequence
+// (and those reshaped to [b (t - 1), c]) and row 0, stored by the softmax kernel where each output has them.
+inline KernelCase softmaxRowSlicesCase(int64_t b, int64_t t, int64_t c, DataType dtype, uint64_t seed) {
+  KernelCase kc;
+  Fusion& f = *kc.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
+    Val* xf = cast(x, DataType::Float);
+    Val* e = unaryOp(OpKind::Exp, sub(xf, reduce(OpKind::Max, xf->asTensor(), {2}, /*keepdim=*/true)));
+    TensorView* y = cast(div(e, reduce(OpKind::Sum, e->asTensor(), {2}, /*keepdim=*/true)), dtype)->asTensor();
+    TensorView* patches = slice(y, ints(f, {0, 1, 0}), ints(f, {b, t, c}), ints(f, {1, 1, 1}), false);
+    f.addOutput(patches);
+    f.addOutput(reshape(patches, ints(f, {b * (t - 1), c})));
+    f.addOutput(slice(y, ints(f, {0, 0, 0}), ints(f, {b, 1, c}), ints(f, {1, 1, 1}), false));
+  }
+  kc.inputs = randomInputs(f, seed, {{b, t, c}});
+  kc.expect = [](const LoweredPlan& compiled) {
+    EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
+    EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
+  };
+  return kc;
+}
+
 inline KernelCase ropeCase(const RopeConfig& config, uint64_t seed) {
   KernelCase c;
   defineLitGptQkvSplitRope(*c.fusion, config);
@@ -751,6 +775,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
        }},
       // The finish writing a cat of the grouped sums and given chunks; a cast in blocks after the rows'.
       {"adaln_norm_backward_bf16_2x128x256", [] { return adalnNormBackwardCase(2, 128, 256, DataType::BFloat16, 10); }},
+      {"softmax_row_slices_bf16_4x65x256", [] { return softmaxRowSlicesCase(4, 65, 256, DataType::BFloat16, 12); }},
       // A part split over more blocks in y than it has rows.
       {"outer_sums_of_their_own_rows_bf16_8192x256_3",
        [] { return outerSumsOfTheirOwnRowsCase(8192, 3, 256, DataType::BFloat16, 11); }},
