@@ -127,3 +127,20 @@ def test_a_cat_of_inputs_alone_is_no_finish_cat():
     kernels, plan = helpers.kernels_of(fd, inputs)
     assert "inner_outer_persistent" in [k.scheduler for k in kernels], plan
     helpers.execute_near_reference(fd, inputs, rtol=1e-5)
+
+
+def test_a_padded_part_returned_beside_the_cat_keeps_the_cat_out_of_the_finish():
+    """A value on the cat's way that is an output too (a part padded): the finish writes a column per thread
+    and whole cats, not that; the plan is another, and right."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, 8], contiguity=[True] * 3)
+        fd.add_output(fd.ops.sub(x, fd.ops.broadcast_in_dim(fd.ops.sum(x, dims=[2], keepdim=True), shape=x.shape(),
+                                                            broadcast_dims=[0, 1, 2])))
+        a = fd.define_tensor(shape=[-1, 8], contiguity=[True, True])
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        padded = fd.ops.pad(fd.ops.sum(x, dims=[1], keepdim=False), [0, 8], zero)
+        fd.add_output(padded)
+        fd.add_output(fd.ops.add(padded, fd.ops.pad(a, [8, 0], zero)))
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((2, 40, 8)).astype(np.float32), rng.standard_normal((2, 8)).astype(np.float32)]
+    helpers.execute_near_reference(fd, inputs, rtol=1e-5)

@@ -136,9 +136,19 @@ Verdict canScheduleInnerOuter(const Candidate& candidate, const CandidateFacts& 
   if (grouping) widths.push_back(grouping->groups * row_length);
   for (const Expr* r : extras) widths.push_back(bound.numel(r->output(0)));
   std::unordered_set<const Expr*> cat_exprs;
+  std::unordered_set<const Val*> cat_outputs;
   for (const RowCat& cat : finishCats(candidate.exprs, candidate.outputs, candidate.inputs, split.after_outer, widths,
                                       bound)) {
     cat_exprs.insert(cat.exprs.begin(), cat.exprs.end());
+    cat_outputs.insert(cat.output);
+  }
+  // The finish writes a column per thread, and the cats: a value on a cat's way (a part padded) is none.
+  for (const Val* out : candidate.outputs) {
+    const bool column = std::find(widths.begin(), widths.end(), bound.numel(out)) != widths.end();
+    if (out->isTensor() && split.after_outer.count(out) != 0 && !column && cat_outputs.count(out) == 0) {
+      return Verdict::no(fmt::format("output {} is computed from an outer reduction's result but is neither a "
+                                     "column of its results nor a cat of them", out->name()));
+    }
   }
   // What follows the outer reductions: elementwise on their results, at a row's size, read by nothing else.
   Candidate rows{{}, candidate.inputs, {}};

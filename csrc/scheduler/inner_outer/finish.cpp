@@ -1,7 +1,8 @@
 // The inner-outer persistent scheduler's follow-up kernel and its row in the scheduler table. Threads in
 // x take consecutive columns (coalesced), threads in y split the partial rows; a block reduction across
 // y combines them, then the first thread row computes what the segment makes of the outer results (a
-// cast to the grad's dtype, a scale) and stores the outputs, and its elements of cats of them (finishCats). The partial row count is a launch argument.
+// cast to the grad's dtype, a scale) and stores the outputs, and its elements of cats of them
+// (finishCats). The partial row count is a launch argument.
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/reduction/entry.h"
 #include "scheduler/reduction/reduce_values.h"
