@@ -13,6 +13,7 @@
 #include "fusions/loss_cases.h"
 #include "fusions/rope.h"
 #include "fusions/rope_backward_cases.h"
+#include "fusions/row_output_cases.h"
 #include "fusions/scan_cases.h"
 #include "ir/ops.h"
 #include "codegen/source_emitter.h"
@@ -51,30 +52,6 @@ inline KernelCase layerNormCase(LayerNormShape shape, uint64_t seed, int64_t x_o
     c.inputs[0] = big.view({shape.batch, shape.seq, shape.hidden}, {shape.seq * shape.hidden, shape.hidden, 1}, x_offset);
   }
   return c;
-}
-
-// A softmax over [b, t, c] read as a ViT reads its tokens (reduction/row_slices.h): rows 1.. of each sequence
-// (and those reshaped to [b (t - 1), c]) and row 0, stored by the softmax kernel where each output has them.
-inline KernelCase softmaxRowSlicesCase(int64_t b, int64_t t, int64_t c, DataType dtype, uint64_t seed) {
-  KernelCase kc;
-  Fusion& f = *kc.fusion;
-  {
-    FusionGuard g(&f);
-    TensorView* x = defineTensor({-1, -1, -1}, {true, true, true}, dtype);
-    Val* xf = cast(x, DataType::Float);
-    Val* e = unaryOp(OpKind::Exp, sub(xf, reduce(OpKind::Max, xf->asTensor(), {2}, /*keepdim=*/true)));
-    TensorView* y = cast(div(e, reduce(OpKind::Sum, e->asTensor(), {2}, /*keepdim=*/true)), dtype)->asTensor();
-    TensorView* patches = slice(y, ints(f, {0, 1, 0}), ints(f, {b, t, c}), ints(f, {1, 1, 1}), false);
-    f.addOutput(patches);
-    f.addOutput(reshape(patches, ints(f, {b * (t - 1), c})));
-    f.addOutput(slice(y, ints(f, {0, 0, 0}), ints(f, {b, 1, c}), ints(f, {1, 1, 1}), false));
-  }
-  kc.inputs = randomInputs(f, seed, {{b, t, c}});
-  kc.expect = [](const LoweredPlan& compiled) {
-    EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
-    EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
-  };
-  return kc;
 }
 
 inline KernelCase ropeCase(const RopeConfig& config, uint64_t seed) {
