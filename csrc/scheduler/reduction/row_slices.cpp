@@ -106,10 +106,6 @@ void storeRowSlice(KernelBuilder& kb, ValueBuilder& vb, Chunk& c, const BoundSha
     at = vb.unflatten(flat, false, bound.sizesOf(e->output(0)));
     at.back().lane = lane;
   }
-  if (guard < 0) {
-    storeOutput(kb, vb, c, out, at, value);
-    return;
-  }
   // A row outside the slices stores nothing: its coordinates would index before or past the output.
   storeOutput(kb, vb, c, out, at, value, guard);
 }
