@@ -361,7 +361,21 @@ def build_clip(batch, seq, embd, heads, dtype):
     return ContrastiveLoss(embd).to(dtype), (torch.randn(rows, embd, dtype=dtype), torch.randn(rows, embd, dtype=dtype))
 
 
-class MistralLayer(nn.Module):
+class _HalfRotary(nn.Module):
+    """RoPE on whole heads, the halves rotated (Llama's layout): cos and sin tables for `max_tokens` positions
+    as buffers, and `rope` of [..., tokens, head size] tensors."""
+    def rotary_tables(self, head_size, max_tokens):
+        inverse = 1.0 / (10000 ** (torch.arange(0, head_size, 2).float() / head_size))
+        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rope(self, t):
+        T, half = t.size(-2), t.size(-1) // 2
+        return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
+
+
+class MistralLayer(_HalfRotary):
     """Mistral and Qwen2: RMS norms, grouped-query attention with biased q, k and v (Qwen2's), RoPE, a
     sliding-window causal mask given to the attention as an additive mask, a SwiGLU MLP."""
     def __init__(self, n_embd, n_head, kv_heads, window, max_tokens):
@@ -374,15 +388,7 @@ class MistralLayer(nn.Module):
         self.o = nn.Linear(n_embd, n_embd, bias=False)
         self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
         self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
-        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
-        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
-        self.register_buffer("cos", angles.cos())
-        self.register_buffer("sin", angles.sin())
-
-    def rope(self, t):
-        T, half = t.size(-2), t.size(-1) // 2
-        rot = torch.cat((-t[..., half:], t[..., :half]), -1)
-        return t * self.cos[:T] + rot * self.sin[:T]
+        self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
         B, T, C = x.shape
@@ -466,7 +472,7 @@ def build_dit(batch, seq, embd, heads, dtype):
     return DiTBlock(embd, heads).to(dtype), inputs
 
 
-class FalconLayer(nn.Module):
+class FalconLayer(_HalfRotary):
     """Falcon: one layer norm feeding attention and the MLP in parallel, multi-query attention (one key and
     value head for all query heads) from one fused projection laid out q heads | k | v, RoPE, a GELU MLP,
     no biases."""
@@ -477,14 +483,7 @@ class FalconLayer(nn.Module):
         self.qkv = nn.Linear(n_embd, n_embd + 2 * self.hs, bias=False)
         self.proj = nn.Linear(n_embd, n_embd, bias=False)
         self.fc, self.out = nn.Linear(n_embd, 4 * n_embd, bias=False), nn.Linear(4 * n_embd, n_embd, bias=False)
-        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
-        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
-        self.register_buffer("cos", angles.cos())
-        self.register_buffer("sin", angles.sin())
-
-    def rope(self, t):
-        T, half = t.size(-2), t.size(-1) // 2
-        return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
+        self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
         B, T, C = x.shape
@@ -500,7 +499,7 @@ def build_falcon(batch, seq, embd, heads, dtype):
     return FalconLayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
-class Phi3Layer(nn.Module):
+class Phi3Layer(_HalfRotary):
     """Phi-3: RMS norms, grouped-query attention from one fused projection (q | k | v), RoPE, and a SwiGLU MLP
     whose gate and up come from one projection split in two halves."""
     def __init__(self, n_embd, n_head, kv_heads, max_tokens):
@@ -511,14 +510,7 @@ class Phi3Layer(nn.Module):
         self.o = nn.Linear(n_embd, n_embd, bias=False)
         self.gate_up = nn.Linear(n_embd, 2 * 3 * n_embd, bias=False)
         self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
-        inverse = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
-        angles = torch.outer(torch.arange(max_tokens).float(), inverse).repeat(1, 2)
-        self.register_buffer("cos", angles.cos())
-        self.register_buffer("sin", angles.sin())
-
-    def rope(self, t):
-        T, half = t.size(-2), t.size(-1) // 2
-        return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
+        self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
         B, T, C = x.shape
