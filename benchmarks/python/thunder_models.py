@@ -32,6 +32,9 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   projection.
 - `Phi3Layer`: grouped-query attention from one fused projection, a SwiGLU MLP whose gate and up are the
   halves of one projection.
+- `Qwen3Layer`: Qwen3's (and OLMo-2's, Gemma-3's) QK-norm: each query and key head RMS-normed over its
+  head size in the projection's [batch, tokens, heads, head size] layout, then transposed to heads first
+  and rotated.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -531,7 +534,41 @@ def build_phi3(batch, seq, embd, heads, dtype):
     return Phi3Layer(embd, heads, kv_heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
+class Qwen3Layer(_HalfRotary):
+    """Qwen3: RMS norms, grouped-query attention without biases whose query and key heads are RMS-normed over
+    the head size before the transpose to [batch, heads, tokens, head size] and RoPE, a SwiGLU MLP."""
+    def __init__(self, n_embd, n_head, kv_heads, max_tokens):
+        super().__init__()
+        self.n_head, self.kv, self.hs = n_head, kv_heads, n_embd // n_head
+        self.norm1, self.norm2 = nn.RMSNorm(n_embd, eps=1e-6), nn.RMSNorm(n_embd, eps=1e-6)
+        self.q_norm, self.k_norm = nn.RMSNorm(self.hs, eps=1e-6), nn.RMSNorm(self.hs, eps=1e-6)
+        self.q = nn.Linear(n_embd, n_embd, bias=False)
+        self.k = nn.Linear(n_embd, kv_heads * self.hs, bias=False)
+        self.v = nn.Linear(n_embd, kv_heads * self.hs, bias=False)
+        self.o = nn.Linear(n_embd, n_embd, bias=False)
+        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        self.rotary_tables(self.hs, max_tokens)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.norm1(x)
+        q = self.rope(self.q_norm(self.q(h).view(B, T, self.n_head, self.hs)).transpose(1, 2))
+        k = self.rope(self.k_norm(self.k(h).view(B, T, self.kv, self.hs)).transpose(1, 2))
+        v = self.v(h).view(B, T, self.kv, self.hs).transpose(1, 2)
+        rep = self.n_head // self.kv
+        y = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1),
+                                           is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+def build_qwen3(batch, seq, embd, heads, dtype):
+    kv_heads = heads // 2 if heads % 2 == 0 else 1
+    return Qwen3Layer(embd, heads, kv_heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
             "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
-            "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3}
+            "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3, "qwen3": build_qwen3}

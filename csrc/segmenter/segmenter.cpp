@@ -417,7 +417,8 @@ class Segmenter {
 
   // Horizontal, last: a pointwise group (or a copy of an input through meta ops) that shares no tensor with
   // the kernels around it (Thunder's fusions hold a region's unrelated ops: a scaling beside a norm, two ops
-  // of unrelated shapes) joins the earliest kernel whose scheduler takes it beside its own work, in blocks
+  // of unrelated shapes) joins the earliest kernel, before or after it, whose scheduler takes it beside its
+  // own work (a query's scaling beside the transpose of the keys that follows it), in blocks
   // of its own (independent_parts.h): one launch less. The host keeps its scheduler (a transpose never
   // becomes a pointwise kernel by it); the hosts tried are pointwise, transpose, inner persistent,
   // inner-outer persistent and reduction kernels, each of which gives such a part its own vectors. Neither a group that updates an
@@ -444,7 +445,7 @@ class Segmenter {
       std::vector<int64_t> tried;
       for (int64_t h : hosts) {
         const int64_t root = find(h);
-        if (h >= g || tried.size() >= kReaderGroupsTried) break;
+        if (tried.size() >= kReaderGroupsTried) break;
         if (root == find(g) || std::find(tried.begin(), tried.end(), root) != tried.end()) continue;
         tried.push_back(root);
         auto kind = kinds.find(root);

@@ -1,7 +1,7 @@
 """Independent work in one launch (scheduler/independent_parts.h): Thunder hands a region's unrelated ops to
 one fusion (GPT-J's RoPE backward adds two gradients of one shape and negates a half of another; CLIP scales
 one embedding beside normalizing the other). A pointwise group that shares no tensor with the kernels around
-it joins the earliest pointwise, transpose, inner persistent, inner-outer persistent or reduction kernel that
+it joins the earliest (before or after it) pointwise, transpose, inner persistent, inner-outer persistent or reduction kernel that
 takes it, in blocks of its own, each part keeping the vectors it has alone (a transpose's tiles keep theirs). An update of an input in
 place joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
 strided and misaligned inputs."""
@@ -217,6 +217,30 @@ def test_gptj_attention_forward_is_one_kernel_at_odd_sizes(sizes):
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert len(kernels) == 1, plan
     helpers.execute_near_reference(fd, arrays, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("sizes", [(2, 4, 2, 64, 32), (1, 3, 1, 7, 5), (2, 6, 3, 9, 1)])
+def test_a_pointwise_op_before_a_transpose_joins_it(dtype, sizes):
+    """Thunder's attention input for grouped-query attention (Qwen3): the queries scaled and the key heads
+    repeated for the query heads, and then the keys scaled and transposed for the scores. The pointwise group
+    comes first in the definition; it joins the later transpose kernel all the same: one kernel, as the
+    reference."""
+    b, h, kv, t, d = sizes
+    rep = h // kv
+    with FusionDefinition() as fd:
+        q, k = tensor(fd, 4, dtype), tensor(fd, 4, dtype)
+        fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(q, F32), 0.42), dtype))
+        repeated = fd.ops.broadcast_in_dim(k, shape=[b, kv, rep, t, d], broadcast_dims=[0, 1, 3, 4])
+        keys = fd.ops.permute(fd.ops.reshape(repeated, new_shape=[b, h, t, d]), [0, 1, 3, 2])
+        fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(keys, F32), 0.42), dtype))
+    rng = np.random.default_rng(sum(sizes))
+    arrays = [rng.standard_normal((b, h, t, d)).astype(NP[dtype]), rng.standard_normal((b, kv, t, d)).astype(NP[dtype])]
+    for layout in (lambda a: a, misaligned):
+        laid = [layout(a) for a in arrays]
+        kernels, plan = helpers.kernels_of(fd, laid)
+        assert len(kernels) == 1, plan
+        helpers.execute_near_reference(fd, laid, rtol=1e-2 if dtype == BF16 else 1e-6)
 
 
 def test_another_batch_reuses_the_compiled_kernel_of_parts():
