@@ -32,9 +32,10 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   projection.
 - `Phi3Layer`: grouped-query attention from one fused projection, a SwiGLU MLP whose gate and up are the
   halves of one projection.
-- `Qwen3Layer`: Qwen3's (and OLMo-2's, Gemma-3's) QK-norm: each query and key head RMS-normed over its
-  head size in the projection's [batch, tokens, heads, head size] layout, then transposed to heads first
-  and rotated.
+- `Qwen3Layer`: Qwen3's (and Gemma-3's) QK-norm: each query and key head RMS-normed over its head size in
+  the projection's [batch, tokens, heads, head size] layout, then transposed to heads first and rotated.
+- `Olmo2Layer`: OLMo-2's QK-norm over the whole projection (all heads of a token together), then split
+  into heads, transposed and rotated; norms after attention and the MLP instead of before.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -568,7 +569,34 @@ def build_qwen3(batch, seq, embd, heads, dtype):
     return Qwen3Layer(embd, heads, kv_heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
+class Olmo2Layer(_HalfRotary):
+    """OLMo-2: the query and key projections RMS-normed over all their heads at once, then viewed as heads,
+    transposed and rotated; each residual branch normed after it (norm(attention(x)) + x), a SwiGLU MLP."""
+    def __init__(self, n_embd, n_head, max_tokens):
+        super().__init__()
+        self.n_head, self.hs = n_head, n_embd // n_head
+        self.q_norm, self.k_norm = nn.RMSNorm(n_embd, eps=1e-6), nn.RMSNorm(n_embd, eps=1e-6)
+        self.attn_norm, self.mlp_norm = nn.RMSNorm(n_embd, eps=1e-6), nn.RMSNorm(n_embd, eps=1e-6)
+        self.q, self.k, self.v, self.o = (nn.Linear(n_embd, n_embd, bias=False) for _ in range(4))
+        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        self.rotary_tables(self.hs, max_tokens)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.rope(self.q_norm(self.q(x)).view(B, T, self.n_head, self.hs).transpose(1, 2))
+        k = self.rope(self.k_norm(self.k(x)).view(B, T, self.n_head, self.hs).transpose(1, 2))
+        v = self.v(x).view(B, T, self.n_head, self.hs).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + self.attn_norm(self.o(y))
+        return x + self.mlp_norm(self.down(F.silu(self.gate(x)) * self.up(x)))
+
+def build_olmo2(batch, seq, embd, heads, dtype):
+    return Olmo2Layer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
             "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
-            "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3, "qwen3": build_qwen3}
+            "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3, "qwen3": build_qwen3,
+            "olmo2": build_olmo2}

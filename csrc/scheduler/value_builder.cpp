@@ -226,8 +226,15 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
       kb_.vecLoad(array, first == 0 ? at : kb_.add(at, kb_.index(first)), tensor, from, piece);
     });
   };
-  const bool cached = cache_.declarations != nullptr && cache_.tensors.count(tensor) != 0;
+  // A kept tensor is cached at one place per chunk: its row's own elements. An element of the row at another
+  // column (RoPE's rotate-half of a normed head) is loaded again, where a second array would hold more than
+  // the heuristics kept room for.
+  const auto keeps = [&](ExprId key) {
+    if (cache_.declarations == nullptr || cache_.tensors.count(tensor) == 0) return false;
+    return cache_places_.try_emplace(tensor, key).first->second == key;
+  };
   if (vector) {
+    const bool cached = keeps(base);
     const auto key = std::make_pair(tensor, base);
     const ExprId slot = cached ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : -1;
     bool fresh = false;
@@ -258,7 +265,7 @@ ExprId ValueBuilder::loadAt(TensorId tensor, const std::vector<Idx>& index) {
     return value;
   }
   const ExprId offset = coefficient == 0 ? base : kb_.add(base, kb_.mul(lane_, kb_.index(coefficient)));
-  if (cached) {
+  if (keeps(offset)) {
     // Per-lane or lane-invariant scalar loads are cached too: a slot per chunk (and lane).
     const bool per_lane = laneDependent(offset);
     const ExprId slot = per_lane ? kb_.add(kb_.mul(cache_.chunk, kb_.index(width_)), lane_) : cache_.chunk;

@@ -98,6 +98,7 @@ class ValueBuilder {
   void clearLoadCache() {
     cache_ = LoadCache{};
     cached_.clear();
+    cache_places_.clear();
     computed_cache_.clear();
   }
   void setLoadInterceptor(LoadInterceptor interceptor) { interceptor_ = std::move(interceptor); }
@@ -210,6 +211,7 @@ class ValueBuilder {
   std::map<std::pair<TensorId, ExprId>, ExprId> vector_loads_;  // per chunk: (tensor, base) -> array var ref
   std::map<std::pair<VarId, ExprId>, VarId> shared_loads_;       // per chunk: (shared array, from) -> array
   std::map<std::pair<TensorId, ExprId>, VarId> cached_;          // across passes
+  std::unordered_map<TensorId, ExprId> cache_places_;             // the one offset each kept tensor is cached at
   std::unordered_map<ValueKey, ComputedSlot, ValueKeyHash> computed_cache_;  // across passes
   // By expr id: expressions with one value for all the elements a kernel thread walks (scalars, per-row
   // results of a reduction, and elementwise ops of those); and whether an expression depends on the

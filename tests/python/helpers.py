@@ -24,6 +24,20 @@ TOLERANCE = {
 }
 
 
+def misaligned(array):
+    """The same values one element past an aligned address: no vector load of the array is aligned."""
+    buffer = np.empty(array.size + 1, array.dtype)[1:]
+    buffer[:] = array.ravel()
+    return buffer.reshape(array.shape)
+
+
+def strided(array):
+    """The same values in every other element of the last dim of a wider array."""
+    wide = np.zeros((*array.shape[:-1], 2 * array.shape[-1]), array.dtype)
+    wide[..., ::2] = array
+    return wide[..., ::2]
+
+
 def is_floating(dtype) -> bool:
     dtype = np.dtype(dtype)
     return dtype.kind == "f" or dtype == BF16 or "float8" in dtype.name

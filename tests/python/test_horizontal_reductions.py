@@ -223,8 +223,8 @@ def test_outer_reductions_over_rows_of_their_own_reuse_their_kernel_at_another_b
 
 def test_only_groups_with_reductions_take_others_beside_them():
     """Pointwise groups of one row count join one another as independent parts, each with its own vectors (7
-    columns: one lane; 4096: four), not a sum over as many rows; a transpose keeps its tiles, and an update of
-    an input stays written in place, beside a sum over as many rows."""
+    columns: one lane; 4096: four), not a sum over as many rows; they join a transpose after them as parts
+    beside its tiles, and an update of an input stays written in place, beside a sum over as many rows."""
     with FusionDefinition() as fd:
         a, b, c, x, g, w = (fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=F32) for _ in range(6))
         fd.add_output(fd.ops.exp(a))                                # [64, 7]
@@ -238,8 +238,9 @@ def test_only_groups_with_reductions_take_others_beside_them():
     inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     plan = fd.explain(inputs)
     schedulers = sorted(k.scheduler for k in kernels(plan))
-    assert schedulers == ["pointwise", "pointwise", "reduction", "reduction", "transpose"], str(plan)
-    assert "pointwise: vectorize 1, unroll 1, block 128; then pointwise: vectorize 4" in str(plan), str(plan)
+    assert schedulers == ["pointwise", "reduction", "reduction", "transpose"], str(plan)
+    assert "shared 4096 B; then pointwise: vectorize 1, unroll 1, block 256; then pointwise: vectorize 4" in str(plan), \
+        str(plan)
     expected = [np.exp(inputs[0]), np.maximum(inputs[1], 0), inputs[2].sum(1), inputs[3].T * 2, inputs[4].sum(0)]
     updated = inputs[5] * np.float32(0.9)
     outputs = device_switch.execute(fd, inputs)

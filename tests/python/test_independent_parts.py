@@ -22,20 +22,6 @@ def tensor(fd, rank, dtype=F32, contiguous=True):
     return fd.define_tensor(shape=[-1] * rank, contiguity=[contiguous] * rank, dtype=dtype)
 
 
-def misaligned(array):
-    """The same values one element past an aligned address: no vector load of the array is aligned."""
-    buffer = np.empty(array.size + 1, array.dtype)[1:]
-    buffer[:] = array.ravel()
-    return buffer.reshape(array.shape)
-
-
-def strided(array):
-    """The same values in every other column of a wider array."""
-    wide = np.zeros((*array.shape[:-1], 2 * array.shape[-1]), array.dtype)
-    wide[..., ::2] = array
-    return wide[..., ::2]
-
-
 def define_unrelated_pointwise(fd, dtype, contiguous):
     """GPT-J's RoPE backward: a sum of two gradients [b, t, h, rotary] and a negated half [b, t, h, rotary / 2]
     of another tensor (strided where not contiguous); the sum also in bf16 where dtype asks."""
@@ -54,7 +40,7 @@ def test_pointwise_ops_of_unrelated_shapes_are_one_kernel_each_part_with_its_vec
     arrays = [rng.standard_normal(sizes).astype(NP[dtype]) for _ in range(2)]
     arrays.append(rng.standard_normal((*sizes[:-1], half)).astype(np.float32))
     if layout != "dense":
-        arrays[2] = (misaligned if layout == "misaligned" else strided)(arrays[2])
+        arrays[2] = (helpers.misaligned if layout == "misaligned" else helpers.strided)(arrays[2])
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert [k.scheduler for k in kernels] == ["pointwise"], plan
     # Each part keeps the vectors it has alone: the sum's (16 bytes where its last dim allows), the negated
@@ -146,8 +132,8 @@ def test_a_norm_backwards_inner_outer_kernel_runs_an_unrelated_op_after_its_rows
         define_norm_backward_beside_a_conditioning_grad(fd, batch, seq, hidden, width, layout != "strided", False)
     rng = np.random.default_rng(batch * seq + hidden)
     c = rng.standard_normal(cond).astype(NP[BF16])
-    arrays = thunder_inputs(rng, batch, seq, hidden, width) + [(misaligned if layout == "misaligned" else strided)(c)
-                                                               if layout != "dense" else c]
+    laid = {"dense": lambda a: a, "misaligned": helpers.misaligned, "strided": helpers.strided}[layout]
+    arrays = thunder_inputs(rng, batch, seq, hidden, width) + [laid(c)]
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert [k.scheduler for k in kernels] == ["inner_outer_persistent"] and "then pointwise" in plan, plan
     helpers.execute_near_reference(fd, arrays, rtol=2e-2)
@@ -236,7 +222,7 @@ def test_a_pointwise_op_before_a_transpose_joins_it(dtype, sizes):
         fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(keys, F32), 0.42), dtype))
     rng = np.random.default_rng(sum(sizes))
     arrays = [rng.standard_normal((b, h, t, d)).astype(NP[dtype]), rng.standard_normal((b, kv, t, d)).astype(NP[dtype])]
-    for layout in (lambda a: a, misaligned):
+    for layout in (lambda a: a, helpers.misaligned):
         laid = [layout(a) for a in arrays]
         kernels, plan = helpers.kernels_of(fd, laid)
         assert len(kernels) == 1, plan

@@ -28,12 +28,6 @@ def layer_norm(fd, x, dtype):
     return fd.ops.cast(y, dtype=dtype)
 
 
-def misaligned(array):
-    buffer = np.empty(array.size + 1, array.dtype)[1:]
-    buffer[:] = array.ravel()
-    return buffer.reshape(array.shape)
-
-
 @pytest.mark.parametrize("dtype", [BF16, F32])
 @pytest.mark.parametrize("b,t,c", [(2, 65, 128), (3, 9, 40), (1, 2, 7), (4, 1, 64)])
 @pytest.mark.parametrize("which", ["first", "last"])
@@ -46,7 +40,7 @@ def test_a_norm_read_at_one_token_writes_that_token_alone(dtype, b, t, c, which,
         start = 0 if which == "first" else t - 1
         fd.add_output(fd.ops.slice(y, start_indices=[0, start, 0], end_indices=[b, start + 1, c]))
     x = np.random.default_rng(b * t + c).standard_normal((b, t, c)).astype(NP[dtype])
-    inputs = [misaligned(x) if layout == "misaligned" else x]
+    inputs = [helpers.misaligned(x) if layout == "misaligned" else x]
     kernels, plan = helpers.kernels_of(fd, inputs)
     assert [k.scheduler for k in kernels] == ["inner_persistent"] and plan.startswith("plan: 1 segment(s)"), plan
     helpers.execute_near_reference(fd, inputs, rtol=2e-2 if dtype == BF16 else 1e-5)

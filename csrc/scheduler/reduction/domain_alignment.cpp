@@ -1,5 +1,6 @@
 #include "scheduler/reduction/domain_alignment.h"
 
+#include "ir/shape_rules.h"
 #include "support/by_id.h"
 
 #include <algorithm>
@@ -126,18 +127,79 @@ void forwardIds(const Expr& e, const IdsTable& ids, const BoundShapes& bound, Di
       break;
     }
     case OpKind::Reshape: {
-      // Adding or removing size-1 dims only: the others keep their order.
+      // Dims grouped where their sizes' products meet: a group of one dim each way keeps its id (size-1 dims
+      // added or dropped); a group that splits or merges dims along which the value is the same all along
+      // is so too (OLMo-2's normed projection viewed as heads); any other is unknown.
       const std::vector<int64_t>& in_sizes = bound.sizesOf(e.input(0));
       const std::vector<int64_t>& out_sizes = bound.sizesOf(out);
-      if (withoutOnes(in_sizes) != withoutOnes(out_sizes)) break;
-      size_t next = 0;
-      for (size_t d = 0; d < rank; ++d) {
-        if (out_sizes[d] == 1) {
-          result[d] = kAny;
+      if (std::find(in_sizes.begin(), in_sizes.end(), 0) != in_sizes.end() || in.size() != in_sizes.size()) break;
+      size_t i = 0, o = 0;
+      while (o < rank) {
+        if (out_sizes[o] == 1) {
+          result[o++] = kAny;
           continue;
         }
-        while (in_sizes[next] == 1) ++next;
-        result[d] = in[next++];
+        while (i < in_sizes.size() && in_sizes[i] == 1) ++i;
+        if (i == in_sizes.size()) break;
+        const size_t i0 = i, o0 = o;
+        int64_t in_product = in_sizes[i++], out_product = out_sizes[o++];
+        while (in_product != out_product) {
+          if (in_product < out_product && i < in_sizes.size()) {
+            in_product *= in_sizes[i++];
+          } else if (out_product < in_product && o < rank) {
+            out_product *= out_sizes[o++];
+          } else {
+            break;
+          }
+        }
+        if (in_product != out_product) break;
+        int64_t id = kAny;
+        size_t in_dims = 0, out_dims = 0;
+        for (size_t d = i0; d < i; ++d) {
+          if (in_sizes[d] == 1) continue;
+          ++in_dims;
+          if (in[d] != kAny) id = in[d];
+        }
+        for (size_t d = o0; d < o; ++d) out_dims += out_sizes[d] == 1 ? 0 : 1;
+        const bool kept = in_dims == 1 && out_dims == 1;
+        for (size_t d = o0; d < o; ++d) result[d] = out_sizes[d] == 1 ? kAny : kept || id == kAny ? id : kUnknown;
+      }
+      break;
+    }
+    // Moves along a dim where the value is the same all along (kAny: the reduced dims of a row, where a
+    // row's statistic is broadcast) stay in the row: a slice of a normed head's halves, RoPE's rotate-half
+    // cat of them. A kept dim stays only where it is kept whole.
+    case OpKind::Slice: {
+      const std::vector<int64_t>& in_sizes = bound.sizesOf(e.input(0));
+      const std::vector<SliceDim> dims = sliceDims(e, in_sizes, bound.intOperands(e));
+      if (in.size() != rank || dims.size() != rank) break;
+      for (size_t d = 0; d < rank; ++d) {
+        const bool whole = dims[d].start == 0 && dims[d].size == in_sizes[d] && dims[d].step == 1;
+        result[d] = in[d] == kAny || whole ? in[d] : kUnknown;
+      }
+      break;
+    }
+    case OpKind::Pad: {
+      const std::vector<int64_t> widths = bound.intOperands(e);  // [value, low, high of the last dim, ...]
+      if (in.size() != rank || widths.empty()) break;
+      result = in;
+      for (size_t pair = 0; pair < (widths.size() - 1) / 2 && pair < rank; ++pair) {
+        const size_t d = rank - 1 - pair;
+        if ((widths[1 + 2 * pair] != 0 || widths[2 + 2 * pair] != 0) && in[d] != kAny) result[d] = kUnknown;
+      }
+      break;
+    }
+    case OpKind::Cat: {
+      const auto dim = static_cast<size_t>(e.attrs().getInt("dim"));
+      result.assign(rank, kAny);
+      DimIds of;
+      for (const Val* operand : e.inputs()) {
+        idsOf(operand, of);
+        if (of.size() != rank || dim >= rank) {
+          result.assign(rank, kUnknown);
+          break;
+        }
+        for (size_t d = 0; d < rank; ++d) result[d] = combine(result[d], d == dim && of[d] != kAny ? kUnknown : of[d]);
       }
       break;
     }
@@ -204,6 +266,62 @@ bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const Reducti
   return k == expected.size();
 }
 
+// The domain dim each dim of a value of `sizes` and `ids` (`n` elements, a row's or a per-row result's)
+// stands for, -1 for its size-1 dims, where every kept dim of the domain is the id of one of its dims of
+// that size. Its other dims (kAny: the value is the same all along them as far as the reduction results
+// go) hold the domain's remaining dims: each its own where their sizes agree one to one, else all of them
+// kFlattened, their elements in the order of the remaining dims' (OLMo-2's normed [b, t, h * d] viewed as
+// [b, t, h, d]). Each element is then computed from the results of the row its kept dims name, and the
+// map is one to one: the kernel at a domain element computes and stores the value's element at the mapped
+// index. Nullopt where that does not hold, or where a row-sized value's innermost dim does not walk the
+// domain's innermost (its chunks would not be stored as vectors: a transpose's job).
+std::optional<std::vector<int64_t>> permutedDims(const std::vector<int64_t>& sizes, const DimIds& ids,
+                                                 const ReductionDomain& domain, const ExpectedDims& expected_dims,
+                                                 int64_t n) {
+  const std::vector<int64_t>& expected = expected_dims.of(n, domain);
+  std::vector<int64_t> dims(sizes.size(), -1);
+  std::vector<bool> used(domain.input_sizes.size(), false);
+  for (size_t q = 0; q < sizes.size(); ++q) {
+    if (sizes[q] == 1 || ids[q] == kAny) continue;
+    const auto d = static_cast<size_t>(ids[q]);
+    if (ids[q] == kUnknown || std::find(expected.begin(), expected.end(), ids[q]) == expected.end() || used[d] ||
+        sizes[q] != domain.input_sizes[d]) {
+      return std::nullopt;
+    }
+    dims[q] = ids[q];
+    used[d] = true;
+  }
+  for (int64_t d : expected_dims.kept) {
+    if (!used[static_cast<size_t>(d)]) return std::nullopt;  // some row coordinate the value does not name
+  }
+  std::vector<int64_t> rest, free;  // the domain's remaining dims, the value's dims left
+  for (int64_t d : expected) {
+    if (!used[static_cast<size_t>(d)]) rest.push_back(d);
+  }
+  for (size_t q = 0; q < sizes.size(); ++q) {
+    if (sizes[q] != 1 && dims[q] < 0) free.push_back(static_cast<int64_t>(q));
+  }
+  bool one_to_one = rest.size() == free.size();
+  int64_t rest_elements = 1, free_elements = 1;
+  for (size_t k = 0; k < rest.size(); ++k) rest_elements *= domain.input_sizes[static_cast<size_t>(rest[k])];
+  for (size_t k = 0; k < free.size(); ++k) {
+    free_elements *= sizes[static_cast<size_t>(free[k])];
+    one_to_one = one_to_one && sizes[static_cast<size_t>(free[k])] == domain.input_sizes[static_cast<size_t>(rest[k])];
+  }
+  if (rest_elements != free_elements) return std::nullopt;
+  for (size_t k = 0; k < free.size(); ++k) dims[static_cast<size_t>(free[k])] = one_to_one ? rest[k] : kFlattened;
+  if (n == domain.full_numel && n != domain.outer_numel) {
+    for (size_t q = sizes.size(); q-- > 0;) {
+      if (sizes[q] == 1) continue;
+      const bool walks_innermost = dims[q] == expected.back() || (dims[q] == kFlattened && !rest.empty() &&
+                                                                  rest.back() == expected.back());
+      if (!walks_innermost) return std::nullopt;
+      break;
+    }
+  }
+  return dims;
+}
+
 }  // namespace
 
 bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
@@ -217,18 +335,44 @@ bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
     case OpKind::Squeeze: return true;
     case OpKind::Reshape:  // only adding or removing size-1 dims
       return withoutOnes(bound.sizesOf(expr.input(0))) == withoutOnes(bound.sizesOf(expr.output(0)));
+    case OpKind::Permute: {  // only moving size-1 dims (or none: the identity)
+      const std::vector<int64_t>& in = bound.sizesOf(expr.input(0));
+      int64_t last = -1;
+      for (int64_t d : expr.attrs().getInts("dims")) {
+        if (in.at(static_cast<size_t>(d)) == 1) continue;
+        if (d < last) return false;
+        last = d;
+      }
+      return true;
+    }
     default: return false;
   }
 }
 
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
-                                 const ReductionDomain& domain, const BoundShapes& bound) {
+                                 const ReductionDomain& domain, const BoundShapes& bound, PermutedOutputs* permuted) {
   IdsTable ids;  // of the values computed from a reduction result
   const ExpectedDims expected(domain);
   DimIds of, scratch;
+  const auto is_output = [&](const Val* v) {
+    return std::find(candidate.outputs.begin(), candidate.outputs.end(), v) != candidate.outputs.end();
+  };
   for (const Expr* e : candidate.exprs) {
     const OpCategory category = opInfo(e->kind()).category;
     const bool reduction = category == OpCategory::Reduction || category == OpCategory::Normalization;
+    if (permuted != nullptr && reduction && facts.after_reduction.count(e->input(0)) != 0) {
+      // A reduction walks its input at the domain's index: it lies as the domain does.
+      const Val* in = e->input(0);
+      const int64_t n = bound.numel(in);
+      const auto found = ids.find(in);
+      if (found) of.assign(found->begin(), found->end());
+      if ((n != domain.full_numel && n != domain.outer_numel) || !found ||
+          !aligned(bound.sizesOf(in), &of, domain, expected, n)) {
+        return fmt::format("{} reduces [{}], a value computed from a reduction result that does not lie as the "
+                           "reduction domain [{}] does", exprLabel(*e), fmt::join(bound.sizesOf(in), ", "),
+                           fmt::join(domain.input_sizes, ", "));
+      }
+    }
     for (const Val* out : e->outputs()) {
       if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
       if (reduction) {
@@ -236,18 +380,26 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
       } else {
         forwardIds(*e, ids, bound, of, scratch);
       }
+      ids.add(out, of);
       const int64_t n = bound.numel(out);
       const bool walked = n == domain.full_numel || n == domain.outer_numel;
-      if (walked && !aligned(bound.sizesOf(out), &of, domain, expected, n)) {
-        return fmt::format("{} gives [{}], computed from a reduction result with its dims not where the reduction "
-                           "domain [{}] has them (a kernel over the domain would read the result at another row)",
-                           exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
+      if (!walked || aligned(bound.sizesOf(out), &of, domain, expected, n)) continue;
+      // Values the kernel reads only through index maps may lie in any order; outputs are stored where
+      // their dims put each domain element.
+      if (permuted != nullptr && !is_output(out)) continue;
+      if (permuted != nullptr) {
+        if (auto dims = permutedDims(bound.sizesOf(out), of, domain, expected, n)) {
+          (*permuted)[out] = std::move(*dims);
+          continue;
+        }
       }
-      ids.add(out, of);
+      return fmt::format("{} gives [{}], computed from a reduction result with its dims not where the reduction "
+                         "domain [{}] has them (a kernel over the domain would read the result at another row)",
+                         exprLabel(*e), fmt::join(bound.sizesOf(out), ", "), fmt::join(domain.input_sizes, ", "));
     }
   }
   for (const Val* out : candidate.outputs) {
-    if (!out->isTensor()) continue;
+    if (!out->isTensor() || (permuted != nullptr && permuted->count(out) != 0)) continue;
     const int64_t n = bound.numel(out);
     const bool walked = n == domain.full_numel || n == domain.outer_numel;
     if (walked && !aligned(bound.sizesOf(out), nullptr, domain, expected, n)) {

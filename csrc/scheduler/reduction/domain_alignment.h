@@ -14,16 +14,32 @@
 #include "scheduler/reduction/reduction_domain.h"
 
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace braze {
 
 // Ops that keep every element in its row and position (up to broadcasting): elementwise ops, broadcasts,
-// expands, squeezes, copies and reshapes that only add or drop size-1 dims.
+// expands, squeezes, copies, and reshapes and permutes that only add, drop or move size-1 dims.
 bool keepsRowPositions(const Expr& expr, const BoundShapes& bound);
+
+// Per output stored at a permuted index: the domain dim each of its dims stands for (-1: a size-1 dim;
+// kFlattened: the dims so marked hold, in order, the elements of the domain's dims that no other dim of the
+// output stands for, in their order).
+constexpr int64_t kFlattened = -3;
+using PermutedOutputs = std::unordered_map<const Val*, std::vector<int64_t>>;
 
 // The first output or value computed from a reduction result that the group's kernel could not write or
 // read where it walks, as a refusal reason; empty when there is none.
+// With `permuted` (the persistent row kernels', which store each output element from the thread holding
+// its row): values computed from a reduction result that only other ops read may lie in any order or size
+// (a normed head's halves sliced and joined again by RoPE's rotate-half), as long as each dim that names a
+// row stays on the domain dim it names; an output may hold the domain's elements with its kept dims in
+// another order (a QK-norm's heads normed as [b, t, h, d], written as [b, h, t, d]; OLMo-2's normed
+// [b, t, h * d] written as [b, h, t, d]), and goes to `permuted` with its dims; reductions still read
+// values that lie as the domain does.
 std::string misalignedWithDomain(const Candidate& candidate, const CandidateFacts& facts,
-                                 const ReductionDomain& domain, const BoundShapes& bound);
+                                 const ReductionDomain& domain, const BoundShapes& bound,
+                                 PermutedOutputs* permuted = nullptr);
 
 }  // namespace braze

@@ -1,8 +1,11 @@
 // The inner persistent scheduler's structural check (layer_norm, rms_norm, softmax, var_mean): the
 // reductions reduce the innermost dims; each row stays on chip, so results may be broadcast back
-// over the row and reduced again, and outputs are rows or per-row results. After a reduction only
-// elementwise math and broadcasts are allowed: a slice or permute of a value computed from a row
-// statistic would need other rows' (or other threads') elements. Whether a row fits in registers or
+// over the row and reduced again, and outputs are rows or per-row results. After a reduction, elementwise
+// math and broadcasts, and moves that keep each element with its row's statistics: slices, pads and cats
+// along the row (RoPE's rotate-half of a normed head reads the row at another column, computed again
+// there), and permutes of the row dims (a QK-norm's heads written heads first: each output element is
+// stored from the thread holding its row, at its permuted place). A move that would read another row's
+// statistic is refused (domain_alignment.h). Whether a row fits in registers or
 // shared memory is a size question for the heuristic (schedulers issue). Outputs may keep some of a computed
 // value's rows (row_slices.h). Totals over the rows of
 // per-row values finish in the same kernel (row_totals.h). Outputs made from scalars alone that the
@@ -35,6 +38,20 @@ bool picksOnePerRow(const Expr& expr, const ReductionDomain& domain, const Bound
     if (out[d] != in[d]) return false;
   }
   return true;
+}
+
+// Moves the ValueBuilder computes through index maps, which misalignedWithDomain follows: each element
+// still reads the results of the row its kept dims name (a slice or cat along the row, a permute of the
+// row dims), or the move is refused there.
+bool movesByIndexMap(const Expr& expr) {
+  switch (expr.kind()) {
+    case OpKind::Permute:
+    case OpKind::Slice:
+    case OpKind::Pad:
+    case OpKind::Cat:
+    case OpKind::Reshape: return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -76,19 +93,18 @@ Verdict canScheduleOneInnerPersistent(const Candidate& candidate, const Candidat
     }
     const Val* out = expr->output(0);
     if (facts.after_reduction.count(out) == 0) continue;
-    const int64_t n = bound.numel(out);
-    if (n != domain.outer_numel && n != domain.full_numel) {
-      return Verdict::no(fmt::format("{} has {} elements: neither a row ({}) nor a per-row result ({})",
-                                     exprLabel(*expr), n, domain.full_numel, domain.outer_numel));
-    }
-    if (!keepsRowPositions(*expr, bound) && !picksOnePerRow(*expr, domain, bound)) {
+    if (!keepsRowPositions(*expr, bound) && !picksOnePerRow(*expr, domain, bound) && !movesByIndexMap(*expr)) {
       return Verdict::no(fmt::format("{} moves elements of a value computed from a row statistic", exprLabel(*expr)));
     }
+    const int64_t n = bound.numel(out);
     keeps_row = keeps_row || (n == domain.full_numel && domain.full_numel != domain.outer_numel);
   }
   if (!keeps_row) return Verdict::no("no reduction result is broadcast back over the row (a plain reduction)");
   if (std::string why = outputOutsideDomain(rest, domain, bound); !why.empty()) return Verdict::no(why);
-  if (std::string why = misalignedWithDomain(rest, facts, domain, bound); !why.empty()) return Verdict::no(why);
+  PermutedOutputs permuted;
+  if (std::string why = misalignedWithDomain(rest, facts, domain, bound, &permuted); !why.empty()) {
+    return Verdict::no(why);
+  }
   return Verdict::yes();
 }
 

@@ -54,6 +54,9 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
     slices_ = findRowSlices(ctx.segment.exprs, ctx.segment.outputs, domain_.input_sizes, domain_.dims,
                             [&](const Val* v) { return produced.count(v) != 0; }, bound_);
   }
+  // Outputs of the domain's elements (or rows) in another order of the kept dims: stored where they hold
+  // each one. The persistent check took them; other groups have none.
+  misalignedWithDomain(candidate, facts_, domain_, bound_, &permuted_);
   // Outer reductions of other tensors over the same rows: walked after the row groups.
   std::erase_if(outer_, [&](const Expr* r) {
     if (bound_.sizesOf(r->input(0)) == domain_.input_sizes) return false;
@@ -521,9 +524,64 @@ void RowLowering::storeFullOutputs(Chunk& c, const std::vector<Idx>& index, cons
   for (const Val* out : outs) {
     // Same shape as the domain: the same index, so loads match the cached ones of earlier passes.
     const bool same = bound_.sizesOf(out) == domain_.input_sizes;
-    const auto at = same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out));
+    const auto at = permutedIndex(out, index, false, same ? index : vb_.unflatten(linear, lane, bound_.sizesOf(out)));
     storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
   }
+}
+
+std::vector<Idx> RowLowering::permutedIndex(const Val* out, const std::vector<Idx>& index, bool per_row,
+                                            std::vector<Idx> fallback) {
+  const auto p = permuted_.find(out);
+  if (p == permuted_.end()) return fallback;
+  const std::vector<int64_t>& dims = p->second;
+  // A per-row index has the kept dims alone: a domain dim's place among them.
+  const auto is_reduced = [&](size_t d) {
+    return std::find(domain_.dims.begin(), domain_.dims.end(), static_cast<int64_t>(d)) != domain_.dims.end();
+  };
+  std::vector<size_t> place(domain_.input_sizes.size(), 0);
+  for (size_t d = 0, kept = 0; d < place.size(); ++d) {
+    place[d] = per_row ? kept : d;
+    if (!is_reduced(d)) ++kept;
+  }
+  std::vector<Idx> at(dims.size(), Idx{kb_.index(0), false});
+  std::vector<size_t> spread_dims;  // the output's kFlattened dims
+  std::vector<int64_t> spread_sizes;
+  for (size_t q = 0; q < dims.size(); ++q) {
+    if (dims[q] >= 0) at[q] = index.at(place[static_cast<size_t>(dims[q])]);
+    if (dims[q] != kFlattened) continue;
+    spread_dims.push_back(q);
+    spread_sizes.push_back(bound_.sizesOf(out)[q]);
+  }
+  if (spread_dims.empty()) return at;
+  // The domain's dims that no output dim names, flattened in their order and spread over the kFlattened dims.
+  std::vector<Idx> rest;
+  std::vector<int64_t> rest_sizes;
+  int64_t lane_dim = -1;
+  for (size_t d = 0; d < domain_.input_sizes.size(); ++d) {
+    if (domain_.input_sizes[d] == 1 || (per_row && is_reduced(d)) ||
+        std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end()) {
+      continue;
+    }
+    Idx i = index.at(place[d]);
+    if (i.lane) lane_dim = static_cast<int64_t>(rest.size());
+    i.lane = false;
+    rest.push_back(i);
+    rest_sizes.push_back(domain_.input_sizes[d]);
+  }
+  int64_t unused = 0;
+  const StridedLayout layout = StridedLayout::rowMajor(rest_sizes);
+  const ExprId first = vb_.flatOffset(layout, rest, &unused);
+  std::vector<Idx> spread;
+  if (lane_dim < 0) {
+    spread = vb_.unflatten(first, false, spread_sizes);
+  } else if (lane_dim + 1 == static_cast<int64_t>(rest.size()) && spread_sizes.back() % vb_.width() == 0) {
+    spread = vb_.unflatten(first, true, spread_sizes);  // a chunk stays within the innermost dim
+  } else {  // each lane's element of its own
+    const ExprId lane = kb_.mul(vb_.lane(), kb_.index(layout.strides[static_cast<size_t>(lane_dim)]));
+    spread = vb_.unflatten(kb_.add(first, lane), false, spread_sizes);
+  }
+  for (size_t k = 0; k < spread_dims.size(); ++k) at[spread_dims[k]] = spread[k];
+  return at;
 }
 
 void RowLowering::accumulateOuter(Chunk& c, const std::vector<Idx>& index, const Expr& e, VarId sums) {
@@ -564,7 +622,9 @@ void RowLowering::epilogue() {
     const ExprId leader = kb_.eq(member_, kb_.index(0));
     emitChunk(kb_, vb_, kb_.land(row_ok_, leader), lanes_, lane_, [&](Chunk& c) {
       for (const Val* out : per_row) {
-        const auto at = vb_.unflatten(kept_base_, lanes_ > 1, bound_.sizesOf(out));
+        const auto at = permuted_.count(out) == 0
+                            ? vb_.unflatten(kept_base_, lanes_ > 1, bound_.sizesOf(out))
+                            : permutedIndex(out, vb_.unflatten(kept_base_, lanes_ > 1, kept_sizes_), true, {});
         storeOutput(kb_, vb_, c, ctx_.outputs.at(out), at, vb_.valueAt(out, at));
       }
       const ExprId kept = lanes_ > 1 ? kb_.add(kept_base_, kb_.ref(lane_)) : kept_base_;

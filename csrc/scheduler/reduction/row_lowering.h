@@ -18,6 +18,7 @@
 #include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_cats.h"
+#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/row_slices.h"
 
 #include <array>
@@ -159,6 +160,10 @@ class RowLowering {
 
   // Stores `outs` (each with an element per domain element) at the domain element `index`.
   void storeFullOutputs(Chunk& c, const std::vector<Idx>& index, const std::vector<const Val*>& outs);
+  // Where `out` holds the domain element (or row) at `index` (domain dims, or kept dims for a per-row
+  // output): `fallback` unless its dims are permuted.
+  std::vector<Idx> permutedIndex(const Val* out, const std::vector<Idx>& index, bool per_row,
+                                 std::vector<Idx> fallback);
 
   // Adds outer reduction `e`'s value at `index` (this thread's element of its current row) to the
   // thread's partial sum of that column in `sums`.
@@ -252,6 +257,7 @@ class RowLowering {
   ValSet after_outer_;  // their results and what is computed from them
   std::vector<RowCat> cats_;                    // outputs that concatenate per-row results (row_cats.h)
   std::vector<RowSlice> slices_;                // outputs that keep some rows of a value (row_slices.h)
+  PermutedOutputs permuted_;                    // outputs stored at a permuted index (domain_alignment.h)
   std::vector<const Expr*> totals_;             // inner persistent: the totals over the rows (row_totals.h)
   ValSet after_totals_;                         // their results and what is computed from them
   std::vector<VarId> total_acc_;                // per total: this thread's sum of its rows' values

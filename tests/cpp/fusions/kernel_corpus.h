@@ -695,6 +695,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
       cases.push_back({fmt::format("reduce_{}_dim{}", opName(kind), dim), [kind, dim] { return reductionCase(kind, dim); }});
     }
   }
+  cases.push_back({"qk_norm_rope_bf16_2x5x3x16", [] { return qkNormRopeCase(2, 5, 3, 16, DataType::BFloat16, 46); }});
+  cases.push_back({"qk_norm_rope_f32_1x7x2x10", [] { return qkNormRopeCase(1, 7, 2, 10, DataType::Float, 47); }});
   for (KernelCaseMaker& c : backwardCases()) cases.push_back(std::move(c));
   for (KernelCaseMaker& c : lossCases()) cases.push_back(std::move(c));
   for (KernelCaseMaker& c : ropeBackwardCases()) cases.push_back(std::move(c));
@@ -753,6 +755,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       // The finish writing a cat of the grouped sums and given chunks; a cast in blocks after the rows'.
       {"adaln_norm_backward_bf16_2x128x256", [] { return adalnNormBackwardCase(2, 128, 256, DataType::BFloat16, 10); }},
       {"softmax_row_slices_bf16_4x65x256", [] { return softmaxRowSlicesCase(4, 65, 256, DataType::BFloat16, 12); }},
+      {"qk_norm_rope_bf16_2x256x16x128", [] { return qkNormRopeCase(2, 256, 16, 128, DataType::BFloat16, 13); }},
       // A part split over more blocks in y than it has rows.
       {"outer_sums_of_their_own_rows_bf16_8192x256_3",
        [] { return outerSumsOfTheirOwnRowsCase(8192, 3, 256, DataType::BFloat16, 11); }},

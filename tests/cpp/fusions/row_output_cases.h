@@ -1,5 +1,5 @@
 // Kernel corpus cases of row kernels writing outputs of their own shapes: some of a value's rows
-// (reduction/row_slices.h).
+// (reduction/row_slices.h), the rows in another order (reduction/domain_alignment.h's permuted outputs).
 #pragma once
 
 #include "fusions/kernel_case.h"
@@ -30,6 +30,43 @@ inline KernelCase softmaxRowSlicesCase(int64_t b, int64_t t, int64_t c, DataType
     f.addOutput(slice(y, ints(f, {0, 0, 0}), ints(f, {b, 1, c}), ints(f, {1, 1, 1}), false));
   }
   kc.inputs = randomInputs(f, seed, {{b, t, c}});
+  kc.expect = [](const LoweredPlan& compiled) {
+    EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
+    EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
+  };
+  return kc;
+}
+
+// Qwen3's QK-norm: each head of [b, t, h, d] RMS-normed over d with a weight, transposed to [b, h, t, d]
+// and rotated (RoPE's rotate-half reads the normed row at its other half), and the rows' 1 / rms as
+// [b, h, t]: one inner persistent kernel storing both where the permute puts each row.
+inline KernelCase qkNormRopeCase(int64_t b, int64_t t, int64_t h, int64_t d, DataType dtype, uint64_t seed) {
+  KernelCase kc;
+  Fusion& f = *kc.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, dtype);
+    TensorView* w = defineTensor({-1}, {true}, dtype);
+    TensorView* cos = defineTensor({-1, -1}, {true, true}, dtype);  // the model's dtype, as Thunder's tables
+    TensorView* sin = defineTensor({-1, -1}, {true, true}, dtype);
+    Val* xf = cast(x, DataType::Float);
+    TensorView* squares = reduce(OpKind::Sum, mul(xf, xf)->asTensor(), {3}, /*keepdim=*/true);
+    Val* inv = unaryOp(OpKind::Rsqrt, add(div(squares, f.constant(static_cast<double>(d))), f.constant(1e-6)));
+    Val* weight = cast(broadcastInDim(w, ints(f, {b, t, h, d}), {3}), DataType::Float);
+    TensorView* normed = cast(mul(mul(xf, inv), weight), dtype)->asTensor();
+    TensorView* heads = permute(normed, {0, 2, 1, 3});
+    const int64_t half = d / 2;
+    Val* high = cast(slice(heads, ints(f, {0, 0, 0, half}), ints(f, {b, h, t, d}), ints(f, {1, 1, 1, 1}), false),
+                     DataType::Float);
+    TensorView* low = slice(heads, ints(f, {0, 0, 0, 0}), ints(f, {b, h, t, half}), ints(f, {1, 1, 1, 1}), false);
+    TensorView* rotated = cat({cast(unaryOp(OpKind::Neg, high), dtype)->asTensor(), low}, 3);
+    Val* tables_cos = cast(broadcastInDim(cos, ints(f, {b, h, t, d}), {2, 3}), DataType::Float);
+    Val* tables_sin = cast(broadcastInDim(sin, ints(f, {b, h, t, d}), {2, 3}), DataType::Float);
+    f.addOutput(cast(add(mul(cast(heads, DataType::Float), tables_cos), mul(cast(rotated, DataType::Float), tables_sin)),
+                     dtype));
+    f.addOutput(permute(reshape(inv->asTensor(), ints(f, {b, t, h})), {0, 2, 1}));
+  }
+  kc.inputs = randomInputs(f, seed, {{b, t, h, d}, {d}, {t, d}, {t, d}});
   kc.expect = [](const LoweredPlan& compiled) {
     EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
     EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();

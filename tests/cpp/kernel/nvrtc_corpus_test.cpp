@@ -113,6 +113,29 @@ TEST(NvrtcCorpus, InnerOuterLayerNormBackwardUses128BitAccessesAndNoLocalMemory)
   }
 }
 
+// Qwen3's QK-norm at Qwen3-8B's head layout (32 heads of 128): the heads read with 128-bit loads and stored
+// heads first with 128-bit stores (each row whole where the permute puts it); RoPE's other half is loaded
+// again (from L1) rather than kept in a second register array beside the row's.
+TEST(NvrtcCorpus, QkNormRopeStoresItsPermutedRowsWith128BitAccesses) {
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const testing::KernelCase c = testing::qkNormRopeCase(2, 512, 32, 128, DataType::BFloat16, 5);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  ASSERT_EQ(compiled.kernels.size(), 1u) << compiled.plan.toString();
+  const kernel::Kernel& k = *compiled.kernels[0];
+  ASSERT_EQ(k.vectorize, 8) << k.summary;
+  const std::string source = codegen::emitCuda(k);
+  const size_t first = source.find("float cache[");
+  ASSERT_NE(first, std::string::npos) << source;
+  EXPECT_EQ(source.find("float cache", first + 1), std::string::npos) << "a second row cache array in\n" << source;
+  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = device::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  const auto counts = device::countGlobalAccesses(*sass);
+  EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << k.summary;
+  EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
+}
+
 // The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
 TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
