@@ -390,6 +390,14 @@ TEST(Segmenter, SchedulersGiveTheSameVerdictWithoutReasons) {
   // differ. Checked on every segment of a plan and on the union of the two ends of every cut.
   Fusion f;
   testing::defineTransformerBlocks(f, {}, 2);
+  {
+    // The blocks are one row kernel: a linear after them (a matmul kernel of its own) makes a cut to check.
+    FusionGuard guard(&f);
+    const testing::BlockShape shape;
+    const int64_t rows = shape.batch * shape.seq, hidden = shape.heads * shape.head;
+    TensorView* weight = defineTensor({hidden, 24}, {true, true}, DataType::BFloat16);
+    f.addOutput(matmul(reshape(f.outputs().back()->asTensor(), {f.constant(rows), f.constant(hidden)}), weight));
+  }
   const SegmentedFusion plan = planSegments(f, randomInputs(f, 13));
   auto same = [&](const Candidate& c) {
     const SchedulerChoice told = chooseScheduler(c, plan.bound, true);
