@@ -183,3 +183,52 @@ def test_a_reduction_of_a_permuted_row_value_is_refused_and_stays_right():
     kernels, plan = helpers.kernels_of(fd, arrays)
     assert len(kernels) >= 2, plan
     helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+
+
+def random_moves(fd, y, sizes, rng):
+    """A few random moves of y [b, t, h, d] that keep each element with its row: permutes of the row dims, a
+    rotate-half or a shift along the row, a reshape merging two row dims. Returns the moved value."""
+    sizes = list(sizes)
+    for _ in range(int(rng.integers(1, 4))):
+        move = rng.choice(["permute", "rotate", "shift", "merge"])
+        rank, d = len(sizes), sizes[-1]
+        if move == "permute":
+            order = [int(i) for i in rng.permutation(rank - 1)] + [rank - 1]
+            y, sizes = fd.ops.permute(y, order), [sizes[i] for i in order]
+        elif move == "rotate" and d > 1:
+            half = d // 2
+            ends = sizes[:-1]
+            high = fd.ops.slice(y, [0] * (rank - 1) + [half], ends + [d], [1] * rank)
+            low = fd.ops.slice(y, [0] * rank, ends + [half], [1] * rank)
+            y = fd.ops.cat([fd.ops.neg(high), low], rank - 1)
+        elif move == "shift" and d > 1:
+            y = fd.ops.pad(fd.ops.slice(y, [0] * (rank - 1) + [1], sizes, [1] * rank), [0, 1])
+        elif move == "merge" and rank > 2:
+            sizes = [sizes[0] * sizes[1]] + sizes[2:]
+            y = fd.ops.reshape(y, new_shape=sizes)
+    return y
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_moves_after_a_row_statistic_match_the_reference(seed):
+    """Random chains of moves within the rows after a norm or a softmax over d, as outputs beside the rows'
+    statistic permuted: the values are the reference's whatever the plan."""
+    rng = np.random.default_rng(seed)
+    sizes = tuple(int(rng.integers(1, 6)) for _ in range(3)) + (int(rng.integers(1, 13)),)
+    b, t, h, d = sizes
+    softmax = bool(seed % 2)
+    with FusionDefinition() as fd:
+        x = tensor(fd, 4, F32)
+        full = dict(shape=list(sizes), broadcast_dims=[0, 1, 2, 3])
+        if softmax:
+            e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast_in_dim(fd.ops.max(x, dims=[3], keepdim=True), **full)))
+            statistic = fd.ops.sum(e, dims=[3], keepdim=True)
+            y = fd.ops.div(e, fd.ops.broadcast_in_dim(statistic, **full))
+        else:
+            statistic = fd.ops.rsqrt(fd.ops.add(fd.ops.sum(fd.ops.mul(x, x), dims=[3], keepdim=True), 1e-6))
+            y = fd.ops.mul(x, fd.ops.broadcast_in_dim(statistic, **full))
+        fd.add_output(random_moves(fd, y, sizes, rng))
+        order = [int(i) for i in rng.permutation(3)]
+        fd.add_output(fd.ops.permute(fd.ops.reshape(statistic, new_shape=[b, t, h]), order))
+    arrays = [rng.standard_normal(sizes).astype(np.float32)]
+    helpers.execute_near_reference(fd, arrays, rtol=1e-5)
