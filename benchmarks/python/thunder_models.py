@@ -36,6 +36,8 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   the projection's [batch, tokens, heads, head size] layout, then transposed to heads first and rotated.
 - `Olmo2Layer`: OLMo-2's QK-norm over the whole projection (all heads of a token together), then split
   into heads, transposed and rotated; norms after attention and the MLP instead of before.
+- `MLALayer`: DeepSeek-V2's multi-head latent attention: queries and keys and values through normed
+  low-rank latents, each head's key joined from a part of its own and a rotated part that all heads share.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -595,8 +597,42 @@ def build_olmo2(batch, seq, embd, heads, dtype):
     return Olmo2Layer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
+class MLALayer(_HalfRotary):
+    """DeepSeek-V2's multi-head latent attention: the queries from a normed low-rank latent, split per head into a
+    part without position and a rotated part; the keys and values from a normed latent of their own, beside one
+    rotated key part (sliced off the same projection) that every head shares."""
+    def __init__(self, n_embd, n_head, max_tokens):
+        super().__init__()
+        self.n_head, self.nope, self.pe = n_head, n_embd // n_head, max(n_embd // n_head // 2, 2)
+        self.q_lora, self.kv_lora = n_embd // 2, n_embd // 4
+        self.norm = nn.RMSNorm(n_embd)
+        self.q_a, self.q_a_norm = nn.Linear(n_embd, self.q_lora, bias=False), nn.RMSNorm(self.q_lora)
+        self.q_b = nn.Linear(self.q_lora, n_head * (self.nope + self.pe), bias=False)
+        self.kv_a, self.kv_a_norm = nn.Linear(n_embd, self.kv_lora + self.pe, bias=False), nn.RMSNorm(self.kv_lora)
+        self.kv_b = nn.Linear(self.kv_lora, n_head * 2 * self.nope, bias=False)
+        self.o = nn.Linear(n_head * self.nope, n_embd, bias=False)
+        self.rotary_tables(self.pe, max_tokens)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H = self.n_head
+        h = self.norm(x)
+        q = self.q_b(self.q_a_norm(self.q_a(h))).view(B, T, H, self.nope + self.pe).transpose(1, 2)
+        q_nope, q_pe = q.split([self.nope, self.pe], dim=-1)
+        latent, k_pe = self.kv_a(h).split([self.kv_lora, self.pe], dim=-1)
+        k_pe = self.rope(k_pe.view(B, T, 1, self.pe).transpose(1, 2)).expand(B, H, T, self.pe)
+        kv = self.kv_b(self.kv_a_norm(latent)).view(B, T, H, 2 * self.nope).transpose(1, 2)
+        k_nope, v = kv.split([self.nope, self.nope], dim=-1)
+        q, k = torch.cat([q_nope, self.rope(q_pe)], dim=-1), torch.cat([k_nope, k_pe], dim=-1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return x + self.o(y.transpose(1, 2).reshape(B, T, H * self.nope))
+
+def build_mla(batch, seq, embd, heads, dtype):
+    return MLALayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
             "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
             "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3, "qwen3": build_qwen3,
-            "olmo2": build_olmo2}
+            "olmo2": build_olmo2, "mla": build_mla}

@@ -219,12 +219,12 @@ def test_transformer_block_forward_and_backward(braze_executes, dtype):
 # ---- thunder_models.py's layers of other models, forward and backward -------------------------------
 @pytest.mark.parametrize("name", ["bert", "t5", "neox", "mixer", "swin", "vit", "distill", "gptj", "gemma2", "bloom",
                                   "clip", "mistral", "mamba", "dit", "falcon", "phi3", "qwen3",
-                                  "olmo2"])
+                                  "olmo2", "mla"])
 def test_other_model_layers_train_as_eager(braze_executes, name):
     """Post-norm BERT with a padding mask, T5, GPT-NeoX's partial rotary, MLP-Mixer, Swin's shifted windows, a ViT,
     a distillation loss, GPT-J's interleaved rotary, Gemma-2, BLOOM's ALiBi, CLIP's contrastive loss, Mistral
-    with Qwen2's biases, a Mamba-2-like mixer, DiT's adaLN-Zero block, Falcon, Phi-3, and Qwen3's and
-    OLMo-2's QK-norms (benchmarks/python/thunder_models.py), in float32 on the GPU: the output and every
+    with Qwen2's biases, a Mamba-2-like mixer, DiT's adaLN-Zero block, Falcon, Phi-3, Qwen3's and
+    OLMo-2's QK-norms and DeepSeek-V2's latent attention (benchmarks/python/thunder_models.py), in float32 on the GPU: the output and every
     gradient as eager's from the same weights (tools/thunder_on_cpu.py runs them on the simulated device)."""
     from thunder_models import BUILDERS
 
