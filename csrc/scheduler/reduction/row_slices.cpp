@@ -32,6 +32,8 @@ bool keepsRowsWhole(const Expr& e, const std::vector<int64_t>& reduced, const st
 std::vector<RowSlice> findRowSlices(const std::vector<const Expr*>& exprs, const std::vector<const Val*>& outputs,
                                     const std::vector<int64_t>& domain_sizes, const std::vector<int64_t>& reduced,
                                     const std::function<bool(const Val*)>& full, const BoundShapes& bound) {
+  // Every merge attempt of a row group asks: most groups slice nothing.
+  if (std::none_of(exprs.begin(), exprs.end(), [](const Expr* e) { return e->kind() == OpKind::Slice; })) return {};
   std::unordered_map<const Val*, const Expr*> def;
   for (const Expr* e : exprs) {
     for (const Val* out : e->outputs()) def[out] = e;
