@@ -54,6 +54,7 @@ from braze import execute as bx
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
 from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
 from test_matmul import define_qkv_attention_scores, define_weight_int8_linear  # noqa: E402  (seeds 000, 003)
+from test_row_permutes import define_qk_norm_rope  # noqa: E402  (Qwen3's QK-norm, transpose and RoPE)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mma_peak  # noqa: E402  (the mma.sync ceiling the matmul rows are read against)
 import backward_cases  # noqa: E402  (a transformer block's backward fusions)
@@ -129,6 +130,17 @@ def torch_rope(qkv, cos, sin, n_head, n_groups, hs, n_elem):
     return rope(q), rope(k), v
 
 
+def torch_qk_norm_rope(x, w, cos, sin):
+    """Qwen3's QK-norm as define_qk_norm_rope: each head of x [b, t, h, d] RMS-normed in float, times w, rounded
+    to x's dtype, transposed to [b, h, t, d] and rotated in float with tables [t, d]."""
+    xf = x.float()
+    normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)
+    heads = normed.transpose(1, 2)
+    half = heads.size(-1) // 2
+    rotated = torch.cat((-heads[..., half:], heads[..., :half]), -1)
+    return (heads.float() * cos.float() + rotated.float() * sin.float()).to(x.dtype)
+
+
 def cases():
     def norm(name, define, ref, rows, hidden, with_weight, with_bias):
         def make_inputs(gen):
@@ -155,6 +167,17 @@ def cases():
         yield (name, lambda fd, cfg=cfg: define_rope(fd, **cfg),
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos, sin, **a), make_inputs,
                lambda qkv, cos, sin, a=rope_args: torch_rope(qkv, cos.float(), sin.float(), **a), 0)
+    # Qwen3-8B's query heads (32 of 128) over 4096 tokens: normed, transposed and rotated in one row kernel.
+    qk = (1, 4096, 32, 128)
+
+    def qk_inputs(gen):
+        b, t, h, d = qk
+        return [torch.randn(b, t, h, d, dtype=torch.bfloat16, device="cuda", generator=gen),
+                torch.randn(d, dtype=torch.bfloat16, device="cuda", generator=gen),
+                torch.randn(t, d, dtype=torch.bfloat16, device="cuda", generator=gen),
+                torch.randn(t, d, dtype=torch.bfloat16, device="cuda", generator=gen)]
+    yield ("qk_norm_rope qwen3-8b T4096", lambda fd: define_qk_norm_rope(fd, qk, DataType.BFloat16),
+           torch_qk_norm_rope, qk_inputs, None, 0)
     yield from sort_cases()
     yield from backward_cases.cases()
     yield from matmul_cases()
