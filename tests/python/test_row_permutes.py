@@ -102,8 +102,8 @@ def define_olmo2_qk_norm_rope(fd, sizes, dtype, contiguous=True):
 @pytest.mark.parametrize("sizes", [(2, 64, 4, 32), (1, 7, 3, 6), (2, 5, 2, 9), (1, 1, 4, 8)])
 @pytest.mark.parametrize("layout", ["dense", "misaligned", "strided"])
 def test_olmo2_qk_norm_over_all_heads_then_split_is_one_row_kernel(dtype, sizes, layout):
-    """The norm's rows are whole projections; the output spreads each row over its heads (where the head size is
-    no multiple of the row's vector width, 9 of a row of 18, each lane's element is stored on its own)."""
+    """The norm's rows are whole projections; the output spreads each row over its heads (heads of 6 or 9: the
+    row's vectors are no wider than a head, down to one lane)."""
     b, t, h, d = sizes
     with FusionDefinition() as fd:
         define_olmo2_qk_norm_rope(fd, sizes, dtype, contiguous=layout != "strided")
