@@ -55,10 +55,8 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
                             [&](const Val* v) { return produced.count(v) != 0; }, bound_);
   }
   // Outputs of the domain's elements (or rows) in another order of the kept dims: stored where they hold
-  // each one. The inner persistent check takes them; the other row kernels' checks do not.
-  if (ctx.segment.scheduler == SchedulerKind::InnerPersistent) {
-    misalignedWithDomain(candidate, facts_, domain_, bound_, &permuted_);
-  }
+  // each one. The persistent check took them; other groups have none.
+  misalignedWithDomain(candidate, facts_, domain_, bound_, &permuted_);
   // Outer reductions of other tensors over the same rows: walked after the row groups.
   std::erase_if(outer_, [&](const Expr* r) {
     if (bound_.sizesOf(r->input(0)) == domain_.input_sizes) return false;
