@@ -38,6 +38,8 @@ trains them one step on braze's simulated device (`--model bert|t5|...|mamba`, o
   into heads, transposed and rotated; norms after attention and the MLP instead of before.
 - `MLALayer`: DeepSeek-V2's multi-head latent attention: queries and keys and values through normed
   low-rank latents, each head's key joined from a part of its own and a rotated part that all heads share.
+- `UNetBlock`: Stable Diffusion's ResNet block (group norms, SiLU, convolutions, a time embedding per channel)
+  and spatial attention over the pixels of a group-normed [B, C, H, W], transposed to [B, H*W, C] and back.
 
 Each `build_<name>(batch, seq, embd, heads, dtype)` returns the model and its inputs, the first of which
 is the differentiated activation.
@@ -381,6 +383,17 @@ class _HalfRotary(nn.Module):
         return t * self.cos[:T] + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin[:T]
 
 
+class SwiGLU(nn.Module):
+    """The gated MLP of Llama-style layers: down(silu(gate(h)) * up(h)), three times wider inside, no biases."""
+    def __init__(self, n_embd):
+        super().__init__()
+        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+
+    def forward(self, h):
+        return self.down(F.silu(self.gate(h)) * self.up(h))
+
+
 class MistralLayer(_HalfRotary):
     """Mistral and Qwen2: RMS norms, grouped-query attention with biased q, k and v (Qwen2's), RoPE, a
     sliding-window causal mask given to the attention as an additive mask, a SwiGLU MLP."""
@@ -392,8 +405,7 @@ class MistralLayer(_HalfRotary):
         self.q = nn.Linear(n_embd, n_embd)
         self.k, self.v = nn.Linear(n_embd, kv_heads * self.hs), nn.Linear(n_embd, kv_heads * self.hs)
         self.o = nn.Linear(n_embd, n_embd, bias=False)
-        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
-        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        self.mlp = SwiGLU(n_embd)
         self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
@@ -411,7 +423,7 @@ class MistralLayer(_HalfRotary):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
         h = self.norm2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+        return x + self.mlp(h)
 
 def build_mistral(batch, seq, embd, heads, dtype):
     layer = MistralLayer(embd, heads, max(heads // 2, 1), max(seq // 3, 2), seq)
@@ -549,8 +561,7 @@ class Qwen3Layer(_HalfRotary):
         self.k = nn.Linear(n_embd, kv_heads * self.hs, bias=False)
         self.v = nn.Linear(n_embd, kv_heads * self.hs, bias=False)
         self.o = nn.Linear(n_embd, n_embd, bias=False)
-        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
-        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        self.mlp = SwiGLU(n_embd)
         self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
@@ -564,7 +575,7 @@ class Qwen3Layer(_HalfRotary):
                                            is_causal=True)
         x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
         h = self.norm2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+        return x + self.mlp(h)
 
 def build_qwen3(batch, seq, embd, heads, dtype):
     kv_heads = heads // 2 if heads % 2 == 0 else 1
@@ -580,8 +591,7 @@ class Olmo2Layer(_HalfRotary):
         self.q_norm, self.k_norm = nn.RMSNorm(n_embd, eps=1e-6), nn.RMSNorm(n_embd, eps=1e-6)
         self.attn_norm, self.mlp_norm = nn.RMSNorm(n_embd, eps=1e-6), nn.RMSNorm(n_embd, eps=1e-6)
         self.q, self.k, self.v, self.o = (nn.Linear(n_embd, n_embd, bias=False) for _ in range(4))
-        self.gate, self.up = nn.Linear(n_embd, 3 * n_embd, bias=False), nn.Linear(n_embd, 3 * n_embd, bias=False)
-        self.down = nn.Linear(3 * n_embd, n_embd, bias=False)
+        self.mlp = SwiGLU(n_embd)
         self.rotary_tables(self.hs, max_tokens)
 
     def forward(self, x):
@@ -591,7 +601,7 @@ class Olmo2Layer(_HalfRotary):
         v = self.v(x).view(B, T, self.n_head, self.hs).transpose(1, 2)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
         x = x + self.attn_norm(self.o(y))
-        return x + self.mlp_norm(self.down(F.silu(self.gate(x)) * self.up(x)))
+        return x + self.mlp_norm(self.mlp(x))
 
 def build_olmo2(batch, seq, embd, heads, dtype):
     return Olmo2Layer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
@@ -631,8 +641,39 @@ def build_mla(batch, seq, embd, heads, dtype):
     return MLALayer(embd, heads, seq).to(dtype), (torch.randn(batch, seq, embd, dtype=dtype),)
 
 
+class UNetBlock(nn.Module):
+    """Stable Diffusion's UNet at one resolution: a ResNet block (group norms and SiLU before 3x3 convolutions,
+    the time embedding's projection added per channel, a residual), then a spatial self-attention block whose
+    group norm's output becomes tokens by the pixels: [B, C, H, W] viewed as [B, C, H*W], transposed to
+    [B, H*W, C], and the attention's output transposed back."""
+    def __init__(self, channels, n_head, groups):
+        super().__init__()
+        self.n_head = n_head
+        self.norm1, self.norm2 = nn.GroupNorm(groups, channels), nn.GroupNorm(groups, channels)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.time = nn.Linear(channels, channels)
+        self.attn_norm = nn.GroupNorm(groups, channels, eps=1e-6)
+        self.qkv, self.proj = nn.Linear(channels, 3 * channels), nn.Linear(channels, channels)
+
+    def forward(self, x, t):  # [batch, channels, side, side], [batch, channels]
+        h = self.conv1(F.silu(self.norm1(x))) + self.time(F.silu(t))[:, :, None, None]
+        x = x + self.conv2(F.silu(self.norm2(h)))
+        B, C, H, W = x.shape
+        a = self.attn_norm(x).view(B, C, H * W).transpose(1, 2)
+        q, k, v = _attention_heads(self.qkv(a), B, H * W, self.n_head)
+        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, H * W, C)
+        return x + self.proj(y).transpose(1, 2).view(B, C, H, W)
+
+def build_unet(batch, seq, embd, heads, dtype):
+    """`seq` pixels (a square of them, rounded down), `embd` channels in groups of 4 (at most 32 groups)."""
+    side = max(int(math.isqrt(seq)), 1)
+    inputs = (torch.randn(batch, embd, side, side, dtype=dtype), torch.randn(batch, embd, dtype=dtype))
+    return UNetBlock(embd, heads, max(min(32, embd // 4), 1)).to(dtype), inputs
+
+
 BUILDERS = {"bert": build_bert, "t5": build_t5, "neox": build_neox, "mixer": build_mixer, "swin": build_swin,
             "vit": build_vit, "distill": build_distill, "gptj": build_gptj, "gemma2": build_gemma2,
             "bloom": build_bloom, "clip": build_clip, "mistral": build_mistral, "mamba": build_mamba,
             "dit": build_dit, "falcon": build_falcon, "phi3": build_phi3, "qwen3": build_qwen3,
-            "olmo2": build_olmo2, "mla": build_mla}
+            "olmo2": build_olmo2, "mla": build_mla, "unet": build_unet}

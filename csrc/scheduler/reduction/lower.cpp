@@ -55,7 +55,8 @@ RowLowering::RowLowering(LoweringContext& ctx, bool inner_outer)
                             [&](const Val* v) { return produced.count(v) != 0; }, bound_);
   }
   // Outputs of the domain's elements (or rows) in another order of the kept dims: stored where they hold
-  // each one. The persistent check took them; other groups have none.
+  // each one. The row checks of the inner persistent and inner-outer schedulers took them (the inner-outer
+  // one through canScheduleRowsWithout); the reduction check refuses them, so its groups have none.
   misalignedWithDomain(candidate, facts_, domain_, bound_, &permuted_);
   // Outer reductions of other tensors over the same rows: walked after the row groups.
   std::erase_if(outer_, [&](const Expr* r) {
