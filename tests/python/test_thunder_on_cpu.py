@@ -99,7 +99,7 @@ def test_thunder_trains_a_mixture_of_experts_mlp_with_its_router_in_one_kernel()
 # linear's gradient: the inner-outer finish writes the cat (one segment).
 MOST_SEGMENTS = {"bert": 1, "t5": 1, "neox": 1, "mixer": 2, "swin": 1, "vit": 1, "distill": 1, "gptj": 1,
                  "gemma2": 1, "bloom": 1, "clip": 1, "mistral": 1, "mamba": 2, "dit": 1,
-                 "falcon": 1, "phi3": 1, "qwen3": 1, "olmo2": 1, "mla": 2}
+                 "falcon": 1, "phi3": 1, "qwen3": 1, "olmo2": 1, "mla": 2, "unet": 3}
 
 
 @pytest.mark.parametrize("model", sorted(MOST_SEGMENTS))
@@ -109,7 +109,8 @@ def test_thunder_trains_more_model_shapes_as_eager(model, dtype, tolerance):
     partial rotary and parallel residual, MLP-Mixer, Swin's shifted windows, a ViT, a distillation loss of
     three terms, GPT-J's interleaved rotary, Gemma-2's soft-capped scores and four norms, BLOOM's ALiBi, CLIP's
     contrastive loss, Mistral's sliding window with Qwen2's biased GQA, a Mamba-2-like mixer, DiT's adaLN-Zero,
-    Falcon's multi-query attention beside its MLP, Phi-3's fused projections, Qwen3's and OLMo-2's QK-norms, DeepSeek-V2's latent attention),
+    Falcon's multi-query attention beside its MLP, Phi-3's fused projections, Qwen3's and OLMo-2's QK-norms, DeepSeek-V2's latent attention,
+    Stable Diffusion's UNet block with its group norms),
     trained one step: the output and every gradient as eager float32's, and how many kernel segments
     each fusion takes. (In bf16 Thunder's nvFuser path rounds at other points than eager: T5's MLP weight
     gradient is 2.0e-2 from float32 there, 1.2e-2 through Thunder's torch executor; each fusion's outputs

@@ -4,6 +4,8 @@
 #include "support/by_id.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <span>
 
@@ -13,10 +15,17 @@ namespace {
 // Per dim of a value computed from a reduction result: the domain dim it stands for (a kept dim of the
 // result, carried through the ops after it), kAny where the value is the same all along it (a size-1,
 // broadcast or expanded dim) or it comes from values read through index maps, kUnknown where an op this
-// analysis does not follow moved it or two operands disagree on it.
+// analysis does not follow moved it or two operands disagree on it, kLinear where a value of an inner
+// domain's size holds the domain's elements in its row-major order under other dims (a reshape that merges a
+// kept dim with reduced ones: a group norm's [b, g, c / g, h, w] viewed as [b, c, h, w]).
 constexpr int64_t kAny = -1;
 constexpr int64_t kUnknown = -2;
+constexpr int64_t kLinear = -4;
 using DimIds = std::vector<int64_t>;
+
+int64_t elementsOf(const std::vector<int64_t>& sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+}
 
 int64_t combine(int64_t a, int64_t b) {
   if (a == kAny) return b;
@@ -101,6 +110,7 @@ void forwardIds(const Expr& e, const IdsTable& ids, const BoundShapes& bound, Di
       if (in.size() == rank) result = in;
       break;
     case OpKind::Permute: {
+      if (std::find(in.begin(), in.end(), kLinear) != in.end()) break;  // the row-major order is gone
       const std::vector<int64_t>& dims = e.attrs().getInts("dims");
       for (size_t d = 0; d < rank && d < dims.size(); ++d) result[d] = in.at(static_cast<size_t>(dims[d]));
       break;
@@ -266,6 +276,19 @@ bool aligned(const std::vector<int64_t>& sizes, const DimIds* ids, const Reducti
   return k == expected.size();
 }
 
+// Whether a value of `sizes` with `ids` holds an inner domain's elements in their row-major order: its
+// dims each the domain's own (aligned) or all kLinear. Rows walked whole index it by its linear position.
+bool linearOrder(const std::vector<int64_t>& sizes, std::span<const int64_t> ids, const ReductionDomain& domain,
+                 const ExpectedDims& expected_dims) {
+  if (!domain.inner || domain.full_numel == domain.outer_numel || elementsOf(sizes) != domain.full_numel) return false;
+  const DimIds copy(ids.begin(), ids.end());
+  if (aligned(sizes, &copy, domain, expected_dims, domain.full_numel)) return true;
+  for (size_t q = 0; q < sizes.size(); ++q) {
+    if (sizes[q] != 1 && ids[q] != kLinear) return false;
+  }
+  return true;
+}
+
 // The domain dim each dim of a value of `sizes` and `ids` (`n` elements, a row's or a per-row result's)
 // stands for, -1 for its size-1 dims, where every kept dim of the domain is the id of one of its dims of
 // that size. Its other dims (kAny: the value is the same all along them as far as the reduction results
@@ -322,6 +345,26 @@ std::optional<std::vector<int64_t>> permutedDims(const std::vector<int64_t>& siz
   return dims;
 }
 
+// Where a reshape of a value in an inner domain's row-major order (aligned, or kLinear already) merges a kept
+// dim with others (`of` has unknown dims): each element stays at its linear position, so `of` becomes kLinear.
+// A kLinear dim that reaches a value of another size (an expand) becomes unknown.
+void linearIds(const Expr& e, const Val* out, const IdsTable& ids, const BoundShapes& bound,
+               const ReductionDomain& domain, const ExpectedDims& expected, DimIds& of) {
+  const std::vector<int64_t>& sizes = bound.sizesOf(out);
+  const bool full = domain.inner && domain.full_numel != domain.outer_numel && elementsOf(sizes) == domain.full_numel;
+  if (!full) {
+    std::replace(of.begin(), of.end(), kLinear, kUnknown);
+    return;
+  }
+  // Ids the reshape keeps (each dim its own domain dim, or the same all along) say more than kLinear does.
+  if (e.kind() != OpKind::Reshape || std::find(of.begin(), of.end(), kUnknown) == of.end()) return;
+  const auto in = ids.find(e.input(0));
+  if (!in || !linearOrder(bound.sizesOf(e.input(0)), *in, domain, expected)) return;
+  // Viewed as the domain again (size-1 dims aside), its dims are the domain's own: reductions may read it.
+  const bool as_domain = withoutOnes(sizes) == withoutOnes(domain.input_sizes);
+  for (size_t q = 0, k = 0; q < sizes.size(); ++q) of[q] = sizes[q] == 1 ? kAny : as_domain ? expected.full[k++] : kLinear;
+}
+
 }  // namespace
 
 bool keepsRowPositions(const Expr& expr, const BoundShapes& bound) {
@@ -375,15 +418,17 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
     }
     for (const Val* out : e->outputs()) {
       if (!out->isTensor() || facts.after_reduction.count(out) == 0) continue;
+      const int64_t n = bound.numel(out);
       if (reduction) {
         reducedIds(*e, out, bound, of);
       } else {
         forwardIds(*e, ids, bound, of, scratch);
+        linearIds(*e, out, ids, bound, domain, expected, of);
       }
       ids.add(out, of);
-      const int64_t n = bound.numel(out);
       const bool walked = n == domain.full_numel || n == domain.outer_numel;
       if (!walked || aligned(bound.sizesOf(out), &of, domain, expected, n)) continue;
+      if (linearOrder(bound.sizesOf(out), of, domain, expected)) continue;
       // Values the kernel reads only through index maps may lie in any order; outputs are stored where
       // their dims put each domain element.
       if (permuted != nullptr && !is_output(out)) continue;
@@ -401,6 +446,13 @@ std::string misalignedWithDomain(const Candidate& candidate, const CandidateFact
   for (const Val* out : candidate.outputs) {
     if (!out->isTensor() || (permuted != nullptr && permuted->count(out) != 0)) continue;
     const int64_t n = bound.numel(out);
+    // A value not computed from a reduction result is computed at its own index of the element the walk
+    // stores it at: in an inner domain, the domain's linear position, whatever its dims.
+    const auto found = ids.find(out);
+    if (domain.inner && n == domain.full_numel && n != domain.outer_numel &&
+        (!found || linearOrder(bound.sizesOf(out), *found, domain, expected))) {
+      continue;
+    }
     const bool walked = n == domain.full_numel || n == domain.outer_numel;
     if (walked && !aligned(bound.sizesOf(out), nullptr, domain, expected, n)) {
       return fmt::format("output {} is [{}]: not the reduction domain [{}] or its kept dims in their order (a kernel "

@@ -9,6 +9,11 @@
 //  - every value computed from a reduction result reads it at its own row: each dim that comes from a
 //    kept dim of the domain stands where that dim stands (a row sum of a square matrix broadcast along
 //    the rows, or permuted, is read at another row's index).
+// Where the reduced dims are the innermost (rows walked whole), an output of the domain's element count is
+// stored at the domain's linear position: one not computed from a reduction result may have any dims (it is
+// computed at its own index there), and one computed from a result may be a reshape of values that lie as
+// the domain does (a group norm's [b, g, c / g, h, w] viewed back as [b, c, h, w]): each element is still
+// its row's.
 #pragma once
 
 #include "scheduler/reduction/reduction_domain.h"
