@@ -697,6 +697,8 @@ inline std::vector<KernelCaseMaker> smallKernelCorpus() {
   }
   cases.push_back({"qk_norm_rope_bf16_2x5x3x16", [] { return qkNormRopeCase(2, 5, 3, 16, DataType::BFloat16, 46); }});
   cases.push_back({"qk_norm_rope_f32_1x7x2x10", [] { return qkNormRopeCase(1, 7, 2, 10, DataType::Float, 47); }});
+  cases.push_back({"group_norm_silu_bf16_2x12x5x3", [] { return groupNormSiluCase(2, 12, 5, 3, 4, DataType::BFloat16, 48); }});
+  cases.push_back({"group_norm_silu_f32_1x8x7x1", [] { return groupNormSiluCase(1, 8, 7, 1, 8, DataType::Float, 49); }});
   for (KernelCaseMaker& c : backwardCases()) cases.push_back(std::move(c));
   for (KernelCaseMaker& c : lossCases()) cases.push_back(std::move(c));
   for (KernelCaseMaker& c : ropeBackwardCases()) cases.push_back(std::move(c));
@@ -756,6 +758,7 @@ inline std::vector<KernelCaseMaker> largeKernelCorpus() {
       {"adaln_norm_backward_bf16_2x128x256", [] { return adalnNormBackwardCase(2, 128, 256, DataType::BFloat16, 10); }},
       {"softmax_row_slices_bf16_4x65x256", [] { return softmaxRowSlicesCase(4, 65, 256, DataType::BFloat16, 12); }},
       {"qk_norm_rope_bf16_2x256x16x128", [] { return qkNormRopeCase(2, 256, 16, 128, DataType::BFloat16, 13); }},
+      {"group_norm_silu_bf16_1x320x32x32", [] { return groupNormSiluCase(1, 320, 32, 32, 32, DataType::BFloat16, 14); }},
       // A part split over more blocks in y than it has rows.
       {"outer_sums_of_their_own_rows_bf16_8192x256_3",
        [] { return outerSumsOfTheirOwnRowsCase(8192, 3, 256, DataType::BFloat16, 11); }},

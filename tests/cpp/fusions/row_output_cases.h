@@ -1,5 +1,6 @@
 // Kernel corpus cases of row kernels writing outputs of their own shapes: some of a value's rows
-// (reduction/row_slices.h), the rows in another order (reduction/domain_alignment.h's permuted outputs).
+// (reduction/row_slices.h), the rows in another order (reduction/domain_alignment.h's permuted outputs), the
+// rows under other dims (a group norm's view back).
 #pragma once
 
 #include "fusions/kernel_case.h"
@@ -67,6 +68,40 @@ inline KernelCase qkNormRopeCase(int64_t b, int64_t t, int64_t h, int64_t d, Dat
     f.addOutput(permute(reshape(inv->asTensor(), ints(f, {b, t, h})), {0, 2, 1}));
   }
   kc.inputs = randomInputs(f, seed, {{b, t, h, d}, {d}, {t, d}, {t, d}});
+  kc.expect = [](const LoweredPlan& compiled) {
+    EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
+    EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();
+  };
+  return kc;
+}
+
+// A UNet's group norm as Thunder writes it: x [b, c, h, w] viewed as [b, g, c / g, h, w], normed per group,
+// viewed back as [b, c, h, w], scaled and shifted per channel, through a SiLU; with the groups' mean and
+// 1 / std. One inner persistent kernel stores the normed value at each row element's linear position.
+inline KernelCase groupNormSiluCase(int64_t b, int64_t c, int64_t h, int64_t w, int64_t groups, DataType dtype,
+                                    uint64_t seed) {
+  KernelCase kc;
+  Fusion& f = *kc.fusion;
+  {
+    FusionGuard g(&f);
+    TensorView* x = defineTensor({-1, -1, -1, -1}, {true, true, true, true}, dtype);
+    TensorView* weight = defineTensor({-1}, {true}, dtype);
+    TensorView* bias = defineTensor({-1}, {true}, dtype);
+    const std::vector<int64_t> grouped = {b, groups, c / groups, h, w};
+    TensorView* xg = reshape(cast(x, DataType::Float)->asTensor(), ints(f, grouped));
+    auto [var, mean] = varMean(xg, {2, 3, 4}, /*correction=*/0.0);
+    Val* rstd = unaryOp(OpKind::Rsqrt, add(var, f.constant(1e-5)));
+    Val* normed = mul(sub(xg, broadcastInDim(mean, ints(f, grouped), {0, 1})),
+                      broadcastInDim(rstd->asTensor(), ints(f, grouped), {0, 1}));
+    TensorView* view = reshape(normed->asTensor(), ints(f, {b, c, h, w}));
+    Val* y = add(mul(view, cast(broadcastInDim(weight, ints(f, {b, c, h, w}), {1}), DataType::Float)),
+                 cast(broadcastInDim(bias, ints(f, {b, c, h, w}), {1}), DataType::Float));
+    Val* gate = unaryOp(OpKind::Reciprocal, add(unaryOp(OpKind::Exp, unaryOp(OpKind::Neg, y)), f.constant(1.0)));
+    f.addOutput(mean);
+    f.addOutput(rstd);
+    f.addOutput(cast(mul(y, gate), dtype));
+  }
+  kc.inputs = randomInputs(f, seed, {{b, c, h, w}, {c}, {c}});
   kc.expect = [](const LoweredPlan& compiled) {
     EXPECT_EQ(compiled.plan.segments.size(), 1u) << compiled.plan.toString();
     EXPECT_EQ(compiled.plan.kernelCount(), 1) << compiled.plan.toString();

@@ -136,6 +136,24 @@ TEST(NvrtcCorpus, QkNormRopeStoresItsPermutedRowsWith128BitAccesses) {
   EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
 }
 
+// Stable Diffusion's first UNet group norm (320 channels in 32 groups, 64x64 pixels, bf16): the groups read
+// and the normed [b, c, h, w] stored with 128-bit accesses, the view back from the groups costing no vector.
+TEST(NvrtcCorpus, GroupNormStoresItsViewBackWith128BitAccesses) {
+  if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
+  const testing::KernelCase c = testing::groupNormSiluCase(2, 320, 64, 64, 32, DataType::BFloat16, 6);
+  const auto compiled = lowerPlan(planSegments(*c.fusion, c.inputs), DeviceInfo::h100Sxm());
+  ASSERT_EQ(compiled.kernels.size(), 1u) << compiled.plan.toString();
+  const kernel::Kernel& k = *compiled.kernels[0];
+  ASSERT_EQ(k.vectorize, 8) << k.summary;
+  const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = device::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  const auto counts = device::countGlobalAccesses(*sass);
+  EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << k.summary;
+  EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
+}
+
 // The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
 TEST(NvrtcCorpus, MatmulKernelsUseTensorCores) {
   if (!device::nvrtcAvailable()) GTEST_SKIP() << "NVRTC not found: SASS not checked";
