@@ -113,6 +113,18 @@ TEST(NvrtcCorpus, InnerOuterLayerNormBackwardUses128BitAccessesAndNoLocalMemory)
   }
 }
 
+// `source` of kernel `k` compiles for sm_90 without a warning and its SASS has 128-bit global loads and
+// stores (where cuobjdump is found).
+void expect128BitLoadsAndStores(const std::string& source, const kernel::Kernel& k) {
+  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
+  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
+  const auto sass = device::disassemble(cubin.cubin);
+  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
+  const auto counts = device::countGlobalAccesses(*sass);
+  EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << k.summary;
+  EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
+}
+
 // Qwen3's QK-norm at Qwen3-8B's head layout (32 heads of 128): the heads read with 128-bit loads and stored
 // heads first with 128-bit stores (each row whole where the permute puts it); RoPE's other half is loaded
 // again (from L1) rather than kept in a second register array beside the row's.
@@ -127,13 +139,7 @@ TEST(NvrtcCorpus, QkNormRopeStoresItsPermutedRowsWith128BitAccesses) {
   const size_t first = source.find("float cache[");
   ASSERT_NE(first, std::string::npos) << source;
   EXPECT_EQ(source.find("float cache", first + 1), std::string::npos) << "a second row cache array in\n" << source;
-  const auto cubin = device::compileCuda(source, k.name, {.arch = "sm_90"});
-  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = device::disassemble(cubin.cubin);
-  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-  const auto counts = device::countGlobalAccesses(*sass);
-  EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << k.summary;
-  EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
+  expect128BitLoadsAndStores(source, k);
 }
 
 // Stable Diffusion's first UNet group norm (320 channels in 32 groups, 64x64 pixels, bf16): the groups read
@@ -145,13 +151,7 @@ TEST(NvrtcCorpus, GroupNormStoresItsViewBackWith128BitAccesses) {
   ASSERT_EQ(compiled.kernels.size(), 1u) << compiled.plan.toString();
   const kernel::Kernel& k = *compiled.kernels[0];
   ASSERT_EQ(k.vectorize, 8) << k.summary;
-  const auto cubin = device::compileCuda(codegen::emitCuda(k), k.name, {.arch = "sm_90"});
-  EXPECT_TRUE(cubin.log.empty()) << cubin.log;
-  const auto sass = device::disassemble(cubin.cubin);
-  if (!sass) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
-  const auto counts = device::countGlobalAccesses(*sass);
-  EXPECT_GT(counts.load_bits.count(128) ? counts.load_bits.at(128) : 0, 0) << k.summary;
-  EXPECT_GT(counts.store_bits.count(128) ? counts.store_bits.at(128) : 0, 0) << k.summary;
+  expect128BitLoadsAndStores(codegen::emitCuda(k), k);
 }
 
 // The matmul kernels run on tensor cores: HMMA for bf16, IMMA for int8, in the SASS of sm_80 and sm_90.
