@@ -55,6 +55,7 @@ sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests/python")
 from test_explain import define_rope  # noqa: E402  (the litGPT 0.5.0 qkv split + RoPE definition)
 from test_matmul import define_qkv_attention_scores, define_weight_int8_linear  # noqa: E402  (seeds 000, 003)
 from test_row_permutes import define_qk_norm_rope  # noqa: E402  (Qwen3's QK-norm, transpose and RoPE)
+from test_group_norm_rows import group_norm, tensor  # noqa: E402  (a group norm as Thunder writes it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mma_peak  # noqa: E402  (the mma.sync ceiling the matmul rows are read against)
 import backward_cases  # noqa: E402  (a transformer block's backward fusions)
@@ -141,6 +142,16 @@ def torch_qk_norm_rope(x, w, cos, sin):
     return (heads.float() * cos.float() + rotated.float() * sin.float()).to(x.dtype)
 
 
+def torch_group_norm_silu(x, w, b, groups=32):
+    """A UNet's group norm and SiLU, in float, rounded to x's dtype."""
+    return torch.nn.functional.silu(torch.nn.functional.group_norm(x.float(), groups, w.float(), b.float())).to(x.dtype)
+
+
+def define_group_norm_silu(fd, sizes, groups=32):
+    x, w, b = (tensor(fd, rank, DataType.BFloat16) for rank in (len(sizes), 1, 1))
+    fd.add_output(group_norm(fd, x, w, b, sizes, groups, DataType.BFloat16, silu=True)[0])
+
+
 def cases():
     def norm(name, define, ref, rows, hidden, with_weight, with_bias):
         def make_inputs(gen):
@@ -178,6 +189,16 @@ def cases():
                 torch.randn(t, d, dtype=torch.bfloat16, device="cuda", generator=gen)]
     yield ("qk_norm_rope qwen3-8b T4096", lambda fd: define_qk_norm_rope(fd, qk, DataType.BFloat16),
            torch_qk_norm_rope, qk_inputs, None, 0)
+    # Stable Diffusion's first UNet resolution (320 channels in 32 groups, 64x64 latents, batch 2): the norm's
+    # view back to [b, c, h, w], its affine and SiLU in one row kernel.
+    gn = (2, 320, 64, 64)
+
+    def gn_inputs(gen):
+        return [torch.randn(*gn, dtype=torch.bfloat16, device="cuda", generator=gen),
+                torch.randn(gn[1], dtype=torch.bfloat16, device="cuda", generator=gen),
+                torch.randn(gn[1], dtype=torch.bfloat16, device="cuda", generator=gen)]
+    yield ("group_norm_silu sd-unet 2x320x64x64", lambda fd: define_group_norm_silu(fd, gn), torch_group_norm_silu,
+           gn_inputs, None, 0)
     yield from sort_cases()
     yield from backward_cases.cases()
     yield from matmul_cases()
