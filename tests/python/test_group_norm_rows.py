@@ -117,3 +117,53 @@ def test_moves_of_the_normed_groups_are_right(sizes, groups):
                 grouped = fd.ops.reshape(y, new_shape=[n, groups, c // groups, hh, ww])
                 fd.add_output(fd.ops.reshape(fd.ops.permute(grouped, [0, 2, 1, 3, 4]), new_shape=list(sizes)))
         helpers.execute_near_reference(fd, inputs(sizes, F32, sum(sizes)), rtol=1e-5)
+
+
+def random_views(fd, y, sizes, rng, arrays):
+    """A few random moves of y: dims merged or split (each element kept at its linear position), permuted, scaled
+    by a new input along one dim (appended to `arrays`), or centered by their own sum along the last dim (a
+    second reduction of the moved value). Returns the moved value."""
+    sizes = list(sizes)
+    for _ in range(int(rng.integers(1, 5))):
+        move = rng.choice(["merge", "split", "permute", "scale", "center"])
+        rank = len(sizes)
+        if move == "merge" and rank > 1:
+            at = int(rng.integers(0, rank - 1))
+            sizes = sizes[:at] + [sizes[at] * sizes[at + 1]] + sizes[at + 2:]
+            y = fd.ops.reshape(y, new_shape=sizes)
+        elif move == "split":
+            at = int(rng.integers(0, rank))
+            divisors = [k for k in range(2, sizes[at]) if sizes[at] % k == 0]
+            if divisors:
+                k = int(rng.choice(divisors))
+                sizes = sizes[:at] + [k, sizes[at] // k] + sizes[at + 1:]
+                y = fd.ops.reshape(y, new_shape=sizes)
+        elif move == "permute":
+            order = [int(i) for i in rng.permutation(rank)]
+            y, sizes = fd.ops.permute(y, order), [sizes[i] for i in order]
+        elif move == "scale":
+            at = int(rng.integers(0, rank))
+            arrays.append(rng.standard_normal(sizes[at]).astype(np.float32))
+            w = fd.ops.broadcast_in_dim(tensor(fd, 1, F32), shape=sizes, broadcast_dims=[at])
+            y = fd.ops.mul(y, w)
+        elif move == "center":
+            total = fd.ops.sum(y, dims=[rank - 1], keepdim=True)
+            y = fd.ops.sub(y, fd.ops.broadcast_in_dim(total, shape=sizes, broadcast_dims=list(range(rank))))
+    return y
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_views_of_normed_groups_match_the_reference(seed):
+    """Random chains of views, permutes, scales and second reductions after a group norm's statistics, as
+    outputs beside the statistics: the values are the reference's whatever the plan."""
+    rng = np.random.default_rng(100 + seed)
+    groups, per_group = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    sizes = (int(rng.integers(1, 4)), groups * per_group, int(rng.choice([1, 2, 3, 5, 6, 8, 16])),
+             int(rng.choice([1, 3, 4, 8])))
+    arrays = inputs(sizes, F32, seed)
+    with FusionDefinition() as fd:
+        x, w, b = tensor(fd, 4, F32), tensor(fd, 1, F32), tensor(fd, 1, F32)
+        y, mean, rstd = group_norm(fd, x, w, b, sizes, groups, F32, flat=bool(seed % 2))
+        fd.add_output(random_views(fd, y, sizes, rng, arrays))
+        fd.add_output(rstd)
+    helpers.execute_near_reference(fd, arrays, rtol=1e-5)
