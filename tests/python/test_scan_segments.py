@@ -52,12 +52,13 @@ def test_a_view_returned_beside_a_scan_of_a_kernel_result(scan, view):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     kernels = [s for s in fd.explain([x0, x1]).segments if s.kind == "kernel"]
     # A cumsum kernel writes only what reads the cumsum; a sort's line walk writes the operand too, the
-    # view then an alias of it (an identity permute it writes itself, each element where it is): one kernel.
+    # view then an alias of it (an identity permute it writes itself, each element where it is, and a
+    # reshape at each element's linear position): one kernel.
     scan_kernel = next(s for s in kernels if s.scheduler == "scan")
     if scan == "cumsum":
         assert all(op in ("cumsum", "slice") for op in scan_kernel.ops), scan_kernel.ops
     else:
-        written = q.name if view != "identity_permute" else returned.name
+        written = q.name if view not in ("identity_permute", "reshape") else returned.name
         assert len(kernels) == 1 and written in scan_kernel.outputs, [(s.ops, s.outputs) for s in kernels]
 
 
@@ -468,3 +469,29 @@ def test_a_constant_output_joins_a_kernel_that_writes_its_shape(zeros_shape):
     np.testing.assert_allclose(got[0], x * 3.0, rtol=1e-6)
     for zeros in got[1:]:
         np.testing.assert_array_equal(zeros, np.zeros((5, 11) if zeros_shape == "same" else (5, 11, 2), np.float32))
+
+
+@pytest.mark.parametrize("scan", ["topk", "argsort"])
+@pytest.mark.parametrize("shape", [(4, 6), (7, 3), (1, 5)])
+def test_reshapes_of_a_line_normed_value_are_written_by_the_sort_kernel(scan, shape):
+    """A value normed along dim 0 (each line a column), sorted along it, and returned reshaped three ways: the
+    line walk stores each reshape at the linear position of the element it is at, in one kernel."""
+    rows, cols = shape
+    rng = np.random.default_rng(rows * cols)
+    x = (np.abs(rng.standard_normal(shape)) + 0.5).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        q = fd.ops.div(t, fd.ops.sum(t, dims=[0], keepdim=True))
+        fd.add_output(fd.ops.reshape(q, [rows * cols]))
+        fd.add_output(fd.ops.reshape(q, [cols, rows]))
+        fd.add_output(fd.ops.reshape(fd.ops.reshape(q, [rows * cols]), [1, cols * rows, 1]))
+        if scan == "topk":
+            for out in fd.ops.topk(q, fd.define_scalar(1, dtype=DataType.Int), 0):
+                fd.add_output(out)
+        else:
+            fd.add_output(fd.ops.argsort(q, 0))
+    got, want = fd.execute([x]), bx.reference(fd, [x])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    kernels = [s for s in fd.explain([x]).segments if s.kind == "kernel"]
+    assert [k.scheduler for k in kernels] == ["scan"], fd.explain([x])

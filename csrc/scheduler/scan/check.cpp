@@ -155,6 +155,18 @@ std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts
 
 }  // namespace
 
+// Whether `v` is a reshape (or a chain of them) of a value of `sizes` that `exprs` compute: stored at the
+// linear position of the operand's element the walk is at, it holds that element.
+bool reshapedFrom(const Val* v, const std::vector<int64_t>& sizes, const std::vector<const Expr*>& exprs,
+                  const BoundShapes& bound) {
+  while (bound.sizesOf(v) != sizes) {
+    const auto producer = std::find_if(exprs.begin(), exprs.end(), [&](const Expr* e) { return e->output(0) == v; });
+    if (producer == exprs.end() || (*producer)->kind() != OpKind::Reshape) return false;
+    v = (*producer)->input(0);
+  }
+  return true;
+}
+
 std::vector<const Val*> linePrologueOutputs(const std::vector<const Val*>& outputs, const Expr& op,
                                             const std::vector<const Expr*>& later) {
   std::vector<const Val*> prologue;
@@ -238,15 +250,31 @@ Verdict canScheduleScan(const Candidate& candidate, const CandidateFacts& facts,
   // the line writes them, once its reductions are known.
   for (const Val* out : linePrologueOutputs(candidate.outputs, op, later)) {
     if (kind == OpKind::Cumsum) break;  // cumsumEpilogueProblem names it
-    if (bound.sizesOf(out) != sizes) {
-      return no(fmt::format("{} is computed before the {} but is not of its operand's shape, which a line walk writes",
-                            out->name(), opName(kind)));
+    if (bound.sizesOf(out) != sizes && !reshapedFrom(out, sizes, before, bound)) {
+      return no(fmt::format("{} is computed before the {} but is neither of its operand's shape nor a reshape of a "
+                            "value of it, which a line walk writes", out->name(), opName(kind)));
     }
   }
   if (!reductions_before.empty()) {
     // A cumsum's epilogue reads them at the elements it walks too: every value but the cumsum's own is checked.
     std::vector<const Expr*> reading = before;
     if (kind == OpKind::Cumsum) reading.insert(reading.end(), later.begin(), later.end());
+    // Reshapes read by nothing but other such reshapes, ending in outputs, are stored at the element's
+    // linear position (writeLinePrologue): they read the line's results where they are.
+    const std::vector<const Val*> prologue = linePrologueOutputs(candidate.outputs, op, later);
+    std::unordered_set<const Expr*> written;
+    for (auto e = candidate.exprs.rbegin(); e != candidate.exprs.rend(); ++e) {
+      const Val* out = (*e)->output(0);
+      bool read = false, by_written = true;
+      for (const Expr* r : candidate.exprs) {
+        if (std::find(r->inputs().begin(), r->inputs().end(), out) == r->inputs().end()) continue;
+        read = true;
+        by_written = by_written && written.count(r) != 0;
+      }
+      const bool output = std::find(prologue.begin(), prologue.end(), out) != prologue.end();
+      if ((*e)->kind() == OpKind::Reshape && (output || read) && by_written) written.insert(*e);
+    }
+    std::erase_if(reading, [&](const Expr* e) { return written.count(e) != 0; });
     std::string problem = lineReductionProblem(reading, reductions_before, facts, sizes, dim, bound);
     if (!problem.empty()) return no(std::move(problem));
   }

@@ -114,15 +114,24 @@ void lowerKeptSlotOps(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb,
   invariants.place();
 }
 
-// The outputs computed before the sort (linePrologueOutputs): a walk of the line stores each at every
-// element, its reductions known.
+// The outputs computed before the sort (linePrologueOutputs): a walk of the line over the operand's `sizes`
+// stores each at every element, its reductions known; a reshape of such a value (the check's reshapedFrom)
+// at the element's linear position.
 void writeLinePrologue(LoweringContext& ctx, KernelBuilder& kb, ValueBuilder& vb, const LineWalk& line,
-                       const std::vector<const Val*>& outputs, int64_t extent) {
+                       const std::vector<const Val*>& outputs, const std::vector<int64_t>& sizes, int64_t extent) {
   if (outputs.empty()) return;
+  const StridedLayout operand = StridedLayout::rowMajor(sizes);
   LineInvariants invariants(kb, vb);
   walkSteps(kb, vb, extent, [&](Chunk& c, ExprId step) {
     const std::vector<Idx> at = lineIndex(line, step);
-    for (const Val* out : outputs) storeOutput(kb, vb, c, ctx.outputs.at(out), at, vb.valueAt(out, at));
+    for (const Val* out : outputs) {
+      std::vector<Idx> out_at = at;
+      if (ctx.bound.sizesOf(out) != sizes) {
+        int64_t unused = 0;
+        out_at = vb.unflatten(vb.flatOffset(operand, at, &unused), false, ctx.bound.sizesOf(out));
+      }
+      storeOutput(kb, vb, c, ctx.outputs.at(out), out_at, vb.valueAt(out, out_at));
+    }
   });
   invariants.place();
 }
@@ -162,7 +171,8 @@ void lowerSortLines(LoweringContext& ctx, const ScanParams& params) {
 
   const LineWalk line = openLineWalk(ctx.kernel, kb, vb, params, x_sizes, dim);
   reduceAlongLine(kb, vb, line, reductionsBefore(ctx.segment.exprs, later), extent);
-  writeLinePrologue(ctx, kb, vb, line, linePrologueOutputs(ctx.segment.outputs, op, later), extent);
+  writeLinePrologue(ctx, kb, vb, line, linePrologueOutputs(ctx.segment.outputs, op, later), x_sizes,
+                    extent);
   LineInvariants invariants(kb, vb);
   // The value kept at slot `slot` of the line: in the values output where there is one; else x at the
   // index kept there, or at `fallback` where `valid` is false (the slot may not be written yet, and x
