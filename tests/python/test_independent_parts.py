@@ -4,7 +4,8 @@ one embedding beside normalizing the other). A pointwise group that shares no te
 it joins the earliest (before or after it) pointwise, transpose, inner persistent, inner-outer persistent or reduction kernel that
 takes it, in blocks of its own, each part keeping the vectors it has alone (a transpose's tiles keep theirs). An update of an input in
 place joins nothing. Values against the reference evaluator on the test device, at odd sizes, size 1, broadcast,
-strided and misaligned inputs."""
+strided and misaligned inputs. Beside an inner persistent kernel's rows, a part joins where it is made from
+scalars alone or reads a tensor the rows read (another slice of their input)."""
 
 import ml_dtypes
 import numpy as np
@@ -91,6 +92,42 @@ def test_an_unrelated_scaling_joins_a_norm_of_its_shape_and_one_of_another_stays
         want = ["inner_persistent"] if other == (rows, columns) else ["inner_persistent", "pointwise"]
         assert sorted(k.scheduler for k in kernels) == want, plan
         helpers.execute_near_reference(fd, arrays, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("sizes", [(2, 64, 32, 8), (1, 7, 5, 3), (3, 1, 4, 2)])
+@pytest.mark.parametrize("layout", ["dense", "misaligned"])
+def test_a_norm_of_a_slice_and_a_rotation_of_another_slice_are_one_kernel(dtype, sizes, layout):
+    """DeepSeek-V2's key projection [b, t, latent + rope]: the latent RMS-normed, the rope part rotated with
+    tables [t, rope] and expanded over h heads. The two parts share no value but read one input: one inner
+    persistent kernel with the rotation in blocks of its own, as the reference."""
+    b, t, latent, rope = sizes
+    heads = 3
+    with FusionDefinition() as fd:
+        x, w = tensor(fd, 3, dtype), tensor(fd, 1, dtype)
+        cos, sin = tensor(fd, 2, dtype), tensor(fd, 2, dtype)
+        lat = fd.ops.cast(fd.ops.slice(x, [0, 0, 0], [b, t, latent], [1, 1, 1]), F32)
+        inv = fd.ops.rsqrt(fd.ops.add(fd.ops.div(fd.ops.sum(fd.ops.mul(lat, lat), dims=[2], keepdim=True), latent), 1e-6))
+        weight = fd.ops.cast(fd.ops.broadcast_in_dim(w, shape=[b, t, latent], broadcast_dims=[2]), F32)
+        fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.mul(lat, inv), weight), dtype))
+        pe = fd.ops.cast(fd.ops.slice(x, [0, 0, latent], [b, t, latent + rope], [1, 1, 1]), F32)
+        half = rope // 2
+        high = fd.ops.slice(pe, [0, 0, half], [b, t, rope], [1, 1, 1])
+        low = fd.ops.slice(pe, [0, 0, 0], [b, t, half], [1, 1, 1])
+        rotated = fd.ops.cat([fd.ops.neg(high), low], 2)
+        table = dict(shape=[b, t, rope], broadcast_dims=[1, 2])
+        roped = fd.ops.add(fd.ops.mul(pe, fd.ops.cast(fd.ops.broadcast_in_dim(cos, **table), F32)),
+                           fd.ops.mul(rotated, fd.ops.cast(fd.ops.broadcast_in_dim(sin, **table), F32)))
+        fd.add_output(fd.ops.broadcast_in_dim(fd.ops.cast(roped, dtype), shape=[b, heads, t, rope],
+                                              broadcast_dims=[0, 2, 3]))
+    rng = np.random.default_rng(sum(sizes))
+    arrays = [rng.standard_normal(shape).astype(NP[dtype]) for shape in ((b, t, latent + rope), (latent,), (t, rope),
+                                                                         (t, rope))]
+    if layout == "misaligned":
+        arrays[0] = helpers.misaligned(arrays[0])
+    kernels, plan = helpers.kernels_of(fd, arrays)
+    assert [k.scheduler for k in kernels] == ["inner_persistent"], plan
+    helpers.execute_near_reference(fd, arrays, rtol=1e-2 if dtype == BF16 else 1e-5)
 
 
 def test_a_pointwise_op_joins_a_bias_grad_of_other_rows_in_blocks_of_its_own():

@@ -1,5 +1,6 @@
 #include "scheduler/reduction/reduction_parts.h"
 
+#include "passes/alias_analysis.h"
 #include "scheduler/independent_parts.h"
 #include "scheduler/pointwise/entry.h"
 #include "scheduler/reduction/entry.h"
@@ -58,18 +59,33 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
   return Verdict::yes();
 }
 
+namespace {
+
+// The fusion input `v` is a view of (through meta ops), or `v` itself.
+const Val* viewRootOf(const Val* v) {
+  const Val* root = v->isTensor() && !v->isFusionInput() ? inputViewRoot(v) : nullptr;
+  return root == nullptr ? v : root;
+}
+
+}  // namespace
+
 Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                        const BoundShapes& bound) {
-  const Candidate* rows = nullptr;
+  const auto rows_part = std::find_if(parts.begin(), parts.end(), [](const Candidate& p) { return reduces(p.exprs); });
+  const Candidate* rows = rows_part == parts.end() ? nullptr : &*rows_part;
   for (const Candidate& part : parts) {
-    if (reduces(part.exprs)) {
-      if (rows != nullptr) return Verdict::no("beside the rows, another part reduces");
-      rows = &part;
-      continue;
-    }
-    if (!std::all_of(part.inputs.begin(), part.inputs.end(), readsAsScalar)) {
-      return Verdict::no("beside the rows, a part reads tensors");
-    }
+    if (&part == rows) continue;
+    if (reduces(part.exprs)) return Verdict::no("beside the rows, another part reduces");
+    // A part made from scalars alone, or one reading a tensor the rows read too (DeepSeek's rotated key part,
+    // sliced off the projection whose other slice the latent norm reads: one kernel reads the projection
+    // once). One reading only tensors no row reads is a kernel of its own, the rows' keeping their blocks.
+    const bool scalars = std::all_of(part.inputs.begin(), part.inputs.end(), readsAsScalar);
+    const bool shares_a_tensor = rows != nullptr && std::any_of(part.inputs.begin(), part.inputs.end(), [&](const Val* v) {
+      return !readsAsScalar(v) && std::any_of(rows->inputs.begin(), rows->inputs.end(), [&](const Val* r) {
+        return !readsAsScalar(r) && viewRootOf(r) == viewRootOf(v);
+      });
+    });
+    if (!scalars && !shares_a_tensor) return Verdict::no("beside the rows, a part reads no tensor the rows read");
     if (std::string why = sideBySidePointwiseProblem(part, facts, bound); !why.empty()) return Verdict::no(why);
   }
   if (rows == nullptr) return Verdict::no("beside the rows, no part reduces");

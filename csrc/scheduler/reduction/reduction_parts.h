@@ -35,8 +35,9 @@ Verdict canScheduleReductionParts(const std::vector<Candidate>& parts, const Can
                                   const BoundShapes& bound);
 
 // Whether the inner persistent scheduler takes a group of several independent parts: one part with
-// reductions that it takes alone, and beside it parts made from scalars alone (they read no tensor: an
-// iota, a full), each a pointwise kernel that updates no input in place.
+// reductions that it takes alone, and beside it parts made from scalars alone (an iota, a full) or reading a
+// tensor the rows read (another slice of the rows' input), each a pointwise kernel that updates no input in
+// place.
 Verdict canScheduleRowsWithScalarParts(const std::vector<Candidate>& parts, const CandidateFacts& facts,
                                        const BoundShapes& bound);
 
