@@ -153,8 +153,6 @@ std::string sortEpilogueProblem(const Candidate& candidate, const CandidateFacts
   return lineReductionProblem(later, reductions, facts, sizes, op.attrs().getInt("dim"), bound);
 }
 
-}  // namespace
-
 // Whether `v` is a reshape (or a chain of them) of a value of `sizes` that `exprs` compute: stored at the
 // linear position of the operand's element the walk is at, it holds that element.
 bool reshapedFrom(const Val* v, const std::vector<int64_t>& sizes, const std::vector<const Expr*>& exprs,
@@ -166,6 +164,8 @@ bool reshapedFrom(const Val* v, const std::vector<int64_t>& sizes, const std::ve
   }
   return true;
 }
+
+}  // namespace
 
 std::vector<const Val*> linePrologueOutputs(const std::vector<const Val*>& outputs, const Expr& op,
                                             const std::vector<const Expr*>& later) {
