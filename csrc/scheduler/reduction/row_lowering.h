@@ -15,10 +15,10 @@
 
 #include "scheduler/inner_outer/entry.h"
 #include "scheduler/inner_outer/heuristics.h"
+#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/reduce_values.h"
 #include "scheduler/reduction/reduction_domain.h"
 #include "scheduler/reduction/row_cats.h"
-#include "scheduler/reduction/domain_alignment.h"
 #include "scheduler/reduction/row_slices.h"
 
 #include <array>
